@@ -1,0 +1,116 @@
+# hoard: GNU Makefile. `make` builds build/bin/{hoardd,hoard}; see `make help`.
+SAN ?=
+ifeq ($(SAN),)
+BUILD ?= build
+SANFLAGS :=
+else ifeq ($(SAN),asan)
+BUILD ?= build-asan
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else ifeq ($(SAN),tsan)
+BUILD ?= build-tsan
+SANFLAGS := -fsanitize=thread
+else
+$(error SAN must be asan or tsan)
+endif
+
+CC ?= cc
+PKGS := libmicrohttpd libcurl openssl libuv sqlite3 jansson expat libxxhash libarchive zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
+        -Wno-unused-parameter
+ifdef CI
+WARN += -Werror
+endif
+OPT ?= -O2
+CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) $(SANFLAGS) -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS := $(SANFLAGS) $(EXTRA_LDFLAGS)
+LIBS := $(PKG_LIBS) -lpthread -lm
+
+COMMON_SRC := $(wildcard common/*.c)
+PROXY_SRC := $(wildcard proxy/*.c)
+TARGET_SRC := $(wildcard target/*.c)
+SERVER_SRC := $(wildcard server/*.c)
+TOOLS_SRC := $(wildcard tools/hoard/*.c)
+UNIT_SRC := $(wildcard test/unit/*.c)
+FUZZ_SRC := $(wildcard test/fuzz/fuzz_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+.PHONY: all deps test unit integration lint format check-deps bench run fuzz fuzz-run clean help
+all: $(BUILD)/bin/hoardd $(BUILD)/bin/hoard
+
+help:
+	@echo "make [all|deps|test|unit|integration|lint|format|check-deps|bench|run|fuzz|clean] [SAN=asan|tsan]"
+
+deps:
+	@bash deploy/local/install-deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/lib/libhdcommon.a: $(call obj,$(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/lib/libhdroles.a: $(call obj,$(PROXY_SRC) $(TARGET_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/bin/hoardd: $(call obj,$(SERVER_SRC)) $(BUILD)/lib/libhdroles.a $(BUILD)/lib/libhdcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/bin/hoard: $(call obj,$(TOOLS_SRC)) $(BUILD)/lib/libhdcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/bin/unit-tests: $(call obj,$(UNIT_SRC)) $(BUILD)/lib/libhdroles.a $(BUILD)/lib/libhdcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+test: deps
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
+
+unit: $(BUILD)/bin/unit-tests
+	cd test/unit && ../../$(BUILD)/bin/unit-tests
+
+integration: all
+	HOARD_BUILD=$(BUILD) bash test/integration/run.sh
+
+check-deps:
+	@bash tools/check-deps.sh
+
+lint: check-deps
+	@bash tools/lint.sh
+
+format:
+	clang-format -i $(COMMON_SRC) $(PROXY_SRC) $(TARGET_SRC) $(SERVER_SRC) $(TOOLS_SRC) \
+	    $(UNIT_SRC) $(FUZZ_SRC) $(wildcard */*.h tools/hoard/*.h test/unit/*.h)
+
+bench: deps all
+	HOARD_BUILD=$(BUILD) bash test/bench/run.sh
+
+run: deps all
+	HOARD_BUILD=$(BUILD) bash deploy/local/run.sh
+
+# libFuzzer drivers: make fuzz CC=clang; make fuzz-run FUZZ_SECONDS=60
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD := build-fuzz
+fuzz:
+	@mkdir -p $(FUZZ_BUILD)/bin
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  echo "  FUZZ $$n"; \
+	  $(CC) -std=c11 -D_GNU_SOURCE -g -O1 -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
+	    $$f $(COMMON_SRC) -o $(FUZZ_BUILD)/bin/$$n $(LIBS) || exit 1; done
+fuzz-run: fuzz
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
+	  $(FUZZ_BUILD)/bin/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    $(FUZZ_BUILD)/corpus/$$n test/fuzz/corpus/$$n || exit 1; done
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

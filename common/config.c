@@ -1,0 +1,304 @@
+#include "common/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+enum kind { STR, INT, BOOL };
+
+struct def {
+    const char *key;
+    enum kind kind;
+    const char *dflt;
+    long long min, max;
+    int secret;
+    const char *help;
+};
+
+/* The single table of settings. Keep docs/operations.md in step. */
+static const struct def defs[] = {
+    {"role", STR, "target", 0, 0, 0, "target | proxy"},
+    {"listen", STR, "127.0.0.1:8080", 0, 0, 0, "host:port to serve HTTP on"},
+    {"public_url", STR, "", 0, 0, 0, "URL clients use to reach this node (default http://listen)"},
+    {"data", STR, "./.hoard/data", 0, 0, 0, "data directory (node state)"},
+    {"mountpaths", STR, "", 0, 0, 0, "comma-separated object directories (default DATA/mp1)"},
+    {"auth.keys", STR, "", 0, 0, 1, "AK:SK[,AK:SK...] S3 access keys; empty = anonymous"},
+    {"s3.region", STR, "us-east-1", 0, 0, 0, "region reported by GetBucketLocation"},
+    {"http.threads", INT, "0", 0, 256, 0, "HTTP worker threads (0 = one per core)"},
+    {"http.timeout", INT, "60", 1, 3600, 0, "idle connection timeout, seconds"},
+    {"http.max_conns", INT, "4096", 16, 1000000, 0, "concurrent connection limit"},
+    {"http.mem_limit", INT, "65536", 8192, 1048576, 0,
+     "per-connection memory (bounds the request header size)"},
+    {"log.level", STR, "info", 0, 0, 0, "debug | info | warn | error"},
+    {"log.error", STR, "-", 0, 0, 0, "error log file (- = stderr)"},
+    {"log.access", STR, "", 0, 0, 0, "access log file (- = stdout, empty = off)"},
+    {"store.fsync", BOOL, "true", 0, 0, 0, "fsync objects before acknowledging a PUT"},
+    {"store.max_object", INT, "5497558138880", 0, 5497558138880LL, 0, "largest object, bytes"},
+};
+#define NDEFS (sizeof(defs) / sizeof(defs[0]))
+
+static const char *const srcnames[] = {"default", "file", "env", "argv"};
+
+struct hd_config {
+    char *val[NDEFS];
+    int src[NDEFS];
+};
+
+static int find(const char *key)
+{
+    size_t i;
+
+    for (i = 0; i < NDEFS; i++)
+        if (strcmp(defs[i].key, key) == 0)
+            return (int)i;
+    return -1;
+}
+
+struct hd_config *hd_config_new(void)
+{
+    struct hd_config *c = calloc(1, sizeof(*c));
+    size_t i;
+
+    if (!c)
+        return NULL;
+    for (i = 0; i < NDEFS; i++) {
+        c->val[i] = strdup(defs[i].dflt);
+        if (!c->val[i]) {
+            hd_config_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+void hd_config_free(struct hd_config *c)
+{
+    size_t i;
+
+    if (!c)
+        return;
+    for (i = 0; i < NDEFS; i++)
+        free(c->val[i]);
+    free(c);
+}
+
+static int parse_bool(const char *v, int *out)
+{
+    if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on"))
+        *out = 1;
+    else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off"))
+        *out = 0;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+static int set_src(struct hd_config *c, const char *key, const char *value, int src, char *err,
+                   size_t errlen)
+{
+    int i = find(key), b;
+    char *end, *dup;
+    long long n;
+
+    if (i < 0) {
+        snprintf(err, errlen, "unknown setting '%s'", key);
+        return -EINVAL;
+    }
+    switch (defs[i].kind) {
+    case INT:
+        errno = 0;
+        n = strtoll(value, &end, 10);
+        if (errno || end == value || *end || n < defs[i].min || n > defs[i].max) {
+            snprintf(err, errlen, "%s: '%s' is not an integer in [%lld, %lld]", key, value,
+                     defs[i].min, defs[i].max);
+            return -EINVAL;
+        }
+        break;
+    case BOOL:
+        if (parse_bool(value, &b) < 0) {
+            snprintf(err, errlen, "%s: '%s' is not a boolean (true/false)", key, value);
+            return -EINVAL;
+        }
+        break;
+    case STR:
+        break;
+    }
+    dup = strdup(value);
+    if (!dup) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    free(c->val[i]);
+    c->val[i] = dup;
+    c->src[i] = src;
+    return 0;
+}
+
+int hd_config_set(struct hd_config *c, const char *key, const char *value, char *err,
+                  size_t errlen)
+{
+    return set_src(c, key, value, 3, err, errlen);
+}
+
+static char *trim(char *s)
+{
+    char *e;
+
+    while (isspace((unsigned char)*s))
+        s++;
+    e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+static int load_file(struct hd_config *c, const char *path, char *err, size_t errlen)
+{
+    char line[4096], msg[256];
+    FILE *f = fopen(path, "r");
+    int lineno = 0, rc = 0;
+
+    if (!f) {
+        snprintf(err, errlen, "config file %s: %s", path, strerror(errno));
+        return -EINVAL;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        char *p = trim(line), *eq;
+        lineno++;
+        if (!*p || *p == '#')
+            continue;
+        eq = strchr(p, '=');
+        if (!eq) {
+            snprintf(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
+            rc = -EINVAL;
+            break;
+        }
+        *eq = '\0';
+        if (set_src(c, trim(p), trim(eq + 1), 1, msg, sizeof(msg)) < 0) {
+            snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
+            rc = -EINVAL;
+            break;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+/* HOARD_AUTH_KEYS -> auth.keys: env names are keys uppercased with '.' as '_'. */
+static int env_key(const char *name, size_t n, char *key, size_t max)
+{
+    size_t i, j;
+
+    for (i = 0; i < NDEFS; i++) {
+        const char *k = defs[i].key;
+        if (strlen(k) != n)
+            continue;
+        for (j = 0; j < n; j++) {
+            char want = k[j] == '.' ? '_' : (char)toupper((unsigned char)k[j]);
+            if (name[j] != want)
+                break;
+        }
+        if (j == n) {
+            snprintf(key, max, "%s", k);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+int hd_config_load(struct hd_config *c, int argc, char **argv, char **envp, int *print,
+                   char *err, size_t errlen)
+{
+    const char *file = getenv("HOARD_CONFIG");
+    char key[64], msg[256];
+    int i, rc;
+
+    *print = 0;
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            file = argv[i + 1];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            file = argv[i] + 9;
+    }
+    if (file && *file && (rc = load_file(c, file, err, errlen)) < 0)
+        return rc;
+    for (i = 0; envp && envp[i]; i++) {
+        const char *eq = strchr(envp[i], '=');
+        if (strncmp(envp[i], "HOARD_", 6) != 0 || !eq)
+            continue;
+        if (env_key(envp[i] + 6, (size_t)(eq - envp[i] - 6), key, sizeof(key)) < 0)
+            continue; /* HOARD_ENDPOINT etc. belong to the CLI */
+        if (set_src(c, key, eq + 1, 2, msg, sizeof(msg)) < 0) {
+            snprintf(err, errlen, "environment %.*s: %s", (int)(eq - envp[i]), envp[i], msg);
+            return -EINVAL;
+        }
+    }
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v, *eq;
+        if (strcmp(a, "--print-config") == 0) {
+            *print = 1;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument '%s'", a);
+            return -EINVAL;
+        }
+        a += 2;
+        eq = strchr(a, '=');
+        if (eq) {
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - a), a);
+            v = eq + 1;
+        } else {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "--%s needs a value", a);
+                return -EINVAL;
+            }
+            snprintf(key, sizeof(key), "%s", a);
+            v = argv[++i];
+        }
+        if (strcmp(key, "config") == 0)
+            continue;
+        if ((rc = set_src(c, key, v, 3, err, errlen)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+const char *hd_config_str(const struct hd_config *c, const char *key)
+{
+    int i = find(key);
+
+    return i < 0 ? "" : c->val[i];
+}
+
+long long hd_config_int(const struct hd_config *c, const char *key)
+{
+    int i = find(key);
+
+    return i < 0 ? 0 : strtoll(c->val[i], NULL, 10);
+}
+
+int hd_config_bool(const struct hd_config *c, const char *key)
+{
+    int i = find(key), b = 0;
+
+    if (i >= 0)
+        parse_bool(c->val[i], &b);
+    return b;
+}
+
+void hd_config_print(const struct hd_config *c, FILE *out)
+{
+    size_t i;
+
+    for (i = 0; i < NDEFS; i++) {
+        const char *v = c->val[i];
+        if (defs[i].secret && *v)
+            v = "********";
+        fprintf(out, "%-18s = %-28s # %s (%s)\n", defs[i].key, v, defs[i].help,
+                srcnames[c->src[i]]);
+    }
+}

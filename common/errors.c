@@ -1,0 +1,94 @@
+#include "common/errors.h"
+
+#include <errno.h>
+#include <string.h>
+
+static const struct hd_err_info table[] = {
+    {HD_EINTERNAL, 500, "InternalError", "We encountered an internal error. Please try again."},
+    {HD_EBADREQ, 400, "InvalidRequest", "The request is invalid."},
+    {HD_EBADARG, 400, "InvalidArgument", "Invalid argument."},
+    {HD_ENOSUCHBUCKET, 404, "NoSuchBucket", "The specified bucket does not exist."},
+    {HD_ENOSUCHKEY, 404, "NoSuchKey", "The specified key does not exist."},
+    {HD_EBUCKETEXISTS, 409, "BucketAlreadyOwnedByYou",
+     "Your previous request to create the named bucket succeeded and you already own it."},
+    {HD_EBUCKETNOTEMPTY, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty."},
+    {HD_EBADBUCKETNAME, 400, "InvalidBucketName", "The specified bucket is not valid."},
+    {HD_EKEYTOOLONG, 400, "KeyTooLongError", "Your key is too long (1024 bytes at most)."},
+    {HD_EBADKEY, 400, "InvalidArgument",
+     "Object name is not valid (empty, NUL byte, or not UTF-8)."},
+    {HD_EBADDIGEST, 400, "BadDigest",
+     "The Content-MD5 you specified did not match what we received."},
+    {HD_EINVALIDDIGEST, 400, "InvalidDigest", "The Content-MD5 or checksum you specified is not valid."},
+    {HD_EBADCHECKSUM, 400, "BadDigest",
+     "The x-amz-checksum value you specified did not match what we received."},
+    {HD_EBADSIG, 403, "SignatureDoesNotMatch",
+     "The request signature we calculated does not match the signature you provided. Check "
+     "your key and signing method."},
+    {HD_ENOACCESSKEY, 403, "InvalidAccessKeyId",
+     "The AWS Access Key Id you provided does not exist in our records."},
+    {HD_EACCESS, 403, "AccessDenied", "Access Denied"},
+    {HD_EEXPIRED, 403, "AccessDenied", "Request has expired"},
+    {HD_ESKEW, 403, "RequestTimeTooSkewed",
+     "The difference between the request time and the server's time is too large."},
+    {HD_EAUTHHDR, 400, "AuthorizationHeaderMalformed",
+     "The authorization header is malformed."},
+    {HD_EAUTHQUERY, 400, "AuthorizationQueryParametersError",
+     "Error parsing the X-Amz-Credential or other presigned query parameters."},
+    {HD_EMISSINGAUTH, 403, "AccessDenied", "Access Denied (request is not signed)"},
+    {HD_ESHA256MISMATCH, 400, "XAmzContentSHA256Mismatch",
+     "The provided 'x-amz-content-sha256' header does not match what was computed."},
+    {HD_EINCOMPLETEBODY, 400, "IncompleteBody",
+     "You did not provide the number of bytes specified by the Content-Length HTTP header."},
+    {HD_EMISSINGLENGTH, 411, "MissingContentLength", "You must provide the Content-Length HTTP header."},
+    {HD_ETOOLARGE, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size."},
+    {HD_ERANGE, 416, "InvalidRange", "The requested range is not satisfiable"},
+    {HD_EPRECONDITION, 412, "PreconditionFailed",
+     "At least one of the preconditions you specified did not hold."},
+    {HD_ENOTMODIFIED, 304, "NotModified", "Not Modified"},
+    {HD_EMETHOD, 405, "MethodNotAllowed", "The specified method is not allowed against this resource."},
+    {HD_ENOTIMPL, 501, "NotImplemented",
+     "A header or query you provided implies functionality that is not implemented."},
+    {HD_EMALFORMEDXML, 400, "MalformedXML",
+     "The XML you provided was not well-formed or did not validate against our published schema."},
+    {HD_ECHUNK, 400, "InvalidRequest", "Malformed aws-chunked request body."},
+    {HD_ENOSPACE, 507, "InsufficientStorage", "Not enough free space on the target's mountpaths."},
+    {HD_EUNAVAIL, 503, "ServiceUnavailable", "Service is unavailable. Please retry."},
+    {HD_ENOTFOUND, 404, "NotFound", "Not Found"},
+    {HD_EBADHEADER, 400, "InvalidArgument", "A header value is not valid."},
+    {HD_EMAXKEYS, 400, "InvalidArgument", "max-keys must be an integer between 0 and 2147483647."},
+    {HD_EBADTOKEN, 400, "InvalidArgument", "The continuation token provided is incorrect."},
+};
+
+static const struct hd_err_info errno_rows[] = {
+    {-ENOENT, 404, "NoSuchKey", "The specified key does not exist."},
+    {-ENOSPC, 507, "InsufficientStorage", "Not enough free space on the target's mountpaths."},
+    {-EDQUOT, 507, "InsufficientStorage", "Disk quota exceeded on the target."},
+    {-ENAMETOOLONG, 400, "KeyTooLongError", "Your key is too long."},
+    {-EINVAL, 400, "InvalidArgument", "Invalid argument."},
+    {-ETIMEDOUT, 503, "ServiceUnavailable", "Timed out. Please retry."},
+    {-ECONNREFUSED, 503, "ServiceUnavailable", "Service is unavailable. Please retry."},
+};
+
+const struct hd_err_info *hd_err_info(int code)
+{
+    size_t i;
+
+    if (code <= HD_EBASE && code > HD_ELAST) {
+        const struct hd_err_info *e = &table[code - HD_EBASE];
+        if (e->code == code)
+            return e;
+    }
+    for (i = 0; i < sizeof(errno_rows) / sizeof(errno_rows[0]); i++)
+        if (errno_rows[i].code == code)
+            return &errno_rows[i];
+    return &table[0];
+}
+
+const char *hd_strerror(int code)
+{
+    if (code < 0 && code > -4096)
+        return strerror(-code);
+    if (code == 0)
+        return "ok";
+    return hd_err_info(code)->s3_code;
+}

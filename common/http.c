@@ -1,0 +1,473 @@
+#include "common/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "common/buf.h"
+#include "common/errors.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/xml.h"
+
+struct hd_http_server {
+    struct MHD_Daemon *d;
+    hd_http_handler_fn handler;
+    void *ctx;
+};
+
+static _Atomic uint64_t req_seq;
+static uint64_t req_salt;
+
+uint64_t hd_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void req_free(struct hd_req *r)
+{
+    size_t i;
+
+    if (!r)
+        return;
+    for (i = 0; i < r->nrh; i++) {
+        free((char *)r->rh[i].k);
+        free((char *)r->rh[i].v);
+    }
+    free(r->rh);
+    free(r->hdrs);
+    hd_query_free(&r->query);
+    free(r->raw_uri);
+    free(r->raw_path);
+    free(r->resource);
+    r->magic = 0;
+    free(r);
+}
+
+/* MHD hands us the URI exactly as sent, before any unescaping: keep it for SigV4 and for
+ * our own decoding (MHD's decoded `url` is never used). The return value becomes con_cls. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct hd_http_server *s = cls;
+    struct hd_req *r = calloc(1, sizeof(*r));
+    const char *q;
+    uint64_t id;
+
+    if (!r)
+        return NULL;
+    r->magic = HD_REQ_MAGIC;
+    r->conn = conn;
+    r->srv = s;
+    r->t0_ns = hd_now_ns();
+    r->content_length = -1;
+    id = (atomic_fetch_add(&req_seq, 1) + 1) * 0x9e3779b97f4a7c15ull ^ req_salt;
+    snprintf(r->id, sizeof(r->id), "%016llX", (unsigned long long)id);
+    r->raw_uri = strdup(uri ? uri : "/");
+    if (!r->raw_uri) {
+        free(r);
+        return NULL;
+    }
+    q = strchr(r->raw_uri, '?');
+    r->raw_path = q ? strndup(r->raw_uri, (size_t)(q - r->raw_uri)) : strdup(r->raw_uri);
+    r->raw_query = q ? q + 1 : "";
+    if (!r->raw_path) {
+        req_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static enum MHD_Result collect_hdr(void *cls, enum MHD_ValueKind kind, const char *k,
+                                   const char *v)
+{
+    struct hd_req *r = cls;
+    struct hd_kv *n;
+
+    if (r->nhdrs % 16 == 0) {
+        n = realloc(r->hdrs, (r->nhdrs + 16) * sizeof(*n));
+        if (!n)
+            return MHD_NO;
+        r->hdrs = n;
+    }
+    r->hdrs[r->nhdrs].k = k;
+    r->hdrs[r->nhdrs].v = v ? v : "";
+    r->nhdrs++;
+    return MHD_YES;
+}
+
+const char *hd_req_header(const struct hd_req *r, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < r->nhdrs; i++)
+        if (strcasecmp(r->hdrs[i].k, name) == 0)
+            return r->hdrs[i].v;
+    return NULL;
+}
+
+const char *hd_req_param(const struct hd_req *r, const char *key)
+{
+    return hd_query_get(&r->query, key);
+}
+
+const char *hd_req_remote(const struct hd_req *r, char *buf, size_t len)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+    if (!sa)
+        return "-";
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
+    else
+        return "-";
+    return buf;
+}
+
+int hd_resp_header(struct hd_req *r, const char *name, const char *value)
+{
+    struct hd_kv *n;
+
+    if (r->nrh == r->caprh) {
+        size_t cap = r->caprh ? r->caprh * 2 : 8;
+        n = realloc(r->rh, cap * sizeof(*n));
+        if (!n)
+            return -ENOMEM;
+        r->rh = n;
+        r->caprh = cap;
+    }
+    r->rh[r->nrh].k = strdup(name);
+    r->rh[r->nrh].v = strdup(value);
+    if (!r->rh[r->nrh].k || !r->rh[r->nrh].v) {
+        free((char *)r->rh[r->nrh].k);
+        free((char *)r->rh[r->nrh].v);
+        return -ENOMEM;
+    }
+    r->nrh++;
+    return 0;
+}
+
+static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len)
+{
+    size_t i;
+    enum MHD_Result ok;
+
+    if (!resp)
+        return -ENOMEM;
+    MHD_add_response_header(resp, "x-amz-request-id", r->id);
+    MHD_add_response_header(resp, "Server", "hoard");
+    for (i = 0; i < r->nrh; i++)
+        MHD_add_response_header(resp, r->rh[i].k, r->rh[i].v);
+    ok = MHD_queue_response(r->conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    if (ok != MHD_YES)
+        return -EIO;
+    r->responded = 1;
+    r->status = status;
+    if (strcmp(r->method, "HEAD") != 0 && status != 304 && status != 204)
+        r->bytes_out = len;
+    return 0;
+}
+
+int hd_resp_buf(struct hd_req *r, int status, const char *ctype, char *data, size_t len)
+{
+    struct MHD_Response *resp;
+
+    if (r->responded) {
+        free(data);
+        return -EALREADY;
+    }
+    resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(data);
+        return -ENOMEM;
+    }
+    if (ctype)
+        MHD_add_response_header(resp, "Content-Type", ctype);
+    return queue(r, status, resp, len);
+}
+
+int hd_resp_copy(struct hd_req *r, int status, const char *ctype, const char *data, size_t len)
+{
+    char *p = malloc(len ? len : 1);
+
+    if (!p)
+        return -ENOMEM;
+    if (len)
+        memcpy(p, data, len);
+    return hd_resp_buf(r, status, ctype, p, len);
+}
+
+int hd_resp_empty(struct hd_req *r, int status)
+{
+    return hd_resp_buf(r, status, NULL, NULL, 0);
+}
+
+int hd_resp_fd(struct hd_req *r, int status, int fd, uint64_t off, uint64_t len)
+{
+    struct MHD_Response *resp;
+
+    if (r->responded)
+        return -EALREADY;
+    resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
+    if (!resp)
+        return -ENOMEM;
+    /* From here the fd is the response's, whatever queue() says. */
+    queue(r, status, resp, len);
+    return 0;
+}
+
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+int hd_resp_head(struct hd_req *r, int status, uint64_t len)
+{
+    if (r->responded)
+        return -EALREADY;
+    return queue(r, status, MHD_create_response_from_callback(len, 4096, no_body, NULL, NULL),
+                 0);
+}
+
+int hd_resp_err_msg(struct hd_req *r, int code, const char *message)
+{
+    const struct hd_err_info *e = hd_err_info(code);
+    const char *res = r->resource ? r->resource : r->raw_path;
+    struct hd_buf b;
+    char *body;
+    size_t len;
+
+    if (r->responded)
+        return -EALREADY;
+    if (!message)
+        message = e->message;
+    if (e->http_status == 304 || strcmp(r->method, "HEAD") == 0)
+        return hd_resp_empty(r, e->http_status);
+    hd_buf_init(&b);
+    if (r->api == HD_API_S3) {
+        hd_xml_decl(&b);
+        hd_xml_open(&b, "Error");
+        hd_xml_elem(&b, "Code", e->s3_code);
+        hd_xml_elem(&b, "Message", message);
+        hd_xml_elem(&b, "Resource", res);
+        hd_xml_elem(&b, "RequestId", r->id);
+        hd_xml_close(&b, "Error");
+    } else {
+        char *j = hd_json_error(e->http_status, e->s3_code, message, res, r->id);
+        if (j) {
+            hd_buf_puts(&b, j);
+            free(j);
+        }
+    }
+    if (b.oom) {
+        hd_buf_cleanup(&b);
+        return hd_resp_empty(r, e->http_status);
+    }
+    body = hd_buf_steal(&b, &len);
+    return hd_resp_buf(r, e->http_status,
+                       r->api == HD_API_S3 ? "application/xml" : "application/json", body, len);
+}
+
+int hd_resp_err(struct hd_req *r, int code)
+{
+    return hd_resp_err_msg(r, code, NULL);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_data_size,
+                                 void **con_cls)
+{
+    struct hd_http_server *s = cls;
+    struct hd_req *r = *con_cls;
+    const char *cl;
+    int rc;
+
+    if (!r || r->magic != HD_REQ_MAGIC)
+        return MHD_NO;
+    if (!r->method) {
+        r->method = method;
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_hdr, r);
+        cl = hd_req_header(r, "Content-Length");
+        if (cl) {
+            uint64_t v;
+            if (hd_parse_u64(cl, &v) < 0 || v > INT64_MAX) {
+                hd_resp_err_msg(r, HD_EBADHEADER, "Content-Length is not a valid number.");
+                return MHD_YES;
+            }
+            r->content_length = (int64_t)v;
+        }
+        rc = hd_query_parse(r->raw_query, &r->query);
+        if (rc < 0) {
+            hd_resp_err_msg(r, rc, "The query string is malformed.");
+            return MHD_YES;
+        }
+        s->handler(r, s->ctx);
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        r->bytes_in += *upload_data_size;
+        if (!r->responded && r->on_body && !r->body_err) {
+            rc = r->on_body(r, upload_data, *upload_data_size);
+            if (rc < 0)
+                r->body_err = rc;
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (!r->responded) {
+        if (r->on_end)
+            r->on_end(r);
+        else if (r->body_err)
+            hd_resp_err(r, r->body_err);
+        if (!r->responded)
+            hd_resp_err(r, HD_EINTERNAL);
+    }
+    return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct hd_req *r = *con_cls;
+    char remote[64];
+    double secs;
+
+    if (!r || r->magic != HD_REQ_MAGIC)
+        return;
+    if (!r->responded)
+        r->status = 0; /* client went away or MHD refused the request */
+    else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        r->bytes_out = 0;
+    if (r->on_done)
+        r->on_done(r);
+    if (r->method) {
+        secs = (double)(hd_now_ns() - r->t0_ns) / 1e9;
+        hd_metrics_request(r->op, r->status, r->bytes_in, r->bytes_out, secs);
+        hd_log_access(r->id, hd_req_remote(r, remote, sizeof(remote)), r->method, r->raw_uri,
+                      r->status, r->bytes_in, r->bytes_out, secs);
+        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+            HD_LOG(HD_DEBUG, r->id, "request ended early: mhd_code=%d uri=%.256s", (int)toe,
+                   r->raw_uri);
+    }
+    *con_cls = NULL;
+    req_free(r);
+}
+
+/* We never use MHD's decoded URL or argument values, so do not let it decode (it would
+ * also cut keys at %00). */
+static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    return strlen(s);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char line[512];
+
+    vsnprintf(line, sizeof(line), fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    HD_LOG(HD_WARN, NULL, "http: %s", line);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl)
+{
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    struct addrinfo hints, *ai = NULL;
+    int rc;
+
+    if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(host))
+        return -EINVAL;
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    if (host[0] == '[') { /* [::1]:8080 */
+        size_t n = strlen(host);
+        if (n < 2 || host[n - 1] != ']')
+            return -EINVAL;
+        memmove(host, host + 1, n - 2);
+        host[n - 2] = '\0';
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    rc = getaddrinfo(host, colon + 1, &hints, &ai);
+    if (rc != 0 || !ai)
+        return -EINVAL;
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *sl = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
+{
+    struct hd_http_server *s;
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    unsigned threads;
+    unsigned flags;
+    long n;
+
+    if (parse_listen(cfg->listen, &ss, &sl) < 0)
+        return -EINVAL;
+    signal(SIGPIPE, SIG_IGN);
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        req_salt = ((uint64_t)ts.tv_nsec << 32) ^ (uint64_t)ts.tv_sec ^ (uint64_t)getpid();
+    }
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->handler = cfg->handler;
+    s->ctx = cfg->ctx;
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = cfg->threads > 0 ? (unsigned)cfg->threads : (unsigned)(n > 0 ? n : 1);
+    flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    s->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_END);
+    (void)sl;
+    if (!s->d) {
+        free(s);
+        return -EADDRINUSE;
+    }
+    *out = s;
+    return 0;
+}
+
+void hd_http_stop(struct hd_http_server *s)
+{
+    if (!s)
+        return;
+    MHD_stop_daemon(s->d);
+    free(s);
+}

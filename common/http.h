@@ -1,0 +1,104 @@
+/* http: the HTTP server glue over libmicrohttpd shared by proxy and target roles.
+ * MHD runs an epoll thread pool; every callback on a request runs on the worker thread that
+ * owns its connection, so a struct hd_req is touched by one thread at a time.
+ *
+ * Lifetime of a request: created when MHD reports the raw URI, handed to the role's handler
+ * once headers are complete; the handler either responds at once or installs on_body/on_end
+ * to stream the body; on_done runs exactly once when MHD is finished with the request
+ * (success or not), then the request is freed. */
+#ifndef HD_HTTP_H
+#define HD_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "common/httputil.h"
+
+#define HD_REQ_MAGIC 0x68647271u /* "hdrq" */
+
+struct MHD_Connection;
+struct hd_http_server;
+
+#ifndef HD_KV_DEFINED
+#define HD_KV_DEFINED
+struct hd_kv {
+    const char *k;
+    const char *v;
+};
+#endif
+
+enum hd_api { HD_API_NATIVE, HD_API_S3 };
+
+struct hd_req {
+    uint32_t magic;
+    struct MHD_Connection *conn;
+    struct hd_http_server *srv;
+    char id[17];               /* request id, also sent as x-amz-request-id */
+    const char *method;        /* MHD-owned */
+    char *raw_uri;             /* as sent on the wire: path?query (owned) */
+    char *raw_path;            /* path part of raw_uri, still percent-encoded (owned) */
+    const char *raw_query;     /* into raw_uri after '?', or "" */
+    struct hd_query query;     /* decoded query parameters */
+    struct hd_kv *hdrs;        /* request headers in arrival order (MHD-owned strings) */
+    size_t nhdrs;
+    int64_t content_length;    /* -1 when absent (e.g. chunked) */
+    uint64_t t0_ns;
+    int op;                    /* metrics op (enum hd_metric_op) */
+    enum hd_api api;           /* decides the error body format */
+    char *resource;            /* for error bodies; defaults to raw_path */
+    int status;
+    uint64_t bytes_in, bytes_out;
+    int responded;
+    int body_err;              /* first error returned by on_body */
+
+    /* pending response headers, copied */
+    struct hd_kv *rh;
+    size_t nrh, caprh;
+
+    /* handler hooks and state */
+    int (*on_body)(struct hd_req *r, const char *data, size_t len);
+    void (*on_end)(struct hd_req *r);
+    void (*on_done)(struct hd_req *r);
+    void *data;
+};
+
+typedef void (*hd_http_handler_fn)(struct hd_req *r, void *ctx);
+
+struct hd_http_cfg {
+    const char *listen; /* host:port */
+    int threads;        /* 0 = one per core */
+    int timeout_s;
+    int max_conns;
+    int mem_limit;
+    hd_http_handler_fn handler;
+    void *ctx;
+};
+
+int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out);
+void hd_http_stop(struct hd_http_server *s);
+
+/* Case-insensitive header lookup; first value or NULL. */
+const char *hd_req_header(const struct hd_req *r, const char *name);
+const char *hd_req_param(const struct hd_req *r, const char *key);
+const char *hd_req_remote(const struct hd_req *r, char *buf, size_t len);
+
+/* Adds a response header (copied). Must precede the hd_resp_* call. */
+int hd_resp_header(struct hd_req *r, const char *name, const char *value);
+
+/* Responses. Each may be called once per request; later calls are ignored. */
+int hd_resp_buf(struct hd_req *r, int status, const char *ctype, char *data, size_t len);
+int hd_resp_copy(struct hd_req *r, int status, const char *ctype, const char *data, size_t len);
+int hd_resp_empty(struct hd_req *r, int status);
+/* Serves [off, off+len) of fd with sendfile. fd belongs to the response on success, stays
+ * the caller's on failure (negative return). */
+int hd_resp_fd(struct hd_req *r, int status, int fd, uint64_t off, uint64_t len);
+/* A body-less response that still advertises Content-Length: len (for HEAD). */
+int hd_resp_head(struct hd_req *r, int status, uint64_t len);
+/* Error response from the errors table: S3 XML or native JSON per r->api. */
+int hd_resp_err(struct hd_req *r, int code);
+int hd_resp_err_msg(struct hd_req *r, int code, const char *message);
+
+uint64_t hd_now_ns(void);
+
+#endif

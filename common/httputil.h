@@ -1,0 +1,119 @@
+/* httputil: pure parsers and checks for HTTP/S3 request fields (Range, dates, conditionals,
+ * URL/query encoding, bucket and object names, strict integers). No state; any thread. */
+#ifndef HD_HTTPUTIL_H
+#define HD_HTTPUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "common/buf.h"
+
+/* ---- Range ------------------------------------------------------------------------------ */
+
+/* Parses a single-range "bytes=a-b" / "bytes=a-" / "bytes=-n" against an object of `size`.
+ * Returns 0 with *off and *len set (b is clamped to size-1, a suffix longer than the object
+ * means the whole object); 1 when the header must be ignored and the whole object served
+ * (NULL, other unit, several ranges, bad syntax such as "5-2", numbers beyond uint64);
+ * HD_ERANGE (416) when well formed but unsatisfiable (a >= size, "-0", any range of an empty
+ * object). The unit name is case-insensitive; whitespace is allowed only around the
+ * range-spec ("bytes= 0-5 "). */
+int hd_range_parse(const char *hdr, uint64_t size, uint64_t *off, uint64_t *len);
+
+/* ---- Dates ------------------------------------------------------------------------------ */
+
+/* Parses an HTTP-date: IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT", RFC 850
+ * "Sunday, 06-Nov-94 08:49:37 GMT" (two-digit years: < 70 -> 20xx, else 19xx) and asctime
+ * "Sun Nov  6 08:49:37 1994". Locale independent; field ranges are checked (day against the
+ * month), the weekday name is checked for spelling but not against the date. 0 or
+ * HD_EBADARG. */
+int hd_http_date_parse(const char *s, time_t *out);
+/* Formats t as IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), always NUL-terminated. */
+void hd_http_date_format(time_t t, char out[32]);
+/* Parses the SigV4 basic ISO 8601 form "20130524T000000Z" (exactly 16 chars). 0 or
+ * HD_EBADARG. */
+int hd_amz_date_parse(const char *s, time_t *out);
+
+/* ---- Conditional requests ----------------------------------------------------------------- */
+
+/* Raw header values, NULL when absent. An empty/blank value counts as absent. */
+struct hd_cond {
+    const char *if_match;
+    const char *if_none_match;
+    const char *if_modified_since;
+    const char *if_unmodified_since;
+};
+
+/* Evaluates preconditions in RFC 9110 section 13.2.2 order, which yields S3's documented
+ * precedence (If-Match true + If-Unmodified-Since false -> 200; If-None-Match false +
+ * If-Modified-Since true -> 304). `etag` is the object's ETag without quotes ("abc-3").
+ * ETag lists are comma separated, quoted or not; "*" matches any existing object. If-Match
+ * compares strongly (a W/ tag never matches), If-None-Match weakly (W/ ignored).
+ * If-Modified-Since applies only when is_read (GET/HEAD). Unparsable dates are ignored.
+ * Returns 0 (proceed), HD_EPRECONDITION (412) or HD_ENOTMODIFIED (304; only when is_read,
+ * a failed If-None-Match on a write is 412). */
+int hd_cond_eval(const struct hd_cond *c, const char *etag, time_t mtime, int is_read);
+
+/* ---- URL encoding and query strings ------------------------------------------------------- */
+
+/* Percent-decodes in[0..n) into out ('+' -> ' ' when plus_as_space). out may equal in and
+ * must have room for n + 1 bytes; it is NUL-terminated and *outlen excludes the NUL. Decoded
+ * NUL bytes are passed through (check *outlen against strlen if that matters). Returns 0 or
+ * HD_EBADARG on a malformed escape (out is then unspecified). */
+int hd_url_decode(const char *in, size_t n, char *out, size_t *outlen, int plus_as_space);
+/* Appends s[0..n) URI-encoded the SigV4/S3 way: all bytes but A-Z a-z 0-9 - . _ ~ become
+ * %XX (uppercase hex); '/' is kept when keep_slash. 0 or -ENOMEM. */
+int hd_uri_encode(struct hd_buf *b, const char *s, size_t n, int keep_slash);
+
+#define HD_QUERY_MAX_PARAMS 1000
+#define HD_QUERY_MAX_LEN (64 * 1024)
+
+struct hd_query_param {
+    const char *key; /* decoded, NUL-terminated; may contain NUL (see key_len) */
+    const char *value; /* decoded; "" when the parameter had no '=' */
+    size_t key_len;
+    size_t value_len;
+};
+
+/* Decoded query parameters in document order (duplicates kept). Owns its memory. */
+struct hd_query {
+    struct hd_query_param *params;
+    size_t n;
+    char *store; /* backing storage for all keys and values */
+};
+
+/* Parses a raw query string (without '?'; NULL or "" gives zero params). Empty segments
+ * ("a&&b") are skipped; '+' decodes to space in keys and values. Limits: HD_QUERY_MAX_LEN
+ * bytes and HD_QUERY_MAX_PARAMS params, else HD_EBADARG; malformed %XX -> HD_EBADARG;
+ * -ENOMEM. On failure *q is left empty (hd_query_free is still safe). */
+int hd_query_parse(const char *raw, struct hd_query *q);
+/* First parameter whose key equals `key` exactly (a key with an embedded NUL never matches);
+ * NULL when absent. */
+const struct hd_query_param *hd_query_find(const struct hd_query *q, const char *key);
+/* Value of hd_query_find, NULL when absent. */
+const char *hd_query_get(const struct hd_query *q, const char *key);
+void hd_query_free(struct hd_query *q);
+
+/* ---- Names ------------------------------------------------------------------------------ */
+
+/* AWS general-purpose bucket rules: 3..63 chars of a-z 0-9 - . ; first and last a letter or
+ * digit; no ".."; not shaped like an IPv4 address; not starting with "xn--", "sthree-" or
+ * "amzn-s3-demo-"; not ending with "-s3alias", "--ol-s3", ".mrap", "--x-s3" or
+ * "--table-s3". 0 or HD_EBADBUCKETNAME (also for NULL). */
+int hd_bucket_name_check(const char *name);
+/* S3 object key: 1..1024 bytes of valid UTF-8 (no overlongs, surrogates or > U+10FFFF), no
+ * NUL. "../a", "a//b" and control characters are valid: keys never become file paths.
+ * 0, HD_EKEYTOOLONG or HD_EBADKEY. */
+int hd_object_name_check(const char *name, size_t len);
+
+/* ---- Misc ------------------------------------------------------------------------------- */
+
+/* Strict decimal: one or more digits, nothing else (no sign, spaces or overflow).
+ * 0 or HD_EBADARG. */
+int hd_parse_u64(const char *s, uint64_t *out);
+/* As hd_parse_u64 with an optional leading '-'. */
+int hd_parse_i64(const char *s, int64_t *out);
+/* 1 when s starts with prefix, ASCII case-insensitively; else 0. */
+int hd_str_case_prefix(const char *s, const char *prefix);
+
+#endif

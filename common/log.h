@@ -1,0 +1,31 @@
+/* log: leveled error log and a separate access log. Thread-safe: each line is formatted into a
+ * stack buffer and written with one write(2), so lines from HTTP workers never interleave. */
+#ifndef HD_LOG_H
+#define HD_LOG_H
+
+#include <stdint.h>
+
+enum hd_log_level { HD_DEBUG, HD_INFO, HD_WARN, HD_ERROR };
+
+extern enum hd_log_level hd_log_min;
+
+/* path NULL or "-" = stderr (error log) / stdout (access log); "" for access = off. */
+int hd_log_open(const char *error_path, const char *access_path, enum hd_log_level min);
+void hd_log_close(void);
+int hd_log_level_parse(const char *s, enum hd_log_level *out);
+
+void hd_log_write(enum hd_log_level lvl, const char *reqid, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Tests the level before any formatting work. reqid may be NULL. */
+#define HD_LOG(lvl, reqid, ...)                                                                \
+    do {                                                                                       \
+        if ((lvl) >= hd_log_min)                                                               \
+            hd_log_write((lvl), (reqid), __VA_ARGS__);                                         \
+    } while (0)
+
+/* One access-log line per finished request. */
+void hd_log_access(const char *reqid, const char *remote, const char *method, const char *uri,
+                   int status, uint64_t bytes_in, uint64_t bytes_out, double secs);
+
+#endif

@@ -1,0 +1,41 @@
+/* metrics: process-wide counters and a latency histogram, served as Prometheus text at
+ * /metrics. Lock-free (atomics); callable from any thread. */
+#ifndef HD_METRICS_H
+#define HD_METRICS_H
+
+#include <stdint.h>
+
+#include "common/buf.h"
+
+enum hd_metric_op {
+    HD_OP_OTHER,
+    HD_OP_GET,
+    HD_OP_PUT,
+    HD_OP_HEAD,
+    HD_OP_DELETE,
+    HD_OP_LIST,
+    HD_OP_BUCKET,
+    HD_OP_ADMIN,
+    HD_OP_COUNT
+};
+
+/* Named counters beyond per-request accounting. */
+enum hd_stat {
+    HD_ST_PUT_BYTES,
+    HD_ST_GET_BYTES,
+    HD_ST_PUT_ABORTED,
+    HD_ST_AUTH_FAILED,
+    HD_ST_COUNT
+};
+
+void hd_metrics_request(int op, int status, uint64_t bytes_in, uint64_t bytes_out, double secs);
+void hd_stats_add(enum hd_stat s, uint64_t n);
+static inline void hd_stats_inc(enum hd_stat s)
+{
+    hd_stats_add(s, 1);
+}
+uint64_t hd_stats_get(enum hd_stat s);
+/* Appends the Prometheus exposition text. */
+void hd_metrics_render(struct hd_buf *b);
+
+#endif

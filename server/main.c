@@ -1,0 +1,105 @@
+/* hoardd: loads config, opens logs, starts the role (target now; proxy with the cluster)
+ * behind the HTTP server, and waits for SIGINT/SIGTERM to stop cleanly. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/errors.h"
+#include "common/http.h"
+#include "common/log.h"
+#include "target/target.h"
+
+extern char **environ;
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: hoardd [--config FILE] [--KEY VALUE | --KEY=VALUE ...] [--print-config]\n"
+            "  e.g. hoardd --role target --listen 127.0.0.1:8080 --data ./.hoard/data\n"
+            "  every setting (see --print-config) may also come from HOARD_<KEY> env vars\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct hd_config *cfg = hd_config_new();
+    struct hd_http_server *srv = NULL;
+    struct hd_target *t = NULL;
+    struct hd_http_cfg hc;
+    enum hd_log_level lvl;
+    char err[512];
+    int print = 0, rc = 1, i;
+    const char *role;
+
+    for (i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage();
+            return 0;
+        }
+    if (!cfg || hd_config_load(cfg, argc, argv, environ, &print, err, sizeof(err)) < 0) {
+        fprintf(stderr, "hoardd: %s\n", cfg ? err : "out of memory");
+        usage();
+        goto out;
+    }
+    if (print) {
+        hd_config_print(cfg, stdout);
+        rc = 0;
+        goto out;
+    }
+    if (hd_log_level_parse(hd_config_str(cfg, "log.level"), &lvl) < 0) {
+        fprintf(stderr, "hoardd: log.level must be debug, info, warn or error\n");
+        goto out;
+    }
+    if (hd_log_open(hd_config_str(cfg, "log.error"), hd_config_str(cfg, "log.access"), lvl) < 0) {
+        fprintf(stderr, "hoardd: cannot open log files: %s\n", strerror(errno));
+        goto out;
+    }
+    role = hd_config_str(cfg, "role");
+    if (strcmp(role, "target") != 0) {
+        fprintf(stderr, "hoardd: role '%s' is not available in this build (use target)\n",
+                role);
+        goto out;
+    }
+    if ((rc = hd_target_new(cfg, &t)) < 0) {
+        fprintf(stderr, "hoardd: cannot start target: %s\n", hd_strerror(rc));
+        rc = 1;
+        goto out;
+    }
+    memset(&hc, 0, sizeof(hc));
+    hc.listen = hd_config_str(cfg, "listen");
+    hc.threads = (int)hd_config_int(cfg, "http.threads");
+    hc.timeout_s = (int)hd_config_int(cfg, "http.timeout");
+    hc.max_conns = (int)hd_config_int(cfg, "http.max_conns");
+    hc.mem_limit = (int)hd_config_int(cfg, "http.mem_limit");
+    hc.handler = hd_target_handle;
+    hc.ctx = t;
+    if ((rc = hd_http_start(&hc, &srv)) < 0) {
+        fprintf(stderr, "hoardd: cannot listen on %s: %s\n", hc.listen, hd_strerror(rc));
+        rc = 1;
+        goto out;
+    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    HD_LOG(HD_INFO, NULL, "hoardd %s listening on http://%s", role, hc.listen);
+    while (!stop)
+        pause();
+    HD_LOG(HD_INFO, NULL, "stopping");
+    rc = 0;
+out:
+    hd_http_stop(srv);
+    hd_target_free(t);
+    hd_config_free(cfg);
+    hd_log_close();
+    return rc;
+}

@@ -1,0 +1,43 @@
+/* internal: what the target's request modules (native.c, s3.c, objops.c) share.
+ * Not for use outside target/. */
+#ifndef HD_TARGET_INTERNAL_H
+#define HD_TARGET_INTERNAL_H
+
+#include "common/http.h"
+#include "common/sigv4.h"
+#include "target/store.h"
+#include "target/target.h"
+
+#define HD_TARGET_MAGIC 0x74677431u
+
+struct hd_key {
+    char *access;
+    char *secret;
+};
+
+struct hd_target {
+    uint32_t magic;
+    struct hd_store *st;
+    struct hd_key *keys;
+    size_t nkeys;
+    char *region;
+    uint64_t max_object;
+};
+
+/* Object operations shared by both APIs. `auth` is NULL for unauthenticated (native)
+ * requests; otherwise it says how the payload is signed. bucket/key are decoded. */
+void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                int head);
+void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                const struct hd_sigv4_auth *auth);
+void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                   int quiet_missing);
+
+/* Decodes a percent-encoded path segment into a NUL-terminated heap string. Object names are
+ * validated (length, NUL, UTF-8); *out is NULL on error. */
+int hd_path_decode(const char *s, size_t n, char **out, size_t *outlen);
+
+void hd_native_handle(struct hd_req *r, struct hd_target *t);
+void hd_s3_handle(struct hd_req *r, struct hd_target *t, const char *path);
+
+#endif

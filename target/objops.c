@@ -1,0 +1,482 @@
+/* objops: GET/HEAD/PUT/DELETE of one object, shared by the native and S3 APIs. */
+#include "target/internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/awschunked.h"
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/metrics.h"
+
+#define PUT_MAGIC 0x70757463u
+
+int hd_path_decode(const char *s, size_t n, char **out, size_t *outlen)
+{
+    char *d = malloc(n + 1);
+    size_t len;
+    int rc;
+
+    *out = NULL;
+    if (!d)
+        return -ENOMEM;
+    rc = hd_url_decode(s, n, d, &len, 0);
+    if (rc < 0) {
+        free(d);
+        return rc;
+    }
+    *out = d;
+    if (outlen)
+        *outlen = len;
+    return 0;
+}
+
+static void add_meta_headers(struct hd_req *r, const char *meta)
+{
+    json_t *j;
+    const char *k;
+    json_t *v;
+    char name[300];
+
+    if (!meta)
+        return;
+    j = json_loads(meta, 0, NULL);
+    if (!j)
+        return;
+    json_object_foreach(j, k, v)
+    {
+        if (!json_is_string(v))
+            continue;
+        snprintf(name, sizeof(name), "x-amz-meta-%s", k);
+        hd_resp_header(r, name, json_string_value(v));
+    }
+    json_decref(j);
+}
+
+static void add_object_headers(struct hd_req *r, const struct hd_obj_meta *m)
+{
+    char v[64], date[32];
+
+    snprintf(v, sizeof(v), "\"%s\"", m->etag);
+    hd_resp_header(r, "ETag", v);
+    hd_http_date_format((time_t)(m->mtime_ms / 1000), date);
+    hd_resp_header(r, "Last-Modified", date);
+    hd_resp_header(r, "Accept-Ranges", "bytes");
+    add_meta_headers(r, m->meta);
+}
+
+void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                int head)
+{
+    struct hd_obj_meta m;
+    struct hd_cond cond;
+    uint64_t off = 0, len;
+    int fd = -1, rc, status = 200;
+    char cr[96];
+    const char *mode;
+
+    r->op = head ? HD_OP_HEAD : HD_OP_GET;
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (head)
+        rc = hd_store_lookup(t->st, bucket, key, &m);
+    else
+        rc = hd_store_open_object(t->st, bucket, key, &m, &fd);
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    cond.if_match = hd_req_header(r, "If-Match");
+    cond.if_none_match = hd_req_header(r, "If-None-Match");
+    cond.if_modified_since = hd_req_header(r, "If-Modified-Since");
+    cond.if_unmodified_since = hd_req_header(r, "If-Unmodified-Since");
+    rc = hd_cond_eval(&cond, m.etag, (time_t)(m.mtime_ms / 1000), 1);
+    if (rc == HD_ENOTMODIFIED) {
+        char v[64], date[32];
+        snprintf(v, sizeof(v), "\"%s\"", m.etag);
+        hd_resp_header(r, "ETag", v);
+        hd_http_date_format((time_t)(m.mtime_ms / 1000), date);
+        hd_resp_header(r, "Last-Modified", date);
+        hd_resp_empty(r, 304);
+        goto out;
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    len = m.size;
+    rc = hd_range_parse(hd_req_header(r, "Range"), m.size, &off, &len);
+    if (rc < 0) {
+        snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)m.size);
+        hd_resp_header(r, "Content-Range", cr);
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    if (rc == 0) {
+        status = 206;
+        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
+                 (unsigned long long)(off + len - 1), (unsigned long long)m.size);
+        hd_resp_header(r, "Content-Range", cr);
+    } else {
+        off = 0;
+        len = m.size;
+    }
+    add_object_headers(r, &m);
+    hd_resp_header(r, "Content-Type", m.ctype ? m.ctype : "application/octet-stream");
+    /* A stored checksum describes the whole object: echo it only when the whole object is
+     * served (botocore validates what it receives). */
+    mode = hd_req_header(r, "x-amz-checksum-mode");
+    if (m.ck_type[0] && status == 200 && mode && strcasecmp(mode, "ENABLED") == 0) {
+        enum hd_ck_type ct = hd_cksum_type_from_name(m.ck_type);
+        if (ct != HD_CK_NONE)
+            hd_resp_header(r, hd_cksum_header(ct), m.ck_val);
+    }
+    if (head) {
+        hd_resp_head(r, status, len);
+    } else if (hd_resp_fd(r, status, fd, off, len) == 0) {
+        fd = -1; /* the response owns it */
+        hd_stats_add(HD_ST_GET_BYTES, len);
+    } else {
+        hd_resp_err(r, HD_EINTERNAL);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    hd_obj_meta_cleanup(&m);
+}
+
+void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                   int quiet_missing)
+{
+    int rc;
+
+    r->op = HD_OP_DELETE;
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    rc = hd_store_delete(t->st, bucket, key);
+    if (rc == HD_ENOSUCHKEY && quiet_missing)
+        rc = 0; /* S3: deleting a missing key succeeds */
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        hd_resp_empty(r, 204);
+}
+
+/* ---- PUT: streamed into a put session, verified, then committed ---- */
+
+struct put_ctx {
+    uint32_t magic;
+    struct hd_target *t;
+    struct hd_put *put;
+    struct hd_awschunked *dec;
+    enum hd_ck_type ck_type;
+    struct hd_cksum ck;
+    const char *ck_expect;   /* from a request header; NULL: from the trailer, or none */
+    int ck_trailer;
+    struct hd_cksum sha;     /* payload hash for a signed hex x-amz-content-sha256 */
+    int verify_sha;
+    unsigned char sha_expect[32];
+    unsigned char md5_expect[16];
+    int have_md5;
+    int64_t decoded_len;
+    char *meta;
+    char *ctype;
+};
+
+static int put_sink(void *arg, const char *p, size_t n)
+{
+    struct put_ctx *pc = arg;
+
+    if (hd_put_size(pc->put) + n > pc->t->max_object)
+        return HD_ETOOLARGE;
+    if (pc->ck_type != HD_CK_NONE)
+        hd_cksum_update(&pc->ck, p, n);
+    if (pc->verify_sha)
+        hd_cksum_update(&pc->sha, p, n);
+    return hd_put_write(pc->put, p, n);
+}
+
+static int put_body(struct hd_req *r, const char *data, size_t len)
+{
+    struct put_ctx *pc = r->data;
+
+    if (pc->dec)
+        return hd_awschunked_feed(pc->dec, data, len, put_sink, pc);
+    return put_sink(pc, data, len);
+}
+
+static void put_done(struct hd_req *r)
+{
+    struct put_ctx *pc = r->data;
+
+    if (!pc || pc->magic != PUT_MAGIC)
+        return;
+    if (r->status != 200)
+        hd_stats_inc(HD_ST_PUT_ABORTED);
+    hd_put_free(pc->put); /* removes the temp file unless committed */
+    hd_awschunked_free(pc->dec);
+    if (pc->ck_type != HD_CK_NONE)
+        hd_cksum_cleanup(&pc->ck);
+    if (pc->verify_sha)
+        hd_cksum_cleanup(&pc->sha);
+    free(pc->meta);
+    free(pc->ctype);
+    pc->magic = 0;
+    free(pc);
+    r->data = NULL;
+}
+
+static int put_verify(struct hd_req *r, struct put_ctx *pc, char *ck_b64)
+{
+    unsigned char md5[16];
+    int rc;
+
+    if (pc->dec && (rc = hd_awschunked_finish(pc->dec)) < 0)
+        return rc;
+    if (pc->decoded_len >= 0 && (uint64_t)pc->decoded_len != hd_put_size(pc->put))
+        return HD_EINCOMPLETEBODY;
+    if (!pc->dec && r->content_length >= 0 && (uint64_t)r->content_length != r->bytes_in)
+        return HD_EINCOMPLETEBODY;
+    if (pc->verify_sha) {
+        char got[HD_CK_B64_MAX], want[HD_CK_B64_MAX];
+        hd_cksum_final_b64(&pc->sha, got);
+        hd_b64_encode(pc->sha_expect, 32, want, sizeof(want));
+        if (strcmp(got, want) != 0)
+            return HD_ESHA256MISMATCH;
+    }
+    if (pc->have_md5) {
+        hd_put_md5(pc->put, md5);
+        if (memcmp(md5, pc->md5_expect, 16) != 0)
+            return HD_EBADDIGEST;
+    }
+    if (pc->ck_type != HD_CK_NONE) {
+        const char *want = pc->ck_expect;
+        hd_cksum_final_b64(&pc->ck, ck_b64);
+        if (!want && pc->ck_trailer && pc->dec)
+            want = hd_awschunked_trailer(pc->dec, hd_cksum_header(pc->ck_type));
+        if (pc->ck_trailer && !want)
+            return HD_EINVALIDDIGEST; /* the promised trailer never came */
+        if (want && strcmp(want, ck_b64) != 0)
+            return HD_EBADCHECKSUM;
+    }
+    return 0;
+}
+
+static void put_end(struct hd_req *r)
+{
+    struct put_ctx *pc = r->data;
+    struct hd_put_attrs a;
+    struct hd_obj_meta m;
+    char ck_b64[HD_CK_B64_MAX] = "", etag[64];
+    int rc;
+
+    if (r->body_err) {
+        hd_resp_err(r, r->body_err);
+        return;
+    }
+    if ((rc = put_verify(r, pc, ck_b64)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    memset(&a, 0, sizeof(a));
+    a.ctype = pc->ctype;
+    a.meta = pc->meta;
+    if (pc->ck_type != HD_CK_NONE) {
+        a.ck_type = hd_cksum_name(pc->ck_type);
+        a.ck_val = ck_b64;
+    }
+    if ((rc = hd_put_commit(pc->put, &a, &m)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_stats_add(HD_ST_PUT_BYTES, m.size);
+    snprintf(etag, sizeof(etag), "\"%s\"", m.etag);
+    hd_resp_header(r, "ETag", etag);
+    if (pc->ck_type != HD_CK_NONE)
+        hd_resp_header(r, hd_cksum_header(pc->ck_type), ck_b64);
+    hd_resp_empty(r, 200);
+}
+
+/* x-amz-meta-* headers as a JSON object keyed by the lowercase suffix. */
+static int collect_meta(struct hd_req *r, char **out)
+{
+    json_t *j = json_object();
+    size_t i, total = 0;
+    char name[256];
+
+    *out = NULL;
+    if (!j)
+        return -ENOMEM;
+    for (i = 0; i < r->nhdrs; i++) {
+        const char *k = r->hdrs[i].k;
+        size_t n, c;
+        if (strncasecmp(k, "x-amz-meta-", 11) != 0)
+            continue;
+        n = strlen(k + 11);
+        total += n + strlen(r->hdrs[i].v);
+        if (n == 0 || n >= sizeof(name) || total > 2048) {
+            json_decref(j);
+            return n == 0 ? HD_EBADHEADER : HD_ETOOLARGE;
+        }
+        for (c = 0; c <= n; c++)
+            name[c] = (char)tolower((unsigned char)k[11 + c]);
+        json_t *v = json_string(r->hdrs[i].v);
+        if (!v) { /* not UTF-8 */
+            json_decref(j);
+            return HD_EBADHEADER;
+        }
+        json_object_set_new(j, name, v);
+    }
+    if (json_object_size(j) == 0) {
+        json_decref(j);
+        return 0;
+    }
+    *out = hd_json_dump_steal(j, NULL);
+    return *out ? 0 : -ENOMEM;
+}
+
+static int put_checksum_setup(struct hd_req *r, struct put_ctx *pc)
+{
+    const char *trailer = hd_req_header(r, "x-amz-trailer");
+    const char *algo = hd_req_header(r, "x-amz-sdk-checksum-algorithm");
+    size_t i;
+
+    pc->ck_type = HD_CK_NONE;
+    for (i = 0; i < r->nhdrs; i++) {
+        enum hd_ck_type ct = hd_cksum_type_from_header(r->hdrs[i].k);
+        if (ct == HD_CK_NONE)
+            continue;
+        if (pc->ck_type != HD_CK_NONE && pc->ck_type != ct)
+            return HD_EBADARG; /* several different algorithms */
+        pc->ck_type = ct;
+        pc->ck_expect = r->hdrs[i].v;
+    }
+    if (trailer && *trailer) {
+        enum hd_ck_type ct = hd_cksum_type_from_header(trailer);
+        if (ct == HD_CK_NONE)
+            return HD_EBADARG;
+        if (pc->ck_type != HD_CK_NONE && pc->ck_type != ct)
+            return HD_EBADARG;
+        pc->ck_type = ct;
+        pc->ck_trailer = 1;
+    }
+    if (pc->ck_type == HD_CK_NONE && algo && *algo) {
+        pc->ck_type = hd_cksum_type_from_name(algo);
+        if (pc->ck_type == HD_CK_NONE)
+            return HD_EBADARG;
+    }
+    if (pc->ck_expect) {
+        /* a value must at least be base64 of the right size */
+        unsigned char raw[64];
+        size_t n;
+        if (hd_b64_decode(pc->ck_expect, strlen(pc->ck_expect), raw, sizeof(raw), &n) < 0)
+            return HD_EINVALIDDIGEST;
+    }
+    if (pc->ck_type != HD_CK_NONE && hd_cksum_init(&pc->ck, pc->ck_type) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                const struct hd_sigv4_auth *auth)
+{
+    struct put_ctx *pc;
+    const char *md5 = hd_req_header(r, "Content-MD5");
+    const char *enc = hd_req_header(r, "Content-Encoding");
+    const char *dlen = hd_req_header(r, "x-amz-decoded-content-length");
+    const char *sha = hd_req_header(r, "x-amz-content-sha256");
+    enum hd_payload pl = auth ? auth->payload : HD_PL_UNSIGNED;
+    int rc;
+
+    r->op = HD_OP_PUT;
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (r->content_length >= 0 && (uint64_t)r->content_length > t->max_object) {
+        hd_resp_err(r, HD_ETOOLARGE);
+        return;
+    }
+    pc = calloc(1, sizeof(*pc));
+    if (!pc) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    pc->magic = PUT_MAGIC;
+    pc->t = t;
+    pc->decoded_len = -1;
+    r->data = pc;
+    r->on_done = put_done;
+    if (!auth && sha) {
+        /* anonymous (auth disabled) but the client still framed the body */
+        if (strncmp(sha, "STREAMING-", 10) == 0)
+            pl = strstr(sha, "UNSIGNED") ? HD_PL_STREAMING_UNSIGNED_TRAILER
+                 : strstr(sha, "TRAILER") ? HD_PL_STREAMING_SIGNED_TRAILER
+                                          : HD_PL_STREAMING_SIGNED;
+    }
+    if (md5) {
+        size_t n;
+        if (hd_b64_decode(md5, strlen(md5), pc->md5_expect, sizeof(pc->md5_expect), &n) < 0 ||
+            n != 16) {
+            hd_resp_err(r, HD_EINVALIDDIGEST);
+            return;
+        }
+        pc->have_md5 = 1;
+    }
+    if ((rc = put_checksum_setup(r, pc)) < 0) {
+        hd_resp_err_msg(r, rc, rc == HD_EBADARG ? "Unsupported or conflicting x-amz-checksum "
+                                                  "algorithm headers."
+                                                : NULL);
+        return;
+    }
+    if (pl == HD_PL_STREAMING_SIGNED || pl == HD_PL_STREAMING_SIGNED_TRAILER ||
+        pl == HD_PL_STREAMING_UNSIGNED_TRAILER) {
+        uint64_t v;
+        if (!dlen || hd_parse_u64(dlen, &v) < 0 || v > t->max_object) {
+            hd_resp_err_msg(r, HD_EMISSINGLENGTH,
+                            "aws-chunked uploads need a valid x-amz-decoded-content-length.");
+            return;
+        }
+        pc->decoded_len = (int64_t)v;
+        pc->dec = hd_awschunked_new(pl, auth);
+        if (!pc->dec) {
+            hd_resp_err(r, -ENOMEM);
+            return;
+        }
+    } else if (pl == HD_PL_HEX) {
+        pc->verify_sha = 1;
+        memcpy(pc->sha_expect, auth->payload_sha256, 32);
+        hd_cksum_init(&pc->sha, HD_CK_SHA256);
+    }
+    (void)enc; /* aws-chunked framing is keyed off x-amz-content-sha256; the encoding is
+                  stripped by not storing Content-Encoding */
+    if ((rc = collect_meta(r, &pc->meta)) < 0) {
+        hd_resp_err_msg(r, rc, "x-amz-meta-* headers are invalid or larger than 2 KiB.");
+        return;
+    }
+    if (hd_req_header(r, "Content-Type")) {
+        pc->ctype = strdup(hd_req_header(r, "Content-Type"));
+        if (!pc->ctype) {
+            hd_resp_err(r, -ENOMEM);
+            return;
+        }
+    }
+    if ((rc = hd_put_begin(t->st, bucket, key, &pc->put)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    r->on_body = put_body;
+    r->on_end = put_end;
+}

@@ -1,0 +1,447 @@
+/* s3: the S3 REST API on a target (path style at "/" and "/s3/"): SigV4 auth, bucket calls
+ * with XML bodies, and object calls through objops. */
+#include "target/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/xml.h"
+
+#define S3NS "http://s3.amazonaws.com/doc/2006-03-01/"
+
+/* Subresources we do not implement: a clean NotImplemented instead of a wrong answer. */
+static const char *const unsupported[] = {
+    "acl",     "policy",      "lifecycle", "tagging",        "cors",       "website",
+    "logging", "replication", "encryption", "notification", "requestPayment", "accelerate",
+    "object-lock", "legal-hold", "retention", "inventory", "metrics", "analytics",
+    "intelligent-tiering", "ownershipControls", "publicAccessBlock", "torrent", "restore",
+    "select", "attributes", "uploads", "uploadId", "versioning", "versions", "delete",
+    "policyStatus", NULL};
+
+static int secret_for(void *ctx, const char *access_key, char *secret, size_t max)
+{
+    struct hd_target *t = ctx;
+    size_t i;
+
+    for (i = 0; i < t->nkeys; i++)
+        if (strcmp(t->keys[i].access, access_key) == 0) {
+            snprintf(secret, max, "%s", t->keys[i].secret);
+            return 0;
+        }
+    return HD_ENOACCESSKEY;
+}
+
+/* 0 with *a filled when the request may proceed; negative code otherwise. */
+static int authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv4_auth *a,
+                        int *anonymous)
+{
+    struct hd_sigv4_in in;
+    int rc;
+
+    memset(a, 0, sizeof(*a));
+    *anonymous = 0;
+    if (t->nkeys == 0) {
+        *anonymous = 1;
+        return 0;
+    }
+    memset(&in, 0, sizeof(in));
+    in.method = r->method;
+    in.path = r->raw_path;
+    in.query = r->raw_query;
+    in.headers = r->hdrs;
+    in.nheaders = r->nhdrs;
+    in.now = time(NULL);
+    rc = hd_sigv4_verify(&in, secret_for, t, a);
+    if (rc == 1)
+        rc = HD_EMISSINGAUTH;
+    if (rc < 0) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        HD_LOG(HD_INFO, r->id, "auth failed: %s", hd_strerror(rc));
+    }
+    return rc;
+}
+
+static void resp_xml(struct hd_req *r, int status, struct hd_buf *b)
+{
+    size_t len;
+    char *s;
+
+    if (b->oom) {
+        hd_buf_cleanup(b);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    s = hd_buf_steal(b, &len);
+    hd_resp_buf(r, status, "application/xml", s, len);
+}
+
+static void list_buckets(struct hd_req *r, struct hd_target *t, const char *owner)
+{
+    struct hd_bucket_info *bk;
+    struct hd_buf b;
+    size_t n, i;
+    char ts[32];
+
+    r->op = HD_OP_BUCKET;
+    if (hd_store_bucket_list(t->st, &bk, &n) < 0) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_buf_puts(&b, "<ListAllMyBucketsResult xmlns=\"" S3NS "\">");
+    hd_xml_open(&b, "Owner");
+    hd_xml_elem(&b, "ID", owner);
+    hd_xml_elem(&b, "DisplayName", owner);
+    hd_xml_close(&b, "Owner");
+    hd_xml_open(&b, "Buckets");
+    for (i = 0; i < n; i++) {
+        hd_xml_open(&b, "Bucket");
+        hd_xml_elem(&b, "Name", bk[i].name);
+        hd_iso8601_ms(bk[i].created * 1000, ts);
+        hd_xml_elem(&b, "CreationDate", ts);
+        hd_xml_close(&b, "Bucket");
+    }
+    hd_xml_close(&b, "Buckets");
+    hd_xml_close(&b, "ListAllMyBucketsResult");
+    free(bk);
+    resp_xml(r, 200, &b);
+}
+
+/* Text for a key or prefix in a listing, url-encoded when EncodingType=url. */
+static void key_elem(struct hd_buf *b, const char *tag, const char *s, int url)
+{
+    struct hd_buf e;
+
+    if (!url) {
+        hd_xml_elem(b, tag, s);
+        return;
+    }
+    hd_buf_init(&e);
+    hd_uri_encode(&e, s, strlen(s), 1);
+    hd_xml_elem(b, tag, e.data ? e.data : "");
+    hd_buf_cleanup(&e);
+}
+
+static void list_objects(struct hd_req *r, struct hd_target *t, const char *bucket, int v2,
+                         const char *owner)
+{
+    const char *prefix = hd_req_param(r, "prefix");
+    const char *delim = hd_req_param(r, "delimiter");
+    const char *mk = hd_req_param(r, "max-keys");
+    const char *enc = hd_req_param(r, "encoding-type");
+    const char *marker = v2 ? NULL : hd_req_param(r, "marker");
+    const char *ctok = v2 ? hd_req_param(r, "continuation-token") : NULL;
+    const char *sa = v2 ? hd_req_param(r, "start-after") : NULL;
+    const char *fo = v2 ? hd_req_param(r, "fetch-owner") : NULL;
+    int url = enc && strcmp(enc, "url") == 0;
+    int owner_on = !v2 || (fo && strcmp(fo, "true") == 0);
+    uint64_t max = 1000;
+    unsigned char raw[1100];
+    struct hd_list_opts o;
+    struct hd_list_res res;
+    struct hd_buf b;
+    char ts[32], etag[64];
+    size_t i, n;
+    int rc;
+
+    r->op = HD_OP_LIST;
+    if (enc && !url) {
+        hd_resp_err_msg(r, HD_EBADARG, "Invalid Encoding Method specified in Request");
+        return;
+    }
+    if (mk) {
+        int64_t v;
+        if (hd_parse_i64(mk, &v) < 0 || v < 0) {
+            hd_resp_err(r, HD_EMAXKEYS);
+            return;
+        }
+        max = v > 1000 ? 1000 : (uint64_t)v;
+    }
+    memset(&o, 0, sizeof(o));
+    o.prefix = prefix;
+    o.delimiter = delim;
+    o.max = (size_t)max;
+    o.start_after = marker && *marker ? marker : sa && *sa ? sa : NULL;
+    if (ctok) {
+        if (!*ctok || hd_b64_decode(ctok, strlen(ctok), raw, sizeof(raw) - 1, &n) < 0 || !n) {
+            hd_resp_err(r, HD_EBADTOKEN);
+            return;
+        }
+        raw[n] = '\0';
+        o.start_after = (const char *)raw;
+    }
+    if ((rc = hd_store_list(t->st, bucket, &o, &res)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_buf_puts(&b, "<ListBucketResult xmlns=\"" S3NS "\">");
+    hd_xml_elem(&b, "Name", bucket);
+    key_elem(&b, "Prefix", prefix ? prefix : "", url);
+    if (v2) {
+        hd_xml_elemf(&b, "KeyCount", "%zu", res.nents + res.nprefixes);
+        if (ctok)
+            hd_xml_elem(&b, "ContinuationToken", ctok);
+        if (sa)
+            key_elem(&b, "StartAfter", sa, url);
+    } else {
+        key_elem(&b, "Marker", marker ? marker : "", url);
+    }
+    hd_xml_elemf(&b, "MaxKeys", "%llu", (unsigned long long)max);
+    if (delim)
+        key_elem(&b, "Delimiter", delim, url);
+    hd_xml_elem(&b, "IsTruncated", res.truncated ? "true" : "false");
+    if (res.truncated && res.last) {
+        if (v2) {
+            char t64[1500];
+            hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64, sizeof(t64));
+            hd_xml_elem(&b, "NextContinuationToken", t64);
+        } else if (delim) {
+            key_elem(&b, "NextMarker", res.last, url);
+        }
+    }
+    if (url)
+        hd_xml_elem(&b, "EncodingType", "url");
+    for (i = 0; i < res.nents; i++) {
+        hd_xml_open(&b, "Contents");
+        key_elem(&b, "Key", res.ents[i].name, url);
+        hd_iso8601_ms(res.ents[i].mtime_ms, ts);
+        hd_xml_elem(&b, "LastModified", ts);
+        snprintf(etag, sizeof(etag), "\"%s\"", res.ents[i].etag);
+        hd_xml_elem(&b, "ETag", etag);
+        hd_xml_elemf(&b, "Size", "%llu", (unsigned long long)res.ents[i].size);
+        if (owner_on) {
+            hd_xml_open(&b, "Owner");
+            hd_xml_elem(&b, "ID", owner);
+            hd_xml_elem(&b, "DisplayName", owner);
+            hd_xml_close(&b, "Owner");
+        }
+        hd_xml_elem(&b, "StorageClass", "STANDARD");
+        hd_xml_close(&b, "Contents");
+    }
+    for (i = 0; i < res.nprefixes; i++) {
+        hd_xml_open(&b, "CommonPrefixes");
+        key_elem(&b, "Prefix", res.prefixes[i], url);
+        hd_xml_close(&b, "CommonPrefixes");
+    }
+    hd_xml_close(&b, "ListBucketResult");
+    hd_list_res_cleanup(&res);
+    resp_xml(r, 200, &b);
+}
+
+static void location(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    struct hd_buf b;
+    int rc;
+
+    r->op = HD_OP_BUCKET;
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    /* us-east-1 is reported as an empty constraint, as AWS does */
+    hd_buf_puts(&b, "<LocationConstraint xmlns=\"" S3NS "\">");
+    if (strcmp(t->region, "us-east-1") != 0)
+        hd_xml_escape(&b, t->region, strlen(t->region));
+    hd_buf_puts(&b, "</LocationConstraint>");
+    resp_xml(r, 200, &b);
+}
+
+/* CreateBucket reads an optional CreateBucketConfiguration body. */
+struct create_ctx {
+    struct hd_target *t;
+    struct hd_buf body;
+    char bucket[64];
+};
+
+static int create_body(struct hd_req *r, const char *d, size_t n)
+{
+    struct create_ctx *c = r->data;
+
+    if (c->body.len + n > 64 * 1024)
+        return HD_EMALFORMEDXML;
+    return hd_buf_append(&c->body, d, n);
+}
+
+static void create_end(struct hd_req *r)
+{
+    struct create_ctx *c = r->data;
+    char loc[64];
+    int rc;
+
+    if (r->body_err) {
+        hd_resp_err(r, r->body_err);
+        return;
+    }
+    if (c->body.len &&
+        (rc = hd_xml_parse_create_bucket(c->body.data, c->body.len, loc, sizeof(loc))) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    rc = hd_store_bucket_create(c->t->st, c->bucket, "ais");
+    if (rc == HD_EBUCKETEXISTS)
+        rc = 0; /* us-east-1 semantics: creating a bucket you own again succeeds */
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    snprintf(loc, sizeof(loc), "/%s", c->bucket);
+    hd_resp_header(r, "Location", loc);
+    hd_resp_empty(r, 200);
+}
+
+static void create_done(struct hd_req *r)
+{
+    struct create_ctx *c = r->data;
+
+    if (c) {
+        hd_buf_cleanup(&c->body);
+        free(c);
+    }
+    r->data = NULL;
+}
+
+static void create_bucket(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    struct create_ctx *c;
+    int rc;
+
+    r->op = HD_OP_BUCKET;
+    if ((rc = hd_bucket_name_check(bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    c = calloc(1, sizeof(*c));
+    if (!c) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_buf_init(&c->body);
+    snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
+    c->t = t;
+    r->data = c;
+    r->on_body = create_body;
+    r->on_end = create_end;
+    r->on_done = create_done;
+}
+
+static int has_unsupported(struct hd_req *r)
+{
+    size_t i;
+
+    for (i = 0; unsupported[i]; i++)
+        if (hd_query_find(&r->query, unsupported[i]))
+            return 1;
+    return 0;
+}
+
+static void bucket_call(struct hd_req *r, struct hd_target *t, const char *bucket,
+                        const char *owner)
+{
+    const char *m = r->method;
+    int rc;
+
+    if (hd_query_find(&r->query, "location") && strcmp(m, "GET") == 0) {
+        location(r, t, bucket);
+        return;
+    }
+    if (has_unsupported(r)) {
+        hd_resp_err(r, HD_ENOTIMPL);
+        return;
+    }
+    if (strcmp(m, "GET") == 0) {
+        const char *lt = hd_req_param(r, "list-type");
+        if (lt && strcmp(lt, "2") != 0 && strcmp(lt, "1") != 0) {
+            hd_resp_err_msg(r, HD_EBADARG, "list-type must be 1 or 2.");
+            return;
+        }
+        list_objects(r, t, bucket, lt && strcmp(lt, "2") == 0, owner);
+    } else if (strcmp(m, "HEAD") == 0) {
+        r->op = HD_OP_BUCKET;
+        rc = hd_store_bucket_exists(t->st, bucket);
+        if (rc == 0)
+            hd_resp_header(r, "x-amz-bucket-region", t->region);
+        rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 200);
+    } else if (strcmp(m, "PUT") == 0) {
+        create_bucket(r, t, bucket);
+    } else if (strcmp(m, "DELETE") == 0) {
+        r->op = HD_OP_BUCKET;
+        rc = hd_store_bucket_delete(t->st, bucket);
+        rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 204);
+    } else {
+        hd_resp_err(r, HD_EMETHOD);
+    }
+}
+
+static void object_call(struct hd_req *r, struct hd_target *t, const char *bucket,
+                        const char *key, const struct hd_sigv4_auth *a)
+{
+    const char *m = r->method;
+
+    if (has_unsupported(r) || hd_req_header(r, "x-amz-copy-source")) {
+        hd_resp_err(r, HD_ENOTIMPL);
+        return;
+    }
+    if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
+        hd_obj_get(r, t, bucket, key, m[0] == 'H');
+    else if (strcmp(m, "PUT") == 0)
+        hd_obj_put(r, t, bucket, key, a);
+    else if (strcmp(m, "DELETE") == 0)
+        hd_obj_delete(r, t, bucket, key, 1);
+    else
+        hd_resp_err(r, HD_EMETHOD);
+}
+
+void hd_s3_handle(struct hd_req *r, struct hd_target *t, const char *path)
+{
+    struct hd_sigv4_auth a;
+    const char *rest, *slash;
+    char *bucket = NULL, *key = NULL;
+    size_t klen = 0;
+    int anon, rc;
+
+    r->api = HD_API_S3;
+    if ((rc = authenticate(r, t, &a, &anon)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    rest = path + 1; /* skip '/' */
+    if (!*rest) {
+        if (strcmp(r->method, "GET") == 0)
+            list_buckets(r, t, anon ? "anonymous" : a.access_key);
+        else
+            hd_resp_err(r, HD_EMETHOD);
+        return;
+    }
+    slash = strchr(rest, '/');
+    rc = hd_path_decode(rest, slash ? (size_t)(slash - rest) : strlen(rest), &bucket, NULL);
+    if (rc == 0 && slash && slash[1])
+        rc = hd_path_decode(slash + 1, strlen(slash + 1), &key, &klen);
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    if (!key) {
+        bucket_call(r, t, bucket, anon ? "anonymous" : a.access_key);
+        goto out;
+    }
+    if ((rc = hd_object_name_check(key, klen)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    object_call(r, t, bucket, key, anon ? NULL : &a);
+out:
+    free(bucket);
+    free(key);
+}

@@ -1,0 +1,102 @@
+/* store: a target's objects on local mountpaths. Content files live under hashed fan-out
+ * paths with random names (object names never become paths); one SQLite catalog (WAL) per
+ * mountpath maps (bucket, name) to the file and its metadata; buckets live in DATA/node.db.
+ * All functions are thread-safe (pooled SQLite connections) and block on disk: call them from
+ * HTTP workers or the thread pool, never from an event loop. */
+#ifndef HD_STORE_H
+#define HD_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hd_store;
+struct hd_put;
+
+struct hd_store_cfg {
+    const char *data_dir;
+    const char *const *mountpaths;
+    size_t nmp;
+    int fsync;
+};
+
+int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out);
+void hd_store_close(struct hd_store *st);
+
+/* Buckets. */
+struct hd_bucket_info {
+    char name[64];
+    char provider[8];
+    int64_t created; /* unix seconds */
+};
+int hd_store_bucket_create(struct hd_store *st, const char *name, const char *provider);
+int hd_store_bucket_delete(struct hd_store *st, const char *name);
+int hd_store_bucket_exists(struct hd_store *st, const char *name);
+/* *out is malloc'd (caller frees). */
+int hd_store_bucket_list(struct hd_store *st, struct hd_bucket_info **out, size_t *n);
+
+/* Object metadata as kept in the catalog. Strings are owned by the struct; release with
+ * hd_obj_meta_cleanup. */
+struct hd_obj_meta {
+    uint64_t size;
+    int64_t mtime_ms;
+    char etag[48];      /* unquoted: md5 hex, or md5-of-md5s "-N" for multipart */
+    char ck_type[12];   /* "" or CRC32/CRC32C/CRC64NVME/SHA1/SHA256 */
+    char ck_val[96];    /* base64, as x-amz-checksum-* carries it */
+    char *ctype;        /* Content-Type or NULL */
+    char *meta;         /* JSON object of x-amz-meta-* (lowercase names, no prefix) or NULL */
+    char *path;         /* absolute path of the content file */
+};
+void hd_obj_meta_cleanup(struct hd_obj_meta *m);
+
+int hd_store_lookup(struct hd_store *st, const char *bucket, const char *name,
+                    struct hd_obj_meta *m);
+/* Looks up and opens the content file (retrying once if a concurrent overwrite replaced it).
+ * On success *fd is the caller's. */
+int hd_store_open_object(struct hd_store *st, const char *bucket, const char *name,
+                         struct hd_obj_meta *m, int *fd);
+int hd_store_delete(struct hd_store *st, const char *bucket, const char *name);
+
+/* Streaming write. begin picks the mountpath (HRW) and creates a temp file; write appends and
+ * updates the MD5; commit fsyncs, renames into place and upserts the catalog atomically with
+ * respect to readers; abort (or free of an uncommitted put) removes the temp file. */
+struct hd_put_attrs {
+    const char *ctype;
+    const char *meta;    /* JSON or NULL */
+    const char *ck_type; /* NULL or "" when none */
+    const char *ck_val;
+    const char *etag;    /* NULL: the MD5 of the bytes written */
+};
+int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out);
+int hd_put_write(struct hd_put *p, const void *data, size_t len);
+uint64_t hd_put_size(const struct hd_put *p);
+/* MD5 of the bytes written so far is final after this call; out is 16 bytes. */
+void hd_put_md5(struct hd_put *p, unsigned char out[16]);
+int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_obj_meta *out);
+void hd_put_free(struct hd_put *p);
+
+/* Listing in S3 order (bytewise) across all mountpaths. */
+struct hd_list_opts {
+    const char *prefix;      /* may be NULL */
+    const char *delimiter;   /* may be NULL or "" */
+    const char *start_after; /* exclusive; may be NULL */
+    size_t max;              /* entries + prefixes per page; 0 = none (truncation probe) */
+};
+struct hd_list_ent {
+    char *name;
+    uint64_t size;
+    int64_t mtime_ms;
+    char etag[48];
+};
+struct hd_list_res {
+    struct hd_list_ent *ents;
+    size_t nents;
+    char **prefixes;
+    size_t nprefixes;
+    int truncated;
+    char *last; /* last key or common prefix returned (the next marker), or NULL */
+};
+int hd_store_list(struct hd_store *st, const char *bucket, const struct hd_list_opts *o,
+                  struct hd_list_res *res);
+void hd_list_res_cleanup(struct hd_list_res *res);
+
+#endif

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs the integration suite (pytest under Debian's python3, which sees python3-boto3 etc.)
+# against real hoardd processes started by the fixtures in conftest.py.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export HOARD_BUILD="${HOARD_BUILD:-build}"
+export HOARD_BIN="$PWD/$HOARD_BUILD/bin"
+export PYTHONDONTWRITEBYTECODE=1
+exec /usr/bin/python3 -m pytest -q -p no:cacheprovider test/integration "$@"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Module dependencies point one way: server -> {proxy, target} -> common. tools/ uses common/ only.
+set -u
+cd "$(dirname "$0")/.."
+bad=0
+check() { # dir, forbidden-regex
+    local hits
+    hits=$(grep -rnE "#include \"($2)/" "$1" --include='*.c' --include='*.h' 2>/dev/null)
+    if [ -n "$hits" ]; then echo "check-deps: $1/ must not include $2/:"; echo "$hits"; bad=1; fi
+}
+check proxy 'target|server|tools'
+check target 'proxy|server|tools'
+check common 'proxy|target|server|tools'
+check tools 'proxy|target|server'
+[ $bad -eq 0 ] && echo "check-deps: ok"
+exit $bad

@@ -1,0 +1,93 @@
+/* cli: the hoard admin CLI's shared context, option vocabulary, command table and exit codes.
+ * Single-threaded tool: everything here runs on the main thread (signal handler only sets a flag).
+ *
+ * Adding a command: write `int handler(struct hd_cli *, int argc, char **argv)` (argv holds the
+ * positional arguments only; options are already parsed into cli->opt[]) and add one row to the
+ * table in main.c. Handlers return an exit code (enum hd_cli_exit). */
+#ifndef HD_CLI_H
+#define HD_CLI_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define HD_CLI_VERSION "0.1.0"
+#define HD_CLI_DEFAULT_ENDPOINT "http://127.0.0.1:8080"
+
+/* Process exit codes; documented in docs/cli.md. */
+enum hd_cli_exit {
+    HD_CLI_EXIT_OK = 0,
+    HD_CLI_EXIT_API = 1,   /* the server answered with an error, or a local file error */
+    HD_CLI_EXIT_USAGE = 2, /* bad command line */
+    HD_CLI_EXIT_CONN = 3,  /* could not talk to the endpoint (connect, timeout, reset) */
+    HD_CLI_EXIT_INTR = 130 /* interrupted by SIGINT/SIGTERM */
+};
+
+/* Every option the CLI knows. Global ones are accepted anywhere; others only by commands
+ * that list them. */
+enum hd_cli_optid {
+    HD_CLI_OPT_ENDPOINT,
+    HD_CLI_OPT_JSON,
+    HD_CLI_OPT_HELP,
+    HD_CLI_OPT_VERSION,
+    HD_CLI_OPT_DELIMITER,
+    HD_CLI_OPT_LIMIT,
+    HD_CLI_OPT_TOKEN,
+    HD_CLI_OPT_CONTENT_TYPE,
+    HD_CLI_OPT_COUNT
+};
+
+struct hd_cli_opt {
+    const char *name; /* long name without "--" */
+    int has_arg;
+    int global;
+    const char *arg_name; /* for usage text, e.g. "N" */
+    const char *help;
+};
+
+struct hd_cli;
+typedef int (*hd_cli_handler_fn)(struct hd_cli *cli, int argc, char **argv);
+
+struct hd_cli_cmd {
+    const char *noun;
+    const char *verb;
+    hd_cli_handler_fn run;
+    int min_args, max_args;   /* positional argument count bounds */
+    const char *args;         /* positional usage, e.g. "FILE|- B/O" */
+    const char *summary;      /* one line */
+    const enum hd_cli_optid *opts; /* command options, terminated by HD_CLI_OPT_COUNT; may be NULL */
+};
+
+struct hd_cli_http; /* cli_http.h */
+
+struct hd_cli {
+    const char *endpoint; /* normalised: scheme://host[:port][/prefix], no trailing '/' */
+    int json;
+    int progress;         /* 1 when progress bars may be drawn (stderr TTY or HOARD_PROGRESS=1) */
+    int verbose;          /* HOARD_DEBUG=1: libcurl verbose output on stderr */
+    const char *opt[HD_CLI_OPT_COUNT]; /* parsed option values ("" for flags), NULL if absent */
+    const struct hd_cli_cmd *cmd;      /* the command being run */
+    struct hd_cli_http *http;          /* lazily created connection state */
+    char *endpoint_owned;
+};
+
+extern const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT];
+/* Set by the SIGINT/SIGTERM handler; transfers poll it and abort. */
+extern volatile sig_atomic_t hd_cli_interrupted;
+
+/* Prints "hoard: <fmt>" and the usage of cli->cmd's noun to stderr; returns HD_CLI_EXIT_USAGE. */
+int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "hoard: <fmt>" to stderr and returns `code`. */
+int hd_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Handlers (cmd_bucket.c, cmd_object.c). */
+int hd_cli_bucket_create(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_bucket_ls(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_bucket_rm(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_object_put(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_object_head(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_object_ls(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_object_rm(struct hd_cli *cli, int argc, char **argv);
+
+#endif

@@ -1,0 +1,337 @@
+#include "tools/hoard/cli_fmt.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <strings.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "common/errors.h"
+
+void hd_cli_fmt_size(uint64_t n, char *out, size_t len)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)n;
+    size_t u = 0;
+
+    if (n < 1024) {
+        snprintf(out, len, "%llu B", (unsigned long long)n);
+        return;
+    }
+    v /= 1024.0;
+    /* Move up a unit before rounding would print "1024.0". */
+    while (v >= 1023.95 && u + 1 < sizeof(units) / sizeof(units[0])) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(out, len, "%.1f %s", v, units[u]);
+}
+
+void hd_cli_fmt_progress(char *out, size_t len, uint64_t done, uint64_t total, double secs)
+{
+    char d[32], t[32];
+    double rate = secs > 0 ? (double)done / secs / (1024.0 * 1024.0) : 0.0;
+
+    hd_cli_fmt_size(done, d, sizeof(d));
+    if (total == 0) {
+        snprintf(out, len, "%10s  %7.1f MiB/s", d, rate);
+        return;
+    }
+    hd_cli_fmt_size(total, t, sizeof(t));
+    if (done > total)
+        done = total;
+    snprintf(out, len, "%10s / %-10s %3u%%  %7.1f MiB/s", d, t,
+             (unsigned)(done * 100.0 / (double)total), rate);
+}
+
+int hd_cli_path_split(const char *arg, char **bucket, char **rest)
+{
+    const char *slash;
+    size_t blen;
+
+    *bucket = NULL;
+    *rest = NULL;
+    if (!arg)
+        return HD_EBADARG;
+    slash = strchr(arg, '/');
+    blen = slash ? (size_t)(slash - arg) : strlen(arg);
+    if (blen == 0)
+        return HD_EBADARG;
+    *bucket = strndup(arg, blen);
+    *rest = strdup(slash ? slash + 1 : "");
+    if (!*bucket || !*rest) {
+        free(*bucket);
+        free(*rest);
+        *bucket = NULL;
+        *rest = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static int escape_append(struct hd_buf *b, const char *s, size_t n)
+{
+    char *e;
+    int rc;
+
+    if (n == 0)
+        return 0;
+    if (n > INT_MAX)
+        return -ENOMEM;
+    e = curl_easy_escape(NULL, s, (int)n);
+    if (!e)
+        return -ENOMEM;
+    rc = hd_buf_puts(b, e);
+    curl_free(e);
+    return rc;
+}
+
+int hd_cli_path_encode(struct hd_buf *b, const char *s, int keep_slash)
+{
+    const char *p = s, *slash;
+    int rc;
+
+    if (!keep_slash)
+        return escape_append(b, s, strlen(s));
+    while ((slash = strchr(p, '/')) != NULL) {
+        rc = escape_append(b, p, (size_t)(slash - p));
+        if (rc == 0)
+            rc = hd_buf_append(b, "/", 1);
+        if (rc < 0)
+            return rc;
+        p = slash + 1;
+    }
+    return escape_append(b, p, strlen(p));
+}
+
+int hd_cli_query_add(struct hd_buf *b, const char *key, const char *value)
+{
+    int rc;
+
+    rc = hd_buf_puts(b, (b->data && strchr(b->data, '?')) ? "&" : "?");
+    if (rc == 0)
+        rc = hd_buf_puts(b, key);
+    if (rc == 0)
+        rc = hd_buf_append(b, "=", 1);
+    if (rc == 0)
+        rc = hd_cli_path_encode(b, value, 0);
+    return rc;
+}
+
+int hd_cli_endpoint_normalize(const char *in, char **out)
+{
+    const char *sep, *host;
+    size_t n;
+    char *s;
+
+    *out = NULL;
+    if (!in || !*in)
+        return HD_EBADARG;
+    sep = strstr(in, "://");
+    if (sep) {
+        size_t slen = (size_t)(sep - in);
+        if (!((slen == 4 && strncasecmp(in, "http", 4) == 0) ||
+              (slen == 5 && strncasecmp(in, "https", 5) == 0)))
+            return HD_EBADARG;
+        host = sep + 3;
+    } else {
+        host = in;
+    }
+    if (*host == '\0' || *host == '/' || *host == ':' || strpbrk(host, "?# \t\r\n"))
+        return HD_EBADARG;
+    n = strlen(in);
+    while (n > 0 && in[n - 1] == '/')
+        n--;
+    if (sep) {
+        s = strndup(in, n);
+    } else {
+        s = malloc(n + sizeof("http://"));
+        if (s) {
+            memcpy(s, "http://", 7);
+            memcpy(s + 7, in, n);
+            s[7 + n] = '\0';
+        }
+    }
+    if (!s)
+        return -ENOMEM;
+    *out = s;
+    return 0;
+}
+
+int hd_cli_parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (!s || !*s)
+        return HD_EBADARG;
+    for (; *s; s++) {
+        unsigned d;
+        if (*s < '0' || *s > '9')
+            return HD_EBADARG;
+        d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return HD_EBADARG;
+        v = v * 10 + d;
+    }
+    if (v < min || v > max)
+        return HD_EBADARG;
+    *out = v;
+    return 0;
+}
+
+void hd_cli_etag_clean(const char *etag, char *out, size_t len)
+{
+    size_t n;
+
+    if (len == 0)
+        return;
+    out[0] = '\0';
+    if (!etag)
+        return;
+    if (strncmp(etag, "W/", 2) == 0)
+        etag += 2;
+    n = strlen(etag);
+    if (n >= 2 && etag[0] == '"' && etag[n - 1] == '"') {
+        etag++;
+        n -= 2;
+    }
+    if (n >= len)
+        n = len - 1;
+    memcpy(out, etag, n);
+    out[n] = '\0';
+}
+
+const char *hd_cli_basename(const char *name)
+{
+    const char *slash = strrchr(name, '/');
+
+    return slash ? slash + 1 : name;
+}
+
+/* ---- table ---------------------------------------------------------------------------- */
+
+void hd_cli_table_init(struct hd_cli_table *t, size_t ncols, const char *const *headers,
+                       unsigned right)
+{
+    memset(t, 0, sizeof(*t));
+    t->ncols = ncols;
+    t->headers = headers;
+    t->right = right;
+}
+
+static char *sanitize(const char *s)
+{
+    char *c = strdup(s ? s : "");
+    unsigned char *p;
+
+    if (!c)
+        return NULL;
+    for (p = (unsigned char *)c; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    return c;
+}
+
+int hd_cli_table_add(struct hd_cli_table *t, const char *const *row)
+{
+    size_t i;
+
+    if (t->oom)
+        return -ENOMEM;
+    if (t->nrows == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        char **cells = realloc(t->cells, cap * t->ncols * sizeof(*cells));
+        if (!cells)
+            goto oom;
+        t->cells = cells;
+        t->cap = cap;
+    }
+    for (i = 0; i < t->ncols; i++) {
+        t->cells[t->nrows * t->ncols + i] = sanitize(row[i]);
+        if (!t->cells[t->nrows * t->ncols + i]) {
+            while (i-- > 0)
+                free(t->cells[t->nrows * t->ncols + i]);
+            goto oom;
+        }
+    }
+    t->nrows++;
+    return 0;
+oom:
+    t->oom = 1;
+    return -ENOMEM;
+}
+
+/* Display width: UTF-8 code points (continuation bytes do not count). */
+static size_t width(const char *s)
+{
+    size_t w = 0;
+
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            w++;
+    return w;
+}
+
+static void pad(FILE *out, size_t n)
+{
+    while (n-- > 0)
+        fputc(' ', out);
+}
+
+static void print_row(const struct hd_cli_table *t, FILE *out, const char *const *row,
+                      const size_t *w)
+{
+    size_t i;
+
+    for (i = 0; i < t->ncols; i++) {
+        size_t cw = width(row[i]);
+        int last = i + 1 == t->ncols;
+        if (i > 0)
+            fputs("  ", out);
+        if (t->right & (1u << i)) {
+            pad(out, w[i] - cw);
+            fputs(row[i], out);
+        } else {
+            fputs(row[i], out);
+            if (!last)
+                pad(out, w[i] - cw);
+        }
+    }
+    fputc('\n', out);
+}
+
+int hd_cli_table_print(const struct hd_cli_table *t, FILE *out)
+{
+    size_t *w, i, r;
+
+    if (t->oom)
+        return -ENOMEM;
+    w = calloc(t->ncols ? t->ncols : 1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    for (i = 0; i < t->ncols; i++)
+        w[i] = width(t->headers[i]);
+    for (r = 0; r < t->nrows; r++)
+        for (i = 0; i < t->ncols; i++) {
+            size_t cw = width(t->cells[r * t->ncols + i]);
+            if (cw > w[i])
+                w[i] = cw;
+        }
+    print_row(t, out, t->headers, w);
+    for (r = 0; r < t->nrows; r++)
+        print_row(t, out, (const char *const *)&t->cells[r * t->ncols], w);
+    free(w);
+    return 0;
+}
+
+void hd_cli_table_cleanup(struct hd_cli_table *t)
+{
+    size_t i;
+
+    for (i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    memset(t, 0, sizeof(*t));
+}

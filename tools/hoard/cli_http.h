@@ -1,0 +1,73 @@
+/* cli_http: the hoard CLI's HTTP client over one reused libcurl easy handle (keep-alive across
+ * pages): streaming uploads/downloads with MD5, progress bar, timeouts, redirects (proxies
+ * answer 307), and the one place that turns a failure into an error line and exit code.
+ * Main thread only. */
+#ifndef HD_CLI_HTTP_H
+#define HD_CLI_HTTP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/buf.h"
+#include "tools/hoard/cli.h"
+
+/* Transport failure (connect, DNS, timeout, reset, bad TLS): the message is in resp->curl_err.
+ * Between -errno and the project codes of common/errors.h, so it collides with neither. */
+#define HD_CLI_ECURL (-4200)
+
+#define HD_CLI_PROGRESS_MIN (8u * 1024 * 1024) /* transfers above this size show progress */
+#define HD_CLI_CONNECT_TIMEOUT_S 10L
+#define HD_CLI_LOW_SPEED_BPS 1024L   /* abort when slower than this ... */
+#define HD_CLI_LOW_SPEED_TIME_S 60L  /* ... for this long */
+#define HD_CLI_BODY_MAX (256u * 1024 * 1024) /* cap on a buffered (JSON) response body */
+
+struct hd_cli_req {
+    const char *method;   /* GET HEAD PUT POST DELETE */
+    const char *path;     /* encoded path and query, appended to cli->endpoint */
+    FILE *upload;         /* PUT body, read to EOF; NULL for none */
+    int64_t upload_size;  /* -1 when unknown (sent chunked) */
+    FILE *download;       /* sink for a 2xx body; NULL buffers it in resp->body */
+    const char *content_type;
+    int hash;             /* compute the MD5 of the uploaded or downloaded bytes */
+    int discard_success;  /* abort at once on a 2xx body (used to fetch error details) */
+};
+
+struct hd_cli_hdr {
+    char *name;
+    char *value;
+};
+
+struct hd_cli_resp {
+    long status;          /* final HTTP status (after redirects); 0 when none */
+    struct hd_buf body;   /* buffered body: always for non-2xx, for 2xx without a sink */
+    struct hd_cli_hdr *hdrs; /* headers of the final response */
+    size_t nhdrs;
+    uint64_t bytes;       /* payload bytes uploaded, or written to the sink */
+    char md5[33];         /* lowercase hex MD5 of those bytes when req->hash */
+    int local_err;        /* -errno when reading the upload or writing the sink failed */
+    char curl_err[256];   /* CURL_ERROR_SIZE */
+};
+
+void hd_cli_resp_init(struct hd_cli_resp *rs);
+void hd_cli_resp_cleanup(struct hd_cli_resp *rs);
+/* Case-insensitive lookup in the final response's headers; NULL when absent. */
+const char *hd_cli_resp_header(const struct hd_cli_resp *rs, const char *name);
+
+/* Performs one request. Returns 0 when a response arrived (any status: check rs->status),
+ * HD_CLI_ECURL on transport failure, -EINTR when interrupted, or rs->local_err. rs must be
+ * initialised; it is reset first so it can be reused. */
+int hd_cli_http_do(struct hd_cli *cli, const struct hd_cli_req *rq, struct hd_cli_resp *rs);
+void hd_cli_http_free(struct hd_cli_http *h);
+
+/* Extracts the server's error code and message: the native JSON error body
+ * {"code":..,"message":..}, else "HTTP <status>" and the body's first line. */
+void hd_cli_resp_error(const struct hd_cli_resp *rs, char *code, size_t codelen, char *msg,
+                       size_t msglen);
+
+/* Prints one error line for a failed request, "hoard: <what>: <code>: <message>" (or the
+ * transport error naming the endpoint) and returns the exit code: HD_CLI_EXIT_API for an
+ * HTTP error status or a local error, HD_CLI_EXIT_CONN for transport failures,
+ * HD_CLI_EXIT_INTR when interrupted. Call only when rc != 0 or rs->status >= 300. */
+int hd_cli_report(struct hd_cli *cli, const char *what, int rc, const struct hd_cli_resp *rs);
+
+#endif

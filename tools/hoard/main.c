@@ -1,0 +1,413 @@
+/* hoard: the admin CLI. `hoard [global options] <noun> <verb> [args] [options]`.
+ * This file holds the option and command tables, argument parsing, help and dispatch. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "tools/hoard/cli.h"
+#include "tools/hoard/cli_fmt.h"
+#include "tools/hoard/cli_http.h"
+
+volatile sig_atomic_t hd_cli_interrupted;
+
+const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
+    [HD_CLI_OPT_ENDPOINT] = {"endpoint", 1, 1, "URL",
+                             "server URL (env HOARD_ENDPOINT, default " HD_CLI_DEFAULT_ENDPOINT ")"},
+    [HD_CLI_OPT_JSON] = {"json", 0, 1, NULL, "print JSON for scripts instead of tables"},
+    [HD_CLI_OPT_HELP] = {"help", 0, 1, NULL, "show usage and exit"},
+    [HD_CLI_OPT_VERSION] = {"version", 0, 1, NULL, "print the version and exit"},
+    [HD_CLI_OPT_DELIMITER] = {"delimiter", 1, 0, "D",
+                              "group names sharing a prefix up to D into PREFIXES"},
+    [HD_CLI_OPT_LIMIT] = {"limit", 1, 0, "N", "return at most N entries (plus a continuation token)"},
+    [HD_CLI_OPT_TOKEN] = {"token", 1, 0, "T", "continue a listing from a continuation token"},
+    [HD_CLI_OPT_CONTENT_TYPE] = {"content-type", 1, 0, "TYPE", "Content-Type stored with the object"},
+};
+
+static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
+                                            HD_CLI_OPT_TOKEN, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid put_opts[] = {HD_CLI_OPT_CONTENT_TYPE, HD_CLI_OPT_COUNT};
+
+/* The command table: one row per <noun> <verb>. Help text is generated from it. */
+static const struct hd_cli_cmd cmds[] = {
+    {"bucket", "create", hd_cli_bucket_create, 1, 1, "B", "create bucket B", NULL},
+    {"bucket", "ls", hd_cli_bucket_ls, 0, 0, "", "list buckets", NULL},
+    {"bucket", "rm", hd_cli_bucket_rm, 1, 1, "B", "remove bucket B (must be empty)", NULL},
+    {"object", "put", hd_cli_object_put, 2, 2, "FILE|- B/O",
+     "upload FILE (or stdin) as object O in bucket B", put_opts},
+    {"object", "get", hd_cli_object_get, 1, 2, "B/O [FILE|DIR|-]",
+     "download to FILE, into DIR, or to stdout (-); default ./NAME", NULL},
+    {"object", "head", hd_cli_object_head, 1, 1, "B/O", "show an object's size, ETag and metadata",
+     NULL},
+    {"object", "ls", hd_cli_object_ls, 1, 1, "B[/PREFIX]", "list objects (all pages unless --limit)",
+     ls_opts},
+    {"object", "rm", hd_cli_object_rm, 1, 1, "B/O", "remove an object", NULL},
+};
+#define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+int hd_cli_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    fflush(stdout);
+    fputs("hoard: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+static int noun_known(const char *noun)
+{
+    size_t i;
+
+    for (i = 0; i < NCMDS; i++)
+        if (strcmp(cmds[i].noun, noun) == 0)
+            return 1;
+    return 0;
+}
+
+static void cmd_line(const struct hd_cli_cmd *c, char *line, size_t len)
+{
+    const enum hd_cli_optid *o;
+    int n;
+
+    n = snprintf(line, len, "%s %s%s%s", c->noun, c->verb, *c->args ? " " : "", c->args);
+    for (o = c->opts; o && *o != HD_CLI_OPT_COUNT && n > 0 && (size_t)n < len; o++) {
+        const struct hd_cli_opt *d = &hd_cli_opts[*o];
+        n += snprintf(line + n, len - (size_t)n, " [--%s%s%s]", d->name, d->has_arg ? " " : "",
+                      d->has_arg ? d->arg_name : "");
+    }
+}
+
+/* Commands of one noun (all when NULL): aligned "cmd  summary" rows, or the summary on its
+ * own line when that would not fit in 100 columns. */
+static void print_cmds(FILE *out, const char *noun)
+{
+    char line[256];
+    size_t i, w = 0, ws = 0;
+
+    for (i = 0; i < NCMDS; i++) {
+        if (noun && strcmp(cmds[i].noun, noun) != 0)
+            continue;
+        cmd_line(&cmds[i], line, sizeof(line));
+        if (strlen(line) > w)
+            w = strlen(line);
+        if (strlen(cmds[i].summary) > ws)
+            ws = strlen(cmds[i].summary);
+    }
+    for (i = 0; i < NCMDS; i++) {
+        if (noun && strcmp(cmds[i].noun, noun) != 0)
+            continue;
+        cmd_line(&cmds[i], line, sizeof(line));
+        if (2 + w + 2 + ws <= 100)
+            fprintf(out, "  %-*s  %s\n", (int)w, line, cmds[i].summary);
+        else
+            fprintf(out, "  %s\n      %s\n", line, cmds[i].summary);
+    }
+}
+
+static void print_cmd_options(FILE *out, const char *noun)
+{
+    int seen[HD_CLI_OPT_COUNT] = {0}, any = 0;
+    const enum hd_cli_optid *o;
+    size_t i;
+
+    for (i = 0; i < NCMDS; i++) {
+        if (noun && strcmp(cmds[i].noun, noun) != 0)
+            continue;
+        for (o = cmds[i].opts; o && *o != HD_CLI_OPT_COUNT; o++) {
+            const struct hd_cli_opt *d = &hd_cli_opts[*o];
+            char flag[64];
+            if (seen[*o])
+                continue;
+            if (!any)
+                fputs("\nCommand options:\n", out);
+            seen[*o] = any = 1;
+            snprintf(flag, sizeof(flag), "--%s%s%s", d->name, d->has_arg ? " " : "",
+                     d->has_arg ? d->arg_name : "");
+            fprintf(out, "  %-20s %s\n", flag, d->help);
+        }
+    }
+}
+
+static void print_global_options(FILE *out)
+{
+    size_t i;
+
+    fputs("\nGlobal options (anywhere on the line):\n", out);
+    for (i = 0; i < HD_CLI_OPT_COUNT; i++) {
+        const struct hd_cli_opt *d = &hd_cli_opts[i];
+        char flag[64];
+        if (!d->global)
+            continue;
+        snprintf(flag, sizeof(flag), "--%s%s%s", d->name, d->has_arg ? " " : "",
+                 d->has_arg ? d->arg_name : "");
+        fprintf(out, "  %-20s %s\n", flag, d->help);
+    }
+}
+
+/* Usage of one noun's commands (or of all when noun is NULL). */
+static void usage(FILE *out, const char *noun)
+{
+    fputs("usage: hoard [--endpoint URL] [--json] <noun> <verb> [args] [options]\n\n", out);
+    fputs("Commands:\n", out);
+    print_cmds(out, noun);
+    print_cmd_options(out, noun);
+    print_global_options(out);
+    if (!noun) {
+        fputs("\nEnvironment:\n"
+              "  HOARD_ENDPOINT     default for --endpoint\n"
+              "  HOARD_PROGRESS=1   draw progress bars even when stderr is not a terminal\n"
+              "  HOARD_DEBUG=1      print libcurl's request/response trace on stderr\n"
+              "\nExit codes: 0 ok, 1 server or API error (also local file errors), 2 usage,\n"
+              "  3 cannot reach the endpoint, 130 interrupted.\n"
+              "See `hoard <noun> --help`; full reference in docs/cli.md.\n",
+              out);
+    }
+}
+
+int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
+{
+    va_list ap;
+
+    fflush(stdout);
+    fputs("hoard: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n\n", stderr);
+    usage(stderr, cli && cli->cmd ? cli->cmd->noun : NULL);
+    return HD_CLI_EXIT_USAGE;
+}
+
+static int opt_allowed(const struct hd_cli_cmd *c, enum hd_cli_optid id)
+{
+    const enum hd_cli_optid *o;
+
+    if (hd_cli_opts[id].global)
+        return 1;
+    for (o = c ? c->opts : NULL; o && *o != HD_CLI_OPT_COUNT; o++)
+        if (*o == id)
+            return 1;
+    return 0;
+}
+
+/* Parses argv[*i] as an option ("--name", "--name=value", "--name value", "-h").
+ * Returns 1 when it was an option (consumed, *i advanced past any value), 0 when it is a
+ * positional argument, or HD_CLI_EXIT_USAGE-style failure via *err. */
+static int parse_opt(struct hd_cli *cli, int argc, char **argv, int *i, int *err)
+{
+    const char *a = argv[*i], *name, *eq;
+    size_t nlen;
+    int id;
+
+    *err = 0;
+    if (strcmp(a, "-h") == 0) {
+        cli->opt[HD_CLI_OPT_HELP] = "";
+        return 1;
+    }
+    if (a[0] != '-' || strcmp(a, "-") == 0)
+        return 0;
+    if (a[1] != '-') {
+        *err = hd_cli_usage_error(cli, "unknown option '%s'", a);
+        return 1;
+    }
+    name = a + 2;
+    eq = strchr(name, '=');
+    nlen = eq ? (size_t)(eq - name) : strlen(name);
+    for (id = 0; id < HD_CLI_OPT_COUNT; id++)
+        if (strlen(hd_cli_opts[id].name) == nlen && strncmp(hd_cli_opts[id].name, name, nlen) == 0)
+            break;
+    if (id == HD_CLI_OPT_COUNT || !opt_allowed(cli->cmd, (enum hd_cli_optid)id)) {
+        if (cli->cmd)
+            *err = hd_cli_usage_error(cli, "unknown option '--%.*s' for '%s %s'", (int)nlen, name,
+                                      cli->cmd->noun, cli->cmd->verb);
+        else
+            *err = hd_cli_usage_error(cli, "unknown option '--%.*s'", (int)nlen, name);
+        return 1;
+    }
+    if (!hd_cli_opts[id].has_arg) {
+        if (eq) {
+            *err = hd_cli_usage_error(cli, "option '--%s' takes no value", hd_cli_opts[id].name);
+            return 1;
+        }
+        cli->opt[id] = "";
+        return 1;
+    }
+    if (eq) {
+        cli->opt[id] = eq + 1;
+    } else if (*i + 1 < argc) {
+        cli->opt[id] = argv[++*i];
+    } else {
+        *err = hd_cli_usage_error(cli, "option '--%s' needs a value", hd_cli_opts[id].name);
+        return 1;
+    }
+    return 1;
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    hd_cli_interrupted = 1;
+}
+
+static int setup_env(struct hd_cli *cli)
+{
+    const char *ep = cli->opt[HD_CLI_OPT_ENDPOINT], *p;
+    int rc;
+
+    if (!ep) {
+        ep = getenv("HOARD_ENDPOINT");
+        if (!ep || !*ep)
+            ep = HD_CLI_DEFAULT_ENDPOINT;
+    }
+    rc = hd_cli_endpoint_normalize(ep, &cli->endpoint_owned);
+    if (rc == -ENOMEM)
+        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+    if (rc < 0)
+        return hd_cli_usage_error(cli, "bad endpoint '%s' (want http[s]://host[:port])", ep);
+    cli->endpoint = cli->endpoint_owned;
+    cli->json = cli->opt[HD_CLI_OPT_JSON] != NULL;
+    p = getenv("HOARD_PROGRESS");
+    if (p && *p)
+        cli->progress = strcmp(p, "0") != 0;
+    else
+        cli->progress = isatty(STDERR_FILENO);
+    p = getenv("HOARD_DEBUG");
+    cli->verbose = p && *p && strcmp(p, "0") != 0;
+    return 0;
+}
+
+static int run(struct hd_cli *cli, int argc, char **argv)
+{
+    char **pos = NULL;
+    const char *noun = NULL, *verb = NULL;
+    int npos = 0, i, err, only_pos = 0, rc;
+    size_t k;
+
+    pos = calloc((size_t)argc + 1, sizeof(*pos));
+    if (!pos)
+        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+    for (i = 1; i < argc; i++) {
+        if (!only_pos && strcmp(argv[i], "--") == 0) {
+            only_pos = 1;
+            continue;
+        }
+        if (!only_pos && parse_opt(cli, argc, argv, &i, &err)) {
+            if (err) {
+                rc = err;
+                goto out;
+            }
+            continue;
+        }
+        if (!noun) {
+            noun = argv[i];
+        } else if (!verb && strcmp(noun, "help") != 0) {
+            verb = argv[i];
+        } else {
+            pos[npos++] = argv[i];
+        }
+        /* Once the command is known, its own options become acceptable. */
+        if (noun && verb && !cli->cmd) {
+            for (k = 0; k < NCMDS; k++)
+                if (strcmp(cmds[k].noun, noun) == 0 && strcmp(cmds[k].verb, verb) == 0)
+                    cli->cmd = &cmds[k];
+            if (!cli->cmd && noun_known(noun) && !cli->opt[HD_CLI_OPT_HELP]) {
+                /* Show the right noun's usage. */
+                struct hd_cli_cmd tmp = {.noun = noun};
+                cli->cmd = &tmp;
+                rc = hd_cli_usage_error(cli, "unknown command '%s %s'", noun, verb);
+                cli->cmd = NULL;
+                goto out;
+            }
+        }
+    }
+
+    if (cli->opt[HD_CLI_OPT_VERSION]) {
+        printf("hoard %s (%s)\n", HD_CLI_VERSION, curl_version());
+        rc = HD_CLI_EXIT_OK;
+        goto out;
+    }
+    if (!noun) {
+        if (cli->opt[HD_CLI_OPT_HELP]) {
+            usage(stdout, NULL);
+            rc = HD_CLI_EXIT_OK;
+        } else {
+            rc = hd_cli_usage_error(cli, "missing command");
+        }
+        goto out;
+    }
+    if (strcmp(noun, "help") == 0) {
+        const char *topic = npos > 0 ? pos[0] : NULL;
+        if (topic && !noun_known(topic)) {
+            rc = hd_cli_usage_error(cli, "no such noun '%s'", topic);
+            goto out;
+        }
+        usage(stdout, topic);
+        rc = HD_CLI_EXIT_OK;
+        goto out;
+    }
+    if (!noun_known(noun)) {
+        rc = hd_cli_usage_error(cli, "unknown command '%s'", noun);
+        goto out;
+    }
+    if (cli->opt[HD_CLI_OPT_HELP]) {
+        usage(stdout, noun);
+        rc = HD_CLI_EXIT_OK;
+        goto out;
+    }
+    if (!cli->cmd) {
+        struct hd_cli_cmd tmp = {.noun = noun};
+        cli->cmd = &tmp;
+        rc = verb ? hd_cli_usage_error(cli, "unknown command '%s %s'", noun, verb)
+                  : hd_cli_usage_error(cli, "missing verb for '%s'", noun);
+        cli->cmd = NULL;
+        goto out;
+    }
+    if (npos < cli->cmd->min_args || npos > cli->cmd->max_args) {
+        rc = hd_cli_usage_error(cli, "'%s %s' takes %s%s", noun, verb,
+                                *cli->cmd->args ? "arguments " : "no arguments",
+                                cli->cmd->args);
+        goto out;
+    }
+    rc = setup_env(cli);
+    if (rc != 0)
+        goto out;
+    rc = cli->cmd->run(cli, npos, pos);
+out:
+    free(pos);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct hd_cli cli;
+    struct sigaction sa;
+    int rc;
+
+    memset(&cli, 0, sizeof(cli));
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+        return hd_cli_fail(HD_CLI_EXIT_API, "libcurl initialisation failed");
+
+    rc = run(&cli, argc, argv);
+
+    hd_cli_http_free(cli.http);
+    free(cli.endpoint_owned);
+    curl_global_cleanup();
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (rc == HD_CLI_EXIT_OK)
+            rc = hd_cli_fail(HD_CLI_EXIT_API, "writing output: %s", strerror(errno));
+    }
+    return rc;
+}

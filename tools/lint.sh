@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Lint: banned calls, clang-format drift (report only), clang-tidy on changed-or-all sources.
+set -u
+cd "$(dirname "$0")/.."
+rc=0
+src=$(ls common/*.[ch] proxy/*.[ch] target/*.[ch] server/*.[ch] tools/hoard/*.[ch] 2>/dev/null)
+banned=$(grep -nE '\b(sprintf|strcpy|strcat|atoi|gets|strtok)\s*\(' $src | grep -v 'snprintf\|vsnprintf')
+if [ -n "$banned" ]; then echo "lint: banned calls:"; echo "$banned"; rc=1; fi
+if command -v clang-format >/dev/null; then
+    n=0
+    for f in $src; do clang-format --dry-run "$f" 2>&1 | grep -q warning && n=$((n+1)); done
+    [ $n -gt 0 ] && echo "lint: $n file(s) differ from .clang-format (run make format)"
+fi
+if command -v clang-tidy >/dev/null; then
+    flags="-std=c11 -D_GNU_SOURCE -I. $(pkg-config --cflags libmicrohttpd libcurl openssl libuv sqlite3 jansson expat libxxhash libarchive)"
+    out=$(clang-tidy --quiet $(ls common/*.c proxy/*.c target/*.c server/*.c 2>/dev/null) -- $flags 2>/dev/null | grep -E 'warning:|error:')
+    if [ -n "$out" ]; then echo "$out" | head -50; echo "lint: clang-tidy reported $(echo "$out" | wc -l) finding(s)"; fi
+fi
+[ $rc -eq 0 ] && echo "lint: ok"
+exit $rc
