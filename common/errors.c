@@ -73,7 +73,7 @@ const struct hd_err_info *hd_err_info(int code)
 {
     size_t i;
 
-    if (code <= HD_EBASE && code > HD_ELAST) {
+    if (code >= HD_EBASE && code < HD_ELAST) {
         const struct hd_err_info *e = &table[code - HD_EBASE];
         if (e->code == code)
             return e;

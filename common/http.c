@@ -447,14 +447,14 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     s->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_END);
     (void)sl;
     if (!s->d) {
         free(s);

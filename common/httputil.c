@@ -240,7 +240,7 @@ static int make_time(int year, int mon /* 0..11 */, int day, int h, int mi, int 
     if (s == 60) /* leap second: POSIX time has none, fold onto :59 */
         s = 59;
     *out = (time_t)(days_from_civil(year, (unsigned)mon + 1, (unsigned)day) * 86400 +
-                    h * 3600 + mi * 60 + s);
+                    (int64_t)h * 3600 + (int64_t)mi * 60 + s);
     return 0;
 }
 
@@ -476,7 +476,7 @@ int hd_query_parse(const char *raw, struct hd_query *q)
     memset(q, 0, sizeof(*q));
     if (!raw || !*raw)
         return 0;
-    rawlen = strnlen(raw, HD_QUERY_MAX_LEN + 1);
+    rawlen = strnlen(raw, (size_t)HD_QUERY_MAX_LEN + 1);
     if (rawlen > HD_QUERY_MAX_LEN)
         return HD_EBADARG;
     end = raw + rawlen;

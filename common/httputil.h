@@ -66,10 +66,10 @@ int hd_url_decode(const char *in, size_t n, char *out, size_t *outlen, int plus_
 int hd_uri_encode(struct hd_buf *b, const char *s, size_t n, int keep_slash);
 
 #define HD_QUERY_MAX_PARAMS 1000
-#define HD_QUERY_MAX_LEN (64 * 1024)
+#define HD_QUERY_MAX_LEN 65536
 
 struct hd_query_param {
-    const char *key; /* decoded, NUL-terminated; may contain NUL (see key_len) */
+    const char *key;   /* decoded, NUL-terminated; may contain NUL (see key_len) */
     const char *value; /* decoded; "" when the parameter had no '=' */
     size_t key_len;
     size_t value_len;

@@ -15,8 +15,8 @@
 
 static const char fffd[] = "\xEF\xBF\xBD"; /* U+FFFD REPLACEMENT CHARACTER */
 
-/* Length of the valid UTF-8 sequence at s that is also an XML 1.0 Char, or 0. */
-static size_t utf8_xml_seq(const unsigned char *s, size_t n)
+/* Length of the valid UTF-8 sequence at s, or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0], lo = 0x80, hi = 0xBF;
     size_t need;
@@ -43,8 +43,6 @@ static size_t utf8_xml_seq(const unsigned char *s, size_t n)
     for (size_t k = 2; k <= need; k++)
         if (s[k] < 0x80 || s[k] > 0xBF)
             return 0;
-    if (c == 0xEF && s[1] == 0xBF && (s[2] == 0xBE || s[2] == 0xBF))
-        return 0; /* U+FFFE, U+FFFF are not XML Chars */
     return need + 1;
 }
 
@@ -56,24 +54,43 @@ void hd_xml_escape(struct hd_buf *b, const char *s, size_t n)
     while (i < n) {
         const char *rep;
         unsigned char c = u[i];
+        size_t adv = 1;
 
         if (c >= 0x80) {
-            size_t l = utf8_xml_seq(u + i, n - i);
-            if (l) {
+            size_t l = utf8_seq(u + i, n - i);
+            if (l && !(l == 3 && c == 0xEF && u[i + 1] == 0xBF && u[i + 2] >= 0xBE)) {
                 i += l;
                 continue;
             }
+            /* invalid bytes one by one; U+FFFE and U+FFFF (not XML Chars) as a whole */
+            adv = l ? l : 1;
             rep = fffd;
         } else {
             switch (c) {
-            case '&': rep = "&amp;"; break;
-            case '<': rep = "&lt;"; break;
-            case '>': rep = "&gt;"; break;
-            case '"': rep = "&quot;"; break;
-            case '\'': rep = "&apos;"; break;
-            case '\t': rep = "&#x9;"; break;
-            case '\n': rep = "&#xA;"; break;
-            case '\r': rep = "&#xD;"; break;
+            case '&':
+                rep = "&amp;";
+                break;
+            case '<':
+                rep = "&lt;";
+                break;
+            case '>':
+                rep = "&gt;";
+                break;
+            case '"':
+                rep = "&quot;";
+                break;
+            case '\'':
+                rep = "&apos;";
+                break;
+            case '\t':
+                rep = "&#x9;";
+                break;
+            case '\n':
+                rep = "&#xA;";
+                break;
+            case '\r':
+                rep = "&#xD;";
+                break;
             default:
                 if (c >= 0x20) {
                     i++;
@@ -85,7 +102,7 @@ void hd_xml_escape(struct hd_buf *b, const char *s, size_t n)
         if (i > start)
             hd_buf_append(b, s + start, i - start);
         hd_buf_puts(b, rep);
-        i++;
+        i += adv;
         start = i;
     }
     if (i > start)
@@ -295,7 +312,7 @@ static int parse_limited(const char *body, size_t len, size_t max_body, size_t m
         return HD_EMALFORMEDXML;
     memset(&st, 0, sizeof(st));
     st.max_nodes = max_nodes;
-    st.p = XML_ParserCreateNS("UTF-8", NS_SEP);
+    st.p = XML_ParserCreateNS(NULL, NS_SEP);
     if (!st.p)
         return -ENOMEM;
     XML_SetUserData(st.p, &st);
@@ -472,8 +489,7 @@ static int complete_part(const struct hd_xnode *pe, struct hd_complete_part *p)
     for (const struct hd_xnode *c = pe->child; c; c = c->next) {
         if (strcmp(c->name, "PartNumber") == 0) {
             uint64_t v;
-            if (have_num || hd_parse_u64(c->text, &v) < 0 || v < 1 ||
-                v > HD_XML_COMPLETE_MAX_PARTS)
+            if (have_num || hd_parse_u64(c->text, &v) < 0 || v < 1 || v > HD_XML_COMPLETE_MAX_PARTS)
                 return HD_EMALFORMEDXML;
             p->part_number = (unsigned)v;
             have_num = 1;

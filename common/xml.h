@@ -38,9 +38,9 @@ void hd_xml_decl(struct hd_buf *b);
 #define HD_XML_MAX_TEXT 8192
 
 struct hd_xnode {
-    char *name;  /* local name, namespace stripped */
-    char *text;  /* the element's own character data, whitespace-trimmed ("" when none) */
-    char *raw;   /* the same untrimmed (object keys may begin or end with spaces) */
+    char *name; /* local name, namespace stripped */
+    char *text; /* the element's own character data, whitespace-trimmed ("" when none) */
+    char *raw;  /* the same untrimmed (object keys may begin or end with spaces) */
     struct hd_xnode *child; /* first child element */
     struct hd_xnode *next;  /* next sibling element */
 };

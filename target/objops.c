@@ -420,11 +420,10 @@ void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const
     r->data = pc;
     r->on_done = put_done;
     if (!auth && sha) {
-        /* anonymous (auth disabled) but the client still framed the body */
+        /* anonymous (auth disabled) but the client still framed the body: decode it
+         * without signature checks */
         if (strncmp(sha, "STREAMING-", 10) == 0)
-            pl = strstr(sha, "UNSIGNED") ? HD_PL_STREAMING_UNSIGNED_TRAILER
-                 : strstr(sha, "TRAILER") ? HD_PL_STREAMING_SIGNED_TRAILER
-                                          : HD_PL_STREAMING_SIGNED;
+            pl = HD_PL_STREAMING_UNSIGNED_TRAILER;
     }
     if (md5) {
         size_t n;

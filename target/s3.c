@@ -277,7 +277,7 @@ static int create_body(struct hd_req *r, const char *d, size_t n)
 static void create_end(struct hd_req *r)
 {
     struct create_ctx *c = r->data;
-    char loc[64];
+    char loc[80];
     int rc;
 
     if (r->body_err) {

@@ -23,8 +23,8 @@ HD_SUITE(httputil_range)
         {"bytes=0-9", 10, 0, 0, 10},
         {"bytes=2-5", 10, 0, 2, 4},
         {"bytes=9-9", 10, 0, 9, 1},
-        {"bytes=0-99", 10, 0, 0, 10},   /* b clamped */
-        {"bytes=5-" BIG, 10, 0, 5, 5},  /* b == UINT64_MAX clamped */
+        {"bytes=0-99", 10, 0, 0, 10},         /* b clamped */
+        {"bytes=5-" BIG, 10, 0, 5, 5},        /* b == UINT64_MAX clamped */
         {"bytes=10-10", 10, HD_ERANGE, 0, 0}, /* a == size */
         {"bytes=11-20", 10, HD_ERANGE, 0, 0},
         {"bytes=5-2", 10, 1, 0, 0}, /* b < a: invalid -> ignore */
@@ -180,7 +180,7 @@ HD_SUITE(httputil_dates)
     {
         char buf[32];
         time_t out;
-        static const long long ts[] = {0,          1,          784111777,  951825600,
+        static const long long ts[] = {0,          1,          784111777,   951825600,
                                        1700000000, 4102444800, 2147483648LL};
         hd_http_date_format(784111777, buf);
         CHECK_EQ_STR(buf, "Sun, 06 Nov 1994 08:49:37 GMT");
@@ -203,20 +203,13 @@ HD_SUITE(httputil_dates)
             int ok;
             long long t;
         } a[] = {
-            {"20130524T000000Z", 1, 1369353600},
-            {"19700101T000000Z", 1, 0},
-            {"20000229T235959Z", 1, 951868799},
-            {"20150830T123600Z", 1, 1440938160},
-            {"20130524T000000", 0, 0},
-            {"20130524T000000Z ", 0, 0},
-            {"2013-05-24T00:00:00Z", 0, 0},
-            {"20130524 000000Z", 0, 0},
-            {"20131324T000000Z", 0, 0},
-            {"20130000T000000Z", 0, 0},
-            {"20130230T000000Z", 0, 0},
-            {"20130524T240000Z", 0, 0},
-            {"2013052T000000Z", 0, 0},
-            {"", 0, 0},
+            {"20130524T000000Z", 1, 1369353600}, {"19700101T000000Z", 1, 0},
+            {"20000229T235959Z", 1, 951868799},  {"20150830T123600Z", 1, 1440938160},
+            {"20130524T000000", 0, 0},           {"20130524T000000Z ", 0, 0},
+            {"2013-05-24T00:00:00Z", 0, 0},      {"20130524 000000Z", 0, 0},
+            {"20131324T000000Z", 0, 0},          {"20130000T000000Z", 0, 0},
+            {"20130230T000000Z", 0, 0},          {"20130524T240000Z", 0, 0},
+            {"2013052T000000Z", 0, 0},           {"", 0, 0},
         };
         for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
             time_t out = 0;
@@ -309,8 +302,7 @@ HD_SUITE(httputil_cond)
         struct hd_cond c = {"\"d41d8cd98f00b204e9800998ecf8427e-3\"", NULL, NULL, NULL};
         CHECK_EQ_INT(hd_cond_eval(&c, "d41d8cd98f00b204e9800998ecf8427e-3", T, 1), 0);
         CHECK_EQ_INT(hd_cond_eval(&c, "\"d41d8cd98f00b204e9800998ecf8427e-3\"", T, 1), 0);
-        CHECK_EQ_INT(hd_cond_eval(&c, "d41d8cd98f00b204e9800998ecf8427e", T, 1),
-                     HD_EPRECONDITION);
+        CHECK_EQ_INT(hd_cond_eval(&c, "d41d8cd98f00b204e9800998ecf8427e", T, 1), HD_EPRECONDITION);
     }
     /* etag NULL: no current object. If-None-Match: * lets a create proceed. */
     {
@@ -546,7 +538,7 @@ HD_SUITE(httputil_names)
         {"xn-a", 1},
         {"bucket-s3alia", 1},
         {"a--b", 1},
-        {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1}, /* 63 */
+        {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1},  /* 63 */
         {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 0}, /* 64 */
         {"", 0},
         {"a", 0},
@@ -594,28 +586,28 @@ HD_SUITE(httputil_names)
         {".", 0, 0},
         {"a\tb\nc\x01\x7f", 0, 0},
         {"caf\xc3\xa9", 0, 0},
-        {"\xe2\x82\xac", 0, 0},                 /* U+20AC */
-        {"\xef\xbf\xbf", 0, 0},                 /* U+FFFF */
-        {"\xed\x9f\xbf", 0, 0},                 /* U+D7FF */
-        {"\xee\x80\x80", 0, 0},                 /* U+E000 */
-        {"\xf0\x9f\x98\x80", 0, 0},             /* U+1F600 */
-        {"\xf4\x8f\xbf\xbf", 0, 0},             /* U+10FFFF */
+        {"\xe2\x82\xac", 0, 0},     /* U+20AC */
+        {"\xef\xbf\xbf", 0, 0},     /* U+FFFF */
+        {"\xed\x9f\xbf", 0, 0},     /* U+D7FF */
+        {"\xee\x80\x80", 0, 0},     /* U+E000 */
+        {"\xf0\x9f\x98\x80", 0, 0}, /* U+1F600 */
+        {"\xf4\x8f\xbf\xbf", 0, 0}, /* U+10FFFF */
         {"", 0, HD_EBADKEY},
         {"a\0b", 3, HD_EBADKEY},
-        {"\x80", 0, HD_EBADKEY},                /* lone continuation */
-        {"\xc3", 0, HD_EBADKEY},                /* truncated */
+        {"\x80", 0, HD_EBADKEY}, /* lone continuation */
+        {"\xc3", 0, HD_EBADKEY}, /* truncated */
         {"\xc3(", 0, HD_EBADKEY},
         {"\xe2\x82", 0, HD_EBADKEY},
         {"\xf0\x9f\x98", 0, HD_EBADKEY},
-        {"\xc0\xaf", 0, HD_EBADKEY},            /* overlong '/' */
+        {"\xc0\xaf", 0, HD_EBADKEY}, /* overlong '/' */
         {"\xc1\xbf", 0, HD_EBADKEY},
-        {"\xe0\x80\xaf", 0, HD_EBADKEY},        /* overlong */
+        {"\xe0\x80\xaf", 0, HD_EBADKEY}, /* overlong */
         {"\xe0\x9f\xbf", 0, HD_EBADKEY},
         {"\xf0\x80\x80\xaf", 0, HD_EBADKEY},
         {"\xf0\x8f\xbf\xbf", 0, HD_EBADKEY},
-        {"\xed\xa0\x80", 0, HD_EBADKEY},        /* U+D800 surrogate */
-        {"\xed\xbf\xbf", 0, HD_EBADKEY},        /* U+DFFF */
-        {"\xf4\x90\x80\x80", 0, HD_EBADKEY},    /* U+110000 */
+        {"\xed\xa0\x80", 0, HD_EBADKEY},     /* U+D800 surrogate */
+        {"\xed\xbf\xbf", 0, HD_EBADKEY},     /* U+DFFF */
+        {"\xf4\x90\x80\x80", 0, HD_EBADKEY}, /* U+110000 */
         {"\xf5\x80\x80\x80", 0, HD_EBADKEY},
         {"\xf8\x88\x80\x80\x80", 0, HD_EBADKEY},
         {"\xfe", 0, HD_EBADKEY},

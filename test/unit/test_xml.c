@@ -47,15 +47,18 @@ HD_SUITE(xml_escape)
         {"&amp;", 0, "&amp;amp;"},
         {"t\tn\nr\r", 0, "t&#x9;n&#xA;r&#xD;"},
         {"\x01x\x1f\x7f", 0, "\xEF\xBF\xBDx\xEF\xBF\xBD\x7f"},
-        {"a\0b", 3, "a\xEF\xBF\xBD" "b"},
-        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 0, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
-        {"\xc2\x80\xc2\x9f", 0, "\xc2\x80\xc2\x9f"},   /* C1 controls are XML 1.0 Chars */
-        {"\xef\xbf\xbd", 0, "\xef\xbf\xbd"},            /* U+FFFD itself */
+        {"a\0b", 3,
+         "a\xEF\xBF\xBD"
+         "b"},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 0,
+         "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+        {"\xc2\x80\xc2\x9f", 0, "\xc2\x80\xc2\x9f"}, /* C1 controls are XML 1.0 Chars */
+        {"\xef\xbf\xbd", 0, "\xef\xbf\xbd"},         /* U+FFFD itself */
         {"\xef\xbf\xbe\xef\xbf\xbf", 0, "\xEF\xBF\xBD\xEF\xBF\xBD"}, /* U+FFFE/FFFF */
         {"\xed\xa0\x80", 0, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* surrogate: per byte */
-        {"\xc0\xaf", 0, "\xEF\xBF\xBD\xEF\xBF\xBD"},    /* overlong */
+        {"\xc0\xaf", 0, "\xEF\xBF\xBD\xEF\xBF\xBD"},                 /* overlong */
         {"x\xff", 0, "x\xEF\xBF\xBD"},
-        {"\xe2\x82", 0, "\xEF\xBF\xBD\xEF\xBF\xBD"},    /* truncated at the end */
+        {"\xe2\x82", 0, "\xEF\xBF\xBD\xEF\xBF\xBD"}, /* truncated at the end */
         {"\xe2\x82<", 0, "\xEF\xBF\xBD\xEF\xBF\xBD&lt;"},
         {"", 0, ""},
     };
@@ -210,8 +213,7 @@ HD_SUITE(xml_dom)
 
     /* other encodings are transcoded to UTF-8 */
     r = NULL;
-    CHECK_EQ_INT(parse_str("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a>caf\xe9</a>", &r),
-                 0);
+    CHECK_EQ_INT(parse_str("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a>caf\xe9</a>", &r), 0);
     if (r)
         CHECK_EQ_STR(r->text, "caf\xc3\xa9");
     hd_xnode_free(r);
@@ -315,7 +317,8 @@ HD_SUITE(xml_limits)
             hd_buf_puts(&b, "<d>");
         for (int i = 0; i < depth; i++)
             hd_buf_puts(&b, "</d>");
-        CHECK_EQ_INT(hd_xml_parse(b.data, b.len, &r), depth <= HD_XML_MAX_DEPTH ? 0 : HD_EMALFORMEDXML);
+        CHECK_EQ_INT(hd_xml_parse(b.data, b.len, &r),
+                     depth <= HD_XML_MAX_DEPTH ? 0 : HD_EMALFORMEDXML);
         hd_xnode_free(r);
         r = NULL;
     }
@@ -428,10 +431,9 @@ HD_SUITE(xml_delete)
             {"<Delete><Quiet>false</Quiet><Object><Key>k</Key></Object></Delete>", 0, 0},
             {"<Delete><Quiet>True</Quiet><Object><Key>k</Key></Object></Delete>", 0, 1},
             {"<Delete><Quiet> true </Quiet><Object><Key>k</Key></Object></Delete>", 0, 1},
-            {"<Delete><Quiet>yes</Quiet><Object><Key>k</Key></Object></Delete>",
-             HD_EMALFORMEDXML, 0},
-            {"<Delete><Quiet></Quiet><Object><Key>k</Key></Object></Delete>",
-             HD_EMALFORMEDXML, 0},
+            {"<Delete><Quiet>yes</Quiet><Object><Key>k</Key></Object></Delete>", HD_EMALFORMEDXML,
+             0},
+            {"<Delete><Quiet></Quiet><Object><Key>k</Key></Object></Delete>", HD_EMALFORMEDXML, 0},
         };
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
             CHECK_EQ_INT(hd_xml_parse_delete(t[i].body, strlen(t[i].body), &d), t[i].rc);
@@ -467,7 +469,9 @@ HD_SUITE(xml_delete)
     for (int i = 0; i < HD_XML_DELETE_MAX; i++)
         hd_buf_printf(&b,
                       "        <Object>\n            <Key>key-%04d-%s</Key>\n"
-                      "            <VersionId>3/L4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY+MTRCxf3vjVBH40Nr8X8gdRQBpUMLUo</VersionId>\n"
+                      "            "
+                      "<VersionId>3/"
+                      "L4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY+MTRCxf3vjVBH40Nr8X8gdRQBpUMLUo</VersionId>\n"
                       "        </Object>\n",
                       i, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
     hd_buf_puts(&b, "</Delete>");
@@ -583,15 +587,20 @@ HD_SUITE(xml_complete)
 
     /* 10000 parts, each with a checksum, pretty printed (over 2 MiB, 40000+ elements) */
     hd_buf_init(&b);
-    hd_buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUpload xmlns=\"" HD_XML_S3_NS "\">\n");
+    hd_buf_puts(
+        &b,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUpload xmlns=\"" HD_XML_S3_NS
+        "\">\n");
     for (int i = 1; i <= HD_XML_COMPLETE_MAX_PARTS; i++)
-        hd_buf_printf(&b,
-                      "    <Part>\n        <ETag>\"0123456789abcdef0123456789abcdef\"</ETag>\n"
-                      "        <PartNumber>%d</PartNumber>\n"
-                      "        <ChecksumSHA256>47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=</ChecksumSHA256>\n"
-                      "        <ChecksumCRC32>DUoRhQ==</ChecksumCRC32>\n"
-                      "    </Part>\n",
-                      i);
+        hd_buf_printf(
+            &b,
+            "    <Part>\n        <ETag>\"0123456789abcdef0123456789abcdef\"</ETag>\n"
+            "        <PartNumber>%d</PartNumber>\n"
+            "        "
+            "<ChecksumSHA256>47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=</ChecksumSHA256>\n"
+            "        <ChecksumCRC32>DUoRhQ==</ChecksumCRC32>\n"
+            "    </Part>\n",
+            i);
     hd_buf_puts(&b, "</CompleteMultipartUpload>\n");
     CHECK(b.len > HD_XML_MAX_BODY);
     CHECK_EQ_INT(hd_xml_parse_complete(b.data, b.len, &c), 0);
@@ -614,8 +623,7 @@ HD_SUITE(xml_create_bucket)
 {
     char loc[32];
 
-    CHECK_EQ_INT(hd_xml_parse_create_bucket(boto_create, strlen(boto_create), loc, sizeof(loc)),
-                 0);
+    CHECK_EQ_INT(hd_xml_parse_create_bucket(boto_create, strlen(boto_create), loc, sizeof(loc)), 0);
     CHECK_EQ_STR(loc, "eu-west-1");
     memset(loc, 'x', sizeof(loc));
     CHECK_EQ_INT(hd_xml_parse_create_bucket("", 0, loc, sizeof(loc)), 0);
@@ -629,11 +637,10 @@ HD_SUITE(xml_create_bucket)
         static const char b1[] = "<CreateBucketConfiguration/>";
         static const char b2[] = "<CreateBucketConfiguration><LocationConstraint>"
                                  "</LocationConstraint></CreateBucketConfiguration>";
-        static const char b3[] =
-            "<CreateBucketConfiguration xmlns=\"" HD_XML_S3_NS "\">\n"
-            "  <LocationConstraint> us-west-2 </LocationConstraint>\n"
-            "  <Bucket><Type>Directory</Type></Bucket>\n"
-            "</CreateBucketConfiguration>";
+        static const char b3[] = "<CreateBucketConfiguration xmlns=\"" HD_XML_S3_NS "\">\n"
+                                 "  <LocationConstraint> us-west-2 </LocationConstraint>\n"
+                                 "  <Bucket><Type>Directory</Type></Bucket>\n"
+                                 "</CreateBucketConfiguration>";
         static const char b4[] = "<CreateBucketConfiguration><LocationConstraint>"
                                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa</LocationConstraint>"
                                  "</CreateBucketConfiguration>";

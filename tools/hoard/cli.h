@@ -52,10 +52,11 @@ struct hd_cli_cmd {
     const char *noun;
     const char *verb;
     hd_cli_handler_fn run;
-    int min_args, max_args;   /* positional argument count bounds */
-    const char *args;         /* positional usage, e.g. "FILE|- B/O" */
-    const char *summary;      /* one line */
-    const enum hd_cli_optid *opts; /* command options, terminated by HD_CLI_OPT_COUNT; may be NULL */
+    int min_args, max_args; /* positional argument count bounds */
+    const char *args;       /* positional usage, e.g. "FILE|- B/O" */
+    const char *summary;    /* one line */
+    const enum hd_cli_optid
+        *opts; /* command options, terminated by HD_CLI_OPT_COUNT; may be NULL */
 };
 
 struct hd_cli_http; /* cli_http.h */
@@ -63,8 +64,8 @@ struct hd_cli_http; /* cli_http.h */
 struct hd_cli {
     const char *endpoint; /* normalised: scheme://host[:port][/prefix], no trailing '/' */
     int json;
-    int progress;         /* 1 when progress bars may be drawn (stderr TTY or HOARD_PROGRESS=1) */
-    int verbose;          /* HOARD_DEBUG=1: libcurl verbose output on stderr */
+    int progress; /* 1 when progress bars may be drawn (stderr TTY or HOARD_PROGRESS=1) */
+    int verbose;  /* HOARD_DEBUG=1: libcurl verbose output on stderr */
     const char *opt[HD_CLI_OPT_COUNT]; /* parsed option values ("" for flags), NULL if absent */
     const struct hd_cli_cmd *cmd;      /* the command being run */
     struct hd_cli_http *http;          /* lazily created connection state */
@@ -76,7 +77,8 @@ extern const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT];
 extern volatile sig_atomic_t hd_cli_interrupted;
 
 /* Prints "hoard: <fmt>" and the usage of cli->cmd's noun to stderr; returns HD_CLI_EXIT_USAGE. */
-int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Prints "hoard: <fmt>" to stderr and returns `code`. */
 int hd_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -14,7 +14,7 @@
 #include "tools/hoard/cli_fmt.h"
 
 #define XFER_MAGIC 0x68647866u /* "hdxf" */
-#define ERR_BODY_MAX (1024u * 1024)
+#define ERR_BODY_MAX ((size_t)1 << 20)
 #define XFER_BUFSIZE (512L * 1024)
 
 struct hd_cli_http {
@@ -259,10 +259,10 @@ static int setup(struct xfer *x, struct curl_slist **hdrs, const char *url)
     CURL *c = x->curl;
     CURLcode e = CURLE_OK;
 
-#define SET(opt, val)                                                                          \
-    do {                                                                                       \
-        if (e == CURLE_OK)                                                                     \
-            e = curl_easy_setopt(c, opt, val);                                                 \
+#define SET(opt, val)                                                                              \
+    do {                                                                                           \
+        if (e == CURLE_OK)                                                                         \
+            e = curl_easy_setopt(c, opt, val);                                                     \
     } while (0)
     SET(CURLOPT_URL, url);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -327,8 +327,9 @@ static int setup(struct xfer *x, struct curl_slist **hdrs, const char *url)
 static void md5_hex(EVP_MD_CTX *md, char out[33])
 {
     unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned int n = 0, i;
     static const char hex[] = "0123456789abcdef";
+    unsigned int n = 0;
+    size_t i;
 
     out[0] = '\0';
     if (EVP_DigestFinal_ex(md, d, &n) != 1 || n != 16)
@@ -459,17 +460,39 @@ void hd_cli_resp_error(const struct hd_cli_resp *rs, char *code, size_t codelen,
     if (msg[0] == '\0') {
         const char *r = "request failed";
         switch (rs->status) {
-        case 400: r = "Bad Request"; break;
-        case 403: r = "Forbidden"; break;
-        case 404: r = "Not Found"; break;
-        case 405: r = "Method Not Allowed"; break;
-        case 409: r = "Conflict"; break;
-        case 412: r = "Precondition Failed"; break;
-        case 416: r = "Range Not Satisfiable"; break;
-        case 500: r = "Internal Server Error"; break;
-        case 502: r = "Bad Gateway"; break;
-        case 503: r = "Service Unavailable"; break;
-        case 504: r = "Gateway Timeout"; break;
+        case 400:
+            r = "Bad Request";
+            break;
+        case 403:
+            r = "Forbidden";
+            break;
+        case 404:
+            r = "Not Found";
+            break;
+        case 405:
+            r = "Method Not Allowed";
+            break;
+        case 409:
+            r = "Conflict";
+            break;
+        case 412:
+            r = "Precondition Failed";
+            break;
+        case 416:
+            r = "Range Not Satisfiable";
+            break;
+        case 500:
+            r = "Internal Server Error";
+            break;
+        case 502:
+            r = "Bad Gateway";
+            break;
+        case 503:
+            r = "Service Unavailable";
+            break;
+        case 504:
+            r = "Gateway Timeout";
+            break;
         }
         snprintf(msg, msglen, "%s", r);
     }

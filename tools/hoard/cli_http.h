@@ -15,21 +15,21 @@
  * Between -errno and the project codes of common/errors.h, so it collides with neither. */
 #define HD_CLI_ECURL (-4200)
 
-#define HD_CLI_PROGRESS_MIN (8u * 1024 * 1024) /* transfers above this size show progress */
+#define HD_CLI_PROGRESS_MIN ((uint64_t)8 << 20) /* transfers above this size show progress */
 #define HD_CLI_CONNECT_TIMEOUT_S 10L
-#define HD_CLI_LOW_SPEED_BPS 1024L   /* abort when slower than this ... */
-#define HD_CLI_LOW_SPEED_TIME_S 60L  /* ... for this long */
-#define HD_CLI_BODY_MAX (256u * 1024 * 1024) /* cap on a buffered (JSON) response body */
+#define HD_CLI_LOW_SPEED_BPS 1024L          /* abort when slower than this ... */
+#define HD_CLI_LOW_SPEED_TIME_S 60L         /* ... for this long */
+#define HD_CLI_BODY_MAX ((size_t)256 << 20) /* cap on a buffered (JSON) response body */
 
 struct hd_cli_req {
-    const char *method;   /* GET HEAD PUT POST DELETE */
-    const char *path;     /* encoded path and query, appended to cli->endpoint */
-    FILE *upload;         /* PUT body, read to EOF; NULL for none */
-    int64_t upload_size;  /* -1 when unknown (sent chunked) */
-    FILE *download;       /* sink for a 2xx body; NULL buffers it in resp->body */
+    const char *method;  /* GET HEAD PUT POST DELETE */
+    const char *path;    /* encoded path and query, appended to cli->endpoint */
+    FILE *upload;        /* PUT body, read to EOF; NULL for none */
+    int64_t upload_size; /* -1 when unknown (sent chunked) */
+    FILE *download;      /* sink for a 2xx body; NULL buffers it in resp->body */
     const char *content_type;
-    int hash;             /* compute the MD5 of the uploaded or downloaded bytes */
-    int discard_success;  /* abort at once on a 2xx body (used to fetch error details) */
+    int hash;            /* compute the MD5 of the uploaded or downloaded bytes */
+    int discard_success; /* abort at once on a 2xx body (used to fetch error details) */
 };
 
 struct hd_cli_hdr {
@@ -38,14 +38,14 @@ struct hd_cli_hdr {
 };
 
 struct hd_cli_resp {
-    long status;          /* final HTTP status (after redirects); 0 when none */
-    struct hd_buf body;   /* buffered body: always for non-2xx, for 2xx without a sink */
+    long status;             /* final HTTP status (after redirects); 0 when none */
+    struct hd_buf body;      /* buffered body: always for non-2xx, for 2xx without a sink */
     struct hd_cli_hdr *hdrs; /* headers of the final response */
     size_t nhdrs;
-    uint64_t bytes;       /* payload bytes uploaded, or written to the sink */
-    char md5[33];         /* lowercase hex MD5 of those bytes when req->hash */
-    int local_err;        /* -errno when reading the upload or writing the sink failed */
-    char curl_err[256];   /* CURL_ERROR_SIZE */
+    uint64_t bytes;     /* payload bytes uploaded, or written to the sink */
+    char md5[33];       /* lowercase hex MD5 of those bytes when req->hash */
+    int local_err;      /* -errno when reading the upload or writing the sink failed */
+    char curl_err[256]; /* CURL_ERROR_SIZE */
 };
 
 void hd_cli_resp_init(struct hd_cli_resp *rs);

@@ -1,6 +1,7 @@
 /* cmd_object: `hoard object put|get|head|ls|rm`. Transfers stream (never buffer the object),
  * are checked against the server's MD5 ETag, and a failed download leaves no file behind. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 /* A parsed B/O argument and everything derived from it. */
 struct target {
     char *bucket;
-    char *name;        /* object name or listing prefix ("" when absent) */
+    char *name;         /* object name or listing prefix ("" when absent) */
     struct hd_buf path; /* encoded request path */
     struct hd_buf what; /* "object get b/o", for error lines */
 };
@@ -94,9 +95,10 @@ static int etag_is_md5(const char *etag)
 static int etag_check(const char *what, const char *etag, const char *md5)
 {
     if (etag_is_md5(etag) && md5[0] && strcasecmp(etag, md5) != 0)
-        return hd_cli_fail(HD_CLI_EXIT_API,
-                           "%s: checksum mismatch: server ETag %s, MD5 of the bytes sent/received %s",
-                           what, etag, md5);
+        return hd_cli_fail(
+            HD_CLI_EXIT_API,
+            "%s: checksum mismatch: server ETag %s, MD5 of the bytes sent/received %s", what, etag,
+            md5);
     return 0;
 }
 
@@ -181,8 +183,8 @@ int hd_cli_object_put(struct hd_cli *cli, int argc, char **argv)
         json_decref(j);
     } else {
         hd_cli_fmt_size(rs.bytes, size, sizeof(size));
-        printf("uploaded %s -> %s/%s (%s, etag %s)\n", is_stdin ? "stdin" : file, t.bucket,
-               t.name, size, etag[0] ? etag : "-");
+        printf("uploaded %s -> %s/%s (%s, etag %s)\n", is_stdin ? "stdin" : file, t.bucket, t.name,
+               size, etag[0] ? etag : "-");
         rc = HD_CLI_EXIT_OK;
     }
 out:
@@ -196,7 +198,8 @@ out:
 /* ---- get ------------------------------------------------------------------------------ */
 
 /* Decides the destination file: FILE, DIR/basename(O), or ./basename(O). */
-static int get_dest(struct hd_cli *cli, const struct target *t, const char *arg, struct hd_buf *dest)
+static int get_dest(struct hd_cli *cli, const struct target *t, const char *arg,
+                    struct hd_buf *dest)
 {
     const char *base = hd_cli_basename(t->name);
     struct stat st;
@@ -219,6 +222,37 @@ static int get_dest(struct hd_cli *cli, const struct target *t, const char *arg,
     return dest->oom ? hd_cli_fail(HD_CLI_EXIT_API, "out of memory") : 0;
 }
 
+/* The sink for a download: stdout, a non-regular file written in place (/dev/null, a FIFO),
+ * or FILE.tmp renamed over FILE once the object has arrived whole and verified. */
+static int get_open(const char *what, const char *dest, struct hd_buf *tmp, FILE **f)
+{
+    struct stat st;
+    int fd;
+
+    if (stat(dest, &st) == 0 && !S_ISREG(st.st_mode)) {
+        *f = fopen(dest, "wb");
+        if (!*f)
+            return hd_cli_fail(HD_CLI_EXIT_API, "%s: cannot open %s: %s", what, dest,
+                               strerror(errno));
+        return 0;
+    }
+    hd_buf_printf(tmp, "%s.tmp", dest);
+    if (tmp->oom)
+        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+    fd = open(tmp->data, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 || !(*f = fdopen(fd, "wb"))) {
+        int err = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp->data);
+        }
+        hd_cli_fail(HD_CLI_EXIT_API, "%s: cannot create %s: %s", what, tmp->data, strerror(err));
+        hd_buf_reset(tmp); /* nothing of ours to remove */
+        return HD_CLI_EXIT_API;
+    }
+    return 0;
+}
+
 int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv)
 {
     const char *arg = argc > 1 ? argv[1] : NULL;
@@ -227,6 +261,7 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv)
     struct hd_cli_resp rs;
     struct hd_buf dest, tmp;
     struct target t;
+    const char *sink;
     char etag[128], size[32];
     FILE *f = NULL;
     int rc;
@@ -243,31 +278,25 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv)
         f = stdout;
     } else {
         rc = get_dest(cli, &t, arg, &dest);
+        if (rc == 0)
+            rc = get_open(t.what.data, dest.data, &tmp, &f);
         if (rc != 0)
             goto out;
-        hd_buf_printf(&tmp, "%s.tmp", dest.data);
-        if (tmp.oom) {
-            rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
-            goto out;
-        }
-        f = fopen(tmp.data, "wb");
-        if (!f) {
-            rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: cannot create %s: %s", t.what.data, tmp.data,
-                             strerror(errno));
-            hd_buf_reset(&tmp); /* not ours: leave it alone */
-            goto out;
-        }
     }
+    sink = to_stdout ? "stdout" : tmp.len ? tmp.data : dest.data;
     rq.path = t.path.data;
     rq.download = f;
     rc = hd_cli_http_do(cli, &rq, &rs);
     if (rc != 0 || rs.status >= 300) {
-        rc = hd_cli_report(cli, t.what.data, rc, &rs);
+        if (rc < 0 && rc == rs.local_err)
+            rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: writing %s: %s", t.what.data, sink,
+                             strerror(-rc));
+        else
+            rc = hd_cli_report(cli, t.what.data, rc, &rs);
         goto out;
     }
     if (fflush(f) != 0 || ferror(f)) {
-        rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: writing %s: %s", t.what.data,
-                         to_stdout ? "stdout" : tmp.data, strerror(errno));
+        rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: writing %s: %s", t.what.data, sink, strerror(errno));
         goto out;
     }
     hd_cli_etag_clean(hd_cli_resp_header(&rs, "ETag"), etag, sizeof(etag));
@@ -277,11 +306,10 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv)
     rc = fclose(f);
     f = NULL;
     if (rc != 0) {
-        rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: writing %s: %s", t.what.data, tmp.data,
-                         strerror(errno));
+        rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: writing %s: %s", t.what.data, sink, strerror(errno));
         goto out;
     }
-    if (rename(tmp.data, dest.data) != 0) {
+    if (tmp.len && rename(tmp.data, dest.data) != 0) {
         rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: rename %s -> %s: %s", t.what.data, tmp.data,
                          dest.data, strerror(errno));
         goto out;
@@ -405,8 +433,8 @@ out:
 
 /* ---- ls ------------------------------------------------------------------------------- */
 
-static int ls_fetch_all(struct hd_cli *cli, const struct target *t, uint64_t limit,
-                        json_t *entries, json_t *prefixes, char **next_token)
+static int ls_fetch_all(struct hd_cli *cli, const struct target *t, uint64_t limit, json_t *entries,
+                        json_t *prefixes, char **next_token)
 {
     const char *delim = cli->opt[HD_CLI_OPT_DELIMITER];
     char *token = cli->opt[HD_CLI_OPT_TOKEN] ? strdup(cli->opt[HD_CLI_OPT_TOKEN]) : NULL;

@@ -17,15 +17,18 @@ volatile sig_atomic_t hd_cli_interrupted;
 
 const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_ENDPOINT] = {"endpoint", 1, 1, "URL",
-                             "server URL (env HOARD_ENDPOINT, default " HD_CLI_DEFAULT_ENDPOINT ")"},
+                             "server URL (env HOARD_ENDPOINT, default " HD_CLI_DEFAULT_ENDPOINT
+                             ")"},
     [HD_CLI_OPT_JSON] = {"json", 0, 1, NULL, "print JSON for scripts instead of tables"},
     [HD_CLI_OPT_HELP] = {"help", 0, 1, NULL, "show usage and exit"},
     [HD_CLI_OPT_VERSION] = {"version", 0, 1, NULL, "print the version and exit"},
     [HD_CLI_OPT_DELIMITER] = {"delimiter", 1, 0, "D",
                               "group names sharing a prefix up to D into PREFIXES"},
-    [HD_CLI_OPT_LIMIT] = {"limit", 1, 0, "N", "return at most N entries (plus a continuation token)"},
+    [HD_CLI_OPT_LIMIT] = {"limit", 1, 0, "N",
+                          "return at most N entries (plus a continuation token)"},
     [HD_CLI_OPT_TOKEN] = {"token", 1, 0, "T", "continue a listing from a continuation token"},
-    [HD_CLI_OPT_CONTENT_TYPE] = {"content-type", 1, 0, "TYPE", "Content-Type stored with the object"},
+    [HD_CLI_OPT_CONTENT_TYPE] = {"content-type", 1, 0, "TYPE",
+                                 "Content-Type stored with the object"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
@@ -43,8 +46,8 @@ static const struct hd_cli_cmd cmds[] = {
      "download to FILE, into DIR, or to stdout (-); default ./NAME", NULL},
     {"object", "head", hd_cli_object_head, 1, 1, "B/O", "show an object's size, ETag and metadata",
      NULL},
-    {"object", "ls", hd_cli_object_ls, 1, 1, "B[/PREFIX]", "list objects (all pages unless --limit)",
-     ls_opts},
+    {"object", "ls", hd_cli_object_ls, 1, 1, "B[/PREFIX]",
+     "list objects (all pages unless --limit)", ls_opts},
     {"object", "rm", hd_cli_object_rm, 1, 1, "B/O", "remove an object", NULL},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -372,8 +375,7 @@ static int run(struct hd_cli *cli, int argc, char **argv)
     }
     if (npos < cli->cmd->min_args || npos > cli->cmd->max_args) {
         rc = hd_cli_usage_error(cli, "'%s %s' takes %s%s", noun, verb,
-                                *cli->cmd->args ? "arguments " : "no arguments",
-                                cli->cmd->args);
+                                *cli->cmd->args ? "arguments " : "no arguments", cli->cmd->args);
         goto out;
     }
     rc = setup_env(cli);

@@ -1,0 +1,473 @@
+"""Fixtures for the integration suite: real hoardd targets on loopback, S3 clients pointed at
+them, and a hook that shows the server's error log when a test fails.
+
+Contract used by other test files (test_cli.py): the session fixture `target` has at least
+`.url` and `.bin_dir`.
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+import requests
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import helpers  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+BIN_DIR = os.environ.get("HOARD_BIN") or os.path.join(REPO, "build", "bin")
+LOG_ROOT = os.path.join(HERE, "logs")
+
+ACCESS_KEY = "AKIDTEST"
+SECRET_KEY = "secretTEST123"
+REGION = "us-east-1"
+
+# Every target started in this session, so the failure hook can show their logs.
+_TARGETS = []
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _session_log_dir():
+    """test/integration/logs/<time>-<pid>/; older session dirs beyond the last 10 are pruned."""
+    os.makedirs(LOG_ROOT, exist_ok=True)
+    old = sorted(d for d in os.listdir(LOG_ROOT) if os.path.isdir(os.path.join(LOG_ROOT, d)))
+    for d in old[:-9]:
+        shutil.rmtree(os.path.join(LOG_ROOT, d), ignore_errors=True)
+    d = os.path.join(LOG_ROOT, time.strftime("%Y%m%d-%H%M%S") + "-%d" % os.getpid())
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+class Target:
+    """One `hoardd --role target` process with its own data dir and logs."""
+
+    def __init__(self, name, root, log_dir, bin_dir=BIN_DIR, access_key=ACCESS_KEY,
+                 secret_key=SECRET_KEY, extra_args=()):
+        self.name = name
+        self.root = root  # everything this target writes lives under root (data) or log_dir
+        self.data_dir = os.path.join(root, "data")
+        self.mountpaths = [os.path.join(self.data_dir, "mp1"), os.path.join(self.data_dir, "mp2")]
+        self.log_dir = log_dir
+        self.error_log = os.path.join(log_dir, "error.log")
+        self.access_log = os.path.join(log_dir, "access.log")
+        self.bin_dir = bin_dir
+        self.binary = os.path.join(bin_dir, "hoardd")
+        self.access_key, self.secret_key = access_key, secret_key
+        self.extra_args = list(extra_args)
+        self.host = "127.0.0.1"
+        self.port = None
+        self.proc = None
+        self.last_exit_code = None
+        self._log_mark = 0
+        os.makedirs(self.data_dir, exist_ok=True)
+        os.makedirs(log_dir, exist_ok=True)
+
+    # ---- lifecycle ----
+
+    @property
+    def url(self):
+        return "http://%s:%d" % (self.host, self.port)
+
+    def cmdline(self):
+        args = [self.binary, "--role", "target", "--listen", "%s:%d" % (self.host, self.port),
+                "--data", self.data_dir, "--mountpaths", ",".join(self.mountpaths),
+                "--log.access", self.access_log]
+        if self.access_key:
+            args += ["--auth.keys", "%s:%s" % (self.access_key, self.secret_key)]
+        return args + self.extra_args
+
+    def start(self, timeout=15.0):
+        if not os.access(self.binary, os.X_OK):
+            pytest.skip("hoardd not built: %s (run make)" % self.binary)
+        keep_port = self.port is not None
+        for attempt in range(5):
+            if not keep_port:
+                self.port = _free_port()
+            with open(self.error_log, "ab") as err:
+                err.write(("=== %s start %s port %d ===\n" %
+                           (time.strftime("%H:%M:%S"), self.name, self.port)).encode())
+                err.flush()
+                self.proc = subprocess.Popen(self.cmdline(), stdin=subprocess.DEVNULL,
+                                             stdout=err, stderr=err, cwd=self.root)
+            if self._wait_ready(timeout):
+                return self
+            rc = self.proc.poll()
+            if rc is None:
+                self.kill9()
+                raise RuntimeError("hoardd %s did not become ready in %.0fs\n%s" %
+                                   (self.name, timeout, self.log_tail(40)))
+            tail = self.log_tail(20)
+            if "listen" in tail and attempt < 4:
+                time.sleep(0.2 * (attempt + 1))  # port race or TIME_WAIT: try again
+                continue
+            raise RuntimeError("hoardd %s exited with %s at start\n%s" % (self.name, rc, tail))
+        raise RuntimeError("hoardd %s could not start" % self.name)
+
+    def _wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                r = requests.get(self.url + "/v1/health", timeout=1)
+                if r.status_code == 200:
+                    return True
+            except requests.RequestException:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=15.0):
+        """SIGTERM and wait; returns the exit code (also kept in last_exit_code)."""
+        if self.proc is None:
+            return self.last_exit_code
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self.last_exit_code = "timeout"
+                self.proc = None
+                return self.last_exit_code
+        self.last_exit_code = self.proc.returncode
+        self.proc = None
+        return self.last_exit_code
+
+    def kill9(self):
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()  # SIGKILL
+            self.proc.wait()
+            self.last_exit_code = self.proc.returncode
+            self.proc = None
+
+    def restart(self, timeout=15.0):
+        """Stops (SIGTERM; no-op when already dead) and starts again on the same port and
+        data dir. Returns the exit code of the stopped process."""
+        rc = self.stop()
+        self.start(timeout)
+        return rc
+
+    # ---- observation ----
+
+    def metrics(self):
+        """GET /metrics parsed into {'name{labels}': float}; unlabelled series by bare name."""
+        r = requests.get(self.url + "/metrics", timeout=5)
+        assert r.status_code == 200, r
+        out = {}
+        for line in r.text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, _, val = line.rpartition(" ")
+            out[key.strip()] = float(val)
+        return out
+
+    @staticmethod
+    def series(name, **labels):
+        """The metrics() key for `name` with `labels` in the order given."""
+        if not labels:
+            return name
+        return "%s{%s}" % (name, ",".join('%s="%s"' % kv for kv in labels.items()))
+
+    def log_tail(self, n=40, since_mark=False):
+        try:
+            with open(self.error_log, "rb") as f:
+                if since_mark:
+                    f.seek(self._log_mark)
+                data = f.read()
+        except OSError as e:
+            return "(no error log: %s)" % e
+        lines = data.decode("utf-8", "replace").splitlines()
+        return "\n".join(lines[-n:])
+
+    def mark_log(self):
+        try:
+            self._log_mark = os.path.getsize(self.error_log)
+        except OSError:
+            self._log_mark = 0
+
+    def sanitizer_reports(self):
+        try:
+            with open(self.error_log, "rb") as f:
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return []
+        return re.findall(r"^.*(?:ERROR: (?:Address|Leak|Thread)Sanitizer|runtime error:).*$",
+                          text, re.M)
+
+    def tmp_files(self):
+        return helpers.tmp_files(self.mountpaths)
+
+    def raw(self):
+        return helpers.S3Raw(self.host, self.port, self.access_key, self.secret_key)
+
+
+# ---- failure reporting ----
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    for t in _TARGETS:
+        t.mark_log()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if not rep.failed:
+        return
+    for t in list(_TARGETS):
+        recent = t.log_tail(60, since_mark=True)
+        if not recent.strip():
+            recent = "(nothing new during this test; last lines:)\n" + t.log_tail(15)
+        rep.sections.append(("hoardd %s error log (%s)" % (t.name, t.error_log), recent))
+
+
+# ---- targets ----
+
+@pytest.fixture(scope="session")
+def log_dir():
+    return _session_log_dir()
+
+
+@pytest.fixture(scope="session")
+def target(tmp_path_factory, log_dir):
+    root = str(tmp_path_factory.mktemp("target"))
+    t = Target("main", root, os.path.join(log_dir, "main"))
+    t.start()
+    _TARGETS.append(t)
+    yield t
+    rc = t.stop()
+    _TARGETS.remove(t)
+    reports = t.sanitizer_reports()
+    assert not reports, "sanitizer reports in %s:\n%s" % (t.error_log, "\n".join(reports[:20]))
+    assert rc == 0, "hoardd main exited with %r on SIGTERM; see %s" % (rc, t.error_log)
+
+
+@pytest.fixture
+def target_factory(tmp_path_factory, log_dir, request):
+    """start(name=None, **kw) -> a new running Target with its own data dir; all are stopped
+    when the test ends."""
+    started = []
+
+    def start(name=None, **kw):
+        name = name or "%s-%d" % (re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:60],
+                                  len(started))
+        root = str(tmp_path_factory.mktemp(name))
+        t = Target(name, root, os.path.join(log_dir, name), **kw)
+        started.append(t)
+        _TARGETS.append(t)
+        t.mark_log()
+        t.start()
+        return t
+
+    yield start
+    problems = []
+    for t in started:
+        t.stop()
+        _TARGETS.remove(t)
+        problems += t.sanitizer_reports()
+    assert not problems, "sanitizer reports:\n" + "\n".join(problems[:20])
+
+
+# ---- S3 clients ----
+
+@pytest.fixture(scope="session")
+def s3(target):
+    """Debian's boto3 (1.26) client: path style, us-east-1, SigV4."""
+    return helpers.boto3_client(target)
+
+
+@pytest.fixture
+def raw(target):
+    """helpers.S3Raw for signed requests with exact, unnormalised paths."""
+    return target.raw()
+
+
+def _empty_bucket(client, name):
+    try:
+        token = None
+        while True:
+            kw = {"Bucket": name}
+            if token:
+                kw["ContinuationToken"] = token
+            page = client.list_objects_v2(**kw)
+            for o in page.get("Contents", []):
+                client.delete_object(Bucket=name, Key=o["Key"])
+            if not page.get("IsTruncated"):
+                break
+            token = page["NextContinuationToken"]
+        client.delete_bucket(Bucket=name)
+    except Exception:  # cleanup is best-effort; the test already reported what matters
+        pass
+
+
+@pytest.fixture
+def bucket(s3):
+    """A fresh, uniquely named bucket, emptied and deleted after the test."""
+    name = "it-" + uuid.uuid4().hex[:16]
+    s3.create_bucket(Bucket=name)
+    yield name
+    _empty_bucket(s3, name)
+
+
+# ---- aws CLI, s3cmd, pyenv python ----
+
+class AwsCli:
+    """Runs an aws CLI (v2 at /usr/bin/aws, or v1 from PATH) against the target."""
+
+    def __init__(self, exe, env, url, version):
+        self.exe, self.env, self.url, self.version = exe, env, url, version
+
+    def __call__(self, *args, check=True, timeout=90):
+        cmd = [self.exe, "--endpoint-url", self.url] + [str(a) for a in args]
+        p = subprocess.run(cmd, env=self.env, capture_output=True, timeout=timeout)
+        if check and p.returncode != 0:
+            raise AssertionError("%s failed (%d)\nstdout: %s\nstderr: %s" % (
+                " ".join(cmd), p.returncode, p.stdout.decode(errors="replace")[-2000:],
+                p.stderr.decode(errors="replace")[-3000:]))
+        return p
+
+
+@pytest.fixture(scope="session")
+def aws_env(target, tmp_path_factory):
+    """Environment for aws CLI v1/v2: test credentials, us-east-1, a private config file with
+    multipart_threshold 64MB (multipart upload is not implemented yet)."""
+    d = tmp_path_factory.mktemp("aws")
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("AWS_"):
+            del env[k]
+    env.update({
+        "AWS_ACCESS_KEY_ID": target.access_key,
+        "AWS_SECRET_ACCESS_KEY": target.secret_key,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_CONFIG_FILE": str(d / "config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(d / "credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_PAGER": "",
+        "AWS_RETRY_MODE": "standard",
+        "AWS_MAX_ATTEMPTS": "1",
+    })
+    (d / "credentials").write_text("")
+    aws2 = "/usr/bin/aws" if os.access("/usr/bin/aws", os.X_OK) else None
+    aws1 = _aws_v1()
+    for exe in (aws2, aws1):
+        if exe:
+            subprocess.run([exe, "configure", "set", "default.s3.multipart_threshold", "64MB"],
+                           env=env, check=True, capture_output=True, timeout=60)
+            break
+    return env
+
+
+def _aws_v1():
+    exe = shutil.which("aws")
+    if not exe or os.path.realpath(exe) == "/usr/bin/aws":
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout + out.stderr).decode(errors="replace")
+    return exe if text.startswith("aws-cli/1.") else None
+
+
+@pytest.fixture(scope="session")
+def aws2(target, aws_env):
+    if not os.access("/usr/bin/aws", os.X_OK):
+        pytest.skip("aws CLI v2 (/usr/bin/aws) not installed")
+    return AwsCli("/usr/bin/aws", aws_env, target.url, 2)
+
+
+@pytest.fixture(scope="session")
+def aws1(target, aws_env):
+    exe = _aws_v1()
+    if not exe:
+        pytest.skip("aws CLI v1 not on PATH")
+    return AwsCli(exe, aws_env, target.url, 1)
+
+
+@pytest.fixture(scope="session")
+def s3cmd_cfg(target, tmp_path_factory):
+    """Path of an s3cmd config for the target (path style, plain http, SigV4)."""
+    if not shutil.which("s3cmd"):
+        pytest.skip("s3cmd not installed")
+    p = tmp_path_factory.mktemp("s3cmd") / "s3cfg"
+    hostport = "%s:%d" % (target.host, target.port)
+    p.write_text("\n".join([
+        "[default]",
+        "access_key = %s" % target.access_key,
+        "secret_key = %s" % target.secret_key,
+        "host_base = %s" % hostport,
+        "host_bucket = %s" % hostport,
+        "bucket_location = us-east-1",
+        "use_https = False",
+        "signature_v2 = False",
+        "check_ssl_certificate = False",
+        "progress_meter = False",
+        "multipart_chunk_size_mb = 64",
+        "enable_multipart = False",
+        "",
+    ]))
+    return str(p)
+
+
+@pytest.fixture(scope="session")
+def s3cmd(s3cmd_cfg):
+    """Runs s3cmd -c CONFIG ARGS...; raises with its output on failure unless check=False."""
+    def run(*args, check=True, timeout=60):
+        cmd = ["s3cmd", "-c", s3cmd_cfg] + [str(a) for a in args]
+        p = subprocess.run(cmd, capture_output=True, timeout=timeout,
+                           env=dict(os.environ, HOME=os.path.dirname(s3cmd_cfg)))
+        if check and p.returncode != 0:
+            raise AssertionError("%s failed (%d)\nstdout: %s\nstderr: %s" % (
+                " ".join(cmd), p.returncode, p.stdout.decode(errors="replace")[-2000:],
+                p.stderr.decode(errors="replace")[-3000:]))
+        return p
+    return run
+
+
+@pytest.fixture(scope="session")
+def pyenv_python():
+    """Path of the pyenv python3 on PATH when it has boto3/botocore >= 1.36 (the versions that
+    send x-amz-checksum-crc32); otherwise tests using it are skipped."""
+    exe = shutil.which("python3")
+    if not exe or os.path.realpath(exe).startswith("/usr/bin/"):
+        pytest.skip("no non-system python3 on PATH")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    try:
+        p = subprocess.run([exe, "-c", "import boto3, botocore; print(botocore.__version__)"],
+                           capture_output=True, timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip("pyenv python3 unusable: %s" % e)
+    if p.returncode != 0:
+        pytest.skip("pyenv python3 has no boto3")
+    ver = tuple(int(x) for x in p.stdout.decode().strip().split(".")[:2])
+    if ver < (1, 36):
+        pytest.skip("pyenv botocore %s is older than 1.36" % p.stdout.decode().strip())
+    return exe
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    return tmp_path
+

@@ -1,0 +1,250 @@
+"""Shared helpers for the integration suite: SigV4-signed raw requests (paths sent exactly as
+given, no client-side normalisation), S3/JSON error checks, small data utilities.
+
+Runs under Debian's /usr/bin/python3 (botocore 1.29 for signing, requests, stdlib http.client).
+"""
+import base64
+import hashlib
+import http.client
+import os
+import re
+import socket
+import subprocess
+import uuid
+import time
+import xml.etree.ElementTree as ET
+import zlib
+
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+REGION = "us-east-1"
+UNSIGNED = "UNSIGNED-PAYLOAD"
+REQUEST_ID_RE = re.compile(r"^[0-9a-f]{16}$")
+
+
+def md5_hex(data):
+    return hashlib.md5(data).hexdigest()
+
+
+def md5_b64(data):
+    return base64.b64encode(hashlib.md5(data).digest()).decode()
+
+
+def sha256_hex(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def crc32_b64(data):
+    return base64.b64encode((zlib.crc32(data) & 0xFFFFFFFF).to_bytes(4, "big")).decode()
+
+
+def pattern_bytes(n, seed=0):
+    """Deterministic, non-repeating-looking bytes (cheap for large n)."""
+    block = hashlib.sha256(b"hoard-%d" % seed).digest() * 2048  # 64 KiB
+    reps, rem = divmod(n, len(block))
+    out = bytearray()
+    for i in range(reps):
+        # vary every block so ranges at different offsets differ
+        out += bytes([i & 0xFF]) + block[1:]
+    out += block[:rem]
+    return bytes(out)
+
+
+class _RawSigV4(SigV4Auth):
+    """SigV4 without path normalisation (S3 signs the path as sent) and honouring a preset
+    x-amz-content-sha256 (UNSIGNED-PAYLOAD, STREAMING-..., or a hex digest)."""
+
+    def _normalize_url_path(self, path):
+        return path
+
+
+def sign_headers(method, url, access_key, secret_key, headers=None, payload=UNSIGNED,
+                 region=REGION):
+    """Returns the headers (dict) to send with `method url` so that it is SigV4-signed.
+    `url` must be the exact URL sent: path and query already percent-encoded as on the wire.
+    `payload` is the x-amz-content-sha256 value (None: leave the header out entirely)."""
+    h = dict(headers or {})
+    if payload is not None:
+        h["x-amz-content-sha256"] = payload
+    req = AWSRequest(method=method, url=url, headers=h)
+    auth = _RawSigV4(Credentials(access_key, secret_key), "s3", region)
+    auth.add_auth(req)
+    return {k: v for k, v in req.headers.items()}
+
+
+class Resp:
+    """A minimal response: status, headers (case-insensitive get), body bytes."""
+
+    def __init__(self, status, headers, body):
+        self.status = status
+        self._h = {}
+        for k, v in headers:
+            self._h.setdefault(k.lower(), v)
+        self.headers_list = headers
+        self.body = body
+
+    def header(self, name, default=None):
+        return self._h.get(name.lower(), default)
+
+    def __repr__(self):
+        return "Resp(%d, %r, %r)" % (self.status, self._h, self.body[:300])
+
+
+def raw_request(host, port, method, path, headers=None, body=b"", timeout=30):
+    """Sends one request with http.client, path byte-for-byte as given (no normalisation)."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        h = dict(headers or {})
+        if body and not any(k.lower() in ("content-length", "transfer-encoding") for k in h):
+            h["Content-Length"] = str(len(body))
+        elif method in ("PUT", "POST") and not body and not any(
+                k.lower() in ("content-length", "transfer-encoding") for k in h):
+            h["Content-Length"] = "0"
+        for k, v in h.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        if body:
+            conn.send(body)
+        r = conn.getresponse()
+        data = r.read()
+        return Resp(r.status, r.getheaders(), data)
+    finally:
+        conn.close()
+
+
+class S3Raw:
+    """Signed S3 requests against one server, with raw (unnormalised) paths."""
+
+    def __init__(self, host, port, access_key, secret_key):
+        self.host, self.port = host, port
+        self.access_key, self.secret_key = access_key, secret_key
+
+    def url(self, path):
+        return "http://%s:%d%s" % (self.host, self.port, path)
+
+    def request(self, method, path, headers=None, body=b"", payload=UNSIGNED, sign=True,
+                access_key=None, secret_key=None, timeout=30):
+        h = dict(headers or {})
+        if sign:
+            h = sign_headers(method, self.url(path), access_key or self.access_key,
+                             secret_key or self.secret_key, h, payload)
+        return raw_request(self.host, self.port, method, path, h, body, timeout)
+
+
+def parse_s3_error(body):
+    """Returns {Code, Message, Resource, RequestId, ...} from an S3 XML error body."""
+    root = ET.fromstring(body)
+    assert root.tag == "Error", "error root is <%s>, not <Error>: %r" % (root.tag, body)
+    return {child.tag: (child.text or "") for child in root}
+
+
+def check_s3_error(resp, status, code, resource=None):
+    """Asserts resp is the S3 error `code` with HTTP `status` and a well-formed XML body whose
+    RequestId matches the x-amz-request-id header. Returns the parsed error."""
+    assert resp.status == status, "expected %d %s, got %r" % (status, code, resp)
+    rid = resp.header("x-amz-request-id")
+    assert rid and REQUEST_ID_RE.match(rid), "bad x-amz-request-id: %r" % rid
+    ctype = resp.header("content-type", "")
+    assert "xml" in ctype, "error Content-Type is %r, not XML" % ctype
+    err = parse_s3_error(resp.body)
+    for field in ("Code", "Message", "Resource", "RequestId"):
+        assert field in err, "error body lacks <%s>: %r" % (field, resp.body)
+    assert err["Code"] == code, "expected <Code>%s</Code>, got %r" % (code, err)
+    assert err["Message"], "empty <Message>: %r" % resp.body
+    assert err["RequestId"] == rid, "<RequestId> %r != x-amz-request-id %r" % (
+        err["RequestId"], rid)
+    if resource is not None:
+        assert err["Resource"] == resource, "Resource %r != %r" % (err["Resource"], resource)
+    return err
+
+
+def check_json_error(resp, status, code, resource=None):
+    """Same as check_s3_error for the native API's JSON error body (a requests.Response)."""
+    assert resp.status_code == status, "expected %d %s, got %d %r" % (
+        status, code, resp.status_code, resp.content[:300])
+    rid = resp.headers.get("x-amz-request-id")
+    assert rid and REQUEST_ID_RE.match(rid), "bad x-amz-request-id: %r" % rid
+    assert resp.headers.get("Content-Type", "").startswith("application/json"), resp.headers
+    j = resp.json()
+    assert j.get("status") == status, j
+    assert j.get("code") == code, j
+    assert j.get("message"), j
+    assert j.get("request_id") == rid, (j, rid)
+    assert "resource" in j, j
+    if resource is not None:
+        assert j["resource"] == resource, j
+    return j
+
+
+def client_error(exc_info):
+    """(HTTP status, S3 Code, response dict) from a botocore ClientError."""
+    resp = exc_info.value.response
+    return resp["ResponseMetadata"]["HTTPStatusCode"], resp["Error"]["Code"], resp
+
+
+def wait_until(pred, timeout=10.0, interval=0.05, what="condition"):
+    """Polls pred() until it returns a truthy value; returns it, or raises AssertionError."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = pred()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s (last: %r)" %
+                                 (timeout, what, last))
+        time.sleep(interval)
+
+
+def tmp_files(mountpaths):
+    """Files currently in the mountpaths' tmp/ directories."""
+    out = []
+    for mp in mountpaths:
+        d = os.path.join(mp, "tmp")
+        if os.path.isdir(d):
+            for root, _dirs, files in os.walk(d):
+                out.extend(os.path.join(root, f) for f in files)
+    return out
+
+
+def send_partial(host, port, head, body_part, linger=0.2):
+    """Sends raw header bytes plus part of a body on a fresh socket, then closes it
+    without finishing the body."""
+    s = socket.create_connection((host, port), timeout=10)
+    try:
+        s.sendall(head + body_part)
+        time.sleep(linger)
+    finally:
+        s.close()
+
+
+def boto3_client(t, access_key=None, secret_key=None, **cfg):
+    """Debian boto3 client for target t (path style, SigV4, no retries)."""
+    import boto3
+    from botocore.config import Config
+    conf = dict(signature_version="s3v4", s3={"addressing_style": "path"},
+                retries={"total_max_attempts": 1, "mode": "standard"},
+                connect_timeout=5, read_timeout=60)
+    conf.update(cfg)
+    return boto3.session.Session().client(
+        "s3", endpoint_url=t.url, region_name=REGION, aws_access_key_id=access_key or t.access_key,
+        aws_secret_access_key=secret_key or t.secret_key, config=Config(**conf))
+
+
+def unique_bucket_name(prefix="it"):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:16])
+
+
+def run_pyenv(exe, script, env_extra, timeout=90):
+    """Runs `script` with the pyenv python; returns CompletedProcess (text)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTHON") and not k.startswith("AWS_")}
+    env.update(env_extra)
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    env["AWS_CONFIG_FILE"] = os.devnull
+    env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+    return subprocess.run([exe, "-c", script], capture_output=True, text=True, timeout=timeout,
+                          env=env)
