@@ -30,6 +30,21 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
                 int head);
 void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                 const struct hd_sigv4_auth *auth);
+
+/* The PUT body pipeline (aws-chunked decoding, payload hash, Content-MD5, x-amz-checksum-*
+ * verification) with a different final step: `commit` replaces hd_put_commit (e.g. to
+ * store a multipart part). On success the response is 200 with ETag and the checksum
+ * header. arg is freed with arg_free when the request ends, whatever happened. */
+struct hd_put_hooks {
+    int (*commit)(struct hd_put *p, const struct hd_put_attrs *a, struct hd_obj_meta *out,
+                  void *arg);
+    void *arg;
+    void (*arg_free)(void *arg);
+};
+void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                   const struct hd_sigv4_auth *auth, const struct hd_put_hooks *hooks);
+/* CopyObject: PUT with x-amz-copy-source (same target; metadata COPY or REPLACE). */
+void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
 void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                    int quiet_missing);
 

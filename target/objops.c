@@ -16,6 +16,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/xml.h"
 
 #define PUT_MAGIC 0x70757463u
 
@@ -193,6 +194,7 @@ struct put_ctx {
     int64_t decoded_len;
     char *meta;
     char *ctype;
+    struct hd_put_hooks hooks;
 };
 
 static int put_sink(void *arg, const char *p, size_t n)
@@ -233,6 +235,8 @@ static void put_done(struct hd_req *r)
         hd_cksum_cleanup(&pc->sha);
     free(pc->meta);
     free(pc->ctype);
+    if (pc->hooks.arg_free)
+        pc->hooks.arg_free(pc->hooks.arg);
     pc->magic = 0;
     free(pc);
     r->data = NULL;
@@ -297,7 +301,11 @@ static void put_end(struct hd_req *r)
         a.ck_type = hd_cksum_name(pc->ck_type);
         a.ck_val = ck_b64;
     }
-    if ((rc = hd_put_commit(pc->put, &a, &m)) < 0) {
+    if (pc->hooks.commit)
+        rc = pc->hooks.commit(pc->put, &a, &m, pc->hooks.arg);
+    else
+        rc = hd_put_commit(pc->put, &a, &m);
+    if (rc < 0) {
         hd_resp_err(r, rc);
         return;
     }
@@ -392,6 +400,12 @@ static int put_checksum_setup(struct hd_req *r, struct put_ctx *pc)
 void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                 const struct hd_sigv4_auth *auth)
 {
+    hd_obj_put_ex(r, t, bucket, key, auth, NULL);
+}
+
+void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                   const struct hd_sigv4_auth *auth, const struct hd_put_hooks *hooks)
+{
     struct put_ctx *pc;
     const char *md5 = hd_req_header(r, "Content-MD5");
     const char *enc = hd_req_header(r, "Content-Encoding");
@@ -401,6 +415,18 @@ void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const
     int rc;
 
     r->op = HD_OP_PUT;
+    pc = calloc(1, sizeof(*pc));
+    if (!pc) {
+        if (hooks && hooks->arg_free)
+            hooks->arg_free(hooks->arg);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    if (hooks)
+        pc->hooks = *hooks;
+    pc->magic = PUT_MAGIC;
+    r->data = pc;
+    r->on_done = put_done;
     if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
         hd_resp_err(r, rc);
         return;
@@ -409,16 +435,8 @@ void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const
         hd_resp_err(r, HD_ETOOLARGE);
         return;
     }
-    pc = calloc(1, sizeof(*pc));
-    if (!pc) {
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    pc->magic = PUT_MAGIC;
     pc->t = t;
     pc->decoded_len = -1;
-    r->data = pc;
-    r->on_done = put_done;
     if (!auth && sha) {
         /* anonymous (auth disabled) but the client still framed the body: decode it
          * without signature checks */
@@ -478,4 +496,153 @@ void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const
     }
     r->on_body = put_body;
     r->on_end = put_end;
+}
+
+/* ---- CopyObject ---- */
+
+static int parse_copy_source(const char *src, char **bucket, char **key)
+{
+    const char *p = src, *q, *slash;
+    char *dec = NULL;
+    size_t n;
+    int rc;
+
+    *bucket = *key = NULL;
+    if (*p == '/')
+        p++;
+    q = strchr(p, '?'); /* ?versionId=... : only "null" exists here */
+    n = q ? (size_t)(q - p) : strlen(p);
+    if ((rc = hd_path_decode(p, n, &dec, &n)) < 0)
+        return HD_EBADARG;
+    slash = memchr(dec, '/', n);
+    if (!slash || slash == dec || !slash[1]) {
+        free(dec);
+        return HD_EBADARG;
+    }
+    *bucket = strndup(dec, (size_t)(slash - dec));
+    *key = strdup(slash + 1);
+    rc = hd_object_name_check(slash + 1, n - (size_t)(slash + 1 - dec));
+    free(dec);
+    if (!*bucket || !*key || rc < 0) {
+        free(*bucket);
+        free(*key);
+        *bucket = *key = NULL;
+        return rc < 0 ? rc : -ENOMEM;
+    }
+    return 0;
+}
+
+static int copy_content(struct hd_put *p, int fd, uint64_t size)
+{
+    char *buf = malloc(1 << 20);
+    uint64_t off = 0;
+    int rc = 0;
+
+    if (!buf)
+        return -ENOMEM;
+    while (off < size) {
+        size_t want = size - off > (1 << 20) ? (1 << 20) : (size_t)(size - off);
+        ssize_t n = pread(fd, buf, want, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -errno : HD_EINTERNAL;
+            break;
+        }
+        if ((rc = hd_put_write(p, buf, (size_t)n)) < 0)
+            break;
+        off += (uint64_t)n;
+    }
+    free(buf);
+    return rc;
+}
+
+void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+{
+    const char *dir = hd_req_header(r, "x-amz-metadata-directive");
+    int replace = dir && strcmp(dir, "REPLACE") == 0;
+    char *sb = NULL, *sk = NULL, *meta = NULL, ts[32], etag[64];
+    struct hd_obj_meta m, out;
+    struct hd_put_attrs a;
+    struct hd_put *p = NULL;
+    struct hd_cond cond;
+    struct hd_buf b;
+    int fd = -1, rc;
+
+    r->op = HD_OP_PUT;
+    memset(&m, 0, sizeof(m));
+    if (dir && !replace && strcmp(dir, "COPY") != 0) {
+        hd_resp_err_msg(r, HD_EBADARG, "Unknown metadata directive.");
+        return;
+    }
+    if ((rc = parse_copy_source(hd_req_header(r, "x-amz-copy-source"), &sb, &sk)) < 0) {
+        hd_resp_err_msg(r, rc, "Invalid copy source (expected /bucket/key, url-encoded).");
+        return;
+    }
+    if (!replace && strcmp(sb, bucket) == 0 && strcmp(sk, key) == 0) {
+        hd_resp_err_msg(r, HD_EBADREQ,
+                        "This copy request is illegal because it is trying to copy an object "
+                        "to itself without changing the object's metadata.");
+        goto out;
+    }
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
+        (rc = hd_store_bucket_exists(t->st, sb)) < 0 ||
+        (rc = hd_store_open_object(t->st, sb, sk, &m, &fd)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    cond.if_match = hd_req_header(r, "x-amz-copy-source-if-match");
+    cond.if_none_match = hd_req_header(r, "x-amz-copy-source-if-none-match");
+    cond.if_modified_since = hd_req_header(r, "x-amz-copy-source-if-modified-since");
+    cond.if_unmodified_since = hd_req_header(r, "x-amz-copy-source-if-unmodified-since");
+    rc = hd_cond_eval(&cond, m.etag, (time_t)(m.mtime_ms / 1000), 0);
+    if (rc < 0) {
+        hd_resp_err(r, rc == HD_ENOTMODIFIED ? HD_EPRECONDITION : rc);
+        goto out;
+    }
+    memset(&a, 0, sizeof(a));
+    if (replace) {
+        if ((rc = collect_meta(r, &meta)) < 0) {
+            hd_resp_err(r, rc);
+            goto out;
+        }
+        a.meta = meta;
+        a.ctype = hd_req_header(r, "Content-Type");
+    } else {
+        a.meta = m.meta;
+        a.ctype = m.ctype;
+    }
+    if (m.ck_type[0]) {
+        a.ck_type = m.ck_type;
+        a.ck_val = m.ck_val;
+    }
+    if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0 ||
+        (rc = copy_content(p, fd, m.size)) < 0 || (rc = hd_put_commit(p, &a, &out)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_buf_puts(&b, "<CopyObjectResult xmlns=\"" HD_XML_S3_NS "\">");
+    hd_iso8601_ms(out.mtime_ms, ts);
+    hd_xml_elem(&b, "LastModified", ts);
+    snprintf(etag, sizeof(etag), "\"%s\"", out.etag);
+    hd_xml_elem(&b, "ETag", etag);
+    hd_xml_close(&b, "CopyObjectResult");
+    if (b.oom) {
+        hd_buf_cleanup(&b);
+        hd_resp_err(r, -ENOMEM);
+    } else {
+        size_t len;
+        char *body = hd_buf_steal(&b, &len);
+        hd_resp_buf(r, 200, "application/xml", body, len);
+    }
+out:
+    hd_put_free(p);
+    if (fd >= 0)
+        close(fd);
+    hd_obj_meta_cleanup(&m);
+    free(meta);
+    free(sb);
+    free(sk);
 }

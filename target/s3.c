@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/xml.h"
+#include "target/mpu.h"
 
 #define S3NS "http://s3.amazonaws.com/doc/2006-03-01/"
 
@@ -22,8 +23,7 @@ static const char *const unsupported[] = {
     "logging", "replication", "encryption", "notification", "requestPayment", "accelerate",
     "object-lock", "legal-hold", "retention", "inventory", "metrics", "analytics",
     "intelligent-tiering", "ownershipControls", "publicAccessBlock", "torrent", "restore",
-    "select", "attributes", "uploads", "uploadId", "versioning", "versions", "delete",
-    "policyStatus", NULL};
+    "select", "attributes", "versioning", "policyStatus", NULL};
 
 static int secret_for(void *ctx, const char *access_key, char *secret, size_t max)
 {
@@ -130,19 +130,24 @@ static void key_elem(struct hd_buf *b, const char *tag, const char *s, int url)
     hd_buf_cleanup(&e);
 }
 
-static void list_objects(struct hd_req *r, struct hd_target *t, const char *bucket, int v2,
+/* mode 1: ListObjects, 2: ListObjectsV2, 3: ListObjectVersions (every object is version
+ * "null", the latest). */
+static void list_objects(struct hd_req *r, struct hd_target *t, const char *bucket, int mode,
                          const char *owner)
 {
+    int v2 = mode == 2, vers = mode == 3;
     const char *prefix = hd_req_param(r, "prefix");
     const char *delim = hd_req_param(r, "delimiter");
     const char *mk = hd_req_param(r, "max-keys");
     const char *enc = hd_req_param(r, "encoding-type");
-    const char *marker = v2 ? NULL : hd_req_param(r, "marker");
+    const char *marker = v2 ? NULL : hd_req_param(r, vers ? "key-marker" : "marker");
     const char *ctok = v2 ? hd_req_param(r, "continuation-token") : NULL;
     const char *sa = v2 ? hd_req_param(r, "start-after") : NULL;
     const char *fo = v2 ? hd_req_param(r, "fetch-owner") : NULL;
     int url = enc && strcmp(enc, "url") == 0;
     int owner_on = !v2 || (fo && strcmp(fo, "true") == 0);
+    const char *root = vers ? "ListVersionsResult" : "ListBucketResult";
+    const char *item = vers ? "Version" : "Contents";
     uint64_t max = 1000;
     unsigned char raw[1100];
     struct hd_list_opts o;
@@ -184,7 +189,7 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
     }
     hd_buf_init(&b);
     hd_xml_decl(&b);
-    hd_buf_puts(&b, "<ListBucketResult xmlns=\"" S3NS "\">");
+    hd_buf_printf(&b, "<%s xmlns=\"" S3NS "\">", root);
     hd_xml_elem(&b, "Name", bucket);
     key_elem(&b, "Prefix", prefix ? prefix : "", url);
     if (v2) {
@@ -193,6 +198,9 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
             hd_xml_elem(&b, "ContinuationToken", ctok);
         if (sa)
             key_elem(&b, "StartAfter", sa, url);
+    } else if (vers) {
+        key_elem(&b, "KeyMarker", marker ? marker : "", url);
+        hd_xml_elem(&b, "VersionIdMarker", "");
     } else {
         key_elem(&b, "Marker", marker ? marker : "", url);
     }
@@ -205,6 +213,9 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
             char t64[1500];
             hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64, sizeof(t64));
             hd_xml_elem(&b, "NextContinuationToken", t64);
+        } else if (vers) {
+            key_elem(&b, "NextKeyMarker", res.last, url);
+            hd_xml_elem(&b, "NextVersionIdMarker", "null");
         } else if (delim) {
             key_elem(&b, "NextMarker", res.last, url);
         }
@@ -212,8 +223,12 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
     if (url)
         hd_xml_elem(&b, "EncodingType", "url");
     for (i = 0; i < res.nents; i++) {
-        hd_xml_open(&b, "Contents");
+        hd_xml_open(&b, item);
         key_elem(&b, "Key", res.ents[i].name, url);
+        if (vers) {
+            hd_xml_elem(&b, "VersionId", "null");
+            hd_xml_elem(&b, "IsLatest", "true");
+        }
         hd_iso8601_ms(res.ents[i].mtime_ms, ts);
         hd_xml_elem(&b, "LastModified", ts);
         snprintf(etag, sizeof(etag), "\"%s\"", res.ents[i].etag);
@@ -226,14 +241,14 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
             hd_xml_close(&b, "Owner");
         }
         hd_xml_elem(&b, "StorageClass", "STANDARD");
-        hd_xml_close(&b, "Contents");
+        hd_xml_close(&b, item);
     }
     for (i = 0; i < res.nprefixes; i++) {
         hd_xml_open(&b, "CommonPrefixes");
         key_elem(&b, "Prefix", res.prefixes[i], url);
         hd_xml_close(&b, "CommonPrefixes");
     }
-    hd_xml_close(&b, "ListBucketResult");
+    hd_xml_close(&b, root);
     hd_list_res_cleanup(&res);
     resp_xml(r, 200, &b);
 }
@@ -336,6 +351,102 @@ static void create_bucket(struct hd_req *r, struct hd_target *t, const char *buc
     r->on_done = create_done;
 }
 
+/* DeleteObjects: POST /B?delete with up to 1000 keys (no Content-MD5 required). */
+struct delete_ctx {
+    struct hd_target *t;
+    struct hd_buf body;
+    char bucket[64];
+};
+
+static int delete_body(struct hd_req *r, const char *d, size_t n)
+{
+    struct delete_ctx *c = r->data;
+
+    if (c->body.len + n > HD_XML_MAX_BODY)
+        return HD_EMALFORMEDXML;
+    return hd_buf_append(&c->body, d, n);
+}
+
+static void delete_end(struct hd_req *r)
+{
+    struct delete_ctx *c = r->data;
+    struct hd_delete_req dr;
+    struct hd_buf b;
+    size_t i;
+    int rc;
+
+    if (r->body_err) {
+        hd_resp_err(r, r->body_err);
+        return;
+    }
+    if ((rc = hd_store_bucket_exists(c->t->st, c->bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if ((rc = hd_xml_parse_delete(c->body.data ? c->body.data : "", c->body.len, &dr)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_buf_puts(&b, "<DeleteResult xmlns=\"" S3NS "\">");
+    for (i = 0; i < dr.n; i++) {
+        const char *k = dr.objs[i].key;
+        rc = hd_object_name_check(k, strlen(k));
+        if (rc == 0) {
+            rc = hd_store_delete(c->t->st, c->bucket, k);
+            if (rc == HD_ENOSUCHKEY)
+                rc = 0;
+        }
+        if (rc == 0 && !dr.quiet) {
+            hd_xml_open(&b, "Deleted");
+            hd_xml_elem(&b, "Key", k);
+            if (dr.objs[i].version_id)
+                hd_xml_elem(&b, "VersionId", dr.objs[i].version_id);
+            hd_xml_close(&b, "Deleted");
+        } else if (rc < 0) {
+            const struct hd_err_info *e = hd_err_info(rc);
+            hd_xml_open(&b, "Error");
+            hd_xml_elem(&b, "Key", k);
+            hd_xml_elem(&b, "Code", e->s3_code);
+            hd_xml_elem(&b, "Message", e->message);
+            hd_xml_close(&b, "Error");
+        }
+    }
+    hd_buf_puts(&b, "</DeleteResult>");
+    hd_xml_delete_cleanup(&dr);
+    resp_xml(r, 200, &b);
+}
+
+static void delete_done(struct hd_req *r)
+{
+    struct delete_ctx *c = r->data;
+
+    if (c) {
+        hd_buf_cleanup(&c->body);
+        free(c);
+    }
+    r->data = NULL;
+}
+
+static void delete_objects(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    struct delete_ctx *c = calloc(1, sizeof(*c));
+
+    r->op = HD_OP_DELETE;
+    if (!c) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    c->t = t;
+    hd_buf_init(&c->body);
+    snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
+    r->data = c;
+    r->on_body = delete_body;
+    r->on_end = delete_end;
+    r->on_done = delete_done;
+}
+
 static int has_unsupported(struct hd_req *r)
 {
     size_t i;
@@ -360,13 +471,25 @@ static void bucket_call(struct hd_req *r, struct hd_target *t, const char *bucke
         hd_resp_err(r, HD_ENOTIMPL);
         return;
     }
+    if (hd_query_find(&r->query, "uploads") && strcmp(m, "GET") == 0) {
+        hd_mpu_list_uploads(r, t, bucket);
+        return;
+    }
+    if (hd_query_find(&r->query, "versions") && strcmp(m, "GET") == 0) {
+        list_objects(r, t, bucket, 3, owner);
+        return;
+    }
+    if (hd_query_find(&r->query, "delete") && strcmp(m, "POST") == 0) {
+        delete_objects(r, t, bucket);
+        return;
+    }
     if (strcmp(m, "GET") == 0) {
         const char *lt = hd_req_param(r, "list-type");
         if (lt && strcmp(lt, "2") != 0 && strcmp(lt, "1") != 0) {
             hd_resp_err_msg(r, HD_EBADARG, "list-type must be 1 or 2.");
             return;
         }
-        list_objects(r, t, bucket, lt && strcmp(lt, "2") == 0, owner);
+        list_objects(r, t, bucket, lt && strcmp(lt, "2") == 0 ? 2 : 1, owner);
     } else if (strcmp(m, "HEAD") == 0) {
         r->op = HD_OP_BUCKET;
         rc = hd_store_bucket_exists(t->st, bucket);
@@ -378,6 +501,8 @@ static void bucket_call(struct hd_req *r, struct hd_target *t, const char *bucke
     } else if (strcmp(m, "DELETE") == 0) {
         r->op = HD_OP_BUCKET;
         rc = hd_store_bucket_delete(t->st, bucket);
+        if (rc == 0)
+            hd_mpu_drop_bucket(t, bucket);
         rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 204);
     } else {
         hd_resp_err(r, HD_EMETHOD);
@@ -388,9 +513,33 @@ static void object_call(struct hd_req *r, struct hd_target *t, const char *bucke
                         const char *key, const struct hd_sigv4_auth *a)
 {
     const char *m = r->method;
+    int upload = hd_query_find(&r->query, "uploadId") != NULL;
 
-    if (has_unsupported(r) || hd_req_header(r, "x-amz-copy-source")) {
+    if (has_unsupported(r)) {
         hd_resp_err(r, HD_ENOTIMPL);
+        return;
+    }
+    if (strcmp(m, "POST") == 0 && hd_query_find(&r->query, "uploads")) {
+        hd_mpu_create(r, t, bucket, key);
+        return;
+    }
+    if (upload) {
+        if (strcmp(m, "PUT") == 0 && hd_req_header(r, "x-amz-copy-source"))
+            hd_resp_err_msg(r, HD_ENOTIMPL, "UploadPartCopy is not implemented.");
+        else if (strcmp(m, "PUT") == 0)
+            hd_mpu_upload_part(r, t, bucket, key, a);
+        else if (strcmp(m, "POST") == 0)
+            hd_mpu_complete(r, t, bucket, key);
+        else if (strcmp(m, "DELETE") == 0)
+            hd_mpu_abort(r, t, bucket, key);
+        else if (strcmp(m, "GET") == 0)
+            hd_mpu_list_parts(r, t, bucket, key);
+        else
+            hd_resp_err(r, HD_EMETHOD);
+        return;
+    }
+    if (hd_req_header(r, "x-amz-copy-source") && strcmp(m, "PUT") == 0) {
+        hd_obj_copy(r, t, bucket, key);
         return;
     }
     if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)

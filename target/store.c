@@ -22,89 +22,9 @@
 #include "common/errors.h"
 #include "common/hrw.h"
 #include "common/log.h"
+#include "target/store_int.h"
 
-#define MAX_MP 64
-#define WBUF (256 * 1024)
-
-/* Prepared statements of one catalog connection. */
-enum {
-    Q_LOOKUP,
-    Q_FILE,
-    Q_UPSERT,
-    Q_DELETE,
-    Q_LIST,
-    Q_ANY,
-    Q_BEGIN,
-    Q_COMMIT,
-    Q_ROLLBACK,
-    Q_COUNT
-};
-
-static const char *const sqls[Q_COUNT] = {
-    "SELECT size, mtime, etag, cksum_type, cksum, ctype, meta, file FROM objects "
-    "WHERE bucket = ?1 AND name = ?2",
-    "SELECT file FROM objects WHERE bucket = ?1 AND name = ?2",
-    "INSERT INTO objects(bucket, name, size, etag, cksum_type, cksum, mtime, atime, ctype, "
-    "meta, file) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10) "
-    "ON CONFLICT(bucket, name) DO UPDATE SET size = excluded.size, etag = excluded.etag, "
-    "cksum_type = excluded.cksum_type, cksum = excluded.cksum, mtime = excluded.mtime, "
-    "atime = excluded.atime, ctype = excluded.ctype, meta = excluded.meta, file = excluded.file",
-    "DELETE FROM objects WHERE bucket = ?1 AND name = ?2",
-    "SELECT name, size, mtime, etag FROM objects WHERE bucket = ?1 AND name >= ?2 ORDER BY name",
-    "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
-    "BEGIN IMMEDIATE",
-    "COMMIT",
-    "ROLLBACK",
-};
-
-static const char schema[] =
-    "PRAGMA journal_mode = WAL;"
-    "CREATE TABLE IF NOT EXISTS objects("
-    " bucket TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, etag TEXT NOT NULL,"
-    " cksum_type TEXT, cksum TEXT, mtime INTEGER NOT NULL, atime INTEGER NOT NULL,"
-    " ctype TEXT, meta TEXT, file TEXT NOT NULL, PRIMARY KEY(bucket, name)) WITHOUT ROWID;";
-
-struct conn {
-    sqlite3 *db;
-    sqlite3_stmt *q[Q_COUNT];
-    struct conn *next;
-};
-
-struct mountpath {
-    char *path;
-    uint64_t digest;
-    pthread_mutex_t mu;
-    struct conn *free; /* idle connections */
-};
-
-struct hd_store {
-    struct mountpath mp[MAX_MP];
-    uint64_t mp_digest[MAX_MP];
-    size_t nmp;
-    int fsync;
-    char *data_dir;
-    sqlite3 *node; /* buckets; guarded by bmu */
-    pthread_rwlock_t bmu;
-    struct hd_bucket_info *buckets;
-    size_t nbuckets;
-};
-
-struct hd_put {
-    struct hd_store *st;
-    struct mountpath *mp;
-    char *bucket, *name;
-    char tmp[PATH_MAX];
-    char rel[64]; /* objs/aa/bb/<32 hex> */
-    int fd;
-    uint64_t size;
-    struct hd_md5 md5;
-    int md5_done;
-    unsigned char digest[16];
-    char *wbuf;
-    size_t wlen;
-};
-
-static int64_t now_ms(void)
+int64_t hd_store_now_ms(void)
 {
     struct timeval tv;
 
@@ -112,7 +32,7 @@ static int64_t now_ms(void)
     return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
-static int sqlerr(sqlite3 *db, int rc, const char *what)
+int hd_store_sqlerr(sqlite3 *db, int rc, const char *what)
 {
     HD_LOG(HD_ERROR, NULL, "catalog: %s: %s (%d)", what, db ? sqlite3_errmsg(db) : "?", rc);
     if (rc == SQLITE_FULL)
@@ -168,7 +88,7 @@ fail:
     return HD_EINTERNAL;
 }
 
-static int conn_get(struct mountpath *mp, struct conn **out)
+int hd_store_conn_get(struct mountpath *mp, struct conn **out)
 {
     struct conn *c;
 
@@ -184,7 +104,7 @@ static int conn_get(struct mountpath *mp, struct conn **out)
     return conn_open(mp->path, out);
 }
 
-static void conn_put(struct mountpath *mp, struct conn *c)
+void hd_store_conn_put(struct mountpath *mp, struct conn *c)
 {
     int i;
 
@@ -196,7 +116,7 @@ static void conn_put(struct mountpath *mp, struct conn *c)
     pthread_mutex_unlock(&mp->mu);
 }
 
-static int mkdir_p(const char *path)
+int hd_store_mkdir_p(const char *path)
 {
     char tmp[PATH_MAX];
     size_t i, n = strlen(path);
@@ -231,7 +151,8 @@ static void clear_tmp(const char *mp)
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        snprintf(f, sizeof(f), "%s/%s", dir, e->d_name);
+        if (snprintf(f, sizeof(f), "%s/%s", dir, e->d_name) >= (int)sizeof(f))
+            continue;
         if (unlink(f) == 0)
             n++;
     }
@@ -248,7 +169,7 @@ static int load_buckets(struct hd_store *st)
     rc = sqlite3_prepare_v2(st->node, "SELECT name, provider, created FROM buckets ORDER BY name",
                             -1, &s, NULL);
     if (rc != SQLITE_OK)
-        return sqlerr(st->node, rc, "load buckets");
+        return hd_store_sqlerr(st->node, rc, "load buckets");
     free(st->buckets);
     st->buckets = NULL;
     st->nbuckets = 0;
@@ -267,7 +188,7 @@ static int load_buckets(struct hd_store *st)
         n->created = sqlite3_column_int64(s, 2);
     }
     sqlite3_finalize(s);
-    return rc == SQLITE_DONE ? 0 : sqlerr(st->node, rc, "load buckets");
+    return rc == SQLITE_DONE ? 0 : hd_store_sqlerr(st->node, rc, "load buckets");
 }
 
 int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
@@ -290,14 +211,14 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
         rc = -ENOMEM;
         goto fail;
     }
-    if ((rc = mkdir_p(cfg->data_dir)) < 0) {
+    if ((rc = hd_store_mkdir_p(cfg->data_dir)) < 0) {
         HD_LOG(HD_ERROR, NULL, "data dir %s: %s", cfg->data_dir, hd_strerror(rc));
         goto fail;
     }
     for (i = 0; i < cfg->nmp; i++) {
         struct mountpath *mp = &st->mp[i];
         char real[PATH_MAX];
-        if ((rc = mkdir_p(cfg->mountpaths[i])) < 0) {
+        if ((rc = hd_store_mkdir_p(cfg->mountpaths[i])) < 0) {
             HD_LOG(HD_ERROR, NULL, "mountpath %s: %s", cfg->mountpaths[i], hd_strerror(rc));
             goto fail;
         }
@@ -315,21 +236,21 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
         mp->digest = hd_hrw_digest(mp->path, strlen(mp->path));
         st->mp_digest[i] = mp->digest;
         snprintf(path, sizeof(path), "%s/tmp", mp->path);
-        if ((rc = mkdir_p(path)) < 0)
+        if ((rc = hd_store_mkdir_p(path)) < 0)
             goto fail;
         snprintf(path, sizeof(path), "%s/objs", mp->path);
-        if ((rc = mkdir_p(path)) < 0)
+        if ((rc = hd_store_mkdir_p(path)) < 0)
             goto fail;
         clear_tmp(mp->path);
-        if ((rc = conn_get(mp, &c)) < 0) /* creates the schema */
+        if ((rc = hd_store_conn_get(mp, &c)) < 0) /* creates the schema */
             goto fail;
-        conn_put(mp, c);
+        hd_store_conn_put(mp, c);
     }
     snprintf(path, sizeof(path), "%s/node.db", cfg->data_dir);
     rc = sqlite3_open_v2(path, &st->node,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
     if (rc != SQLITE_OK) {
-        rc = sqlerr(st->node, rc, "open node.db");
+        rc = hd_store_sqlerr(st->node, rc, "open node.db");
         goto fail;
     }
     sqlite3_busy_timeout(st->node, 10000);
@@ -339,7 +260,7 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
                       "NOT NULL, created INTEGER NOT NULL, props TEXT);",
                       NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
-        rc = sqlerr(st->node, rc, "node.db schema");
+        rc = hd_store_sqlerr(st->node, rc, "node.db schema");
         goto fail;
     }
     if ((rc = load_buckets(st)) < 0)
@@ -402,14 +323,14 @@ static int node_exec(struct hd_store *st, const char *sql, const char *a, const 
     int rc = sqlite3_prepare_v2(st->node, sql, -1, &s, NULL);
 
     if (rc != SQLITE_OK)
-        return sqlerr(st->node, rc, sql);
+        return hd_store_sqlerr(st->node, rc, sql);
     sqlite3_bind_text(s, 1, a, -1, SQLITE_STATIC);
     if (b)
         sqlite3_bind_text(s, 2, b, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, n);
     rc = sqlite3_step(s);
     sqlite3_finalize(s);
-    return rc == SQLITE_DONE ? 0 : sqlerr(st->node, rc, sql);
+    return rc == SQLITE_DONE ? 0 : hd_store_sqlerr(st->node, rc, sql);
 }
 
 int hd_store_bucket_create(struct hd_store *st, const char *name, const char *provider)
@@ -438,7 +359,7 @@ static int bucket_empty(struct hd_store *st, const char *name)
     for (i = 0; i < st->nmp && rc == 0; i++) {
         struct conn *c;
         sqlite3_stmt *q;
-        if ((rc = conn_get(&st->mp[i], &c)) < 0)
+        if ((rc = hd_store_conn_get(&st->mp[i], &c)) < 0)
             break;
         q = c->q[Q_ANY];
         sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
@@ -446,8 +367,8 @@ static int bucket_empty(struct hd_store *st, const char *name)
         if (s == SQLITE_ROW)
             rc = HD_EBUCKETNOTEMPTY;
         else if (s != SQLITE_DONE)
-            rc = sqlerr(c->db, s, "bucket empty check");
-        conn_put(&st->mp[i], c);
+            rc = hd_store_sqlerr(c->db, s, "bucket empty check");
+        hd_store_conn_put(&st->mp[i], c);
     }
     return rc;
 }
@@ -488,7 +409,7 @@ int hd_store_bucket_list(struct hd_store *st, struct hd_bucket_info **out, size_
 
 /* ---- objects ---- */
 
-static struct mountpath *mp_for(struct hd_store *st, const char *bucket, const char *name)
+struct mountpath *hd_store_mp_for(struct hd_store *st, const char *bucket, const char *name)
 {
     struct hd_buf u;
     uint64_t d;
@@ -512,14 +433,14 @@ void hd_obj_meta_cleanup(struct hd_obj_meta *m)
     m->ctype = m->meta = m->path = NULL;
 }
 
-static char *col_dup(sqlite3_stmt *s, int i)
+char *hd_store_col_dup(sqlite3_stmt *s, int i)
 {
     const unsigned char *t = sqlite3_column_text(s, i);
 
     return t ? strdup((const char *)t) : NULL;
 }
 
-static void col_copy(sqlite3_stmt *s, int i, char *dst, size_t n)
+void hd_store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t n)
 {
     const unsigned char *t = sqlite3_column_text(s, i);
 
@@ -529,14 +450,14 @@ static void col_copy(sqlite3_stmt *s, int i, char *dst, size_t n)
 int hd_store_lookup(struct hd_store *st, const char *bucket, const char *name,
                     struct hd_obj_meta *m)
 {
-    struct mountpath *mp = mp_for(st, bucket, name);
+    struct mountpath *mp = hd_store_mp_for(st, bucket, name);
     struct conn *c;
     sqlite3_stmt *q;
     int rc, s;
     char path[PATH_MAX];
 
     memset(m, 0, sizeof(*m));
-    if ((rc = conn_get(mp, &c)) < 0)
+    if ((rc = hd_store_conn_get(mp, &c)) < 0)
         return rc;
     q = c->q[Q_LOOKUP];
     sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
@@ -545,20 +466,20 @@ int hd_store_lookup(struct hd_store *st, const char *bucket, const char *name,
     if (s == SQLITE_ROW) {
         m->size = (uint64_t)sqlite3_column_int64(q, 0);
         m->mtime_ms = sqlite3_column_int64(q, 1);
-        col_copy(q, 2, m->etag, sizeof(m->etag));
-        col_copy(q, 3, m->ck_type, sizeof(m->ck_type));
-        col_copy(q, 4, m->ck_val, sizeof(m->ck_val));
-        m->ctype = col_dup(q, 5);
-        m->meta = col_dup(q, 6);
+        hd_store_col_copy(q, 2, m->etag, sizeof(m->etag));
+        hd_store_col_copy(q, 3, m->ck_type, sizeof(m->ck_type));
+        hd_store_col_copy(q, 4, m->ck_val, sizeof(m->ck_val));
+        m->ctype = hd_store_col_dup(q, 5);
+        m->meta = hd_store_col_dup(q, 6);
         snprintf(path, sizeof(path), "%s/%s", mp->path, (const char *)sqlite3_column_text(q, 7));
         m->path = strdup(path);
         rc = m->path ? 0 : -ENOMEM;
     } else if (s == SQLITE_DONE) {
         rc = HD_ENOSUCHKEY;
     } else {
-        rc = sqlerr(c->db, s, "lookup");
+        rc = hd_store_sqlerr(c->db, s, "lookup");
     }
-    conn_put(mp, c);
+    hd_store_conn_put(mp, c);
     if (rc < 0)
         hd_obj_meta_cleanup(m);
     return rc;
@@ -597,16 +518,16 @@ static int swap_row(struct conn *c, const char *bucket, const char *name,
     s = sqlite3_step(c->q[Q_BEGIN]);
     sqlite3_reset(c->q[Q_BEGIN]);
     if (s != SQLITE_DONE)
-        return sqlerr(c->db, s, "begin");
+        return hd_store_sqlerr(c->db, s, "begin");
     q = c->q[Q_FILE];
     sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
     s = sqlite3_step(q);
     if (s == SQLITE_ROW)
-        *old = col_dup(q, 0);
+        *old = hd_store_col_dup(q, 0);
     sqlite3_reset(q);
     if (s != SQLITE_ROW && s != SQLITE_DONE) {
-        rc = sqlerr(c->db, s, "select file");
+        rc = hd_store_sqlerr(c->db, s, "select file");
         goto rollback;
     }
     if ((rc = fn(c, arg)) < 0)
@@ -614,7 +535,7 @@ static int swap_row(struct conn *c, const char *bucket, const char *name,
     s = sqlite3_step(c->q[Q_COMMIT]);
     sqlite3_reset(c->q[Q_COMMIT]);
     if (s != SQLITE_DONE) {
-        rc = sqlerr(c->db, s, "commit");
+        rc = hd_store_sqlerr(c->db, s, "commit");
         goto rollback;
     }
     return 0;
@@ -642,12 +563,12 @@ static int do_delete(struct conn *c, void *arg)
     s = sqlite3_step(q);
     sqlite3_reset(q);
     if (s != SQLITE_DONE)
-        return sqlerr(c->db, s, "delete");
+        return hd_store_sqlerr(c->db, s, "delete");
     a->found = sqlite3_changes(c->db) > 0;
     return 0;
 }
 
-static void unlink_rel(struct mountpath *mp, const char *rel)
+void hd_store_unlink_rel(struct mountpath *mp, const char *rel)
 {
     char path[PATH_MAX];
 
@@ -658,26 +579,26 @@ static void unlink_rel(struct mountpath *mp, const char *rel)
 
 int hd_store_delete(struct hd_store *st, const char *bucket, const char *name)
 {
-    struct mountpath *mp = mp_for(st, bucket, name);
+    struct mountpath *mp = hd_store_mp_for(st, bucket, name);
     struct del_arg a = {bucket, name, 0};
     struct conn *c;
     char *old = NULL;
     int rc;
 
-    if ((rc = conn_get(mp, &c)) < 0)
+    if ((rc = hd_store_conn_get(mp, &c)) < 0)
         return rc;
     rc = swap_row(c, bucket, name, do_delete, &a, &old);
-    conn_put(mp, c);
+    hd_store_conn_put(mp, c);
     if (rc < 0)
         return rc;
     if (old) {
-        unlink_rel(mp, old);
+        hd_store_unlink_rel(mp, old);
         free(old);
     }
     return a.found ? 0 : HD_ENOSUCHKEY;
 }
 
-static int random_hex(char *out, size_t nbytes)
+int hd_store_random_hex(char *out, size_t nbytes)
 {
     unsigned char r[32];
     size_t i;
@@ -701,14 +622,14 @@ int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, stru
     char xattr[2048];
     int n;
 
-    if ((rc = random_hex(id, 16)) < 0)
+    if ((rc = hd_store_random_hex(id, 16)) < 0)
         return rc;
     p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
     p->fd = -1;
     p->st = st;
-    p->mp = mp_for(st, bucket, name);
+    p->mp = hd_store_mp_for(st, bucket, name);
     p->bucket = strdup(bucket);
     p->name = strdup(name);
     p->wbuf = malloc(WBUF);
@@ -827,7 +748,7 @@ static int do_upsert(struct conn *c, void *arg)
     s = sqlite3_step(q);
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
-    return s == SQLITE_DONE ? 0 : sqlerr(c->db, s, "upsert");
+    return s == SQLITE_DONE ? 0 : hd_store_sqlerr(c->db, s, "upsert");
 }
 
 int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_obj_meta *out)
@@ -853,7 +774,7 @@ int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_
     snprintf(final, sizeof(final), "%s/%s", p->mp->path, p->rel);
     snprintf(dir, sizeof(dir), "%s/%.11s", p->mp->path, p->rel); /* objs/aa/bb */
     if (rename(p->tmp, final) < 0) {
-        if (errno != ENOENT || (rc = mkdir_p(dir)) < 0 || rename(p->tmp, final) < 0) {
+        if (errno != ENOENT || (rc = hd_store_mkdir_p(dir)) < 0 || rename(p->tmp, final) < 0) {
             rc = rc < 0 ? rc : -errno;
             goto io_fail;
         }
@@ -868,16 +789,16 @@ int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_
     u.p = p;
     u.a = attrs;
     u.etag = etag;
-    u.mtime = now_ms();
-    if ((rc = conn_get(p->mp, &c)) < 0)
+    u.mtime = hd_store_now_ms();
+    if ((rc = hd_store_conn_get(p->mp, &c)) < 0)
         goto undo;
     rc = swap_row(c, p->bucket, p->name, do_upsert, &u, &old);
-    conn_put(p->mp, c);
+    hd_store_conn_put(p->mp, c);
     if (rc < 0)
         goto undo;
     if (old) {
         if (strcmp(old, p->rel) != 0)
-            unlink_rel(p->mp, old);
+            hd_store_unlink_rel(p->mp, old);
         free(old);
     }
     if (out) {
@@ -937,7 +858,7 @@ static int cur_step(struct cursor *k)
         return 0;
     }
     k->live = 0;
-    return s == SQLITE_DONE ? 0 : sqlerr(k->c->db, s, "list");
+    return s == SQLITE_DONE ? 0 : hd_store_sqlerr(k->c->db, s, "list");
 }
 
 /* Positions the cursor on the first name >= from (or > from when exclusive). */
@@ -991,7 +912,7 @@ static int push_ent(struct hd_list_res *res, sqlite3_stmt *q)
         return -ENOMEM;
     n->size = (uint64_t)sqlite3_column_int64(q, 1);
     n->mtime_ms = sqlite3_column_int64(q, 2);
-    col_copy(q, 3, n->etag, sizeof(n->etag));
+    hd_store_col_copy(q, 3, n->etag, sizeof(n->etag));
     res->nents++;
     return 0;
 }
@@ -1059,7 +980,7 @@ int hd_store_list(struct hd_store *st, const char *bucket, const struct hd_list_
     }
     for (i = 0; i < st->nmp; i++) {
         ks[i].mp = &st->mp[i];
-        if ((rc = conn_get(ks[i].mp, &ks[i].c)) < 0)
+        if ((rc = hd_store_conn_get(ks[i].mp, &ks[i].c)) < 0)
             goto done;
         ks[i].q = ks[i].c->q[Q_LIST];
         if ((rc = cur_seek(&ks[i], bucket, from, flen, exclusive)) < 0)
@@ -1123,7 +1044,7 @@ int hd_store_list(struct hd_store *st, const char *bucket, const struct hd_list_
 done:
     for (i = 0; i < st->nmp; i++)
         if (ks[i].c)
-            conn_put(ks[i].mp, ks[i].c);
+            hd_store_conn_put(ks[i].mp, ks[i].c);
     free(from);
     free(succ);
     if (rc < 0)

@@ -15,7 +15,7 @@ import time
 import xml.etree.ElementTree as ET
 import zlib
 
-from botocore.auth import SigV4Auth
+from botocore.auth import SIGV4_TIMESTAMP, SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
@@ -56,20 +56,33 @@ class _RawSigV4(SigV4Auth):
     """SigV4 without path normalisation (S3 signs the path as sent) and honouring a preset
     x-amz-content-sha256 (UNSIGNED-PAYLOAD, STREAMING-..., or a hex digest)."""
 
+    when = None  # datetime (UTC) to sign at; None: now
+
     def _normalize_url_path(self, path):
         return path
 
+    def add_auth(self, request):
+        if self.when is None:
+            return super().add_auth(request)
+        request.context["timestamp"] = self.when.strftime(SIGV4_TIMESTAMP)
+        self._modify_request_before_signing(request)
+        cr = self.canonical_request(request)
+        sts = self.string_to_sign(request, cr)
+        self._inject_signature_to_request(request, self.signature(sts, request))
+
 
 def sign_headers(method, url, access_key, secret_key, headers=None, payload=UNSIGNED,
-                 region=REGION):
+                 region=REGION, when=None):
     """Returns the headers (dict) to send with `method url` so that it is SigV4-signed.
     `url` must be the exact URL sent: path and query already percent-encoded as on the wire.
-    `payload` is the x-amz-content-sha256 value (None: leave the header out entirely)."""
+    `payload` is the x-amz-content-sha256 value (None: leave the header out entirely).
+    `when`: a UTC datetime to sign at instead of now."""
     h = dict(headers or {})
     if payload is not None:
         h["x-amz-content-sha256"] = payload
     req = AWSRequest(method=method, url=url, headers=h)
     auth = _RawSigV4(Credentials(access_key, secret_key), "s3", region)
+    auth.when = when
     auth.add_auth(req)
     return {k: v for k, v in req.headers.items()}
 
@@ -132,6 +145,11 @@ class S3Raw:
             h = sign_headers(method, self.url(path), access_key or self.access_key,
                              secret_key or self.secret_key, h, payload)
         return raw_request(self.host, self.port, method, path, h, body, timeout)
+
+
+def from_requests(r):
+    """Resp from a requests.Response."""
+    return Resp(r.status_code, list(r.headers.items()), r.content)
 
 
 def parse_s3_error(body):

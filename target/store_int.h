@@ -1,0 +1,110 @@
+/* store_int: the store's internals shared by target/store*.c and target/mpu.c (catalog
+ * connections, mountpaths, helpers). Thread rules as in store.h. Not for other modules. */
+#ifndef HD_STORE_INT_H
+#define HD_STORE_INT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "common/cksum.h"
+#include "target/store.h"
+
+#define MAX_MP 64
+#define WBUF (256 * 1024)
+
+/* Prepared statements of one catalog connection. */
+enum {
+    Q_LOOKUP,
+    Q_FILE,
+    Q_UPSERT,
+    Q_DELETE,
+    Q_LIST,
+    Q_ANY,
+    Q_BEGIN,
+    Q_COMMIT,
+    Q_ROLLBACK,
+    Q_COUNT
+};
+
+static const char *const sqls[Q_COUNT] = {
+    "SELECT size, mtime, etag, cksum_type, cksum, ctype, meta, file FROM objects "
+    "WHERE bucket = ?1 AND name = ?2",
+    "SELECT file FROM objects WHERE bucket = ?1 AND name = ?2",
+    "INSERT INTO objects(bucket, name, size, etag, cksum_type, cksum, mtime, atime, ctype, "
+    "meta, file) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10) "
+    "ON CONFLICT(bucket, name) DO UPDATE SET size = excluded.size, etag = excluded.etag, "
+    "cksum_type = excluded.cksum_type, cksum = excluded.cksum, mtime = excluded.mtime, "
+    "atime = excluded.atime, ctype = excluded.ctype, meta = excluded.meta, file = excluded.file",
+    "DELETE FROM objects WHERE bucket = ?1 AND name = ?2",
+    "SELECT name, size, mtime, etag FROM objects WHERE bucket = ?1 AND name >= ?2 ORDER BY name",
+    "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
+    "BEGIN IMMEDIATE",
+    "COMMIT",
+    "ROLLBACK",
+};
+
+static const char schema[] =
+    "PRAGMA journal_mode = WAL;"
+    "CREATE TABLE IF NOT EXISTS objects("
+    " bucket TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, etag TEXT NOT NULL,"
+    " cksum_type TEXT, cksum TEXT, mtime INTEGER NOT NULL, atime INTEGER NOT NULL,"
+    " ctype TEXT, meta TEXT, file TEXT NOT NULL, PRIMARY KEY(bucket, name)) WITHOUT ROWID;";
+
+struct conn {
+    sqlite3 *db;
+    sqlite3_stmt *q[Q_COUNT];
+    struct conn *next;
+};
+
+struct mountpath {
+    char *path;
+    uint64_t digest;
+    pthread_mutex_t mu;
+    struct conn *free; /* idle connections */
+};
+
+struct hd_store {
+    struct mountpath mp[MAX_MP];
+    uint64_t mp_digest[MAX_MP];
+    size_t nmp;
+    int fsync;
+    char *data_dir;
+    sqlite3 *node; /* buckets; guarded by bmu */
+    pthread_rwlock_t bmu;
+    struct hd_bucket_info *buckets;
+    size_t nbuckets;
+};
+
+struct hd_put {
+    struct hd_store *st;
+    struct mountpath *mp;
+    char *bucket, *name;
+    char tmp[PATH_MAX];
+    char rel[64]; /* objs/aa/bb/<32 hex> */
+    int fd;
+    uint64_t size;
+    struct hd_md5 md5;
+    int md5_done;
+    unsigned char digest[16];
+    char *wbuf;
+    size_t wlen;
+};
+
+
+int64_t hd_store_now_ms(void);
+int hd_store_sqlerr(sqlite3 *db, int rc, const char *what);
+/* A pooled catalog connection of mountpath mp; give it back with hd_store_conn_put. */
+int hd_store_conn_get(struct mountpath *mp, struct conn **out);
+void hd_store_conn_put(struct mountpath *mp, struct conn *c);
+int hd_store_mkdir_p(const char *path);
+struct mountpath *hd_store_mp_for(struct hd_store *st, const char *bucket, const char *name);
+/* 2*nbytes random hex digits + NUL into out (nbytes <= 32). */
+int hd_store_random_hex(char *out, size_t nbytes);
+void hd_store_unlink_rel(struct mountpath *mp, const char *rel);
+char *hd_store_col_dup(sqlite3_stmt *s, int i);
+void hd_store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t n);
+
+#endif

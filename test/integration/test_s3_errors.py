@@ -1,0 +1,541 @@
+"""Bad input to the S3 API of one target: each case asserts the exact HTTP status, the S3
+<Code>, a well-formed XML error body (Code, Message, Resource, RequestId == x-amz-request-id)
+and that nothing was stored."""
+import datetime
+import os
+import socket
+import time
+import urllib.parse
+import uuid
+
+import botocore.exceptions
+import pytest
+import requests
+
+import helpers
+from helpers import check_s3_error, client_error, from_requests, wait_until
+
+
+def assert_tmp_empty(target, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while target.tmp_files() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = target.tmp_files()
+    assert not left, "leftover temp files: %r" % left
+
+
+def assert_absent(raw, bucket, key_path):
+    r = raw.request("HEAD", "/%s/%s" % (bucket, key_path))
+    assert r.status == 404, r
+    assert r.header("x-amz-request-id"), r
+
+
+def listed_keys(s3, bucket):
+    return [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+
+
+# ---------------------------------------------------------------- authentication
+
+def test_wrong_secret(target, raw, bucket):
+    bad = helpers.boto3_client(target, secret_key="wrong-secret")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        bad.list_objects_v2(Bucket=bucket)
+    assert client_error(ei)[:2] == (403, "SignatureDoesNotMatch")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        bad.put_object(Bucket=bucket, Key="nope", Body=b"x")
+    assert client_error(ei)[:2] == (403, "SignatureDoesNotMatch")
+    r = raw.request("GET", "/%s/nope" % bucket, secret_key="wrong-secret")
+    check_s3_error(r, 403, "SignatureDoesNotMatch", resource="/%s/nope" % bucket)
+    r = raw.request("PUT", "/%s/nope" % bucket, body=b"data", secret_key="wrong-secret")
+    check_s3_error(r, 403, "SignatureDoesNotMatch")
+    assert_absent(raw, bucket, "nope")
+
+
+def test_unknown_access_key(target, raw, bucket):
+    bad = helpers.boto3_client(target, access_key="AKIDUNKNOWN")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        bad.list_buckets()
+    assert client_error(ei)[:2] == (403, "InvalidAccessKeyId")
+    r = raw.request("GET", "/%s" % bucket, access_key="AKIDUNKNOWN")
+    check_s3_error(r, 403, "InvalidAccessKeyId")
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/"), ("GET", "/{b}"), ("GET", "/{b}/k"),
+                                         ("PUT", "/{b}/k"), ("DELETE", "/{b}"),
+                                         ("HEAD", "/{b}/k")])
+def test_unsigned_request_denied(target, raw, bucket, method, path):
+    path = path.format(b=bucket)
+    r = raw.request(method, path, body=b"x" if method == "PUT" else b"", sign=False)
+    if method == "HEAD":
+        assert r.status == 403 and r.body == b"", r
+        assert r.header("x-amz-request-id")
+    else:
+        check_s3_error(r, 403, "AccessDenied")
+    # the bucket is still there and nothing was written
+    assert raw.request("HEAD", "/%s" % bucket).status == 200
+    assert_absent(raw, bucket, "k")
+
+
+def test_tampered_signed_header(target, raw, bucket):
+    url = raw.url("/%s/t" % bucket)
+    h = helpers.sign_headers("PUT", url, target.access_key, target.secret_key,
+                             {"x-amz-meta-owner": "alice"})
+    h["x-amz-meta-owner"] = "mallory"
+    r = helpers.raw_request(target.host, target.port, "PUT", "/%s/t" % bucket, h, b"x")
+    check_s3_error(r, 403, "SignatureDoesNotMatch")
+    assert_absent(raw, bucket, "t")
+
+
+def test_signed_payload_hash_mismatch(target, raw, bucket):
+    r = raw.request("PUT", "/%s/h" % bucket, body=b"actual body",
+                    payload=helpers.sha256_hex(b"other body"))
+    check_s3_error(r, 400, "XAmzContentSHA256Mismatch")
+    assert_absent(raw, bucket, "h")
+    assert_tmp_empty(target)
+    # and the right hash works
+    r = raw.request("PUT", "/%s/h" % bucket, body=b"actual body",
+                    payload=helpers.sha256_hex(b"actual body"))
+    assert r.status == 200, r
+
+
+def test_request_time_too_skewed(target, raw, bucket):
+    when = datetime.datetime.utcnow() - datetime.timedelta(hours=2)
+    url = raw.url("/%s" % bucket)
+    h = helpers.sign_headers("GET", url, target.access_key, target.secret_key, when=when)
+    r = helpers.raw_request(target.host, target.port, "GET", "/%s" % bucket, h)
+    check_s3_error(r, 403, "RequestTimeTooSkewed")
+
+
+def test_presigned_expired(target, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="exp", Body=b"soon gone")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "exp"},
+                                    ExpiresIn=1)
+    r = requests.get(url, timeout=10)
+    assert r.status_code == 200 and r.content == b"soon gone"  # still valid right away
+    time.sleep(2.1)
+    r = requests.get(url, timeout=10)
+    err = check_s3_error(from_requests(r), 403, "AccessDenied")
+    assert "expired" in err["Message"].lower(), err
+
+
+def _replace_param(url, name, value):
+    parts = urllib.parse.urlsplit(url)
+    q = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)]
+    q = [(k, value if k == name else v) for k, v in q]
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(q)))
+
+
+@pytest.mark.parametrize("param,value,expect", [
+    # AWS: 400 AuthorizationQueryParametersError "X-Amz-Expires must be less than a week"
+    ("X-Amz-Expires", "999999999", {(400, "AuthorizationQueryParametersError")}),
+    ("X-Amz-Expires", "-5", {(400, "AuthorizationQueryParametersError")}),
+    ("X-Amz-Expires", "abc", {(400, "AuthorizationQueryParametersError")}),
+    ("X-Amz-Credential", "garbled", {(400, "AuthorizationQueryParametersError")}),
+    ("X-Amz-Credential", "AKIDTEST/2020/us-east-1/s3",
+     {(400, "AuthorizationQueryParametersError")}),
+    ("X-Amz-Algorithm", "AWS4-HMAC-MD5", {(400, "AuthorizationQueryParametersError")}),
+    ("X-Amz-Date", "yesterday", {(400, "AuthorizationQueryParametersError")}),
+    # a well-formed but wrong signature
+    ("X-Amz-Signature", "0" * 64, {(403, "SignatureDoesNotMatch")}),
+    # a valid-looking X-Amz-Expires changed after signing: the signature no longer matches
+    ("X-Amz-Expires", "600", {(403, "SignatureDoesNotMatch")}),
+])
+def test_presigned_malformed(target, s3, bucket, param, value, expect):
+    s3.put_object(Bucket=bucket, Key="pm", Body=b"secret")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "pm"},
+                                    ExpiresIn=300)
+    bad = _replace_param(url, param, value)
+    assert bad != url
+    r = requests.get(bad, timeout=10)
+    assert 400 <= r.status_code < 500, (r.status_code, r.content)
+    assert r.content != b"secret"
+    err = check_s3_error(from_requests(r), r.status_code, helpers.parse_s3_error(r.content)["Code"])
+    assert (r.status_code, err["Code"]) in expect, (r.status_code, err)
+
+
+# ---------------------------------------------------------------- digests and checksums
+
+def test_content_md5_mismatch(target, s3, raw, bucket):
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.put_object(Bucket=bucket, Key="md5", Body=b"real body",
+                      ContentMD5=helpers.md5_b64(b"other body"))
+    assert client_error(ei)[:2] == (400, "BadDigest")
+    r = raw.request("PUT", "/%s/md5" % bucket, body=b"real body",
+                    headers={"Content-MD5": helpers.md5_b64(b"other body")})
+    check_s3_error(r, 400, "BadDigest", resource="/%s/md5" % bucket)
+    assert_absent(raw, bucket, "md5")
+    assert_tmp_empty(target)
+    # the right one is accepted
+    s3.put_object(Bucket=bucket, Key="md5", Body=b"real body",
+                  ContentMD5=helpers.md5_b64(b"real body"))
+    assert s3.get_object(Bucket=bucket, Key="md5")["Body"].read() == b"real body"
+
+
+@pytest.mark.parametrize("value", ["not-base64!!", "AAAA", helpers.md5_hex(b"real body"), ""])
+def test_content_md5_malformed(target, raw, bucket, value):
+    r = raw.request("PUT", "/%s/badmd5" % bucket, body=b"real body",
+                    headers={"Content-MD5": value})
+    check_s3_error(r, 400, "InvalidDigest")
+    assert_absent(raw, bucket, "badmd5")
+
+
+def test_checksum_crc32_mismatch(target, raw, s3, bucket):
+    r = raw.request("PUT", "/%s/crc" % bucket, body=b"hello world",
+                    headers={"x-amz-checksum-crc32": "AAAAAA==",
+                             "x-amz-sdk-checksum-algorithm": "CRC32"})
+    check_s3_error(r, 400, "BadDigest")
+    assert_absent(raw, bucket, "crc")
+    assert_tmp_empty(target)
+    r = raw.request("PUT", "/%s/crc" % bucket, body=b"hello world",
+                    headers={"x-amz-checksum-crc32": "DUoRhQ==",
+                             "x-amz-sdk-checksum-algorithm": "CRC32"})
+    assert r.status == 200, r
+    assert r.header("x-amz-checksum-crc32") == "DUoRhQ=="
+    # a signed hex payload plus a matching checksum (what botocore 1.4x sends over http)
+    body = b"signed and checksummed"
+    r = raw.request("PUT", "/%s/crc2" % bucket, body=body, payload=helpers.sha256_hex(body),
+                    headers={"x-amz-checksum-crc32": helpers.crc32_b64(body)})
+    assert r.status == 200, r
+    assert s3.get_object(Bucket=bucket, Key="crc2")["Body"].read() == body
+
+
+# ---------------------------------------------------------------- truncated bodies
+
+def _short_body_request(target, path, chunked):
+    url = "http://%s:%d%s" % (target.host, target.port, path)
+    h = {"Transfer-Encoding": "chunked"} if chunked else {"Content-Length": "1000"}
+    h = helpers.sign_headers("PUT", url, target.access_key, target.secret_key, h)
+    head = "PUT %s HTTP/1.1\r\nHost: %s:%d\r\n" % (path, target.host, target.port)
+    head += "".join("%s: %s\r\n" % kv for kv in h.items()) + "\r\n"
+    body = b"400\r\n0123456789" if chunked else b"0123456789"
+    return head.encode(), body
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_body_shorter_than_declared(target, raw, s3, bucket, chunked):
+    aborted = target.series("hoard_put_aborted_total")
+    before = target.metrics().get(aborted, 0)
+    head, part = _short_body_request(target, "/%s/short" % bucket, chunked)
+    helpers.send_partial(target.host, target.port, head, part)
+    # the server notices the closed connection, drops the temp file, stores nothing
+    wait_until(lambda: target.metrics().get(aborted, 0) >= before + 1, timeout=10,
+               what="hoard_put_aborted_total to grow")
+    assert_tmp_empty(target)
+    assert_absent(raw, bucket, "short")
+    assert "short" not in listed_keys(s3, bucket)
+    assert target.metrics().get(aborted, 0) == before + 1
+    # and the server is fine afterwards
+    r = raw.request("PUT", "/%s/short" % bucket, body=b"0123456789")
+    assert r.status == 200, r
+    assert s3.get_object(Bucket=bucket, Key="short")["Body"].read() == b"0123456789"
+
+
+# ---------------------------------------------------------------- names
+
+@pytest.mark.parametrize("name", [
+    "ab", "a" * 64, "UPPERCASE", "Mixed-Case", "under_score", "-leading", "trailing-",
+    ".leading", "trailing.", "double..dot", "192.168.1.1", "sp ace", "bang!",
+])
+def test_invalid_bucket_name(target, raw, s3, name):
+    path = "/" + urllib.parse.quote(name, safe="")
+    r = raw.request("PUT", path)
+    check_s3_error(r, 400, "InvalidBucketName")
+    assert name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+
+@pytest.mark.parametrize("name", ["xn--bucket", "sthree-bucket", "bucket-s3alias",
+                                  "bucket--ol-s3"])
+def test_invalid_bucket_name_reserved(target, raw, s3, name):
+    r = raw.request("PUT", "/" + name)
+    check_s3_error(r, 400, "InvalidBucketName")
+
+
+@pytest.mark.parametrize("name", ["abc", "a" * 63, "a-b.c-d", "0bucket9", "1.2.3"])
+def test_valid_bucket_names(target, raw, s3, name):
+    raw.request("DELETE", "/" + name)  # fixed names: remove leftovers of a failed run
+    r = raw.request("PUT", "/" + name)
+    assert r.status == 200, r
+    try:
+        assert s3.head_bucket(Bucket=name)["ResponseMetadata"]["HTTPStatusCode"] == 200
+    finally:
+        assert raw.request("DELETE", "/" + name).status == 204
+
+
+def test_key_too_long(target, s3, raw, bucket):
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.put_object(Bucket=bucket, Key="k" * 1025, Body=b"x")
+    assert client_error(ei)[:2] == (400, "KeyTooLongError")
+    # 1025 bytes of UTF-8 (fewer characters)
+    key = "é" * 512 + "k"
+    assert len(key.encode()) == 1025
+    r = raw.request("PUT", "/%s/%s" % (bucket, urllib.parse.quote(key)), body=b"x")
+    check_s3_error(r, 400, "KeyTooLongError")
+    assert listed_keys(s3, bucket) == []
+    # exactly 1024 bytes is fine
+    s3.put_object(Bucket=bucket, Key="k" * 1024, Body=b"ok")
+    assert s3.get_object(Bucket=bucket, Key="k" * 1024)["Body"].read() == b"ok"
+
+
+@pytest.mark.parametrize("enc", ["a%00b", "%00", "a%FFb", "%C3%28", "%ED%A0%80"],
+                         ids=["nul", "only-nul", "invalid-utf8", "bad-2byte", "surrogate"])
+def test_bad_key_bytes(target, raw, s3, bucket, enc):
+    r = raw.request("PUT", "/%s/%s" % (bucket, enc), body=b"x")
+    assert r.status == 400, r
+    err = check_s3_error(r, 400, helpers.parse_s3_error(r.body)["Code"])
+    assert err["Code"] in ("InvalidArgument", "InvalidURI", "InvalidRequest"), err
+    assert listed_keys(s3, bucket) == []
+    r = raw.request("GET", "/%s/%s" % (bucket, enc))
+    assert r.status == 400, r
+
+
+def _walk_names(top, skip):
+    for root, dirs, files in os.walk(top):
+        if os.path.abspath(root).startswith(skip):
+            dirs[:] = []
+            continue
+        for n in dirs + files:
+            yield os.path.join(root, n)
+
+
+def test_traversal_keys_stay_inside_data_dir(target, raw, s3, bucket):
+    tag = uuid.uuid4().hex[:10]
+    marker = ("hoard-traversal-marker-%s" % tag).encode()
+    cases = [  # (raw path after /bucket/, the literal key it must name)
+        ("..%2F..%2Fetc", "../../etc"),
+        ("..%2F..%2F..%2F..%2F..%2Fescape1-" + tag, "../../../../../escape1-" + tag),
+        ("%2e%2e/%2e%2e/escape2-" + tag, "../../escape2-" + tag),
+        ("%2E%2E%2F%2E%2E%2Fescape3-" + tag, "../../escape3-" + tag),
+        ("../../escape4-" + tag, "../../escape4-" + tag),
+        ("..//..//escape5-" + tag, "..//..//escape5-" + tag),
+        ("/../escape6-" + tag, "/../escape6-" + tag),
+    ]
+    for i, (p, _key) in enumerate(cases):
+        r = raw.request("PUT", "/%s/%s" % (bucket, p), body=marker + b"-%d" % i)
+        assert r.status == 200, (p, r)
+    # stored under their literal names, and read back by the same raw paths and by boto3
+    keys = listed_keys(s3, bucket)
+    assert keys == sorted((k for _p, k in cases), key=lambda s: s.encode()), keys
+    for i, (p, key) in enumerate(cases):
+        r = raw.request("GET", "/%s/%s" % (bucket, p))
+        assert r.status == 200 and r.body == marker + b"-%d" % i, (p, r)
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == marker + b"-%d" % i
+    # nothing appeared outside the data dir: no file named like a key anywhere near it ...
+    data_dir = os.path.abspath(target.data_dir)
+    base = os.path.dirname(os.path.abspath(target.root))  # pytest's session tmp dir
+    for path in _walk_names(base, data_dir):
+        assert tag not in os.path.basename(path), "written outside the data dir: %s" % path
+    for anc in [target.root, os.path.dirname(target.root), "/", "/tmp", os.getcwd()]:
+        for n in os.listdir(anc):
+            assert tag not in n, "written outside the data dir: %s" % os.path.join(anc, n)
+    assert not os.path.exists(os.path.join(target.root, "etc"))
+    # ... and the marker bytes live in files inside it
+    found = 0
+    for root, _dirs, files in os.walk(data_dir):
+        for f in files:
+            fp = os.path.join(root, f)
+            if os.path.getsize(fp) < 4096:
+                with open(fp, "rb") as fh:
+                    if marker in fh.read():
+                        found += 1
+    assert found == len(cases), "expected %d content files holding the marker, found %d" % (
+        len(cases), found)
+
+
+def test_raw_dot_segments_are_literal(target, raw, s3, bucket):
+    """http.client sends paths without normalising them: the server must not resolve
+    dot segments either (a/../x names the key "a/../x", never "x")."""
+    s3.put_object(Bucket=bucket, Key="x", Body=b"plain x")
+    s3.put_object(Bucket=bucket, Key="../x", Body=b"dotdot x")
+    cases = [
+        ("/%s/../x" % bucket, b"dotdot x"),
+        ("/%s/%%2e%%2e/x" % bucket, b"dotdot x"),
+        ("/%s/%%2E%%2E%%2Fx" % bucket, b"dotdot x"),
+        ("/%s/x" % bucket, b"plain x"),
+        ("/%s/a/../x" % bucket, None),
+        ("/%s/./x" % bucket, None),
+        ("/%s//x" % bucket, None),
+        ("/%s/a/%%2e%%2e/x" % bucket, None),
+    ]
+    for path, want in cases:
+        r = raw.request("GET", path)
+        if want is None:
+            check_s3_error(r, 404, "NoSuchKey")
+        else:
+            assert r.status == 200 and r.body == want, (path, r)
+    # a dot segment over the bucket name never reaches another bucket's object
+    r = raw.request("GET", "/nonexistent-%s/../%s/x" % (uuid.uuid4().hex[:8], bucket))
+    check_s3_error(r, 404, "NoSuchBucket")
+    r = raw.request("GET", "/../%s/x" % bucket)
+    assert r.status in (400, 404), r
+    assert r.body != b"plain x"
+    check_s3_error(r, r.status, helpers.parse_s3_error(r.body)["Code"])
+    assert helpers.parse_s3_error(r.body)["Code"] in ("InvalidBucketName", "NoSuchBucket")
+
+
+# ---------------------------------------------------------------- ranges
+
+def test_range_not_satisfiable(target, raw, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="ten", Body=b"0123456789")
+    for rng in ("bytes=100-200", "bytes=10-", "bytes=10-20"):
+        r = raw.request("GET", "/%s/ten" % bucket, headers={"Range": rng})
+        check_s3_error(r, 416, "InvalidRange")
+        assert r.header("Content-Range") == "bytes */10", (rng, r)
+    # a satisfiable range on the same object still works
+    r = raw.request("GET", "/%s/ten" % bucket, headers={"Range": "bytes=8-200"})
+    assert r.status == 206 and r.body == b"89", r
+    assert r.header("Content-Range") == "bytes 8-9/10"
+    # any range on an empty object is unsatisfiable
+    s3.put_object(Bucket=bucket, Key="zero", Body=b"")
+    r = raw.request("GET", "/%s/zero" % bucket, headers={"Range": "bytes=0-0"})
+    check_s3_error(r, 416, "InvalidRange")
+    assert r.header("Content-Range") == "bytes */0"
+
+
+# ---------------------------------------------------------------- protocol limits
+
+def _read_status(sock, timeout=10):
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while b"\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    line = data.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = line.split()
+    return int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else None, data
+
+
+def test_oversized_header(target):
+    s = socket.create_connection((target.host, target.port), timeout=10)
+    try:
+        req = ("GET /v1/health HTTP/1.1\r\nHost: %s:%d\r\nX-Big: %s\r\n\r\n" %
+               (target.host, target.port, "a" * (100 * 1024))).encode()
+        try:
+            s.sendall(req)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may refuse before reading it all
+        status, data = _read_status(s)
+    finally:
+        s.close()
+    assert status in (400, 431), "expected 431 or 400 for a 100 KiB header, got %r" % data[:200]
+    r = requests.get(target.url + "/v1/health", timeout=5)
+    assert r.status_code == 200
+
+
+def test_many_headers(target, raw, bucket):
+    """User metadata over S3's 2 KiB limit: AWS answers 400 MetadataTooLarge."""
+    h = {"x-amz-meta-h%d" % i: "v" * 50 for i in range(100)}  # 6+ KiB of metadata
+    r = raw.request("PUT", "/%s/meta" % bucket, headers=h, body=b"x")
+    check_s3_error(r, 400, "MetadataTooLarge")
+    assert_absent(raw, bucket, "meta")
+    assert requests.get(target.url + "/v1/health", timeout=5).status_code == 200
+
+
+# ---------------------------------------------------------------- unsupported calls
+
+@pytest.mark.parametrize("method,path", [
+    ("GET", "/{b}?acl"), ("PUT", "/{b}?acl"), ("GET", "/{b}/obj?acl"),
+    ("GET", "/{b}?tagging"), ("GET", "/{b}/obj?tagging"), ("PUT", "/{b}/obj?tagging"),
+    ("GET", "/{b}?policy"), ("PUT", "/{b}?policy"), ("DELETE", "/{b}?policy"),
+    ("POST", "/{b}/obj?uploads"), ("GET", "/{b}?uploads"),
+    ("GET", "/{b}?lifecycle"), ("GET", "/{b}?cors"),
+])
+def test_unsupported_calls(target, raw, bucket, method, path):
+    path = path.format(b=bucket)
+    body = b"<x/>" if method in ("PUT", "POST") else b""
+    r = raw.request(method, path, body=body)
+    check_s3_error(r, 501, "NotImplemented")
+    # nothing changed: the bucket still exists and obj was not created
+    assert raw.request("HEAD", "/%s" % bucket).status == 200
+    assert_absent(raw, bucket, "obj")
+
+
+def test_unsupported_via_boto3(s3, bucket):
+    calls = [
+        lambda: s3.get_bucket_acl(Bucket=bucket),
+        lambda: s3.get_bucket_tagging(Bucket=bucket),
+        lambda: s3.get_bucket_policy(Bucket=bucket),
+        lambda: s3.create_multipart_upload(Bucket=bucket, Key="mp"),
+    ]
+    for call in calls:
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            call()
+        assert client_error(ei)[:2] == (501, "NotImplemented")
+
+
+# ---------------------------------------------------------------- missing things, conflicts
+
+def test_missing_key_and_bucket(target, raw, s3, bucket):
+    r = raw.request("GET", "/%s/missing/key" % bucket)
+    check_s3_error(r, 404, "NoSuchKey", resource="/%s/missing/key" % bucket)
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.get_object(Bucket=bucket, Key="missing/key")
+    assert client_error(ei)[:2] == (404, "NoSuchKey")
+
+    nb = helpers.unique_bucket_name("nobucket")
+    for method, path in [("GET", "/%s" % nb), ("GET", "/%s/k" % nb), ("PUT", "/%s/k" % nb),
+                         ("DELETE", "/%s" % nb), ("GET", "/%s?list-type=2" % nb)]:
+        r = raw.request(method, path, body=b"x" if method == "PUT" else b"")
+        check_s3_error(r, 404, "NoSuchBucket")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.list_objects_v2(Bucket=nb)
+    assert client_error(ei)[:2] == (404, "NoSuchBucket")
+    r = raw.request("HEAD", "/%s" % nb)
+    assert r.status == 404 and r.body == b"", r
+    r = raw.request("HEAD", "/%s/k" % bucket)
+    assert r.status == 404 and r.body == b"", r
+    assert r.header("x-amz-request-id")
+    # the bucket was not created as a side effect of PUT /nb/k
+    assert nb not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+
+def test_delete_nonempty_bucket(target, raw, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="keep", Body=b"k")
+    r = raw.request("DELETE", "/%s" % bucket)
+    check_s3_error(r, 409, "BucketNotEmpty")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.delete_bucket(Bucket=bucket)
+    assert client_error(ei)[:2] == (409, "BucketNotEmpty")
+    assert s3.get_object(Bucket=bucket, Key="keep")["Body"].read() == b"k"
+    s3.delete_object(Bucket=bucket, Key="keep")
+    assert raw.request("DELETE", "/%s" % bucket).status == 204
+
+
+@pytest.mark.parametrize("query,code", [
+    ("list-type=2&max-keys=-1", "InvalidArgument"),
+    ("list-type=2&max-keys=abc", "InvalidArgument"),
+    ("list-type=2&continuation-token=%25%25notbase64", "InvalidArgument"),
+    ("list-type=3", "InvalidArgument"),
+    ("list-type=2&encoding-type=base64", "InvalidArgument"),
+])
+def test_bad_list_params(target, raw, bucket, query, code):
+    r = raw.request("GET", "/%s?%s" % (bucket, query))
+    check_s3_error(r, 400, code)
+
+
+def test_method_not_allowed(target, raw, bucket):
+    r = raw.request("PATCH", "/%s/k" % bucket, body=b"x")
+    check_s3_error(r, 405, "MethodNotAllowed")
+    r = raw.request("POST", "/", body=b"x")
+    check_s3_error(r, 405, "MethodNotAllowed")
+
+
+def test_server_survives_garbage(target):
+    """Junk on the socket gets a 4xx or a closed connection, never a dead server."""
+    for junk in (b"\x00\x01\x02\r\n\r\n", b"GET\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
+                 b"PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n",
+                 b"PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n",
+                 b"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n"):
+        s = socket.create_connection((target.host, target.port), timeout=5)
+        try:
+            s.sendall(junk)
+            status, data = _read_status(s, timeout=5)
+        finally:
+            s.close()
+        assert status is None or 400 <= status < 600, (junk, data[:200])
+        assert status != 500, (junk, data[:300])
+        assert requests.get(target.url + "/v1/health", timeout=5).status_code == 200
