@@ -10,9 +10,20 @@
 
 #define HD_TARGET_MAGIC 0x74677431u
 
+/* Access rights of a key: to all buckets (`all`) unless per-bucket rules are given. */
+enum hd_perm { HD_PERM_NONE, HD_PERM_RO, HD_PERM_RW };
+
+struct hd_key_rule {
+    char *bucket;
+    enum hd_perm perm;
+};
+
 struct hd_key {
     char *access;
     char *secret;
+    enum hd_perm all;
+    struct hd_key_rule *rules;
+    size_t nrules;
 };
 
 struct hd_target {
@@ -21,8 +32,13 @@ struct hd_target {
     struct hd_key *keys;
     size_t nkeys;
     char *region;
+    char *domain; /* s3.domain: virtual-host style for BUCKET.<domain> */
     uint64_t max_object;
 };
+
+/* HD_EACCESS unless `key` may read (write=0) or write bucket. */
+int hd_key_allows(const struct hd_key *key, const char *bucket, int write);
+const struct hd_key *hd_key_find(const struct hd_target *t, const char *access);
 
 /* Object operations shared by both APIs. `auth` is NULL for unauthenticated (native)
  * requests; otherwise it says how the payload is signed. bucket/key are decoded. */

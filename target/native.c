@@ -99,13 +99,89 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
     resp_json(r, 200, j);
 }
 
+/* PATCH /v1/buckets/B {"anonymous_read": true}: bucket properties. */
+struct props_ctx {
+    struct hd_target *t;
+    struct hd_buf body;
+    char bucket[64];
+};
+
+static int props_body(struct hd_req *r, const char *d, size_t n)
+{
+    struct props_ctx *c = r->data;
+
+    if (c->body.len + n > 64 * 1024)
+        return HD_ETOOLARGE;
+    return hd_buf_append(&c->body, d, n);
+}
+
+static void props_end(struct hd_req *r)
+{
+    struct props_ctx *c = r->data;
+    int rc;
+
+    if (r->body_err) {
+        hd_resp_err(r, r->body_err);
+        return;
+    }
+    rc = hd_store_bucket_set_props(c->t->st, c->bucket, c->body.data ? c->body.data : "");
+    if (rc == HD_EBADARG)
+        hd_resp_err_msg(r, rc, "Expected a JSON object like {\"anonymous_read\": true}.");
+    else if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        hd_resp_empty(r, 200);
+}
+
+static void props_done(struct hd_req *r)
+{
+    struct props_ctx *c = r->data;
+
+    if (c) {
+        hd_buf_cleanup(&c->body);
+        free(c);
+    }
+    r->data = NULL;
+}
+
+static void props_get(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    struct hd_bucket_info bi;
+    char ts[32];
+    int rc;
+
+    if ((rc = hd_store_bucket_get(t->st, bucket, &bi)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_iso8601((time_t)bi.created, ts);
+    resp_json(r, 200,
+              json_pack("{s:s, s:s, s:s, s:{s:b}}", "name", bi.name, "provider", bi.provider,
+                        "created", ts, "props", "anonymous_read", bi.anonymous_read));
+}
+
 static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)
 {
     const char *m = r->method;
     int rc;
 
     r->op = HD_OP_BUCKET;
-    if (strcmp(m, "GET") == 0) {
+    if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
+        props_get(r, t, bucket);
+    } else if (strcmp(m, "PATCH") == 0) {
+        struct props_ctx *c = calloc(1, sizeof(*c));
+        if (!c) {
+            hd_resp_err(r, -ENOMEM);
+            return;
+        }
+        c->t = t;
+        hd_buf_init(&c->body);
+        snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
+        r->data = c;
+        r->on_body = props_body;
+        r->on_end = props_end;
+        r->on_done = props_done;
+    } else if (strcmp(m, "GET") == 0) {
         r->op = HD_OP_LIST;
         list_objects(r, t, bucket);
     } else if (strcmp(m, "HEAD") == 0) {

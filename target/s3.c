@@ -38,19 +38,14 @@ static int secret_for(void *ctx, const char *access_key, char *secret, size_t ma
     return HD_ENOACCESSKEY;
 }
 
-/* 0 with *a filled when the request may proceed; negative code otherwise. */
-static int authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv4_auth *a,
-                        int *anonymous)
+/* 0 with *a filled for a verified request, 1 for a request without credentials, negative
+ * code for bad credentials. */
+static int authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv4_auth *a)
 {
     struct hd_sigv4_in in;
     int rc;
 
     memset(a, 0, sizeof(*a));
-    *anonymous = 0;
-    if (t->nkeys == 0) {
-        *anonymous = 1;
-        return 0;
-    }
     memset(&in, 0, sizeof(in));
     in.method = r->method;
     in.path = r->raw_path;
@@ -59,13 +54,87 @@ static int authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv4_a
     in.nheaders = r->nhdrs;
     in.now = time(NULL);
     rc = hd_sigv4_verify(&in, secret_for, t, a);
+#ifdef HD_HAVE_SIGV2
     if (rc == 1)
-        rc = HD_EMISSINGAUTH;
+        rc = hd_sigv2_verify(&in, secret_for, t, a);
+#endif
     if (rc < 0) {
         hd_stats_inc(HD_ST_AUTH_FAILED);
         HD_LOG(HD_INFO, r->id, "auth failed: %s", hd_strerror(rc));
     }
     return rc;
+}
+
+static int is_write(const char *method)
+{
+    return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
+}
+
+/* Decides whether the (authenticated or anonymous) caller may do this to bucket. */
+static int authorize(struct hd_req *r, struct hd_target *t, int authrc,
+                     const struct hd_sigv4_auth *a, const char *bucket)
+{
+    struct hd_bucket_info bi;
+    const struct hd_key *k;
+    int write = is_write(r->method);
+
+    if (authrc == 1) {
+        if (t->nkeys == 0)
+            return 0; /* auth disabled */
+        if (bucket && !write && hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
+            bi.anonymous_read)
+            return 0;
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        return HD_EMISSINGAUTH;
+    }
+    k = hd_key_find(t, a->access_key);
+    if (!k)
+        return HD_ENOACCESSKEY;
+    if (!bucket)
+        return 0; /* ListBuckets: any valid key */
+    if (hd_key_allows(k, bucket, write) < 0) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        return HD_EACCESS;
+    }
+    /* CopyObject also reads its source */
+    if (write && hd_req_header(r, "x-amz-copy-source")) {
+        const char *src = hd_req_header(r, "x-amz-copy-source");
+        char sb[64];
+        size_t n;
+        if (*src == '/')
+            src++;
+        n = strcspn(src, "/");
+        if (n < sizeof(sb)) {
+            memcpy(sb, src, n);
+            sb[n] = '\0';
+            if (hd_key_allows(k, sb, 0) < 0)
+                return HD_EACCESS;
+        }
+    }
+    return 0;
+}
+
+/* Virtual-host style: Host "BUCKET.<s3.domain>[:port]" -> "/BUCKET" + path (heap). */
+static char *vhost_path(struct hd_req *r, struct hd_target *t, const char *path)
+{
+    const char *host = hd_req_header(r, "Host");
+    size_t dl = strlen(t->domain), hl;
+    const char *colon;
+    struct hd_buf b;
+
+    if (!dl || !host)
+        return NULL;
+    colon = strrchr(host, ':');
+    hl = colon && !strchr(colon, ']') ? (size_t)(colon - host) : strlen(host);
+    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, t->domain, dl))
+        return NULL;
+    hd_buf_init(&b);
+    hd_buf_printf(&b, "/%.*s%s", (int)(hl - dl - 1), host, path);
+    if (b.oom) {
+        hd_buf_cleanup(&b);
+        return NULL;
+    }
+    return hd_buf_steal(&b, NULL);
 }
 
 static void resp_xml(struct hd_req *r, int status, struct hd_buf *b)
@@ -555,42 +624,49 @@ static void object_call(struct hd_req *r, struct hd_target *t, const char *bucke
 void hd_s3_handle(struct hd_req *r, struct hd_target *t, const char *path)
 {
     struct hd_sigv4_auth a;
-    const char *rest, *slash;
-    char *bucket = NULL, *key = NULL;
+    const char *rest, *slash, *owner;
+    char *bucket = NULL, *key = NULL, *vpath;
     size_t klen = 0;
-    int anon, rc;
+    int authrc, rc;
 
     r->api = HD_API_S3;
-    if ((rc = authenticate(r, t, &a, &anon)) < 0) {
-        hd_resp_err(r, rc);
-        return;
+    vpath = vhost_path(r, t, path);
+    if (vpath)
+        path = vpath;
+    if ((authrc = authenticate(r, t, &a)) < 0) {
+        hd_resp_err(r, authrc);
+        goto out;
     }
+    owner = authrc == 1 ? "anonymous" : a.access_key;
     rest = path + 1; /* skip '/' */
-    if (!*rest) {
+    if (*rest) {
+        slash = strchr(rest, '/');
+        rc = hd_path_decode(rest, slash ? (size_t)(slash - rest) : strlen(rest), &bucket, NULL);
+        if (rc == 0 && slash && slash[1])
+            rc = hd_path_decode(slash + 1, strlen(slash + 1), &key, &klen);
+        if (rc < 0) {
+            hd_resp_err(r, rc);
+            goto out;
+        }
+    }
+    if ((rc = authorize(r, t, authrc, &a, bucket)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    if (!bucket) {
         if (strcmp(r->method, "GET") == 0)
-            list_buckets(r, t, anon ? "anonymous" : a.access_key);
+            list_buckets(r, t, owner);
         else
             hd_resp_err(r, HD_EMETHOD);
-        return;
-    }
-    slash = strchr(rest, '/');
-    rc = hd_path_decode(rest, slash ? (size_t)(slash - rest) : strlen(rest), &bucket, NULL);
-    if (rc == 0 && slash && slash[1])
-        rc = hd_path_decode(slash + 1, strlen(slash + 1), &key, &klen);
-    if (rc < 0) {
+    } else if (!key) {
+        bucket_call(r, t, bucket, owner);
+    } else if ((rc = hd_object_name_check(key, klen)) < 0) {
         hd_resp_err(r, rc);
-        goto out;
+    } else {
+        object_call(r, t, bucket, key, authrc == 1 ? NULL : &a);
     }
-    if (!key) {
-        bucket_call(r, t, bucket, anon ? "anonymous" : a.access_key);
-        goto out;
-    }
-    if ((rc = hd_object_name_check(key, klen)) < 0) {
-        hd_resp_err(r, rc);
-        goto out;
-    }
-    object_call(r, t, bucket, key, anon ? NULL : &a);
 out:
+    free(vpath);
     free(bucket);
     free(key);
 }

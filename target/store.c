@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "common/buf.h"
@@ -166,7 +167,8 @@ static int load_buckets(struct hd_store *st)
     sqlite3_stmt *s;
     int rc;
 
-    rc = sqlite3_prepare_v2(st->node, "SELECT name, provider, created FROM buckets ORDER BY name",
+    rc = sqlite3_prepare_v2(st->node,
+                            "SELECT name, provider, created, props FROM buckets ORDER BY name",
                             -1, &s, NULL);
     if (rc != SQLITE_OK)
         return hd_store_sqlerr(st->node, rc, "load buckets");
@@ -186,6 +188,11 @@ static int load_buckets(struct hd_store *st)
         snprintf(n->provider, sizeof(n->provider), "%s",
                  (const char *)sqlite3_column_text(s, 1));
         n->created = sqlite3_column_int64(s, 2);
+        if (sqlite3_column_text(s, 3)) {
+            json_t *j = json_loads((const char *)sqlite3_column_text(s, 3), 0, NULL);
+            n->anonymous_read = j && json_is_true(json_object_get(j, "anonymous_read"));
+            json_decref(j);
+        }
     }
     sqlite3_finalize(s);
     return rc == SQLITE_DONE ? 0 : hd_store_sqlerr(st->node, rc, "load buckets");
@@ -304,6 +311,56 @@ static int bucket_find(struct hd_store *st, const char *name)
         if (strcmp(st->buckets[i].name, name) == 0)
             return (int)i;
     return -1;
+}
+
+static int node_exec(struct hd_store *st, const char *sql, const char *a, const char *b,
+                     int64_t n);
+
+int hd_store_bucket_get(struct hd_store *st, const char *name, struct hd_bucket_info *out)
+{
+    int i;
+
+    pthread_rwlock_rdlock(&st->bmu);
+    i = bucket_find(st, name);
+    if (i >= 0)
+        *out = st->buckets[i];
+    pthread_rwlock_unlock(&st->bmu);
+    return i < 0 ? HD_ENOSUCHBUCKET : 0;
+}
+
+int hd_store_bucket_set_props(struct hd_store *st, const char *name, const char *json)
+{
+    json_t *in = json_loads(json, 0, NULL), *v;
+    const char *k;
+    char *out = NULL;
+    int rc;
+
+    if (!in || !json_is_object(in)) {
+        json_decref(in);
+        return HD_EBADARG;
+    }
+    json_object_foreach(in, k, v)
+    {
+        if (strcmp(k, "anonymous_read") != 0 || !json_is_boolean(v)) {
+            json_decref(in);
+            return HD_EBADARG;
+        }
+    }
+    out = json_dumps(in, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(in);
+    if (!out)
+        return -ENOMEM;
+    pthread_rwlock_wrlock(&st->bmu);
+    if (bucket_find(st, name) < 0) {
+        rc = HD_ENOSUCHBUCKET;
+    } else {
+        rc = node_exec(st, "UPDATE buckets SET props = ?2 WHERE name = ?1", name, out, 0);
+        if (rc == 0)
+            rc = load_buckets(st);
+    }
+    pthread_rwlock_unlock(&st->bmu);
+    free(out);
+    return rc;
 }
 
 int hd_store_bucket_exists(struct hd_store *st, const char *name)

@@ -26,11 +26,16 @@ void hd_store_close(struct hd_store *st);
 struct hd_bucket_info {
     char name[64];
     char provider[8];
-    int64_t created; /* unix seconds */
+    int64_t created;    /* unix seconds */
+    int anonymous_read; /* prop: unsigned GET/HEAD/list allowed */
 };
 int hd_store_bucket_create(struct hd_store *st, const char *name, const char *provider);
 int hd_store_bucket_delete(struct hd_store *st, const char *name);
 int hd_store_bucket_exists(struct hd_store *st, const char *name);
+/* Copies the bucket's info (incl. props) into *out; HD_ENOSUCHBUCKET when absent. */
+int hd_store_bucket_get(struct hd_store *st, const char *name, struct hd_bucket_info *out);
+/* Sets props from a JSON object ({"anonymous_read": bool}); unknown keys -> HD_EBADARG. */
+int hd_store_bucket_set_props(struct hd_store *st, const char *name, const char *json);
 /* *out is malloc'd (caller frees). */
 int hd_store_bucket_list(struct hd_store *st, struct hd_bucket_info **out, size_t *n);
 

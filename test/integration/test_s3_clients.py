@@ -3,7 +3,6 @@ aws CLI v2 (/usr/bin/aws) and v1 (PATH), s3cmd, curl --aws-sigv4, boto3 presigne
 pyenv botocore 1.4x (CRC32 checksums) and a hand-made aws-chunked upload with a trailer."""
 import datetime
 import json
-import os
 import subprocess
 
 import botocore.exceptions
