@@ -45,6 +45,15 @@ static int is_blank(char c)
     return c == ' ' || c == '\t';
 }
 
+/* RFC 9110 tchar: what a header field name may consist of. */
+static int is_tchar(char ch)
+{
+    unsigned char c = (unsigned char)ch;
+
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           (c && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
 static char lower(char c)
 {
     return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
@@ -534,11 +543,9 @@ static int signed_headers_ok(const char *sh)
         size_t len = semi ? (size_t)(semi - p) : strlen(p);
         if (len == 0)
             return 0;
-        for (size_t i = 0; i < len; i++) {
-            unsigned char c = (unsigned char)p[i];
-            if (c <= ' ' || c >= 0x7f || c == ':' || (c >= 'A' && c <= 'Z'))
+        for (size_t i = 0; i < len; i++)
+            if (!is_tchar(p[i]) || (p[i] >= 'A' && p[i] <= 'Z'))
                 return 0;
-        }
         if (len == 4 && memcmp(p, "host", 4) == 0)
             host = 1;
         p += len;
@@ -880,7 +887,7 @@ static int token_ok(const char *s)
     if (!*s)
         return 0;
     for (; *s; s++)
-        if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f || *s == ':' || *s == ';')
+        if (!is_tchar(*s))
             return 0;
     return 1;
 }

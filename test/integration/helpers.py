@@ -12,6 +12,7 @@ import socket
 import subprocess
 import uuid
 import time
+import urllib.parse
 import xml.etree.ElementTree as ET
 import zlib
 
@@ -21,7 +22,7 @@ from botocore.credentials import Credentials
 
 REGION = "us-east-1"
 UNSIGNED = "UNSIGNED-PAYLOAD"
-REQUEST_ID_RE = re.compile(r"^[0-9a-f]{16}$")
+REQUEST_ID_RE = re.compile(r"^[0-9A-Fa-f]{16}$")
 
 
 def md5_hex(data):
@@ -52,14 +53,22 @@ def pattern_bytes(n, seed=0):
     return bytes(out)
 
 
+def canonical_s3_path(path):
+    """The canonical URI S3 signs: no dot-segment removal; each '/'-separated segment decoded
+    and re-encoded with SigV4's UriEncode (so %2e signs as '.', %2F stays %2F)."""
+    segs = path.split("/")
+    return "/".join(urllib.parse.quote(urllib.parse.unquote_to_bytes(s), safe="~")
+                    for s in segs)
+
+
 class _RawSigV4(SigV4Auth):
-    """SigV4 without path normalisation (S3 signs the path as sent) and honouring a preset
+    """SigV4 for S3 paths sent raw (see canonical_s3_path), honouring a preset
     x-amz-content-sha256 (UNSIGNED-PAYLOAD, STREAMING-..., or a hex digest)."""
 
     when = None  # datetime (UTC) to sign at; None: now
 
     def _normalize_url_path(self, path):
-        return path
+        return canonical_s3_path(path)
 
     def add_auth(self, request):
         if self.when is None:

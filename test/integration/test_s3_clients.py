@@ -336,7 +336,8 @@ def _aws_cli_round_trip(aws, bucket, tmp_path):
     assert "PRE dir/" in out, out
     assert "empty" in out, out
     out = aws("s3", "ls", "s3://%s/dir/" % bucket).stdout.decode()
-    lines = sorted(line.split() for line in out.splitlines() if line.strip())
+    lines = sorted((line.split() for line in out.splitlines() if line.strip()),
+                   key=lambda f: f[-1])
     assert [(line[2], line[3]) for line in lines] == [
         (str(len(big_data)), "big.bin"), ("23", "small.txt")], out
     out = aws("s3", "ls", "s3://").stdout.decode()

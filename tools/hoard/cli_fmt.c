@@ -2,9 +2,10 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <wchar.h>
 
 #include <curl/curl.h>
 
@@ -263,14 +264,30 @@ oom:
     return -ENOMEM;
 }
 
-/* Display width: UTF-8 code points (continuation bytes do not count). */
+/* Display width in terminal columns: wcwidth() per character when the locale decodes it
+ * (main selects a UTF-8 LC_CTYPE), else one column per UTF-8 code point. */
 static size_t width(const char *s)
 {
-    size_t w = 0;
+    mbstate_t st;
+    size_t w = 0, n, len = strlen(s);
+    wchar_t wc;
+    int cw;
 
-    for (; *s; s++)
-        if (((unsigned char)*s & 0xC0) != 0x80)
-            w++;
+    memset(&st, 0, sizeof(st));
+    while (len > 0) {
+        n = mbrtowc(&wc, s, len, &st);
+        if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
+            /* Not decodable here: count code points of the rest. */
+            for (; *s; s++)
+                if (((unsigned char)*s & 0xC0) != 0x80)
+                    w++;
+            return w;
+        }
+        cw = wcwidth(wc);
+        w += cw < 0 ? 1 : (size_t)cw;
+        s += n;
+        len -= n;
+    }
     return w;
 }
 

@@ -121,8 +121,15 @@ static int on_xferinfo(void *p, curl_off_t dltotal, curl_off_t dlnow, curl_off_t
 
     if (hd_cli_interrupted)
         return 1;
-    if (!x->cli->progress || total <= (curl_off_t)HD_CLI_PROGRESS_MIN)
+    if (!x->cli->progress)
         return 0;
+    if (up && x->rq->upload_size < 0) {
+        total = 0; /* stdin: size unknown, show bytes and rate once past the threshold */
+        if (done <= (curl_off_t)HD_CLI_PROGRESS_MIN)
+            return 0;
+    } else if (total <= (curl_off_t)HD_CLI_PROGRESS_MIN) {
+        return 0;
+    }
     if (!up) {
         curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &status);
         if (status < 200 || status >= 300)
@@ -265,6 +272,7 @@ static int setup(struct xfer *x, struct curl_slist **hdrs, const char *url)
             e = curl_easy_setopt(c, opt, val);                                                     \
     } while (0)
     SET(CURLOPT_URL, url);
+    SET(CURLOPT_PATH_AS_IS, 1L); /* "a/../b" is a valid object name, not a path to squash */
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_FOLLOWLOCATION, 1L);
@@ -356,6 +364,7 @@ int hd_cli_http_do(struct hd_cli *cli, const struct hd_cli_req *rq, struct hd_cl
     rs->md5[0] = '\0';
     rs->local_err = 0;
     rs->curl_err[0] = '\0';
+    rs->curl_code = 0;
 
     memset(&x, 0, sizeof(x));
     x.magic = XFER_MAGIC;
@@ -398,6 +407,7 @@ int hd_cli_http_do(struct hd_cli *cli, const struct hd_cli_req *rq, struct hd_cl
 
     x.t0 = now_s();
     ce = curl_easy_perform(x.curl);
+    rs->curl_code = (int)ce;
     curl_easy_getinfo(x.curl, CURLINFO_RESPONSE_CODE, &rs->status);
     if (x.drawn) {
         draw(&x, rs->bytes, x.total, now_s());
@@ -505,9 +515,17 @@ int hd_cli_report(struct hd_cli *cli, const char *what, int rc, const struct hd_
 
     if (rc == -EINTR)
         return hd_cli_fail(HD_CLI_EXIT_INTR, "%s: interrupted", what);
-    if (rc == HD_CLI_ECURL)
-        return hd_cli_fail(HD_CLI_EXIT_CONN, "%s: cannot reach %s: %s", what, cli->endpoint,
+    if (rc == HD_CLI_ECURL) {
+        int never_connected = rs->curl_code == CURLE_COULDNT_CONNECT ||
+                              rs->curl_code == CURLE_COULDNT_RESOLVE_HOST ||
+                              rs->curl_code == CURLE_COULDNT_RESOLVE_PROXY ||
+                              (rs->curl_code == CURLE_OPERATION_TIMEDOUT && rs->status == 0);
+        if (never_connected)
+            return hd_cli_fail(HD_CLI_EXIT_CONN, "%s: cannot reach %s: %s", what, cli->endpoint,
+                               rs->curl_err);
+        return hd_cli_fail(HD_CLI_EXIT_CONN, "%s: connection to %s failed: %s", what, cli->endpoint,
                            rs->curl_err);
+    }
     if (rc < 0)
         return hd_cli_fail(HD_CLI_EXIT_API, "%s: %s", what, strerror(-rc));
     hd_cli_resp_error(rs, code, sizeof(code), msg, sizeof(msg));

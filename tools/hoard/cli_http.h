@@ -45,6 +45,7 @@ struct hd_cli_resp {
     uint64_t bytes;     /* payload bytes uploaded, or written to the sink */
     char md5[33];       /* lowercase hex MD5 of those bytes when req->hash */
     int local_err;      /* -errno when reading the upload or writing the sink failed */
+    int curl_code;      /* CURLcode of the last transfer */
     char curl_err[256]; /* CURL_ERROR_SIZE */
 };
 

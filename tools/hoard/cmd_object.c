@@ -197,7 +197,8 @@ out:
 
 /* ---- get ------------------------------------------------------------------------------ */
 
-/* Decides the destination file: FILE, DIR/basename(O), or ./basename(O). */
+/* Decides the destination file: FILE; DIR/basename(O) when the argument is a directory or
+ * ends in '/'; ./basename(O) without an argument. */
 static int get_dest(struct hd_cli *cli, const struct target *t, const char *arg,
                     struct hd_buf *dest)
 {
@@ -206,7 +207,7 @@ static int get_dest(struct hd_cli *cli, const struct target *t, const char *arg,
 
     if (arg && arg[0] == '\0')
         return hd_cli_usage_error(cli, "empty FILE argument");
-    if (arg && !(stat(arg, &st) == 0 && S_ISDIR(st.st_mode))) {
+    if (arg && arg[strlen(arg) - 1] != '/' && !(stat(arg, &st) == 0 && S_ISDIR(st.st_mode))) {
         hd_buf_puts(dest, arg);
     } else {
         if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)

@@ -1,6 +1,8 @@
 /* hoard: the admin CLI. `hoard [global options] <noun> <verb> [args] [options]`.
  * This file holds the option and command tables, argument parsing, help and dispatch. */
 #include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -394,6 +396,9 @@ int main(int argc, char **argv)
     int rc;
 
     memset(&cli, 0, sizeof(cli));
+    /* Character classes only (table column widths); numbers and messages stay in "C". */
+    if (!setlocale(LC_CTYPE, "") || strcmp(nl_langinfo(CODESET), "UTF-8") != 0)
+        setlocale(LC_CTYPE, "C.UTF-8");
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
