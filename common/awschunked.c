@@ -294,8 +294,8 @@ static int line_clean(const struct hd_awschunked *d)
 
 /* Appends input up to and including '\n' to d->line (at most max bytes before CRLF).
  * *done is set once a whole line, CRLF stripped and NUL-terminated, is there. */
-static int take_line(struct hd_awschunked *d, const char *in, size_t n, size_t max,
-                     size_t *used, int *done)
+static int take_line(struct hd_awschunked *d, const char *in, size_t n, size_t max, size_t *used,
+                     int *done)
 {
     const char *nl = memchr(in, '\n', n);
     size_t content = nl ? (size_t)(nl - in) : n;

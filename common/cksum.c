@@ -96,7 +96,7 @@ static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t n)
 /* SSE4.2 crc32 instruction implements exactly CRC32C; compiled for that target only and
  * reached only after the runtime check. */
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p,
-                                                             size_t n)
+                                                            size_t n)
 {
     uint64_t c = crc;
 

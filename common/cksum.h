@@ -6,7 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum hd_ck_type { HD_CK_NONE, HD_CK_CRC32, HD_CK_CRC32C, HD_CK_CRC64NVME, HD_CK_SHA1, HD_CK_SHA256 };
+enum hd_ck_type {
+    HD_CK_NONE,
+    HD_CK_CRC32,
+    HD_CK_CRC32C,
+    HD_CK_CRC64NVME,
+    HD_CK_SHA1,
+    HD_CK_SHA256
+};
 
 /* Room for the base64 of the largest digest (SHA-256: 44 chars) plus NUL. */
 #define HD_CK_B64_MAX 48

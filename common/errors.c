@@ -57,6 +57,16 @@ static const struct hd_err_info table[] = {
     {HD_EBADHEADER, 400, "InvalidArgument", "A header value is not valid."},
     {HD_EMAXKEYS, 400, "InvalidArgument", "max-keys must be an integer between 0 and 2147483647."},
     {HD_EBADTOKEN, 400, "InvalidArgument", "The continuation token provided is incorrect."},
+    {HD_ENOSUCHUPLOAD, 404, "NoSuchUpload",
+     "The specified multipart upload does not exist. The upload ID may be invalid, or the "
+     "upload may have been aborted or completed."},
+    {HD_EINVALIDPART, 400, "InvalidPart",
+     "One or more of the specified parts could not be found. The part may not have been "
+     "uploaded, or the specified entity tag or checksum may not match the part's."},
+    {HD_EPARTORDER, 400, "InvalidPartOrder",
+     "The list of parts was not in ascending order. Parts must be ordered by part number."},
+    {HD_ETOOSMALL, 400, "EntityTooSmall",
+     "Your proposed upload is smaller than the minimum allowed object size."},
 };
 
 static const struct hd_err_info errno_rows[] = {

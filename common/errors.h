@@ -45,6 +45,10 @@ enum hd_err {
     HD_EBADHEADER,            /* 400 InvalidArgument (bad header value) */
     HD_EMAXKEYS,              /* 400 InvalidArgument (max-keys) */
     HD_EBADTOKEN,             /* 400 InvalidArgument (continuation token) */
+    HD_ENOSUCHUPLOAD,         /* 404 NoSuchUpload */
+    HD_EINVALIDPART,          /* 400 InvalidPart */
+    HD_EPARTORDER,            /* 400 InvalidPartOrder */
+    HD_ETOOSMALL,             /* 400 EntityTooSmall */
     HD_ELAST
 };
 

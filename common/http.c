@@ -304,6 +304,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
     if (!r || r->magic != HD_REQ_MAGIC)
         return MHD_NO;
+    r->suspended = 0; /* set again by this call's callbacks if they park the request */
     if (!r->method) {
         r->method = method;
         MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_hdr, r);
@@ -325,12 +326,21 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_YES;
     }
     if (*upload_data_size) {
-        r->bytes_in += *upload_data_size;
+        size_t n = *upload_data_size;
         if (!r->responded && r->on_body && !r->body_err) {
-            rc = r->on_body(r, upload_data, *upload_data_size);
-            if (rc < 0)
+            rc = r->on_body(r, upload_data, n);
+            if (rc < 0) {
                 r->body_err = rc;
+            } else if (rc > 0) {
+                size_t taken = rc == HD_BODY_WAIT ? 0 : (size_t)rc;
+                if (taken < n) {
+                    r->bytes_in += taken;
+                    *upload_data_size = n - taken; /* the rest comes again after resume */
+                    return MHD_YES;
+                }
+            }
         }
+        r->bytes_in += n;
         *upload_data_size = 0;
         return MHD_YES;
     }
@@ -339,10 +349,73 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
             r->on_end(r);
         else if (r->body_err)
             hd_resp_err(r, r->body_err);
-        if (!r->responded)
+        if (!r->responded && !r->suspended)
             hd_resp_err(r, HD_EINTERNAL);
     }
     return MHD_YES;
+}
+
+void hd_req_suspend(struct hd_req *r)
+{
+    r->suspended = 1;
+    MHD_suspend_connection(r->conn);
+}
+
+void hd_req_resume(struct hd_req *r)
+{
+    /* r->suspended belongs to the worker thread; it is reset on the next callback */
+    MHD_resume_connection(r->conn);
+}
+
+struct stream_cls {
+    hd_body_reader_fn reader;
+    void *cls;
+    void (*free_cb)(void *cls);
+};
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct stream_cls *s = cls;
+    long n = s->reader(s->cls, pos, buf, max);
+
+    if (n == HD_STREAM_END)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n < 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    struct stream_cls *s = cls;
+
+    if (s->free_cb)
+        s->free_cb(s->cls);
+    free(s);
+}
+
+int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader,
+                   void *cls, void (*free_cb)(void *cls))
+{
+    struct stream_cls *s;
+    struct MHD_Response *resp;
+
+    if (r->responded)
+        return -EALREADY;
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->reader = reader;
+    s->cls = cls;
+    s->free_cb = free_cb;
+    resp = MHD_create_response_from_callback(size == UINT64_MAX ? MHD_SIZE_UNKNOWN : size,
+                                             64 * 1024, stream_read, s, stream_free);
+    if (!resp) {
+        free(s);
+        return -ENOMEM;
+    }
+    /* from here the response owns s: free_cb runs when MHD drops it */
+    return queue(r, status, resp, size == UINT64_MAX ? 0 : size);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -443,7 +516,8 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     s->ctx = cfg->ctx;
     n = sysconf(_SC_NPROCESSORS_ONLN);
     threads = cfg->threads > 0 ? (unsigned)cfg->threads : (unsigned)(n > 0 ? n : 1);
-    flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG;
+    flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
+            MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     s->d = MHD_start_daemon(

@@ -51,12 +51,17 @@ struct hd_req {
     uint64_t bytes_in, bytes_out;
     int responded;
     int body_err;              /* first error returned by on_body */
+    int suspended;             /* parked with hd_req_suspend; see below */
 
     /* pending response headers, copied */
     struct hd_kv *rh;
     size_t nrh, caprh;
 
-    /* handler hooks and state */
+    /* handler hooks and state.
+     * on_body returns 0 when it took all of data, a negative code on error, or, for flow
+     * control after calling hd_req_suspend, the count n < len of bytes taken (HD_BODY_WAIT
+     * for none): the rest is delivered again once the request is resumed. on_end may also
+     * suspend instead of responding; it is called again after hd_req_resume. */
     int (*on_body)(struct hd_req *r, const char *data, size_t len);
     void (*on_end)(struct hd_req *r);
     void (*on_done)(struct hd_req *r);
@@ -98,6 +103,22 @@ int hd_resp_head(struct hd_req *r, int status, uint64_t len);
 /* Error response from the errors table: S3 XML or native JSON per r->api. */
 int hd_resp_err(struct hd_req *r, int code);
 int hd_resp_err_msg(struct hd_req *r, int code, const char *message);
+
+/* Flow control (libmicrohttpd suspend/resume). suspend: only from this request's callbacks on
+ * its worker thread. resume: from any thread, exactly once per suspend. */
+void hd_req_suspend(struct hd_req *r);
+void hd_req_resume(struct hd_req *r);
+/* Queues a response whose body is produced by `reader` (MHD content-reader semantics:
+ * return bytes written, 0 after hd_req_suspend when no data is ready yet, HD_STREAM_END when
+ * done (needed for unknown sizes), or HD_STREAM_ERROR to abort the connection). size may be
+ * UINT64_MAX for unknown (chunked). free_cb runs when MHD drops the
+ * response. */
+#define HD_BODY_WAIT 0x7fffffff
+#define HD_STREAM_END (-2)
+#define HD_STREAM_ERROR (-1)
+typedef long (*hd_body_reader_fn)(void *cls, uint64_t pos, char *buf, size_t max);
+int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader,
+                   void *cls, void (*free_cb)(void *cls));
 
 uint64_t hd_now_ns(void);
 

@@ -25,8 +25,8 @@ static const char empty_sha256_hex[] =
 
 static int is_unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 static int hexval(unsigned char c)
@@ -262,7 +262,7 @@ static void canon_headers(struct hd_buf *b, const struct hd_kv *h, size_t n, con
         }
         hd_buf_append(b, ":", 1);
         for (size_t i = 0; i < n; i++) {
-            if (strlen(h[i].k) != len || strncasecmp(h[i].k, p, len) != 0)
+            if (!h[i].k || strlen(h[i].k) != len || strncasecmp(h[i].k, p, len) != 0)
                 continue;
             if (!first)
                 hd_buf_append(b, ",", 1);
@@ -428,13 +428,13 @@ static int parse_cred(const char *s, size_t n, struct cred *c)
         e--;
     }
     if (copy_part(c->ak, sizeof(c->ak), s, (size_t)(slash[0] - s)) < 0 ||
-        copy_part(c->date8, sizeof(c->date8), slash[0] + 1,
-                  (size_t)(slash[1] - slash[0] - 1)) < 0 ||
+        copy_part(c->date8, sizeof(c->date8), slash[0] + 1, (size_t)(slash[1] - slash[0] - 1)) <
+            0 ||
         strlen(c->date8) != 8 || digits(c->date8, 8) < 0 ||
-        copy_part(c->region, sizeof(c->region), slash[1] + 1,
-                  (size_t)(slash[2] - slash[1] - 1)) < 0 ||
-        copy_part(c->service, sizeof(c->service), slash[2] + 1,
-                  (size_t)(slash[3] - slash[2] - 1)) < 0)
+        copy_part(c->region, sizeof(c->region), slash[1] + 1, (size_t)(slash[2] - slash[1] - 1)) <
+            0 ||
+        copy_part(c->service, sizeof(c->service), slash[2] + 1, (size_t)(slash[3] - slash[2] - 1)) <
+            0)
         return -1;
     if ((size_t)(s + n - slash[3] - 1) != 12 || memcmp(slash[3] + 1, "aws4_request", 12) != 0)
         return -1;
@@ -629,20 +629,19 @@ static int check_signature(const struct hd_sigv4_in *in, const struct parsed *p,
                            struct hd_sigv4_auth *out)
 {
     char secret[HD_SIGV4_SECRET_MAX];
-    struct hd_sigv4_creq c = {in->method, in->path, in->query, in->headers, in->nheaders,
-                              p->sh, payload, p->presigned};
+    struct hd_sigv4_creq c = {in->method,   in->path, in->query, in->headers,
+                              in->nheaders, p->sh,    payload,   p->presigned};
     struct hd_buf creq, sts;
     unsigned char mac[32], want[32];
     size_t len;
     int rc;
 
-    rc = lookup_secret(secret_for, ctx, p->cred.ak, secret);
-    if (rc < 0)
-        goto wipe;
-    hd_sigv4_signing_key(secret, p->cred.date8, p->cred.region, p->cred.service,
-                         out->signing_key);
     hd_buf_init(&creq);
     hd_buf_init(&sts);
+    rc = lookup_secret(secret_for, ctx, p->cred.ak, secret);
+    if (rc < 0)
+        goto out;
+    hd_sigv4_signing_key(secret, p->cred.date8, p->cred.region, p->cred.service, out->signing_key);
     rc = hd_sigv4_canonical_request(&c, &creq);
     if (rc == 0)
         rc = hd_sigv4_string_to_sign(p->amz_date, out->scope, creq.data, creq.len, &sts);
@@ -651,9 +650,9 @@ static int check_signature(const struct hd_sigv4_in *in, const struct parsed *p,
         hd_unhex(p->sig, 64, want, sizeof(want), &len);
         rc = CRYPTO_memcmp(mac, want, 32) == 0 ? 0 : HD_EBADSIG;
     }
+out:
     hd_buf_cleanup(&sts);
     hd_buf_cleanup(&creq);
-wipe:
     OPENSSL_cleanse(secret, sizeof(secret));
     return rc;
 }
@@ -763,8 +762,8 @@ enum { QP_ALGO, QP_CRED, QP_DATE, QP_EXPIRES, QP_SH, QP_SIG, QP_N };
 static int verify_query(const struct hd_sigv4_in *in, hd_sigv4_secret_fn secret_for, void *ctx,
                         struct hd_sigv4_auth *out)
 {
-    static const char *const names[QP_N] = {"X-Amz-Algorithm", "X-Amz-Credential",
-                                            "X-Amz-Date",      "X-Amz-Expires",
+    static const char *const names[QP_N] = {"X-Amz-Algorithm",     "X-Amz-Credential",
+                                            "X-Amz-Date",          "X-Amz-Expires",
                                             "X-Amz-SignedHeaders", "X-Amz-Signature"};
     struct hd_buf qv[QP_N];
     struct parsed p;
@@ -854,8 +853,8 @@ void hd_sigv4_chunk_sig(const struct hd_sigv4_auth *a, const char prev_sig[65],
     int n;
 
     hd_hex(chunk_sha256, 32, hx);
-    n = snprintf(msg, sizeof(msg), ALGO "-PAYLOAD\n%.16s\n%s\n%.64s\n%s\n%s", a->amz_date,
-                 a->scope, prev_sig, empty_sha256_hex, hx);
+    n = snprintf(msg, sizeof(msg), ALGO "-PAYLOAD\n%.16s\n%s\n%.64s\n%s\n%s", a->amz_date, a->scope,
+                 prev_sig, empty_sha256_hex, hx);
     hmac_hex(a, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1, out);
 }
 
@@ -942,8 +941,8 @@ out:
 static int sign_common(const struct hd_sigv4_sign_in *in, const char *query, const char *sh,
                        const char *payload, int presigned, struct hd_sigv4_auth *a)
 {
-    struct hd_sigv4_creq c = {in->method, in->path, query, in->headers, in->nheaders,
-                              sh, payload, presigned};
+    struct hd_sigv4_creq c = {in->method,   in->path, query,   in->headers,
+                              in->nheaders, sh,       payload, presigned};
     struct hd_buf creq, sts;
     char date8[9];
     int n, rc;
@@ -1037,8 +1036,8 @@ int hd_sigv4_presign(const struct hd_sigv4_sign_in *in, struct hd_buf *query_out
     rc = -ENOMEM;
     if (q.oom || cred.oom)
         goto out;
-    rc = sign_common(in, q.data, sh.data,
-                     in->payload_hash ? in->payload_hash : UNSIGNED_PAYLOAD, 1, &a);
+    rc = sign_common(in, q.data, sh.data, in->payload_hash ? in->payload_hash : UNSIGNED_PAYLOAD, 1,
+                     &a);
     if (rc == 0)
         rc = hd_buf_printf(query_out, "%s&X-Amz-Signature=%s", q.data, a.signature);
     OPENSSL_cleanse(&a, sizeof(a));

@@ -44,8 +44,8 @@ enum hd_payload {
 /* A request as received. Strings are borrowed for the duration of the call. */
 struct hd_sigv4_in {
     const char *method;
-    const char *path;  /* raw, still percent-encoded as on the wire, no query */
-    const char *query; /* raw, without '?'; NULL or "" for none */
+    const char *path;            /* raw, still percent-encoded as on the wire, no query */
+    const char *query;           /* raw, without '?'; NULL or "" for none */
     const struct hd_kv *headers; /* arrival order, names in any case, duplicates allowed */
     size_t nheaders;
     time_t now;
@@ -106,8 +106,8 @@ void hd_sigv4_trailer_sig(const struct hd_sigv4_auth *a, const char prev_sig[65]
 
 struct hd_sigv4_sign_in {
     const char *method;
-    const char *path;  /* as it will be sent (percent-encoded) */
-    const char *query; /* as it will be sent, without '?'; NULL or "" */
+    const char *path;            /* as it will be sent (percent-encoded) */
+    const char *query;           /* as it will be sent, without '?'; NULL or "" */
     const struct hd_kv *headers; /* every one is signed; must include host; header signing
                                   * also needs x-amz-date (= amz_date) among them */
     size_t nheaders;

@@ -808,35 +808,98 @@ static int do_upsert(struct conn *c, void *arg)
     return s == SQLITE_DONE ? 0 : hd_store_sqlerr(c->db, s, "upsert");
 }
 
+/* Flushes, fsyncs and closes the temp file and renames it to <mountpath>/<rel> (creating
+ * the directory on demand); `final` gets the absolute path. */
+static int put_place(struct hd_put *p, const char *rel, char final[PATH_MAX])
+{
+    char dir[PATH_MAX], *slash;
+    int rc;
+
+    if ((rc = flush_wbuf(p)) < 0)
+        return rc;
+    if (p->st->fsync && fsync(p->fd) < 0)
+        return -errno;
+    rc = close(p->fd);
+    p->fd = -1;
+    if (rc < 0)
+        return -errno;
+    if (snprintf(final, PATH_MAX, "%s/%s", p->mp->path, rel) >= PATH_MAX)
+        return -ENAMETOOLONG;
+    if (rename(p->tmp, final) < 0) {
+        if (errno != ENOENT)
+            return -errno;
+        snprintf(dir, sizeof(dir), "%s", final);
+        slash = strrchr(dir, '/');
+        *slash = '\0';
+        if ((rc = hd_store_mkdir_p(dir)) < 0)
+            return rc;
+        if (rename(p->tmp, final) < 0)
+            return -errno;
+    }
+    p->tmp[0] = '\0'; /* the content file is now at `final` */
+    return 0;
+}
+
+int hd_put_commit_file(struct hd_put *p, const char *rel)
+{
+    char final[PATH_MAX];
+    int rc = put_place(p, rel, final);
+
+    if (rc < 0)
+        HD_LOG(HD_ERROR, NULL, "put %s/%s: writing %s: %s", p->bucket, p->name, p->mp->path,
+               hd_strerror(rc));
+    return rc;
+}
+
+int hd_put_append_file(struct hd_put *p, int fd, uint64_t len)
+{
+    off_t in = 0;
+    ssize_t n;
+    int rc, fallback = 0;
+
+    if ((rc = flush_wbuf(p)) < 0)
+        return rc;
+    while (len > 0) {
+        size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
+        if (!fallback) {
+            n = copy_file_range(fd, &in, p->fd, NULL, want, 0);
+            if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP ||
+                          errno == EINVAL)) {
+                fallback = 1; /* filesystem without it: plain copy */
+                continue;
+            }
+        } else {
+            n = pread(fd, p->wbuf, want > WBUF ? WBUF : want, in);
+            if (n > 0) {
+                p->wlen = (size_t)n;
+                if ((rc = flush_wbuf(p)) < 0)
+                    return rc;
+                in += n;
+            }
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -EIO; /* the source is shorter than it should be */
+        len -= (uint64_t)n;
+        p->size += (uint64_t)n;
+    }
+    return 0;
+}
+
 int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_obj_meta *out)
 {
-    char final[PATH_MAX], dir[PATH_MAX], etag[48], *old = NULL;
+    char final[PATH_MAX], etag[48], *old = NULL;
     unsigned char md5[16];
     struct upsert_arg u;
     struct conn *c;
     int rc;
 
-    if ((rc = flush_wbuf(p)) < 0)
+    if ((rc = put_place(p, p->rel, final)) < 0)
         goto io_fail;
-    if (p->st->fsync && fsync(p->fd) < 0) {
-        rc = -errno;
-        goto io_fail;
-    }
-    if (close(p->fd) < 0) {
-        p->fd = -1;
-        rc = -errno;
-        goto io_fail;
-    }
-    p->fd = -1;
-    snprintf(final, sizeof(final), "%s/%s", p->mp->path, p->rel);
-    snprintf(dir, sizeof(dir), "%s/%.11s", p->mp->path, p->rel); /* objs/aa/bb */
-    if (rename(p->tmp, final) < 0) {
-        if (errno != ENOENT || (rc = hd_store_mkdir_p(dir)) < 0 || rename(p->tmp, final) < 0) {
-            rc = rc < 0 ? rc : -errno;
-            goto io_fail;
-        }
-    }
-    p->tmp[0] = '\0'; /* the content file is now at `final` */
     if (attrs && attrs->etag) {
         snprintf(etag, sizeof(etag), "%s", attrs->etag);
     } else {

@@ -107,4 +107,12 @@ void hd_store_unlink_rel(struct mountpath *mp, const char *rel);
 char *hd_store_col_dup(sqlite3_stmt *s, int i);
 void hd_store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t n);
 
+/* For multipart upload. hd_put_commit_file flushes, fsyncs and renames the temp file to
+ * <mountpath>/<rel> without a catalog row (the caller records it, e.g. as a part); after
+ * success the file is the caller's and hd_put_free leaves it. hd_put_append_file appends
+ * len bytes of fd (from offset 0) with copy_file_range where the filesystem has it; the
+ * put's MD5 then no longer describes the content, so commit with attrs->etag. */
+int hd_put_commit_file(struct hd_put *p, const char *rel);
+int hd_put_append_file(struct hd_put *p, int fd, uint64_t len);
+
 #endif

@@ -27,10 +27,19 @@ static int doc_auth(struct hd_sigv4_auth *a)
         {"x-amz-decoded-content-length", "66560"},
         {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
     };
-    struct hd_sigv4_sign_in si = {"PUT", "/examplebucket/chunkObject.txt", NULL, h, 7,
+    struct hd_sigv4_sign_in si = {"PUT",
+                                  "/examplebucket/chunkObject.txt",
+                                  NULL,
+                                  h,
+                                  7,
                                   "AKIAIOSFODNN7EXAMPLE",
-                                  "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1", "s3",
-                                  "20130524T000000Z", NULL, NULL, 0};
+                                  "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                                  "us-east-1",
+                                  "s3",
+                                  "20130524T000000Z",
+                                  NULL,
+                                  NULL,
+                                  0};
     struct hd_buf authz;
     int rc;
 
@@ -85,8 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct hd_sigv4_auth auth;
     static int have_auth;
     static const enum hd_payload modes[] = {HD_PL_STREAMING_UNSIGNED_TRAILER,
-                                            HD_PL_STREAMING_SIGNED,
-                                            HD_PL_STREAMING_SIGNED_TRAILER};
+                                            HD_PL_STREAMING_SIGNED, HD_PL_STREAMING_SIGNED_TRAILER};
     const char *p = (const char *)data;
     size_t cut = size ? ((size_t)data[0] * 131u + data[size - 1]) % (size + 1) : 0;
 
@@ -98,8 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
         struct run whole = decode(modes[m], &auth, p, size, size);
         struct run split = decode(modes[m], &auth, p, size, cut);
-        if (whole.rc != split.rc || whole.decoded != split.decoded ||
-            whole.seen != split.seen || whole.crc != split.crc || whole.seen != whole.decoded)
+        if (whole.rc != split.rc || whole.decoded != split.decoded || whole.seen != split.seen ||
+            whole.crc != split.crc || whole.seen != whole.decoded)
             __builtin_trap();
         if (whole.rc > 0)
             __builtin_trap();

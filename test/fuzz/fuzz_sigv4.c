@@ -60,8 +60,9 @@ static void roundtrip(const char *method, const char *path, const char *query,
         return;
     hd_buf_init(&out);
     {
-        struct hd_sigv4_sign_in si = {method, path, query, hh, n, AK, SK, "us-east-1", "s3",
-                                      "20130524T000000Z", NULL, NULL, 300};
+        struct hd_sigv4_sign_in si = {method, path, query,       hh,   n,
+                                      AK,     SK,   "us-east-1", "s3", "20130524T000000Z",
+                                      NULL,   NULL, 300};
         rc = hd_sigv4_sign(&si, &out, &a);
         if (rc == 0) {
             struct hd_sigv4_in in = {method, path, query, hh, n + 1, NOW};

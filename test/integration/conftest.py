@@ -70,6 +70,7 @@ class Target:
         self.port = None
         self.proc = None
         self.last_exit_code = None
+        self.expect_alive = False  # True: the suite fails a test during which it dies
         self._log_mark = 0
         os.makedirs(self.data_dir, exist_ok=True)
         os.makedirs(log_dir, exist_ok=True)
@@ -232,6 +233,20 @@ def pytest_runtest_setup(item):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
+    if rep.when == "call":
+        # The shared target must survive every test: a crash (or someone else's pkill) fails
+        # the test during which it happened, and the target is restarted for the rest.
+        for t in _TARGETS:
+            if t.expect_alive and not t.alive():
+                code = t.proc.returncode if t.proc is not None else t.last_exit_code
+                if not rep.failed:
+                    rep.outcome = "failed"
+                    rep.longrepr = "hoardd %s died during this test (exit code %r)" % (
+                        t.name, code)
+                t.proc = None
+                with open(t.error_log, "ab") as f:
+                    f.write(("=== %s died (exit %r); restarting ===\n" % (t.name, code)).encode())
+                t.start()
     if not rep.failed:
         return
     for t in list(_TARGETS):
@@ -253,8 +268,10 @@ def target(tmp_path_factory, log_dir):
     root = str(tmp_path_factory.mktemp("target"))
     t = Target("main", root, os.path.join(log_dir, "main"))
     t.start()
+    t.expect_alive = True
     _TARGETS.append(t)
     yield t
+    t.expect_alive = False
     rc = t.stop()
     _TARGETS.remove(t)
     reports = t.sanitizer_reports()

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
@@ -114,9 +115,29 @@ def hoard(srv, tmp_path):
 
 @pytest.fixture
 def bucket(hoard):
+    """A fresh bucket made with the CLI; emptied and removed (best effort) afterwards."""
     name = "cli-" + uuid.uuid4().hex[:12]
     hoard.ok("bucket", "create", name)
-    return name
+    yield name
+    _destroy_bucket(hoard.url, name)
+
+
+def _destroy_bucket(url, name):
+    def call(method, path):
+        req = urllib.request.Request(url + path, method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.read()
+
+    try:
+        while True:
+            doc = json.loads(call("GET", f"/v1/buckets/{name}?limit=10000"))
+            for e in doc.get("entries", []):
+                call("DELETE", f"/v1/objects/{name}/" + urllib.parse.quote(e["name"], safe="/"))
+            if not doc.get("continuation_token"):
+                break
+        call("DELETE", f"/v1/buckets/{name}")
+    except (urllib.error.URLError, OSError, ValueError):
+        pass  # already gone (the test removed it) or the server is down
 
 
 def _put_raw(url, bucket, name, data):

@@ -11,7 +11,8 @@
 #include "common/sigv4.h"
 #include "test/unit/hd_test.h"
 
-static const char unsigned_body[] = "b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n";
+static const char unsigned_body[] =
+    "b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n";
 
 static int sink_buf(void *arg, const char *p, size_t n)
 {
@@ -28,8 +29,8 @@ static int sink_fail(void *arg, const char *p, size_t n)
 
 /* Decodes body fed in pieces of `step` bytes (0: all at once); returns the first error
  * from feed or finish. out collects the payload; *dp gets the decoder if wanted. */
-static int decode(enum hd_payload mode, const struct hd_sigv4_auth *a, const char *body,
-                  size_t len, size_t step, struct hd_buf *out, struct hd_awschunked **dp)
+static int decode(enum hd_payload mode, const struct hd_sigv4_auth *a, const char *body, size_t len,
+                  size_t step, struct hd_buf *out, struct hd_awschunked **dp)
 {
     struct hd_awschunked *d = hd_awschunked_new(mode, a);
     size_t off = 0;
@@ -69,8 +70,7 @@ HD_SUITE(awschunked_unsigned)
         hd_awschunked_free(d);
     }
     /* Byte at a time, and every two-piece split. */
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, unsigned_body, len, 1, &out,
-                        NULL),
+    CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, unsigned_body, len, 1, &out, NULL),
                  0);
     CHECK_EQ_STR(out.data, "hello world");
     for (size_t cut = 0; cut <= len; cut++) {
@@ -88,8 +88,7 @@ HD_SUITE(awschunked_unsigned)
                         &out, NULL),
                  0);
     CHECK_EQ_STR(out.data, "abc");
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, "0\r\n\r\n", 5, 0, &out, NULL),
-                 0);
+    CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, "0\r\n\r\n", 5, 0, &out, NULL), 0);
     CHECK_EQ_INT(out.len, 0);
     /* Data may contain CRLF; uppercase hex sizes. */
     CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, "B\r\n0\r\n23\r\n5678\r\n0\r\n\r\n",
@@ -97,19 +96,15 @@ HD_SUITE(awschunked_unsigned)
                  0);
     CHECK_EQ_STR(out.data, "0\r\n23\r\n5678");
     /* Tolerated endings: no blank line, no CRLF after the last trailer. */
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, "3\r\nabc\r\n0\r\n", 11, 0, &out,
-                        NULL),
-                 0);
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, unsigned_body, len - 2, 0, &out,
-                        NULL),
-                 0);
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, unsigned_body, len - 3, 0, &out,
-                        NULL),
-                 0);
+    CHECK_EQ_INT(
+        decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, "3\r\nabc\r\n0\r\n", 11, 0, &out, NULL), 0);
+    CHECK_EQ_INT(
+        decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, unsigned_body, len - 2, 0, &out, NULL), 0);
+    CHECK_EQ_INT(
+        decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, unsigned_body, len - 3, 0, &out, NULL), 0);
     d = NULL;
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, unsigned_body, len - 4, 0, &out,
-                        &d),
-                 0);
+    CHECK_EQ_INT(
+        decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, unsigned_body, len - 4, 0, &out, &d), 0);
     if (d) {
         CHECK_EQ_STR(hd_awschunked_trailer(d, "x-amz-checksum-crc32"), "DUoRhQ==");
         hd_awschunked_free(d);
@@ -123,25 +118,25 @@ HD_SUITE(awschunked_malformed)
         const char *body;
         int want;
     } cases[] = {
-        {"zz\r\nhello\r\n0\r\n\r\n", HD_ECHUNK},                      /* bad hex */
-        {"\r\nhello\r\n0\r\n\r\n", HD_ECHUNK},                        /* empty size */
-        {"b \r\nhello world\r\n0\r\n\r\n", HD_ECHUNK},                /* junk after size */
-        {"b\nhello world\r\n0\r\n\r\n", HD_ECHUNK},                   /* bare LF */
-        {"b\r\nhello world0\r\n\r\n", HD_ECHUNK},                     /* missing CRLF */
-        {"b\r\nhello world\n0\r\n\r\n", HD_ECHUNK},                   /* half CRLF */
-        {"4000001\r\n", HD_ECHUNK},                                   /* > 64 MiB */
-        {"ffffffffffffffffffff\r\n", HD_ECHUNK},                      /* overflow */
-        {"b\r\nhello", HD_EINCOMPLETEBODY},                           /* truncated data */
-        {"b\r\nhello world\r\n", HD_EINCOMPLETEBODY},                 /* no final chunk */
-        {"b\r\nhello world", HD_EINCOMPLETEBODY},                     /* no CRLF at all */
-        {"b\r", HD_EINCOMPLETEBODY},                                  /* mid size line */
-        {"", HD_EINCOMPLETEBODY},                                     /* nothing */
-        {"0\r\n\r\nX", HD_ECHUNK},                                    /* bytes after end */
-        {"0\r\nno-colon\r\n\r\n", HD_ECHUNK},                         /* bad trailer */
-        {"0\r\n:v\r\n\r\n", HD_ECHUNK},                               /* empty name */
-        {"0\r\nna me:v\r\n\r\n", HD_ECHUNK},                          /* space in name */
-        {"0\r\na:b\rc\r\n\r\n", HD_ECHUNK},                           /* CR in trailer */
-        {"0\r\na:b\n\r\n", HD_ECHUNK},                                /* bare LF trailer */
+        {"zz\r\nhello\r\n0\r\n\r\n", HD_ECHUNK},                       /* bad hex */
+        {"\r\nhello\r\n0\r\n\r\n", HD_ECHUNK},                         /* empty size */
+        {"b \r\nhello world\r\n0\r\n\r\n", HD_ECHUNK},                 /* junk after size */
+        {"b\nhello world\r\n0\r\n\r\n", HD_ECHUNK},                    /* bare LF */
+        {"b\r\nhello world0\r\n\r\n", HD_ECHUNK},                      /* missing CRLF */
+        {"b\r\nhello world\n0\r\n\r\n", HD_ECHUNK},                    /* half CRLF */
+        {"4000001\r\n", HD_ECHUNK},                                    /* > 64 MiB */
+        {"ffffffffffffffffffff\r\n", HD_ECHUNK},                       /* overflow */
+        {"b\r\nhello", HD_EINCOMPLETEBODY},                            /* truncated data */
+        {"b\r\nhello world\r\n", HD_EINCOMPLETEBODY},                  /* no final chunk */
+        {"b\r\nhello world", HD_EINCOMPLETEBODY},                      /* no CRLF at all */
+        {"b\r", HD_EINCOMPLETEBODY},                                   /* mid size line */
+        {"", HD_EINCOMPLETEBODY},                                      /* nothing */
+        {"0\r\n\r\nX", HD_ECHUNK},                                     /* bytes after end */
+        {"0\r\nno-colon\r\n\r\n", HD_ECHUNK},                          /* bad trailer */
+        {"0\r\n:v\r\n\r\n", HD_ECHUNK},                                /* empty name */
+        {"0\r\nna me:v\r\n\r\n", HD_ECHUNK},                           /* space in name */
+        {"0\r\na:b\rc\r\n\r\n", HD_ECHUNK},                            /* CR in trailer */
+        {"0\r\na:b\n\r\n", HD_ECHUNK},                                 /* bare LF trailer */
         {"0\r\nx-amz-trailer-signature:ab\r\na:b\r\n\r\n", HD_ECHUNK}, /* after signature */
     };
     struct hd_buf out, big;
@@ -150,8 +145,8 @@ HD_SUITE(awschunked_malformed)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         size_t len = strlen(cases[i].body);
         for (size_t step = 0; step <= 1; step++) {
-            int rc = decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, cases[i].body, len, step,
-                            &out, NULL);
+            int rc = decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, cases[i].body, len, step, &out,
+                            NULL);
             if (rc != cases[i].want)
                 fprintf(stderr, "  case %zu step %zu\n", i, step);
             CHECK_EQ_INT(rc, cases[i].want);
@@ -227,10 +222,19 @@ static int doc_auth(struct hd_sigv4_auth *a)
         {"x-amz-decoded-content-length", "66560"},
         {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
     };
-    struct hd_sigv4_sign_in si = {"PUT", "/examplebucket/chunkObject.txt", NULL, h, 7,
+    struct hd_sigv4_sign_in si = {"PUT",
+                                  "/examplebucket/chunkObject.txt",
+                                  NULL,
+                                  h,
+                                  7,
                                   "AKIAIOSFODNN7EXAMPLE",
-                                  "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1", "s3",
-                                  "20130524T000000Z", NULL, NULL, 0};
+                                  "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                                  "us-east-1",
+                                  "s3",
+                                  "20130524T000000Z",
+                                  NULL,
+                                  NULL,
+                                  0};
     struct hd_buf authz;
     int rc;
 
@@ -287,8 +291,7 @@ HD_SUITE(awschunked_signed)
     CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED, &a, body.data, body.len, 4093, &out, NULL), 0);
     CHECK(all_a(&out, 66560));
     /* The same body also decodes unsigned (signatures ignored). */
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, body.data, body.len, 0, &out,
-                        NULL),
+    CHECK_EQ_INT(decode(HD_PL_STREAMING_UNSIGNED_TRAILER, NULL, body.data, body.len, 0, &out, NULL),
                  0);
 
     /* A flipped data byte in either chunk breaks that chunk's signature. */
@@ -324,11 +327,9 @@ HD_SUITE(awschunked_signed)
                  HD_EBADSIG);
     hd_buf_reset(&body);
     hd_buf_printf(&body, "0;chunk-signature=%s;x=1\r\n\r\n", doc_sigs[2]);
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED, &a, body.data, body.len, 0, &out, NULL),
-                 HD_ECHUNK);
+    CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED, &a, body.data, body.len, 0, &out, NULL), HD_ECHUNK);
     doc_body(&body, "x-amz-checksum-crc32:AAAAAA==\r\n\r\n");
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED, &a, body.data, body.len, 0, &out, NULL),
-                 HD_ECHUNK);
+    CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED, &a, body.data, body.len, 0, &out, NULL), HD_ECHUNK);
     /* Truncation anywhere but at the very end is incomplete. */
     doc_body(&body, NULL);
     CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED, &a, body.data, body.len - 90, 0, &out, NULL),
@@ -339,7 +340,8 @@ HD_SUITE(awschunked_signed)
     doc_body(&body, NULL);
     body.len -= 2;
     body.data[body.len] = '\0';
-    hd_buf_printf(&body, "first:1st\r\nsecond:2nd\r\nthird:3rd\r\nx-amz-trailer-signature:%s\r\n\r\n",
+    hd_buf_printf(&body,
+                  "first:1st\r\nsecond:2nd\r\nthird:3rd\r\nx-amz-trailer-signature:%s\r\n\r\n",
                   doc_trailer_sig);
     d = NULL;
     CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED_TRAILER, &a, body.data, body.len, 1, &out, &d), 0);
@@ -351,22 +353,18 @@ HD_SUITE(awschunked_signed)
         hd_awschunked_free(d);
     }
     /* Missing final CRLFs are tolerated at the end. */
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED_TRAILER, &a, body.data, body.len - 2, 0, &out,
-                        NULL),
+    CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED_TRAILER, &a, body.data, body.len - 2, 0, &out, NULL),
                  0);
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED_TRAILER, &a, body.data, body.len - 4, 0, &out,
-                        NULL),
+    CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED_TRAILER, &a, body.data, body.len - 4, 0, &out, NULL),
                  0);
     /* Missing the signature's last digit. */
-    CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED_TRAILER, &a, body.data, body.len - 5, 0, &out,
-                        NULL),
+    CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED_TRAILER, &a, body.data, body.len - 5, 0, &out, NULL),
                  HD_EBADSIG);
     /* A changed trailer value. */
     {
         char *p = strstr(body.data, "second:2nd");
         p[7] = '3';
-        CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED_TRAILER, &a, body.data, body.len, 0, &out,
-                            NULL),
+        CHECK_EQ_INT(decode(HD_PL_STREAMING_SIGNED_TRAILER, &a, body.data, body.len, 0, &out, NULL),
                      HD_EBADSIG);
         p[7] = '2';
     }

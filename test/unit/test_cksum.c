@@ -77,8 +77,8 @@ HD_SUITE(cksum_crc)
 
 HD_SUITE(cksum_stream)
 {
-    static const enum hd_ck_type types[] = {HD_CK_CRC32, HD_CK_CRC32C, HD_CK_CRC64NVME,
-                                            HD_CK_SHA1, HD_CK_SHA256};
+    static const enum hd_ck_type types[] = {HD_CK_CRC32, HD_CK_CRC32C, HD_CK_CRC64NVME, HD_CK_SHA1,
+                                            HD_CK_SHA256};
     static const size_t pieces[] = {1, 2, 3, 7, 8, 13, 64, 1000, 4099};
     size_t n = 70001;
     unsigned char *data = pattern(n);

@@ -13,12 +13,29 @@ static const struct {
     int owner; /* index into t1,t2,t3 */
     uint64_t w[3];
 } vec[] = {
-    {"ais", NULL, "demo", "a.txt", "ais/@#/demo/a.txt", 399386463518745780ull, 1,
+    {"ais",
+     NULL,
+     "demo",
+     "a.txt",
+     "ais/@#/demo/a.txt",
+     399386463518745780ull,
+     1,
      {0x55697e7ea977d986ull, 0x703311257030d251ull, 0x6b273a4839061911ull}},
-    {"aws", NULL, "mybucket", "images/dog.jpeg", "aws/@#/mybucket/images/dog.jpeg",
-     4920624696789269065ull, 0,
+    {"aws",
+     NULL,
+     "mybucket",
+     "images/dog.jpeg",
+     "aws/@#/mybucket/images/dog.jpeg",
+     4920624696789269065ull,
+     0,
      {0xdaf5c8e09684a7eeull, 0xc00beae571393931ull, 0xc3d4a66608cba840ull}},
-    {"ais", "@uuid1#ns1", "bck", "obj", "ais/@uuid1#ns1/bck/obj", 12658736837621620828ull, 1,
+    {"ais",
+     "@uuid1#ns1",
+     "bck",
+     "obj",
+     "ais/@uuid1#ns1/bck/obj",
+     12658736837621620828ull,
+     1,
      {0x84f1e662b0c83c1cull, 0x86d142a136fa9f5eull, 0x5ead853efadbdec5ull}},
 };
 
@@ -36,8 +53,7 @@ HD_SUITE(hrw)
         uint64_t d;
 
         hd_buf_init(&b);
-        CHECK_EQ_INT(hd_hrw_uname(&b, vec[v].provider, vec[v].ns, vec[v].bucket, vec[v].object),
-                     0);
+        CHECK_EQ_INT(hd_hrw_uname(&b, vec[v].provider, vec[v].ns, vec[v].bucket, vec[v].object), 0);
         CHECK_EQ_STR(b.data, vec[v].uname);
         d = hd_hrw_digest(b.data, b.len);
         CHECK(d == vec[v].digest);

@@ -275,16 +275,17 @@ static void check_header_signing(const char *dir, const struct ctx *c, struct re
         req_add(r, "X-Amz-Security-Token", c->token);
     if (c->sign_body)
         req_add(r, "x-amz-content-sha256", bh);
-    si = (struct hd_sigv4_sign_in){r->method, r->path, r->query, r->h, r->nh, c->ak, c->secret,
-                                   c->region, c->service, c->amz_date, NULL, NULL, 0};
+    si =
+        (struct hd_sigv4_sign_in){r->method, r->path,    r->query,    r->h, r->nh, c->ak, c->secret,
+                                  c->region, c->service, c->amz_date, NULL, NULL,  0};
     hd_buf_init(&authz);
     hd_buf_init(&creq);
     hd_buf_init(&sts);
     CHECK_EQ_INT(hd_sigv4_sign(&si, &authz, &a), 0);
     authz_signed_headers(authz.data ? authz.data : "", sh, sizeof(sh));
     {
-        struct hd_sigv4_creq cr = {r->method, r->path, r->query, r->h, r->nh, sh,
-                                   c->sign_body ? bh : bh, 0};
+        struct hd_sigv4_creq cr = {
+            r->method, r->path, r->query, r->h, r->nh, sh, c->sign_body ? bh : bh, 0};
         CHECK_EQ_INT(hd_sigv4_canonical_request(&cr, &creq), 0);
     }
     chomp(want_creq);
@@ -316,9 +317,19 @@ static void check_query_signing(const char *dir, const struct ctx *c, struct req
     struct hd_sigv4_sign_in si;
 
     body_hash(r, bh);
-    si = (struct hd_sigv4_sign_in){r->method, r->path, r->query, r->h, r->nh, c->ak, c->secret,
-                                   c->region, c->service, c->amz_date, bh,
-                                   c->omit_token ? NULL : c->token, (unsigned long)c->expires};
+    si = (struct hd_sigv4_sign_in){r->method,
+                                   r->path,
+                                   r->query,
+                                   r->h,
+                                   r->nh,
+                                   c->ak,
+                                   c->secret,
+                                   c->region,
+                                   c->service,
+                                   c->amz_date,
+                                   bh,
+                                   c->omit_token ? NULL : c->token,
+                                   (unsigned long)c->expires};
     hd_buf_init(&q);
     hd_buf_init(&creq);
     hd_buf_init(&sts);
@@ -555,8 +566,8 @@ HD_SUITE(sigv4_s3doc)
         struct hd_sigv4_sign_in si;
 
         jheaders(json_object_get(x, "headers"), &j);
-        si = (struct hd_sigv4_sign_in){method, path, query, j.h, j.nh, ak, secret,
-                                       "us-east-1", "s3", date, NULL, NULL, 0};
+        si = (struct hd_sigv4_sign_in){method,      path, query, j.h,  j.nh, ak, secret,
+                                       "us-east-1", "s3", date,  NULL, NULL, 0};
         hd_buf_init(&authz);
         CHECK_EQ_INT(hd_sigv4_sign(&si, &authz, &a), 0);
         CHECK_EQ_STR(a.signature, json_string_value(json_object_get(x, "signature")));
@@ -589,7 +600,7 @@ HD_SUITE(sigv4_s3doc)
         struct hd_sigv4_sign_in si;
 
         jheaders(json_object_get(x, "headers"), &j);
-        si = (struct hd_sigv4_sign_in){method, path, NULL, j.h, j.nh, ak, secret,
+        si = (struct hd_sigv4_sign_in){method,      path, NULL, j.h,  j.nh, ak,   secret,
                                        "us-east-1", "s3", date, NULL, NULL, 86400};
         hd_buf_init(&q);
         CHECK_EQ_INT(hd_sigv4_presign(&si, &q), 0);
@@ -622,7 +633,7 @@ HD_SUITE(sigv4_s3doc)
         struct hd_sigv4_sign_in si;
 
         jheaders(json_object_get(x, "headers"), &j);
-        si = (struct hd_sigv4_sign_in){method, path, NULL, j.h, j.nh, ak, secret,
+        si = (struct hd_sigv4_sign_in){method,      path, NULL, j.h,  j.nh, ak, secret,
                                        "us-east-1", "s3", date, NULL, NULL, 0};
         hd_buf_init(&authz);
         CHECK_EQ_INT(hd_sigv4_sign(&si, &authz, &a), 0);
@@ -691,9 +702,19 @@ HD_SUITE(sigv4_canonical)
 /* Signs a GET with the s3-doc keys and the given extra headers, returns Authorization. */
 static void sign_simple(const struct hd_kv *h, size_t n, const char *payload, struct hd_buf *out)
 {
-    struct hd_sigv4_sign_in si = {"GET",        "/b/k", NULL, h, n, "AKIAIOSFODNN7EXAMPLE",
-                                  "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1", "s3",
-                                  "20130524T000000Z", payload, NULL, 0};
+    struct hd_sigv4_sign_in si = {"GET",
+                                  "/b/k",
+                                  NULL,
+                                  h,
+                                  n,
+                                  "AKIAIOSFODNN7EXAMPLE",
+                                  "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                                  "us-east-1",
+                                  "s3",
+                                  "20130524T000000Z",
+                                  payload,
+                                  NULL,
+                                  0};
 
     hd_buf_reset(out);
     CHECK_EQ_INT(hd_sigv4_sign(&si, out, NULL), 0);
@@ -702,8 +723,7 @@ static void sign_simple(const struct hd_kv *h, size_t n, const char *payload, st
 static int verify_with(const struct hd_kv *h, size_t n, const char *query, time_t now,
                        struct hd_sigv4_auth *a)
 {
-    static struct keyring kr = {"AKIAIOSFODNN7EXAMPLE",
-                                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"};
+    static struct keyring kr = {"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"};
     struct hd_sigv4_in in = {"GET", "/b/k", query, h, n, now};
 
     return hd_sigv4_verify(&in, secret_cb, &kr, a);
@@ -827,8 +847,7 @@ HD_SUITE(sigv4_verify_edges)
             {"X-Amz-Expires", "abc", HD_EAUTHQUERY},
             {"X-Amz-Expires", "604800", HD_EBADSIG}, /* in range, but not what was signed */
             {"X-Amz-Algorithm", "AWS4-HMAC-SHA1", HD_EAUTHQUERY},
-            {"X-Amz-Credential", "AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3",
-             HD_EAUTHQUERY},
+            {"X-Amz-Credential", "AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3", HD_EAUTHQUERY},
             {"X-Amz-Credential", "AKIAIOSFODNN7EXAMPLE%2F20130525%2Fus-east-1%2Fs3%2Faws4_request",
              HD_EAUTHQUERY},
             {"X-Amz-Credential", "NOBODY%2F20130524%2Fus-east-1%2Fs3%2Faws4_request",
@@ -840,9 +859,19 @@ HD_SUITE(sigv4_verify_edges)
             {"X-Amz-Signature", "abc", HD_EAUTHQUERY},
             {"X-Amz-Signature", "", HD_EAUTHQUERY},
         };
-        struct hd_sigv4_sign_in si = {"GET", "/b/k", "versionId=3", h, 1, "AKIAIOSFODNN7EXAMPLE",
-                                      "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "eu-west-1",
-                                      "s3", "20130524T000000Z", NULL, NULL, 3600};
+        struct hd_sigv4_sign_in si = {"GET",
+                                      "/b/k",
+                                      "versionId=3",
+                                      h,
+                                      1,
+                                      "AKIAIOSFODNN7EXAMPLE",
+                                      "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                                      "eu-west-1",
+                                      "s3",
+                                      "20130524T000000Z",
+                                      NULL,
+                                      NULL,
+                                      3600};
         struct hd_buf q, t;
 
         h[0] = (struct hd_kv){"host", "x"};
@@ -882,8 +911,8 @@ HD_SUITE(sigv4_verify_edges)
 
     /* Signing rejects what it cannot sign. */
     {
-        struct hd_sigv4_sign_in si = {"GET", "/", NULL, h, 1, "AK", "S", "r", "s",
-                                      "20130524T000000Z", NULL, NULL, 60};
+        struct hd_sigv4_sign_in si = {
+            "GET", "/", NULL, h, 1, "AK", "S", "r", "s", "20130524T000000Z", NULL, NULL, 60};
         struct hd_buf o;
 
         hd_buf_init(&o);
@@ -891,6 +920,12 @@ HD_SUITE(sigv4_verify_edges)
         CHECK_EQ_INT(hd_sigv4_sign(&si, &o, NULL), HD_EBADARG); /* no host */
         h[0] = (struct hd_kv){"ho st", "x"};
         CHECK_EQ_INT(hd_sigv4_sign(&si, &o, NULL), HD_EBADARG);
+        /* A ',' in a name would split the Authorization header (found by fuzz_sigv4). */
+        h[0] = (struct hd_kv){"host", "x"};
+        h[1] = (struct hd_kv){"x-a,b", "1"};
+        si.nheaders = 2;
+        CHECK_EQ_INT(hd_sigv4_sign(&si, &o, NULL), HD_EBADARG);
+        si.nheaders = 1;
         h[0] = (struct hd_kv){"host", "x"};
         si.amz_date = "2013-05-24";
         CHECK_EQ_INT(hd_sigv4_sign(&si, &o, NULL), HD_EBADARG);

@@ -55,8 +55,8 @@ struct hd_cli_cmd {
     int min_args, max_args; /* positional argument count bounds */
     const char *args;       /* positional usage, e.g. "FILE|- B/O" */
     const char *summary;    /* one line */
-    const enum hd_cli_optid
-        *opts; /* command options, terminated by HD_CLI_OPT_COUNT; may be NULL */
+    /* Command options, terminated by HD_CLI_OPT_COUNT; NULL for none. */
+    const enum hd_cli_optid *opts;
 };
 
 struct hd_cli_http; /* cli_http.h */
@@ -67,6 +67,7 @@ struct hd_cli {
     int progress; /* 1 when progress bars may be drawn (stderr TTY or HOARD_PROGRESS=1) */
     int verbose;  /* HOARD_DEBUG=1: libcurl verbose output on stderr */
     const char *opt[HD_CLI_OPT_COUNT]; /* parsed option values ("" for flags), NULL if absent */
+    const char *noun;                  /* the command line's noun once known, else NULL */
     const struct hd_cli_cmd *cmd;      /* the command being run */
     struct hd_cli_http *http;          /* lazily created connection state */
     char *endpoint_owned;
@@ -76,7 +77,8 @@ extern const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT];
 /* Set by the SIGINT/SIGTERM handler; transfers poll it and abort. */
 extern volatile sig_atomic_t hd_cli_interrupted;
 
-/* Prints "hoard: <fmt>" and the usage of cli->cmd's noun to stderr; returns HD_CLI_EXIT_USAGE. */
+/* Prints "hoard: <fmt>" and the usage of cli->noun (all commands when NULL) to stderr;
+ * returns HD_CLI_EXIT_USAGE. */
 int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Prints "hoard: <fmt>" to stderr and returns `code`. */

@@ -187,7 +187,7 @@ int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputs("\n\n", stderr);
-    usage(stderr, cli && cli->cmd ? cli->cmd->noun : NULL);
+    usage(stderr, cli ? cli->noun : NULL);
     return HD_CLI_EXIT_USAGE;
 }
 
@@ -313,6 +313,8 @@ static int run(struct hd_cli *cli, int argc, char **argv)
         }
         if (!noun) {
             noun = argv[i];
+            if (noun_known(noun))
+                cli->noun = noun; /* usage errors from here on show this noun's commands */
         } else if (!verb && strcmp(noun, "help") != 0) {
             verb = argv[i];
         } else {
@@ -323,12 +325,8 @@ static int run(struct hd_cli *cli, int argc, char **argv)
             for (k = 0; k < NCMDS; k++)
                 if (strcmp(cmds[k].noun, noun) == 0 && strcmp(cmds[k].verb, verb) == 0)
                     cli->cmd = &cmds[k];
-            if (!cli->cmd && noun_known(noun) && !cli->opt[HD_CLI_OPT_HELP]) {
-                /* Show the right noun's usage. */
-                struct hd_cli_cmd tmp = {.noun = noun};
-                cli->cmd = &tmp;
+            if (!cli->cmd && cli->noun && !cli->opt[HD_CLI_OPT_HELP]) {
                 rc = hd_cli_usage_error(cli, "unknown command '%s %s'", noun, verb);
-                cli->cmd = NULL;
                 goto out;
             }
         }
@@ -368,11 +366,8 @@ static int run(struct hd_cli *cli, int argc, char **argv)
         goto out;
     }
     if (!cli->cmd) {
-        struct hd_cli_cmd tmp = {.noun = noun};
-        cli->cmd = &tmp;
         rc = verb ? hd_cli_usage_error(cli, "unknown command '%s %s'", noun, verb)
                   : hd_cli_usage_error(cli, "missing verb for '%s'", noun);
-        cli->cmd = NULL;
         goto out;
     }
     if (npos < cli->cmd->min_args || npos > cli->cmd->max_args) {

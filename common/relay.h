@@ -1,0 +1,24 @@
+/* relay: streams one client request to another hoard node and the answer back (the proxy's
+ * S3 path), with bounded buffers in both directions: never the whole object in memory.
+ * The upstream side runs a blocking libcurl transfer on a relay thread of its own; the
+ * client side parks its MHD connection (suspend/resume) while a buffer is empty or full.
+ * Call hd_relay_start from the request's first handler call (HTTP worker thread). */
+#ifndef HD_RELAY_H
+#define HD_RELAY_H
+
+#include <stddef.h>
+
+#include "common/http.h"
+
+/* Relay window per direction, bytes. */
+#define HD_RELAY_BUF (256 * 1024)
+
+/* Starts relaying r to url (absolute, with the query to send). All client headers are
+ * forwarded (Host included, so SigV4 still verifies) except hop-by-hop ones; extra headers
+ * are added. Installs r's on_body/on_end/on_done. On failure (too many relays, no memory)
+ * returns a negative code and the caller answers. */
+int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra, size_t nextra);
+/* Upper bound on concurrent relays (each holds a thread). */
+void hd_relay_set_max(int n);
+
+#endif
