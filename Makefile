@@ -66,7 +66,7 @@ $(BUILD)/bin/hoard: $(call obj,$(TOOLS_SRC)) $(BUILD)/lib/libhdcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/bin/unit-tests: $(call obj,$(UNIT_SRC)) $(BUILD)/lib/libhdroles.a $(BUILD)/lib/libhdcommon.a
+$(BUILD)/bin/unit-tests: $(call obj,$(UNIT_SRC) tools/hoard/cli_fmt.c) $(BUILD)/lib/libhdroles.a $(BUILD)/lib/libhdcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 

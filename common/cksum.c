@@ -447,17 +447,16 @@ int hd_b64_decode(const char *in, size_t n, unsigned char *out, size_t outmax, s
     dlen = n / 4 * 3 - pad;
     if (dlen > outmax || n / 4 > INT32_MAX / 4)
         return HD_EINVALIDDIGEST;
-    if (n == 0)
-        goto done;
     /* All quads but the last decode straight into out; the last goes through a small
      * buffer so an exact-size out (16 bytes for Content-MD5) is enough. */
-    full = n - 4;
-    if (full && EVP_DecodeBlock(out, s, (int)full) < 0)
-        return HD_EINVALIDDIGEST;
-    if (EVP_DecodeBlock(last, s + full, 4) != 3)
-        return HD_EINVALIDDIGEST;
-    memcpy(out + full / 4 * 3, last, 3 - pad);
-done:
+    if (n > 0) {
+        full = n - 4;
+        if (full && EVP_DecodeBlock(out, s, (int)full) < 0)
+            return HD_EINVALIDDIGEST;
+        if (EVP_DecodeBlock(last, s + full, 4) != 3)
+            return HD_EINVALIDDIGEST;
+        memcpy(out + full / 4 * 3, last, 3 - pad);
+    }
     if (outlen)
         *outlen = dlen;
     return 0;
