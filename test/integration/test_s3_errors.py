@@ -525,17 +525,52 @@ def test_method_not_allowed(target, raw, bucket):
 
 
 def test_server_survives_garbage(target):
-    """Junk on the socket gets a 4xx or a closed connection, never a dead server."""
+    """Junk on the socket gets a 4xx/505 or a closed (or idle) connection, never a dead
+    server."""
     for junk in (b"\x00\x01\x02\r\n\r\n", b"GET\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
                  b"PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n",
                  b"PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n",
+                 b"PUT /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
                  b"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n"):
         s = socket.create_connection((target.host, target.port), timeout=5)
         try:
             s.sendall(junk)
-            status, data = _read_status(s, timeout=5)
+            status, data = _read_status(s, timeout=1.5)
         finally:
             s.close()
         assert status is None or 400 <= status < 600, (junk, data[:200])
         assert status != 500, (junk, data[:300])
         assert requests.get(target.url + "/v1/health", timeout=5).status_code == 200
+
+
+@pytest.mark.xfail(strict=True, reason="libmicrohttpd 0.9.75 writes the header block of its "
+                   "own 400/413 error responses twice (seen on this machine); remove the mark "
+                   "when a fixed libmicrohttpd or a hoard-side check makes this pass")
+@pytest.mark.parametrize("value", ["-5", "99999999999999999999", "12abc"])
+def test_malformed_content_length_single_response(target, value):
+    """A malformed Content-Length gets one well-formed 4xx response (status line, headers,
+    exactly Content-Length bytes of body), not two header blocks."""
+    s = socket.create_connection((target.host, target.port), timeout=5)
+    try:
+        s.sendall(b"PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: %s\r\n\r\n" % value.encode())
+        s.settimeout(2)
+        data = b""
+        try:
+            while True:
+                c = s.recv(65536)
+                if not c:
+                    break
+                data += c
+        except socket.timeout:
+            pass
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split()[1])
+    assert 400 <= status < 500, data[:300]
+    clen = [int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")]
+    assert len(clen) == 1, head
+    assert not body.startswith(b"HTTP/"), "second response header block in the body: %r" % (
+        data[:400],)
+    assert len(body) == clen[0], data[:400]
