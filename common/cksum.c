@@ -399,7 +399,7 @@ int hd_b64_encode(const unsigned char *in, size_t n, char *out, size_t outmax)
         return -ENOSPC;
     /* EVP_EncodeBlock takes an int length; callers encode digests, but stay correct. */
     while (n > 0) {
-        size_t take = n > 3 * (1u << 28) ? 3 * (1u << 28) : n;
+        size_t take = n > ((size_t)3 << 28) ? ((size_t)3 << 28) : n;
         int w = EVP_EncodeBlock((unsigned char *)out, in, (int)take);
         out += w;
         in += take;

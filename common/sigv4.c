@@ -64,18 +64,19 @@ static char lower(char c)
 static unsigned char next_byte(const char *s, size_t n, size_t *i, int *escaped)
 {
     unsigned char c = (unsigned char)s[*i];
+    int hi = -1, lo = -1;
 
-    *escaped = 0;
-    if (c == '%' && *i + 2 < n && hexval((unsigned char)s[*i + 1]) >= 0 &&
-        hexval((unsigned char)s[*i + 2]) >= 0) {
-        c = (unsigned char)(hexval((unsigned char)s[*i + 1]) << 4 |
-                            hexval((unsigned char)s[*i + 2]));
-        *i += 3;
-        *escaped = 1;
+    if (c == '%' && *i + 2 < n) {
+        hi = hexval((unsigned char)s[*i + 1]);
+        lo = hexval((unsigned char)s[*i + 2]);
+    }
+    *escaped = hi >= 0 && lo >= 0;
+    if (!*escaped) {
+        (*i)++;
         return c;
     }
-    (*i)++;
-    return c;
+    *i += 3;
+    return (unsigned char)(hi << 4 | lo);
 }
 
 #define ENC_KEEP_SLASH 1 /* a literal '/' stays (paths) */
@@ -316,6 +317,7 @@ void hd_sigv4_signing_key(const char *secret, const char *date8, const char *reg
 
     memcpy(k, "AWS4", 4);
     memcpy(k + 4, secret, sl);
+    k[4 + sl] = '\0'; /* not needed by HMAC; keeps k a string for the reader and tools */
     hd_hmac_sha256(k, 4 + sl, date8, strlen(date8), a);
     hd_hmac_sha256(a, 32, region, strlen(region), b);
     hd_hmac_sha256(b, 32, service, strlen(service), a);
