@@ -67,6 +67,8 @@ static const struct hd_err_info table[] = {
      "The list of parts was not in ascending order. Parts must be ordered by part number."},
     {HD_ETOOSMALL, 400, "EntityTooSmall",
      "Your proposed upload is smaller than the minimum allowed object size."},
+    {HD_EMETATOOLARGE, 400, "MetadataTooLarge",
+     "Your metadata headers exceed the maximum allowed metadata size (2 KiB)."},
 };
 
 static const struct hd_err_info errno_rows[] = {

@@ -49,6 +49,7 @@ enum hd_err {
     HD_EINVALIDPART,          /* 400 InvalidPart */
     HD_EPARTORDER,            /* 400 InvalidPartOrder */
     HD_ETOOSMALL,             /* 400 EntityTooSmall */
+    HD_EMETATOOLARGE,         /* 400 MetadataTooLarge */
     HD_ELAST
 };
 

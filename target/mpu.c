@@ -32,7 +32,7 @@
 #define MPU_MAX_PART_NUM 10000
 #define MPU_KEEP_DONE_MS (3600ll * 1000) /* completed uploads answer a retried Complete */
 #define MPU_ID_BYTES 16
-#define MPU_ID_HEX (2 * MPU_ID_BYTES)
+#define MPU_ID_HEX 32 /* 2 * MPU_ID_BYTES */
 #define MPU_LIST_MAX 1000
 #define COMPLETE_MAGIC 0x6d707563u
 
@@ -212,7 +212,7 @@ struct upload {
     int full;           /* checksum type FULL_OBJECT (else COMPOSITE) */
     char *ctype;
     char *meta;
-    char etag[48];  /* once completed */
+    char etag[48];   /* once completed */
     char ck_val[64]; /* once completed: final checksum ("b64-N" when composite) */
 };
 
@@ -583,8 +583,7 @@ static int part_commit(struct hd_put *p, const struct hd_put_attrs *a, struct hd
     int64_t mtime = hd_store_now_ms();
     int rc;
 
-    if (pa->ck != HD_CK_NONE &&
-        (!a->ck_type || hd_cksum_type_from_name(a->ck_type) != pa->ck))
+    if (pa->ck != HD_CK_NONE && (!a->ck_type || hd_cksum_type_from_name(a->ck_type) != pa->ck))
         return HD_EBADREQ; /* the upload promised a checksum algorithm */
     hd_put_md5(p, md5);
     hd_hex(md5, 16, etag);
@@ -630,8 +629,8 @@ static enum hd_ck_type request_ck(struct hd_req *r)
     return algo && *algo ? hd_cksum_type_from_name(algo) : HD_CK_NONE;
 }
 
-void hd_mpu_upload_part(struct hd_req *r, struct hd_target *t, const char *bucket,
-                        const char *key, const struct hd_sigv4_auth *auth)
+void hd_mpu_upload_part(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                        const struct hd_sigv4_auth *auth)
 {
     const char *id = hd_req_param(r, "uploadId");
     const char *pn = hd_req_param(r, "partNumber");
@@ -714,7 +713,7 @@ static uint64_t gf_mul(uint64_t a, uint64_t b, uint64_t poly, unsigned w)
 
 static uint64_t crc_combine(enum hd_ck_type t, uint64_t crc1, uint64_t crc2, uint64_t len2)
 {
-    uint64_t poly = t == HD_CK_CRC32 ? 0xedb88320u
+    uint64_t poly = t == HD_CK_CRC32    ? 0xedb88320u
                     : t == HD_CK_CRC32C ? 0x82f63b78u
                                         : 0x9a6c9329ac4bc9b5ull;
     unsigned w = t == HD_CK_CRC64NVME ? 64 : 32;
@@ -773,30 +772,26 @@ struct complete_res {
     char ck_val[64];
 };
 
-/* The checked, opened parts of a Complete, in order. */
+/* The checked parts of a Complete, in order: content files (relative) and sizes. They are
+ * opened one at a time while copying, so 10000 parts need no 10000 descriptors; a part file
+ * that vanished meanwhile was replaced, aborted or completed by a racing request. */
 struct src {
-    int *fds;
+    struct strv files;
     uint64_t *sizes;
-    size_t n;
 };
 
 static void src_cleanup(struct src *sc)
 {
-    size_t i;
-
-    for (i = 0; i < sc->n; i++)
-        if (sc->fds[i] >= 0)
-            close(sc->fds[i]);
-    free(sc->fds);
+    strv_free(&sc->files);
     free(sc->sizes);
-    memset(sc, 0, sizeof(*sc));
+    sc->sizes = NULL;
 }
 
 /* Checks one listed part against its row (s positioned on it) and folds it into the
  * multipart ETag and checksum. */
-static int check_part(const struct upload *u, const struct hd_complete_part *cp,
-                      sqlite3_stmt *s, int first, int last, struct hd_md5 *md5,
-                      struct hd_cksum *comp, uint64_t *crc, const char **msg)
+static int check_part(const struct upload *u, const struct hd_complete_part *cp, sqlite3_stmt *s,
+                      int first, int last, struct hd_md5 *md5, struct hd_cksum *comp, uint64_t *crc,
+                      const char **msg)
 {
     const char *etag = (const char *)sqlite3_column_text(s, 1);
     const char *pck = (const char *)sqlite3_column_text(s, 2);
@@ -804,7 +799,6 @@ static int check_part(const struct upload *u, const struct hd_complete_part *cp,
     uint64_t size = (uint64_t)sqlite3_column_int64(s, 0), v;
     unsigned char raw[64];
     size_t i, n;
-    int rc;
 
     if (!etag || strcasecmp(etag, cp->etag) != 0)
         return HD_EINVALIDPART;
@@ -827,7 +821,7 @@ static int check_part(const struct upload *u, const struct hd_complete_part *cp,
         return HD_EINVALIDPART;
     }
     if (u->full) {
-        if ((rc = crc_decode(u->ck, pval, &v)) < 0)
+        if (crc_decode(u->ck, pval, &v) < 0)
             return HD_EINTERNAL;
         *crc = first ? v : crc_combine(u->ck, *crc, v, size);
         return 0;
@@ -838,8 +832,8 @@ static int check_part(const struct upload *u, const struct hd_complete_part *cp,
     return 0;
 }
 
-/* Under the catalog's write lock (so no part is replaced meanwhile): validates the parts list
- * and opens every listed part file. */
+/* Under the catalog's write lock (a consistent view of the parts): validates the parts list
+ * and collects the part files. */
 static int complete_prepare(struct complete_ctx *cc, struct db *d, const struct upload *u,
                             const struct hd_complete_req *req, struct src *sc,
                             struct complete_res *res, const char **msg)
@@ -847,15 +841,14 @@ static int complete_prepare(struct complete_ctx *cc, struct db *d, const struct 
     struct hd_md5 md5 = {0};
     struct hd_cksum comp;
     unsigned char digest[16];
-    char hex[33], path[PATH_MAX];
+    char hex[33];
     sqlite3_stmt *s = NULL;
     uint64_t crc = 0, total = 0;
     size_t i;
     int rc, st, comp_on = 0;
 
-    sc->fds = malloc(req->n * sizeof(*sc->fds));
     sc->sizes = malloc(req->n * sizeof(*sc->sizes));
-    if (!sc->fds || !sc->sizes)
+    if (!sc->sizes)
         return -ENOMEM;
     if ((rc = hd_md5_init(&md5)) < 0)
         goto out;
@@ -872,8 +865,7 @@ static int complete_prepare(struct complete_ctx *cc, struct db *d, const struct 
         goto out;
     for (i = 0; i < req->n; i++) {
         const struct hd_complete_part *cp = &req->parts[i];
-        struct stat sb;
-        int fd;
+        const char *file;
         sqlite3_reset(s);
         sqlite3_bind_text(s, 1, cc->id, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int(s, 2, (int)cp->part_number);
@@ -895,17 +887,9 @@ static int complete_prepare(struct complete_ctx *cc, struct db *d, const struct 
             rc = HD_ETOOLARGE;
             goto out;
         }
-        snprintf(path, sizeof(path), "%s/%s", d->mp->path, (const char *)sqlite3_column_text(s, 4));
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || fstat(fd, &sb) < 0 || (uint64_t)sb.st_size != sc->sizes[i]) {
-            HD_LOG(HD_ERROR, NULL, "multipart %s: part file %s missing or of the wrong size",
-                   cc->id, path);
-            if (fd >= 0)
-                close(fd);
-            rc = HD_EINTERNAL;
+        file = (const char *)sqlite3_column_text(s, 4);
+        if ((rc = strv_push(&sc->files, file ? file : "")) < 0)
             goto out;
-        }
-        sc->fds[sc->n++] = fd;
     }
     hd_md5_final(&md5, digest);
     hd_hex(digest, 16, hex);
@@ -964,6 +948,63 @@ out:
     return rc;
 }
 
+/* Copies the part files into p, opening them one at a time. -ENOENT when one vanished. */
+static int copy_parts(struct hd_put *p, struct mountpath *mp, const struct src *sc)
+{
+    char path[PATH_MAX];
+    struct stat sb;
+    size_t i;
+    int fd, rc = 0;
+
+    for (i = 0; i < sc->files.n && rc == 0; i++) {
+        snprintf(path, sizeof(path), "%s/%s", mp->path, sc->files.v[i]);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        if (fstat(fd, &sb) < 0) {
+            rc = -errno;
+        } else if ((uint64_t)sb.st_size != sc->sizes[i]) {
+            HD_LOG(HD_ERROR, NULL, "multipart: part file %s has %lld bytes, not %llu", path,
+                   (long long)sb.st_size, (unsigned long long)sc->sizes[i]);
+            rc = HD_EINTERNAL;
+        } else {
+            rc = hd_put_append_file(p, fd, sc->sizes[i]);
+        }
+        close(fd);
+    }
+    return rc;
+}
+
+/* First step of a Complete, under the catalog's write lock: 1 with *res filled when the
+ * upload is already completed (a retried Complete gets the first answer), 0 with the parts
+ * checked and collected, or a negative code. */
+static int complete_start(struct complete_ctx *cc, struct mountpath *mp,
+                          const struct hd_complete_req *req, struct upload *u, struct src *sc,
+                          struct complete_res *res, const char **msg)
+{
+    struct db d;
+    int rc;
+
+    if ((rc = db_open(mp, &d)) < 0)
+        return rc;
+    if ((rc = db_tx(&d, Q_BEGIN)) < 0)
+        goto out;
+    if ((rc = upload_get(&d, cc->id, cc->bucket, cc->key, u)) < 0)
+        goto out;
+    if (u->state == UP_DONE) {
+        snprintf(res->etag, sizeof(res->etag), "%s", u->etag);
+        snprintf(res->ck_val, sizeof(res->ck_val), "%s", u->ck_val);
+        res->ck = u->ck;
+        res->full = u->full;
+        rc = 1;
+        goto out;
+    }
+    rc = complete_prepare(cc, &d, u, req, sc, res, msg);
+out:
+    db_close(&d); /* read only: rolls back, releasing the lock for the long copy */
+    return rc;
+}
+
 static int complete_run(struct hd_req *r, struct complete_ctx *cc,
                         const struct hd_complete_req *req, struct complete_res *res,
                         const char **msg)
@@ -972,35 +1013,20 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
     struct mountpath *mp = hd_store_mp_for(st, cc->bucket, cc->key);
     const char *mpsize = hd_req_header(r, "x-amz-mp-object-size");
     struct src sc = {0};
-    struct upload u = {0};
+    struct src sc2 = {0};
+    struct upload u = {0}, u2 = {0};
     struct hd_put *p = NULL;
     struct hd_put_attrs a;
     struct hd_obj_meta m;
-    struct db d;
     uint64_t total = 0, v;
     size_t i;
     int rc;
 
     memset(res, 0, sizeof(*res));
-    if ((rc = db_open(mp, &d)) < 0)
-        return rc;
-    if ((rc = db_tx(&d, Q_BEGIN)) < 0)
+    rc = complete_start(cc, mp, req, &u, &sc, res, msg);
+    if (rc != 0)
         goto out;
-    if ((rc = upload_get(&d, cc->id, cc->bucket, cc->key, &u)) < 0)
-        goto out;
-    if (u.state == UP_DONE) {
-        /* a retried Complete: same answer as the first time */
-        snprintf(res->etag, sizeof(res->etag), "%s", u.etag);
-        snprintf(res->ck_val, sizeof(res->ck_val), "%s", u.ck_val);
-        res->ck = u.ck;
-        res->full = u.full;
-        goto out;
-    }
-    if ((rc = complete_prepare(cc, &d, &u, req, &sc, res, msg)) < 0)
-        goto out;
-    db_close(&d); /* the part files are open: release the lock for the long copy */
-
-    for (i = 0; i < sc.n; i++)
+    for (i = 0; i < sc.files.n; i++)
         total += sc.sizes[i];
     if (mpsize && (hd_parse_u64(mpsize, &v) < 0 || v != total)) {
         rc = HD_EBADREQ;
@@ -1016,12 +1042,23 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
     }
     if ((rc = hd_put_begin(st, cc->bucket, cc->key, &p)) < 0)
         goto out;
-    for (i = 0; i < sc.n; i++)
-        if ((rc = hd_put_append_file(p, sc.fds[i], sc.sizes[i])) < 0) {
-            HD_LOG(HD_ERROR, r->id, "multipart %s: assembling %s/%s: %s", cc->id, cc->bucket,
-                   cc->key, hd_strerror(rc));
-            goto out;
-        }
+    rc = copy_parts(p, mp, &sc);
+    if (rc == -ENOENT) {
+        /* a part vanished: replaced (the listed ETag is stale), aborted, or a racing
+         * Complete of the same upload finished first (then answer as it did) */
+        memset(res, 0, sizeof(*res));
+        rc = complete_start(cc, mp, req, &u2, &sc2, res, msg);
+        upload_cleanup(&u2);
+        src_cleanup(&sc2);
+        if (rc == 0)
+            rc = HD_EINVALIDPART;
+        goto out;
+    }
+    if (rc < 0) {
+        HD_LOG(HD_ERROR, r->id, "multipart %s: assembling %s/%s: %s", cc->id, cc->bucket, cc->key,
+               hd_strerror(rc));
+        goto out;
+    }
     memset(&a, 0, sizeof(a));
     a.ctype = u.ctype;
     a.meta = u.meta;
@@ -1037,11 +1074,10 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
     hd_obj_meta_cleanup(&m);
     rc = complete_finish(cc, mp, res);
 out:
-    db_close(&d);
     hd_put_free(p);
     src_cleanup(&sc);
     upload_cleanup(&u);
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
 static void complete_end(struct hd_req *r)
@@ -1227,8 +1263,7 @@ static int parse_max(const char *v, uint64_t dflt, uint64_t *out)
     return 0;
 }
 
-void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket,
-                       const char *key)
+void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
 {
     const char *id = hd_req_param(r, "uploadId");
     const char *mp_s = hd_req_param(r, "max-parts");
@@ -1335,8 +1370,8 @@ out:
 /* ---- ListMultipartUploads ---- */
 
 struct lu_ent {
-    char *key;  /* the key, or the common prefix */
-    char *id;   /* NULL for a common prefix */
+    char *key; /* the key, or the common prefix */
+    char *id;  /* NULL for a common prefix */
     int64_t created;
     enum hd_ck_type ck;
     int full;
@@ -1368,8 +1403,8 @@ static void lu_free(struct lu_list *l)
     memset(l, 0, sizeof(*l));
 }
 
-static int lu_push(struct lu_list *l, const char *key, size_t klen, const char *id,
-                   int64_t created, enum hd_ck_type ck, int full)
+static int lu_push(struct lu_list *l, const char *key, size_t klen, const char *id, int64_t created,
+                   enum hd_ck_type ck, int full)
 {
     struct lu_ent *e;
 
@@ -1476,8 +1511,8 @@ static int lu_scan(struct mountpath *mp, const struct lu_opts *o, struct lu_list
             break;
         hd_store_col_copy(s, 3, algo, sizeof(algo));
         hd_store_col_copy(s, 4, typ, sizeof(typ));
-        rc = lu_push(out, name, nlen, id, sqlite3_column_int64(s, 2),
-                     hd_cksum_type_from_name(algo), strcmp(typ, "FULL_OBJECT") == 0);
+        rc = lu_push(out, name, nlen, id, sqlite3_column_int64(s, 2), hd_cksum_type_from_name(algo),
+                     strcmp(typ, "FULL_OBJECT") == 0);
         if (rc < 0)
             goto out;
         lastcp = NULL;
@@ -1534,7 +1569,8 @@ void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *buck
     for (i = 0; i < st->nmp; i++)
         if ((rc = lu_scan(&st->mp[i], &o, &l)) < 0)
             goto out;
-    qsort(l.v, l.n, sizeof(*l.v), lu_cmp);
+    if (l.n)
+        qsort(l.v, l.n, sizeof(*l.v), lu_cmp);
     /* the same common prefix may come from several mountpaths */
     for (i = j = 0; i < l.n; i++) {
         if (j && !l.v[i].id && !l.v[j - 1].id && strcmp(l.v[i].key, l.v[j - 1].key) == 0) {

@@ -336,7 +336,7 @@ static int collect_meta(struct hd_req *r, char **out)
         total += n + strlen(r->hdrs[i].v);
         if (n == 0 || n >= sizeof(name) || total > 2048) {
             json_decref(j);
-            return n == 0 ? HD_EBADHEADER : HD_ETOOLARGE;
+            return n == 0 ? HD_EBADHEADER : HD_EMETATOOLARGE;
         }
         for (c = 0; c <= n; c++)
             name[c] = (char)tolower((unsigned char)k[11 + c]);
@@ -480,7 +480,7 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
     (void)enc; /* aws-chunked framing is keyed off x-amz-content-sha256; the encoding is
                   stripped by not storing Content-Encoding */
     if ((rc = collect_meta(r, &pc->meta)) < 0) {
-        hd_resp_err_msg(r, rc, "x-amz-meta-* headers are invalid or larger than 2 KiB.");
+        hd_resp_err(r, rc);
         return;
     }
     if (hd_req_header(r, "Content-Type")) {

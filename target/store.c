@@ -863,13 +863,13 @@ int hd_put_append_file(struct hd_put *p, int fd, uint64_t len)
         size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
         if (!fallback) {
             n = copy_file_range(fd, &in, p->fd, NULL, want, 0);
-            if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP ||
-                          errno == EINVAL)) {
+            if (n < 0 &&
+                (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
                 fallback = 1; /* filesystem without it: plain copy */
                 continue;
             }
         } else {
-            n = pread(fd, p->wbuf, want > WBUF ? WBUF : want, in);
+            n = pread(fd, p->wbuf, want > (size_t)WBUF ? (size_t)WBUF : want, in);
             if (n > 0) {
                 p->wlen = (size_t)n;
                 if ((rc = flush_wbuf(p)) < 0)

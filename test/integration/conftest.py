@@ -54,7 +54,9 @@ class Target:
     """One `hoardd --role target` process with its own data dir and logs."""
 
     def __init__(self, name, root, log_dir, bin_dir=BIN_DIR, access_key=ACCESS_KEY,
-                 secret_key=SECRET_KEY, extra_args=()):
+                 secret_key=SECRET_KEY, extra_args=(), auth_keys=None):
+        """auth_keys: the full --auth.keys value (default ACCESS:SECRET; "" = auth off);
+        access_key/secret_key stay the credentials the helpers sign with."""
         self.name = name
         self.root = root  # everything this target writes lives under root (data) or log_dir
         self.data_dir = os.path.join(root, "data")
@@ -66,6 +68,8 @@ class Target:
         self.binary = os.path.join(bin_dir, "hoardd")
         self.access_key, self.secret_key = access_key, secret_key
         self.extra_args = list(extra_args)
+        self.auth_keys = ("%s:%s" % (access_key, secret_key) if access_key else "") \
+            if auth_keys is None else auth_keys
         self.host = "127.0.0.1"
         self.port = None
         self.proc = None
@@ -85,8 +89,8 @@ class Target:
         args = [self.binary, "--role", "target", "--listen", "%s:%d" % (self.host, self.port),
                 "--data", self.data_dir, "--mountpaths", ",".join(self.mountpaths),
                 "--log.access", self.access_log]
-        if self.access_key:
-            args += ["--auth.keys", "%s:%s" % (self.access_key, self.secret_key)]
+        if self.auth_keys:
+            args += ["--auth.keys", self.auth_keys]
         return args + self.extra_args
 
     def start(self, timeout=15.0):

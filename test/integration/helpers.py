@@ -70,6 +70,15 @@ class _RawSigV4(SigV4Auth):
     def _normalize_url_path(self, path):
         return canonical_s3_path(path)
 
+    def _canonical_query_string_url(self, parts):
+        # SigV4: every name and value UriEncoded ('/' too), sorted; "acl" signs as "acl="
+        pairs = []
+        for item in parts.query.split("&") if parts.query else []:
+            k, _, v = item.partition("=")
+            pairs.append(tuple(urllib.parse.quote(urllib.parse.unquote_to_bytes(x), safe="~")
+                               for x in (k, v)))
+        return "&".join("%s=%s" % kv for kv in sorted(pairs))
+
     def add_auth(self, request):
         if self.when is None:
             return super().add_auth(request)
@@ -115,11 +124,13 @@ class Resp:
 
 
 def raw_request(host, port, method, path, headers=None, body=b"", timeout=30):
-    """Sends one request with http.client, path byte-for-byte as given (no normalisation)."""
+    """Sends one request with http.client, path byte-for-byte as given (no normalisation).
+    A "Host" entry in headers replaces the default host:port."""
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
-        conn.putrequest(method, path, skip_accept_encoding=True)
         h = dict(headers or {})
+        own_host = any(k.lower() == "host" for k in h)
+        conn.putrequest(method, path, skip_host=own_host, skip_accept_encoding=True)
         if body and not any(k.lower() in ("content-length", "transfer-encoding") for k in h):
             h["Content-Length"] = str(len(body))
         elif method in ("PUT", "POST") and not body and not any(

@@ -277,6 +277,41 @@ def test_list_multipart_uploads(s3, bucket):
     assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
 
+def test_concurrent_completes(target, bucket):
+    """Two Completes of one upload at once (a client retrying a slow Complete): both get 200
+    and the same ETag, and the object is whole."""
+    import concurrent.futures
+    s3 = helpers.boto3_client(target, read_timeout=120)
+    parts = [pattern_bytes(PART, seed=101 + i) for i in range(4)]
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="race")["UploadId"]
+    done = upload_parts(s3, bucket, "race", uid, parts)
+    clients = [helpers.boto3_client(target, read_timeout=120) for _ in range(3)]
+
+    def complete(c):
+        return c.complete_multipart_upload(Bucket=bucket, Key="race", UploadId=uid,
+                                           MultipartUpload={"Parts": done})["ETag"]
+
+    with concurrent.futures.ThreadPoolExecutor(3) as ex:
+        etags = list(ex.map(complete, clients))
+    assert etags == [mpu_etag(parts)] * 3
+    assert s3.get_object(Bucket=bucket, Key="race")["Body"].read() == b"".join(parts)
+    assert mpu_dirs(target) == [] and target.tmp_files() == []
+
+
+def test_delete_bucket_drops_uploads(s3, target):
+    name = helpers.unique_bucket_name("mpu")
+    s3.create_bucket(Bucket=name)
+    for k in ("x", "y/z"):
+        uid = s3.create_multipart_upload(Bucket=name, Key=k)["UploadId"]
+        upload_parts(s3, name, k, uid, [b"part one", b"part two"])
+    assert len(mpu_dirs(target)) == 4
+    s3.delete_bucket(Bucket=name)
+    assert mpu_dirs(target) == []
+    s3.create_bucket(Bucket=name)
+    assert s3.list_multipart_uploads(Bucket=name).get("Uploads", []) == []
+    s3.delete_bucket(Bucket=name)
+
+
 def test_sha256_composite_checksum(s3, bucket):
     """Debian boto3 1.26 with an explicit ChecksumAlgorithm: parts carry SHA256, Complete
     answers the composite checksum, GET never serves it as a full-object checksum."""

@@ -443,8 +443,9 @@ def test_metadata_too_large(target, raw, bucket):
     ("GET", "/{b}?acl"), ("PUT", "/{b}?acl"), ("GET", "/{b}/obj?acl"),
     ("GET", "/{b}?tagging"), ("GET", "/{b}/obj?tagging"), ("PUT", "/{b}/obj?tagging"),
     ("GET", "/{b}?policy"), ("PUT", "/{b}?policy"), ("DELETE", "/{b}?policy"),
-    ("POST", "/{b}/obj?uploads"), ("GET", "/{b}?uploads"),
-    ("GET", "/{b}?lifecycle"), ("GET", "/{b}?cors"),
+    ("GET", "/{b}?lifecycle"), ("GET", "/{b}?cors"), ("GET", "/{b}?versioning"),
+    ("PUT", "/{b}?versioning"), ("GET", "/{b}?website"), ("GET", "/{b}?encryption"),
+    ("GET", "/{b}?object-lock"), ("PUT", "/{b}/obj?retention"), ("POST", "/{b}/obj?select"),
 ])
 def test_unsupported_calls(target, raw, bucket, method, path):
     path = path.format(b=bucket)
@@ -461,7 +462,8 @@ def test_unsupported_via_boto3(s3, bucket):
         lambda: s3.get_bucket_acl(Bucket=bucket),
         lambda: s3.get_bucket_tagging(Bucket=bucket),
         lambda: s3.get_bucket_policy(Bucket=bucket),
-        lambda: s3.create_multipart_upload(Bucket=bucket, Key="mp"),
+        lambda: s3.get_bucket_versioning(Bucket=bucket),
+        lambda: s3.get_object_tagging(Bucket=bucket, Key="k"),
     ]
     for call in calls:
         with pytest.raises(botocore.exceptions.ClientError) as ei:
