@@ -64,6 +64,10 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
 void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                    int quiet_missing);
 
+/* x-amz-meta-* headers as a JSON object (lowercase names without the prefix) in *out, or
+ * NULL when there are none; HD_EMETATOOLARGE past 2 KiB. */
+int hd_collect_meta(struct hd_req *r, char **out);
+
 /* Decodes a percent-encoded path segment into a NUL-terminated heap string. Object names are
  * validated (length, NUL, UTF-8); *out is NULL on error. */
 int hd_path_decode(const char *s, size_t n, char **out, size_t *outlen);

@@ -341,45 +341,6 @@ static void key_elem(struct hd_buf *b, const char *tag, const char *s, int url)
     hd_buf_cleanup(&e);
 }
 
-/* x-amz-meta-* headers as a JSON object keyed by the lowercase suffix (as PutObject). */
-static int collect_meta(struct hd_req *r, char **out)
-{
-    json_t *j = json_object();
-    size_t i, total = 0;
-    char name[256];
-
-    *out = NULL;
-    if (!j)
-        return -ENOMEM;
-    for (i = 0; i < r->nhdrs; i++) {
-        const char *k = r->hdrs[i].k;
-        size_t n, c;
-        json_t *v;
-        if (strncasecmp(k, "x-amz-meta-", 11) != 0)
-            continue;
-        n = strlen(k + 11);
-        total += n + strlen(r->hdrs[i].v);
-        if (n == 0 || n >= sizeof(name) || total > 2048) {
-            json_decref(j);
-            return n == 0 ? HD_EBADHEADER : HD_ETOOLARGE;
-        }
-        for (c = 0; c <= n; c++)
-            name[c] = (char)tolower((unsigned char)k[11 + c]);
-        v = json_string(r->hdrs[i].v);
-        if (!v) { /* not UTF-8 */
-            json_decref(j);
-            return HD_EBADHEADER;
-        }
-        json_object_set_new(j, name, v);
-    }
-    if (json_object_size(j) == 0) {
-        json_decref(j);
-        return 0;
-    }
-    *out = hd_json_dump_steal(j, NULL);
-    return *out ? 0 : -ENOMEM;
-}
-
 /* Drops completed records past their retention (best effort). */
 static void prune_done(struct db *d)
 {
@@ -446,7 +407,7 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
         msg = "The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm.";
         goto out;
     }
-    if ((rc = collect_meta(r, &meta)) < 0) {
+    if ((rc = hd_collect_meta(r, &meta)) < 0) {
         msg = "x-amz-meta-* headers are invalid or larger than 2 KiB.";
         goto out;
     }

@@ -318,7 +318,7 @@ static void put_end(struct hd_req *r)
 }
 
 /* x-amz-meta-* headers as a JSON object keyed by the lowercase suffix. */
-static int collect_meta(struct hd_req *r, char **out)
+int hd_collect_meta(struct hd_req *r, char **out)
 {
     json_t *j = json_object();
     size_t i, total = 0;
@@ -479,7 +479,7 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
     }
     (void)enc; /* aws-chunked framing is keyed off x-amz-content-sha256; the encoding is
                   stripped by not storing Content-Encoding */
-    if ((rc = collect_meta(r, &pc->meta)) < 0) {
+    if ((rc = hd_collect_meta(r, &pc->meta)) < 0) {
         hd_resp_err(r, rc);
         return;
     }
@@ -602,7 +602,7 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
     }
     memset(&a, 0, sizeof(a));
     if (replace) {
-        if ((rc = collect_meta(r, &meta)) < 0) {
+        if ((rc = hd_collect_meta(r, &meta)) < 0) {
             hd_resp_err(r, rc);
             goto out;
         }
