@@ -36,6 +36,14 @@ struct hd_target {
     uint64_t max_object;
 };
 
+/* 0 with *a filled for a verified request, 1 for a request without credentials, negative
+ * code for bad credentials. Requests a proxy authorised (r->trusted) count as verified. */
+int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv4_auth *a);
+/* Whether the caller (authrc from hd_target_authenticate) may do r's method to bucket
+ * (NULL: the service itself, e.g. ListBuckets). 0 or an error to answer. */
+int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
+                        const struct hd_sigv4_auth *a, const char *bucket);
+
 /* HD_EACCESS unless `key` may read (write=0) or write bucket. */
 int hd_key_allows(const struct hd_key *key, const char *bucket, int write);
 const struct hd_key *hd_key_find(const struct hd_target *t, const char *access);

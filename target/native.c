@@ -219,17 +219,33 @@ static int split_bucket_key(const char *rest, char **bucket, char **key, size_t 
     return 0;
 }
 
+/* Same credentials and permissions as the S3 API (SigV4 header or presigned URL), when
+ * auth.keys is set: curl --aws-sigv4 works against /v1 as well. */
+static int native_auth(struct hd_req *r, struct hd_target *t, const char *bucket,
+                       struct hd_sigv4_auth *a, int *signed_req)
+{
+    int rc = hd_target_authenticate(r, t, a);
+
+    if (rc < 0)
+        return rc;
+    *signed_req = rc == 0;
+    return hd_target_authorize(r, t, rc, a, bucket);
+}
+
 void hd_native_handle(struct hd_req *r, struct hd_target *t)
 {
     const char *p = r->raw_path;
     char *bucket = NULL, *key = NULL;
+    struct hd_sigv4_auth a;
     size_t klen = 0;
-    int rc;
+    int rc, sig = 0;
 
     r->api = HD_API_NATIVE;
     if (strcmp(p, "/v1/buckets") == 0 || strcmp(p, "/v1/buckets/") == 0) {
         r->op = HD_OP_BUCKET;
-        if (strcmp(r->method, "GET") == 0)
+        if ((rc = native_auth(r, t, NULL, &a, &sig)) < 0)
+            hd_resp_err(r, rc);
+        else if (strcmp(r->method, "GET") == 0)
             list_buckets(r, t);
         else
             hd_resp_err(r, HD_EMETHOD);
@@ -238,6 +254,10 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
     if (strncmp(p, "/v1/buckets/", 12) == 0) {
         if ((rc = split_bucket_key(p + 12, &bucket, &key, &klen)) < 0 || key) {
             hd_resp_err(r, rc < 0 ? rc : HD_ENOTFOUND);
+            goto out;
+        }
+        if ((rc = native_auth(r, t, bucket, &a, &sig)) < 0) {
+            hd_resp_err(r, rc);
             goto out;
         }
         bucket_op(r, t, bucket);
@@ -252,6 +272,10 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
             hd_resp_err_msg(r, HD_EBADKEY, "Expected /v1/objects/BUCKET/OBJECT.");
             goto out;
         }
+        if ((rc = native_auth(r, t, bucket, &a, &sig)) < 0) {
+            hd_resp_err(r, rc);
+            goto out;
+        }
         if ((rc = hd_object_name_check(key, klen)) < 0) {
             hd_resp_err(r, rc);
             goto out;
@@ -259,7 +283,7 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
         if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0)
             hd_obj_get(r, t, bucket, key, r->method[0] == 'H');
         else if (strcmp(r->method, "PUT") == 0)
-            hd_obj_put(r, t, bucket, key, NULL);
+            hd_obj_put(r, t, bucket, key, sig ? &a : NULL);
         else if (strcmp(r->method, "DELETE") == 0)
             hd_obj_delete(r, t, bucket, key, 0);
         else

@@ -1,0 +1,100 @@
+/* auth: who is asking (SigV4/SigV2) and may they do this to that bucket (per-key
+ * permissions, anonymous-read buckets). Shared by the S3 and native APIs. */
+#include "target/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "common/metrics.h"
+
+static int secret_for(void *ctx, const char *access_key, char *secret, size_t max)
+{
+    struct hd_target *t = ctx;
+    size_t i;
+
+    for (i = 0; i < t->nkeys; i++)
+        if (strcmp(t->keys[i].access, access_key) == 0) {
+            snprintf(secret, max, "%s", t->keys[i].secret);
+            return 0;
+        }
+    return HD_ENOACCESSKEY;
+}
+
+int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv4_auth *a)
+{
+    struct hd_sigv4_in in;
+    int rc;
+
+    memset(a, 0, sizeof(*a));
+    memset(&in, 0, sizeof(in));
+    in.method = r->method;
+    in.path = r->raw_path;
+    in.query = r->raw_query;
+    in.headers = r->hdrs;
+    in.nheaders = r->nhdrs;
+    in.now = time(NULL);
+    rc = hd_sigv4_verify(&in, secret_for, t, a);
+#ifdef HD_HAVE_SIGV2
+    if (rc == 1)
+        rc = hd_sigv2_verify(&in, secret_for, t, a);
+#endif
+    if (rc < 0) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        HD_LOG(HD_INFO, r->id, "auth failed: %s", hd_strerror(rc));
+    }
+    return rc;
+}
+
+static int is_write(const char *method)
+{
+    return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
+}
+
+int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
+                     const struct hd_sigv4_auth *a, const char *bucket)
+{
+    struct hd_bucket_info bi;
+    const struct hd_key *k;
+    int write = is_write(r->method);
+
+    if (r->trusted)
+        return 0; /* a proxy authenticated and authorised it */
+    if (authrc == 1) {
+        if (t->nkeys == 0)
+            return 0; /* auth disabled */
+        if (bucket && !write && hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
+            bi.anonymous_read)
+            return 0;
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        return HD_EMISSINGAUTH;
+    }
+    k = hd_key_find(t, a->access_key);
+    if (!k)
+        return HD_ENOACCESSKEY;
+    if (!bucket)
+        return 0; /* ListBuckets: any valid key */
+    if (hd_key_allows(k, bucket, write) < 0) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        return HD_EACCESS;
+    }
+    /* CopyObject also reads its source */
+    if (write && hd_req_header(r, "x-amz-copy-source")) {
+        const char *src = hd_req_header(r, "x-amz-copy-source");
+        char sb[64];
+        size_t n;
+        if (*src == '/')
+            src++;
+        n = strcspn(src, "/");
+        if (n < sizeof(sb)) {
+            memcpy(sb, src, n);
+            sb[n] = '\0';
+            if (hd_key_allows(k, sb, 0) < 0)
+                return HD_EACCESS;
+        }
+    }
+    return 0;
+}
+
