@@ -38,6 +38,15 @@ static const struct def defs[] = {
     {"log.access", STR, "", 0, 0, 0, "access log file (- = stdout, empty = off)"},
     {"store.fsync", BOOL, "true", 0, 0, 0, "fsync objects before acknowledging a PUT"},
     {"store.max_object", INT, "5497558138880", 0, 5497558138880LL, 0, "largest object, bytes"},
+    {"node.id", STR, "", 0, 0, 0, "node id (empty: generated once, kept in DATA/node.db)"},
+    {"cluster.join", STR, "", 0, 0, 0,
+     "primary proxy URL to join (empty: a proxy is the primary, a target is standalone)"},
+    {"cluster.secret", STR, "", 0, 0, 1,
+     "HMAC secret for proxy->target and intra-cluster calls (empty: no checks)"},
+    {"cluster.heartbeat_ms", INT, "1000", 50, 600000, 0, "heartbeat interval, milliseconds"},
+    {"cluster.dead_after", INT, "5", 2, 1000, 0,
+     "heartbeat intervals of silence after which a node leaves the smap"},
+    {"s3.redirect", BOOL, "false", 0, 0, 0, "S3 object requests get 307 instead of a relay"},
 };
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
 
@@ -213,11 +222,14 @@ static int env_key(const char *name, size_t n, char *key, size_t max)
 int hd_config_load(struct hd_config *c, int argc, char **argv, char **envp, int *print,
                    char *err, size_t errlen)
 {
-    const char *file = getenv("HOARD_CONFIG");
+    const char *file = NULL;
     char key[64], msg[256];
     int i, rc;
 
     *print = 0;
+    for (i = 0; envp && envp[i]; i++)
+        if (strncmp(envp[i], "HOARD_CONFIG=", 13) == 0)
+            file = envp[i] + 13;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             file = argv[i + 1];

@@ -409,7 +409,7 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
     s->cls = cls;
     s->free_cb = free_cb;
     resp = MHD_create_response_from_callback(size == UINT64_MAX ? MHD_SIZE_UNKNOWN : size,
-                                             256 * 1024, stream_read, s, stream_free);
+                                             256u * 1024, stream_read, s, stream_free);
     if (!resp) {
         free(s);
         return -ENOMEM;

@@ -100,9 +100,11 @@ void hd_log_write(enum hd_log_level lvl, const char *reqid, const char *fmt, ...
     va_list ap;
 
     k = stamp(line, sizeof(line));
-    n = snprintf(line + k, sizeof(line) - k, " %-5s req=%s ", names[lvl], reqid ? reqid : "-");
+    n = snprintf(line + k, sizeof(line) - k, " %-5s req=%.64s ", names[lvl], reqid ? reqid : "-");
     if (n > 0)
         k += (size_t)n;
+    if (k >= sizeof(line))
+        k = sizeof(line) - 1; /* snprintf reports the untruncated length */
     va_start(ap, fmt);
     n = vsnprintf(line + k, sizeof(line) - k, fmt, ap);
     va_end(ap);
@@ -122,7 +124,7 @@ void hd_log_access(const char *reqid, const char *remote, const char *method, co
         return;
     k = stamp(line, sizeof(line));
     n = snprintf(line + k, sizeof(line) - k,
-                 " req=%s remote=%s method=%s status=%d in=%llu out=%llu ms=%.3f uri=%.1024s",
+                 " req=%.64s remote=%s method=%s status=%d in=%llu out=%llu ms=%.3f uri=%.1024s",
                  reqid, remote ? remote : "-", method, status, (unsigned long long)bytes_in,
                  (unsigned long long)bytes_out, secs * 1e3, uri);
     if (n > 0)

@@ -376,7 +376,7 @@ static int submit(struct relay *y)
         }
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&at, 256 * 1024);
+        pthread_attr_setstacksize(&at, 256u * 1024);
         if (pthread_create(&th, &at, worker, NULL) != 0)
             rc = nthreads ? 0 : HD_EUNAVAIL; /* someone will pick it up */
         else

@@ -11,7 +11,7 @@
 #include "common/http.h"
 
 /* Relay window per direction, bytes. */
-#define HD_RELAY_BUF (1024 * 1024)
+#define HD_RELAY_BUF (1024u * 1024)
 
 /* Starts relaying r to url (absolute, with the query to send). All client headers are
  * forwarded (Host included, so SigV4 still verifies) except hop-by-hop ones; extra headers

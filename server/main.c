@@ -1,5 +1,5 @@
-/* hoardd: loads config, opens logs, starts the role (target now; proxy with the cluster)
- * behind the HTTP server, and waits for SIGINT/SIGTERM to stop cleanly. */
+/* hoardd: loads config, opens logs, starts the role (--role target | proxy) behind the HTTP
+ * server, and waits for SIGINT/SIGTERM to stop cleanly. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "common/http.h"
 #include "common/log.h"
+#include "proxy/proxy.h"
 #include "target/target.h"
 
 extern char **environ;
@@ -36,6 +37,7 @@ int main(int argc, char **argv)
     struct hd_config *cfg = hd_config_new();
     struct hd_http_server *srv = NULL;
     struct hd_target *t = NULL;
+    struct hd_proxy *px = NULL;
     struct hd_http_cfg hc;
     enum hd_log_level lvl;
     char err[512];
@@ -66,12 +68,16 @@ int main(int argc, char **argv)
         goto out;
     }
     role = hd_config_str(cfg, "role");
-    if (strcmp(role, "target") != 0) {
-        fprintf(stderr, "hoardd: role '%s' is not available in this build (use target)\n",
-                role);
+    if (strcmp(role, "target") != 0 && strcmp(role, "proxy") != 0) {
+        fprintf(stderr, "hoardd: role must be target or proxy, not '%s'\n", role);
         goto out;
     }
-    if ((rc = hd_target_new(cfg, &t)) < 0) {
+    if (role[0] == 'p' && (rc = hd_proxy_new(cfg, &px)) < 0) {
+        fprintf(stderr, "hoardd: cannot start proxy: %s\n", hd_strerror(rc));
+        rc = 1;
+        goto out;
+    }
+    if (role[0] == 't' && (rc = hd_target_new(cfg, &t)) < 0) {
         fprintf(stderr, "hoardd: cannot start target: %s\n", hd_strerror(rc));
         rc = 1;
         goto out;
@@ -82,10 +88,16 @@ int main(int argc, char **argv)
     hc.timeout_s = (int)hd_config_int(cfg, "http.timeout");
     hc.max_conns = (int)hd_config_int(cfg, "http.max_conns");
     hc.mem_limit = (int)hd_config_int(cfg, "http.mem_limit");
-    hc.handler = hd_target_handle;
-    hc.ctx = t;
+    hc.handler = px ? hd_proxy_handle : hd_target_handle;
+    hc.ctx = px ? (void *)px : (void *)t;
     if ((rc = hd_http_start(&hc, &srv)) < 0) {
         fprintf(stderr, "hoardd: cannot listen on %s: %s\n", hc.listen, hd_strerror(rc));
+        rc = 1;
+        goto out;
+    }
+    /* cluster threads start once we can answer the primary's metasync */
+    if ((rc = px ? hd_proxy_start(px) : hd_target_start(t)) < 0) {
+        fprintf(stderr, "hoardd: cannot start the cluster thread: %s\n", hd_strerror(rc));
         rc = 1;
         goto out;
     }
@@ -98,6 +110,7 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     hd_http_stop(srv);
+    hd_proxy_free(px);
     hd_target_free(t);
     hd_config_free(cfg);
     hd_log_close();

@@ -110,7 +110,7 @@ static int props_body(struct hd_req *r, const char *d, size_t n)
 {
     struct props_ctx *c = r->data;
 
-    if (c->body.len + n > 64 * 1024)
+    if (c->body.len + n > 64u * 1024)
         return HD_ETOOLARGE;
     return hd_buf_append(&c->body, d, n);
 }

@@ -512,7 +512,7 @@ static int parse_copy_source(const char *src, char **bucket, char **key)
         p++;
     q = strchr(p, '?'); /* ?versionId=... : only "null" exists here */
     n = q ? (size_t)(q - p) : strlen(p);
-    if ((rc = hd_path_decode(p, n, &dec, &n)) < 0)
+    if (hd_path_decode(p, n, &dec, &n) < 0)
         return HD_EBADARG;
     slash = memchr(dec, '/', n);
     if (!slash || slash == dec || !slash[1]) {

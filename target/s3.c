@@ -37,7 +37,8 @@ static char *vhost_path(struct hd_req *r, struct hd_target *t, const char *path)
         return NULL;
     colon = strrchr(host, ':');
     hl = colon && !strchr(colon, ']') ? (size_t)(colon - host) : strlen(host);
-    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, t->domain, dl))
+    if (hl <= dl + 1 || host[hl - dl - 1] != '.' ||
+        strncasecmp(host + hl - dl, t->domain, dl) != 0)
         return NULL;
     hd_buf_init(&b);
     hd_buf_printf(&b, "/%.*s%s", (int)(hl - dl - 1), host, path);
@@ -264,7 +265,7 @@ static int create_body(struct hd_req *r, const char *d, size_t n)
 {
     struct create_ctx *c = r->data;
 
-    if (c->body.len + n > 64 * 1024)
+    if (c->body.len + n > 64u * 1024)
         return HD_EMALFORMEDXML;
     return hd_buf_append(&c->body, d, n);
 }

@@ -394,6 +394,8 @@ int hd_store_bucket_create(struct hd_store *st, const char *name, const char *pr
 {
     int rc;
 
+    if (strlen(name) >= sizeof(st->buckets[0].name))
+        return HD_EBADBUCKETNAME;
     pthread_rwlock_wrlock(&st->bmu);
     if (bucket_find(st, name) >= 0) {
         rc = HD_EBUCKETEXISTS;
@@ -460,6 +462,87 @@ int hd_store_bucket_list(struct hd_store *st, struct hd_bucket_info **out, size_
         rc = -ENOMEM;
     else if (st->nbuckets)
         memcpy(*out, st->buckets, st->nbuckets * sizeof(**out));
+    pthread_rwlock_unlock(&st->bmu);
+    return rc;
+}
+
+/* Removes every catalog row and content file of bucket on one mountpath (cluster BMD
+ * apply). Files go after the rows, so a crash leaves unreferenced files, never rows that
+ * point at nothing. */
+static int drop_objects(struct mountpath *mp, const char *bucket)
+{
+    struct conn *c;
+    sqlite3_stmt *q = NULL;
+    char **rels = NULL, **nv;
+    size_t n = 0, i;
+    int rc, s;
+
+    if ((rc = hd_store_conn_get(mp, &c)) < 0)
+        return rc;
+    s = sqlite3_prepare_v2(c->db, "SELECT file FROM objects WHERE bucket = ?1", -1, &q, NULL);
+    if (s != SQLITE_OK) {
+        rc = hd_store_sqlerr(c->db, s, "bucket destroy: list");
+        goto out;
+    }
+    sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
+    while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+        if (n % 256 == 0) {
+            nv = realloc(rels, (n + 256) * sizeof(*rels));
+            if (!nv) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            rels = nv;
+        }
+        if (!(rels[n] = hd_store_col_dup(q, 0))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        n++;
+    }
+    if (s != SQLITE_DONE) {
+        rc = hd_store_sqlerr(c->db, s, "bucket destroy: list");
+        goto out;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    s = sqlite3_prepare_v2(c->db, "DELETE FROM objects WHERE bucket = ?1", -1, &q, NULL);
+    if (s == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
+        s = sqlite3_step(q);
+    }
+    if (s != SQLITE_DONE) {
+        rc = hd_store_sqlerr(c->db, s, "bucket destroy: delete");
+        goto out;
+    }
+    for (i = 0; i < n; i++)
+        hd_store_unlink_rel(mp, rels[i]);
+out:
+    sqlite3_finalize(q);
+    hd_store_conn_put(mp, c);
+    for (i = 0; i < n; i++)
+        free(rels[i]);
+    free(rels);
+    return rc;
+}
+
+int hd_store_bucket_destroy(struct hd_store *st, const char *name)
+{
+    size_t i;
+    int rc = 0;
+
+    pthread_rwlock_wrlock(&st->bmu);
+    if (bucket_find(st, name) < 0) {
+        rc = HD_ENOSUCHBUCKET;
+        goto out;
+    }
+    for (i = 0; i < st->nmp && rc == 0; i++)
+        rc = drop_objects(&st->mp[i], name);
+    if (rc == 0)
+        rc = node_exec(st, "DELETE FROM buckets WHERE name = ?1", name, NULL, 0);
+    if (rc == 0)
+        rc = load_buckets(st);
+out:
     pthread_rwlock_unlock(&st->bmu);
     return rc;
 }
@@ -1157,7 +1240,7 @@ int hd_store_list(struct hd_store *st, const char *bucket, const struct hd_list_
         const char *lk = res->nents ? res->ents[res->nents - 1].name : NULL;
         const char *lp = res->nprefixes ? res->prefixes[res->nprefixes - 1] : NULL;
         const char *last = !lk ? lp : !lp ? lk : strcmp(lk, lp) > 0 ? lk : lp;
-        res->last = strdup(last);
+        res->last = last ? strdup(last) : NULL;
         if (!res->last)
             rc = -ENOMEM;
     }

@@ -31,6 +31,9 @@ struct hd_bucket_info {
 };
 int hd_store_bucket_create(struct hd_store *st, const char *name, const char *provider);
 int hd_store_bucket_delete(struct hd_store *st, const char *name);
+/* Deletes the bucket with all its objects (catalog rows and content files); for applying
+ * a cluster BMD. HD_ENOSUCHBUCKET when absent. */
+int hd_store_bucket_destroy(struct hd_store *st, const char *name);
 int hd_store_bucket_exists(struct hd_store *st, const char *name);
 /* Copies the bucket's info (incl. props) into *out; HD_ENOSUCHBUCKET when absent. */
 int hd_store_bucket_get(struct hd_store *st, const char *name, struct hd_bucket_info *out);

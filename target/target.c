@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "target/cluster.h"
 
 /* "rw" | "ro" | "bucket=ro;bucket2=rw" */
 static int parse_perms(struct hd_key *k, char *spec)
@@ -174,11 +175,18 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     free(mps);
     if (rc < 0)
         goto fail;
+    if (*hd_config_str(cfg, "cluster.join") && (rc = hd_tcluster_new(t, cfg, &t->cl)) < 0)
+        goto fail;
     *out = t;
     return 0;
 fail:
     hd_target_free(t);
     return rc;
+}
+
+int hd_target_start(struct hd_target *t)
+{
+    return hd_tcluster_start(t->cl);
 }
 
 void hd_target_free(struct hd_target *t)
@@ -187,6 +195,7 @@ void hd_target_free(struct hd_target *t)
 
     if (!t)
         return;
+    hd_tcluster_free(t->cl);
     hd_store_close(t->st);
     for (i = 0; i < t->nkeys; i++) {
         size_t j;
@@ -238,6 +247,8 @@ void hd_target_handle(struct hd_req *r, void *ctx)
         hd_resp_err(r, HD_EINTERNAL);
         return;
     }
+    if (t->cl && hd_tcluster_handle(t->cl, r))
+        return; /* cluster endpoint, readiness, or no valid proxy signature */
     if (strcmp(p, "/v1/health") == 0) {
         health(r);
     } else if (strcmp(p, "/metrics") == 0) {

@@ -1,21 +1,62 @@
 """hoard's native /v1 API on one target, with python requests: buckets, objects, listings,
-JSON errors, health and /metrics counters."""
+JSON errors, health and /metrics counters, and SigV4 auth (the target runs with auth.keys, so
+every /v1 call but /v1/health is signed like an S3 request)."""
 import email.utils
 import re
+import shutil
+import subprocess
 import time
 import uuid
 
 import pytest
 import requests
+from botocore.auth import S3SigV4QueryAuth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
-from helpers import REQUEST_ID_RE, check_json_error, md5_b64, md5_hex, pattern_bytes
+from helpers import (REGION, REQUEST_ID_RE, check_json_error, md5_b64, md5_hex, pattern_bytes,
+                     sign_headers)
 
 ISO_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
+# Request headers covered by the signature besides host, x-amz-date, x-amz-content-sha256.
+_SIGNED = {"content-type", "content-md5", "range", "if-match", "if-none-match",
+           "if-modified-since", "if-unmodified-since"}
+
+
+class SigV4(requests.auth.AuthBase):
+    """requests auth: SigV4 header auth (service s3, UNSIGNED-PAYLOAD) through helpers'
+    botocore signer, over the URL exactly as requests will send it."""
+
+    def __init__(self, access_key, secret_key):
+        self.access_key, self.secret_key = access_key, secret_key
+
+    def __call__(self, r):
+        h = {k: v for k, v in r.headers.items()
+             if k.lower() in _SIGNED or k.lower().startswith("x-amz-")}
+        r.headers.update(sign_headers(r.method, r.url, self.access_key, self.secret_key, h))
+        return r
+
+
+def session(access_key=None, secret_key=None):
+    """A requests.Session signing with these credentials (None: unsigned)."""
+    s = requests.Session()
+    if access_key:
+        s.auth = SigV4(access_key, secret_key)
+    return s
+
 
 @pytest.fixture
-def http():
-    with requests.Session() as s:
+def http(target):
+    """Signed with the shared target's credentials."""
+    with session(target.access_key, target.secret_key) as s:
+        yield s
+
+
+@pytest.fixture
+def anon():
+    """No credentials at all."""
+    with session() as s:
         yield s
 
 
@@ -395,3 +436,172 @@ def test_continuation_token_is_opaque_but_stable(target, http, nb8):
     j3 = http.get("%s/v1/buckets/%s" % (target.url, nb8),
                   params={"limit": 3, "token": tok}).json()
     assert [e["name"] for e in j2["entries"]] == [e["name"] for e in j3["entries"]] == NAMES[3:6]
+
+
+# ---------------------------------------------------------------- auth (SigV4 on /v1)
+
+def test_unsigned_requests_are_denied(target, http, anon, nb):
+    url = obj_url(target, nb, "o")
+    burl = "%s/v1/buckets/%s" % (target.url, nb)
+    assert http.put(url, data=b"secret").status_code == 200
+    for r in (anon.get(target.url + "/v1/buckets"), anon.get(burl), anon.head(burl),
+              anon.get(url), anon.head(url), anon.put(url, data=b"x"), anon.delete(url),
+              anon.post("%s/v1/buckets/%s" % (target.url, "nat-" + uuid.uuid4().hex[:16])),
+              anon.delete(burl), anon.patch(burl, json={"anonymous_read": True})):
+        if r.request.method == "HEAD":
+            assert r.status_code == 403 and r.content == b"", (r.url, r.status_code)
+            continue
+        j = check_json_error(r, 403, "AccessDenied")
+        assert "not signed" in j["message"], j
+    # nothing was changed by them
+    assert http.get(url).content == b"secret"
+    assert http.get(burl, params={"props": ""}).json()["props"]["anonymous_read"] is False
+    # health and metrics stay open
+    assert anon.get(target.url + "/v1/health").status_code == 200
+    assert anon.get(target.url + "/metrics").status_code == 200
+
+
+def test_bad_credentials(target, http, nb):
+    url = obj_url(target, nb, "o")
+    assert http.put(url, data=b"x").status_code == 200
+    with session(target.access_key, "wrong-" + target.secret_key) as s:
+        check_json_error(s.get(url), 403, "SignatureDoesNotMatch")
+        check_json_error(s.put(url, data=b"y"), 403, "SignatureDoesNotMatch")
+        check_json_error(s.get(target.url + "/v1/buckets"), 403, "SignatureDoesNotMatch")
+    with session("AKIDNOSUCHKEY", target.secret_key) as s:
+        check_json_error(s.get(url), 403, "InvalidAccessKeyId")
+    # signed for one object, sent for another
+    h = sign_headers("GET", url, target.access_key, target.secret_key)
+    check_json_error(requests.get(obj_url(target, nb, "other"), headers=h), 403,
+                     "SignatureDoesNotMatch")
+    # a signed Range must not be changed
+    h = sign_headers("GET", url, target.access_key, target.secret_key, {"Range": "bytes=0-0"})
+    h["Range"] = "bytes=0-1"
+    check_json_error(requests.get(url, headers=h), 403, "SignatureDoesNotMatch")
+    assert http.get(url).content == b"x"
+
+
+def _presign(url, method, access_key, secret_key, expires=60):
+    req = AWSRequest(method=method, url=url)
+    S3SigV4QueryAuth(Credentials(access_key, secret_key), "s3", REGION,
+                     expires=expires).add_auth(req)
+    return req.url
+
+
+def test_presigned_urls(target, http, nb):
+    url = obj_url(target, nb, "pre")
+    assert http.put(url, data=b"presigned").status_code == 200
+    r = requests.get(_presign(url, "GET", target.access_key, target.secret_key))
+    assert r.status_code == 200 and r.content == b"presigned"
+    r = requests.put(_presign(obj_url(target, nb, "pre2"), "PUT", target.access_key,
+                              target.secret_key), data=b"up")
+    assert r.status_code == 200, r.content
+    assert http.get(obj_url(target, nb, "pre2")).content == b"up"
+    # a presigned GET does not authorise a PUT of the same URL
+    check_json_error(requests.put(_presign(url, "GET", target.access_key, target.secret_key),
+                                  data=b"x"), 403, "SignatureDoesNotMatch")
+    check_json_error(requests.get(_presign(url, "GET", target.access_key, "wrong")), 403,
+                     "SignatureDoesNotMatch")
+    short = _presign(url, "GET", target.access_key, target.secret_key, expires=1)
+    time.sleep(2.1)
+    check_json_error(requests.get(short), 403, "AccessDenied")
+
+
+def test_curl_aws_sigv4(target, nb, tmp_path):
+    """curl's own SigV4 signer (docs/api.md) against /v1."""
+    if not shutil.which("curl"):
+        pytest.skip("curl not installed")
+    src = tmp_path / "src"
+    src.write_bytes(pattern_bytes(5000, seed=14))
+    url = obj_url(target, nb, "curl obj")
+    base = ["curl", "-sS", "--aws-sigv4", "aws:amz:%s:s3" % REGION, "--user",
+            "%s:%s" % (target.access_key, target.secret_key),
+            "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-o", str(tmp_path / "out"),
+            "-w", "%{http_code}"]
+    p = subprocess.run(base + ["-T", str(src), url], capture_output=True, timeout=30)
+    assert p.stdout == b"200", (p.stdout, p.stderr, (tmp_path / "out").read_bytes()[:300])
+    p = subprocess.run(base + [url], capture_output=True, timeout=30)
+    assert p.stdout == b"200", (p.stdout, p.stderr)
+    assert (tmp_path / "out").read_bytes() == src.read_bytes()
+
+
+def test_read_only_key(target_factory):
+    t = target_factory(auth_keys="AK:SK,RO:ROSK:ro", access_key="AK", secret_key="SK")
+    name = "nat-" + uuid.uuid4().hex[:16]
+    burl = "%s/v1/buckets/%s" % (t.url, name)
+    with session("AK", "SK") as rw, session("RO", "ROSK") as ro:
+        assert rw.post(burl).status_code == 201
+        assert rw.put(obj_url(t, name, "o"), data=b"rw").status_code == 200
+        # reads
+        assert ro.get(obj_url(t, name, "o")).content == b"rw"
+        assert ro.head(obj_url(t, name, "o")).status_code == 200
+        assert [e["name"] for e in ro.get(burl).json()["entries"]] == ["o"]
+        assert ro.head(burl).status_code == 200
+        assert name in [b["name"] for b in ro.get(t.url + "/v1/buckets").json()["buckets"]]
+        # writes
+        for r in (ro.put(obj_url(t, name, "o"), data=b"ro"),
+                  ro.put(obj_url(t, name, "new"), data=b"ro"),
+                  ro.delete(obj_url(t, name, "o")),
+                  ro.post("%s/v1/buckets/%s" % (t.url, "nat-" + uuid.uuid4().hex[:16])),
+                  ro.patch(burl, json={"anonymous_read": True}),
+                  ro.delete(burl)):
+            check_json_error(r, 403, "AccessDenied")
+        assert [e["name"] for e in rw.get(burl).json()["entries"]] == ["o"]
+        assert rw.get(obj_url(t, name, "o")).content == b"rw"
+        # the RO key with the RW key's secret
+        with session("RO", "SK") as bad:
+            check_json_error(bad.get(obj_url(t, name, "o")), 403, "SignatureDoesNotMatch")
+        assert rw.delete(obj_url(t, name, "o")).status_code == 204
+        assert rw.delete(burl).status_code == 204
+
+
+def test_anonymous_read_bucket(target, http, anon, nb):
+    burl = "%s/v1/buckets/%s" % (target.url, nb)
+    url = obj_url(target, nb, "pub/x")
+    assert http.put(url, data=b"public").status_code == 200
+    assert http.get(burl, params={"props": ""}).json()["props"] == {"anonymous_read": False}
+    check_json_error(anon.get(url), 403, "AccessDenied")
+
+    r = http.patch(burl, json={"anonymous_read": True})
+    assert r.status_code == 200, r.content
+    assert http.get(burl, params={"props": ""}).json()["props"] == {"anonymous_read": True}
+
+    # unsigned reads: GET, HEAD, listing
+    r = anon.get(url)
+    assert r.status_code == 200 and r.content == b"public"
+    h = anon.head(url)
+    assert h.status_code == 200 and h.headers["Content-Length"] == "6"
+    assert h.headers["ETag"] == '"%s"' % md5_hex(b"public")
+    assert [e["name"] for e in anon.get(burl).json()["entries"]] == ["pub/x"]
+    assert anon.get(burl, params={"prefix": "pub/", "delimiter": "/"}).status_code == 200
+    assert anon.head(burl).status_code == 200
+    r = anon.get(url, headers={"Range": "bytes=0-2"})
+    assert r.status_code == 206 and r.content == b"pub"
+    check_json_error(anon.get(obj_url(target, nb, "missing")), 404, "NoSuchKey")
+
+    # unsigned writes stay forbidden
+    for r in (anon.put(url, data=b"defaced"), anon.put(obj_url(target, nb, "new"), data=b"x"),
+              anon.delete(url), anon.post(burl), anon.delete(burl),
+              anon.patch(burl, json={"anonymous_read": False})):
+        check_json_error(r, 403, "AccessDenied")
+    assert http.get(url).content == b"public"
+    assert [e["name"] for e in http.get(burl).json()["entries"]] == ["pub/x"]
+
+    # the bucket list and other buckets stay closed
+    check_json_error(anon.get(target.url + "/v1/buckets"), 403, "AccessDenied")
+    other = "nat-" + uuid.uuid4().hex[:16]
+    assert http.post("%s/v1/buckets/%s" % (target.url, other)).status_code == 201
+    try:
+        check_json_error(anon.get("%s/v1/buckets/%s" % (target.url, other)), 403,
+                         "AccessDenied")
+    finally:
+        http.delete("%s/v1/buckets/%s" % (target.url, other))
+
+    # a bad signature is an error, not a fallback to anonymous
+    with session(target.access_key, "wrong") as s:
+        check_json_error(s.get(url), 403, "SignatureDoesNotMatch")
+
+    # switched off, the bucket is closed again
+    assert http.patch(burl, json={"anonymous_read": False}).status_code == 200
+    check_json_error(anon.get(url), 403, "AccessDenied")
+    check_json_error(anon.get(burl), 403, "AccessDenied")

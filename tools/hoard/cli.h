@@ -34,6 +34,8 @@ enum hd_cli_optid {
     HD_CLI_OPT_LIMIT,
     HD_CLI_OPT_TOKEN,
     HD_CLI_OPT_CONTENT_TYPE,
+    HD_CLI_OPT_ACCESS_KEY,
+    HD_CLI_OPT_SECRET_KEY,
     HD_CLI_OPT_COUNT
 };
 
@@ -61,6 +63,14 @@ struct hd_cli_cmd {
 
 struct hd_cli_http; /* cli_http.h */
 
+/* SigV4 credentials (strings borrowed from argv or the environment). access_key NULL: send
+ * requests unsigned. */
+struct hd_cli_cred {
+    const char *access_key;
+    const char *secret_key;
+    const char *region;
+};
+
 struct hd_cli {
     const char *endpoint; /* normalised: scheme://host[:port][/prefix], no trailing '/' */
     int json;
@@ -70,6 +80,7 @@ struct hd_cli {
     const char *noun;                  /* the command line's noun once known, else NULL */
     const struct hd_cli_cmd *cmd;      /* the command being run */
     struct hd_cli_http *http;          /* lazily created connection state */
+    struct hd_cli_cred cred;           /* from --access-key/--secret-key or AWS_* env */
     char *endpoint_owned;
 };
 

@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "tools/hoard/cli_fmt.h"
+#include "tools/hoard/cli_sign.h"
 
 #define XFER_MAGIC 0x68647866u /* "hdxf" */
 #define ERR_BODY_MAX ((size_t)1 << 20)
@@ -260,7 +261,9 @@ oom:
 
 /* ---- request ------------------------------------------------------------------------- */
 
-static int setup(struct xfer *x, struct curl_slist **hdrs, const char *url)
+/* Configures the handle for one hop of rq to url. Only the first hop is signed (see
+ * cli_sign.h): redirected hops carry none of our auth headers. */
+static int setup(struct xfer *x, struct curl_slist **hdrs, const char *url, int sign)
 {
     const struct hd_cli_req *rq = x->rq;
     CURL *c = x->curl;
@@ -274,10 +277,7 @@ static int setup(struct xfer *x, struct curl_slist **hdrs, const char *url)
     SET(CURLOPT_URL, url);
     SET(CURLOPT_PATH_AS_IS, 1L); /* "a/../b" is a valid object name, not a path to squash */
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
-    SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    SET(CURLOPT_FOLLOWLOCATION, 1L);
-    SET(CURLOPT_MAXREDIRS, 5L);
-    SET(CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
+    SET(CURLOPT_FOLLOWLOCATION, 0L); /* hd_cli_http_do follows them, dropping Authorization */
     SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_CONNECTTIMEOUT, HD_CLI_CONNECT_TIMEOUT_S);
     SET(CURLOPT_LOW_SPEED_LIMIT, HD_CLI_LOW_SPEED_BPS);
@@ -323,6 +323,21 @@ static int setup(struct xfer *x, struct curl_slist **hdrs, const char *url)
             *hdrs = curl_slist_append(*hdrs, h.data);
         hd_buf_cleanup(&h);
     }
+    if (sign && x->cli->cred.access_key && e == CURLE_OK) {
+        struct hd_kv extra[1];
+        size_t nextra = 0;
+        int rc;
+        if (rq->content_type)
+            extra[nextra++] = (struct hd_kv){"content-type", rq->content_type};
+        rc = hd_cli_sign_headers(&x->cli->cred, rq->method, url, extra, nextra, time(NULL), hdrs);
+        if (rc < 0) {
+            snprintf(x->rs->curl_err, sizeof(x->rs->curl_err), "%s",
+                     rc == -ENOMEM ? "out of memory"
+                                   : "the access key or region cannot be used in a SigV4 "
+                                     "signature, or the endpoint has no host");
+            return HD_CLI_ESIGN;
+        }
+    }
     if (*hdrs && e == CURLE_OK)
         e = curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
     if (e != CURLE_OK) {
@@ -349,13 +364,64 @@ static void md5_hex(EVP_MD_CTX *md, char out[33])
     out[32] = '\0';
 }
 
+static int is_redirect(long status)
+{
+    return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+/* Before re-sending an upload to a redirect's Location: rewind it if any of it was read (a
+ * proxy that answers 307 to "Expect: 100-continue" gets no body, so stdin works then). */
+static int rewind_upload(struct xfer *x)
+{
+    if (!x->rq->upload || x->rs->bytes == 0)
+        return 0;
+    if (fseeko(x->rq->upload, 0, SEEK_SET) != 0)
+        return HD_CLI_ENOREWIND;
+    if (x->md && EVP_DigestInit_ex(x->md, EVP_md5(), NULL) != 1)
+        return -ENOMEM;
+    x->rs->bytes = 0;
+    return 0;
+}
+
+/* One transfer to url. 0 when a response arrived, else as hd_cli_http_do. */
+static int perform(struct xfer *x, const char *url, int hop)
+{
+    struct curl_slist *hdrs = NULL;
+    CURLcode ce;
+    int rc;
+
+    if (hop > 0)
+        curl_easy_reset(x->curl); /* keeps the connection cache */
+    rc = setup(x, &hdrs, url, hop == 0);
+    if (rc < 0)
+        goto out;
+    x->t0 = now_s();
+    ce = curl_easy_perform(x->curl);
+    x->rs->curl_code = (int)ce;
+    x->rs->status = 0;
+    curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &x->rs->status);
+    if (ce == CURLE_OK || (x->discarded && ce == CURLE_WRITE_ERROR))
+        rc = 0;
+    else if (x->rs->local_err)
+        rc = x->rs->local_err;
+    else if (hd_cli_interrupted)
+        rc = -EINTR;
+    else {
+        if (x->rs->curl_err[0] == '\0')
+            snprintf(x->rs->curl_err, sizeof(x->rs->curl_err), "%s", curl_easy_strerror(ce));
+        rc = HD_CLI_ECURL;
+    }
+out:
+    curl_slist_free_all(hdrs);
+    return rc;
+}
+
 int hd_cli_http_do(struct hd_cli *cli, const struct hd_cli_req *rq, struct hd_cli_resp *rs)
 {
     struct xfer x;
-    struct curl_slist *hdrs = NULL;
     struct hd_buf url;
-    CURLcode ce;
-    int rc;
+    char *loc;
+    int rc, hop;
 
     hdrs_clear(rs);
     hd_buf_reset(&rs->body);
@@ -401,14 +467,34 @@ int hd_cli_http_do(struct hd_cli *cli, const struct hd_cli_req *rq, struct hd_cl
         rc = -ENOMEM;
         goto out;
     }
-    rc = setup(&x, &hdrs, url.data);
-    if (rc < 0)
-        goto out;
 
-    x.t0 = now_s();
-    ce = curl_easy_perform(x.curl);
-    rs->curl_code = (int)ce;
-    curl_easy_getinfo(x.curl, CURLINFO_RESPONSE_CODE, &rs->status);
+    /* Redirects are followed here rather than by libcurl so that no hop after the first
+     * carries our Authorization (libcurl keeps it when only the path changes). */
+    for (hop = 0;; hop++) {
+        rc = perform(&x, url.data, hop);
+        if (rc != 0 || !is_redirect(rs->status))
+            break;
+        loc = NULL;
+        if (curl_easy_getinfo(x.curl, CURLINFO_REDIRECT_URL, &loc) != CURLE_OK || !loc)
+            break; /* a 3xx without Location: reported as the error it is */
+        if (hop == HD_CLI_MAX_REDIRS) {
+            snprintf(rs->curl_err, sizeof(rs->curl_err), "more than %d redirects (last to %s)",
+                     HD_CLI_MAX_REDIRS, loc);
+            rc = HD_CLI_ECURL;
+            break;
+        }
+        hd_buf_reset(&url);
+        hd_buf_puts(&url, loc); /* copied: loc dies with the next transfer */
+        if (url.oom) {
+            rc = -ENOMEM;
+            break;
+        }
+        if ((rc = rewind_upload(&x)) < 0) {
+            snprintf(rs->curl_err, sizeof(rs->curl_err), "%s", url.data);
+            break;
+        }
+    }
+
     if (x.drawn) {
         draw(&x, rs->bytes, x.total, now_s());
         fputc('\n', stderr);
@@ -416,20 +502,7 @@ int hd_cli_http_do(struct hd_cli *cli, const struct hd_cli_req *rq, struct hd_cl
     }
     if (x.md)
         md5_hex(x.md, rs->md5);
-
-    if (ce == CURLE_OK || (x.discarded && ce == CURLE_WRITE_ERROR))
-        rc = 0;
-    else if (rs->local_err)
-        rc = rs->local_err;
-    else if (hd_cli_interrupted)
-        rc = -EINTR;
-    else {
-        if (rs->curl_err[0] == '\0')
-            snprintf(rs->curl_err, sizeof(rs->curl_err), "%s", curl_easy_strerror(ce));
-        rc = HD_CLI_ECURL;
-    }
 out:
-    curl_slist_free_all(hdrs);
     EVP_MD_CTX_free(x.md);
     hd_buf_cleanup(&url);
     return rc;
@@ -526,8 +599,20 @@ int hd_cli_report(struct hd_cli *cli, const char *what, int rc, const struct hd_
         return hd_cli_fail(HD_CLI_EXIT_CONN, "%s: connection to %s failed: %s", what, cli->endpoint,
                            rs->curl_err);
     }
+    if (rc == HD_CLI_ESIGN)
+        return hd_cli_fail(HD_CLI_EXIT_API, "%s: cannot sign the request: %s", what, rs->curl_err);
+    if (rc == HD_CLI_ENOREWIND)
+        return hd_cli_fail(HD_CLI_EXIT_API,
+                           "%s: redirected to %s, but the body already sent cannot be read "
+                           "again (stdin); upload from a file instead",
+                           what, rs->curl_err);
     if (rc < 0)
         return hd_cli_fail(HD_CLI_EXIT_API, "%s: %s", what, strerror(-rc));
     hd_cli_resp_error(rs, code, sizeof(code), msg, sizeof(msg));
+    if (rs->status == 403 && !cli->cred.access_key)
+        return hd_cli_fail(HD_CLI_EXIT_API,
+                           "%s: %s: %s (no credentials: set AWS_ACCESS_KEY_ID and "
+                           "AWS_SECRET_ACCESS_KEY, or pass --access-key and --secret-key)",
+                           what, code, msg);
     return hd_cli_fail(HD_CLI_EXIT_API, "%s: %s: %s", what, code, msg);
 }

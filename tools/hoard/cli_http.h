@@ -1,7 +1,7 @@
 /* cli_http: the hoard CLI's HTTP client over one reused libcurl easy handle (keep-alive across
- * pages): streaming uploads/downloads with MD5, progress bar, timeouts, redirects (proxies
- * answer 307), and the one place that turns a failure into an error line and exit code.
- * Main thread only. */
+ * pages): SigV4-signed requests (cli_sign), streaming uploads/downloads with MD5, progress
+ * bar, timeouts, redirects (proxies answer 307; followed unsigned, see cli_sign.h), and the one
+ * place that turns a failure into an error line and exit code. Main thread only. */
 #ifndef HD_CLI_HTTP_H
 #define HD_CLI_HTTP_H
 
@@ -14,6 +14,13 @@
 /* Transport failure (connect, DNS, timeout, reset, bad TLS): the message is in resp->curl_err.
  * Between -errno and the project codes of common/errors.h, so it collides with neither. */
 #define HD_CLI_ECURL (-4200)
+/* The request could not be signed (bad access key or region); message in resp->curl_err. */
+#define HD_CLI_ESIGN (-4201)
+/* A redirect asked for an upload again that cannot be rewound (stdin, after some of it was
+ * sent); the redirect's URL is in resp->curl_err. */
+#define HD_CLI_ENOREWIND (-4202)
+
+#define HD_CLI_MAX_REDIRS 5
 
 #define HD_CLI_PROGRESS_MIN ((uint64_t)8 << 20) /* transfers above this size show progress */
 #define HD_CLI_CONNECT_TIMEOUT_S 10L
@@ -54,9 +61,12 @@ void hd_cli_resp_cleanup(struct hd_cli_resp *rs);
 /* Case-insensitive lookup in the final response's headers; NULL when absent. */
 const char *hd_cli_resp_header(const struct hd_cli_resp *rs, const char *name);
 
-/* Performs one request. Returns 0 when a response arrived (any status: check rs->status),
- * HD_CLI_ECURL on transport failure, -EINTR when interrupted, or rs->local_err. rs must be
- * initialised; it is reset first so it can be reused. */
+/* Performs one request, signed when cli->cred has an access key, following up to
+ * HD_CLI_MAX_REDIRS redirects (301 302 303 307 308, method and body kept; the redirected hops
+ * are sent without Authorization). Returns 0 when a response arrived (any status: check
+ * rs->status), HD_CLI_ECURL on transport failure or too many redirects, HD_CLI_ESIGN,
+ * HD_CLI_ENOREWIND, -EINTR when interrupted, or rs->local_err. rs must be initialised; it is
+ * reset first so it can be reused. */
 int hd_cli_http_do(struct hd_cli *cli, const struct hd_cli_req *rq, struct hd_cli_resp *rs);
 void hd_cli_http_free(struct hd_cli_http *h);
 
@@ -68,7 +78,8 @@ void hd_cli_resp_error(const struct hd_cli_resp *rs, char *code, size_t codelen,
 /* Prints one error line for a failed request, "hoard: <what>: <code>: <message>" (or the
  * transport error naming the endpoint) and returns the exit code: HD_CLI_EXIT_API for an
  * HTTP error status or a local error, HD_CLI_EXIT_CONN for transport failures,
- * HD_CLI_EXIT_INTR when interrupted. Call only when rc != 0 or rs->status >= 300. */
+ * HD_CLI_EXIT_INTR when interrupted. A 403 to an unsigned request says how to give
+ * credentials. Call only when rc != 0 or rs->status >= 300. */
 int hd_cli_report(struct hd_cli *cli, const char *what, int rc, const struct hd_cli_resp *rs);
 
 #endif

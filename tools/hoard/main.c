@@ -14,6 +14,7 @@
 #include "tools/hoard/cli.h"
 #include "tools/hoard/cli_fmt.h"
 #include "tools/hoard/cli_http.h"
+#include "tools/hoard/cli_sign.h"
 
 volatile sig_atomic_t hd_cli_interrupted;
 
@@ -31,6 +32,10 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_TOKEN] = {"token", 1, 0, "T", "continue a listing from a continuation token"},
     [HD_CLI_OPT_CONTENT_TYPE] = {"content-type", 1, 0, "TYPE",
                                  "Content-Type stored with the object"},
+    [HD_CLI_OPT_ACCESS_KEY] = {"access-key", 1, 1, "ID",
+                               "SigV4 access key (env AWS_ACCESS_KEY_ID)"},
+    [HD_CLI_OPT_SECRET_KEY] = {"secret-key", 1, 1, "KEY",
+                               "SigV4 secret key (env AWS_SECRET_ACCESS_KEY)"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
@@ -160,7 +165,9 @@ static void print_global_options(FILE *out)
 /* Usage of one noun's commands (or of all when noun is NULL). */
 static void usage(FILE *out, const char *noun)
 {
-    fputs("usage: hoard [--endpoint URL] [--json] <noun> <verb> [args] [options]\n\n", out);
+    fputs("usage: hoard [--endpoint URL] [--json] [--access-key ID --secret-key KEY]\n"
+          "             <noun> <verb> [args] [options]\n\n",
+          out);
     fputs("Commands:\n", out);
     print_cmds(out, noun);
     print_cmd_options(out, noun);
@@ -168,6 +175,10 @@ static void usage(FILE *out, const char *noun)
     if (!noun) {
         fputs("\nEnvironment:\n"
               "  HOARD_ENDPOINT     default for --endpoint\n"
+              "  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\n"
+              "                     credentials: requests are SigV4-signed when both are set\n"
+              "  AWS_REGION, AWS_DEFAULT_REGION\n"
+              "                     region in the signature (default " HD_CLI_DEFAULT_REGION ")\n"
               "  HOARD_PROGRESS=1   draw progress bars even when stderr is not a terminal\n"
               "  HOARD_DEBUG=1      print libcurl's request/response trace on stderr\n"
               "\nExit codes: 0 ok, 1 server or API error (also local file errors), 2 usage,\n"
@@ -262,6 +273,37 @@ static void on_signal(int sig)
     hd_cli_interrupted = 1;
 }
 
+/* The flag, else the environment variable; NULL when neither is set or both are empty. */
+static const char *opt_or_env(struct hd_cli *cli, enum hd_cli_optid id, const char *var)
+{
+    const char *v = cli->opt[id];
+
+    if (!v || !*v)
+        v = getenv(var);
+    return v && *v ? v : NULL;
+}
+
+/* Credentials: both halves or neither (then requests go unsigned). */
+static int setup_cred(struct hd_cli *cli)
+{
+    struct hd_cli_cred *c = &cli->cred;
+
+    c->access_key = opt_or_env(cli, HD_CLI_OPT_ACCESS_KEY, "AWS_ACCESS_KEY_ID");
+    c->secret_key = opt_or_env(cli, HD_CLI_OPT_SECRET_KEY, "AWS_SECRET_ACCESS_KEY");
+    c->region = getenv("AWS_REGION");
+    if (!c->region || !*c->region)
+        c->region = getenv("AWS_DEFAULT_REGION");
+    if (!c->region || !*c->region)
+        c->region = HD_CLI_DEFAULT_REGION;
+    if (!c->access_key != !c->secret_key)
+        return hd_cli_usage_error(cli,
+                                  "%s but no %s: give both (--access-key/--secret-key or "
+                                  "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) or neither",
+                                  c->access_key ? "access key" : "secret key",
+                                  c->access_key ? "secret key" : "access key");
+    return 0;
+}
+
 static int setup_env(struct hd_cli *cli)
 {
     const char *ep = cli->opt[HD_CLI_OPT_ENDPOINT], *p;
@@ -286,7 +328,7 @@ static int setup_env(struct hd_cli *cli)
         cli->progress = isatty(STDERR_FILENO);
     p = getenv("HOARD_DEBUG");
     cli->verbose = p && *p && strcmp(p, "0") != 0;
-    return 0;
+    return setup_cred(cli);
 }
 
 static int run(struct hd_cli *cli, int argc, char **argv)

@@ -1,0 +1,71 @@
+/* sigv2: verifying AWS Signature Version 2 as S3 uses it: the "Authorization: AWS AK:sig"
+ * header and presigned URLs (?AWSAccessKeyId=&Expires=&Signature=). Stateless: any
+ * thread; the secret lookup callback runs on the caller's thread.
+ *
+ * Signature = base64(HMAC-SHA1(secret, StringToSign)), where StringToSign is
+ *   METHOD "\n" Content-MD5 "\n" Content-Type "\n" Date-or-Expires "\n"
+ *   CanonicalizedAmzHeaders CanonicalizedResource
+ * The date line is Expires (query form), "" when an x-amz-date header is present, else the
+ * Date header. Amz headers: x-amz-* names lowercased, values trimmed, sorted by name,
+ * repeats joined with ',' in arrival order, each "name:value\n"; in the query form x-amz-*
+ * query parameters count as headers too, and Content-MD5 / Content-Type may come from the
+ * query (botocore moves them there when presigning). The resource is the raw path exactly
+ * as on the wire (the caller passes "/bucket" + path for virtual-hosted requests), then the
+ * S3 sub-resources present in the query (acl, uploadId, response-content-type ...), sorted
+ * by name, values percent-decoded: "?acl&uploadId=x".
+ *
+ * Clients disagree on a few details, so a request that fails the AWS form is also tried
+ * in the spellings they use, and any match passes: sub-resource values as on the wire
+ * (s3cmd), "k=" signed as "k" (MinIO), the extra sub-resources botocore and MinIO sign
+ * (accelerate, select, retention ...), and the Date value kept beside x-amz-date (botocore).
+ * Each spelling covers the same request, so nothing unsigned becomes meaningful. */
+#ifndef HD_SIGV2_H
+#define HD_SIGV2_H
+
+#include <stddef.h>
+
+#include "common/sigv4.h"
+
+struct hd_buf;
+
+#define HD_SIGV2_SIG_LEN 28 /* base64 of a 20-byte HMAC-SHA1 */
+
+/* Verifies a SigV2 request. Returns:
+ *   0                verified: out->access_key is set, out->payload = HD_PL_UNSIGNED,
+ *                    out->presigned = 1 for the query form; for the header form out->date
+ *                    and out->amz_date hold the request time. Region, service, scope,
+ *                    signing_key and signature stay empty (SigV2 has none of them).
+ *   1                no SigV2 auth at all: neither an "Authorization: AWS ..." header nor
+ *                    AWSAccessKeyId / Signature query parameters (SigV4 or anonymous)
+ *   HD_EBADARG       SigV2 mixed with another mechanism (a second Authorization header
+ *                    beside the query form, or X-Amz-Algorithm/-Credential/-Signature)
+ *   HD_EAUTHHDR      malformed header form: not "AWS AK:base64", repeated Authorization,
+ *                    no or unparsable Date / x-amz-date, or a repeated one
+ *   HD_EAUTHQUERY    malformed query form: AWSAccessKeyId, Expires or Signature missing,
+ *                    empty or repeated, Expires not a decimal number, Signature not the
+ *                    base64 of 20 bytes (after percent-decoding; '+' is a literal plus)
+ *   HD_EBADHEADER    Content-MD5 or Content-Type repeated
+ *   HD_ESKEW         header form, request time more than 15 minutes away from in->now
+ *   HD_EEXPIRED      query form, in->now > Expires
+ *   HD_ENOACCESSKEY  secret_for does not know the key (or its own negative code)
+ *   HD_EBADSIG       signature mismatch
+ *   -ENOMEM
+ * out is zeroed first; out->access_key is set as soon as it is parsed (for error
+ * messages). hd_sigv4_verify refuses SigV2 requests (HD_EAUTHQUERY / HD_EAUTHHDR), so a
+ * caller accepting both calls this first and hd_sigv4_verify when this returns 1. */
+int hd_sigv2_verify(const struct hd_sigv4_in *in, hd_sigv4_secret_fn secret_for, void *ctx,
+                    struct hd_sigv4_auth *out);
+
+/* ---- building blocks, exposed for tests and for callers that sign by hand ---- */
+
+/* Appends the AWS-form StringToSign of in to out. expires: NULL for the header form, else
+ * the Expires value of the query form. AWSAccessKeyId / Expires / Signature in in->query are
+ * neither sub-resources nor amz headers, so the query may hold them or not. Returns 0,
+ * HD_EBADHEADER (Content-MD5 or Content-Type repeated) or -ENOMEM. */
+int hd_sigv2_string_to_sign(const struct hd_sigv4_in *in, const char *expires,
+                            struct hd_buf *out);
+/* base64(HMAC-SHA1(secret, sts[0..n))), NUL-terminated. */
+void hd_sigv2_sign(const char *secret, const char *sts, size_t n,
+                   char out[HD_SIGV2_SIG_LEN + 1]);
+
+#endif

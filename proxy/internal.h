@@ -1,0 +1,158 @@
+/* internal: what the proxy's modules (proxy.c, membership.c, route.c, bucket.c, list.c,
+ * s3.c) share. Not for use outside proxy/. Thread rules: fields above `mu` are set before
+ * the HTTP server starts and read-only afterwards; the rest as commented. */
+#ifndef HD_PROXY_INTERNAL_H
+#define HD_PROXY_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "common/http.h"
+#include "common/smap.h"
+#include "proxy/proxy.h"
+
+#define HD_PROXY_MAGIC 0x70727831u /* "prx1" */
+
+/* Intra-cluster call timeouts, milliseconds. Calls made from HTTP workers (listing and
+ * bucket fan-out, forwarding to the primary) are bounded by HD_PROXY_FANOUT_MS. */
+#define HD_PROXY_FANOUT_MS 30000
+#define HD_PROXY_SYNC_MS 10000
+
+enum hd_proxy_perm { HD_PPERM_NONE, HD_PPERM_RO, HD_PPERM_RW };
+
+struct hd_proxy_rule {
+    char *bucket;
+    enum hd_proxy_perm perm;
+};
+
+/* One auth.keys entry (same syntax as on targets). */
+struct hd_proxy_key {
+    char *access;
+    char *secret;
+    enum hd_proxy_perm all;
+    struct hd_proxy_rule *rules;
+    size_t nrules;
+};
+
+struct hd_proxy_seen {
+    char id[HD_NODE_ID_MAX];
+    uint64_t last_ns; /* monotonic time of the last join or heartbeat */
+};
+
+struct hd_proxy {
+    uint32_t magic;
+    struct hd_node self;           /* our smap entry */
+    char join[HD_NODE_URL_MAX];    /* cluster.join; "" on the primary */
+    char *secret;                  /* cluster.secret ("" = no checks) */
+    char *data_dir;
+    char *region;
+    char *domain;                  /* s3.domain */
+    int primary;                   /* started as the primary (empty cluster.join) */
+    long hb_ms;
+    int dead_after;
+    int s3_redirect;
+    struct hd_proxy_key *keys;
+    size_t nkeys;
+    struct hd_smap_state *cs;      /* current smap/BMD (thread-safe) */
+
+    pthread_mutex_t mu;            /* primary: serialises smap/BMD changes; guards below */
+    struct hd_proxy_seen *seen;
+    size_t nseen;
+    int64_t pushed_smap, pushed_bmd; /* versions every node was sent */
+
+    struct hd_smap_member member;  /* non-primary: loop thread only */
+    atomic_int ready;              /* holds an smap (and, non-primary, joined) */
+
+    /* the membership loop thread */
+    uv_loop_t loop;
+    uv_timer_t timer;
+    uv_async_t wake;
+    pthread_t thr;
+    int running;
+    atomic_int stopping;
+};
+
+/* proxy.c */
+const struct hd_proxy_key *hd_proxy_key_find(const struct hd_proxy *p, const char *access);
+/* 0 when key may read (write=0) or write bucket (NULL: any bucket), else HD_EACCESS. */
+int hd_proxy_key_allows(const struct hd_proxy_key *k, const char *bucket, int write);
+void hd_proxy_resp_json(struct hd_req *r, int status, json_t *j); /* takes j */
+/* Error with an HTTP status outside the errors table (409 Conflict for stale metasync). */
+void hd_proxy_resp_conflict(struct hd_req *r, const char *msg);
+
+/* membership.c */
+int hd_proxy_members_init(struct hd_proxy *p);
+int hd_proxy_loop_start(struct hd_proxy *p);
+void hd_proxy_loop_stop(struct hd_proxy *p);
+/* /v1/cluster..., /v1/metasync */
+void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p);
+/* Primary only, caller holds p->mu: installs b (version already bumped) and persists it. */
+int hd_proxy_bmd_install(struct hd_proxy *p, struct hd_bmd *b);
+/* Sends the current smap and BMD to every node now and waits (HTTP worker, bounded). */
+void hd_proxy_sync_now(struct hd_proxy *p);
+/* Calls the primary's `path` (absolute, with query) with the cluster header. Returns the
+ * transport rc; *status and *out as hd_httpc_json. */
+int hd_proxy_primary_call(struct hd_proxy *p, const char *method, const char *path,
+                          const json_t *in, long *status, json_t **out);
+/* Maps a native JSON error answer ({"code":"BucketNotEmpty",...}) back to a project code. */
+int hd_proxy_err_from_json(long status, const json_t *j);
+
+/* route.c */
+void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);
+/* Answers r with 307 to the owner of bucket/key (decoded names), or 503. */
+void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                       const char *key);
+/* uname "provider/@#/bucket/object" for placement; *out malloc'd. */
+int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char **out,
+                   size_t *len);
+/* Headers that authorise a proxy->target call (X-Hoard-Pid/Ptime/Psig). */
+struct hd_proxy_sig {
+    struct hd_kv kv[3];
+    size_t n;
+    char ptime[24];
+    char psig[HD_SMAP_SIG_LEN];
+};
+void hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url,
+                   struct hd_proxy_sig *sig);
+
+/* bucket.c */
+void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p);
+/* BMD changes (the primary does them; others ask the primary). */
+int hd_proxy_bucket_create(struct hd_proxy *p, const char *name, const char *provider);
+int hd_proxy_bucket_destroy(struct hd_proxy *p, const char *name, char *msg, size_t msglen);
+int hd_proxy_bucket_props(struct hd_proxy *p, const char *name, const char *json);
+
+/* list.c */
+struct hd_plist_opts {
+    const char *prefix;      /* NULL = none */
+    const char *delimiter;   /* NULL or "" = none */
+    const char *start_after; /* exclusive; NULL = from the start */
+    size_t limit;            /* 1..10000 */
+};
+struct hd_plist_item {
+    char *name;
+    int is_prefix;
+    uint64_t size;
+    char etag[48];
+    char mtime[32]; /* ISO 8601 with milliseconds, as targets send it */
+};
+struct hd_plist_res {
+    struct hd_plist_item *items; /* sorted, unique */
+    size_t n;
+    int truncated;
+    char *last; /* name of the last item (the next start key), NULL when empty */
+};
+/* Asks every live target for `limit` entries after start_after and merges. HD_EUNAVAIL (msg
+ * says which target) when a target is down or does not answer; HD_ENOSUCHBUCKET. */
+int hd_proxy_list(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                  struct hd_plist_res *res, char *msg, size_t msglen);
+void hd_proxy_list_cleanup(struct hd_plist_res *res);
+/* Native GET /v1/buckets/B?prefix&delimiter&limit&token */
+void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *bucket);
+/* 0 when no target holds an object of bucket, HD_EBUCKETNOTEMPTY, HD_EUNAVAIL. */
+int hd_proxy_bucket_empty(struct hd_proxy *p, const char *bucket, char *msg, size_t msglen);
+
+#endif

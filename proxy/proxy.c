@@ -1,0 +1,299 @@
+/* proxy: construction from config, auth keys, and the top-level request dispatch. */
+#include "proxy/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/errors.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/metrics.h"
+
+/* "rw" | "ro" | "bucket=ro;bucket2=rw" */
+static int parse_perms(struct hd_proxy_key *k, char *spec)
+{
+    char *save = NULL, *tok;
+
+    k->all = HD_PPERM_RW;
+    if (!spec || strcmp(spec, "rw") == 0)
+        return 0;
+    if (strcmp(spec, "ro") == 0) {
+        k->all = HD_PPERM_RO;
+        return 0;
+    }
+    k->all = HD_PPERM_NONE;
+    for (tok = strtok_r(spec, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(tok, '=');
+        struct hd_proxy_rule *r;
+        if (!eq || eq == tok || (strcmp(eq + 1, "ro") != 0 && strcmp(eq + 1, "rw") != 0))
+            return -EINVAL;
+        *eq = '\0';
+        r = realloc(k->rules, (k->nrules + 1) * sizeof(*r));
+        if (!r)
+            return -ENOMEM;
+        k->rules = r;
+        r[k->nrules].bucket = strdup(tok);
+        r[k->nrules].perm = strcmp(eq + 1, "rw") == 0 ? HD_PPERM_RW : HD_PPERM_RO;
+        if (!r[k->nrules].bucket)
+            return -ENOMEM;
+        k->nrules++;
+    }
+    return 0;
+}
+
+/* auth.keys = ACCESS:SECRET[:PERMS][,...], exactly as targets read it */
+static int parse_keys(struct hd_proxy *p, const char *spec)
+{
+    char *dup = strdup(spec), *save = NULL, *tok;
+    int rc = 0;
+
+    if (!dup)
+        return -ENOMEM;
+    for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *c1 = strchr(tok, ':'), *c2;
+        struct hd_proxy_key *k;
+        if (!c1 || c1 == tok || !c1[1]) {
+            rc = -EINVAL;
+            break;
+        }
+        *c1 = '\0';
+        c2 = strchr(c1 + 1, ':');
+        if (c2)
+            *c2 = '\0';
+        k = realloc(p->keys, (p->nkeys + 1) * sizeof(*k));
+        if (!k) {
+            rc = -ENOMEM;
+            break;
+        }
+        p->keys = k;
+        k = &p->keys[p->nkeys++];
+        memset(k, 0, sizeof(*k));
+        k->access = strdup(tok);
+        k->secret = strdup(c1 + 1);
+        if (!k->access || !k->secret || (rc = parse_perms(k, c2 ? c2 + 1 : NULL)) < 0) {
+            rc = rc < 0 ? rc : -ENOMEM;
+            break;
+        }
+    }
+    free(dup);
+    return rc;
+}
+
+const struct hd_proxy_key *hd_proxy_key_find(const struct hd_proxy *p, const char *access)
+{
+    size_t i;
+
+    for (i = 0; i < p->nkeys; i++)
+        if (strcmp(p->keys[i].access, access) == 0)
+            return &p->keys[i];
+    return NULL;
+}
+
+int hd_proxy_key_allows(const struct hd_proxy_key *k, const char *bucket, int write)
+{
+    enum hd_proxy_perm perm = k->all;
+    size_t i;
+
+    for (i = 0; bucket && i < k->nrules; i++)
+        if (strcmp(k->rules[i].bucket, bucket) == 0)
+            perm = k->rules[i].perm;
+    if (perm == HD_PPERM_RW || (perm == HD_PPERM_RO && !write))
+        return 0;
+    return HD_EACCESS;
+}
+
+void hd_proxy_resp_json(struct hd_req *r, int status, json_t *j)
+{
+    size_t len;
+    char *s = j ? hd_json_dump_steal(j, &len) : NULL;
+
+    if (!s) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_resp_buf(r, status, "application/json", s, len);
+}
+
+void hd_proxy_resp_conflict(struct hd_req *r, const char *msg)
+{
+    char *j = hd_json_error(409, "Conflict", msg, r->raw_path, r->id);
+
+    if (!j) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_resp_buf(r, 409, "application/json", j, strlen(j));
+}
+
+static char *default_url(const char *listen)
+{
+    struct hd_buf b;
+
+    hd_buf_init(&b);
+    hd_buf_printf(&b, "http://%s", listen);
+    return hd_buf_steal(&b, NULL);
+}
+
+int hd_proxy_new(const struct hd_config *cfg, struct hd_proxy **out)
+{
+    struct hd_proxy *p = calloc(1, sizeof(*p));
+    const char *url = hd_config_str(cfg, "public_url");
+    char *dflt = NULL;
+    int rc;
+
+    if (!p)
+        return -ENOMEM;
+    p->magic = HD_PROXY_MAGIC;
+    pthread_mutex_init(&p->mu, NULL);
+    p->secret = strdup(hd_config_str(cfg, "cluster.secret"));
+    p->data_dir = strdup(hd_config_str(cfg, "data"));
+    p->region = strdup(hd_config_str(cfg, "s3.region"));
+    p->domain = strdup(hd_config_str(cfg, "s3.domain"));
+    if (!p->secret || !p->data_dir || !p->region || !p->domain) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    p->hb_ms = (long)hd_config_int(cfg, "cluster.heartbeat_ms");
+    p->dead_after = (int)hd_config_int(cfg, "cluster.dead_after");
+    p->s3_redirect = hd_config_bool(cfg, "s3.redirect");
+    snprintf(p->join, sizeof(p->join), "%s", hd_config_str(cfg, "cluster.join"));
+    while (*p->join && p->join[strlen(p->join) - 1] == '/')
+        p->join[strlen(p->join) - 1] = '\0';
+    p->primary = p->join[0] == '\0';
+    if ((rc = parse_keys(p, hd_config_str(cfg, "auth.keys"))) < 0) {
+        HD_LOG(HD_ERROR, NULL,
+               "auth.keys: expected ACCESS:SECRET[:rw|ro|BUCKET=ro;BUCKET=rw][,...]");
+        goto fail;
+    }
+    if (!*url)
+        url = dflt = default_url(hd_config_str(cfg, "listen"));
+    if (!url || strlen(url) >= sizeof(p->self.url)) {
+        rc = url ? -ENAMETOOLONG : -ENOMEM;
+        goto fail;
+    }
+    snprintf(p->self.url, sizeof(p->self.url), "%s", url);
+    while (p->self.url[strlen(p->self.url) - 1] == '/')
+        p->self.url[strlen(p->self.url) - 1] = '\0';
+    p->self.type = HD_NODE_PROXY;
+    if ((rc = hd_smap_state_open(p->data_dir, &p->cs)) < 0)
+        goto fail;
+    if ((rc = hd_smap_state_node_id(p->cs, hd_config_str(cfg, "node.id"), 'p', p->self.id)) <
+        0) {
+        HD_LOG(HD_ERROR, NULL, "node.id: cannot set up the node id: %s", hd_strerror(rc));
+        goto fail;
+    }
+    if ((rc = hd_proxy_members_init(p)) < 0)
+        goto fail;
+    free(dflt);
+    *out = p;
+    return 0;
+fail:
+    free(dflt);
+    hd_proxy_free(p);
+    return rc;
+}
+
+int hd_proxy_start(struct hd_proxy *p)
+{
+    return hd_proxy_loop_start(p);
+}
+
+void hd_proxy_free(struct hd_proxy *p)
+{
+    size_t i, j;
+
+    if (!p)
+        return;
+    hd_proxy_loop_stop(p);
+    hd_smap_state_close(p->cs);
+    for (i = 0; i < p->nkeys; i++) {
+        for (j = 0; j < p->keys[i].nrules; j++)
+            free(p->keys[i].rules[j].bucket);
+        free(p->keys[i].rules);
+        free(p->keys[i].access);
+        free(p->keys[i].secret);
+    }
+    free(p->keys);
+    free(p->seen);
+    free(p->secret);
+    free(p->data_dir);
+    free(p->region);
+    free(p->domain);
+    pthread_mutex_destroy(&p->mu);
+    p->magic = 0;
+    free(p);
+}
+
+static void health(struct hd_req *r, struct hd_proxy *p)
+{
+    const char *ready = hd_req_param(r, "ready");
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    int ok = atomic_load(&p->ready) && s;
+    json_t *j;
+
+    r->op = HD_OP_ADMIN;
+    j = json_pack("{s:s, s:s, s:s, s:b, s:I, s:b}", "status", ok ? "ok" : "starting", "role",
+                  "proxy", "id", p->self.id, "primary", p->primary, "smap_version",
+                  (json_int_t)(s ? s->version : 0), "ready", ok);
+    hd_smap_unref(s);
+    if (ready && strcmp(ready, "false") != 0 && !ok) {
+        hd_proxy_resp_json(r, 503, j);
+        return;
+    }
+    hd_proxy_resp_json(r, 200, j);
+}
+
+static void metrics(struct hd_req *r)
+{
+    struct hd_buf b;
+    size_t len;
+    char *s;
+
+    r->op = HD_OP_ADMIN;
+    hd_buf_init(&b);
+    hd_metrics_render(&b);
+    if (b.oom) {
+        hd_buf_cleanup(&b);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    s = hd_buf_steal(&b, &len);
+    hd_resp_buf(r, 200, "text/plain; version=0.0.4", s, len);
+}
+
+void hd_proxy_handle(struct hd_req *r, void *ctx)
+{
+    struct hd_proxy *p = ctx;
+    const char *path = r->raw_path;
+
+    if (!p || p->magic != HD_PROXY_MAGIC) {
+        hd_resp_err(r, HD_EINTERNAL);
+        return;
+    }
+    if (strcmp(path, "/v1/health") == 0) {
+        health(r, p);
+    } else if (strcmp(path, "/metrics") == 0) {
+        metrics(r);
+    } else if (strcmp(path, "/v1/cluster") == 0 || strncmp(path, "/v1/cluster/", 12) == 0 ||
+               strcmp(path, "/v1/metasync") == 0) {
+        r->api = HD_API_NATIVE;
+        r->op = HD_OP_ADMIN;
+        hd_proxy_cluster_handle(r, p);
+    } else if (strncmp(path, "/v1/objects/", 12) == 0) {
+        r->api = HD_API_NATIVE;
+        hd_proxy_route_object(r, p);
+    } else if (strcmp(path, "/v1/buckets") == 0 || strncmp(path, "/v1/buckets/", 12) == 0) {
+        r->api = HD_API_NATIVE;
+        hd_proxy_buckets_handle(r, p);
+    } else if (strncmp(path, "/v1/", 4) == 0 || strcmp(path, "/v1") == 0) {
+        r->api = HD_API_NATIVE;
+        hd_resp_err(r, HD_ENOTFOUND);
+    } else if (path[0] == '/') {
+        hd_proxy_s3(r, p);
+    } else {
+        r->api = HD_API_S3;
+        hd_resp_err(r, HD_EBADREQ);
+    }
+}

@@ -1,0 +1,174 @@
+/* route: object requests on the proxy. The owner is the HRW winner over the smap's targets
+ * (AIStore's function, common/hrw.h); the client gets 307 to the owner's public URL with the
+ * original raw path and query plus a proxy signature (pid, ptime, psig). */
+#include "proxy/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/buf.h"
+#include "common/errors.h"
+#include "common/hrw.h"
+#include "common/httputil.h"
+#include "common/log.h"
+#include "common/metrics.h"
+
+void hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url,
+                   struct hd_proxy_sig *sig)
+{
+    long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
+    char path[4096];
+
+    memset(sig, 0, sizeof(*sig));
+    sig->kv[0].k = "X-Hoard-Pid";
+    sig->kv[0].v = p->self.id;
+    sig->n = 1;
+    if (!*p->secret)
+        return;
+    hd_smap_url_path(url, path, sizeof(path));
+    snprintf(sig->ptime, sizeof(sig->ptime), "%lld", ptime);
+    hd_smap_psig(p->secret, method, path, ptime, sig->psig);
+    sig->kv[1].k = "X-Hoard-Ptime";
+    sig->kv[1].v = sig->ptime;
+    sig->kv[2].k = "X-Hoard-Psig";
+    sig->kv[2].v = sig->psig;
+    sig->n = 3;
+}
+
+/* "ais" for native buckets, "aws" for S3-backed ones (DESIGN.md's uname). */
+static const char *provider_of(struct hd_proxy *p, const char *bucket, const char *param)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
+    const char *pv = e ? e->provider : param;
+    int aws = pv && (strcmp(pv, "aws") == 0 || strcmp(pv, "s3") == 0);
+
+    hd_bmd_unref(b);
+    return aws ? "aws" : "ais";
+}
+
+int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char **out,
+                   size_t *len)
+{
+    struct hd_buf b;
+
+    hd_buf_init(&b);
+    hd_hrw_uname(&b, provider_of(p, bucket, NULL), NULL, bucket, key);
+    if (b.oom) {
+        hd_buf_cleanup(&b);
+        return -ENOMEM;
+    }
+    *out = hd_buf_steal(&b, len);
+    return 0;
+}
+
+void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                       const char *key)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    const struct hd_node *owner = NULL;
+    struct hd_buf uname, loc;
+    char msg[256];
+    int rc;
+
+    hd_buf_init(&uname);
+    hd_buf_init(&loc);
+    if (!s) {
+        hd_resp_err_msg(r, HD_EUNAVAIL, "This proxy has no cluster map yet; retry shortly.");
+        goto out;
+    }
+    hd_hrw_uname(&uname, provider_of(p, bucket, hd_req_param(r, "provider")), NULL, bucket,
+                 key);
+    if (uname.oom) {
+        hd_resp_err(r, -ENOMEM);
+        goto out;
+    }
+    rc = hd_smap_owner(s, uname.data, uname.len, &owner);
+    if (rc < 0 && !owner) {
+        hd_resp_err_msg(r, HD_EUNAVAIL,
+                        "No target is available: none has joined the cluster, or all are in "
+                        "maintenance.");
+        goto out;
+    }
+    if (rc < 0) {
+        snprintf(msg, sizeof(msg),
+                 "Target %s, which owns this object, is down; retry when it is back.",
+                 owner->id);
+        hd_resp_err_msg(r, HD_EUNAVAIL, msg);
+        goto out;
+    }
+    hd_buf_printf(&loc, "%s%s?%s%spid=%s", owner->url, r->raw_path, r->raw_query,
+                  *r->raw_query ? "&" : "", p->self.id);
+    if (*p->secret) {
+        long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
+        char sig[HD_SMAP_SIG_LEN];
+        hd_smap_psig(p->secret, r->method, r->raw_path, ptime, sig);
+        hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
+    }
+    if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0) {
+        hd_resp_err(r, -ENOMEM);
+        goto out;
+    }
+    hd_resp_empty(r, 307);
+out:
+    hd_buf_cleanup(&uname);
+    hd_buf_cleanup(&loc);
+    hd_smap_unref(s);
+}
+
+static int decode(const char *s, size_t n, char **out, size_t *outlen)
+{
+    char *d = malloc(n + 1);
+    size_t len;
+
+    *out = NULL;
+    if (!d)
+        return -ENOMEM;
+    if (hd_url_decode(s, n, d, &len, 0) < 0) {
+        free(d);
+        return HD_EBADARG;
+    }
+    *out = d;
+    if (outlen)
+        *outlen = len;
+    return 0;
+}
+
+void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
+{
+    const char *rest = r->raw_path + 12, *slash = strchr(rest, '/');
+    const char *m = r->method;
+    char *bucket = NULL, *key = NULL;
+    size_t blen = 0, klen = 0;
+    int rc;
+
+    r->op = strcmp(m, "GET") == 0      ? HD_OP_GET
+            : strcmp(m, "HEAD") == 0   ? HD_OP_HEAD
+            : strcmp(m, "PUT") == 0    ? HD_OP_PUT
+            : strcmp(m, "DELETE") == 0 ? HD_OP_DELETE
+                                       : HD_OP_OTHER;
+    if (!slash || slash == rest || !slash[1]) {
+        hd_resp_err_msg(r, HD_EBADKEY, "Expected /v1/objects/BUCKET/OBJECT.");
+        return;
+    }
+    if ((rc = decode(rest, (size_t)(slash - rest), &bucket, &blen)) < 0 ||
+        (rc = decode(slash + 1, strlen(slash + 1), &key, &klen)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    if (strlen(bucket) != blen || !*bucket) {
+        hd_resp_err(r, HD_EBADBUCKETNAME);
+        goto out;
+    }
+    if ((rc = hd_object_name_check(key, klen)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    hd_proxy_redirect(r, p, bucket, key);
+out:
+    free(bucket);
+    free(key);
+}

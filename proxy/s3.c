@@ -1,0 +1,716 @@
+/* s3: the S3 API on the proxy. Bucket-level calls are served here: SigV4 (same auth.keys as
+ * the targets), buckets from the BMD, listings merged from the targets, DeleteObjects fanned
+ * out to the owners. Object-level calls leave through one place, object_call(): a 307 to the
+ * owner when s3.redirect is set, otherwise the relay (not yet wired: 501). */
+#include "proxy/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "common/buf.h"
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/httpc.h"
+#include "common/httputil.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/sigv4.h"
+#include "common/xml.h"
+
+#define S3NS HD_XML_S3_NS
+#define DELETE_PARALLEL 16
+
+static const char *const unsupported[] = {
+    "acl",     "policy",      "lifecycle", "tagging",        "cors",       "website",
+    "logging", "replication", "encryption", "notification", "requestPayment", "accelerate",
+    "object-lock", "legal-hold", "retention", "inventory", "metrics", "analytics",
+    "intelligent-tiering", "ownershipControls", "publicAccessBlock", "torrent", "restore",
+    "select", "attributes", "versioning", "policyStatus", NULL};
+
+static int has_unsupported(struct hd_req *r)
+{
+    size_t i;
+
+    for (i = 0; unsupported[i]; i++)
+        if (hd_query_find(&r->query, unsupported[i]))
+            return 1;
+    return 0;
+}
+
+static int secret_for(void *ctx, const char *access_key, char *secret, size_t max)
+{
+    const struct hd_proxy_key *k = hd_proxy_key_find(ctx, access_key);
+
+    if (!k)
+        return HD_ENOACCESSKEY;
+    snprintf(secret, max, "%s", k->secret);
+    return 0;
+}
+
+/* 0 verified (*a filled), 1 anonymous, negative: bad credentials. */
+static int authenticate(struct hd_req *r, struct hd_proxy *p, struct hd_sigv4_auth *a)
+{
+    struct hd_sigv4_in in;
+    int rc;
+
+    memset(a, 0, sizeof(*a));
+    memset(&in, 0, sizeof(in));
+    in.method = r->method;
+    in.path = r->raw_path;
+    in.query = r->raw_query;
+    in.headers = r->hdrs;
+    in.nheaders = r->nhdrs;
+    in.now = time(NULL);
+    rc = hd_sigv4_verify(&in, secret_for, p, a);
+    if (rc < 0) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        HD_LOG(HD_INFO, r->id, "auth failed: %s", hd_strerror(rc));
+    }
+    return rc;
+}
+
+static int anonymous_read(struct hd_proxy *p, const char *bucket)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
+    json_t *j = e && e->props ? json_loads(e->props, 0, NULL) : NULL;
+    int yes = j && json_is_true(json_object_get(j, "anonymous_read"));
+
+    json_decref(j);
+    hd_bmd_unref(b);
+    return yes;
+}
+
+static int authorize(struct hd_req *r, struct hd_proxy *p, int authrc,
+                     const struct hd_sigv4_auth *a, const char *bucket)
+{
+    int write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
+    const struct hd_proxy_key *k;
+
+    if (authrc == 1) {
+        if (p->nkeys == 0)
+            return 0;
+        if (bucket && !write && anonymous_read(p, bucket))
+            return 0;
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        return HD_EMISSINGAUTH;
+    }
+    k = hd_proxy_key_find(p, a->access_key);
+    if (!k)
+        return HD_ENOACCESSKEY;
+    if (!bucket)
+        return 0;
+    if (hd_proxy_key_allows(k, bucket, write) < 0) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        return HD_EACCESS;
+    }
+    return 0;
+}
+
+/* Virtual-host style: Host "BUCKET.<s3.domain>[:port]" -> "/BUCKET" + path (heap). */
+static char *vhost_path(struct hd_req *r, struct hd_proxy *p, const char *path)
+{
+    const char *host = hd_req_header(r, "Host");
+    size_t dl = strlen(p->domain), hl;
+    const char *colon;
+    struct hd_buf b;
+
+    if (!dl || !host)
+        return NULL;
+    colon = strrchr(host, ':');
+    hl = colon && !strchr(colon, ']') ? (size_t)(colon - host) : strlen(host);
+    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, p->domain, dl))
+        return NULL;
+    hd_buf_init(&b);
+    hd_buf_printf(&b, "/%.*s%s", (int)(hl - dl - 1), host, path);
+    if (b.oom) {
+        hd_buf_cleanup(&b);
+        return NULL;
+    }
+    return hd_buf_steal(&b, NULL);
+}
+
+static void resp_xml(struct hd_req *r, int status, struct hd_buf *b)
+{
+    size_t len;
+    char *s;
+
+    if (b->oom) {
+        hd_buf_cleanup(b);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    s = hd_buf_steal(b, &len);
+    hd_resp_buf(r, status, "application/xml", s, len);
+}
+
+static int bucket_known(struct hd_proxy *p, const char *bucket)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    int rc = hd_bmd_find(b, bucket) ? 0 : HD_ENOSUCHBUCKET;
+
+    hd_bmd_unref(b);
+    return rc;
+}
+
+static void list_buckets(struct hd_req *r, struct hd_proxy *p, const char *owner)
+{
+    struct hd_bmd *bmd = hd_smap_state_bmd(p->cs);
+    struct hd_buf b;
+    char ts[32];
+    size_t i;
+
+    r->op = HD_OP_BUCKET;
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_xml_open_ns(&b, "ListAllMyBucketsResult", S3NS);
+    hd_xml_open(&b, "Owner");
+    hd_xml_elem(&b, "ID", owner);
+    hd_xml_elem(&b, "DisplayName", owner);
+    hd_xml_close(&b, "Owner");
+    hd_xml_open(&b, "Buckets");
+    for (i = 0; i < bmd->n; i++) {
+        hd_xml_open(&b, "Bucket");
+        hd_xml_elem(&b, "Name", bmd->b[i].name);
+        hd_iso8601_ms(bmd->b[i].created * 1000, ts);
+        hd_xml_elem(&b, "CreationDate", ts);
+        hd_xml_close(&b, "Bucket");
+    }
+    hd_xml_close(&b, "Buckets");
+    hd_xml_close(&b, "ListAllMyBucketsResult");
+    hd_bmd_unref(bmd);
+    resp_xml(r, 200, &b);
+}
+
+static void key_elem(struct hd_buf *b, const char *tag, const char *s, int url)
+{
+    struct hd_buf e;
+
+    if (!url) {
+        hd_xml_elem(b, tag, s);
+        return;
+    }
+    hd_buf_init(&e);
+    hd_uri_encode(&e, s, strlen(s), 1);
+    hd_xml_elem(b, tag, e.data ? e.data : "");
+    hd_buf_cleanup(&e);
+}
+
+/* mode 1: ListObjects, 2: ListObjectsV2, 3: ListObjectVersions (all "null", latest). */
+static void list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucket, int mode,
+                         const char *owner)
+{
+    int v2 = mode == 2, vers = mode == 3;
+    const char *prefix = hd_req_param(r, "prefix");
+    const char *delim = hd_req_param(r, "delimiter");
+    const char *mk = hd_req_param(r, "max-keys");
+    const char *enc = hd_req_param(r, "encoding-type");
+    const char *marker = v2 ? NULL : hd_req_param(r, vers ? "key-marker" : "marker");
+    const char *ctok = v2 ? hd_req_param(r, "continuation-token") : NULL;
+    const char *sa = v2 ? hd_req_param(r, "start-after") : NULL;
+    const char *fo = v2 ? hd_req_param(r, "fetch-owner") : NULL;
+    int url = enc && strcmp(enc, "url") == 0;
+    int owner_on = !v2 || (fo && strcmp(fo, "true") == 0);
+    const char *root = vers ? "ListVersionsResult" : "ListBucketResult";
+    const char *item = vers ? "Version" : "Contents";
+    uint64_t max = 1000;
+    unsigned char raw[1100];
+    struct hd_plist_opts o;
+    struct hd_plist_res res;
+    struct hd_buf b;
+    char etag[64], msg[256];
+    size_t i, n, shown;
+    int rc, truncated;
+
+    r->op = HD_OP_LIST;
+    if (enc && !url) {
+        hd_resp_err_msg(r, HD_EBADARG, "Invalid Encoding Method specified in Request");
+        return;
+    }
+    if (mk) {
+        int64_t v;
+        if (hd_parse_i64(mk, &v) < 0 || v < 0) {
+            hd_resp_err(r, HD_EMAXKEYS);
+            return;
+        }
+        max = v > 1000 ? 1000 : (uint64_t)v;
+    }
+    memset(&o, 0, sizeof(o));
+    o.prefix = prefix;
+    o.delimiter = delim;
+    o.limit = max ? (size_t)max : 1; /* max-keys=0 only asks whether anything is there */
+    o.start_after = marker && *marker ? marker : sa && *sa ? sa : NULL;
+    if (ctok) {
+        if (!*ctok || hd_b64_decode(ctok, strlen(ctok), raw, sizeof(raw) - 1, &n) < 0 || !n ||
+            memchr(raw, 0, n)) {
+            hd_resp_err(r, HD_EBADTOKEN);
+            return;
+        }
+        raw[n] = '\0';
+        o.start_after = (const char *)raw;
+    }
+    if ((rc = hd_proxy_list(p, bucket, &o, &res, msg, sizeof(msg))) < 0) {
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
+    shown = max ? res.n : 0;
+    truncated = max ? res.truncated : res.n > 0;
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_xml_open_ns(&b, root, S3NS);
+    hd_xml_elem(&b, "Name", bucket);
+    key_elem(&b, "Prefix", prefix ? prefix : "", url);
+    if (v2) {
+        hd_xml_elemf(&b, "KeyCount", "%zu", shown);
+        if (ctok)
+            hd_xml_elem(&b, "ContinuationToken", ctok);
+        if (sa)
+            key_elem(&b, "StartAfter", sa, url);
+    } else if (vers) {
+        key_elem(&b, "KeyMarker", marker ? marker : "", url);
+        hd_xml_elem(&b, "VersionIdMarker", "");
+    } else {
+        key_elem(&b, "Marker", marker ? marker : "", url);
+    }
+    hd_xml_elemf(&b, "MaxKeys", "%llu", (unsigned long long)max);
+    if (delim)
+        key_elem(&b, "Delimiter", delim, url);
+    hd_xml_elem(&b, "IsTruncated", truncated ? "true" : "false");
+    if (truncated && shown && res.last) {
+        if (v2) {
+            char t64[1500];
+            hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64, sizeof(t64));
+            hd_xml_elem(&b, "NextContinuationToken", t64);
+        } else if (vers) {
+            key_elem(&b, "NextKeyMarker", res.last, url);
+            hd_xml_elem(&b, "NextVersionIdMarker", "null");
+        } else if (delim) {
+            key_elem(&b, "NextMarker", res.last, url);
+        }
+    }
+    if (url)
+        hd_xml_elem(&b, "EncodingType", "url");
+    for (i = 0; i < shown; i++) {
+        const struct hd_plist_item *it = &res.items[i];
+        if (it->is_prefix)
+            continue;
+        hd_xml_open(&b, item);
+        key_elem(&b, "Key", it->name, url);
+        if (vers) {
+            hd_xml_elem(&b, "VersionId", "null");
+            hd_xml_elem(&b, "IsLatest", "true");
+        }
+        hd_xml_elem(&b, "LastModified", it->mtime);
+        snprintf(etag, sizeof(etag), "\"%s\"", it->etag);
+        hd_xml_elem(&b, "ETag", etag);
+        hd_xml_elemf(&b, "Size", "%llu", (unsigned long long)it->size);
+        if (owner_on) {
+            hd_xml_open(&b, "Owner");
+            hd_xml_elem(&b, "ID", owner);
+            hd_xml_elem(&b, "DisplayName", owner);
+            hd_xml_close(&b, "Owner");
+        }
+        hd_xml_elem(&b, "StorageClass", "STANDARD");
+        hd_xml_close(&b, item);
+    }
+    for (i = 0; i < shown; i++) {
+        if (!res.items[i].is_prefix)
+            continue;
+        hd_xml_open(&b, "CommonPrefixes");
+        key_elem(&b, "Prefix", res.items[i].name, url);
+        hd_xml_close(&b, "CommonPrefixes");
+    }
+    hd_xml_close(&b, root);
+    hd_proxy_list_cleanup(&res);
+    resp_xml(r, 200, &b);
+}
+
+static void location(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+{
+    struct hd_buf b;
+    int rc;
+
+    r->op = HD_OP_BUCKET;
+    if ((rc = bucket_known(p, bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_buf_puts(&b, "<LocationConstraint xmlns=\"" S3NS "\">");
+    if (strcmp(p->region, "us-east-1") != 0)
+        hd_xml_escape(&b, p->region, strlen(p->region));
+    hd_buf_puts(&b, "</LocationConstraint>");
+    resp_xml(r, 200, &b);
+}
+
+/* ---- calls with a small XML body (CreateBucket, DeleteObjects) ---- */
+
+struct body_ctx {
+    struct hd_proxy *p;
+    struct hd_buf body;
+    char bucket[64];
+    struct hd_sigv4_auth auth;
+    int signed_req;
+    size_t max;
+};
+
+static int body_chunk(struct hd_req *r, const char *d, size_t n)
+{
+    struct body_ctx *c = r->data;
+
+    if (c->body.len + n > c->max)
+        return HD_EMALFORMEDXML;
+    return hd_buf_append(&c->body, d, n);
+}
+
+static void body_done(struct hd_req *r)
+{
+    struct body_ctx *c = r->data;
+
+    if (c) {
+        hd_buf_cleanup(&c->body);
+        free(c);
+    }
+    r->data = NULL;
+}
+
+/* The body against x-amz-content-sha256 (a hex digest was signed) and Content-MD5. */
+static int body_check(struct hd_req *r, struct body_ctx *c)
+{
+    const char *md5 = hd_req_header(r, "Content-MD5");
+    unsigned char h[32];
+
+    if (r->body_err)
+        return r->body_err;
+    if (c->signed_req && c->auth.payload == HD_PL_HEX) {
+        hd_sha256(c->body.data ? c->body.data : "", c->body.len, h);
+        if (memcmp(h, c->auth.payload_sha256, 32) != 0)
+            return HD_ESHA256MISMATCH;
+    } else if (c->signed_req && c->auth.payload != HD_PL_UNSIGNED) {
+        return HD_ENOTIMPL; /* aws-chunked bucket calls: no client sends them */
+    }
+    if (md5) {
+        struct hd_md5 m;
+        unsigned char d[16];
+        char b64[32];
+        if (hd_md5_init(&m) < 0)
+            return -ENOMEM;
+        hd_md5_update(&m, c->body.data ? c->body.data : "", c->body.len);
+        hd_md5_final(&m, d);
+        hd_md5_cleanup(&m);
+        hd_b64_encode(d, sizeof(d), b64, sizeof(b64));
+        if (strcmp(b64, md5) != 0)
+            return HD_EBADDIGEST;
+    }
+    return 0;
+}
+
+static struct body_ctx *body_start(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                                   const struct hd_sigv4_auth *a, size_t max,
+                                   void (*end)(struct hd_req *r))
+{
+    struct body_ctx *c = calloc(1, sizeof(*c));
+
+    if (!c) {
+        hd_resp_err(r, -ENOMEM);
+        return NULL;
+    }
+    c->p = p;
+    c->max = max;
+    hd_buf_init(&c->body);
+    snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
+    if (a) {
+        c->auth = *a;
+        c->signed_req = 1;
+    }
+    r->data = c;
+    r->on_body = body_chunk;
+    r->on_end = end;
+    r->on_done = body_done;
+    return c;
+}
+
+static void create_end(struct hd_req *r)
+{
+    struct body_ctx *c = r->data;
+    char loc[80];
+    int rc;
+
+    if ((rc = body_check(r, c)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (c->body.len &&
+        (rc = hd_xml_parse_create_bucket(c->body.data, c->body.len, loc, sizeof(loc))) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    rc = hd_proxy_bucket_create(c->p, c->bucket, "ais");
+    if (rc == HD_EBUCKETEXISTS)
+        rc = 0; /* us-east-1 semantics: creating a bucket you own again succeeds */
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    snprintf(loc, sizeof(loc), "/%s", c->bucket);
+    hd_resp_header(r, "Location", loc);
+    hd_resp_empty(r, 200);
+}
+
+/* One DELETE per key to its owner (native API, proxy-signed), DELETE_PARALLEL at a time. */
+static void delete_end(struct hd_req *r)
+{
+    struct body_ctx *c = r->data;
+    struct hd_proxy *p = c->p;
+    struct hd_smap *s = NULL;
+    struct hd_delete_req dr;
+    struct hd_httpc_call *calls = NULL;
+    struct hd_proxy_sig *sigs = NULL;
+    struct hd_buf *urls = NULL, b;
+    int *err = NULL;
+    size_t i;
+    int rc;
+
+    memset(&dr, 0, sizeof(dr));
+    if ((rc = body_check(r, c)) < 0 || (rc = bucket_known(p, c->bucket)) < 0 ||
+        (rc = hd_xml_parse_delete(c->body.data ? c->body.data : "", c->body.len, &dr)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    s = hd_smap_state_smap(p->cs);
+    calls = calloc(dr.n, sizeof(*calls));
+    sigs = calloc(dr.n, sizeof(*sigs));
+    urls = calloc(dr.n, sizeof(*urls));
+    err = calloc(dr.n, sizeof(*err));
+    if (!calls || !sigs || !urls || !err) {
+        hd_resp_err(r, -ENOMEM);
+        goto out;
+    }
+    for (i = 0; i < dr.n; i++) {
+        const char *k = dr.objs[i].key;
+        const struct hd_node *owner = NULL;
+        char *uname = NULL;
+        size_t ulen;
+        hd_buf_init(&urls[i]);
+        /* a call without a URL is skipped by marking it failed up front */
+        hd_httpc_call_init(&calls[i], "DELETE", "");
+        if ((err[i] = hd_object_name_check(k, strlen(k))) < 0)
+            continue;
+        if ((err[i] = hd_proxy_uname(p, c->bucket, k, &uname, &ulen)) < 0)
+            continue;
+        err[i] = s ? hd_smap_owner(s, uname, ulen, &owner) : HD_EUNAVAIL;
+        free(uname);
+        if (err[i] < 0)
+            continue;
+        hd_buf_printf(&urls[i], "%s/v1/objects/", owner->url);
+        hd_uri_encode(&urls[i], c->bucket, strlen(c->bucket), 0);
+        hd_buf_puts(&urls[i], "/");
+        hd_uri_encode(&urls[i], k, strlen(k), 1);
+        if (urls[i].oom) {
+            err[i] = -ENOMEM;
+            continue;
+        }
+        calls[i].url = urls[i].data;
+        hd_proxy_sign(p, "DELETE", urls[i].data, &sigs[i]);
+        calls[i].hdrs = sigs[i].kv;
+        calls[i].nhdrs = sigs[i].n;
+        calls[i].total_ms = HD_PROXY_FANOUT_MS;
+    }
+    {
+        /* run only the calls that have a URL, keeping their indexes */
+        struct hd_httpc_call *todo = calloc(dr.n, sizeof(*todo));
+        size_t *idx = calloc(dr.n, sizeof(*idx)), nt = 0;
+        if (!todo || !idx) {
+            free(todo);
+            free(idx);
+            hd_resp_err(r, -ENOMEM);
+            goto out;
+        }
+        for (i = 0; i < dr.n; i++)
+            if (err[i] == 0) {
+                todo[nt] = calls[i];
+                idx[nt++] = i;
+            }
+        hd_httpc_run_all(todo, nt, DELETE_PARALLEL);
+        for (i = 0; i < nt; i++) {
+            struct hd_httpc_call *t = &todo[i];
+            json_t *j = NULL;
+            if (t->rc < 0) {
+                err[idx[i]] = HD_EUNAVAIL;
+            } else if (t->status != 404 && (t->status < 200 || t->status > 299)) {
+                j = t->resp.len ? json_loadb(t->resp.data, t->resp.len, 0, NULL) : NULL;
+                err[idx[i]] = hd_proxy_err_from_json(t->status, j);
+                json_decref(j);
+            }
+            calls[idx[i]] = *t; /* hands the response buffer back for cleanup */
+        }
+        free(todo);
+        free(idx);
+    }
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_xml_open_ns(&b, "DeleteResult", S3NS);
+    for (i = 0; i < dr.n; i++) {
+        const char *k = dr.objs[i].key;
+        if (err[i] == 0 && !dr.quiet) {
+            hd_xml_open(&b, "Deleted");
+            hd_xml_elem(&b, "Key", k);
+            if (dr.objs[i].version_id)
+                hd_xml_elem(&b, "VersionId", dr.objs[i].version_id);
+            hd_xml_close(&b, "Deleted");
+        } else if (err[i] < 0) {
+            const struct hd_err_info *e = hd_err_info(err[i]);
+            hd_xml_open(&b, "Error");
+            hd_xml_elem(&b, "Key", k);
+            hd_xml_elem(&b, "Code", e->s3_code);
+            hd_xml_elem(&b, "Message", e->message);
+            hd_xml_close(&b, "Error");
+        }
+    }
+    hd_xml_close(&b, "DeleteResult");
+    resp_xml(r, 200, &b);
+out:
+    for (i = 0; calls && i < dr.n; i++) {
+        hd_httpc_call_cleanup(&calls[i]);
+        if (urls)
+            hd_buf_cleanup(&urls[i]);
+    }
+    free(calls);
+    free(sigs);
+    free(urls);
+    free(err);
+    hd_xml_delete_cleanup(&dr);
+    hd_smap_unref(s);
+}
+
+static void bucket_call(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                        const char *owner, const struct hd_sigv4_auth *a)
+{
+    const char *m = r->method;
+    char msg[256];
+    int rc;
+
+    r->op = HD_OP_BUCKET;
+    if (hd_query_find(&r->query, "location") && strcmp(m, "GET") == 0) {
+        location(r, p, bucket);
+    } else if (has_unsupported(r)) {
+        hd_resp_err(r, HD_ENOTIMPL);
+    } else if (hd_query_find(&r->query, "uploads")) {
+        hd_resp_err_msg(r, HD_ENOTIMPL, "ListMultipartUploads is not available on a proxy yet.");
+    } else if (hd_query_find(&r->query, "versions") && strcmp(m, "GET") == 0) {
+        list_objects(r, p, bucket, 3, owner);
+    } else if (hd_query_find(&r->query, "delete") && strcmp(m, "POST") == 0) {
+        r->op = HD_OP_DELETE;
+        body_start(r, p, bucket, a, HD_XML_MAX_BODY, delete_end);
+    } else if (strcmp(m, "GET") == 0) {
+        const char *lt = hd_req_param(r, "list-type");
+        if (lt && strcmp(lt, "2") != 0 && strcmp(lt, "1") != 0) {
+            hd_resp_err_msg(r, HD_EBADARG, "list-type must be 1 or 2.");
+            return;
+        }
+        list_objects(r, p, bucket, lt && strcmp(lt, "2") == 0 ? 2 : 1, owner);
+    } else if (strcmp(m, "HEAD") == 0) {
+        if ((rc = bucket_known(p, bucket)) == 0)
+            hd_resp_header(r, "x-amz-bucket-region", p->region);
+        rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 200);
+    } else if (strcmp(m, "PUT") == 0) {
+        if ((rc = hd_bucket_name_check(bucket)) < 0)
+            hd_resp_err(r, rc);
+        else
+            body_start(r, p, bucket, a, 64 * 1024, create_end);
+    } else if (strcmp(m, "DELETE") == 0) {
+        rc = hd_proxy_bucket_destroy(p, bucket, msg, sizeof(msg));
+        rc < 0 ? hd_resp_err_msg(r, rc, msg[0] ? msg : NULL) : hd_resp_empty(r, 204);
+    } else {
+        hd_resp_err(r, HD_EMETHOD);
+    }
+}
+
+/* Object-level S3 calls. The relay (proxy/relay.c, not yet written) goes in the else
+ * branch: it authenticates here and streams the request to the owner, see cluster.md. */
+static void object_call(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                        const char *key)
+{
+    const char *m = r->method;
+
+    r->op = strcmp(m, "GET") == 0      ? HD_OP_GET
+            : strcmp(m, "HEAD") == 0   ? HD_OP_HEAD
+            : strcmp(m, "PUT") == 0    ? HD_OP_PUT
+            : strcmp(m, "DELETE") == 0 ? HD_OP_DELETE
+                                       : HD_OP_OTHER;
+    if (p->s3_redirect)
+        hd_proxy_redirect(r, p, bucket, key);
+    else
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "S3 object requests through a proxy need the relay, which is not yet "
+                        "available; set s3.redirect=true or use the native API.");
+}
+
+void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)
+{
+    const char *path = r->raw_path, *rest, *slash, *owner;
+    struct hd_sigv4_auth a;
+    char *bucket = NULL, *key = NULL, *vpath = NULL;
+    size_t blen = 0, klen = 0;
+    int authrc, rc;
+
+    r->api = HD_API_S3;
+    if (strcmp(path, "/s3") == 0 || strncmp(path, "/s3/", 4) == 0)
+        path = path[3] ? path + 3 : "/";
+    vpath = vhost_path(r, p, path);
+    if (vpath)
+        path = vpath;
+    rest = path + 1;
+    if (*rest) {
+        slash = strchr(rest, '/');
+        blen = slash ? (size_t)(slash - rest) : strlen(rest);
+        bucket = malloc(blen + 1);
+        if (!bucket || hd_url_decode(rest, blen, bucket, &blen, 0) < 0 ||
+            strlen(bucket) != blen) {
+            hd_resp_err(r, bucket ? HD_EBADBUCKETNAME : -ENOMEM);
+            goto out;
+        }
+        if (slash && slash[1]) {
+            klen = strlen(slash + 1);
+            key = malloc(klen + 1);
+            if (!key || hd_url_decode(slash + 1, klen, key, &klen, 0) < 0) {
+                hd_resp_err(r, key ? HD_EBADKEY : -ENOMEM);
+                goto out;
+            }
+        }
+    }
+    if (key && p->s3_redirect) {
+        object_call(r, p, bucket, key); /* the target verifies SigV4 itself */
+        goto out;
+    }
+    if ((authrc = authenticate(r, p, &a)) < 0) {
+        hd_resp_err(r, authrc);
+        goto out;
+    }
+    if ((rc = authorize(r, p, authrc, &a, bucket)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    owner = authrc == 1 ? "anonymous" : a.access_key;
+    if (!bucket) {
+        if (strcmp(r->method, "GET") == 0)
+            list_buckets(r, p, owner);
+        else
+            hd_resp_err(r, HD_EMETHOD);
+    } else if (!key) {
+        bucket_call(r, p, bucket, owner, authrc == 1 ? NULL : &a);
+    } else if ((rc = hd_object_name_check(key, klen)) < 0) {
+        hd_resp_err(r, rc);
+    } else {
+        object_call(r, p, bucket, key);
+    }
+out:
+    free(vpath);
+    free(bucket);
+    free(key);
+}

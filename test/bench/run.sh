@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# `make bench`: warm GET and PUT throughput of one hoard target, side by side in one run with
+# references on this machine (nginx serving the same files; a write+fsync loop on the same
+# filesystem). Prints a Markdown table and writes it to $HOARD_BUILD/bench/results.md.
+#
+# Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
+#      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement).
+# Never fails on a missed goal: benchmarks are not tests. See docs/performance.md.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TOP=$PWD
+BUILD="${HOARD_BUILD:-build}"
+HOARDD="$TOP/$BUILD/bin/hoardd"
+B="$TOP/$BUILD/bench"
+HERE="$TOP/test/bench"
+PY=/usr/bin/python3
+HELP="$PY $HERE/bench.py"
+
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+    REPEATS="${BENCH_REPEATS:-1}"
+    SECS="${BENCH_SECS:-2}"
+else
+    REPEATS="${BENCH_REPEATS:-3}"
+    SECS="${BENCH_SECS:-5}"
+fi
+GET_CONNS=(1 16 64)
+GET_SETS=(10k 100k 10m)
+declare -A SIZE=([10k]=10240 [100k]=102400 [10m]=10485760)
+declare -A PUT_CONNS=([10k]="1 16" [10m]="1 4")
+declare -A PUT_SLOTS=([10k]=1000 [10m]=16)
+
+for t in wrk nginx curl taskset "$PY"; do
+    command -v "$t" >/dev/null || { echo "bench: $t not found (run make deps)" >&2; exit 1; }
+done
+[ -x "$HOARDD" ] || { echo "bench: $HOARDD not built" >&2; exit 1; }
+NCPU=$(nproc)
+ALLCPUS="0-$((NCPU - 1))"
+PIN=1
+[ "$NCPU" -ge 2 ] || PIN=0
+
+mkdir -p "$B"/nginx/tmp "$B"/ref "$B"/www
+RAW="$B/raw.tsv"
+: >"$RAW"
+HPID=""
+NPID=""
+
+cleanup() {
+    local rc=$?
+    [ -n "$HPID" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null
+    [ -n "$NPID" ] && kill -QUIT "$NPID" 2>/dev/null && wait "$NPID" 2>/dev/null
+    rm -f "$B"/ref/*/tmp-* 2>/dev/null
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+wait_http() { # URL
+    local i
+    for i in $(seq 1 100); do
+        curl -sf -o /dev/null "$1" && return 0
+        sleep 0.1
+    done
+    echo "bench: $1 did not come up" >&2
+    return 1
+}
+
+# ---- dataset (reused between runs: see TESTING.md on file creation after deletes) ----
+echo "bench: preparing dataset in $B/www"
+$HELP mkdata "$B/www"
+
+# ---- nginx ----
+NPORT=$($HELP port)
+USERLINE=""
+[ "$(id -u)" -eq 0 ] && USERLINE="user root;"
+cat >"$B/nginx/nginx.conf" <<EOF
+$USERLINE
+worker_processes 2;
+daemon off;
+pid $B/nginx/nginx.pid;
+error_log $B/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 65;
+    keepalive_requests 1000000;
+    default_type application/octet-stream;
+    client_body_temp_path $B/nginx/tmp;
+    server {
+        listen 127.0.0.1:$NPORT;
+        root $B/www;
+    }
+}
+EOF
+nginx -p "$B/nginx" -c "$B/nginx/nginx.conf" -e "$B/nginx/error.log" &
+NPID=$!
+wait_http "http://127.0.0.1:$NPORT/10k/o-000"
+
+# ---- hoard target ----
+HPORT=$($HELP port)
+"$HOARDD" --role target --listen "127.0.0.1:$HPORT" --data "$B/hoard" --log.level warn \
+    2>>"$B/hoardd.log" &
+HPID=$!
+wait_http "http://127.0.0.1:$HPORT/v1/health"
+$HELP load "127.0.0.1:$HPORT" bench "$B/www"
+curl -sf -o /dev/null -X POST "http://127.0.0.1:$HPORT/v1/buckets/benchput" || true
+
+for s in "${GET_SETS[@]}"; do
+    sed "s|.*|url = \"http://127.0.0.1:$HPORT/v1/objects/bench/&\"\noutput = \"/dev/null\"|" \
+        "$B/www/paths-$s.txt" >"$B/warm-hoard-$s.curl"
+done
+
+echo "bench: nginx 127.0.0.1:$NPORT (pid $NPID), hoardd 127.0.0.1:$HPORT (pid $HPID);" \
+    "$REPEATS x ${SECS}s per measurement, $NCPU CPUs"
+
+server_pids() { # hoard|nginx
+    if [ "$1" = hoard ]; then
+        echo "$HPID"
+    else
+        echo "$NPID"
+        pgrep -P "$NPID" || true
+    fi
+}
+
+pin_server() { # hoard|nginx CPULIST
+    local p
+    for p in $(server_pids "$1"); do
+        taskset -a -p -c "$2" "$p" >/dev/null
+    done
+}
+
+warm() { # hoard|nginx SET
+    if [ "$1" = hoard ]; then
+        curl -sf -K "$B/warm-hoard-$2.curl"
+    else
+        cat "$B/www/$2"/o-* >/dev/null
+    fi
+}
+
+# Appends one row to $RAW from the BENCH line in file $6.
+record() { # kind set conc server rep outfile
+    local line
+    line=$(grep '^BENCH ' "$6" | tail -1 || true)
+    if [ -z "$line" ]; then
+        echo "bench: no result from $1 $2 c=$3 $4 (output in $6)" >&2
+        cat "$6" >&2
+        return 0
+    fi
+    awk -v kind="$1" -v set="$2" -v conc="$3" -v srv="$4" -v rep="$5" -v size="${SIZE[$2]}" '
+        { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+        END {
+            rps = v["requests"] / (v["duration_us"] / 1e6)
+            mibs = rps * size / 1048576
+            printf "%s\t%s\t%d\t%s\t%d\t%.1f\t%.1f\t%d\n", kind, set, conc, srv, rep, rps, mibs, v["errors"]
+            printf "  %-4s %-5s c=%-3d %-12s rep %d: %9.0f req/s %8.1f MiB/s%s\n", toupper(kind), set, conc, srv, rep, rps, mibs, (v["errors"] > 0 ? "  errors=" v["errors"] : "") > "/dev/stderr"
+        }' <<<"$line" >>"$RAW"
+}
+
+# wrk with the right thread count; c=1 runs pin the server to CPU 0 and wrk to CPU 1.
+run_wrk() { # server conc script url outfile
+    local srv=$1 c=$2 t=2 pre=()
+    [ "$c" -lt 2 ] && t=1
+    if [ "$c" = 1 ] && [ "$PIN" = 1 ]; then
+        pin_server "$srv" 0
+        pre=(taskset -c 1)
+    fi
+    "${pre[@]}" wrk -t"$t" -c"$c" -d"${SECS}s" --timeout 30s -s "$3" "$4" >"$5" 2>&1 || true
+    [ "$c" = 1 ] && [ "$PIN" = 1 ] && pin_server "$srv" "$ALLCPUS"
+    return 0
+}
+
+OUT="$B/last.out"
+
+# ---- 1. warm GET ----
+for s in "${GET_SETS[@]}"; do
+    for rep in $(seq 1 "$REPEATS"); do
+        for c in "${GET_CONNS[@]}"; do
+            order=(hoard nginx)
+            [ $((rep % 2)) = 0 ] && order=(nginx hoard)
+            for srv in "${order[@]}"; do
+                warm "$srv" "$s"
+                if [ "$srv" = hoard ]; then
+                    BENCH_PATHS="$B/www/paths-$s.txt" BENCH_PREFIX="/v1/objects/bench/" \
+                        run_wrk hoard "$c" "$HERE/get.lua" "http://127.0.0.1:$HPORT" "$OUT"
+                else
+                    BENCH_PATHS="$B/www/paths-$s.txt" BENCH_PREFIX="/" \
+                        run_wrk nginx "$c" "$HERE/get.lua" "http://127.0.0.1:$NPORT" "$OUT"
+                fi
+                record get "$s" "$c" "$srv" "$rep" "$OUT"
+            done
+        done
+    done
+done
+
+# ---- 2. PUT vs write+fsync ----
+run_ref() { # set conc outfile
+    local pre=()
+    [ "$2" = 1 ] && [ "$PIN" = 1 ] && pre=(taskset -c 0)
+    "${pre[@]}" $HELP fsyncw "$2" "${SIZE[$1]}" "$SECS" "$B/ref/$1" "${PUT_SLOTS[$1]}" >"$3" 2>&1 || true
+}
+run_put() { # set conc outfile
+    BENCH_BODY="$B/www/body-$1" BENCH_PREFIX="/v1/objects/benchput/$1/k-" BENCH_SLOTS="${PUT_SLOTS[$1]}" \
+        run_wrk hoard "$2" "$HERE/put.lua" "http://127.0.0.1:$HPORT" "$3"
+}
+for s in 10k 10m; do
+    # Untimed warm-up: creates every slot once (later runs overwrite, as steady state does).
+    SECS_SAVE=$SECS
+    SECS=2
+    run_put "$s" 4 "$OUT"
+    run_ref "$s" 4 "$OUT"
+    SECS=$SECS_SAVE
+    for rep in $(seq 1 "$REPEATS"); do
+        for c in ${PUT_CONNS[$s]}; do
+            order=(hoard write+fsync)
+            [ $((rep % 2)) = 0 ] && order=(write+fsync hoard)
+            for srv in "${order[@]}"; do
+                if [ "$srv" = hoard ]; then
+                    run_put "$s" "$c" "$OUT"
+                else
+                    run_ref "$s" "$c" "$OUT"
+                fi
+                record put "$s" "$c" "$srv" "$rep" "$OUT"
+            done
+        done
+    done
+done
+
+# ---- 3. report ----
+{
+    echo "# hoard benchmark results"
+    echo
+    echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n), $NCPU CPUs, $REPEATS x ${SECS}s per measurement," \
+        "hoard $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nginx $(nginx -v 2>&1 | sed 's|.*/||')," \
+        "wrk $(wrk -v 2>&1 | awk 'NR==1{print $2}')"
+    echo
+} >"$B/results.md.head"
+echo
+$HELP report "$RAW" "$B/results.body.md" >/dev/null
+cat "$B/results.md.head" "$B/results.body.md" >"$B/results.md"
+rm -f "$B/results.md.head" "$B/results.body.md"
+cat "$B/results.md"
+echo
+echo "bench: results in $B/results.md (raw rows in $RAW)"
