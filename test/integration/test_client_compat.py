@@ -190,7 +190,7 @@ def s3_error_code(body):
 
 # ---------------------------------------------------------------- aws CLI v2
 
-def test_aws2_cp_small_and_100mib(aws2, s3, bucket, tmp_path):
+def test_aws2_cp_small_and_100mib(aws2, s3, bucket, tmp_path, target):
     small = tmp_path / "small.txt"
     small_sha = write_random(small, 12345)
     big = tmp_path / "big.bin"
@@ -208,7 +208,12 @@ def test_aws2_cp_small_and_100mib(aws2, s3, bucket, tmp_path):
     down = tmp_path / "down"
     down.mkdir()
     aws2("s3", "cp", "s3://%s/cp/small.txt" % bucket, down / "small.txt")
+    log = AccessLog(target)
     aws2("s3", "cp", "s3://%s/cp/big.bin" % bucket, down / "big.bin", timeout=180)
+    time.sleep(0.2)
+    gets = [e for e in log.entries(bucket) if e[0] == "GET" and e[2] == "/%s/cp/big.bin" % bucket]
+    assert len(gets) == 13 and all(e[1] == 206 for e in gets), \
+        "expected 13 ranged GETs (206) of 8 MiB: %r" % gets
     assert sha_file(down / "small.txt") == small_sha
     assert os.path.getsize(down / "big.bin") == 100 * MiB
     assert sha_file(down / "big.bin") == big_sha
@@ -532,7 +537,7 @@ def test_rclone_50mib_multipart(rclone, s3, bucket, tmp_path):
 
 # ---------------------------------------------------------------- boto3 (Debian 1.26)
 
-def test_boto3_transfer_manager_60mib(s3, bucket, tmp_path):
+def test_boto3_transfer_manager_60mib(target, s3, bucket, tmp_path):
     big = tmp_path / "big60.bin"
     big_sha = write_random(big, 60 * MiB)
     cfg = TransferConfig(multipart_threshold=AWS_PART, multipart_chunksize=AWS_PART,
@@ -543,8 +548,13 @@ def test_boto3_transfer_manager_60mib(s3, bucket, tmp_path):
     assert h["ETag"] == mpu_etag(big, AWS_PART), "60 MiB in 8 MiB parts: expected 8 parts"
     # above multipart_threshold the download is concurrent ranged GETs
     down = tmp_path / "down60.bin"
+    log = AccessLog(target)
     s3.download_file(bucket, "tm/big60.bin", str(down), Config=cfg)
     assert sha_file(down) == big_sha
+    time.sleep(0.2)
+    gets = [e for e in log.entries(bucket) if e[0] == "GET" and e[2].endswith("/big60.bin")]
+    assert len(gets) == 8 and all(e[1] == 206 for e in gets), \
+        "expected 8 ranged GETs (206) of 8 MiB: %r" % gets
 
     data = os.urandom(9 * MiB + 17)
     s3.upload_fileobj(io.BytesIO(data), bucket, "tm/fileobj.bin", Config=cfg)
@@ -617,7 +627,21 @@ s3 = boto3.client("s3", endpoint_url=os.environ["EP"], region_name="us-east-1",
                   config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
                                 retries={"total_max_attempts": 1}))
 b = os.environ["BUCKET"]
-out = {"botocore": botocore.__version__}
+out = {"botocore": botocore.__version__, "part_crc32": 0, "parts": 0, "create_algo": None}
+
+def seen(request, **kw):
+    name = kw["event_name"]
+    hdrs = {k.lower(): v.decode() if isinstance(v, bytes) else v
+            for k, v in request.headers.items()}
+    if name.endswith("CreateMultipartUpload"):
+        out["create_algo"] = hdrs.get("x-amz-checksum-algorithm")
+    elif name.endswith("UploadPart"):
+        out["parts"] += 1
+        out["part_crc32"] += "x-amz-checksum-crc32" in hdrs
+    elif name.endswith("CompleteMultipartUpload"):
+        body = request.body if isinstance(request.body, bytes) else b""
+        out["complete_crc32"] = body.count(b"<ChecksumCRC32>")
+s3.meta.events.register("before-send.s3.*", seen)
 s3.upload_file(os.environ["BIG"], b, "py/big20.bin")
 h = s3.head_object(Bucket=b, Key="py/big20.bin")
 out["big_etag"], out["big_size"] = h["ETag"], h["ContentLength"]
@@ -647,6 +671,9 @@ def test_pyenv_boto3_crc32(pyenv_python, target, s3, bucket, tmp_path):
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["big_size"] == 20 * MiB, out
     assert out["big_etag"] == mpu_etag(big, AWS_PART), out
+    # what this botocore really sent: CRC32 on every part and in the Complete body
+    assert (out["create_algo"], out["parts"], out["part_crc32"], out["complete_crc32"]) == (
+        "CRC32", 3, 3, 3), out
     parts = [e for e in log.entries(bucket) if e[0] == "PUT" and "partNumber=" in e[2]]
     assert len(parts) == 3 and all(e[1] == 200 for e in parts), parts
     crc = helpers.crc32_b64(small.read_bytes())
