@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/sigv2.h"
 
 static int secret_for(void *ctx, const char *access_key, char *secret, size_t max)
 {
@@ -36,11 +37,11 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
     in.headers = r->hdrs;
     in.nheaders = r->nhdrs;
     in.now = time(NULL);
-    rc = hd_sigv4_verify(&in, secret_for, t, a);
-#ifdef HD_HAVE_SIGV2
+    /* SigV2 first: it answers 1 unless the request carries an "AWS " header or the
+     * AWSAccessKeyId query form, which SigV4 would reject as malformed */
+    rc = hd_sigv2_verify(&in, secret_for, t, a);
     if (rc == 1)
-        rc = hd_sigv2_verify(&in, secret_for, t, a);
-#endif
+        rc = hd_sigv4_verify(&in, secret_for, t, a);
     if (rc < 0) {
         hd_stats_inc(HD_ST_AUTH_FAILED);
         HD_LOG(HD_INFO, r->id, "auth failed: %s", hd_strerror(rc));
