@@ -24,6 +24,8 @@
 #define F_NOEQ 2   /* an empty "k=" sub-resource signed as "k" */
 #define F_EXT 4    /* the extra sub-resources some clients sign */
 #define F_DATE 8   /* Date value kept although x-amz-date is present */
+#define F_SLASH 16 /* "/bucket" signed as "/bucket/" (botocore, s3cmd; AWS's own form) */
+#define F_BOTO 32  /* the first query part signed twice: "/b/k?uploads?uploads" (botocore) */
 
 /* Sub-resources AWS's SigV2 documentation lists (plus the ones S3 added later), sorted. */
 static const char *const subres[] = {"acl",
@@ -54,8 +56,8 @@ static const char *const subres[] = {"acl",
 
 /* Signed in addition by botocore (HmacV1Auth.QSAOfInterest) or MinIO (resourceList). */
 static const char *const subres_ext[] = {
-    "accelerate", "analytics", "defaultObjectAcl", "encryption",  "inventory",
-    "legal-hold", "metrics",   "object-lock",      "replication", "retention",
+    "accelerate", "analytics",   "defaultObjectAcl", "encryption",  "inventory",
+    "legal-hold", "metrics",     "object-lock",      "replication", "retention",
     "select",     "select-type", "storageClass"};
 
 /* ---- small helpers (locale-free on purpose) ---- */
@@ -334,8 +336,8 @@ static void put_line(struct hd_buf *out, const char *v, size_t n)
 
 /* Content-MD5 / Content-Type line: the header, or in the query form the query parameter of
  * that name. */
-static int std_line(const struct hd_sigv4_in *in, const char *q, const char *name,
-                    int presigned, struct hd_buf *out)
+static int std_line(const struct hd_sigv4_in *in, const char *q, const char *name, int presigned,
+                    struct hd_buf *out)
 {
     int count;
     const char *v = find_header(in->headers, in->nheaders, name, &count);
@@ -418,12 +420,25 @@ static int resource(const struct hd_sigv4_in *in, const char *q, int flags, int 
                     struct hd_buf *out)
 {
     struct entries es = {0};
+    const char *path = in->path ? in->path : "", *first = q;
     const char *k, *v;
     size_t kl, vl;
     int rc = 0, eq;
 
     hd_buf_init(&es.s);
-    hd_buf_puts(out, in->path ? in->path : "");
+    hd_buf_puts(out, path);
+    if (path[0] == '/' && path[1] && !strchr(path + 1, '/')) {
+        *relevant |= F_SLASH;
+        if (flags & F_SLASH)
+            hd_buf_append(out, "/", 1);
+    }
+    if (query_next(&first, &k, &kl, &v, &vl, &eq)) {
+        *relevant |= F_BOTO;
+        if (flags & F_BOTO) {
+            hd_buf_append(out, "?", 1);
+            hd_buf_append(out, k, (size_t)(v + vl - k));
+        }
+    }
     while (rc == 0 && query_next(&q, &k, &kl, &v, &vl, &eq)) {
         int ext = in_list(subres_ext, sizeof(subres_ext) / sizeof(subres_ext[0]), k, kl);
         int bare;
@@ -462,8 +477,8 @@ out:
     return rc;
 }
 
-static int build_sts(const struct hd_sigv4_in *in, const char *expires, int flags,
-                     int *relevant, struct hd_buf *out)
+static int build_sts(const struct hd_sigv4_in *in, const char *expires, int flags, int *relevant,
+                     struct hd_buf *out)
 {
     const char *q = in->query ? in->query : "";
     int presigned = expires != NULL, rc;
@@ -498,8 +513,7 @@ static int build_sts(const struct hd_sigv4_in *in, const char *expires, int flag
     return rc;
 }
 
-int hd_sigv2_string_to_sign(const struct hd_sigv4_in *in, const char *expires,
-                            struct hd_buf *out)
+int hd_sigv2_string_to_sign(const struct hd_sigv4_in *in, const char *expires, struct hd_buf *out)
 {
     int relevant;
 
@@ -511,14 +525,13 @@ static void hmac_sha1(const char *secret, const char *msg, size_t n, unsigned ch
     unsigned int len = 0;
     size_t klen = strlen(secret);
 
-    if (klen > INT32_MAX || !HMAC(EVP_sha1(), secret, (int)klen, (const unsigned char *)msg, n,
-                                  mac, &len) ||
+    if (klen > INT32_MAX ||
+        !HMAC(EVP_sha1(), secret, (int)klen, (const unsigned char *)msg, n, mac, &len) ||
         len != SHA1_LEN)
         abort();
 }
 
-void hd_sigv2_sign(const char *secret, const char *sts, size_t n,
-                   char out[HD_SIGV2_SIG_LEN + 1])
+void hd_sigv2_sign(const char *secret, const char *sts, size_t n, char out[HD_SIGV2_SIG_LEN + 1])
 {
     unsigned char mac[SHA1_LEN];
 
@@ -555,9 +568,9 @@ static int decode_sig(const char *s, size_t n, unsigned char raw[SHA1_LEN])
  * s3cmd sends in x-amz-date), or ISO 8601 basic as SigV4 writes x-amz-date. */
 static int parse_date(const char *s, time_t *t)
 {
-    static const char *const fmts[] = {
-        "%a, %d %b %Y %H:%M:%S GMT", "%a, %d %b %Y %H:%M:%S UTC", "%a, %d %b %Y %H:%M:%S %z",
-        "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %d %H:%M:%S %Y",       "%Y%m%dT%H%M%SZ"};
+    static const char *const fmts[] = {"%a, %d %b %Y %H:%M:%S GMT", "%a, %d %b %Y %H:%M:%S UTC",
+                                       "%a, %d %b %Y %H:%M:%S %z",  "%A, %d-%b-%y %H:%M:%S GMT",
+                                       "%a %b %d %H:%M:%S %Y",      "%Y%m%dT%H%M%SZ"};
 
     for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
         struct tm tm;
@@ -582,15 +595,27 @@ static int parse_date(const char *s, time_t *t)
     return -1;
 }
 
-/* Looks the secret up and compares sig against every spelling of the string to sign that
- * differs from the AWS one. */
+/* The spellings clients sign, as F_* sets; each is tried with and without F_SLASH, limited
+ * to the bits that matter for the request, each distinct set once (at most 14 HMACs). */
+static const int profiles[] = {
+    0,                       /* AWS's definition */
+    F_EXT,                   /* SDK for Java 1.x: its longer sub-resource list */
+    F_EXT | F_DATE,          /* botocore */
+    F_BOTO | F_EXT | F_DATE, /* botocore, operations with a fixed query */
+    F_RAWVAL,                /* s3cmd */
+    F_NOEQ,                  /* MinIO */
+    F_NOEQ | F_EXT,          /* MinIO */
+};
+
+/* Looks the secret up and compares sig against the spellings of the string to sign. */
 static int check(const struct hd_sigv4_in *in, const char *expires, const char *ak,
                  const unsigned char sig[SHA1_LEN], hd_sigv4_secret_fn secret_for, void *ctx)
 {
     char secret[HD_SIGV4_SECRET_MAX];
     unsigned char mac[SHA1_LEN];
     struct hd_buf sts;
-    int rc, relevant = 0, ignored, flags = 0;
+    uint64_t tried = 1; /* bit m: flag set m done; set 0 comes first */
+    int rc, relevant = 0, ignored;
 
     hd_buf_init(&sts);
     secret[0] = '\0';
@@ -601,18 +626,29 @@ static int check(const struct hd_sigv4_in *in, const char *expires, const char *
     if (rc < 0)
         goto out;
     rc = build_sts(in, expires, 0, &relevant, &sts);
-    while (rc == 0) {
-        hmac_sha1(secret, sts.data, sts.len, mac);
-        if (CRYPTO_memcmp(mac, sig, SHA1_LEN) == 0)
-            break;
-        /* next non-empty subset of the relevant variant bits */
-        flags = (flags - relevant) & relevant;
-        if (flags == 0) {
-            rc = HD_EBADSIG;
+    if (rc < 0)
+        goto out;
+    hmac_sha1(secret, sts.data, sts.len, mac);
+    if (CRYPTO_memcmp(mac, sig, SHA1_LEN) == 0)
+        goto out;
+    rc = HD_EBADSIG;
+    for (size_t i = 0; i < 2 * sizeof(profiles) / sizeof(profiles[0]); i++) {
+        int m = (profiles[i / 2] | (i % 2 ? F_SLASH : 0)) & relevant, r;
+
+        if (tried & (1ull << m))
+            continue;
+        tried |= 1ull << m;
+        hd_buf_reset(&sts);
+        r = build_sts(in, expires, m, &ignored, &sts);
+        if (r < 0) {
+            rc = r;
             break;
         }
-        hd_buf_reset(&sts);
-        rc = build_sts(in, expires, flags, &ignored, &sts);
+        hmac_sha1(secret, sts.data, sts.len, mac);
+        if (CRYPTO_memcmp(mac, sig, SHA1_LEN) == 0) {
+            rc = 0;
+            break;
+        }
     }
 out:
     OPENSSL_cleanse(secret, sizeof(secret));

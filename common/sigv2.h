@@ -15,10 +15,14 @@
  * by name, values percent-decoded: "?acl&uploadId=x".
  *
  * Clients disagree on a few details, so a request that fails the AWS form is also tried
- * in the spellings they use, and any match passes: sub-resource values as on the wire
- * (s3cmd), "k=" signed as "k" (MinIO), the extra sub-resources botocore and MinIO sign
- * (accelerate, select, retention ...), and the Date value kept beside x-amz-date (botocore).
- * Each spelling covers the same request, so nothing unsigned becomes meaningful. */
+ * in the spellings they use, in the combinations each client uses, and any match passes:
+ * sub-resource values as on the wire (s3cmd); "k=" signed as "k" (MinIO); the extra
+ * sub-resources botocore and MinIO sign (accelerate, select, retention ...); the Date value
+ * kept beside x-amz-date (botocore); a bucket path "/bucket" signed as "/bucket/" (botocore,
+ * s3cmd, and AWS's own definition); the first query part signed a second time, in front
+ * ("/b/k?uploads?uploads", "/b?list-type=2": botocore 1.29 puts an operation's fixed query
+ * into its auth path). Each spelling covers the same request bytes, so nothing left
+ * unsigned by one becomes meaningful by another. At most 14 HMACs, only for such requests. */
 #ifndef HD_SIGV2_H
 #define HD_SIGV2_H
 
@@ -62,10 +66,8 @@ int hd_sigv2_verify(const struct hd_sigv4_in *in, hd_sigv4_secret_fn secret_for,
  * the Expires value of the query form. AWSAccessKeyId / Expires / Signature in in->query are
  * neither sub-resources nor amz headers, so the query may hold them or not. Returns 0,
  * HD_EBADHEADER (Content-MD5 or Content-Type repeated) or -ENOMEM. */
-int hd_sigv2_string_to_sign(const struct hd_sigv4_in *in, const char *expires,
-                            struct hd_buf *out);
+int hd_sigv2_string_to_sign(const struct hd_sigv4_in *in, const char *expires, struct hd_buf *out);
 /* base64(HMAC-SHA1(secret, sts[0..n))), NUL-terminated. */
-void hd_sigv2_sign(const char *secret, const char *sts, size_t n,
-                   char out[HD_SIGV2_SIG_LEN + 1]);
+void hd_sigv2_sign(const char *secret, const char *sts, size_t n, char out[HD_SIGV2_SIG_LEN + 1]);
 
 #endif
