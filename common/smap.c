@@ -132,11 +132,11 @@ static int node_same(const struct hd_node *a, const struct hd_node *b)
 {
     size_t i;
 
-    if (strcmp(a->id, b->id) || a->type != b->type || strcmp(a->url, b->url) ||
+    if (strcmp(a->id, b->id) != 0 || a->type != b->type || strcmp(a->url, b->url) != 0 ||
         a->flags != b->flags || a->down != b->down || a->nmp != b->nmp)
         return 0;
     for (i = 0; i < a->nmp; i++)
-        if (strcmp(a->mountpaths[i], b->mountpaths[i]))
+        if (strcmp(a->mountpaths[i], b->mountpaths[i]) != 0)
             return 0;
     return 1;
 }

@@ -102,6 +102,17 @@ static int via_primary(struct hd_proxy *p, const char *method, const char *name,
         return HD_EUNAVAIL;
     rc = hd_proxy_err_from_json(status, out);
     json_decref(out);
+    out = NULL;
+    /* the primary pushes the new BMD to proxies in the background: take it now, so this
+     * client's next call through us sees its change */
+    if (rc == 0 && hd_proxy_primary_call(p, "GET", "/v1/cluster/bmd", NULL, &status, &out) == 0 &&
+        status == 200 && out) {
+        struct hd_bmd *b = NULL;
+        if (hd_bmd_from_json(out, &b) == 0)
+            hd_smap_state_set_bmd(p->cs, b, 0, NULL);
+        hd_bmd_unref(b);
+    }
+    json_decref(out);
     return rc;
 }
 
@@ -216,7 +227,7 @@ static int props_body(struct hd_req *r, const char *d, size_t n)
 {
     struct props_ctx *c = r->data;
 
-    if (c->body.len + n > 64 * 1024)
+    if (c->body.len + n > (size_t)64 * 1024)
         return HD_ETOOLARGE;
     return hd_buf_append(&c->body, d, n);
 }
@@ -303,12 +314,16 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
 void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
 {
     const char *rest = r->raw_path + 11; /* after "/v1/buckets" */
+    struct hd_sigv4_auth a;
     char *bucket = NULL;
     size_t n, len;
+    int rc;
 
     r->op = HD_OP_BUCKET;
     if (!*rest || strcmp(rest, "/") == 0) {
-        if (strcmp(r->method, "GET") == 0)
+        if ((rc = hd_proxy_auth(r, p, NULL, &a)) < 0)
+            hd_resp_err(r, rc);
+        else if (strcmp(r->method, "GET") == 0)
             list_buckets(r, p);
         else
             hd_resp_err(r, HD_EMETHOD);
@@ -322,6 +337,9 @@ void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
         free(bucket);
         return;
     }
-    bucket_op(r, p, bucket);
+    if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0)
+        hd_resp_err(r, rc);
+    else
+        bucket_op(r, p, bucket);
     free(bucket);
 }

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "common/http.h"
+#include "common/sigv4.h"
 #include "common/smap.h"
 #include "proxy/proxy.h"
 
@@ -71,7 +72,7 @@ struct hd_proxy {
     uv_timer_t timer;
     uv_async_t wake;
     pthread_t thr;
-    int running;
+    atomic_int running;
     atomic_int stopping;
 };
 
@@ -79,6 +80,15 @@ struct hd_proxy {
 const struct hd_proxy_key *hd_proxy_key_find(const struct hd_proxy *p, const char *access);
 /* 0 when key may read (write=0) or write bucket (NULL: any bucket), else HD_EACCESS. */
 int hd_proxy_key_allows(const struct hd_proxy_key *k, const char *bucket, int write);
+/* Who is asking and may they: SigV4 against auth.keys (anonymous when none are set, or
+ * for reads of anonymous_read buckets), or the X-Hoard-Cluster header of another proxy
+ * (trusted). bucket NULL means the service (ListBuckets). 0 signed or trusted (*a filled
+ * when signed), 1 anonymous and allowed, negative: the error to answer with. */
+int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                  struct hd_sigv4_auth *a);
+/* Admin calls (maintenance, decommission): the cluster header, or a key with rw on all
+ * buckets; open when neither cluster.secret nor auth.keys is set. */
+int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p);
 void hd_proxy_resp_json(struct hd_req *r, int status, json_t *j); /* takes j */
 /* Error with an HTTP status outside the errors table (409 Conflict for stale metasync). */
 void hd_proxy_resp_conflict(struct hd_req *r, const char *msg);
@@ -91,7 +101,8 @@ void hd_proxy_loop_stop(struct hd_proxy *p);
 void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p);
 /* Primary only, caller holds p->mu: installs b (version already bumped) and persists it. */
 int hd_proxy_bmd_install(struct hd_proxy *p, struct hd_bmd *b);
-/* Sends the current smap and BMD to every node now and waits (HTTP worker, bounded). */
+/* Sends the current smap and BMD to every target now and waits (HTTP worker, bounded);
+ * the loop thread then pushes them to the other proxies. */
 void hd_proxy_sync_now(struct hd_proxy *p);
 /* Calls the primary's `path` (absolute, with query) with the cluster header. Returns the
  * transport rc; *status and *out as hd_httpc_json. */

@@ -149,7 +149,7 @@ int hd_proxy_list(struct hd_proxy *p, const char *bucket, const struct hd_plist_
     calls = calloc(s->n ? s->n : 1, sizeof(*calls));
     sigs = calloc(s->n ? s->n : 1, sizeof(*sigs));
     urls = calloc(s->n ? s->n : 1, sizeof(*urls));
-    tg = calloc(s->n ? s->n : 1, sizeof(*tg));
+    tg = calloc(s->n ? s->n : 1, sizeof(const struct hd_node *));
     if (!calls || !sigs || !urls || !tg || q.oom) {
         rc = -ENOMEM;
         goto out;

@@ -142,8 +142,10 @@ static void cluster_header(struct hd_proxy *p, const char *method, const char *u
     *n = 1;
 }
 
-/* Sends s and b to every live node but us, in parallel; returns the number of failures. */
-static size_t metasync_all(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd *b)
+/* Sends s and b to every live node but us (only the targets: targets_only), in parallel;
+ * returns the number of failures. */
+static size_t metasync_all(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd *b,
+                           int targets_only)
 {
     json_t *j = json_object();
     struct hd_httpc_call *calls = NULL;
@@ -168,7 +170,8 @@ static size_t metasync_all(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd 
     }
     for (i = 0; i < s->n; i++) {
         const struct hd_node *nd = &s->nodes[i];
-        if (nd->down || strcmp(nd->id, p->self.id) == 0)
+        if (nd->down || strcmp(nd->id, p->self.id) == 0 ||
+            (targets_only && nd->type != HD_NODE_TARGET))
             continue;
         snprintf(urls[n], sizeof(urls[n]), "%s/v1/metasync", nd->url);
         hd_httpc_call_init(&calls[n], "PUT", urls[n]);
@@ -212,7 +215,7 @@ static void push_pending(struct hd_proxy *p, int always)
     need = s && (always || s->version > p->pushed_smap || b->version > p->pushed_bmd);
     pthread_mutex_unlock(&p->mu);
     if (need) {
-        metasync_all(p, s, b);
+        metasync_all(p, s, b, 0);
         pthread_mutex_lock(&p->mu);
         if (s->version > p->pushed_smap)
             p->pushed_smap = s->version;
@@ -224,61 +227,129 @@ static void push_pending(struct hd_proxy *p, int always)
     hd_bmd_unref(b);
 }
 
+static void wake_loop(struct hd_proxy *p);
+
+/* Targets now (their HTTP workers never wait on us), the proxies from the loop thread: a
+ * proxy's worker may be waiting on this very request (a forwarded bucket change), so
+ * pushing to it from here could deadlock until the timeout. */
 void hd_proxy_sync_now(struct hd_proxy *p)
 {
-    push_pending(p, 0);
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+
+    if (s)
+        metasync_all(p, s, b, 1);
+    hd_smap_unref(s);
+    hd_bmd_unref(b);
+    wake_loop(p);
 }
 
 /* ---- failure detection (primary, loop thread) ---- */
 
+/* Asks each silent node for /v1/health before it is dropped: heartbeats are served by our
+ * HTTP workers, which a burst of requests (or the blocking fan-outs, see docs) can delay; a
+ * node that answers is alive. A killed node refuses the connection at once. ok[i] = 1 when
+ * url i answered. */
+static void probe(struct hd_proxy *p, char (*urls)[HD_NODE_URL_MAX + 16], size_t n, int *ok)
+{
+    struct hd_httpc_call *calls = calloc(n, sizeof(*calls));
+    size_t i;
+
+    if (!calls)
+        return;
+    for (i = 0; i < n; i++) {
+        hd_httpc_call_init(&calls[i], "GET", urls[i]);
+        calls[i].connect_ms = 1000;
+        calls[i].total_ms = p->hb_ms * 2 > 1000 ? p->hb_ms * 2 : 1000;
+    }
+    hd_httpc_run_all(calls, n, 0);
+    for (i = 0; i < n; i++) {
+        ok[i] = calls[i].rc == 0 && calls[i].status == 200;
+        hd_httpc_call_cleanup(&calls[i]);
+    }
+    free(calls);
+}
+
 static void detect_failures(struct hd_proxy *p)
 {
     uint64_t now = hd_now_ns(), limit = (uint64_t)p->hb_ms * (uint64_t)p->dead_after * 1000000ull;
+    char (*urls)[HD_NODE_URL_MAX + 16] = NULL, (*ids)[HD_NODE_ID_MAX] = NULL;
     struct hd_smap *cur, *s = NULL;
-    size_t i;
-    int changed = 0;
+    size_t i, j, n = 0;
+    int *ok = NULL;
 
     pthread_mutex_lock(&p->mu);
     cur = hd_smap_state_smap(p->cs);
-    if (!cur)
-        goto out;
-    for (i = 0; i < cur->n; i++) {
-        const struct hd_node *n = &cur->nodes[i];
+    for (i = 0; cur && i < cur->n; i++) {
+        const struct hd_node *nd = &cur->nodes[i];
         struct hd_proxy_seen *seen;
-        if (n->down || strcmp(n->id, p->self.id) == 0)
+        if (nd->down || strcmp(nd->id, p->self.id) == 0)
             continue;
-        seen = seen_find(p, n->id);
+        seen = seen_find(p, nd->id);
         if (!seen) {
-            seen_mark(p, n->id, now);
+            seen_mark(p, nd->id, now);
             continue;
         }
         if (now - seen->last_ns <= limit)
             continue;
+        if (!urls) {
+            urls = calloc(cur->n, sizeof(*urls));
+            ids = calloc(cur->n, sizeof(*ids));
+            ok = calloc(cur->n, sizeof(*ok));
+            if (!urls || !ids || !ok)
+                break;
+        }
+        snprintf(urls[n], sizeof(urls[n]), "%s/v1/health", nd->url);
+        snprintf(ids[n], sizeof(ids[n]), "%s", nd->id);
+        n++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    hd_smap_unref(cur);
+    if (n == 0 || !ok)
+        goto out;
+    probe(p, urls, n, ok);
+
+    pthread_mutex_lock(&p->mu);
+    now = hd_now_ns();
+    cur = hd_smap_state_smap(p->cs);
+    for (j = 0; cur && j < n; j++) {
+        const struct hd_node *nd = hd_smap_find(cur, ids[j]);
+        struct hd_proxy_seen *seen = seen_find(p, ids[j]);
+        if (!nd || nd->down || !seen || now - seen->last_ns <= limit)
+            continue; /* gone meanwhile, or it checked in */
+        if (ok[j]) {
+            HD_LOG(HD_INFO, NULL, "cluster: %s missed heartbeats but answers: keeping it",
+                   ids[j]);
+            seen_mark(p, ids[j], now);
+            continue;
+        }
         if (!s && hd_smap_clone(cur, &s) < 0)
-            goto out;
+            break;
         HD_LOG(HD_WARN, NULL, "cluster: %s %s silent for %llu ms: removing it from the smap",
-               n->type == HD_NODE_TARGET ? "target" : "proxy", n->id,
+               nd->type == HD_NODE_TARGET ? "target" : "proxy", nd->id,
                (unsigned long long)((now - seen->last_ns) / 1000000ull));
-        if (n->type == HD_NODE_TARGET) {
+        if (nd->type == HD_NODE_TARGET) {
             struct hd_node down;
-            if (hd_smap_node_copy(&down, n) == 0) {
+            if (hd_smap_node_copy(&down, nd) == 0) {
                 down.down = 1;
                 hd_smap_put(s, &down);
                 hd_smap_node_cleanup(&down);
             }
         } else {
-            hd_smap_remove(s, n->id);
+            hd_smap_remove(s, nd->id);
         }
-        changed = 1;
     }
-    if (changed) {
+    if (s) {
         s->version++;
         smap_install(p, s);
     }
-out:
     pthread_mutex_unlock(&p->mu);
     hd_smap_unref(cur);
     hd_smap_unref(s);
+out:
+    free(urls);
+    free(ids);
+    free(ok);
 }
 
 /* ---- the loop thread ---- */
@@ -333,7 +404,7 @@ int hd_proxy_loop_start(struct hd_proxy *p)
 {
     int rc;
 
-    if (p->running)
+    if (atomic_load(&p->running))
         return 0;
     if ((rc = uv_loop_init(&p->loop)) < 0)
         return rc;
@@ -349,24 +420,24 @@ int hd_proxy_loop_start(struct hd_proxy *p)
         uv_loop_close(&p->loop);
         return -rc;
     }
-    p->running = 1;
+    atomic_store(&p->running, 1);
     return 0;
 }
 
 void hd_proxy_loop_stop(struct hd_proxy *p)
 {
-    if (!p->running)
+    if (!atomic_load(&p->running))
         return;
     atomic_store(&p->stopping, 1);
     uv_async_send(&p->wake);
     pthread_join(p->thr, NULL);
     uv_loop_close(&p->loop);
-    p->running = 0;
+    atomic_store(&p->running, 0);
 }
 
 static void wake_loop(struct hd_proxy *p)
 {
-    if (p->running)
+    if (atomic_load(&p->running) && !atomic_load(&p->stopping))
         uv_async_send(&p->wake);
 }
 
@@ -580,7 +651,7 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
     if ((rc = hd_smap_put(s, &n)) < 0)
         goto unlock;
     changed = rc == 1;
-    if (their_v >= s->version) { /* we lost our state: continue above what nodes hold */
+    if (their_v > s->version) { /* we lost our state: continue above what nodes hold */
         s->version = their_v;
         changed = 1;
     }
@@ -768,6 +839,17 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, HD_ENOTFOUND);
         return;
     }
+    if (strcmp(m, "POST") == 0 &&
+        ((strncmp(path, "/v1/cluster/maintenance/", 24) == 0 && path[24]) ||
+         (strncmp(path, "/v1/cluster/decommission/", 25) == 0 && path[25]))) {
+        int rc = hd_proxy_auth_admin(r, p);
+        if (rc < 0)
+            hd_resp_err_msg(r, rc, "Cluster administration needs the cluster header or a key "
+                                   "with rw access to all buckets.");
+        else
+            read_json(r, p, on_flag);
+        return;
+    }
     if (cluster_auth(r, p) < 0)
         return;
     if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/join") == 0)
@@ -776,10 +858,6 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
         read_json(r, p, on_heartbeat);
     else if (strcmp(m, "PUT") == 0 && strcmp(path, "/v1/metasync") == 0)
         read_json(r, p, on_metasync);
-    else if (strcmp(m, "POST") == 0 &&
-             ((strncmp(path, "/v1/cluster/maintenance/", 24) == 0 && path[24]) ||
-              (strncmp(path, "/v1/cluster/decommission/", 25) == 0 && path[25])))
-        read_json(r, p, on_flag);
     else
         hd_resp_err(r, HD_EMETHOD);
 }

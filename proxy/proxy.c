@@ -2,8 +2,10 @@
 #include "proxy/internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/buf.h"
 #include "common/errors.h"
@@ -102,6 +104,113 @@ int hd_proxy_key_allows(const struct hd_proxy_key *k, const char *bucket, int wr
     if (perm == HD_PPERM_RW || (perm == HD_PPERM_RO && !write))
         return 0;
     return HD_EACCESS;
+}
+
+static int secret_for(void *ctx, const char *access_key, char *secret, size_t max)
+{
+    const struct hd_proxy_key *k = hd_proxy_key_find(ctx, access_key);
+
+    if (!k)
+        return HD_ENOACCESSKEY;
+    snprintf(secret, max, "%s", k->secret);
+    return 0;
+}
+
+static int anonymous_read(struct hd_proxy *p, const char *bucket)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
+    json_t *j = e && e->props ? json_loads(e->props, 0, NULL) : NULL;
+    int yes = j && json_is_true(json_object_get(j, "anonymous_read"));
+
+    json_decref(j);
+    hd_bmd_unref(b);
+    return yes;
+}
+
+/* A call from another proxy of this cluster (forwarded to the primary). */
+static int cluster_trusted(struct hd_req *r, struct hd_proxy *p)
+{
+    char want[HD_SMAP_SIG_LEN];
+    const char *got = hd_req_header(r, "X-Hoard-Cluster");
+
+    if (!*p->secret || !got)
+        return 0;
+    hd_smap_csig(p->secret, r->method, r->raw_path, want);
+    return hd_smap_sig_equal(want, got);
+}
+
+int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                  struct hd_sigv4_auth *a)
+{
+    int write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
+    const struct hd_proxy_key *k;
+    const char *src;
+    struct hd_sigv4_in in;
+    int rc;
+
+    memset(a, 0, sizeof(*a));
+    if (cluster_trusted(r, p))
+        return 0;
+    memset(&in, 0, sizeof(in));
+    in.method = r->method;
+    in.path = r->raw_path;
+    in.query = r->raw_query;
+    in.headers = r->hdrs;
+    in.nheaders = r->nhdrs;
+    in.now = time(NULL);
+    rc = hd_sigv4_verify(&in, secret_for, p, a);
+    if (rc < 0) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        HD_LOG(HD_INFO, r->id, "auth failed: %s", hd_strerror(rc));
+        return rc;
+    }
+    if (rc == 1) {
+        if (p->nkeys == 0 || (bucket && !write && anonymous_read(p, bucket)))
+            return 1;
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        return HD_EMISSINGAUTH;
+    }
+    k = hd_proxy_key_find(p, a->access_key);
+    if (!k)
+        return HD_ENOACCESSKEY;
+    if (bucket && hd_proxy_key_allows(k, bucket, write) < 0) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        return HD_EACCESS;
+    }
+    /* CopyObject also reads its source (targets trust our signature and skip this) */
+    src = write ? hd_req_header(r, "x-amz-copy-source") : NULL;
+    if (src) {
+        char sb[64];
+        size_t n;
+        if (*src == '/')
+            src++;
+        n = strcspn(src, "/?");
+        if (n < sizeof(sb)) {
+            memcpy(sb, src, n);
+            sb[n] = '\0';
+            if (hd_proxy_key_allows(k, sb, 0) < 0)
+                return HD_EACCESS;
+        }
+    }
+    return 0;
+}
+
+int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p)
+{
+    struct hd_sigv4_auth a;
+    const struct hd_proxy_key *k;
+    int rc;
+
+    if (cluster_trusted(r, p) || (!*p->secret && p->nkeys == 0))
+        return 0;
+    if (p->nkeys == 0)
+        return HD_EACCESS; /* only the cluster header will do */
+    rc = hd_proxy_auth(r, p, NULL, &a);
+    if (rc < 0)
+        return rc;
+    k = rc == 0 ? hd_proxy_key_find(p, a.access_key) : NULL;
+    return k && k->all == HD_PPERM_RW ? 0 : HD_EACCESS;
 }
 
 void hd_proxy_resp_json(struct hd_req *r, int status, json_t *j)

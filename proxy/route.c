@@ -142,6 +142,7 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
     const char *rest = r->raw_path + 12, *slash = strchr(rest, '/');
     const char *m = r->method;
     char *bucket = NULL, *key = NULL;
+    struct hd_sigv4_auth a;
     size_t blen = 0, klen = 0;
     int rc;
 
@@ -164,6 +165,11 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         goto out;
     }
     if ((rc = hd_object_name_check(key, klen)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    /* the target trusts our signature, so authorise here */
+    if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0) {
         hd_resp_err(r, rc);
         goto out;
     }

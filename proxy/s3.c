@@ -41,76 +41,6 @@ static int has_unsupported(struct hd_req *r)
     return 0;
 }
 
-static int secret_for(void *ctx, const char *access_key, char *secret, size_t max)
-{
-    const struct hd_proxy_key *k = hd_proxy_key_find(ctx, access_key);
-
-    if (!k)
-        return HD_ENOACCESSKEY;
-    snprintf(secret, max, "%s", k->secret);
-    return 0;
-}
-
-/* 0 verified (*a filled), 1 anonymous, negative: bad credentials. */
-static int authenticate(struct hd_req *r, struct hd_proxy *p, struct hd_sigv4_auth *a)
-{
-    struct hd_sigv4_in in;
-    int rc;
-
-    memset(a, 0, sizeof(*a));
-    memset(&in, 0, sizeof(in));
-    in.method = r->method;
-    in.path = r->raw_path;
-    in.query = r->raw_query;
-    in.headers = r->hdrs;
-    in.nheaders = r->nhdrs;
-    in.now = time(NULL);
-    rc = hd_sigv4_verify(&in, secret_for, p, a);
-    if (rc < 0) {
-        hd_stats_inc(HD_ST_AUTH_FAILED);
-        HD_LOG(HD_INFO, r->id, "auth failed: %s", hd_strerror(rc));
-    }
-    return rc;
-}
-
-static int anonymous_read(struct hd_proxy *p, const char *bucket)
-{
-    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
-    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
-    json_t *j = e && e->props ? json_loads(e->props, 0, NULL) : NULL;
-    int yes = j && json_is_true(json_object_get(j, "anonymous_read"));
-
-    json_decref(j);
-    hd_bmd_unref(b);
-    return yes;
-}
-
-static int authorize(struct hd_req *r, struct hd_proxy *p, int authrc,
-                     const struct hd_sigv4_auth *a, const char *bucket)
-{
-    int write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
-    const struct hd_proxy_key *k;
-
-    if (authrc == 1) {
-        if (p->nkeys == 0)
-            return 0;
-        if (bucket && !write && anonymous_read(p, bucket))
-            return 0;
-        hd_stats_inc(HD_ST_AUTH_FAILED);
-        return HD_EMISSINGAUTH;
-    }
-    k = hd_proxy_key_find(p, a->access_key);
-    if (!k)
-        return HD_ENOACCESSKEY;
-    if (!bucket)
-        return 0;
-    if (hd_proxy_key_allows(k, bucket, write) < 0) {
-        hd_stats_inc(HD_ST_AUTH_FAILED);
-        return HD_EACCESS;
-    }
-    return 0;
-}
-
 /* Virtual-host style: Host "BUCKET.<s3.domain>[:port]" -> "/BUCKET" + path (heap). */
 static char *vhost_path(struct hd_req *r, struct hd_proxy *p, const char *path)
 {
@@ -123,7 +53,7 @@ static char *vhost_path(struct hd_req *r, struct hd_proxy *p, const char *path)
         return NULL;
     colon = strrchr(host, ':');
     hl = colon && !strchr(colon, ']') ? (size_t)(colon - host) : strlen(host);
-    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, p->domain, dl))
+    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, p->domain, dl) != 0)
         return NULL;
     hd_buf_init(&b);
     hd_buf_printf(&b, "/%.*s%s", (int)(hl - dl - 1), host, path);
@@ -622,7 +552,7 @@ static void bucket_call(struct hd_req *r, struct hd_proxy *p, const char *bucket
         if ((rc = hd_bucket_name_check(bucket)) < 0)
             hd_resp_err(r, rc);
         else
-            body_start(r, p, bucket, a, 64 * 1024, create_end);
+            body_start(r, p, bucket, a, (size_t)64 * 1024, create_end);
     } else if (strcmp(m, "DELETE") == 0) {
         rc = hd_proxy_bucket_destroy(p, bucket, msg, sizeof(msg));
         rc < 0 ? hd_resp_err_msg(r, rc, msg[0] ? msg : NULL) : hd_resp_empty(r, 204);
@@ -684,16 +614,9 @@ void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)
             }
         }
     }
-    if (key && p->s3_redirect) {
-        object_call(r, p, bucket, key); /* the target verifies SigV4 itself */
-        goto out;
-    }
-    if ((authrc = authenticate(r, p, &a)) < 0) {
+    /* object calls too: a redirect carries our signature, which targets trust */
+    if ((authrc = hd_proxy_auth(r, p, bucket, &a)) < 0) {
         hd_resp_err(r, authrc);
-        goto out;
-    }
-    if ((rc = authorize(r, p, authrc, &a, bucket)) < 0) {
-        hd_resp_err(r, rc);
         goto out;
     }
     owner = authrc == 1 ? "anonymous" : a.access_key;

@@ -25,6 +25,7 @@
 
 struct hd_tcluster {
     uint32_t magic;
+    int standalone; /* no cluster.join: only the node id (health) is ours */
     struct hd_target *t;
     struct hd_smap_state *cs;
     struct hd_node self;
@@ -180,6 +181,11 @@ int hd_tcluster_new(struct hd_target *t, const struct hd_config *cfg, struct hd_
         HD_LOG(HD_ERROR, NULL, "node.id: cannot set up the node id: %s", hd_strerror(rc));
         goto fail;
     }
+    c->standalone = !*c->join;
+    if (c->standalone) {
+        *out = c;
+        return 0;
+    }
     /* buckets of the BMD we held when we stopped (nothing is destroyed at startup) */
     held = hd_smap_state_bmd(c->cs);
     apply_to_store(c, NULL, held);
@@ -242,7 +248,7 @@ int hd_tcluster_start(struct hd_tcluster *c)
 {
     int rc;
 
-    if (!c || c->running)
+    if (!c || c->running || c->standalone)
         return 0;
     if ((rc = uv_loop_init(&c->loop)) < 0)
         return rc;
@@ -305,12 +311,12 @@ static void resp_conflict(struct hd_req *r, const char *msg)
     hd_resp_buf(r, 409, "application/json", j, strlen(j));
 }
 
-/* Joined, and the smap we hold has us as a live target. */
+/* Joined, and the smap we hold has us as a live target (standalone: always). */
 static int ready(struct hd_tcluster *c, struct hd_smap *s)
 {
     const struct hd_node *n = s ? hd_smap_find(s, c->self.id) : NULL;
 
-    return atomic_load(&c->joined) && n && !n->down;
+    return c->standalone || (atomic_load(&c->joined) && n && !n->down);
 }
 
 static void health(struct hd_tcluster *c, struct hd_req *r)
@@ -513,7 +519,7 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
         health(c, r);
         return 1;
     }
-    if (strcmp(p, "/metrics") == 0)
+    if (strcmp(p, "/metrics") == 0 || c->standalone)
         return 0;
     if (strcmp(p, "/v1/cluster") == 0 || strncmp(p, "/v1/cluster/", 12) == 0 ||
         strcmp(p, "/v1/metasync") == 0) {
@@ -534,5 +540,7 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
         hd_resp_err_msg(r, rc, "The query string is malformed.");
         return 1;
     }
+    /* a proxy authenticated and authorised it (dev mode without a secret: nobody did) */
+    r->trusted = *c->secret != '\0';
     return 0;
 }

@@ -2,7 +2,8 @@
  * libuv loop thread of its own; serves /v1/cluster*, /v1/metasync and readiness; applies BMD
  * changes to the local store; checks the proxy signature (pid, ptime, psig) of every other
  * request and strips it from the query before dispatch. hd_tcluster_handle runs on HTTP
- * workers. Only created when cluster.join is set (a target without it runs standalone). */
+ * workers. A target without cluster.join runs standalone: then only its node id (kept in
+ * DATA/node.db, shown by /v1/health) comes from here. */
 #ifndef HD_TARGET_CLUSTER_H
 #define HD_TARGET_CLUSTER_H
 

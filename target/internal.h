@@ -34,7 +34,7 @@ struct hd_target {
     char *region;
     char *domain; /* s3.domain: virtual-host style for BUCKET.<domain> */
     uint64_t max_object;
-    struct hd_tcluster *cl; /* NULL when standalone (no cluster.join) */
+    struct hd_tcluster *cl; /* cluster membership; node id only when standalone */
 };
 
 /* 0 with *a filled for a verified request, 1 for a request without credentials, negative

@@ -175,7 +175,7 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     free(mps);
     if (rc < 0)
         goto fail;
-    if (*hd_config_str(cfg, "cluster.join") && (rc = hd_tcluster_new(t, cfg, &t->cl)) < 0)
+    if ((rc = hd_tcluster_new(t, cfg, &t->cl)) < 0) /* standalone too: the node id */
         goto fail;
     *out = t;
     return 0;
@@ -247,8 +247,8 @@ void hd_target_handle(struct hd_req *r, void *ctx)
         hd_resp_err(r, HD_EINTERNAL);
         return;
     }
-    if (t->cl && hd_tcluster_handle(t->cl, r))
-        return; /* cluster endpoint, readiness, or no valid proxy signature */
+    if (hd_tcluster_handle(t->cl, r))
+        return; /* health, cluster endpoint, or no valid proxy signature */
     if (strcmp(p, "/v1/health") == 0) {
         health(r);
     } else if (strcmp(p, "/metrics") == 0) {

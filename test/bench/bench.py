@@ -227,12 +227,12 @@ def cmd_report(args):
                          % (kind.upper(), LABEL[sname], conc, herr, rerr))
             res += " (errors)"
         pr = " (%.2f-%.2f)" % (min(paired), max(paired)) if len(paired) > 1 else ""
-        lines.append("| %s %s | %d | %s | %s | %s | %s | %s | **%.2f**%s | %s | %s |" % (
+        lines.append("| %s %s | %d | %s | %s | %s | %s | %s | **%.3f**%s | %s | %s |" % (
             kind.upper(), LABEL[sname], conc,
             fmt_stat([v[0] for v in h.values()]), fmt_stat([v[1] for v in h.values()]),
             ref_name, fmt_stat([v[0] for v in r.values()]), fmt_stat([v[1] for v in r.values()]),
             ratio, pr, gtext, res))
-        summary.append("%s %s %s c=%d: ratio %.2f -> %s" % (res.split()[0], kind.upper(), LABEL[sname], conc, ratio, gtext))
+        summary.append("%s %s %s c=%d: ratio %.3f -> %s" % (res.split()[0], kind.upper(), LABEL[sname], conc, ratio, gtext))
     text = "\n".join(lines) + "\n"
     text += "\nValues: median (min-max) over the repeats; ratio = hoard median / reference median on the goal's metric" \
             " (req/s for GET 10/100 KiB and PUT 10 KiB, MiB/s for 10 MiB).\n"

@@ -4,24 +4,26 @@
 # filesystem). Prints a Markdown table and writes it to $HOARD_BUILD/bench/results.md.
 #
 # Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
-#      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement).
+#      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement),
+#      BENCH_ONLY=get|put (one half), BENCH_HOARDD (another hoardd binary, for A/B runs),
+#      BENCH_HOARD_ARGS (extra hoardd options, e.g. "--http.threads 16").
 # Never fails on a missed goal: benchmarks are not tests. See docs/performance.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOP=$PWD
 BUILD="${HOARD_BUILD:-build}"
-HOARDD="$TOP/$BUILD/bin/hoardd"
+HOARDD="${BENCH_HOARDD:-$TOP/$BUILD/bin/hoardd}"
 B="$TOP/$BUILD/bench"
 HERE="$TOP/test/bench"
 PY=/usr/bin/python3
-HELP="$PY $HERE/bench.py"
+bench_py() { "$PY" "$HERE/bench.py" "$@"; }
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
     REPEATS="${BENCH_REPEATS:-1}"
     SECS="${BENCH_SECS:-2}"
 else
-    REPEATS="${BENCH_REPEATS:-3}"
-    SECS="${BENCH_SECS:-5}"
+    REPEATS="${BENCH_REPEATS:-5}"
+    SECS="${BENCH_SECS:-3}"
 fi
 GET_CONNS=(1 16 64)
 GET_SETS=(10k 100k 10m)
@@ -55,8 +57,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 wait_http() { # URL
-    local i
-    for i in $(seq 1 100); do
+    local _
+    for _ in $(seq 1 100); do
         curl -sf -o /dev/null "$1" && return 0
         sleep 0.1
     done
@@ -66,10 +68,10 @@ wait_http() { # URL
 
 # ---- dataset (reused between runs: see TESTING.md on file creation after deletes) ----
 echo "bench: preparing dataset in $B/www"
-$HELP mkdata "$B/www"
+bench_py mkdata "$B/www"
 
 # ---- nginx ----
-NPORT=$($HELP port)
+NPORT=$(bench_py port)
 USERLINE=""
 [ "$(id -u)" -eq 0 ] && USERLINE="user root;"
 cat >"$B/nginx/nginx.conf" <<EOF
@@ -99,12 +101,13 @@ NPID=$!
 wait_http "http://127.0.0.1:$NPORT/10k/o-000"
 
 # ---- hoard target ----
-HPORT=$($HELP port)
+HPORT=$(bench_py port)
+# shellcheck disable=SC2086 # BENCH_HOARD_ARGS is a list of options
 "$HOARDD" --role target --listen "127.0.0.1:$HPORT" --data "$B/hoard" --log.level warn \
-    2>>"$B/hoardd.log" &
+    --store.fsync true ${BENCH_HOARD_ARGS:-} 2>>"$B/hoardd.log" &
 HPID=$!
 wait_http "http://127.0.0.1:$HPORT/v1/health"
-$HELP load "127.0.0.1:$HPORT" bench "$B/www"
+bench_py load "127.0.0.1:$HPORT" bench "$B/www"
 curl -sf -o /dev/null -X POST "http://127.0.0.1:$HPORT/v1/buckets/benchput" || true
 
 for s in "${GET_SETS[@]}"; do
@@ -172,8 +175,11 @@ run_wrk() { # server conc script url outfile
 }
 
 OUT="$B/last.out"
+ONLY="${BENCH_ONLY:-all}"
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- 1. warm GET ----
+[ "$ONLY" = put ] && GET_SETS=()
 for s in "${GET_SETS[@]}"; do
     for rep in $(seq 1 "$REPEATS"); do
         for c in "${GET_CONNS[@]}"; do
@@ -198,13 +204,15 @@ done
 run_ref() { # set conc outfile
     local pre=()
     [ "$2" = 1 ] && [ "$PIN" = 1 ] && pre=(taskset -c 0)
-    "${pre[@]}" $HELP fsyncw "$2" "${SIZE[$1]}" "$SECS" "$B/ref/$1" "${PUT_SLOTS[$1]}" >"$3" 2>&1 || true
+    "${pre[@]}" "$PY" "$HERE/bench.py" fsyncw "$2" "${SIZE[$1]}" "$SECS" "$B/ref/$1" "${PUT_SLOTS[$1]}" >"$3" 2>&1 || true
 }
 run_put() { # set conc outfile
     BENCH_BODY="$B/www/body-$1" BENCH_PREFIX="/v1/objects/benchput/$1/k-" BENCH_SLOTS="${PUT_SLOTS[$1]}" \
         run_wrk hoard "$2" "$HERE/put.lua" "http://127.0.0.1:$HPORT" "$3"
 }
-for s in 10k 10m; do
+PUT_SETS=(10k 10m)
+[ "$ONLY" = get ] && PUT_SETS=()
+for s in "${PUT_SETS[@]}"; do
     # Untimed warm-up: creates every slot once (later runs overwrite, as steady state does).
     SECS_SAVE=$SECS
     SECS=2
@@ -235,9 +243,12 @@ done
         "hoard $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nginx $(nginx -v 2>&1 | sed 's|.*/||')," \
         "wrk $(wrk -v 2>&1 | awk 'NR==1{print $2}')"
     echo
+    echo "hoardd: $HOARDD ${BENCH_HOARD_ARGS:-}; load average at start $LOAD0, at end" \
+        "$(cut -d' ' -f1-3 /proc/loadavg) (the VM is shared: compare ratios, not absolutes)"
+    echo
 } >"$B/results.md.head"
 echo
-$HELP report "$RAW" "$B/results.body.md" >/dev/null
+bench_py report "$RAW" "$B/results.body.md" >/dev/null
 cat "$B/results.md.head" "$B/results.body.md" >"$B/results.md"
 rm -f "$B/results.md.head" "$B/results.body.md"
 cat "$B/results.md"

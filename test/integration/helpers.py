@@ -105,6 +105,22 @@ def sign_headers(method, url, access_key, secret_key, headers=None, payload=UNSI
     return {k: v for k, v in req.headers.items()}
 
 
+class SigV4Requests:
+    """requests auth hook: signs each prepared request with SigV4 (UNSIGNED-PAYLOAD), the
+    way the native /v1 API expects when the server has auth.keys."""
+
+    def __init__(self, access_key, secret_key):
+        self.access_key = access_key
+        self.secret_key = secret_key
+
+    def __call__(self, r):
+        keep = {k: v for k, v in r.headers.items()
+                if k.lower() in ("range", "content-md5", "content-type")}
+        r.headers.update(sign_headers(r.method, r.url, self.access_key, self.secret_key,
+                                      headers=keep))
+        return r
+
+
 class Resp:
     """A minimal response: status, headers (case-insensitive get), body bytes."""
 

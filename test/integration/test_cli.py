@@ -1,14 +1,19 @@
 """Integration tests for the `hoard` admin CLI (tools/hoard) against a real hoardd target.
 
-Uses the harness fixture `target` (conftest.py) when it exists; otherwise starts its own
-`hoardd --role target` on a free loopback port in a temp dir, so the file also runs alone:
+Uses the harness fixture `target` (conftest.py: auth.keys on, so the CLI gets the target's
+credentials in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) when it exists; otherwise starts its
+own `hoardd --role target` without auth on a free loopback port in a temp dir:
     /usr/bin/python3 -m pytest -q test/integration/test_cli.py
+Redirects (a proxy's 307) are checked against scripted loopback HTTP servers.
 """
 import hashlib
+import http.server
 import json
 import os
+import re
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -18,6 +23,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+from helpers import sign_headers, wait_until
+
+
+def _wait_for_text(read, needle):
+    """read() once it contains needle (access logs are written after the response)."""
+    return wait_until(lambda: (lambda text: text if needle in text else None)(read()),
+                      timeout=5, what=needle)
 
 REPO = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(os.environ.get("HOARD_BIN") or REPO / os.environ.get("HOARD_BUILD", "build") / "bin")
@@ -84,16 +97,29 @@ def srv(request, _own_target):
         return _own_target()
 
 
+def _creds(srv):
+    """(access key, secret key) the server wants, or None when it runs without auth."""
+    ak = getattr(srv, "access_key", None)
+    if not ak or getattr(srv, "auth_keys", None) == "":
+        return None
+    return ak, srv.secret_key
+
+
 class Hoard:
     def __init__(self, srv, cwd):
         self.url = srv.url
         self.exe = str(Path(getattr(srv, "bin_dir", BIN_DIR)) / "hoard")
         self.cwd = cwd
+        self.creds = _creds(srv)
 
-    def __call__(self, *args, env=None, input=None, endpoint=True, timeout=120):
-        e = dict(os.environ)
+    def __call__(self, *args, env=None, input=None, endpoint=True, creds=True, timeout=120):
+        """Runs the CLI with the server's credentials in the environment (creds=False: no
+        AWS_* variables at all); env entries are added last."""
+        e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         e.pop("HOARD_PROGRESS", None)
         e.pop("HOARD_ENDPOINT", None)
+        if creds and self.creds:
+            e["AWS_ACCESS_KEY_ID"], e["AWS_SECRET_ACCESS_KEY"] = self.creds
         e.update(env or {})
         argv = [self.exe] + (["--endpoint", self.url] if endpoint else []) + list(args)
         return subprocess.run(argv, capture_output=True, input=input, env=e, cwd=self.cwd,
@@ -119,14 +145,21 @@ def bucket(hoard):
     name = "cli-" + uuid.uuid4().hex[:12]
     hoard.ok("bucket", "create", name)
     yield name
-    _destroy_bucket(hoard.url, name)
+    _destroy_bucket(hoard, name)
 
 
-def _destroy_bucket(url, name):
+def _call(hoard, method, path, data=None):
+    """One native request with urllib, SigV4-signed when the server has credentials."""
+    url = hoard.url + path
+    headers = sign_headers(method, url, *hoard.creds) if hoard.creds else {}
+    req = urllib.request.Request(url, data=data, headers=headers, method=method)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status, r.read()
+
+
+def _destroy_bucket(hoard, name):
     def call(method, path):
-        req = urllib.request.Request(url + path, method=method)
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.read()
+        return _call(hoard, method, path)[1]
 
     try:
         while True:
@@ -140,10 +173,8 @@ def _destroy_bucket(url, name):
         pass  # already gone (the test removed it) or the server is down
 
 
-def _put_raw(url, bucket, name, data):
-    req = urllib.request.Request(f"{url}/v1/objects/{bucket}/{name}", data=data, method="PUT")
-    with urllib.request.urlopen(req, timeout=10) as r:
-        assert r.status == 200
+def _put_raw(hoard, bucket, name, data):
+    assert _call(hoard, "PUT", f"/v1/objects/{bucket}/{name}", data)[0] == 200
 
 
 # ---- buckets ---------------------------------------------------------------------------
@@ -327,7 +358,7 @@ def _names(hoard, *args):
 
 def test_ls_prefix_delimiter_limit(hoard, bucket):
     for n in ["a/1", "a/2", "a/b/3", "b/4", "c"]:
-        _put_raw(hoard.url, bucket, n, n.encode())
+        _put_raw(hoard, bucket, n, n.encode())
 
     names, prefixes, _ = _names(hoard, bucket)
     assert names == ["a/1", "a/2", "a/b/3", "b/4", "c"] and prefixes == []
@@ -368,7 +399,7 @@ def test_ls_prefix_delimiter_limit(hoard, bucket):
 def test_ls_follows_continuation_tokens(hoard, bucket):
     n = 1030  # more than one default page (1000)
     for i in range(n):
-        _put_raw(hoard.url, bucket, f"k{i:05d}", b"")
+        _put_raw(hoard, bucket, f"k{i:05d}", b"")
     names, _, doc = _names(hoard, bucket)
     assert names == [f"k{i:05d}" for i in range(n)]
     assert "continuation_token" not in doc
@@ -379,7 +410,7 @@ def test_ls_follows_continuation_tokens(hoard, bucket):
 
 
 def test_rm(hoard, bucket, tmp_path):
-    _put_raw(hoard.url, bucket, "gone", b"bye")
+    _put_raw(hoard, bucket, "gone", b"bye")
     assert hoard.json("object", "rm", f"{bucket}/gone") == {
         "bucket": bucket, "name": "gone", "removed": True}
     r = hoard("object", "get", f"{bucket}/gone", "-")
@@ -478,3 +509,399 @@ def test_help_and_version(hoard):
     assert b"object ls" in r.stdout and b"bucket ls" not in r.stdout
     r = hoard.ok("help", "bucket", endpoint=False)
     assert b"bucket rm" in r.stdout and b"object" not in r.stdout.split(b"Global options")[0]
+
+
+# ---- credentials -----------------------------------------------------------------------
+
+
+def _need_auth(hoard):
+    if not hoard.creds:
+        pytest.skip("the server runs without auth.keys")
+
+
+def test_no_credentials_access_denied(hoard, bucket, tmp_path):
+    _need_auth(hoard)
+    hoard.ok("object", "put", "-", f"{bucket}/o", input=b"data")
+    for args, what in ((["bucket", "ls"], "bucket ls"),
+                       (["object", "ls", bucket], f"object ls {bucket}"),
+                       (["object", "get", f"{bucket}/o", "-"], f"object get {bucket}/o"),
+                       (["object", "head", f"{bucket}/o"], f"object head {bucket}/o"),
+                       (["object", "put", "-", f"{bucket}/p"], f"object put {bucket}/p"),
+                       (["object", "rm", f"{bucket}/o"], f"object rm {bucket}/o")):
+        r = hoard(*args, creds=False, input=b"x")
+        assert r.returncode == 1, (args, r.stderr)
+        err = r.stderr.decode()
+        assert err.startswith(f"hoard: {what}: AccessDenied: "), err
+        assert "AWS_ACCESS_KEY_ID" in err and "--access-key" in err, err
+        assert err.count("\n") == 1, err
+        assert r.stdout == b""
+    # nothing happened
+    assert hoard.ok("object", "get", f"{bucket}/o", "-").stdout == b"data"
+    assert hoard.json("object", "ls", bucket)["entries"][0]["name"] == "o"
+
+
+def test_bad_credentials(hoard, bucket):
+    _need_auth(hoard)
+    hoard.ok("object", "put", "-", f"{bucket}/o", input=b"data")
+    r = hoard("object", "get", f"{bucket}/o", "-", env={"AWS_SECRET_ACCESS_KEY": "wrong"})
+    assert r.returncode == 1 and r.stdout == b""
+    assert r.stderr.decode().startswith(f"hoard: object get {bucket}/o: SignatureDoesNotMatch: ")
+    r = hoard("object", "head", f"{bucket}/o", env={"AWS_SECRET_ACCESS_KEY": "wrong"})
+    assert r.returncode == 1 and b": SignatureDoesNotMatch: " in r.stderr
+    r = hoard("bucket", "ls", env={"AWS_ACCESS_KEY_ID": "AKIDNOSUCHKEY"})
+    assert r.returncode == 1
+    assert r.stderr.decode().startswith("hoard: bucket ls: InvalidAccessKeyId: ")
+    # an access key SigV4 cannot carry is refused before anything is sent
+    r = hoard("bucket", "ls", env={"AWS_ACCESS_KEY_ID": "bad key"})
+    assert r.returncode == 1 and b"cannot sign" in r.stderr
+
+
+def test_credentials_from_flags(hoard, bucket):
+    _need_auth(hoard)
+    ak, sk = hoard.creds
+    # flags alone
+    r = hoard.ok("--access-key", ak, "--secret-key", sk, "object", "put", "-", f"{bucket}/f",
+                 input=b"flags", creds=False)
+    assert b"uploaded" in r.stdout
+    # flags win over the environment; anywhere on the line, --name=value too
+    r = hoard.ok("object", "get", f"{bucket}/f", "-", f"--access-key={ak}", "--secret-key", sk,
+                 env={"AWS_ACCESS_KEY_ID": "AKIDNOSUCHKEY", "AWS_SECRET_ACCESS_KEY": "wrong"})
+    assert r.stdout == b"flags"
+    # half from a flag, half from the environment
+    r = hoard.ok("--secret-key", sk, "object", "get", f"{bucket}/f", "-", creds=False,
+                 env={"AWS_ACCESS_KEY_ID": ak})
+    assert r.stdout == b"flags"
+    # any region signs (the server takes the scope as sent)
+    for var in ("AWS_DEFAULT_REGION", "AWS_REGION"):
+        assert hoard.ok("object", "get", f"{bucket}/f", "-",
+                        env={var: "eu-west-3"}).stdout == b"flags"
+    # one half only: usage error, nothing sent
+    for args, env in ((["--access-key", ak], {}), (["--secret-key", sk], {}),
+                      ([], {"AWS_ACCESS_KEY_ID": ak})):
+        r = hoard(*args, "bucket", "ls", creds=False, env=env)
+        assert r.returncode == 2, (args, env, r.stderr)
+        assert b"give both" in r.stderr and b"usage: hoard" in r.stderr
+
+
+def test_read_only_key(target_factory, tmp_path):
+    t = target_factory(auth_keys="AK:SK,RO:ROSK:ro", access_key="AK", secret_key="SK")
+    rw = Hoard(t, tmp_path)
+    ro = Hoard(t, tmp_path)
+    ro.creds = ("RO", "ROSK")
+    rw.ok("bucket", "create", "cli-ro-test")
+    rw.ok("object", "put", "-", "cli-ro-test/o", input=b"rw")
+    assert ro.ok("object", "get", "cli-ro-test/o", "-").stdout == b"rw"
+    assert ro.json("object", "head", "cli-ro-test/o")["size"] == 2
+    assert ro.json("object", "ls", "cli-ro-test")["entries"][0]["name"] == "o"
+    assert "cli-ro-test" in [b["name"] for b in ro.json("bucket", "ls")["buckets"]]
+    for args in (["object", "put", "-", "cli-ro-test/o"], ["object", "rm", "cli-ro-test/o"],
+                 ["bucket", "create", "cli-ro-other"], ["bucket", "rm", "cli-ro-test"]):
+        r = ro(*args, input=b"ro")
+        assert r.returncode == 1, (args, r.stderr)
+        err = r.stderr.decode()
+        assert re.match(r"^hoard: [^:]+: AccessDenied: ", err), err
+        assert "AWS_ACCESS_KEY_ID" not in err  # credentials were given; they lack permission
+    assert rw.ok("object", "get", "cli-ro-test/o", "-").stdout == b"rw"
+
+
+# ---- through a proxy ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def proxy_and_target(tmp_path_factory, log_dir):
+    """A real one-proxy, one-target cluster (flags as in test_cluster.py), auth keys
+    AK:SK (rw) and RO:ROSK (ro). Returns (proxy, target)."""
+    import conftest
+
+    class Node(conftest.Target):
+        def __init__(self, name, role, join=None):
+            root = str(tmp_path_factory.mktemp(name))
+            super().__init__(name, root, os.path.join(log_dir, name), access_key="AK",
+                             secret_key="SK", auth_keys="AK:SK,RO:ROSK:ro")
+            self.role, self.join = role, join
+
+        def cmdline(self):
+            args = [self.binary, "--role", self.role, "--listen", "%s:%d" % (self.host, self.port),
+                    "--data", self.data_dir, "--log.access", self.access_log,
+                    "--auth.keys", self.auth_keys, "--cluster.secret", "cli-test-secret",
+                    "--cluster.heartbeat_ms", "200", "--cluster.dead_after", "5"]
+            if self.role == "target":
+                args += ["--mountpaths", ",".join(self.mountpaths)]
+            if self.join:
+                args += ["--cluster.join", self.join]
+            return args
+
+        def _wait_ready(self, timeout):
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    return False
+                try:
+                    with urllib.request.urlopen(self.url + "/v1/health?ready=true",
+                                                timeout=1) as r:
+                        if r.status == 200:
+                            return True
+                except (urllib.error.URLError, OSError):
+                    pass
+                time.sleep(0.05)
+            return False
+
+    nodes = []
+    try:
+        p = Node("cli-p1", "proxy")
+        nodes.append(p)
+        conftest._TARGETS.append(p)
+        p.start()
+        t = Node("cli-t1", "target", p.url)
+        nodes.append(t)
+        conftest._TARGETS.append(t)
+        t.start()
+
+        def joined():
+            try:
+                with urllib.request.urlopen(p.url + "/v1/health?ready=true", timeout=1) as r:
+                    return r.status == 200 and _call(Hoard(p, "."), "GET", "/v1/buckets")[0] == 200
+            except (urllib.error.URLError, OSError):
+                return False
+        deadline = time.monotonic() + 15
+        while not joined():
+            assert time.monotonic() < deadline, "the target did not join the proxy"
+            time.sleep(0.1)
+        yield p, t
+    finally:
+        for n in nodes:
+            n.stop()
+            conftest._TARGETS.remove(n)
+
+
+def test_through_proxy(proxy_and_target, tmp_path):
+    """The real 307 flow: signed to the proxy, redirected unsigned to the target with the
+    proxy's psig."""
+    p, t = proxy_and_target
+    h = Hoard(p, tmp_path)
+    big = os.urandom(3 * 1024 * 1024)
+    (tmp_path / "big").write_bytes(big)
+    (tmp_path / "small").write_bytes(b"small")
+    h.ok("bucket", "create", "cli-proxied")
+    h.ok("object", "put", str(tmp_path / "small"), "cli-proxied/dir/a b ü")
+    h.ok("object", "put", str(tmp_path / "big"), "cli-proxied/big")
+    h.ok("object", "put", "-", "cli-proxied/stdin", input=big)
+    assert h.ok("object", "get", "cli-proxied/dir/a b ü", "-").stdout == b"small"
+    assert h.ok("object", "get", "cli-proxied/big", "-").stdout == big
+    assert h.ok("object", "get", "cli-proxied/stdin", "-").stdout == big
+    assert h.json("object", "head", "cli-proxied/big")["size"] == len(big)
+    assert [e["name"] for e in h.json("object", "ls", "cli-proxied")["entries"]] == \
+        ["big", "dir/a b ü", "stdin"]
+    # the data went to the target, redirected with the proxy's authorisation
+    log = _wait_for_text(lambda: open(t.access_log).read(), "uri=/v1/objects/cli-proxied/big")
+    assert re.search(r"method=PUT status=200 in=%d .* uri=/v1/objects/cli-proxied/stdin\b"
+                     % len(big), log), log
+    # the target on its own does not serve clients in a cluster
+    r = Hoard(t, tmp_path)("object", "get", "cli-proxied/big", "-")
+    assert r.returncode == 1 and b": AccessDenied: " in r.stderr
+
+    r = h("object", "get", "cli-proxied/big", "-", creds=False)
+    assert r.returncode == 1 and b": AccessDenied: " in r.stderr and r.stdout == b""
+    r = h("object", "get", "cli-proxied/big", "-", env={"AWS_SECRET_ACCESS_KEY": "wrong"})
+    assert r.returncode == 1 and b": SignatureDoesNotMatch: " in r.stderr
+    ro = Hoard(p, tmp_path)
+    ro.creds = ("RO", "ROSK")
+    assert ro.ok("object", "get", "cli-proxied/dir/a b ü", "-").stdout == b"small"
+    r = ro("object", "rm", "cli-proxied/big")
+    assert r.returncode == 1 and b": AccessDenied: " in r.stderr
+    r = ro("object", "put", "-", "cli-proxied/ro", input=b"ro")
+    assert r.returncode == 1 and b": AccessDenied: " in r.stderr
+
+    for n in ("big", "dir/a b ü", "stdin"):
+        h.ok("object", "rm", f"cli-proxied/{n}")
+    h.ok("bucket", "rm", "cli-proxied")
+
+
+# ---- redirects (scripted servers) ---------------------------------------------------------
+
+
+def _read_body(h):
+    """The request body a BaseHTTPRequestHandler is looking at (Content-Length or chunked)."""
+    if "chunked" in h.headers.get("Transfer-Encoding", "").lower():
+        out = b""
+        while True:
+            size = int(h.rfile.readline().split(b";")[0], 16)
+            if size == 0:
+                while h.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return out
+            out += h.rfile.read(size)
+            h.rfile.readline()
+    return h.rfile.read(int(h.headers.get("Content-Length") or 0))
+
+
+class FakeServer:
+    """A scripted HTTP/1.1 server on loopback. respond(rec) -> (status, headers, body) for every
+    request; each request is recorded as {method, path, headers (lowercase names), body}.
+    answer_early: answer "Expect: 100-continue" requests at once, without taking the body
+    (what a proxy does with a PUT it redirects)."""
+
+    def __init__(self, respond, answer_early=True):
+        self.requests = []
+        srv = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def handle_expect_100(self):
+                return True if answer_early else super().handle_expect_100()
+
+            def _any(self):
+                early = answer_early and self.headers.get("Expect", "").lower() == "100-continue"
+                rec = {"method": self.command, "path": self.path,
+                       "headers": {k.lower(): v for k, v in self.headers.items()},
+                       "body": None if early else _read_body(self)}
+                srv.requests.append(rec)
+                status, hdrs, body = respond(rec)
+                self.send_response(status)
+                for k, v in hdrs.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                if early:  # the body we did not read is still on the wire
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _any
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fake_servers():
+    started = []
+
+    def start(respond, **kw):
+        s = FakeServer(respond, **kw)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.close()
+
+
+def _redirect_to(base_url, extra_query=""):
+    def respond(rec):
+        loc = base_url + rec["path"]
+        if extra_query:
+            loc += ("&" if "?" in loc else "?") + extra_query
+        return 307, {"Location": loc}, b""
+    return respond
+
+
+def test_redirect_drops_authorization(fake_servers, tmp_path):
+    """The first hop is signed for its own host; the redirected hop (to another port) carries
+    the Location's query (a proxy's pid/ptime/psig) and no Authorization."""
+    target = fake_servers(lambda rec: (200, {"Content-Type": "application/json"},
+                                       b'{"buckets": []}'))
+    proxy = fake_servers(_redirect_to(target.url, "pid=p1&ptime=1700000000&psig=abc"))
+    h = Hoard(SimpleNamespace(url=proxy.url, bin_dir=BIN_DIR), tmp_path)
+    h.creds = ("AKIDREDIR", "secret")
+    assert h.json("bucket", "ls") == {"buckets": []}
+
+    (first,), (second,) = proxy.requests, target.requests
+    auth = first["headers"]["authorization"]
+    assert re.match(r"^AWS4-HMAC-SHA256 Credential=AKIDREDIR/\d{8}/us-east-1/s3/aws4_request, "
+                    r"SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=[0-9a-f]{64}$",
+                    auth), auth
+    assert first["headers"]["host"] == proxy.url[len("http://"):]
+    assert first["headers"]["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD"
+    assert first["path"] == "/v1/buckets"
+    assert second["path"] == "/v1/buckets?pid=p1&ptime=1700000000&psig=abc"
+    assert second["headers"]["host"] == target.url[len("http://"):]
+    for k in ("authorization", "x-amz-date", "x-amz-content-sha256"):
+        assert k not in second["headers"], second["headers"]
+
+
+def test_redirect_same_origin_drops_authorization(fake_servers, tmp_path):
+    """Even a redirect to the same host and port is sent unsigned (libcurl's own redirect
+    following would keep the Authorization header there)."""
+    def respond(rec):
+        if rec["path"].startswith("/v1/objects/"):
+            return 307, {"Location": "/other" + rec["path"]}, b""
+        return 200, {"ETag": '"%s"' % hashlib.md5(rec["body"] or b"").hexdigest()}, b""
+    s = fake_servers(respond, answer_early=False)  # takes the body before the 307
+    h = Hoard(SimpleNamespace(url=s.url, bin_dir=BIN_DIR), tmp_path)
+    h.creds = ("AKIDREDIR", "secret")
+    src = tmp_path / "small"
+    src.write_bytes(b"resent body")
+    h.ok("object", "put", "--content-type", "text/x-test", str(src), "bkt/o")
+    first, second = s.requests
+    assert "authorization" in first["headers"]
+    assert "content-type;host;x-amz-content-sha256;x-amz-date" in \
+        first["headers"]["authorization"]
+    assert first["body"] == b"resent body"  # sent before the 307 came back ...
+    assert second["path"] == "/other/v1/objects/bkt/o"
+    assert second["body"] == b"resent body"  # ... and sent again, rewound
+    assert second["headers"]["content-type"] == "text/x-test"
+    assert "authorization" not in second["headers"]
+
+
+def test_redirect_to_real_target(fake_servers, target_factory, tmp_path):
+    """A scripted 'proxy' answering every request with 307 to a real target (auth off there,
+    so a leaked Authorization would be refused with InvalidAccessKeyId): all commands work,
+    and uploads are re-sent to the target."""
+    t = target_factory(auth_keys="")
+    proxy = fake_servers(_redirect_to(t.url))
+    h = Hoard(SimpleNamespace(url=proxy.url, bin_dir=BIN_DIR), tmp_path)
+    h.creds = ("AKIDREDIR", "secret")
+    small = b"small file"
+    big = os.urandom(3 * 1024 * 1024)  # above libcurl's Expect: 100-continue threshold
+    (tmp_path / "small").write_bytes(small)
+    (tmp_path / "big").write_bytes(big)
+
+    h.ok("bucket", "create", "cli-redir")
+    h.ok("object", "put", str(tmp_path / "small"), "cli-redir/small")
+    h.ok("object", "put", str(tmp_path / "big"), "cli-redir/big")
+    h.ok("object", "put", "-", "cli-redir/stdin", input=big)
+    assert h.ok("object", "get", "cli-redir/small", "-").stdout == small
+    assert h.ok("object", "get", "cli-redir/big", "-").stdout == big
+    assert h.ok("object", "get", "cli-redir/stdin", "-").stdout == big
+    assert h.json("object", "head", "cli-redir/big")["size"] == len(big)
+    assert [e["name"] for e in h.json("object", "ls", "cli-redir")["entries"]] == \
+        ["big", "small", "stdin"]
+    r = h("object", "get", "cli-redir/nope", "-")
+    assert r.returncode == 1 and b"NoSuchKey" in r.stderr
+    for n in ("big", "small", "stdin"):
+        h.ok("object", "rm", f"cli-redir/{n}")
+    h.ok("bucket", "rm", "cli-redir")
+    assert all("authorization" in rec["headers"] for rec in proxy.requests)
+    assert len(proxy.requests) >= 14
+
+
+def test_redirect_stdin_already_sent(fake_servers, tmp_path):
+    """A redirect after stdin was sent cannot be followed: a clear error, exit 1."""
+    proxy = fake_servers(_redirect_to("http://127.0.0.1:9"), answer_early=False)
+    h = Hoard(SimpleNamespace(url=proxy.url, bin_dir=BIN_DIR), tmp_path)
+    r = h("object", "put", "-", "bkt/o", input=b"piped")
+    assert r.returncode == 1, r.stderr
+    err = r.stderr.decode()
+    assert err.startswith("hoard: object put bkt/o: redirected to http://127.0.0.1:9/"), err
+    assert "stdin" in err and err.count("\n") == 1
+    assert proxy.requests[0]["body"] == b"piped"
+
+
+def test_redirect_loop(fake_servers, tmp_path):
+    s = fake_servers(lambda rec: (307, {"Location": rec["path"]}, b""))
+    h = Hoard(SimpleNamespace(url=s.url, bin_dir=BIN_DIR), tmp_path)
+    r = h("bucket", "ls")
+    assert r.returncode == 3 and b"more than 5 redirects" in r.stderr, r.stderr
+    assert len(s.requests) == 6

@@ -8,7 +8,7 @@ import time
 import requests
 
 import helpers
-from helpers import md5_hex, pattern_bytes, wait_until
+from helpers import SigV4Requests, md5_hex, pattern_bytes, wait_until
 
 MiB = 1024 * 1024
 
@@ -84,7 +84,8 @@ def write_objects(t, s3c, bucket):
     for i, size in enumerate([10, 300000]):
         data = pattern_bytes(size, seed=200 + i)
         key = "before/native-%d" % i
-        r = requests.put("%s/v1/objects/%s/%s" % (t.url, bucket, key), data=data, timeout=30)
+        r = requests.put("%s/v1/objects/%s/%s" % (t.url, bucket, key), data=data, timeout=30,
+                         auth=SigV4Requests(t.access_key, t.secret_key))
         assert r.status_code == 200, r.content
         objs[key] = data
     data = b"the old version must survive"
@@ -136,7 +137,8 @@ def test_kill9_mid_upload(target_factory):
         assert r.status == 404, (key, r)
         r = t.raw().request("GET", "/crash/%s" % key)
         helpers.check_s3_error(r, 404, "NoSuchKey")
-        r = requests.get("%s/v1/objects/crash/%s" % (t.url, key), timeout=10)
+        r = requests.get("%s/v1/objects/crash/%s" % (t.url, key), timeout=10,
+                         auth=SigV4Requests(t.access_key, t.secret_key))
         assert r.status_code == 404
     check_objects(t, s3c, "crash", objs)  # includes the old "overwritten"
 

@@ -10,7 +10,7 @@ import pytest
 import requests
 
 import helpers
-from helpers import client_error, md5_hex, pattern_bytes
+from helpers import SigV4Requests, client_error, md5_hex, pattern_bytes
 
 
 # ---------------------------------------------------------------- boto3 (Debian 1.26)
@@ -627,11 +627,13 @@ def test_aws_chunked_bad_trailer_checksum(target, s3, bucket):
 def test_native_and_s3_share_objects(target, s3, bucket):
     data = pattern_bytes(5000, seed=8)
     r = requests.put("%s/v1/objects/%s/from/native" % (target.url, bucket), data=data,
+                     auth=SigV4Requests(target.access_key, target.secret_key),
                      timeout=10)
     assert r.status_code == 200, r.content
     assert s3.get_object(Bucket=bucket, Key="from/native")["Body"].read() == data
     s3.put_object(Bucket=bucket, Key="from/s3", Body=data[::-1])
-    r = requests.get("%s/v1/objects/%s/from/s3" % (target.url, bucket), timeout=10)
+    r = requests.get("%s/v1/objects/%s/from/s3" % (target.url, bucket), timeout=10,
+                     auth=SigV4Requests(target.access_key, target.secret_key))
     assert r.status_code == 200 and r.content == data[::-1]
     # the /s3/ prefix serves the same API
     g = requests.get("%s/s3/%s/from/s3" % (target.url, bucket), timeout=10,

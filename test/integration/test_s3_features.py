@@ -13,7 +13,7 @@ import pytest
 import requests
 
 import helpers
-from helpers import check_s3_error, client_error, from_requests, md5_hex, pattern_bytes
+from helpers import SigV4Requests, check_s3_error, client_error, from_requests, md5_hex, pattern_bytes
 
 
 # ---------------------------------------------------------------- CopyObject
@@ -216,7 +216,8 @@ def test_aws_cli_v2_presign(aws2, s3, bucket):
 # ---------------------------------------------------------------- anonymous read
 
 def _props(target, bucket, body):
-    return requests.patch("%s/v1/buckets/%s" % (target.url, bucket), data=body, timeout=10)
+    return requests.patch("%s/v1/buckets/%s" % (target.url, bucket), data=body, timeout=10,
+                          auth=SigV4Requests(target.access_key, target.secret_key))
 
 
 def test_anonymous_read_bucket(target, raw, s3, bucket):
@@ -224,7 +225,8 @@ def test_anonymous_read_bucket(target, raw, s3, bucket):
     assert raw.request("GET", "/%s/pub/obj" % bucket, sign=False).status == 403
     r = _props(target, bucket, b'{"anonymous_read": true}')
     assert r.status_code == 200, r.content
-    info = requests.get("%s/v1/buckets/%s?props" % (target.url, bucket), timeout=10).json()
+    info = requests.get("%s/v1/buckets/%s?props" % (target.url, bucket), timeout=10,
+                        auth=SigV4Requests(target.access_key, target.secret_key)).json()
     assert info["name"] == bucket and info["props"] == {"anonymous_read": True}, info
     try:
         r = raw.request("GET", "/%s/pub/obj" % bucket, sign=False)
@@ -249,7 +251,8 @@ def test_anonymous_read_bucket(target, raw, s3, bucket):
     finally:
         assert _props(target, bucket, b'{"anonymous_read": false}').status_code == 200
     check_s3_error(raw.request("GET", "/%s/pub/obj" % bucket, sign=False), 403, "AccessDenied")
-    info = requests.get("%s/v1/buckets/%s?props" % (target.url, bucket), timeout=10).json()
+    info = requests.get("%s/v1/buckets/%s?props" % (target.url, bucket), timeout=10,
+                        auth=SigV4Requests(target.access_key, target.secret_key)).json()
     assert info["props"] == {"anonymous_read": False}, info
     assert s3.get_object(Bucket=bucket, Key="pub/obj")["Body"].read() == b"public bytes"
 

@@ -1,0 +1,696 @@
+"""Cluster: 2 proxies + 3 targets on loopback (fixed cluster secret, SigV4 keys on).
+
+Covers membership (join, heartbeats, smap versions persisted in node.db), placement (every
+object on exactly the target DESIGN.md's HRW names, computed here in Python), the 307 flow
+with curl -L and requests, merged listings across targets and proxies, buckets through the
+BMD, proxy signatures on targets, target failure (tmap_down -> 503) and restarts.
+"""
+import base64
+import ctypes
+import ctypes.util
+import hashlib
+import hmac
+import os
+import sqlite3
+import subprocess
+import threading
+import time
+import urllib.parse
+import uuid
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+import pytest
+import requests
+from botocore.config import Config
+
+import helpers
+from conftest import _TARGETS, ACCESS_KEY, SECRET_KEY, Target
+
+SECRET = "cluster-test-secret"
+HB_MS = 200
+DEAD_AFTER = 5
+NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+
+# ---- HRW as DESIGN.md defines it (test side) ----
+
+SEED = 1103515245
+M64 = (1 << 64) - 1
+
+
+def _load_xxh64():
+    name = ctypes.util.find_library("xxhash") or "libxxhash.so.0"
+    try:
+        lib = ctypes.CDLL(name)
+        fn = lib.XXH64
+        fn.restype = ctypes.c_uint64
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+        return lambda data, seed=SEED: fn(data, len(data), seed)
+    except (OSError, AttributeError):
+        return _xxh64_py
+
+
+P1, P2, P3, P4, P5 = (11400714785074694791, 14029467366897019727, 1609587929392839161,
+                      9650029242287828579, 2870177450012600261)
+
+
+def _rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & M64
+
+
+def _round(acc, lane):
+    acc = (acc + lane * P2) & M64
+    return (_rotl(acc, 31) * P1) & M64
+
+
+def _xxh64_py(data, seed=SEED):
+    """Pure-Python XXH64 (fallback when libxxhash cannot be loaded)."""
+    n, i = len(data), 0
+    if n >= 32:
+        v = [(seed + P1 + P2) & M64, (seed + P2) & M64, seed & M64, (seed - P1) & M64]
+        while i + 32 <= n:
+            for k in range(4):
+                v[k] = _round(v[k], int.from_bytes(data[i:i + 8], "little"))
+                i += 8
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & M64
+        for k in range(4):
+            h = ((h ^ _round(0, v[k])) * P1 + P4) & M64
+    else:
+        h = (seed + P5) & M64
+    h = (h + n) & M64
+    while i + 8 <= n:
+        h ^= _round(0, int.from_bytes(data[i:i + 8], "little"))
+        h = (_rotl(h, 27) * P1 + P4) & M64
+        i += 8
+    if i + 4 <= n:
+        h ^= (int.from_bytes(data[i:i + 4], "little") * P1) & M64
+        h = (_rotl(h, 23) * P2 + P3) & M64
+        i += 4
+    while i < n:
+        h ^= (data[i] * P5) & M64
+        h = (_rotl(h, 11) * P1) & M64
+        i += 1
+    h ^= h >> 33
+    h = (h * P2) & M64
+    h ^= h >> 29
+    h = (h * P3) & M64
+    return h ^ (h >> 32)
+
+
+xxh64 = _load_xxh64()
+
+
+def hrw_weight(node_digest, obj_digest):
+    z = ((node_digest ^ obj_digest) + 0x9e3779b97f4a7c15) & M64
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    z = ((z ^ (z >> 31)) + 0x9e3779b97f4a7c15) & M64
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    z = ((z ^ (z >> 31)) * 5) & M64
+    return (_rotl(z, 7) * 9) & M64
+
+
+def hrw_owner(uname, node_ids):
+    d = xxh64(uname.encode())
+    return max(sorted(node_ids), key=lambda n: hrw_weight(xxh64(n.encode()), d))
+
+
+def test_hrw_vectors():
+    """The test-side HRW reproduces DESIGN.md's table (both XXH64 implementations)."""
+    assert xxh64(b"t1") == 14214570646889990061
+    assert _xxh64_py(b"t1") == 14214570646889990061
+    assert _xxh64_py(b"x" * 100, 7) == xxh64(b"x" * 100, 7)
+    vectors = [
+        ("ais/@#/demo/a.txt", 399386463518745780, "t2",
+         ("55697e7ea977d986", "703311257030d251", "6b273a4839061911")),
+        ("aws/@#/mybucket/images/dog.jpeg", 4920624696789269065, "t1",
+         ("daf5c8e09684a7ee", "c00beae571393931", "c3d4a66608cba840")),
+        ("ais/@uuid1#ns1/bck/obj", 12658736837621620828, "t2",
+         ("84f1e662b0c83c1c", "86d142a136fa9f5e", "5ead853efadbdec5")),
+    ]
+    for uname, digest, owner, weights in vectors:
+        assert xxh64(uname.encode()) == digest
+        got = tuple("%016x" % hrw_weight(xxh64(t.encode()), digest) for t in ("t1", "t2", "t3"))
+        assert got == weights, uname
+        assert hrw_owner(uname, ["t1", "t2", "t3"]) == owner
+
+
+# ---- the cluster ----
+
+def psig(method, raw_path, ptime):
+    msg = ("%s\n%s\n%d" % (method, raw_path, ptime)).encode()
+    return hmac.new(SECRET.encode(), msg, hashlib.sha256).hexdigest()
+
+
+def csig(method, raw_path):
+    msg = ("cluster\n%s\n%s" % (method, raw_path)).encode()
+    return hmac.new(SECRET.encode(), msg, hashlib.sha256).hexdigest()
+
+
+class Node(Target):
+    """A hoardd proxy or target of the test cluster."""
+
+    def __init__(self, name, root, log_dir, role, join=None):
+        super().__init__(name, root, log_dir)
+        self.role = role
+        self.join = join  # callable -> URL of the primary, or None for the primary
+
+    def cmdline(self):
+        args = [self.binary, "--role", self.role, "--listen", "%s:%d" % (self.host, self.port),
+                "--data", self.data_dir, "--log.access", self.access_log,
+                "--auth.keys", self.auth_keys, "--cluster.secret", SECRET,
+                "--cluster.heartbeat_ms", str(HB_MS), "--cluster.dead_after", str(DEAD_AFTER)]
+        if self.role == "target":
+            args += ["--mountpaths", ",".join(self.mountpaths)]
+        if self.join:
+            args += ["--cluster.join", self.join()]
+        return args
+
+    def _wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                r = requests.get(self.url + "/v1/health?ready=true", timeout=1)
+                if r.status_code == 200:
+                    return True
+            except requests.RequestException:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def health(self):
+        return requests.get(self.url + "/v1/health", timeout=5).json()
+
+    def smap(self):
+        r = requests.get(self.url + "/v1/cluster", timeout=5)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def persisted(self, key):
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(self.data_dir, "node.db"),
+                             uri=True, timeout=10)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        finally:
+            db.close()
+        return row[0] if row else None
+
+
+class Cluster:
+    def __init__(self, proxies, targets):
+        self.proxies, self.targets = proxies, targets
+
+    @property
+    def primary(self):
+        return self.proxies[0]
+
+    def ids(self):
+        return {t.health()["id"]: t for t in self.targets}
+
+    def wait_smap(self, pred, timeout=15.0, what="smap"):
+        """Polls the primary's smap until pred(smap); returns that smap."""
+        def check():
+            s = self.primary.smap()
+            return s if pred(s) else None
+        return helpers.wait_until(check, timeout=timeout, what=what)
+
+    def wait_converged(self, timeout=15.0):
+        """Every live node holds the primary's smap version."""
+        def ok():
+            v = self.primary.smap()["version"]
+            return all(n.smap()["version"] == v for n in self.proxies + self.targets
+                       if n.alive())
+        helpers.wait_until(ok, timeout=timeout, what="smap versions to converge")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, log_dir):
+    nodes = []
+
+    def make(name, role, join=None):
+        root = str(tmp_path_factory.mktemp("cl-" + name))
+        n = Node(name, root, os.path.join(log_dir, "cl-" + name), role, join)
+        nodes.append(n)
+        _TARGETS.append(n)
+        return n
+
+    p1 = make("p1", "proxy")
+    p1.start()
+    join = lambda: p1.url  # noqa: E731
+    p2 = make("p2", "proxy", join)
+    targets = [make("t%d" % i, "target", join) for i in (1, 2, 3)]
+    for n in [p2] + targets:
+        n.start()
+    c = Cluster([p1, p2], targets)
+    c.wait_smap(lambda s: len(s["tmap"]) == 3 and len(s["pmap"]) == 2, what="3 targets, 2 proxies")
+    c.wait_converged()
+    yield c
+    problems = []
+    bad = []
+    for n in nodes:
+        was_alive = n.alive()
+        rc = n.stop()
+        _TARGETS.remove(n)
+        problems += n.sanitizer_reports()
+        if was_alive and rc != 0:
+            bad.append("%s exited with %r on SIGTERM; see %s" % (n.name, rc, n.error_log))
+    assert not bad, "\n".join(bad)
+    assert not problems, "sanitizer reports:\n" + "\n".join(problems[:20])
+
+
+# ---- clients ----
+
+_local = threading.local()
+
+
+def session():
+    s = getattr(_local, "s", None)
+    if s is None:
+        s = _local.s = requests.Session()
+    return s
+
+
+def api(method, url, data=None, follow=True, headers=None, timeout=30):
+    """A SigV4-signed native call; redirects followed by requests (which drops the
+    Authorization header when the host:port changes: the target trusts the proxy's psig)."""
+    h = helpers.sign_headers(method, url, ACCESS_KEY, SECRET_KEY, headers)
+    return session().request(method, url, data=data, headers=h, allow_redirects=follow,
+                             timeout=timeout)
+
+
+def s3client(node):
+    return boto3.session.Session().client(
+        "s3", endpoint_url=node.url, region_name="us-east-1", aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                      retries={"total_max_attempts": 1, "mode": "standard"}))
+
+
+def target_keys(t, bucket):
+    """Names stored on target t (asked directly, with a proxy signature)."""
+    path = "/v1/buckets/" + bucket
+    ptime = int(time.time()) + 60
+    r = requests.get(t.url + path + "?limit=10000", timeout=30, headers={
+        "X-Hoard-Pid": "test", "X-Hoard-Ptime": str(ptime),
+        "X-Hoard-Psig": psig("GET", path, ptime)})
+    if r.status_code == 404:
+        return set()
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert "continuation_token" not in j
+    return {e["name"] for e in j["entries"]}
+
+
+def put_many(proxies, bucket, keys, body=lambda k: k.encode()):
+    def one(i_k):
+        i, k = i_k
+        p = proxies[i % len(proxies)]
+        r = api("PUT", "%s/v1/objects/%s/%s" % (p.url, bucket, urllib.parse.quote(k)),
+                data=body(k))
+        assert r.status_code == 200, (k, r.status_code, r.text)
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(one, enumerate(keys)))
+
+
+@pytest.fixture
+def cbucket(cluster):
+    name = "cl-" + uuid.uuid4().hex[:12]
+    r = api("POST", cluster.proxies[1].url + "/v1/buckets/" + name)  # via the non-primary
+    assert r.status_code == 201, r.text
+    yield name
+    # best effort: empty it and drop it
+    for t in cluster.targets:
+        if t.alive():
+            for k in target_keys(t, name):
+                api("DELETE", "%s/v1/objects/%s/%s" % (cluster.primary.url, name,
+                                                       urllib.parse.quote(k)))
+    api("DELETE", cluster.primary.url + "/v1/buckets/" + name)
+
+
+# ---- membership ----
+
+def test_membership(cluster):
+    s = cluster.primary.smap()
+    ids = cluster.ids()
+    assert set(s["tmap"]) == set(ids)
+    assert s["primary"] == cluster.primary.health()["id"]
+    assert s["self"] == s["primary"]
+    assert set(s["pmap"]) == {p.health()["id"] for p in cluster.proxies}
+    for tid, t in ids.items():
+        e = s["tmap"][tid]
+        assert e["daemon_type"] == "target" and e["public_net"]["direct_url"] == t.url
+        assert e["flags"] == 0 and e["mountpaths"]
+        assert tid.startswith("t")
+    assert s["tmap_down"] == {}
+    assert all(a < 5000 for a in s["heartbeat_age_ms"].values()), s["heartbeat_age_ms"]
+    # every node answers with the same map; the non-primary forwards nothing for reads
+    for n in cluster.proxies + cluster.targets:
+        got = n.smap()
+        assert got["version"] == s["version"] and set(got["tmap"]) == set(s["tmap"])
+        h = n.health()
+        assert h["ready"] is True
+    # control-plane calls need the cluster HMAC
+    r = requests.post(cluster.primary.url + "/v1/cluster/join", json={}, timeout=5)
+    assert r.status_code == 403
+    r = requests.put(cluster.targets[0].url + "/v1/metasync", json={}, timeout=5)
+    assert r.status_code == 403
+
+
+def test_smap_persisted_and_stale_metasync_refused(cluster):
+    import json
+    cluster.wait_converged()
+    for n in cluster.proxies + cluster.targets:
+        persisted = json.loads(n.persisted("smap"))
+        assert persisted["version"] == n.smap()["version"]
+        assert n.persisted("node_id") == n.health()["id"]
+    t = cluster.targets[0]
+    old = dict(t.smap())
+    old.pop("self", None)
+    old["version"] = 1
+    r = requests.put(t.url + "/v1/metasync", json={"smap": old}, timeout=5,
+                     headers={"X-Hoard-Cluster": csig("PUT", "/v1/metasync")})
+    assert r.status_code == 409, r.text
+    assert t.smap()["version"] > 1
+
+
+# ---- placement and redirects ----
+
+def test_placement_matches_hrw(cluster, cbucket):
+    keys = ["obj-%03d" % i for i in range(60)] + ["dir/sub/ü-%d" % i for i in range(10)]
+    put_many(cluster.proxies, cbucket, keys)
+    ids = cluster.ids()
+    stored = {tid: target_keys(t, cbucket) for tid, t in ids.items()}
+    for k in keys:
+        want = hrw_owner("ais/@#/%s/%s" % (cbucket, k), list(ids))
+        holders = [tid for tid, names in stored.items() if k in names]
+        assert holders == [want], (k, holders, want)
+    assert sum(len(v) for v in stored.values()) == len(keys)
+    assert all(stored.values()), "70 keys should land on all 3 targets"
+
+
+def test_redirect_location_and_clients(cluster, cbucket, tmp_path):
+    key = "docs/read me.txt"
+    qkey = urllib.parse.quote(key)
+    body = b"through the proxy\n" * 100
+    url = "%s/v1/objects/%s/%s?foo=bar" % (cluster.proxies[1].url, cbucket, qkey)
+    r = api("PUT", url, data=body)
+    assert r.status_code == 200, r.text
+    assert len(r.history) == 1 and r.history[0].status_code == 307
+    r = api("GET", url, follow=False)
+    assert r.status_code == 307
+    loc = r.headers["Location"]
+    ids = cluster.ids()
+    owner = ids[hrw_owner("ais/@#/%s/%s" % (cbucket, key), list(ids))]
+    raw_path = "/v1/objects/%s/%s" % (cbucket, qkey)
+    assert loc.startswith(owner.url + raw_path + "?foo=bar&pid=p"), loc
+    q = urllib.parse.parse_qs(urllib.parse.urlsplit(loc).query)
+    ptime = int(q["ptime"][0])
+    assert time.time() < ptime < time.time() + 3600
+    assert q["psig"][0] == psig("GET", raw_path, ptime)
+    # the Location works as is, unsigned (the psig is the authorisation)
+    r = requests.get(loc, timeout=10)
+    assert r.status_code == 200 and r.content == body
+    # requests follows it
+    r = api("GET", url)
+    assert r.status_code == 200 and r.content == body
+    # curl -L (an independent client and SigV4 signer)
+    p = subprocess.run(["curl", "-sS", "-f", "-L", "--aws-sigv4", "aws:amz:us-east-1:s3",
+                        "--user", "%s:%s" % (ACCESS_KEY, SECRET_KEY),
+                        "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", url],
+                       capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == body
+    # curl -L -T FILE: the body is sent again to the target
+    f = tmp_path / "up.txt"
+    f.write_bytes(b"replaced by curl")
+    p = subprocess.run(["curl", "-sS", "-f", "-L", "--aws-sigv4", "aws:amz:us-east-1:s3",
+                        "--user", "%s:%s" % (ACCESS_KEY, SECRET_KEY),
+                        "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-T", str(f), url],
+                       capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert api("GET", url).content == b"replaced by curl"
+    r = api("HEAD", url)
+    assert r.status_code == 200 and r.headers["Content-Length"] == "16"
+    r = api("DELETE", url)
+    assert r.status_code == 204
+    assert api("GET", url).status_code == 404
+
+
+def test_proxy_authorises_before_redirect(cluster, cbucket):
+    url = "%s/v1/objects/%s/x" % (cluster.primary.url, cbucket)
+    r = requests.get(url, allow_redirects=False, timeout=5)
+    assert r.status_code == 403  # no redirect for an unsigned request
+    r = requests.get(url, allow_redirects=False, timeout=5,
+                     headers=helpers.sign_headers("GET", url, ACCESS_KEY, "wrong-secret"))
+    assert r.status_code == 403
+
+
+def test_targets_refuse_direct_requests(cluster, cbucket):
+    t = cluster.targets[0]
+    path = "/v1/objects/%s/direct" % cbucket
+    r = requests.put(t.url + path, data=b"x", timeout=5,
+                     headers=helpers.sign_headers("PUT", t.url + path, ACCESS_KEY, SECRET_KEY))
+    helpers.check_json_error(r, 403, "AccessDenied")
+    assert "through a proxy" in r.json()["message"]
+    ptime = int(time.time()) + 60
+    bad = "%s%s?pid=p&ptime=%d&psig=%s" % (t.url, path, ptime, "0" * 64)
+    assert requests.put(bad, data=b"x", timeout=5).status_code == 403
+    old = int(time.time()) - 5
+    expired = "%s%s?pid=p&ptime=%d&psig=%s" % (t.url, path, old, psig("PUT", path, old))
+    r = requests.put(expired, data=b"x", timeout=5)
+    assert r.status_code == 403 and "expired" in r.json()["message"]
+    good = "%s%s?pid=p&ptime=%d&psig=%s" % (t.url, path, ptime, psig("PUT", path, ptime))
+    assert requests.put(good, data=b"x", timeout=5).status_code == 200
+    # the signature covers the method
+    assert requests.delete(good, timeout=5).status_code == 403
+    # health and metrics stay open
+    assert requests.get(t.url + "/v1/health", timeout=5).status_code == 200
+    assert requests.get(t.url + "/metrics", timeout=5).status_code == 200
+
+
+# ---- listing ----
+
+def test_listing_merge_across_proxies(cluster, cbucket):
+    keys = sorted(["k/%05d" % i for i in range(2000)] +
+                  ["a%d/x" % i for i in range(30)] + ["z-%d" % i for i in range(70)])
+    put_many(cluster.proxies, cbucket, keys, body=lambda k: b"")
+    seen, token, page = [], None, 0
+    while True:
+        proxy = cluster.proxies[page % 2]  # switch proxies between pages
+        q = "?limit=97" + ("&token=" + urllib.parse.quote(token) if token else "")
+        r = api("GET", "%s/v1/buckets/%s%s" % (proxy.url, cbucket, q))
+        assert r.status_code == 200, r.text
+        j = r.json()
+        assert len(j["entries"]) <= 97
+        seen += [e["name"] for e in j["entries"]]
+        token = j.get("continuation_token")
+        page += 1
+        if not token:
+            break
+        assert base64.b64decode(token).decode() == seen[-1]
+    assert seen == keys
+    assert page == (len(keys) + 96) // 97
+    # delimiter: common prefixes come from every target but appear once
+    r = api("GET", "%s/v1/buckets/%s?delimiter=%%2F&limit=10" % (cluster.primary.url, cbucket))
+    j = r.json()
+    assert j["prefixes"] == ["a%d/" % i for i in (0, 1, 10, 11, 12, 13, 14, 15, 16, 17)]
+    names, pfx, token = [], [], None
+    while True:
+        q = "delimiter=%2F&limit=7" + ("&token=" + urllib.parse.quote(token) if token else "")
+        j = api("GET", "%s/v1/buckets/%s?%s" % (cluster.proxies[1].url, cbucket, q)).json()
+        names += [e["name"] for e in j["entries"]]
+        pfx += j["prefixes"]
+        token = j.get("continuation_token")
+        if not token:
+            break
+    assert pfx == sorted(["a%d/" % i for i in range(30)] + ["k/"])
+    assert names == ["z-%d" % i for i in sorted(range(70), key=str)]
+    # prefix
+    j = api("GET", "%s/v1/buckets/%s?prefix=k/0199&limit=100" % (cluster.primary.url,
+                                                                  cbucket)).json()
+    assert [e["name"] for e in j["entries"]] == ["k/%05d" % i for i in range(1990, 2000)]
+
+    # S3 ListObjectsV2 and V1 through the proxy (boto3 paginators)
+    s3 = s3client(cluster.proxies[1])
+    got = []
+    for pg in s3.get_paginator("list_objects_v2").paginate(Bucket=cbucket,
+                                                           PaginationConfig={"PageSize": 333}):
+        got += [o["Key"] for o in pg.get("Contents", [])]
+    assert got == keys
+    s3p = s3client(cluster.primary)
+    got = []
+    for pg in s3p.get_paginator("list_objects").paginate(Bucket=cbucket, Delimiter="/",
+                                                         PaginationConfig={"PageSize": 9}):
+        got += [c["Prefix"] for c in pg.get("CommonPrefixes", [])]
+        got += [o["Key"] for o in pg.get("Contents", [])]
+    assert sorted(got) == sorted(pfx + names) and len(got) == len(set(got))
+    r = s3p.list_objects_v2(Bucket=cbucket, MaxKeys=0)
+    assert r["KeyCount"] == 0 and r["IsTruncated"] is True
+
+
+# ---- buckets through the BMD ----
+
+def test_buckets_via_bmd(cluster):
+    name = "cl-b-" + uuid.uuid4().hex[:10]
+    s3 = s3client(cluster.proxies[1])  # non-primary: forwards to the primary
+    s3.create_bucket(Bucket=name)
+    bmd_v = requests.get(cluster.primary.url + "/v1/cluster/bmd", timeout=5).json()["version"]
+    for n in cluster.proxies:
+        assert name in [b["Name"] for b in s3client(n).list_buckets()["Buckets"]]
+        s3client(n).head_bucket(Bucket=name)
+    for t in cluster.targets:  # the BMD reached every target before the answer
+        assert requests.get(t.url + "/v1/cluster/bmd", timeout=5).json()["version"] >= bmd_v
+        assert target_keys(t, name) == set()
+    assert s3.get_bucket_location(Bucket=name).get("LocationConstraint") in (None, "")
+    s3.create_bucket(Bucket=name)  # us-east-1: creating your own bucket again is fine
+    r = api("POST", cluster.primary.url + "/v1/buckets/" + name)
+    helpers.check_json_error(r, 409, "BucketAlreadyOwnedByYou")
+
+    put_many(cluster.proxies, name, ["o%d" % i for i in range(12)])
+    with pytest.raises(Exception) as ei:
+        s3.delete_bucket(Bucket=name)
+    assert helpers.client_error(ei)[:2] == (409, "BucketNotEmpty")
+    r = api("DELETE", cluster.primary.url + "/v1/buckets/" + name)
+    helpers.check_json_error(r, 409, "BucketNotEmpty")
+
+    # DeleteObjects fans out to the owners; a missing key counts as deleted
+    res = s3.delete_objects(Bucket=name, Delete={
+        "Objects": [{"Key": "o%d" % i} for i in range(12)] + [{"Key": "nope"}]})
+    assert sorted(d["Key"] for d in res["Deleted"]) == sorted(["o%d" % i for i in range(12)] +
+                                                              ["nope"])
+    assert not res.get("Errors")
+    assert all(target_keys(t, name) == set() for t in cluster.targets)
+
+    # props go through the BMD too
+    r = api("PATCH", cluster.proxies[1].url + "/v1/buckets/" + name,
+            data=b'{"anonymous_read": true}')
+    assert r.status_code == 200, r.text
+    r = api("GET", cluster.primary.url + "/v1/buckets/" + name + "?props")
+    assert r.json()["props"]["anonymous_read"] is True
+    r = requests.get(cluster.primary.url + "/v1/buckets/" + name, timeout=5)  # unsigned list
+    assert r.status_code == 200
+
+    s3.delete_bucket(Bucket=name)
+    for n in cluster.proxies:
+        r = api("HEAD", n.url + "/v1/buckets/" + name)
+        assert r.status_code == 404
+    for t in cluster.targets:
+        helpers.wait_until(lambda: name not in requests.get(
+            t.url + "/v1/cluster/bmd", timeout=5).json()["buckets"], what="BMD on target")
+    with pytest.raises(Exception) as ei:
+        s3.head_bucket(Bucket=name)
+    assert helpers.client_error(ei)[0] == 404
+
+
+def test_s3_objects_on_proxy(cluster, cbucket):
+    s3 = s3client(cluster.primary)
+    with pytest.raises(Exception) as ei:
+        s3.put_object(Bucket=cbucket, Key="k", Body=b"x")
+    assert helpers.client_error(ei)[:2] == (501, "NotImplemented")  # relay: not yet
+
+
+# ---- maintenance ----
+
+def test_maintenance_flag(cluster, cbucket):
+    ids = cluster.ids()
+    tid = sorted(ids)[0]
+    v0 = cluster.primary.smap()["version"]
+    # via the non-primary proxy (forwarded), signed with a full-access key
+    url = "%s/v1/cluster/maintenance/%s" % (cluster.proxies[1].url, tid)
+    r = api("POST", url, data=b'{"on": true}')
+    assert r.status_code == 200, r.text
+    s = cluster.primary.smap()
+    assert s["tmap"][tid]["flags"] == 1 and s["version"] > v0
+    cluster.wait_converged()
+    others = [i for i in ids if i != tid]
+    for i in range(40):
+        key = "m%d" % i
+        r = api("GET", "%s/v1/objects/%s/%s" % (cluster.primary.url, cbucket, key), follow=False)
+        assert r.status_code == 307
+        owner = hrw_owner("ais/@#/%s/%s" % (cbucket, key), others)
+        assert r.headers["Location"].startswith(ids[owner].url)
+    assert requests.post(url, json={"on": False}, timeout=5).status_code == 403  # unsigned
+    r = requests.post(url, json={"on": False}, timeout=5, headers={
+        "X-Hoard-Cluster": csig("POST", "/v1/cluster/maintenance/" + tid)})
+    assert r.status_code == 200, r.text
+    assert cluster.primary.smap()["tmap"][tid]["flags"] == 0
+    r = api("POST", "%s/v1/cluster/maintenance/nosuch" % cluster.primary.url, data=b"{}")
+    assert r.status_code == 404
+
+
+# ---- failures and restarts (last: they disturb the cluster) ----
+
+def test_target_failure_and_rejoin(cluster, cbucket):
+    keys = ["f%03d" % i for i in range(60)]
+    put_many(cluster.proxies, cbucket, keys)
+    ids = cluster.ids()
+    victim_id = sorted(ids)[1]
+    victim = ids[victim_id]
+    lost = [k for k in keys if hrw_owner("ais/@#/%s/%s" % (cbucket, k), list(ids)) == victim_id]
+    kept = [k for k in keys if k not in lost]
+    assert lost and kept
+    v0 = cluster.primary.smap()["version"]
+    victim.expect_alive = False
+    t0 = time.monotonic()
+    victim.kill9()
+    s = cluster.wait_smap(lambda s: victim_id in s["tmap_down"], timeout=20,
+                          what="the killed target in tmap_down")
+    took = time.monotonic() - t0
+    # heartbeat_ms * dead_after plus a tick, and slack for a loaded CI machine
+    assert took < HB_MS * DEAD_AFTER / 1000.0 + 8, took
+    assert victim_id not in s["tmap"] and s["version"] > v0
+    cluster.wait_converged()
+    for p in cluster.proxies:
+        for k in lost[:5]:
+            r = api("GET", "%s/v1/objects/%s/%s" % (p.url, cbucket, k))
+            helpers.check_json_error(r, 503, "ServiceUnavailable")
+            assert victim_id in r.json()["message"]
+        for k in kept[:5]:
+            r = api("GET", "%s/v1/objects/%s/%s" % (p.url, cbucket, k))
+            assert r.status_code == 200 and r.content == k.encode()
+    r = api("GET", "%s/v1/buckets/%s" % (cluster.primary.url, cbucket))
+    helpers.check_json_error(r, 503, "ServiceUnavailable")  # a listing would miss objects
+
+    victim.start()
+    s = cluster.wait_smap(lambda s: victim_id in s["tmap"] and not s["tmap_down"], timeout=20,
+                          what="the target back in tmap")
+    assert victim.health()["id"] == victim_id  # the id survived the restart
+    cluster.wait_converged()
+    for k in lost:
+        r = api("GET", "%s/v1/objects/%s/%s" % (cluster.proxies[1].url, cbucket, k))
+        assert r.status_code == 200 and r.content == k.encode()
+    r = api("GET", "%s/v1/buckets/%s?limit=1000" % (cluster.primary.url, cbucket))
+    assert [e["name"] for e in r.json()["entries"]] == keys
+
+
+def test_proxy_restarts(cluster, cbucket):
+    put_many(cluster.proxies, cbucket, ["r%d" % i for i in range(10)])
+    p1, p2 = cluster.proxies
+    before = p1.smap()
+    rc = p1.restart()
+    assert rc == 0
+    after = p1.smap()
+    assert after["version"] >= before["version"]
+    assert after["primary"] == before["primary"] and after["uuid"] == before["uuid"]
+    assert set(after["tmap"]) == set(before["tmap"])
+    import json
+    assert json.loads(p1.persisted("smap"))["version"] == after["version"]
+    for i in range(10):
+        r = api("GET", "%s/v1/objects/%s/r%d" % (p1.url, cbucket, i))
+        assert r.status_code == 200 and r.content == b"r%d" % i
+    # the targets keep heartbeating to the restarted primary: nobody is dropped
+    time.sleep(HB_MS * DEAD_AFTER / 1000.0 + 0.5)
+    s = p1.smap()
+    assert len(s["tmap"]) == 3 and not s["tmap_down"]
+    # the non-primary proxy too, and bucket changes still go through it
+    assert p2.restart() == 0
+    cluster.wait_smap(lambda s: len(s["pmap"]) == 2)
+    name = "cl-r-" + uuid.uuid4().hex[:8]
+    assert api("POST", p2.url + "/v1/buckets/" + name).status_code == 201
+    assert api("DELETE", p2.url + "/v1/buckets/" + name).status_code == 204
+    r = api("GET", "%s/v1/buckets/%s?limit=100" % (p2.url, cbucket))
+    assert [e["name"] for e in r.json()["entries"]] == sorted("r%d" % i for i in range(10))

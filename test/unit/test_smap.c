@@ -1,0 +1,233 @@
+/* Unit tests for common/smap: JSON round trips, HRW owner over a map (DESIGN.md vectors),
+ * flags and down targets, persisted state and version rules, the cluster HMACs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/smap.h"
+#include "test/unit/hd_test.h"
+
+static struct hd_smap *three_targets(void)
+{
+    struct hd_smap *s = hd_smap_new();
+    const char *ids[] = {"t3", "t1", "t2"};
+    size_t i;
+
+    for (i = 0; i < 3; i++) {
+        struct hd_node n;
+        memset(&n, 0, sizeof(n));
+        snprintf(n.id, sizeof(n.id), "%s", ids[i]);
+        n.type = HD_NODE_TARGET;
+        snprintf(n.url, sizeof(n.url), "http://127.0.0.1:900%zu", i);
+        CHECK_EQ_INT(hd_smap_put(s, &n), 1);
+        CHECK_EQ_INT(hd_smap_put(s, &n), 0); /* identical: no change */
+    }
+    s->version = 7;
+    snprintf(s->uuid, sizeof(s->uuid), "u1");
+    snprintf(s->primary, sizeof(s->primary), "p1");
+    return s;
+}
+
+static const char *owner_of(const struct hd_smap *s, const char *uname, int *rc)
+{
+    const struct hd_node *n = NULL;
+
+    *rc = hd_smap_owner(s, uname, strlen(uname), &n);
+    return n ? n->id : NULL;
+}
+
+HD_SUITE(smap_owner)
+{
+    struct hd_smap *s = three_targets(), *c = NULL;
+    struct hd_node *t2;
+    int rc;
+
+    CHECK_EQ_STR(s->nodes[0].id, "t1"); /* kept sorted */
+    CHECK_EQ_STR(owner_of(s, "ais/@#/demo/a.txt", &rc), "t2");
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_STR(owner_of(s, "aws/@#/mybucket/images/dog.jpeg", &rc), "t1");
+    CHECK_EQ_STR(owner_of(s, "ais/@uuid1#ns1/bck/obj", &rc), "t2");
+    /* maintenance: skipped for placement */
+    CHECK_EQ_INT(hd_smap_clone(s, &c), 0);
+    t2 = (struct hd_node *)hd_smap_find(c, "t2");
+    t2->flags = HD_NODE_MAINT;
+    CHECK_EQ_STR(owner_of(c, "ais/@#/demo/a.txt", &rc), "t3"); /* next by weight */
+    /* down: still the owner, but unavailable */
+    t2->flags = 0;
+    t2->down = 1;
+    CHECK(owner_of(c, "ais/@#/demo/a.txt", &rc) != NULL);
+    CHECK_EQ_INT(rc, HD_EUNAVAIL);
+    CHECK_EQ_INT(hd_smap_count(c, HD_NODE_TARGET, 1), 2);
+    CHECK_EQ_INT(hd_smap_count(c, HD_NODE_TARGET, 0), 3);
+    CHECK_EQ_INT(hd_smap_remove(c, "t2"), 0);
+    CHECK_EQ_INT(hd_smap_remove(c, "t2"), -ENOENT);
+    CHECK_EQ_STR(owner_of(c, "ais/@#/demo/a.txt", &rc), "t3");
+    hd_smap_unref(c);
+    c = hd_smap_new();
+    CHECK(owner_of(c, "x", &rc) == NULL);
+    CHECK_EQ_INT(rc, HD_EUNAVAIL);
+    hd_smap_unref(c);
+    hd_smap_unref(s);
+}
+
+HD_SUITE(smap_json)
+{
+    struct hd_smap *s = three_targets(), *back = NULL;
+    struct hd_node n, *t;
+    json_t *j, *bad;
+    char *a, *b;
+
+    memset(&n, 0, sizeof(n));
+    snprintf(n.id, sizeof(n.id), "p1");
+    n.type = HD_NODE_PROXY;
+    snprintf(n.url, sizeof(n.url), "http://127.0.0.1:8080");
+    hd_smap_put(s, &n);
+    t = (struct hd_node *)hd_smap_find(s, "t3");
+    t->down = 1;
+    t->mountpaths = calloc(1, sizeof(char *));
+    t->mountpaths[0] = strdup("/data/mp1");
+    t->nmp = 1;
+    j = hd_smap_to_json(s);
+    CHECK(json_object_get(json_object_get(j, "pmap"), "p1") != NULL);
+    CHECK(json_object_get(json_object_get(j, "tmap"), "t1") != NULL);
+    CHECK(json_object_get(json_object_get(j, "tmap_down"), "t3") != NULL);
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(json_object_get(json_object_get(j, "tmap"), "t1"),
+                                     "public_net"),
+                     "direct_url")),
+                 "http://127.0.0.1:9001");
+    CHECK_EQ_INT(hd_smap_from_json(j, &back), 0);
+    a = json_dumps(j, JSON_SORT_KEYS);
+    json_decref(j);
+    j = hd_smap_to_json(back);
+    b = json_dumps(j, JSON_SORT_KEYS);
+    CHECK_EQ_STR(a, b);
+    CHECK_EQ_INT(back->version, 7);
+    CHECK_EQ_INT(hd_smap_find(back, "t3")->down, 1);
+    CHECK_EQ_STR(hd_smap_find(back, "t3")->mountpaths[0], "/data/mp1");
+    free(a);
+    free(b);
+    json_decref(j);
+    hd_smap_unref(back);
+    /* a tmap entry that is not a target, or without a URL, is refused */
+    bad = json_loads("{\"version\":1,\"tmap\":{\"x\":{\"daemon_id\":\"x\",\"daemon_type\":"
+                     "\"proxy\",\"public_net\":{\"direct_url\":\"http://a\"}}}}",
+                     0, NULL);
+    back = NULL;
+    CHECK_EQ_INT(hd_smap_from_json(bad, &back), HD_EBADARG);
+    json_decref(bad);
+    bad = json_loads("{\"version\":1,\"tmap\":{\"x\":{\"daemon_id\":\"x\",\"daemon_type\":"
+                     "\"target\"}}}",
+                     0, NULL);
+    CHECK_EQ_INT(hd_smap_from_json(bad, &back), HD_EBADARG);
+    json_decref(bad);
+    bad = json_loads("{\"version\":-1}", 0, NULL);
+    CHECK_EQ_INT(hd_smap_from_json(bad, &back), HD_EBADARG);
+    json_decref(bad);
+    hd_smap_unref(s);
+}
+
+HD_SUITE(smap_bmd)
+{
+    struct hd_bmd *b = hd_bmd_new(), *back = NULL, *c = NULL;
+    json_t *j;
+
+    CHECK_EQ_INT(hd_bmd_put(b, "zeta", "ais", 100, NULL), 0);
+    CHECK_EQ_INT(hd_bmd_put(b, "alpha", NULL, 200, "{\"anonymous_read\":true}"), 0);
+    CHECK_EQ_INT(b->n, 2);
+    CHECK_EQ_STR(b->b[0].name, "alpha");
+    CHECK_EQ_STR(b->b[0].provider, "ais");
+    b->version = 3;
+    j = hd_bmd_to_json(b);
+    CHECK_EQ_INT(hd_bmd_from_json(j, &back), 0);
+    json_decref(j);
+    CHECK_EQ_INT(back->version, 3);
+    CHECK_EQ_INT(back->n, 2);
+    CHECK_EQ_INT(hd_bmd_find(back, "zeta")->created, 100);
+    CHECK(hd_bmd_find(back, "zeta")->props == NULL);
+    CHECK(hd_bmd_props_equal(hd_bmd_find(back, "alpha")->props, "{\"anonymous_read\":true}"));
+    CHECK(hd_bmd_props_equal(NULL, "{}"));
+    CHECK(!hd_bmd_props_equal(NULL, "{\"anonymous_read\":true}"));
+    CHECK_EQ_INT(hd_bmd_clone(back, &c), 0);
+    CHECK_EQ_INT(hd_bmd_remove(c, "alpha"), 0);
+    CHECK_EQ_INT(hd_bmd_remove(c, "alpha"), -ENOENT);
+    CHECK(hd_bmd_find(back, "alpha") != NULL); /* the clone is separate */
+    hd_bmd_unref(c);
+    hd_bmd_unref(back);
+    hd_bmd_unref(b);
+}
+
+HD_SUITE(smap_state)
+{
+    char dir[] = "/tmp/hd-smap-XXXXXX", id[HD_NODE_ID_MAX], id2[HD_NODE_ID_MAX];
+    struct hd_smap_state *st = NULL;
+    struct hd_smap *s = three_targets(), *got, *old = NULL;
+    struct hd_bmd *b = hd_bmd_new(), *prev = NULL, *gb;
+    char cmd[128];
+
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK_EQ_INT(hd_smap_state_open(dir, &st), 0);
+    CHECK(hd_smap_state_smap(st) == NULL);
+    gb = hd_smap_state_bmd(st);
+    CHECK_EQ_INT(gb->version, 0);
+    hd_bmd_unref(gb);
+    CHECK_EQ_INT(hd_smap_state_node_id(st, "", 't', id), 0);
+    CHECK_EQ_INT(strlen(id), 9);
+    CHECK_EQ_INT(id[0], 't');
+    CHECK_EQ_INT(hd_smap_state_set_smap(st, s, 0), 0);
+    CHECK_EQ_INT(hd_smap_state_set_smap(st, s, 0), 1); /* same version */
+    CHECK_EQ_INT(hd_smap_clone(s, &old), 0);
+    old->version = 3;
+    CHECK_EQ_INT(hd_smap_state_set_smap(st, old, 0), -ESTALE);
+    hd_bmd_put(b, "bk", "ais", 1, NULL);
+    b->version = 2;
+    CHECK_EQ_INT(hd_smap_state_set_bmd(st, b, 0, &prev), 0);
+    CHECK(prev && prev->version == 0);
+    hd_bmd_unref(prev);
+    hd_smap_state_close(st);
+
+    /* reopened: the same id, smap and BMD */
+    st = NULL;
+    CHECK_EQ_INT(hd_smap_state_open(dir, &st), 0);
+    CHECK_EQ_INT(hd_smap_state_node_id(st, "", 't', id2), 0);
+    CHECK_EQ_STR(id2, id);
+    got = hd_smap_state_smap(st);
+    CHECK(got && got->version == 7 && hd_smap_find(got, "t2"));
+    hd_smap_unref(got);
+    gb = hd_smap_state_bmd(st);
+    CHECK(gb->version == 2 && hd_bmd_find(gb, "bk"));
+    hd_bmd_unref(gb);
+    CHECK_EQ_INT(hd_smap_state_set_smap(st, old, 1), 0); /* force (join) */
+    got = hd_smap_state_smap(st);
+    CHECK_EQ_INT(got->version, 3);
+    hd_smap_unref(got);
+    CHECK_EQ_INT(hd_smap_state_node_id(st, "bad/id", 't', id2), HD_EBADARG);
+    CHECK_EQ_INT(hd_smap_state_node_id(st, "t-fixed", 't', id2), 0);
+    CHECK_EQ_STR(id2, "t-fixed");
+    hd_smap_state_close(st);
+    hd_smap_unref(old);
+    hd_smap_unref(s);
+    hd_bmd_unref(b);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
+HD_SUITE(smap_sigs)
+{
+    char sig[HD_SMAP_SIG_LEN], path[64];
+
+    hd_smap_psig("k", "GET", "/v1/objects/b/o", 1700000000LL, sig);
+    CHECK_EQ_STR(sig, "a9e1a6fbccc29eaf9c23b5e3ac9ac69d3dcc449ec86a0eebde06880118071168");
+    hd_smap_csig("k", "PUT", "/v1/metasync", sig);
+    CHECK_EQ_STR(sig, "f04155906d509ed6beb970293c7e93591ce87359d02e39bbb8394d8e79c34ac1");
+    CHECK(hd_smap_sig_equal(sig, sig));
+    CHECK(!hd_smap_sig_equal(sig, "f0"));
+    CHECK(!hd_smap_sig_equal(sig, NULL));
+    hd_smap_url_path("http://h:1/v1/buckets/b?limit=1", path, sizeof(path));
+    CHECK_EQ_STR(path, "/v1/buckets/b");
+    hd_smap_url_path("http://h:1", path, sizeof(path));
+    CHECK_EQ_STR(path, "/");
+}
