@@ -50,8 +50,11 @@ class SlowUpload(threading.Thread):
                     conn.send(b)
             else:
                 path = "/v1/objects/%s/%s" % (self.bucket, self.key)
+                h = helpers.sign_headers("PUT", self.t.url + path, self.t.access_key,
+                                         self.t.secret_key, {"Transfer-Encoding": "chunked"})
                 conn.putrequest("PUT", path, skip_accept_encoding=True)
-                conn.putheader("Transfer-Encoding", "chunked")
+                for k, v in h.items():
+                    conn.putheader(k, v)
                 conn.endheaders()
                 for b in self.gen():
                     conn.send(b"%x\r\n" % len(b) + b + b"\r\n")
