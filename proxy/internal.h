@@ -116,6 +116,9 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);
 /* Answers r with 307 to the owner of bucket/key (decoded names), or 503. */
 void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                        const char *key);
+/* Streams r to the owner of bucket/key and the answer back (common/relay.c), authorised
+ * with the proxy's signature; the client's own headers (Host, SigV4) pass unchanged. */
+void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key);
 /* uname "provider/@#/bucket/object" for placement; *out malloc'd. */
 int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char **out,
                    size_t *len);

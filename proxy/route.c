@@ -11,6 +11,7 @@
 
 #include "common/buf.h"
 #include "common/errors.h"
+#include "common/relay.h"
 #include "common/hrw.h"
 #include "common/httputil.h"
 #include "common/log.h"
@@ -65,25 +66,29 @@ int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char
     return 0;
 }
 
-void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                       const char *key)
+/* Finds the owner of bucket/key. 0 with *url (owner's public URL, malloc'd), or a negative
+ * code after answering r. */
+static int owner_url(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                     char **url)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     const struct hd_node *owner = NULL;
-    struct hd_buf uname, loc;
+    struct hd_buf uname;
     char msg[256];
     int rc;
 
+    *url = NULL;
     hd_buf_init(&uname);
-    hd_buf_init(&loc);
     if (!s) {
-        hd_resp_err_msg(r, HD_EUNAVAIL, "This proxy has no cluster map yet; retry shortly.");
+        rc = HD_EUNAVAIL;
+        hd_resp_err_msg(r, rc, "This proxy has no cluster map yet; retry shortly.");
         goto out;
     }
     hd_hrw_uname(&uname, provider_of(p, bucket, hd_req_param(r, "provider")), NULL, bucket,
                  key);
     if (uname.oom) {
-        hd_resp_err(r, -ENOMEM);
+        rc = -ENOMEM;
+        hd_resp_err(r, rc);
         goto out;
     }
     rc = hd_smap_owner(s, uname.data, uname.len, &owner);
@@ -100,7 +105,27 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
         hd_resp_err_msg(r, HD_EUNAVAIL, msg);
         goto out;
     }
-    hd_buf_printf(&loc, "%s%s?%s%spid=%s", owner->url, r->raw_path, r->raw_query,
+    *url = strdup(owner->url);
+    if (!*url) {
+        rc = -ENOMEM;
+        hd_resp_err(r, rc);
+    }
+out:
+    hd_buf_cleanup(&uname);
+    hd_smap_unref(s);
+    return rc < 0 ? rc : 0;
+}
+
+void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                       const char *key)
+{
+    struct hd_buf loc;
+    char *base;
+
+    if (owner_url(r, p, bucket, key, &base) < 0)
+        return;
+    hd_buf_init(&loc);
+    hd_buf_printf(&loc, "%s%s?%s%spid=%s", base, r->raw_path, r->raw_query,
                   *r->raw_query ? "&" : "", p->self.id);
     if (*p->secret) {
         long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
@@ -108,15 +133,37 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
         hd_smap_psig(p->secret, r->method, r->raw_path, ptime, sig);
         hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
     }
-    if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0) {
+    if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)
         hd_resp_err(r, -ENOMEM);
-        goto out;
-    }
-    hd_resp_empty(r, 307);
-out:
-    hd_buf_cleanup(&uname);
+    else
+        hd_resp_empty(r, 307);
     hd_buf_cleanup(&loc);
-    hd_smap_unref(s);
+    free(base);
+}
+
+void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key)
+{
+    struct hd_proxy_sig sig;
+    struct hd_buf url;
+    char *base;
+    int rc;
+
+    if (owner_url(r, p, bucket, key, &base) < 0)
+        return;
+    hd_buf_init(&url);
+    hd_buf_printf(&url, "%s%s%s%s", base, r->raw_path, *r->raw_query ? "?" : "", r->raw_query);
+    free(base);
+    if (url.oom) {
+        hd_buf_cleanup(&url);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_proxy_sign(p, r->method, url.data, &sig);
+    rc = hd_relay_start(r, url.data, sig.kv, sig.n);
+    hd_buf_cleanup(&url);
+    if (rc < 0)
+        hd_resp_err_msg(r, rc == HD_EUNAVAIL ? rc : HD_EUNAVAIL,
+                        "Too many relayed requests in flight; retry shortly.");
 }
 
 static int decode(const char *s, size_t n, char **out, size_t *outlen)

@@ -1,7 +1,7 @@
 /* s3: the S3 API on the proxy. Bucket-level calls are served here: SigV4 (same auth.keys as
  * the targets), buckets from the BMD, listings merged from the targets, DeleteObjects fanned
  * out to the owners. Object-level calls leave through one place, object_call(): a 307 to the
- * owner when s3.redirect is set, otherwise the relay (not yet wired: 501). */
+ * owner when s3.redirect is set, otherwise the streaming relay (common/relay.c). */
 #include "proxy/internal.h"
 
 #include <errno.h>
@@ -576,9 +576,7 @@ static void object_call(struct hd_req *r, struct hd_proxy *p, const char *bucket
     if (p->s3_redirect)
         hd_proxy_redirect(r, p, bucket, key);
     else
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "S3 object requests through a proxy need the relay, which is not yet "
-                        "available; set s3.redirect=true or use the native API.");
+        hd_proxy_relay(r, p, bucket, key);
 }
 
 void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)
