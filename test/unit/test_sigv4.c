@@ -13,8 +13,8 @@
 #include "common/sigv4.h"
 #include "test/unit/hd_test.h"
 
-#define SUITE_DIR "../../../shared/vectors/sigv4/aws-signing-test-suite-v4"
-#define S3DOC "../../../shared/vectors/sigv4/s3-doc-vectors.json"
+#define SUITE_DIR "../vectors/sigv4/aws-signing-test-suite-v4"
+#define S3DOC "../vectors/sigv4/s3-doc-vectors.json"
 #define MAXH 32
 
 struct keyring {
