@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "common/http.h"
+#include "common/keys.h"
 #include "common/sigv4.h"
 #include "common/smap.h"
 #include "proxy/proxy.h"
@@ -21,22 +22,6 @@
  * bucket fan-out, forwarding to the primary) are bounded by HD_PROXY_FANOUT_MS. */
 #define HD_PROXY_FANOUT_MS 30000
 #define HD_PROXY_SYNC_MS 10000
-
-enum hd_proxy_perm { HD_PPERM_NONE, HD_PPERM_RO, HD_PPERM_RW };
-
-struct hd_proxy_rule {
-    char *bucket;
-    enum hd_proxy_perm perm;
-};
-
-/* One auth.keys entry (same syntax as on targets). */
-struct hd_proxy_key {
-    char *access;
-    char *secret;
-    enum hd_proxy_perm all;
-    struct hd_proxy_rule *rules;
-    size_t nrules;
-};
 
 struct hd_proxy_seen {
     char id[HD_NODE_ID_MAX];
@@ -55,8 +40,7 @@ struct hd_proxy {
     long hb_ms;
     int dead_after;
     int s3_redirect;
-    struct hd_proxy_key *keys;
-    size_t nkeys;
+    struct hd_keys keys;
     struct hd_smap_state *cs;      /* current smap/BMD (thread-safe) */
 
     pthread_mutex_t mu;            /* primary: serialises smap/BMD changes; guards below */
@@ -77,9 +61,6 @@ struct hd_proxy {
 };
 
 /* proxy.c */
-const struct hd_proxy_key *hd_proxy_key_find(const struct hd_proxy *p, const char *access);
-/* 0 when key may read (write=0) or write bucket (NULL: any bucket), else HD_EACCESS. */
-int hd_proxy_key_allows(const struct hd_proxy_key *k, const char *bucket, int write);
 /* Who is asking and may they: SigV4 against auth.keys (anonymous when none are set, or
  * for reads of anonymous_read buckets), or the X-Hoard-Cluster header of another proxy
  * (trusted). bucket NULL means the service (ListBuckets). 0 signed or trusted (*a filled

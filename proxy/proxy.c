@@ -12,109 +12,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
-
-/* "rw" | "ro" | "bucket=ro;bucket2=rw" */
-static int parse_perms(struct hd_proxy_key *k, char *spec)
-{
-    char *save = NULL, *tok;
-
-    k->all = HD_PPERM_RW;
-    if (!spec || strcmp(spec, "rw") == 0)
-        return 0;
-    if (strcmp(spec, "ro") == 0) {
-        k->all = HD_PPERM_RO;
-        return 0;
-    }
-    k->all = HD_PPERM_NONE;
-    for (tok = strtok_r(spec, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
-        char *eq = strchr(tok, '=');
-        struct hd_proxy_rule *r;
-        if (!eq || eq == tok || (strcmp(eq + 1, "ro") != 0 && strcmp(eq + 1, "rw") != 0))
-            return -EINVAL;
-        *eq = '\0';
-        r = realloc(k->rules, (k->nrules + 1) * sizeof(*r));
-        if (!r)
-            return -ENOMEM;
-        k->rules = r;
-        r[k->nrules].bucket = strdup(tok);
-        r[k->nrules].perm = strcmp(eq + 1, "rw") == 0 ? HD_PPERM_RW : HD_PPERM_RO;
-        if (!r[k->nrules].bucket)
-            return -ENOMEM;
-        k->nrules++;
-    }
-    return 0;
-}
-
-/* auth.keys = ACCESS:SECRET[:PERMS][,...], exactly as targets read it */
-static int parse_keys(struct hd_proxy *p, const char *spec)
-{
-    char *dup = strdup(spec), *save = NULL, *tok;
-    int rc = 0;
-
-    if (!dup)
-        return -ENOMEM;
-    for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *c1 = strchr(tok, ':'), *c2;
-        struct hd_proxy_key *k;
-        if (!c1 || c1 == tok || !c1[1]) {
-            rc = -EINVAL;
-            break;
-        }
-        *c1 = '\0';
-        c2 = strchr(c1 + 1, ':');
-        if (c2)
-            *c2 = '\0';
-        k = realloc(p->keys, (p->nkeys + 1) * sizeof(*k));
-        if (!k) {
-            rc = -ENOMEM;
-            break;
-        }
-        p->keys = k;
-        k = &p->keys[p->nkeys++];
-        memset(k, 0, sizeof(*k));
-        k->access = strdup(tok);
-        k->secret = strdup(c1 + 1);
-        if (!k->access || !k->secret || (rc = parse_perms(k, c2 ? c2 + 1 : NULL)) < 0) {
-            rc = rc < 0 ? rc : -ENOMEM;
-            break;
-        }
-    }
-    free(dup);
-    return rc;
-}
-
-const struct hd_proxy_key *hd_proxy_key_find(const struct hd_proxy *p, const char *access)
-{
-    size_t i;
-
-    for (i = 0; i < p->nkeys; i++)
-        if (strcmp(p->keys[i].access, access) == 0)
-            return &p->keys[i];
-    return NULL;
-}
-
-int hd_proxy_key_allows(const struct hd_proxy_key *k, const char *bucket, int write)
-{
-    enum hd_proxy_perm perm = k->all;
-    size_t i;
-
-    for (i = 0; bucket && i < k->nrules; i++)
-        if (strcmp(k->rules[i].bucket, bucket) == 0)
-            perm = k->rules[i].perm;
-    if (perm == HD_PPERM_RW || (perm == HD_PPERM_RO && !write))
-        return 0;
-    return HD_EACCESS;
-}
-
-static int secret_for(void *ctx, const char *access_key, char *secret, size_t max)
-{
-    const struct hd_proxy_key *k = hd_proxy_key_find(ctx, access_key);
-
-    if (!k)
-        return HD_ENOACCESSKEY;
-    snprintf(secret, max, "%s", k->secret);
-    return 0;
-}
+#include "common/sigv2.h"
 
 static int anonymous_read(struct hd_proxy *p, const char *bucket)
 {
@@ -144,7 +42,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                   struct hd_sigv4_auth *a)
 {
     int write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
-    const struct hd_proxy_key *k;
+    const struct hd_key *k;
     const char *src;
     struct hd_sigv4_in in;
     int rc;
@@ -159,22 +57,24 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     in.headers = r->hdrs;
     in.nheaders = r->nhdrs;
     in.now = time(NULL);
-    rc = hd_sigv4_verify(&in, secret_for, p, a);
+    rc = hd_sigv2_verify(&in, hd_keys_secret_for, &p->keys, a);
+    if (rc == 1)
+        rc = hd_sigv4_verify(&in, hd_keys_secret_for, &p->keys, a);
     if (rc < 0) {
         hd_stats_inc(HD_ST_AUTH_FAILED);
         HD_LOG(HD_INFO, r->id, "auth failed: %s", hd_strerror(rc));
         return rc;
     }
     if (rc == 1) {
-        if (p->nkeys == 0 || (bucket && !write && anonymous_read(p, bucket)))
+        if (p->keys.n == 0 || (bucket && !write && anonymous_read(p, bucket)))
             return 1;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;
     }
-    k = hd_proxy_key_find(p, a->access_key);
+    k = hd_keys_find(&p->keys, a->access_key);
     if (!k)
         return HD_ENOACCESSKEY;
-    if (bucket && hd_proxy_key_allows(k, bucket, write) < 0) {
+    if (bucket && hd_key_allows(k, bucket, write) < 0) {
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EACCESS;
     }
@@ -189,7 +89,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
         if (n < sizeof(sb)) {
             memcpy(sb, src, n);
             sb[n] = '\0';
-            if (hd_proxy_key_allows(k, sb, 0) < 0)
+            if (hd_key_allows(k, sb, 0) < 0)
                 return HD_EACCESS;
         }
     }
@@ -199,18 +99,18 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
 int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p)
 {
     struct hd_sigv4_auth a;
-    const struct hd_proxy_key *k;
+    const struct hd_key *k;
     int rc;
 
-    if (cluster_trusted(r, p) || (!*p->secret && p->nkeys == 0))
+    if (cluster_trusted(r, p) || (!*p->secret && p->keys.n == 0))
         return 0;
-    if (p->nkeys == 0)
+    if (p->keys.n == 0)
         return HD_EACCESS; /* only the cluster header will do */
     rc = hd_proxy_auth(r, p, NULL, &a);
     if (rc < 0)
         return rc;
-    k = rc == 0 ? hd_proxy_key_find(p, a.access_key) : NULL;
-    return k && k->all == HD_PPERM_RW ? 0 : HD_EACCESS;
+    k = rc == 0 ? hd_keys_find(&p->keys, a.access_key) : NULL;
+    return k && k->all == HD_PERM_RW ? 0 : HD_EACCESS;
 }
 
 void hd_proxy_resp_json(struct hd_req *r, int status, json_t *j)
@@ -271,7 +171,7 @@ int hd_proxy_new(const struct hd_config *cfg, struct hd_proxy **out)
     while (*p->join && p->join[strlen(p->join) - 1] == '/')
         p->join[strlen(p->join) - 1] = '\0';
     p->primary = p->join[0] == '\0';
-    if ((rc = parse_keys(p, hd_config_str(cfg, "auth.keys"))) < 0) {
+    if ((rc = hd_keys_parse(&p->keys, hd_config_str(cfg, "auth.keys"))) < 0) {
         HD_LOG(HD_ERROR, NULL,
                "auth.keys: expected ACCESS:SECRET[:rw|ro|BUCKET=ro;BUCKET=rw][,...]");
         goto fail;
@@ -311,20 +211,11 @@ int hd_proxy_start(struct hd_proxy *p)
 
 void hd_proxy_free(struct hd_proxy *p)
 {
-    size_t i, j;
-
     if (!p)
         return;
     hd_proxy_loop_stop(p);
     hd_smap_state_close(p->cs);
-    for (i = 0; i < p->nkeys; i++) {
-        for (j = 0; j < p->keys[i].nrules; j++)
-            free(p->keys[i].rules[j].bucket);
-        free(p->keys[i].rules);
-        free(p->keys[i].access);
-        free(p->keys[i].secret);
-    }
-    free(p->keys);
+    hd_keys_cleanup(&p->keys);
     free(p->seen);
     free(p->secret);
     free(p->data_dir);

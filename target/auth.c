@@ -11,26 +11,13 @@
 #include "common/metrics.h"
 #include "common/sigv2.h"
 
-static int secret_for(void *ctx, const char *access_key, char *secret, size_t max)
-{
-    struct hd_target *t = ctx;
-    size_t i;
-
-    for (i = 0; i < t->nkeys; i++)
-        if (strcmp(t->keys[i].access, access_key) == 0) {
-            snprintf(secret, max, "%s", t->keys[i].secret);
-            return 0;
-        }
-    return HD_ENOACCESSKEY;
-}
-
 int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv4_auth *a)
 {
     struct hd_sigv4_in in;
     int rc;
 
     memset(a, 0, sizeof(*a));
-    if (t->nkeys == 0)
+    if (t->keys.n == 0)
         return 1; /* auth disabled: credentials, if any, are ignored */
     memset(&in, 0, sizeof(in));
     in.method = r->method;
@@ -41,9 +28,9 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
     in.now = time(NULL);
     /* SigV2 first: it answers 1 unless the request carries an "AWS " header or the
      * AWSAccessKeyId query form, which SigV4 would reject as malformed */
-    rc = hd_sigv2_verify(&in, secret_for, t, a);
+    rc = hd_sigv2_verify(&in, hd_keys_secret_for, &t->keys, a);
     if (rc == 1)
-        rc = hd_sigv4_verify(&in, secret_for, t, a);
+        rc = hd_sigv4_verify(&in, hd_keys_secret_for, &t->keys, a);
     if (rc < 0 && r->trusted) {
         /* a redirected client may re-send credentials signed for the proxy's Host; the
          * proxy verified them already */
@@ -72,7 +59,7 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
     if (r->trusted)
         return 0; /* a proxy authenticated and authorised it */
     if (authrc == 1) {
-        if (t->nkeys == 0)
+        if (t->keys.n == 0)
             return 0; /* auth disabled */
         if (bucket && !write && hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
             bi.anonymous_read)
@@ -80,7 +67,7 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;
     }
-    k = hd_key_find(t, a->access_key);
+    k = hd_keys_find(&t->keys, a->access_key);
     if (!k)
         return HD_ENOACCESSKEY;
     if (!bucket)

@@ -4,33 +4,17 @@
 #define HD_TARGET_INTERNAL_H
 
 #include "common/http.h"
+#include "common/keys.h"
 #include "common/sigv4.h"
 #include "target/store.h"
 #include "target/target.h"
 
 #define HD_TARGET_MAGIC 0x74677431u
 
-/* Access rights of a key: to all buckets (`all`) unless per-bucket rules are given. */
-enum hd_perm { HD_PERM_NONE, HD_PERM_RO, HD_PERM_RW };
-
-struct hd_key_rule {
-    char *bucket;
-    enum hd_perm perm;
-};
-
-struct hd_key {
-    char *access;
-    char *secret;
-    enum hd_perm all;
-    struct hd_key_rule *rules;
-    size_t nrules;
-};
-
 struct hd_target {
     uint32_t magic;
     struct hd_store *st;
-    struct hd_key *keys;
-    size_t nkeys;
+    struct hd_keys keys;
     char *region;
     char *domain; /* s3.domain: virtual-host style for BUCKET.<domain> */
     uint64_t max_object;
@@ -45,9 +29,6 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
                         const struct hd_sigv4_auth *a, const char *bucket);
 
-/* HD_EACCESS unless `key` may read (write=0) or write bucket. */
-int hd_key_allows(const struct hd_key *key, const char *bucket, int write);
-const struct hd_key *hd_key_find(const struct hd_target *t, const char *access);
 
 /* Object operations shared by both APIs. `auth` is NULL for unauthenticated (native)
  * requests; otherwise it says how the payload is signed. bucket/key are decoded. */

@@ -11,101 +11,6 @@
 #include "common/metrics.h"
 #include "target/cluster.h"
 
-/* "rw" | "ro" | "bucket=ro;bucket2=rw" */
-static int parse_perms(struct hd_key *k, char *spec)
-{
-    char *save = NULL, *tok;
-
-    k->all = HD_PERM_RW;
-    if (!spec)
-        return 0;
-    if (strcmp(spec, "rw") == 0)
-        return 0;
-    if (strcmp(spec, "ro") == 0) {
-        k->all = HD_PERM_RO;
-        return 0;
-    }
-    k->all = HD_PERM_NONE;
-    for (tok = strtok_r(spec, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
-        char *eq = strchr(tok, '=');
-        struct hd_key_rule *r;
-        if (!eq || eq == tok || (strcmp(eq + 1, "ro") != 0 && strcmp(eq + 1, "rw") != 0))
-            return -EINVAL;
-        *eq = '\0';
-        r = realloc(k->rules, (k->nrules + 1) * sizeof(*r));
-        if (!r)
-            return -ENOMEM;
-        k->rules = r;
-        r[k->nrules].bucket = strdup(tok);
-        r[k->nrules].perm = strcmp(eq + 1, "rw") == 0 ? HD_PERM_RW : HD_PERM_RO;
-        if (!r[k->nrules].bucket)
-            return -ENOMEM;
-        k->nrules++;
-    }
-    return 0;
-}
-
-/* auth.keys = ACCESS:SECRET[:PERMS][,ACCESS:SECRET[:PERMS]...] */
-static int parse_keys(struct hd_target *t, const char *spec)
-{
-    char *dup = strdup(spec), *save = NULL, *tok;
-    int rc = 0;
-
-    if (!dup)
-        return -ENOMEM;
-    for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *c1 = strchr(tok, ':'), *c2;
-        struct hd_key *k;
-        if (!c1 || c1 == tok || !c1[1]) {
-            rc = -EINVAL;
-            break;
-        }
-        *c1 = '\0';
-        c2 = strchr(c1 + 1, ':');
-        if (c2)
-            *c2 = '\0';
-        k = realloc(t->keys, (t->nkeys + 1) * sizeof(*k));
-        if (!k) {
-            rc = -ENOMEM;
-            break;
-        }
-        t->keys = k;
-        k = &t->keys[t->nkeys++];
-        memset(k, 0, sizeof(*k));
-        k->access = strdup(tok);
-        k->secret = strdup(c1 + 1);
-        if (!k->access || !k->secret || (rc = parse_perms(k, c2 ? c2 + 1 : NULL)) < 0) {
-            rc = rc < 0 ? rc : -ENOMEM;
-            break;
-        }
-    }
-    free(dup);
-    return rc;
-}
-
-const struct hd_key *hd_key_find(const struct hd_target *t, const char *access)
-{
-    size_t i;
-
-    for (i = 0; i < t->nkeys; i++)
-        if (strcmp(t->keys[i].access, access) == 0)
-            return &t->keys[i];
-    return NULL;
-}
-
-int hd_key_allows(const struct hd_key *key, const char *bucket, int write)
-{
-    enum hd_perm p = key->all;
-    size_t i;
-
-    for (i = 0; bucket && i < key->nrules; i++)
-        if (strcmp(key->rules[i].bucket, bucket) == 0)
-            p = key->rules[i].perm;
-    if (p == HD_PERM_RW || (p == HD_PERM_RO && !write))
-        return 0;
-    return HD_EACCESS;
-}
-
 static int split_mountpaths(const char *spec, const char *data, char ***out, size_t *n)
 {
     char *dup, *save = NULL, *tok, **v = NULL;
@@ -156,7 +61,7 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     t->max_object = (uint64_t)hd_config_int(cfg, "store.max_object");
     t->region = strdup(hd_config_str(cfg, "s3.region"));
     t->domain = strdup(hd_config_str(cfg, "s3.domain"));
-    if ((rc = parse_keys(t, hd_config_str(cfg, "auth.keys"))) < 0) {
+    if ((rc = hd_keys_parse(&t->keys, hd_config_str(cfg, "auth.keys"))) < 0) {
         HD_LOG(HD_ERROR, NULL,
                "auth.keys: expected ACCESS:SECRET[:rw|ro|BUCKET=ro;BUCKET=rw][,...]");
         goto fail;
@@ -191,21 +96,11 @@ int hd_target_start(struct hd_target *t)
 
 void hd_target_free(struct hd_target *t)
 {
-    size_t i;
-
     if (!t)
         return;
     hd_tcluster_free(t->cl);
     hd_store_close(t->st);
-    for (i = 0; i < t->nkeys; i++) {
-        size_t j;
-        for (j = 0; j < t->keys[i].nrules; j++)
-            free(t->keys[i].rules[j].bucket);
-        free(t->keys[i].rules);
-        free(t->keys[i].access);
-        free(t->keys[i].secret);
-    }
-    free(t->keys);
+    hd_keys_cleanup(&t->keys);
     free(t->region);
     free(t->domain);
     t->magic = 0;

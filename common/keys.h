@@ -1,0 +1,39 @@
+/* keys: the access keys of auth.keys (ACCESS:SECRET[:rw|ro|B=ro;B=rw][,...]) and their
+ * per-bucket permissions, shared by proxies and targets. Parsed once at startup; read-only
+ * afterwards, so any thread may query. */
+#ifndef HD_KEYS_H
+#define HD_KEYS_H
+
+#include <stddef.h>
+
+enum hd_perm { HD_PERM_NONE, HD_PERM_RO, HD_PERM_RW };
+
+struct hd_key_rule {
+    char *bucket;
+    enum hd_perm perm;
+};
+
+/* Rights to all buckets (`all`) unless a per-bucket rule names the bucket. */
+struct hd_key {
+    char *access;
+    char *secret;
+    enum hd_perm all;
+    struct hd_key_rule *rules;
+    size_t nrules;
+};
+
+struct hd_keys {
+    struct hd_key *v;
+    size_t n;
+};
+
+/* -EINVAL for a malformed spec (what is parsed so far stays in ks: clean it up). */
+int hd_keys_parse(struct hd_keys *ks, const char *spec);
+void hd_keys_cleanup(struct hd_keys *ks);
+const struct hd_key *hd_keys_find(const struct hd_keys *ks, const char *access);
+/* 0 when k may read (write=0) or write bucket, else HD_EACCESS. */
+int hd_key_allows(const struct hd_key *k, const char *bucket, int write);
+/* hd_sigv4_secret_fn over a struct hd_keys (ctx). */
+int hd_keys_secret_for(void *ctx, const char *access, char *secret, size_t max);
+
+#endif
