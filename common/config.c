@@ -28,7 +28,7 @@ static const struct def defs[] = {
     {"auth.keys", STR, "", 0, 0, 1, "AK:SK[:rw|ro|B=ro;B=rw][,...] S3 keys; empty = anonymous"},
     {"s3.region", STR, "us-east-1", 0, 0, 0, "region reported by GetBucketLocation"},
     {"s3.domain", STR, "", 0, 0, 0, "virtual-host style: Host BUCKET.<domain> names the bucket"},
-    {"http.threads", INT, "0", 0, 256, 0, "HTTP worker threads (0 = one per core)"},
+    {"http.threads", INT, "0", 0, 256, 0, "HTTP worker threads (0 = 4 per core on targets, 1 per core on proxies)"},
     {"http.timeout", INT, "60", 1, 3600, 0, "idle connection timeout, seconds"},
     {"http.max_conns", INT, "4096", 16, 1000000, 0, "concurrent connection limit"},
     {"http.mem_limit", INT, "65536", 8192, 1048576, 0,

@@ -221,12 +221,35 @@ int hd_resp_empty(struct hd_req *r, int status)
     return hd_resp_buf(r, status, NULL, NULL, 0);
 }
 
+#define HD_SMALL_BODY (64 * 1024)
+
 int hd_resp_fd(struct hd_req *r, int status, int fd, uint64_t off, uint64_t len)
 {
     struct MHD_Response *resp;
 
     if (r->responded)
         return -EALREADY;
+    if (len <= HD_SMALL_BODY) {
+        /* One read into memory lets MHD send headers and body in a single write; sendfile
+         * costs an extra syscall and packet per response, which dominates small GETs. */
+        char *p = malloc(len ? len : 1);
+        size_t got = 0;
+        if (!p)
+            return -ENOMEM;
+        while (got < len) {
+            ssize_t n = pread(fd, p + got, len - got, (off_t)(off + got));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                free(p);
+                return n < 0 ? -errno : -EIO;
+            }
+            got += (size_t)n;
+        }
+        close(fd);
+        hd_resp_buf(r, status, NULL, p, len);
+        return 0;
+    }
     resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
     if (!resp)
         return -ENOMEM;
@@ -322,8 +345,20 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
             hd_resp_err_msg(r, rc, "The query string is malformed.");
             return MHD_YES;
         }
-        s->handler(r, s->ctx);
+        /* A request without a body is dispatched on MHD's next call: a response queued
+         * during the first call counts as "early" and MHD would close the connection
+         * afterwards, losing keep-alive for every GET/HEAD/DELETE. */
+        if (r->content_length > 0 || hd_req_header(r, "Transfer-Encoding")) {
+            r->dispatched = 1;
+            s->handler(r, s->ctx);
+        }
         return MHD_YES;
+    }
+    if (!r->dispatched && !r->responded) {
+        r->dispatched = 1;
+        s->handler(r, s->ctx);
+        if (r->responded || r->suspended || *upload_data_size)
+            return MHD_YES;
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;

@@ -53,6 +53,7 @@ struct hd_req {
     int body_err;              /* first error returned by on_body */
     int suspended;             /* parked with hd_req_suspend; see below */
     int trusted;               /* carries a valid proxy authorisation (cluster) */
+    int dispatched;            /* the role handler has run */
 
     /* pending response headers, copied */
     struct hd_kv *rh;

@@ -85,6 +85,13 @@ int main(int argc, char **argv)
     memset(&hc, 0, sizeof(hc));
     hc.listen = hd_config_str(cfg, "listen");
     hc.threads = (int)hd_config_int(cfg, "http.threads");
+    if (hc.threads == 0 && t) {
+        /* A target worker blocks in fsync for every PUT; with one worker per core a few
+         * concurrent uploads stall every GET. Four per core keeps the disk busy while GETs
+         * still find a free worker (measured: docs/performance.md). */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        hc.threads = 4 * (int)(n > 0 ? n : 1);
+    }
     hc.timeout_s = (int)hd_config_int(cfg, "http.timeout");
     hc.max_conns = (int)hd_config_int(cfg, "http.max_conns");
     hc.mem_limit = (int)hd_config_int(cfg, "http.mem_limit");
