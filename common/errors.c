@@ -69,6 +69,8 @@ static const struct hd_err_info table[] = {
      "Your proposed upload is smaller than the minimum allowed object size."},
     {HD_EMETATOOLARGE, 400, "MetadataTooLarge",
      "Your metadata headers exceed the maximum allowed metadata size (2 KiB)."},
+    {HD_ENOSUCHJOB, 404, "NoSuchJob", "The specified job does not exist."},
+    {HD_EGONE, 410, "Gone", "This node was decommissioned and may not join again."},
 };
 
 static const struct hd_err_info errno_rows[] = {

@@ -50,6 +50,8 @@ enum hd_err {
     HD_EPARTORDER,            /* 400 InvalidPartOrder */
     HD_ETOOSMALL,             /* 400 EntityTooSmall */
     HD_EMETATOOLARGE,         /* 400 MetadataTooLarge */
+    HD_ENOSUCHJOB,            /* 404 NoSuchJob (native API) */
+    HD_EGONE,                 /* 410 Gone (a decommissioned node asking to join) */
     HD_ELAST
 };
 

@@ -16,6 +16,8 @@
 #include "common/httputil.h"
 
 #define HD_REQ_MAGIC 0x68647271u /* "hdrq" */
+#define HD_TRUST_REDIRECT 1
+#define HD_TRUST_NODE 2
 
 struct MHD_Connection;
 struct hd_http_server;
@@ -52,7 +54,9 @@ struct hd_req {
     int responded;
     int body_err;              /* first error returned by on_body */
     int suspended;             /* parked with hd_req_suspend; see below */
-    int trusted;               /* carries a valid proxy authorisation (cluster) */
+    int trusted;               /* carries a valid proxy authorisation (cluster): 0, or
+                                * HD_TRUST_REDIRECT (a client sent by a proxy's 307) or
+                                * HD_TRUST_NODE (a proxy's relay or another node's call) */
     int dispatched;            /* the role handler has run */
 
     /* pending response headers, copied */

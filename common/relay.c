@@ -523,7 +523,9 @@ static int skip_request_header(const char *k)
     for (i = 0; skip[i]; i++)
         if (strcasecmp(k, skip[i]) == 0)
             return 1;
-    return 0;
+    /* X-Hoard-* is the cluster's own vocabulary (proxy signature, rebalance metadata):
+     * a client must not be able to smuggle it to a target under the proxy's signature */
+    return strncasecmp(k, "x-hoard-", 8) == 0;
 }
 
 static int add_header(struct curl_slist **l, const char *k, const char *v)

@@ -181,6 +181,7 @@ int hd_smap_clone(const struct hd_smap *s, struct hd_smap **out)
     c->version = s->version;
     memcpy(c->uuid, s->uuid, sizeof(c->uuid));
     memcpy(c->primary, s->primary, sizeof(c->primary));
+    memcpy(c->rebalance, s->rebalance, sizeof(c->rebalance));
     if (s->n) {
         c->nodes = calloc(s->n, sizeof(*c->nodes));
         if (!c->nodes) {
@@ -310,6 +311,8 @@ json_t *hd_smap_to_json(const struct hd_smap *s)
     json_t *j = json_pack("{s:I, s:s, s:s}", "version", (json_int_t)s->version, "uuid", s->uuid,
                           "primary", s->primary);
 
+    if (j && s->rebalance[0])
+        json_object_set_new(j, "rebalance_id", json_string(s->rebalance));
     if (!j || add_map(j, "pmap", s, HD_NODE_PROXY, 0) < 0 ||
         add_map(j, "tmap", s, HD_NODE_TARGET, 0) < 0 ||
         add_map(j, "tmap_down", s, HD_NODE_TARGET, 1) < 0) {
@@ -353,6 +356,7 @@ int hd_smap_from_json(const json_t *j, struct hd_smap **out)
     json_t *v = json_object_get(j, "version");
     const char *uuid = json_string_value(json_object_get(j, "uuid"));
     const char *prim = json_string_value(json_object_get(j, "primary"));
+    const char *rb = json_string_value(json_object_get(j, "rebalance_id"));
     int rc;
 
     if (!json_is_integer(v) || json_integer_value(v) < 0)
@@ -363,6 +367,7 @@ int hd_smap_from_json(const json_t *j, struct hd_smap **out)
     s->version = (int64_t)json_integer_value(v);
     snprintf(s->uuid, sizeof(s->uuid), "%s", uuid ? uuid : "");
     snprintf(s->primary, sizeof(s->primary), "%s", prim ? prim : "");
+    snprintf(s->rebalance, sizeof(s->rebalance), "%s", rb ? rb : "");
     if ((rc = load_map(s, json_object_get(j, "pmap"), HD_NODE_PROXY, 0)) < 0 ||
         (rc = load_map(s, json_object_get(j, "tmap"), HD_NODE_TARGET, 0)) < 0 ||
         (rc = load_map(s, json_object_get(j, "tmap_down"), HD_NODE_TARGET, 1)) < 0) {
@@ -946,6 +951,13 @@ static int member_join(struct hd_smap_member *m, const char *base)
     rc = member_call(m, "POST", base, "/v1/cluster/join", in, &status, &out);
     if (rc < 0)
         goto out;
+    if (status == 410) {
+        HD_LOG(HD_WARN, NULL, "cluster: %s was decommissioned: not joining again (remove its "
+                              "data directory to join as a new node)", m->self->id);
+        m->gone = 1;
+        rc = HD_EGONE;
+        goto out;
+    }
     if (status != 200 || !out) {
         HD_LOG(HD_WARN, NULL, "cluster: join at %s refused: HTTP %ld", base, status);
         rc = HD_EUNAVAIL;
@@ -1007,6 +1019,8 @@ int hd_smap_member_tick(struct hd_smap_member *m)
     long status = 0;
     int rc;
 
+    if (m->gone)
+        return HD_EGONE;
     primary_url(m, base, sizeof(base));
     if (!m->joined) {
         rc = member_join(m, base);

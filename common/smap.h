@@ -45,6 +45,7 @@ struct hd_smap {
     int64_t version;
     char uuid[40];
     char primary[HD_NODE_ID_MAX];
+    char rebalance[HD_NODE_ID_MAX]; /* id of the rebalance in progress, "" when none */
     struct hd_node *nodes; /* sorted by id */
     size_t n;
 };
@@ -161,6 +162,7 @@ struct hd_smap_member {
     int (*set_bmd)(void *arg, struct hd_bmd *b, int force);
     void *arg;
     int joined;   /* set by a successful join, cleared when the primary has forgotten us */
+    int gone;     /* the primary refused us for good (decommissioned): stop trying */
     int failures; /* consecutive failed calls */
 };
 

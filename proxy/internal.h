@@ -58,6 +58,10 @@ struct hd_proxy {
     pthread_t thr;
     atomic_int running;
     atomic_int stopping;
+
+    /* rebalance (primary) */
+    atomic_int rb_pending; /* the set of targets changed: start one */
+    uint64_t rb_next_ns;   /* loop thread: next poll of the targets */
 };
 
 /* proxy.c */
@@ -91,6 +95,21 @@ int hd_proxy_primary_call(struct hd_proxy *p, const char *method, const char *pa
                           const json_t *in, long *status, json_t **out);
 /* Maps a native JSON error answer ({"code":"BucketNotEmpty",...}) back to a project code. */
 int hd_proxy_err_from_json(long status, const json_t *j);
+
+/* Primary, caller holds mu: installs and persists s (version already bumped). */
+int hd_proxy_smap_install(struct hd_proxy *p, struct hd_smap *s);
+/* Loop thread: pushes smap/BMD versions some node has not been sent yet. */
+void hd_proxy_push_pending(struct hd_proxy *p);
+
+/* jobs.c */
+/* /v1/jobs[/ID] */
+void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p);
+/* Asks for a rebalance (the primary starts it from its loop thread; others forward). */
+void hd_proxy_rebalance_request(struct hd_proxy *p);
+/* Primary's loop thread: starts a requested rebalance, watches the one in progress. */
+void hd_proxy_rebalance_tick(struct hd_proxy *p);
+/* 1 when id left the cluster by decommission (it may not join again). */
+int hd_proxy_decommissioned(struct hd_proxy *p, const char *id);
 
 /* route.c */
 void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);

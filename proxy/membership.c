@@ -229,6 +229,16 @@ static void push_pending(struct hd_proxy *p, int always)
 
 static void wake_loop(struct hd_proxy *p);
 
+void hd_proxy_push_pending(struct hd_proxy *p)
+{
+    push_pending(p, 0);
+}
+
+int hd_proxy_smap_install(struct hd_proxy *p, struct hd_smap *s)
+{
+    return smap_install(p, s);
+}
+
 /* Targets now (their HTTP workers never wait on us), the proxies from the loop thread: a
  * proxy's worker may be waiting on this very request (a forwarded bucket change), so
  * pushing to it from here could deadlock until the timeout. */
@@ -363,6 +373,7 @@ static void on_tick(uv_timer_t *t)
     if (p->primary) {
         detect_failures(p);
         push_pending(p, 0);
+        hd_proxy_rebalance_tick(p);
     } else {
         hd_smap_member_tick(&p->member);
         atomic_store(&p->ready, p->member.joined);
@@ -384,8 +395,10 @@ static void on_wake(uv_async_t *a)
         uv_close((uv_handle_t *)&p->wake, on_close);
         return;
     }
-    if (p->primary)
+    if (p->primary) {
         push_pending(p, 0);
+        hd_proxy_rebalance_tick(p);
+    }
 }
 
 static void *loop_main(void *arg)
@@ -634,6 +647,11 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
         hd_proxy_resp_conflict(r, "A node cannot join with the primary's id.");
         return;
     }
+    if (n.type == HD_NODE_TARGET && hd_proxy_decommissioned(p, n.id)) {
+        hd_smap_node_cleanup(&n);
+        hd_resp_err(r, HD_EGONE);
+        return;
+    }
     their_v = json_integer_value(json_object_get(j, "smap_version"));
     if (json_object_get(j, "bmd"))
         hd_bmd_from_json(json_object_get(j, "bmd"), &their);
@@ -646,6 +664,8 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
     if ((rc = hd_smap_clone(cur, &s)) < 0)
         goto unlock;
     old = hd_smap_find(cur, n.id);
+    if (n.type == HD_NODE_TARGET && (!old || old->down))
+        atomic_store(&p->rb_pending, 1); /* a new target, or one coming back */
     n.flags = old ? old->flags : 0; /* maintenance survives a restart */
     n.down = 0;
     if ((rc = hd_smap_put(s, &n)) < 0)
@@ -790,6 +810,8 @@ static void on_flag(struct hd_req *r, struct hd_proxy *p, json_t *j)
         if ((rc = hd_smap_node_copy(&copy, n)) < 0)
             goto unlock;
         copy.flags = set ? copy.flags | flag : copy.flags & ~flag;
+        if (decomm || !set) /* objects leave a decommissioned target, return after maintenance */
+            atomic_store(&p->rb_pending, 1);
         rc = hd_smap_put(s, &copy);
         hd_smap_node_cleanup(&copy);
         if (rc < 0)
@@ -848,6 +870,17 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
                                    "with rw access to all buckets.");
         else
             read_json(r, p, on_flag);
+        return;
+    }
+    if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/rebalance") == 0) {
+        int rc = hd_proxy_auth_admin(r, p);
+        if (rc < 0) {
+            hd_resp_err(r, rc);
+        } else {
+            hd_proxy_rebalance_request(p);
+            wake_loop(p);
+            hd_proxy_resp_json(r, 202, json_pack("{s:s}", "status", "rebalance requested"));
+        }
         return;
     }
     if (cluster_auth(r, p) < 0)

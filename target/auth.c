@@ -94,3 +94,24 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
     return 0;
 }
 
+
+int hd_target_auth_admin(struct hd_req *r, struct hd_target *t)
+{
+    struct hd_sigv4_auth a;
+    const struct hd_key *k;
+    int rc;
+
+    if (r->trusted || t->keys.n == 0)
+        return 0;
+    rc = hd_target_authenticate(r, t, &a);
+    if (rc < 0)
+        return rc;
+    if (rc == 1)
+        return HD_EMISSINGAUTH;
+    k = hd_keys_find(&t->keys, a.access_key);
+    if (!k)
+        return HD_ENOACCESSKEY;
+    if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0)
+        return 0;
+    return k->all == HD_PERM_RW ? 0 : HD_EACCESS;
+}

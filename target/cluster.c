@@ -489,11 +489,14 @@ static const char *sig_param(struct hd_req *r, const char *qname, const char *hn
     return v ? v : hd_req_header(r, hname);
 }
 
-/* 0 when r carries a valid, unexpired proxy signature (or no secret is configured). */
-static int check_sig(struct hd_tcluster *c, struct hd_req *r)
+/* 0 when r carries a valid, unexpired proxy signature (or no secret is configured);
+ * *hdr says it came in headers (a node's own call) rather than a redirect's query. */
+static int check_sig(struct hd_tcluster *c, struct hd_req *r, int *hdr)
 {
     const char *pt = sig_param(r, "ptime", "X-Hoard-Ptime");
     const char *ps = sig_param(r, "psig", "X-Hoard-Psig");
+
+    *hdr = !hd_req_param(r, "psig");
     char want[HD_SMAP_SIG_LEN];
     int64_t ptime;
 
@@ -510,7 +513,7 @@ static int check_sig(struct hd_tcluster *c, struct hd_req *r)
 int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
 {
     const char *p = r->raw_path;
-    int rc;
+    int rc, hdr = 0;
 
     if (!c || c->magic != TCL_MAGIC)
         return 0;
@@ -526,7 +529,7 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
         cluster_call(c, r);
         return 1;
     }
-    if ((rc = check_sig(c, r)) < 0) {
+    if ((rc = check_sig(c, r, &hdr)) < 0) {
         r->api = strncmp(p, "/v1/", 4) == 0 ? HD_API_NATIVE : HD_API_S3;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         hd_resp_err_msg(r, HD_EACCESS,
@@ -541,6 +544,21 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
         return 1;
     }
     /* a proxy authenticated and authorised it (dev mode without a secret: nobody did) */
-    r->trusted = *c->secret != '\0';
+    r->trusted = *c->secret == '\0' ? 0 : hdr ? HD_TRUST_NODE : HD_TRUST_REDIRECT;
     return 0;
+}
+
+struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c)
+{
+    return c && !c->standalone ? hd_smap_state_smap(c->cs) : NULL;
+}
+
+const char *hd_tcluster_id(const struct hd_tcluster *c)
+{
+    return c->self.id;
+}
+
+const char *hd_tcluster_secret(const struct hd_tcluster *c)
+{
+    return c->secret;
 }

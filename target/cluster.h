@@ -24,4 +24,11 @@ void hd_tcluster_free(struct hd_tcluster *c);
  * for lacking a valid proxy signature), 0 to go on (signature parameters removed). */
 int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r);
 
+/* For rebalance: the current smap (a new reference; NULL when standalone or before the
+ * first one arrives), our node id, the cluster secret ("" = none). */
+struct hd_smap;
+struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c);
+const char *hd_tcluster_id(const struct hd_tcluster *c);
+const char *hd_tcluster_secret(const struct hd_tcluster *c);
+
 #endif

@@ -3,6 +3,8 @@
 #ifndef HD_TARGET_INTERNAL_H
 #define HD_TARGET_INTERNAL_H
 
+#include <jansson.h>
+
 #include "common/http.h"
 #include "common/keys.h"
 #include "common/sigv4.h"
@@ -19,6 +21,7 @@ struct hd_target {
     char *domain; /* s3.domain: virtual-host style for BUCKET.<domain> */
     uint64_t max_object;
     struct hd_tcluster *cl; /* cluster membership; node id only when standalone */
+    struct hd_jobs *jobs;   /* rebalance and other long-running work */
 };
 
 /* 0 with *a filled for a verified request, 1 for a request without credentials, negative
@@ -30,6 +33,9 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
                         const struct hd_sigv4_auth *a, const char *bucket);
 
 
+/* Admin calls (/v1/jobs): a proxy's signature, or a key with rw on every bucket (any key
+ * for GET); open when auth.keys is empty. 0 or the error to answer with. */
+int hd_target_auth_admin(struct hd_req *r, struct hd_target *t);
 /* Object operations shared by both APIs. `auth` is NULL for unauthenticated (native)
  * requests; otherwise it says how the payload is signed. bucket/key are decoded. */
 void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
@@ -58,6 +64,16 @@ void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, co
  * NULL when there are none; HD_EMETATOOLARGE past 2 KiB. */
 int hd_collect_meta(struct hd_req *r, char **out);
 
+/* Rebalance (rebalance.c): an object missing here may still sit on its previous owner while
+ * the cluster map changes (a rebalance in progress, or targets in maintenance): asks the
+ * other targets and stores the first copy found. 0 when the object is now held locally. */
+int hd_rebalance_gfn(struct hd_target *t, const char *bucket, const char *key);
+/* An object's identity for moving it between targets (X-Hoard-Obj-Meta: compact ASCII JSON
+ * {etag, mtime_ms, ck_type, ck_val, ctype, meta}); malloc'd, NULL on OOM. */
+char *hd_obj_meta_json(const struct hd_obj_meta *m);
+/* Parses such a header into attrs for hd_put_commit (keep_newer set). The strings point into
+ * *hold (json_decref it after the commit). HD_EBADHEADER when malformed. */
+int hd_obj_meta_attrs(const char *text, struct hd_put_attrs *a, json_t **hold);
 /* Decodes a percent-encoded path segment into a NUL-terminated heap string. Object names are
  * validated (length, NUL, UTF-8); *out is NULL on error. */
 int hd_path_decode(const char *s, size_t n, char **out, size_t *outlen);

@@ -40,6 +40,52 @@ int hd_path_decode(const char *s, size_t n, char **out, size_t *outlen)
     return 0;
 }
 
+char *hd_obj_meta_json(const struct hd_obj_meta *m)
+{
+    json_t *j = json_pack("{s:s, s:I, s:s, s:s}", "etag", m->etag, "mtime_ms",
+                          (json_int_t)m->mtime_ms, "ck_type", m->ck_type, "ck_val", m->ck_val);
+    char *s;
+
+    if (!j)
+        return NULL;
+    if (m->ctype)
+        json_object_set_new(j, "ctype", json_string(m->ctype));
+    if (m->meta)
+        json_object_set_new(j, "meta", json_loads(m->meta, 0, NULL));
+    s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(j);
+    return s;
+}
+
+int hd_obj_meta_attrs(const char *text, struct hd_put_attrs *a, json_t **hold)
+{
+    json_t *j = json_loads(text, 0, NULL), *meta;
+    json_t *mt;
+
+    *hold = NULL;
+    if (!json_is_object(j) || !json_is_string(json_object_get(j, "etag")) ||
+        !json_is_integer(mt = json_object_get(j, "mtime_ms"))) {
+        json_decref(j);
+        return HD_EBADHEADER;
+    }
+    memset(a, 0, sizeof(*a));
+    a->etag = json_string_value(json_object_get(j, "etag"));
+    a->mtime_ms = (int64_t)json_integer_value(mt);
+    a->ck_type = json_string_value(json_object_get(j, "ck_type"));
+    a->ck_val = json_string_value(json_object_get(j, "ck_val"));
+    a->ctype = json_string_value(json_object_get(j, "ctype"));
+    meta = json_object_get(j, "meta");
+    if (json_is_object(meta)) {
+        char *mtext = json_dumps(meta, JSON_COMPACT);
+        json_object_set_new(j, "_meta_text", json_string(mtext ? mtext : "{}"));
+        free(mtext);
+        a->meta = json_string_value(json_object_get(j, "_meta_text"));
+    }
+    a->keep_newer = 1;
+    *hold = j;
+    return 0;
+}
+
 static void add_meta_headers(struct hd_req *r, const char *meta)
 {
     json_t *j;
@@ -93,9 +139,21 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
         rc = hd_store_lookup(t->st, bucket, key, &m);
     else
         rc = hd_store_open_object(t->st, bucket, key, &m, &fd);
+    if (rc == HD_ENOSUCHKEY && !hd_req_header(r, "X-Hoard-Local") &&
+        hd_rebalance_gfn(t, bucket, key) == 0) {
+        /* found on another target while the cluster map changes: now held here */
+        rc = head ? hd_store_lookup(t->st, bucket, key, &m)
+                  : hd_store_open_object(t->st, bucket, key, &m, &fd);
+    }
     if (rc < 0) {
         hd_resp_err(r, rc);
         return;
+    }
+    if (r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local")) {
+        char *xm = hd_obj_meta_json(&m);
+        if (xm)
+            hd_resp_header(r, "X-Hoard-Obj-Meta", xm);
+        free(xm);
     }
     cond.if_match = hd_req_header(r, "If-Match");
     cond.if_none_match = hd_req_header(r, "If-None-Match");
@@ -194,6 +252,7 @@ struct put_ctx {
     int64_t decoded_len;
     char *meta;
     char *ctype;
+    char *xmeta; /* X-Hoard-Obj-Meta of a trusted rebalance PUT */
     struct hd_put_hooks hooks;
 };
 
@@ -235,6 +294,7 @@ static void put_done(struct hd_req *r)
         hd_cksum_cleanup(&pc->sha);
     free(pc->meta);
     free(pc->ctype);
+    free(pc->xmeta);
     if (pc->hooks.arg_free)
         pc->hooks.arg_free(pc->hooks.arg);
     pc->magic = 0;
@@ -300,6 +360,30 @@ static void put_end(struct hd_req *r)
     if (pc->ck_type != HD_CK_NONE) {
         a.ck_type = hd_cksum_name(pc->ck_type);
         a.ck_val = ck_b64;
+    }
+    if (pc->xmeta) { /* an object moved by rebalance keeps its identity */
+        json_t *hold;
+        unsigned char md5[16];
+        char hex[33];
+        if ((rc = hd_obj_meta_attrs(pc->xmeta, &a, &hold)) < 0) {
+            hd_resp_err_msg(r, rc, "X-Hoard-Obj-Meta is not valid.");
+            return;
+        }
+        hd_put_md5(pc->put, md5);
+        hd_hex(md5, 16, hex);
+        if (!strchr(a.etag, '-') && strcmp(a.etag, hex) != 0) {
+            json_decref(hold);
+            hd_resp_err(r, HD_EBADDIGEST);
+            return;
+        }
+        rc = hd_put_commit(pc->put, &a, &m);
+        json_decref(hold);
+        if (rc < 0) {
+            hd_resp_err_msg(r, rc, rc == HD_EPRECONDITION ? "A newer copy is held." : NULL);
+            return;
+        }
+        hd_resp_empty(r, 200);
+        return;
     }
     if (pc->hooks.commit)
         rc = pc->hooks.commit(pc->put, &a, &m, pc->hooks.arg);
@@ -489,6 +573,11 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
             hd_resp_err(r, -ENOMEM);
             return;
         }
+    }
+    if (r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Obj-Meta") &&
+        !(pc->xmeta = strdup(hd_req_header(r, "X-Hoard-Obj-Meta")))) {
+        hd_resp_err(r, -ENOMEM);
+        return;
     }
     if ((rc = hd_put_begin(t->st, bucket, key, &pc->put)) < 0) {
         hd_resp_err(r, rc);

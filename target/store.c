@@ -587,10 +587,34 @@ void hd_store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t n)
     snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
+static int lookup_on(struct mountpath *mp, const char *bucket, const char *name,
+                     struct hd_obj_meta *m);
+
 int hd_store_lookup(struct hd_store *st, const char *bucket, const char *name,
                     struct hd_obj_meta *m)
 {
-    struct mountpath *mp = hd_store_mp_for(st, bucket, name);
+    struct mountpath *home = hd_store_mp_for(st, bucket, name);
+    int rc = lookup_on(home, bucket, name, m);
+    size_t i;
+
+    /* not on its HRW mountpath: it may not have moved yet after a mountpath change */
+    for (i = 0; rc == HD_ENOSUCHKEY && i < st->nmp; i++)
+        if (&st->mp[i] != home)
+            rc = lookup_on(&st->mp[i], bucket, name, m);
+    return rc;
+}
+
+int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                       struct hd_obj_meta *m)
+{
+    if (mpi >= st->nmp)
+        return HD_EBADARG;
+    return lookup_on(&st->mp[mpi], bucket, name, m);
+}
+
+static int lookup_on(struct mountpath *mp, const char *bucket, const char *name,
+                     struct hd_obj_meta *m)
+{
     struct conn *c;
     sqlite3_stmt *q;
     int rc, s;
@@ -717,9 +741,8 @@ void hd_store_unlink_rel(struct mountpath *mp, const char *rel)
         HD_LOG(HD_WARN, NULL, "unlink %s: %s", path, strerror(errno));
 }
 
-int hd_store_delete(struct hd_store *st, const char *bucket, const char *name)
+static int delete_on(struct mountpath *mp, const char *bucket, const char *name, int *found)
 {
-    struct mountpath *mp = hd_store_mp_for(st, bucket, name);
     struct del_arg a = {bucket, name, 0};
     struct conn *c;
     char *old = NULL;
@@ -735,7 +758,23 @@ int hd_store_delete(struct hd_store *st, const char *bucket, const char *name)
         hd_store_unlink_rel(mp, old);
         free(old);
     }
-    return a.found ? 0 : HD_ENOSUCHKEY;
+    *found |= a.found;
+    return 0;
+}
+
+int hd_store_delete(struct hd_store *st, const char *bucket, const char *name)
+{
+    struct mountpath *home = hd_store_mp_for(st, bucket, name);
+    int found = 0, rc;
+    size_t i;
+
+    if ((rc = delete_on(home, bucket, name, &found)) < 0)
+        return rc;
+    /* a copy left on another mountpath by a mountpath change must not resurface */
+    for (i = 0; i < st->nmp; i++)
+        if (&st->mp[i] != home && (rc = delete_on(&st->mp[i], bucket, name, &found)) < 0)
+            return rc;
+    return found ? 0 : HD_ENOSUCHKEY;
 }
 
 int hd_store_random_hex(char *out, size_t nbytes)
@@ -864,6 +903,18 @@ static int do_upsert(struct conn *c, void *arg)
     sqlite3_stmt *q = c->q[Q_UPSERT];
     int s;
 
+    if (a && a->keep_newer) {
+        sqlite3_stmt *l = c->q[Q_LOOKUP];
+        int64_t have = -1;
+        sqlite3_bind_text(l, 1, u->p->bucket, -1, SQLITE_STATIC);
+        sqlite3_bind_text(l, 2, u->p->name, -1, SQLITE_STATIC);
+        if (sqlite3_step(l) == SQLITE_ROW)
+            have = sqlite3_column_int64(l, 1);
+        sqlite3_reset(l);
+        sqlite3_clear_bindings(l);
+        if (have >= u->mtime)
+            return HD_EPRECONDITION;
+    }
     sqlite3_bind_text(q, 1, u->p->bucket, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, u->p->name, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 3, (sqlite3_int64)u->p->size);
@@ -992,7 +1043,7 @@ int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_
     u.p = p;
     u.a = attrs;
     u.etag = etag;
-    u.mtime = hd_store_now_ms();
+    u.mtime = attrs && attrs->mtime_ms > 0 ? attrs->mtime_ms : hd_store_now_ms();
     if ((rc = hd_store_conn_get(p->mp, &c)) < 0)
         goto undo;
     rc = swap_row(c, p->bucket, p->name, do_upsert, &u, &old);

@@ -73,6 +73,9 @@ struct hd_put_attrs {
     const char *ck_type; /* NULL or "" when none */
     const char *ck_val;
     const char *etag;    /* NULL: the MD5 of the bytes written */
+    int64_t mtime_ms;    /* 0: now (a rebalanced object keeps its own) */
+    int keep_newer;      /* commit only if no copy with mtime >= mtime_ms is held, else
+                          * HD_EPRECONDITION (rebalance must not undo a newer write) */
 };
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out);
 int hd_put_write(struct hd_put *p, const void *data, size_t len);
@@ -106,5 +109,24 @@ struct hd_list_res {
 int hd_store_list(struct hd_store *st, const char *bucket, const struct hd_list_opts *o,
                   struct hd_list_res *res);
 void hd_list_res_cleanup(struct hd_list_res *res);
+
+/* Per-mountpath access for rebalance (store_scan.c). Lookups above find an object on its
+ * HRW mountpath first and then on the others, so objects stay readable while they move. */
+size_t hd_store_nmp(const struct hd_store *st);
+/* Index of the mountpath HRW picks for bucket/name. */
+size_t hd_store_mp_index(struct hd_store *st, const char *bucket, const char *name);
+/* Up to max names of bucket on mountpath mpi after `after` ("" = from the start), sorted;
+ * *names is an array of malloc'd strings (free with hd_store_names_free). */
+int hd_store_scan(struct hd_store *st, size_t mpi, const char *bucket, const char *after,
+                  size_t max, char ***names, size_t *n);
+void hd_store_names_free(char **names, size_t n);
+int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                       struct hd_obj_meta *m);
+/* Deletes the row on mountpath mpi only while it still has this etag and mtime (nothing
+ * overwrote it meanwhile): 0 deleted, HD_EPRECONDITION changed, HD_ENOSUCHKEY gone. */
+int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                       const char *etag, int64_t mtime_ms);
+/* Objects held, over every bucket and mountpath. */
+uint64_t hd_store_count(struct hd_store *st);
 
 #endif

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "target/cluster.h"
+#include "target/jobs.h"
 
 static int split_mountpaths(const char *spec, const char *data, char ***out, size_t *n)
 {
@@ -82,6 +83,8 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
         goto fail;
     if ((rc = hd_tcluster_new(t, cfg, &t->cl)) < 0) /* standalone too: the node id */
         goto fail;
+    if ((rc = hd_jobs_new(t, hd_config_str(cfg, "data"), &t->jobs)) < 0)
+        goto fail;
     *out = t;
     return 0;
 fail:
@@ -91,13 +94,18 @@ fail:
 
 int hd_target_start(struct hd_target *t)
 {
-    return hd_tcluster_start(t->cl);
+    int rc = hd_tcluster_start(t->cl);
+
+    if (rc == 0)
+        hd_jobs_resume(t->jobs);
+    return rc;
 }
 
 void hd_target_free(struct hd_target *t)
 {
     if (!t)
         return;
+    hd_jobs_free(t->jobs); /* jobs use the cluster state and the store */
     hd_tcluster_free(t->cl);
     hd_store_close(t->st);
     hd_keys_cleanup(&t->keys);
@@ -148,6 +156,13 @@ void hd_target_handle(struct hd_req *r, void *ctx)
         health(r);
     } else if (strcmp(p, "/metrics") == 0) {
         metrics(r);
+    } else if (strncmp(p, "/v1/jobs", 8) == 0 && (p[8] == '\0' || p[8] == '/')) {
+        int rc = hd_target_auth_admin(r, t);
+        r->api = HD_API_NATIVE;
+        if (rc < 0)
+            hd_resp_err(r, rc);
+        else
+            hd_jobs_handle(r, t->jobs);
     } else if (strncmp(p, "/v1/", 4) == 0) {
         hd_native_handle(r, t);
     } else if (strcmp(p, "/s3") == 0 || strncmp(p, "/s3/", 4) == 0) {
