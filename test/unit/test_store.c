@@ -416,7 +416,8 @@ static void objects_on(size_t nmp, int fsync_on)
 {
     static const char key[] = "dir/obj.txt";
     const size_t big = 600 * 1024 + 123;
-    struct hd_put_attrs attrs = {"text/plain", "{\"color\":\"blue\"}", "CRC32", "AAAAAA==", NULL};
+    struct hd_put_attrs attrs = {.ctype = "text/plain", .meta = "{\"color\":\"blue\"}",
+                                 .ck_type = "CRC32", .ck_val = "AAAAAA=="};
     unsigned char *data = pattern(big, 1), *data2 = pattern(1000, 2), md[16];
     char hex[33], hex2[33], got[33], oldpath[PATH_MAX] = "";
     struct hd_obj_meta m, out;
@@ -518,8 +519,8 @@ static void objects_on(size_t nmp, int fsync_on)
 
     /* A caller-supplied ETag (multipart) is stored as given. */
     {
-        struct hd_put_attrs a2 = {"application/x-tar", NULL, NULL, NULL,
-                                  "0123456789abcdef0123456789abcdef-3"};
+        struct hd_put_attrs a2 = {.ctype = "application/x-tar",
+                                  .etag = "0123456789abcdef0123456789abcdef-3"};
         CHECK_EQ_INT(put_obj(f.st, "bkt", key, data2, 10, &a2, NULL), 0);
         CHECK_EQ_INT(hd_store_lookup(f.st, "bkt", key, &m), 0);
         CHECK_EQ_STR(m.etag, "0123456789abcdef0123456789abcdef-3");
