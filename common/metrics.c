@@ -27,6 +27,14 @@ static _Atomic uint64_t lat_bucket[HD_OP_COUNT][NLAT + 1];
 static _Atomic uint64_t lat_sum_us[HD_OP_COUNT];
 static _Atomic uint64_t bytes_in_total, bytes_out_total;
 static _Atomic uint64_t stats[HD_ST_COUNT];
+static hd_metrics_extra_fn extra_fn;
+static void *extra_arg;
+
+void hd_metrics_set_extra(hd_metrics_extra_fn fn, void *arg)
+{
+    extra_fn = fn;
+    extra_arg = arg;
+}
 
 void hd_metrics_request(int op, int status, uint64_t bytes_in, uint64_t bytes_out, double secs)
 {
@@ -107,4 +115,6 @@ void hd_metrics_render(struct hd_buf *b)
         hd_buf_printf(b, "# HELP %s %s.\n# TYPE %s counter\n%s %llu\n", stat_names[s],
                       stat_help[s], stat_names[s], stat_names[s],
                       (unsigned long long)atomic_load(&stats[s]));
+    if (extra_fn)
+        extra_fn(b, extra_arg);
 }

@@ -37,5 +37,9 @@ static inline void hd_stats_inc(enum hd_stat s)
 uint64_t hd_stats_get(enum hd_stat s);
 /* Appends the Prometheus exposition text. */
 void hd_metrics_render(struct hd_buf *b);
+/* A role's own series, appended by hd_metrics_render (one renderer; NULL removes it). Set
+ * before the HTTP server starts or after it stopped. */
+typedef void (*hd_metrics_extra_fn)(struct hd_buf *b, void *arg);
+void hd_metrics_set_extra(hd_metrics_extra_fn fn, void *arg);
 
 #endif

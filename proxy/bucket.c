@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/bprops.h"
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/httputil.h"
@@ -44,6 +45,7 @@ unlock:
 struct create_arg {
     const char *name;
     const char *provider;
+    const char *props;
 };
 
 static int do_create(struct hd_bmd *b, const void *arg)
@@ -52,7 +54,7 @@ static int do_create(struct hd_bmd *b, const void *arg)
 
     if (hd_bmd_find(b, a->name))
         return HD_EBUCKETEXISTS;
-    return hd_bmd_put(b, a->name, a->provider, (int64_t)time(NULL), NULL);
+    return hd_bmd_put(b, a->name, a->provider, (int64_t)time(NULL), a->props);
 }
 
 static int do_destroy(struct hd_bmd *b, const void *arg)
@@ -64,19 +66,35 @@ static int do_destroy(struct hd_bmd *b, const void *arg)
 
 struct props_arg {
     const char *name;
-    const char *props;
+    const char *patch; /* merged into the current props */
+    char *msg;
+    size_t msglen;
 };
 
 static int do_props(struct hd_bmd *b, const void *arg)
 {
     const struct props_arg *a = arg;
     const struct hd_bmd_bucket *e = hd_bmd_find(b, a->name);
-    char provider[8];
+    struct hd_bprops bp;
+    char provider[8], *merged = NULL;
+    int rc;
 
     if (!e)
         return HD_ENOSUCHBUCKET;
     snprintf(provider, sizeof(provider), "%s", e->provider);
-    return hd_bmd_put(b, a->name, provider, e->created, a->props);
+    if ((rc = hd_bprops_merge(e->props, a->patch, &merged, a->msg, a->msglen)) < 0)
+        return rc;
+    hd_bprops_parse(merged, &bp, NULL, 0);
+    if (bp.has_upstream != (strcmp(provider, "aws") == 0)) {
+        snprintf(a->msg, a->msglen, "%s",
+                 bp.has_upstream ? "Only S3-backed buckets (provider aws) have an upstream."
+                                 : "An S3-backed bucket needs its upstream.");
+        free(merged);
+        return HD_EBADARG;
+    }
+    rc = hd_bmd_put(b, a->name, provider, e->created, merged);
+    free(merged);
+    return rc;
 }
 
 static int via_primary(struct hd_proxy *p, const char *method, const char *name,
@@ -118,15 +136,30 @@ static int via_primary(struct hd_proxy *p, const char *method, const char *name,
 
 int hd_proxy_bucket_create(struct hd_proxy *p, const char *name, const char *provider)
 {
-    struct create_arg a = {name, provider && *provider ? provider : "ais"};
+    if (provider && *provider && strcmp(provider, "ais") != 0)
+        return HD_EBADARG; /* S3-backed buckets need props: hd_proxy_bucket_create_props */
+    return hd_proxy_bucket_create_props(p, name, "ais", NULL);
+}
+
+int hd_proxy_bucket_create_props(struct hd_proxy *p, const char *name, const char *provider,
+                                 const char *props)
+{
+    struct create_arg a = {name, provider && *provider ? provider : "ais", props};
+    json_t *body = NULL;
     int rc;
 
     if ((rc = hd_bucket_name_check(name)) < 0)
         return rc;
-    if (strcmp(a.provider, "ais") != 0)
-        return HD_EBADARG; /* upstream-backed buckets arrive with the caching issue */
-    if (!p->primary)
-        return via_primary(p, "POST", name, NULL, NULL);
+    if (strcmp(a.provider, "ais") != 0 && strcmp(a.provider, "aws") != 0)
+        return HD_EBADARG;
+    if (!p->primary) {
+        if (props && !(body = json_loads(props, 0, NULL)))
+            return HD_EBADARG;
+        rc = via_primary(p, "POST", name, strcmp(a.provider, "aws") == 0 ? "provider=aws" : NULL,
+                         body);
+        json_decref(body);
+        return rc;
+    }
     return bmd_change(p, do_create, &a);
 }
 
@@ -148,30 +181,36 @@ int hd_proxy_bucket_destroy(struct hd_proxy *p, const char *name, char *msg, siz
 
 int hd_proxy_bucket_props(struct hd_proxy *p, const char *name, const char *json)
 {
-    json_t *in = json_loads(json, 0, NULL), *v;
-    struct props_arg a;
-    const char *k;
-    char *props = NULL;
-    int rc = 0;
+    char msg[256];
 
+    return hd_proxy_bucket_props_msg(p, name, json, msg, sizeof(msg));
+}
+
+int hd_proxy_bucket_props_msg(struct hd_proxy *p, const char *name, const char *json, char *msg,
+                              size_t msglen)
+{
+    json_t *in = json_loads(json, JSON_REJECT_DUPLICATES, NULL);
+    struct props_arg a = {name, json, msg, msglen};
+    char *probe = NULL;
+    int rc;
+
+    msg[0] = '\0';
     if (!json_is_object(in)) {
         json_decref(in);
+        snprintf(msg, msglen, "Expected a JSON object like {\"anonymous_read\": true}.");
         return HD_EBADARG;
     }
-    json_object_foreach(in, k, v)
-    {
-        if (strcmp(k, "anonymous_read") != 0 || !json_is_boolean(v))
-            rc = HD_EBADARG;
+    /* the patch alone must already be well formed (merging is the primary's) */
+    if ((rc = hd_bprops_merge(NULL, json, &probe, msg, msglen)) < 0) {
+        json_decref(in);
+        return rc;
     }
-    if (rc == 0 && !p->primary) {
+    free(probe);
+    msg[0] = '\0';
+    if (!p->primary)
         rc = via_primary(p, "PATCH", name, NULL, in);
-    } else if (rc == 0) {
-        props = json_dumps(in, JSON_COMPACT | JSON_SORT_KEYS);
-        a.name = name;
-        a.props = props;
-        rc = props ? bmd_change(p, do_props, &a) : -ENOMEM;
-    }
-    free(props);
+    else
+        rc = bmd_change(p, do_props, &a);
     json_decref(in);
     return rc;
 }
@@ -211,6 +250,8 @@ static void props_get(struct hd_req *r, struct hd_proxy *p, const char *name)
         props = json_object();
     if (!json_object_get(props, "anonymous_read"))
         json_object_set_new(props, "anonymous_read", json_false());
+    if (strcmp(e->provider, "aws") == 0 && !json_object_get(props, "validate_warm_get"))
+        json_object_set_new(props, "validate_warm_get", json_false());
     hd_iso8601((time_t)e->created, ts);
     hd_proxy_resp_json(r, 200, json_pack("{s:s, s:s, s:s, s:o}", "name", e->name, "provider",
                                          e->provider, "created", ts, "props", props));
@@ -221,7 +262,26 @@ struct props_ctx {
     struct hd_proxy *p;
     struct hd_buf body;
     char bucket[64];
+    int create;       /* POST /v1/buckets/B[?provider=aws] with a props body */
+    char provider[8];
 };
+
+/* Creates c->bucket with the props in the body (S3-backed buckets: the upstream). */
+static void create_end(struct hd_req *r, struct props_ctx *c)
+{
+    char msg[256] = "", *props = NULL;
+    int rc;
+
+    rc = hd_proxy_cloud_props(c->p, c->provider, c->body.len ? c->body.data : NULL, &props, msg,
+                              sizeof(msg));
+    if (rc == 0)
+        rc = hd_proxy_bucket_create_props(c->p, c->bucket, c->provider, props);
+    free(props);
+    if (rc < 0)
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+    else
+        hd_resp_empty(r, 201);
+}
 
 static int props_body(struct hd_req *r, const char *d, size_t n)
 {
@@ -235,17 +295,21 @@ static int props_body(struct hd_req *r, const char *d, size_t n)
 static void props_end(struct hd_req *r)
 {
     struct props_ctx *c = r->data;
+    char msg[256];
     int rc;
 
     if (r->body_err) {
         hd_resp_err(r, r->body_err);
         return;
     }
-    rc = hd_proxy_bucket_props(c->p, c->bucket, c->body.data ? c->body.data : "");
-    if (rc == HD_EBADARG)
-        hd_resp_err_msg(r, rc, "Expected a JSON object like {\"anonymous_read\": true}.");
-    else if (rc < 0)
-        hd_resp_err(r, rc);
+    if (c->create) {
+        create_end(r, c);
+        return;
+    }
+    rc = hd_proxy_bucket_props_msg(c->p, c->bucket, c->body.data ? c->body.data : "", msg,
+                                   sizeof(msg));
+    if (rc < 0)
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     else
         hd_resp_empty(r, 200);
 }
@@ -261,13 +325,19 @@ static void props_done(struct hd_req *r)
     r->data = NULL;
 }
 
-static void props_patch(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+static void props_patch(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                        const char *create_provider)
 {
     struct props_ctx *c = calloc(1, sizeof(*c));
 
     if (!c) {
         hd_resp_err(r, -ENOMEM);
         return;
+    }
+    if (create_provider) {
+        c->create = 1;
+        snprintf(c->provider, sizeof(c->provider), "%s",
+                 strcmp(create_provider, "s3") == 0 ? "aws" : create_provider);
     }
     c->p = p;
     hd_buf_init(&c->body);
@@ -289,7 +359,7 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
     if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
         props_get(r, p, bucket);
     } else if (strcmp(m, "PATCH") == 0) {
-        props_patch(r, p, bucket);
+        props_patch(r, p, bucket, NULL);
     } else if (strcmp(m, "GET") == 0) {
         hd_proxy_list_native(r, p, bucket);
     } else if (strcmp(m, "HEAD") == 0) {
@@ -298,11 +368,13 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
         hd_bmd_unref(b);
         rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 200);
     } else if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0) {
-        rc = hd_proxy_bucket_create(p, bucket, hd_req_param(r, "provider"));
-        if (rc == HD_EBADARG)
-            hd_resp_err_msg(r, rc, "Only native buckets (provider=ais) can be created yet.");
-        else
-            rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 201);
+        const char *pv = hd_req_param(r, "provider");
+        if ((pv && *pv && strcmp(pv, "ais") != 0 && strcmp(pv, "aws") != 0 &&
+             strcmp(pv, "s3") != 0)) {
+            hd_resp_err_msg(r, HD_EBADARG, "provider must be ais (native) or aws (S3-backed).");
+            return;
+        }
+        props_patch(r, p, bucket, pv && *pv ? pv : "ais"); /* the body may carry props */
     } else if (strcmp(m, "DELETE") == 0) {
         rc = hd_proxy_bucket_destroy(p, bucket, msg, sizeof(msg));
         rc < 0 ? hd_resp_err_msg(r, rc, msg[0] ? msg : NULL) : hd_resp_empty(r, 204);
@@ -337,9 +409,12 @@ void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
         free(bucket);
         return;
     }
-    if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0)
+    if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0) {
         hd_resp_err(r, rc);
-    else
+    } else {
+        if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0)
+            hd_proxy_autoreg(p, bucket); /* default upstream: register on first access */
         bucket_op(r, p, bucket);
+    }
     free(bucket);
 }

@@ -42,6 +42,7 @@ struct hd_proxy {
     int s3_redirect;
     struct hd_keys keys;
     struct hd_smap_state *cs;      /* current smap/BMD (thread-safe) */
+    struct hd_proxy_cloud *cloud;  /* S3-backed buckets: default upstream (cloud.c) */
 
     pthread_mutex_t mu;            /* primary: serialises smap/BMD changes; guards below */
     struct hd_proxy_seen *seen;
@@ -136,8 +137,14 @@ void hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url,
 void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p);
 /* BMD changes (the primary does them; others ask the primary). */
 int hd_proxy_bucket_create(struct hd_proxy *p, const char *name, const char *provider);
+/* As above with props (JSON text, already validated; NULL = none). */
+int hd_proxy_bucket_create_props(struct hd_proxy *p, const char *name, const char *provider,
+                                 const char *props);
 int hd_proxy_bucket_destroy(struct hd_proxy *p, const char *name, char *msg, size_t msglen);
 int hd_proxy_bucket_props(struct hd_proxy *p, const char *name, const char *json);
+/* As above; msg says what is wrong with the props. */
+int hd_proxy_bucket_props_msg(struct hd_proxy *p, const char *name, const char *json, char *msg,
+                              size_t msglen);
 
 /* list.c */
 struct hd_plist_opts {
@@ -145,6 +152,7 @@ struct hd_plist_opts {
     const char *delimiter;   /* NULL or "" = none */
     const char *start_after; /* exclusive; NULL = from the start */
     size_t limit;            /* 1..10000 */
+    int cached_only;         /* S3-backed buckets: only what the targets hold */
 };
 struct hd_plist_item {
     char *name;
@@ -152,6 +160,7 @@ struct hd_plist_item {
     uint64_t size;
     char etag[48];
     char mtime[32]; /* ISO 8601 with milliseconds, as targets send it */
+    int cached;     /* S3-backed buckets: held by a target (-1: native bucket) */
 };
 struct hd_plist_res {
     struct hd_plist_item *items; /* sorted, unique */
@@ -160,13 +169,36 @@ struct hd_plist_res {
     char *last; /* name of the last item (the next start key), NULL when empty */
 };
 /* Asks every live target for `limit` entries after start_after and merges. HD_EUNAVAIL (msg
- * says which target) when a target is down or does not answer; HD_ENOSUCHBUCKET. */
+ * says which target) when a target is down or does not answer; HD_ENOSUCHBUCKET. For an
+ * S3-backed bucket (unless cached_only) the upstream is listed instead (proxy/cloud.c) and
+ * each entry says whether it is cached. */
 int hd_proxy_list(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
                   struct hd_plist_res *res, char *msg, size_t msglen);
+/* The targets' own objects only (what hd_proxy_list does for native buckets). */
+int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                        struct hd_plist_res *res, char *msg, size_t msglen);
 void hd_proxy_list_cleanup(struct hd_plist_res *res);
 /* Native GET /v1/buckets/B?prefix&delimiter&limit&token */
 void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *bucket);
 /* 0 when no target holds an object of bucket, HD_EBUCKETNOTEMPTY, HD_EUNAVAIL. */
 int hd_proxy_bucket_empty(struct hd_proxy *p, const char *bucket, char *msg, size_t msglen);
+
+/* cloud.c: S3-backed buckets */
+struct hd_proxy_cloud;
+int hd_proxy_cloud_new(const struct hd_config *cfg, struct hd_proxy_cloud **out);
+void hd_proxy_cloud_free(struct hd_proxy_cloud *c);
+/* 1 when bucket is S3-backed (provider aws) in the current BMD. */
+int hd_proxy_bucket_cloud(struct hd_proxy *p, const char *bucket);
+/* One page of the upstream listing through the designated target, marked cached or not. */
+int hd_proxy_list_cloud(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                        struct hd_plist_res *res, char *msg, size_t msglen);
+/* Props for a new bucket of provider (validated; an aws bucket without an upstream gets the
+ * default upstream of the config). *out: canonical JSON or NULL; HD_EBADARG with msg. */
+int hd_proxy_cloud_props(struct hd_proxy *p, const char *provider, const char *body,
+                         char **out, char *msg, size_t msglen);
+/* With upstream.endpoint set: a bucket unknown to the BMD that exists at the default
+ * upstream is registered as S3-backed (answers cached for a while). No-op otherwise. */
+void hd_proxy_autoreg(struct hd_proxy *p, const char *bucket);
+
 
 #endif

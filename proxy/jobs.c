@@ -33,6 +33,8 @@ struct pkind {
 
 static const struct pkind pkinds[] = {
     {"rebalance", 1},
+    {"prefetch", 0}, /* S3-backed buckets: target/cachejobs.c */
+    {"evict", 0},
 };
 
 static const struct pkind *pkind_find(const char *name)

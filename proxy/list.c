@@ -104,6 +104,20 @@ static void add_param(struct hd_buf *q, const char *k, const char *v)
 int hd_proxy_list(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
                   struct hd_plist_res *res, char *msg, size_t msglen)
 {
+    int cloud = hd_proxy_bucket_cloud(p, bucket), rc;
+    size_t i;
+
+    if (cloud && !o->cached_only)
+        return hd_proxy_list_cloud(p, bucket, o, res, msg, msglen);
+    rc = hd_proxy_list_local(p, bucket, o, res, msg, msglen);
+    for (i = 0; rc == 0 && i < res->n; i++)
+        res->items[i].cached = cloud && !res->items[i].is_prefix ? 1 : -1;
+    return rc;
+}
+
+int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                        struct hd_plist_res *res, char *msg, size_t msglen)
+{
     struct hd_bmd *bmd = hd_smap_state_bmd(p->cs);
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     struct hd_httpc_call *calls = NULL;
@@ -241,7 +255,7 @@ int hd_proxy_bucket_empty(struct hd_proxy *p, const char *bucket, char *msg, siz
 {
     struct hd_plist_opts o = {.limit = 1};
     struct hd_plist_res res;
-    int rc = hd_proxy_list(p, bucket, &o, &res, msg, msglen);
+    int rc = hd_proxy_list_local(p, bucket, &o, &res, msg, msglen);
 
     if (rc < 0)
         return rc;
@@ -280,6 +294,7 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
     o.prefix = hd_req_param(r, "prefix");
     o.delimiter = hd_req_param(r, "delimiter");
     o.limit = (size_t)limit;
+    o.cached_only = hd_req_param(r, "cached") && strcmp(hd_req_param(r, "cached"), "false") != 0;
     if ((rc = hd_proxy_list(p, bucket, &o, &res, msg, sizeof(msg))) < 0) {
         hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
         return;
@@ -290,10 +305,13 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
         const struct hd_plist_item *it = &res.items[i];
         if (it->is_prefix)
             json_array_append_new(pfx, json_string(it->name));
-        else
-            json_array_append_new(ents, json_pack("{s:s, s:I, s:s, s:s}", "name", it->name,
-                                                  "size", (json_int_t)it->size, "etag",
-                                                  it->etag, "mtime", it->mtime));
+        else {
+            json_t *e = json_pack("{s:s, s:I, s:s, s:s}", "name", it->name, "size",
+                                  (json_int_t)it->size, "etag", it->etag, "mtime", it->mtime);
+            if (e && it->cached >= 0)
+                json_object_set_new(e, "cached", json_boolean(it->cached));
+            json_array_append_new(ents, e);
+        }
     }
     j = json_pack("{s:o, s:o}", "entries", ents, "prefixes", pfx);
     if (j && res.truncated && res.last) {

@@ -195,6 +195,8 @@ int hd_proxy_new(const struct hd_config *cfg, struct hd_proxy **out)
     }
     if ((rc = hd_proxy_members_init(p)) < 0)
         goto fail;
+    if ((rc = hd_proxy_cloud_new(cfg, &p->cloud)) < 0)
+        goto fail;
     free(dflt);
     *out = p;
     return 0;
@@ -216,6 +218,7 @@ void hd_proxy_free(struct hd_proxy *p)
     hd_proxy_loop_stop(p);
     hd_smap_state_close(p->cs);
     hd_keys_cleanup(&p->keys);
+    hd_proxy_cloud_free(p->cloud);
     free(p->seen);
     free(p->secret);
     free(p->data_dir);

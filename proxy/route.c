@@ -220,6 +220,7 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, rc);
         goto out;
     }
+    hd_proxy_autoreg(p, bucket); /* default upstream: register on first access */
     hd_proxy_redirect(r, p, bucket, key);
 out:
     free(bucket);

@@ -618,6 +618,8 @@ void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)
         goto out;
     }
     owner = authrc == 1 ? "anonymous" : a.access_key;
+    if (bucket && (key || strcmp(r->method, "PUT") != 0))
+        hd_proxy_autoreg(p, bucket); /* default upstream: register on first access */
     if (!bucket) {
         if (strcmp(r->method, "GET") == 0)
             list_buckets(r, p, owner);

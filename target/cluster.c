@@ -55,6 +55,19 @@ static int props_anon(const char *props)
     return yes;
 }
 
+/* Whether the store already holds the BMD entry's props (upstream, validate_warm_get...). */
+static int props_same(struct hd_store *st, const struct hd_bmd_bucket *e)
+{
+    char *have = NULL;
+    int same;
+
+    if (hd_store_bucket_props(st, e->name, &have) < 0)
+        return 0;
+    same = hd_bmd_props_equal(have, e->props);
+    free(have);
+    return same;
+}
+
 /* Makes the store match b: creates missing buckets, sets props, and destroys the buckets
  * that prev had and b has not (only those: local buckets that never were in the BMD stay). */
 static void apply_to_store(struct hd_tcluster *c, struct hd_bmd *prev, struct hd_bmd *b)
@@ -73,7 +86,7 @@ static void apply_to_store(struct hd_tcluster *c, struct hd_bmd *prev, struct hd
             continue;
         }
         if (hd_store_bucket_get(st, e->name, &bi) == 0 &&
-            bi.anonymous_read != props_anon(e->props))
+            (bi.anonymous_read != props_anon(e->props) || !props_same(st, e)))
             hd_store_bucket_set_props(st, e->name, e->props ? e->props : "{}");
     }
     for (i = 0; prev && i < prev->n; i++) {
@@ -100,8 +113,11 @@ static int set_bmd(void *arg, struct hd_bmd *b, int force)
 
     pthread_mutex_lock(&c->apply_mu);
     rc = hd_smap_state_set_bmd(c->cs, b, force, &prev);
-    if (rc == 0)
+    if (rc == 0) {
         apply_to_store(c, prev, b);
+        if (c->t->cache)
+            hd_cache_refresh(c->t->cache); /* S3-backed buckets and their upstreams */
+    }
     pthread_mutex_unlock(&c->apply_mu);
     hd_bmd_unref(prev);
     return rc;

@@ -8,6 +8,8 @@
 #include "common/http.h"
 #include "common/keys.h"
 #include "common/sigv4.h"
+#include "target/cache.h"
+#include "target/cluster.h"
 #include "target/store.h"
 #include "target/target.h"
 
@@ -22,6 +24,7 @@ struct hd_target {
     uint64_t max_object;
     struct hd_tcluster *cl; /* cluster membership; node id only when standalone */
     struct hd_jobs *jobs;   /* rebalance and other long-running work */
+    struct hd_cache *cache; /* S3-backed buckets: upstreams, cold GET, LRU (cache.h) */
 };
 
 /* 0 with *a filled for a verified request, 1 for a request without credentials, negative
@@ -40,6 +43,9 @@ int hd_target_auth_admin(struct hd_req *r, struct hd_target *t);
  * requests; otherwise it says how the payload is signed. bucket/key are decoded. */
 void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                 int head);
+/* Answers a GET/HEAD from a local copy (conditionals, Range, headers, sendfile). fd is the
+ * content file (or -1 for HEAD) and is closed on every path; m stays the caller's. */
+void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *m, int fd, int head);
 void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                 const struct hd_sigv4_auth *auth);
 

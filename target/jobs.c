@@ -13,6 +13,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "target/cache.h"
 
 #define KEEP_FINISHED 64 /* finished jobs kept in memory (and in jobs.db) */
 #define BODY_MAX (1u << 20)
@@ -26,6 +27,9 @@ struct kind {
 
 static const struct kind kinds[] = {
     {"rebalance", hd_rebalance_run, 1, 1},
+    {"prefetch", hd_prefetch_run, 1, 0},
+    {"evict", hd_evict_run, 1, 0},
+    {"lru", hd_lru_run, 0, 1},
 };
 
 struct hd_jobs {

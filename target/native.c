@@ -181,6 +181,13 @@ static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)
         r->on_body = props_body;
         r->on_end = props_end;
         r->on_done = props_done;
+    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "upstream")) {
+        struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket); /* proxy/cloud.c asks */
+        if (cb)
+            hd_cache_list_upstream(r, t, cb);
+        else
+            hd_resp_err_msg(r, HD_EBADARG, "Not an S3-backed bucket.");
+        hd_cbucket_unref(cb);
     } else if (strcmp(m, "GET") == 0) {
         r->op = HD_OP_LIST;
         list_objects(r, t, bucket);

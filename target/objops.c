@@ -124,15 +124,17 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
                 int head)
 {
     struct hd_obj_meta m;
-    struct hd_cond cond;
-    uint64_t off = 0, len;
-    int fd = -1, rc, status = 200;
-    char cr[96];
-    const char *mode;
+    struct hd_cbucket *cb;
+    int fd = -1, rc;
 
     r->op = head ? HD_OP_HEAD : HD_OP_GET;
     if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
         hd_resp_err(r, rc);
+        return;
+    }
+    if ((cb = hd_cache_bucket(t->cache, bucket))) { /* S3-backed: warm or cold */
+        hd_cache_obj_get(r, t, cb, key, head);
+        hd_cbucket_unref(cb);
         return;
     }
     if (head)
@@ -149,6 +151,19 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
         hd_resp_err(r, rc);
         return;
     }
+    hd_obj_serve(r, &m, fd, head);
+    hd_obj_meta_cleanup(&m);
+}
+
+void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int head)
+{
+    const struct hd_obj_meta m = *mp;
+    struct hd_cond cond;
+    uint64_t off = 0, len;
+    int rc, status = 200;
+    char cr[96];
+    const char *mode;
+
     if (r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local")) {
         char *xm = hd_obj_meta_json(&m);
         if (xm)
@@ -211,7 +226,6 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
 out:
     if (fd >= 0)
         close(fd);
-    hd_obj_meta_cleanup(&m);
 }
 
 void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
@@ -223,6 +237,14 @@ void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, co
     if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
         hd_resp_err(r, rc);
         return;
+    }
+    {
+        struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket);
+        if (cb) { /* S3-backed: the upstream first */
+            hd_cache_obj_delete(r, t, cb, key);
+            hd_cbucket_unref(cb);
+            return;
+        }
     }
     rc = hd_store_delete(t->st, bucket, key);
     if (rc == HD_ENOSUCHKEY && quiet_missing)
@@ -254,6 +276,11 @@ struct put_ctx {
     char *ctype;
     char *xmeta; /* X-Hoard-Obj-Meta of a trusted rebalance PUT */
     struct hd_put_hooks hooks;
+    int verified;                  /* put_verify passed (put_end may run again) */
+    char ck_b64[HD_CK_B64_MAX];
+    struct hd_cbucket *cb;         /* S3-backed bucket: written through first */
+    char *key;
+    struct hd_wt *wt;
 };
 
 static int put_sink(void *arg, const char *p, size_t n)
@@ -295,6 +322,9 @@ static void put_done(struct hd_req *r)
     free(pc->meta);
     free(pc->ctype);
     free(pc->xmeta);
+    hd_cache_wt_free(pc->wt);
+    hd_cbucket_unref(pc->cb);
+    free(pc->key);
     if (pc->hooks.arg_free)
         pc->hooks.arg_free(pc->hooks.arg);
     pc->magic = 0;
@@ -343,17 +373,18 @@ static void put_end(struct hd_req *r)
     struct put_ctx *pc = r->data;
     struct hd_put_attrs a;
     struct hd_obj_meta m;
-    char ck_b64[HD_CK_B64_MAX] = "", etag[64];
+    char *ck_b64 = pc->ck_b64, etag[64], uetag[48], msg[512];
     int rc;
 
     if (r->body_err) {
         hd_resp_err(r, r->body_err);
         return;
     }
-    if ((rc = put_verify(r, pc, ck_b64)) < 0) {
+    if (!pc->verified && (rc = put_verify(r, pc, ck_b64)) < 0) {
         hd_resp_err(r, rc);
         return;
     }
+    pc->verified = 1;
     memset(&a, 0, sizeof(a));
     a.ctype = pc->ctype;
     a.meta = pc->meta;
@@ -384,6 +415,17 @@ static void put_end(struct hd_req *r)
         }
         hd_resp_empty(r, 200);
         return;
+    }
+    if (pc->cb) { /* S3-backed: committed here only once the upstream has it */
+        rc = hd_cache_put_through(r, pc->t, pc->cb, pc->key, pc->put, pc->ctype, pc->meta,
+                                  &pc->wt, uetag, msg, sizeof(msg));
+        if (rc == 1)
+            return; /* parked; put_end runs again when the upload is done */
+        if (rc < 0) {
+            hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+            return;
+        }
+        a.etag = uetag;
     }
     if (pc->hooks.commit)
         rc = pc->hooks.commit(pc->put, &a, &m, pc->hooks.arg);
@@ -579,7 +621,16 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    if ((rc = hd_put_begin(t->st, bucket, key, &pc->put)) < 0) {
+    if (!hooks && !pc->xmeta && (pc->cb = hd_cache_bucket(t->cache, bucket)) &&
+        !(pc->key = strdup(key))) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    if ((rc = hd_put_begin_sized(t->st, bucket, key,
+                                 pc->decoded_len >= 0 ? (uint64_t)pc->decoded_len
+                                 : r->content_length > 0 ? (uint64_t)r->content_length
+                                                         : 0,
+                                 &pc->put)) < 0) {
         hd_resp_err(r, rc);
         return;
     }
@@ -673,6 +724,15 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
                         "This copy request is illegal because it is trying to copy an object "
                         "to itself without changing the object's metadata.");
         goto out;
+    }
+    {
+        struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket);
+        hd_cbucket_unref(cb);
+        if (cb) {
+            hd_resp_err_msg(r, HD_ENOTIMPL, "CopyObject into an S3-backed bucket is not "
+                                            "supported yet; PUT the object instead.");
+            goto out;
+        }
     }
     if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
         (rc = hd_store_bucket_exists(t->st, sb)) < 0 ||

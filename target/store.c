@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "common/bprops.h"
 #include "common/buf.h"
 #include "common/cksum.h"
 #include "common/errors.h"
@@ -212,7 +213,10 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
     if (!st)
         return -ENOMEM;
     pthread_rwlock_init(&st->bmu, NULL);
+    pthread_mutex_init(&st->amu, NULL);
     st->fsync = cfg->fsync;
+    st->capacity = cfg->capacity;
+    st->oos_pct = cfg->oos_pct > 0 && cfg->oos_pct <= 100 ? cfg->oos_pct : 100;
     st->data_dir = strdup(cfg->data_dir);
     if (!st->data_dir) {
         rc = -ENOMEM;
@@ -251,7 +255,13 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
         clear_tmp(mp->path);
         if ((rc = hd_store_conn_get(mp, &c)) < 0) /* creates the schema */
             goto fail;
+        rc = sqlite3_exec(c->db, usage_init, NULL, NULL, NULL);
         hd_store_conn_put(mp, c);
+        if (rc != SQLITE_OK) {
+            rc = HD_EINTERNAL;
+            HD_LOG(HD_ERROR, NULL, "mountpath %s: cannot set up the usage row", mp->path);
+            goto fail;
+        }
     }
     snprintf(path, sizeof(path), "%s/node.db", cfg->data_dir);
     rc = sqlite3_open_v2(path, &st->node,
@@ -295,6 +305,8 @@ void hd_store_close(struct hd_store *st)
         free(st->mp[i].path);
     }
     sqlite3_close(st->node);
+    hd_store_atime_free(st);
+    pthread_mutex_destroy(&st->amu);
     pthread_rwlock_destroy(&st->bmu);
     free(st->buckets);
     free(st->data_dir);
@@ -330,24 +342,13 @@ int hd_store_bucket_get(struct hd_store *st, const char *name, struct hd_bucket_
 
 int hd_store_bucket_set_props(struct hd_store *st, const char *name, const char *json)
 {
-    json_t *in = json_loads(json, 0, NULL), *v;
-    const char *k;
-    char *out = NULL;
+    struct hd_bprops bp;
+    char *out;
     int rc;
 
-    if (!in || !json_is_object(in)) {
-        json_decref(in);
+    if (!json || !*json || hd_bprops_parse(json, &bp, NULL, 0) < 0)
         return HD_EBADARG;
-    }
-    json_object_foreach(in, k, v)
-    {
-        if (strcmp(k, "anonymous_read") != 0 || !json_is_boolean(v)) {
-            json_decref(in);
-            return HD_EBADARG;
-        }
-    }
-    out = json_dumps(in, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(in);
+    out = hd_bprops_dump(&bp);
     if (!out)
         return -ENOMEM;
     pthread_rwlock_wrlock(&st->bmu);
@@ -360,6 +361,35 @@ int hd_store_bucket_set_props(struct hd_store *st, const char *name, const char 
     }
     pthread_rwlock_unlock(&st->bmu);
     free(out);
+    return rc;
+}
+
+int hd_store_bucket_props(struct hd_store *st, const char *name, char **out)
+{
+    sqlite3_stmt *q = NULL;
+    int rc, s;
+
+    *out = NULL;
+    pthread_rwlock_rdlock(&st->bmu);
+    if (bucket_find(st, name) < 0) {
+        rc = HD_ENOSUCHBUCKET;
+        goto out;
+    }
+    s = sqlite3_prepare_v2(st->node, "SELECT props FROM buckets WHERE name = ?1", -1, &q, NULL);
+    if (s != SQLITE_OK) {
+        rc = hd_store_sqlerr(st->node, s, "bucket props");
+        goto out;
+    }
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    rc = 0;
+    if ((s = sqlite3_step(q)) == SQLITE_ROW && sqlite3_column_text(q, 0) &&
+        !(*out = hd_store_col_dup(q, 0)))
+        rc = -ENOMEM;
+    else if (s != SQLITE_ROW && s != SQLITE_DONE)
+        rc = hd_store_sqlerr(st->node, s, "bucket props");
+out:
+    sqlite3_finalize(q);
+    pthread_rwlock_unlock(&st->bmu);
     return rc;
 }
 
@@ -795,6 +825,12 @@ int hd_store_random_hex(char *out, size_t nbytes)
 
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out)
 {
+    return hd_put_begin_sized(st, bucket, name, 0, out);
+}
+
+int hd_put_begin_sized(struct hd_store *st, const char *bucket, const char *name, uint64_t size,
+                       struct hd_put **out)
+{
     struct hd_put *p;
     char id[33];
     int rc;
@@ -809,6 +845,8 @@ int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, stru
     p->fd = -1;
     p->st = st;
     p->mp = hd_store_mp_for(st, bucket, name);
+    if ((rc = hd_store_room(st, p->mp, size, &p->room)) < 0)
+        goto fail;
     p->bucket = strdup(bucket);
     p->name = strdup(name);
     p->wbuf = malloc(WBUF);
@@ -859,6 +897,8 @@ int hd_put_write(struct hd_put *p, const void *data, size_t len)
     const char *d = data;
     int rc;
 
+    if (p->size + len > p->room)
+        return -ENOSPC; /* the mountpath would pass its out-of-space mark */
     hd_md5_update(&p->md5, data, len);
     p->size += len;
     while (len) {
@@ -873,6 +913,21 @@ int hd_put_write(struct hd_put *p, const void *data, size_t len)
             return rc;
     }
     return 0;
+}
+
+int hd_put_flush(struct hd_put *p)
+{
+    return flush_wbuf(p);
+}
+
+uint64_t hd_put_flushed(const struct hd_put *p)
+{
+    return p->size - p->wlen;
+}
+
+const char *hd_put_tmp_path(const struct hd_put *p)
+{
+    return p->tmp;
 }
 
 uint64_t hd_put_size(const struct hd_put *p)
@@ -991,6 +1046,8 @@ int hd_put_append_file(struct hd_put *p, int fd, uint64_t len)
     ssize_t n;
     int rc, fallback = 0;
 
+    if (p->size + len > p->room)
+        return -ENOSPC;
     if ((rc = flush_wbuf(p)) < 0)
         return rc;
     while (len > 0) {

@@ -17,6 +17,8 @@ struct hd_store_cfg {
     const char *const *mountpaths;
     size_t nmp;
     int fsync;
+    uint64_t capacity; /* per mountpath, bytes; 0 = the filesystem's size */
+    int oos_pct;       /* writes that would pass this % of capacity fail (0 = 100) */
 };
 
 int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out);
@@ -37,8 +39,11 @@ int hd_store_bucket_destroy(struct hd_store *st, const char *name);
 int hd_store_bucket_exists(struct hd_store *st, const char *name);
 /* Copies the bucket's info (incl. props) into *out; HD_ENOSUCHBUCKET when absent. */
 int hd_store_bucket_get(struct hd_store *st, const char *name, struct hd_bucket_info *out);
-/* Sets props from a JSON object ({"anonymous_read": bool}); unknown keys -> HD_EBADARG. */
+/* Sets props from a JSON object (common/bprops.h: anonymous_read, validate_warm_get,
+ * upstream); anything else -> HD_EBADARG. */
 int hd_store_bucket_set_props(struct hd_store *st, const char *name, const char *json);
+/* The bucket's props JSON as stored (*out malloc'd; NULL when none). HD_ENOSUCHBUCKET. */
+int hd_store_bucket_props(struct hd_store *st, const char *name, char **out);
 /* *out is malloc'd (caller frees). */
 int hd_store_bucket_list(struct hd_store *st, struct hd_bucket_info **out, size_t *n);
 
@@ -78,8 +83,19 @@ struct hd_put_attrs {
                           * HD_EPRECONDITION (rebalance must not undo a newer write) */
 };
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out);
+/* As hd_put_begin for an object of `size` bytes (0: unknown). -ENOSPC (507) when the chosen
+ * mountpath has no room for it below its out-of-space mark; writes past that mark fail with
+ * -ENOSPC too, so nothing partial is ever committed. */
+int hd_put_begin_sized(struct hd_store *st, const char *bucket, const char *name, uint64_t size,
+                       struct hd_put **out);
 int hd_put_write(struct hd_put *p, const void *data, size_t len);
 uint64_t hd_put_size(const struct hd_put *p);
+/* For readers of an object being written (cold GET): flush writes the buffered bytes to the
+ * temp file; flushed is how many bytes are in it; tmp_path is its path until commit (an fd
+ * opened on it stays valid across the commit's rename). */
+int hd_put_flush(struct hd_put *p);
+uint64_t hd_put_flushed(const struct hd_put *p);
+const char *hd_put_tmp_path(const struct hd_put *p);
 /* MD5 of the bytes written so far is final after this call; out is 16 bytes. */
 void hd_put_md5(struct hd_put *p, unsigned char out[16]);
 int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_obj_meta *out);
@@ -128,5 +144,30 @@ int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, cons
                        const char *etag, int64_t mtime_ms);
 /* Objects held, over every bucket and mountpath. */
 uint64_t hd_store_count(struct hd_store *st);
+
+/* ---- space (store_space.c) ---- */
+
+/* Mountpath mpi's path, bytes used and capacity: with store capacity set, the bytes of the
+ * objects in its catalog (kept exact by triggers) against that capacity; else the
+ * filesystem's used and usable bytes (statvfs, as df computes them). */
+struct hd_mp_usage {
+    const char *path;
+    uint64_t used, capacity, objects;
+};
+int hd_store_mp_usage(struct hd_store *st, size_t mpi, struct hd_mp_usage *out);
+/* Records a read of bucket/name now; kept in memory and written by hd_store_atime_flush
+ * (one transaction per mountpath), so a GET costs no catalog write. */
+void hd_store_touch(struct hd_store *st, const char *bucket, const char *name);
+int hd_store_atime_flush(struct hd_store *st);
+/* Up to max objects of the given buckets on mountpath mpi, least recently used first. */
+struct hd_lru_ent {
+    char *bucket, *name;
+    uint64_t size;
+    int64_t atime_ms, mtime_ms;
+    char etag[48];
+};
+int hd_store_lru_batch(struct hd_store *st, size_t mpi, const char *const *buckets, size_t nb,
+                       size_t max, struct hd_lru_ent **out, size_t *n);
+void hd_store_lru_free(struct hd_lru_ent *v, size_t n);
 
 #endif

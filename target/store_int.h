@@ -26,13 +26,14 @@ enum {
     Q_BEGIN,
     Q_COMMIT,
     Q_ROLLBACK,
+    Q_USAGE,
     Q_COUNT
 };
 
 static const char *const sqls[Q_COUNT] = {
     "SELECT size, mtime, etag, cksum_type, cksum, ctype, meta, file FROM objects "
     "WHERE bucket = ?1 AND name = ?2",
-    "SELECT file FROM objects WHERE bucket = ?1 AND name = ?2",
+    "SELECT file, size FROM objects WHERE bucket = ?1 AND name = ?2",
     "INSERT INTO objects(bucket, name, size, etag, cksum_type, cksum, mtime, atime, ctype, "
     "meta, file) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10) "
     "ON CONFLICT(bucket, name) DO UPDATE SET size = excluded.size, etag = excluded.etag, "
@@ -44,6 +45,7 @@ static const char *const sqls[Q_COUNT] = {
     "BEGIN IMMEDIATE",
     "COMMIT",
     "ROLLBACK",
+    "SELECT bytes, objects FROM usage WHERE id = 0",
 };
 
 static const char schema[] =
@@ -51,7 +53,23 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS objects("
     " bucket TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, etag TEXT NOT NULL,"
     " cksum_type TEXT, cksum TEXT, mtime INTEGER NOT NULL, atime INTEGER NOT NULL,"
-    " ctype TEXT, meta TEXT, file TEXT NOT NULL, PRIMARY KEY(bucket, name)) WITHOUT ROWID;";
+    " ctype TEXT, meta TEXT, file TEXT NOT NULL, PRIMARY KEY(bucket, name)) WITHOUT ROWID;"
+    /* LRU candidates by atime (store_space.c) */
+    "CREATE INDEX IF NOT EXISTS objects_atime ON objects(atime);"
+    /* bytes and objects held, kept exact by triggers whatever path changes a row */
+    "CREATE TABLE IF NOT EXISTS usage(id INTEGER PRIMARY KEY CHECK (id = 0),"
+    " bytes INTEGER NOT NULL, objects INTEGER NOT NULL);"
+    "CREATE TRIGGER IF NOT EXISTS usage_ins AFTER INSERT ON objects BEGIN"
+    " UPDATE usage SET bytes = bytes + new.size, objects = objects + 1 WHERE id = 0; END;"
+    "CREATE TRIGGER IF NOT EXISTS usage_del AFTER DELETE ON objects BEGIN"
+    " UPDATE usage SET bytes = bytes - old.size, objects = objects - 1 WHERE id = 0; END;"
+    "CREATE TRIGGER IF NOT EXISTS usage_upd AFTER UPDATE OF size ON objects BEGIN"
+    " UPDATE usage SET bytes = bytes - old.size + new.size WHERE id = 0; END;";
+
+/* Run once per mountpath at open: the usage row of a catalog created before it existed. */
+static const char usage_init[] =
+    "INSERT OR IGNORE INTO usage(id, bytes, objects) SELECT 0, coalesce(sum(size), 0), count(*)"
+    " FROM objects WHERE NOT EXISTS (SELECT 1 FROM usage);";
 
 struct conn {
     sqlite3 *db;
@@ -66,11 +84,18 @@ struct mountpath {
     struct conn *free; /* idle connections */
 };
 
+struct atime_ent; /* store_space.c */
+
 struct hd_store {
     struct mountpath mp[MAX_MP];
     uint64_t mp_digest[MAX_MP];
     size_t nmp;
     int fsync;
+    uint64_t capacity; /* per mountpath, bytes; 0 = the filesystem's */
+    int oos_pct;       /* writes refused at or above this use of capacity */
+    pthread_mutex_t amu; /* batched atimes (store_space.c) */
+    struct atime_ent **atab;
+    size_t acount;
     char *data_dir;
     sqlite3 *node; /* buckets; guarded by bmu */
     pthread_rwlock_t bmu;
@@ -91,6 +116,7 @@ struct hd_put {
     unsigned char digest[16];
     char *wbuf;
     size_t wlen;
+    uint64_t room; /* bytes this put may write before the mountpath is out of space */
 };
 
 
@@ -113,6 +139,11 @@ void hd_store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t n);
  * len bytes of fd (from offset 0) with copy_file_range where the filesystem has it; the
  * put's MD5 then no longer describes the content, so commit with attrs->etag. */
 int hd_put_commit_file(struct hd_put *p, const char *rel);
+
+/* store_space.c: bytes a new object of `need` bytes may take on mp before it reaches the
+ * out-of-space mark (0 when it is already there); frees the batched atimes at close. */
+int hd_store_room(struct hd_store *st, struct mountpath *mp, uint64_t need, uint64_t *room);
+void hd_store_atime_free(struct hd_store *st);
 int hd_put_append_file(struct hd_put *p, int fd, uint64_t len);
 
 #endif

@@ -75,6 +75,8 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     sc.mountpaths = (const char *const *)mps;
     sc.nmp = nmp;
     sc.fsync = hd_config_bool(cfg, "store.fsync");
+    sc.capacity = (uint64_t)hd_config_int(cfg, "space.capacity");
+    sc.oos_pct = (int)hd_config_int(cfg, "space.oos");
     rc = hd_store_open(&sc, &t->st);
     for (i = 0; i < nmp; i++)
         free(mps[i]);
@@ -82,6 +84,8 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     if (rc < 0)
         goto fail;
     if ((rc = hd_tcluster_new(t, cfg, &t->cl)) < 0) /* standalone too: the node id */
+        goto fail;
+    if ((rc = hd_cache_new(t, cfg, &t->cache)) < 0) /* reads the buckets the BMD gave */
         goto fail;
     if ((rc = hd_jobs_new(t, hd_config_str(cfg, "data"), &t->jobs)) < 0)
         goto fail;
@@ -97,6 +101,8 @@ int hd_target_start(struct hd_target *t)
     int rc = hd_tcluster_start(t->cl);
 
     if (rc == 0)
+        rc = hd_cache_start(t->cache);
+    if (rc == 0)
         hd_jobs_resume(t->jobs);
     return rc;
 }
@@ -105,7 +111,8 @@ void hd_target_free(struct hd_target *t)
 {
     if (!t)
         return;
-    hd_jobs_free(t->jobs); /* jobs use the cluster state and the store */
+    hd_jobs_free(t->jobs); /* jobs use the cache, the cluster state and the store */
+    hd_cache_free(t->cache);
     hd_tcluster_free(t->cl);
     hd_store_close(t->st);
     hd_keys_cleanup(&t->keys);

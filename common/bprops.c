@@ -1,0 +1,246 @@
+#include "common/bprops.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/errors.h"
+#include "common/httputil.h"
+
+__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen,
+                                                     const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err && errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return HD_EBADARG;
+}
+
+/* http[s]://host[:port] with host a DNS name, IPv4 or [IPv6]; nothing after. */
+static int endpoint_ok(const char *s)
+{
+    const char *h;
+    size_t i, n;
+
+    if (strncmp(s, "http://", 7) == 0)
+        h = s + 7;
+    else if (strncmp(s, "https://", 8) == 0)
+        h = s + 8;
+    else
+        return 0;
+    if (*h == '[') {
+        const char *e = strchr(h, ']');
+        if (!e || e == h + 1)
+            return 0;
+        for (i = 1; h + i < e; i++)
+            if (!strchr("0123456789abcdefABCDEF:.", h[i]))
+                return 0;
+        h = e + 1;
+    } else {
+        n = strcspn(h, ":");
+        if (n == 0)
+            return 0;
+        for (i = 0; i < n; i++) {
+            char c = h[i];
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '-' || c == '_'))
+                return 0;
+        }
+        h += n;
+    }
+    if (*h == ':') {
+        uint64_t port;
+        if (hd_parse_u64(h + 1, &port) < 0 || port == 0 || port > 65535)
+            return 0;
+        return 1;
+    }
+    return *h == '\0';
+}
+
+static int name_ok(const char *s)
+{
+    size_t i;
+
+    for (i = 0; s[i]; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.'))
+            return 0;
+    }
+    return i < HD_UPSTREAM_NAME_MAX;
+}
+
+static int copy_str(json_t *v, char *dst, size_t cap)
+{
+    const char *s = json_string_value(v);
+
+    if (!s || strlen(s) >= cap)
+        return -1;
+    memcpy(dst, s, strlen(s) + 1);
+    return 0;
+}
+
+static int parse_upstream(json_t *u, struct hd_upstream *up, char *err, size_t errlen)
+{
+    const char *k;
+    json_t *v;
+
+    if (!json_is_object(u))
+        return bad(err, errlen, "%s must be an object", "upstream");
+    memset(up, 0, sizeof(*up));
+    snprintf(up->region, sizeof(up->region), "us-east-1");
+    json_object_foreach(u, k, v)
+    {
+        if (strcmp(k, "endpoint") == 0) {
+            if (copy_str(v, up->endpoint, sizeof(up->endpoint)) < 0)
+                return bad(err, errlen, "upstream.%s must be a URL string", k);
+            while (*up->endpoint && up->endpoint[strlen(up->endpoint) - 1] == '/')
+                up->endpoint[strlen(up->endpoint) - 1] = '\0';
+            if (!endpoint_ok(up->endpoint))
+                return bad(err, errlen,
+                           "upstream.%s must look like http[s]://host[:port] (no path)", k);
+        } else if (strcmp(k, "region") == 0) {
+            if (copy_str(v, up->region, sizeof(up->region)) < 0 || !*up->region ||
+                !name_ok(up->region))
+                return bad(err, errlen, "upstream.%s must be a region name", k);
+        } else if (strcmp(k, "style") == 0) {
+            const char *s = json_string_value(v);
+            if (s && strcmp(s, "path") == 0)
+                up->vhost = 0;
+            else if (s && strcmp(s, "virtual") == 0)
+                up->vhost = 1;
+            else
+                return bad(err, errlen, "upstream.%s must be \"path\" or \"virtual\"", k);
+        } else if (strcmp(k, "profile") == 0) {
+            if (copy_str(v, up->profile, sizeof(up->profile)) < 0 || !name_ok(up->profile))
+                return bad(err, errlen, "upstream.%s must be a profile name ([A-Za-z0-9._-])",
+                           k);
+        } else if (strcmp(k, "bucket") == 0) {
+            if (copy_str(v, up->bucket, sizeof(up->bucket)) < 0 ||
+                (*up->bucket && hd_bucket_name_check(up->bucket) < 0))
+                return bad(err, errlen, "upstream.%s must be a bucket name", k);
+        } else {
+            return bad(err, errlen, "unknown property upstream.%s", k);
+        }
+    }
+    if (!*up->endpoint)
+        return bad(err, errlen, "%s.endpoint is required", "upstream");
+    return 0;
+}
+
+int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t errlen)
+{
+    json_t *j, *v;
+    const char *k;
+    int rc = 0;
+
+    memset(out, 0, sizeof(*out));
+    if (err && errlen)
+        err[0] = '\0';
+    if (!json || !*json)
+        return 0;
+    j = json_loads(json, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return bad(err, errlen, "%s", "bucket properties must be a JSON object");
+    }
+    json_object_foreach(j, k, v)
+    {
+        if (strcmp(k, "anonymous_read") == 0 || strcmp(k, "validate_warm_get") == 0) {
+            if (!json_is_boolean(v)) {
+                rc = bad(err, errlen, "%s must be true or false", k);
+                break;
+            }
+            if (k[0] == 'a')
+                out->anonymous_read = json_is_true(v);
+            else
+                out->validate_warm_get = json_is_true(v);
+        } else if (strcmp(k, "upstream") == 0) {
+            if ((rc = parse_upstream(v, &out->up, err, errlen)) < 0)
+                break;
+            out->has_upstream = 1;
+        } else {
+            rc = bad(err, errlen, "unknown bucket property '%s'", k);
+            break;
+        }
+    }
+    json_decref(j);
+    return rc;
+}
+
+char *hd_bprops_dump(const struct hd_bprops *p)
+{
+    json_t *j = json_object(), *u;
+    char *s;
+
+    if (!j)
+        return NULL;
+    if (p->anonymous_read)
+        json_object_set_new(j, "anonymous_read", json_true());
+    if (p->validate_warm_get)
+        json_object_set_new(j, "validate_warm_get", json_true());
+    if (p->has_upstream) {
+        u = json_pack("{s:s, s:s, s:s}", "endpoint", p->up.endpoint, "region", p->up.region,
+                      "style", p->up.vhost ? "virtual" : "path");
+        if (u && *p->up.profile)
+            json_object_set_new(u, "profile", json_string(p->up.profile));
+        if (u && *p->up.bucket)
+            json_object_set_new(u, "bucket", json_string(p->up.bucket));
+        json_object_set_new(j, "upstream", u);
+    }
+    s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(j);
+    return s;
+}
+
+int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, size_t errlen)
+{
+    json_t *c = cur && *cur ? json_loads(cur, 0, NULL) : json_object();
+    json_t *p = json_loads(patch ? patch : "", JSON_REJECT_DUPLICATES, NULL), *v;
+    struct hd_bprops bp;
+    const char *k;
+    char *text = NULL;
+    int rc;
+
+    *out = NULL;
+    if (!json_is_object(c)) {
+        json_decref(c);
+        c = json_object();
+    }
+    if (!json_is_object(p)) {
+        json_decref(c);
+        json_decref(p);
+        return bad(err, errlen, "%s", "expected a JSON object of bucket properties");
+    }
+    json_object_foreach(p, k, v)
+    {
+        if (json_is_null(v))
+            json_object_del(c, k);
+        else
+            json_object_set(c, k, v);
+    }
+    text = json_dumps(c, JSON_COMPACT);
+    json_decref(c);
+    json_decref(p);
+    if (!text)
+        return -ENOMEM;
+    rc = hd_bprops_parse(text, &bp, err, errlen);
+    free(text);
+    if (rc < 0)
+        return rc;
+    *out = hd_bprops_dump(&bp);
+    return *out ? 0 : -ENOMEM;
+}
+
+const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name)
+{
+    return p->has_upstream && p->up.bucket[0] ? p->up.bucket : name;
+}

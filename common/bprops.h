@@ -1,0 +1,48 @@
+/* bprops: bucket properties as kept in the BMD (and in a target's node.db): parsing with
+ * validation, canonical JSON, and merging a PATCH. Shared by proxies (which validate what a
+ * client asks for) and targets (which act on it). Pure functions; any thread.
+ *
+ *   {"anonymous_read": bool,
+ *    "validate_warm_get": bool,            S3-backed buckets: HEAD upstream on every warm GET
+ *    "upstream": {"endpoint": "http://host:port", "region": "us-east-1",
+ *                 "style": "path" | "virtual", "profile": "NAME", "bucket": "NAME"}}
+ *
+ * "upstream" names where an S3-backed (provider "aws") bucket's objects come from. It never
+ * holds credentials: "profile" names a credential set that each node resolves locally
+ * (target/cache.c), so secrets are neither in the BMD nor in any log. */
+#ifndef HD_BPROPS_H
+#define HD_BPROPS_H
+
+#include <stddef.h>
+
+#define HD_UPSTREAM_URL_MAX 256
+#define HD_UPSTREAM_NAME_MAX 64
+
+struct hd_upstream {
+    char endpoint[HD_UPSTREAM_URL_MAX]; /* scheme://host[:port], no trailing '/' */
+    char region[HD_UPSTREAM_NAME_MAX];
+    int vhost;                          /* virtual-host style (BUCKET.host) */
+    char profile[HD_UPSTREAM_NAME_MAX]; /* credential profile; "" or "anonymous": unsigned */
+    char bucket[HD_UPSTREAM_NAME_MAX];  /* upstream bucket name; "" = the hoard bucket's */
+};
+
+struct hd_bprops {
+    int anonymous_read;
+    int validate_warm_get;
+    int has_upstream;
+    struct hd_upstream up;
+};
+
+/* Parses and validates props JSON (NULL or "" = {}). Unknown keys, wrong types, a bad
+ * endpoint URL (http/https, host, optional port, nothing else) or style are HD_EBADARG with
+ * a one-line reason in err. */
+int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t errlen);
+/* Canonical compact JSON (sorted keys, defaults left out); malloc'd, NULL on OOM. */
+char *hd_bprops_dump(const struct hd_bprops *p);
+/* cur (NULL = {}) with the keys of patch replaced (a key set to null is removed); the
+ * result is validated. *out is canonical JSON (malloc'd). HD_EBADARG with err filled. */
+int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, size_t errlen);
+/* The upstream bucket name for hoard bucket `name`. */
+const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name);
+
+#endif

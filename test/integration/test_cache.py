@@ -1,0 +1,514 @@
+"""Caching tier (issue 5): S3-backed buckets in front of real upstreams.
+
+Upstreams: s3rver from npm (an independent S3 implementation, no signature checks) and a second
+hoard cluster (which verifies SigV4, so the cache's request signing is really tested). The
+cache is a hoard cluster (1 proxy, 2 targets). Covered: cold then warm GET byte-identical,
+single-flight (20 concurrent cold GETs of a 100 MiB object, one GET counted at the upstream),
+ranged cold GET through an upstream range request, warm GETs with the upstream stopped, cold
+ones 503, validate_warm_get, write-through PUT/DELETE, upstream errors (403 with the upstream's
+message), listing with the cached flag, prefetch (template, prefix) then reads with the
+upstream stopped, evict, an ETag mismatch caching nothing.
+"""
+import hashlib
+import os
+import threading
+import time
+import urllib.parse
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+import helpers
+from cachefix import HoardCluster, S3rver
+from conftest import _TARGETS, ACCESS_KEY, SECRET_KEY
+
+UP_KEYS = ("UPSTREAMKEY", "upstreamSecret987")
+C_KEYS = (ACCESS_KEY, SECRET_KEY)
+PROFILES = {
+    "HOARD_S3_PROFILE_S3RVER": "S3RVER:S3RVER",
+    "HOARD_S3_PROFILE_HOARDUP": "%s:%s" % UP_KEYS,
+    "HOARD_S3_PROFILE_WRONG": "%s:not-the-secret" % UP_KEYS[0],
+}
+CACHE_TARGET = ["--space.check_ms", "200", "--cache.atime_flush_ms", "200",
+                "--upstream.retries", "1", "--upstream.backoff_ms", "50",
+                "--upstream.connect_timeout_ms", "1000"]
+
+
+def uname(prefix):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:10])
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    """Credential profiles for the daemons (environment: never in the BMD or logs)."""
+    old = {k: os.environ.get(k) for k in PROFILES}
+    os.environ.update(PROFILES)
+    yield
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def s3rver(tmp_path_factory, log_dir):
+    s = S3rver(str(tmp_path_factory.mktemp("s3rver")), os.path.join(log_dir, "s3rver"))
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory, log_dir):
+    c = HoardCluster("up", str(tmp_path_factory.mktemp("up")), log_dir, _TARGETS, UP_KEYS,
+                     ntargets=1)
+    c.start()
+    yield c
+    problems = c.stop()
+    assert not problems, problems
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory, log_dir, profiles):
+    c = HoardCluster("cache", str(tmp_path_factory.mktemp("cache")), log_dir, _TARGETS, C_KEYS,
+                     ntargets=2, target_extra=CACHE_TARGET)
+    c.start()
+    for n in c.nodes:
+        n.expect_alive = True
+    yield c
+    for n in c.nodes:
+        n.expect_alive = False
+    problems = c.stop()
+    assert not problems, problems
+
+
+def up_client(upstream):
+    return upstream.s3()
+
+
+def md5(b):
+    return hashlib.md5(b).hexdigest()
+
+
+def s3rver_bucket(s3rver, objects):
+    """A new s3rver bucket holding objects {key: bytes}."""
+    name = uname("src")
+    c = s3rver.client()
+    c.create_bucket(Bucket=name)
+    for k, v in objects.items():
+        c.put_object(Bucket=name, Key=k, Body=v)
+    return name
+
+
+def cached_names(cache, bucket, prefix=""):
+    j = cache.listing(bucket, cached="true", prefix=prefix, limit=10000)
+    return {e["name"] for e in j["entries"]}
+
+
+# ---- cold and warm GET ----
+
+def test_cold_then_warm_byte_identical(s3rver, cache):
+    objs = {"empty": b"", "one": b"x", "k/small": helpers.pattern_bytes(1000, 1),
+            "k/mid": helpers.pattern_bytes(300 * 1024 + 11, 2),
+            "k/big with space+plus": helpers.pattern_bytes(5 * 1024 * 1024 + 7, 3)}
+    src = s3rver_bucket(s3rver, objs)
+    s3rver.client().put_object(Bucket=src, Key="typed", Body=b"{}", ContentType="application/json",
+                               Metadata={"color": "blue"})
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    hits0, miss0 = cache.target_metric("hoard_cache_hits_total"), \
+        cache.target_metric("hoard_cache_misses_total")
+    for k, v in objs.items():  # native API, 307 to the owner
+        r = cache.get(b, k)
+        assert r.status_code == 200, (k, r.text)
+        assert r.content == v, k
+        assert r.headers["ETag"] == '"%s"' % md5(v)
+    assert cache.target_metric("hoard_cache_misses_total") - miss0 == len(objs)
+    assert cached_names(cache, b) == set(objs)
+    s3 = cache.s3()  # S3 API through the proxy's relay: warm now
+    for k, v in objs.items():
+        o = s3.get_object(Bucket=b, Key=k)
+        assert o["Body"].read() == v, k
+    assert cache.target_metric("hoard_cache_hits_total") - hits0 == len(objs)
+    assert cache.target_metric("hoard_cache_misses_total") - miss0 == len(objs)
+    o = s3.get_object(Bucket=b, Key="typed")  # cold through S3: type and metadata kept
+    assert o["ContentType"] == "application/json" and o["Metadata"] == {"color": "blue"}
+    h = s3.head_object(Bucket=b, Key="typed")
+    assert h["ContentLength"] == 2 and h["Metadata"] == {"color": "blue"}
+
+
+def test_head_and_missing_of_uncached(s3rver, cache):
+    src = s3rver_bucket(s3rver, {"h": b"12345"})
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    r = cache.api("HEAD", cache.obj_path(b, "h"))
+    assert r.status_code == 200 and r.headers["Content-Length"] == "5"
+    assert r.headers["ETag"] == '"%s"' % md5(b"12345")
+    assert cached_names(cache, b) == set()  # a HEAD caches nothing
+    r = cache.get(b, "nope")
+    helpers.check_json_error(r, 404, "NoSuchKey")
+    with pytest.raises(Exception) as e:
+        cache.s3().get_object(Bucket=b, Key="nope")
+    assert e.value.response["Error"]["Code"] == "NoSuchKey"
+
+
+def test_single_flight_20_concurrent_cold_gets(upstream, cache):
+    """20 concurrent cold GETs of one 100 MiB object: exactly one GET reaches the upstream."""
+    size = 100 * 1024 * 1024
+    data = helpers.pattern_bytes(size, 7)
+    want = md5(data)
+    ub = uname("sf")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    u.put_object(Bucket=ub, Key="big.bin", Body=data)
+    del data
+    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    gets0 = upstream.proxy.metric("hoard_requests_total", op="get", status="200")
+    miss0 = cache.target_metric("hoard_cache_misses_total")
+    barrier = threading.Barrier(20)
+
+    def one(i):
+        barrier.wait()
+        r = cache.get(b, "big.bin", stream=True)
+        h = hashlib.md5()
+        n = 0
+        for chunk in r.iter_content(1 << 20):
+            h.update(chunk)
+            n += len(chunk)
+        return r.status_code, n, h.hexdigest()
+
+    with ThreadPoolExecutor(20) as ex:
+        res = list(ex.map(one, range(20)))
+    assert all(x == (200, size, want) for x in res), res
+    gets = upstream.proxy.metric("hoard_requests_total", op="get", status="200") - gets0
+    assert gets == 1, "upstream served %d GETs for one object" % gets
+    # several clients really arrived while the object was cold (and joined the fill)
+    assert cache.target_metric("hoard_cache_misses_total") - miss0 > 1
+
+
+def test_ranged_cold_get_is_an_upstream_range_request(upstream, cache):
+    size = 64 * 1024 * 1024
+    data = helpers.pattern_bytes(size, 9)
+    ub = uname("rg")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    u.put_object(Bucket=ub, Key="big", Body=data)
+    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    ranged0 = upstream.proxy.metric("hoard_requests_total", op="get", status="206")
+    full0 = upstream.proxy.metric("hoard_requests_total", op="get", status="200")
+    t0 = time.monotonic()
+    r = cache.get(b, "big", headers={"Range": "bytes=40000000-40000999"})
+    ranged_s = time.monotonic() - t0
+    assert r.status_code == 206, r.text
+    assert r.content == data[40000000:40001000]
+    assert r.headers["Content-Range"] == "bytes 40000000-40000999/%d" % size
+    # served by an upstream range request, not after downloading the whole object
+    assert upstream.proxy.metric("hoard_requests_total", op="get", status="206") - ranged0 == 1
+    # cache.range_fill (default on): the whole object is filled in the background
+    helpers.wait_until(lambda: cached_names(cache, b) == {"big"}, timeout=60,
+                       what="background fill after a ranged GET")
+    t0 = time.monotonic()
+    r = cache.get(b, "big")
+    full_s = time.monotonic() - t0
+    assert r.status_code == 200 and md5(r.content) == md5(data)
+    assert upstream.proxy.metric("hoard_requests_total", op="get", status="200") - full0 == 1
+    print("ranged cold GET %.3fs, warm full GET %.3fs" % (ranged_s, full_s))
+
+
+# ---- upstream stopped ----
+
+def test_upstream_stopped_warm_served_cold_503(s3rver, cache):
+    objs = {"w%d" % i: helpers.pattern_bytes(50000 + i, i) for i in range(4)}
+    objs["c0"] = b"cold one"
+    src = s3rver_bucket(s3rver, objs)
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    for k in ("w0", "w1", "w2", "w3"):
+        assert cache.get(b, k).status_code == 200
+    s3rver.stop()
+    try:
+        for k in ("w0", "w1", "w2", "w3"):
+            r = cache.get(b, k)
+            assert r.status_code == 200 and r.content == objs[k], k
+            assert cache.s3().get_object(Bucket=b, Key=k)["Body"].read() == objs[k]
+        r = cache.get(b, "c0")
+        helpers.check_json_error(r, 503, "ServiceUnavailable")
+        assert s3rver.url in r.json()["message"] and "unreachable" in r.json()["message"]
+        with pytest.raises(Exception) as e:
+            cache.s3().get_object(Bucket=b, Key="c0")
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+        r = cache.api("HEAD", cache.obj_path(b, "c0"))
+        assert r.status_code == 503
+        r = cache.api("GET", "/v1/buckets/%s" % b)
+        helpers.check_json_error(r, 503, "ServiceUnavailable")
+        assert cached_names(cache, b) == {"w0", "w1", "w2", "w3"}  # the local listing works
+    finally:
+        s3rver.start()
+    r = cache.get(b, "c0")
+    assert r.status_code == 200 and r.content == b"cold one"
+
+
+# ---- validation ----
+
+def test_validate_warm_get(s3rver, cache):
+    src = s3rver_bucket(s3rver, {"obj": b"version one", "gone": b"soon deleted"})
+    val = cache.create_cloud_bucket(uname("val"), s3rver.url, "s3rver")
+    stale = cache.create_cloud_bucket(uname("stale"), s3rver.url, "s3rver")
+    for b in (val, stale):  # two hoard buckets in front of the same upstream bucket
+        r = cache.api("PATCH", "/v1/buckets/" + b, body={"upstream": {
+            "endpoint": s3rver.url, "profile": "s3rver", "bucket": src}})
+        assert r.status_code == 200, r.text
+    r = cache.api("PATCH", "/v1/buckets/" + val, body={"validate_warm_get": True})
+    assert r.status_code == 200, r.text
+    props = cache.api("GET", "/v1/buckets/%s?props" % val).json()["props"]
+    assert props["validate_warm_get"] is True and props["upstream"]["bucket"] == src
+    for b in (val, stale):
+        assert cache.get(b, "obj").content == b"version one"
+        assert cache.get(b, "gone").content == b"soon deleted"
+    s3rver.client().put_object(Bucket=src, Key="obj", Body=b"version two!")
+    s3rver.client().delete_object(Bucket=src, Key="gone")
+    stale0 = cache.target_metric("hoard_cache_stale_total")
+    assert cache.get(val, "obj").content == b"version two!"
+    assert cache.target_metric("hoard_cache_stale_total") - stale0 == 1
+    assert cache.get(val, "obj").content == b"version two!"  # refetched copy is warm
+    assert cache.target_metric("hoard_cache_stale_total") - stale0 == 1
+    helpers.check_json_error(cache.get(val, "gone"), 404, "NoSuchKey")
+    assert cached_names(cache, val) == {"obj"}
+    # without validation a warm GET never asks the upstream: the cached copy is served
+    assert cache.get(stale, "obj").content == b"version one"
+    assert cache.get(stale, "gone").content == b"soon deleted"
+
+
+# ---- writes ----
+
+def test_write_through_put_and_delete(upstream, cache):
+    ub = uname("wt")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    s3 = cache.s3()
+    body = helpers.pattern_bytes(700 * 1024 + 3, 4)
+    r = s3.put_object(Bucket=b, Key="dir/a b+c", Body=body, ContentType="image/png",
+                      Metadata={"who": "me"})
+    assert r["ETag"] == '"%s"' % md5(body)
+    o = u.get_object(Bucket=ub, Key="dir/a b+c")  # the upstream has it, signed by the cache
+    assert o["Body"].read() == body and o["ContentType"] == "image/png"
+    assert o["Metadata"] == {"who": "me"}
+    assert cached_names(cache, b) == {"dir/a b+c"}
+    wt = cache.target_metric("hoard_write_through_total")
+    assert wt >= 1
+    r = cache.api("PUT", cache.obj_path(b, "native-put"), body=b"via native")
+    assert r.status_code == 200, r.text
+    assert u.get_object(Bucket=ub, Key="native-put")["Body"].read() == b"via native"
+    s3.delete_object(Bucket=b, Key="dir/a b+c")
+    with pytest.raises(Exception) as e:
+        u.head_object(Bucket=ub, Key="dir/a b+c")
+    assert e.value.response["Error"]["Code"] in ("404", "NoSuchKey")
+    assert cached_names(cache, b) == {"native-put"}
+    # DeleteObjects on the proxy fans out to the owners, which write through
+    s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "native-put"}]})
+    assert [x["Key"] for x in u.list_objects_v2(Bucket=ub).get("Contents", [])] == []
+    assert cached_names(cache, b) == set()
+
+
+def test_upstream_refuses_403_with_its_message(upstream, cache):
+    """A profile with a wrong secret: the upstream (hoard, verifying SigV4) refuses; the
+    client gets AccessDenied with the upstream's own message and nothing is cached."""
+    ub = uname("deny")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    u.put_object(Bucket=ub, Key="k", Body=b"secret")
+    b = cache.create_cloud_bucket(ub, upstream.url, "wrong")
+    r = cache.get(b, "k")
+    helpers.check_json_error(r, 403, "AccessDenied")
+    assert "SignatureDoesNotMatch" in r.json()["message"], r.json()
+    assert upstream.url in r.json()["message"]
+    r = cache.api("PUT", cache.obj_path(b, "new"), body=b"refused")
+    helpers.check_json_error(r, 403, "AccessDenied")
+    assert cached_names(cache, b) == set()
+    assert [x["Key"] for x in u.list_objects_v2(Bucket=ub).get("Contents", [])] == ["k"]
+    for t in cache.targets:
+        assert t.tmp_files() == [], t.tmp_files()
+
+
+def test_write_through_upstream_down_stores_nothing(s3rver, cache):
+    src = s3rver_bucket(s3rver, {})
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    s3rver.stop()
+    try:
+        r = cache.api("PUT", cache.obj_path(b, "x"), body=b"nowhere to go")
+        helpers.check_json_error(r, 503, "ServiceUnavailable")
+        r = cache.api("DELETE", cache.obj_path(b, "x"))
+        helpers.check_json_error(r, 503, "ServiceUnavailable")
+        assert cached_names(cache, b) == set()
+    finally:
+        s3rver.start()
+
+
+def test_etag_mismatch_aborts_and_caches_nothing(s3rver, cache):
+    """s3rver's stored bytes corrupted behind its back (same length): the body no longer
+    matches the ETag the upstream announces, so the client's response is cut off and nothing
+    is cached."""
+    data = helpers.pattern_bytes(2 * 1024 * 1024, 5)
+    src = s3rver_bucket(s3rver, {"victim": data})
+    path = os.path.join(s3rver.data, src, "victim._S3rver_object")
+    assert os.path.getsize(path) == len(data)
+    with open(path, "r+b") as f:
+        f.seek(len(data) // 2)
+        f.write(b"\xff" * 16)
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    failed0 = cache.target_metric("hoard_cold_fills_failed_total")
+    r = cache.get(b, "victim", stream=True)
+    assert r.status_code == 200
+    got = b""
+    try:  # urllib3 1.26 does not enforce Content-Length: the body just ends early
+        for chunk in r.iter_content(65536):
+            got += chunk
+    except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ConnectionError):
+        pass
+    assert int(r.headers["Content-Length"]) == len(data) and len(got) < len(data)
+    assert cache.target_metric("hoard_cold_fills_failed_total") - failed0 == 1
+    assert cached_names(cache, b) == set()
+    helpers.wait_until(lambda: all(t.tmp_files() == [] for t in cache.targets),
+                       what="no temp files left")
+
+
+# ---- listing ----
+
+def test_listing_upstream_with_cached_flag(s3rver, cache):
+    keys = ["a/%02d" % i for i in range(12)] + ["b/x", "b/y", "top%d" % 1, "top2"]
+    src = s3rver_bucket(s3rver, {k: k.encode() for k in keys})
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    for k in ("a/03", "b/y", "top2"):
+        assert cache.get(b, k).status_code == 200
+    j = cache.listing(b)
+    assert [e["name"] for e in j["entries"]] == sorted(keys)
+    assert {e["name"] for e in j["entries"] if e["cached"]} == {"a/03", "b/y", "top2"}
+    assert all(e["size"] == len(e["name"]) for e in j["entries"])
+    assert cached_names(cache, b) == {"a/03", "b/y", "top2"}
+    # pages with tokens (native)
+    seen, token = [], None
+    while True:
+        params = {"limit": 5}
+        if token:
+            params["token"] = token
+        j = cache.listing(b, **params)
+        seen += [e["name"] for e in j["entries"]]
+        token = j.get("continuation_token")
+        if not token:
+            break
+    assert seen == sorted(keys)
+    # S3 API: V2 pages with a delimiter (common prefixes resume after their contents)
+    s3 = cache.s3()
+    got = []
+    for page in s3.get_paginator("list_objects_v2").paginate(
+            Bucket=b, Delimiter="/", PaginationConfig={"PageSize": 1}):
+        got += [p["Prefix"] for p in page.get("CommonPrefixes", [])]
+        got += [o["Key"] for o in page.get("Contents", [])]
+    assert got == ["a/", "b/", "top1", "top2"]
+    got = [o["Key"] for p in s3.get_paginator("list_objects_v2").paginate(
+        Bucket=b, Prefix="a/", PaginationConfig={"PageSize": 4}) for o in p.get("Contents", [])]
+    assert got == ["a/%02d" % i for i in range(12)]
+
+
+# ---- jobs ----
+
+def test_prefetch_template_and_prefix_then_upstream_stopped(s3rver, cache):
+    shards = {"shard-%03d.tar" % i: helpers.pattern_bytes(20000 + i, i) for i in range(30)}
+    others = {"imgs/%d.jpg" % i: b"jpg%d" % i for i in range(7)}
+    src = s3rver_bucket(s3rver, dict(shards, **others, **{"not-me": b"left alone"}))
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    jid = cache.start_job("prefetch", b, {"template": "shard-{000..029}.tar"})
+    j = cache.wait_job(jid)
+    assert j["state"] == "done" and j["error_count"] == 0, j
+    assert j["objects"] == 30 and j["total_objects"] == 30, j
+    assert j["bytes"] == sum(len(v) for v in shards.values())
+    assert j["nodes"] == 2 and j["stats"]["fetched"] == 30
+    jid = cache.start_job("prefetch", b, {"prefix": "imgs/"})
+    j = cache.wait_job(jid)
+    assert j["state"] == "done" and j["objects"] == 7, j
+    assert cached_names(cache, b) == set(shards) | set(others)
+    # again: everything is cached already, nothing is fetched
+    j = cache.wait_job(cache.start_job("prefetch", b, {"template": "shard-{000..029}.tar"}))
+    assert j["stats"]["already_cached"] == 30 and j["bytes"] == 0, j
+    # names that do not exist upstream: errors are kept by the job
+    j = cache.wait_job(cache.start_job("prefetch", b, {"names": ["nope-1", "nope-2"]}))
+    assert j["error_count"] == 2 and len(j["errors"]) == 2, j
+    assert all("nope-" in e for e in j["errors"])
+    s3rver.stop()
+    try:
+        for k, v in dict(shards, **others).items():
+            r = cache.get(b, k)
+            assert r.status_code == 200 and r.content == v, k
+        assert cache.get(b, "not-me").status_code == 503
+    finally:
+        s3rver.start()
+
+
+def test_prefetch_revalidate_and_stop(s3rver, cache):
+    src = s3rver_bucket(s3rver, {"o%d" % i: b"old %d" % i for i in range(10)})
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    j = cache.wait_job(cache.start_job("prefetch", b, {"template": "o{0..9}"}))
+    assert j["objects"] == 10
+    s3rver.client().put_object(Bucket=src, Key="o3", Body=b"new 3")
+    j = cache.wait_job(cache.start_job("prefetch", b, {"template": "o{0..9}",
+                                                        "revalidate": True}))
+    assert j["stats"]["fetched"] == 1 and j["stats"]["already_cached"] == 9, j
+    assert cache.get(b, "o3").content == b"new 3"
+    # a job stops when asked, from any proxy, and says so
+    jid = cache.start_job("prefetch", b, {"template": "none-{0..99999}"})
+    r = cache.api("DELETE", "/v1/jobs/" + jid)
+    assert r.status_code == 200
+    j = cache.wait_job(jid)
+    assert j["state"] == "aborted", j
+
+
+def test_evict_by_list_template_prefix_and_bucket(s3rver, cache):
+    objs = {"e/%d" % i: b"e%d" % i for i in range(6)}
+    objs.update({"t-%d" % i: b"t%d" % i for i in range(4)})
+    objs.update({"x": b"x", "y": b"y"})
+    src = s3rver_bucket(s3rver, objs)
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    j = cache.wait_job(cache.start_job("prefetch", b, {"names": sorted(objs)}))
+    assert j["objects"] == len(objs) and cached_names(cache, b) == set(objs)
+    j = cache.wait_job(cache.start_job("evict", b, {"names": ["x", "missing"]}))
+    assert j["state"] == "done" and j["objects"] == 1, j
+    assert cached_names(cache, b) == set(objs) - {"x"}
+    j = cache.wait_job(cache.start_job("evict", b, {"template": "t-{0..3}"}))
+    assert j["objects"] == 4 and j["bytes"] == 8, j
+    j = cache.wait_job(cache.start_job("evict", b, {"prefix": "e/"}))
+    assert j["objects"] == 6, j
+    assert cached_names(cache, b) == {"y"}
+    j = cache.wait_job(cache.start_job("evict", b))
+    assert j["objects"] == 1 and cached_names(cache, b) == set()
+    # the bucket stays, the upstream keeps everything, reads fill again
+    assert cache.api("HEAD", "/v1/buckets/" + b).status_code == 200
+    assert len(s3rver.client().list_objects_v2(Bucket=src)["Contents"]) == len(objs)
+    miss0 = cache.target_metric("hoard_cache_misses_total")
+    assert cache.get(b, "e/3").content == b"e3"
+    assert cache.target_metric("hoard_cache_misses_total") - miss0 == 1
+    assert cache.target_metric("hoard_evictions_total") >= len(objs)
+
+
+def test_props_validation(s3rver, cache):
+    r = cache.api("POST", "/v1/buckets/%s?provider=aws" % uname("bad"), body={})
+    helpers.check_json_error(r, 400, "InvalidArgument")
+    assert "upstream" in r.json()["message"]
+    r = cache.api("POST", "/v1/buckets/%s?provider=aws" % uname("bad"),
+                  body={"upstream": {"endpoint": "ftp://x"}})
+    helpers.check_json_error(r, 400, "InvalidArgument")
+    r = cache.api("POST", "/v1/buckets/%s" % uname("bad"),
+                  body={"upstream": {"endpoint": s3rver.url}})
+    helpers.check_json_error(r, 400, "InvalidArgument")  # a native bucket has no upstream
+    b = cache.create_cloud_bucket(uname("ok"), s3rver.url, "s3rver")
+    r = cache.api("PATCH", "/v1/buckets/" + b, body={"validate_warm_get": "yes"})
+    helpers.check_json_error(r, 400, "InvalidArgument")
+    r = cache.api("PATCH", "/v1/buckets/" + b, body={"upstream": None})
+    helpers.check_json_error(r, 400, "InvalidArgument")
+    j = cache.api("GET", "/v1/buckets").json()
+    assert {"name": b, "provider": "aws"}.items() <= \
+        [x for x in j["buckets"] if x["name"] == b][0].items()
+    # credentials never appear in the BMD or in props
+    text = cache.api("GET", "/v1/cluster/bmd").text + \
+        cache.api("GET", "/v1/buckets/%s?props" % b).text
+    assert "S3RVER:" not in text and UP_KEYS[1] not in text
