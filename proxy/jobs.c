@@ -486,9 +486,16 @@ void hd_proxy_rebalance_request(struct hd_proxy *p)
     atomic_store(&p->rb_pending, 1);
 }
 
-/* Sets or clears the smap's rebalance mark (and removes targets listed in gone). Caller
- * holds nothing; takes mu. */
-static int mark(struct hd_proxy *p, const char *id, json_t *gone)
+void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s)
+{
+    snprintf(s->rebalance, sizeof(s->rebalance), "rebalance-v%lld", (long long)s->version);
+    atomic_store(&p->rb_pending, 1);
+}
+
+/* Sets the smap's rebalance mark to id, or clears it (id "") if it still is `expect` (a
+ * membership change may have marked a newer rebalance meanwhile), and removes targets
+ * listed in gone. Caller holds nothing; takes mu. 1 when the mark was not `expect`. */
+static int mark(struct hd_proxy *p, const char *id, const char *expect, json_t *gone)
 {
     struct hd_smap *cur, *s = NULL;
     size_t i;
@@ -498,6 +505,10 @@ static int mark(struct hd_proxy *p, const char *id, json_t *gone)
     cur = hd_smap_state_smap(p->cs);
     if (!cur) {
         rc = HD_EUNAVAIL;
+        goto out;
+    }
+    if (expect && strcmp(cur->rebalance, expect) != 0) {
+        rc = 1;
         goto out;
     }
     if ((rc = hd_smap_clone(cur, &s)) < 0)
@@ -569,12 +580,19 @@ static void rebalance_start(struct hd_proxy *p)
 
     if (!s)
         return;
-    snprintf(id, sizeof(id), "rebalance-v%lld", (long long)s->version + 1);
-    hd_smap_unref(s);
-    if ((rc = mark(p, id, NULL)) < 0) {
-        HD_LOG(HD_ERROR, NULL, "rebalance: cannot mark the cluster map: %s", hd_strerror(rc));
-        return;
+    if (s->rebalance[0] && strcmp(s->rebalance, p->rb_started) != 0) {
+        snprintf(id, sizeof(id), "%s", s->rebalance); /* marked with the membership change */
+        hd_smap_unref(s);
+    } else {
+        snprintf(id, sizeof(id), "rebalance-v%lld", (long long)s->version + 1);
+        hd_smap_unref(s);
+        if ((rc = mark(p, id, NULL, NULL)) < 0) {
+            HD_LOG(HD_ERROR, NULL, "rebalance: cannot mark the cluster map: %s",
+                   hd_strerror(rc));
+            return;
+        }
     }
+    snprintf(p->rb_started, sizeof(p->rb_started), "%s", id);
     hd_proxy_push_pending(p);
     s = hd_smap_state_smap(p->cs);
     HD_LOG(HD_INFO, NULL, "rebalance %s: starting on every target (smap v%lld)", id,
@@ -625,7 +643,7 @@ static void rebalance_watch(struct hd_proxy *p)
     if (running == 0) {
         HD_LOG(HD_INFO, NULL, "rebalance %s: finished on every target", s->rebalance);
         remember_gone(p, gone);
-        if (mark(p, "", gone) == 0)
+        if (mark(p, "", s->rebalance, gone) == 0)
             hd_proxy_push_pending(p);
     }
 out:
