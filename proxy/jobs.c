@@ -19,6 +19,7 @@
 #include <sys/random.h>
 
 #include "common/buf.h"
+#include "common/cksum.h"
 #include "common/errors.h"
 #include "common/httpc.h"
 #include "common/log.h"
@@ -201,14 +202,12 @@ static void finish_view(json_t *m)
 static void random_hex(char *out, size_t nbytes)
 {
     unsigned char r[16];
-    size_t i;
 
     if (nbytes > sizeof(r))
         nbytes = sizeof(r);
     if (getrandom(r, nbytes, 0) != (ssize_t)nbytes)
         memset(r, 0, sizeof(r));
-    for (i = 0; i < nbytes; i++)
-        sprintf(out + 2 * i, "%02x", r[i]);
+    hd_hex(r, nbytes, out);
 }
 
 /* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
@@ -217,8 +216,8 @@ static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *i
                             const char *kind, const char *bucket, json_t *args, int all,
                             char *msg, size_t msglen)
 {
-    json_t *body = json_pack("{s:s, s:s, s:s, s:O}", "id", id, "kind", kind, "bucket", bucket,
-                             "args", args ? args : json_object());
+    json_t *body = json_pack("{s:s, s:s, s:s, s:o}", "id", id, "kind", kind, "bucket", bucket,
+                             "args", args ? json_incref(args) : json_object());
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct fan f;
     size_t i, ok = 0;
