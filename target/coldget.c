@@ -886,6 +886,11 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *
         hd_obj_meta_cleanup(&m);
         return;
     }
+    if (rc == HD_ENOSUCHKEY && hd_rebalance_gfn(t, cb->name, key) == 0) {
+        /* it was on its previous owner while the cluster map changes: now here */
+        serve_local(r, t, cb, key, head);
+        return;
+    }
     if (rc != HD_ENOSUCHKEY) {
         hd_resp_err(r, rc);
         return;

@@ -83,6 +83,8 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     free(mps);
     if (rc < 0)
         goto fail;
+    if ((rc = hd_rebalance_init(t)) < 0)
+        goto fail;
     if ((rc = hd_tcluster_new(t, cfg, &t->cl)) < 0) /* standalone too: the node id */
         goto fail;
     if ((rc = hd_cache_new(t, cfg, &t->cache)) < 0) /* reads the buckets the BMD gave */
@@ -115,6 +117,7 @@ void hd_target_free(struct hd_target *t)
     hd_cache_free(t->cache);
     hd_tcluster_free(t->cl);
     hd_store_close(t->st);
+    hd_rebalance_cleanup(t);
     hd_keys_cleanup(&t->keys);
     free(t->region);
     free(t->domain);

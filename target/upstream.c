@@ -171,6 +171,7 @@ static void delete_done(struct hd_req *r, struct hd_acall *a)
     }
     hd_cstat_add(HD_CS_DELETE_THROUGH, 1);
     rc = hd_store_delete(d->t->st, d->cb->name, d->key);
+    hd_rebalance_delete_elsewhere(d->t, d->cb->name, d->key); /* copies still moving */
     if (rc < 0 && rc != HD_ENOSUCHKEY)
         hd_resp_err(r, rc);
     else
