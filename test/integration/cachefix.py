@@ -19,9 +19,37 @@ import requests
 from botocore.config import Config
 
 import helpers
-from conftest import REPO, Target, _free_port
+from conftest import ACCESS_KEY, REPO, SECRET_KEY, Target, _free_port
 
 S3RVER_KEY = "S3RVER"
+UP_KEYS = ("UPSTREAMKEY", "upstreamSecret987")  # the hoard cluster used as an upstream
+C_KEYS = (ACCESS_KEY, SECRET_KEY)  # the caching cluster
+PROFILES = {
+    "HOARD_S3_PROFILE_S3RVER": "S3RVER:S3RVER",
+    "HOARD_S3_PROFILE_HOARDUP": "%s:%s" % UP_KEYS,
+    "HOARD_S3_PROFILE_WRONG": "%s:not-the-secret" % UP_KEYS[0],
+}
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    """Credential profiles for the daemons (environment: never in the BMD or logs)."""
+    old = {k: os.environ.get(k) for k in PROFILES}
+    os.environ.update(PROFILES)
+    yield
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def s3rver(tmp_path_factory, log_dir):
+    s = S3rver(str(tmp_path_factory.mktemp("s3rver")), os.path.join(log_dir, "s3rver"))
+    s.start()
+    yield s
+    s.stop()
 
 
 class S3rver:

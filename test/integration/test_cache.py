@@ -21,16 +21,8 @@ import pytest
 import requests
 
 import helpers
-from cachefix import HoardCluster, S3rver
-from conftest import _TARGETS, ACCESS_KEY, SECRET_KEY
-
-UP_KEYS = ("UPSTREAMKEY", "upstreamSecret987")
-C_KEYS = (ACCESS_KEY, SECRET_KEY)
-PROFILES = {
-    "HOARD_S3_PROFILE_S3RVER": "S3RVER:S3RVER",
-    "HOARD_S3_PROFILE_HOARDUP": "%s:%s" % UP_KEYS,
-    "HOARD_S3_PROFILE_WRONG": "%s:not-the-secret" % UP_KEYS[0],
-}
+from cachefix import C_KEYS, UP_KEYS, HoardCluster, profiles, s3rver  # noqa: F401
+from conftest import _TARGETS
 CACHE_TARGET = ["--space.check_ms", "200", "--cache.atime_flush_ms", "200",
                 "--upstream.retries", "1", "--upstream.backoff_ms", "50",
                 "--upstream.connect_timeout_ms", "1000"]
@@ -38,27 +30,6 @@ CACHE_TARGET = ["--space.check_ms", "200", "--cache.atime_flush_ms", "200",
 
 def uname(prefix):
     return "%s-%s" % (prefix, uuid.uuid4().hex[:10])
-
-
-@pytest.fixture(scope="module")
-def profiles():
-    """Credential profiles for the daemons (environment: never in the BMD or logs)."""
-    old = {k: os.environ.get(k) for k in PROFILES}
-    os.environ.update(PROFILES)
-    yield
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
-@pytest.fixture(scope="module")
-def s3rver(tmp_path_factory, log_dir):
-    s = S3rver(str(tmp_path_factory.mktemp("s3rver")), os.path.join(log_dir, "s3rver"))
-    s.start()
-    yield s
-    s.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,164 @@
+"""Caching tier: space management and registration on first access (issue 5, items 1 and 8).
+
+A one-target cluster whose single mountpath has a configured capacity of 8 MiB (watermarks
+low 50%, high 80%, out-of-space 95%): the LRU job evicts least-recently-used cached objects
+down to the low mark and never touches native objects; a second cluster with 4 MiB and an
+out-of-space mark of 90% refuses writes with 507 and keeps nothing partial. The first
+cluster's proxy has a default upstream (s3rver), so unknown buckets found there are registered
+as S3-backed on first access.
+"""
+import http.client
+import os
+import time
+import uuid
+
+import pytest
+
+import helpers
+from cachefix import C_KEYS, HoardCluster, profiles, s3rver  # noqa: F401
+from conftest import _TARGETS
+
+KIB = 1024
+MIB = 1024 * KIB
+OBJ = 256 * KIB
+
+
+def uname(prefix):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:10])
+
+
+def space_args(capacity, low, high, oos):
+    return ["--space.capacity", str(capacity), "--space.low", str(low), "--space.high",
+            str(high), "--space.oos", str(oos), "--space.check_ms", "100",
+            "--cache.atime_flush_ms", "100", "--upstream.retries", "0"]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory, log_dir, profiles, s3rver):  # noqa: F811
+    c = HoardCluster("small", str(tmp_path_factory.mktemp("small")), log_dir, _TARGETS, C_KEYS,
+                     ntargets=1, mountpaths=1,
+                     proxy_extra=["--upstream.endpoint", s3rver.url, "--upstream.profile",
+                                  "s3rver"],
+                     target_extra=space_args(8 * MIB, 50, 80, 95))
+    c.start()
+    yield c
+    problems = c.stop()
+    assert not problems, problems
+
+
+@pytest.fixture
+def tiny(tmp_path_factory, log_dir, profiles):  # noqa: F811
+    c = HoardCluster("tiny", str(tmp_path_factory.mktemp("tiny")), log_dir, _TARGETS, C_KEYS,
+                     ntargets=1, mountpaths=1, target_extra=space_args(4 * MIB, 90, 95, 90))
+    c.start()
+    yield c
+    problems = c.stop()
+    assert not problems, problems
+
+
+def cached(c, bucket):
+    j = c.listing(bucket, cached="true", limit=10000)
+    return {e["name"] for e in j["entries"]}
+
+
+def used(c):
+    t = c.targets[0]
+    return t.metric("hoard_mountpath_used_bytes", mountpath=os.path.realpath(t.mountpaths[0]))
+
+
+def test_lru_evicts_least_recently_used_down_to_low(s3rver, small):  # noqa: F811
+    src = uname("lru")
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    names = ["c%02d" % i for i in range(25)]
+    for i, k in enumerate(names):
+        up.put_object(Bucket=src, Key=k, Body=helpers.pattern_bytes(OBJ, i))
+    b = small.create_cloud_bucket(src, s3rver.url, "s3rver")
+    nb = uname("native")
+    assert small.api("POST", "/v1/buckets/" + nb).status_code == 201
+    assert small.api("PUT", small.obj_path(nb, "n0"),
+                     body=helpers.pattern_bytes(OBJ, 99)).status_code == 200
+    for k in names[:19]:  # 20 objects of 256 KiB: 5 MiB, 62.5% of 8 MiB
+        assert small.get(b, k).status_code == 200
+    assert used(small) == 20 * OBJ
+    time.sleep(0.3)
+    for k in names[:9]:  # used again: more recent than c09..c18
+        assert small.get(b, k).status_code == 200
+    time.sleep(0.3)  # past an atime flush
+    ev0 = small.target_metric("hoard_evictions_total")
+    for k in names[19:]:  # 26 objects: 6.5 MiB, above the high mark (6.4 MiB)
+        assert small.get(b, k).status_code == 200
+    # the LRU job brings it down to the low mark (4 MiB = 16 objects), oldest first
+    keep = set(names[:9]) | set(names[19:])
+    helpers.wait_until(lambda: cached(small, b) == keep, timeout=30,
+                       what="LRU eviction of c09..c18")
+    assert small.target_metric("hoard_evictions_total") - ev0 == 10
+    assert used(small) <= 4 * MIB
+    jobs = small.api("GET", "/v1/jobs").json()["jobs"]
+    lru = [j for j in jobs if j["kind"] == "lru"]
+    assert lru and lru[0]["state"] == "done" and lru[0]["objects"] == 10, lru
+    # native objects are never evicted
+    r = small.get(nb, "n0")
+    assert r.status_code == 200 and r.content == helpers.pattern_bytes(OBJ, 99)
+    # the evicted ones are still readable: fetched again
+    assert small.get(b, "c10").content == helpers.pattern_bytes(OBJ, 10)
+
+
+def test_registered_on_first_access(s3rver, small):  # noqa: F811
+    name = uname("auto")
+    up = s3rver.client()
+    up.create_bucket(Bucket=name)
+    up.put_object(Bucket=name, Key="hello.txt", Body=b"found upstream")
+    assert name not in [x["name"] for x in small.api("GET", "/v1/buckets").json()["buckets"]]
+    r = small.get(name, "hello.txt")
+    assert r.status_code == 200 and r.content == b"found upstream"
+    info = [x for x in small.api("GET", "/v1/buckets").json()["buckets"] if x["name"] == name]
+    assert info and info[0]["provider"] == "aws", info
+    props = small.api("GET", "/v1/buckets/%s?props" % name).json()["props"]
+    assert props["upstream"]["endpoint"] == s3rver.url
+    assert props["upstream"]["profile"] == "s3rver"
+    # S3 clients too: a listing of a bucket only the upstream knows
+    other = uname("auto")
+    up.create_bucket(Bucket=other)
+    up.put_object(Bucket=other, Key="k", Body=b"v")
+    keys = [o["Key"] for o in small.s3().list_objects_v2(Bucket=other).get("Contents", [])]
+    assert keys == ["k"]
+    # a bucket the upstream does not have stays unknown
+    r = small.get(uname("nowhere"), "x")
+    assert r.status_code == 404 and r.json()["code"] == "NoSuchBucket", r.text
+
+
+def test_out_of_space_refuses_writes_and_keeps_nothing(tiny):
+    nb = uname("full")
+    assert tiny.api("POST", "/v1/buckets/" + nb).status_code == 201
+    for i in range(3):  # 3 MiB of 4: below the 90% mark (3.6 MiB)
+        r = tiny.api("PUT", tiny.obj_path(nb, "o%d" % i), body=helpers.pattern_bytes(MIB, i))
+        assert r.status_code == 200, r.text
+    # refused before the body is read: through the S3 relay (which drains the rest) the
+    # client gets the error cleanly
+    with pytest.raises(Exception) as e:
+        tiny.s3().put_object(Bucket=nb, Key="too-big", Body=helpers.pattern_bytes(MIB, 7))
+    assert e.value.response["Error"]["Code"] == "InsufficientStorage"
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 507
+
+    # no Content-Length (chunked, through the S3 relay): refused once the mark is reached
+    # mid-body; the temp file goes
+    path = "/%s/streamed" % nb
+    h = helpers.sign_headers("PUT", tiny.url + path, C_KEYS[0], C_KEYS[1],
+                             {"Transfer-Encoding": "chunked"})
+    conn = http.client.HTTPConnection("127.0.0.1", tiny.proxy.port, timeout=60)
+    conn.request("PUT", path, body=iter([b"z" * (64 * KIB)] * 16), headers=h,
+                 encode_chunked=True)
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    assert resp.status == 507 and b"InsufficientStorage" in body, (resp.status, body)
+    r = tiny.api("PUT", tiny.obj_path(nb, "small"), body=b"s" * (100 * KIB))
+    assert r.status_code == 200, r.text  # what fits below the mark is still accepted
+    names = {e["name"] for e in tiny.listing(nb)["entries"]}
+    assert names == {"o0", "o1", "o2", "small"}
+    assert tiny.targets[0].tmp_files() == []
+    assert tiny.get(nb, "too-big").status_code == 404
+    # deleting frees room
+    assert tiny.api("DELETE", tiny.obj_path(nb, "o0")).status_code == 204
+    tiny.s3().put_object(Bucket=nb, Key="too-big", Body=helpers.pattern_bytes(MIB, 7))
