@@ -10,7 +10,10 @@ message), listing with the cached flag, prefetch (template, prefix) then reads w
 upstream stopped, evict, an ETag mismatch caching nothing.
 """
 import hashlib
+import json
 import os
+import re
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -483,3 +486,53 @@ def test_props_validation(s3rver, cache):
     text = cache.api("GET", "/v1/cluster/bmd").text + \
         cache.api("GET", "/v1/buckets/%s?props" % b).text
     assert "S3RVER:" not in text and UP_KEYS[1] not in text
+
+
+# ---- CLI ----
+
+def hoard(cache, *args, env=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    e.update({"HOARD_ENDPOINT": cache.url, "AWS_ACCESS_KEY_ID": C_KEYS[0],
+              "AWS_SECRET_ACCESS_KEY": C_KEYS[1]})
+    e.update(env or {})
+    exe = os.path.join(cache.proxy.bin_dir, "hoard")
+    return subprocess.run([exe] + list(args), capture_output=True, text=True, env=e, timeout=120)
+
+
+def test_cli_bucket_prefetch_evict_jobs(s3rver, cache):
+    objs = {"shard-%03d.tar" % i: helpers.pattern_bytes(30000, i) for i in range(12)}
+    src = s3rver_bucket(s3rver, objs)
+    p = hoard(cache, "bucket", "create", "s3://" + src, "--upstream", s3rver.url,
+              "--profile", "s3rver")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "created s3://%s -> %s" % (src, s3rver.url)
+    p = hoard(cache, "bucket", "props", src)
+    assert p.returncode == 0 and "upstream.endpoint      %s" % s3rver.url in p.stdout, p.stdout
+    p = hoard(cache, "bucket", "props", src, "validate_warm_get=true")
+    assert p.returncode == 0 and "validate_warm_get      true" in p.stdout, p.stdout
+    p = hoard(cache, "--json", "bucket", "props", src)
+    assert json.loads(p.stdout)["props"]["validate_warm_get"] is True
+    p = hoard(cache, "prefetch", src, "--template", "shard-{000..011}.tar", "--wait",
+              env={"HOARD_PROGRESS": "1"})
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert "12 / 12 objects  100%" in p.stderr, p.stderr  # the progress line
+    assert re.match(r"prefetch prefetch-\S+ done: 12 objects, .* 0 errors", p.stdout), p.stdout
+    assert cached_names(cache, src) == set(objs)
+    p = hoard(cache, "job", "ls")
+    assert p.returncode == 0 and "prefetch" in p.stdout and "12/12" in p.stdout, p.stdout
+    p = hoard(cache, "evict", src, "--list", "shard-000.tar,shard-001.tar", "--wait")
+    assert p.returncode == 0 and "done: 2 objects" in p.stdout, p.stdout
+    p = hoard(cache, "prefetch", src, "--list", "shard-000.tar,missing")
+    assert p.returncode == 0, p.stderr
+    jid = re.search(r"job (\S+) started", p.stdout).group(1)
+    p = hoard(cache, "job", "wait", jid)
+    assert p.returncode == 1, p.stdout  # finished with an error: said so, exit 1
+    assert "1 errors" in p.stdout and "missing" in p.stdout, p.stdout
+    p = hoard(cache, "job", "show", jid)
+    assert p.returncode == 0 and "missing" in p.stdout
+    p = hoard(cache, "evict", src, "--wait")
+    assert p.returncode == 0 and cached_names(cache, src) == set()
+    p = hoard(cache, "prefetch", src)
+    assert p.returncode == 2 and "needs --list, --template or --prefix" in p.stderr
+    p = hoard(cache, "bucket", "create", "s3://" + uname("x"), "--profile", "p")
+    assert p.returncode == 2 and "--upstream URL is needed" in p.stderr

@@ -36,6 +36,17 @@ enum hd_cli_optid {
     HD_CLI_OPT_CONTENT_TYPE,
     HD_CLI_OPT_ACCESS_KEY,
     HD_CLI_OPT_SECRET_KEY,
+    HD_CLI_OPT_UPSTREAM,   /* caching tier (cmd_cache.c) */
+    HD_CLI_OPT_PROFILE,
+    HD_CLI_OPT_REGION,
+    HD_CLI_OPT_STYLE,
+    HD_CLI_OPT_REMOTE,
+    HD_CLI_OPT_LIST,
+    HD_CLI_OPT_TEMPLATE,
+    HD_CLI_OPT_PREFIX,
+    HD_CLI_OPT_REVALIDATE,
+    HD_CLI_OPT_WAIT,
+    HD_CLI_OPT_TIMEOUT,
     HD_CLI_OPT_COUNT
 };
 
@@ -52,7 +63,7 @@ typedef int (*hd_cli_handler_fn)(struct hd_cli *cli, int argc, char **argv);
 
 struct hd_cli_cmd {
     const char *noun;
-    const char *verb;
+    const char *verb; /* "" for a command that is its noun alone (hoard prefetch B) */
     hd_cli_handler_fn run;
     int min_args, max_args; /* positional argument count bounds */
     const char *args;       /* positional usage, e.g. "FILE|- B/O" */
@@ -104,5 +115,14 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_head(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_rm(struct hd_cli *cli, int argc, char **argv);
+/* cmd_cache.c */
+int hd_cli_cloud_create(struct hd_cli *cli, const char *name);
+int hd_cli_bucket_props(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_prefetch(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_evict(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_job_ls(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_job_show(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_job_stop(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv);
 
 #endif

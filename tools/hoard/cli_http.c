@@ -306,11 +306,14 @@ static int setup(struct xfer *x, struct curl_slist **hdrs, const char *url, int 
         SET(CURLOPT_SEEKDATA, x);
         if (rq->upload_size >= 0)
             SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->upload_size);
-    } else if (strcmp(rq->method, "POST") == 0) {
+    } else if (strcmp(rq->method, "POST") == 0 || (rq->body && strcmp(rq->method, "GET"))) {
         SET(CURLOPT_POST, 1L);
-        SET(CURLOPT_POSTFIELDS, "");
-        SET(CURLOPT_POSTFIELDSIZE, 0L);
-        *hdrs = curl_slist_append(*hdrs, "Content-Type:"); /* drop curl's form default */
+        SET(CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
+        SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(rq->body ? rq->body_len : 0));
+        if (strcmp(rq->method, "POST") != 0)
+            SET(CURLOPT_CUSTOMREQUEST, rq->method);
+        if (!rq->content_type) /* drop curl's form default */
+            *hdrs = curl_slist_append(*hdrs, "Content-Type:");
     } else if (strcmp(rq->method, "GET") != 0) {
         SET(CURLOPT_CUSTOMREQUEST, rq->method);
     }

@@ -35,6 +35,8 @@ struct hd_cli_req {
     int64_t upload_size; /* -1 when unknown (sent chunked) */
     FILE *download;      /* sink for a 2xx body; NULL buffers it in resp->body */
     const char *content_type;
+    const char *body;    /* POST/PATCH body from memory (JSON), NULL for none */
+    size_t body_len;
     int hash;            /* compute the MD5 of the uploaded or downloaded bytes */
     int discard_success; /* abort at once on a 2xx body (used to fetch error details) */
 };

@@ -64,6 +64,10 @@ out:
 
 int hd_cli_bucket_create(struct hd_cli *cli, int argc, char **argv)
 {
+    if (strncmp(argv[0], "s3://", 5) == 0) /* S3-backed (cmd_cache.c) */
+        return hd_cli_cloud_create(cli, argv[0] + 5);
+    if (cli->opt[HD_CLI_OPT_UPSTREAM] || cli->opt[HD_CLI_OPT_PROFILE])
+        return hd_cli_usage_error(cli, "--upstream and --profile are for s3:// buckets");
     return bucket_simple(cli, argv[0], "POST", "create", "created");
 }
 

@@ -36,17 +36,47 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
                                "SigV4 access key (env AWS_ACCESS_KEY_ID)"},
     [HD_CLI_OPT_SECRET_KEY] = {"secret-key", 1, 1, "KEY",
                                "SigV4 secret key (env AWS_SECRET_ACCESS_KEY)"},
+    [HD_CLI_OPT_UPSTREAM] = {"upstream", 1, 0, "URL",
+                             "upstream S3 endpoint of an s3:// bucket (not --endpoint: that is "
+                             "the hoard node)"},
+    [HD_CLI_OPT_PROFILE] = {"profile", 1, 0, "P",
+                            "credential profile the nodes use for the upstream"},
+    [HD_CLI_OPT_REGION] = {"region", 1, 0, "R", "upstream region (default us-east-1)"},
+    [HD_CLI_OPT_STYLE] = {"style", 1, 0, "S", "upstream addressing: path (default) | virtual"},
+    [HD_CLI_OPT_REMOTE] = {"remote-bucket", 1, 0, "NAME",
+                           "the bucket's name at the upstream (default: the same)"},
+    [HD_CLI_OPT_LIST] = {"list", 1, 0, "A,B,..", "object names, comma-separated"},
+    [HD_CLI_OPT_TEMPLATE] = {"template", 1, 0, "T",
+                             "brace template of names, e.g. 'shard-{0000..0999}.tar'"},
+    [HD_CLI_OPT_PREFIX] = {"prefix", 1, 0, "P", "every object whose name starts with P"},
+    [HD_CLI_OPT_REVALIDATE] = {"revalidate", 0, 0, NULL,
+                               "refetch cached objects whose upstream ETag changed"},
+    [HD_CLI_OPT_WAIT] = {"wait", 0, 0, NULL, "wait for the job, showing its progress"},
+    [HD_CLI_OPT_TIMEOUT] = {"timeout", 1, 0, "S", "give up waiting after S seconds"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
                                             HD_CLI_OPT_TOKEN, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid put_opts[] = {HD_CLI_OPT_CONTENT_TYPE, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid create_opts[] = {HD_CLI_OPT_UPSTREAM, HD_CLI_OPT_PROFILE,
+                                                HD_CLI_OPT_REGION,   HD_CLI_OPT_STYLE,
+                                                HD_CLI_OPT_REMOTE,   HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid prefetch_opts[] = {
+    HD_CLI_OPT_LIST, HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_PREFIX, HD_CLI_OPT_REVALIDATE,
+    HD_CLI_OPT_WAIT, HD_CLI_OPT_TIMEOUT,  HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid evict_opts[] = {HD_CLI_OPT_LIST, HD_CLI_OPT_TEMPLATE,
+                                               HD_CLI_OPT_PREFIX, HD_CLI_OPT_WAIT,
+                                               HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid wait_opts[] = {HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 
 /* The command table: one row per <noun> <verb>. Help text is generated from it. */
 static const struct hd_cli_cmd cmds[] = {
-    {"bucket", "create", hd_cli_bucket_create, 1, 1, "B", "create bucket B", NULL},
+    {"bucket", "create", hd_cli_bucket_create, 1, 1, "B|s3://B",
+     "create bucket B, or S3-backed bucket B in front of an upstream", create_opts},
     {"bucket", "ls", hd_cli_bucket_ls, 0, 0, "", "list buckets", NULL},
     {"bucket", "rm", hd_cli_bucket_rm, 1, 1, "B", "remove bucket B (must be empty)", NULL},
+    {"bucket", "props", hd_cli_bucket_props, 1, 64, "B [KEY=VALUE...]",
+     "show bucket properties, or set them (validate_warm_get=true, upstream.profile=P)", NULL},
     {"object", "put", hd_cli_object_put, 2, 2, "FILE|- B/O",
      "upload FILE (or stdin) as object O in bucket B", put_opts},
     {"object", "get", hd_cli_object_get, 1, 2, "B/O [FILE|DIR|-]",
@@ -56,6 +86,15 @@ static const struct hd_cli_cmd cmds[] = {
     {"object", "ls", hd_cli_object_ls, 1, 1, "B[/PREFIX]",
      "list objects (all pages unless --limit)", ls_opts},
     {"object", "rm", hd_cli_object_rm, 1, 1, "B/O", "remove an object", NULL},
+    {"prefetch", "", hd_cli_prefetch, 1, 1, "B",
+     "cache objects of S3-backed bucket B (a job on every target)", prefetch_opts},
+    {"evict", "", hd_cli_evict, 1, 1, "B",
+     "drop cached objects of S3-backed bucket B (all without a selection)", evict_opts},
+    {"job", "ls", hd_cli_job_ls, 0, 0, "", "list jobs", NULL},
+    {"job", "show", hd_cli_job_show, 1, 1, "ID", "show a job's progress and errors", NULL},
+    {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "stop a job on every target", NULL},
+    {"job", "wait", hd_cli_job_wait, 1, 1, "ID", "wait for a job, drawing a progress line",
+     wait_opts},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -87,7 +126,8 @@ static void cmd_line(const struct hd_cli_cmd *c, char *line, size_t len)
     const enum hd_cli_optid *o;
     int n;
 
-    n = snprintf(line, len, "%s %s%s%s", c->noun, c->verb, *c->args ? " " : "", c->args);
+    n = snprintf(line, len, "%s%s%s%s%s", c->noun, *c->verb ? " " : "", c->verb,
+                 *c->args ? " " : "", c->args);
     for (o = c->opts; o && *o != HD_CLI_OPT_COUNT && n > 0 && (size_t)n < len; o++) {
         const struct hd_cli_opt *d = &hd_cli_opts[*o];
         n += snprintf(line + n, len - (size_t)n, " [--%s%s%s]", d->name, d->has_arg ? " " : "",
@@ -357,6 +397,11 @@ static int run(struct hd_cli *cli, int argc, char **argv)
             noun = argv[i];
             if (noun_known(noun))
                 cli->noun = noun; /* usage errors from here on show this noun's commands */
+            for (k = 0; k < NCMDS; k++) /* a command that is its noun alone */
+                if (strcmp(cmds[k].noun, noun) == 0 && !*cmds[k].verb) {
+                    cli->cmd = &cmds[k];
+                    verb = "";
+                }
         } else if (!verb && strcmp(noun, "help") != 0) {
             verb = argv[i];
         } else {
