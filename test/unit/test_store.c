@@ -39,7 +39,8 @@ struct fx {
 
 static int fx_start(struct fx *f)
 {
-    struct hd_store_cfg cfg = {f->data, f->mps, f->nmp, f->fsync};
+    struct hd_store_cfg cfg = {.data_dir = f->data, .mountpaths = f->mps, .nmp = f->nmp,
+                               .fsync = f->fsync};
     size_t i;
     int rc = hd_store_open(&cfg, &f->st);
 
@@ -758,7 +759,7 @@ out:
     {
         struct hd_store *st = NULL;
         const char *mps[1] = {"/dev/null/mp"};
-        struct hd_store_cfg cfg = {"/tmp", mps, 0, 0};
+        struct hd_store_cfg cfg = {.data_dir = "/tmp", .mountpaths = mps};
         CHECK_EQ_INT(hd_store_open(&cfg, &st), -EINVAL);
         cfg.nmp = 1;
         cfg.data_dir = "/dev/null/data";
