@@ -154,10 +154,11 @@ struct hd_put_attrs;
 struct hd_wt;
 /* Write-through of a verified PUT body before it is committed locally. 1: r is parked (call
  * again from on_end), 0: the upstream took it (etag_out holds its ETag: commit with it),
- * negative: the error to answer with (msg filled). *wt is the state between calls; free it
- * with hd_cache_wt_free in on_done. */
+ * negative: the error to answer with (msg filled). md5_known: the put's MD5 describes its
+ * bytes (not so after hd_put_append_file: then it is computed from the file). *wt is the
+ * state between calls; free it with hd_cache_wt_free in on_done. */
 int hd_cache_put_through(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
-                         const char *key, struct hd_put *p, const char *ctype,
+                         const char *key, struct hd_put *p, int md5_known, const char *ctype,
                          const char *meta, struct hd_wt **wt, char etag_out[48], char *msg,
                          size_t msglen);
 void hd_cache_wt_free(struct hd_wt *wt);

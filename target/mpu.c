@@ -705,19 +705,27 @@ static void crc_encode(enum hd_ck_type t, uint64_t v, char out[HD_CK_B64_MAX])
 
 /* ---- CompleteMultipartUpload ---- */
 
+struct complete_res {
+    char etag[48];
+    enum hd_ck_type ck;
+    int full;
+    char ck_val[64];
+};
+
 struct complete_ctx {
     uint32_t magic;
     struct hd_target *t;
     char *bucket, *key;
     char id[MPU_ID_HEX + 1];
     struct hd_buf body;
-};
-
-struct complete_res {
-    char etag[48];
-    enum hd_ck_type ck;
-    int full;
-    char ck_val[64];
+    /* S3-backed buckets: the assembled object goes to the upstream (parking the request)
+     * before it is committed here */
+    struct hd_cbucket *cb;
+    struct hd_put *p;
+    struct hd_put_attrs a;
+    char *ctype, *meta;
+    struct complete_res res;
+    struct hd_wt *wt;
 };
 
 /* The checked parts of a Complete, in order: content files (relative) and sizes. They are
@@ -1017,6 +1025,23 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
         a.ck_type = hd_cksum_name(res->ck);
         a.ck_val = res->ck_val;
     }
+    if (cc->cb) { /* S3-backed: complete_end writes it through, then commits */
+        cc->res = *res;
+        cc->a = a;
+        cc->ctype = u.ctype ? strdup(u.ctype) : NULL;
+        cc->meta = u.meta ? strdup(u.meta) : NULL;
+        if ((u.ctype && !cc->ctype) || (u.meta && !cc->meta)) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        cc->a.ctype = cc->ctype;
+        cc->a.meta = cc->meta;
+        cc->a.ck_val = res->full ? cc->res.ck_val : NULL;
+        cc->p = p;
+        p = NULL;
+        rc = 0;
+        goto out;
+    }
     if ((rc = hd_put_commit(p, &a, &m)) < 0)
         goto out;
     hd_obj_meta_cleanup(&m);
@@ -1035,7 +1060,7 @@ static void complete_end(struct hd_req *r)
     struct complete_res res;
     struct hd_buf b, loc;
     const char *msg = NULL, *host;
-    char tag[32], etag[64];
+    char tag[32], etag[64], uetag[48], wmsg[512];
     size_t i;
     int rc;
 
@@ -1044,6 +1069,8 @@ static void complete_end(struct hd_req *r)
         hd_resp_err(r, r->body_err);
         return;
     }
+    if (cc->p) /* back from the upstream */
+        goto through;
     rc = hd_xml_parse_complete(cc->body.data ? cc->body.data : "", cc->body.len, &req);
     if (rc < 0) {
         hd_resp_err(r, rc);
@@ -1056,6 +1083,29 @@ static void complete_end(struct hd_req *r)
         }
     if ((rc = complete_run(r, cc, &req, &res, &msg)) < 0)
         goto out;
+    if (cc->p) {
+        struct hd_obj_meta m;
+        hd_xml_complete_cleanup(&req);
+through:
+        rc = hd_cache_put_through(r, cc->t, cc->cb, cc->key, cc->p, 0, cc->ctype, cc->meta,
+                                  &cc->wt, uetag, wmsg, sizeof(wmsg));
+        if (rc == 1)
+            return; /* parked: complete_end runs again when the upload is done */
+        if (rc < 0) {
+            msg = wmsg[0] ? wmsg : NULL;
+            goto out;
+        }
+        /* the upstream took it as one object: its ETag is the object's from now on */
+        cc->a.etag = uetag;
+        snprintf(cc->res.etag, sizeof(cc->res.etag), "%s", uetag);
+        if ((rc = hd_put_commit(cc->p, &cc->a, &m)) < 0)
+            goto out;
+        hd_obj_meta_cleanup(&m);
+        rc = complete_finish(cc, hd_store_mp_for(cc->t->st, cc->bucket, cc->key), &cc->res);
+        if (rc < 0)
+            goto out;
+        res = cc->res;
+    }
 
     hd_buf_init(&loc);
     host = hd_req_header(r, "Host");
@@ -1104,6 +1154,11 @@ static void complete_done(struct hd_req *r)
         return;
     cc->magic = 0;
     hd_buf_cleanup(&cc->body);
+    hd_cache_wt_free(cc->wt);
+    hd_put_free(cc->p);
+    hd_cbucket_unref(cc->cb);
+    free(cc->ctype);
+    free(cc->meta);
     free(cc->bucket);
     free(cc->key);
     free(cc);
@@ -1140,6 +1195,7 @@ void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, 
     snprintf(cc->id, sizeof(cc->id), "%s", id);
     cc->bucket = strdup(bucket);
     cc->key = strdup(key);
+    cc->cb = hd_cache_bucket(t->cache, bucket); /* S3-backed: written through at the end */
     r->data = cc;
     r->on_done = complete_done;
     if (!cc->bucket || !cc->key) {

@@ -408,7 +408,7 @@ static void put_end(struct hd_req *r)
         return;
     }
     if (pc->cb) { /* S3-backed: committed here only once the upstream has it */
-        rc = hd_cache_put_through(r, pc->t, pc->cb, pc->key, pc->put, pc->ctype, pc->meta,
+        rc = hd_cache_put_through(r, pc->t, pc->cb, pc->key, pc->put, 1, pc->ctype, pc->meta,
                                   &pc->wt, uetag, msg, sizeof(msg));
         if (rc == 1)
             return; /* parked; put_end runs again when the upload is done */

@@ -24,6 +24,8 @@
 
 /* ---- PUT ---- */
 
+#define WT_MAX (5ull << 30) /* S3's limit for one PUT */
+
 struct hd_wt {
     struct hd_acall *a;
 };
@@ -33,6 +35,7 @@ struct wtctx {
     char *key, *path, *ctype, *meta;
     uint64_t size;
     unsigned char md5[16];
+    int md5_known; /* else computed from the file first (an assembled multipart object) */
     char etag[48];
 };
 
@@ -48,6 +51,34 @@ static void wtctx_free(void *arg)
     free(w);
 }
 
+static int file_md5(int fd, unsigned char out[16])
+{
+    struct hd_md5 m;
+    char *buf = malloc(1 << 20);
+    off_t off = 0;
+    ssize_t n;
+    int rc = 0;
+
+    if (!buf || hd_md5_init(&m) < 0) {
+        free(buf);
+        return -ENOMEM;
+    }
+    while ((n = pread(fd, buf, 1 << 20, off)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
+        hd_md5_update(&m, buf, (size_t)n);
+        off += n;
+    }
+    hd_md5_final(&m, out);
+    hd_md5_cleanup(&m);
+    free(buf);
+    return rc;
+}
+
 static void wt_run(struct hd_acall *a)
 {
     struct wtctx *w = a->arg;
@@ -59,6 +90,12 @@ static void wt_run(struct hd_acall *a)
                  hd_strerror(a->rc));
         return;
     }
+    if (!w->md5_known && (a->rc = file_md5(fd, w->md5)) < 0) {
+        snprintf(a->err.msg, sizeof(a->err.msg), "Cannot read the uploaded body back: %s",
+                 hd_strerror(a->rc));
+        close(fd);
+        return;
+    }
     a->rc = hd_s3c_put_object(&w->cb->s3, w->cb->remote, w->key, fd, w->size, w->md5, w->ctype,
                               w->meta, w->etag, &a->err);
     close(fd);
@@ -67,9 +104,9 @@ static void wt_run(struct hd_acall *a)
 }
 
 int hd_cache_put_through(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
-                         const char *key, struct hd_put *p, const char *ctype,
-                         const char *meta, struct hd_wt **wt, char etag_out[48], char *msg,
-                         size_t msglen)
+                         const char *key, struct hd_put *p, int md5_known,
+                         const char *ctype, const char *meta, struct hd_wt **wt,
+                         char etag_out[48], char *msg, size_t msglen)
 {
     struct hd_acall *a;
     struct wtctx *w;
@@ -80,6 +117,11 @@ int hd_cache_put_through(struct hd_req *r, struct hd_target *t, struct hd_cbucke
     if (!*wt) {
         if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
             return rc;
+        if (hd_put_size(p) > WT_MAX) {
+            snprintf(msg, msglen, "Objects over 5 GiB cannot be written through to an "
+                                  "upstream yet (one PUT).");
+            return HD_ETOOLARGE;
+        }
         if ((rc = hd_put_flush(p)) < 0)
             return rc;
         w = calloc(1, sizeof(*w));
@@ -95,7 +137,9 @@ int hd_cache_put_through(struct hd_req *r, struct hd_target *t, struct hd_cbucke
         w->ctype = ctype ? strdup(ctype) : NULL;
         w->meta = meta ? strdup(meta) : NULL;
         w->size = hd_put_size(p);
-        hd_put_md5(p, w->md5);
+        w->md5_known = md5_known;
+        if (md5_known)
+            hd_put_md5(p, w->md5);
         if (!w->key || !w->path || (ctype && !w->ctype) || (meta && !w->meta)) {
             wtctx_free(w);
             return -ENOMEM;

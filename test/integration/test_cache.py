@@ -536,3 +536,24 @@ def test_cli_bucket_prefetch_evict_jobs(s3rver, cache):
     assert p.returncode == 2 and "needs --list, --template or --prefix" in p.stderr
     p = hoard(cache, "bucket", "create", "s3://" + uname("x"), "--profile", "p")
     assert p.returncode == 2 and "--upstream URL is needed" in p.stderr
+
+
+def test_write_through_multipart(upstream, cache):
+    """A multipart upload to an S3-backed bucket: assembled on the owner, written through as
+    one object, committed with the upstream's ETag."""
+    from boto3.s3.transfer import TransferConfig
+    import io
+    ub = uname("mpu")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    body = helpers.pattern_bytes(12 * 1024 * 1024 + 5, 11)
+    cfg = TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024,
+                         max_concurrency=2)
+    cache.s3().upload_fileobj(io.BytesIO(body), b, "parts.bin", Config=cfg,
+                              ExtraArgs={"Metadata": {"m": "1"}})
+    o = u.get_object(Bucket=ub, Key="parts.bin")
+    assert o["Body"].read() == body and o["Metadata"] == {"m": "1"}
+    h = cache.s3().head_object(Bucket=b, Key="parts.bin")
+    assert h["ETag"] == o["ETag"] and h["ContentLength"] == len(body)
+    assert cached_names(cache, b) == {"parts.bin"}
