@@ -281,14 +281,13 @@ static int fill_data(void *arg, const char *p, size_t n)
     return 0;
 }
 
-/* Size, ETag and commit of a complete whole-object fill. */
-static int fill_commit(struct fill *f)
+/* Size and ETag of a complete whole-object fill. */
+static int fill_verify(struct fill *f)
 {
-    struct hd_put_attrs a;
     unsigned char md5[16];
     char hex[33];
     size_t el = strlen(f->obj.etag);
-    int rc, i, plain = el == 32;
+    int i, plain = el == 32;
 
     if (f->obj.have_length && hd_put_size(f->put) != f->obj.length) {
         snprintf(f->msg, sizeof(f->msg),
@@ -307,8 +306,21 @@ static int fill_commit(struct fill *f)
                  f->cb->s3.endpoint, f->obj.etag, hex);
         return HD_EUNAVAIL;
     }
+    return 0;
+}
+
+/* Commits a verified whole-object fill (fsync, rename, catalog row). */
+static int fill_commit(struct fill *f)
+{
+    struct hd_put_attrs a;
+    unsigned char md5[16];
+    char hex[33];
+    int rc;
+
+    hd_put_md5(f->put, md5);
+    hd_hex(md5, 16, hex);
     memset(&a, 0, sizeof(a));
-    a.etag = el ? f->obj.etag : hex;
+    a.etag = f->obj.etag[0] ? f->obj.etag : hex;
     a.ctype = f->obj.ctype[0] ? f->obj.ctype : NULL;
     a.meta = f->obj.meta;
     a.mtime_ms = f->obj.mtime_ms;
@@ -382,6 +394,14 @@ static void fill_run(struct fill *f)
                  f->cb->s3.endpoint, (unsigned long long)hd_put_size(f->put),
                  (unsigned long long)f->obj.length);
         rc = HD_EUNAVAIL;
+    }
+    if (rc == 0 && !f->range)
+        rc = fill_verify(f);
+    if (rc == 0) { /* verified: the readers may have the last bytes while we commit */
+        pthread_mutex_lock(&f->mu);
+        f->filled = hd_put_size(f->put);
+        wake_readers(f);
+        pthread_mutex_unlock(&f->mu);
     }
     if (rc == 0 && !f->range)
         rc = fill_commit(f);

@@ -5,7 +5,8 @@
 #
 # Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
 #      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement),
-#      BENCH_ONLY=get|put (one half), BENCH_HOARDD (another hoardd binary, for A/B runs),
+#      BENCH_ONLY=get|put|cache (one part; cache = test/bench/cache.py, the caching tier),
+#      BENCH_HOARDD (another hoardd binary, for A/B runs),
 #      BENCH_HOARD_ARGS (extra hoardd options, e.g. "--http.threads 16").
 # Never fails on a missed goal: benchmarks are not tests. See docs/performance.md.
 set -euo pipefail
@@ -30,6 +31,10 @@ GET_SETS=(10k 100k 10m)
 declare -A SIZE=([10k]=10240 [100k]=102400 [10m]=10485760)
 declare -A PUT_CONNS=([10k]="1 16" [10m]="1 4")
 declare -A PUT_SLOTS=([10k]=1000 [10m]=16)
+
+if [ "${BENCH_ONLY:-all}" = cache ]; then
+    exec "$PY" "$HERE/cache.py"
+fi
 
 for t in wrk nginx curl taskset "$PY"; do
     command -v "$t" >/dev/null || { echo "bench: $t not found (run make deps)" >&2; exit 1; }
@@ -254,3 +259,8 @@ rm -f "$B/results.md.head" "$B/results.body.md"
 cat "$B/results.md"
 echo
 echo "bench: results in $B/results.md (raw rows in $RAW)"
+if [ "$ONLY" = all ]; then
+    cleanup_servers() { [ -n "$HPID" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null; HPID=""; }
+    cleanup_servers
+    "$PY" "$HERE/cache.py" || echo "bench: the caching-tier benchmark failed" >&2
+fi
