@@ -209,6 +209,19 @@ static int fill_stop(void *arg)
     return hd_cache_stopping(f->t->cache);
 }
 
+/* An ETag that is an MD5 of the bytes (32 hex digits; multipart ETags end in "-N"). */
+static int plain_md5(const char *etag)
+{
+    size_t i;
+
+    if (strlen(etag) != 32)
+        return 0;
+    for (i = 0; i < 32; i++)
+        if (!strchr("0123456789abcdefABCDEF", etag[i]))
+            return 0;
+    return 1;
+}
+
 static int fill_head(void *arg, const struct hd_s3c_obj *o)
 {
     struct fill *f = arg;
@@ -226,6 +239,8 @@ static int fill_head(void *arg, const struct hd_s3c_obj *o)
         hd_cache_kick(f->t->cache);
         return rc;
     }
+    if (f->range || (o->etag[0] && !plain_md5(o->etag)))
+        hd_put_skip_md5(f->put); /* nothing to check it against: save a pass over the bytes */
     f->rfd = open(hd_put_tmp_path(f->put), O_RDONLY | O_CLOEXEC);
     if (f->rfd < 0) {
         rc = -errno;
@@ -286,8 +301,6 @@ static int fill_verify(struct fill *f)
 {
     unsigned char md5[16];
     char hex[33];
-    size_t el = strlen(f->obj.etag);
-    int i, plain = el == 32;
 
     if (f->obj.have_length && hd_put_size(f->put) != f->obj.length) {
         snprintf(f->msg, sizeof(f->msg),
@@ -295,11 +308,11 @@ static int fill_verify(struct fill *f)
                  (unsigned long long)hd_put_size(f->put), (unsigned long long)f->obj.length);
         return HD_EUNAVAIL;
     }
-    for (i = 0; plain && i < 32; i++)
-        plain = strchr("0123456789abcdefABCDEF", f->obj.etag[i]) != NULL;
+    if (!plain_md5(f->obj.etag))
+        return 0; /* size only */
     hd_put_md5(f->put, md5);
     hd_hex(md5, 16, hex);
-    if (plain && strcasecmp(hex, f->obj.etag) != 0) {
+    if (strcasecmp(hex, f->obj.etag) != 0) {
         snprintf(f->msg, sizeof(f->msg),
                  "The bytes from upstream %s do not match its ETag %s (MD5 %s); nothing was "
                  "cached.",
@@ -317,8 +330,10 @@ static int fill_commit(struct fill *f)
     char hex[33];
     int rc;
 
-    hd_put_md5(f->put, md5);
-    hd_hex(md5, 16, hex);
+    if (!f->obj.etag[0]) { /* an upstream without ETags: ours */
+        hd_put_md5(f->put, md5);
+        hd_hex(md5, 16, hex);
+    }
     memset(&a, 0, sizeof(a));
     a.etag = f->obj.etag[0] ? f->obj.etag : hex;
     a.ctype = f->obj.ctype[0] ? f->obj.ctype : NULL;

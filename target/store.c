@@ -899,7 +899,8 @@ int hd_put_write(struct hd_put *p, const void *data, size_t len)
 
     if (p->size + len > p->room)
         return -ENOSPC; /* the mountpath would pass its out-of-space mark */
-    hd_md5_update(&p->md5, data, len);
+    if (!p->no_md5)
+        hd_md5_update(&p->md5, data, len);
     p->size += len;
     while (len) {
         size_t n = WBUF - p->wlen;
@@ -913,6 +914,12 @@ int hd_put_write(struct hd_put *p, const void *data, size_t len)
             return rc;
     }
     return 0;
+}
+
+void hd_put_skip_md5(struct hd_put *p)
+{
+    if (p->size == 0)
+        p->no_md5 = 1;
 }
 
 int hd_put_flush(struct hd_put *p)

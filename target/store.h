@@ -94,6 +94,9 @@ uint64_t hd_put_size(const struct hd_put *p);
  * temp file; flushed is how many bytes are in it; tmp_path is its path until commit (an fd
  * opened on it stays valid across the commit's rename). */
 int hd_put_flush(struct hd_put *p);
+/* Before any write: no MD5 is computed (hd_put_md5 is then meaningless); for a commit with
+ * attrs->etag, e.g. a cached object whose upstream ETag is not an MD5. */
+void hd_put_skip_md5(struct hd_put *p);
 uint64_t hd_put_flushed(const struct hd_put *p);
 const char *hd_put_tmp_path(const struct hd_put *p);
 /* The bucket and object name the put was begun for (owned by p). */

@@ -113,6 +113,7 @@ struct hd_put {
     uint64_t size;
     struct hd_md5 md5;
     int md5_done;
+    int no_md5; /* hd_put_skip_md5: the caller commits with its own ETag */
     unsigned char digest[16];
     char *wbuf;
     size_t wlen;

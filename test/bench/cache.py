@@ -6,7 +6,9 @@ side in one run (Debian /usr/bin/python3; boto3 from python3-boto3 only to fill 
      them from the upstream while streaming) vs the same curl reading them straight from the
      upstream. Upstream: nginx serving files path-style (a fast upstream; hoard reaches it
      as an anonymous S3 endpoint). Every repetition reads names never read before. Also with
-     the upstream limited to 50 MiB/s per connection (nginx limit_rate), a remote S3's pace.
+     the upstream limited to 50 MiB/s per connection (nginx limit_rate), a remote S3's pace,
+     and from a standalone hoard target (S3 with MD5 ETags, so fills also compute the MD5;
+     nginx's ETags are not MD5s, so fills from it check the size only).
   2. warm GET, 100 KiB objects: wrk against hoard (cached) vs wrk against s3rver directly.
   3. prefetch: a prefetch job of 10 MiB objects from nginx vs curl fetching the same objects
      directly with the same parallelism.
@@ -184,6 +186,14 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
     surl = "http://127.0.0.1:%d" % sport
     wait_http(surl + "/")
 
+    # a standalone hoard target as a second upstream: S3 with MD5 ETags (so every fill is
+    # checked against them), serving with sendfile like nginx
+    uport = port()
+    start([HOARDD, "--role", "target", "--listen", "127.0.0.1:%d" % uport, "--data",
+           os.path.join(B, "cluster", "up"), "--log.level", "warn"], os.path.join(B, "up.log"))
+    uurl = "http://127.0.0.1:%d" % uport
+    wait_http(uurl + "/v1/health")
+
     pport, tport = port(), port()
     env = dict(os.environ, HOARD_S3_PROFILE_S3RVER="S3RVER:S3RVER")
     cdir = os.path.join(B, "cluster")
@@ -203,6 +213,9 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
         {"upstream": {"endpoint": nurl, "profile": "anonymous"}})
     api("POST", purl + "/v1/buckets/nginx-slow?provider=aws",
         {"upstream": {"endpoint": lurl, "profile": "anonymous", "bucket": "nginx-up"}})
+    api("POST", purl + "/v1/buckets/hoard-up?provider=aws",
+        {"upstream": {"endpoint": uurl, "profile": "anonymous"}})
+    api("PUT", uurl + "/hoard-up")  # S3 CreateBucket on the upstream target
     api("POST", purl + "/v1/buckets/warm-s3rver?provider=aws",
         {"upstream": {"endpoint": surl, "profile": "s3rver"}})
 
@@ -249,6 +262,25 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
             mibs = len(objs) * 10 / secs
             rows.setdefault(("cold GET 10 MiB, upstream at 50 MiB/s", 1, who), []).append(mibs)
             print("  cold-slow c=1 %-6s rep %d: %7.1f MiB/s" % (who, rep, mibs))
+
+    # 1c. cold GET from the hoard upstream (MD5 ETags: every fill is checked)
+    for rep in range(1, REPEATS + 1):
+        objs = ["md5-r%d-%03d" % (rep, i) for i in range(COLD_N // 2)]
+        for i, o in enumerate(objs):
+            with open(os.path.join(src, "f%02d" % (i % 16)), "rb") as f:
+                req = urllib.request.Request("%s/hoard-up/%s" % (uurl, o), data=f.read(),
+                                             method="PUT")
+            urllib.request.urlopen(req, timeout=120).read()
+        for who in (["hoard", "direct"] if rep % 2 else ["direct", "hoard"]):
+            if who == "direct":
+                urls = ["%s/hoard-up/%s" % (uurl, o) for o in objs]
+            else:
+                urls = ["%s/v1/objects/hoard-up/%s" % (turl, o) for o in objs]
+            secs = curl_all(urls, 1, os.path.join(B, "urls.curl"))
+            mibs = len(objs) * 10 / secs
+            rows.setdefault(("cold GET 10 MiB from a hoard target (MD5 ETags)", 1, who),
+                            []).append(mibs)
+            print("  cold-md5  c=1 %-6s rep %d: %7.1f MiB/s" % (who, rep, mibs))
 
     # 2. warm GET, 100 KiB: cache everything first
     j = api("POST", purl + "/v1/jobs", {"kind": "prefetch", "bucket": "warm-s3rver",
@@ -303,6 +335,8 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
                                        ("cold GET 10 MiB", 4, "direct", "MiB/s", ">= 0.9"),
                                        ("cold GET 10 MiB, upstream at 50 MiB/s", 1, "direct",
                                         "MiB/s", "-"),
+                                       ("cold GET 10 MiB from a hoard target (MD5 ETags)", 1,
+                                        "direct", "MiB/s", "-"),
                                        ("warm GET 100 KiB", 16, "s3rver", "req/s", ">= 5"),
                                        ("prefetch 10 MiB", 8, "direct", "MiB/s", "-")):
         h, d = rows.get((test, c, "hoard"), []), rows.get((test, c, ref), [])
