@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,12 @@
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t easy_key;
+static atomic_int abort_all; /* shutting down: every transfer in flight stops */
+
+void hd_s3c_abort_all(void)
+{
+    atomic_store(&abort_all, 1);
+}
 
 static void easy_free(void *e)
 {
@@ -260,7 +267,7 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 {
     struct call *k = arg;
 
-    if (k->g && k->g->stop && k->g->stop(k->g->arg)) {
+    if (atomic_load(&abort_all) || (k->g && k->g->stop && k->g->stop(k->g->arg))) {
         k->abort_code = -ECANCELED;
         return 1;
     }
@@ -373,11 +380,9 @@ static int prepare(struct call *k, CURL *e, struct curl_slist **hl, struct hd_bu
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, c->low_speed_bps);
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, c->low_speed_s);
     }
-    if (k->g && k->g->stop) {
-        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(e, CURLOPT_XFERINFODATA, k);
-    }
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, k);
     if (strcmp(k->method, "HEAD") == 0) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
         curl_easy_setopt(e, CURLOPT_TIMEOUT, c->meta_s > 0 ? c->meta_s : 30L);
@@ -547,7 +552,7 @@ static int run(struct call *k, struct hd_s3c_err *err)
                 err->status = k->status;
             }
         }
-        if (!retry || attempt >= c->retries ||
+        if (!retry || attempt >= c->retries || atomic_load(&abort_all) ||
             (k->g && k->g->stop && k->g->stop(k->g->arg)))
             break;
         HD_LOG(HD_DEBUG, NULL, "upstream %s %s/%s: %s; retry %d in %ld ms", k->method,

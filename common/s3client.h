@@ -92,6 +92,9 @@ int hd_s3c_list(const struct hd_s3c *c, const char *bucket, const char *prefix,
                 const char *delimiter, const char *start_after, const char *token, size_t max,
                 struct hd_s3_list *out, struct hd_s3c_err *err);
 int hd_s3c_head_bucket(const struct hd_s3c *c, const char *bucket, struct hd_s3c_err *err);
+/* Process shutdown: every transfer in flight, and every later one, stops at once
+ * (-ECANCELED). */
+void hd_s3c_abort_all(void);
 
 /* Fills c's credentials from the named profile, looked up in order:
  *   "" or "anonymous": none (requests go unsigned);

@@ -686,6 +686,7 @@ void hd_cache_free(struct hd_cache *c)
         return;
     hd_metrics_set_extra(NULL, NULL);
     atomic_store(&c->stopping, 1);
+    hd_s3c_abort_all(); /* pool threads blocked in upstream calls return now */
     pthread_mutex_lock(&c->hmu);
     pthread_cond_broadcast(&c->hcv);
     pthread_mutex_unlock(&c->hmu);

@@ -622,6 +622,12 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
                                  : r->content_length > 0 ? (uint64_t)r->content_length
                                                          : 0,
                                  &pc->put)) < 0) {
+        if (rc == -ENOSPC) {
+            /* answered after the body was read (and dropped): an early answer makes the
+             * client, or a relaying proxy, meet a reset while it is still sending */
+            r->body_err = rc;
+            return;
+        }
         hd_resp_err(r, rc);
         return;
     }

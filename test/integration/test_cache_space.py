@@ -134,8 +134,8 @@ def test_out_of_space_refuses_writes_and_keeps_nothing(tiny):
     for i in range(3):  # 3 MiB of 4: below the 90% mark (3.6 MiB)
         r = tiny.api("PUT", tiny.obj_path(nb, "o%d" % i), body=helpers.pattern_bytes(MIB, i))
         assert r.status_code == 200, r.text
-    # refused before the body is read: through the S3 relay (which drains the rest) the
-    # client gets the error cleanly
+    # refused by size before anything is stored (the body is read and dropped, so the client,
+    # here through the proxy's S3 relay, gets the answer and not a reset)
     with pytest.raises(Exception) as e:
         tiny.s3().put_object(Bucket=nb, Key="too-big", Body=helpers.pattern_bytes(MIB, 7))
     assert e.value.response["Error"]["Code"] == "InsufficientStorage"
