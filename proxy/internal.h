@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "common/http.h"
+#include "common/httpc.h"
 #include "common/keys.h"
 #include "common/sigv4.h"
 #include "common/smap.h"
@@ -102,11 +103,35 @@ int hd_proxy_smap_install(struct hd_proxy *p, struct hd_smap *s);
 /* Loop thread: pushes smap/BMD versions some node has not been sent yet. */
 void hd_proxy_push_pending(struct hd_proxy *p);
 
+/* fan.c */
+/* The calls of one fan-out: calls[i] went to nodes[i] (pointers into the smap passed). */
+struct hd_proxy_fan {
+    struct hd_httpc_call *calls;
+    struct hd_proxy_sig *sigs;
+    char (*urls)[HD_NODE_URL_MAX + 96];
+    const struct hd_node **nodes;
+    size_t n;
+};
+/* Calls METHOD path (with a JSON body when not NULL) on every live target of s (flagged ones
+ * too when all), in parallel, signed as this proxy; returns when all have answered or timed
+ * out (total_ms each). 0 (each call's rc/status say how it went) or -ENOMEM. */
+int hd_proxy_fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method, const char *path,
+                     const char *body, int all, long total_ms, struct hd_proxy_fan *f);
+void hd_proxy_fan_cleanup(struct hd_proxy_fan *f);
+/* The call's answer parsed as JSON; NULL on a transport failure or a body that is not. */
+json_t *hd_proxy_call_json(const struct hd_httpc_call *c);
+
+/* capacity.c: GET /v1/cluster/capacity */
+void hd_proxy_capacity_handle(struct hd_req *r, struct hd_proxy *p);
+
 /* jobs.c */
 /* /v1/jobs[/ID] */
 void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p);
-/* Asks for a rebalance (the primary starts it from its loop thread; others forward). */
-void hd_proxy_rebalance_request(struct hd_proxy *p);
+/* POST /v1/cluster/rebalance (and POST /v1/jobs of kind rebalance): the primary marks the
+ * smap with a new rebalance id, which its loop thread then starts (wake it), and answers 202
+ * {"status", "id"}; when a rebalance is marked already it answers that one's id instead.
+ * Other proxies forward to the primary. HTTP worker. */
+void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p);
 /* Primary, caller holds mu, s is the next smap (version already bumped, not installed):
  * marks it with a new rebalance id, so the map that moves objects is the same version that
  * turns on get-from-neighbour everywhere (no window where a new owner misses an object
