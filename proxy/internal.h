@@ -64,6 +64,7 @@ struct hd_proxy {
     atomic_int rb_pending; /* the set of targets changed: start one */
     uint64_t rb_next_ns;   /* loop thread: next poll of the targets */
     char rb_started[HD_NODE_ID_MAX]; /* loop thread: the last rebalance id started */
+    char rb_stopped[HD_NODE_ID_MAX]; /* loop thread: the last one found stopped on request */
 };
 
 /* proxy.c */
@@ -128,9 +129,9 @@ void hd_proxy_capacity_handle(struct hd_req *r, struct hd_proxy *p);
 /* /v1/jobs[/ID] */
 void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p);
 /* POST /v1/cluster/rebalance (and POST /v1/jobs of kind rebalance): the primary marks the
- * smap with a new rebalance id, which its loop thread then starts (wake it), and answers 202
- * {"status", "id"}; when a rebalance is marked already it answers that one's id instead.
- * Other proxies forward to the primary. HTTP worker. */
+ * smap with a new rebalance id at once, which its loop thread then starts (wake it) in place
+ * of any marked before, and answers 202 {"status", "id"}. Other proxies forward to the
+ * primary. HTTP worker. */
 void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p);
 /* Primary, caller holds mu, s is the next smap (version already bumped, not installed):
  * marks it with a new rebalance id, so the map that moves objects is the same version that

@@ -9,8 +9,7 @@
  *   GET    /v1/jobs            {"jobs":[merged...]}
  *   GET    /v1/jobs/ID         merged, with "targets": {node: job}
  *   DELETE /v1/jobs/ID         stop on every target
- *   POST   /v1/cluster/rebalance   start a rebalance now (admin) -> 202 {"status","id"}; the
- *                                   one in progress (its id) when the smap is marked already */
+ *   POST   /v1/cluster/rebalance   start a rebalance now (admin) -> 202 {"status","id"} */
 #include "proxy/internal.h"
 
 #include <errno.h>
@@ -143,19 +142,20 @@ static void random_hex(char *out, size_t nbytes)
     hd_hex(r, nbytes, out);
 }
 
-/* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
- * msg filled after asking the targets that did start to stop again. */
-static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *id,
-                            const char *kind, const char *bucket, json_t *args, int all,
-                            char *msg, size_t msglen)
+/* Posts job `id` to every target (flagged ones too when all). 0, or a negative code with
+ * msg filled (the first refusal); *ok counts the targets that started it. */
+static int post_job(struct hd_proxy *p, struct hd_smap *s, const char *id, const char *kind,
+                    const char *bucket, json_t *args, int all, char *msg, size_t msglen,
+                    size_t *ok)
 {
     json_t *body = json_pack("{s:s, s:s, s:s, s:o}", "id", id, "kind", kind, "bucket", bucket,
                              "args", args ? json_incref(args) : json_object());
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct hd_proxy_fan f;
-    size_t i, ok = 0;
+    size_t i;
     int rc = 0;
 
+    *ok = 0;
     json_decref(body);
     if (!text)
         return -ENOMEM;
@@ -167,7 +167,7 @@ static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *i
     for (i = 0; i < f.n; i++) {
         const struct hd_httpc_call *c = &f.calls[i];
         if (c->rc == 0 && (c->status == 200 || c->status == 201)) {
-            ok++;
+            (*ok)++;
         } else if (rc == 0) {
             json_t *e = hd_proxy_call_json(c);
             rc = c->rc < 0 ? HD_EUNAVAIL : hd_proxy_err_from_json(c->status, e);
@@ -185,6 +185,19 @@ static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *i
     }
     hd_proxy_fan_cleanup(&f);
     free(text);
+    return rc;
+}
+
+/* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
+ * msg filled after asking the targets that did start to stop again. */
+static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *id,
+                            const char *kind, const char *bucket, json_t *args, int all,
+                            char *msg, size_t msglen)
+{
+    struct hd_proxy_fan f;
+    size_t ok;
+    int rc = post_job(p, s, id, kind, bucket, args, all, msg, msglen, &ok);
+
     if (rc < 0 && ok) {
         char path[160];
         snprintf(path, sizeof(path), "/v1/jobs/%s", id);
@@ -408,27 +421,23 @@ void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p)
 
 /* ---- rebalance, driven by the primary's loop thread ---- */
 
-/* Primary: marks the smap with a new rebalance id (the loop thread starts it), unless one is
- * marked already (in progress, or about to start): then *running is set. id gets the mark. */
-static int mark_now(struct hd_proxy *p, char *id, size_t idlen, int *running)
+/* Primary: marks the smap with a new rebalance id, which the loop thread then starts (it
+ * replaces one in progress or stopped: targets stop the running one first). id gets it. */
+static int mark_now(struct hd_proxy *p, char *id, size_t idlen)
 {
     struct hd_smap *cur, *s = NULL;
-    int rc = 0;
+    int rc;
 
-    *running = 0;
     pthread_mutex_lock(&p->mu);
     cur = hd_smap_state_smap(p->cs);
-    if (!cur) {
-        rc = HD_EUNAVAIL;
-    } else if (cur->rebalance[0]) {
-        *running = 1;
-    } else if ((rc = hd_smap_clone(cur, &s)) == 0) {
+    rc = cur ? hd_smap_clone(cur, &s) : HD_EUNAVAIL;
+    if (rc == 0) {
         s->version++;
         hd_proxy_rebalance_mark(p, s);
         rc = hd_proxy_smap_install(p, s);
     }
     if (rc == 0)
-        snprintf(id, idlen, "%s", s ? s->rebalance : cur->rebalance);
+        snprintf(id, idlen, "%s", s->rebalance);
     pthread_mutex_unlock(&p->mu);
     hd_smap_unref(cur);
     hd_smap_unref(s);
@@ -440,7 +449,7 @@ void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p)
     char id[HD_NODE_ID_MAX];
     json_t *out = NULL;
     long status = 0;
-    int rc, running;
+    int rc;
 
     if (!p->primary) {
         rc = hd_proxy_primary_call(p, "POST", "/v1/cluster/rebalance", NULL, &status, &out);
@@ -452,14 +461,11 @@ void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p)
             hd_proxy_resp_json(r, (int)status, out);
         return;
     }
-    if ((rc = mark_now(p, id, sizeof(id), &running)) < 0) {
+    if ((rc = mark_now(p, id, sizeof(id))) < 0) {
         hd_resp_err(r, rc);
         return;
     }
-    hd_proxy_resp_json(r, 202,
-                       json_pack("{s:s, s:s}", "status",
-                                 running ? "rebalance in progress" : "rebalance requested", "id",
-                                 id));
+    hd_proxy_resp_json(r, 202, json_pack("{s:s, s:s}", "status", "rebalance requested", "id", id));
 }
 
 void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s)
@@ -552,6 +558,7 @@ static void rebalance_start(struct hd_proxy *p)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     char id[64], msg[512] = "";
+    size_t started;
     int rc;
 
     if (!s)
@@ -573,7 +580,7 @@ static void rebalance_start(struct hd_proxy *p)
     s = hd_smap_state_smap(p->cs);
     HD_LOG(HD_INFO, NULL, "rebalance %s: starting on every target (smap v%lld)", id,
            (long long)s->version);
-    rc = start_everywhere(p, s, id, "rebalance", "", NULL, 1, msg, sizeof(msg));
+    rc = post_job(p, s, id, "rebalance", "", NULL, 1, msg, sizeof(msg), &started);
     if (rc < 0) /* the watch below starts it where it is missing */
         HD_LOG(HD_WARN, NULL, "rebalance %s: %s", id, msg);
     hd_smap_unref(s);
@@ -588,7 +595,7 @@ static void rebalance_watch(struct hd_proxy *p)
     json_t *gone = json_array();
     char path[160], msg[512];
     struct hd_proxy_fan f;
-    size_t i, running = 0;
+    size_t i, running = 0, stopped = 0, ok;
 
     if (!s || !s->rebalance[0])
         goto out;
@@ -601,22 +608,38 @@ static void rebalance_watch(struct hd_proxy *p)
         const char *st = json_string_value(json_object_get(j, "state"));
         if (c->rc < 0) {
             running++; /* cannot tell: ask again later */
-        } else if (c->status == 404) { /* restarted without it, or joined since: start it */
+        } else if (c->status == 404 || (st && strcmp(st, "failed") == 0) ||
+                   ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0 &&
+                    json_integer_value(json_object_get(j, "error_count")) > 0)) {
+            /* restarted without it, joined since, failed, or a leaver that still holds
+             * objects: (re)start its share */
             struct hd_smap one = *s;
             one.nodes = (struct hd_node *)f.nodes[i];
             one.n = 1;
-            start_everywhere(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg));
+            if (c->status != 404)
+                HD_LOG(HD_INFO, NULL, "rebalance %s: running again on %s (%s)", s->rebalance,
+                       f.nodes[i]->id, st);
+            post_job(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg), &ok);
             running++;
         } else if (st && strcmp(st, "running") == 0) {
             running++;
-        } else if ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0 &&
-                   json_integer_value(json_object_get(j, "error_count")) == 0) {
+        } else if (st && strcmp(st, "aborted") == 0) {
+            stopped++; /* stopped on request: not restarted */
+        } else if ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0) {
             json_array_append_new(gone, json_string(f.nodes[i]->id));
         }
         json_decref(j);
     }
     hd_proxy_fan_cleanup(&f);
-    if (running == 0) {
+    if (running == 0 && stopped) {
+        /* the mark stays, so reads still find objects that have not moved (GFN); a new
+         * rebalance (POST /v1/cluster/rebalance, or the next membership change) finishes */
+        if (strcmp(p->rb_stopped, s->rebalance) != 0)
+            HD_LOG(HD_WARN, NULL, "rebalance %s: stopped on %zu target(s) before it finished; "
+                                  "objects that did not move are still found from their old "
+                                  "targets", s->rebalance, stopped);
+        snprintf(p->rb_stopped, sizeof(p->rb_stopped), "%s", s->rebalance);
+    } else if (running == 0) {
         HD_LOG(HD_INFO, NULL, "rebalance %s: finished on every target", s->rebalance);
         remember_gone(p, gone);
         if (mark(p, "", s->rebalance, gone) == 0)

@@ -181,15 +181,26 @@ def test_rebalance_and_job_json(ccluster, hoard, ccbucket):
     j = hoard.json("cluster", "rebalance")
     rid = j["id"]
     assert j["status"] == "rebalance requested" and rid.startswith("rebalance-"), j
-    again = hoard.json("cluster", "rebalance")
-    if again["status"] == "rebalance in progress":
-        assert again["id"] == rid
-    else:  # the first one finished in between: a new one, with a new id
-        assert again["status"] == "rebalance requested" and again["id"] != rid
-        rid = again["id"]
-    r = hoard.ok("job", "wait", rid)
-    assert re.match(r"^%s done in .*: \d+ objects, .*, 0 errors" % rid, r.stdout.decode())
-    assert c.primary.smap().get("rebalance_id") != rid
+    # the id is marked in the cluster map before the answer: job wait finds it at once, even
+    # before a target has started it, and follows it to its end
+    assert int(rid.rsplit("v", 1)[1]) <= c.primary.smap()["version"]
+    r = hoard.ok("cluster", "rebalance")
+    rid2 = re.match(r"^rebalance (rebalance-v\d+) requested; follow it with: hoard job wait "
+                    r"(rebalance-v\d+)\n$", r.stdout.decode()).group(1)
+    assert rid2 != rid
+    r = hoard.ok("job", "wait", rid2)
+    assert re.match(r"^%s done in .*: \d+ objects, .*, 0 errors" % rid2, r.stdout.decode())
+    assert c.primary.smap().get("rebalance_id") is None
+    # the first was replaced by the second: done before it came, stopped by it, or never
+    # started; job wait says which and never claims success for a job that did not finish
+    r = hoard("job", "wait", rid)
+    if r.returncode == 0:
+        assert r.stdout.decode().startswith("%s done in " % rid)
+    else:
+        assert r.returncode == 1 and re.match(
+            r"^hoard: job wait %s: (the job was aborted|NoSuchJob: )" % rid,
+            r.stderr.decode().splitlines()[-1]), r.stderr
+    rid = rid2
 
     doc = hoard.json("job", "ls")
     assert set(doc) == {"jobs"}
@@ -398,7 +409,12 @@ def test_wait_rebalance_until_unmarked(scripted):
     assert r.returncode == 0, r.stderr
     assert r.stderr.decode().startswith("%s pending: waiting for it to start" % rid)
     assert sc.nj == 3 and sc.nm == 3
-    # an id neither running nor marked: NoSuchJob at once
-    sc = Script([(404, None)], marks=["rebalance-v10"])
-    h, _ = scripted(sc)
-    one_line_error(h("job", "wait", rid), 1, r"^hoard: job wait %s: NoSuchJob: " % rid)
+    # an id neither running nor marked: NoSuchJob at once, naming the rebalance that
+    # replaced it when there is one
+    h, _ = scripted(Script([(404, None)], marks=["rebalance-v10"]))
+    one_line_error(h("job", "wait", rid), 1,
+                   r"^hoard: job wait %s: NoSuchJob: no target has it; rebalance-v10 replaced it "
+                   r"\(hoard job wait rebalance-v10\)$" % rid)
+    h, _ = scripted(Script([(404, None)]))
+    one_line_error(h("job", "wait", "export-1"), 1,
+                   r"^hoard: job wait export-1: NoSuchJob: The specified job does not exist\.$")

@@ -345,13 +345,10 @@ int hd_cli_cluster_rebalance(struct hd_cli *cli, int argc, char **argv)
     }
     id = json_string_value(json_object_get(j, "id"));
     status = json_string_value(json_object_get(j, "status"));
-    if (!id || !*id) {
+    if (id && *id)
+        printf("rebalance %s requested; follow it with: hoard job wait %s\n", id, id);
+    else /* a proxy older than this CLI */
         printf("%s (the server did not say which job)\n", status ? status : "requested");
-    } else {
-        int running = status && strcmp(status, "rebalance in progress") == 0;
-        printf("rebalance %s %s; follow it with: hoard job wait %s\n", id,
-               running ? "already in progress" : "requested", id);
-    }
 out:
     json_decref(j);
     return rc;

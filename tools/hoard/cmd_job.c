@@ -346,8 +346,9 @@ static void wait_end_line(struct waiter *w)
 }
 
 /* 1 when the cluster map still marks rebalance `id` (started, or about to be), 0 when not;
- * else an exit code (-1 - code) after printing the error. */
-static int rebalance_marked(struct waiter *w)
+ * else an exit code (-1 - code) after printing the error. mark (may be NULL) gets the
+ * rebalance the map marks, "" for none. */
+static int rebalance_marked(struct waiter *w, char *mark, size_t marklen)
 {
     json_t *smap = NULL;
     const char *rb;
@@ -357,6 +358,8 @@ static int rebalance_marked(struct waiter *w)
     if (rc != HD_CLI_EXIT_OK)
         return -1 - rc;
     rb = json_string_value(json_object_get(smap, "rebalance_id"));
+    if (mark)
+        snprintf(mark, marklen, "%s", rb ? rb : "");
     rc = rb && strcmp(rb, w->id) == 0;
     json_decref(smap);
     return rc;
@@ -375,10 +378,18 @@ static int wait_poll(struct waiter *w, const char *path, struct hd_cli_resp *rs,
     rc = hd_cli_http_do(w->cli, &rq, rs);
     if (rc == 0 && rs->status == 404) {
         /* POST /v1/cluster/rebalance answers with the id before the targets start it */
-        marked = rebalance_marked(w);
+        char mark[128];
+        marked = rebalance_marked(w, mark, sizeof(mark));
         if (marked < 0)
             return -1 - marked;
-        return marked ? 0 : hd_cli_report(w->cli, w->what, rc, rs);
+        if (marked)
+            return 0;
+        if (mark[0] && strncmp(w->id, "rebalance-", 10) == 0)
+            return hd_cli_fail(HD_CLI_EXIT_API,
+                               "%s: NoSuchJob: no target has it; %s replaced it (hoard job "
+                               "wait %s)",
+                               w->what, mark, mark);
+        return hd_cli_report(w->cli, w->what, rc, rs);
     }
     if (rc != 0 || rs->status >= 300)
         return hd_cli_report(w->cli, w->what, rc, rs);
@@ -393,7 +404,7 @@ static int wait_poll(struct waiter *w, const char *path, struct hd_cli_resp *rs,
     /* A rebalance is over when the primary clears the smap's mark: every target has
      * finished its share (one that has not started it yet is not in the merged view). */
     if (*done && strcmp(str_or(*job, "kind", ""), "rebalance") == 0) {
-        marked = rebalance_marked(w);
+        marked = rebalance_marked(w, NULL, 0);
         if (marked < 0)
             return -1 - marked;
         *done = !marked;
