@@ -16,17 +16,38 @@ import pytest
 import requests
 
 import helpers
+from conftest import _TARGETS
 from test_cli import BIN_DIR, FakeServer, Hoard
-from test_cluster import api, put_many, running_cluster, target_keys
+from test_cluster import Cluster, Node, api, put_many, target_keys
 
 MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
 def ccluster(tmp_path_factory, log_dir):
-    with running_cluster(tmp_path_factory, log_dir, "cc-", 1, 3) as c:
+    """1 proxy + 3 targets. (Once conftest has a shared cluster starter, use it here.)"""
+    nodes = []
+
+    def make(name, role, join=None):
+        n = Node(name, str(tmp_path_factory.mktemp("cc-" + name)),
+                 os.path.join(log_dir, "cc-" + name), role, join)
+        nodes.append(n)
+        _TARGETS.append(n)
+        return n.start()
+
+    try:
+        p1 = make("p1", "proxy")
+        c = Cluster([p1], [make("t%d" % i, "target", lambda: p1.url) for i in (1, 2, 3)])
+        c.wait_smap(lambda s: len(s["tmap"]) == 3, what="3 targets")
         wait_no_rebalance(c)
         yield c
+    finally:
+        reports = []
+        for n in nodes:
+            n.stop()
+            _TARGETS.remove(n)
+            reports += n.sanitizer_reports()
+    assert not reports, "sanitizer reports:\n" + "\n".join(reports[:20])
 
 
 def wait_no_rebalance(c, timeout=60):

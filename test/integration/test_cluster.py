@@ -6,7 +6,6 @@ with curl -L and requests, merged listings across targets and proxies, buckets t
 BMD, proxy signatures on targets, target failure (tmap_down -> 503) and restarts.
 """
 import base64
-import contextlib
 import ctypes
 import ctypes.util
 import hashlib
@@ -228,53 +227,39 @@ class Cluster:
         helpers.wait_until(ok, timeout=timeout, what="smap versions to converge")
 
 
-@contextlib.contextmanager
-def running_cluster(tmp_path_factory, log_dir, prefix, nproxies, ntargets):
-    """nproxies proxies (the first is the primary) and ntargets targets named p1.., t1..,
-    started and converged (every node holds the primary's smap). Yields a Cluster whose
-    .make(name, role, join) adds more nodes and .join returns the primary's URL; stops every
-    node afterwards and fails on a bad exit status or a sanitizer report."""
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, log_dir):
     nodes = []
 
     def make(name, role, join=None):
-        root = str(tmp_path_factory.mktemp(prefix + name))
-        n = Node(name, root, os.path.join(log_dir, prefix + name), role, join)
+        root = str(tmp_path_factory.mktemp("cl-" + name))
+        n = Node(name, root, os.path.join(log_dir, "cl-" + name), role, join)
         nodes.append(n)
         _TARGETS.append(n)
         return n
 
-    try:
-        p1 = make("p1", "proxy")
-        p1.start()
-        join = lambda: p1.url  # noqa: E731
-        proxies = [make("p%d" % i, "proxy", join) for i in range(2, nproxies + 1)]
-        targets = [make("t%d" % i, "target", join) for i in range(1, ntargets + 1)]
-        for n in proxies + targets:
-            n.start()
-        c = Cluster([p1] + proxies, targets)
-        c.make, c.join = make, join
-        c.wait_smap(lambda s: len(s["tmap"]) == ntargets and len(s["pmap"]) == nproxies,
-                    what="%d targets, %d proxies" % (ntargets, nproxies))
-        c.wait_converged()
-        yield c
-    finally:
-        problems = []
-        bad = []
-        for n in nodes:
-            was_alive = n.alive()
-            rc = n.stop()
-            _TARGETS.remove(n)
-            problems += n.sanitizer_reports()
-            if was_alive and rc != 0:
-                bad.append("%s exited with %r on SIGTERM; see %s" % (n.name, rc, n.error_log))
+    p1 = make("p1", "proxy")
+    p1.start()
+    join = lambda: p1.url  # noqa: E731
+    p2 = make("p2", "proxy", join)
+    targets = [make("t%d" % i, "target", join) for i in (1, 2, 3)]
+    for n in [p2] + targets:
+        n.start()
+    c = Cluster([p1, p2], targets)
+    c.wait_smap(lambda s: len(s["tmap"]) == 3 and len(s["pmap"]) == 2, what="3 targets, 2 proxies")
+    c.wait_converged()
+    yield c
+    problems = []
+    bad = []
+    for n in nodes:
+        was_alive = n.alive()
+        rc = n.stop()
+        _TARGETS.remove(n)
+        problems += n.sanitizer_reports()
+        if was_alive and rc != 0:
+            bad.append("%s exited with %r on SIGTERM; see %s" % (n.name, rc, n.error_log))
     assert not bad, "\n".join(bad)
     assert not problems, "sanitizer reports:\n" + "\n".join(problems[:20])
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory, log_dir):
-    with running_cluster(tmp_path_factory, log_dir, "cl-", 2, 3) as c:
-        yield c
 
 
 # ---- clients ----
