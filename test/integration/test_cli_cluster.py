@@ -311,9 +311,16 @@ def test_decommission_and_wait(ccluster, hoard, ccbucket):
     assert j["node"] == leaver_id and j["decommission"] is True and j["in_smap"] is True
     rid = j["rebalance_id"]
     assert rid
-    r = hoard("job", "wait", rid, "--timeout", "180")
+    r = hoard("--json", "job", "wait", rid, "--timeout", "180")
     assert r.returncode == 0, r.stderr.decode()
-    assert re.match(r"^%s done in .*, 0 errors" % rid, r.stdout.decode()), r.stdout
+    done = json.loads(r.stdout)
+    assert done["id"] == rid and done["state"] == "done" and done["error_count"] == 0
+    # the leaver drops out of the merged view once it is removed; job wait keeps its last
+    # report when it saw one
+    assert leaver_id not in done["targets"]
+    assert set(done.get("left_targets", {leaver_id: 0})) == {leaver_id}
+    out = hoard.ok("job", "wait", rid).stdout.decode()  # finished: answers at once
+    assert re.match(r"^%s done in .*, 0 errors\n$" % rid, out), out
     # the leaver is gone from the map, and from `cluster show`
     s = c.primary.smap()
     assert leaver_id not in s["tmap"] and leaver_id not in s.get("tmap_down", {})
@@ -439,3 +446,21 @@ def test_wait_rebalance_until_unmarked(scripted):
     h, _ = scripted(Script([(404, None)]))
     one_line_error(h("job", "wait", "export-1"), 1,
                    r"^hoard: job wait export-1: NoSuchJob: The specified job does not exist\.$")
+
+
+def test_wait_keeps_a_leavers_last_report(scripted):
+    """A target that leaves the cluster map while job wait runs (a decommission's leaver) is
+    no longer in the proxy's merged view: its last report is shown, not lost."""
+    both = job_doc("rebalance-v5", "running", 3, 8, kind="rebalance")
+    both["targets"]["t2"] = dict(both["targets"]["t1"], objects=5, bytes=5 * MiB,
+                                 state="done")
+    h, _ = scripted(Script([(200, both), (200, job_doc("rebalance-v5", "done", 3, 3,
+                                                       kind="rebalance"))]))
+    out = h.ok("job", "wait", "rebalance-v5").stdout.decode().splitlines()
+    assert out[0].startswith("rebalance-v5 done in ") and "3 objects" in out[0]
+    assert out[1] == "  t2 left the cluster; its last report: done, 5/8 objects, 5.0 MiB, " \
+        "0 errors"
+    h, _ = scripted(Script([(200, both), (200, job_doc("rebalance-v5", "done", 3, 3,
+                                                       kind="rebalance"))]))
+    doc = h.json("job", "wait", "rebalance-v5")
+    assert set(doc["left_targets"]) == {"t2"} and doc["left_targets"]["t2"]["objects"] == 5

@@ -310,6 +310,7 @@ struct waiter {
     const char *what;
     double t0, tline;
     size_t drawn; /* length of the line drawn in place, 0 when none */
+    json_t *seen; /* each target's last document seen ("targets" of the merged view) */
 };
 
 /* Progress on stderr: redrawn in place when cli->progress, else a line every WAIT_LINE_S. */
@@ -414,15 +415,25 @@ static int wait_poll(struct waiter *w, const char *path, struct hd_cli_resp *rs,
 
 /* The job finished: a summary on stdout (or the document with --json), the errors on
  * stderr; 0 only when it is done without errors. */
-static int wait_report(struct waiter *w, const json_t *job)
+static int wait_report(struct waiter *w, json_t *job)
 {
     const char *state = str_or(job, "state", "?");
     uint64_t nerr = u64(job, "error_count");
     int ok = strcmp(state, "done") == 0 && nerr == 0;
+    json_t *tj, *e, *left = json_object();
     const char *node;
-    json_t *tj, *e;
     size_t i;
 
+    /* Targets that left the cluster map while we waited (a decommission's leaver, removed
+     * once its share is done) are no longer in the merged view: show their last report. */
+    json_object_foreach(w->seen, node, tj)
+    {
+        if (!json_object_get(json_object_get(job, "targets"), node))
+            json_object_set(left, node, tj);
+    }
+    if (json_object_size(left))
+        json_object_set(job, "left_targets", left);
+    json_decref(left);
     if (w->cli->json) {
         if (hd_cli_print_json(job) != HD_CLI_EXIT_OK)
             return HD_CLI_EXIT_API;
@@ -437,6 +448,15 @@ static int wait_report(struct waiter *w, const json_t *job)
                (unsigned long long)u64(job, "objects"), bytes, (unsigned long long)nerr,
                stats.len ? " (" : "", stats.len ? stats.data : "", stats.len ? ")" : "");
         hd_buf_cleanup(&stats);
+        json_object_foreach(json_object_get(job, "left_targets"), node, tj)
+        {
+            char objs[48];
+            objects_cell(tj, objs, sizeof(objs));
+            hd_cli_fmt_size(u64(tj, "bytes"), bytes, sizeof(bytes));
+            printf("  %s left the cluster; its last report: %s, %s objects, %s, %llu errors\n",
+                   node, str_or(tj, "state", "?"), objs, bytes,
+                   (unsigned long long)u64(tj, "error_count"));
+        }
     }
     if (ok)
         return HD_CLI_EXIT_OK;
@@ -466,6 +486,7 @@ int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv)
     json_t *job = NULL;
     int rc, done = 0;
 
+    memset(&w, 0, sizeof(w));
     hd_buf_init(&path);
     hd_buf_init(&what);
     hd_cli_resp_init(&rs);
@@ -477,15 +498,17 @@ int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv)
                                 cli->opt[HD_CLI_OPT_TIMEOUT]);
         goto out;
     }
-    memset(&w, 0, sizeof(w));
     w.cli = cli;
     w.id = argv[0];
     w.what = what.data;
     w.t0 = mono_s();
+    w.seen = json_object();
     for (;;) {
         json_decref(job);
         if ((rc = wait_poll(&w, path.data, &rs, &job, &done)) != 0)
             break;
+        if (json_object_size(json_object_get(job, "targets")))
+            json_object_update(w.seen, json_object_get(job, "targets"));
         if (done)
             break;
         wait_progress(&w, job);
@@ -511,6 +534,7 @@ int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv)
     if (done)
         rc = wait_report(&w, job);
 out:
+    json_decref(w.seen);
     json_decref(job);
     hd_cli_resp_cleanup(&rs);
     hd_buf_cleanup(&what);
