@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/httpc.h"
 #include "common/metrics.h"
 
 /* One target's entry: its /v1/daemon document, or {"error": ...}; plus url and state. */

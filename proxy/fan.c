@@ -1,12 +1,13 @@
-/* fan: one request to many targets in parallel, signed with the proxy's signature (jobs,
- * rebalance, capacity). Blocks the calling thread (an HTTP worker or the loop thread) until
- * every call has finished or timed out. */
+/* fan: calls one path on every live target of an smap in parallel (proxy-signed), for
+ * jobs, listings and bucket-wide calls. Blocks the calling thread (bounded by total_ms). */
 #include "proxy/internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/httpc.h"
 
 void hd_proxy_fan_cleanup(struct hd_proxy_fan *f)
 {

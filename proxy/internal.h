@@ -11,7 +11,6 @@
 #include <uv.h>
 
 #include "common/http.h"
-#include "common/httpc.h"
 #include "common/keys.h"
 #include "common/sigv4.h"
 #include "common/smap.h"
@@ -105,7 +104,10 @@ int hd_proxy_smap_install(struct hd_proxy *p, struct hd_smap *s);
 void hd_proxy_push_pending(struct hd_proxy *p);
 
 /* fan.c */
-/* The calls of one fan-out: calls[i] went to nodes[i] (pointers into the smap passed). */
+/* One call per live target of s (flagged ones too when all): METHOD path (absolute, with
+ * query) with the proxy's signature and an optional JSON body, all in parallel; returns when
+ * all have finished (each call's rc/status tell how). 0 or -ENOMEM. Release with
+ * hd_proxy_fan_cleanup. */
 struct hd_proxy_fan {
     struct hd_httpc_call *calls;
     struct hd_proxy_sig *sigs;
@@ -113,13 +115,11 @@ struct hd_proxy_fan {
     const struct hd_node **nodes;
     size_t n;
 };
-/* Calls METHOD path (with a JSON body when not NULL) on every live target of s (flagged ones
- * too when all), in parallel, signed as this proxy; returns when all have answered or timed
- * out (total_ms each). 0 (each call's rc/status say how it went) or -ENOMEM. */
-int hd_proxy_fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method, const char *path,
-                     const char *body, int all, long total_ms, struct hd_proxy_fan *f);
+int hd_proxy_fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method,
+                     const char *path, const char *body, int all, long total_ms,
+                     struct hd_proxy_fan *f);
 void hd_proxy_fan_cleanup(struct hd_proxy_fan *f);
-/* The call's answer parsed as JSON; NULL on a transport failure or a body that is not. */
+/* A call's answer as JSON, NULL when it failed or is not JSON. */
 json_t *hd_proxy_call_json(const struct hd_httpc_call *c);
 
 /* capacity.c: GET /v1/cluster/capacity */

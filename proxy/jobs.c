@@ -159,8 +159,7 @@ static int post_job(struct hd_proxy *p, struct hd_smap *s, const char *id, const
     json_decref(body);
     if (!text)
         return -ENOMEM;
-    if ((rc = hd_proxy_fan_out(p, s, "POST", "/v1/jobs", text, all, HD_PROXY_FANOUT_MS, &f)) <
-        0) {
+    if ((rc = hd_proxy_fan_out(p, s, "POST", "/v1/jobs", text, all, HD_PROXY_FANOUT_MS, &f)) < 0) {
         free(text);
         return rc;
     }
@@ -465,7 +464,8 @@ void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, rc);
         return;
     }
-    hd_proxy_resp_json(r, 202, json_pack("{s:s, s:s}", "status", "rebalance requested", "id", id));
+    hd_proxy_resp_json(r, 202,
+                       json_pack("{s:s, s:s}", "status", "rebalance requested", "id", id));
 }
 
 void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s)
