@@ -32,13 +32,14 @@ PROXY_SRC := $(wildcard proxy/*.c)
 TARGET_SRC := $(wildcard target/*.c)
 SERVER_SRC := $(wildcard server/*.c)
 TOOLS_SRC := $(wildcard tools/hoard/*.c)
+BENCH_TOOL_SRC := $(wildcard tools/bench/*.c)
 UNIT_SRC := $(wildcard test/unit/*.c)
 FUZZ_SRC := $(wildcard test/fuzz/fuzz_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 .PHONY: all deps test unit integration lint format check-deps bench run fuzz fuzz-run clean help
-all: $(BUILD)/bin/hoardd $(BUILD)/bin/hoard
+all: $(BUILD)/bin/hoardd $(BUILD)/bin/hoard $(BUILD)/bin/hoard-bench
 
 help:
 	@echo "make [all|deps|test|unit|integration|lint|format|check-deps|bench|run|fuzz|clean] [SAN=asan|tsan]"
@@ -66,6 +67,10 @@ $(BUILD)/bin/hoard: $(call obj,$(TOOLS_SRC)) $(BUILD)/lib/libhdcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+$(BUILD)/bin/hoard-bench: $(call obj,$(BENCH_TOOL_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 $(BUILD)/bin/unit-tests: $(call obj,$(UNIT_SRC) tools/hoard/cli_fmt.c) $(BUILD)/lib/libhdroles.a $(BUILD)/lib/libhdcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
@@ -87,7 +92,7 @@ lint: check-deps
 	@bash tools/lint.sh
 
 format:
-	clang-format -i $(COMMON_SRC) $(PROXY_SRC) $(TARGET_SRC) $(SERVER_SRC) $(TOOLS_SRC) \
+	clang-format -i $(COMMON_SRC) $(PROXY_SRC) $(TARGET_SRC) $(SERVER_SRC) $(TOOLS_SRC) $(BENCH_TOOL_SRC) \
 	    $(UNIT_SRC) $(FUZZ_SRC) $(wildcard */*.h tools/hoard/*.h test/unit/*.h)
 
 bench: deps all
