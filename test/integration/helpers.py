@@ -302,3 +302,17 @@ def run_pyenv(exe, script, env_extra, timeout=90):
     env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
     return subprocess.run([exe, "-c", script], capture_output=True, text=True, timeout=timeout,
                           env=env)
+
+
+def placed_key(endpoint, bucket, stem, src, same):
+    """A destination key for a copy of src = (bucket, key): `stem` on a standalone target;
+    through a proxy the first stem-N that the source's owner also owns (same=True) or that
+    another target owns (same=False), so the proxy variant always exercises that case."""
+    if endpoint.kind == "target":
+        return stem
+    want = endpoint.owner(*src)
+    for i in range(64):
+        k = "%s-%d" % (stem, i)
+        if (endpoint.owner(bucket, k) == want) == same:
+            return k
+    raise AssertionError("no key %s-N with same=%r owner as %r" % (stem, same, src))

@@ -2,7 +2,7 @@
 s3cmd, rclone, Debian boto3 1.26, pyenv boto3 1.4x, curl) upload and download files and trees
 through one hoard target; every byte that comes back is compared by SHA-256.
 
-Uses the session fixtures of conftest.py (target, s3, bucket, aws1, aws2, s3cmd, pyenv_python);
+Uses the session fixtures of conftest.py (endpoint, s3, bucket, aws1, aws2, s3cmd, pyenv_python);
 rclone's config is a local fixture. Large files: aws v2 100 MiB (13 parts of 8 MiB), boto3
 60 MiB, rclone 50 MiB (5 MiB parts), aws v1 and pyenv boto3 20 MiB (CRC32 per part).
 """
@@ -21,6 +21,9 @@ import pytest
 from boto3.s3.transfer import TransferConfig
 
 import helpers
+
+# every test using `endpoint` runs against a standalone target and through a cluster proxy
+ENDPOINTS = ("target", "proxy")
 
 MiB = 1024 * 1024
 AWS_PART = 8 * MiB  # aws CLI / s3transfer default multipart_threshold and chunksize
@@ -151,8 +154,8 @@ def head_404(s3, bucket, key):
 class AccessLog:
     """The target's access log from a mark on: what the server really received."""
 
-    def __init__(self, target):
-        self.path = target.access_log
+    def __init__(self, endpoint):
+        self.path = endpoint.access_log
         self.mark()
 
     def mark(self):
@@ -190,7 +193,7 @@ def s3_error_code(body):
 
 # ---------------------------------------------------------------- aws CLI v2
 
-def test_aws2_cp_small_and_100mib(aws2, s3, bucket, tmp_path, target):
+def test_aws2_cp_small_and_100mib(aws2, s3, bucket, tmp_path, endpoint):
     small = tmp_path / "small.txt"
     small_sha = write_random(small, 12345)
     big = tmp_path / "big.bin"
@@ -208,7 +211,7 @@ def test_aws2_cp_small_and_100mib(aws2, s3, bucket, tmp_path, target):
     down = tmp_path / "down"
     down.mkdir()
     aws2("s3", "cp", "s3://%s/cp/small.txt" % bucket, down / "small.txt")
-    log = AccessLog(target)
+    log = AccessLog(endpoint)
     aws2("s3", "cp", "s3://%s/cp/big.bin" % bucket, down / "big.bin", timeout=180)
     time.sleep(0.2)
     gets = [e for e in log.entries(bucket) if e[0] == "GET" and e[2] == "/%s/cp/big.bin" % bucket]
@@ -219,11 +222,11 @@ def test_aws2_cp_small_and_100mib(aws2, s3, bucket, tmp_path, target):
     assert sha_file(down / "big.bin") == big_sha
 
 
-def test_aws2_sync_tree(aws2, s3, bucket, tmp_path, target):
+def test_aws2_sync_tree(aws2, s3, bucket, tmp_path, endpoint):
     src = tmp_path / "src"
     files = make_tree(src, 50)
     dest = "s3://%s/tree/" % bucket
-    log = AccessLog(target)
+    log = AccessLog(endpoint)
 
     p = aws2("s3", "sync", src, dest)
     assert len(out_lines(p, "upload:")) == 50, p.stdout.decode()
@@ -283,7 +286,7 @@ def test_aws2_sync_tree(aws2, s3, bucket, tmp_path, target):
     assert list_keys(s3, bucket) == []
 
 
-def test_aws2_s3api(aws2, s3, bucket, tmp_path, target):
+def test_aws2_s3api(aws2, s3, bucket, tmp_path, endpoint):
     data = os.urandom(300000)
     f = tmp_path / "obj.bin"
     f.write_bytes(data)
@@ -304,10 +307,13 @@ def test_aws2_s3api(aws2, s3, bucket, tmp_path, target):
     assert g["ContentLength"] == 1000, g
     assert rng.read_bytes() == data[1000:2000]
 
-    c = jrun(aws2, "s3api", "copy-object", "--bucket", bucket, "--key", "api/copy.bin",
+    # (a source on another target than the copy's: test_s3_features.py::test_copy_object)
+    copy_key = helpers.placed_key(endpoint, bucket, "api/copy.bin", (bucket, "api/obj.bin"),
+                                  same=True)
+    c = jrun(aws2, "s3api", "copy-object", "--bucket", bucket, "--key", copy_key,
              "--copy-source", "%s/api/obj.bin" % bucket)
     assert c["CopyObjectResult"]["ETag"] == md5, c
-    g = s3.get_object(Bucket=bucket, Key="api/copy.bin")
+    g = s3.get_object(Bucket=bucket, Key=copy_key)
     assert sha_bytes(g["Body"].read()) == sha_bytes(data)
     assert g["Metadata"] == {"color": "blue"} and g["ContentType"] == "application/x-test", g
 
@@ -315,7 +321,7 @@ def test_aws2_s3api(aws2, s3, bucket, tmp_path, target):
     keys = ["page/%02d" % i for i in range(25)]
     for k in keys:
         s3.put_object(Bucket=bucket, Key=k, Body=k.encode())
-    log = AccessLog(target)
+    log = AccessLog(endpoint)
     l1 = jrun(aws2, "s3api", "list-objects-v2", "--bucket", bucket, "--prefix", "page/",
               "--page-size", "7", "--max-items", "10")
     assert [o["Key"] for o in l1["Contents"]] == keys[:10], l1
@@ -462,7 +468,7 @@ def test_s3cmd_put_get_ls_del_sync_info_du(s3cmd, s3, bucket, tmp_path):
 # ---------------------------------------------------------------- rclone
 
 @pytest.fixture(scope="module")
-def rclone(target, tmp_path_factory):
+def rclone(endpoint, tmp_path_factory):
     """Runs rclone --config FILE ARGS... against the target (remote name `hoard`)."""
     exe = shutil.which("rclone")
     if not exe:
@@ -474,9 +480,9 @@ def rclone(target, tmp_path_factory):
         "type = s3",
         "provider = Other",
         "env_auth = false",
-        "access_key_id = %s" % target.access_key,
-        "secret_access_key = %s" % target.secret_key,
-        "endpoint = %s" % target.url,
+        "access_key_id = %s" % endpoint.access_key,
+        "secret_access_key = %s" % endpoint.secret_key,
+        "endpoint = %s" % endpoint.url,
         "force_path_style = true",
         "region = us-east-1",
         "",
@@ -537,7 +543,7 @@ def test_rclone_50mib_multipart(rclone, s3, bucket, tmp_path):
 
 # ---------------------------------------------------------------- boto3 (Debian 1.26)
 
-def test_boto3_transfer_manager_60mib(target, s3, bucket, tmp_path):
+def test_boto3_transfer_manager_60mib(endpoint, s3, bucket, tmp_path):
     big = tmp_path / "big60.bin"
     big_sha = write_random(big, 60 * MiB)
     cfg = TransferConfig(multipart_threshold=AWS_PART, multipart_chunksize=AWS_PART,
@@ -548,7 +554,7 @@ def test_boto3_transfer_manager_60mib(target, s3, bucket, tmp_path):
     assert h["ETag"] == mpu_etag(big, AWS_PART), "60 MiB in 8 MiB parts: expected 8 parts"
     # above multipart_threshold the download is concurrent ranged GETs
     down = tmp_path / "down60.bin"
-    log = AccessLog(target)
+    log = AccessLog(endpoint)
     s3.download_file(bucket, "tm/big60.bin", str(down), Config=cfg)
     assert sha_file(down) == big_sha
     time.sleep(0.2)
@@ -589,7 +595,7 @@ def test_boto3_paginator_1500_keys(s3, bucket):
     assert list_keys(s3, bucket) == []
 
 
-def test_boto3_presigned_get_put_with_curl(target, s3, bucket, tmp_path):
+def test_boto3_presigned_get_put_with_curl(endpoint, s3, bucket, tmp_path):
     data = os.urandom(3 * MiB + 1)
     key = "pre/\u00fc sign+ed.bin"
     s3.put_object(Bucket=bucket, Key=key, Body=data)
@@ -657,15 +663,15 @@ print(json.dumps(out))
 '''
 
 
-def test_pyenv_boto3_crc32(pyenv_python, target, s3, bucket, tmp_path):
+def test_pyenv_boto3_crc32(pyenv_python, endpoint, s3, bucket, tmp_path):
     big = tmp_path / "big20.bin"
     big_sha = write_random(big, 20 * MiB)
     small = tmp_path / "small.bin"
     small_sha = write_random(small, 123457)
     down = tmp_path / "down20.bin"
-    log = AccessLog(target)
+    log = AccessLog(endpoint)
     p = helpers.run_pyenv(pyenv_python, PYENV_SCRIPT, {
-        "EP": target.url, "AK": target.access_key, "SK": target.secret_key,
+        "EP": endpoint.url, "AK": endpoint.access_key, "SK": endpoint.secret_key,
         "BUCKET": bucket, "BIG": str(big), "SMALL": str(small), "DOWN": str(down)}, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])

@@ -1,4 +1,4 @@
-"""Real S3 clients against one hoard target, end to end and byte for byte: Debian boto3 1.26,
+"""Real S3 clients against one hoard endpoint, end to end and byte for byte: Debian boto3 1.26,
 aws CLI v2 (/usr/bin/aws) and v1 (PATH), s3cmd, curl --aws-sigv4, boto3 presigned URLs, the
 pyenv botocore 1.4x (CRC32 checksums) and a hand-made aws-chunked upload with a trailer."""
 import datetime
@@ -11,6 +11,9 @@ import requests
 
 import helpers
 from helpers import SigV4Requests, client_error, md5_hex, pattern_bytes
+
+# every test using `endpoint` runs against a standalone target and through a cluster proxy
+ENDPOINTS = ("target", "proxy")
 
 
 # ---------------------------------------------------------------- boto3 (Debian 1.26)
@@ -438,13 +441,13 @@ def _curl(*args, timeout=60):
                           timeout=timeout)
 
 
-def test_curl_sigv4_put_get(target, s3, bucket, tmp_path):
+def test_curl_sigv4_put_get(endpoint, s3, bucket, tmp_path):
     data = pattern_bytes(100 * 1024 + 1, seed=5)
     src = tmp_path / "curl.bin"
     src.write_bytes(data)
-    url = "%s/%s/curl/obj.bin" % (target.url, bucket)
+    url = "%s/%s/curl/obj.bin" % (endpoint.url, bucket)
     auth = ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
-            "%s:%s" % (target.access_key, target.secret_key),
+            "%s:%s" % (endpoint.access_key, endpoint.secret_key),
             "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
     p = _curl(*auth, "-T", src, "-o", tmp_path / "put.out", "-w", "%{http_code}", url)
     assert p.returncode == 0, p.stderr
@@ -459,7 +462,7 @@ def test_curl_sigv4_put_get(target, s3, bucket, tmp_path):
 
     # curl signing the payload hash itself (signed hex body) also works for a small PUT
     p = _curl("--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
-              "%s:%s" % (target.access_key, target.secret_key),
+              "%s:%s" % (endpoint.access_key, endpoint.secret_key),
               "-H", "x-amz-content-sha256: %s" % helpers.sha256_hex(b"signed body"),
               "--data-binary", "signed body", "-X", "PUT", "-o", tmp_path / "put2.out",
               "-w", "%{http_code}", url + ".2")
@@ -467,7 +470,7 @@ def test_curl_sigv4_put_get(target, s3, bucket, tmp_path):
     assert s3.get_object(Bucket=bucket, Key="curl/obj.bin.2")["Body"].read() == b"signed body"
 
 
-def test_presigned_get_with_curl(target, s3, bucket, tmp_path):
+def test_presigned_get_with_curl(endpoint, s3, bucket, tmp_path):
     data = b"presigned content \x00\xff" * 100
     s3.put_object(Bucket=bucket, Key="pre/sig ned+key.bin", Body=data)
     url = s3.generate_presigned_url("get_object",
@@ -487,7 +490,7 @@ def test_presigned_get_with_curl(target, s3, bucket, tmp_path):
     assert r.status_code == 206 and r.content == data[:9]
 
 
-def test_presigned_put(target, s3, bucket):
+def test_presigned_put(endpoint, s3, bucket):
     url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "pp"},
                                     ExpiresIn=300)
     r = requests.put(url, data=b"put via presigned URL", timeout=10)
@@ -530,10 +533,10 @@ print(json.dumps(out))
 '''
 
 
-def test_pyenv_botocore_crc32(pyenv_python, target, bucket):
+def test_pyenv_botocore_crc32(pyenv_python, endpoint, bucket):
     size = 1024 * 1024 + 13
     p = helpers.run_pyenv(pyenv_python, PYENV_SCRIPT, {
-        "EP": target.url, "AK": target.access_key, "SK": target.secret_key,
+        "EP": endpoint.url, "AK": endpoint.access_key, "SK": endpoint.secret_key,
         "BUCKET": bucket, "SIZE": str(size)})
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
@@ -567,7 +570,7 @@ def test_pyenv_aws_cli_v1_cp(aws1, bucket, tmp_path, s3):
 CHUNKED_BODY = b"b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n"
 
 
-def _chunked_headers(target, url, extra=None):
+def _chunked_headers(endpoint, url, extra=None):
     h = {
         "Content-Encoding": "aws-chunked",
         "x-amz-decoded-content-length": "11",
@@ -575,15 +578,15 @@ def _chunked_headers(target, url, extra=None):
         "x-amz-sdk-checksum-algorithm": "CRC32",
     }
     h.update(extra or {})
-    return helpers.sign_headers("PUT", url, target.access_key, target.secret_key, h,
+    return helpers.sign_headers("PUT", url, endpoint.access_key, endpoint.secret_key, h,
                                 payload="STREAMING-UNSIGNED-PAYLOAD-TRAILER")
 
 
 @pytest.mark.parametrize("framing", ["content-length", "http-chunked"])
-def test_aws_chunked_trailer_upload(target, s3, bucket, framing):
+def test_aws_chunked_trailer_upload(endpoint, s3, bucket, framing):
     key = "chunked-%s" % framing
-    url = "%s/%s/%s" % (target.url, bucket, key)
-    h = _chunked_headers(target, url)
+    url = "%s/%s/%s" % (endpoint.url, bucket, key)
+    h = _chunked_headers(endpoint, url)
     if framing == "content-length":
         r = requests.put(url, data=CHUNKED_BODY, headers=h, timeout=10)
     else:
@@ -601,22 +604,22 @@ def test_aws_chunked_trailer_upload(target, s3, bucket, framing):
         "aws-chunked must not be stored as the object's Content-Encoding"
 
 
-def test_aws_chunked_multi_chunk(target, s3, bucket):
+def test_aws_chunked_multi_chunk(endpoint, s3, bucket):
     data = pattern_bytes(200000, seed=7)
     chunks = [data[:65536], data[65536:131072], data[131072:]]
     body = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks)
     body += b"0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % helpers.crc32_b64(data).encode()
-    url = "%s/%s/multi" % (target.url, bucket)
-    h = _chunked_headers(target, url, {"x-amz-decoded-content-length": str(len(data))})
+    url = "%s/%s/multi" % (endpoint.url, bucket)
+    h = _chunked_headers(endpoint, url, {"x-amz-decoded-content-length": str(len(data))})
     r = requests.put(url, data=body, headers=h, timeout=10)
     assert r.status_code == 200, r.content
     assert s3.get_object(Bucket=bucket, Key="multi")["Body"].read() == data
 
 
-def test_aws_chunked_bad_trailer_checksum(target, s3, bucket):
+def test_aws_chunked_bad_trailer_checksum(endpoint, s3, bucket):
     body = CHUNKED_BODY.replace(b"DUoRhQ==", b"AAAAAA==")
-    url = "%s/%s/badtrailer" % (target.url, bucket)
-    r = requests.put(url, data=body, headers=_chunked_headers(target, url), timeout=10)
+    url = "%s/%s/badtrailer" % (endpoint.url, bucket)
+    r = requests.put(url, data=body, headers=_chunked_headers(endpoint, url), timeout=10)
     resp = helpers.Resp(r.status_code, list(r.headers.items()), r.content)
     helpers.check_s3_error(resp, 400, "BadDigest")
     with pytest.raises(botocore.exceptions.ClientError) as ei:
@@ -624,20 +627,20 @@ def test_aws_chunked_bad_trailer_checksum(target, s3, bucket):
     assert client_error(ei)[0] == 404
 
 
-def test_native_and_s3_share_objects(target, s3, bucket):
+def test_native_and_s3_share_objects(endpoint, s3, bucket):
     data = pattern_bytes(5000, seed=8)
-    r = requests.put("%s/v1/objects/%s/from/native" % (target.url, bucket), data=data,
-                     auth=SigV4Requests(target.access_key, target.secret_key),
+    r = requests.put("%s/v1/objects/%s/from/native" % (endpoint.url, bucket), data=data,
+                     auth=SigV4Requests(endpoint.access_key, endpoint.secret_key),
                      timeout=10)
     assert r.status_code == 200, r.content
     assert s3.get_object(Bucket=bucket, Key="from/native")["Body"].read() == data
     s3.put_object(Bucket=bucket, Key="from/s3", Body=data[::-1])
-    r = requests.get("%s/v1/objects/%s/from/s3" % (target.url, bucket), timeout=10,
-                     auth=SigV4Requests(target.access_key, target.secret_key))
+    r = requests.get("%s/v1/objects/%s/from/s3" % (endpoint.url, bucket), timeout=10,
+                     auth=SigV4Requests(endpoint.access_key, endpoint.secret_key))
     assert r.status_code == 200 and r.content == data[::-1]
     # the /s3/ prefix serves the same API
-    g = requests.get("%s/s3/%s/from/s3" % (target.url, bucket), timeout=10,
+    g = requests.get("%s/s3/%s/from/s3" % (endpoint.url, bucket), timeout=10,
                      headers=helpers.sign_headers(
-                         "GET", "%s/s3/%s/from/s3" % (target.url, bucket),
-                         target.access_key, target.secret_key))
+                         "GET", "%s/s3/%s/from/s3" % (endpoint.url, bucket),
+                         endpoint.access_key, endpoint.secret_key))
     assert g.status_code == 200 and g.content == data[::-1]
