@@ -63,6 +63,7 @@ struct hd_proxy {
     atomic_int rb_pending; /* the set of targets changed: start one */
     uint64_t rb_next_ns;   /* loop thread: next poll of the targets */
     char rb_started[HD_NODE_ID_MAX]; /* loop thread: the last rebalance id started */
+    char rb_stopped[HD_NODE_ID_MAX]; /* loop thread: the last one found stopped on request */
 };
 
 /* proxy.c */

@@ -210,19 +210,20 @@ static void random_hex(char *out, size_t nbytes)
     hd_hex(r, nbytes, out);
 }
 
-/* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
- * msg filled after asking the targets that did start to stop again. */
-static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *id,
-                            const char *kind, const char *bucket, json_t *args, int all,
-                            char *msg, size_t msglen)
+/* Posts job `id` to every target (flagged ones too when all). 0, or a negative code with
+ * msg filled (the first refusal); *ok counts the targets that started it. */
+static int post_job(struct hd_proxy *p, struct hd_smap *s, const char *id, const char *kind,
+                    const char *bucket, json_t *args, int all, char *msg, size_t msglen,
+                    size_t *ok)
 {
     json_t *body = json_pack("{s:s, s:s, s:s, s:o}", "id", id, "kind", kind, "bucket", bucket,
                              "args", args ? json_incref(args) : json_object());
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct fan f;
-    size_t i, ok = 0;
+    size_t i;
     int rc = 0;
 
+    *ok = 0;
     json_decref(body);
     if (!text)
         return -ENOMEM;
@@ -233,7 +234,7 @@ static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *i
     for (i = 0; i < f.n; i++) {
         const struct hd_httpc_call *c = &f.calls[i];
         if (c->rc == 0 && (c->status == 200 || c->status == 201)) {
-            ok++;
+            (*ok)++;
         } else if (rc == 0) {
             json_t *e = call_json(c);
             rc = c->rc < 0 ? HD_EUNAVAIL : hd_proxy_err_from_json(c->status, e);
@@ -251,6 +252,19 @@ static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *i
     }
     fan_cleanup(&f);
     free(text);
+    return rc;
+}
+
+/* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
+ * msg filled after asking the targets that did start to stop again. */
+static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *id,
+                            const char *kind, const char *bucket, json_t *args, int all,
+                            char *msg, size_t msglen)
+{
+    struct fan f;
+    size_t ok;
+    int rc = post_job(p, s, id, kind, bucket, args, all, msg, msglen, &ok);
+
     if (rc < 0 && ok) {
         char path[160];
         snprintf(path, sizeof(path), "/v1/jobs/%s", id);
@@ -575,6 +589,7 @@ static void rebalance_start(struct hd_proxy *p)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     char id[64], msg[512] = "";
+    size_t started;
     int rc;
 
     if (!s)
@@ -596,7 +611,7 @@ static void rebalance_start(struct hd_proxy *p)
     s = hd_smap_state_smap(p->cs);
     HD_LOG(HD_INFO, NULL, "rebalance %s: starting on every target (smap v%lld)", id,
            (long long)s->version);
-    rc = start_everywhere(p, s, id, "rebalance", "", NULL, 1, msg, sizeof(msg));
+    rc = post_job(p, s, id, "rebalance", "", NULL, 1, msg, sizeof(msg), &started);
     if (rc < 0) /* the watch below starts it where it is missing */
         HD_LOG(HD_WARN, NULL, "rebalance %s: %s", id, msg);
     hd_smap_unref(s);
@@ -611,7 +626,7 @@ static void rebalance_watch(struct hd_proxy *p)
     json_t *gone = json_array();
     char path[160], msg[512];
     struct fan f;
-    size_t i, running = 0;
+    size_t i, running = 0, stopped = 0, ok;
 
     if (!s || !s->rebalance[0])
         goto out;
@@ -624,22 +639,38 @@ static void rebalance_watch(struct hd_proxy *p)
         const char *st = json_string_value(json_object_get(j, "state"));
         if (c->rc < 0) {
             running++; /* cannot tell: ask again later */
-        } else if (c->status == 404) { /* restarted without it, or joined since: start it */
+        } else if (c->status == 404 || (st && strcmp(st, "failed") == 0) ||
+                   ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0 &&
+                    json_integer_value(json_object_get(j, "error_count")) > 0)) {
+            /* restarted without it, joined since, failed, or a leaver that still holds
+             * objects: (re)start its share */
             struct hd_smap one = *s;
             one.nodes = (struct hd_node *)f.nodes[i];
             one.n = 1;
-            start_everywhere(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg));
+            if (c->status != 404)
+                HD_LOG(HD_INFO, NULL, "rebalance %s: running again on %s (%s)", s->rebalance,
+                       f.nodes[i]->id, st);
+            post_job(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg), &ok);
             running++;
         } else if (st && strcmp(st, "running") == 0) {
             running++;
-        } else if ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0 &&
-                   json_integer_value(json_object_get(j, "error_count")) == 0) {
+        } else if (st && strcmp(st, "aborted") == 0) {
+            stopped++; /* stopped on request: not restarted */
+        } else if ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0) {
             json_array_append_new(gone, json_string(f.nodes[i]->id));
         }
         json_decref(j);
     }
     fan_cleanup(&f);
-    if (running == 0) {
+    if (running == 0 && stopped) {
+        /* the mark stays, so reads still find objects that have not moved (GFN); a new
+         * rebalance (POST /v1/cluster/rebalance, or the next membership change) finishes */
+        if (strcmp(p->rb_stopped, s->rebalance) != 0)
+            HD_LOG(HD_WARN, NULL, "rebalance %s: stopped on %zu target(s) before it finished; "
+                                  "objects that did not move are still found from their old "
+                                  "targets", s->rebalance, stopped);
+        snprintf(p->rb_stopped, sizeof(p->rb_stopped), "%s", s->rebalance);
+    } else if (running == 0) {
         HD_LOG(HD_INFO, NULL, "rebalance %s: finished on every target", s->rebalance);
         remember_gone(p, gone);
         if (mark(p, "", s->rebalance, gone) == 0)

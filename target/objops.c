@@ -205,6 +205,9 @@ void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, co
         return;
     }
     rc = hd_store_delete(t->st, bucket, key);
+    if (!(r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local")) &&
+        hd_rebalance_delete_elsewhere(t, bucket, key) > 0 && rc == HD_ENOSUCHKEY)
+        rc = 0; /* it had not moved here yet */
     if (rc == HD_ENOSUCHKEY && quiet_missing)
         rc = 0; /* S3: deleting a missing key succeeds */
     if (rc < 0)
@@ -347,6 +350,12 @@ static void put_end(struct hd_req *r)
         char hex[33];
         if ((rc = hd_obj_meta_attrs(pc->xmeta, &a, &hold)) < 0) {
             hd_resp_err_msg(r, rc, "X-Hoard-Obj-Meta is not valid.");
+            return;
+        }
+        if (hd_rebalance_deleted_since(pc->t, hd_put_bucket(pc->put), hd_put_name(pc->put),
+                                       a.mtime_ms)) {
+            json_decref(hold);
+            hd_resp_err_msg(r, HD_EPRECONDITION, "Deleted here after this copy was written.");
             return;
         }
         hd_put_md5(pc->put, md5);
