@@ -1,7 +1,7 @@
-"""S3 multipart upload on one hoard target: the API calls one by one through Debian's boto3
-1.26 (create, upload part, complete, abort, list parts, list uploads, error codes), then real
-transfers: aws CLI v2 `s3 cp` (8 MiB parts), boto3 upload_file/download_file, and the pyenv
-botocore 1.4x with per-part CRC32 checksums."""
+"""S3 multipart upload on a standalone target and through a cluster proxy: the API calls one
+by one through Debian's boto3 1.26 (create, upload part, complete, abort, list parts, list
+uploads, error codes), then real transfers: aws CLI v2 `s3 cp` (8 MiB parts), boto3
+upload_file/download_file, and the pyenv botocore 1.4x with per-part CRC32 checksums."""
 import base64
 import hashlib
 import json

@@ -1,6 +1,6 @@
-"""Bad input to the S3 API of one target: each case asserts the exact HTTP status, the S3
-<Code>, a well-formed XML error body (Code, Message, Resource, RequestId == x-amz-request-id)
-and that nothing was stored."""
+"""Bad input to the S3 API of a standalone target and of a cluster proxy: each case asserts
+the exact HTTP status, the S3 <Code>, a well-formed XML error body (Code, Message, Resource,
+RequestId == x-amz-request-id) and that nothing was stored."""
 import datetime
 import os
 import socket
