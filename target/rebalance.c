@@ -688,24 +688,42 @@ static size_t gfn_body(char *p, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-static int gfn_from(CURL *cu, struct hd_target *t, const struct hd_node *n, const char *bucket,
-                    const char *key)
+int hd_node_get_into(struct hd_target *t, const char *node_url, const char *bucket,
+                     const char *key, int local, const struct hd_cond *cond, struct hd_put *p,
+                     char **xmeta)
 {
     struct curl_slist *h = NULL;
-    struct gfn g = {NULL, NULL, 0, 0};
-    struct hd_put_attrs a;
-    struct hd_buf url;
-    json_t *hold = NULL;
+    struct gfn g = {p, NULL, 0, 0};
+    struct hd_buf url, line;
+    CURL *cu = curl_easy_init();
     CURLcode cc;
     int rc;
 
+    *xmeta = NULL;
     hd_buf_init(&url);
-    if ((rc = object_url(&url, n->url, bucket, key)) < 0)
+    hd_buf_init(&line);
+    if (!cu || (rc = object_url(&url, node_url, bucket, key)) < 0) {
+        rc = -ENOMEM;
         goto out;
-    if ((rc = hd_put_begin(t->st, bucket, key, &g.p)) < 0)
-        goto out;
+    }
     h = sign(h, t, "GET", url.data);
-    h = curl_slist_append(h, "X-Hoard-Local: 1");
+    if (local)
+        h = curl_slist_append(h, "X-Hoard-Local: 1");
+    if (cond) {
+        static const char *const names[] = {"If-Match", "If-None-Match", "If-Modified-Since",
+                                            "If-Unmodified-Since"};
+        const char *vals[] = {cond->if_match, cond->if_none_match, cond->if_modified_since,
+                              cond->if_unmodified_since};
+        size_t i;
+        for (i = 0; i < 4; i++) {
+            if (!vals[i] || strpbrk(vals[i], "\r\n"))
+                continue;
+            hd_buf_reset(&line);
+            hd_buf_printf(&line, "%s: %s", names[i], vals[i]);
+            if (!line.oom)
+                h = curl_slist_append(h, line.data);
+        }
+    }
     curl_easy_setopt(cu, CURLOPT_URL, url.data);
     curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(cu, CURLOPT_HEADERFUNCTION, gfn_header);
@@ -718,23 +736,79 @@ static int gfn_from(CURL *cu, struct hd_target *t, const struct hd_node *n, cons
     curl_easy_setopt(cu, CURLOPT_TIMEOUT, (long)GFN_TIMEOUT_S);
     cc = curl_easy_perform(cu);
     curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &g.status);
-    if (cc != CURLE_OK || g.status != 200 || g.werr || !g.xmeta) {
+    if (cc == CURLE_OK && g.status == 200 && !g.werr && g.xmeta) {
+        *xmeta = g.xmeta;
+        g.xmeta = NULL;
+        rc = 0;
+    } else if (g.status == 412 || g.status == 304) {
+        rc = HD_EPRECONDITION;
+    } else if (g.status == 404 || (cc == CURLE_OK && g.status == 200)) {
         rc = HD_ENOSUCHKEY;
-        goto out;
+    } else if (g.werr) {
+        rc = -EIO;
+    } else {
+        rc = HD_EUNAVAIL;
     }
-    if ((rc = hd_obj_meta_attrs(g.xmeta, &a, &hold)) < 0)
+out:
+    curl_slist_free_all(h);
+    hd_buf_cleanup(&url);
+    hd_buf_cleanup(&line);
+    free(g.xmeta);
+    if (cu)
+        curl_easy_cleanup(cu);
+    return rc;
+}
+
+static int gfn_from(struct hd_target *t, const struct hd_node *n, const char *bucket,
+                    const char *key)
+{
+    struct hd_put_attrs a;
+    struct hd_put *p = NULL;
+    json_t *hold = NULL;
+    char *xmeta = NULL;
+    int rc;
+
+    if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0)
+        return rc;
+    if ((rc = hd_node_get_into(t, n->url, bucket, key, 1, NULL, p, &xmeta)) < 0)
         goto out;
-    rc = hd_put_commit(g.p, &a, NULL);
+    if ((rc = hd_obj_meta_attrs(xmeta, &a, &hold)) < 0)
+        goto out;
+    rc = hd_put_commit(p, &a, NULL);
     if (rc == HD_EPRECONDITION)
         rc = 0; /* written here meanwhile: that copy is newer */
     if (rc == 0)
         HD_LOG(HD_INFO, NULL, "rebalance: %s/%s fetched from %s", bucket, key, n->id);
 out:
-    hd_put_free(g.p);
-    curl_slist_free_all(h);
-    hd_buf_cleanup(&url);
+    hd_put_free(p);
     json_decref(hold);
-    free(g.xmeta);
+    free(xmeta);
+    return rc;
+}
+
+int hd_node_owner_elsewhere(struct hd_target *t, const char *bucket, const char *key,
+                            char *url, size_t urlmax)
+{
+    struct hd_smap *s = hd_tcluster_smap(t->cl);
+    const struct hd_node *owner = NULL;
+    struct hd_bucket_info bi;
+    struct hd_buf u;
+    int rc = HD_ENOSUCHKEY;
+
+    if (!s || hd_store_bucket_get(t->st, bucket, &bi) < 0)
+        goto out;
+    hd_buf_init(&u);
+    hd_hrw_uname(&u, hd_hrw_provider(bi.provider), NULL, bucket, key);
+    rc = u.oom ? -ENOMEM : hd_smap_owner(s, u.data, u.len, &owner);
+    hd_buf_cleanup(&u);
+    if (!owner || strcmp(owner->id, hd_tcluster_id(t->cl)) == 0) {
+        rc = HD_ENOSUCHKEY;
+        goto out;
+    }
+    if (rc == 0)
+        snprintf(url, urlmax, "%s", owner->url);
+out:
+    hd_smap_unref(s);
     return rc;
 }
 
@@ -742,7 +816,6 @@ int hd_rebalance_gfn(struct hd_target *t, const char *bucket, const char *key)
 {
     struct hd_smap *s;
     const char *self = hd_tcluster_id(t->cl);
-    CURL *cu = NULL;
     size_t i;
     int rc = HD_ENOSUCHKEY;
 
@@ -750,20 +823,13 @@ int hd_rebalance_gfn(struct hd_target *t, const char *bucket, const char *key)
     s = moving_smap(t);
     if (!s || !self_owns(t, s, bucket, key) || hd_rebalance_deleted_since(t, bucket, key, 0))
         goto out;
-    if (!(cu = curl_easy_init())) {
-        rc = -ENOMEM;
-        goto out;
-    }
     for (i = 0; i < s->n && rc != 0; i++) {
         const struct hd_node *n = &s->nodes[i];
         if (n->type != HD_NODE_TARGET || n->down || strcmp(n->id, self) == 0)
             continue;
-        curl_easy_reset(cu);
-        rc = gfn_from(cu, t, n, bucket, key);
+        rc = gfn_from(t, n, bucket, key);
     }
 out:
-    if (cu)
-        curl_easy_cleanup(cu);
     hd_smap_unref(s);
     return rc == 0 ? 0 : HD_ENOSUCHKEY;
 }
