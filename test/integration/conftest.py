@@ -488,21 +488,6 @@ def s3cluster(tmp_path_factory, log_dir):
     _stop_nodes(nodes)
 
 
-@pytest.fixture
-def cluster_factory(tmp_path_factory, log_dir):
-    """start(prefix, **start_cluster kwargs) -> ProxyEndpoint of a new cluster, stopped when
-    the test ends."""
-    started = []
-
-    def start(prefix, **kw):
-        nodes, ep = start_cluster(tmp_path_factory, log_dir, prefix, **kw)
-        started.extend(nodes)
-        return ep
-
-    yield start
-    _stop_nodes(started)
-
-
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "target_only: in a module with ENDPOINTS, run only against the standalone "

@@ -14,7 +14,7 @@ import requests
 
 import helpers
 from conftest import (ACCESS_KEY, CLUSTER_KEYS, PERM_BUCKETS, PERM_TAG, S3_DOMAIN, SECRET_KEY,
-                      _empty_bucket)
+                      _empty_bucket, _stop_nodes, start_cluster)
 from helpers import SigV4Requests, check_s3_error, client_error, from_requests, md5_hex, pattern_bytes
 
 # every test using `endpoint` runs against a standalone target and through a cluster proxy
@@ -385,6 +385,46 @@ def vhost_server(endpoint, target_factory):
 
 def test_virtual_host_addressing(vhost_server):
     _vhost_round_trip(*vhost_server)
+
+
+@pytest.fixture(scope="module")
+def domain_on_proxy_only(tmp_path_factory, log_dir):
+    """A cluster (1 proxy, 2 targets) where only the proxy has s3.domain."""
+    nodes, ep = start_cluster(tmp_path_factory, log_dir, "vh-", 2,
+                              proxy_args=["--s3.domain", S3_DOMAIN])
+    yield ep
+    _stop_nodes(nodes)
+
+
+RELAY_RAW_PATH = ("the proxy resolves a virtual-host bucket for bucket calls but relays "
+                  "object calls with the raw path and Host (proxy/route.c hd_proxy_relay, "
+                  "from proxy/s3.c object_call); a target without s3.domain reads /dir/obj "
+                  "as bucket 'dir', key 'obj', and trusts the proxy's signature. Workaround: "
+                  "s3.domain on every node. ")
+
+
+@pytest.mark.xfail(strict=True, reason=RELAY_RAW_PATH + "Got: 404 NoSuchBucket")
+def test_virtual_host_domain_only_on_proxy(domain_on_proxy_only):
+    _vhost_round_trip(domain_on_proxy_only, S3_DOMAIN)
+
+
+@pytest.mark.xfail(strict=True, reason=RELAY_RAW_PATH + "Got: a key with rw on bucket A only "
+                   "writes A.<domain>/B/k into bucket B (200, object stored in B)")
+def test_virtual_host_domain_only_on_proxy_keeps_permissions(domain_on_proxy_only):
+    """AKMIX may write PERM_BUCKETS["rw"] only: a virtual-host PUT for that bucket whose path
+    starts with another bucket's name must not land in the other bucket."""
+    ep = domain_on_proxy_only
+    admin = helpers.boto3_client(ep)
+    mine, victim = PERM_BUCKETS["rw"], helpers.unique_bucket_name("victim")
+    for b in (mine, victim):
+        admin.create_bucket(Bucket=b)
+    host = "%s.%s:%d" % (mine, S3_DOMAIN, ep.port)
+    path = "/%s/planted" % victim
+    h = helpers.sign_headers("PUT", "http://%s%s" % (host, path), "AKMIX", "secretMIX",
+                             payload=helpers.sha256_hex(b"planted"))
+    h["Host"] = host
+    helpers.raw_request(ep.host, ep.port, "PUT", path, h, b"planted")
+    assert admin.list_objects_v2(Bucket=victim)["KeyCount"] == 0
 
 
 def _vhost_round_trip(t, domain):
