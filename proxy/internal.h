@@ -145,9 +145,11 @@ int hd_proxy_decommissioned(struct hd_proxy *p, const char *id);
 
 /* route.c */
 void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);
-/* Answers r with 307 to the owner of bucket/key (decoded names), or 503. */
+/* Answers r with 307 to the owner of bucket/key (decoded names), or 503. The Location (and
+ * the proxy signature in it) carries `path`, the raw path the owner must see (NULL: r's):
+ * a virtual-host S3 request is sent on path style, since the owner sees another Host. */
 void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                       const char *key);
+                       const char *key, const char *path);
 /* Streams r to the owner of bucket/key and the answer back (common/relay.c), authorised
  * with the proxy's signature; the client's own headers (Host, SigV4) pass unchanged. */
 void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key);

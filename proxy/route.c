@@ -116,20 +116,22 @@ out:
 }
 
 void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                       const char *key)
+                       const char *key, const char *path)
 {
     struct hd_buf loc;
     char *base;
 
     if (owner_url(r, p, bucket, key, &base) < 0)
         return;
+    if (!path)
+        path = r->raw_path;
     hd_buf_init(&loc);
-    hd_buf_printf(&loc, "%s%s?%s%spid=%s", base, r->raw_path, r->raw_query,
-                  *r->raw_query ? "&" : "", p->self.id);
+    hd_buf_printf(&loc, "%s%s?%s%spid=%s", base, path, r->raw_query, *r->raw_query ? "&" : "",
+                  p->self.id);
     if (*p->secret) {
         long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
         char sig[HD_SMAP_SIG_LEN];
-        hd_smap_psig(p->secret, r->method, r->raw_path, ptime, sig);
+        hd_smap_psig(p->secret, r->method, path, ptime, sig);
         hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
     }
     if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)
@@ -197,7 +199,7 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, rc);
         goto out;
     }
-    hd_proxy_redirect(r, p, bucket, key);
+    hd_proxy_redirect(r, p, bucket, key, NULL);
 out:
     free(bucket);
     free(key);
