@@ -63,6 +63,7 @@ struct hd_proxy {
     /* rebalance (primary) */
     atomic_int rb_pending; /* the set of targets changed: start one */
     uint64_t rb_next_ns;   /* loop thread: next poll of the targets */
+    char rb_started[HD_NODE_ID_MAX]; /* loop thread: the last rebalance id started */
 };
 
 /* proxy.c */
@@ -107,6 +108,11 @@ void hd_proxy_push_pending(struct hd_proxy *p);
 void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p);
 /* Asks for a rebalance (the primary starts it from its loop thread; others forward). */
 void hd_proxy_rebalance_request(struct hd_proxy *p);
+/* Primary, caller holds mu, s is the next smap (version already bumped, not installed):
+ * marks it with a new rebalance id, so the map that moves objects is the same version that
+ * turns on get-from-neighbour everywhere (no window where a new owner misses an object
+ * that has not moved yet), and asks the loop thread to start the job. */
+void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s);
 /* Primary's loop thread: starts a requested rebalance, watches the one in progress. */
 void hd_proxy_rebalance_tick(struct hd_proxy *p);
 /* 1 when id left the cluster by decommission (it may not join again). */

@@ -19,6 +19,7 @@
 #include <sys/random.h>
 
 #include "common/buf.h"
+#include "common/cksum.h"
 #include "common/errors.h"
 #include "common/httpc.h"
 #include "common/log.h"
@@ -201,14 +202,12 @@ static void finish_view(json_t *m)
 static void random_hex(char *out, size_t nbytes)
 {
     unsigned char r[16];
-    size_t i;
 
     if (nbytes > sizeof(r))
         nbytes = sizeof(r);
     if (getrandom(r, nbytes, 0) != (ssize_t)nbytes)
         memset(r, 0, sizeof(r));
-    for (i = 0; i < nbytes; i++)
-        sprintf(out + 2 * i, "%02x", r[i]);
+    hd_hex(r, nbytes, out);
 }
 
 /* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
@@ -217,8 +216,8 @@ static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *i
                             const char *kind, const char *bucket, json_t *args, int all,
                             char *msg, size_t msglen)
 {
-    json_t *body = json_pack("{s:s, s:s, s:s, s:O}", "id", id, "kind", kind, "bucket", bucket,
-                             "args", args ? args : json_object());
+    json_t *body = json_pack("{s:s, s:s, s:s, s:o}", "id", id, "kind", kind, "bucket", bucket,
+                             "args", args ? json_incref(args) : json_object());
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct fan f;
     size_t i, ok = 0;
@@ -486,9 +485,16 @@ void hd_proxy_rebalance_request(struct hd_proxy *p)
     atomic_store(&p->rb_pending, 1);
 }
 
-/* Sets or clears the smap's rebalance mark (and removes targets listed in gone). Caller
- * holds nothing; takes mu. */
-static int mark(struct hd_proxy *p, const char *id, json_t *gone)
+void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s)
+{
+    snprintf(s->rebalance, sizeof(s->rebalance), "rebalance-v%lld", (long long)s->version);
+    atomic_store(&p->rb_pending, 1);
+}
+
+/* Sets the smap's rebalance mark to id, or clears it (id "") if it still is `expect` (a
+ * membership change may have marked a newer rebalance meanwhile), and removes targets
+ * listed in gone. Caller holds nothing; takes mu. 1 when the mark was not `expect`. */
+static int mark(struct hd_proxy *p, const char *id, const char *expect, json_t *gone)
 {
     struct hd_smap *cur, *s = NULL;
     size_t i;
@@ -498,6 +504,10 @@ static int mark(struct hd_proxy *p, const char *id, json_t *gone)
     cur = hd_smap_state_smap(p->cs);
     if (!cur) {
         rc = HD_EUNAVAIL;
+        goto out;
+    }
+    if (expect && strcmp(cur->rebalance, expect) != 0) {
+        rc = 1;
         goto out;
     }
     if ((rc = hd_smap_clone(cur, &s)) < 0)
@@ -569,12 +579,19 @@ static void rebalance_start(struct hd_proxy *p)
 
     if (!s)
         return;
-    snprintf(id, sizeof(id), "rebalance-v%lld", (long long)s->version + 1);
-    hd_smap_unref(s);
-    if ((rc = mark(p, id, NULL)) < 0) {
-        HD_LOG(HD_ERROR, NULL, "rebalance: cannot mark the cluster map: %s", hd_strerror(rc));
-        return;
+    if (s->rebalance[0] && strcmp(s->rebalance, p->rb_started) != 0) {
+        snprintf(id, sizeof(id), "%s", s->rebalance); /* marked with the membership change */
+        hd_smap_unref(s);
+    } else {
+        snprintf(id, sizeof(id), "rebalance-v%lld", (long long)s->version + 1);
+        hd_smap_unref(s);
+        if ((rc = mark(p, id, NULL, NULL)) < 0) {
+            HD_LOG(HD_ERROR, NULL, "rebalance: cannot mark the cluster map: %s",
+                   hd_strerror(rc));
+            return;
+        }
     }
+    snprintf(p->rb_started, sizeof(p->rb_started), "%s", id);
     hd_proxy_push_pending(p);
     s = hd_smap_state_smap(p->cs);
     HD_LOG(HD_INFO, NULL, "rebalance %s: starting on every target (smap v%lld)", id,
@@ -625,7 +642,7 @@ static void rebalance_watch(struct hd_proxy *p)
     if (running == 0) {
         HD_LOG(HD_INFO, NULL, "rebalance %s: finished on every target", s->rebalance);
         remember_gone(p, gone);
-        if (mark(p, "", gone) == 0)
+        if (mark(p, "", s->rebalance, gone) == 0)
             hd_proxy_push_pending(p);
     }
 out:

@@ -597,19 +597,14 @@ void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)
     if (*rest) {
         slash = strchr(rest, '/');
         blen = slash ? (size_t)(slash - rest) : strlen(rest);
-        bucket = malloc(blen + 1);
-        if (!bucket || hd_url_decode(rest, blen, bucket, &blen, 0) < 0 ||
-            strlen(bucket) != blen) {
-            hd_resp_err(r, bucket ? HD_EBADBUCKETNAME : -ENOMEM);
+        if ((rc = hd_bucket_decode(rest, blen, &bucket)) < 0) {
+            hd_resp_err(r, rc);
             goto out;
         }
-        if (slash && slash[1]) {
-            klen = strlen(slash + 1);
-            key = malloc(klen + 1);
-            if (!key || hd_url_decode(slash + 1, klen, key, &klen, 0) < 0) {
-                hd_resp_err(r, key ? HD_EBADKEY : -ENOMEM);
-                goto out;
-            }
+        if (slash && slash[1] &&
+            (rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), &key, &klen)) < 0) {
+            hd_resp_err(r, rc == HD_EBADARG ? HD_EBADKEY : rc);
+            goto out;
         }
     }
     /* object calls too: a redirect carries our signature, which targets trust */

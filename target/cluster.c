@@ -553,6 +553,17 @@ struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c)
     return c && !c->standalone ? hd_smap_state_smap(c->cs) : NULL;
 }
 
+int hd_tcluster_wait_joined(struct hd_tcluster *c, int ms)
+{
+    struct timespec ts = {0, 10 * 1000000L};
+
+    if (!c || c->standalone)
+        return 1;
+    for (; !atomic_load(&c->joined) && ms > 0 && !atomic_load(&c->stopping); ms -= 10)
+        nanosleep(&ts, NULL);
+    return atomic_load(&c->joined);
+}
+
 const char *hd_tcluster_id(const struct hd_tcluster *c)
 {
     return c->self.id;

@@ -74,10 +74,6 @@ char *hd_obj_meta_json(const struct hd_obj_meta *m);
 /* Parses such a header into attrs for hd_put_commit (keep_newer set). The strings point into
  * *hold (json_decref it after the commit). HD_EBADHEADER when malformed. */
 int hd_obj_meta_attrs(const char *text, struct hd_put_attrs *a, json_t **hold);
-/* Decodes a percent-encoded path segment into a NUL-terminated heap string. Object names are
- * validated (length, NUL, UTF-8); *out is NULL on error. */
-int hd_path_decode(const char *s, size_t n, char **out, size_t *outlen);
-
 void hd_native_handle(struct hd_req *r, struct hd_target *t);
 void hd_s3_handle(struct hd_req *r, struct hd_target *t, const char *path);
 

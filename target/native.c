@@ -209,9 +209,9 @@ static int split_bucket_key(const char *rest, char **bucket, char **key, size_t 
     int rc;
 
     *bucket = *key = NULL;
-    if ((rc = hd_path_decode(rest, blen, bucket, NULL)) < 0)
+    if ((rc = hd_bucket_decode(rest, blen, bucket)) < 0)
         return rc;
-    if (slash && (rc = hd_path_decode(slash + 1, strlen(slash + 1), key, klen)) < 0) {
+    if (slash && (rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), key, klen)) < 0) {
         free(*bucket);
         *bucket = NULL;
         return rc;

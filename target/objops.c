@@ -20,26 +20,6 @@
 
 #define PUT_MAGIC 0x70757463u
 
-int hd_path_decode(const char *s, size_t n, char **out, size_t *outlen)
-{
-    char *d = malloc(n + 1);
-    size_t len;
-    int rc;
-
-    *out = NULL;
-    if (!d)
-        return -ENOMEM;
-    rc = hd_url_decode(s, n, d, &len, 0);
-    if (rc < 0) {
-        free(d);
-        return rc;
-    }
-    *out = d;
-    if (outlen)
-        *outlen = len;
-    return 0;
-}
-
 char *hd_obj_meta_json(const struct hd_obj_meta *m)
 {
     json_t *j = json_pack("{s:s, s:I, s:s, s:s}", "etag", m->etag, "mtime_ms",
@@ -589,38 +569,6 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
 
 /* ---- CopyObject ---- */
 
-static int parse_copy_source(const char *src, char **bucket, char **key)
-{
-    const char *p = src, *q, *slash;
-    char *dec = NULL;
-    size_t n;
-    int rc;
-
-    *bucket = *key = NULL;
-    if (*p == '/')
-        p++;
-    q = strchr(p, '?'); /* ?versionId=... : only "null" exists here */
-    n = q ? (size_t)(q - p) : strlen(p);
-    if (hd_path_decode(p, n, &dec, &n) < 0)
-        return HD_EBADARG;
-    slash = memchr(dec, '/', n);
-    if (!slash || slash == dec || !slash[1]) {
-        free(dec);
-        return HD_EBADARG;
-    }
-    *bucket = strndup(dec, (size_t)(slash - dec));
-    *key = strdup(slash + 1);
-    rc = hd_object_name_check(slash + 1, n - (size_t)(slash + 1 - dec));
-    free(dec);
-    if (!*bucket || !*key || rc < 0) {
-        free(*bucket);
-        free(*key);
-        *bucket = *key = NULL;
-        return rc < 0 ? rc : -ENOMEM;
-    }
-    return 0;
-}
-
 static int copy_content(struct hd_put *p, int fd, uint64_t size)
 {
     char *buf = malloc(1 << 20);
@@ -664,7 +612,7 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         hd_resp_err_msg(r, HD_EBADARG, "Unknown metadata directive.");
         return;
     }
-    if ((rc = parse_copy_source(hd_req_header(r, "x-amz-copy-source"), &sb, &sk)) < 0) {
+    if ((rc = hd_copy_source_parse(hd_req_header(r, "x-amz-copy-source"), &sb, &sk)) < 0) {
         hd_resp_err_msg(r, rc, "Invalid copy source (expected /bucket/key, url-encoded).");
         return;
     }

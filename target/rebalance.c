@@ -419,12 +419,14 @@ out:
 
 int hd_rebalance_gfn(struct hd_target *t, const char *bucket, const char *key)
 {
-    struct hd_smap *s = hd_tcluster_smap(t->cl);
+    struct hd_smap *s;
     const char *self = hd_tcluster_id(t->cl);
     CURL *cu = NULL;
     size_t i;
     int rc = HD_ENOSUCHKEY;
 
+    hd_tcluster_wait_joined(t->cl, 10000);
+    s = hd_tcluster_smap(t->cl);
     if (!s || !moving(s))
         goto out;
     if (!(cu = curl_easy_init())) {

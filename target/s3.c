@@ -553,9 +553,9 @@ void hd_s3_handle(struct hd_req *r, struct hd_target *t, const char *path)
     rest = path + 1; /* skip '/' */
     if (*rest) {
         slash = strchr(rest, '/');
-        rc = hd_path_decode(rest, slash ? (size_t)(slash - rest) : strlen(rest), &bucket, NULL);
+        rc = hd_bucket_decode(rest, slash ? (size_t)(slash - rest) : strlen(rest), &bucket);
         if (rc == 0 && slash && slash[1])
-            rc = hd_path_decode(slash + 1, strlen(slash + 1), &key, &klen);
+            rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), &key, &klen);
         if (rc < 0) {
             hd_resp_err(r, rc);
             goto out;
