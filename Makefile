@@ -90,8 +90,8 @@ integration: all
 test-deploy: all
 	HOARD_BUILD=$(BUILD) bash test/deploy/run.sh
 
-chart-check:
-	bash test/deploy/chart_check.sh
+chart-check: deps all
+	HOARD_BUILD=$(BUILD) bash test/deploy/run.sh test/deploy/test_chart.py
 
 image:
 	bash deploy/docker/build.sh

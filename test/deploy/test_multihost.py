@@ -118,12 +118,14 @@ class Cluster:
         assert r.status_code in (200, 202), (path, r.status_code, r.text)
         return r
 
-    def wait_rebalanced(self, timeout=90):
+    def wait_rebalanced(self, since, timeout=90):
+        """Waits for the rebalance started after smap version `since` to finish: the primary
+        marks the smap (rebalance_id) when it starts one and clears the mark, in a newer
+        version, when every target is done."""
         def done():
             s = self.smap()
-            return not s.get("rebalance_id")
-        time.sleep(0.5)
-        wait_for(done, timeout, "rebalance to finish", interval=0.3)
+            return s["version"] > since and not s.get("rebalance_id")
+        wait_for(done, timeout, "rebalance after smap v%d to finish" % since, interval=0.2)
 
 
 def threading_local():
@@ -296,10 +298,10 @@ def test_target_down_and_back(cluster):
         assert victim.alive(), "the target process itself keeps running while unplugged"
     finally:
         c.net.link("t1", True)
-    wait_for(lambda: victim.spec.name in c.smap()["tmap"], 30,
-             "%s to rejoin" % victim.spec.name, interval=0.3)
+    s = wait_for(lambda: (lambda s: s if victim.spec.name in s["tmap"] else None)(c.smap()), 30,
+                 "%s to rejoin" % victim.spec.name, interval=0.3)
     c.wait_ready(victim)
-    c.wait_rebalanced()
+    c.wait_rebalanced(s["version"] - 1)  # rejoining starts one (marked in that version)
     for k in c.objects:
         r = c.net.call(c.get_ok, k)
         assert r is True, "lost or changed after the target came back: %r" % (r,)
@@ -338,8 +340,9 @@ def test_rolling_restart_with_maintenance(cluster):
             phase[0] = name + ": maintenance on"
             c.admin("/v1/cluster/maintenance/" + name, {"on": True})
             phase[0] = name + ": rebalance away"
+            v = c.smap()["version"]
             c.admin("/v1/cluster/rebalance")
-            c.wait_rebalanced()
+            c.wait_rebalanced(v)
             phase[0] = name + ": restart"
             rc = t.stop()
             assert rc == 0, "%s exited with %r on SIGTERM:\n%s" % (name, rc, t.tail())
@@ -347,8 +350,9 @@ def test_rolling_restart_with_maintenance(cluster):
             c.wait_ready(t)
             assert c.smap()["tmap"][name]["flags"] & 1, "maintenance survives the restart"
             phase[0] = name + ": maintenance off, rebalance back"
+            v = c.smap()["version"]
             c.admin("/v1/cluster/maintenance/" + name, {"on": False})
-            c.wait_rebalanced()
+            c.wait_rebalanced(v)
     finally:
         for ld in loaders:
             ld.stop()
