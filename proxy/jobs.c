@@ -46,74 +46,6 @@ static const struct pkind *pkind_find(const char *name)
     return NULL;
 }
 
-/* ---- fan-out ---- */
-
-struct fan {
-    struct hd_httpc_call *calls;
-    struct hd_proxy_sig *sigs;
-    char (*urls)[HD_NODE_URL_MAX + 96];
-    const struct hd_node **nodes;
-    size_t n;
-};
-
-static void fan_cleanup(struct fan *f)
-{
-    size_t i;
-
-    for (i = 0; i < f->n; i++)
-        hd_httpc_call_cleanup(&f->calls[i]);
-    free(f->calls);
-    free(f->sigs);
-    free(f->urls);
-    free(f->nodes);
-    memset(f, 0, sizeof(*f));
-}
-
-/* Calls METHOD path on every live target of s (flagged ones too when all), in parallel. */
-static int fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method, const char *path,
-                   const char *body, int all, long total_ms, struct fan *f)
-{
-    size_t i, cap = s->n ? s->n : 1;
-
-    memset(f, 0, sizeof(*f));
-    f->calls = calloc(cap, sizeof(*f->calls));
-    f->sigs = calloc(cap, sizeof(*f->sigs));
-    f->urls = calloc(cap, sizeof(*f->urls));
-    f->nodes = calloc(cap, sizeof(*f->nodes));
-    if (!f->calls || !f->sigs || !f->urls || !f->nodes) {
-        fan_cleanup(f);
-        return -ENOMEM;
-    }
-    for (i = 0; i < s->n; i++) {
-        const struct hd_node *nd = &s->nodes[i];
-        size_t k = f->n;
-        if (nd->type != HD_NODE_TARGET || nd->down || (nd->flags && !all))
-            continue;
-        snprintf(f->urls[k], sizeof(f->urls[k]), "%s%s", nd->url, path);
-        hd_httpc_call_init(&f->calls[k], method, f->urls[k]);
-        hd_proxy_sign(p, method, f->urls[k], &f->sigs[k]);
-        f->calls[k].hdrs = f->sigs[k].kv;
-        f->calls[k].nhdrs = f->sigs[k].n;
-        if (body) {
-            f->calls[k].body = body;
-            f->calls[k].blen = strlen(body);
-            f->calls[k].ctype = "application/json";
-        }
-        f->calls[k].total_ms = total_ms;
-        f->nodes[k] = nd;
-        f->n++;
-    }
-    hd_httpc_run_all(f->calls, f->n, 0);
-    return 0;
-}
-
-static json_t *call_json(const struct hd_httpc_call *c)
-{
-    if (c->rc < 0 || !c->resp.data)
-        return NULL;
-    return json_loadb(c->resp.data, c->resp.len, 0, NULL);
-}
-
 /* ---- merging ---- */
 
 static int state_rank(const char *s)
@@ -210,32 +142,33 @@ static void random_hex(char *out, size_t nbytes)
     hd_hex(r, nbytes, out);
 }
 
-/* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
- * msg filled after asking the targets that did start to stop again. */
-static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *id,
-                            const char *kind, const char *bucket, json_t *args, int all,
-                            char *msg, size_t msglen)
+/* Posts job `id` to every target (flagged ones too when all). 0, or a negative code with
+ * msg filled (the first refusal); *ok counts the targets that started it. */
+static int post_job(struct hd_proxy *p, struct hd_smap *s, const char *id, const char *kind,
+                    const char *bucket, json_t *args, int all, char *msg, size_t msglen,
+                    size_t *ok)
 {
     json_t *body = json_pack("{s:s, s:s, s:s, s:o}", "id", id, "kind", kind, "bucket", bucket,
                              "args", args ? json_incref(args) : json_object());
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    struct fan f;
-    size_t i, ok = 0;
+    struct hd_proxy_fan f;
+    size_t i;
     int rc = 0;
 
+    *ok = 0;
     json_decref(body);
     if (!text)
         return -ENOMEM;
-    if ((rc = fan_out(p, s, "POST", "/v1/jobs", text, all, HD_PROXY_FANOUT_MS, &f)) < 0) {
+    if ((rc = hd_proxy_fan_out(p, s, "POST", "/v1/jobs", text, all, HD_PROXY_FANOUT_MS, &f)) < 0) {
         free(text);
         return rc;
     }
     for (i = 0; i < f.n; i++) {
         const struct hd_httpc_call *c = &f.calls[i];
         if (c->rc == 0 && (c->status == 200 || c->status == 201)) {
-            ok++;
+            (*ok)++;
         } else if (rc == 0) {
-            json_t *e = call_json(c);
+            json_t *e = hd_proxy_call_json(c);
             rc = c->rc < 0 ? HD_EUNAVAIL : hd_proxy_err_from_json(c->status, e);
             snprintf(msg, msglen, "target %s: %s", f.nodes[i]->id,
                      c->rc < 0 ? c->err
@@ -249,13 +182,26 @@ static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *i
         rc = HD_EUNAVAIL;
         snprintf(msg, msglen, "No live target to run the job.");
     }
-    fan_cleanup(&f);
+    hd_proxy_fan_cleanup(&f);
     free(text);
+    return rc;
+}
+
+/* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
+ * msg filled after asking the targets that did start to stop again. */
+static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *id,
+                            const char *kind, const char *bucket, json_t *args, int all,
+                            char *msg, size_t msglen)
+{
+    struct hd_proxy_fan f;
+    size_t ok;
+    int rc = post_job(p, s, id, kind, bucket, args, all, msg, msglen, &ok);
+
     if (rc < 0 && ok) {
         char path[160];
         snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-        if (fan_out(p, s, "DELETE", path, NULL, all, HD_PROXY_FANOUT_MS, &f) == 0)
-            fan_cleanup(&f);
+        if (hd_proxy_fan_out(p, s, "DELETE", path, NULL, all, HD_PROXY_FANOUT_MS, &f) == 0)
+            hd_proxy_fan_cleanup(&f);
     }
     return rc;
 }
@@ -353,7 +299,7 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     char path[160];
     json_t *merged = json_object(), *out;
-    struct fan f;
+    struct hd_proxy_fan f;
     size_t i;
     int rc;
 
@@ -362,18 +308,18 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
         goto out;
     }
     snprintf(path, sizeof(path), "/v1/jobs%s%s", id ? "/" : "", id ? id : "");
-    if ((rc = fan_out(p, s, r->method, path, NULL, 1, HD_PROXY_FANOUT_MS, &f)) < 0) {
+    if ((rc = hd_proxy_fan_out(p, s, r->method, path, NULL, 1, HD_PROXY_FANOUT_MS, &f)) < 0) {
         hd_resp_err(r, rc);
         goto out;
     }
     for (i = 0; i < f.n; i++) {
-        json_t *j = call_json(&f.calls[i]), *e;
+        json_t *j = hd_proxy_call_json(&f.calls[i]), *e;
         size_t k;
         if (f.calls[i].rc < 0) {
             char m[400];
             snprintf(m, sizeof(m), "Target %s did not answer: %s", f.nodes[i]->id,
                      f.calls[i].err);
-            fan_cleanup(&f);
+            hd_proxy_fan_cleanup(&f);
             hd_resp_err_msg(r, HD_EUNAVAIL, m);
             json_decref(j);
             goto out;
@@ -402,7 +348,7 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
         }
         json_decref(j);
     }
-    fan_cleanup(&f);
+    hd_proxy_fan_cleanup(&f);
     if (id) {
         json_t *m = json_object_get(merged, id);
         if (!m) {
@@ -575,6 +521,7 @@ static void rebalance_start(struct hd_proxy *p)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     char id[64], msg[512] = "";
+    size_t started;
     int rc;
 
     if (!s)
@@ -596,7 +543,7 @@ static void rebalance_start(struct hd_proxy *p)
     s = hd_smap_state_smap(p->cs);
     HD_LOG(HD_INFO, NULL, "rebalance %s: starting on every target (smap v%lld)", id,
            (long long)s->version);
-    rc = start_everywhere(p, s, id, "rebalance", "", NULL, 1, msg, sizeof(msg));
+    rc = post_job(p, s, id, "rebalance", "", NULL, 1, msg, sizeof(msg), &started);
     if (rc < 0) /* the watch below starts it where it is missing */
         HD_LOG(HD_WARN, NULL, "rebalance %s: %s", id, msg);
     hd_smap_unref(s);
@@ -610,36 +557,52 @@ static void rebalance_watch(struct hd_proxy *p)
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     json_t *gone = json_array();
     char path[160], msg[512];
-    struct fan f;
-    size_t i, running = 0;
+    struct hd_proxy_fan f;
+    size_t i, running = 0, stopped = 0, ok;
 
     if (!s || !s->rebalance[0])
         goto out;
     snprintf(path, sizeof(path), "/v1/jobs/%s", s->rebalance);
-    if (fan_out(p, s, "GET", path, NULL, 1, HD_PROXY_SYNC_MS, &f) < 0)
+    if (hd_proxy_fan_out(p, s, "GET", path, NULL, 1, HD_PROXY_SYNC_MS, &f) < 0)
         goto out;
     for (i = 0; i < f.n; i++) {
         const struct hd_httpc_call *c = &f.calls[i];
-        json_t *j = call_json(c);
+        json_t *j = hd_proxy_call_json(c);
         const char *st = json_string_value(json_object_get(j, "state"));
         if (c->rc < 0) {
             running++; /* cannot tell: ask again later */
-        } else if (c->status == 404) { /* restarted without it, or joined since: start it */
+        } else if (c->status == 404 || (st && strcmp(st, "failed") == 0) ||
+                   ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0 &&
+                    json_integer_value(json_object_get(j, "error_count")) > 0)) {
+            /* restarted without it, joined since, failed, or a leaver that still holds
+             * objects: (re)start its share */
             struct hd_smap one = *s;
             one.nodes = (struct hd_node *)f.nodes[i];
             one.n = 1;
-            start_everywhere(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg));
+            if (c->status != 404)
+                HD_LOG(HD_INFO, NULL, "rebalance %s: running again on %s (%s)", s->rebalance,
+                       f.nodes[i]->id, st);
+            post_job(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg), &ok);
             running++;
         } else if (st && strcmp(st, "running") == 0) {
             running++;
-        } else if ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0 &&
-                   json_integer_value(json_object_get(j, "error_count")) == 0) {
+        } else if (st && strcmp(st, "aborted") == 0) {
+            stopped++; /* stopped on request: not restarted */
+        } else if ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0) {
             json_array_append_new(gone, json_string(f.nodes[i]->id));
         }
         json_decref(j);
     }
-    fan_cleanup(&f);
-    if (running == 0) {
+    hd_proxy_fan_cleanup(&f);
+    if (running == 0 && stopped) {
+        /* the mark stays, so reads still find objects that have not moved (GFN); a new
+         * rebalance (POST /v1/cluster/rebalance, or the next membership change) finishes */
+        if (strcmp(p->rb_stopped, s->rebalance) != 0)
+            HD_LOG(HD_WARN, NULL, "rebalance %s: stopped on %zu target(s) before it finished; "
+                                  "objects that did not move are still found from their old "
+                                  "targets", s->rebalance, stopped);
+        snprintf(p->rb_stopped, sizeof(p->rb_stopped), "%s", s->rebalance);
+    } else if (running == 0) {
         HD_LOG(HD_INFO, NULL, "rebalance %s: finished on every target", s->rebalance);
         remember_gone(p, gone);
         if (mark(p, "", s->rebalance, gone) == 0)

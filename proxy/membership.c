@@ -623,6 +623,18 @@ static json_t *smap_view(struct hd_proxy *p, struct hd_smap *s)
     return j;
 }
 
+static int same_mountpaths(const struct hd_node *a, const struct hd_node *b)
+{
+    size_t i;
+
+    if (a->nmp != b->nmp)
+        return 0;
+    for (i = 0; i < a->nmp; i++)
+        if (strcmp(a->mountpaths[i], b->mountpaths[i]) != 0)
+            return 0;
+    return 1;
+}
+
 static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
 {
     struct hd_smap *cur = NULL, *s = NULL;
@@ -664,7 +676,8 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
     if ((rc = hd_smap_clone(cur, &s)) < 0)
         goto unlock;
     old = hd_smap_find(cur, n.id);
-    moves = n.type == HD_NODE_TARGET && (!old || old->down); /* new, or coming back */
+    /* new, coming back, or with other mountpaths (objects move between them) */
+    moves = n.type == HD_NODE_TARGET && (!old || old->down || !same_mountpaths(old, &n));
     n.flags = old ? old->flags : 0; /* maintenance survives a restart */
     n.down = 0;
     if ((rc = hd_smap_put(s, &n)) < 0)

@@ -45,11 +45,10 @@ static const char *provider_of(struct hd_proxy *p, const char *bucket, const cha
 {
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
     const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
-    const char *pv = e ? e->provider : param;
-    int aws = pv && (strcmp(pv, "aws") == 0 || strcmp(pv, "s3") == 0);
+    const char *pv = hd_hrw_provider(e ? e->provider : param);
 
     hd_bmd_unref(b);
-    return aws ? "aws" : "ais";
+    return pv;
 }
 
 int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char **out,

@@ -132,7 +132,7 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
         hd_resp_err(r, rc);
         return;
     }
-    if (r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local")) {
+    if (r->trusted == HD_TRUST_NODE) { /* another node moving or copying it */
         char *xm = hd_obj_meta_json(&m);
         if (xm)
             hd_resp_header(r, "X-Hoard-Obj-Meta", xm);
@@ -208,6 +208,9 @@ void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, co
         return;
     }
     rc = hd_store_delete(t->st, bucket, key);
+    if (!(r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local")) &&
+        hd_rebalance_delete_elsewhere(t, bucket, key) > 0 && rc == HD_ENOSUCHKEY)
+        rc = 0; /* it had not moved here yet */
     if (rc == HD_ENOSUCHKEY && quiet_missing)
         rc = 0; /* S3: deleting a missing key succeeds */
     if (rc < 0)
@@ -350,6 +353,12 @@ static void put_end(struct hd_req *r)
         char hex[33];
         if ((rc = hd_obj_meta_attrs(pc->xmeta, &a, &hold)) < 0) {
             hd_resp_err_msg(r, rc, "X-Hoard-Obj-Meta is not valid.");
+            return;
+        }
+        if (hd_rebalance_deleted_since(pc->t, hd_put_bucket(pc->put), hd_put_name(pc->put),
+                                       a.mtime_ms)) {
+            json_decref(hold);
+            hd_resp_err_msg(r, HD_EPRECONDITION, "Deleted here after this copy was written.");
             return;
         }
         hd_put_md5(pc->put, md5);
@@ -597,6 +606,61 @@ static int copy_content(struct hd_put *p, int fd, uint64_t size)
     return rc;
 }
 
+/* CopyObject whose source another target owns: streams it from there into the new object.
+ * 0 done (*out filled), 1 answered with an error, HD_ENOSUCHKEY when no other target owns
+ * the source (standalone, or we are its owner). */
+static int copy_from_owner(struct hd_req *r, struct hd_target *t, const char *sb,
+                           const char *sk, const char *bucket, const char *key, int replace,
+                           const struct hd_cond *cond, struct hd_obj_meta *out)
+{
+    char url[512], *xmeta = NULL, *meta = NULL, hex[33];
+    struct hd_put_attrs src, a;
+    struct hd_put *p = NULL;
+    unsigned char md5[16];
+    json_t *hold = NULL;
+    int rc = hd_node_owner_elsewhere(t, sb, sk, url, sizeof(url));
+
+    if (rc == HD_ENOSUCHKEY)
+        return rc;
+    if (rc < 0)
+        goto fail;
+    if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0 ||
+        (rc = hd_node_get_into(t, url, sb, sk, 0, cond, p, &xmeta)) < 0 ||
+        (rc = hd_obj_meta_attrs(xmeta, &src, &hold)) < 0)
+        goto fail;
+    hd_put_md5(p, md5);
+    hd_hex(md5, 16, hex);
+    if (!strchr(src.etag, '-') && strcmp(src.etag, hex) != 0) {
+        rc = HD_EBADDIGEST;
+        goto fail;
+    }
+    memset(&a, 0, sizeof(a));
+    a.ck_type = src.ck_type;
+    a.ck_val = src.ck_val;
+    if (replace) {
+        if ((rc = hd_collect_meta(r, &meta)) < 0)
+            goto fail;
+        a.meta = meta;
+        a.ctype = hd_req_header(r, "Content-Type");
+    } else {
+        a.meta = src.meta;
+        a.ctype = src.ctype;
+    }
+    if ((rc = hd_put_commit(p, &a, out)) < 0)
+        goto fail;
+    rc = 0;
+    goto out;
+fail:
+    hd_resp_err(r, rc);
+    rc = 1;
+out:
+    hd_put_free(p);
+    json_decref(hold);
+    free(xmeta);
+    free(meta);
+    return rc;
+}
+
 void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
 {
     const char *dir = hd_req_header(r, "x-amz-metadata-directive");
@@ -625,16 +689,28 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
                         "to itself without changing the object's metadata.");
         goto out;
     }
-    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
-        (rc = hd_store_bucket_exists(t->st, sb)) < 0 ||
-        (rc = hd_store_open_object(t->st, sb, sk, &m, &fd)) < 0) {
-        hd_resp_err(r, rc);
-        goto out;
-    }
     cond.if_match = hd_req_header(r, "x-amz-copy-source-if-match");
     cond.if_none_match = hd_req_header(r, "x-amz-copy-source-if-none-match");
     cond.if_modified_since = hd_req_header(r, "x-amz-copy-source-if-modified-since");
     cond.if_unmodified_since = hd_req_header(r, "x-amz-copy-source-if-unmodified-since");
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
+        (rc = hd_store_bucket_exists(t->st, sb)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    rc = hd_store_open_object(t->st, sb, sk, &m, &fd);
+    if (rc == HD_ENOSUCHKEY) { /* in a cluster the source may live on another target */
+        rc = copy_from_owner(r, t, sb, sk, bucket, key, replace, &cond, &out);
+        if (rc == 1)
+            goto out; /* answered */
+        if (rc == 0)
+            goto done;
+        rc = HD_ENOSUCHKEY;
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
     rc = hd_cond_eval(&cond, m.etag, (time_t)(m.mtime_ms / 1000), 0);
     if (rc < 0) {
         hd_resp_err(r, rc == HD_ENOTMODIFIED ? HD_EPRECONDITION : rc);
@@ -661,6 +737,7 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         hd_resp_err(r, rc);
         goto out;
     }
+done:
     hd_buf_init(&b);
     hd_xml_decl(&b);
     hd_buf_puts(&b, "<CopyObjectResult xmlns=\"" HD_XML_S3_NS "\">");

@@ -15,7 +15,7 @@ import requests
 
 import helpers
 from conftest import _TARGETS
-from test_cluster import Cluster, Node, api, hrw_owner, put_many, target_keys
+from test_cluster import Cluster, Node, api, hrw_owner, put_many, target_keys  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -272,3 +272,146 @@ def test_interrupted_rebalance_resumes(rcluster, rbucket):
 
 def target_keys_direct_count(t, bucket):
     return len(target_keys(t, bucket))
+
+
+def holders(c, bucket, key):
+    return sorted(i for i, t in {t.health()["id"]: t for t in live_targets(c)}.items()
+                  if key in target_keys(t, bucket))
+
+
+def test_delete_while_objects_move_stays_deleted(rcluster, rbucket):
+    """A delete while a target is in maintenance removes every copy (the substitute's copy
+    fetched by GFN, and the original still on the target in maintenance), and neither GFN
+    nor the rebalance after maintenance brings it back."""
+    c = rcluster
+    keys, meta = fill(c, rbucket, 120, prefix="d")
+    ids = {t.health()["id"]: t for t in live_targets(c)}
+    tid = sorted(ids)[0]
+    mine = sorted(target_keys(ids[tid], rbucket))
+    assert len(mine) >= 2
+    read_first, untouched = mine[0], mine[1]
+    r = api("POST", "%s/v1/cluster/maintenance/%s" % (c.primary.url, tid), data=b'{"on": true}')
+    assert r.status_code == 200, r.text
+    c.wait_converged()
+    url = lambda k: "%s/v1/objects/%s/%s" % (c.primary.url, rbucket, urllib.parse.quote(k))  # noqa
+    assert api("GET", url(read_first)).status_code == 200  # GFN: now on two targets
+    assert len(holders(c, rbucket, read_first)) == 2
+    for k in (read_first, untouched):
+        r = api("DELETE", url(k))
+        assert r.status_code == 204, (k, r.status_code, r.text)
+        assert holders(c, rbucket, k) == [], k
+        r = api("GET", url(k))
+        assert r.status_code == 404, (k, r.status_code)
+    r = api("POST", "%s/v1/cluster/maintenance/%s" % (c.primary.url, tid),
+            data=b'{"on": false}')
+    assert r.status_code == 200, r.text
+    wait_rebalanced(c)
+    for k in (read_first, untouched):
+        assert api("GET", url(k)).status_code == 404, k
+        assert holders(c, rbucket, k) == [], k
+    rest = [k for k in keys if k not in (read_first, untouched)]
+    check_placement(c, rbucket, rest)
+    check_objects(c, rbucket, rest, meta)
+
+
+def test_gfn_only_on_the_owner(rcluster, rbucket):
+    """A GET that reaches a target which does not own the object (a stale redirect) while
+    objects move answers 404 and plants no copy there."""
+    from test_cluster import psig
+    c = rcluster
+    if len(live_targets(c)) < 3:  # an earlier test decommissioned one
+        t = c.make("t%d" % (len(c.targets) + 1), "target", c.join)
+        t.start()
+        c.targets.append(t)
+        c.wait_smap(lambda s: len(s["tmap"]) >= 3, what="a third target")
+        wait_rebalanced(c)
+    keys, _ = fill(c, rbucket, 40, prefix="g")
+    ids = {t.health()["id"]: t for t in live_targets(c)}
+    tid = sorted(ids)[0]
+    r = api("POST", "%s/v1/cluster/maintenance/%s" % (c.primary.url, tid), data=b'{"on": true}')
+    assert r.status_code == 200, r.text
+    try:
+        c.wait_converged()
+        s = c.primary.smap()
+        eligible = [i for i, e in s["tmap"].items() if not e.get("flags")]
+        k = next(k for k in keys if k in target_keys(ids[tid], rbucket))
+        owner = hrw_owner("ais/@#/%s/%s" % (rbucket, k), eligible)
+        other = next(i for i in eligible if i != owner)
+        path = "/v1/objects/%s/%s" % (rbucket, urllib.parse.quote(k))
+        ptime = int(time.time()) + 60
+        r = requests.get(ids[other].url + path, timeout=10, headers={
+            "X-Hoard-Pid": "test", "X-Hoard-Ptime": str(ptime),
+            "X-Hoard-Psig": psig("GET", path, ptime)})
+        assert r.status_code == 404, r.text
+        assert k not in target_keys(ids[other], rbucket)
+    finally:
+        r = api("POST", "%s/v1/cluster/maintenance/%s" % (c.primary.url, tid),
+                data=b'{"on": false}')
+        assert r.status_code == 200, r.text
+        wait_rebalanced(c)
+
+
+class DevNode(Node):
+    """A node of a cluster without cluster.secret and without auth.keys (dev mode)."""
+
+    def cmdline(self):
+        args = Node.cmdline(self)
+        out, skip = [], 0
+        for a in args:
+            if skip:
+                skip -= 1
+                continue
+            if a in ("--auth.keys", "--cluster.secret"):
+                skip = 1
+                continue
+            out.append(a)
+        return out
+
+
+def test_dev_mode_rebalance_keeps_object_identity(tmp_path_factory, log_dir):
+    """Without a cluster secret nothing is signed, and rebalance must still move objects
+    with their ETag, mtime, content type and user metadata."""
+    nodes = []
+
+    def make(name, role, join=None):
+        root = str(tmp_path_factory.mktemp("dev-" + name))
+        n = DevNode(name, root, os.path.join(log_dir, "dev-" + name), role, join)
+        nodes.append(n)
+        _TARGETS.append(n)
+        return n
+    try:
+        p1 = make("p1", "proxy")
+        p1.start()
+        targets = [make("t%d" % i, "target", lambda: p1.url) for i in (1, 2)]
+        for t in targets:
+            t.start()
+        c = Cluster([p1], targets)
+        c.wait_smap(lambda s: len(s["tmap"]) == 2, what="2 targets")
+        wait_rebalanced(c)
+        b = "dev-" + uuid.uuid4().hex[:8]
+        assert requests.post(p1.url + "/v1/buckets/" + b, timeout=10).status_code == 201
+        keys, meta = fill(c, b, 150, prefix="v")
+        t3 = make("t3", "target", lambda: p1.url)
+        t3.start()
+        c.targets.append(t3)
+        c.wait_smap(lambda s: len(s["tmap"]) == 3, what="t3")
+        wait_rebalanced(c)
+        assert target_keys(t3, b), "nothing moved"
+        check_placement(c, b, keys)
+        check_objects(c, b, keys, meta)
+    finally:
+        for n in nodes:
+            n.stop()
+            _TARGETS.remove(n)
+
+
+def test_auth_keys_without_secret_refused(tmp_path):
+    """A cluster node with auth.keys but no cluster.secret would trust forged redirects: it
+    refuses to start, saying why."""
+    import subprocess
+    from conftest import BIN_DIR
+    out = subprocess.run([os.path.join(BIN_DIR, "hoardd"), "--role", "proxy", "--listen",
+                          "127.0.0.1:0", "--data", str(tmp_path), "--auth.keys", "A:B"],
+                         capture_output=True, text=True, timeout=20)
+    assert out.returncode != 0
+    assert "cluster.secret" in out.stderr, out.stderr
