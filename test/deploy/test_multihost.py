@@ -12,6 +12,7 @@ the rest keeps working, and it rejoins with everything; rolling restart of every
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -281,9 +282,17 @@ def test_target_down_and_back(cluster):
     others = [k for k in sorted(c.objects) if c.owner(k) is not victim][:10]
     assert mine and others
     c.net.link("t1", False)
+    t0 = time.monotonic()
     try:
         s = wait_for(lambda: (lambda s: s if victim.spec.name in s.get("tmap_down", {}) else None)(
-            c.smap()), 30, "the primary to mark %s down" % victim.spec.name, interval=0.3)
+            c.smap()), 30, "the primary to mark %s down" % victim.spec.name, interval=0.1)
+        # bounded: dead_after silent intervals, then one health probe (max(2 intervals, 1 s))
+        hb = c.m.get("ConfigMap", "%s-hoard-config" % RELEASE)["data"]["hoard.conf"]
+        ms = int(re.search(r"cluster.heartbeat_ms = (\d+)", hb).group(1))
+        dead = int(re.search(r"cluster.dead_after = (\d+)", hb).group(1))
+        bound = (ms * (dead + 1) + max(2 * ms, 1000)) / 1000.0 + 1.5
+        assert time.monotonic() - t0 < bound, "marked down after %.1fs (bound %.1fs)" % (
+            time.monotonic() - t0, bound)
         assert victim.spec.name not in s["tmap"]
         for k in mine:
             r = c.req("GET", c.obj_url(k), follow=True)
