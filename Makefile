@@ -78,6 +78,7 @@ $(BUILD)/bin/unit-tests: $(call obj,$(UNIT_SRC) tools/hoard/cli_fmt.c) $(BUILD)/
 test: deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
+	@bash test/deploy/image_test.sh
 	@$(MAKE) --no-print-directory test-deploy
 
 unit: $(BUILD)/bin/unit-tests

@@ -12,7 +12,7 @@ export DOCKER_BUILDKIT=0
 _hd_started_dockerd=""
 
 hd_log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
-hd_die() { echo "error: $*" >&2; exit 1; }
+hd_die() { echo "error: $1" >&2; exit "${2:-1}"; } # message [exit code; 3: no container runtime here]
 
 # Installs docker.io and debootstrap when missing (idempotent; apt-get only if needed).
 hd_image_deps() {
@@ -21,6 +21,17 @@ hd_image_deps() {
 }
 
 hd_docker_up() { "${DOCKER[@]}" version >/dev/null 2>&1; }
+
+# Serialises users of the private daemon on this machine (a build or smoke test in another
+# worktree would otherwise stop the daemon under us); released when the shell exits.
+hd_lock() {
+    mkdir -p "$HOARD_DOCKER_RUN"
+    exec 9>"$HOARD_DOCKER_RUN.lock"
+    if ! flock -n 9; then
+        hd_log "waiting for another user of the private dockerd ($HOARD_DOCKER_RUN.lock)"
+        flock -w 1800 9 || hd_die "could not lock $HOARD_DOCKER_RUN.lock"
+    fi
+}
 
 # Starts the private dockerd unless one already answers on our socket.
 hd_dockerd_start() {
@@ -39,7 +50,7 @@ hd_dockerd_start() {
         sleep 0.5
     done
     tail -n 20 "$HOARD_DOCKER_RUN/dockerd.log" >&2
-    hd_die "dockerd did not come up"
+    hd_die "dockerd did not come up" 3
 }
 
 # Stops the dockerd this shell started (never one that was already running).

@@ -37,6 +37,7 @@ check() { # description command...
 }
 
 [ "$(id -u)" -eq 0 ] || hd_die "needs root (dockerd)"
+hd_lock
 hd_dockerd_start
 "${DOCKER[@]}" image inspect "$image" >/dev/null 2>&1 ||
     hd_die "image $image not found in the private daemon: run deploy/docker/build.sh (make image)"
@@ -137,5 +138,5 @@ for n in "${names[@]}"; do "${DOCKER[@]}" stop -t 20 "$n" >/dev/null; done
 codes="$("${DOCKER[@]}" inspect -f '{{.State.ExitCode}}' "${names[@]}" | tr '\n' ' ')"
 check "containers stop cleanly on SIGTERM (exit codes $codes)" test "$codes" = "0 0 0 "
 
-echo "image smoke: $passes passed, $fails failed"
+echo "image-smoke: $passes passed, $fails failed"
 [ $fails -eq 0 ]
