@@ -123,11 +123,17 @@ void hd_proxy_fan_cleanup(struct hd_proxy_fan *f);
 /* A call's answer as JSON, NULL when it failed or is not JSON. */
 json_t *hd_proxy_call_json(const struct hd_httpc_call *c);
 
+/* capacity.c: GET /v1/cluster/capacity */
+void hd_proxy_capacity_handle(struct hd_req *r, struct hd_proxy *p);
+
 /* jobs.c */
 /* /v1/jobs[/ID] */
 void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p);
-/* Asks for a rebalance (the primary starts it from its loop thread; others forward). */
-void hd_proxy_rebalance_request(struct hd_proxy *p);
+/* POST /v1/cluster/rebalance (and POST /v1/jobs of kind rebalance): the primary marks the
+ * smap with a new rebalance id at once, which its loop thread then starts (wake it) in place
+ * of any marked before, and answers 202 {"status", "id"}. Other proxies forward to the
+ * primary. HTTP worker. */
+void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p);
 /* Primary, caller holds mu, s is the next smap (version already bumped, not installed):
  * marks it with a new rebalance id, so the map that moves objects is the same version that
  * turns on get-from-neighbour everywhere (no window where a new owner misses an object

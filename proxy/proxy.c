@@ -279,6 +279,8 @@ void hd_proxy_handle(struct hd_req *r, void *ctx)
         health(r, p);
     } else if (strcmp(path, "/metrics") == 0) {
         metrics(r);
+    } else if (strcmp(path, "/v1/cluster/capacity") == 0) {
+        hd_proxy_capacity_handle(r, p);
     } else if (strcmp(path, "/v1/cluster") == 0 || strncmp(path, "/v1/cluster/", 12) == 0 ||
                strcmp(path, "/v1/metasync") == 0) {
         r->api = HD_API_NATIVE;

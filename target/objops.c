@@ -120,11 +120,10 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
     else
         rc = hd_store_open_object(t->st, bucket, key, &m, &fd);
     if (rc == HD_ENOSUCHKEY && !hd_req_header(r, "X-Hoard-Local")) {
-        /* While the cluster map changes the object may still be on another target (GFN
-         * fetches it here), or it may arrive here by rebalance while we ask: the sender
-         * deletes its copy once we have committed ours, so a neighbour's miss does not mean
-         * we miss too. Either way, look again locally. */
-        (void)hd_rebalance_gfn(t, bucket, key);
+        /* While the cluster map changes another target may hold it (gfn copies it here), or
+         * its old owner may have pushed it here since the miss above and dropped its own copy,
+         * so that gfn finds none: look again either way. */
+        hd_rebalance_gfn(t, bucket, key);
         rc = head ? hd_store_lookup(t->st, bucket, key, &m)
                   : hd_store_open_object(t->st, bucket, key, &m, &fd);
     }
