@@ -40,6 +40,7 @@ struct hd_proxy {
     long hb_ms;
     int dead_after;
     int s3_redirect;
+    int native_redirect; /* native.redirect: 307 (default) or relay for /v1/objects */
     struct hd_keys keys;
     struct hd_smap_state *cs;      /* current smap/BMD (thread-safe) */
 

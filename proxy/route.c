@@ -1,6 +1,7 @@
 /* route: object requests on the proxy. The owner is the HRW winner over the smap's targets
  * (AIStore's function, common/hrw.h); the client gets 307 to the owner's public URL with the
- * original raw path and query plus a proxy signature (pid, ptime, psig). */
+ * original raw path and query plus a proxy signature (pid, ptime, psig), or, with
+ * native.redirect = false, the request is relayed to the owner (common/relay.c). */
 #include "proxy/internal.h"
 
 #include <errno.h>
@@ -199,7 +200,10 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, rc);
         goto out;
     }
-    hd_proxy_redirect(r, p, bucket, key, NULL);
+    if (p->native_redirect)
+        hd_proxy_redirect(r, p, bucket, key, NULL);
+    else /* for clients that cannot reach targets (native.redirect = false) */
+        hd_proxy_relay(r, p, bucket, key);
 out:
     free(bucket);
     free(key);
