@@ -153,13 +153,17 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                        const char *key, const char *path);
 /* Streams r to the owner of bucket/key and the answer back (common/relay.c), authorised
  * with the proxy's signature; the client's own headers (Host, SigV4) pass unchanged. */
-void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key);
+/* vbucket: the bucket of a virtual-host request (the proxy's reading of Host), or NULL. The
+ * target reads the request the same way: X-Hoard-Vhost names the bucket, covered by the
+ * signature (made over the path-style path), whatever the target's own s3.domain says. */
+void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                    const char *vbucket);
 /* uname "provider/@#/bucket/object" for placement; *out malloc'd. */
 int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char **out,
                    size_t *len);
 /* Headers that authorise a proxy->target call (X-Hoard-Pid/Ptime/Psig). */
 struct hd_proxy_sig {
-    struct hd_kv kv[3];
+    struct hd_kv kv[4];
     size_t n;
     char ptime[24];
     char psig[HD_SMAP_SIG_LEN];

@@ -651,7 +651,7 @@ static void object_call(struct hd_req *r, struct hd_proxy *p, const char *bucket
     if (p->s3_redirect)
         hd_proxy_redirect(r, p, bucket, key, vpath);
     else
-        hd_proxy_relay(r, p, bucket, key);
+        hd_proxy_relay(r, p, bucket, key, vpath ? bucket : NULL);
 }
 
 void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)
