@@ -14,10 +14,14 @@
 
 #define RELAY_MAGIC 0x726c6179u
 
-/* One direction's window: a byte ring. */
+/* One direction's window: a byte ring that starts small and grows up to HD_RELAY_BUF only
+ * when data backs up, so a small object costs a small buffer (no 1 MiB allocation and page
+ * faults per request), and a large stream still gets the whole window. */
+#define RING_MIN (64u * 1024)
+
 struct ring {
     char *buf;
-    size_t head, len;
+    size_t cap, head, len;
 };
 
 struct relay {
@@ -66,21 +70,47 @@ void hd_relay_set_max(int n)
     pthread_mutex_unlock(&pool_mu);
 }
 
-static void ring_init(struct ring *g)
+static int ring_init(struct ring *g)
 {
-    g->buf = NULL;
     g->head = g->len = 0;
+    g->cap = RING_MIN;
+    g->buf = malloc(g->cap);
+    return g->buf ? 0 : -ENOMEM;
+}
+
+/* Makes room for want more bytes if the window allows (linearising the data). */
+static void ring_grow(struct ring *g, size_t want)
+{
+    size_t cap = g->cap, first;
+    char *nb;
+
+    while (cap < HD_RELAY_BUF && cap - g->len < want)
+        cap *= 2;
+    if (cap > HD_RELAY_BUF)
+        cap = HD_RELAY_BUF;
+    if (cap == g->cap || !(nb = malloc(cap)))
+        return; /* at the window, or no memory: the caller waits for the reader instead */
+    first = g->cap - g->head < g->len ? g->cap - g->head : g->len;
+    memcpy(nb, g->buf + g->head, first);
+    memcpy(nb + first, g->buf, g->len - first);
+    free(g->buf);
+    g->buf = nb;
+    g->cap = cap;
+    g->head = 0;
 }
 
 static size_t ring_put(struct ring *g, const char *p, size_t n)
 {
-    size_t room = HD_RELAY_BUF - g->len, done = 0;
+    size_t room, done = 0;
 
+    if (g->cap - g->len < n)
+        ring_grow(g, n);
+    room = g->cap - g->len;
     if (n > room)
         n = room;
     while (done < n) {
-        size_t tail = (g->head + g->len) % HD_RELAY_BUF;
-        size_t chunk = HD_RELAY_BUF - tail;
+        size_t tail = (g->head + g->len) % g->cap;
+        size_t chunk = g->cap - tail;
         if (chunk > n - done)
             chunk = n - done;
         memcpy(g->buf + tail, p + done, chunk);
@@ -97,11 +127,11 @@ static size_t ring_get(struct ring *g, char *p, size_t n)
     if (n > g->len)
         n = g->len;
     while (done < n) {
-        size_t chunk = HD_RELAY_BUF - g->head;
+        size_t chunk = g->cap - g->head;
         if (chunk > n - done)
             chunk = n - done;
         memcpy(p + done, g->buf + g->head, chunk);
-        g->head = (g->head + chunk) % HD_RELAY_BUF;
+        g->head = (g->head + chunk) % g->cap;
         g->len -= chunk;
         done += chunk;
     }
@@ -558,10 +588,7 @@ int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra,
     pthread_cond_init(&y->cv, NULL);
     y->refs = 2; /* request + transfer */
     y->r = r;
-    ring_init(&y->up);
-    ring_init(&y->down);
     y->url = strdup(url);
-    y->down.buf = malloc(HD_RELAY_BUF);
     snprintf(y->method, sizeof(y->method), "%s", r->method);
     if (r->content_length >= 0)
         y->has_body = r->content_length > 0 || strcmp(r->method, "PUT") == 0 ||
@@ -569,9 +596,7 @@ int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra,
     else
         y->has_body = hd_req_header(r, "Transfer-Encoding") != NULL;
     y->body_len = r->content_length;
-    if (y->has_body)
-        y->up.buf = malloc(HD_RELAY_BUF);
-    if (!y->url || !y->down.buf || (y->has_body && !y->up.buf))
+    if (!y->url || ring_init(&y->down) < 0 || (y->has_body && ring_init(&y->up) < 0))
         goto fail;
     for (i = 0; i < r->nhdrs; i++)
         if (!skip_request_header(r->hdrs[i].k) &&

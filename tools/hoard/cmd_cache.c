@@ -1,11 +1,9 @@
 /* cmd_cache: the caching tier in the CLI: `hoard bucket create s3://B`, `hoard bucket props`,
- * `hoard prefetch`, `hoard evict`, and `hoard job ls|show|stop|wait` (with a progress line). */
+ * `hoard prefetch`, `hoard evict` (followed with `hoard job ...`, cmd_job.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -38,7 +36,6 @@ static int call(struct hd_cli *cli, const char *what, const char *method, const 
         if (!text)
             return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
         rq.body = text;
-        rq.body_len = strlen(text);
         rq.content_type = "application/json";
     }
     hd_cli_resp_init(&rs);
@@ -246,121 +243,7 @@ out:
     return rc;
 }
 
-/* ---- jobs ---- */
-
-static int show_progress(struct hd_cli *cli, const json_t *j, double secs, int *drawn)
-{
-    uint64_t objs = (uint64_t)json_integer_value(json_object_get(j, "objects"));
-    uint64_t total = (uint64_t)json_integer_value(json_object_get(j, "total_objects"));
-    uint64_t bytes = (uint64_t)json_integer_value(json_object_get(j, "bytes"));
-    uint64_t errs = (uint64_t)json_integer_value(json_object_get(j, "error_count"));
-    char size[32], rate[32], line[200];
-    int n;
-
-    if (!cli->progress)
-        return 0;
-    hd_cli_fmt_size(bytes, size, sizeof(size));
-    hd_cli_fmt_size(secs > 0 ? (uint64_t)((double)bytes / secs) : 0, rate, sizeof(rate));
-    if (total)
-        n = snprintf(line, sizeof(line), "  %" PRIu64 " / %" PRIu64 " objects  %3d%%  %s  %s/s",
-                     objs, total, (int)(objs * 100 / total), size, rate);
-    else
-        n = snprintf(line, sizeof(line), "  %" PRIu64 " objects  %s  %s/s", objs, size, rate);
-    if (errs && n > 0 && (size_t)n < sizeof(line))
-        snprintf(line + n, sizeof(line) - (size_t)n, "  %" PRIu64 " errors", errs);
-    fprintf(stderr, "\r%-70s", line);
-    fflush(stderr);
-    *drawn = 1;
-    return 0;
-}
-
-static void job_summary(const json_t *j)
-{
-    const char *id = json_string_value(json_object_get(j, "id"));
-    const char *kind = json_string_value(json_object_get(j, "kind"));
-    const char *st = json_string_value(json_object_get(j, "state"));
-    const char *res = json_string_value(json_object_get(j, "result"));
-    uint64_t bytes = (uint64_t)json_integer_value(json_object_get(j, "bytes"));
-    char size[32];
-    json_t *e;
-    size_t i;
-
-    hd_cli_fmt_size(bytes, size, sizeof(size));
-    printf("%s %s %s: %" PRIu64 " objects, %s, %" PRIu64 " errors%s%s\n", kind ? kind : "job",
-           id ? id : "?", st ? st : "?",
-           (uint64_t)json_integer_value(json_object_get(j, "objects")), size,
-           (uint64_t)json_integer_value(json_object_get(j, "error_count")), res ? " - " : "",
-           res ? res : "");
-    json_array_foreach(json_object_get(j, "errors"), i, e)
-    {
-        if (i >= 10) {
-            printf("  ...\n");
-            break;
-        }
-        printf("  error: %s\n", json_string_value(e) ? json_string_value(e) : "?");
-    }
-}
-
-/* Polls job `id` until it is no longer running (or timeout_s passes, 0 = no limit). */
-static int wait_job(struct hd_cli *cli, const char *id, uint64_t timeout_s)
-{
-    struct timespec t0, now, half = {0, 500 * 1000000L};
-    struct hd_buf path, what;
-    json_t *j = NULL;
-    const char *st;
-    int rc, drawn = 0;
-
-    hd_buf_init(&path);
-    hd_buf_init(&what);
-    hd_buf_puts(&path, "/v1/jobs/");
-    hd_cli_path_encode(&path, id, 0);
-    hd_buf_printf(&what, "job wait %s", id);
-    if (path.oom || what.oom)
-        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        double secs;
-        json_decref(j);
-        j = NULL;
-        if ((rc = call(cli, what.data, "GET", path.data, NULL, &j)) != HD_CLI_EXIT_OK)
-            break;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        secs = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
-        st = json_string_value(json_object_get(j, "state"));
-        show_progress(cli, j, secs, &drawn);
-        if (!st || strcmp(st, "running") != 0)
-            break;
-        if (hd_cli_interrupted) {
-            rc = HD_CLI_EXIT_INTR;
-            break;
-        }
-        if (timeout_s && secs >= (double)timeout_s) {
-            if (drawn)
-                fputc('\n', stderr);
-            drawn = 0;
-            rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: still running after %" PRIu64 " s", what.data,
-                             timeout_s);
-            break;
-        }
-        nanosleep(&half, NULL);
-    }
-    if (drawn)
-        fputc('\n', stderr);
-    if (rc == HD_CLI_EXIT_OK) {
-        st = json_string_value(json_object_get(j, "state"));
-        if (cli->json)
-            rc = print_json(j);
-        else
-            job_summary(j);
-        if (!st || strcmp(st, "done") != 0 ||
-            json_integer_value(json_object_get(j, "error_count")) > 0)
-            rc = HD_CLI_EXIT_API;
-    }
-    json_decref(j);
-    hd_buf_cleanup(&path);
-    hd_buf_cleanup(&what);
-    return rc;
-}
+/* ---- prefetch, evict ---- */
 
 /* prefetch and evict: {"kind","bucket","args"} from the options. */
 static int start_cache_job(struct hd_cli *cli, const char *kind, const char *bucket)
@@ -368,7 +251,6 @@ static int start_cache_job(struct hd_cli *cli, const char *kind, const char *buc
     const char *list = cli->opt[HD_CLI_OPT_LIST], *tmpl = cli->opt[HD_CLI_OPT_TEMPLATE];
     const char *prefix = cli->opt[HD_CLI_OPT_PREFIX];
     json_t *args = json_object(), *body = NULL, *out = NULL;
-    uint64_t timeout = 0;
     struct hd_buf what;
     const char *id;
     int rc;
@@ -381,11 +263,6 @@ static int start_cache_job(struct hd_cli *cli, const char *kind, const char *buc
     }
     if (strcmp(kind, "prefetch") == 0 && !list && !tmpl && !prefix) {
         rc = hd_cli_usage_error(cli, "prefetch needs --list, --template or --prefix");
-        goto out;
-    }
-    if (cli->opt[HD_CLI_OPT_TIMEOUT] &&
-        hd_cli_parse_count(cli->opt[HD_CLI_OPT_TIMEOUT], 1, 86400 * 365, &timeout) < 0) {
-        rc = hd_cli_usage_error(cli, "--timeout takes seconds");
         goto out;
     }
     if (list) {
@@ -419,10 +296,11 @@ static int start_cache_job(struct hd_cli *cli, const char *kind, const char *buc
         rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: the answer names no job", what.data);
         goto out;
     }
-    if (cli->opt[HD_CLI_OPT_WAIT]) {
+    if (cli->opt[HD_CLI_OPT_WAIT]) { /* hoard job wait ID (cmd_job.c): progress, summary */
+        char *wargv[1] = {(char *)id};
         if (!cli->json)
             fprintf(stderr, "%s job %s started\n", kind, id);
-        rc = wait_job(cli, id, timeout);
+        rc = hd_cli_job_wait(cli, 1, wargv);
     } else if (cli->json) {
         rc = print_json(out);
     } else {
@@ -444,105 +322,4 @@ int hd_cli_prefetch(struct hd_cli *cli, int argc, char **argv)
 int hd_cli_evict(struct hd_cli *cli, int argc, char **argv)
 {
     return start_cache_job(cli, "evict", argv[0]);
-}
-
-int hd_cli_job_ls(struct hd_cli *cli, int argc, char **argv)
-{
-    static const char *const headers[] = {"ID", "KIND", "BUCKET", "STATE", "OBJECTS", "BYTES",
-                                          "ERRORS"};
-    struct hd_cli_table t;
-    json_t *j = NULL, *e;
-    size_t i;
-    int rc;
-
-    hd_cli_table_init(&t, 7, headers, (1u << 4) | (1u << 5) | (1u << 6));
-    if ((rc = call(cli, "job ls", "GET", "/v1/jobs", NULL, &j)) != HD_CLI_EXIT_OK)
-        goto out;
-    if (cli->json) {
-        rc = print_json(j);
-        goto out;
-    }
-    json_array_foreach(json_object_get(j, "jobs"), i, e)
-    {
-        char objs[48], size[32], errs[24];
-        const char *row[7];
-        uint64_t total = (uint64_t)json_integer_value(json_object_get(e, "total_objects"));
-        if (total)
-            snprintf(objs, sizeof(objs), "%" PRIu64 "/%" PRIu64,
-                     (uint64_t)json_integer_value(json_object_get(e, "objects")), total);
-        else
-            snprintf(objs, sizeof(objs), "%" PRIu64,
-                     (uint64_t)json_integer_value(json_object_get(e, "objects")));
-        hd_cli_fmt_size((uint64_t)json_integer_value(json_object_get(e, "bytes")), size,
-                        sizeof(size));
-        snprintf(errs, sizeof(errs), "%" PRIu64,
-                 (uint64_t)json_integer_value(json_object_get(e, "error_count")));
-        row[0] = json_string_value(json_object_get(e, "id"));
-        row[1] = json_string_value(json_object_get(e, "kind"));
-        row[2] = json_string_value(json_object_get(e, "bucket"));
-        row[3] = json_string_value(json_object_get(e, "state"));
-        row[4] = objs;
-        row[5] = size;
-        row[6] = errs;
-        for (size_t k = 0; k < 4; k++)
-            if (!row[k] || !*row[k])
-                row[k] = "-";
-        hd_cli_table_add(&t, row);
-    }
-    rc = hd_cli_table_print(&t, stdout) < 0 ? hd_cli_fail(HD_CLI_EXIT_API, "out of memory")
-                                            : HD_CLI_EXIT_OK;
-out:
-    hd_cli_table_cleanup(&t);
-    json_decref(j);
-    return rc;
-}
-
-static int job_one(struct hd_cli *cli, const char *verb, const char *method, const char *id)
-{
-    struct hd_buf path, what;
-    json_t *j = NULL;
-    int rc;
-
-    hd_buf_init(&path);
-    hd_buf_init(&what);
-    hd_buf_puts(&path, "/v1/jobs/");
-    hd_cli_path_encode(&path, id, 0);
-    hd_buf_printf(&what, "job %s %s", verb, id);
-    if (path.oom || what.oom) {
-        rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
-        goto out;
-    }
-    if ((rc = call(cli, what.data, method, path.data, NULL, &j)) != HD_CLI_EXIT_OK)
-        goto out;
-    if (cli->json)
-        rc = print_json(j);
-    else if (strcmp(method, "DELETE") == 0)
-        printf("stopping %s\n", id);
-    else
-        job_summary(j);
-out:
-    json_decref(j);
-    hd_buf_cleanup(&path);
-    hd_buf_cleanup(&what);
-    return rc;
-}
-
-int hd_cli_job_show(struct hd_cli *cli, int argc, char **argv)
-{
-    return job_one(cli, "show", "GET", argv[0]);
-}
-
-int hd_cli_job_stop(struct hd_cli *cli, int argc, char **argv)
-{
-    return job_one(cli, "stop", "DELETE", argv[0]);
-}
-
-int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv)
-{
-    uint64_t timeout = 0;
-
-    if (cli->opt[HD_CLI_OPT_TIMEOUT] &&
-        hd_cli_parse_count(cli->opt[HD_CLI_OPT_TIMEOUT], 1, 86400 * 365, &timeout) < 0)
-        return hd_cli_usage_error(cli, "--timeout takes seconds");
-    return wait_job(cli, argv[0], timeout);
 }

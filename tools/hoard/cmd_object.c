@@ -69,16 +69,6 @@ static int target_object(struct target *t, const char *verb)
     return 0;
 }
 
-static int print_json(json_t *j)
-{
-    if (!j)
-        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
-    if (json_dumpf(j, stdout, JSON_INDENT(2)) != 0)
-        return hd_cli_fail(HD_CLI_EXIT_API, "writing output failed");
-    fputc('\n', stdout);
-    return HD_CLI_EXIT_OK;
-}
-
 /* 1 when the ETag is a plain MD5 (32 hex digits) we can compare against. */
 static int etag_is_md5(const char *etag)
 {
@@ -179,7 +169,7 @@ int hd_cli_object_put(struct hd_cli *cli, int argc, char **argv)
     if (cli->json) {
         json_t *j = json_pack("{s:s, s:s, s:I, s:s}", "bucket", t.bucket, "name", t.name, "size",
                               (json_int_t)rs.bytes, "etag", etag);
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         json_decref(j);
     } else {
         hd_cli_fmt_size(rs.bytes, size, sizeof(size));
@@ -319,7 +309,7 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv)
     if (cli->json) {
         json_t *j = json_pack("{s:s, s:s, s:I, s:s, s:s}", "bucket", t.bucket, "name", t.name,
                               "size", (json_int_t)rs.bytes, "etag", etag, "file", dest.data);
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         json_decref(j);
     } else {
         hd_cli_fmt_size(rs.bytes, size, sizeof(size));
@@ -423,7 +413,7 @@ int hd_cli_object_head(struct hd_cli *cli, int argc, char **argv)
         else
             printf("meta.%-10s %s\n", k, rs.hdrs[i].value);
     }
-    rc = j ? print_json(j) : HD_CLI_EXIT_OK;
+    rc = j ? hd_cli_print_json(j) : HD_CLI_EXIT_OK;
 out:
     json_decref(meta);
     json_decref(j);
@@ -604,7 +594,7 @@ int hd_cli_object_ls(struct hd_cli *cli, int argc, char **argv)
         json_t *j = json_pack("{s:O, s:O}", "entries", entries, "prefixes", prefixes);
         if (j && next)
             json_object_set_new(j, "continuation_token", json_string(next));
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         json_decref(j);
     } else {
         rc = ls_print_table(entries, prefixes);
@@ -644,7 +634,7 @@ int hd_cli_object_rm(struct hd_cli *cli, int argc, char **argv)
     }
     if (cli->json) {
         json_t *j = json_pack("{s:s, s:s, s:b}", "bucket", t.bucket, "name", t.name, "removed", 1);
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         json_decref(j);
     } else {
         printf("removed %s/%s\n", t.bucket, t.name);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
 
 #include "tools/hoard/cli.h"
 #include "tools/hoard/cli_fmt.h"
@@ -52,7 +53,9 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_REVALIDATE] = {"revalidate", 0, 0, NULL,
                                "refetch cached objects whose upstream ETag changed"},
     [HD_CLI_OPT_WAIT] = {"wait", 0, 0, NULL, "wait for the job, showing its progress"},
-    [HD_CLI_OPT_TIMEOUT] = {"timeout", 1, 0, "S", "give up waiting after S seconds"},
+    [HD_CLI_OPT_OFF] = {"off", 0, 0, NULL, "clear the flag instead of setting it"},
+    [HD_CLI_OPT_TIMEOUT] = {"timeout", 1, 0, "S",
+                            "give up after S seconds (exit 4; the job keeps running)"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
@@ -67,6 +70,7 @@ static const enum hd_cli_optid prefetch_opts[] = {
 static const enum hd_cli_optid evict_opts[] = {HD_CLI_OPT_LIST, HD_CLI_OPT_TEMPLATE,
                                                HD_CLI_OPT_PREFIX, HD_CLI_OPT_WAIT,
                                                HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid off_opts[] = {HD_CLI_OPT_OFF, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid wait_opts[] = {HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 
 /* The command table: one row per <noun> <verb>. Help text is generated from it. */
@@ -90,11 +94,20 @@ static const struct hd_cli_cmd cmds[] = {
      "cache objects of S3-backed bucket B (a job on every target)", prefetch_opts},
     {"evict", "", hd_cli_evict, 1, 1, "B",
      "drop cached objects of S3-backed bucket B (all without a selection)", evict_opts},
-    {"job", "ls", hd_cli_job_ls, 0, 0, "", "list jobs", NULL},
-    {"job", "show", hd_cli_job_show, 1, 1, "ID", "show a job's progress and errors", NULL},
-    {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "stop a job on every target", NULL},
-    {"job", "wait", hd_cli_job_wait, 1, 1, "ID", "wait for a job, drawing a progress line",
-     wait_opts},
+    {"cluster", "show", hd_cli_cluster_show, 0, 0, "",
+     "nodes, states, rebalance, and mountpath capacity per target", NULL},
+    {"cluster", "maintenance", hd_cli_cluster_maintenance, 1, 1, "NODE",
+     "put target NODE in maintenance (no new objects; --off ends it)", off_opts},
+    {"cluster", "decommission", hd_cli_cluster_decommission, 1, 1, "NODE",
+     "move target NODE's objects away, then remove it (--off cancels)", off_opts},
+    {"cluster", "rebalance", hd_cli_cluster_rebalance, 0, 0, "",
+     "start a rebalance now and print its job id", NULL},
+    {"job", "ls", hd_cli_job_ls, 0, 0, "", "list jobs (newest first)", NULL},
+    {"job", "show", hd_cli_job_show, 1, 1, "ID", "show a job: state, progress, per-target view",
+     NULL},
+    {"job", "wait", hd_cli_job_wait, 1, 1, "ID",
+     "wait for a job to end, with progress; exit 0 only if it had no errors", wait_opts},
+    {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "ask every target to stop a job", NULL},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -109,6 +122,16 @@ int hd_cli_fail(int code, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     return code;
+}
+
+int hd_cli_print_json(const json_t *j)
+{
+    if (!j)
+        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+    if (json_dumpf(j, stdout, JSON_INDENT(2)) != 0)
+        return hd_cli_fail(HD_CLI_EXIT_API, "writing output failed");
+    fputc('\n', stdout);
+    return HD_CLI_EXIT_OK;
 }
 
 static int noun_known(const char *noun)
@@ -221,8 +244,9 @@ static void usage(FILE *out, const char *noun)
               "                     region in the signature (default " HD_CLI_DEFAULT_REGION ")\n"
               "  HOARD_PROGRESS=1   draw progress bars even when stderr is not a terminal\n"
               "  HOARD_DEBUG=1      print libcurl's request/response trace on stderr\n"
-              "\nExit codes: 0 ok, 1 server or API error (also local file errors), 2 usage,\n"
-              "  3 cannot reach the endpoint, 130 interrupted.\n"
+              "\nExit codes: 0 ok, 1 server or API error (also local file errors; a job that\n"
+              "  failed or had errors), 2 usage, 3 cannot reach the endpoint, 4 job wait timed\n"
+              "  out, 130 interrupted.\n"
               "See `hoard <noun> --help`; full reference in docs/cli.md.\n",
               out);
     }
