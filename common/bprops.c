@@ -11,8 +11,7 @@
 #include "common/errors.h"
 #include "common/httputil.h"
 
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen,
-                                                     const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
 
@@ -121,8 +120,7 @@ static int parse_upstream(json_t *u, struct hd_upstream *up, char *err, size_t e
                 return bad(err, errlen, "upstream.%s must be \"path\" or \"virtual\"", k);
         } else if (strcmp(k, "profile") == 0) {
             if (copy_str(v, up->profile, sizeof(up->profile)) < 0 || !name_ok(up->profile))
-                return bad(err, errlen, "upstream.%s must be a profile name ([A-Za-z0-9._-])",
-                           k);
+                return bad(err, errlen, "upstream.%s must be a profile name ([A-Za-z0-9._-])", k);
         } else if (strcmp(k, "bucket") == 0) {
             if (copy_str(v, up->bucket, sizeof(up->bucket)) < 0 ||
                 (*up->bucket && hd_bucket_name_check(up->bucket) < 0))

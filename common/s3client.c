@@ -79,10 +79,10 @@ struct call {
     const char *query;        /* raw, encoded; "" for none */
     struct hd_kv hdrs[MAX_HDRS];
     size_t nh;
-    int fd;                   /* PUT body, -1 for none */
+    int fd; /* PUT body, -1 for none */
     uint64_t size, sent;
     const struct hd_s3c_get *g;
-    struct hd_buf *sink;      /* 2xx body collected here when no g->data (listing) */
+    struct hd_buf *sink; /* 2xx body collected here when no g->data (listing) */
     size_t sink_max;
 
     /* per attempt */
@@ -169,8 +169,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         json_t *s = json_string(val);
         if (nl < sizeof(name) && s) {
             for (i = 0; i < nl; i++)
-                name[i] = (char)(p[11 + i] >= 'A' && p[11 + i] <= 'Z' ? p[11 + i] + 32
-                                                                      : p[11 + i]);
+                name[i] = (char)(p[11 + i] >= 'A' && p[11 + i] <= 'Z' ? p[11 + i] + 32 : p[11 + i]);
             name[nl] = '\0';
             if (!k->meta)
                 k->meta = json_object();
@@ -463,8 +462,8 @@ static void http_error(struct call *k, struct hd_s3c_err *err)
         snprintf(err->msg, sizeof(err->msg), "The specified key does not exist (upstream %s).",
                  c->endpoint);
     else if (code[0] || msg[0])
-        snprintf(err->msg, sizeof(err->msg), "Upstream %s answered HTTP %ld: %s%s%s",
-                 c->endpoint, st, code, code[0] && msg[0] ? ": " : "", msg);
+        snprintf(err->msg, sizeof(err->msg), "Upstream %s answered HTTP %ld: %s%s%s", c->endpoint,
+                 st, code, code[0] && msg[0] ? ": " : "", msg);
     else
         snprintf(err->msg, sizeof(err->msg), "Upstream %s answered HTTP %ld.", c->endpoint, st);
 }
@@ -556,8 +555,7 @@ static int run(struct call *k, struct hd_s3c_err *err)
             (k->g && k->g->stop && k->g->stop(k->g->arg)))
             break;
         HD_LOG(HD_DEBUG, NULL, "upstream %s %s/%s: %s; retry %d in %ld ms", k->method,
-               k->bucket ? k->bucket : "", k->key ? k->key : "", err->msg, attempt + 1,
-               backoff);
+               k->bucket ? k->bucket : "", k->key ? k->key : "", err->msg, attempt + 1, backoff);
         sleep_ms(backoff);
         backoff *= 2;
     }
@@ -592,8 +590,7 @@ static void take_obj(struct call *k, struct hd_s3c_obj *out)
 }
 
 int hd_s3c_get_object(const struct hd_s3c *c, const char *bucket, const char *key,
-                      const struct hd_s3c_get *g, struct hd_s3c_obj *out,
-                      struct hd_s3c_err *err)
+                      const struct hd_s3c_get *g, struct hd_s3c_obj *out, struct hd_s3c_err *err)
 {
     struct call k;
     char im[64];
@@ -738,8 +735,7 @@ int hd_s3c_head_bucket(const struct hd_s3c *c, const char *bucket, struct hd_s3c
     take_obj(&k, NULL);
     if (rc == HD_ENOSUCHKEY) { /* HEAD has no body to tell: a 404 on a bucket is the bucket */
         err->code = rc = HD_ENOSUCHBUCKET;
-        snprintf(err->msg, sizeof(err->msg), "Upstream %s has no bucket %s.", c->endpoint,
-                 bucket);
+        snprintf(err->msg, sizeof(err->msg), "Upstream %s has no bucket %s.", c->endpoint, bucket);
     }
     return rc;
 }
@@ -753,8 +749,8 @@ static const char *profile_env(const char *profile)
     size_t i, n = (size_t)snprintf(var, sizeof(var), "HOARD_S3_PROFILE_");
 
     for (i = 0; profile[i] && n + 1 < sizeof(var); i++)
-        var[n++] = isalnum((unsigned char)profile[i]) ? (char)toupper((unsigned char)profile[i])
-                                                      : '_';
+        var[n++] =
+            isalnum((unsigned char)profile[i]) ? (char)toupper((unsigned char)profile[i]) : '_';
     var[n] = '\0';
     return getenv(var);
 }
@@ -850,4 +846,3 @@ int hd_s3c_profile(const char *cred_file, const char *profile, struct hd_s3c *s3
     }
     return -ENOENT;
 }
-

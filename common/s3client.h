@@ -22,8 +22,8 @@
 struct hd_s3c {
     char endpoint[256]; /* scheme://host[:port] */
     char region[64];
-    int vhost;          /* virtual-host style: BUCKET.host */
-    int anonymous;      /* send requests unsigned */
+    int vhost;     /* virtual-host style: BUCKET.host */
+    int anonymous; /* send requests unsigned */
     char access_key[129];
     char secret[HD_S3C_SECRET_MAX];
     char token[1024];   /* session token ("" = none), sent as x-amz-security-token */
@@ -53,10 +53,10 @@ struct hd_s3c_obj {
     uint64_t size;   /* whole object: length, or the total of Content-Range for 206 */
     uint64_t range_start;
     int have_length;
-    char etag[48];   /* unquoted */
+    char etag[48]; /* unquoted */
     int64_t mtime_ms;
     char ctype[128];
-    char *meta;      /* JSON object of x-amz-meta-* (lowercase names), or NULL */
+    char *meta; /* JSON object of x-amz-meta-* (lowercase names), or NULL */
 };
 void hd_s3c_obj_cleanup(struct hd_s3c_obj *o);
 
@@ -76,8 +76,7 @@ struct hd_s3c_get {
     void *arg;
 };
 int hd_s3c_get_object(const struct hd_s3c *c, const char *bucket, const char *key,
-                      const struct hd_s3c_get *g, struct hd_s3c_obj *out,
-                      struct hd_s3c_err *err);
+                      const struct hd_s3c_get *g, struct hd_s3c_obj *out, struct hd_s3c_err *err);
 int hd_s3c_head_object(const struct hd_s3c *c, const char *bucket, const char *key,
                        struct hd_s3c_obj *out, struct hd_s3c_err *err);
 /* PUT size bytes of fd (from offset 0) with Content-MD5; etag_out gets the upstream's ETag. */

@@ -19,8 +19,8 @@ struct group {
 };
 
 struct hd_tmpl {
-    char *copy;                          /* owns the literal texts and list items */
-    char *lit[HD_TMPL_MAX_GROUPS + 1];   /* literal before group i, and the tail */
+    char *copy;                        /* owns the literal texts and list items */
+    char *lit[HD_TMPL_MAX_GROUPS + 1]; /* literal before group i, and the tail */
     struct group g[HD_TMPL_MAX_GROUPS];
     size_t ng;
     uint64_t count;
@@ -76,8 +76,9 @@ static int parse_group(char *body, struct group *g, char *err, size_t errlen)
         size_t na = (size_t)(dots - body), nz = dots2 ? (size_t)(dots2 - b) : strlen(b);
         if (parse_num(body, na, &a, &l0a) < 0 || parse_num(b, nz, &z, &l0z) < 0 ||
             (dots2 && parse_num(dots2 + 2, strlen(dots2 + 2), &step, &l0s) < 0))
-            return fail(err, errlen, "a range is {FIRST..LAST} or {FIRST..LAST..STEP} with "
-                                     "decimal numbers");
+            return fail(err, errlen,
+                        "a range is {FIRST..LAST} or {FIRST..LAST..STEP} with "
+                        "decimal numbers");
         if (step == 0)
             return fail(err, errlen, "a range step must be positive");
         g->a = a;

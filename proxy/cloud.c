@@ -103,8 +103,8 @@ int hd_proxy_bucket_cloud(struct hd_proxy *p, const char *bucket)
     return yes;
 }
 
-int hd_proxy_cloud_props(struct hd_proxy *p, const char *provider, const char *body,
-                         char **out, char *msg, size_t msglen)
+int hd_proxy_cloud_props(struct hd_proxy *p, const char *provider, const char *body, char **out,
+                         char *msg, size_t msglen)
 {
     struct hd_bprops bp;
     int rc;
@@ -115,8 +115,9 @@ int hd_proxy_cloud_props(struct hd_proxy *p, const char *provider, const char *b
     if (strcmp(provider, "aws") == 0) {
         if (!bp.has_upstream) {
             if (!p->cloud->dflt.endpoint[0]) {
-                snprintf(msg, msglen, "An S3-backed bucket needs {\"upstream\": {\"endpoint\": "
-                                      "URL, ...}} (or upstream.endpoint in the config).");
+                snprintf(msg, msglen,
+                         "An S3-backed bucket needs {\"upstream\": {\"endpoint\": "
+                         "URL, ...}} (or upstream.endpoint in the config).");
                 return HD_EBADARG;
             }
             bp.up = p->cloud->dflt;
@@ -176,8 +177,10 @@ void hd_proxy_autoreg(struct hd_proxy *p, const char *bucket)
     snprintf(s3.region, sizeof(s3.region), "%s", c->dflt.region);
     s3.vhost = c->dflt.vhost;
     if (hd_s3c_profile(c->cred_file, c->dflt.profile, &s3) < 0) {
-        HD_LOG(HD_WARN, NULL, "bucket %s: no credentials for profile '%s' on this proxy: cannot "
-                              "look it up at %s", bucket, c->dflt.profile, c->dflt.endpoint);
+        HD_LOG(HD_WARN, NULL,
+               "bucket %s: no credentials for profile '%s' on this proxy: cannot "
+               "look it up at %s",
+               bucket, c->dflt.profile, c->dflt.endpoint);
         add_miss(c, bucket);
         return;
     }
@@ -204,40 +207,20 @@ void hd_proxy_autoreg(struct hd_proxy *p, const char *bucket)
 
 /* ---- listing ---- */
 
+/* An upstream entry (not known to be cached yet) or common prefix. */
 static int push(struct hd_plist_res *res, size_t *cap, const char *name, int is_prefix,
                 const json_t *e)
 {
-    struct hd_plist_item *it;
+    int rc = hd_proxy_list_push(res, cap, name, is_prefix, e);
 
-    if (res->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 256;
-        it = realloc(res->items, nc * sizeof(*it));
-        if (!it)
-            return -ENOMEM;
-        res->items = it;
-        *cap = nc;
-    }
-    it = &res->items[res->n];
-    memset(it, 0, sizeof(*it));
-    if (!(it->name = strdup(name)))
-        return -ENOMEM;
-    it->is_prefix = is_prefix;
-    it->cached = is_prefix ? -1 : 0;
-    if (e) {
-        const char *etag = json_string_value(json_object_get(e, "etag"));
-        const char *mtime = json_string_value(json_object_get(e, "mtime"));
-        it->size = (uint64_t)json_integer_value(json_object_get(e, "size"));
-        snprintf(it->etag, sizeof(it->etag), "%s", etag ? etag : "");
-        snprintf(it->mtime, sizeof(it->mtime), "%s", mtime ? mtime : "");
-    }
-    res->n++;
-    return 0;
+    if (rc == 0)
+        res->items[res->n - 1].cached = is_prefix ? -1 : 0;
+    return rc;
 }
 
 static int cmp_item(const void *a, const void *b)
 {
-    return strcmp(((const struct hd_plist_item *)a)->name,
-                  ((const struct hd_plist_item *)b)->name);
+    return strcmp(((const struct hd_plist_item *)a)->name, ((const struct hd_plist_item *)b)->name);
 }
 
 static void add_param(struct hd_buf *q, const char *k, const char *v)
@@ -259,8 +242,8 @@ static char *upstream_after(const struct hd_plist_opts *o)
     if (!sa || !*sa)
         return NULL;
     sl = strlen(sa);
-    if (dl && sl >= pl + dl && strncmp(sa, pfx, pl) == 0 &&
-        memcmp(sa + sl - dl, d, dl) == 0 && memmem(sa + pl, sl - pl, d, dl) == sa + sl - dl) {
+    if (dl && sl >= pl + dl && strncmp(sa, pfx, pl) == 0 && memcmp(sa + sl - dl, d, dl) == 0 &&
+        memmem(sa + pl, sl - pl, d, dl) == sa + sl - dl) {
         out = malloc(sl + sizeof(MAX_SUFFIX));
         if (out) {
             memcpy(out, sa, sl);

@@ -217,6 +217,9 @@ int hd_proxy_list(struct hd_proxy *p, const char *bucket, const struct hd_plist_
 int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
                         struct hd_plist_res *res, char *msg, size_t msglen);
 void hd_proxy_list_cleanup(struct hd_plist_res *res);
+/* Appends an item (e: a target's JSON entry with size/etag/mtime, or NULL for a prefix). */
+int hd_proxy_list_push(struct hd_plist_res *res, size_t *cap, const char *name, int is_prefix,
+                       const json_t *e);
 /* Native GET /v1/buckets/B?prefix&delimiter&limit&token */
 void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *bucket);
 /* 0 when no target holds an object of bucket, HD_EBUCKETNOTEMPTY, HD_EUNAVAIL. */

@@ -32,8 +32,8 @@ void hd_proxy_list_cleanup(struct hd_plist_res *res)
     memset(res, 0, sizeof(*res));
 }
 
-static int push(struct hd_plist_res *res, size_t *cap, const char *name, int is_prefix,
-                const json_t *e)
+int hd_proxy_list_push(struct hd_plist_res *res, size_t *cap, const char *name, int is_prefix,
+                       const json_t *e)
 {
     struct hd_plist_item *it;
 
@@ -80,12 +80,13 @@ static int take_page(struct hd_plist_res *res, size_t *cap, const json_t *j, int
     json_array_foreach(ents, i, e)
     {
         const char *name = json_string_value(json_object_get(e, "name"));
-        if (name && (rc = push(res, cap, name, 0, e)) < 0)
+        if (name && (rc = hd_proxy_list_push(res, cap, name, 0, e)) < 0)
             return rc;
     }
     json_array_foreach(pfx, i, e)
     {
-        if (json_is_string(e) && (rc = push(res, cap, json_string_value(e), 1, NULL)) < 0)
+        if (json_is_string(e) &&
+            (rc = hd_proxy_list_push(res, cap, json_string_value(e), 1, NULL)) < 0)
             return rc;
     }
     if (json_object_get(j, "continuation_token"))

@@ -53,12 +53,10 @@ struct hd_cache {
 /* ---- metrics ---- */
 
 static const char *const cstat_names[HD_CS_COUNT] = {
-    "hoard_cache_hits_total",           "hoard_cache_misses_total",
-    "hoard_cold_get_bytes_total",       "hoard_cold_fills_total",
-    "hoard_cold_fills_failed_total",    "hoard_cold_range_reads_total",
-    "hoard_upstream_errors_total",      "hoard_cache_validations_total",
-    "hoard_cache_stale_total",          "hoard_write_through_total",
-    "hoard_delete_through_total",       "hoard_evictions_total",
+    "hoard_cache_hits_total",      "hoard_cache_misses_total",      "hoard_cold_get_bytes_total",
+    "hoard_cold_fills_total",      "hoard_cold_fills_failed_total", "hoard_cold_range_reads_total",
+    "hoard_upstream_errors_total", "hoard_cache_validations_total", "hoard_cache_stale_total",
+    "hoard_write_through_total",   "hoard_delete_through_total",    "hoard_evictions_total",
     "hoard_evicted_bytes_total"};
 static const char *const cstat_help[HD_CS_COUNT] = {
     "GETs of S3-backed objects served from local disks",
@@ -77,7 +75,7 @@ static const char *const cstat_help[HD_CS_COUNT] = {
 static _Atomic uint64_t cstats[HD_CS_COUNT];
 
 static const double cold_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                                 1,     2.5,  5,     10,   30,  60,  300};
+                                 1,     2.5,  5,     10,   30,  60,   300};
 #define NCOLD (sizeof(cold_le) / sizeof(cold_le[0]))
 static _Atomic uint64_t cold_ttfb[NCOLD + 1], cold_total[NCOLD + 1];
 static _Atomic uint64_t cold_ttfb_us, cold_total_us, cold_count;
@@ -105,8 +103,8 @@ void hd_cstat_cold_time(double ttfb_s, double total_s)
     atomic_fetch_add(&cold_count, 1);
 }
 
-static void render_hist(struct hd_buf *b, const char *name, const char *help,
-                        _Atomic uint64_t *h, uint64_t sum_us)
+static void render_hist(struct hd_buf *b, const char *name, const char *help, _Atomic uint64_t *h,
+                        uint64_t sum_us)
 {
     uint64_t cum = 0;
     size_t i;
@@ -114,8 +112,7 @@ static void render_hist(struct hd_buf *b, const char *name, const char *help,
     hd_buf_printf(b, "# HELP %s %s.\n# TYPE %s histogram\n", name, help, name);
     for (i = 0; i < NCOLD; i++) {
         cum += atomic_load(&h[i]);
-        hd_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, cold_le[i],
-                      (unsigned long long)cum);
+        hd_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, cold_le[i], (unsigned long long)cum);
     }
     cum += atomic_load(&h[NCOLD]);
     hd_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
@@ -154,8 +151,8 @@ static void render(struct hd_buf *b, void *arg)
     for (i = 0; i < n; i++) {
         struct hd_mp_usage u;
         if (hd_store_mp_usage(c->t->st, i, &u) == 0)
-            hd_buf_printf(b, "hoard_mountpath_capacity_bytes{mountpath=\"%s\"} %llu\n",
-                          u.path, (unsigned long long)u.capacity);
+            hd_buf_printf(b, "hoard_mountpath_capacity_bytes{mountpath=\"%s\"} %llu\n", u.path,
+                          (unsigned long long)u.capacity);
     }
     hd_buf_puts(b, "# HELP hoard_mountpath_objects Objects in a mountpath's catalog.\n"
                    "# TYPE hoard_mountpath_objects gauge\n");
@@ -509,8 +506,8 @@ static void acall_done(struct hd_req *r)
     r->data = NULL;
 }
 
-void hd_acall_request(struct hd_req *r, struct hd_cache *c, hd_acall_fn run,
-                      hd_acall_done_fn done, void *arg, void (*arg_free)(void *arg))
+void hd_acall_request(struct hd_req *r, struct hd_cache *c, hd_acall_fn run, hd_acall_done_fn done,
+                      void *arg, void (*arg_free)(void *arg))
 {
     struct hd_acall *a = hd_acall_new(c, run, arg, arg_free);
 
@@ -659,8 +656,7 @@ int hd_cache_new(struct hd_target *t, const struct hd_config *cfg, struct hd_cac
         return -ENOMEM;
     }
     if (c->low > c->high) {
-        HD_LOG(HD_ERROR, NULL, "space.low (%d) must not be above space.high (%d)", c->low,
-               c->high);
+        HD_LOG(HD_ERROR, NULL, "space.low (%d) must not be above space.high (%d)", c->low, c->high);
         hd_cache_free(c);
         return -EINVAL;
     }

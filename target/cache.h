@@ -32,8 +32,8 @@ struct hd_cbucket {
     char name[64];
     const char *remote; /* upstream bucket name (into props or name) */
     struct hd_bprops props;
-    struct hd_s3c s3;   /* endpoint, region, style, credentials, timeouts */
-    int cred_err;       /* no credentials for the profile: every upstream call fails */
+    struct hd_s3c s3; /* endpoint, region, style, credentials, timeouts */
+    int cred_err;     /* no credentials for the profile: every upstream call fails */
     char cred_msg[512];
 };
 
@@ -109,8 +109,8 @@ int hd_acall_park(struct hd_acall *a, struct hd_req *r);
 void hd_acall_release(struct hd_acall *a);
 /* The whole request is the call: installs r's on_end/on_done; done answers r. On failure to
  * start, answers r itself. */
-void hd_acall_request(struct hd_req *r, struct hd_cache *c, hd_acall_fn run,
-                      hd_acall_done_fn done, void *arg, void (*arg_free)(void *arg));
+void hd_acall_request(struct hd_req *r, struct hd_cache *c, hd_acall_fn run, hd_acall_done_fn done,
+                      void *arg, void (*arg_free)(void *arg));
 
 /* ---- metrics (cache.c) ---- */
 
@@ -138,14 +138,13 @@ void hd_cstat_cold_time(double ttfb_s, double total_s);
 
 /* GET/HEAD of bucket/key in S3-backed cb: warm from the catalog, validated when the bucket
  * says so, else cold through a fill. Answers r (now or after parking it). */
-void hd_cache_obj_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
-                      const char *key, int head);
+void hd_cache_obj_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb, const char *key,
+                      int head);
 /* For jobs (any thread but HTTP workers): makes sure bucket/key is cached, joining a fill in
  * progress or running one; revalidate HEADs the upstream first when it is cached. *bytes
  * gets the bytes fetched (0 when it was cached). 0, or a code with msg filled. */
-int hd_cache_fetch_sync(struct hd_target *t, struct hd_cbucket *cb, const char *key,
-                        int revalidate, struct hd_job *j, uint64_t *bytes, char *msg,
-                        size_t msglen);
+int hd_cache_fetch_sync(struct hd_target *t, struct hd_cbucket *cb, const char *key, int revalidate,
+                        struct hd_job *j, uint64_t *bytes, char *msg, size_t msglen);
 
 /* ---- upstream.c (HTTP worker) ---- */
 

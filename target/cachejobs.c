@@ -32,12 +32,12 @@
 /* ---- which names, in batches ---- */
 
 struct names {
-    json_t *list;          /* args.names */
-    struct hd_tmpl *tmpl;  /* args.template */
-    const char *prefix;    /* args.prefix (listed from the upstream or the catalog) */
-    uint64_t pos, count;   /* list/template cursor */
-    char *token;           /* upstream listing cursor */
-    char *after;           /* catalog listing cursor */
+    json_t *list;         /* args.names */
+    struct hd_tmpl *tmpl; /* args.template */
+    const char *prefix;   /* args.prefix (listed from the upstream or the catalog) */
+    uint64_t pos, count;  /* list/template cursor */
+    char *token;          /* upstream listing cursor */
+    char *after;          /* catalog listing cursor */
     int done;
 };
 
@@ -109,6 +109,21 @@ static void batch_clear(struct batch *b)
     b->n = 0;
 }
 
+static int batch_alloc(struct batch *b)
+{
+    b->n = 0;
+    b->v = calloc(BATCH, sizeof(*b->v));
+    b->sizes = calloc(BATCH, sizeof(*b->sizes));
+    return b->v && b->sizes ? 0 : -ENOMEM;
+}
+
+static void batch_free(struct batch *b)
+{
+    batch_clear(b);
+    free(b->v);
+    free(b->sizes);
+}
+
 static int batch_add(struct batch *b, const char *name, uint64_t size)
 {
     if (!(b->v[b->n] = strdup(name)))
@@ -143,8 +158,7 @@ static int next_enumerated(struct names *nm, struct batch *b)
 }
 
 /* The next page of the upstream listing under the prefix. */
-static int next_upstream(struct hd_job *j, struct hd_cbucket *cb, struct names *nm,
-                         struct batch *b)
+static int next_upstream(struct hd_job *j, struct hd_cbucket *cb, struct names *nm, struct batch *b)
 {
     struct hd_s3_list l;
     struct hd_s3c_err err;
@@ -152,8 +166,8 @@ static int next_upstream(struct hd_job *j, struct hd_cbucket *cb, struct names *
     int rc;
 
     if ((rc = hd_cbucket_check(cb, err.msg, sizeof(err.msg))) == 0)
-        rc = hd_s3c_list(&cb->s3, cb->remote, nm->prefix, NULL, nm->after, nm->token, BATCH,
-                         &l, &err);
+        rc = hd_s3c_list(&cb->s3, cb->remote, nm->prefix, NULL, nm->after, nm->token, BATCH, &l,
+                         &err);
     if (rc < 0) {
         hd_job_error(j, "listing %s/%s: %s", cb->name, nm->prefix, err.msg);
         return rc;
@@ -234,8 +248,8 @@ static void *pf_worker(void *arg)
 
     while ((i = atomic_fetch_add(&p->next, 1)) < p->b->n && !hd_job_stopped(p->j)) {
         uint64_t bytes = 0;
-        int rc = hd_cache_fetch_sync(p->j->t, p->cb, p->b->v[i], p->revalidate, p->j, &bytes,
-                                     msg, sizeof(msg));
+        int rc = hd_cache_fetch_sync(p->j->t, p->cb, p->b->v[i], p->revalidate, p->j, &bytes, msg,
+                                     sizeof(msg));
         if (rc < 0) {
             atomic_fetch_add(&p->failed, 1);
             hd_job_error(p->j, "%s: %s", p->b->v[i], msg[0] ? msg : hd_strerror(rc));
@@ -334,12 +348,8 @@ int hd_prefetch_run(struct hd_job *j)
         rc = HD_EBADARG;
         goto out;
     }
-    b.v = calloc(BATCH, sizeof(*b.v));
-    b.sizes = calloc(BATCH, sizeof(*b.sizes));
-    if (!b.v || !b.sizes) {
-        rc = -ENOMEM;
+    if ((rc = batch_alloc(&b)) < 0)
         goto out;
-    }
     s = hd_tcluster_smap(j->t->cl);
     if (!nm.prefix)
         hd_job_set_total(j, owned_total(j, s, &nm), 0);
@@ -359,9 +369,7 @@ int hd_prefetch_run(struct hd_job *j)
     if (rc == 0 && hd_job_stopped(j))
         rc = -ECANCELED;
 out:
-    batch_clear(&b);
-    free(b.v);
-    free(b.sizes);
+    batch_free(&b);
     names_cleanup(&nm);
     hd_smap_unref(s);
     hd_cbucket_unref(cb);
@@ -383,12 +391,8 @@ int hd_evict_run(struct hd_job *j)
         return HD_ENOSUCHBUCKET;
     if ((rc = names_init(j, &nm)) < 0)
         goto out;
-    b.v = calloc(BATCH, sizeof(*b.v));
-    b.sizes = calloc(BATCH, sizeof(*b.sizes));
-    if (!b.v || !b.sizes) {
-        rc = -ENOMEM;
+    if ((rc = batch_alloc(&b)) < 0)
         goto out;
-    }
     while (!nm.done && !hd_job_stopped(j)) {
         rc = nm.prefix ? next_local(j, &nm, &b) : next_enumerated(&nm, &b);
         if (rc < 0)
@@ -419,9 +423,7 @@ int hd_evict_run(struct hd_job *j)
     if (rc == 0 && hd_job_stopped(j))
         rc = -ECANCELED;
 out:
-    batch_clear(&b);
-    free(b.v);
-    free(b.sizes);
+    batch_free(&b);
     names_cleanup(&nm);
     hd_cbucket_unref(cb);
     return rc;
@@ -461,8 +463,7 @@ static int lru_mp(struct hd_job *j, size_t mpi, const char *const *buckets, size
             return 0;
         }
         for (i = 0; i < n && !hd_job_stopped(j); i++) {
-            if (hd_store_delete_if(st, mpi, v[i].bucket, v[i].name, v[i].etag, v[i].mtime_ms) <
-                0)
+            if (hd_store_delete_if(st, mpi, v[i].bucket, v[i].name, v[i].etag, v[i].mtime_ms) < 0)
                 continue; /* rewritten or deleted meanwhile */
             (*objs)++;
             *bytes += v[i].size;

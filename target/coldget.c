@@ -55,12 +55,12 @@ struct fill {
     struct hd_target *t;
     struct hd_cbucket *cb;
     char *key;
-    int range;           /* a client's range: never in the table, never committed */
+    int range; /* a client's range: never in the table, never committed */
     char range_hdr[128];
-    char if_match[48];   /* refetch of a changed object: If-Match on its new ETag */
+    char if_match[48]; /* refetch of a changed object: If-Match on its new ETag */
     struct hd_ctask task;
-    struct fill *next;   /* table chain */
-    int in_table;        /* guarded by tmu */
+    struct fill *next; /* table chain */
+    int in_table;      /* guarded by tmu */
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* state changes, for hd_cache_fetch_sync */
@@ -70,10 +70,10 @@ struct fill {
     struct hd_s3c_obj obj; /* the upstream's answer (read-only once state >= F_HEAD) */
     uint64_t filled;       /* bytes readers may pread from rfd */
     int rfd;
-    struct hd_put *put;    /* fill thread only */
+    struct hd_put *put; /* fill thread only */
     struct reader *waiters;
     uint64_t t0_ns;
-    uint64_t fetched;      /* body bytes received */
+    uint64_t fetched; /* body bytes received */
 };
 
 struct reader {
@@ -303,9 +303,9 @@ static int fill_verify(struct fill *f)
     char hex[33];
 
     if (f->obj.have_length && hd_put_size(f->put) != f->obj.length) {
-        snprintf(f->msg, sizeof(f->msg),
-                 "Upstream %s sent %llu of %llu bytes; nothing was cached.", f->cb->s3.endpoint,
-                 (unsigned long long)hd_put_size(f->put), (unsigned long long)f->obj.length);
+        snprintf(f->msg, sizeof(f->msg), "Upstream %s sent %llu of %llu bytes; nothing was cached.",
+                 f->cb->s3.endpoint, (unsigned long long)hd_put_size(f->put),
+                 (unsigned long long)f->obj.length);
         return HD_EUNAVAIL;
     }
     if (!plain_md5(f->obj.etag))
@@ -405,9 +405,8 @@ static void fill_run(struct fill *f)
         snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: %s", f->cb->name, f->key,
                  hd_strerror(rc));
     if (rc == 0 && f->range && f->obj.have_length && hd_put_size(f->put) != f->obj.length) {
-        snprintf(f->msg, sizeof(f->msg), "Upstream %s sent %llu of %llu bytes.",
-                 f->cb->s3.endpoint, (unsigned long long)hd_put_size(f->put),
-                 (unsigned long long)f->obj.length);
+        snprintf(f->msg, sizeof(f->msg), "Upstream %s sent %llu of %llu bytes.", f->cb->s3.endpoint,
+                 (unsigned long long)hd_put_size(f->put), (unsigned long long)f->obj.length);
         rc = HD_EUNAVAIL;
     }
     if (rc == 0 && !f->range)
@@ -536,22 +535,6 @@ static void reader_free_cb(void *cls)
     reader_unref(cls);
 }
 
-static void add_meta_headers(struct hd_req *r, const char *meta)
-{
-    json_t *j = meta ? json_loads(meta, 0, NULL) : NULL, *v;
-    const char *k;
-    char name[300];
-
-    json_object_foreach(j, k, v)
-    {
-        if (!json_is_string(v))
-            continue;
-        snprintf(name, sizeof(name), "x-amz-meta-%s", k);
-        hd_resp_header(r, name, json_string_value(v));
-    }
-    json_decref(j);
-}
-
 static void obj_headers(struct hd_req *r, const struct hd_s3c_obj *o)
 {
     char v[64], date[32];
@@ -563,7 +546,7 @@ static void obj_headers(struct hd_req *r, const struct hd_s3c_obj *o)
         hd_resp_header(r, "Last-Modified", date);
     }
     hd_resp_header(r, "Accept-Ranges", "bytes");
-    add_meta_headers(r, o->meta);
+    hd_obj_meta_headers(r, o->meta);
 }
 
 /* Conditionals of r against the upstream's metadata: 0 to go on, or answered. */
@@ -630,8 +613,7 @@ static void reader_end(struct hd_req *r)
         if (o.status == 206) {
             status = 206;
             snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
-                     (unsigned long long)(off + len - (len ? 1 : 0)),
-                     (unsigned long long)o.size);
+                     (unsigned long long)(off + len - (len ? 1 : 0)), (unsigned long long)o.size);
             hd_resp_header(r, "Content-Range", cr);
         }
     } else {
@@ -721,8 +703,8 @@ static const char *simple_range(struct hd_req *r)
     return h;
 }
 
-static void cold_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
-                     const char *key, const char *if_match)
+static void cold_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb, const char *key,
+                     const char *if_match)
 {
     const char *rh = if_match ? NULL : simple_range(r);
     struct fill *f;
@@ -814,8 +796,7 @@ static void head_done(struct hd_req *r, struct hd_acall *a)
     if (conditionals(r, &a->obj))
         return;
     obj_headers(r, &a->obj);
-    hd_resp_header(r, "Content-Type",
-                   a->obj.ctype[0] ? a->obj.ctype : "application/octet-stream");
+    hd_resp_header(r, "Content-Type", a->obj.ctype[0] ? a->obj.ctype : "application/octet-stream");
     hd_resp_head(r, 200, a->obj.size);
 }
 
@@ -878,8 +859,8 @@ static void validate_done(struct hd_req *r, struct hd_acall *a)
 }
 
 static int start_acall(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
-                       const char *key, const struct hd_obj_meta *m, int head,
-                       hd_acall_fn run, hd_acall_done_fn done)
+                       const char *key, const struct hd_obj_meta *m, int head, hd_acall_fn run,
+                       hd_acall_done_fn done)
 {
     struct vctx *v = calloc(1, sizeof(*v));
 
@@ -900,8 +881,8 @@ static int start_acall(struct hd_req *r, struct hd_target *t, struct hd_cbucket 
     return 0;
 }
 
-void hd_cache_obj_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
-                      const char *key, int head)
+void hd_cache_obj_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb, const char *key,
+                      int head)
 {
     struct hd_obj_meta m;
     int fd = -1, rc;
@@ -938,9 +919,8 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *
 
 /* ---- for jobs ---- */
 
-int hd_cache_fetch_sync(struct hd_target *t, struct hd_cbucket *cb, const char *key,
-                        int revalidate, struct hd_job *j, uint64_t *bytes, char *msg,
-                        size_t msglen)
+int hd_cache_fetch_sync(struct hd_target *t, struct hd_cbucket *cb, const char *key, int revalidate,
+                        struct hd_job *j, uint64_t *bytes, char *msg, size_t msglen)
 {
     struct hd_obj_meta m;
     struct hd_s3c_obj o;

@@ -47,6 +47,8 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
 /* Answers a GET/HEAD from a local copy (conditionals, Range, headers, sendfile). fd is the
  * content file (or -1 for HEAD) and is closed on every path; m stays the caller's. */
 void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *m, int fd, int head);
+/* x-amz-meta-* response headers from the catalog's JSON object (NULL: none). */
+void hd_obj_meta_headers(struct hd_req *r, const char *meta);
 void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                 const struct hd_sigv4_auth *auth);
 

@@ -66,7 +66,7 @@ int hd_obj_meta_attrs(const char *text, struct hd_put_attrs *a, json_t **hold)
     return 0;
 }
 
-static void add_meta_headers(struct hd_req *r, const char *meta)
+void hd_obj_meta_headers(struct hd_req *r, const char *meta)
 {
     json_t *j;
     const char *k;
@@ -97,7 +97,7 @@ static void add_object_headers(struct hd_req *r, const struct hd_obj_meta *m)
     hd_http_date_format((time_t)(m->mtime_ms / 1000), date);
     hd_resp_header(r, "Last-Modified", date);
     hd_resp_header(r, "Accept-Ranges", "bytes");
-    add_meta_headers(r, m->meta);
+    hd_obj_meta_headers(r, m->meta);
 }
 
 void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,

@@ -75,13 +75,13 @@ int hd_store_room(struct hd_store *st, struct mountpath *mp, uint64_t need, uint
         return 0; /* no mark: the filesystem's own ENOSPC is the limit */
     if ((rc = usage_of(st, mp, &u)) < 0)
         return rc;
-    mark = u.capacity / 100 * (uint64_t)st->oos_pct + u.capacity % 100 * (uint64_t)st->oos_pct / 100;
+    mark =
+        u.capacity / 100 * (uint64_t)st->oos_pct + u.capacity % 100 * (uint64_t)st->oos_pct / 100;
     *room = mark > u.used ? mark - u.used : 0;
     if (*room == 0 || need > *room) {
         HD_LOG(HD_WARN, NULL,
                "mountpath %s is out of space: %llu of %llu bytes used, out-of-space mark %d%%",
-               mp->path, (unsigned long long)u.used, (unsigned long long)u.capacity,
-               st->oos_pct);
+               mp->path, (unsigned long long)u.used, (unsigned long long)u.capacity, st->oos_pct);
         return -ENOSPC;
     }
     return 0;
@@ -111,8 +111,10 @@ void hd_store_touch(struct hd_store *st, const char *bucket, const char *name)
         }
     if (st->acount >= ATIME_MAX) {
         if (!warned++)
-            HD_LOG(HD_WARN, NULL, "access times: more than %d reads between flushes; some are "
-                                  "not recorded", ATIME_MAX);
+            HD_LOG(HD_WARN, NULL,
+                   "access times: more than %d reads between flushes; some are "
+                   "not recorded",
+                   ATIME_MAX);
         goto out;
     }
     e = calloc(1, sizeof(*e));

@@ -104,9 +104,9 @@ static void wt_run(struct hd_acall *a)
 }
 
 int hd_cache_put_through(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
-                         const char *key, struct hd_put *p, int md5_known,
-                         const char *ctype, const char *meta, struct hd_wt **wt,
-                         char etag_out[48], char *msg, size_t msglen)
+                         const char *key, struct hd_put *p, int md5_known, const char *ctype,
+                         const char *meta, struct hd_wt **wt, char etag_out[48], char *msg,
+                         size_t msglen)
 {
     struct hd_acall *a;
     struct wtctx *w;
@@ -118,8 +118,9 @@ int hd_cache_put_through(struct hd_req *r, struct hd_target *t, struct hd_cbucke
         if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
             return rc;
         if (hd_put_size(p) > WT_MAX) {
-            snprintf(msg, msglen, "Objects over 5 GiB cannot be written through to an "
-                                  "upstream yet (one PUT).");
+            snprintf(msg, msglen,
+                     "Objects over 5 GiB cannot be written through to an "
+                     "upstream yet (one PUT).");
             return HD_ETOOLARGE;
         }
         if ((rc = hd_put_flush(p)) < 0)
@@ -288,8 +289,7 @@ static void list_done(struct hd_req *r, struct hd_acall *a)
         const struct hd_s3_ent *e = &l->res.ents[i];
         hd_iso8601_ms(e->mtime_ms, ts);
         json_array_append_new(ents, json_pack("{s:s, s:I, s:s, s:s}", "name", e->name, "size",
-                                              (json_int_t)e->size, "etag", e->etag, "mtime",
-                                              ts));
+                                              (json_int_t)e->size, "etag", e->etag, "mtime", ts));
     }
     for (i = 0; i < l->res.nprefixes; i++)
         json_array_append_new(pfx, json_string(l->res.prefixes[i]));

@@ -236,33 +236,25 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
           % (nurl, surl, purl, turl, REPEATS))
 
     # 1. cold GET, 10 MiB
+    def cold(label, rep, conc, objs, direct_base, hoard_bucket):
+        """One repetition: the same names read straight from the upstream and through hoard
+        (cold: names never read before), in an order that alternates with rep."""
+        for who in (["hoard", "direct"] if rep % 2 else ["direct", "hoard"]):
+            base = direct_base if who == "direct" else "%s/v1/objects/%s" % (turl, hoard_bucket)
+            secs = curl_all(["%s/%s" % (base, o) for o in objs], conc,
+                            os.path.join(B, "urls.curl"))
+            mibs = len(objs) * 10 / secs
+            rows.setdefault((label, conc, who), []).append(mibs)
+            print("  %s c=%d %-6s rep %d: %7.1f MiB/s" % (label, conc, who, rep, mibs))
+
     for rep in range(1, REPEATS + 1):
         for c in (1, 4):
-            objs = names("cold-c%d" % c, rep, COLD_N)
-            order = ["hoard", "direct"] if rep % 2 else ["direct", "hoard"]
-            for who in order:
-                if who == "direct":
-                    urls = ["%s/nginx-up/%s" % (nurl, o) for o in objs]
-                else:
-                    urls = ["%s/v1/objects/nginx-up/%s" % (turl, o) for o in objs]
-                secs = curl_all(urls, c, os.path.join(B, "urls.curl"))
-                mibs = COLD_N * 10 / secs
-                rows.setdefault(("cold GET 10 MiB", c, who), []).append(mibs)
-                print("  cold  c=%d %-6s rep %d: %7.1f MiB/s" % (c, who, rep, mibs))
-
+            cold("cold GET 10 MiB", rep, c, names("cold-c%d" % c, rep, COLD_N),
+                 nurl + "/nginx-up", "nginx-up")
     # 1b. cold GET from an upstream limited to 50 MiB/s per connection (a remote S3's pace)
     for rep in range(1, REPEATS + 1):
-        objs = names("slow", rep, COLD_N // 2)
-        for who in (["hoard", "direct"] if rep % 2 else ["direct", "hoard"]):
-            if who == "direct":
-                urls = ["%s/nginx-up/%s" % (lurl, o) for o in objs]
-            else:
-                urls = ["%s/v1/objects/nginx-slow/%s" % (turl, o) for o in objs]
-            secs = curl_all(urls, 1, os.path.join(B, "urls.curl"))
-            mibs = len(objs) * 10 / secs
-            rows.setdefault(("cold GET 10 MiB, upstream at 50 MiB/s", 1, who), []).append(mibs)
-            print("  cold-slow c=1 %-6s rep %d: %7.1f MiB/s" % (who, rep, mibs))
-
+        cold("cold GET 10 MiB, upstream at 50 MiB/s", rep, 1, names("slow", rep, COLD_N // 2),
+             lurl + "/nginx-up", "nginx-slow")
     # 1c. cold GET from the hoard upstream (MD5 ETags: every fill is checked)
     for rep in range(1, REPEATS + 1):
         objs = ["md5-r%d-%03d" % (rep, i) for i in range(COLD_N // 2)]
@@ -271,16 +263,8 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
                 req = urllib.request.Request("%s/hoard-up/%s" % (uurl, o), data=f.read(),
                                              method="PUT")
             urllib.request.urlopen(req, timeout=120).read()
-        for who in (["hoard", "direct"] if rep % 2 else ["direct", "hoard"]):
-            if who == "direct":
-                urls = ["%s/hoard-up/%s" % (uurl, o) for o in objs]
-            else:
-                urls = ["%s/v1/objects/hoard-up/%s" % (turl, o) for o in objs]
-            secs = curl_all(urls, 1, os.path.join(B, "urls.curl"))
-            mibs = len(objs) * 10 / secs
-            rows.setdefault(("cold GET 10 MiB from a hoard target (MD5 ETags)", 1, who),
-                            []).append(mibs)
-            print("  cold-md5  c=1 %-6s rep %d: %7.1f MiB/s" % (who, rep, mibs))
+        cold("cold GET 10 MiB from a hoard target (MD5 ETags)", rep, 1, objs,
+             uurl + "/hoard-up", "hoard-up")
 
     # 2. warm GET, 100 KiB: cache everything first
     j = api("POST", purl + "/v1/jobs", {"kind": "prefetch", "bucket": "warm-s3rver",
@@ -292,7 +276,8 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
     for rep in range(1, REPEATS + 1):
         for who in (["hoard", "s3rver"] if rep % 2 else ["s3rver", "hoard"]):
             if who == "hoard":
-                rps, errs = wrk(turl, wpaths, "/v1/objects/warm-s3rver/", 16, os.path.join(B, "wrk.out"))
+                rps, errs = wrk(turl, wpaths, "/v1/objects/warm-s3rver/", 16,
+                                os.path.join(B, "wrk.out"))
             else:
                 rps, errs = wrk(surl, wpaths, "/warm-s3rver/", 16, os.path.join(B, "wrk.out"))
             rows.setdefault(("warm GET 100 KiB", 16, who), []).append(rps)

@@ -41,25 +41,24 @@ HD_SUITE(bprops)
     CHECK_EQ_INT(hd_bprops_parse("{\"anonymous_read\":1}", &p, err, sizeof(err)), HD_EBADARG);
     CHECK_EQ_INT(hd_bprops_parse("{\"upstream\":{}}", &p, err, sizeof(err)), HD_EBADARG);
     CHECK(strstr(err, "endpoint"));
-    CHECK_EQ_INT(hd_bprops_parse("{\"upstream\":{\"endpoint\":\"ftp://x\"}}", &p, err,
-                                 sizeof(err)),
+    CHECK_EQ_INT(hd_bprops_parse("{\"upstream\":{\"endpoint\":\"ftp://x\"}}", &p, err, sizeof(err)),
                  HD_EBADARG);
-    CHECK_EQ_INT(hd_bprops_parse("{\"upstream\":{\"endpoint\":\"http://h/path\"}}", &p, err,
-                                 sizeof(err)),
-                 HD_EBADARG);
-    CHECK_EQ_INT(hd_bprops_parse("{\"upstream\":{\"endpoint\":\"http://h:99999\"}}", &p, err,
-                                 sizeof(err)),
-                 HD_EBADARG);
-    CHECK_EQ_INT(hd_bprops_parse("{\"upstream\":{\"endpoint\":\"http://h\",\"style\":\"x\"}}",
-                                 &p, err, sizeof(err)),
+    CHECK_EQ_INT(
+        hd_bprops_parse("{\"upstream\":{\"endpoint\":\"http://h/path\"}}", &p, err, sizeof(err)),
+        HD_EBADARG);
+    CHECK_EQ_INT(
+        hd_bprops_parse("{\"upstream\":{\"endpoint\":\"http://h:99999\"}}", &p, err, sizeof(err)),
+        HD_EBADARG);
+    CHECK_EQ_INT(hd_bprops_parse("{\"upstream\":{\"endpoint\":\"http://h\",\"style\":\"x\"}}", &p,
+                                 err, sizeof(err)),
                  HD_EBADARG);
     CHECK_EQ_INT(hd_bprops_parse("{\"upstream\":{\"endpoint\":\"http://h\",\"profile\":\"a b\""
                                  "}}",
                                  &p, err, sizeof(err)),
                  HD_EBADARG);
-    CHECK_EQ_INT(hd_bprops_parse("{\"anonymous_read\":true,\"anonymous_read\":false}", &p, err,
-                                 sizeof(err)),
-                 HD_EBADARG); /* duplicate keys */
+    CHECK_EQ_INT(
+        hd_bprops_parse("{\"anonymous_read\":true,\"anonymous_read\":false}", &p, err, sizeof(err)),
+        HD_EBADARG); /* duplicate keys */
 
     /* merging a patch keeps what it does not name; null removes */
     CHECK_EQ_INT(hd_bprops_merge("{\"upstream\":{\"endpoint\":\"http://h\"}}",
@@ -68,8 +67,8 @@ HD_SUITE(bprops)
     CHECK_EQ_STR(s, "{\"upstream\":{\"endpoint\":\"http://h\",\"region\":\"us-east-1\","
                     "\"style\":\"path\"},\"validate_warm_get\":true}");
     free(s);
-    CHECK_EQ_INT(hd_bprops_merge("{\"anonymous_read\":true}", "{\"anonymous_read\":null}", &s,
-                                 err, sizeof(err)),
+    CHECK_EQ_INT(hd_bprops_merge("{\"anonymous_read\":true}", "{\"anonymous_read\":null}", &s, err,
+                                 sizeof(err)),
                  0);
     CHECK_EQ_STR(s, "{}");
     free(s);

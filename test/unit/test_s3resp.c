@@ -46,8 +46,9 @@ HD_SUITE(s3resp)
 
     /* an empty, not truncated answer without EncodingType: keys taken as they are */
     CHECK_EQ_INT(LIST("<ListBucketResult><IsTruncated>false</IsTruncated>"
-                                      "<Contents><Key>a%20b</Key></Contents>"
-                                      "</ListBucketResult>", &l),
+                      "<Contents><Key>a%20b</Key></Contents>"
+                      "</ListBucketResult>",
+                      &l),
                  0);
     CHECK_EQ_INT(l.nents, 1);
     CHECK_EQ_STR(l.ents[0].name, "a%20b");
@@ -58,23 +59,26 @@ HD_SUITE(s3resp)
     CHECK_EQ_INT(LIST("<Error/>", &l), HD_EMALFORMEDXML);
     CHECK(l.nents == 0 && l.ents == NULL);
     CHECK_EQ_INT(LIST("<ListBucketResult><Contents><Size>1</Size></Contents>"
-                                      "</ListBucketResult>", &l),
+                      "</ListBucketResult>",
+                      &l),
                  HD_EMALFORMEDXML);
     CHECK_EQ_INT(LIST("<ListBucketResult><Contents><Key>k</Key><Size>-1</Size>"
-                                      "</Contents></ListBucketResult>", &l),
+                      "</Contents></ListBucketResult>",
+                      &l),
                  HD_EMALFORMEDXML);
     CHECK_EQ_INT(LIST("<ListBucketResult><EncodingType>url</EncodingType>"
-                                      "<Contents><Key>%00</Key></Contents></ListBucketResult>", &l),
+                      "<Contents><Key>%00</Key></Contents></ListBucketResult>",
+                      &l),
                  HD_EMALFORMEDXML);
     CHECK_EQ_INT(LIST("<ListBucketResult>", &l), HD_EMALFORMEDXML);
 
     CHECK_EQ_INT(ERRB("<Error><Code>AccessDenied</Code><Message>no way</Message>"
-                                       "<RequestId>1</RequestId></Error>", code, msg),
+                      "<RequestId>1</RequestId></Error>",
+                      code, msg),
                  0);
     CHECK_EQ_STR(code, "AccessDenied");
     CHECK_EQ_STR(msg, "no way");
-    CHECK_EQ_INT(ERRB("<html/>", code, msg),
-                 HD_EMALFORMEDXML);
+    CHECK_EQ_INT(ERRB("<html/>", code, msg), HD_EMALFORMEDXML);
     CHECK_EQ_STR(code, "");
 
     CHECK_EQ_INT(hd_s3resp_parse_iso8601("1970-01-01T00:00:01Z", &ms), 0);

@@ -44,8 +44,8 @@ HD_SUITE(store_space)
 {
     char root[64] = "/tmp/hd-space-XXXXXX", data[128], mp[128];
     const char *mps[1] = {mp};
-    struct hd_store_cfg cfg = {.data_dir = data, .mountpaths = mps, .nmp = 1,
-                               .capacity = 10000, .oos_pct = 80};
+    struct hd_store_cfg cfg = {
+        .data_dir = data, .mountpaths = mps, .nmp = 1, .capacity = 10000, .oos_pct = 80};
     struct hd_store *st = NULL;
     struct hd_mp_usage u;
     struct hd_put *p = NULL;
@@ -108,8 +108,7 @@ HD_SUITE(store_space)
     if (n == 2) {
         CHECK_EQ_STR(v[0].name, "b");
         CHECK_EQ_STR(v[1].name, "c");
-        CHECK_EQ_INT(hd_store_delete_if(st, 0, v[0].bucket, v[0].name, v[0].etag,
-                                        v[0].mtime_ms),
+        CHECK_EQ_INT(hd_store_delete_if(st, 0, v[0].bucket, v[0].name, v[0].etag, v[0].mtime_ms),
                      0);
     }
     hd_store_lru_free(v, n);

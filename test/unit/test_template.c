@@ -20,11 +20,11 @@ static char *at(struct hd_tmpl *t, uint64_t i)
     return hd_buf_steal(&b, NULL);
 }
 
-#define CHECK_AT(t, i, want)                                                                   \
-    do {                                                                                       \
-        char *s_ = at(t, i);                                                                   \
-        CHECK_EQ_STR(s_, want);                                                                \
-        free(s_);                                                                              \
+#define CHECK_AT(t, i, want)                                                                       \
+    do {                                                                                           \
+        char *s_ = at(t, i);                                                                       \
+        CHECK_EQ_STR(s_, want);                                                                    \
+        free(s_);                                                                                  \
     } while (0)
 
 HD_SUITE(template)
@@ -86,8 +86,8 @@ HD_SUITE(template)
     CHECK_EQ_INT(hd_tmpl_parse("", &t, err, sizeof(err)), HD_EBADARG);
     CHECK_EQ_INT(hd_tmpl_parse("{0..99999}{0..99999}", &t, err, sizeof(err)), HD_EBADARG);
     CHECK(strstr(err, "too many"));
-    CHECK_EQ_INT(hd_tmpl_parse("{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}", &t,
-                               err, sizeof(err)),
+    CHECK_EQ_INT(hd_tmpl_parse("{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}", &t, err,
+                               sizeof(err)),
                  HD_EBADARG);
     CHECK(t == NULL);
 }

@@ -110,8 +110,7 @@ int hd_cli_cloud_create(struct hd_cli *cli, const char *name)
         rc = print_json(j);
         json_decref(j);
     } else {
-        printf("created s3://%s%s%s\n", name, ep ? " -> " : " (default upstream)",
-               ep ? ep : "");
+        printf("created s3://%s%s%s\n", name, ep ? " -> " : " (default upstream)", ep ? ep : "");
     }
 out:
     json_decref(props);
@@ -221,8 +220,8 @@ int hd_cli_bucket_props(struct hd_cli *cli, int argc, char **argv)
             goto out;
     }
     if (!json_is_object(cur)) {
-        rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: unexpected answer from %s", what.data,
-                         cli->endpoint);
+        rc =
+            hd_cli_fail(HD_CLI_EXIT_API, "%s: unexpected answer from %s", what.data, cli->endpoint);
         goto out;
     }
     if (cli->json) {
