@@ -82,6 +82,18 @@ def cached_names(cache, bucket, prefix=""):
     return {e["name"] for e in j["entries"]}
 
 
+def cached_sizes(cache, bucket):
+    j = cache.listing(bucket, cached="true", limit=10000)
+    return {e["name"]: e["size"] for e in j["entries"]}
+
+
+def wait_cached(cache, bucket, want):
+    """A cold GET's client has all its bytes once they are verified; the fill commits the
+    object (fsync, catalog row) right after, off the client's path: wait for that."""
+    return helpers.wait_until(lambda: cached_names(cache, bucket) == set(want), timeout=20,
+                              what="%s cached in %s" % (sorted(want), bucket))
+
+
 # ---- cold and warm GET ----
 
 def test_cold_then_warm_byte_identical(s3rver, cache):
@@ -100,7 +112,7 @@ def test_cold_then_warm_byte_identical(s3rver, cache):
         assert r.content == v, k
         assert r.headers["ETag"] == '"%s"' % md5(v)
     assert cache.target_metric("hoard_cache_misses_total") - miss0 == len(objs)
-    assert cached_names(cache, b) == set(objs)
+    wait_cached(cache, b, objs)
     s3 = cache.s3()  # S3 API through the proxy's relay: warm now
     for k, v in objs.items():
         o = s3.get_object(Bucket=b, Key=k)
@@ -199,6 +211,7 @@ def test_upstream_stopped_warm_served_cold_503(s3rver, cache):
     b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
     for k in ("w0", "w1", "w2", "w3"):
         assert cache.get(b, k).status_code == 200
+    wait_cached(cache, b, ["w0", "w1", "w2", "w3"])
     s3rver.stop()
     try:
         for k in ("w0", "w1", "w2", "w3"):
@@ -239,11 +252,14 @@ def test_validate_warm_get(s3rver, cache):
     for b in (val, stale):
         assert cache.get(b, "obj").content == b"version one"
         assert cache.get(b, "gone").content == b"soon deleted"
+        wait_cached(cache, b, ["obj", "gone"])
     s3rver.client().put_object(Bucket=src, Key="obj", Body=b"version two!")
     s3rver.client().delete_object(Bucket=src, Key="gone")
     stale0 = cache.target_metric("hoard_cache_stale_total")
     assert cache.get(val, "obj").content == b"version two!"
     assert cache.target_metric("hoard_cache_stale_total") - stale0 == 1
+    helpers.wait_until(lambda: cached_sizes(cache, val).get("obj") == 12, timeout=20,
+                       what="the refetched copy committed")
     assert cache.get(val, "obj").content == b"version two!"  # refetched copy is warm
     assert cache.target_metric("hoard_cache_stale_total") - stale0 == 1
     helpers.check_json_error(cache.get(val, "gone"), 404, "NoSuchKey")
@@ -355,6 +371,7 @@ def test_listing_upstream_with_cached_flag(s3rver, cache):
     b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
     for k in ("a/03", "b/y", "top2"):
         assert cache.get(b, k).status_code == 200
+    wait_cached(cache, b, ["a/03", "b/y", "top2"])
     j = cache.listing(b)
     assert [e["name"] for e in j["entries"]] == sorted(keys)
     assert {e["name"] for e in j["entries"] if e["cached"]} == {"a/03", "b/y", "top2"}
