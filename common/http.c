@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,6 +27,9 @@ struct hd_http_server {
     struct MHD_Daemon *d;
     hd_http_handler_fn handler;
     void *ctx;
+    pthread_mutex_t park_mu; /* the parked list and `stopping` */
+    struct hd_req *parked;
+    int stopping;
 };
 
 static _Atomic uint64_t req_seq;
@@ -410,16 +414,49 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     return MHD_YES;
 }
 
+static void park_unlink(struct hd_http_server *s, struct hd_req *r)
+{
+    if (r->park_prev)
+        r->park_prev->park_next = r->park_next;
+    else
+        s->parked = r->park_next;
+    if (r->park_next)
+        r->park_next->park_prev = r->park_prev;
+    r->park_prev = r->park_next = NULL;
+    r->parked = 0;
+}
+
 void hd_req_suspend(struct hd_req *r)
 {
+    struct hd_http_server *s = r->srv;
+
     r->suspended = 1;
+    pthread_mutex_lock(&s->park_mu);
+    if (s->stopping) { /* closing anyway: do not park it again */
+        pthread_mutex_unlock(&s->park_mu);
+        return;
+    }
+    r->park_prev = NULL;
+    r->park_next = s->parked;
+    if (s->parked)
+        s->parked->park_prev = r;
+    s->parked = r;
+    r->parked = 1;
     MHD_suspend_connection(r->conn);
+    pthread_mutex_unlock(&s->park_mu);
 }
 
 void hd_req_resume(struct hd_req *r)
 {
+    struct hd_http_server *s = r->srv;
+
     /* r->suspended belongs to the worker thread; it is reset on the next callback */
-    MHD_resume_connection(r->conn);
+    pthread_mutex_lock(&s->park_mu);
+    if (r->parked) { /* else hd_http_stop resumed it already */
+        park_unlink(s, r);
+        MHD_resume_connection(r->conn);
+    }
+    pthread_mutex_unlock(&s->park_mu);
 }
 
 struct stream_cls {
@@ -482,6 +519,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
     if (!r || r->magic != HD_REQ_MAGIC)
         return;
+    if (r->parked) { /* cannot happen outside shutdown; never leave a dangling entry */
+        pthread_mutex_lock(&r->srv->park_mu);
+        if (r->parked)
+            park_unlink(r->srv, r);
+        pthread_mutex_unlock(&r->srv->park_mu);
+    }
     if (!r->responded)
         r->status = 0; /* client went away or MHD refused the request */
     else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
@@ -569,6 +612,7 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
         return -ENOMEM;
     s->handler = cfg->handler;
     s->ctx = cfg->ctx;
+    pthread_mutex_init(&s->park_mu, NULL);
     n = sysconf(_SC_NPROCESSORS_ONLN);
     threads = cfg->threads > 0 ? (unsigned)cfg->threads : (unsigned)(n > 0 ? n : 1);
     flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
@@ -586,6 +630,7 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
         MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_END);
     (void)sl;
     if (!s->d) {
+        pthread_mutex_destroy(&s->park_mu);
         free(s);
         return -EADDRINUSE;
     }
@@ -597,6 +642,18 @@ void hd_http_stop(struct hd_http_server *s)
 {
     if (!s)
         return;
+    /* libmicrohttpd aborts the process when stopped with suspended connections: resume every
+     * parked one first (cold GETs, write-through, relays waiting on the network); later
+     * resumes by their owners are no-ops */
+    pthread_mutex_lock(&s->park_mu);
+    s->stopping = 1;
+    while (s->parked) {
+        struct hd_req *r = s->parked;
+        park_unlink(s, r);
+        MHD_resume_connection(r->conn);
+    }
+    pthread_mutex_unlock(&s->park_mu);
     MHD_stop_daemon(s->d);
+    pthread_mutex_destroy(&s->park_mu);
     free(s);
 }

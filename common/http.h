@@ -72,6 +72,10 @@ struct hd_req {
     void (*on_end)(struct hd_req *r);
     void (*on_done)(struct hd_req *r);
     void *data;
+
+    /* parked connections, so that hd_http_stop can resume them first (http.c only) */
+    struct hd_req *park_prev, *park_next;
+    int parked;
 };
 
 typedef void (*hd_http_handler_fn)(struct hd_req *r, void *ctx);
@@ -111,7 +115,9 @@ int hd_resp_err(struct hd_req *r, int code);
 int hd_resp_err_msg(struct hd_req *r, int code, const char *message);
 
 /* Flow control (libmicrohttpd suspend/resume). suspend: only from this request's callbacks on
- * its worker thread. resume: from any thread, exactly once per suspend. */
+ * its worker thread. resume: from any thread, exactly once per suspend; a no-op once
+ * hd_http_stop has resumed every parked connection (libmicrohttpd refuses to stop with
+ * suspended ones). */
 void hd_req_suspend(struct hd_req *r);
 void hd_req_resume(struct hd_req *r);
 /* Queues a response whose body is produced by `reader` (MHD content-reader semantics:

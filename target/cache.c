@@ -674,6 +674,20 @@ int hd_cache_start(struct hd_cache *c)
     return 0;
 }
 
+void hd_cache_stop(struct hd_cache *c)
+{
+    if (!c)
+        return;
+    atomic_store(&c->stopping, 1);
+    hd_s3c_abort_all(); /* pool and job threads blocked in upstream calls return now */
+    pthread_mutex_lock(&c->hmu);
+    pthread_cond_broadcast(&c->hcv);
+    pthread_mutex_unlock(&c->hmu);
+    if (c->hk_running) /* it starts LRU jobs: gone before the jobs are */
+        pthread_join(c->hk, NULL);
+    c->hk_running = 0;
+}
+
 void hd_cache_free(struct hd_cache *c)
 {
     size_t i;
@@ -681,13 +695,7 @@ void hd_cache_free(struct hd_cache *c)
     if (!c)
         return;
     hd_metrics_set_extra(NULL, NULL);
-    atomic_store(&c->stopping, 1);
-    hd_s3c_abort_all(); /* pool threads blocked in upstream calls return now */
-    pthread_mutex_lock(&c->hmu);
-    pthread_cond_broadcast(&c->hcv);
-    pthread_mutex_unlock(&c->hmu);
-    if (c->hk_running)
-        pthread_join(c->hk, NULL);
+    hd_cache_stop(c);
     pthread_mutex_lock(&c->pmu);
     pthread_cond_broadcast(&c->pcv);
     while (c->nthreads > 0)

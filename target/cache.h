@@ -40,7 +40,10 @@ struct hd_cbucket {
 int hd_cache_new(struct hd_target *t, const struct hd_config *cfg, struct hd_cache **out);
 /* Starts the housekeeping thread. */
 int hd_cache_start(struct hd_cache *c);
-/* Stops the housekeeping and pool threads (transfers in flight are aborted) and frees. */
+/* Aborts upstream transfers in flight and stops the housekeeping thread (no new LRU job):
+ * first step of a shutdown, before the jobs are stopped. NULL is a no-op. */
+void hd_cache_stop(struct hd_cache *c);
+/* Stops (as above) and waits for the pool threads, then frees. */
 void hd_cache_free(struct hd_cache *c);
 /* Rebuilds the registry from the store's buckets; call after bucket props changed. Any
  * thread. */

@@ -113,7 +113,8 @@ void hd_target_free(struct hd_target *t)
 {
     if (!t)
         return;
-    hd_jobs_free(t->jobs); /* jobs use the cache, the cluster state and the store */
+    hd_cache_stop(t->cache); /* upstream transfers of jobs end now */
+    hd_jobs_free(t->jobs);   /* jobs use the cache, the cluster state and the store */
     hd_cache_free(t->cache);
     hd_tcluster_free(t->cl);
     hd_store_close(t->st);

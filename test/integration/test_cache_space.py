@@ -9,6 +9,8 @@ as S3-backed on first access.
 """
 import http.client
 import os
+import socket
+import threading
 import time
 import uuid
 
@@ -50,6 +52,16 @@ def small(tmp_path_factory, log_dir, profiles, s3rver):  # noqa: F811
 def tiny(tmp_path_factory, log_dir, profiles):  # noqa: F811
     c = HoardCluster("tiny", str(tmp_path_factory.mktemp("tiny")), log_dir, _TARGETS, C_KEYS,
                      ntargets=1, mountpaths=1, target_extra=space_args(4 * MIB, 90, 95, 90))
+    c.start()
+    yield c
+    problems = c.stop()
+    assert not problems, problems
+
+
+@pytest.fixture
+def tiny2(tmp_path_factory, log_dir, profiles):  # noqa: F811
+    c = HoardCluster("tiny2", str(tmp_path_factory.mktemp("tiny2")), log_dir, _TARGETS, C_KEYS,
+                     ntargets=1, mountpaths=1)
     c.start()
     yield c
     problems = c.stop()
@@ -161,3 +173,65 @@ def test_out_of_space_refuses_writes_and_keeps_nothing(tiny):
     # deleting frees room
     assert tiny.api("DELETE", tiny.obj_path(nb, "o0")).status_code == 204
     s3.put_object(Bucket=nb, Key="too-big", Body=helpers.pattern_bytes(MIB, 7))
+
+
+def test_stop_with_requests_parked_on_a_stalled_upstream(s3rver, tiny2):  # noqa: F811
+    """SIGTERM while clients are parked on an upstream that accepted their connections but
+    never answers (a cold GET, a HEAD, a PUT's write-through) and a prefetch job waits on it:
+    the target exits 0 at once (libmicrohttpd aborts a stop with suspended connections:
+    they are resumed first) and leaves no temp files; the prefetch job runs again after the
+    restart."""
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(64)
+    held = []
+
+    def accept():
+        while True:
+            try:
+                held.append(hole.accept()[0])
+            except OSError:
+                return
+    threading.Thread(target=accept, daemon=True).start()
+    src = uname("stall")
+    s3rver.client().create_bucket(Bucket=src)
+    s3rver.client().put_object(Bucket=src, Key="k1", Body=b"one")
+    b = tiny2.create_cloud_bucket(src, "http://127.0.0.1:%d" % hole.getsockname()[1], "s3rver")
+    jid = tiny2.start_job("prefetch", b, {"names": ["k1"]})
+    t = tiny2.targets[0]
+    results = []
+
+    def call(method, key, body=None):
+        try:
+            results.append(tiny2.api(method, tiny2.obj_path(b, key), body=body,
+                                     timeout=60).status_code)
+        except Exception as e:  # cut off by the stop
+            results.append(repr(e))
+    ths = [threading.Thread(target=call, args=a) for a in
+           (("GET", "k1"), ("HEAD", "k2"), ("PUT", "k3", b"x"))]
+    for th in ths:
+        th.start()
+    # the GET and the prefetch of k1 share one fill (single-flight): 3 upstream calls
+    helpers.wait_until(lambda: len(held) >= 3, timeout=20, what="3 upstream calls stalled")
+    t0 = time.monotonic()
+    rc = t.stop()
+    took = time.monotonic() - t0
+    assert rc == 0, t.log_tail(20)
+    assert took < 10, "stop took %.1fs" % took
+    for th in ths:
+        th.join(30)
+    assert len(results) == 3 and 200 not in results, results
+    assert t.tmp_files() == []
+    # the interrupted prefetch job runs again after the restart (the upstream is now gone
+    # altogether: it says so), and with the upstream fixed the bucket works
+    hole.close()
+    for c in held:
+        c.close()
+    restarted_ms = int(time.time() * 1000)
+    t.start()
+    j = tiny2.wait_job(jid, timeout=60)
+    assert j["state"] == "done" and j["started_ms"] >= restarted_ms - 1000, j
+    assert j["error_count"] == 1 and "unreachable" in j["errors"][0], j
+    assert tiny2.api("PATCH", "/v1/buckets/" + b, body={"upstream": {
+        "endpoint": s3rver.url, "profile": "s3rver"}}).status_code == 200
+    assert tiny2.get(b, "k1").content == b"one"
