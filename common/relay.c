@@ -11,14 +11,9 @@
 
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/ring.h"
 
 #define RELAY_MAGIC 0x726c6179u
-
-/* One direction's window: a byte ring. */
-struct ring {
-    char *buf;
-    size_t head, len;
-};
 
 struct relay {
     uint32_t magic;
@@ -32,11 +27,11 @@ struct relay {
     int has_body;
     int64_t body_len;     /* -1: chunked */
 
-    struct ring up;       /* client -> node */
+    struct hd_ring up;    /* client -> node (HD_RELAY_BUF) */
     int up_eof;
     int mhd_wait_space;   /* client side parked until `up` has room */
 
-    struct ring down;     /* node -> client */
+    struct hd_ring down;  /* node -> client (HD_RELAY_BUF) */
     int mhd_wait_data;    /* client side parked until data, headers or the end */
     int done;             /* transfer finished (ok or not) */
     int failed;           /* before headers: connect/transfer error; after: body cut short */
@@ -66,48 +61,6 @@ void hd_relay_set_max(int n)
     pthread_mutex_unlock(&pool_mu);
 }
 
-static void ring_init(struct ring *g)
-{
-    g->buf = NULL;
-    g->head = g->len = 0;
-}
-
-static size_t ring_put(struct ring *g, const char *p, size_t n)
-{
-    size_t room = HD_RELAY_BUF - g->len, done = 0;
-
-    if (n > room)
-        n = room;
-    while (done < n) {
-        size_t tail = (g->head + g->len) % HD_RELAY_BUF;
-        size_t chunk = HD_RELAY_BUF - tail;
-        if (chunk > n - done)
-            chunk = n - done;
-        memcpy(g->buf + tail, p + done, chunk);
-        g->len += chunk;
-        done += chunk;
-    }
-    return n;
-}
-
-static size_t ring_get(struct ring *g, char *p, size_t n)
-{
-    size_t done = 0;
-
-    if (n > g->len)
-        n = g->len;
-    while (done < n) {
-        size_t chunk = HD_RELAY_BUF - g->head;
-        if (chunk > n - done)
-            chunk = n - done;
-        memcpy(p + done, g->buf + g->head, chunk);
-        g->head = (g->head + chunk) % HD_RELAY_BUF;
-        g->len -= chunk;
-        done += chunk;
-    }
-    return n;
-}
-
 static void relay_unref(struct relay *y)
 {
     size_t i;
@@ -123,8 +76,8 @@ static void relay_unref(struct relay *y)
         free((char *)y->rh[i].v);
     }
     free(y->rh);
-    free(y->up.buf);
-    free(y->down.buf);
+    hd_ring_cleanup(&y->up);
+    hd_ring_cleanup(&y->down);
     curl_slist_free_all(y->hdrs);
     free(y->url);
     pthread_mutex_destroy(&y->mu);
@@ -236,7 +189,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *arg)
             pthread_mutex_unlock(&y->mu);
             return 0;
         }
-        size_t k = ring_put(&y->down, p + done, len - done);
+        size_t k = hd_ring_put(&y->down, p + done, len - done);
         done += k;
         if (k)
             wake_client(y);
@@ -259,7 +212,7 @@ static size_t on_read(char *p, size_t size, size_t n, void *arg)
         pthread_mutex_unlock(&y->mu);
         return CURL_READFUNC_ABORT;
     }
-    got = ring_get(&y->up, p, size * n);
+    got = hd_ring_get(&y->up, p, size * n);
     if (got && y->mhd_wait_space && y->r) {
         y->mhd_wait_space = 0;
         hd_req_resume(y->r);
@@ -410,7 +363,7 @@ static int relay_body(struct hd_req *r, const char *data, size_t len)
         pthread_mutex_unlock(&y->mu);
         return 0;
     }
-    k = ring_put(&y->up, data, len);
+    k = hd_ring_put(&y->up, data, len);
     if (k)
         pthread_cond_broadcast(&y->cv);
     if (k < len) {
@@ -430,7 +383,7 @@ static long relay_read(void *cls, uint64_t pos, char *buf, size_t max)
 
     (void)pos;
     pthread_mutex_lock(&y->mu);
-    n = (long)ring_get(&y->down, buf, max);
+    n = (long)hd_ring_get(&y->down, buf, max);
     if (n > 0) {
         pthread_cond_broadcast(&y->cv);
     } else if (y->done) {
@@ -558,10 +511,8 @@ int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra,
     pthread_cond_init(&y->cv, NULL);
     y->refs = 2; /* request + transfer */
     y->r = r;
-    ring_init(&y->up);
-    ring_init(&y->down);
     y->url = strdup(url);
-    y->down.buf = malloc(HD_RELAY_BUF);
+    hd_ring_init(&y->down, HD_RELAY_BUF);
     snprintf(y->method, sizeof(y->method), "%s", r->method);
     if (r->content_length >= 0)
         y->has_body = r->content_length > 0 || strcmp(r->method, "PUT") == 0 ||
@@ -570,7 +521,7 @@ int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra,
         y->has_body = hd_req_header(r, "Transfer-Encoding") != NULL;
     y->body_len = r->content_length;
     if (y->has_body)
-        y->up.buf = malloc(HD_RELAY_BUF);
+        hd_ring_init(&y->up, HD_RELAY_BUF);
     if (!y->url || !y->down.buf || (y->has_body && !y->up.buf))
         goto fail;
     for (i = 0; i < r->nhdrs; i++)

@@ -111,6 +111,9 @@ void hd_proxy_rebalance_tick(struct hd_proxy *p);
 /* 1 when id left the cluster by decommission (it may not join again). */
 int hd_proxy_decommissioned(struct hd_proxy *p, const char *id);
 
+/* batch.c: GET|POST /v1/batch */
+void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p);
+
 /* route.c */
 void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);
 /* Answers r with 307 to the owner of bucket/key (decoded names), or 503. */

@@ -289,6 +289,9 @@ void hd_proxy_handle(struct hd_req *r, void *ctx)
     } else if (strcmp(path, "/v1/buckets") == 0 || strncmp(path, "/v1/buckets/", 12) == 0) {
         r->api = HD_API_NATIVE;
         hd_proxy_buckets_handle(r, p);
+    } else if (strcmp(path, "/v1/batch") == 0) {
+        r->api = HD_API_NATIVE;
+        hd_proxy_batch(r, p);
     } else if (strncmp(path, "/v1/", 4) == 0 || strcmp(path, "/v1") == 0) {
         r->api = HD_API_NATIVE;
         hd_resp_err(r, HD_ENOTFOUND);

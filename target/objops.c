@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/xml.h"
+#include "target/archive.h"
 
 #define PUT_MAGIC 0x70757463u
 
@@ -148,6 +149,10 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
     if (rc < 0) {
         hd_resp_err(r, rc);
         return;
+    }
+    if (hd_arch_wanted(r)) { /* a member of a tar object, or its member list */
+        hd_arch_serve(r, t, bucket, key, &m, &fd, head);
+        goto out;
     }
     if (r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local")) {
         char *xm = hd_obj_meta_json(&m);
