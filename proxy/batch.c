@@ -81,28 +81,44 @@ out:
     hd_bmd_unref(bmd);
 }
 
+/* May the caller read every bucket b names? Verifies the signature once (with the request's
+ * own method), then checks read permission bucket by bucket. */
+static int authorize(struct hd_req *r, struct hd_proxy *p, const struct hd_batch *b,
+                     struct hd_sigv4_auth *a)
+{
+    const struct hd_key *k = NULL;
+    size_t i;
+    int rc = hd_proxy_auth(r, p, NULL, a);
+
+    if (rc == 0 && a->access_key[0] && !(k = hd_keys_find(&p->keys, a->access_key)))
+        return HD_ENOACCESSKEY;
+    if (rc < 0 && rc != HD_EMISSINGAUTH)
+        return rc;
+    if (rc == 1 || (rc == 0 && !k))
+        return 0; /* auth off, or another proxy of the cluster */
+    for (i = 0; i < b->n; i++) {
+        const char *bk = b->e[i].bucket;
+        if (i && strcmp(bk, b->e[i - 1].bucket) == 0)
+            continue;
+        if (k ? hd_key_allows(k, bk, 0) < 0 : !hd_proxy_anonymous_read(p, bk))
+            return k ? HD_EACCESS : HD_EMISSINGAUTH;
+    }
+    return 0;
+}
+
 static void ready(struct hd_req *r, const char *body, size_t len, void *arg)
 {
     struct hd_proxy *p = arg;
     struct hd_sigv4_auth a;
     struct hd_batch *b = NULL;
-    const char *method = r->method;
     char msg[256];
-    size_t i;
     int rc;
 
     if ((rc = hd_batch_parse(body, len, &b, msg, sizeof(msg))) < 0) {
         hd_resp_err_msg(r, rc, msg);
         return;
     }
-    r->method = "GET"; /* a batch reads each bucket it names */
-    for (i = 0, rc = 0; i < b->n && rc >= 0; i++)
-        if (i == 0 || strcmp(b->e[i].bucket, b->e[i - 1].bucket) != 0)
-            rc = hd_proxy_auth(r, p, b->e[i].bucket, &a);
-    r->method = method;
-    if (rc >= 0)
-        rc = hd_batch_check_payload(&a, body, len);
-    if (rc < 0) {
+    if ((rc = authorize(r, p, b, &a)) < 0 || (rc = hd_batch_check_payload(&a, body, len)) < 0) {
         hd_batch_free(b);
         hd_resp_err(r, rc);
         return;

@@ -33,6 +33,7 @@ struct pkind {
 
 static const struct pkind pkinds[] = {
     {"rebalance", 1},
+    {"shard", 0}, /* planned here first (proxy/shard.c) */
 };
 
 static const struct pkind *pkind_find(const char *name)
@@ -213,7 +214,7 @@ static void random_hex(char *out, size_t nbytes)
 
 /* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
  * msg filled after asking the targets that did start to stop again. */
-static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *id,
+int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *id,
                             const char *kind, const char *bucket, json_t *args, int all,
                             char *msg, size_t msglen)
 {
@@ -332,12 +333,16 @@ static void start_end(struct hd_req *r)
         random_hex(hex, 8);
         snprintf(id, sizeof(id), "%.20s-%s", kind, hex);
     }
+    if (strcmp(kind, "shard") == 0) { /* plans, writes the manifest, then starts it */
+        hd_proxy_shard_start(r, p, id, bucket ? bucket : "", args);
+        goto out;
+    }
     s = hd_smap_state_smap(p->cs);
     if (!s) {
         hd_resp_err(r, HD_EUNAVAIL);
         goto out;
     }
-    rc = start_everywhere(p, s, id, kind, bucket ? bucket : "", args, k->all_targets, msg,
+    rc = hd_proxy_jobs_start_all(p, s, id, kind, bucket ? bucket : "", args, k->all_targets, msg,
                           sizeof(msg));
     if (rc < 0)
         hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
@@ -579,7 +584,7 @@ static void rebalance_start(struct hd_proxy *p)
     s = hd_smap_state_smap(p->cs);
     HD_LOG(HD_INFO, NULL, "rebalance %s: starting on every target (smap v%lld)", id,
            (long long)s->version);
-    rc = start_everywhere(p, s, id, "rebalance", "", NULL, 1, msg, sizeof(msg));
+    rc = hd_proxy_jobs_start_all(p, s, id, "rebalance", "", NULL, 1, msg, sizeof(msg));
     if (rc < 0) /* the watch below starts it where it is missing */
         HD_LOG(HD_WARN, NULL, "rebalance %s: %s", id, msg);
     hd_smap_unref(s);
@@ -611,7 +616,7 @@ static void rebalance_watch(struct hd_proxy *p)
             struct hd_smap one = *s;
             one.nodes = (struct hd_node *)f.nodes[i];
             one.n = 1;
-            start_everywhere(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg));
+            hd_proxy_jobs_start_all(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg));
             running++;
         } else if (st && strcmp(st, "running") == 0) {
             running++;

@@ -26,6 +26,7 @@ struct kind {
 
 static const struct kind kinds[] = {
     {"rebalance", hd_rebalance_run, 1, 1},
+    {"shard", hd_shard_run, 1, 0},
 };
 
 struct hd_jobs {

@@ -36,6 +36,17 @@ enum hd_cli_optid {
     HD_CLI_OPT_CONTENT_TYPE,
     HD_CLI_OPT_ACCESS_KEY,
     HD_CLI_OPT_SECRET_KEY,
+    HD_CLI_OPT_ARCHPATH, /* cmd_shard.c and object get */
+    HD_CLI_OPT_TEMPLATE,
+    HD_CLI_OPT_SIZE,
+    HD_CLI_OPT_SEED,
+    HD_CLI_OPT_KEY_RULE,
+    HD_CLI_OPT_LIST,
+    HD_CLI_OPT_RANGE,
+    HD_CLI_OPT_MANIFEST,
+    HD_CLI_OPT_ID,
+    HD_CLI_OPT_NO_WAIT,
+    HD_CLI_OPT_CONTINUE,
     HD_CLI_OPT_COUNT
 };
 
@@ -95,7 +106,7 @@ int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
 /* Prints "hoard: <fmt>" to stderr and returns `code`. */
 int hd_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Handlers (cmd_bucket.c, cmd_object.c). */
+/* Handlers (cmd_bucket.c, cmd_object.c, cmd_shard.c). */
 int hd_cli_bucket_create(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_rm(struct hd_cli *cli, int argc, char **argv);
@@ -104,5 +115,9 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_head(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_rm(struct hd_cli *cli, int argc, char **argv);
+/* cmd_shard.c */
+int hd_cli_shard_create(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_shard_members(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_batch_get(struct hd_cli *cli, int argc, char **argv);
 
 #endif
