@@ -14,7 +14,9 @@
  * resumed after a restart (jobs.db) or planned again with the same input finishes the
  * missing shards and rewrites none. Progress: objects and bytes (the job's counters), and
  * stats shards_total, shards_done, shards_skipped, shards_failed, samples_done,
- * tar_bytes_written. Job thread plus one helper thread. */
+ * tar_bytes_written, shard_retries. A shard whose members cannot be fetched because a peer is
+ * unavailable (down, restarting) is retried with backoff for about half a minute before it
+ * counts as failed. Job thread plus one helper thread. */
 #include "target/internal.h"
 
 #include <errno.h>
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -39,6 +42,7 @@
 #define FETCH_WINDOW 32             /* member fetches in flight per shard */
 #define ENTRY_BUF (1u << 20)        /* bytes buffered per fetch in flight */
 #define MANIFEST_MAX (256u << 20)
+#define RETRIES 6 /* attempts per shard while a peer is unavailable: 1+2+4+8+16 s of waits */
 
 struct mshard {
     json_t *j;                /* the manifest's entry */
@@ -56,7 +60,7 @@ struct sjob {
     struct mshard *sh;
     size_t nsh;
     atomic_size_t next;
-    atomic_ullong done, skipped, failed, samples, tar_bytes;
+    atomic_ullong done, skipped, failed, retries, samples, tar_bytes;
 };
 
 /* ---- the manifest ---- */
@@ -218,6 +222,7 @@ struct build {
     struct mshard *m;
     struct hd_put *put;
     uint64_t written;
+    uint64_t ndone, nbytes, nsamples; /* progress counted by this attempt */
 };
 
 static void b_resolve(void *ctx, size_t i, struct hd_tar_src *src)
@@ -277,8 +282,12 @@ static void b_written(void *ctx, size_t i, uint64_t bytes)
     struct build *b = ctx;
 
     hd_job_add(b->sj->j, 1, bytes);
-    if (b->m->last[i])
+    b->ndone++;
+    b->nbytes += bytes;
+    if (b->m->last[i]) {
         atomic_fetch_add(&b->sj->samples, 1);
+        b->nsamples++;
+    }
 }
 
 static int b_stopped(void *ctx)
@@ -322,28 +331,23 @@ static void index_shard(struct sjob *sj, const char *name)
     hd_obj_meta_cleanup(&m);
 }
 
-static int build_one(struct sjob *sj, struct mshard *m)
+/* One attempt at writing shard m: 0, or a negative code with msg filled. */
+static int build_try(struct sjob *sj, struct mshard *m, char *msg, size_t msglen)
 {
     static const struct hd_tarstream_ops ops = {b_resolve, b_name, b_sink,
                                                 NULL,      b_written, b_stopped};
     struct hd_tarstream_cfg cfg = {m->nobjs, FETCH_WINDOW, ENTRY_BUF};
-    struct build b = {sj, m, NULL, 0};
+    struct build b = {.sj = sj, .m = m};
     struct hd_put_attrs a;
     json_t *meta = NULL;
-    char msg[600], *mtext = NULL;
+    char *mtext = NULL;
     int rc;
 
-    if (already_built(sj, m)) {
-        hd_job_add(sj->j, m->nobjs, m->bytes);
-        atomic_fetch_add(&sj->samples, m->nsamples);
-        atomic_fetch_add(&sj->skipped, 1);
-        return 0;
-    }
     if ((rc = hd_put_begin(sj->t->st, sj->out, m->name, &b.put)) < 0) {
-        snprintf(msg, sizeof(msg), "%s", hd_strerror(rc));
+        snprintf(msg, msglen, "%s", hd_strerror(rc));
         goto out;
     }
-    rc = hd_tarstream_run(&cfg, &ops, &b, msg, sizeof(msg));
+    rc = hd_tarstream_run(&cfg, &ops, &b, msg, msglen);
     if (rc < 0)
         goto out;
     meta = json_pack("{s:s, s:s}", "hoard-shard-digest", m->digest, "hoard-shard-job",
@@ -351,27 +355,68 @@ static int build_one(struct sjob *sj, struct mshard *m)
     mtext = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     if (!mtext) {
         rc = -ENOMEM;
-        snprintf(msg, sizeof(msg), "out of memory");
+        snprintf(msg, msglen, "out of memory");
         goto out;
     }
     memset(&a, 0, sizeof(a));
     a.ctype = "application/x-tar";
     a.meta = mtext;
     if ((rc = hd_put_commit(b.put, &a, NULL)) < 0) {
-        snprintf(msg, sizeof(msg), "committing: %s", hd_strerror(rc));
+        snprintf(msg, msglen, "committing: %s", hd_strerror(rc));
         goto out;
     }
     atomic_fetch_add(&sj->tar_bytes, b.written);
-    atomic_fetch_add(&sj->done, 1);
-    index_shard(sj, m->name);
 out:
-    if (rc < 0 && rc != -ECANCELED) {
-        atomic_fetch_add(&sj->failed, 1);
-        hd_job_error(sj->j, "shard %s: %s", m->name, msg);
+    if (rc < 0 && b.ndone) { /* counted again by the next attempt */
+        hd_job_add(sj->j, (uint64_t)0 - b.ndone, (uint64_t)0 - b.nbytes);
+        atomic_fetch_sub(&sj->samples, b.nsamples);
     }
     hd_put_free(b.put); /* removes the temp file unless committed */
     json_decref(meta);
     free(mtext);
+    return rc;
+}
+
+/* Sleeps ms milliseconds unless the job is stopped meanwhile; 0 when stopped. */
+static int pause_ms(struct sjob *sj, long ms)
+{
+    for (; ms > 0 && !hd_job_stopped(sj->j); ms -= 100) {
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return !hd_job_stopped(sj->j);
+}
+
+static int build_one(struct sjob *sj, struct mshard *m)
+{
+    char msg[600];
+    long backoff = 1000;
+    int rc, attempt;
+
+    if (already_built(sj, m)) {
+        hd_job_add(sj->j, m->nobjs, m->bytes);
+        atomic_fetch_add(&sj->samples, m->nsamples);
+        atomic_fetch_add(&sj->skipped, 1);
+        return 0;
+    }
+    /* a peer that is restarting or briefly unreachable (HD_EUNAVAIL) is waited for */
+    for (attempt = 1;; attempt++) {
+        msg[0] = '\0';
+        rc = build_try(sj, m, msg, sizeof(msg));
+        if (rc != HD_EUNAVAIL || attempt >= RETRIES || !pause_ms(sj, backoff))
+            break;
+        HD_LOG(HD_INFO, NULL, "job %s: shard %s: %s; retrying in %ld ms", sj->j->id, m->name,
+               msg, backoff);
+        atomic_fetch_add(&sj->retries, 1);
+        backoff *= 2;
+    }
+    if (rc == 0) {
+        atomic_fetch_add(&sj->done, 1);
+        index_shard(sj, m->name);
+    } else if (rc != -ECANCELED && !hd_job_stopped(sj->j)) {
+        atomic_fetch_add(&sj->failed, 1);
+        hd_job_error(sj->j, "shard %s: %s", m->name, msg);
+    }
     return rc;
 }
 
@@ -382,6 +427,7 @@ static void publish(struct sjob *sj)
     hd_job_set_extra(sj->j, "shards_failed", atomic_load(&sj->failed));
     hd_job_set_extra(sj->j, "samples_done", atomic_load(&sj->samples));
     hd_job_set_extra(sj->j, "tar_bytes_written", atomic_load(&sj->tar_bytes));
+    hd_job_set_extra(sj->j, "shard_retries", atomic_load(&sj->retries));
 }
 
 static void *builder(void *arg)
