@@ -1,5 +1,7 @@
 #include "common/hrw.h"
 
+#include <string.h>
+
 #include <xxhash.h>
 
 #include "common/buf.h"
@@ -52,4 +54,10 @@ int hd_hrw_uname(struct hd_buf *out, const char *provider, const char *ns, const
                  const char *object)
 {
     return hd_buf_printf(out, "%s/%s/%s/%s", provider, ns ? ns : "@#", bucket, object);
+}
+
+const char *hd_hrw_provider(const char *provider)
+{
+    return provider && (strcmp(provider, "aws") == 0 || strcmp(provider, "s3") == 0) ? "aws"
+                                                                                      : "ais";
 }

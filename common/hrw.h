@@ -19,6 +19,9 @@ uint64_t hd_hrw_weight(uint64_t node_digest, uint64_t obj_digest);
  * node is eligible. Ties (practically impossible) go to the lowest index. */
 int hd_hrw_pick(const uint64_t *node_digests, const unsigned char *skip, size_t n,
                 uint64_t obj_digest);
+/* The provider part of a uname for a bucket's provider: "aws" for S3-backed buckets ("aws"
+ * or "s3"), "ais" for everything else (native buckets, NULL, ""). */
+const char *hd_hrw_provider(const char *provider);
 /* Appends "provider/ns/bucket/object" to out; ns NULL means the global namespace "@#".
  * -ENOMEM on allocation failure (out keeps its sticky oom flag). */
 int hd_hrw_uname(struct hd_buf *out, const char *provider, const char *ns, const char *bucket,

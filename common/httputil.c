@@ -680,3 +680,85 @@ int hd_object_name_check(const char *name, size_t len)
         return HD_EBADKEY;
     return 0;
 }
+
+int hd_url_decode_dup(const char *s, size_t n, char **out, size_t *outlen)
+{
+    char *d = malloc(n + 1);
+    size_t len;
+
+    *out = NULL;
+    if (!d)
+        return -ENOMEM;
+    if (hd_url_decode(s, n, d, &len, 0) < 0) {
+        free(d);
+        return HD_EBADARG;
+    }
+    *out = d;
+    if (outlen)
+        *outlen = len;
+    return 0;
+}
+
+int hd_bucket_decode(const char *s, size_t n, char **out)
+{
+    size_t len;
+    int rc = hd_url_decode_dup(s, n, out, &len);
+
+    if (rc == HD_EBADARG || (rc == 0 && strlen(*out) != len)) {
+        free(*out);
+        *out = NULL;
+        return HD_EBADBUCKETNAME;
+    }
+    return rc;
+}
+
+int hd_copy_source_parse(const char *src, char **bucket, char **key)
+{
+    const char *p = src, *q, *slash;
+    char *dec = NULL;
+    size_t n, klen;
+    int rc;
+
+    *bucket = *key = NULL;
+    if (*p == '/')
+        p++;
+    q = strchr(p, '?'); /* ?versionId=...: the caller decides what versions exist */
+    n = q ? (size_t)(q - p) : strlen(p);
+    if (!(dec = malloc(n + 1)))
+        return -ENOMEM;
+    if (hd_url_decode(p, n, dec, &n, 0) < 0) {
+        rc = HD_EBADARG;
+        goto out;
+    }
+    slash = memchr(dec, '/', n);
+    if (!slash || slash == dec || !slash[1]) {
+        rc = HD_EBADARG;
+        goto out;
+    }
+    klen = n - (size_t)(slash + 1 - dec);
+    if (!(*bucket = strndup(dec, (size_t)(slash - dec)))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (strlen(*bucket) != (size_t)(slash - dec) || (rc = hd_bucket_name_check(*bucket)) < 0) {
+        rc = HD_EBADBUCKETNAME;
+        goto out;
+    }
+    if ((rc = hd_object_name_check(slash + 1, klen)) < 0)
+        goto out;
+    if (!(*key = malloc(klen + 1))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    memcpy(*key, slash + 1, klen);
+    (*key)[klen] = '\0';
+    rc = 0;
+out:
+    free(dec);
+    if (rc < 0) {
+        free(*bucket);
+        free(*key);
+        *bucket = *key = NULL;
+    }
+    return rc;
+}

@@ -105,6 +105,20 @@ int hd_bucket_name_check(const char *name);
  * NUL. "../a", "a//b" and control characters are valid: keys never become file paths.
  * 0, HD_EKEYTOOLONG or HD_EBADKEY. */
 int hd_object_name_check(const char *name, size_t len);
+/* Percent-decodes s[0..n) into a new NUL-terminated heap string *out (caller frees);
+ * *outlen (may be NULL) excludes the NUL and counts decoded NULs. 0, HD_EBADARG or -ENOMEM;
+ * *out is NULL on error. */
+int hd_url_decode_dup(const char *s, size_t n, char **out, size_t *outlen);
+/* Percent-decodes a bucket path segment s[0..n) into a new heap string (*out, caller frees).
+ * 0, HD_EBADBUCKETNAME (malformed escape, or a decoded NUL that would cut the name short)
+ * or -ENOMEM; *out is NULL on error. The name itself is not checked against the rules
+ * (hd_bucket_name_check): lookups of names that cannot exist simply find nothing. */
+int hd_bucket_decode(const char *s, size_t n, char **out);
+/* x-amz-copy-source ("[/]BUCKET/KEY[?versionId=...]", percent-encoded) into decoded bucket
+ * and key (heap strings, caller frees). The bucket must pass hd_bucket_name_check and the key
+ * hd_object_name_check, so authorisation and the copy itself see the same names.
+ * 0, HD_EBADARG, a name error, or -ENOMEM; both NULL on error. */
+int hd_copy_source_parse(const char *src, char **bucket, char **key);
 
 /* ---- Misc ------------------------------------------------------------------------------- */
 

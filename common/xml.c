@@ -109,6 +109,22 @@ void hd_xml_escape(struct hd_buf *b, const char *s, size_t n)
         hd_buf_append(b, s + start, i - start);
 }
 
+void hd_xml_key_elem(struct hd_buf *b, const char *tag, const char *text, int url)
+{
+    struct hd_buf e;
+
+    if (!url) {
+        hd_xml_elem(b, tag, text);
+        return;
+    }
+    hd_buf_init(&e);
+    hd_uri_encode(&e, text, strlen(text), 1);
+    if (e.oom)
+        b->oom = 1;
+    hd_xml_elem(b, tag, e.data ? e.data : "");
+    hd_buf_cleanup(&e);
+}
+
 void hd_xml_open(struct hd_buf *b, const char *tag)
 {
     hd_buf_printf(b, "<%s>", tag);

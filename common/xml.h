@@ -23,6 +23,9 @@ void hd_xml_elem(struct hd_buf *b, const char *tag, const char *text);
 /* As hd_xml_elem with printf-formatted text (the result is escaped). */
 void hd_xml_elemf(struct hd_buf *b, const char *tag, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* As hd_xml_elem, the text URI-encoded first when url (S3 EncodingType=url for keys and
+ * prefixes; '/' kept). */
+void hd_xml_key_elem(struct hd_buf *b, const char *tag, const char *text, int url);
 void hd_xml_open(struct hd_buf *b, const char *tag);
 /* <tag xmlns="ns"> (ns escaped), e.g. hd_xml_open_ns(b, "ListBucketResult", HD_XML_S3_NS). */
 void hd_xml_open_ns(struct hd_buf *b, const char *tag, const char *ns);

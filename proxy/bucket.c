@@ -316,7 +316,6 @@ void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
     const char *rest = r->raw_path + 11; /* after "/v1/buckets" */
     struct hd_sigv4_auth a;
     char *bucket = NULL;
-    size_t n, len;
     int rc;
 
     r->op = HD_OP_BUCKET;
@@ -330,10 +329,11 @@ void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
         return;
     }
     rest++;
-    n = strlen(rest);
-    if (strchr(rest, '/') || !(bucket = malloc(n + 1)) ||
-        hd_url_decode(rest, n, bucket, &len, 0) < 0 || len != strlen(bucket) || !len) {
-        hd_resp_err(r, bucket ? HD_ENOTFOUND : -ENOMEM);
+    rc = strchr(rest, '/') ? HD_ENOTFOUND : hd_bucket_decode(rest, strlen(rest), &bucket);
+    if (rc == 0 && !*bucket)
+        rc = HD_ENOTFOUND;
+    if (rc < 0) {
+        hd_resp_err(r, rc);
         free(bucket);
         return;
     }

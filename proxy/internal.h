@@ -62,6 +62,8 @@ struct hd_proxy {
     /* rebalance (primary) */
     atomic_int rb_pending; /* the set of targets changed: start one */
     uint64_t rb_next_ns;   /* loop thread: next poll of the targets */
+    char rb_started[HD_NODE_ID_MAX]; /* loop thread: the last rebalance id started */
+    char rb_stopped[HD_NODE_ID_MAX]; /* loop thread: the last one found stopped on request */
 };
 
 /* proxy.c */
@@ -103,11 +105,35 @@ int hd_proxy_smap_install(struct hd_proxy *p, struct hd_smap *s);
 /* Loop thread: pushes smap/BMD versions some node has not been sent yet. */
 void hd_proxy_push_pending(struct hd_proxy *p);
 
+/* fan.c */
+/* One call per live target of s (flagged ones too when all): METHOD path (absolute, with
+ * query) with the proxy's signature and an optional JSON body, all in parallel; returns when
+ * all have finished (each call's rc/status tell how). 0 or -ENOMEM. Release with
+ * hd_proxy_fan_cleanup. */
+struct hd_proxy_fan {
+    struct hd_httpc_call *calls;
+    struct hd_proxy_sig *sigs;
+    char (*urls)[HD_NODE_URL_MAX + 96];
+    const struct hd_node **nodes;
+    size_t n;
+};
+int hd_proxy_fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method,
+                     const char *path, const char *body, int all, long total_ms,
+                     struct hd_proxy_fan *f);
+void hd_proxy_fan_cleanup(struct hd_proxy_fan *f);
+/* A call's answer as JSON, NULL when it failed or is not JSON. */
+json_t *hd_proxy_call_json(const struct hd_httpc_call *c);
+
 /* jobs.c */
 /* /v1/jobs[/ID] */
 void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p);
 /* Asks for a rebalance (the primary starts it from its loop thread; others forward). */
 void hd_proxy_rebalance_request(struct hd_proxy *p);
+/* Primary, caller holds mu, s is the next smap (version already bumped, not installed):
+ * marks it with a new rebalance id, so the map that moves objects is the same version that
+ * turns on get-from-neighbour everywhere (no window where a new owner misses an object
+ * that has not moved yet), and asks the loop thread to start the job. */
+void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s);
 /* Primary's loop thread: starts a requested rebalance, watches the one in progress. */
 void hd_proxy_rebalance_tick(struct hd_proxy *p);
 /* 1 when id left the cluster by decommission (it may not join again). */

@@ -19,6 +19,7 @@
 #include <sys/random.h>
 
 #include "common/buf.h"
+#include "common/cksum.h"
 #include "common/errors.h"
 #include "common/httpc.h"
 #include "common/log.h"
@@ -44,74 +45,6 @@ static const struct pkind *pkind_find(const char *name)
         if (strcmp(pkinds[i].name, name) == 0)
             return &pkinds[i];
     return NULL;
-}
-
-/* ---- fan-out ---- */
-
-struct fan {
-    struct hd_httpc_call *calls;
-    struct hd_proxy_sig *sigs;
-    char (*urls)[HD_NODE_URL_MAX + 96];
-    const struct hd_node **nodes;
-    size_t n;
-};
-
-static void fan_cleanup(struct fan *f)
-{
-    size_t i;
-
-    for (i = 0; i < f->n; i++)
-        hd_httpc_call_cleanup(&f->calls[i]);
-    free(f->calls);
-    free(f->sigs);
-    free(f->urls);
-    free(f->nodes);
-    memset(f, 0, sizeof(*f));
-}
-
-/* Calls METHOD path on every live target of s (flagged ones too when all), in parallel. */
-static int fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method, const char *path,
-                   const char *body, int all, long total_ms, struct fan *f)
-{
-    size_t i, cap = s->n ? s->n : 1;
-
-    memset(f, 0, sizeof(*f));
-    f->calls = calloc(cap, sizeof(*f->calls));
-    f->sigs = calloc(cap, sizeof(*f->sigs));
-    f->urls = calloc(cap, sizeof(*f->urls));
-    f->nodes = calloc(cap, sizeof(*f->nodes));
-    if (!f->calls || !f->sigs || !f->urls || !f->nodes) {
-        fan_cleanup(f);
-        return -ENOMEM;
-    }
-    for (i = 0; i < s->n; i++) {
-        const struct hd_node *nd = &s->nodes[i];
-        size_t k = f->n;
-        if (nd->type != HD_NODE_TARGET || nd->down || (nd->flags && !all))
-            continue;
-        snprintf(f->urls[k], sizeof(f->urls[k]), "%s%s", nd->url, path);
-        hd_httpc_call_init(&f->calls[k], method, f->urls[k]);
-        hd_proxy_sign(p, method, f->urls[k], &f->sigs[k]);
-        f->calls[k].hdrs = f->sigs[k].kv;
-        f->calls[k].nhdrs = f->sigs[k].n;
-        if (body) {
-            f->calls[k].body = body;
-            f->calls[k].blen = strlen(body);
-            f->calls[k].ctype = "application/json";
-        }
-        f->calls[k].total_ms = total_ms;
-        f->nodes[k] = nd;
-        f->n++;
-    }
-    hd_httpc_run_all(f->calls, f->n, 0);
-    return 0;
-}
-
-static json_t *call_json(const struct hd_httpc_call *c)
-{
-    if (c->rc < 0 || !c->resp.data)
-        return NULL;
-    return json_loadb(c->resp.data, c->resp.len, 0, NULL);
 }
 
 /* ---- merging ---- */
@@ -202,42 +135,41 @@ static void finish_view(json_t *m)
 static void random_hex(char *out, size_t nbytes)
 {
     unsigned char r[16];
-    size_t i;
 
     if (nbytes > sizeof(r))
         nbytes = sizeof(r);
     if (getrandom(r, nbytes, 0) != (ssize_t)nbytes)
         memset(r, 0, sizeof(r));
-    for (i = 0; i < nbytes; i++)
-        sprintf(out + 2 * i, "%02x", r[i]);
+    hd_hex(r, nbytes, out);
 }
 
-/* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
- * msg filled after asking the targets that did start to stop again. */
-int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *id,
-                            const char *kind, const char *bucket, json_t *args, int all,
-                            char *msg, size_t msglen)
+/* Posts job `id` to every target (flagged ones too when all). 0, or a negative code with
+ * msg filled (the first refusal); *ok counts the targets that started it. */
+static int post_job(struct hd_proxy *p, struct hd_smap *s, const char *id, const char *kind,
+                    const char *bucket, json_t *args, int all, char *msg, size_t msglen,
+                    size_t *ok)
 {
-    json_t *body = json_pack("{s:s, s:s, s:s, s:O}", "id", id, "kind", kind, "bucket", bucket,
-                             "args", args ? args : json_object());
+    json_t *body = json_pack("{s:s, s:s, s:s, s:o}", "id", id, "kind", kind, "bucket", bucket,
+                             "args", args ? json_incref(args) : json_object());
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    struct fan f;
-    size_t i, ok = 0;
+    struct hd_proxy_fan f;
+    size_t i;
     int rc = 0;
 
+    *ok = 0;
     json_decref(body);
     if (!text)
         return -ENOMEM;
-    if ((rc = fan_out(p, s, "POST", "/v1/jobs", text, all, HD_PROXY_FANOUT_MS, &f)) < 0) {
+    if ((rc = hd_proxy_fan_out(p, s, "POST", "/v1/jobs", text, all, HD_PROXY_FANOUT_MS, &f)) < 0) {
         free(text);
         return rc;
     }
     for (i = 0; i < f.n; i++) {
         const struct hd_httpc_call *c = &f.calls[i];
         if (c->rc == 0 && (c->status == 200 || c->status == 201)) {
-            ok++;
+            (*ok)++;
         } else if (rc == 0) {
-            json_t *e = call_json(c);
+            json_t *e = hd_proxy_call_json(c);
             rc = c->rc < 0 ? HD_EUNAVAIL : hd_proxy_err_from_json(c->status, e);
             snprintf(msg, msglen, "target %s: %s", f.nodes[i]->id,
                      c->rc < 0 ? c->err
@@ -251,15 +183,35 @@ int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *i
         rc = HD_EUNAVAIL;
         snprintf(msg, msglen, "No live target to run the job.");
     }
-    fan_cleanup(&f);
+    hd_proxy_fan_cleanup(&f);
     free(text);
+    return rc;
+}
+
+/* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
+ * msg filled after asking the targets that did start to stop again. */
+static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *id,
+                            const char *kind, const char *bucket, json_t *args, int all,
+                            char *msg, size_t msglen)
+{
+    struct hd_proxy_fan f;
+    size_t ok;
+    int rc = post_job(p, s, id, kind, bucket, args, all, msg, msglen, &ok);
+
     if (rc < 0 && ok) {
         char path[160];
         snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-        if (fan_out(p, s, "DELETE", path, NULL, all, HD_PROXY_FANOUT_MS, &f) == 0)
-            fan_cleanup(&f);
+        if (hd_proxy_fan_out(p, s, "DELETE", path, NULL, all, HD_PROXY_FANOUT_MS, &f) == 0)
+            hd_proxy_fan_cleanup(&f);
     }
     return rc;
+}
+
+int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *id,
+                            const char *kind, const char *bucket, json_t *args, int all,
+                            char *msg, size_t msglen)
+{
+    return start_everywhere(p, s, id, kind, bucket, args, all, msg, msglen);
 }
 
 struct body {
@@ -342,7 +294,7 @@ static void start_end(struct hd_req *r)
         hd_resp_err(r, HD_EUNAVAIL);
         goto out;
     }
-    rc = hd_proxy_jobs_start_all(p, s, id, kind, bucket ? bucket : "", args, k->all_targets, msg,
+    rc = start_everywhere(p, s, id, kind, bucket ? bucket : "", args, k->all_targets, msg,
                           sizeof(msg));
     if (rc < 0)
         hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
@@ -359,7 +311,7 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     char path[160];
     json_t *merged = json_object(), *out;
-    struct fan f;
+    struct hd_proxy_fan f;
     size_t i;
     int rc;
 
@@ -368,18 +320,18 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
         goto out;
     }
     snprintf(path, sizeof(path), "/v1/jobs%s%s", id ? "/" : "", id ? id : "");
-    if ((rc = fan_out(p, s, r->method, path, NULL, 1, HD_PROXY_FANOUT_MS, &f)) < 0) {
+    if ((rc = hd_proxy_fan_out(p, s, r->method, path, NULL, 1, HD_PROXY_FANOUT_MS, &f)) < 0) {
         hd_resp_err(r, rc);
         goto out;
     }
     for (i = 0; i < f.n; i++) {
-        json_t *j = call_json(&f.calls[i]), *e;
+        json_t *j = hd_proxy_call_json(&f.calls[i]), *e;
         size_t k;
         if (f.calls[i].rc < 0) {
             char m[400];
             snprintf(m, sizeof(m), "Target %s did not answer: %s", f.nodes[i]->id,
                      f.calls[i].err);
-            fan_cleanup(&f);
+            hd_proxy_fan_cleanup(&f);
             hd_resp_err_msg(r, HD_EUNAVAIL, m);
             json_decref(j);
             goto out;
@@ -408,7 +360,7 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
         }
         json_decref(j);
     }
-    fan_cleanup(&f);
+    hd_proxy_fan_cleanup(&f);
     if (id) {
         json_t *m = json_object_get(merged, id);
         if (!m) {
@@ -491,9 +443,16 @@ void hd_proxy_rebalance_request(struct hd_proxy *p)
     atomic_store(&p->rb_pending, 1);
 }
 
-/* Sets or clears the smap's rebalance mark (and removes targets listed in gone). Caller
- * holds nothing; takes mu. */
-static int mark(struct hd_proxy *p, const char *id, json_t *gone)
+void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s)
+{
+    snprintf(s->rebalance, sizeof(s->rebalance), "rebalance-v%lld", (long long)s->version);
+    atomic_store(&p->rb_pending, 1);
+}
+
+/* Sets the smap's rebalance mark to id, or clears it (id "") if it still is `expect` (a
+ * membership change may have marked a newer rebalance meanwhile), and removes targets
+ * listed in gone. Caller holds nothing; takes mu. 1 when the mark was not `expect`. */
+static int mark(struct hd_proxy *p, const char *id, const char *expect, json_t *gone)
 {
     struct hd_smap *cur, *s = NULL;
     size_t i;
@@ -503,6 +462,10 @@ static int mark(struct hd_proxy *p, const char *id, json_t *gone)
     cur = hd_smap_state_smap(p->cs);
     if (!cur) {
         rc = HD_EUNAVAIL;
+        goto out;
+    }
+    if (expect && strcmp(cur->rebalance, expect) != 0) {
+        rc = 1;
         goto out;
     }
     if ((rc = hd_smap_clone(cur, &s)) < 0)
@@ -570,21 +533,29 @@ static void rebalance_start(struct hd_proxy *p)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     char id[64], msg[512] = "";
+    size_t started;
     int rc;
 
     if (!s)
         return;
-    snprintf(id, sizeof(id), "rebalance-v%lld", (long long)s->version + 1);
-    hd_smap_unref(s);
-    if ((rc = mark(p, id, NULL)) < 0) {
-        HD_LOG(HD_ERROR, NULL, "rebalance: cannot mark the cluster map: %s", hd_strerror(rc));
-        return;
+    if (s->rebalance[0] && strcmp(s->rebalance, p->rb_started) != 0) {
+        snprintf(id, sizeof(id), "%s", s->rebalance); /* marked with the membership change */
+        hd_smap_unref(s);
+    } else {
+        snprintf(id, sizeof(id), "rebalance-v%lld", (long long)s->version + 1);
+        hd_smap_unref(s);
+        if ((rc = mark(p, id, NULL, NULL)) < 0) {
+            HD_LOG(HD_ERROR, NULL, "rebalance: cannot mark the cluster map: %s",
+                   hd_strerror(rc));
+            return;
+        }
     }
+    snprintf(p->rb_started, sizeof(p->rb_started), "%s", id);
     hd_proxy_push_pending(p);
     s = hd_smap_state_smap(p->cs);
     HD_LOG(HD_INFO, NULL, "rebalance %s: starting on every target (smap v%lld)", id,
            (long long)s->version);
-    rc = hd_proxy_jobs_start_all(p, s, id, "rebalance", "", NULL, 1, msg, sizeof(msg));
+    rc = post_job(p, s, id, "rebalance", "", NULL, 1, msg, sizeof(msg), &started);
     if (rc < 0) /* the watch below starts it where it is missing */
         HD_LOG(HD_WARN, NULL, "rebalance %s: %s", id, msg);
     hd_smap_unref(s);
@@ -598,39 +569,55 @@ static void rebalance_watch(struct hd_proxy *p)
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     json_t *gone = json_array();
     char path[160], msg[512];
-    struct fan f;
-    size_t i, running = 0;
+    struct hd_proxy_fan f;
+    size_t i, running = 0, stopped = 0, ok;
 
     if (!s || !s->rebalance[0])
         goto out;
     snprintf(path, sizeof(path), "/v1/jobs/%s", s->rebalance);
-    if (fan_out(p, s, "GET", path, NULL, 1, HD_PROXY_SYNC_MS, &f) < 0)
+    if (hd_proxy_fan_out(p, s, "GET", path, NULL, 1, HD_PROXY_SYNC_MS, &f) < 0)
         goto out;
     for (i = 0; i < f.n; i++) {
         const struct hd_httpc_call *c = &f.calls[i];
-        json_t *j = call_json(c);
+        json_t *j = hd_proxy_call_json(c);
         const char *st = json_string_value(json_object_get(j, "state"));
         if (c->rc < 0) {
             running++; /* cannot tell: ask again later */
-        } else if (c->status == 404) { /* restarted without it, or joined since: start it */
+        } else if (c->status == 404 || (st && strcmp(st, "failed") == 0) ||
+                   ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0 &&
+                    json_integer_value(json_object_get(j, "error_count")) > 0)) {
+            /* restarted without it, joined since, failed, or a leaver that still holds
+             * objects: (re)start its share */
             struct hd_smap one = *s;
             one.nodes = (struct hd_node *)f.nodes[i];
             one.n = 1;
-            hd_proxy_jobs_start_all(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg));
+            if (c->status != 404)
+                HD_LOG(HD_INFO, NULL, "rebalance %s: running again on %s (%s)", s->rebalance,
+                       f.nodes[i]->id, st);
+            post_job(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg), &ok);
             running++;
         } else if (st && strcmp(st, "running") == 0) {
             running++;
-        } else if ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0 &&
-                   json_integer_value(json_object_get(j, "error_count")) == 0) {
+        } else if (st && strcmp(st, "aborted") == 0) {
+            stopped++; /* stopped on request: not restarted */
+        } else if ((f.nodes[i]->flags & HD_NODE_DECOMM) && st && strcmp(st, "done") == 0) {
             json_array_append_new(gone, json_string(f.nodes[i]->id));
         }
         json_decref(j);
     }
-    fan_cleanup(&f);
-    if (running == 0) {
+    hd_proxy_fan_cleanup(&f);
+    if (running == 0 && stopped) {
+        /* the mark stays, so reads still find objects that have not moved (GFN); a new
+         * rebalance (POST /v1/cluster/rebalance, or the next membership change) finishes */
+        if (strcmp(p->rb_stopped, s->rebalance) != 0)
+            HD_LOG(HD_WARN, NULL, "rebalance %s: stopped on %zu target(s) before it finished; "
+                                  "objects that did not move are still found from their old "
+                                  "targets", s->rebalance, stopped);
+        snprintf(p->rb_stopped, sizeof(p->rb_stopped), "%s", s->rebalance);
+    } else if (running == 0) {
         HD_LOG(HD_INFO, NULL, "rebalance %s: finished on every target", s->rebalance);
         remember_gone(p, gone);
-        if (mark(p, "", gone) == 0)
+        if (mark(p, "", s->rebalance, gone) == 0)
             hd_proxy_push_pending(p);
     }
 out:

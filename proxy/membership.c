@@ -623,6 +623,18 @@ static json_t *smap_view(struct hd_proxy *p, struct hd_smap *s)
     return j;
 }
 
+static int same_mountpaths(const struct hd_node *a, const struct hd_node *b)
+{
+    size_t i;
+
+    if (a->nmp != b->nmp)
+        return 0;
+    for (i = 0; i < a->nmp; i++)
+        if (strcmp(a->mountpaths[i], b->mountpaths[i]) != 0)
+            return 0;
+    return 1;
+}
+
 static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
 {
     struct hd_smap *cur = NULL, *s = NULL;
@@ -631,7 +643,7 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
     struct hd_node n;
     json_int_t their_v;
     json_t *out;
-    int rc, changed;
+    int rc, changed, moves;
 
     if (!p->primary) {
         forward(r, p, j);
@@ -664,8 +676,8 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
     if ((rc = hd_smap_clone(cur, &s)) < 0)
         goto unlock;
     old = hd_smap_find(cur, n.id);
-    if (n.type == HD_NODE_TARGET && (!old || old->down))
-        atomic_store(&p->rb_pending, 1); /* a new target, or one coming back */
+    /* new, coming back, or with other mountpaths (objects move between them) */
+    moves = n.type == HD_NODE_TARGET && (!old || old->down || !same_mountpaths(old, &n));
     n.flags = old ? old->flags : 0; /* maintenance survives a restart */
     n.down = 0;
     if ((rc = hd_smap_put(s, &n)) < 0)
@@ -677,6 +689,8 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
     }
     if (changed) {
         s->version++;
+        if (moves)
+            hd_proxy_rebalance_mark(p, s);
         if ((rc = smap_install(p, s)) < 0)
             goto unlock;
         HD_LOG(HD_INFO, NULL, "cluster: %s %s joined at %s (smap v%lld)",
@@ -784,7 +798,7 @@ static void on_flag(struct hd_req *r, struct hd_proxy *p, json_t *j)
     struct hd_smap *cur = NULL, *s = NULL;
     const struct hd_node *n;
     struct hd_node copy;
-    int rc = 0, set = on ? json_is_true(on) : 1;
+    int rc = 0, set = on ? json_is_true(on) : 1, moves = 0;
 
     if (!p->primary) {
         forward(r, p, j);
@@ -810,8 +824,8 @@ static void on_flag(struct hd_req *r, struct hd_proxy *p, json_t *j)
         if ((rc = hd_smap_node_copy(&copy, n)) < 0)
             goto unlock;
         copy.flags = set ? copy.flags | flag : copy.flags & ~flag;
-        if (decomm || !set) /* objects leave a decommissioned target, return after maintenance */
-            atomic_store(&p->rb_pending, 1);
+        moves = decomm || !set; /* objects leave a decommissioned target, return after
+                                 * maintenance */
         rc = hd_smap_put(s, &copy);
         hd_smap_node_cleanup(&copy);
         if (rc < 0)
@@ -820,9 +834,13 @@ static void on_flag(struct hd_req *r, struct hd_proxy *p, json_t *j)
                set ? "on" : "off");
     }
     s->version++;
+    if (moves)
+        hd_proxy_rebalance_mark(p, s);
     rc = smap_install(p, s);
 unlock:
     pthread_mutex_unlock(&p->mu);
+    if (rc == 0) /* targets learn the new owners before the caller hears back */
+        hd_proxy_sync_now(p);
     if (rc == HD_ENOTFOUND) {
         hd_resp_err_msg(r, rc, "No such target in the cluster map.");
     } else if (rc < 0) {

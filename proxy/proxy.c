@@ -50,6 +50,8 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     memset(a, 0, sizeof(*a));
     if (cluster_trusted(r, p))
         return 0;
+    if (p->keys.n == 0)
+        return 1; /* auth off: credentials, if any, are ignored (as on targets) */
     memset(&in, 0, sizeof(in));
     in.method = r->method;
     in.path = r->raw_path;
@@ -78,19 +80,19 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EACCESS;
     }
-    /* CopyObject also reads its source (targets trust our signature and skip this) */
+    /* CopyObject also reads its source (targets trust our signature and skip this): check
+     * the name the copy will use */
     src = write ? hd_req_header(r, "x-amz-copy-source") : NULL;
     if (src) {
-        char sb[64];
-        size_t n;
-        if (*src == '/')
-            src++;
-        n = strcspn(src, "/?");
-        if (n < sizeof(sb)) {
-            memcpy(sb, src, n);
-            sb[n] = '\0';
-            if (hd_key_allows(k, sb, 0) < 0)
-                return HD_EACCESS;
+        char *sb, *sk;
+        if ((rc = hd_copy_source_parse(src, &sb, &sk)) < 0)
+            return rc;
+        rc = hd_key_allows(k, sb, 0);
+        free(sb);
+        free(sk);
+        if (rc < 0) {
+            hd_stats_inc(HD_ST_AUTH_FAILED);
+            return HD_EACCESS;
         }
     }
     return 0;

@@ -44,11 +44,10 @@ static const char *provider_of(struct hd_proxy *p, const char *bucket, const cha
 {
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
     const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
-    const char *pv = e ? e->provider : param;
-    int aws = pv && (strcmp(pv, "aws") == 0 || strcmp(pv, "s3") == 0);
+    const char *pv = hd_hrw_provider(e ? e->provider : param);
 
     hd_bmd_unref(b);
-    return aws ? "aws" : "ais";
+    return pv;
 }
 
 int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char **out,
@@ -166,31 +165,13 @@ void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, co
                         "Too many relayed requests in flight; retry shortly.");
 }
 
-static int decode(const char *s, size_t n, char **out, size_t *outlen)
-{
-    char *d = malloc(n + 1);
-    size_t len;
-
-    *out = NULL;
-    if (!d)
-        return -ENOMEM;
-    if (hd_url_decode(s, n, d, &len, 0) < 0) {
-        free(d);
-        return HD_EBADARG;
-    }
-    *out = d;
-    if (outlen)
-        *outlen = len;
-    return 0;
-}
-
 void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
 {
     const char *rest = r->raw_path + 12, *slash = strchr(rest, '/');
     const char *m = r->method;
     char *bucket = NULL, *key = NULL;
     struct hd_sigv4_auth a;
-    size_t blen = 0, klen = 0;
+    size_t klen = 0;
     int rc;
 
     r->op = strcmp(m, "GET") == 0      ? HD_OP_GET
@@ -202,13 +183,9 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err_msg(r, HD_EBADKEY, "Expected /v1/objects/BUCKET/OBJECT.");
         return;
     }
-    if ((rc = decode(rest, (size_t)(slash - rest), &bucket, &blen)) < 0 ||
-        (rc = decode(slash + 1, strlen(slash + 1), &key, &klen)) < 0) {
+    if ((rc = hd_bucket_decode(rest, (size_t)(slash - rest), &bucket)) < 0 ||
+        (rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), &key, &klen)) < 0) {
         hd_resp_err(r, rc);
-        goto out;
-    }
-    if (strlen(bucket) != blen || !*bucket) {
-        hd_resp_err(r, HD_EBADBUCKETNAME);
         goto out;
     }
     if ((rc = hd_object_name_check(key, klen)) < 0) {

@@ -18,6 +18,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/mpulist.h"
 #include "common/sigv4.h"
 #include "common/xml.h"
 
@@ -518,6 +519,77 @@ out:
     hd_smap_unref(s);
 }
 
+/* ListMultipartUploads: every target's first max + 1 entries after the markers (uploads
+ * live on the owner of their key), merged, and cut at max-uploads. */
+static void list_uploads(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    struct hd_mpul_opts o;
+    struct hd_mpul l = {0};
+    struct hd_proxy_fan f = {0};
+    struct hd_buf path, b;
+    const char *msg = NULL;
+    char why[256] = "";
+    size_t i;
+    int rc;
+
+    r->op = HD_OP_LIST;
+    hd_buf_init(&path);
+    hd_buf_init(&b);
+    if ((rc = hd_mpul_opts_parse(r, &o, &msg)) < 0 || (rc = bucket_known(p, bucket)) < 0)
+        goto out;
+    if (!s) {
+        rc = HD_EUNAVAIL;
+        goto out;
+    }
+    for (i = 0; i < s->n; i++)
+        if (s->nodes[i].type == HD_NODE_TARGET && s->nodes[i].down) {
+            snprintf(why, sizeof(why), "Target %s is down: the list would be incomplete.",
+                     s->nodes[i].id);
+            msg = why;
+            rc = HD_EUNAVAIL;
+            goto out;
+        }
+    hd_buf_puts(&path, "/v1/buckets/");
+    hd_uri_encode(&path, bucket, strlen(bucket), 0);
+    hd_buf_printf(&path, "?%s", r->raw_query); /* carries "uploads" and the parameters */
+    if (path.oom || (rc = hd_proxy_fan_out(p, s, "GET", path.data, NULL, 1,
+                                           HD_PROXY_FANOUT_MS, &f)) < 0) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (i = 0; i < f.n && rc == 0; i++) {
+        const struct hd_httpc_call *c = &f.calls[i];
+        json_t *j = hd_proxy_call_json(c);
+        if (c->rc < 0 || c->status != 200 || !j) {
+            snprintf(why, sizeof(why), "Target %s failed the list: %s", f.nodes[i]->id,
+                     c->rc < 0 ? c->err : "unexpected answer");
+            msg = why;
+            rc = c->rc == 0 && c->status == 400 ? hd_proxy_err_from_json(c->status, j)
+                                                : HD_EUNAVAIL;
+        } else {
+            rc = hd_mpul_from_json(j, &l);
+        }
+        json_decref(j);
+    }
+    if (rc < 0)
+        goto out;
+    hd_mpul_finish(&l);
+    hd_mpul_truncate(&l, (size_t)o.max + 1);
+    rc = hd_mpul_xml(&b, bucket, &o, &l);
+out:
+    if (rc < 0) {
+        hd_buf_cleanup(&b);
+        hd_resp_err_msg(r, rc, msg);
+    } else {
+        resp_xml(r, 200, &b);
+    }
+    hd_proxy_fan_cleanup(&f);
+    hd_mpul_free(&l);
+    hd_buf_cleanup(&path);
+    hd_smap_unref(s);
+}
+
 static void bucket_call(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                         const char *owner, const struct hd_sigv4_auth *a)
 {
@@ -530,8 +602,8 @@ static void bucket_call(struct hd_req *r, struct hd_proxy *p, const char *bucket
         location(r, p, bucket);
     } else if (has_unsupported(r)) {
         hd_resp_err(r, HD_ENOTIMPL);
-    } else if (hd_query_find(&r->query, "uploads")) {
-        hd_resp_err_msg(r, HD_ENOTIMPL, "ListMultipartUploads is not available on a proxy yet.");
+    } else if (hd_query_find(&r->query, "uploads") && strcmp(m, "GET") == 0) {
+        list_uploads(r, p, bucket);
     } else if (hd_query_find(&r->query, "versions") && strcmp(m, "GET") == 0) {
         list_objects(r, p, bucket, 3, owner);
     } else if (hd_query_find(&r->query, "delete") && strcmp(m, "POST") == 0) {
@@ -597,19 +669,14 @@ void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)
     if (*rest) {
         slash = strchr(rest, '/');
         blen = slash ? (size_t)(slash - rest) : strlen(rest);
-        bucket = malloc(blen + 1);
-        if (!bucket || hd_url_decode(rest, blen, bucket, &blen, 0) < 0 ||
-            strlen(bucket) != blen) {
-            hd_resp_err(r, bucket ? HD_EBADBUCKETNAME : -ENOMEM);
+        if ((rc = hd_bucket_decode(rest, blen, &bucket)) < 0) {
+            hd_resp_err(r, rc);
             goto out;
         }
-        if (slash && slash[1]) {
-            klen = strlen(slash + 1);
-            key = malloc(klen + 1);
-            if (!key || hd_url_decode(slash + 1, klen, key, &klen, 0) < 0) {
-                hd_resp_err(r, key ? HD_EBADKEY : -ENOMEM);
-                goto out;
-            }
+        if (slash && slash[1] &&
+            (rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), &key, &klen)) < 0) {
+            hd_resp_err(r, rc == HD_EBADARG ? HD_EBADKEY : rc);
+            goto out;
         }
     }
     /* object calls too: a redirect carries our signature, which targets trust */

@@ -72,6 +72,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "hoardd: role must be target or proxy, not '%s'\n", role);
         goto out;
     }
+    if (*hd_config_str(cfg, "auth.keys") && !*hd_config_str(cfg, "cluster.secret") &&
+        (role[0] == 'p' || *hd_config_str(cfg, "cluster.join"))) {
+        /* without it a target cannot tell a proxy's redirect from a forged one */
+        fprintf(stderr, "hoardd: auth.keys in a cluster needs cluster.secret too (the same "
+                        "on every node)\n");
+        goto out;
+    }
     if (role[0] == 'p' && (rc = hd_proxy_new(cfg, &px)) < 0) {
         fprintf(stderr, "hoardd: cannot start proxy: %s\n", hd_strerror(rc));
         rc = 1;

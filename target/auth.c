@@ -76,19 +76,18 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EACCESS;
     }
-    /* CopyObject also reads its source */
+    /* CopyObject also reads its source: check the name the copy will use */
     if (write && hd_req_header(r, "x-amz-copy-source")) {
-        const char *src = hd_req_header(r, "x-amz-copy-source");
-        char sb[64];
-        size_t n;
-        if (*src == '/')
-            src++;
-        n = strcspn(src, "/");
-        if (n < sizeof(sb)) {
-            memcpy(sb, src, n);
-            sb[n] = '\0';
-            if (hd_key_allows(k, sb, 0) < 0)
-                return HD_EACCESS;
+        char *sb, *sk;
+        int rc = hd_copy_source_parse(hd_req_header(r, "x-amz-copy-source"), &sb, &sk);
+        if (rc < 0)
+            return rc;
+        rc = hd_key_allows(k, sb, 0);
+        free(sb);
+        free(sk);
+        if (rc < 0) {
+            hd_stats_inc(HD_ST_AUTH_FAILED);
+            return HD_EACCESS;
         }
     }
     return 0;

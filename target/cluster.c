@@ -35,6 +35,7 @@ struct hd_tcluster {
     struct hd_smap_member member; /* loop thread only */
     pthread_mutex_t apply_mu;     /* one BMD accept+apply at a time */
     atomic_int joined;
+    int fresh;                    /* started without a held smap (a new node) */
 
     uv_loop_t loop;
     uv_timer_t timer;
@@ -182,6 +183,11 @@ int hd_tcluster_new(struct hd_target *t, const struct hd_config *cfg, struct hd_
         goto fail;
     }
     c->standalone = !*c->join;
+    {
+        struct hd_smap *prev = hd_smap_state_smap(c->cs);
+        c->fresh = !prev; /* never joined: nothing to serve until the first join applies */
+        hd_smap_unref(prev);
+    }
     if (c->standalone) {
         *out = c;
         return 0;
@@ -529,6 +535,8 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
         cluster_call(c, r);
         return 1;
     }
+    if (c->fresh && !atomic_load(&c->joined)) /* a proxy added us, sent a client first */
+        hd_tcluster_wait_joined(c, 10000);
     if ((rc = check_sig(c, r, &hdr)) < 0) {
         r->api = strncmp(p, "/v1/", 4) == 0 ? HD_API_NATIVE : HD_API_S3;
         hd_stats_inc(HD_ST_AUTH_FAILED);
@@ -543,14 +551,30 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
         hd_resp_err_msg(r, rc, "The query string is malformed.");
         return 1;
     }
-    /* a proxy authenticated and authorised it (dev mode without a secret: nobody did) */
-    r->trusted = *c->secret == '\0' ? 0 : hdr ? HD_TRUST_NODE : HD_TRUST_REDIRECT;
+    /* A proxy authenticated and authorised it. Without a secret (dev mode, which main()
+     * allows only without auth.keys) nothing is checked: a node's own calls (signature
+     * headers) are taken as such, so rebalance keeps object identities there too. */
+    if (*c->secret)
+        r->trusted = hdr ? HD_TRUST_NODE : HD_TRUST_REDIRECT;
+    else
+        r->trusted = hd_req_header(r, "X-Hoard-Pid") ? HD_TRUST_NODE : 0;
     return 0;
 }
 
 struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c)
 {
     return c && !c->standalone ? hd_smap_state_smap(c->cs) : NULL;
+}
+
+int hd_tcluster_wait_joined(struct hd_tcluster *c, int ms)
+{
+    struct timespec ts = {0, 10 * 1000000L};
+
+    if (!c || c->standalone)
+        return 1;
+    for (; !atomic_load(&c->joined) && ms > 0 && !atomic_load(&c->stopping); ms -= 10)
+        nanosleep(&ts, NULL);
+    return atomic_load(&c->joined);
 }
 
 const char *hd_tcluster_id(const struct hd_tcluster *c)

@@ -29,6 +29,10 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r);
 struct hd_smap;
 struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c);
 const char *hd_tcluster_id(const struct hd_tcluster *c);
+/* Waits up to ms for this start's join to complete (a proxy may send us clients as soon as
+ * it has added us, before its answer to our join has been applied here). 1 when joined or
+ * standalone. HTTP workers only, on a path that is about to answer "not found". */
+int hd_tcluster_wait_joined(struct hd_tcluster *c, int ms);
 const char *hd_tcluster_secret(const struct hd_tcluster *c);
 
 #endif

@@ -22,6 +22,7 @@ struct hd_target {
     uint64_t max_object;
     struct hd_tcluster *cl; /* cluster membership; node id only when standalone */
     struct hd_jobs *jobs;   /* rebalance and other long-running work */
+    struct hd_rb *rb;       /* rebalance.c: deletes remembered while objects move */
 };
 
 /* 0 with *a filled for a verified request, 1 for a request without credentials, negative
@@ -68,16 +69,34 @@ int hd_collect_meta(struct hd_req *r, char **out);
  * the cluster map changes (a rebalance in progress, or targets in maintenance): asks the
  * other targets and stores the first copy found. 0 when the object is now held locally. */
 int hd_rebalance_gfn(struct hd_target *t, const char *bucket, const char *key);
+/* Streams bucket/key from the target at node_url into p (node-signed GET; local: no
+ * further hops on that side), forwarding the conditionals in cond (NULL: none). 0 with
+ * *xmeta = its X-Hoard-Obj-Meta (malloc'd), HD_ENOSUCHKEY, HD_EPRECONDITION (a
+ * conditional failed), HD_EUNAVAIL or -EIO. Blocks on the network (bounded). */
+struct hd_cond;
+int hd_node_get_into(struct hd_target *t, const char *node_url, const char *bucket,
+                     const char *key, int local, const struct hd_cond *cond, struct hd_put *p,
+                     char **xmeta);
+/* When another target owns bucket/key in the current cluster map: 0 with its URL in url;
+ * HD_EUNAVAIL with url when that owner is down; HD_ENOSUCHKEY when we own it (or run
+ * standalone). */
+int hd_node_owner_elsewhere(struct hd_target *t, const char *bucket, const char *key,
+                            char *url, size_t urlmax);
+int hd_rebalance_init(struct hd_target *t);
+void hd_rebalance_cleanup(struct hd_target *t);
+/* After a client's delete on the owner while objects move: deletes the copies other targets
+ * may still hold and remembers the delete. Returns how many copies were deleted elsewhere. */
+int hd_rebalance_delete_elsewhere(struct hd_target *t, const char *bucket, const char *key);
+/* 1 when bucket/key was deleted here (while objects move) at or after mtime_ms: a moved
+ * copy that old must not come back. */
+int hd_rebalance_deleted_since(struct hd_target *t, const char *bucket, const char *key,
+                               int64_t mtime_ms);
 /* An object's identity for moving it between targets (X-Hoard-Obj-Meta: compact ASCII JSON
  * {etag, mtime_ms, ck_type, ck_val, ctype, meta}); malloc'd, NULL on OOM. */
 char *hd_obj_meta_json(const struct hd_obj_meta *m);
 /* Parses such a header into attrs for hd_put_commit (keep_newer set). The strings point into
  * *hold (json_decref it after the commit). HD_EBADHEADER when malformed. */
 int hd_obj_meta_attrs(const char *text, struct hd_put_attrs *a, json_t **hold);
-/* Decodes a percent-encoded path segment into a NUL-terminated heap string. Object names are
- * validated (length, NUL, UTF-8); *out is NULL on error. */
-int hd_path_decode(const char *s, size_t n, char **out, size_t *outlen);
-
 void hd_native_handle(struct hd_req *r, struct hd_target *t);
 /* GET|POST /v1/batch (batch.c) */
 void hd_target_batch(struct hd_req *r, struct hd_target *t);

@@ -33,6 +33,7 @@ struct hd_jobs {
     struct hd_target *t;
     sqlite3 *db;          /* guarded by mu */
     pthread_mutex_t mu;   /* the list, refs, db */
+    pthread_mutex_t start_mu; /* one hd_jobs_start at a time: check-then-insert is atomic */
     struct hd_job *head;  /* newest first */
     atomic_int closing;   /* jobs stopped by shutdown stay "running" in jobs.db */
 };
@@ -203,6 +204,7 @@ int hd_jobs_new(struct hd_target *t, const char *data_dir, struct hd_jobs **out)
         return -ENOMEM;
     js->t = t;
     pthread_mutex_init(&js->mu, NULL);
+    pthread_mutex_init(&js->start_mu, NULL);
     hd_buf_init(&path);
     hd_buf_printf(&path, "%s/jobs.db", data_dir);
     if (path.oom || sqlite3_open_v2(path.data, &js->db,
@@ -320,8 +322,8 @@ static void stop_wait(struct hd_job *j)
     pthread_mutex_unlock(&j->mu);
 }
 
-int hd_jobs_start(struct hd_jobs *js, const char *id, const char *kind, const char *bucket,
-                  json_t *args)
+static int start_serial(struct hd_jobs *js, const char *id, const char *kind,
+                        const char *bucket, json_t *args)
 {
     const struct kind *k = kind_find(kind);
     struct hd_job *j, *old, *prev = NULL;
@@ -404,6 +406,17 @@ int hd_jobs_start(struct hd_jobs *js, const char *id, const char *kind, const ch
     return 0;
 }
 
+int hd_jobs_start(struct hd_jobs *js, const char *id, const char *kind, const char *bucket,
+                  json_t *args)
+{
+    int rc;
+
+    pthread_mutex_lock(&js->start_mu);
+    rc = atomic_load(&js->closing) ? HD_EUNAVAIL : start_serial(js, id, kind, bucket, args);
+    pthread_mutex_unlock(&js->start_mu);
+    return rc;
+}
+
 struct hd_job *hd_jobs_running(struct hd_jobs *js, const char *kind)
 {
     struct hd_job *j, *found = NULL;
@@ -476,6 +489,8 @@ void hd_jobs_free(struct hd_jobs *js)
     if (!js)
         return;
     atomic_store(&js->closing, 1);
+    pthread_mutex_lock(&js->start_mu); /* a start in progress finishes first; none after */
+    pthread_mutex_unlock(&js->start_mu);
     for (;;) { /* stop running jobs without holding mu: their threads take it to finish */
         struct hd_job *run = NULL;
         pthread_mutex_lock(&js->mu);
@@ -500,6 +515,7 @@ void hd_jobs_free(struct hd_jobs *js)
     if (js->db)
         sqlite3_close(js->db);
     pthread_mutex_destroy(&js->mu);
+    pthread_mutex_destroy(&js->start_mu);
     free(js);
 }
 

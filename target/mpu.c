@@ -24,6 +24,7 @@
 #include "common/errors.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/mpulist.h"
 #include "common/metrics.h"
 #include "common/xml.h"
 #include "target/store_int.h"
@@ -327,20 +328,6 @@ static void resp_xml(struct hd_req *r, int status, struct hd_buf *b)
 }
 
 /* Text for a key in a listing, url-encoded when EncodingType=url. */
-static void key_elem(struct hd_buf *b, const char *tag, const char *s, int url)
-{
-    struct hd_buf e;
-
-    if (!url) {
-        hd_xml_elem(b, tag, s);
-        return;
-    }
-    hd_buf_init(&e);
-    hd_uri_encode(&e, s, strlen(s), 1);
-    hd_xml_elem(b, tag, e.data ? e.data : "");
-    hd_buf_cleanup(&e);
-}
-
 /* Drops completed records past their retention (best effort). */
 static void prune_done(struct db *d)
 {
@@ -1274,7 +1261,7 @@ void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket
     hd_xml_decl(&b);
     hd_xml_open_ns(&b, "ListPartsResult", HD_XML_S3_NS);
     hd_xml_elem(&b, "Bucket", bucket);
-    key_elem(&b, "Key", key, url);
+    hd_xml_key_elem(&b, "Key", key, url);
     hd_xml_elem(&b, "UploadId", id);
     hd_xml_elem(&b, "StorageClass", "STANDARD");
     hd_xml_elemf(&b, "PartNumberMarker", "%llu", (unsigned long long)marker);
@@ -1330,81 +1317,10 @@ out:
 
 /* ---- ListMultipartUploads ---- */
 
-struct lu_ent {
-    char *key; /* the key, or the common prefix */
-    char *id;  /* NULL for a common prefix */
-    int64_t created;
-    enum hd_ck_type ck;
-    int full;
-};
-
-struct lu_list {
-    struct lu_ent *v;
-    size_t n, cap;
-};
-
-struct lu_opts {
-    const char *bucket;
-    const char *prefix;
-    const char *delim; /* NULL when none */
-    const char *key_marker;
-    const char *id_marker;
-    size_t max;
-};
-
-static void lu_free(struct lu_list *l)
-{
-    size_t i;
-
-    for (i = 0; i < l->n; i++) {
-        free(l->v[i].key);
-        free(l->v[i].id);
-    }
-    free(l->v);
-    memset(l, 0, sizeof(*l));
-}
-
-static int lu_push(struct lu_list *l, const char *key, size_t klen, const char *id, int64_t created,
-                   enum hd_ck_type ck, int full)
-{
-    struct lu_ent *e;
-
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        e = realloc(l->v, cap * sizeof(*e));
-        if (!e)
-            return -ENOMEM;
-        l->v = e;
-        l->cap = cap;
-    }
-    e = &l->v[l->n];
-    memset(e, 0, sizeof(*e));
-    e->key = strndup(key, klen);
-    e->id = id ? strdup(id) : NULL;
-    e->created = created;
-    e->ck = ck;
-    e->full = full;
-    l->n++;
-    if (!e->key || (id && !e->id))
-        return -ENOMEM;
-    return 0;
-}
-
-static int lu_cmp(const void *a, const void *b)
-{
-    const struct lu_ent *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-
-    if (c)
-        return c;
-    if (x->created != y->created)
-        return x->created < y->created ? -1 : 1;
-    return strcmp(x->id ? x->id : "", y->id ? y->id : "");
-}
-
 /* Collects up to o->max + 1 entries (uploads or common prefixes) of one mountpath, in
  * order: with every mountpath contributing its smallest max + 1, the merge is exact. */
-static int lu_scan(struct mountpath *mp, const struct lu_opts *o, struct lu_list *out)
+static int lu_scan(struct mountpath *mp, const char *bucket, const struct hd_mpul_opts *o,
+                   struct hd_mpul *out)
 {
     const char *prefix = o->prefix ? o->prefix : "";
     const char *km = o->key_marker;
@@ -1428,7 +1344,7 @@ static int lu_scan(struct mountpath *mp, const struct lu_opts *o, struct lu_list
                  &s);
     if (rc < 0)
         goto out;
-    sqlite3_bind_text(s, 1, o->bucket, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 1, bucket, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 2, from, -1, SQLITE_TRANSIENT);
     while ((st = sqlite3_step(s)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(s, 0);
@@ -1461,7 +1377,7 @@ static int lu_scan(struct mountpath *mp, const struct lu_opts *o, struct lu_list
                 continue; /* same common prefix as the previous entry */
             if (units == o->max + 1)
                 break;
-            if ((rc = lu_push(out, name, cpl, NULL, 0, HD_CK_NONE, 0)) < 0)
+            if ((rc = hd_mpul_push(out, name, cpl, NULL, 0, NULL, 0)) < 0)
                 goto out;
             lastcp = out->v[out->n - 1].key;
             lastcpl = cpl;
@@ -1472,8 +1388,8 @@ static int lu_scan(struct mountpath *mp, const struct lu_opts *o, struct lu_list
             break;
         hd_store_col_copy(s, 3, algo, sizeof(algo));
         hd_store_col_copy(s, 4, typ, sizeof(typ));
-        rc = lu_push(out, name, nlen, id, sqlite3_column_int64(s, 2), hd_cksum_type_from_name(algo),
-                     strcmp(typ, "FULL_OBJECT") == 0);
+        rc = hd_mpul_push(out, name, nlen, id, sqlite3_column_int64(s, 2), algo,
+                          strcmp(typ, "FULL_OBJECT") == 0);
         if (rc < 0)
             goto out;
         lastcp = NULL;
@@ -1487,111 +1403,61 @@ out:
     return rc;
 }
 
+/* Every mountpath's smallest max + 1 entries, merged: the first max + 1 are exact. */
+static int list_uploads(struct hd_target *t, const char *bucket, const struct hd_mpul_opts *o,
+                        struct hd_mpul *l)
+{
+    size_t i;
+    int rc;
+
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
+        return rc;
+    for (i = 0; i < t->st->nmp; i++)
+        if ((rc = lu_scan(&t->st->mp[i], bucket, o, l)) < 0)
+            return rc;
+    hd_mpul_finish(l);
+    hd_mpul_truncate(l, (size_t)o->max + 1);
+    return 0;
+}
+
 void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *bucket)
 {
-    const char *enc = hd_req_param(r, "encoding-type");
-    const char *delim = hd_req_param(r, "delimiter");
-    int url = enc && strcmp(enc, "url") == 0;
-    struct hd_store *st = t->st;
-    struct lu_list l = {0};
-    struct lu_opts o;
-    struct hd_buf b;
+    struct hd_mpul_opts o;
+    struct hd_mpul l = {0};
     const char *msg = NULL;
-    const struct lu_ent *lastu = NULL;
-    uint64_t max;
-    size_t i, j, shown = 0;
-    char ts[32];
+    struct hd_buf b;
     int rc;
 
     r->op = HD_OP_LIST;
     hd_buf_init(&b);
-    if ((rc = hd_store_bucket_exists(st, bucket)) < 0)
-        goto out;
-    if (enc && !url) {
-        rc = HD_EBADARG;
-        msg = "Invalid Encoding Method specified in Request";
-        goto out;
-    }
-    if ((rc = parse_max(hd_req_param(r, "max-uploads"), MPU_LIST_MAX, &max)) < 0) {
-        msg = "Argument max-uploads must be an integer between 0 and 2147483647.";
-        goto out;
-    }
-    memset(&o, 0, sizeof(o));
-    o.bucket = bucket;
-    o.prefix = hd_req_param(r, "prefix");
-    o.delim = delim && *delim ? delim : NULL;
-    o.key_marker = hd_req_param(r, "key-marker");
-    if (o.key_marker && !*o.key_marker)
-        o.key_marker = NULL;
-    o.id_marker = o.key_marker ? hd_req_param(r, "upload-id-marker") : NULL;
-    if (o.id_marker && !*o.id_marker)
-        o.id_marker = NULL;
-    o.max = (size_t)max;
-    for (i = 0; i < st->nmp; i++)
-        if ((rc = lu_scan(&st->mp[i], &o, &l)) < 0)
-            goto out;
-    if (l.n)
-        qsort(l.v, l.n, sizeof(*l.v), lu_cmp);
-    /* the same common prefix may come from several mountpaths */
-    for (i = j = 0; i < l.n; i++) {
-        if (j && !l.v[i].id && !l.v[j - 1].id && strcmp(l.v[i].key, l.v[j - 1].key) == 0) {
-            free(l.v[i].key);
-            continue;
-        }
-        l.v[j++] = l.v[i];
-    }
-    l.n = j;
-    shown = l.n < max ? l.n : (size_t)max;
-    if (shown)
-        lastu = &l.v[shown - 1];
-
-    hd_xml_decl(&b);
-    hd_xml_open_ns(&b, "ListMultipartUploadsResult", HD_XML_S3_NS);
-    hd_xml_elem(&b, "Bucket", bucket);
-    key_elem(&b, "KeyMarker", o.key_marker ? o.key_marker : "", url);
-    hd_xml_elem(&b, "UploadIdMarker", o.id_marker ? o.id_marker : "");
-    if (l.n > shown && lastu) {
-        key_elem(&b, "NextKeyMarker", lastu->key, url);
-        hd_xml_elem(&b, "NextUploadIdMarker", lastu->id ? lastu->id : "");
-    }
-    if (o.delim)
-        key_elem(&b, "Delimiter", o.delim, url);
-    key_elem(&b, "Prefix", o.prefix ? o.prefix : "", url);
-    hd_xml_elemf(&b, "MaxUploads", "%llu", (unsigned long long)max);
-    hd_xml_elem(&b, "IsTruncated", l.n > shown ? "true" : "false");
-    if (url)
-        hd_xml_elem(&b, "EncodingType", "url");
-    for (i = 0; i < shown; i++) {
-        const struct lu_ent *e = &l.v[i];
-        if (!e->id)
-            continue;
-        hd_xml_open(&b, "Upload");
-        key_elem(&b, "Key", e->key, url);
-        hd_xml_elem(&b, "UploadId", e->id);
-        hd_xml_elem(&b, "StorageClass", "STANDARD");
-        hd_iso8601_ms(e->created, ts);
-        hd_xml_elem(&b, "Initiated", ts);
-        if (e->ck != HD_CK_NONE) {
-            hd_xml_elem(&b, "ChecksumAlgorithm", hd_cksum_name(e->ck));
-            hd_xml_elem(&b, "ChecksumType", e->full ? "FULL_OBJECT" : "COMPOSITE");
-        }
-        hd_xml_close(&b, "Upload");
-    }
-    for (i = 0; i < shown; i++) {
-        if (l.v[i].id)
-            continue;
-        hd_xml_open(&b, "CommonPrefixes");
-        key_elem(&b, "Prefix", l.v[i].key, url);
-        hd_xml_close(&b, "CommonPrefixes");
-    }
-    hd_xml_close(&b, "ListMultipartUploadsResult");
-    resp_xml(r, 200, &b);
-out:
-    lu_free(&l);
-    if (rc < 0) {
+    if ((rc = hd_mpul_opts_parse(r, &o, &msg)) < 0 || (rc = list_uploads(t, bucket, &o, &l)) < 0 ||
+        (rc = hd_mpul_xml(&b, bucket, &o, &l)) < 0) {
         hd_buf_cleanup(&b);
         hd_resp_err_msg(r, rc, msg);
+    } else {
+        resp_xml(r, 200, &b);
     }
+    hd_mpul_free(&l);
+}
+
+void hd_mpu_list_uploads_json(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    struct hd_mpul_opts o;
+    struct hd_mpul l = {0};
+    const char *msg = NULL;
+    json_t *j = NULL;
+    char *text;
+    int rc;
+
+    r->op = HD_OP_LIST;
+    if ((rc = hd_mpul_opts_parse(r, &o, &msg)) < 0 || (rc = list_uploads(t, bucket, &o, &l)) < 0 ||
+        !(j = hd_mpul_to_json(&l)) || !(text = json_dumps(j, JSON_COMPACT))) {
+        hd_resp_err_msg(r, rc < 0 ? rc : -ENOMEM, msg);
+    } else {
+        hd_resp_buf(r, 200, "application/json", text, strlen(text));
+    }
+    json_decref(j);
+    hd_mpul_free(&l);
 }
 
 /* ---- DeleteBucket ---- */

@@ -21,6 +21,9 @@ void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket
                        const char *key);
 /* GET /B?uploads */
 void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *bucket);
+/* The same entries as JSON (common/mpulist.h), for a proxy to merge: native
+ * GET /v1/buckets/B?uploads&<the S3 parameters>. */
+void hd_mpu_list_uploads_json(struct hd_req *r, struct hd_target *t, const char *bucket);
 /* Removes every upload of a bucket (DeleteBucket); 0 or negative code. */
 int hd_mpu_drop_bucket(struct hd_target *t, const char *bucket);
 

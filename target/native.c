@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "common/json.h"
 #include "common/metrics.h"
+#include "target/mpu.h"
 
 static void resp_json(struct hd_req *r, int status, json_t *j)
 {
@@ -168,6 +169,8 @@ static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)
     r->op = HD_OP_BUCKET;
     if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
         props_get(r, t, bucket);
+    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "uploads")) {
+        hd_mpu_list_uploads_json(r, t, bucket);
     } else if (strcmp(m, "PATCH") == 0) {
         struct props_ctx *c = calloc(1, sizeof(*c));
         if (!c) {
@@ -209,9 +212,9 @@ static int split_bucket_key(const char *rest, char **bucket, char **key, size_t 
     int rc;
 
     *bucket = *key = NULL;
-    if ((rc = hd_path_decode(rest, blen, bucket, NULL)) < 0)
+    if ((rc = hd_bucket_decode(rest, blen, bucket)) < 0)
         return rc;
-    if (slash && (rc = hd_path_decode(slash + 1, strlen(slash + 1), key, klen)) < 0) {
+    if (slash && (rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), key, klen)) < 0) {
         free(*bucket);
         *bucket = NULL;
         return rc;

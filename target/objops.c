@@ -21,26 +21,6 @@
 
 #define PUT_MAGIC 0x70757463u
 
-int hd_path_decode(const char *s, size_t n, char **out, size_t *outlen)
-{
-    char *d = malloc(n + 1);
-    size_t len;
-    int rc;
-
-    *out = NULL;
-    if (!d)
-        return -ENOMEM;
-    rc = hd_url_decode(s, n, d, &len, 0);
-    if (rc < 0) {
-        free(d);
-        return rc;
-    }
-    *out = d;
-    if (outlen)
-        *outlen = len;
-    return 0;
-}
-
 char *hd_obj_meta_json(const struct hd_obj_meta *m)
 {
     json_t *j = json_pack("{s:s, s:I, s:s, s:s}", "etag", m->etag, "mtime_ms",
@@ -154,7 +134,7 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
         hd_arch_serve(r, t, bucket, key, &m, &fd, head);
         goto out;
     }
-    if (r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local")) {
+    if (r->trusted == HD_TRUST_NODE) { /* another node moving or copying it */
         char *xm = hd_obj_meta_json(&m);
         if (xm)
             hd_resp_header(r, "X-Hoard-Obj-Meta", xm);
@@ -230,6 +210,9 @@ void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, co
         return;
     }
     rc = hd_store_delete(t->st, bucket, key);
+    if (!(r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local")) &&
+        hd_rebalance_delete_elsewhere(t, bucket, key) > 0 && rc == HD_ENOSUCHKEY)
+        rc = 0; /* it had not moved here yet */
     if (rc == HD_ENOSUCHKEY && quiet_missing)
         rc = 0; /* S3: deleting a missing key succeeds */
     if (rc < 0)
@@ -372,6 +355,12 @@ static void put_end(struct hd_req *r)
         char hex[33];
         if ((rc = hd_obj_meta_attrs(pc->xmeta, &a, &hold)) < 0) {
             hd_resp_err_msg(r, rc, "X-Hoard-Obj-Meta is not valid.");
+            return;
+        }
+        if (hd_rebalance_deleted_since(pc->t, hd_put_bucket(pc->put), hd_put_name(pc->put),
+                                       a.mtime_ms)) {
+            json_decref(hold);
+            hd_resp_err_msg(r, HD_EPRECONDITION, "Deleted here after this copy was written.");
             return;
         }
         hd_put_md5(pc->put, md5);
@@ -594,38 +583,6 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
 
 /* ---- CopyObject ---- */
 
-static int parse_copy_source(const char *src, char **bucket, char **key)
-{
-    const char *p = src, *q, *slash;
-    char *dec = NULL;
-    size_t n;
-    int rc;
-
-    *bucket = *key = NULL;
-    if (*p == '/')
-        p++;
-    q = strchr(p, '?'); /* ?versionId=... : only "null" exists here */
-    n = q ? (size_t)(q - p) : strlen(p);
-    if (hd_path_decode(p, n, &dec, &n) < 0)
-        return HD_EBADARG;
-    slash = memchr(dec, '/', n);
-    if (!slash || slash == dec || !slash[1]) {
-        free(dec);
-        return HD_EBADARG;
-    }
-    *bucket = strndup(dec, (size_t)(slash - dec));
-    *key = strdup(slash + 1);
-    rc = hd_object_name_check(slash + 1, n - (size_t)(slash + 1 - dec));
-    free(dec);
-    if (!*bucket || !*key || rc < 0) {
-        free(*bucket);
-        free(*key);
-        *bucket = *key = NULL;
-        return rc < 0 ? rc : -ENOMEM;
-    }
-    return 0;
-}
-
 static int copy_content(struct hd_put *p, int fd, uint64_t size)
 {
     char *buf = malloc(1 << 20);
@@ -651,6 +608,61 @@ static int copy_content(struct hd_put *p, int fd, uint64_t size)
     return rc;
 }
 
+/* CopyObject whose source another target owns: streams it from there into the new object.
+ * 0 done (*out filled), 1 answered with an error, HD_ENOSUCHKEY when no other target owns
+ * the source (standalone, or we are its owner). */
+static int copy_from_owner(struct hd_req *r, struct hd_target *t, const char *sb,
+                           const char *sk, const char *bucket, const char *key, int replace,
+                           const struct hd_cond *cond, struct hd_obj_meta *out)
+{
+    char url[512], *xmeta = NULL, *meta = NULL, hex[33];
+    struct hd_put_attrs src, a;
+    struct hd_put *p = NULL;
+    unsigned char md5[16];
+    json_t *hold = NULL;
+    int rc = hd_node_owner_elsewhere(t, sb, sk, url, sizeof(url));
+
+    if (rc == HD_ENOSUCHKEY)
+        return rc;
+    if (rc < 0)
+        goto fail;
+    if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0 ||
+        (rc = hd_node_get_into(t, url, sb, sk, 0, cond, p, &xmeta)) < 0 ||
+        (rc = hd_obj_meta_attrs(xmeta, &src, &hold)) < 0)
+        goto fail;
+    hd_put_md5(p, md5);
+    hd_hex(md5, 16, hex);
+    if (!strchr(src.etag, '-') && strcmp(src.etag, hex) != 0) {
+        rc = HD_EBADDIGEST;
+        goto fail;
+    }
+    memset(&a, 0, sizeof(a));
+    a.ck_type = src.ck_type;
+    a.ck_val = src.ck_val;
+    if (replace) {
+        if ((rc = hd_collect_meta(r, &meta)) < 0)
+            goto fail;
+        a.meta = meta;
+        a.ctype = hd_req_header(r, "Content-Type");
+    } else {
+        a.meta = src.meta;
+        a.ctype = src.ctype;
+    }
+    if ((rc = hd_put_commit(p, &a, out)) < 0)
+        goto fail;
+    rc = 0;
+    goto out;
+fail:
+    hd_resp_err(r, rc);
+    rc = 1;
+out:
+    hd_put_free(p);
+    json_decref(hold);
+    free(xmeta);
+    free(meta);
+    return rc;
+}
+
 void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
 {
     const char *dir = hd_req_header(r, "x-amz-metadata-directive");
@@ -669,7 +681,7 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         hd_resp_err_msg(r, HD_EBADARG, "Unknown metadata directive.");
         return;
     }
-    if ((rc = parse_copy_source(hd_req_header(r, "x-amz-copy-source"), &sb, &sk)) < 0) {
+    if ((rc = hd_copy_source_parse(hd_req_header(r, "x-amz-copy-source"), &sb, &sk)) < 0) {
         hd_resp_err_msg(r, rc, "Invalid copy source (expected /bucket/key, url-encoded).");
         return;
     }
@@ -679,16 +691,28 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
                         "to itself without changing the object's metadata.");
         goto out;
     }
-    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
-        (rc = hd_store_bucket_exists(t->st, sb)) < 0 ||
-        (rc = hd_store_open_object(t->st, sb, sk, &m, &fd)) < 0) {
-        hd_resp_err(r, rc);
-        goto out;
-    }
     cond.if_match = hd_req_header(r, "x-amz-copy-source-if-match");
     cond.if_none_match = hd_req_header(r, "x-amz-copy-source-if-none-match");
     cond.if_modified_since = hd_req_header(r, "x-amz-copy-source-if-modified-since");
     cond.if_unmodified_since = hd_req_header(r, "x-amz-copy-source-if-unmodified-since");
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
+        (rc = hd_store_bucket_exists(t->st, sb)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    rc = hd_store_open_object(t->st, sb, sk, &m, &fd);
+    if (rc == HD_ENOSUCHKEY) { /* in a cluster the source may live on another target */
+        rc = copy_from_owner(r, t, sb, sk, bucket, key, replace, &cond, &out);
+        if (rc == 1)
+            goto out; /* answered */
+        if (rc == 0)
+            goto done;
+        rc = HD_ENOSUCHKEY;
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
     rc = hd_cond_eval(&cond, m.etag, (time_t)(m.mtime_ms / 1000), 0);
     if (rc < 0) {
         hd_resp_err(r, rc == HD_ENOTMODIFIED ? HD_EPRECONDITION : rc);
@@ -715,6 +739,7 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         hd_resp_err(r, rc);
         goto out;
     }
+done:
     hd_buf_init(&b);
     hd_xml_decl(&b);
     hd_buf_puts(&b, "<CopyObjectResult xmlns=\"" HD_XML_S3_NS "\">");

@@ -96,21 +96,6 @@ static void list_buckets(struct hd_req *r, struct hd_target *t, const char *owne
     resp_xml(r, 200, &b);
 }
 
-/* Text for a key or prefix in a listing, url-encoded when EncodingType=url. */
-static void key_elem(struct hd_buf *b, const char *tag, const char *s, int url)
-{
-    struct hd_buf e;
-
-    if (!url) {
-        hd_xml_elem(b, tag, s);
-        return;
-    }
-    hd_buf_init(&e);
-    hd_uri_encode(&e, s, strlen(s), 1);
-    hd_xml_elem(b, tag, e.data ? e.data : "");
-    hd_buf_cleanup(&e);
-}
-
 /* mode 1: ListObjects, 2: ListObjectsV2, 3: ListObjectVersions (every object is version
  * "null", the latest). */
 static void list_objects(struct hd_req *r, struct hd_target *t, const char *bucket, int mode,
@@ -172,22 +157,22 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
     hd_xml_decl(&b);
     hd_buf_printf(&b, "<%s xmlns=\"" S3NS "\">", root);
     hd_xml_elem(&b, "Name", bucket);
-    key_elem(&b, "Prefix", prefix ? prefix : "", url);
+    hd_xml_key_elem(&b, "Prefix", prefix ? prefix : "", url);
     if (v2) {
         hd_xml_elemf(&b, "KeyCount", "%zu", res.nents + res.nprefixes);
         if (ctok)
             hd_xml_elem(&b, "ContinuationToken", ctok);
         if (sa)
-            key_elem(&b, "StartAfter", sa, url);
+            hd_xml_key_elem(&b, "StartAfter", sa, url);
     } else if (vers) {
-        key_elem(&b, "KeyMarker", marker ? marker : "", url);
+        hd_xml_key_elem(&b, "KeyMarker", marker ? marker : "", url);
         hd_xml_elem(&b, "VersionIdMarker", "");
     } else {
-        key_elem(&b, "Marker", marker ? marker : "", url);
+        hd_xml_key_elem(&b, "Marker", marker ? marker : "", url);
     }
     hd_xml_elemf(&b, "MaxKeys", "%llu", (unsigned long long)max);
     if (delim)
-        key_elem(&b, "Delimiter", delim, url);
+        hd_xml_key_elem(&b, "Delimiter", delim, url);
     hd_xml_elem(&b, "IsTruncated", res.truncated ? "true" : "false");
     if (res.truncated && res.last) {
         if (v2) {
@@ -195,17 +180,17 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
             hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64, sizeof(t64));
             hd_xml_elem(&b, "NextContinuationToken", t64);
         } else if (vers) {
-            key_elem(&b, "NextKeyMarker", res.last, url);
+            hd_xml_key_elem(&b, "NextKeyMarker", res.last, url);
             hd_xml_elem(&b, "NextVersionIdMarker", "null");
         } else if (delim) {
-            key_elem(&b, "NextMarker", res.last, url);
+            hd_xml_key_elem(&b, "NextMarker", res.last, url);
         }
     }
     if (url)
         hd_xml_elem(&b, "EncodingType", "url");
     for (i = 0; i < res.nents; i++) {
         hd_xml_open(&b, item);
-        key_elem(&b, "Key", res.ents[i].name, url);
+        hd_xml_key_elem(&b, "Key", res.ents[i].name, url);
         if (vers) {
             hd_xml_elem(&b, "VersionId", "null");
             hd_xml_elem(&b, "IsLatest", "true");
@@ -226,7 +211,7 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
     }
     for (i = 0; i < res.nprefixes; i++) {
         hd_xml_open(&b, "CommonPrefixes");
-        key_elem(&b, "Prefix", res.prefixes[i], url);
+        hd_xml_key_elem(&b, "Prefix", res.prefixes[i], url);
         hd_xml_close(&b, "CommonPrefixes");
     }
     hd_xml_close(&b, root);
@@ -553,9 +538,9 @@ void hd_s3_handle(struct hd_req *r, struct hd_target *t, const char *path)
     rest = path + 1; /* skip '/' */
     if (*rest) {
         slash = strchr(rest, '/');
-        rc = hd_path_decode(rest, slash ? (size_t)(slash - rest) : strlen(rest), &bucket, NULL);
+        rc = hd_bucket_decode(rest, slash ? (size_t)(slash - rest) : strlen(rest), &bucket);
         if (rc == 0 && slash && slash[1])
-            rc = hd_path_decode(slash + 1, strlen(slash + 1), &key, &klen);
+            rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), &key, &klen);
         if (rc < 0) {
             hd_resp_err(r, rc);
             goto out;

@@ -880,6 +880,16 @@ uint64_t hd_put_size(const struct hd_put *p)
     return p->size;
 }
 
+const char *hd_put_bucket(const struct hd_put *p)
+{
+    return p->bucket;
+}
+
+const char *hd_put_name(const struct hd_put *p)
+{
+    return p->name;
+}
+
 void hd_put_md5(struct hd_put *p, unsigned char out[16])
 {
     if (!p->md5_done) {

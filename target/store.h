@@ -80,6 +80,9 @@ struct hd_put_attrs {
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out);
 int hd_put_write(struct hd_put *p, const void *data, size_t len);
 uint64_t hd_put_size(const struct hd_put *p);
+/* The bucket and object name the put was begun for (owned by p). */
+const char *hd_put_bucket(const struct hd_put *p);
+const char *hd_put_name(const struct hd_put *p);
 /* MD5 of the bytes written so far is final after this call; out is 16 bytes. */
 void hd_put_md5(struct hd_put *p, unsigned char out[16]);
 int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_obj_meta *out);

@@ -81,6 +81,8 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     free(mps);
     if (rc < 0)
         goto fail;
+    if ((rc = hd_rebalance_init(t)) < 0)
+        goto fail;
     if ((rc = hd_tcluster_new(t, cfg, &t->cl)) < 0) /* standalone too: the node id */
         goto fail;
     if ((rc = hd_jobs_new(t, hd_config_str(cfg, "data"), &t->jobs)) < 0)
@@ -108,6 +110,7 @@ void hd_target_free(struct hd_target *t)
     hd_jobs_free(t->jobs); /* jobs use the cluster state and the store */
     hd_tcluster_free(t->cl);
     hd_store_close(t->st);
+    hd_rebalance_cleanup(t);
     hd_keys_cleanup(&t->keys);
     free(t->region);
     free(t->domain);

@@ -609,6 +609,86 @@ def test_s3_objects_relayed_through_proxies(cluster, cbucket):
     assert helpers.client_error(ei)[0] == 404
 
 
+def test_copy_object_across_targets(cluster, cbucket):
+    """CopyObject through a proxy whose source is owned by another target than the
+    destination: metadata COPY and REPLACE, source conditionals, a missing source."""
+    s3 = s3client(cluster.primary)
+    ids = sorted(cluster.ids())
+    owner = lambda k: hrw_owner("ais/@#/%s/%s" % (cbucket, k), ids)  # noqa: E731
+    src = "copy/src"
+    dst = next("copy/dst-%d" % i for i in range(100) if owner("copy/dst-%d" % i) != owner(src))
+    data = os.urandom(700 * 1024 + 3)
+    put = s3.put_object(Bucket=cbucket, Key=src, Body=data, ContentType="image/x-test",
+                        Metadata={"origin": "src"})
+    res = s3.copy_object(Bucket=cbucket, Key=dst, CopySource={"Bucket": cbucket, "Key": src})
+    assert res["CopyObjectResult"]["ETag"] == put["ETag"]
+    got = s3.get_object(Bucket=cbucket, Key=dst)
+    assert got["Body"].read() == data
+    assert got["ContentType"] == "image/x-test" and got["Metadata"] == {"origin": "src"}
+    s3.copy_object(Bucket=cbucket, Key=dst, CopySource={"Bucket": cbucket, "Key": src},
+                   MetadataDirective="REPLACE", ContentType="text/x-new",
+                   Metadata={"origin": "replaced"})
+    got = s3.head_object(Bucket=cbucket, Key=dst)
+    assert got["ContentType"] == "text/x-new" and got["Metadata"] == {"origin": "replaced"}
+    # the destination is stored on its own owner only
+    holders = [i for i, t in cluster.ids().items() if dst in target_keys(t, cbucket)]
+    assert holders == [owner(dst)]
+    with pytest.raises(Exception) as ei:
+        s3.copy_object(Bucket=cbucket, Key=dst, CopySource={"Bucket": cbucket, "Key": src},
+                       CopySourceIfMatch='"0123456789abcdef0123456789abcdef"')
+    assert helpers.client_error(ei)[:2] == (412, "PreconditionFailed")
+    with pytest.raises(Exception) as ei:
+        s3.copy_object(Bucket=cbucket, Key=dst, CopySource={"Bucket": cbucket, "Key": src},
+                       CopySourceIfNoneMatch=put["ETag"])
+    assert helpers.client_error(ei)[:2] == (412, "PreconditionFailed")
+    s3.copy_object(Bucket=cbucket, Key=dst, CopySource={"Bucket": cbucket, "Key": src},
+                   CopySourceIfMatch=put["ETag"])
+    with pytest.raises(Exception) as ei:
+        s3.copy_object(Bucket=cbucket, Key=dst,
+                       CopySource={"Bucket": cbucket, "Key": "copy/missing"})
+    assert helpers.client_error(ei)[:2] == (404, "NoSuchKey")
+    assert s3.get_object(Bucket=cbucket, Key=dst)["Body"].read() == data
+
+
+def test_list_multipart_uploads_through_proxy(cluster, cbucket):
+    """ListMultipartUploads on a proxy merges the uploads held by every target (each lives
+    on its key's owner), in key order, with markers that page across targets."""
+    s3 = s3client(cluster.proxies[1])
+    ids = sorted(cluster.ids())
+    keys = ["mpu/%02d" % i for i in range(12)] + ["other/x"]
+    owners = {hrw_owner("ais/@#/%s/%s" % (cbucket, k), ids) for k in keys}
+    assert len(owners) > 1
+    made = {k: s3.create_multipart_upload(Bucket=cbucket, Key=k)["UploadId"] for k in keys}
+    got = s3.list_multipart_uploads(Bucket=cbucket)
+    assert [(u["Key"], u["UploadId"]) for u in got["Uploads"]] == sorted(made.items())
+    assert got["IsTruncated"] is False
+    # pages of 5 from alternating proxies
+    seen, km, im, n = [], None, None, 0
+    while True:
+        kw = {"Bucket": cbucket, "MaxUploads": 5, "Prefix": "mpu/"}
+        if km:
+            kw.update(KeyMarker=km, UploadIdMarker=im)
+        page = s3client(cluster.proxies[n % 2]).list_multipart_uploads(**kw)
+        n += 1
+        seen += [u["Key"] for u in page.get("Uploads", [])]
+        if not page["IsTruncated"]:
+            break
+        km, im = page["NextKeyMarker"], page["NextUploadIdMarker"]
+    assert seen == sorted(k for k in keys if k.startswith("mpu/")) and n == 3
+    got = s3.list_multipart_uploads(Bucket=cbucket, Delimiter="/")
+    assert [p["Prefix"] for p in got["CommonPrefixes"]] == ["mpu/", "other/"]
+    assert "Uploads" not in got
+    with pytest.raises(Exception) as ei:
+        s3.list_multipart_uploads(Bucket=cbucket, MaxUploads=-1)
+    assert helpers.client_error(ei)[:2][0] == 400
+    for k, u in made.items():
+        s3.abort_multipart_upload(Bucket=cbucket, Key=k, UploadId=u)
+    assert "Uploads" not in s3.list_multipart_uploads(Bucket=cbucket)
+    with pytest.raises(Exception) as ei:
+        s3.list_multipart_uploads(Bucket="no-such-bucket-" + cbucket)
+    assert helpers.client_error(ei)[:2] == (404, "NoSuchBucket")
+
+
 # ---- maintenance ----
 
 def test_maintenance_flag(cluster, cbucket):

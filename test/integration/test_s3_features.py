@@ -307,6 +307,23 @@ def test_key_permissions(target_factory):
     denied(lambda: mix.copy_object(Bucket="bk-rw", Key="stolen",
                                    CopySource={"Bucket": "bk-none", "Key": "seed"}))
     mix.copy_object(Bucket="bk-rw", Key="copied", CopySource={"Bucket": "bk-ro", "Key": "seed"})
+    # the permission is checked on the decoded source name the copy would read: an escaped,
+    # NUL-cut or overlong source bucket never reaches a bucket the key cannot read
+    raw = helpers.S3Raw(t.host, t.port, "AKMIX", "secretMIX")
+    for src, want in [("/bk-n%6Fne/seed", (403, "AccessDenied")),
+                      ("/bk-none%00" + "a" * 60 + "/seed", (400, "InvalidBucketName")),
+                      ("/bk-none%00x/seed", (400, "InvalidBucketName")),
+                      ("bk-none/seed?versionId=null", (403, "AccessDenied")),
+                      ("/" + "b" * 70 + "/seed", (400, "InvalidBucketName")),
+                      ("/bk-ro", (400, "InvalidArgument"))]:
+        r = raw.request("PUT", "/bk-rw/stolen2", headers={"x-amz-copy-source": src})
+        assert (r.status, helpers.parse_s3_error(r.body)["Code"]) == want, (src, r)
+    # a bucket path segment with an escaped NUL names no bucket (not the prefix before it)
+    r = raw.request("PUT", "/bk-rw%00evil/obj", body=b"x")
+    helpers.check_s3_error(r, 400, "InvalidBucketName")
+    r = helpers.S3Raw(t.host, t.port, "AKADMIN", "secretADMIN").request(
+        "GET", "/v1/buckets/bk-rw%00x")
+    assert r.status == 400 and b"InvalidBucketName" in r.body, r
     # nothing the denied calls tried exists
     names = {b: [o["Key"] for o in admin.list_objects_v2(Bucket=b).get("Contents", [])]
              for b in ("bk-rw", "bk-ro", "bk-none")}
