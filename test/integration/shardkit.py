@@ -12,16 +12,13 @@ import io
 import json
 import os
 import tarfile
-import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
-import requests
-
 import helpers
 from conftest import ACCESS_KEY, SECRET_KEY, _TARGETS
-from test_cluster import SECRET, Cluster, Node, hrw_owner, psig
+from test_cluster import Cluster, Node, hrw_owner, psig, session
 
 # A second key that may only read bucket LIMITED (batch authorisation tests).
 LIMITED = "shard-limited"
@@ -78,16 +75,6 @@ def stop_cluster(c):
 
 # ---- API calls through the proxy ----
 
-_local = threading.local()
-
-
-def _session():
-    s = getattr(_local, "s", None)
-    if s is None:
-        s = _local.s = requests.Session()
-    return s
-
-
 def api(method, url, data=None, headers=None, key=ACCESS_KEY, secret=SECRET_KEY, sign=True,
         payload=helpers.UNSIGNED, **kw):
     """A native call, SigV4-signed (payload: the x-amz-content-sha256 value) unless
@@ -95,7 +82,7 @@ def api(method, url, data=None, headers=None, key=ACCESS_KEY, secret=SECRET_KEY,
     h = (helpers.sign_headers(method, url, key, secret, headers, payload=payload) if sign
          else dict(headers or {}))
     kw.setdefault("timeout", 120)
-    return _session().request(method, url, data=data, headers=h, **kw)
+    return session().request(method, url, data=data, headers=h, **kw)
 
 
 def qname(name):
@@ -198,8 +185,10 @@ def target_ids(cluster):
     return {t.health()["id"]: t for t in cluster.targets}
 
 
-def bulk_put(cluster, bucket, names, threads=6):
-    """PUTs every name straight to its HRW owner with a node signature (keep-alive)."""
+def bulk_put(cluster, bucket, names, threads=6, body=None):
+    """PUTs every name straight to its HRW owner with a node signature (keep-alive); the
+    bytes are content(name), or body(name)."""
+    body = body or content
     ids = target_ids(cluster)
     owners = {}
     for n in names:
@@ -215,12 +204,12 @@ def bulk_put(cluster, bucket, names, threads=6):
                 c = conns[t.port] = http.client.HTTPConnection(t.host, t.port, timeout=60)
             path = "/v1/objects/%s/%s" % (bucket, urllib.parse.quote(n))
             ptime = int(time.time()) + 600
-            c.request("PUT", path, body=content(n), headers={
+            c.request("PUT", path, body=body(n), headers={
                 "X-Hoard-Pid": "test", "X-Hoard-Ptime": str(ptime),
                 "X-Hoard-Psig": psig("PUT", path, ptime)})
             r = c.getresponse()
-            body = r.read()
-            assert r.status == 200, (n, r.status, body[:300])
+            answer = r.read()
+            assert r.status == 200, (n, r.status, answer[:300])
         for c in conns.values():
             c.close()
 

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #define HD_CLI_VERSION "0.1.0"
 #define HD_CLI_DEFAULT_ENDPOINT "http://127.0.0.1:8080"
 
@@ -105,6 +107,9 @@ int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Prints "hoard: <fmt>" to stderr and returns `code`. */
 int hd_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints j (indented) and a newline to stdout; the exit code (cmd_object.c). */
+int hd_cli_print_json(json_t *j);
 
 /* Handlers (cmd_bucket.c, cmd_object.c, cmd_shard.c). */
 int hd_cli_bucket_create(struct hd_cli *cli, int argc, char **argv);

@@ -16,14 +16,6 @@ static int bucket_path(struct hd_buf *path, const char *bucket)
     return path->oom ? -ENOMEM : 0;
 }
 
-static int print_json(json_t *j)
-{
-    if (json_dumpf(j, stdout, JSON_INDENT(2)) != 0)
-        return hd_cli_fail(HD_CLI_EXIT_API, "writing output failed");
-    fputc('\n', stdout);
-    return HD_CLI_EXIT_OK;
-}
-
 /* create and rm differ only in method, expected status and the words printed. */
 static int bucket_simple(struct hd_cli *cli, const char *bucket, const char *method,
                          const char *verb, const char *done)
@@ -49,7 +41,7 @@ static int bucket_simple(struct hd_cli *cli, const char *bucket, const char *met
     }
     if (cli->json) {
         json_t *j = json_pack("{s:s, s:b}", "bucket", bucket, done, 1);
-        rc = j ? print_json(j) : hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+        rc = j ? hd_cli_print_json(j) : hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
         json_decref(j);
     } else {
         printf("%s %s\n", done, bucket);
@@ -98,7 +90,7 @@ int hd_cli_bucket_ls(struct hd_cli *cli, int argc, char **argv)
         goto out;
     }
     if (cli->json) {
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         goto out;
     }
     json_array_foreach(arr, i, b)

@@ -69,7 +69,7 @@ static int target_object(struct target *t, const char *verb)
     return 0;
 }
 
-static int print_json(json_t *j)
+int hd_cli_print_json(json_t *j)
 {
     if (!j)
         return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
@@ -179,7 +179,7 @@ int hd_cli_object_put(struct hd_cli *cli, int argc, char **argv)
     if (cli->json) {
         json_t *j = json_pack("{s:s, s:s, s:I, s:s}", "bucket", t.bucket, "name", t.name, "size",
                               (json_int_t)rs.bytes, "etag", etag);
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         json_decref(j);
     } else {
         hd_cli_fmt_size(rs.bytes, size, sizeof(size));
@@ -331,7 +331,7 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv)
     if (cli->json) {
         json_t *j = json_pack("{s:s, s:s, s:I, s:s, s:s}", "bucket", t.bucket, "name", t.name,
                               "size", (json_int_t)rs.bytes, "etag", etag, "file", dest.data);
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         json_decref(j);
     } else {
         hd_cli_fmt_size(rs.bytes, size, sizeof(size));
@@ -435,7 +435,7 @@ int hd_cli_object_head(struct hd_cli *cli, int argc, char **argv)
         else
             printf("meta.%-10s %s\n", k, rs.hdrs[i].value);
     }
-    rc = j ? print_json(j) : HD_CLI_EXIT_OK;
+    rc = j ? hd_cli_print_json(j) : HD_CLI_EXIT_OK;
 out:
     json_decref(meta);
     json_decref(j);
@@ -616,7 +616,7 @@ int hd_cli_object_ls(struct hd_cli *cli, int argc, char **argv)
         json_t *j = json_pack("{s:O, s:O}", "entries", entries, "prefixes", prefixes);
         if (j && next)
             json_object_set_new(j, "continuation_token", json_string(next));
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         json_decref(j);
     } else {
         rc = ls_print_table(entries, prefixes);
@@ -656,7 +656,7 @@ int hd_cli_object_rm(struct hd_cli *cli, int argc, char **argv)
     }
     if (cli->json) {
         json_t *j = json_pack("{s:s, s:s, s:b}", "bucket", t.bucket, "name", t.name, "removed", 1);
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         json_decref(j);
     } else {
         printf("removed %s/%s\n", t.bucket, t.name);

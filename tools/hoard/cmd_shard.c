@@ -28,16 +28,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int print_json(json_t *j)
-{
-    if (!j)
-        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
-    if (json_dumpf(j, stdout, JSON_INDENT(2)) != 0)
-        return hd_cli_fail(HD_CLI_EXIT_API, "writing output failed");
-    fputc('\n', stdout);
-    return HD_CLI_EXIT_OK;
-}
-
 /* METHOD path with an optional JSON body; a 2xx JSON answer goes to *out (may be NULL).
  * Returns 0 or the exit code after reporting. */
 static int json_call(struct hd_cli *cli, const char *what, const char *method, const char *path,
@@ -179,7 +169,7 @@ static int watch(struct hd_cli *cli, const char *id, const json_t *started, cons
         progress_line(j, now_s() - t0, 1);
     if (cli->json) {
         json_object_set(j, "created", (json_t *)started);
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
     } else if (strcmp(state, "done") == 0) {
         const json_t *st = json_object_get(j, "stats");
         char size[32];
@@ -270,7 +260,7 @@ int hd_cli_shard_create(struct hd_cli *cli, int argc, char **argv)
     }
     if (cli->opt[HD_CLI_OPT_NO_WAIT]) {
         if (cli->json)
-            rc = print_json(res);
+            rc = hd_cli_print_json(res);
         else
             printf("%s\n", json_string_value(json_object_get(res, "id")));
         goto out;
@@ -321,7 +311,7 @@ int hd_cli_shard_members(struct hd_cli *cli, int argc, char **argv)
     if ((rc = json_call(cli, what, "GET", path.data, NULL, &j)) != 0)
         goto out;
     if (cli->json) {
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         goto out;
     }
     json_array_foreach(json_object_get(j, "members"), i, e)
@@ -486,7 +476,7 @@ int hd_cli_batch_get(struct hd_cli *cli, int argc, char **argv)
     if (cli->json) {
         json_t *j = json_pack("{s:s, s:I, s:s?}", "file", dest, "size", (json_int_t)st.st_size,
                               "entries", hd_cli_resp_header(&rs, "X-Hoard-Batch-Entries"));
-        rc = print_json(j);
+        rc = hd_cli_print_json(j);
         json_decref(j);
     } else {
         printf("wrote %s entries (%s) to %s\n",
