@@ -17,9 +17,9 @@
 #include "common/tarindex.h"
 
 #define BATCH_MAGIC 0x62746368u
-#define MAX_BATCHES 64          /* streams in flight per process */
-#define FETCH_WINDOW 16         /* remote entries fetched at once per stream */
-#define ENTRY_BUF (1u << 20)    /* bytes buffered per entry in flight */
+#define MAX_BATCHES 64       /* streams in flight per process */
+#define FETCH_WINDOW 16      /* remote entries fetched at once per stream */
+#define ENTRY_BUF (1u << 20) /* bytes buffered per entry in flight */
 
 /* ---- the request body ---- */
 
@@ -46,8 +46,7 @@ static int str_field(json_t *o, const char *k, const char **out, size_t max)
     return 0;
 }
 
-int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *msg,
-                   size_t msglen)
+int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *msg, size_t msglen)
 {
     static const char *const top_keys[] = {"entries", "bucket", "continue_on_error", NULL};
     static const char *const ent_keys[] = {"bucket", "name", "archpath", "as", NULL};
@@ -244,16 +243,16 @@ struct run {
     uint32_t magic;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int refs;           /* request, response, thread; under mu */
-    struct hd_req *r;   /* NULL once the client side is over */
+    int refs;         /* request, response, thread; under mu */
+    struct hd_req *r; /* NULL once the client side is over */
     struct hd_batch *b;
     hd_batch_resolve_fn resolve;
     void *ctx;
     void (*ctx_free)(void *ctx);
-    char **names;       /* output member names */
+    char **names; /* output member names */
     struct hd_ring ring;
-    int waiting;        /* the client side is parked for data */
-    int out_started;    /* bytes went into the ring */
+    int waiting;     /* the client side is parked for data */
+    int out_started; /* bytes went into the ring */
     int done;
     int rc;
     char msg[512];
@@ -338,8 +337,8 @@ static int ts_failed(void *ctx, size_t i, int code, const char *msg)
     struct run *u = ctx;
 
     u->failed++;
-    HD_LOG(HD_INFO, u->reqid, "batch entry %zu (%s/%s): %s", i, u->b->e[i].bucket,
-           u->b->e[i].name, msg);
+    HD_LOG(HD_INFO, u->reqid, "batch entry %zu (%s/%s): %s", i, u->b->e[i].bucket, u->b->e[i].name,
+           msg);
     return u->b->continue_on_error ? 0 : code;
 }
 
@@ -356,8 +355,8 @@ static int ts_stopped(void *ctx)
 
 static void *run_main(void *arg)
 {
-    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name,    ts_sink,
-                                                ts_failed,  NULL,       ts_stopped};
+    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name, ts_sink,
+                                                ts_failed,  NULL,    ts_stopped};
     struct run *u = arg;
     struct hd_tarstream_cfg cfg = {u->b->n, FETCH_WINDOW, ENTRY_BUF};
     char msg[512];
@@ -469,8 +468,8 @@ static char *out_name(const struct hd_batch_ent *e)
     return hd_buf_steal(&b, NULL);
 }
 
-void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
-                      void *ctx, void (*ctx_free)(void *ctx))
+void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
+                      void (*ctx_free)(void *ctx))
 {
     struct run *u;
     pthread_t th;

@@ -44,8 +44,7 @@ struct hd_batch {
 
 /* Parses and validates a request body. 0 with *out (free with hd_batch_free), or HD_EBADARG
  * with the reason in msg. */
-int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *msg,
-                   size_t msglen);
+int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *msg, size_t msglen);
 void hd_batch_free(struct hd_batch *b);
 
 /* Reads r's body (up to HD_BATCH_BODY_MAX) and then calls ready(r, body, len, arg) from the
@@ -63,7 +62,7 @@ typedef void (*hd_batch_resolve_fn)(void *ctx, const struct hd_batch_ent *e,
 
 /* Answers r with the tar stream of b. Call from ready (the request's last callback). Takes b
  * and ctx (ctx_free(ctx) runs when the stream is over) whatever happens. */
-void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
-                      void *ctx, void (*ctx_free)(void *ctx));
+void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
+                      void (*ctx_free)(void *ctx));
 
 #endif

@@ -109,8 +109,7 @@ int hd_tmpl_parse(const char *s, struct hd_tmpl *t, char *msg, size_t msglen)
     if (dots + 2 == cb) {
         t->end = UINT64_MAX;
     } else if (parse_num(dots + 2, (size_t)(cb - dots - 2), &t->end) < 0 || t->end < t->start) {
-        snprintf(msg, msglen, "template '%.100s': the range must end with digits >= its start",
-                 s);
+        snprintf(msg, msglen, "template '%.100s': the range must end with digits >= its start", s);
         return HD_EBADARG;
     }
     t->width = (int)(dots - ob - 1);
@@ -149,8 +148,8 @@ int hd_tmpl_name(const struct hd_tmpl *t, uint64_t i, struct hd_buf *out)
         return HD_EBADARG;
     if (t->width < 0)
         return hd_buf_puts(out, t->prefix);
-    return hd_buf_printf(out, "%s%0*llu%s", t->prefix, t->width,
-                         (unsigned long long)(t->start + i), t->suffix);
+    return hd_buf_printf(out, "%s%0*llu%s", t->prefix, t->width, (unsigned long long)(t->start + i),
+                         t->suffix);
 }
 
 /* ---- tar sizes ---- */
@@ -420,12 +419,12 @@ json_t *hd_plan_shards_json(const struct hd_plan *p, const struct hd_plan_obj *o
             json_t *ol = json_array();
             for (k = sm->first; ol && k < sm->first + sm->n; k++) {
                 const struct hd_plan_obj *o = &objs[p->order[k]];
-                json_array_append_new(ol, json_pack("{s:s, s:I}", "name", o->name, "size",
-                                                    (json_int_t)o->size));
+                json_array_append_new(
+                    ol, json_pack("{s:s, s:I}", "name", o->name, "size", (json_int_t)o->size));
             }
-            json_array_append_new(samples, json_pack("{s:s%, s:o}", "key",
-                                                     objs[p->order[sm->first]].name,
-                                                     sm->key_len, "objects", ol));
+            json_array_append_new(samples,
+                                  json_pack("{s:s%, s:o}", "key", objs[p->order[sm->first]].name,
+                                            sm->key_len, "objects", ol));
         }
         j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "name", sh->name, "digest", sh->digest,
                       "size", (json_int_t)sh->tar_size, "objects_bytes", (json_int_t)sh->bytes,

@@ -66,13 +66,13 @@ struct hd_plan_opts {
 };
 
 struct hd_plan_sample {
-    size_t first, n;  /* objects order[first .. first+n) */
-    size_t key_len;   /* key = objs[order[first]].name[0..key_len) */
+    size_t first, n; /* objects order[first .. first+n) */
+    size_t key_len;  /* key = objs[order[first]].name[0..key_len) */
 };
 
 struct hd_plan_shard {
     char *name;
-    size_t first, n;   /* samples sorder[first .. first+n) */
+    size_t first, n; /* samples sorder[first .. first+n) */
     uint64_t nobjs;
     uint64_t bytes;    /* data bytes of its objects */
     uint64_t tar_size; /* the archive's size, end-of-archive blocks included */
@@ -80,10 +80,10 @@ struct hd_plan_shard {
 };
 
 struct hd_plan {
-    size_t *order;                   /* object indices sorted by (key, name) */
-    struct hd_plan_sample *samples;  /* in key order */
+    size_t *order;                  /* object indices sorted by (key, name) */
+    struct hd_plan_sample *samples; /* in key order */
     size_t nsamples;
-    size_t *sorder;                  /* sample indices in shard order (shuffled or not) */
+    size_t *sorder; /* sample indices in shard order (shuffled or not) */
     struct hd_plan_shard *shards;
     size_t nshards;
     uint64_t nobjs, bytes;

@@ -96,8 +96,9 @@ static la_int64_t src_skip(struct archive *a, void *arg, la_int64_t req)
 static la_int64_t src_seek(struct archive *a, void *arg, la_int64_t off, int whence)
 {
     struct src *s = arg;
-    la_int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (la_int64_t)s->pos
-                                                                   : (la_int64_t)s->size;
+    la_int64_t base = whence == SEEK_SET   ? 0
+                      : whence == SEEK_CUR ? (la_int64_t)s->pos
+                                           : (la_int64_t)s->size;
 
     (void)a;
     if (off < -base || base + off > (la_int64_t)s->size)
@@ -176,8 +177,9 @@ static int scan(struct src *s, hd_tar_member_fn fn, void *arg, struct hd_tar_sca
         if (m.off > s->size || m.size > s->size - m.off) {
             rc = HD_ENOTARCHIVE;
             if (msg)
-                snprintf(msg, msglen, "truncated tar archive: member '%.200s' needs %llu bytes "
-                                      "at offset %llu of %llu",
+                snprintf(msg, msglen,
+                         "truncated tar archive: member '%.200s' needs %llu bytes "
+                         "at offset %llu of %llu",
                          name, (unsigned long long)m.size, (unsigned long long)m.off,
                          (unsigned long long)s->size);
             goto out;
@@ -300,12 +302,12 @@ int hd_tar_write_header(struct archive *a, const char *name, uint64_t size, int6
 const char *hd_tar_ctype(const char *name)
 {
     static const char *const map[][2] = {
-        {"jpg", "image/jpeg"},   {"jpeg", "image/jpeg"},     {"png", "image/png"},
-        {"gif", "image/gif"},    {"webp", "image/webp"},     {"bmp", "image/bmp"},
-        {"tif", "image/tiff"},   {"tiff", "image/tiff"},     {"json", "application/json"},
-        {"txt", "text/plain"},   {"cls", "text/plain"},      {"csv", "text/csv"},
-        {"xml", "application/xml"}, {"wav", "audio/wav"},    {"flac", "audio/flac"},
-        {"mp3", "audio/mpeg"},   {"mp4", "video/mp4"},       {"npy", "application/octet-stream"},
+        {"jpg", "image/jpeg"},        {"jpeg", "image/jpeg"}, {"png", "image/png"},
+        {"gif", "image/gif"},         {"webp", "image/webp"}, {"bmp", "image/bmp"},
+        {"tif", "image/tiff"},        {"tiff", "image/tiff"}, {"json", "application/json"},
+        {"txt", "text/plain"},        {"cls", "text/plain"},  {"csv", "text/csv"},
+        {"xml", "application/xml"},   {"wav", "audio/wav"},   {"flac", "audio/flac"},
+        {"mp3", "audio/mpeg"},        {"mp4", "video/mp4"},   {"npy", "application/octet-stream"},
         {"tar", "application/x-tar"},
     };
     const char *slash = strrchr(name, '/'), *dot;

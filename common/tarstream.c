@@ -366,8 +366,7 @@ static int step_remote(struct run *u, struct slot *s, char *msg, size_t msglen)
         }
         if (s->status != 200 || s->cc != CURLE_OK) { /* nothing of it is out yet */
             if (s->status != 200 && s->status != 0 && s->cc == CURLE_OK) {
-                rc = hd_tarstream_http_err(s->status, s->buf.data, s->buf.len, why,
-                                           sizeof(why));
+                rc = hd_tarstream_http_err(s->status, s->buf.data, s->buf.len, why, sizeof(why));
             } else {
                 rc = HD_EUNAVAIL;
                 snprintf(why, sizeof(why), "fetching from %s: %s", s->src.url,
@@ -404,8 +403,8 @@ static int step_remote(struct run *u, struct slot *s, char *msg, size_t msglen)
     }
     if (s->finished) {
         if (s->cc != CURLE_OK || s->written != (uint64_t)s->clen) {
-            snprintf(msg, msglen, "%.300s: transfer cut short after %llu of %lld bytes (%s)",
-                     name, (unsigned long long)s->written, (long long)s->clen,
+            snprintf(msg, msglen, "%.300s: transfer cut short after %llu of %lld bytes (%s)", name,
+                     (unsigned long long)s->written, (long long)s->clen,
                      s->err[0] ? s->err : curl_easy_strerror(s->cc));
             return HD_EUNAVAIL;
         }

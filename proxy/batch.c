@@ -54,8 +54,8 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
     if (!s || (rc = hd_proxy_uname(p, e->bucket, e->name, &uname, &ulen)) < 0 ||
         (rc = hd_smap_owner(s, uname, ulen, &owner)) < 0) {
         src->err = HD_EUNAVAIL;
-        snprintf(src->msg, sizeof(src->msg), "%s", owner ? "the target that owns it is down"
-                                                         : "no target is available");
+        snprintf(src->msg, sizeof(src->msg), "%s",
+                 owner ? "the target that owns it is down" : "no target is available");
         goto out;
     }
     hd_buf_printf(&u, "%s/v1/objects/", owner->url);

@@ -32,7 +32,7 @@
 #include "common/shardplan.h"
 
 #define PLAN_MAGIC 0x706c616eu
-#define MAX_OBJECTS 5000000
+#define MAX_OBJECTS 1000000 /* its manifest stays well under HD_HTTPC_MAX_BODY */
 #define LIST_PAGE 10000
 #define MANIFEST_PUT_MS 120000
 
@@ -185,7 +185,7 @@ static int collect(struct plan_req *pr, struct filter *f, struct objs *o)
                 continue;
             if (o->n >= MAX_OBJECTS) {
                 snprintf(pr->msg, sizeof(pr->msg),
-                         "More than %d objects: split the job (prefix or range).",
+                         "More than %d objects: split the job (prefix, list or range).",
                          MAX_OBJECTS);
                 rc = HD_EBADARG;
             } else {
@@ -216,8 +216,8 @@ static size_t common_prefix(const char **v, size_t n)
 
 /* ---- the plan ---- */
 
-static int put_manifest(struct plan_req *pr, struct hd_smap *s, const char *out,
-                        const char *name, const char *text)
+static int put_manifest(struct plan_req *pr, struct hd_smap *s, const char *out, const char *name,
+                        const char *text)
 {
     const struct hd_node *owner = NULL;
     struct hd_httpc_call c;
@@ -260,8 +260,7 @@ static int put_manifest(struct plan_req *pr, struct hd_smap *s, const char *out,
             json_t *e = json_loadb(c.resp.data, c.resp.len, 0, NULL);
             const char *m = json_string_value(json_object_get(e, "message"));
             if (m)
-                snprintf(pr->msg, sizeof(pr->msg), "Writing the manifest %s/%s: %s", out,
-                         name, m);
+                snprintf(pr->msg, sizeof(pr->msg), "Writing the manifest %s/%s: %s", out, name, m);
             rc = hd_proxy_err_from_json(c.status, e);
             json_decref(e);
         } else {
@@ -295,8 +294,8 @@ static int bad_arg(struct plan_req *pr, const char *what)
 static int plan(struct plan_req *pr)
 {
     static const char *const known[] = {"output_bucket", "template", "shard_size", "prefix",
-                                        "list", "range", "seed", "key_rule", "manifest",
-                                        NULL};
+                                        "list",          "range",    "seed",       "key_rule",
+                                        "manifest",      NULL};
     json_t *args = pr->args, *v, *shards = NULL, *man = NULL, *targs = NULL;
     const char *out, *tmpl_s, *prefix, *range_s, *rule_s, *mname, *k;
     struct filter f;
@@ -389,14 +388,13 @@ static int plan(struct plan_req *pr)
         if ((rc = hd_tmpl_parse(range_s, &f.range, pr->msg, sizeof(pr->msg))) < 0)
             goto out;
         if (hd_tmpl_count(&f.range) > MAX_OBJECTS) {
-            rc = bad_arg(pr, "\"range\" must be a closed range of at most 5000000 names");
+            rc = bad_arg(pr, "\"range\" must be a closed range of at most 1000000 names");
             goto out;
         }
         f.prefix = f.range.prefix;
     } else if (v) {
-        if (!json_is_array(v) || json_array_size(v) == 0 ||
-            json_array_size(v) > MAX_OBJECTS) {
-            rc = bad_arg(pr, "\"list\" must be an array of 1 to 5000000 object names");
+        if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > MAX_OBJECTS) {
+            rc = bad_arg(pr, "\"list\" must be an array of 1 to 1000000 object names");
             goto out;
         }
         f.nlist = json_array_size(v);
@@ -435,8 +433,7 @@ static int plan(struct plan_req *pr)
     if (f.list) { /* every listed name must exist */
         size_t missing = 0, first = 0;
         for (i = 0; i < f.nlist; i++)
-            if (!f.seen[i] && (i == 0 || strcmp(f.list[i], f.list[i - 1]) != 0) &&
-                missing++ == 0)
+            if (!f.seen[i] && (i == 0 || strcmp(f.list[i], f.list[i - 1]) != 0) && missing++ == 0)
                 first = i;
         if (missing) {
             snprintf(pr->msg, sizeof(pr->msg),
@@ -446,8 +443,9 @@ static int plan(struct plan_req *pr)
             goto out;
         }
     } else if (range_s && o.n != hd_tmpl_count(&f.range)) {
-        snprintf(pr->msg, sizeof(pr->msg), "%llu of the %llu objects of range %.200s do not "
-                                            "exist in %s.",
+        snprintf(pr->msg, sizeof(pr->msg),
+                 "%llu of the %llu objects of range %.200s do not "
+                 "exist in %s.",
                  (unsigned long long)(hd_tmpl_count(&f.range) - o.n),
                  (unsigned long long)hd_tmpl_count(&f.range), range_s, pr->bucket);
         rc = HD_ENOSUCHKEY;
@@ -473,8 +471,9 @@ static int plan(struct plan_req *pr)
             rc = hd_smap_owner(s, uname, ulen, &owner);
         free(uname);
         if (rc < 0) {
-            snprintf(pr->msg, sizeof(pr->msg), "Shard %s: its target is %s; retry when every "
-                                                "target is up.",
+            snprintf(pr->msg, sizeof(pr->msg),
+                     "Shard %s: its target is %s; retry when every "
+                     "target is up.",
                      plan.shards[i].name, owner ? "down" : "missing");
             rc = HD_EUNAVAIL;
             goto out;
@@ -483,22 +482,29 @@ static int plan(struct plan_req *pr)
     }
     shards = hd_plan_shards_json(&plan, o.v, targets);
     hd_iso8601(time(NULL), ts);
-    man = shards ? json_pack("{s:s, s:s, s:s, s:{s:s, s:s*, s:s*, s:I}, s:{s:s, s:s, s:I}, "
-                             "s:s, s:b, s:O?, s:{s:I, s:I, s:I, s:I}, s:o}",
-                             "job", pr->id, "kind", "shard", "created", ts, "input", "bucket",
-                             pr->bucket, "prefix", prefix, "range", range_s, "objects",
-                             (json_int_t)o.n, "output", "bucket", out, "template", tmpl_s,
-                             "shard_size", (json_int_t)po.shard_size, "key_rule",
-                             hd_keyrule_name(po.rule), "shuffle", po.shuffle, "seed",
-                             json_object_get(args, "seed"), "totals", "objects",
-                             (json_int_t)plan.nobjs, "bytes", (json_int_t)plan.bytes, "samples",
-                             (json_int_t)plan.nsamples, "shards", (json_int_t)plan.nshards,
-                             "shards", shards)
+    man = shards ? json_pack(
+                       "{s:s, s:s, s:s, s:{s:s, s:s*, s:s*, s:I}, s:{s:s, s:s, s:I}, "
+                       "s:s, s:b, s:O?, s:{s:I, s:I, s:I, s:I}, s:o}",
+                       "job", pr->id, "kind", "shard", "created", ts, "input", "bucket", pr->bucket,
+                       "prefix", prefix, "range", range_s, "objects", (json_int_t)o.n, "output",
+                       "bucket", out, "template", tmpl_s, "shard_size", (json_int_t)po.shard_size,
+                       "key_rule", hd_keyrule_name(po.rule), "shuffle", po.shuffle, "seed",
+                       json_object_get(args, "seed"), "totals", "objects", (json_int_t)plan.nobjs,
+                       "bytes", (json_int_t)plan.bytes, "samples", (json_int_t)plan.nsamples,
+                       "shards", (json_int_t)plan.nshards, "shards", shards)
                  : NULL;
     shards = NULL; /* the manifest holds it (or json_pack released it) */
     text = man ? json_dumps(man, JSON_COMPACT) : NULL;
     if (!text) {
         rc = -ENOMEM;
+        goto out;
+    }
+    if (strlen(text) > HD_HTTPC_MAX_BODY) { /* targets could not read it back */
+        snprintf(pr->msg, sizeof(pr->msg),
+                 "The manifest would be %zu MiB (at most %u): split "
+                 "the job (prefix, list or range).",
+                 strlen(text) >> 20, HD_HTTPC_MAX_BODY >> 20);
+        rc = HD_EBADARG;
         goto out;
     }
     if ((rc = put_manifest(pr, s, out, mname, text)) < 0)
@@ -508,16 +514,17 @@ static int plan(struct plan_req *pr)
         rc = -ENOMEM;
         goto out;
     }
-    HD_LOG(HD_INFO, NULL, "shard job %s: %zu objects, %zu samples -> %zu shards in %s (manifest "
-                          "%s)",
+    HD_LOG(HD_INFO, NULL,
+           "shard job %s: %zu objects, %zu samples -> %zu shards in %s (manifest "
+           "%s)",
            pr->id, o.n, plan.nsamples, plan.nshards, out, mname);
     rc = hd_proxy_jobs_start_all(pr->p, s, pr->id, "shard", pr->bucket, targs, 0, pr->msg,
                                  sizeof(pr->msg));
     if (rc == 0)
-        pr->result = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "id", pr->id, "kind",
-                               "shard", "manifest", mname, "shards", (json_int_t)plan.nshards,
-                               "samples", (json_int_t)plan.nsamples, "objects",
-                               (json_int_t)plan.nobjs, "bytes", (json_int_t)plan.bytes);
+        pr->result = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "id", pr->id, "kind", "shard",
+                               "manifest", mname, "shards", (json_int_t)plan.nshards, "samples",
+                               (json_int_t)plan.nsamples, "objects", (json_int_t)plan.nobjs,
+                               "bytes", (json_int_t)plan.bytes);
 out:
     if (rc == -ENOMEM && !pr->msg[0])
         snprintf(pr->msg, sizeof(pr->msg), "Out of memory while planning.");
@@ -599,8 +606,8 @@ static void plan_done(struct hd_req *r)
     pr_unref(pr);
 }
 
-void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id,
-                          const char *bucket, json_t *args)
+void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id, const char *bucket,
+                          json_t *args)
 {
     struct plan_req *pr = calloc(1, sizeof(*pr));
     pthread_attr_t at;

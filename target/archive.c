@@ -50,8 +50,7 @@ static int collect_one(void *arg, const struct hd_tar_member *m)
 }
 
 int hd_arch_index(struct hd_target *t, const char *bucket, const char *key,
-                  const struct hd_obj_meta *m, int fd, uint64_t *members, char *msg,
-                  size_t msglen)
+                  const struct hd_obj_meta *m, int fd, uint64_t *members, char *msg, size_t msglen)
 {
     struct collect c = {NULL, 0, 0};
     uint64_t n = 0;
@@ -99,8 +98,8 @@ static int list_one(void *arg, const char *name, uint64_t off, uint64_t size)
     return 0;
 }
 
-static void list_members(struct hd_req *r, struct hd_target *t, const char *bucket,
-                         const char *key, const struct hd_obj_meta *m)
+static void list_members(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                         const struct hd_obj_meta *m)
 {
     struct list_ctx l = {json_array()};
     json_t *j;
@@ -157,8 +156,8 @@ void hd_arch_serve(struct hd_req *r, struct hd_target *t, const char *bucket, co
     }
     rc = hd_store_tar_member(t->st, m, member, &moff, &msize);
     if (rc == HD_ENOSUCHMEMBER) {
-        snprintf(msg, sizeof(msg), "Archive %s/%s (%llu members) has no member '%.300s'.",
-                 bucket, key, (unsigned long long)n, member);
+        snprintf(msg, sizeof(msg), "Archive %s/%s (%llu members) has no member '%.300s'.", bucket,
+                 key, (unsigned long long)n, member);
         hd_resp_err_msg(r, rc, msg);
         return;
     }

@@ -24,7 +24,6 @@ void hd_arch_serve(struct hd_req *r, struct hd_target *t, const char *bucket, co
  * it): scans the tar when it is not indexed yet. 0 (*members set when not NULL),
  * HD_ENOTARCHIVE with the reason in msg, or another error. */
 int hd_arch_index(struct hd_target *t, const char *bucket, const char *key,
-                  const struct hd_obj_meta *m, int fd, uint64_t *members, char *msg,
-                  size_t msglen);
+                  const struct hd_obj_meta *m, int fd, uint64_t *members, char *msg, size_t msglen);
 
 #endif

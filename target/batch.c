@@ -27,8 +27,7 @@ struct tbatch {
 
 /* Local bytes of e, when this target holds them: 0 with src filled, HD_ENOSUCHKEY when the
  * object is not here, another code (src->msg set) when it is here but unusable. */
-static int resolve_local(struct hd_target *t, const struct hd_batch_ent *e,
-                         struct hd_tar_src *src)
+static int resolve_local(struct hd_target *t, const struct hd_batch_ent *e, struct hd_tar_src *src)
 {
     struct hd_obj_meta m;
     uint64_t off, size;
@@ -54,8 +53,8 @@ static int resolve_local(struct hd_target *t, const struct hd_batch_ent *e,
     } else {
         close(fd);
         if (rc == HD_ENOSUCHMEMBER)
-            snprintf(src->msg, sizeof(src->msg), "%s/%s has no member '%.200s'", e->bucket,
-                     e->name, e->archpath);
+            snprintf(src->msg, sizeof(src->msg), "%s/%s has no member '%.200s'", e->bucket, e->name,
+                     e->archpath);
         else if (!src->msg[0])
             snprintf(src->msg, sizeof(src->msg), "%s", hd_strerror(rc));
     }
@@ -77,8 +76,8 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
     }
     local = rc;
     /* not held here: in a cluster its owner may have it (or fetch it: its normal GET) */
-    rc = hd_peer_object_url(tb->t, e->bucket, e->name, e->archpath, &src->url, &self,
-                            src->msg, sizeof(src->msg));
+    rc = hd_peer_object_url(tb->t, e->bucket, e->name, e->archpath, &src->url, &self, src->msg,
+                            sizeof(src->msg));
     if (rc == 0 && self) {
         free(src->url);
         src->url = NULL;

@@ -32,8 +32,8 @@ int hd_peer_object_url(struct hd_target *t, const char *bucket, const char *name
     }
     memset(&bi, 0, sizeof(bi));
     hd_store_bucket_get(t->st, bucket, &bi);
-    hd_hrw_uname(&u, strcmp(bi.provider, "aws") == 0 || strcmp(bi.provider, "s3") == 0 ? "aws"
-                                                                                       : "ais",
+    hd_hrw_uname(&u,
+                 strcmp(bi.provider, "aws") == 0 || strcmp(bi.provider, "s3") == 0 ? "aws" : "ais",
                  NULL, bucket, name);
     rc = u.oom ? -ENOMEM : hd_smap_owner(s, u.data, u.len, &owner);
     if (rc < 0) {
@@ -62,8 +62,7 @@ out:
     return rc;
 }
 
-int hd_peer_sign(struct hd_target *t, const char *method, const char *url, char ***hdrs,
-                 size_t *n)
+int hd_peer_sign(struct hd_target *t, const char *method, const char *url, char ***hdrs, size_t *n)
 {
     char path[4096], psig[HD_SMAP_SIG_LEN], line[3][256];
     long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;

@@ -17,7 +17,6 @@ int hd_peer_object_url(struct hd_target *t, const char *bucket, const char *name
                        const char *archpath, char **url, int *self, char *msg, size_t msglen);
 /* Node signature headers for METHOD url as "Name: value" strings (malloc'd array of malloc'd
  * strings, for struct hd_tar_src). 0 or -ENOMEM. */
-int hd_peer_sign(struct hd_target *t, const char *method, const char *url, char ***hdrs,
-                 size_t *n);
+int hd_peer_sign(struct hd_target *t, const char *method, const char *url, char ***hdrs, size_t *n);
 
 #endif

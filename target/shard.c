@@ -38,17 +38,17 @@
 #include "target/jobs.h"
 #include "target/peer.h"
 
-#define BUILDERS 2                  /* shards built at once per target */
-#define FETCH_WINDOW 32             /* member fetches in flight per shard */
-#define ENTRY_BUF (1u << 20)        /* bytes buffered per fetch in flight */
-#define MANIFEST_MAX (256u << 20)
+#define BUILDERS 2                     /* shards built at once per target */
+#define FETCH_WINDOW 32                /* member fetches in flight per shard */
+#define ENTRY_BUF (1u << 20)           /* bytes buffered per fetch in flight */
+#define MANIFEST_MAX HD_HTTPC_MAX_BODY /* what a remote read could fetch too */
 #define RETRIES 6 /* attempts per shard while a peer is unavailable: 1+2+4+8+16 s of waits */
 
 struct mshard {
-    json_t *j;                /* the manifest's entry */
+    json_t *j; /* the manifest's entry */
     const char *name, *digest;
-    const char **objs;        /* member names in order */
-    unsigned char *last;      /* 1 where an object ends its sample */
+    const char **objs;   /* member names in order */
+    unsigned char *last; /* 1 where an object ends its sample */
     size_t nobjs;
     uint64_t nsamples, bytes;
 };
@@ -194,8 +194,7 @@ static int load_shards(struct sjob *sj, json_t *man, char *msg, size_t msglen)
             {
                 const char *nm = json_string_value(json_object_get(ob, "name"));
                 if (!nm) {
-                    snprintf(msg, msglen, "manifest shard %s: an object without a name",
-                             m->name);
+                    snprintf(msg, msglen, "manifest shard %s: an object without a name", m->name);
                     return HD_EBADARG;
                 }
                 m->objs[m->nobjs++] = nm;
@@ -244,13 +243,11 @@ static void b_resolve(void *ctx, size_t i, struct hd_tar_src *src)
     }
     if (rc != HD_ENOSUCHKEY) {
         src->err = rc;
-        snprintf(src->msg, sizeof(src->msg), "reading %s/%s: %s", b->sj->in, name,
-                 hd_strerror(rc));
+        snprintf(src->msg, sizeof(src->msg), "reading %s/%s: %s", b->sj->in, name, hd_strerror(rc));
         return;
     }
     /* not held here: its owner's normal GET (which fills a cache miss where there is one) */
-    rc = hd_peer_object_url(t, b->sj->in, name, NULL, &src->url, &self, src->msg,
-                            sizeof(src->msg));
+    rc = hd_peer_object_url(t, b->sj->in, name, NULL, &src->url, &self, src->msg, sizeof(src->msg));
     if (rc == 0)
         rc = hd_peer_sign(t, "GET", src->url, &src->hdrs, &src->nhdrs);
     if (rc < 0) {
@@ -308,8 +305,7 @@ static int already_built(struct sjob *sj, const struct mshard *m)
         return 0;
     meta = om.meta ? json_loads(om.meta, 0, NULL) : NULL;
     same = json_is_string(json_object_get(meta, "hoard-shard-digest")) &&
-           strcmp(json_string_value(json_object_get(meta, "hoard-shard-digest")), m->digest) ==
-               0;
+           strcmp(json_string_value(json_object_get(meta, "hoard-shard-digest")), m->digest) == 0;
     json_decref(meta);
     hd_obj_meta_cleanup(&om);
     return same;
@@ -334,7 +330,7 @@ static void index_shard(struct sjob *sj, const char *name)
 /* One attempt at writing shard m: 0, or a negative code with msg filled. */
 static int build_try(struct sjob *sj, struct mshard *m, char *msg, size_t msglen)
 {
-    static const struct hd_tarstream_ops ops = {b_resolve, b_name, b_sink,
+    static const struct hd_tarstream_ops ops = {b_resolve, b_name,    b_sink,
                                                 NULL,      b_written, b_stopped};
     struct hd_tarstream_cfg cfg = {m->nobjs, FETCH_WINDOW, ENTRY_BUF};
     struct build b = {.sj = sj, .m = m};
@@ -350,8 +346,7 @@ static int build_try(struct sjob *sj, struct mshard *m, char *msg, size_t msglen
     rc = hd_tarstream_run(&cfg, &ops, &b, msg, msglen);
     if (rc < 0)
         goto out;
-    meta = json_pack("{s:s, s:s}", "hoard-shard-digest", m->digest, "hoard-shard-job",
-                     sj->j->id);
+    meta = json_pack("{s:s, s:s}", "hoard-shard-digest", m->digest, "hoard-shard-job", sj->j->id);
     mtext = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     if (!mtext) {
         rc = -ENOMEM;
@@ -405,8 +400,8 @@ static int build_one(struct sjob *sj, struct mshard *m)
         rc = build_try(sj, m, msg, sizeof(msg));
         if (rc != HD_EUNAVAIL || attempt >= RETRIES || !pause_ms(sj, backoff))
             break;
-        HD_LOG(HD_INFO, NULL, "job %s: shard %s: %s; retrying in %ld ms", sj->j->id, m->name,
-               msg, backoff);
+        HD_LOG(HD_INFO, NULL, "job %s: shard %s: %s; retrying in %ld ms", sj->j->id, m->name, msg,
+               backoff);
         atomic_fetch_add(&sj->retries, 1);
         backoff *= 2;
     }
@@ -485,8 +480,9 @@ int hd_shard_run(struct hd_job *j)
     if (hd_job_stopped(j))
         rc = -ECANCELED;
     else if (atomic_load(&sj.failed)) {
-        snprintf(msg, sizeof(msg), "%llu of %zu shards failed (see errors); run the job again "
-                                   "to finish them",
+        snprintf(msg, sizeof(msg),
+                 "%llu of %zu shards failed (see errors); run the job again "
+                 "to finish them",
                  (unsigned long long)atomic_load(&sj.failed), sj.nsh);
         rc = HD_EINTERNAL;
     }

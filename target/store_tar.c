@@ -9,8 +9,7 @@
 #include "target/store_int.h"
 
 /* The mountpath holding m's content file and the file's name relative to it. */
-static struct mountpath *locate(struct hd_store *st, const struct hd_obj_meta *m,
-                                const char **rel)
+static struct mountpath *locate(struct hd_store *st, const struct hd_obj_meta *m, const char **rel)
 {
     size_t i, n;
 

@@ -47,9 +47,16 @@ static char *tname(const struct hd_tmpl *t, uint64_t i)
 
 HD_SUITE(shardplan_templates)
 {
-    static const char *const bad[] = {"", "x-{}.tar", "x-{1..}}.tar", "x-{a..b}.tar",
-                                      "x-{5..2}.tar", "x-{1..2}{3..4}", "x-}", "x-{1.2}.tar",
-                                      "x-{123456789012345678901..}", NULL};
+    static const char *const bad[] = {"",
+                                      "x-{}.tar",
+                                      "x-{1..}}.tar",
+                                      "x-{a..b}.tar",
+                                      "x-{5..2}.tar",
+                                      "x-{1..2}{3..4}",
+                                      "x-}",
+                                      "x-{1.2}.tar",
+                                      "x-{123456789012345678901..}",
+                                      NULL};
     struct hd_tmpl t;
     char msg[200], *n;
     size_t i;
@@ -108,8 +115,7 @@ static void shard_names(const struct hd_plan *p, const struct fixture *f, size_t
     for (i = sh->first; i < sh->first + sh->n; i++) {
         const struct hd_plan_sample *sm = &p->samples[p->sorder[i]];
         for (k = sm->first; k < sm->first + sm->n; k++)
-            w += (size_t)snprintf(out + w, len - w, "%s%s", w ? " " : "",
-                                  f->o[p->order[k]].name);
+            w += (size_t)snprintf(out + w, len - w, "%s%s", w ? " " : "", f->o[p->order[k]].name);
     }
 }
 
@@ -178,8 +184,8 @@ HD_SUITE(shardplan_grouping_and_packing)
 
 HD_SUITE(shardplan_shuffle)
 {
-    static const char *const names[] = {"k0.x", "k1.x", "k2.x", "k3.x", "k4.x", "k5.x",
-                                        "k6.x", "k7.x", "k8.x", "k9.x"};
+    static const char *const names[] = {"k0.x", "k1.x", "k2.x", "k3.x", "k4.x",
+                                        "k5.x", "k6.x", "k7.x", "k8.x", "k9.x"};
     struct fixture f = {.n = 0};
     struct hd_tmpl t;
     struct hd_plan_opts o = {.shard_size = 1 << 20, .shuffle = 1, .seed = 42, .tmpl = &t};

@@ -20,8 +20,7 @@ static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *
     return 0;
 }
 
-static int put_obj(struct hd_store *st, const char *name, const char *body,
-                   struct hd_obj_meta *m)
+static int put_obj(struct hd_store *st, const char *name, const char *body, struct hd_obj_meta *m)
 {
     struct hd_put *p;
     int rc;
@@ -88,8 +87,7 @@ HD_SUITE(store_tar_index)
 
     /* a verdict "not a tar" is kept with its reason */
     CHECK_EQ_INT(put_obj(st, "bad.tar", "x", &m2), 0);
-    CHECK_EQ_INT(hd_store_tar_save(st, "bkt", "bad.tar", &m2, NULL, 0, HD_ENOTARCHIVE, "why"),
-                 0);
+    CHECK_EQ_INT(hd_store_tar_save(st, "bkt", "bad.tar", &m2, NULL, 0, HD_ENOTARCHIVE, "why"), 0);
     CHECK_EQ_INT(hd_store_tar_state(st, &m2, &n, msg, sizeof(msg)), HD_ENOTARCHIVE);
     CHECK_EQ_STR(msg, "why");
     hd_obj_meta_cleanup(&m2);

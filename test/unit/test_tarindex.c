@@ -109,19 +109,15 @@ HD_SUITE(tarindex_roundtrip)
             sum += hd_tar_entry_size(e[i].name, e[i].size);
         CHECK_EQ_INT(sum, b.len);
     }
-    /* a callback stops the scan with its value */
-    CHECK_EQ_INT(hd_tarindex_mem(b.data, b.len, NULL == NULL ? collect : NULL, &g, NULL, NULL, 0),
-                 0);
-
     /* truncated inside the last member's data */
     memset(&g, 0, sizeof(g));
     CHECK_EQ_INT(hd_tarindex_mem(b.data, b.len - 2000, collect, &g, NULL, msg, sizeof(msg)),
                  HD_ENOTARCHIVE);
     CHECK(strstr(msg, "truncated") != NULL);
     /* not a tar */
-    CHECK_EQ_INT(hd_tarindex_mem("hello world, not a tar at all", 29, collect, &g, NULL, msg,
-                                 sizeof(msg)),
-                 HD_ENOTARCHIVE);
+    CHECK_EQ_INT(
+        hd_tarindex_mem("hello world, not a tar at all", 29, collect, &g, NULL, msg, sizeof(msg)),
+        HD_ENOTARCHIVE);
     CHECK(strstr(msg, "not an uncompressed tar") != NULL);
     /* gzip magic: compressed archives are refused (members are not byte ranges) */
     {
@@ -134,8 +130,7 @@ HD_SUITE(tarindex_roundtrip)
         char zero[1024];
         memset(zero, 0, sizeof(zero));
         memset(&g, 0, sizeof(g));
-        CHECK_EQ_INT(hd_tarindex_mem(zero, sizeof(zero), collect, &g, NULL, msg, sizeof(msg)),
-                     0);
+        CHECK_EQ_INT(hd_tarindex_mem(zero, sizeof(zero), collect, &g, NULL, msg, sizeof(msg)), 0);
         CHECK_EQ_INT(g.n, 0);
     }
     hd_buf_cleanup(&b);

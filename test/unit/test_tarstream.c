@@ -42,8 +42,7 @@ HD_SUITE(batch_parse)
         {"{\"bucket\": \"Bad_Name\", \"entries\": [{\"name\": \"x\"}]}", "no valid bucket"},
         {"{\"bucket\": \"bkt\", \"entries\": [{\"name\": \"\"}]}", "\"name\""},
         {"{\"bucket\": \"bkt\", \"entries\": [{\"name\": 5}]}", "\"name\""},
-        {"{\"bucket\": \"bkt\", \"entries\": [{\"name\": \"x\", \"archpath\": \"\"}]}",
-         "archpath"},
+        {"{\"bucket\": \"bkt\", \"entries\": [{\"name\": \"x\", \"archpath\": \"\"}]}", "archpath"},
         {"{\"bucket\": \"bkt\", \"entries\": [{\"name\": \"x\", \"zz\": 1}]}", "unknown field"},
         {"{\"bucket\": \"bkt\", \"entries\": [{\"name\": \"x\"}], \"more\": 1}", "unknown field"},
         {"{\"bucket\": \"bkt\", \"entries\": [{\"name\": \"x\"}], \"continue_on_error\": 1}",
@@ -76,8 +75,7 @@ HD_SUITE(batch_parse)
                      HD_EBADARG);
         CHECK(b == NULL);
         if (!strstr(msg, bad[i].why))
-            fprintf(stderr, "  body %s: message '%s' lacks '%s'\n", bad[i].body, msg,
-                    bad[i].why);
+            fprintf(stderr, "  body %s: message '%s' lacks '%s'\n", bad[i].body, msg, bad[i].why);
         CHECK(strstr(msg, bad[i].why) != NULL);
     }
 }
@@ -181,7 +179,7 @@ static int tmpfile_with(const char *data, size_t n)
 
 HD_SUITE(tarstream_local)
 {
-    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name, ts_sink,
+    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name,    ts_sink,
                                                 ts_failed,  ts_written, ts_stopped};
     struct hd_tarstream_cfg cfg = {3, 2, 4096};
     struct ts t;
@@ -204,8 +202,7 @@ HD_SUITE(tarstream_local)
     CHECK_EQ_INT(hd_tarstream_run(&cfg, &ops, &t, msg, sizeof(msg)), 0);
     CHECK_EQ_INT(t.written, 3);
     memset(&ms, 0, sizeof(ms));
-    CHECK_EQ_INT(hd_tarindex_mem(t.out.data, t.out.len, collect, &ms, NULL, msg, sizeof(msg)),
-                 0);
+    CHECK_EQ_INT(hd_tarindex_mem(t.out.data, t.out.len, collect, &ms, NULL, msg, sizeof(msg)), 0);
     CHECK_EQ_INT(ms.n, 3);
     CHECK_EQ_STR(ms.names[1], "s/0001.jpg");
     CHECK_EQ_INT(ms.size[1], 299997);
@@ -220,8 +217,7 @@ HD_SUITE(tarstream_local)
     t.keep_going = 1;
     CHECK_EQ_INT(hd_tarstream_run(&cfg, &ops, &t, msg, sizeof(msg)), 0);
     memset(&ms, 0, sizeof(ms));
-    CHECK_EQ_INT(hd_tarindex_mem(t.out.data, t.out.len, collect, &ms, NULL, msg, sizeof(msg)),
-                 0);
+    CHECK_EQ_INT(hd_tarindex_mem(t.out.data, t.out.len, collect, &ms, NULL, msg, sizeof(msg)), 0);
     CHECK_EQ_INT(ms.n, 3);
     CHECK_EQ_STR(ms.names[1], "__404__/s/0001.jpg");
     CHECK(memcmp(t.out.data + ms.off[1], "entry 1 is missing", ms.size[1]) == 0);

@@ -95,8 +95,7 @@ static int read_list(struct hd_cli *cli, const char *file, json_t *arr)
         if (n == 0 || line[0] == '#')
             continue;
         if (json_array_append_new(arr, json_string(line)) < 0) {
-            rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: a line is not valid UTF-8: %.80s", file,
-                             line);
+            rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: a line is not valid UTF-8: %.80s", file, line);
             break;
         }
     }
@@ -120,8 +119,9 @@ static void progress_line(const json_t *j, double secs, int final)
     hd_cli_fmt_size((uint64_t)jint(j, "bytes"), done, sizeof(done));
     hd_cli_fmt_size((uint64_t)jint(j, "total_bytes"), total, sizeof(total));
     hd_cli_fmt_size(secs > 0 ? (uint64_t)((double)tar / secs) : 0, rate, sizeof(rate));
-    fprintf(stderr, "\rshard %s: %lld/%lld objects (%s / %s), %lld samples, %lld/%lld shards, "
-                    "%s/s %s",
+    fprintf(stderr,
+            "\rshard %s: %lld/%lld objects (%s / %s), %lld samples, %lld/%lld shards, "
+            "%s/s %s",
             json_string_value(json_object_get(j, "id")), (long long)objs, (long long)tobjs, done,
             total, (long long)jint(st, "samples_done"),
             (long long)(jint(st, "shards_done") + jint(st, "shards_skipped")),
@@ -380,8 +380,7 @@ static int batch_body(struct hd_cli *cli, const char *file, char **text)
         if (tab)
             *tab++ = '\0';
         if (hd_cli_path_split(line, &b, &o) < 0 || !*o) {
-            rc = hd_cli_usage_error(cli, "%s:%zu: want BUCKET/OBJECT[<TAB>MEMBER]", file,
-                                    lineno);
+            rc = hd_cli_usage_error(cli, "%s:%zu: want BUCKET/OBJECT[<TAB>MEMBER]", file, lineno);
         } else {
             e = json_pack("{s:s, s:s}", "bucket", b, "name", o);
             if (e && tab && *tab)
@@ -435,8 +434,7 @@ int hd_cli_batch_get(struct hd_cli *cli, int argc, char **argv)
     } else {
         hd_buf_printf(&tmp, "%s.tmp", dest);
         fd = tmp.oom ? -1
-                     : open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                            0666);
+                     : open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0 || !(out = fdopen(fd, "wb"))) {
             rc = hd_cli_fail(HD_CLI_EXIT_API, "batch get: cannot create %s: %s",
                              tmp.data ? tmp.data : dest, strerror(errno));
