@@ -51,7 +51,8 @@ struct run {
     CURLM *m;
     struct slot *slots;
     int sink_err;
-    char *lbuf; /* LOCAL_CHUNK */
+    int discard; /* after an error: output is dropped */
+    char *lbuf;  /* LOCAL_CHUNK */
 };
 
 int hd_tarstream_http_err(long status, const char *body, size_t len, char *msg, size_t msglen)
@@ -88,6 +89,8 @@ static long out_write(void *arg, const void *buf, size_t n)
     struct run *u = arg;
     int rc;
 
+    if (u->discard)
+        return (long)n; /* closing after an error: nothing more reaches the sink */
     if (u->sink_err)
         return -1;
     if ((rc = u->ops->sink(u->ctx, buf, n)) < 0) {
@@ -426,7 +429,7 @@ static void curl_init_once(void)
 int hd_tarstream_run(const struct hd_tarstream_cfg *cfg, const struct hd_tarstream_ops *ops,
                      void *ctx, char *msg, size_t msglen)
 {
-    struct run u = {cfg, ops, ctx, NULL, NULL, NULL, 0, NULL};
+    struct run u = {.cfg = cfg, .ops = ops, .ctx = ctx};
     size_t head = 0, next = 0, k;
     void *loc = hd_tar_locale_enter();
     int rc = 0;
@@ -485,8 +488,11 @@ out:
             if (u.slots[k].state != S_FREE)
                 slot_release(&u, &u.slots[k]);
     if (u.a) {
-        if (rc < 0)
-            archive_write_fail(u.a); /* no end-of-archive blocks after an error */
+        if (rc < 0) { /* no padding or end-of-archive blocks after an error: closed into the
+                       * void (archive_write_fail would leak libarchive 3.6's output state) */
+            u.discard = 1;
+            archive_write_close(u.a);
+        }
         archive_write_free(u.a);
     }
     if (u.m)
