@@ -32,16 +32,22 @@ PROXY_SRC := $(wildcard proxy/*.c)
 TARGET_SRC := $(wildcard target/*.c)
 SERVER_SRC := $(wildcard server/*.c)
 TOOLS_SRC := $(wildcard tools/hoard/*.c)
+BENCH_TOOL_SRC := $(wildcard tools/bench/*.c)
 UNIT_SRC := $(wildcard test/unit/*.c)
 FUZZ_SRC := $(wildcard test/fuzz/fuzz_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all deps test unit integration lint format check-deps bench run fuzz fuzz-run clean help
-all: $(BUILD)/bin/hoardd $(BUILD)/bin/hoard
+.PHONY: all deps test unit integration test-deploy chart-check image test-image lint format check-deps \
+        bench run fuzz fuzz-run clean help
+all: $(BUILD)/bin/hoardd $(BUILD)/bin/hoard $(BUILD)/bin/hoard-bench
 
 help:
-	@echo "make [all|deps|test|unit|integration|lint|format|check-deps|bench|run|fuzz|clean] [SAN=asan|tsan]"
+	@echo "make [all|deps|test|unit|integration|test-deploy|lint|format|check-deps|bench|run|fuzz|clean] [SAN=asan|tsan]"
+	@echo "make chart-check    helm lint/template, Kubernetes schema validation, yamllint (offline)"
+	@echo "make test-deploy    chart-check + multi-host test (network namespaces, needs root)"
+	@echo "make image          container image hoard:latest (deploy/docker/build.sh, needs root)"
+	@echo "make test-image     image + smoke test of 1 proxy + 2 targets from it"
 
 deps:
 	@bash deploy/local/install-deps.sh
@@ -66,6 +72,10 @@ $(BUILD)/bin/hoard: $(call obj,$(TOOLS_SRC)) $(BUILD)/lib/libhdcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+$(BUILD)/bin/hoard-bench: $(call obj,$(BENCH_TOOL_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 $(BUILD)/bin/unit-tests: $(call obj,$(UNIT_SRC) tools/hoard/cli_fmt.c) $(BUILD)/lib/libhdroles.a $(BUILD)/lib/libhdcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
@@ -73,12 +83,27 @@ $(BUILD)/bin/unit-tests: $(call obj,$(UNIT_SRC) tools/hoard/cli_fmt.c) $(BUILD)/
 test: deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
+	@bash test/deploy/image_test.sh
+	@$(MAKE) --no-print-directory test-deploy
 
 unit: $(BUILD)/bin/unit-tests
 	cd test/unit && ../../$(BUILD)/bin/unit-tests
 
 integration: all
 	HOARD_BUILD=$(BUILD) bash test/integration/run.sh
+
+# Deployment: chart checks and the multi-host test (test/deploy/run.sh), container image.
+test-deploy: all
+	HOARD_BUILD=$(BUILD) bash test/deploy/run.sh
+
+chart-check: deps all
+	HOARD_BUILD=$(BUILD) bash test/deploy/run.sh test/deploy/test_chart.py
+
+image:
+	bash deploy/docker/build.sh
+
+test-image: image
+	bash test/deploy/image_smoke.sh
 
 check-deps:
 	@bash tools/check-deps.sh
@@ -87,7 +112,7 @@ lint: check-deps
 	@bash tools/lint.sh
 
 format:
-	clang-format -i $(COMMON_SRC) $(PROXY_SRC) $(TARGET_SRC) $(SERVER_SRC) $(TOOLS_SRC) \
+	clang-format -i $(COMMON_SRC) $(PROXY_SRC) $(TARGET_SRC) $(SERVER_SRC) $(TOOLS_SRC) $(BENCH_TOOL_SRC) \
 	    $(UNIT_SRC) $(FUZZ_SRC) $(wildcard */*.h tools/hoard/*.h test/unit/*.h)
 
 bench: deps all

@@ -504,7 +504,7 @@ void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn 
     u->ctx = ctx;
     u->ctx_free = ctx_free;
     snprintf(u->reqid, sizeof(u->reqid), "%s", r->id);
-    rc = hd_ring_init(&u->ring, HD_BATCH_RING);
+    rc = hd_ring_init(&u->ring, 64u * 1024, HD_BATCH_RING);
     u->names = calloc(b->n, sizeof(*u->names));
     for (i = 0; rc == 0 && u->names && i < b->n; i++)
         if (!(u->names[i] = out_name(&b->e[i])))

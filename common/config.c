@@ -47,6 +47,8 @@ static const struct def defs[] = {
     {"cluster.dead_after", INT, "5", 2, 1000, 0,
      "heartbeat intervals of silence after which a node leaves the smap"},
     {"s3.redirect", BOOL, "false", 0, 0, 0, "S3 object requests get 307 instead of a relay"},
+    {"native.redirect", BOOL, "true", 0, 0, 0,
+     "native /v1/objects requests get 307 (false: relayed through the proxy)"},
 };
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
 

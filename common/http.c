@@ -315,6 +315,16 @@ int hd_resp_err(struct hd_req *r, int code)
     return hd_resp_err_msg(r, code, NULL);
 }
 
+static size_t header_count(const struct hd_req *r, const char *name)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < r->nhdrs; i++)
+        if (strcasecmp(r->hdrs[i].k, name) == 0)
+            n++;
+    return n;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version,
                                  const char *upload_data, size_t *upload_data_size,
@@ -332,6 +342,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         r->method = method;
         MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_hdr, r);
         cl = hd_req_header(r, "Content-Length");
+        if (cl && (header_count(r, "Content-Length") > 1 ||
+                   hd_req_header(r, "Transfer-Encoding"))) {
+            /* two framings of one body: the way request smuggling starts; the early answer
+             * also closes the connection */
+            hd_resp_err_msg(r, HD_EBADREQ,
+                            header_count(r, "Content-Length") > 1
+                                ? "More than one Content-Length header."
+                                : "Content-Length and Transfer-Encoding together.");
+            return MHD_YES;
+        }
         if (cl) {
             uint64_t v;
             if (hd_parse_u64(cl, &v) < 0 || v > INT64_MAX) {

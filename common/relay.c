@@ -15,6 +15,11 @@
 
 #define RELAY_MAGIC 0x726c6179u
 
+/* Each direction's window starts at RING_MIN and grows up to HD_RELAY_BUF only when data
+ * backs up, so a small object costs a small buffer (no 1 MiB allocation and page faults per
+ * request), and a large stream still gets the whole window. */
+#define RING_MIN (64u * 1024)
+
 struct relay {
     uint32_t magic;
     pthread_mutex_t mu;
@@ -27,11 +32,11 @@ struct relay {
     int has_body;
     int64_t body_len;     /* -1: chunked */
 
-    struct hd_ring up;    /* client -> node (HD_RELAY_BUF) */
+    struct hd_ring up;    /* client -> node */
     int up_eof;
     int mhd_wait_space;   /* client side parked until `up` has room */
 
-    struct hd_ring down;  /* node -> client (HD_RELAY_BUF) */
+    struct hd_ring down;  /* node -> client */
     int mhd_wait_data;    /* client side parked until data, headers or the end */
     int done;             /* transfer finished (ok or not) */
     int failed;           /* before headers: connect/transfer error; after: body cut short */
@@ -512,7 +517,6 @@ int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra,
     y->refs = 2; /* request + transfer */
     y->r = r;
     y->url = strdup(url);
-    hd_ring_init(&y->down, HD_RELAY_BUF);
     snprintf(y->method, sizeof(y->method), "%s", r->method);
     if (r->content_length >= 0)
         y->has_body = r->content_length > 0 || strcmp(r->method, "PUT") == 0 ||
@@ -520,9 +524,8 @@ int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra,
     else
         y->has_body = hd_req_header(r, "Transfer-Encoding") != NULL;
     y->body_len = r->content_length;
-    if (y->has_body)
-        hd_ring_init(&y->up, HD_RELAY_BUF);
-    if (!y->url || !y->down.buf || (y->has_body && !y->up.buf))
+    if (!y->url || hd_ring_init(&y->down, RING_MIN, HD_RELAY_BUF) < 0 ||
+        (y->has_body && hd_ring_init(&y->up, RING_MIN, HD_RELAY_BUF) < 0))
         goto fail;
     for (i = 0; i < r->nhdrs; i++)
         if (!skip_request_header(r->hdrs[i].k) &&

@@ -4,10 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int hd_ring_init(struct hd_ring *g, size_t cap)
+int hd_ring_init(struct hd_ring *g, size_t cap, size_t max)
 {
     g->head = g->len = 0;
     g->cap = 0;
+    g->max = max > cap ? max : cap;
     g->buf = malloc(cap ? cap : 1);
     if (!g->buf)
         return -ENOMEM;
@@ -19,13 +20,37 @@ void hd_ring_cleanup(struct hd_ring *g)
 {
     free(g->buf);
     g->buf = NULL;
-    g->cap = g->head = g->len = 0;
+    g->cap = g->max = g->head = g->len = 0;
+}
+
+/* Makes room for want more bytes if the maximum allows (linearising the data). */
+static void grow(struct hd_ring *g, size_t want)
+{
+    size_t cap = g->cap, first;
+    char *nb;
+
+    while (cap && cap < g->max && cap - g->len < want)
+        cap *= 2;
+    if (cap > g->max)
+        cap = g->max;
+    if (cap <= g->cap || !(nb = malloc(cap)))
+        return; /* at the maximum, or no memory: the caller waits for the reader instead */
+    first = g->cap - g->head < g->len ? g->cap - g->head : g->len;
+    memcpy(nb, g->buf + g->head, first);
+    memcpy(nb + first, g->buf, g->len - first);
+    free(g->buf);
+    g->buf = nb;
+    g->cap = cap;
+    g->head = 0;
 }
 
 size_t hd_ring_put(struct hd_ring *g, const void *p, size_t n)
 {
-    size_t room = g->cap - g->len, done = 0;
+    size_t room, done = 0;
 
+    if (g->cap - g->len < n)
+        grow(g, n);
+    room = g->cap - g->len;
     if (n > room)
         n = room;
     while (done < n) {

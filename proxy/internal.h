@@ -40,6 +40,7 @@ struct hd_proxy {
     long hb_ms;
     int dead_after;
     int s3_redirect;
+    int native_redirect; /* native.redirect: 307 (default) or relay for /v1/objects */
     struct hd_keys keys;
     struct hd_smap_state *cs;      /* current smap/BMD (thread-safe) */
 
@@ -124,11 +125,17 @@ void hd_proxy_fan_cleanup(struct hd_proxy_fan *f);
 /* A call's answer as JSON, NULL when it failed or is not JSON. */
 json_t *hd_proxy_call_json(const struct hd_httpc_call *c);
 
+/* capacity.c: GET /v1/cluster/capacity */
+void hd_proxy_capacity_handle(struct hd_req *r, struct hd_proxy *p);
+
 /* jobs.c */
 /* /v1/jobs[/ID] */
 void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p);
-/* Asks for a rebalance (the primary starts it from its loop thread; others forward). */
-void hd_proxy_rebalance_request(struct hd_proxy *p);
+/* POST /v1/cluster/rebalance (and POST /v1/jobs of kind rebalance): the primary marks the
+ * smap with a new rebalance id at once, which its loop thread then starts (wake it) in place
+ * of any marked before, and answers 202 {"status", "id"}. Other proxies forward to the
+ * primary. HTTP worker. */
+void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p);
 /* Primary, caller holds mu, s is the next smap (version already bumped, not installed):
  * marks it with a new rebalance id, so the map that moves objects is the same version that
  * turns on get-from-neighbour everywhere (no window where a new owner misses an object
@@ -156,18 +163,24 @@ void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p);
 
 /* route.c */
 void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);
-/* Answers r with 307 to the owner of bucket/key (decoded names), or 503. */
+/* Answers r with 307 to the owner of bucket/key (decoded names), or 503. The Location (and
+ * the proxy signature in it) carries `path`, the raw path the owner must see (NULL: r's):
+ * a virtual-host S3 request is sent on path style, since the owner sees another Host. */
 void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                       const char *key);
+                       const char *key, const char *path);
 /* Streams r to the owner of bucket/key and the answer back (common/relay.c), authorised
  * with the proxy's signature; the client's own headers (Host, SigV4) pass unchanged. */
-void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key);
+/* vbucket: the bucket of a virtual-host request (the proxy's reading of Host), or NULL. The
+ * target reads the request the same way: X-Hoard-Vhost names the bucket, covered by the
+ * signature (made over the path-style path), whatever the target's own s3.domain says. */
+void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                    const char *vbucket);
 /* uname "provider/@#/bucket/object" for placement; *out malloc'd. */
 int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char **out,
                    size_t *len);
 /* Headers that authorise a proxy->target call (X-Hoard-Pid/Ptime/Psig). */
 struct hd_proxy_sig {
-    struct hd_kv kv[3];
+    struct hd_kv kv[4];
     size_t n;
     char ptime[24];
     char psig[HD_SMAP_SIG_LEN];

@@ -9,7 +9,7 @@
  *   GET    /v1/jobs            {"jobs":[merged...]}
  *   GET    /v1/jobs/ID         merged, with "targets": {node: job}
  *   DELETE /v1/jobs/ID         stop on every target
- *   POST   /v1/cluster/rebalance   start a rebalance now (admin) */
+ *   POST   /v1/cluster/rebalance   start a rebalance now (admin) -> 202 {"status","id"} */
 #include "proxy/internal.h"
 
 #include <errno.h>
@@ -270,8 +270,7 @@ static void start_end(struct hd_req *r)
         goto out;
     }
     if (strcmp(kind, "rebalance") == 0) { /* the primary's business, with the smap mark */
-        hd_proxy_rebalance_request(p);
-        hd_proxy_resp_json(r, 202, json_pack("{s:s}", "status", "rebalance requested"));
+        hd_proxy_rebalance_reply(r, p);
         goto out;
     }
     if (cid && (!*cid || strlen(cid) > 48 || strchr(cid, '/'))) {
@@ -433,14 +432,52 @@ void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p)
 
 /* ---- rebalance, driven by the primary's loop thread ---- */
 
-void hd_proxy_rebalance_request(struct hd_proxy *p)
+/* Primary: marks the smap with a new rebalance id, which the loop thread then starts (it
+ * replaces one in progress or stopped: targets stop the running one first). id gets it. */
+static int mark_now(struct hd_proxy *p, char *id, size_t idlen)
 {
+    struct hd_smap *cur, *s = NULL;
+    int rc;
+
+    pthread_mutex_lock(&p->mu);
+    cur = hd_smap_state_smap(p->cs);
+    rc = cur ? hd_smap_clone(cur, &s) : HD_EUNAVAIL;
+    if (rc == 0) {
+        s->version++;
+        hd_proxy_rebalance_mark(p, s);
+        rc = hd_proxy_smap_install(p, s);
+    }
+    if (rc == 0)
+        snprintf(id, idlen, "%s", s->rebalance);
+    pthread_mutex_unlock(&p->mu);
+    hd_smap_unref(cur);
+    hd_smap_unref(s);
+    return rc;
+}
+
+void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p)
+{
+    char id[HD_NODE_ID_MAX];
+    json_t *out = NULL;
+    long status = 0;
+    int rc;
+
     if (!p->primary) {
-        long status = 0;
-        hd_proxy_primary_call(p, "POST", "/v1/cluster/rebalance", NULL, &status, NULL);
+        rc = hd_proxy_primary_call(p, "POST", "/v1/cluster/rebalance", NULL, &status, &out);
+        if (rc < 0)
+            hd_resp_err_msg(r, HD_EUNAVAIL, "The primary proxy cannot be reached.");
+        else if (!out)
+            hd_resp_empty(r, (int)status);
+        else
+            hd_proxy_resp_json(r, (int)status, out);
         return;
     }
-    atomic_store(&p->rb_pending, 1);
+    if ((rc = mark_now(p, id, sizeof(id))) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_proxy_resp_json(r, 202,
+                       json_pack("{s:s, s:s}", "status", "rebalance requested", "id", id));
 }
 
 void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s)

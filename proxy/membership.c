@@ -895,9 +895,8 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
         if (rc < 0) {
             hd_resp_err(r, rc);
         } else {
-            hd_proxy_rebalance_request(p);
+            hd_proxy_rebalance_reply(r, p);
             wake_loop(p);
-            hd_proxy_resp_json(r, 202, json_pack("{s:s}", "status", "rebalance requested"));
         }
         return;
     }

@@ -169,6 +169,7 @@ int hd_proxy_new(const struct hd_config *cfg, struct hd_proxy **out)
     p->hb_ms = (long)hd_config_int(cfg, "cluster.heartbeat_ms");
     p->dead_after = (int)hd_config_int(cfg, "cluster.dead_after");
     p->s3_redirect = hd_config_bool(cfg, "s3.redirect");
+    p->native_redirect = hd_config_bool(cfg, "native.redirect");
     snprintf(p->join, sizeof(p->join), "%s", hd_config_str(cfg, "cluster.join"));
     while (*p->join && p->join[strlen(p->join) - 1] == '/')
         p->join[strlen(p->join) - 1] = '\0';
@@ -278,6 +279,8 @@ void hd_proxy_handle(struct hd_req *r, void *ctx)
         health(r, p);
     } else if (strcmp(path, "/metrics") == 0) {
         metrics(r);
+    } else if (strcmp(path, "/v1/cluster/capacity") == 0) {
+        hd_proxy_capacity_handle(r, p);
     } else if (strcmp(path, "/v1/cluster") == 0 || strncmp(path, "/v1/cluster/", 12) == 0 ||
                strcmp(path, "/v1/metasync") == 0) {
         r->api = HD_API_NATIVE;

@@ -1,6 +1,7 @@
 /* route: object requests on the proxy. The owner is the HRW winner over the smap's targets
  * (AIStore's function, common/hrw.h); the client gets 307 to the owner's public URL with the
- * original raw path and query plus a proxy signature (pid, ptime, psig). */
+ * original raw path and query plus a proxy signature (pid, ptime, psig), or, with
+ * native.redirect = false, the request is relayed to the owner (common/relay.c). */
 #include "proxy/internal.h"
 
 #include <errno.h>
@@ -116,20 +117,22 @@ out:
 }
 
 void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                       const char *key)
+                       const char *key, const char *path)
 {
     struct hd_buf loc;
     char *base;
 
     if (owner_url(r, p, bucket, key, &base) < 0)
         return;
+    if (!path)
+        path = r->raw_path;
     hd_buf_init(&loc);
-    hd_buf_printf(&loc, "%s%s?%s%spid=%s", base, r->raw_path, r->raw_query,
-                  *r->raw_query ? "&" : "", p->self.id);
+    hd_buf_printf(&loc, "%s%s?%s%spid=%s", base, path, r->raw_query, *r->raw_query ? "&" : "",
+                  p->self.id);
     if (*p->secret) {
         long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
         char sig[HD_SMAP_SIG_LEN];
-        hd_smap_psig(p->secret, r->method, r->raw_path, ptime, sig);
+        hd_smap_psig(p->secret, r->method, path, ptime, sig);
         hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
     }
     if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)
@@ -140,24 +143,34 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     free(base);
 }
 
-void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key)
+void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                    const char *vbucket)
 {
     struct hd_proxy_sig sig;
-    struct hd_buf url;
+    struct hd_buf url, signed_url;
     char *base;
     int rc;
 
     if (owner_url(r, p, bucket, key, &base) < 0)
         return;
     hd_buf_init(&url);
+    hd_buf_init(&signed_url);
     hd_buf_printf(&url, "%s%s%s%s", base, r->raw_path, *r->raw_query ? "?" : "", r->raw_query);
+    if (vbucket) /* signed as the path-style path the target will read */
+        hd_buf_printf(&signed_url, "%s/%s%s", base, vbucket, r->raw_path);
     free(base);
-    if (url.oom) {
+    if (url.oom || signed_url.oom) {
         hd_buf_cleanup(&url);
+        hd_buf_cleanup(&signed_url);
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    hd_proxy_sign(p, r->method, url.data, &sig);
+    hd_proxy_sign(p, r->method, vbucket ? signed_url.data : url.data, &sig);
+    hd_buf_cleanup(&signed_url);
+    if (vbucket) {
+        sig.kv[sig.n].k = "X-Hoard-Vhost";
+        sig.kv[sig.n++].v = vbucket;
+    }
     rc = hd_relay_start(r, url.data, sig.kv, sig.n);
     hd_buf_cleanup(&url);
     if (rc < 0)
@@ -197,7 +210,10 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, rc);
         goto out;
     }
-    hd_proxy_redirect(r, p, bucket, key);
+    if (p->native_redirect)
+        hd_proxy_redirect(r, p, bucket, key, NULL);
+    else /* for clients that cannot reach targets (native.redirect = false) */
+        hd_proxy_relay(r, p, bucket, key, NULL);
 out:
     free(bucket);
     free(key);

@@ -633,10 +633,13 @@ static void bucket_call(struct hd_req *r, struct hd_proxy *p, const char *bucket
     }
 }
 
-/* Object-level S3 calls. The relay (proxy/relay.c, not yet written) goes in the else
- * branch: it authenticates here and streams the request to the owner, see cluster.md. */
-static void object_call(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                        const char *key)
+/* Object-level S3 calls, authenticated and authorised already: relayed to the owner as they
+ * are (the owner verifies the client's signature over the same Host and path), or with
+ * s3.redirect a 307 to it. vpath: the path-style path of a virtual-host request, which the
+ * redirect must carry (the owner sees its own Host; without it, /dir/obj would name bucket
+ * "dir", which the proxy never authorised), or NULL. */
+static void object_call(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                        const char *vpath)
 {
     const char *m = r->method;
 
@@ -646,9 +649,9 @@ static void object_call(struct hd_req *r, struct hd_proxy *p, const char *bucket
             : strcmp(m, "DELETE") == 0 ? HD_OP_DELETE
                                        : HD_OP_OTHER;
     if (p->s3_redirect)
-        hd_proxy_redirect(r, p, bucket, key);
+        hd_proxy_redirect(r, p, bucket, key, vpath);
     else
-        hd_proxy_relay(r, p, bucket, key);
+        hd_proxy_relay(r, p, bucket, key, vpath ? bucket : NULL);
 }
 
 void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)
@@ -695,7 +698,7 @@ void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)
     } else if ((rc = hd_object_name_check(key, klen)) < 0) {
         hd_resp_err(r, rc);
     } else {
-        object_call(r, p, bucket, key);
+        object_call(r, p, bucket, key, vpath);
     }
 out:
     free(vpath);

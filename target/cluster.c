@@ -500,11 +500,11 @@ static const char *sig_param(struct hd_req *r, const char *qname, const char *hn
 static int check_sig(struct hd_tcluster *c, struct hd_req *r, int *hdr)
 {
     const char *pt = sig_param(r, "ptime", "X-Hoard-Ptime");
-    const char *ps = sig_param(r, "psig", "X-Hoard-Psig");
-
-    *hdr = !hd_req_param(r, "psig");
+    const char *ps = sig_param(r, "psig", "X-Hoard-Psig"), *vh;
     char want[HD_SMAP_SIG_LEN];
     int64_t ptime;
+
+    *hdr = !hd_req_param(r, "psig");
 
     if (!*c->secret)
         return 0;
@@ -512,6 +512,21 @@ static int check_sig(struct hd_tcluster *c, struct hd_req *r, int *hdr)
         return HD_EACCESS;
     if (ptime < (int64_t)time(NULL))
         return HD_EEXPIRED;
+    vh = *hdr ? hd_req_header(r, "X-Hoard-Vhost") : NULL;
+    if (vh) { /* a relayed virtual-host request: signed as the path-style path */
+        struct hd_buf path;
+        int ok;
+        hd_buf_init(&path);
+        hd_buf_printf(&path, "/%s%s", vh, r->raw_path);
+        if (path.oom) {
+            hd_buf_cleanup(&path);
+            return -ENOMEM;
+        }
+        hd_smap_psig(c->secret, r->method, path.data, (long long)ptime, want);
+        ok = hd_smap_sig_equal(want, ps);
+        hd_buf_cleanup(&path);
+        return ok ? 0 : HD_EACCESS;
+    }
     hd_smap_psig(c->secret, r->method, r->raw_path, (long long)ptime, want);
     return hd_smap_sig_equal(want, ps) ? 0 : HD_EACCESS;
 }

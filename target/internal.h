@@ -98,6 +98,8 @@ char *hd_obj_meta_json(const struct hd_obj_meta *m);
  * *hold (json_decref it after the commit). HD_EBADHEADER when malformed. */
 int hd_obj_meta_attrs(const char *text, struct hd_put_attrs *a, json_t **hold);
 void hd_native_handle(struct hd_req *r, struct hd_target *t);
+/* GET /v1/daemon: id and per-mountpath capacity (daemon.c). */
+void hd_daemon_handle(struct hd_req *r, struct hd_target *t);
 /* GET|POST /v1/batch (batch.c) */
 void hd_target_batch(struct hd_req *r, struct hd_target *t);
 void hd_s3_handle(struct hd_req *r, struct hd_target *t, const char *path);

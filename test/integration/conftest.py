@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
 
 import pytest
@@ -28,6 +29,15 @@ LOG_ROOT = os.path.join(HERE, "logs")
 ACCESS_KEY = "AKIDTEST"
 SECRET_KEY = "secretTEST123"
 REGION = "us-east-1"
+CLUSTER_SECRET = "s3-suite-cluster-secret"
+S3_DOMAIN = "s3.hoard.test"
+# Extra keys of the session cluster (test_s3_features.py's per-key permissions); PERM_TAG makes
+# the bucket names in AKMIX's rules unique to this session.
+PERM_TAG = uuid.uuid4().hex[:8]
+PERM_BUCKETS = {p: "perm-%s-%s" % (PERM_TAG, p) for p in ("rw", "ro", "none")}
+CLUSTER_KEYS = ",".join(["%s:%s" % (ACCESS_KEY, SECRET_KEY), "AKRO:secretRO:ro",
+                         "AKMIX:secretMIX:%s=rw;%s=ro" % (PERM_BUCKETS["rw"],
+                                                          PERM_BUCKETS["ro"])])
 
 # Every target started in this session, so the failure hook can show their logs.
 _TARGETS = []
@@ -51,7 +61,11 @@ def _session_log_dir():
 
 
 class Target:
-    """One `hoardd --role target` process with its own data dir and logs."""
+    """One `hoardd --role target` process with its own data dir and logs. As an S3 endpoint
+    (fixture `endpoint`, kind "target") it is also its own only storage node."""
+
+    kind = "target"
+    ready_path = "/v1/health"  # 200 once the node serves requests
 
     def __init__(self, name, root, log_dir, bin_dir=BIN_DIR, access_key=ACCESS_KEY,
                  secret_key=SECRET_KEY, extra_args=(), auth_keys=None):
@@ -126,7 +140,7 @@ class Target:
             if self.proc.poll() is not None:
                 return False
             try:
-                r = requests.get(self.url + "/v1/health", timeout=1)
+                r = requests.get(self.url + self.ready_path, timeout=1)
                 if r.status_code == 200:
                     return True
             except requests.RequestException:
@@ -224,6 +238,98 @@ class Target:
     def raw(self):
         return helpers.S3Raw(self.host, self.port, self.access_key, self.secret_key)
 
+    @property
+    def storage(self):
+        """The targets whose disks hold what this endpoint stores: itself."""
+        return [self]
+
+    def owner(self, bucket, key):
+        """URL of the storage node that holds bucket/key: this one."""
+        return self.url
+
+
+class ClusterNode(Target):
+    """A hoardd proxy or target of a test cluster: cluster.secret and auth.keys set."""
+
+    ready_path = "/v1/health?ready=true"  # 503 until joined and holding the smap
+
+    def __init__(self, name, root, log_dir, role, join=None, secret=None, hb_ms=200,
+                 dead_after=5, **kw):
+        """join: callable -> URL of the primary, or None for the primary itself."""
+        super().__init__(name, root, log_dir, **kw)
+        self.role, self.join = role, join
+        self.secret = CLUSTER_SECRET if secret is None else secret
+        self.hb_ms, self.dead_after = hb_ms, dead_after
+
+    def cmdline(self):
+        args = [self.binary, "--role", self.role, "--listen", "%s:%d" % (self.host, self.port),
+                "--data", self.data_dir, "--log.access", self.access_log,
+                "--auth.keys", self.auth_keys, "--cluster.secret", self.secret,
+                "--cluster.heartbeat_ms", str(self.hb_ms),
+                "--cluster.dead_after", str(self.dead_after)]
+        if self.role == "target":
+            args += ["--mountpaths", ",".join(self.mountpaths)]
+        if self.join:
+            args += ["--cluster.join", self.join()]
+        return args + self.extra_args
+
+    def health(self):
+        return requests.get(self.url + "/v1/health", timeout=5).json()
+
+    def smap(self):
+        r = requests.get(self.url + "/v1/cluster", timeout=5)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+
+class ProxyEndpoint:
+    """The S3 endpoint of the session cluster (fixture `endpoint`, kind "proxy"): requests go
+    to `proxy`; what a test reads from disks or metrics is summed over the cluster's targets."""
+
+    kind = "proxy"
+
+    def __init__(self, proxy, targets, redirect_proxy=None, domain=None):
+        self.proxy, self.storage = proxy, targets
+        self.redirect_proxy = redirect_proxy  # same cluster, s3.redirect=true
+        self.domain = domain                  # the proxies' s3.domain
+        self.host, self.port = proxy.host, proxy.port
+        self.access_key, self.secret_key = proxy.access_key, proxy.secret_key
+        self.access_log = proxy.access_log
+
+    @property
+    def url(self):
+        return self.proxy.url
+
+    @property
+    def mountpaths(self):
+        return [mp for t in self.storage for mp in t.mountpaths]
+
+    def raw(self):
+        return self.proxy.raw()
+
+    def owner(self, bucket, key):
+        """URL of the target that owns bucket/key (HRW), from the Location of the proxy's 307
+        answer to a native request (nothing is read or written)."""
+        url = "%s/v1/objects/%s/%s" % (self.url, bucket, urllib.parse.quote(key, safe=""))
+        r = requests.head(url, allow_redirects=False, timeout=10, headers=helpers.sign_headers(
+            "HEAD", url, self.access_key, self.secret_key))
+        assert r.status_code == 307, (url, r.status_code, r.headers)
+        parts = urllib.parse.urlsplit(r.headers["Location"])
+        return "%s://%s" % (parts.scheme, parts.netloc)
+
+    def tmp_files(self):
+        return helpers.tmp_files(self.mountpaths)
+
+    def metrics(self):
+        """The targets' metrics, summed series by series."""
+        out = {}
+        for t in self.storage:
+            for k, v in t.metrics().items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    series = staticmethod(Target.series)
+
 
 # ---- failure reporting ----
 
@@ -309,18 +415,123 @@ def target_factory(tmp_path_factory, log_dir, request):
     assert not problems, "sanitizer reports:\n" + "\n".join(problems[:20])
 
 
+# ---- the session cluster: the S3 suite's "proxy" endpoint ----
+
+def _stop_nodes(nodes):
+    """Stops nodes (SIGTERM); asserts each exited 0 and no sanitizer reported anything."""
+    problems, bad = [], []
+    for n in nodes:
+        n.expect_alive = False
+        was_alive = n.alive()
+        rc = n.stop()
+        if n in _TARGETS:
+            _TARGETS.remove(n)
+        problems += n.sanitizer_reports()
+        if was_alive and rc != 0:
+            bad.append("hoardd %s exited with %r on SIGTERM; see %s" % (n.name, rc, n.error_log))
+    assert not bad, "\n".join(bad)
+    assert not problems, "sanitizer reports:\n" + "\n".join(problems[:20])
+
+
+def start_cluster(tmp_path_factory, log_dir, prefix, ntargets=3, proxy_args=(),
+                  target_args=(), redirect_proxy=False):
+    """Starts a cluster: one proxy (proxy_args), ntargets targets (target_args) and, with
+    redirect_proxy, a second proxy with s3.redirect=true; auth.keys = CLUSTER_KEYS. Waits
+    until every node is ready and holds the primary's smap with no rebalance running.
+    Returns (nodes, ProxyEndpoint of the first proxy); stop them with _stop_nodes(nodes)."""
+    nodes = []
+
+    def make(name, role, join=None, extra=()):
+        root = str(tmp_path_factory.mktemp(prefix + name))
+        n = ClusterNode(name, root, os.path.join(log_dir, prefix + name), role, join,
+                        auth_keys=CLUSTER_KEYS, hb_ms=500, extra_args=list(extra) +
+                        (["--store.fsync", "false"] if role == "target" else []))
+        nodes.append(n)
+        _TARGETS.append(n)
+        return n
+
+    try:
+        p1 = make("p1", "proxy", extra=proxy_args)
+        p1.start()
+        join = lambda: p1.url  # noqa: E731
+        targets = [make("t%d" % i, "target", join, target_args) for i in range(1, ntargets + 1)]
+        p2 = make("p2-redirect", "proxy", join, list(proxy_args) + ["--s3.redirect", "true"]) \
+            if redirect_proxy else None
+        for n in nodes[1:]:
+            n.start()
+
+        def settled():
+            s = p1.smap()
+            return (len(s["tmap"]) == ntargets and len(s["pmap"]) == len(nodes) - ntargets and
+                    "rebalance_id" not in s and
+                    all(n.smap()["version"] == s["version"] for n in nodes))
+        helpers.wait_until(settled, timeout=30, what="targets and proxies on one smap version")
+    except BaseException:
+        for n in nodes:
+            n.kill9()
+            _TARGETS.remove(n)
+        raise
+    for n in nodes:
+        n.expect_alive = True
+    return nodes, ProxyEndpoint(p1, targets, p2, S3_DOMAIN if "--s3.domain" in proxy_args
+                                else None)
+
+
+@pytest.fixture(scope="session")
+def s3cluster(tmp_path_factory, log_dir):
+    """The S3 suite's "proxy" endpoint: 1 proxy + 3 targets (cluster.secret, auth.keys =
+    CLUSTER_KEYS, s3.domain on every node) plus a second proxy with s3.redirect=true; started
+    on the first proxy-variant test, shared by all of them."""
+    dom = ["--s3.domain", S3_DOMAIN]
+    nodes, ep = start_cluster(tmp_path_factory, log_dir, "s3c-", 3, dom, dom, True)
+    yield ep
+    _stop_nodes(nodes)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "target_only: in a module with ENDPOINTS, run only against the standalone "
+        "target (a comment says why)")
+    config.addinivalue_line(
+        "markers", "proxy_xfail(reason): the [proxy] variant is xfail(strict=True, reason)")
+
+
+def pytest_generate_tests(metafunc):
+    """A module that sets ENDPOINTS = ("target", "proxy") runs every test using the `endpoint`
+    fixture once per kind (ids [target] and [proxy]), except tests marked target_only; a
+    proxy_xfail mark makes the [proxy] variant a strict xfail."""
+    kinds = getattr(metafunc.module, "ENDPOINTS", None)
+    if not kinds or "endpoint" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("target_only"):
+        kinds = ("target",)
+    xf = metafunc.definition.get_closest_marker("proxy_xfail")
+    params = [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=xf.kwargs["reason"])
+                           if xf and k == "proxy" else ()) for k in kinds]
+    metafunc.parametrize("endpoint", params, indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def endpoint(request):
+    """The S3 endpoint under test: the standalone `target` (default), or the session
+    cluster's proxy (ProxyEndpoint) when the module's ENDPOINTS parametrizes it."""
+    if getattr(request, "param", "target") == "proxy":
+        return request.getfixturevalue("s3cluster")
+    return request.getfixturevalue("target")
+
+
 # ---- S3 clients ----
 
 @pytest.fixture(scope="session")
-def s3(target):
+def s3(endpoint):
     """Debian's boto3 (1.26) client: path style, us-east-1, SigV4."""
-    return helpers.boto3_client(target)
+    return helpers.boto3_client(endpoint)
 
 
 @pytest.fixture
-def raw(target):
+def raw(endpoint):
     """helpers.S3Raw for signed requests with exact, unnormalised paths."""
-    return target.raw()
+    return endpoint.raw()
 
 
 def _empty_bucket(client, name):
@@ -369,7 +580,7 @@ class AwsCli:
 
 
 @pytest.fixture(scope="session")
-def aws_env(target, tmp_path_factory):
+def aws_env(endpoint, tmp_path_factory):
     """Environment for aws CLI v1/v2: test credentials, us-east-1, a private config file
     (default transfer settings: multipart above 8 MiB)."""
     d = tmp_path_factory.mktemp("aws")
@@ -378,8 +589,8 @@ def aws_env(target, tmp_path_factory):
         if k.startswith("AWS_"):
             del env[k]
     env.update({
-        "AWS_ACCESS_KEY_ID": target.access_key,
-        "AWS_SECRET_ACCESS_KEY": target.secret_key,
+        "AWS_ACCESS_KEY_ID": endpoint.access_key,
+        "AWS_SECRET_ACCESS_KEY": endpoint.secret_key,
         "AWS_DEFAULT_REGION": REGION,
         "AWS_REGION": REGION,
         "AWS_CONFIG_FILE": str(d / "config"),
@@ -407,31 +618,31 @@ def _aws_v1():
 
 
 @pytest.fixture(scope="session")
-def aws2(target, aws_env):
+def aws2(endpoint, aws_env):
     if not os.access("/usr/bin/aws", os.X_OK):
         pytest.skip("aws CLI v2 (/usr/bin/aws) not installed")
-    return AwsCli("/usr/bin/aws", aws_env, target.url, 2)
+    return AwsCli("/usr/bin/aws", aws_env, endpoint.url, 2)
 
 
 @pytest.fixture(scope="session")
-def aws1(target, aws_env):
+def aws1(endpoint, aws_env):
     exe = _aws_v1()
     if not exe:
         pytest.skip("aws CLI v1 not on PATH")
-    return AwsCli(exe, aws_env, target.url, 1)
+    return AwsCli(exe, aws_env, endpoint.url, 1)
 
 
 @pytest.fixture(scope="session")
-def s3cmd_cfg(target, tmp_path_factory):
-    """Path of an s3cmd config for the target (path style, plain http, SigV4)."""
+def s3cmd_cfg(endpoint, tmp_path_factory):
+    """Path of an s3cmd config for the endpoint (path style, plain http, SigV4)."""
     if not shutil.which("s3cmd"):
         pytest.skip("s3cmd not installed")
     p = tmp_path_factory.mktemp("s3cmd") / "s3cfg"
-    hostport = "%s:%d" % (target.host, target.port)
+    hostport = "%s:%d" % (endpoint.host, endpoint.port)
     p.write_text("\n".join([
         "[default]",
-        "access_key = %s" % target.access_key,
-        "secret_key = %s" % target.secret_key,
+        "access_key = %s" % endpoint.access_key,
+        "secret_key = %s" % endpoint.secret_key,
         "host_base = %s" % hostport,
         "host_bucket = %s" % hostport,
         "bucket_location = us-east-1",

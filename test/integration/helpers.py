@@ -5,6 +5,7 @@ Runs under Debian's /usr/bin/python3 (botocore 1.29 for signing, requests, stdli
 """
 import base64
 import hashlib
+import hmac
 import http.client
 import os
 import re
@@ -302,3 +303,147 @@ def run_pyenv(exe, script, env_extra, timeout=90):
     env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
     return subprocess.run([exe, "-c", script], capture_output=True, text=True, timeout=timeout,
                           env=env)
+
+
+def placed_key(endpoint, bucket, stem, src, same):
+    """A destination key for a copy of src = (bucket, key): `stem` on a standalone target;
+    through a proxy the first stem-N that the source's owner also owns (same=True) or that
+    another target owns (same=False), so the proxy variant always exercises that case."""
+    if endpoint.kind == "target":
+        return stem
+    want = endpoint.owner(*src)
+    for i in range(64):
+        k = "%s-%d" % (stem, i)
+        if (endpoint.owner(bucket, k) == want) == same:
+            return k
+    raise AssertionError("no key %s-N with same=%r owner as %r" % (stem, same, src))
+
+
+# ---- checksums S3 names (x-amz-checksum-*), computed here, independently of the server ----
+
+def _crc_table(poly, width):
+    """Table for a reflected CRC of `width` bits with reflected polynomial `poly`."""
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C_TABLE = _crc_table(0x82F63B78, 32)                # Castagnoli, reflected
+_CRC64NVME_TABLE = _crc_table(0x9A6C9329AC4BC9B5, 64)     # 0xAD93D23594C93659, reflected
+
+
+def _crc_reflected(table, mask, data, crc):
+    c = crc ^ mask
+    for b in data:
+        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ mask
+
+
+def crc32c(data, crc=0):
+    """CRC-32C (Castagnoli): init and xorout 0xFFFFFFFF, reflected; check("123456789") =
+    0xE3069283. crc: the value of the bytes before `data` (to continue a running CRC)."""
+    return _crc_reflected(_CRC32C_TABLE, 0xFFFFFFFF, data, crc)
+
+
+def crc64nvme(data, crc=0):
+    """CRC-64/NVME: poly 0xAD93D23594C93659, init and xorout all ones, reflected;
+    check("123456789") = 0xAE8B14860A799888. Pure Python (about 1 s per 5 MiB)."""
+    return _crc_reflected(_CRC64NVME_TABLE, 0xFFFFFFFFFFFFFFFF, data, crc)
+
+
+def checksum_raw(algo, data):
+    """The binary checksum S3 sends base64-encoded in x-amz-checksum-<algo> (algo: crc32,
+    crc32c, crc64nvme, sha1, sha256; any case)."""
+    algo = algo.lower()
+    if algo == "crc32":
+        return (zlib.crc32(data) & 0xFFFFFFFF).to_bytes(4, "big")
+    if algo == "crc32c":
+        return crc32c(data).to_bytes(4, "big")
+    if algo == "crc64nvme":
+        return crc64nvme(data).to_bytes(8, "big")
+    return hashlib.new(algo, data).digest()
+
+
+def checksum_b64(algo, data):
+    return base64.b64encode(checksum_raw(algo, data)).decode()
+
+
+# ---- an independent SigV4 signer (hmac/hashlib, per the AWS documentation) ----
+
+def hmac_sha256(key, msg):
+    return hmac.new(key, msg.encode() if isinstance(msg, str) else msg, hashlib.sha256).digest()
+
+
+def sigv4_signing_key(secret_key, date, region=REGION, service="s3"):
+    k = hmac_sha256(("AWS4" + secret_key).encode(), date)
+    for part in (region, service, "aws4_request"):
+        k = hmac_sha256(k, part)
+    return k
+
+
+class ChunkSigner:
+    """Builds the body of an aws-chunked upload whose request headers `headers` were signed
+    (seed signature) with x-amz-content-sha256 STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER]:
+    every chunk signs "AWS4-HMAC-SHA256-PAYLOAD", the time, the scope, the previous
+    signature, the empty-string hash and the chunk's hash; trailers sign
+    "AWS4-HMAC-SHA256-TRAILER" ... and the hash of the trailer lines, each "name:value\\n"."""
+
+    def __init__(self, headers, secret_key, region=REGION):
+        h = {k.lower(): v for k, v in headers.items()}
+        self.when = h["x-amz-date"]
+        self.scope = "%s/%s/s3/aws4_request" % (self.when[:8], region)
+        self.key = sigv4_signing_key(secret_key, self.when[:8], region)
+        self.prev = re.search(r"Signature=([0-9a-f]{64})", h["authorization"]).group(1)
+
+    def _sign(self, kind, last_line):
+        sts = "\n".join([kind, self.when, self.scope, self.prev, last_line])
+        self.prev = hmac.new(self.key, sts.encode(), hashlib.sha256).hexdigest()
+        return self.prev
+
+    def chunk(self, data):
+        """One chunk, framed and signed (b"" is the final chunk, without its closing CRLF)."""
+        sig = self._sign("AWS4-HMAC-SHA256-PAYLOAD",
+                         sha256_hex(b"") + "\n" + sha256_hex(data))
+        head = b"%x;chunk-signature=%s\r\n" % (len(data), sig.encode())
+        return head + data + b"\r\n" if data else head
+
+    def trailer(self, trailers):
+        """Trailer lines plus x-amz-trailer-signature and the closing blank line."""
+        lines = "".join("%s:%s\n" % kv for kv in trailers)
+        sig = self._sign("AWS4-HMAC-SHA256-TRAILER", sha256_hex(lines.encode()))
+        return (lines.replace("\n", "\r\n") + "x-amz-trailer-signature:%s\r\n\r\n" % sig).encode()
+
+    def body(self, chunks, trailers=None):
+        """The whole body: chunks, the final chunk, then trailers (signed) or a blank line."""
+        out = b"".join(self.chunk(c) for c in chunks) + self.chunk(b"")
+        return out + (self.trailer(trailers) if trailers is not None else b"\r\n")
+
+
+def unsigned_chunked_body(chunks, trailers=()):
+    """An aws-chunked body without signatures (STREAMING-UNSIGNED-PAYLOAD-TRAILER)."""
+    out = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks if c) + b"0\r\n"
+    return out + "".join("%s:%s\r\n" % kv for kv in trailers).encode() + b"\r\n"
+
+
+def sigv4_date_headers(method, host, path, access_key, secret_key, when=None,
+                       payload=UNSIGNED, region=REGION):
+    """SigV4 header auth whose time comes from the `Date` header (RFC 1123), no X-Amz-Date:
+    the signed headers are date;host;x-amz-content-sha256. Query-less paths only."""
+    import datetime
+    when = when or datetime.datetime.utcnow()
+    date = when.strftime("%a, %d %b %Y %H:%M:%S GMT")
+    stamp = when.strftime("%Y%m%dT%H%M%SZ")
+    scope = "%s/%s/s3/aws4_request" % (stamp[:8], region)
+    canon = "\n".join([method, canonical_s3_path(path), "",
+                       "date:%s\nhost:%s\nx-amz-content-sha256:%s\n" % (date, host, payload),
+                       "date;host;x-amz-content-sha256", payload])
+    sts = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, sha256_hex(canon.encode())])
+    sig = hmac.new(sigv4_signing_key(secret_key, stamp[:8], region), sts.encode(),
+                   hashlib.sha256).hexdigest()
+    return {"Host": host, "Date": date, "x-amz-content-sha256": payload,
+            "Authorization": "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=date;host;"
+                             "x-amz-content-sha256, Signature=%s" % (access_key, scope, sig)}

@@ -26,7 +26,7 @@ import requests
 from botocore.config import Config
 
 import helpers
-from conftest import _TARGETS, ACCESS_KEY, SECRET_KEY, Target
+from conftest import _TARGETS, ACCESS_KEY, SECRET_KEY, ClusterNode, _stop_nodes
 
 SECRET = "cluster-test-secret"
 HB_MS = 200
@@ -149,46 +149,12 @@ def csig(method, raw_path):
     return hmac.new(SECRET.encode(), msg, hashlib.sha256).hexdigest()
 
 
-class Node(Target):
+class Node(ClusterNode):
     """A hoardd proxy or target of the test cluster."""
 
     def __init__(self, name, root, log_dir, role, join=None):
-        super().__init__(name, root, log_dir)
-        self.role = role
-        self.join = join  # callable -> URL of the primary, or None for the primary
-
-    def cmdline(self):
-        args = [self.binary, "--role", self.role, "--listen", "%s:%d" % (self.host, self.port),
-                "--data", self.data_dir, "--log.access", self.access_log,
-                "--auth.keys", self.auth_keys, "--cluster.secret", SECRET,
-                "--cluster.heartbeat_ms", str(HB_MS), "--cluster.dead_after", str(DEAD_AFTER)]
-        if self.role == "target":
-            args += ["--mountpaths", ",".join(self.mountpaths)]
-        if self.join:
-            args += ["--cluster.join", self.join()]
-        return args
-
-    def _wait_ready(self, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                r = requests.get(self.url + "/v1/health?ready=true", timeout=1)
-                if r.status_code == 200:
-                    return True
-            except requests.RequestException:
-                pass
-            time.sleep(0.05)
-        return False
-
-    def health(self):
-        return requests.get(self.url + "/v1/health", timeout=5).json()
-
-    def smap(self):
-        r = requests.get(self.url + "/v1/cluster", timeout=5)
-        assert r.status_code == 200, r.text
-        return r.json()
+        super().__init__(name, root, log_dir, role, join, secret=SECRET, hb_ms=HB_MS,
+                         dead_after=DEAD_AFTER)
 
     def persisted(self, key):
         db = sqlite3.connect("file:%s?mode=ro" % os.path.join(self.data_dir, "node.db"),
@@ -249,17 +215,7 @@ def cluster(tmp_path_factory, log_dir):
     c.wait_smap(lambda s: len(s["tmap"]) == 3 and len(s["pmap"]) == 2, what="3 targets, 2 proxies")
     c.wait_converged()
     yield c
-    problems = []
-    bad = []
-    for n in nodes:
-        was_alive = n.alive()
-        rc = n.stop()
-        _TARGETS.remove(n)
-        problems += n.sanitizer_reports()
-        if was_alive and rc != 0:
-            bad.append("%s exited with %r on SIGTERM; see %s" % (n.name, rc, n.error_log))
-    assert not bad, "\n".join(bad)
-    assert not problems, "sanitizer reports:\n" + "\n".join(problems[:20])
+    _stop_nodes(nodes)
 
 
 # ---- clients ----

@@ -1,7 +1,7 @@
-"""S3 multipart upload on one hoard target: the API calls one by one through Debian's boto3
-1.26 (create, upload part, complete, abort, list parts, list uploads, error codes), then real
-transfers: aws CLI v2 `s3 cp` (8 MiB parts), boto3 upload_file/download_file, and the pyenv
-botocore 1.4x with per-part CRC32 checksums."""
+"""S3 multipart upload on a standalone target and through a cluster proxy: the API calls one
+by one through Debian's boto3 1.26 (create, upload part, complete, abort, list parts, list
+uploads, error codes), then real transfers: aws CLI v2 `s3 cp` (8 MiB parts), boto3
+upload_file/download_file, and the pyenv botocore 1.4x with per-part CRC32 checksums."""
 import base64
 import hashlib
 import json
@@ -13,6 +13,9 @@ import pytest
 
 import helpers
 from helpers import client_error, md5_hex, pattern_bytes
+
+# every test using `endpoint` runs against a standalone target and through a cluster proxy
+ENDPOINTS = ("target", "proxy")
 
 MiB = 1024 * 1024
 PART = 5 * MiB  # S3's minimum size of every part but the last
@@ -39,10 +42,10 @@ def err(fn, *a, **kw):
     return client_error(ei)[:2]
 
 
-def mpu_dirs(target):
+def mpu_dirs(endpoint):
     """Files left under the mountpaths' mpu/ directories."""
     out = []
-    for mp in target.mountpaths:
+    for mp in endpoint.mountpaths:
         for root, _dirs, files in os.walk(os.path.join(mp, "mpu")):
             out.extend(os.path.join(root, f) for f in files)
     return out
@@ -50,7 +53,7 @@ def mpu_dirs(target):
 
 # ---------------------------------------------------------------- the API, call by call
 
-def test_three_parts_round_trip(s3, bucket, target):
+def test_three_parts_round_trip(s3, bucket, endpoint):
     parts = [pattern_bytes(PART, seed=11), pattern_bytes(PART + 3, seed=12),
              pattern_bytes(MiB + 7, seed=13)]
     c = s3.create_multipart_upload(Bucket=bucket, Key="dir/big.bin", ContentType="text/x-big",
@@ -82,8 +85,8 @@ def test_three_parts_round_trip(s3, bucket, target):
     assert [(o["Key"], o["Size"], o["ETag"]) for o in lst] == [
         ("dir/big.bin", len(whole), mpu_etag(parts))]
     # the parts are gone; nothing left behind
-    assert mpu_dirs(target) == []
-    assert target.tmp_files() == []
+    assert mpu_dirs(endpoint) == []
+    assert endpoint.tmp_files() == []
     assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
 
@@ -105,13 +108,13 @@ def test_repeated_complete_same_answer(s3, bucket):
                UploadId=uid) == (404, "NoSuchUpload")
 
 
-def test_abort(s3, bucket, target):
+def test_abort(s3, bucket, endpoint):
     uid = s3.create_multipart_upload(Bucket=bucket, Key="ab")["UploadId"]
     upload_parts(s3, bucket, "ab", uid, [b"a" * 1000, b"b" * 1000])
-    assert mpu_dirs(target)
+    assert mpu_dirs(endpoint)
     r = s3.abort_multipart_upload(Bucket=bucket, Key="ab", UploadId=uid)
     assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
-    assert mpu_dirs(target) == []
+    assert mpu_dirs(endpoint) == []
     assert err(s3.upload_part, Bucket=bucket, Key="ab", UploadId=uid, PartNumber=3,
                Body=b"c") == (404, "NoSuchUpload")
     assert err(s3.abort_multipart_upload, Bucket=bucket, Key="ab",
@@ -191,11 +194,11 @@ def test_entity_too_small(s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="small")["Body"].read() == parts[1]
 
 
-def test_replace_part(s3, bucket, target):
+def test_replace_part(s3, bucket, endpoint):
     uid = s3.create_multipart_upload(Bucket=bucket, Key="rp")["UploadId"]
     upload_parts(s3, bucket, "rp", uid, [b"first version"])
     done = upload_parts(s3, bucket, "rp", uid, [b"second version"])
-    assert len(mpu_dirs(target)) == 1  # the replaced part file is gone
+    assert len(mpu_dirs(endpoint)) == 1  # the replaced part file is gone
     parts = s3.list_parts(Bucket=bucket, Key="rp", UploadId=uid)["Parts"]
     assert [(p["PartNumber"], p["ETag"], p["Size"]) for p in parts] == [
         (1, '"%s"' % md5_hex(b"second version"), 14)]
@@ -204,10 +207,10 @@ def test_replace_part(s3, bucket, target):
     assert s3.get_object(Bucket=bucket, Key="rp")["Body"].read() == b"second version"
 
 
-def test_malformed_complete(target, s3, bucket):
+def test_malformed_complete(endpoint, s3, bucket):
     uid = s3.create_multipart_upload(Bucket=bucket, Key="mx")["UploadId"]
     upload_parts(s3, bucket, "mx", uid, [b"data"])
-    raw = target.raw()
+    raw = endpoint.raw()
     for body in (b"<CompleteMultipartUpload><Part>", b"",
                  b"<CompleteMultipartUpload></CompleteMultipartUpload>",
                  b"<Other><Part><PartNumber>1</PartNumber><ETag>x</ETag></Part></Other>"):
@@ -277,15 +280,15 @@ def test_list_multipart_uploads(s3, bucket):
     assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
 
-def test_concurrent_completes(target, bucket):
+def test_concurrent_completes(endpoint, bucket):
     """Two Completes of one upload at once (a client retrying a slow Complete): both get 200
     and the same ETag, and the object is whole."""
     import concurrent.futures
-    s3 = helpers.boto3_client(target, read_timeout=120)
+    s3 = helpers.boto3_client(endpoint, read_timeout=120)
     parts = [pattern_bytes(PART, seed=101 + i) for i in range(4)]
     uid = s3.create_multipart_upload(Bucket=bucket, Key="race")["UploadId"]
     done = upload_parts(s3, bucket, "race", uid, parts)
-    clients = [helpers.boto3_client(target, read_timeout=120) for _ in range(3)]
+    clients = [helpers.boto3_client(endpoint, read_timeout=120) for _ in range(3)]
 
     def complete(c):
         return c.complete_multipart_upload(Bucket=bucket, Key="race", UploadId=uid,
@@ -295,20 +298,25 @@ def test_concurrent_completes(target, bucket):
         etags = list(ex.map(complete, clients))
     assert etags == [mpu_etag(parts)] * 3
     assert s3.get_object(Bucket=bucket, Key="race")["Body"].read() == b"".join(parts)
-    assert mpu_dirs(target) == [] and target.tmp_files() == []
+    assert mpu_dirs(endpoint) == [] and endpoint.tmp_files() == []
 
 
-def test_delete_bucket_drops_uploads(s3, target):
+def test_delete_bucket_drops_uploads(s3, endpoint):
     name = helpers.unique_bucket_name("mpu")
     s3.create_bucket(Bucket=name)
+    uids = {}
     for k in ("x", "y/z"):
-        uid = s3.create_multipart_upload(Bucket=name, Key=k)["UploadId"]
-        upload_parts(s3, name, k, uid, [b"part one", b"part two"])
-    assert len(mpu_dirs(target)) == 4
+        uids[k] = s3.create_multipart_upload(Bucket=name, Key=k)["UploadId"]
+        upload_parts(s3, name, k, uids[k], [b"part one", b"part two"])
+    assert len(mpu_dirs(endpoint)) == 4
     s3.delete_bucket(Bucket=name)
-    assert mpu_dirs(target) == []
+    assert mpu_dirs(endpoint) == []
+    # a bucket of the same name starts without them
     s3.create_bucket(Bucket=name)
     assert s3.list_multipart_uploads(Bucket=name).get("Uploads", []) == []
+    for k, uid in uids.items():
+        assert err(s3.upload_part, Bucket=name, Key=k, UploadId=uid, PartNumber=3,
+                   Body=b"x") == (404, "NoSuchUpload"), k
     s3.delete_bucket(Bucket=name)
 
 
@@ -372,7 +380,7 @@ def _write_file(path, size, seed):
             i += 1
 
 
-def test_aws_cli_v2_cp_100mib(aws2, s3, bucket, tmp_path, target):
+def test_aws_cli_v2_cp_100mib(aws2, s3, bucket, tmp_path, endpoint):
     src = tmp_path / "big.bin"
     _write_file(src, 100 * MiB, seed=71)
     aws2("s3", "cp", src, "s3://%s/cli/big.bin" % bucket, timeout=300)
@@ -382,7 +390,7 @@ def test_aws_cli_v2_cp_100mib(aws2, s3, bucket, tmp_path, target):
     dst = tmp_path / "down.bin"
     aws2("s3", "cp", "s3://%s/cli/big.bin" % bucket, dst, timeout=300)
     assert _sha256_file(dst) == _sha256_file(src)
-    assert mpu_dirs(target) == []
+    assert mpu_dirs(endpoint) == []
 
 
 def test_boto3_upload_download_file_40mib(s3, bucket, tmp_path):
@@ -460,14 +468,14 @@ print(json.dumps(out))
 '''
 
 
-def test_pyenv_botocore_upload_file_crc32(pyenv_python, target, bucket, tmp_path):
+def test_pyenv_botocore_upload_file_crc32(pyenv_python, endpoint, bucket, tmp_path):
     """botocore >= 1.36 asks for CRC32 at CreateMultipartUpload, sends x-amz-checksum-crc32
     with every part and <ChecksumCRC32> per part in Complete."""
     src = tmp_path / "py.bin"
     size = 20 * MiB + 5
     _write_file(src, size, seed=91)
     p = helpers.run_pyenv(pyenv_python, PYENV_MPU, {
-        "EP": target.url, "AK": target.access_key, "SK": target.secret_key, "BUCKET": bucket,
+        "EP": endpoint.url, "AK": endpoint.access_key, "SK": endpoint.secret_key, "BUCKET": bucket,
         "SRC": str(src), "DST": str(tmp_path / "py-down.bin")}, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])

@@ -1,16 +1,24 @@
-"""Real S3 clients against one hoard target, end to end and byte for byte: Debian boto3 1.26,
-aws CLI v2 (/usr/bin/aws) and v1 (PATH), s3cmd, curl --aws-sigv4, boto3 presigned URLs, the
-pyenv botocore 1.4x (CRC32 checksums) and a hand-made aws-chunked upload with a trailer."""
+"""Real S3 clients against a standalone target and a cluster proxy, end to end and byte for
+byte: Debian boto3 1.26, aws CLI v2 (/usr/bin/aws) and v1 (PATH), s3cmd, curl --aws-sigv4,
+boto3 presigned URLs, the pyenv botocore 1.4x (CRC32 checksums), a hand-made aws-chunked
+upload with a trailer, and ListObjects V1/V2 parameters checked on the wire."""
 import datetime
 import json
+import re
 import subprocess
+import urllib.parse
+import xml.etree.ElementTree as ET
 
 import botocore.exceptions
 import pytest
 import requests
 
 import helpers
-from helpers import SigV4Requests, client_error, md5_hex, pattern_bytes
+from helpers import SigV4Requests, check_s3_error, client_error, md5_hex, pattern_bytes
+
+# every test using `endpoint` runs against a standalone target and through a cluster proxy
+ENDPOINTS = ("target", "proxy")
+S3NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 
 # ---------------------------------------------------------------- boto3 (Debian 1.26)
@@ -193,6 +201,149 @@ def test_list_v1_marker(s3, bucket7):
         marker = r["NextMarker"]
     assert contents == ["b", "d", "e"]
     assert prefixes == ["a/", "c/"]
+
+
+# ---------------------------------------------------------------- listings, on the wire
+
+# keys whose names need URL encoding, in S3 (byte) order; with delimiter "/" the first five
+# roll up into CommonPrefixes
+ODD_KEYS = ["a&b/f", "dir one/a", "dir one/b", "pct%dir/d", "plus+dir/c", "top key+%&\u00fc.txt",
+            "z", "\u00fcn\u00ef/e"]
+ODD_PREFIXES = ["a&b/", "dir one/", "pct%dir/", "plus+dir/", "\u00fcn\u00ef/"]
+ODD_CONTENTS = ["top key+%&\u00fc.txt", "z"]
+URL_SAFE = re.compile(r"^(?:[A-Za-z0-9_.~/*+-]|%[0-9A-Fa-f]{2})*$")
+
+
+@pytest.fixture
+def odd_bucket(s3, bucket):
+    for k in ODD_KEYS:
+        s3.put_object(Bucket=bucket, Key=k, Body=k.encode())
+    return bucket
+
+
+def list_raw(raw, bucket, **params):
+    """GET /bucket?params (names with "_" sent with "-"); returns (parsed root, response)."""
+    q = "&".join("%s=%s" % (k.replace("_", "-"), urllib.parse.quote(str(v), safe=""))
+                 for k, v in sorted(params.items()))
+    r = raw.request("GET", "/%s?%s" % (bucket, q) if q else "/" + bucket)
+    assert r.status == 200, r
+    return ET.fromstring(r.body), r
+
+
+def texts(root, path):
+    return [e.text or "" for e in root.findall(path, {"s": S3NS})]
+
+
+def url_decoded(values):
+    """Every value is URL-encoded (nothing that needs escaping left raw); decoded as botocore
+    decodes EncodingType=url answers."""
+    for v in values:
+        assert URL_SAFE.match(v), "not URL-encoded: %r" % v
+    return [urllib.parse.unquote_plus(v) for v in values]
+
+
+def test_list_v1_encoding_type_url(s3, raw, odd_bucket):
+    """EncodingType=url encodes Key, Prefix, Delimiter, Marker, NextMarker and the
+    CommonPrefixes (space, '+', '%', '&', unicode); boto3 decodes them back."""
+    root, _ = list_raw(raw, odd_bucket, delimiter="/", encoding_type="url")
+    assert root.findtext("s:EncodingType", namespaces={"s": S3NS}) == "url"
+    assert url_decoded(texts(root, "s:CommonPrefixes/s:Prefix")) == ODD_PREFIXES
+    assert url_decoded(texts(root, "s:Contents/s:Key")) == ODD_CONTENTS
+    # without it, the same names come back as they are
+    root, _ = list_raw(raw, odd_bucket, delimiter="/")
+    assert texts(root, "s:CommonPrefixes/s:Prefix") == ODD_PREFIXES
+    assert texts(root, "s:Contents/s:Key") == ODD_CONTENTS
+    # prefix and delimiter that need encoding are echoed encoded
+    root, _ = list_raw(raw, odd_bucket, prefix="dir one/", delimiter=" ", encoding_type="url")
+    assert url_decoded(texts(root, "s:Prefix")) == ["dir one/"]
+    assert url_decoded(texts(root, "s:Delimiter")) == [" "]
+    assert url_decoded(texts(root, "s:Contents/s:Key")) == ["dir one/a", "dir one/b"]
+    # V2 too
+    root, _ = list_raw(raw, odd_bucket, list_type=2, delimiter="/", encoding_type="url",
+                       start_after="a&b/f")
+    assert url_decoded(texts(root, "s:StartAfter")) == ["a&b/f"]
+    assert url_decoded(texts(root, "s:CommonPrefixes/s:Prefix")) == ODD_PREFIXES[1:]
+    # boto3 asks for EncodingType=url on its own (then decodes what it gets)
+    r = s3.list_objects(Bucket=odd_bucket, Delimiter="/")
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ODD_PREFIXES
+    assert [o["Key"] for o in r["Contents"]] == ODD_CONTENTS
+
+
+def test_list_v1_marker_next_marker_with_delimiter(raw, odd_bucket):
+    """One entry per page with a delimiter: NextMarker is the last key or common prefix of
+    the page (encoded with EncodingType=url), Marker echoes the request, and continuing from
+    a common prefix skips every key under it."""
+    seen, marker, pages = [], None, 0
+    while True:
+        params = dict(delimiter="/", max_keys=1, encoding_type="url")
+        if marker is not None:
+            params["marker"] = marker
+        root, _ = list_raw(raw, odd_bucket, **params)
+        pages += 1
+        assert url_decoded(texts(root, "s:Marker")) == [marker or ""]
+        page = url_decoded(texts(root, "s:Contents/s:Key") +
+                           texts(root, "s:CommonPrefixes/s:Prefix"))
+        assert len(page) == 1, page
+        seen += page
+        truncated = root.findtext("s:IsTruncated", namespaces={"s": S3NS})
+        if truncated == "false":
+            assert texts(root, "s:NextMarker") == []
+            break
+        assert truncated == "true"
+        nm = url_decoded(texts(root, "s:NextMarker"))
+        assert nm == page, (nm, page)
+        marker = nm[0]
+        assert pages < 20
+    assert seen == sorted(ODD_PREFIXES + ODD_CONTENTS, key=lambda s: s.encode())
+    assert pages == 7
+
+
+def test_list_v2_fetch_owner_tokens_keycount(raw, odd_bucket):
+    root, _ = list_raw(raw, "")  # ListBuckets: whose ID the listings name
+    owner = root.findtext("s:Owner/s:ID", namespaces={"s": S3NS})
+    assert owner
+    # Owner only with fetch-owner=true in V2; always in V1
+    root, _ = list_raw(raw, odd_bucket, list_type=2)
+    assert texts(root, "s:Contents/s:Owner/s:ID") == []
+    root, _ = list_raw(raw, odd_bucket, list_type=2, fetch_owner="false")
+    assert texts(root, "s:Contents/s:Owner/s:ID") == []
+    root, _ = list_raw(raw, odd_bucket, list_type=2, fetch_owner="true")
+    assert texts(root, "s:Contents/s:Owner/s:ID") == [owner] * len(ODD_KEYS)
+    root, _ = list_raw(raw, odd_bucket)
+    assert texts(root, "s:Contents/s:Owner/s:ID") == [owner] * len(ODD_KEYS)
+    # KeyCount counts CommonPrefixes; ContinuationToken and StartAfter are echoed
+    root, _ = list_raw(raw, odd_bucket, list_type=2, delimiter="/", max_keys=3,
+                       start_after="a&b/f")
+    assert texts(root, "s:KeyCount") == ["3"]
+    assert texts(root, "s:StartAfter") == ["a&b/f"]
+    assert texts(root, "s:ContinuationToken") == []
+    assert texts(root, "s:CommonPrefixes/s:Prefix") == ODD_PREFIXES[1:4]
+    token = texts(root, "s:NextContinuationToken")[0]
+    root, _ = list_raw(raw, odd_bucket, list_type=2, delimiter="/", max_keys=3,
+                       start_after="a&b/f", continuation_token=token)
+    assert texts(root, "s:ContinuationToken") == [token]
+    assert texts(root, "s:StartAfter") == ["a&b/f"]
+    assert texts(root, "s:CommonPrefixes/s:Prefix") == ODD_PREFIXES[4:]
+    assert texts(root, "s:Contents/s:Key") == ODD_CONTENTS
+    assert texts(root, "s:KeyCount") == ["3"]
+    assert texts(root, "s:IsTruncated") == ["false"]
+
+
+@pytest.mark.parametrize("lt", [1, 2])
+def test_list_max_keys(raw, odd_bucket, lt):
+    """max-keys: negative or not a number is 400 InvalidArgument; above 1000 is clamped to
+    1000; 0 lists nothing."""
+    extra = {"list_type": 2} if lt == 2 else {}
+    for bad in ("-1", "abc", "1.5", ""):
+        q = "max-keys=%s%s" % (bad, "&list-type=2" if lt == 2 else "")
+        check_s3_error(raw.request("GET", "/%s?%s" % (odd_bucket, q)), 400, "InvalidArgument")
+    root, _ = list_raw(raw, odd_bucket, max_keys=5000, **extra)
+    assert texts(root, "s:MaxKeys") == ["1000"]
+    assert len(texts(root, "s:Contents/s:Key")) == len(ODD_KEYS)
+    root, _ = list_raw(raw, odd_bucket, max_keys=0, **extra)
+    assert texts(root, "s:MaxKeys") == ["0"] and texts(root, "s:Contents/s:Key") == []
+    root, _ = list_raw(raw, odd_bucket, max_keys=2, **extra)
+    assert len(texts(root, "s:Contents/s:Key")) == 2 and texts(root, "s:IsTruncated") == ["true"]
 
 
 def test_range_get(s3, bucket):
@@ -438,13 +589,13 @@ def _curl(*args, timeout=60):
                           timeout=timeout)
 
 
-def test_curl_sigv4_put_get(target, s3, bucket, tmp_path):
+def test_curl_sigv4_put_get(endpoint, s3, bucket, tmp_path):
     data = pattern_bytes(100 * 1024 + 1, seed=5)
     src = tmp_path / "curl.bin"
     src.write_bytes(data)
-    url = "%s/%s/curl/obj.bin" % (target.url, bucket)
+    url = "%s/%s/curl/obj.bin" % (endpoint.url, bucket)
     auth = ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
-            "%s:%s" % (target.access_key, target.secret_key),
+            "%s:%s" % (endpoint.access_key, endpoint.secret_key),
             "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
     p = _curl(*auth, "-T", src, "-o", tmp_path / "put.out", "-w", "%{http_code}", url)
     assert p.returncode == 0, p.stderr
@@ -459,7 +610,7 @@ def test_curl_sigv4_put_get(target, s3, bucket, tmp_path):
 
     # curl signing the payload hash itself (signed hex body) also works for a small PUT
     p = _curl("--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
-              "%s:%s" % (target.access_key, target.secret_key),
+              "%s:%s" % (endpoint.access_key, endpoint.secret_key),
               "-H", "x-amz-content-sha256: %s" % helpers.sha256_hex(b"signed body"),
               "--data-binary", "signed body", "-X", "PUT", "-o", tmp_path / "put2.out",
               "-w", "%{http_code}", url + ".2")
@@ -467,7 +618,7 @@ def test_curl_sigv4_put_get(target, s3, bucket, tmp_path):
     assert s3.get_object(Bucket=bucket, Key="curl/obj.bin.2")["Body"].read() == b"signed body"
 
 
-def test_presigned_get_with_curl(target, s3, bucket, tmp_path):
+def test_presigned_get_with_curl(endpoint, s3, bucket, tmp_path):
     data = b"presigned content \x00\xff" * 100
     s3.put_object(Bucket=bucket, Key="pre/sig ned+key.bin", Body=data)
     url = s3.generate_presigned_url("get_object",
@@ -487,7 +638,7 @@ def test_presigned_get_with_curl(target, s3, bucket, tmp_path):
     assert r.status_code == 206 and r.content == data[:9]
 
 
-def test_presigned_put(target, s3, bucket):
+def test_presigned_put(endpoint, s3, bucket):
     url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "pp"},
                                     ExpiresIn=300)
     r = requests.put(url, data=b"put via presigned URL", timeout=10)
@@ -530,10 +681,10 @@ print(json.dumps(out))
 '''
 
 
-def test_pyenv_botocore_crc32(pyenv_python, target, bucket):
+def test_pyenv_botocore_crc32(pyenv_python, endpoint, bucket):
     size = 1024 * 1024 + 13
     p = helpers.run_pyenv(pyenv_python, PYENV_SCRIPT, {
-        "EP": target.url, "AK": target.access_key, "SK": target.secret_key,
+        "EP": endpoint.url, "AK": endpoint.access_key, "SK": endpoint.secret_key,
         "BUCKET": bucket, "SIZE": str(size)})
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
@@ -567,7 +718,7 @@ def test_pyenv_aws_cli_v1_cp(aws1, bucket, tmp_path, s3):
 CHUNKED_BODY = b"b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n"
 
 
-def _chunked_headers(target, url, extra=None):
+def _chunked_headers(endpoint, url, extra=None):
     h = {
         "Content-Encoding": "aws-chunked",
         "x-amz-decoded-content-length": "11",
@@ -575,15 +726,15 @@ def _chunked_headers(target, url, extra=None):
         "x-amz-sdk-checksum-algorithm": "CRC32",
     }
     h.update(extra or {})
-    return helpers.sign_headers("PUT", url, target.access_key, target.secret_key, h,
+    return helpers.sign_headers("PUT", url, endpoint.access_key, endpoint.secret_key, h,
                                 payload="STREAMING-UNSIGNED-PAYLOAD-TRAILER")
 
 
 @pytest.mark.parametrize("framing", ["content-length", "http-chunked"])
-def test_aws_chunked_trailer_upload(target, s3, bucket, framing):
+def test_aws_chunked_trailer_upload(endpoint, s3, bucket, framing):
     key = "chunked-%s" % framing
-    url = "%s/%s/%s" % (target.url, bucket, key)
-    h = _chunked_headers(target, url)
+    url = "%s/%s/%s" % (endpoint.url, bucket, key)
+    h = _chunked_headers(endpoint, url)
     if framing == "content-length":
         r = requests.put(url, data=CHUNKED_BODY, headers=h, timeout=10)
     else:
@@ -601,22 +752,22 @@ def test_aws_chunked_trailer_upload(target, s3, bucket, framing):
         "aws-chunked must not be stored as the object's Content-Encoding"
 
 
-def test_aws_chunked_multi_chunk(target, s3, bucket):
+def test_aws_chunked_multi_chunk(endpoint, s3, bucket):
     data = pattern_bytes(200000, seed=7)
     chunks = [data[:65536], data[65536:131072], data[131072:]]
     body = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks)
     body += b"0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % helpers.crc32_b64(data).encode()
-    url = "%s/%s/multi" % (target.url, bucket)
-    h = _chunked_headers(target, url, {"x-amz-decoded-content-length": str(len(data))})
+    url = "%s/%s/multi" % (endpoint.url, bucket)
+    h = _chunked_headers(endpoint, url, {"x-amz-decoded-content-length": str(len(data))})
     r = requests.put(url, data=body, headers=h, timeout=10)
     assert r.status_code == 200, r.content
     assert s3.get_object(Bucket=bucket, Key="multi")["Body"].read() == data
 
 
-def test_aws_chunked_bad_trailer_checksum(target, s3, bucket):
+def test_aws_chunked_bad_trailer_checksum(endpoint, s3, bucket):
     body = CHUNKED_BODY.replace(b"DUoRhQ==", b"AAAAAA==")
-    url = "%s/%s/badtrailer" % (target.url, bucket)
-    r = requests.put(url, data=body, headers=_chunked_headers(target, url), timeout=10)
+    url = "%s/%s/badtrailer" % (endpoint.url, bucket)
+    r = requests.put(url, data=body, headers=_chunked_headers(endpoint, url), timeout=10)
     resp = helpers.Resp(r.status_code, list(r.headers.items()), r.content)
     helpers.check_s3_error(resp, 400, "BadDigest")
     with pytest.raises(botocore.exceptions.ClientError) as ei:
@@ -624,20 +775,20 @@ def test_aws_chunked_bad_trailer_checksum(target, s3, bucket):
     assert client_error(ei)[0] == 404
 
 
-def test_native_and_s3_share_objects(target, s3, bucket):
+def test_native_and_s3_share_objects(endpoint, s3, bucket):
     data = pattern_bytes(5000, seed=8)
-    r = requests.put("%s/v1/objects/%s/from/native" % (target.url, bucket), data=data,
-                     auth=SigV4Requests(target.access_key, target.secret_key),
+    r = requests.put("%s/v1/objects/%s/from/native" % (endpoint.url, bucket), data=data,
+                     auth=SigV4Requests(endpoint.access_key, endpoint.secret_key),
                      timeout=10)
     assert r.status_code == 200, r.content
     assert s3.get_object(Bucket=bucket, Key="from/native")["Body"].read() == data
     s3.put_object(Bucket=bucket, Key="from/s3", Body=data[::-1])
-    r = requests.get("%s/v1/objects/%s/from/s3" % (target.url, bucket), timeout=10,
-                     auth=SigV4Requests(target.access_key, target.secret_key))
+    r = requests.get("%s/v1/objects/%s/from/s3" % (endpoint.url, bucket), timeout=10,
+                     auth=SigV4Requests(endpoint.access_key, endpoint.secret_key))
     assert r.status_code == 200 and r.content == data[::-1]
     # the /s3/ prefix serves the same API
-    g = requests.get("%s/s3/%s/from/s3" % (target.url, bucket), timeout=10,
+    g = requests.get("%s/s3/%s/from/s3" % (endpoint.url, bucket), timeout=10,
                      headers=helpers.sign_headers(
-                         "GET", "%s/s3/%s/from/s3" % (target.url, bucket),
-                         target.access_key, target.secret_key))
+                         "GET", "%s/s3/%s/from/s3" % (endpoint.url, bucket),
+                         endpoint.access_key, endpoint.secret_key))
     assert g.status_code == 200 and g.content == data[::-1]

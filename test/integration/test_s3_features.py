@@ -1,6 +1,6 @@
-"""The rest of docs/s3-compatibility.md on one target: CopyObject, DeleteObjects,
-ListObjectVersions, SigV2 (presigned and header), anonymous-read buckets, per-key permissions,
-virtual-host addressing, rclone."""
+"""The rest of docs/s3-compatibility.md on a standalone target and through a cluster proxy:
+CopyObject, DeleteObjects, ListObjectVersions, SigV2 (presigned and header), anonymous-read
+buckets, per-key permissions, virtual-host addressing, rclone; the proxy's s3.redirect mode."""
 import json
 import os
 import shutil
@@ -13,48 +13,58 @@ import pytest
 import requests
 
 import helpers
+from conftest import (ACCESS_KEY, CLUSTER_KEYS, PERM_BUCKETS, PERM_TAG, S3_DOMAIN, SECRET_KEY,
+                      _empty_bucket, _stop_nodes, start_cluster)
 from helpers import SigV4Requests, check_s3_error, client_error, from_requests, md5_hex, pattern_bytes
+
+# every test using `endpoint` runs against a standalone target and through a cluster proxy
+ENDPOINTS = ("target", "proxy")
 
 
 # ---------------------------------------------------------------- CopyObject
 
-def test_copy_object(s3, bucket):
+def test_copy_object(endpoint, s3, bucket):
+    """Every destination is owned by another target than the source's (through a proxy)."""
     other = helpers.unique_bucket_name("dst")
     s3.create_bucket(Bucket=other)
+    src = (bucket, "src/ob j+1")
+    copy1 = helpers.placed_key(endpoint, bucket, "copy1", src, same=False)
+    copy2 = helpers.placed_key(endpoint, other, "copy2", src, same=False)
+    copy3 = helpers.placed_key(endpoint, bucket, "copy3", src, same=False)
     try:
         data = pattern_bytes(300000, seed=41)
         s3.put_object(Bucket=bucket, Key="src/ob j+1", Body=data, ContentType="text/x-src",
                       Metadata={"a": "1"})
         # same bucket, metadata copied
-        r = s3.copy_object(Bucket=bucket, Key="copy1",
+        r = s3.copy_object(Bucket=bucket, Key=copy1,
                            CopySource={"Bucket": bucket, "Key": "src/ob j+1"})
         assert r["CopyObjectResult"]["ETag"] == '"%s"' % md5_hex(data)
-        h = s3.head_object(Bucket=bucket, Key="copy1")
+        h = s3.head_object(Bucket=bucket, Key=copy1)
         assert h["Metadata"] == {"a": "1"} and h["ContentType"] == "text/x-src"
-        assert s3.get_object(Bucket=bucket, Key="copy1")["Body"].read() == data
+        assert s3.get_object(Bucket=bucket, Key=copy1)["Body"].read() == data
         # other bucket, metadata replaced
-        s3.copy_object(Bucket=other, Key="copy2", CopySource={"Bucket": bucket,
-                                                              "Key": "src/ob j+1"},
+        s3.copy_object(Bucket=other, Key=copy2, CopySource={"Bucket": bucket,
+                                                            "Key": "src/ob j+1"},
                        MetadataDirective="REPLACE", Metadata={"b": "2"},
                        ContentType="text/x-new")
-        h = s3.head_object(Bucket=other, Key="copy2")
+        h = s3.head_object(Bucket=other, Key=copy2)
         assert h["Metadata"] == {"b": "2"} and h["ContentType"] == "text/x-new"
-        assert s3.get_object(Bucket=other, Key="copy2")["Body"].read() == data
+        assert s3.get_object(Bucket=other, Key=copy2)["Body"].read() == data
         # the source is untouched
         assert s3.get_object(Bucket=bucket, Key="src/ob j+1")["Body"].read() == data
         # conditional copies
         with pytest.raises(botocore.exceptions.ClientError) as ei:
-            s3.copy_object(Bucket=bucket, Key="copy3",
+            s3.copy_object(Bucket=bucket, Key=copy3,
                            CopySource={"Bucket": bucket, "Key": "src/ob j+1"},
                            CopySourceIfMatch='"%s"' % ("0" * 32))
         assert client_error(ei)[:2] == (412, "PreconditionFailed")
         with pytest.raises(botocore.exceptions.ClientError) as ei:
-            s3.copy_object(Bucket=bucket, Key="copy3",
+            s3.copy_object(Bucket=bucket, Key=copy3,
                            CopySource={"Bucket": bucket, "Key": "src/ob j+1"},
                            CopySourceIfNoneMatch='"%s"' % md5_hex(data))
         assert client_error(ei)[:2] == (412, "PreconditionFailed")
-        s3.copy_object(Bucket=bucket, Key="copy3", CopySource={"Bucket": bucket,
-                                                               "Key": "src/ob j+1"},
+        s3.copy_object(Bucket=bucket, Key=copy3, CopySource={"Bucket": bucket,
+                                                             "Key": "src/ob j+1"},
                        CopySourceIfMatch='"%s"' % md5_hex(data))
         # missing source key / bucket
         with pytest.raises(botocore.exceptions.ClientError) as ei:
@@ -65,11 +75,29 @@ def test_copy_object(s3, bucket):
                            CopySource={"Bucket": helpers.unique_bucket_name("gone"), "Key": "k"})
         assert client_error(ei)[:2] == (404, "NoSuchBucket")
         keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
-        assert keys == ["copy1", "copy3", "src/ob j+1"]
+        assert keys == sorted([copy1, copy3, "src/ob j+1"])
     finally:
         for o in s3.list_objects_v2(Bucket=other).get("Contents", []):
             s3.delete_object(Bucket=other, Key=o["Key"])
         s3.delete_bucket(Bucket=other)
+
+
+def test_copy_object_same_owner(endpoint, s3, bucket):
+    """A copy whose destination has the source's owner (through a proxy: relayed to that
+    target, which copies locally), with metadata REPLACE and a copy-source conditional."""
+    data = pattern_bytes(70000, seed=43)
+    s3.put_object(Bucket=bucket, Key="same/src", Body=data, Metadata={"a": "1"})
+    dst = helpers.placed_key(endpoint, bucket, "same/dst", (bucket, "same/src"), same=True)
+    r = s3.copy_object(Bucket=bucket, Key=dst, CopySource={"Bucket": bucket, "Key": "same/src"},
+                       MetadataDirective="REPLACE", Metadata={"c": "3"},
+                       CopySourceIfMatch='"%s"' % md5_hex(data))
+    assert r["CopyObjectResult"]["ETag"] == '"%s"' % md5_hex(data)
+    g = s3.get_object(Bucket=bucket, Key=dst)
+    assert g["Body"].read() == data and g["Metadata"] == {"c": "3"}
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.copy_object(Bucket=bucket, Key=dst, CopySource={"Bucket": bucket, "Key": "same/src"},
+                       CopySourceIfNoneMatch='"%s"' % md5_hex(data))
+    assert client_error(ei)[:2] == (412, "PreconditionFailed")
 
 
 def test_upload_part_copy_not_implemented(s3, bucket):
@@ -100,7 +128,7 @@ def test_delete_objects(s3, bucket):
     assert s3.list_objects_v2(Bucket=bucket)["KeyCount"] == 0
 
 
-def test_delete_objects_limits(target, raw, bucket):
+def test_delete_objects_limits(endpoint, raw, bucket):
     body = ("<Delete>%s</Delete>" % "".join("<Object><Key>k%d</Key></Object>" % i
                                             for i in range(1001))).encode()
     r = raw.request("POST", "/%s?delete" % bucket, body=body,
@@ -127,10 +155,10 @@ print(json.dumps({"deleted": sorted(d["Key"] for d in r.get("Deleted", [])), "le
 '''
 
 
-def test_delete_objects_pyenv_botocore(pyenv_python, target, bucket):
+def test_delete_objects_pyenv_botocore(pyenv_python, endpoint, bucket):
     """botocore >= 1.36 sends DeleteObjects with x-amz-checksum-crc32 and no Content-MD5."""
     p = helpers.run_pyenv(pyenv_python, PYENV_DELETE, {
-        "EP": target.url, "AK": target.access_key, "SK": target.secret_key, "BUCKET": bucket})
+        "EP": endpoint.url, "AK": endpoint.access_key, "SK": endpoint.secret_key, "BUCKET": bucket})
     assert p.returncode == 0, p.stderr[-3000:]
     assert json.loads(p.stdout.strip().splitlines()[-1]) == {"deleted": ["k0", "k1", "k2"],
                                                              "left": 0}
@@ -164,9 +192,9 @@ def test_list_object_versions(s3, bucket):
 
 # ---------------------------------------------------------------- SigV2
 
-def test_sigv2_presigned_urls(target, bucket, s3):
+def test_sigv2_presigned_urls(endpoint, bucket, s3):
     s3.put_object(Bucket=bucket, Key="v2 key+1", Body=b"sigv2 body")
-    v2 = helpers.boto3_client(target, signature_version="s3")
+    v2 = helpers.boto3_client(endpoint, signature_version="s3")
     url = v2.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "v2 key+1"},
                                     ExpiresIn=300)
     assert "AWSAccessKeyId=" in url and "Signature=" in url, url
@@ -186,13 +214,13 @@ def test_sigv2_presigned_urls(target, bucket, s3):
     assert r.status_code == 403 and r.content != b"sigv2 body"
 
 
-def test_sigv2_header_auth(target, bucket):
-    v2 = helpers.boto3_client(target, signature_version="s3")
+def test_sigv2_header_auth(endpoint, bucket):
+    v2 = helpers.boto3_client(endpoint, signature_version="s3")
     v2.put_object(Bucket=bucket, Key="v2h", Body=b"header signed v2", Metadata={"m": "1"})
     g = v2.get_object(Bucket=bucket, Key="v2h")
     assert g["Body"].read() == b"header signed v2" and g["Metadata"] == {"m": "1"}
     assert [o["Key"] for o in v2.list_objects(Bucket=bucket)["Contents"]] == ["v2h"]
-    bad = helpers.boto3_client(target, secret_key="wrong", signature_version="s3")
+    bad = helpers.boto3_client(endpoint, secret_key="wrong", signature_version="s3")
     with pytest.raises(botocore.exceptions.ClientError) as ei:
         bad.get_object(Bucket=bucket, Key="v2h")
     assert client_error(ei)[:2] == (403, "SignatureDoesNotMatch")
@@ -215,18 +243,18 @@ def test_aws_cli_v2_presign(aws2, s3, bucket):
 
 # ---------------------------------------------------------------- anonymous read
 
-def _props(target, bucket, body):
-    return requests.patch("%s/v1/buckets/%s" % (target.url, bucket), data=body, timeout=10,
-                          auth=SigV4Requests(target.access_key, target.secret_key))
+def _props(endpoint, bucket, body):
+    return requests.patch("%s/v1/buckets/%s" % (endpoint.url, bucket), data=body, timeout=10,
+                          auth=SigV4Requests(endpoint.access_key, endpoint.secret_key))
 
 
-def test_anonymous_read_bucket(target, raw, s3, bucket):
+def test_anonymous_read_bucket(endpoint, raw, s3, bucket):
     s3.put_object(Bucket=bucket, Key="pub/obj", Body=b"public bytes")
     assert raw.request("GET", "/%s/pub/obj" % bucket, sign=False).status == 403
-    r = _props(target, bucket, b'{"anonymous_read": true}')
+    r = _props(endpoint, bucket, b'{"anonymous_read": true}')
     assert r.status_code == 200, r.content
-    info = requests.get("%s/v1/buckets/%s?props" % (target.url, bucket), timeout=10,
-                        auth=SigV4Requests(target.access_key, target.secret_key)).json()
+    info = requests.get("%s/v1/buckets/%s?props" % (endpoint.url, bucket), timeout=10,
+                        auth=SigV4Requests(endpoint.access_key, endpoint.secret_key)).json()
     assert info["name"] == bucket and info["props"] == {"anonymous_read": True}, info
     try:
         r = raw.request("GET", "/%s/pub/obj" % bucket, sign=False)
@@ -234,7 +262,7 @@ def test_anonymous_read_bucket(target, raw, s3, bucket):
         assert raw.request("HEAD", "/%s/pub/obj" % bucket, sign=False).status == 200
         r = raw.request("GET", "/%s?list-type=2" % bucket, sign=False)
         assert r.status == 200 and b"<Key>pub/obj</Key>" in r.body, r
-        r = requests.get("%s/%s/pub/obj" % (target.url, bucket), timeout=10)  # curl-like
+        r = requests.get("%s/%s/pub/obj" % (endpoint.url, bucket), timeout=10)  # curl-like
         assert r.status_code == 200 and r.content == b"public bytes"
         # writes still need a key
         check_s3_error(raw.request("PUT", "/%s/pub/new" % bucket, body=b"x", sign=False), 403,
@@ -249,35 +277,46 @@ def test_anonymous_read_bucket(target, raw, s3, bucket):
         # listing all buckets is not anonymous
         check_s3_error(raw.request("GET", "/", sign=False), 403, "AccessDenied")
     finally:
-        assert _props(target, bucket, b'{"anonymous_read": false}').status_code == 200
+        assert _props(endpoint, bucket, b'{"anonymous_read": false}').status_code == 200
     check_s3_error(raw.request("GET", "/%s/pub/obj" % bucket, sign=False), 403, "AccessDenied")
-    info = requests.get("%s/v1/buckets/%s?props" % (target.url, bucket), timeout=10,
-                        auth=SigV4Requests(target.access_key, target.secret_key)).json()
+    info = requests.get("%s/v1/buckets/%s?props" % (endpoint.url, bucket), timeout=10,
+                        auth=SigV4Requests(endpoint.access_key, endpoint.secret_key)).json()
     assert info["props"] == {"anonymous_read": False}, info
     assert s3.get_object(Bucket=bucket, Key="pub/obj")["Body"].read() == b"public bytes"
 
 
 @pytest.mark.parametrize("body", [b"not json", b'{"anonymous_read": "yes"}', b'{"bogus": 1}',
                                   b"[]"])
-def test_bucket_props_bad_body(target, bucket, body):
-    helpers.check_json_error(_props(target, bucket, body), 400, "InvalidArgument")
+def test_bucket_props_bad_body(endpoint, bucket, body):
+    helpers.check_json_error(_props(endpoint, bucket, body), 400, "InvalidArgument")
 
 
-def test_bucket_props_missing_bucket(target):
-    helpers.check_json_error(_props(target, helpers.unique_bucket_name("nob"),
+def test_bucket_props_missing_bucket(endpoint):
+    helpers.check_json_error(_props(endpoint, helpers.unique_bucket_name("nob"),
                                     b'{"anonymous_read": true}'), 404, "NoSuchBucket")
 
 
 # ---------------------------------------------------------------- per-key permissions
 
-def test_key_permissions(target_factory):
-    keys = ",".join(["AKADMIN:secretADMIN", "AKRO:secretRO:ro",
-                     "AKMIX:secretMIX:bk-rw=rw;bk-ro=ro"])
-    t = target_factory("perms", access_key="AKADMIN", secret_key="secretADMIN", auth_keys=keys)
+@pytest.fixture
+def perm_server(endpoint, target_factory):
+    """A server whose auth.keys are conftest.CLUSTER_KEYS (admin AKIDTEST, read-only AKRO,
+    AKMIX with rules for PERM_BUCKETS rw/ro): a fresh target, or the session cluster's proxy
+    (the proxy authorises; targets trust its signature). The PERM_BUCKETS are removed after."""
+    srv = endpoint if endpoint.kind == "proxy" else target_factory("perms", auth_keys=CLUSTER_KEYS)
+    yield srv
+    admin = helpers.boto3_client(srv)
+    for name in PERM_BUCKETS.values():
+        _empty_bucket(admin, name)
+
+
+def test_key_permissions(perm_server):
+    t = perm_server
+    rw, ro_b, none = PERM_BUCKETS["rw"], PERM_BUCKETS["ro"], PERM_BUCKETS["none"]
     admin = helpers.boto3_client(t)
     ro = helpers.boto3_client(t, access_key="AKRO", secret_key="secretRO")
     mix = helpers.boto3_client(t, access_key="AKMIX", secret_key="secretMIX")
-    for b in ("bk-rw", "bk-ro", "bk-none"):
+    for b in (rw, ro_b, none):
         admin.create_bucket(Bucket=b)
         admin.put_object(Bucket=b, Key="seed", Body=b"seed-" + b.encode())
 
@@ -287,81 +326,214 @@ def test_key_permissions(target_factory):
         assert client_error(ei)[:2] == (403, "AccessDenied")
 
     # read-only key: reads everywhere, no writes
-    assert ro.get_object(Bucket="bk-none", Key="seed")["Body"].read() == b"seed-bk-none"
-    assert ro.list_objects_v2(Bucket="bk-rw")["KeyCount"] == 1
-    denied(lambda: ro.put_object(Bucket="bk-rw", Key="x", Body=b"x"))
-    denied(lambda: ro.delete_object(Bucket="bk-rw", Key="seed"))
-    denied(lambda: ro.create_bucket(Bucket="bk-new"))
-    denied(lambda: ro.create_multipart_upload(Bucket="bk-rw", Key="m"))
-    assert sorted(b["Name"] for b in ro.list_buckets()["Buckets"]) == ["bk-none", "bk-ro",
-                                                                       "bk-rw"]
+    assert ro.get_object(Bucket=none, Key="seed")["Body"].read() == b"seed-" + none.encode()
+    assert ro.list_objects_v2(Bucket=rw)["KeyCount"] == 1
+    denied(lambda: ro.put_object(Bucket=rw, Key="x", Body=b"x"))
+    denied(lambda: ro.delete_object(Bucket=rw, Key="seed"))
+    denied(lambda: ro.create_bucket(Bucket="perm-%s-new" % PERM_TAG))
+    denied(lambda: ro.create_multipart_upload(Bucket=rw, Key="m"))
+    assert {rw, ro_b, none} <= {b["Name"] for b in ro.list_buckets()["Buckets"]}
     # per-bucket key
-    mix.put_object(Bucket="bk-rw", Key="mine", Body=b"mine")
-    assert mix.get_object(Bucket="bk-rw", Key="mine")["Body"].read() == b"mine"
-    assert mix.get_object(Bucket="bk-ro", Key="seed")["Body"].read() == b"seed-bk-ro"
-    denied(lambda: mix.put_object(Bucket="bk-ro", Key="x", Body=b"x"))
-    denied(lambda: mix.get_object(Bucket="bk-none", Key="seed"))
-    denied(lambda: mix.list_objects_v2(Bucket="bk-none"))
-    denied(lambda: mix.put_object(Bucket="bk-none", Key="x", Body=b"x"))
+    mix.put_object(Bucket=rw, Key="mine", Body=b"mine")
+    assert mix.get_object(Bucket=rw, Key="mine")["Body"].read() == b"mine"
+    assert mix.get_object(Bucket=ro_b, Key="seed")["Body"].read() == b"seed-" + ro_b.encode()
+    denied(lambda: mix.put_object(Bucket=ro_b, Key="x", Body=b"x"))
+    denied(lambda: mix.get_object(Bucket=none, Key="seed"))
+    denied(lambda: mix.list_objects_v2(Bucket=none))
+    denied(lambda: mix.put_object(Bucket=none, Key="x", Body=b"x"))
     # CopyObject needs read on the source too
-    denied(lambda: mix.copy_object(Bucket="bk-rw", Key="stolen",
-                                   CopySource={"Bucket": "bk-none", "Key": "seed"}))
-    mix.copy_object(Bucket="bk-rw", Key="copied", CopySource={"Bucket": "bk-ro", "Key": "seed"})
+    denied(lambda: mix.copy_object(Bucket=rw, Key="stolen",
+                                   CopySource={"Bucket": none, "Key": "seed"}))
+    mix.copy_object(Bucket=rw, Key="copied", CopySource={"Bucket": ro_b, "Key": "seed"})
     # the permission is checked on the decoded source name the copy would read: an escaped,
     # NUL-cut or overlong source bucket never reaches a bucket the key cannot read
     raw = helpers.S3Raw(t.host, t.port, "AKMIX", "secretMIX")
-    for src, want in [("/bk-n%6Fne/seed", (403, "AccessDenied")),
-                      ("/bk-none%00" + "a" * 60 + "/seed", (400, "InvalidBucketName")),
-                      ("/bk-none%00x/seed", (400, "InvalidBucketName")),
-                      ("bk-none/seed?versionId=null", (403, "AccessDenied")),
+    esc = none.replace("none", "n%6Fne")
+    for src, want in [("/%s/seed" % esc, (403, "AccessDenied")),
+                      ("/%s%%00%s/seed" % (none, "a" * 60), (400, "InvalidBucketName")),
+                      ("/%s%%00x/seed" % none, (400, "InvalidBucketName")),
+                      ("%s/seed?versionId=null" % none, (403, "AccessDenied")),
                       ("/" + "b" * 70 + "/seed", (400, "InvalidBucketName")),
-                      ("/bk-ro", (400, "InvalidArgument"))]:
-        r = raw.request("PUT", "/bk-rw/stolen2", headers={"x-amz-copy-source": src})
+                      ("/" + ro_b, (400, "InvalidArgument"))]:
+        r = raw.request("PUT", "/%s/stolen2" % rw, headers={"x-amz-copy-source": src})
         assert (r.status, helpers.parse_s3_error(r.body)["Code"]) == want, (src, r)
     # a bucket path segment with an escaped NUL names no bucket (not the prefix before it)
-    r = raw.request("PUT", "/bk-rw%00evil/obj", body=b"x")
+    r = raw.request("PUT", "/%s%%00evil/obj" % rw, body=b"x")
     helpers.check_s3_error(r, 400, "InvalidBucketName")
-    r = helpers.S3Raw(t.host, t.port, "AKADMIN", "secretADMIN").request(
-        "GET", "/v1/buckets/bk-rw%00x")
+    r = helpers.S3Raw(t.host, t.port, ACCESS_KEY, SECRET_KEY).request(
+        "GET", "/v1/buckets/%s%%00x" % rw)
     assert r.status == 400 and b"InvalidBucketName" in r.body, r
     # nothing the denied calls tried exists
     names = {b: [o["Key"] for o in admin.list_objects_v2(Bucket=b).get("Contents", [])]
-             for b in ("bk-rw", "bk-ro", "bk-none")}
-    assert names == {"bk-rw": ["copied", "mine", "seed"], "bk-ro": ["seed"],
-                     "bk-none": ["seed"]}, names
-    assert "bk-new" not in [b["Name"] for b in admin.list_buckets()["Buckets"]]
+             for b in (rw, ro_b, none)}
+    assert names == {rw: ["copied", "mine", "seed"], ro_b: ["seed"],
+                     none: ["seed"]}, names
+    assert "perm-%s-new" % PERM_TAG not in [b["Name"] for b in admin.list_buckets()["Buckets"]]
 
 
 # ---------------------------------------------------------------- virtual-host addressing
 
-def test_virtual_host_addressing(target_factory):
-    t = target_factory("vhost", extra_args=["--s3.domain", "s3.hoard.test"])
-    s3c = helpers.boto3_client(t)
-    s3c.create_bucket(Bucket="vbucket")
-    s3c.put_object(Bucket="vbucket", Key="dir/obj", Body=b"virtual host")
-    host = "vbucket.s3.hoard.test:%d" % t.port
+@pytest.fixture
+def vhost_server(endpoint, target_factory):
+    """(server, domain): a target started with --s3.domain, or the session cluster, whose
+    proxies and targets all have S3_DOMAIN (a relayed request keeps its Host and path, and the
+    target verifies the client's signature over them)."""
+    if endpoint.kind == "proxy":
+        return endpoint, endpoint.domain
+    return target_factory("vhost", extra_args=["--s3.domain", S3_DOMAIN]), S3_DOMAIN
 
-    def vreq(method, path, body=b""):
+
+def test_virtual_host_addressing(vhost_server):
+    _vhost_round_trip(*vhost_server)
+
+
+@pytest.fixture(scope="module")
+def domain_on_proxy_only(tmp_path_factory, log_dir):
+    """A cluster (1 proxy, 2 targets) where only the proxy has s3.domain."""
+    nodes, ep = start_cluster(tmp_path_factory, log_dir, "vh-", 2,
+                              proxy_args=["--s3.domain", S3_DOMAIN])
+    yield ep
+    _stop_nodes(nodes)
+
+
+# The proxy reads Host with its own s3.domain and tells the target which bucket it found
+# (X-Hoard-Vhost, under its signature), so the target, with no s3.domain of its own, reads
+# the request the same way: the bucket the proxy authorised.
+def test_virtual_host_domain_only_on_proxy(domain_on_proxy_only):
+    _vhost_round_trip(domain_on_proxy_only, S3_DOMAIN)
+
+
+def test_virtual_host_domain_only_on_proxy_keeps_permissions(domain_on_proxy_only):
+    """AKMIX may write PERM_BUCKETS["rw"] only: a virtual-host PUT for that bucket whose path
+    starts with another bucket's name must not land in the other bucket."""
+    ep = domain_on_proxy_only
+    admin = helpers.boto3_client(ep)
+    mine, victim = PERM_BUCKETS["rw"], helpers.unique_bucket_name("victim")
+    for b in (mine, victim):
+        admin.create_bucket(Bucket=b)
+    host = "%s.%s:%d" % (mine, S3_DOMAIN, ep.port)
+    path = "/%s/planted" % victim
+    h = helpers.sign_headers("PUT", "http://%s%s" % (host, path), "AKMIX", "secretMIX",
+                             payload=helpers.sha256_hex(b"planted"))
+    h["Host"] = host
+    r = helpers.raw_request(ep.host, ep.port, "PUT", path, h, b"planted")
+    assert r.status == 200, r  # stored in its own bucket, under the key "victim.../planted"
+    assert admin.list_objects_v2(Bucket=victim)["KeyCount"] == 0
+    got = admin.get_object(Bucket=mine, Key=path[1:])["Body"].read()
+    assert got == b"planted"
+
+
+def _vhost_round_trip(t, domain):
+    s3c = helpers.boto3_client(t)
+    vb = helpers.unique_bucket_name("vhost")
+    s3c.create_bucket(Bucket=vb)
+    s3c.put_object(Bucket=vb, Key="dir/obj", Body=b"virtual host")
+    host = "%s.%s:%d" % (vb, domain, t.port)
+
+    def vreq(method, path, body=b"", payload=helpers.UNSIGNED):
         url = "http://%s%s" % (host, path)
-        h = helpers.sign_headers(method, url, t.access_key, t.secret_key)
+        h = helpers.sign_headers(method, url, t.access_key, t.secret_key, payload=payload)
         h["Host"] = host
         return helpers.raw_request(t.host, t.port, method, path, h, body)
 
-    r = vreq("GET", "/dir/obj")
-    assert r.status == 200 and r.body == b"virtual host", r
-    r = vreq("PUT", "/dir/new", b"via vhost")
-    assert r.status == 200, r
-    assert s3c.get_object(Bucket="vbucket", Key="dir/new")["Body"].read() == b"via vhost"
-    r = vreq("GET", "/?list-type=2&prefix=dir/")
-    assert r.status == 200 and b"<Key>dir/new</Key>" in r.body and b"<Key>dir/obj</Key>" in r.body
-    check_s3_error(vreq("GET", "/missing"), 404, "NoSuchKey")
-    # path style still works on the same server
-    assert s3c.get_object(Bucket="vbucket", Key="dir/obj")["Body"].read() == b"virtual host"
+    try:
+        r = vreq("GET", "/dir/obj")
+        assert r.status == 200 and r.body == b"virtual host", r
+        r = vreq("PUT", "/dir/new", b"via vhost", payload=helpers.sha256_hex(b"via vhost"))
+        assert r.status == 200, r
+        assert s3c.get_object(Bucket=vb, Key="dir/new")["Body"].read() == b"via vhost"
+        r = vreq("GET", "/?list-type=2&prefix=dir/")
+        assert r.status == 200 and b"<Key>dir/new</Key>" in r.body and \
+            b"<Key>dir/obj</Key>" in r.body, r
+        check_s3_error(vreq("GET", "/missing"), 404, "NoSuchKey")
+        r = vreq("HEAD", "/")  # HeadBucket
+        assert r.status == 200, r
+        assert vreq("DELETE", "/dir/new").status == 204
+        check_s3_error(vreq("GET", "/dir/new"), 404, "NoSuchKey")
+        # path style still works on the same server
+        assert s3c.get_object(Bucket=vb, Key="dir/obj")["Body"].read() == b"virtual host"
+    finally:
+        _empty_bucket(s3c, vb)
+
+
+# ---------------------------------------------------------------- s3.redirect=true
+
+def _curl_sigv4(*args, timeout=60):
+    return subprocess.run(["curl", "-sS", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
+                           "%s:%s" % (ACCESS_KEY, SECRET_KEY),
+                           "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"] +
+                          [str(a) for a in args], capture_output=True, timeout=timeout)
+
+
+def test_s3_redirect_mode(s3cluster, tmp_path):
+    """A proxy with s3.redirect=true answers object calls with 307 to the owner (plus its
+    signature) and serves bucket calls itself; clients that follow redirects work end to end:
+    curl -L (drops the credentials at the new host:port), curl -L --location-trusted
+    (re-signs there) and requests."""
+    p = s3cluster.redirect_proxy
+    s3c = helpers.boto3_client(p)
+    b = helpers.unique_bucket_name("redir")
+    s3c.create_bucket(Bucket=b)
+    try:
+        data = pattern_bytes(3 * 1024 * 1024 + 11, seed=51)
+        src = tmp_path / "up.bin"
+        src.write_bytes(data)
+        url = "%s/%s/dir/ob%%20j" % (p.url, b)
+        for n, follow in enumerate((["-L"], ["-L", "--location-trusted"])):
+            got = tmp_path / ("got%d" % n)
+            r = _curl_sigv4(*follow, "-T", src, "-o", tmp_path / "put.out", "-w", "%{http_code}",
+                            url + str(n))
+            assert r.stdout == b"200", (follow, r.stdout, r.stderr, (tmp_path / "put.out")
+                                        .read_bytes()[:300])
+            r = _curl_sigv4(*follow, "-o", got, "-w", "%{http_code}", url + str(n))
+            assert r.stdout == b"200" and got.read_bytes() == data, (follow, r.stdout)
+        # not followed: 307 to the owner, with the proxy's signature
+        r = _curl_sigv4("-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", url + "0")
+        status, loc = r.stdout.decode().split(" ", 1)
+        assert status == "307" and loc.startswith(s3cluster.owner(b, "dir/ob j0")), loc
+        assert "pid=" in loc and "psig=" in loc, loc
+        # requests follows 307 with the body and drops Authorization at the new port
+        auth = helpers.SigV4Requests(ACCESS_KEY, SECRET_KEY)
+        r = requests.put(url + "r", data=b"via requests", auth=auth, timeout=30)
+        assert r.status_code == 200 and [h.status_code for h in r.history] == [307], r
+        r = requests.get(url + "r", auth=auth, timeout=30)
+        assert r.status_code == 200 and r.content == b"via requests", r
+        # the proxy authenticates before it redirects
+        r = requests.get(url + "r", auth=helpers.SigV4Requests(ACCESS_KEY, "wrong"),
+                         allow_redirects=False, timeout=30)
+        check_s3_error(from_requests(r), 403, "SignatureDoesNotMatch")
+        assert "Location" not in r.headers
+        # virtual-host style: the 307 goes to the path-style name, so the owner (another Host)
+        # stores b/<other>/vh, never <other>/vh in a bucket the proxy did not authorise
+        other = helpers.unique_bucket_name("redir-other")
+        s3c.create_bucket(Bucket=other)
+        vhost = "%s.%s:%d" % (b, s3cluster.domain, p.port)
+        vurl = "http://%s/%s/vh" % (vhost, other)
+        to_proxy = ["--connect-to", "%s:%s:%d" % (vhost, p.host, p.port)]
+        try:
+            for follow in (["-L"], ["-L", "--location-trusted"]):
+                r = _curl_sigv4(*follow, *to_proxy, "-T", src, "-w", "%{http_code}", vurl)
+                assert r.stdout.endswith(b"200"), (follow, r.stdout[-500:], r.stderr)
+                r = _curl_sigv4(*follow, *to_proxy, "-o", tmp_path / "vh", "-w",
+                                "%{http_code}", vurl)
+                assert r.stdout == b"200" and (tmp_path / "vh").read_bytes() == data, r
+            assert s3c.list_objects_v2(Bucket=other)["KeyCount"] == 0
+        finally:
+            _empty_bucket(s3c, other)
+        # bucket calls are answered by the proxy itself
+        keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=b)["Contents"]]
+        assert keys == ["dir/ob j0", "dir/ob j1", "dir/ob jr", "%s/vh" % other]
+        # (boto3 does not follow a 307 from an S3 endpoint: object calls need the relay)
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            s3c.get_object(Bucket=b, Key="dir/ob j1")
+        assert client_error(ei)[0] == 307
+    finally:
+        _empty_bucket(helpers.boto3_client(s3cluster), b)
 
 
 # ---------------------------------------------------------------- rclone
 
-def test_rclone(target, s3, bucket, tmp_path):
+def test_rclone(endpoint, s3, bucket, tmp_path):
     if not shutil.which("rclone"):
         pytest.skip("rclone not installed")
     # AWS_CA_BUNDLE (set on this machine) makes rclone 1.60's AWS SDK fail on its transport
@@ -370,9 +542,9 @@ def test_rclone(target, s3, bucket, tmp_path):
         "RCLONE_CONFIG": os.devnull,
         "RCLONE_CONFIG_HOARD_TYPE": "s3", "RCLONE_CONFIG_HOARD_PROVIDER": "Other",
         "RCLONE_CONFIG_HOARD_ENV_AUTH": "false",
-        "RCLONE_CONFIG_HOARD_ACCESS_KEY_ID": target.access_key,
-        "RCLONE_CONFIG_HOARD_SECRET_ACCESS_KEY": target.secret_key,
-        "RCLONE_CONFIG_HOARD_ENDPOINT": target.url, "RCLONE_CONFIG_HOARD_REGION": "us-east-1",
+        "RCLONE_CONFIG_HOARD_ACCESS_KEY_ID": endpoint.access_key,
+        "RCLONE_CONFIG_HOARD_SECRET_ACCESS_KEY": endpoint.secret_key,
+        "RCLONE_CONFIG_HOARD_ENDPOINT": endpoint.url, "RCLONE_CONFIG_HOARD_REGION": "us-east-1",
         "RCLONE_CONFIG_HOARD_FORCE_PATH_STYLE": "true",
     })
 

@@ -200,6 +200,78 @@ HD_SUITE(cli_table_wide)
     setlocale(LC_CTYPE, "C");
 }
 
+HD_SUITE(cli_fmt_job_progress)
+{
+    char s[160];
+
+    /* both totals known: objects, then bytes with their percentage */
+    hd_cli_fmt_job_progress(s, sizeof(s), 120, 400, 10u << 20, 40u << 20, 2.0);
+    CHECK(strncmp(s, "120 / 400 objects ", 18) == 0);
+    CHECK(strstr(s, "10.0 MiB / 40.0 MiB") != NULL);
+    CHECK(strstr(s, " 25%") != NULL);
+    CHECK(strstr(s, "5.0 MiB/s") != NULL);
+    CHECK(strstr(s, "30%") == NULL);
+    /* bytes total unknown: the percentage comes from the objects */
+    hd_cli_fmt_job_progress(s, sizeof(s), 120, 400, 1u << 20, 0, 1.0);
+    CHECK(strncmp(s, "120 / 400 objects   30% ", 24) == 0);
+    CHECK(strstr(s, "1.0 MiB") != NULL);
+    CHECK(strstr(s, " / ") == strstr(s, "120 / 400") + 3); /* no bytes total */
+    /* nothing known: counts and rate only */
+    hd_cli_fmt_job_progress(s, sizeof(s), 7, 0, 0, 0, 0);
+    CHECK(strncmp(s, "7 objects ", 10) == 0);
+    CHECK(strchr(s, '%') == NULL);
+    /* more done than the total (objects added meanwhile) stays at 100% */
+    hd_cli_fmt_job_progress(s, sizeof(s), 500, 400, 0, 0, 1.0);
+    CHECK(strncmp(s, "500 / 400 objects  100% ", 24) == 0);
+    /* truncation is safe */
+    hd_cli_fmt_job_progress(s, 8, 120, 400, 0, 0, 1.0);
+    CHECK_EQ_STR(s, "120 / 4");
+}
+
+HD_SUITE(cli_fmt_duration)
+{
+    char s[32];
+
+    hd_cli_fmt_duration(0, s, sizeof(s));
+    CHECK_EQ_STR(s, "0 ms");
+    hd_cli_fmt_duration(999, s, sizeof(s));
+    CHECK_EQ_STR(s, "999 ms");
+    hd_cli_fmt_duration(1000, s, sizeof(s));
+    CHECK_EQ_STR(s, "1.0 s");
+    hd_cli_fmt_duration(3250, s, sizeof(s));
+    CHECK_EQ_STR(s, "3.2 s");
+    hd_cli_fmt_duration(59999, s, sizeof(s));
+    CHECK_EQ_STR(s, "59.9 s");
+    hd_cli_fmt_duration(245000, s, sizeof(s));
+    CHECK_EQ_STR(s, "4m05s");
+    hd_cli_fmt_duration(7380000, s, sizeof(s));
+    CHECK_EQ_STR(s, "2h03m");
+    hd_cli_fmt_duration(273600000ull, s, sizeof(s));
+    CHECK_EQ_STR(s, "3d04h");
+}
+
+HD_SUITE(cli_pct_used)
+{
+    CHECK_EQ_INT(hd_cli_pct_used(0, 0), 0);
+    CHECK_EQ_INT(hd_cli_pct_used(0, 100), 0);
+    CHECK_EQ_INT(hd_cli_pct_used(50, 50), 50);
+    CHECK_EQ_INT(hd_cli_pct_used(1, 999), 1); /* rounded up, as df does */
+    CHECK_EQ_INT(hd_cli_pct_used(999, 1), 100);
+    CHECK_EQ_INT(hd_cli_pct_used(20761034752ull, 81984245760ull), 21);
+    CHECK_EQ_INT(hd_cli_pct_used(100, 0), 100);
+    CHECK_EQ_INT(hd_cli_pct_used(UINT64_MAX, UINT64_MAX), 50);
+}
+
+HD_SUITE(cli_node_state)
+{
+    CHECK_EQ_STR(hd_cli_node_state(0, 0), "online");
+    CHECK_EQ_STR(hd_cli_node_state(1, 0), "maintenance");
+    CHECK_EQ_STR(hd_cli_node_state(2, 0), "decommissioning");
+    CHECK_EQ_STR(hd_cli_node_state(3, 0), "decommissioning");
+    CHECK_EQ_STR(hd_cli_node_state(0, 1), "down");
+    CHECK_EQ_STR(hd_cli_node_state(1, 1), "down");
+}
+
 HD_SUITE(cli_parse_size)
 {
     uint64_t v = 0;

@@ -17,9 +17,9 @@
 HD_SUITE(ring_wraps)
 {
     struct hd_ring g;
-    char out[16];
+    char out[64];
 
-    CHECK_EQ_INT(hd_ring_init(&g, 8), 0);
+    CHECK_EQ_INT(hd_ring_init(&g, 8, 8), 0);
     CHECK_EQ_INT(hd_ring_put(&g, "abcdef", 6), 6);
     CHECK_EQ_INT(hd_ring_get(&g, out, 4), 4);
     CHECK(memcmp(out, "abcd", 4) == 0);
@@ -27,6 +27,18 @@ HD_SUITE(ring_wraps)
     CHECK_EQ_INT(hd_ring_get(&g, out, sizeof(out)), 8);
     CHECK(memcmp(out, "efghijkl", 8) == 0);
     CHECK_EQ_INT(hd_ring_get(&g, out, sizeof(out)), 0);
+    hd_ring_cleanup(&g);
+
+    /* growing: from 4 up to 16 by doubling, keeping wrapped data in order */
+    CHECK_EQ_INT(hd_ring_init(&g, 4, 16), 0);
+    CHECK_EQ_INT(hd_ring_put(&g, "abc", 3), 3);
+    CHECK_EQ_INT(hd_ring_get(&g, out, 2), 2);
+    CHECK_EQ_INT(hd_ring_put(&g, "defghij", 7), 7); /* wraps: grows to 8 */
+    CHECK_EQ_INT(g.cap, 8);
+    CHECK_EQ_INT(hd_ring_put(&g, "0123456789", 10), 8); /* grows to the maximum, 16 */
+    CHECK_EQ_INT(g.cap, 16);
+    CHECK_EQ_INT(hd_ring_get(&g, out, sizeof(out)), 16);
+    CHECK(memcmp(out, "cdefghij01234567", 16) == 0);
     hd_ring_cleanup(&g);
 }
 

@@ -11,18 +11,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <jansson.h>
-
 #define HD_CLI_VERSION "0.1.0"
 #define HD_CLI_DEFAULT_ENDPOINT "http://127.0.0.1:8080"
 
 /* Process exit codes; documented in docs/cli.md. */
 enum hd_cli_exit {
     HD_CLI_EXIT_OK = 0,
-    HD_CLI_EXIT_API = 1,   /* the server answered with an error, or a local file error */
-    HD_CLI_EXIT_USAGE = 2, /* bad command line */
-    HD_CLI_EXIT_CONN = 3,  /* could not talk to the endpoint (connect, timeout, reset) */
-    HD_CLI_EXIT_INTR = 130 /* interrupted by SIGINT/SIGTERM */
+    HD_CLI_EXIT_API = 1,     /* the server answered with an error, or a local file error */
+    HD_CLI_EXIT_USAGE = 2,   /* bad command line */
+    HD_CLI_EXIT_CONN = 3,    /* could not talk to the endpoint (connect, timeout, reset) */
+    HD_CLI_EXIT_TIMEOUT = 4, /* job wait: the job was still running at --timeout */
+    HD_CLI_EXIT_INTR = 130   /* interrupted by SIGINT/SIGTERM */
 };
 
 /* Every option the CLI knows. Global ones are accepted anywhere; others only by commands
@@ -38,6 +37,8 @@ enum hd_cli_optid {
     HD_CLI_OPT_CONTENT_TYPE,
     HD_CLI_OPT_ACCESS_KEY,
     HD_CLI_OPT_SECRET_KEY,
+    HD_CLI_OPT_OFF,
+    HD_CLI_OPT_TIMEOUT,
     HD_CLI_OPT_ARCHPATH, /* cmd_shard.c and object get */
     HD_CLI_OPT_TEMPLATE,
     HD_CLI_OPT_SIZE,
@@ -107,11 +108,12 @@ int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Prints "hoard: <fmt>" to stderr and returns `code`. */
 int hd_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints j indented (2 spaces) and a newline on stdout (the --json output of every command);
+ * j NULL (a failed json_pack) is out of memory. Returns the exit code. */
+struct json_t;
+int hd_cli_print_json(const struct json_t *j);
 
-/* Prints j (indented) and a newline to stdout; the exit code (cmd_object.c). */
-int hd_cli_print_json(json_t *j);
-
-/* Handlers (cmd_bucket.c, cmd_object.c, cmd_shard.c). */
+/* Handlers (cmd_bucket.c, cmd_object.c, cmd_cluster.c, cmd_job.c, cmd_shard.c). */
 int hd_cli_bucket_create(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_rm(struct hd_cli *cli, int argc, char **argv);
@@ -120,6 +122,14 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_head(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_rm(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_cluster_show(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_cluster_maintenance(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_cluster_decommission(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_cluster_rebalance(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_job_ls(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_job_show(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_job_stop(struct hd_cli *cli, int argc, char **argv);
 /* cmd_shard.c */
 int hd_cli_shard_create(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_shard_members(struct hd_cli *cli, int argc, char **argv);

@@ -47,6 +47,68 @@ void hd_cli_fmt_progress(char *out, size_t len, uint64_t done, uint64_t total, d
              (unsigned)(done * 100.0 / (double)total), rate);
 }
 
+void hd_cli_fmt_job_progress(char *out, size_t len, uint64_t objs, uint64_t total_objs,
+                             uint64_t bytes, uint64_t total_bytes, double secs)
+{
+    char b[96], pct[8] = "";
+    int n;
+
+    if (len == 0)
+        return;
+    if (total_objs && !total_bytes)
+        snprintf(pct, sizeof(pct), "  %3u%%",
+                 (unsigned)((objs > total_objs ? total_objs : objs) * 100.0 / (double)total_objs));
+    hd_cli_fmt_progress(b, sizeof(b), bytes, total_bytes, secs);
+    if (total_objs)
+        n = snprintf(out, len, "%llu / %llu objects%s ", (unsigned long long)objs,
+                     (unsigned long long)total_objs, pct);
+    else
+        n = snprintf(out, len, "%llu objects ", (unsigned long long)objs);
+    if (n > 0 && (size_t)n < len)
+        snprintf(out + n, len - (size_t)n, "%s", b);
+}
+
+void hd_cli_fmt_duration(uint64_t ms, char *out, size_t len)
+{
+    uint64_t s = ms / 1000;
+
+    if (ms < 1000)
+        snprintf(out, len, "%llu ms", (unsigned long long)ms);
+    else if (ms < 60000)
+        snprintf(out, len, "%.1f s", (double)(ms / 100) / 10.0);
+    else if (s < 3600)
+        snprintf(out, len, "%llum%02llus", (unsigned long long)(s / 60),
+                 (unsigned long long)(s % 60));
+    else if (s < 86400)
+        snprintf(out, len, "%lluh%02llum", (unsigned long long)(s / 3600),
+                 (unsigned long long)(s / 60 % 60));
+    else
+        snprintf(out, len, "%llud%02lluh", (unsigned long long)(s / 86400),
+                 (unsigned long long)(s / 3600 % 24));
+}
+
+unsigned hd_cli_pct_used(uint64_t used, uint64_t avail)
+{
+    double whole = (double)used + (double)avail;
+    double pct;
+
+    if (whole <= 0)
+        return 0;
+    pct = (double)used * 100.0 / whole;
+    return pct >= 100.0 ? 100u : (unsigned)pct + ((double)(unsigned)pct < pct ? 1u : 0u);
+}
+
+const char *hd_cli_node_state(unsigned flags, int down)
+{
+    if (down)
+        return "down";
+    if (flags & 2u)
+        return "decommissioning";
+    if (flags & 1u)
+        return "maintenance";
+    return "online";
+}
+
 int hd_cli_path_split(const char *arg, char **bucket, char **rest)
 {
     const char *slash;

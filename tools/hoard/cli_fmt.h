@@ -1,5 +1,6 @@
 /* cli_fmt: pure helpers of the hoard CLI: argument splitting, URL path encoding, human sizes,
- * the progress line and aligned text tables. No I/O except hd_cli_table_print; any thread. */
+ * durations, the progress lines and aligned text tables. No I/O except hd_cli_table_print;
+ * any thread. */
 #ifndef HD_CLI_FMT_H
 #define HD_CLI_FMT_H
 
@@ -15,6 +16,24 @@ void hd_cli_fmt_size(uint64_t n, char *out, size_t len);
 /* One progress line without '\r' or '\n': "12.0 MiB / 20.0 MiB  60%  85.3 MiB/s".
  * total 0 means unknown (no percentage); secs <= 0 gives a rate of 0. */
 void hd_cli_fmt_progress(char *out, size_t len, uint64_t done, uint64_t total, double secs);
+
+/* One job progress line without '\r' or '\n', objects first, then bytes as
+ * hd_cli_fmt_progress: "120 / 400 objects   1.2 MiB / 4.0 MiB  30%  0.4 MiB/s". A total of 0
+ * is unknown; the percentage comes from the bytes when their total is known, else from the
+ * objects ("120 / 400 objects  30%   1.2 MiB  0.4 MiB/s"), else there is none. */
+void hd_cli_fmt_job_progress(char *out, size_t len, uint64_t objs, uint64_t total_objs,
+                             uint64_t bytes, uint64_t total_bytes, double secs);
+
+/* A duration for people: "850 ms", "3.2 s", "4m05s", "2h03m", "3d04h". */
+void hd_cli_fmt_duration(uint64_t ms, char *out, size_t len);
+
+/* df's "Use%": used / (used + available) rounded up, so a nearly full disk never shows 100%
+ * too early or 0% too late; 0 when both are 0. */
+unsigned hd_cli_pct_used(uint64_t used, uint64_t avail);
+
+/* A cluster node's state from its smap flags (1 maintenance, 2 decommissioning) and whether
+ * it is in tmap_down: "down", "decommissioning", "maintenance" or "online". */
+const char *hd_cli_node_state(unsigned flags, int down);
 
 /* Splits "B/REST" at the first '/'. *bucket and *rest are heap copies (caller frees both);
  * *rest is "" when there is no '/' or nothing after it. 0, HD_EBADARG (empty bucket or

@@ -315,9 +315,10 @@ static int setup(struct xfer *x, struct curl_slist **hdrs, const char *url, int 
         SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->upload_size);
     } else if (strcmp(rq->method, "POST") == 0) {
         SET(CURLOPT_POST, 1L);
-        SET(CURLOPT_POSTFIELDS, "");
-        SET(CURLOPT_POSTFIELDSIZE, 0L);
-        *hdrs = curl_slist_append(*hdrs, "Content-Type:"); /* drop curl's form default */
+        SET(CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
+        SET(CURLOPT_POSTFIELDSIZE, rq->body ? (long)strlen(rq->body) : 0L);
+        if (!rq->content_type)
+            *hdrs = curl_slist_append(*hdrs, "Content-Type:"); /* drop curl's form default */
     } else if (strcmp(rq->method, "GET") != 0) {
         SET(CURLOPT_CUSTOMREQUEST, rq->method);
     }
@@ -622,4 +623,35 @@ int hd_cli_report(struct hd_cli *cli, const char *what, int rc, const struct hd_
                            "AWS_SECRET_ACCESS_KEY, or pass --access-key and --secret-key)",
                            what, code, msg);
     return hd_cli_fail(HD_CLI_EXIT_API, "%s: %s: %s", what, code, msg);
+}
+
+int hd_cli_json_do(struct hd_cli *cli, const char *method, const char *path, const char *body,
+                   const char *what, json_t **out)
+{
+    struct hd_cli_req rq = {.method = method, .path = path, .body = body};
+    struct hd_cli_resp rs;
+    json_error_t jerr;
+    int rc;
+
+    *out = NULL;
+    if (body)
+        rq.content_type = "application/json";
+    hd_cli_resp_init(&rs);
+    rc = hd_cli_http_do(cli, &rq, &rs);
+    if (rc != 0 || rs.status >= 300) {
+        rc = hd_cli_report(cli, what, rc, &rs);
+        goto out;
+    }
+    *out = json_loadb(rs.body.data ? rs.body.data : "", rs.body.len, 0, &jerr);
+    if (!json_is_object(*out)) {
+        rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: unexpected response from %s: %s", what,
+                         cli->endpoint, *out ? "not a JSON object" : jerr.text);
+        json_decref(*out);
+        *out = NULL;
+        goto out;
+    }
+    rc = HD_CLI_EXIT_OK;
+out:
+    hd_cli_resp_cleanup(&rs);
+    return rc;
 }

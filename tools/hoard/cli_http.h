@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "common/buf.h"
 #include "tools/hoard/cli.h"
 
@@ -35,6 +37,7 @@ struct hd_cli_req {
     int64_t upload_size; /* -1 when unknown (sent chunked; PUT only) */
     FILE *download;      /* sink for a 2xx body; NULL buffers it in resp->body */
     const char *content_type;
+    const char *body;    /* POST body (a NUL-terminated text, e.g. JSON); NULL: empty */
     int hash;            /* compute the MD5 of the uploaded or downloaded bytes */
     int discard_success; /* abort at once on a 2xx body (used to fetch error details) */
 };
@@ -81,5 +84,12 @@ void hd_cli_resp_error(const struct hd_cli_resp *rs, char *code, size_t codelen,
  * HD_CLI_EXIT_INTR when interrupted. A 403 to an unsigned request says how to give
  * credentials. Call only when rc != 0 or rs->status >= 300. */
 int hd_cli_report(struct hd_cli *cli, const char *what, int rc, const struct hd_cli_resp *rs);
+
+/* A request whose 2xx answer is a JSON object, parsed into *out (caller decrefs). body: JSON
+ * text sent as application/json with POST (NULL: none). HD_CLI_EXIT_OK, or the exit code after
+ * printing the error line (hd_cli_report; a 2xx body that is not a JSON object is
+ * "unexpected response"). */
+int hd_cli_json_do(struct hd_cli *cli, const char *method, const char *path, const char *body,
+                   const char *what, json_t **out);
 
 #endif

@@ -41,7 +41,7 @@ static int bucket_simple(struct hd_cli *cli, const char *bucket, const char *met
     }
     if (cli->json) {
         json_t *j = json_pack("{s:s, s:b}", "bucket", bucket, done, 1);
-        rc = j ? hd_cli_print_json(j) : hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+        rc = hd_cli_print_json(j);
         json_decref(j);
     } else {
         printf("%s %s\n", done, bucket);

@@ -69,16 +69,6 @@ static int target_object(struct target *t, const char *verb)
     return 0;
 }
 
-int hd_cli_print_json(json_t *j)
-{
-    if (!j)
-        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
-    if (json_dumpf(j, stdout, JSON_INDENT(2)) != 0)
-        return hd_cli_fail(HD_CLI_EXIT_API, "writing output failed");
-    fputc('\n', stdout);
-    return HD_CLI_EXIT_OK;
-}
-
 /* 1 when the ETag is a plain MD5 (32 hex digits) we can compare against. */
 static int etag_is_md5(const char *etag)
 {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
 
 #include "tools/hoard/cli.h"
 #include "tools/hoard/cli_fmt.h"
@@ -36,6 +37,9 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
                                "SigV4 access key (env AWS_ACCESS_KEY_ID)"},
     [HD_CLI_OPT_SECRET_KEY] = {"secret-key", 1, 1, "KEY",
                                "SigV4 secret key (env AWS_SECRET_ACCESS_KEY)"},
+    [HD_CLI_OPT_OFF] = {"off", 0, 0, NULL, "clear the flag instead of setting it"},
+    [HD_CLI_OPT_TIMEOUT] = {"timeout", 1, 0, "S",
+                            "give up after S seconds (exit 4; the job keeps running)"},
     [HD_CLI_OPT_ARCHPATH] = {"archpath", 1, 0, "NAME", "one member of a tar object"},
     [HD_CLI_OPT_TEMPLATE] = {"template", 1, 0, "T",
                              "shard names, e.g. 'train-{000000..}.tar' (required)"},
@@ -55,6 +59,8 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
                                             HD_CLI_OPT_TOKEN, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid put_opts[] = {HD_CLI_OPT_CONTENT_TYPE, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid off_opts[] = {HD_CLI_OPT_OFF, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid wait_opts[] = {HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid shard_opts[] = {
     HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,     HD_CLI_OPT_SEED, HD_CLI_OPT_KEY_RULE,
@@ -76,6 +82,20 @@ static const struct hd_cli_cmd cmds[] = {
     {"object", "ls", hd_cli_object_ls, 1, 1, "B[/PREFIX]",
      "list objects (all pages unless --limit)", ls_opts},
     {"object", "rm", hd_cli_object_rm, 1, 1, "B/O", "remove an object", NULL},
+    {"cluster", "show", hd_cli_cluster_show, 0, 0, "",
+     "nodes, states, rebalance, and mountpath capacity per target", NULL},
+    {"cluster", "maintenance", hd_cli_cluster_maintenance, 1, 1, "NODE",
+     "put target NODE in maintenance (no new objects; --off ends it)", off_opts},
+    {"cluster", "decommission", hd_cli_cluster_decommission, 1, 1, "NODE",
+     "move target NODE's objects away, then remove it (--off cancels)", off_opts},
+    {"cluster", "rebalance", hd_cli_cluster_rebalance, 0, 0, "",
+     "start a rebalance now and print its job id", NULL},
+    {"job", "ls", hd_cli_job_ls, 0, 0, "", "list jobs (newest first)", NULL},
+    {"job", "show", hd_cli_job_show, 1, 1, "ID", "show a job: state, progress, per-target view",
+     NULL},
+    {"job", "wait", hd_cli_job_wait, 1, 1, "ID",
+     "wait for a job to end, with progress; exit 0 only if it had no errors", wait_opts},
+    {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "ask every target to stop a job", NULL},
     {"shard", "create", hd_cli_shard_create, 2, 2, "B[/PREFIX] OUT",
      "pack the objects of B into tar shards in bucket OUT (shows progress)", shard_opts},
     {"shard", "ls-members", hd_cli_shard_members, 1, 1, "B/O", "list the members of a tar object",
@@ -97,6 +117,16 @@ int hd_cli_fail(int code, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     return code;
+}
+
+int hd_cli_print_json(const json_t *j)
+{
+    if (!j)
+        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+    if (json_dumpf(j, stdout, JSON_INDENT(2)) != 0)
+        return hd_cli_fail(HD_CLI_EXIT_API, "writing output failed");
+    fputc('\n', stdout);
+    return HD_CLI_EXIT_OK;
 }
 
 static int noun_known(const char *noun)
@@ -208,8 +238,9 @@ static void usage(FILE *out, const char *noun)
               "                     region in the signature (default " HD_CLI_DEFAULT_REGION ")\n"
               "  HOARD_PROGRESS=1   draw progress bars even when stderr is not a terminal\n"
               "  HOARD_DEBUG=1      print libcurl's request/response trace on stderr\n"
-              "\nExit codes: 0 ok, 1 server or API error (also local file errors), 2 usage,\n"
-              "  3 cannot reach the endpoint, 130 interrupted.\n"
+              "\nExit codes: 0 ok, 1 server or API error (also local file errors; a job that\n"
+              "  failed or had errors), 2 usage, 3 cannot reach the endpoint, 4 job wait timed\n"
+              "  out, 130 interrupted.\n"
               "See `hoard <noun> --help`; full reference in docs/cli.md.\n",
               out);
     }

@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""Cluster data-path benchmark (make bench, BENCH_ONLY=cluster): GETs of 10 KiB and 10 MiB
+objects from 3 targets, three ways side by side in one run:
+  direct   - the client asks the owning target itself (the URL a 307 would lead to)
+  redirect - the client asks the proxy and follows its 307 (keep-alive to proxy and targets)
+  relay    - the client asks the proxy through the S3 API; the proxy streams the object
+Same client (build/bin/hoard-bench), same connections, same random keys; repeated, modes
+rotated within each repeat; medians and per-repeat ratios. Standard library only."""
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("HOARD_BUILD", "build")
+BIN = os.path.join(TOP, BUILD, "bin")
+OUT = os.path.join(TOP, BUILD, "bench", "cluster")
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+REPEATS = int(os.environ.get("BENCH_REPEATS", "1" if QUICK else "5"))
+SECS = float(os.environ.get("BENCH_SECS", "2" if QUICK else "4"))
+CONNS = 16
+SETS = {"10k": (10 * 1024, 400), "10m": (10 * 1024 * 1024, 12)}
+GOALS = {("10k", "redirect"): ("rps", 0.75), ("10m", "redirect"): ("mibs", 0.95),
+         ("10k", "relay"): ("rps", 0.70), ("10m", "relay"): ("mibs", 0.70)}
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *a, **k):
+        return None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(url, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with urllib.request.urlopen(url + "/v1/health?ready=true", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("%s not ready" % url)
+
+
+def start(role, name, port, join=None):
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    args = [os.path.join(BIN, "hoardd"), "--role", role, "--listen", "127.0.0.1:%d" % port,
+            "--data", d, "--log.level", "warn", "--log.error", os.path.join(d, "error.log")]
+    if role == "target":
+        args += ["--mountpaths", "%s/mp1,%s/mp2" % (d, d)]
+    if join:
+        args += ["--cluster.join", join]
+    return subprocess.Popen(args, stdin=subprocess.DEVNULL)
+
+
+def put(url, body):
+    """PUT through the proxy: its 307 names the owner, which gets the body."""
+    op = urllib.request.build_opener(NoRedirect)
+    try:
+        op.open(urllib.request.Request(url, data=b"", method="PUT"), timeout=10)
+        raise RuntimeError("no redirect for PUT " + url)
+    except urllib.error.HTTPError as e:
+        if e.code != 307:
+            raise
+        loc = e.headers["Location"]
+    with urllib.request.urlopen(urllib.request.Request(loc, data=body, method="PUT"),
+                                timeout=120) as r:
+        assert r.status == 200, r.status
+
+
+def location(url):
+    op = urllib.request.build_opener(NoRedirect)
+    try:
+        op.open(urllib.request.Request(url, method="HEAD"), timeout=10)
+    except urllib.error.HTTPError as e:
+        if e.code == 307:
+            return e.headers["Location"].split("?", 1)[0]
+        raise
+    raise RuntimeError("no redirect for " + url)
+
+
+def bench(urls_file, follow):
+    cmd = [os.path.join(BIN, "hoard-bench"), "--urls", urls_file, "--conns", str(CONNS),
+           "--threads", "2", "--secs", str(SECS), "--warmup", "1"]
+    if follow:
+        cmd.append("--follow")
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=SECS + 120)
+    if out.returncode != 0:
+        raise RuntimeError("hoard-bench failed: " + out.stderr)
+    return json.loads(out.stdout)
+
+
+def main():
+    shutil.rmtree(OUT, ignore_errors=True)
+    os.makedirs(OUT)
+    pport = free_port()
+    proxy = "http://127.0.0.1:%d" % pport
+    procs = [start("proxy", "p1", pport)]
+    try:
+        wait_ready(proxy)
+        for i in range(3):
+            port = free_port()
+            procs.append(start("target", "t%d" % (i + 1), port, proxy))
+            wait_ready("http://127.0.0.1:%d" % port)
+        time.sleep(1.5)  # every target in the smap everywhere
+        urllib.request.urlopen(urllib.request.Request(proxy + "/v1/buckets/bench",
+                                                      method="POST"), timeout=10)
+        lists = {}
+        for name, (size, count) in SETS.items():
+            body = os.urandom(size)
+            modes = {"direct": [], "redirect": [], "relay": []}
+            for i in range(count):
+                key = "%s/o-%04d" % (name, i)
+                put("%s/v1/objects/bench/%s" % (proxy, key), body)
+                native = "%s/v1/objects/bench/%s" % (proxy, key)
+                modes["redirect"].append(native)
+                modes["direct"].append(location(native))
+                modes["relay"].append("%s/bench/%s" % (proxy, key))
+            for mode, urls in modes.items():
+                path = os.path.join(OUT, "%s-%s.urls" % (name, mode))
+                with open(path, "w") as f:
+                    f.write("\n".join(urls) + "\n")
+                lists[(name, mode)] = path
+        rows = {}
+        order = ["direct", "redirect", "relay"]
+        for rep in range(REPEATS):
+            for name in SETS:
+                bench(lists[(name, "direct")], False)  # warm page cache and connections
+                for k in range(3):
+                    mode = order[(rep + k) % 3]
+                    r = bench(lists[(name, mode)], mode == "redirect")
+                    rows.setdefault((name, mode), []).append(r)
+                    print("bench-cluster: %s %-8s rep %d: %8.0f req/s %8.1f MiB/s errors %d" %
+                          (name, mode, rep + 1, r["rps"], r["mibs"], r["errors"]), flush=True)
+        report(rows)
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def med(rows, key):
+    vals = [r[key] for r in rows]
+    return statistics.median(vals), min(vals), max(vals)
+
+
+def report(rows):
+    lines = ["| Objects | Path | req/s | MiB/s | p50 ms | ratio to direct (paired min-max) "
+             "| Goal | Result |", "|---|---|---:|---:|---:|---:|---|---|"]
+    for name in SETS:
+        direct = rows[(name, "direct")]
+        for mode in ("direct", "redirect", "relay"):
+            rs = rows[(name, mode)]
+            rps, mib, p50 = med(rs, "rps"), med(rs, "mibs"), med(rs, "p50_ms")
+            goal = GOALS.get((name, mode))
+            ratio = goal_txt = verdict = ""
+            if goal:
+                key, want = goal
+                paired = [a[key] / b[key] for a, b in zip(rs, direct) if b[key]]
+                dm = med(direct, key)[0]
+                r = (med(rs, key)[0] / dm) if dm else 0
+                ratio = "**%.3f** (%.2f-%.2f)" % (r, min(paired), max(paired))
+                goal_txt = ">= %d%% of direct %s" % (want * 100, "req/s" if key == "rps"
+                                                     else "MiB/s")
+                verdict = "PASS" if r >= want else "MISS"
+            lines.append("| %s | %s | %.0f (%.0f-%.0f) | %.1f (%.1f-%.1f) | %.2f | %s | %s | %s |"
+                         % (name, mode, rps[0], rps[1], rps[2], mib[0], mib[1], mib[2], p50[0],
+                            ratio, goal_txt, verdict))
+    text = "\n".join(lines)
+    with open(os.path.join(OUT, "results.md"), "w") as f:
+        f.write(text + "\n")
+    print("\nCluster GET paths, %d connections, %d x %.0f s, medians (min-max):\n" %
+          (CONNS, REPEATS, SECS))
+    print(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
