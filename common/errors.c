@@ -71,6 +71,9 @@ static const struct hd_err_info table[] = {
      "Your metadata headers exceed the maximum allowed metadata size (2 KiB)."},
     {HD_ENOSUCHJOB, 404, "NoSuchJob", "The specified job does not exist."},
     {HD_EGONE, 410, "Gone", "This node was decommissioned and may not join again."},
+    {HD_ENOTARCHIVE, 400, "InvalidArchive",
+     "The object is not an uncompressed tar archive, or the archive is corrupt."},
+    {HD_ENOSUCHMEMBER, 404, "NoSuchKey", "The archive has no member of that name."},
 };
 
 static const struct hd_err_info errno_rows[] = {

@@ -52,6 +52,8 @@ enum hd_err {
     HD_EMETATOOLARGE,         /* 400 MetadataTooLarge */
     HD_ENOSUCHJOB,            /* 404 NoSuchJob (native API) */
     HD_EGONE,                 /* 410 Gone (a decommissioned node asking to join) */
+    HD_ENOTARCHIVE,           /* 400 InvalidArchive (archpath on a non-tar or corrupt tar) */
+    HD_ENOSUCHMEMBER,         /* 404 NoSuchKey (archpath names no member of the archive) */
     HD_ELAST
 };
 

@@ -11,18 +11,14 @@
 
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/ring.h"
 
 #define RELAY_MAGIC 0x726c6179u
 
-/* One direction's window: a byte ring that starts small and grows up to HD_RELAY_BUF only
- * when data backs up, so a small object costs a small buffer (no 1 MiB allocation and page
- * faults per request), and a large stream still gets the whole window. */
+/* Each direction's window starts at RING_MIN and grows up to HD_RELAY_BUF only when data
+ * backs up, so a small object costs a small buffer (no 1 MiB allocation and page faults per
+ * request), and a large stream still gets the whole window. */
 #define RING_MIN (64u * 1024)
-
-struct ring {
-    char *buf;
-    size_t cap, head, len;
-};
 
 struct relay {
     uint32_t magic;
@@ -36,11 +32,11 @@ struct relay {
     int has_body;
     int64_t body_len;     /* -1: chunked */
 
-    struct ring up;       /* client -> node */
+    struct hd_ring up;    /* client -> node */
     int up_eof;
     int mhd_wait_space;   /* client side parked until `up` has room */
 
-    struct ring down;     /* node -> client */
+    struct hd_ring down;  /* node -> client */
     int mhd_wait_data;    /* client side parked until data, headers or the end */
     int done;             /* transfer finished (ok or not) */
     int failed;           /* before headers: connect/transfer error; after: body cut short */
@@ -70,74 +66,6 @@ void hd_relay_set_max(int n)
     pthread_mutex_unlock(&pool_mu);
 }
 
-static int ring_init(struct ring *g)
-{
-    g->head = g->len = 0;
-    g->cap = RING_MIN;
-    g->buf = malloc(g->cap);
-    return g->buf ? 0 : -ENOMEM;
-}
-
-/* Makes room for want more bytes if the window allows (linearising the data). */
-static void ring_grow(struct ring *g, size_t want)
-{
-    size_t cap = g->cap, first;
-    char *nb;
-
-    while (cap < HD_RELAY_BUF && cap - g->len < want)
-        cap *= 2;
-    if (cap > HD_RELAY_BUF)
-        cap = HD_RELAY_BUF;
-    if (cap == g->cap || !(nb = malloc(cap)))
-        return; /* at the window, or no memory: the caller waits for the reader instead */
-    first = g->cap - g->head < g->len ? g->cap - g->head : g->len;
-    memcpy(nb, g->buf + g->head, first);
-    memcpy(nb + first, g->buf, g->len - first);
-    free(g->buf);
-    g->buf = nb;
-    g->cap = cap;
-    g->head = 0;
-}
-
-static size_t ring_put(struct ring *g, const char *p, size_t n)
-{
-    size_t room, done = 0;
-
-    if (g->cap - g->len < n)
-        ring_grow(g, n);
-    room = g->cap - g->len;
-    if (n > room)
-        n = room;
-    while (done < n) {
-        size_t tail = (g->head + g->len) % g->cap;
-        size_t chunk = g->cap - tail;
-        if (chunk > n - done)
-            chunk = n - done;
-        memcpy(g->buf + tail, p + done, chunk);
-        g->len += chunk;
-        done += chunk;
-    }
-    return n;
-}
-
-static size_t ring_get(struct ring *g, char *p, size_t n)
-{
-    size_t done = 0;
-
-    if (n > g->len)
-        n = g->len;
-    while (done < n) {
-        size_t chunk = g->cap - g->head;
-        if (chunk > n - done)
-            chunk = n - done;
-        memcpy(p + done, g->buf + g->head, chunk);
-        g->head = (g->head + chunk) % g->cap;
-        g->len -= chunk;
-        done += chunk;
-    }
-    return n;
-}
-
 static void relay_unref(struct relay *y)
 {
     size_t i;
@@ -153,8 +81,8 @@ static void relay_unref(struct relay *y)
         free((char *)y->rh[i].v);
     }
     free(y->rh);
-    free(y->up.buf);
-    free(y->down.buf);
+    hd_ring_cleanup(&y->up);
+    hd_ring_cleanup(&y->down);
     curl_slist_free_all(y->hdrs);
     free(y->url);
     pthread_mutex_destroy(&y->mu);
@@ -266,7 +194,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *arg)
             pthread_mutex_unlock(&y->mu);
             return 0;
         }
-        size_t k = ring_put(&y->down, p + done, len - done);
+        size_t k = hd_ring_put(&y->down, p + done, len - done);
         done += k;
         if (k)
             wake_client(y);
@@ -289,7 +217,7 @@ static size_t on_read(char *p, size_t size, size_t n, void *arg)
         pthread_mutex_unlock(&y->mu);
         return CURL_READFUNC_ABORT;
     }
-    got = ring_get(&y->up, p, size * n);
+    got = hd_ring_get(&y->up, p, size * n);
     if (got && y->mhd_wait_space && y->r) {
         y->mhd_wait_space = 0;
         hd_req_resume(y->r);
@@ -440,7 +368,7 @@ static int relay_body(struct hd_req *r, const char *data, size_t len)
         pthread_mutex_unlock(&y->mu);
         return 0;
     }
-    k = ring_put(&y->up, data, len);
+    k = hd_ring_put(&y->up, data, len);
     if (k)
         pthread_cond_broadcast(&y->cv);
     if (k < len) {
@@ -460,7 +388,7 @@ static long relay_read(void *cls, uint64_t pos, char *buf, size_t max)
 
     (void)pos;
     pthread_mutex_lock(&y->mu);
-    n = (long)ring_get(&y->down, buf, max);
+    n = (long)hd_ring_get(&y->down, buf, max);
     if (n > 0) {
         pthread_cond_broadcast(&y->cv);
     } else if (y->done) {
@@ -596,7 +524,8 @@ int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra,
     else
         y->has_body = hd_req_header(r, "Transfer-Encoding") != NULL;
     y->body_len = r->content_length;
-    if (!y->url || ring_init(&y->down) < 0 || (y->has_body && ring_init(&y->up) < 0))
+    if (!y->url || hd_ring_init(&y->down, RING_MIN, HD_RELAY_BUF) < 0 ||
+        (y->has_body && hd_ring_init(&y->up, RING_MIN, HD_RELAY_BUF) < 0))
         goto fail;
     for (i = 0; i < r->nhdrs; i++)
         if (!skip_request_header(r->hdrs[i].k) &&

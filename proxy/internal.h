@@ -79,6 +79,8 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
  * buckets; open when neither cluster.secret nor auth.keys is set. */
 int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p);
 void hd_proxy_resp_json(struct hd_req *r, int status, json_t *j); /* takes j */
+/* 1 when bucket has the anonymous_read property (unsigned reads allowed). */
+int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket);
 /* Error with an HTTP status outside the errors table (409 Conflict for stale metasync). */
 void hd_proxy_resp_conflict(struct hd_req *r, const char *msg);
 
@@ -144,6 +146,21 @@ void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s);
 void hd_proxy_rebalance_tick(struct hd_proxy *p);
 /* 1 when id left the cluster by decommission (it may not join again). */
 int hd_proxy_decommissioned(struct hd_proxy *p, const char *id);
+/* Starts job `id` on every live target of s (flagged ones too when all). 0, or a negative
+ * code with msg filled after asking the targets that did start to stop again. Blocks on the
+ * network. */
+int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *id,
+                            const char *kind, const char *bucket, json_t *args, int all,
+                            char *msg, size_t msglen);
+
+/* shard.c: a shard job request (POST /v1/jobs, kind "shard"), from the jobs body handler:
+ * plans it on a thread of its own (listing, grouping, packing), writes the manifest object,
+ * starts the job on every target and answers r (parked meanwhile). args is copied. */
+void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id,
+                          const char *bucket, json_t *args);
+
+/* batch.c: GET|POST /v1/batch */
+void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p);
 
 /* route.c */
 void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);

@@ -36,6 +36,7 @@ static const struct pkind pkinds[] = {
     {"rebalance", 1},
     {"prefetch", 0}, /* S3-backed buckets: target/cachejobs.c */
     {"evict", 0},
+    {"shard", 0}, /* planned here first (proxy/shard.c) */
 };
 
 static const struct pkind *pkind_find(const char *name)
@@ -208,6 +209,13 @@ static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *i
     return rc;
 }
 
+int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *id,
+                            const char *kind, const char *bucket, json_t *args, int all,
+                            char *msg, size_t msglen)
+{
+    return start_everywhere(p, s, id, kind, bucket, args, all, msg, msglen);
+}
+
 struct body {
     struct hd_proxy *p;
     struct hd_buf b;
@@ -277,6 +285,10 @@ static void start_end(struct hd_req *r)
         char hex[17];
         random_hex(hex, 8);
         snprintf(id, sizeof(id), "%.20s-%s", kind, hex);
+    }
+    if (strcmp(kind, "shard") == 0) { /* plans, writes the manifest, then starts it */
+        hd_proxy_shard_start(r, p, id, bucket ? bucket : "", args);
+        goto out;
     }
     s = hd_smap_state_smap(p->cs);
     if (!s) {

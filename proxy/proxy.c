@@ -14,7 +14,7 @@
 #include "common/metrics.h"
 #include "common/sigv2.h"
 
-static int anonymous_read(struct hd_proxy *p, const char *bucket)
+int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket)
 {
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
     const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
@@ -68,7 +68,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
         return rc;
     }
     if (rc == 1) {
-        if (p->keys.n == 0 || (bucket && !write && anonymous_read(p, bucket)))
+        if (p->keys.n == 0 || (bucket && !write && hd_proxy_anonymous_read(p, bucket)))
             return 1;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;
@@ -297,6 +297,9 @@ void hd_proxy_handle(struct hd_req *r, void *ctx)
     } else if (strcmp(path, "/v1/buckets") == 0 || strncmp(path, "/v1/buckets/", 12) == 0) {
         r->api = HD_API_NATIVE;
         hd_proxy_buckets_handle(r, p);
+    } else if (strcmp(path, "/v1/batch") == 0) {
+        r->api = HD_API_NATIVE;
+        hd_proxy_batch(r, p);
     } else if (strncmp(path, "/v1/", 4) == 0 || strcmp(path, "/v1") == 0) {
         r->api = HD_API_NATIVE;
         hd_resp_err(r, HD_ENOTFOUND);

@@ -24,7 +24,7 @@
 #include "common/hrw.h"
 #include "common/log.h"
 #include "common/smap.h"
-#include "common/template.h"
+#include "common/brace.h"
 #include "target/jobs.h"
 
 #define BATCH 1000
@@ -33,7 +33,7 @@
 
 struct names {
     json_t *list;         /* args.names */
-    struct hd_tmpl *tmpl; /* args.template */
+    struct hd_brace *tmpl; /* args.template */
     const char *prefix;   /* args.prefix (listed from the upstream or the catalog) */
     uint64_t pos, count;  /* list/template cursor */
     char *token;          /* upstream listing cursor */
@@ -70,11 +70,11 @@ static int names_init(struct hd_job *j, struct names *nm)
         nm->count = json_array_size(l);
     } else if (tp) {
         if (!json_is_string(tp) ||
-            (rc = hd_tmpl_parse(json_string_value(tp), &nm->tmpl, err, sizeof(err))) < 0) {
+            (rc = hd_brace_parse(json_string_value(tp), &nm->tmpl, err, sizeof(err))) < 0) {
             hd_job_error(j, "template: %s", json_is_string(tp) ? err : "not a string");
             return HD_EBADARG;
         }
-        nm->count = hd_tmpl_count(nm->tmpl);
+        nm->count = hd_brace_count(nm->tmpl);
     } else if (px) {
         if (!json_is_string(px)) {
             hd_job_error(j, "prefix must be a string");
@@ -89,7 +89,7 @@ static int names_init(struct hd_job *j, struct names *nm)
 
 static void names_cleanup(struct names *nm)
 {
-    hd_tmpl_free(nm->tmpl);
+    hd_brace_free(nm->tmpl);
     free(nm->token);
     free(nm->after);
 }
@@ -144,7 +144,7 @@ static int next_enumerated(struct names *nm, struct batch *b)
             rc = batch_add(b, json_string_value(json_array_get(nm->list, nm->pos)), 0);
         } else {
             hd_buf_reset(&s);
-            if ((rc = hd_tmpl_at(nm->tmpl, nm->pos, &s)) == 0)
+            if ((rc = hd_brace_at(nm->tmpl, nm->pos, &s)) == 0)
                 rc = s.len && hd_object_name_check(s.data, s.len) == 0
                          ? batch_add(b, s.data, 0)
                          : 0; /* a template can expand to names S3 refuses: skip them */

@@ -37,6 +37,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "target/archive.h"
 #include "target/jobs.h"
 
 #define FILL_MAGIC 0x66696c6cu   /* "fill" */
@@ -800,6 +801,19 @@ static void head_done(struct hd_req *r, struct hd_acall *a)
     hd_resp_head(r, 200, a->obj.size);
 }
 
+/* Answers from the held copy (m, fd; fd is taken): the object, or a tar member of it. */
+static void serve_held(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
+                       const char *key, const struct hd_obj_meta *m, int fd, int head)
+{
+    if (hd_arch_wanted(r)) { /* ?archpath= / ?members of a cached shard */
+        hd_arch_serve(r, t, cb->name, key, m, &fd, head);
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    hd_obj_serve(r, m, fd, head);
+}
+
 /* Serves the local copy (looked up again: it may have changed while we asked). */
 static void serve_local(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
                         const char *key, int head)
@@ -815,7 +829,7 @@ static void serve_local(struct hd_req *r, struct hd_target *t, struct hd_cbucket
     }
     hd_cstat_add(HD_CS_HIT, 1);
     hd_store_touch(t->st, cb->name, key);
-    hd_obj_serve(r, &m, fd, head);
+    serve_held(r, t, cb, key, &m, fd, head);
     hd_obj_meta_cleanup(&m);
 }
 
@@ -858,6 +872,28 @@ static void validate_done(struct hd_req *r, struct hd_acall *a)
         reader_end(r);
 }
 
+/* A tar member of an uncached shard: the shard is fetched (joining a fill in progress) on a
+ * pool thread, then the member is served from the local copy. */
+static void fetch_run(struct hd_acall *a)
+{
+    struct vctx *v = a->arg;
+    uint64_t bytes;
+
+    hd_cstat_add(HD_CS_MISS, 1);
+    a->rc = hd_cache_fetch_sync(v->t, v->cb, v->key, 0, NULL, &bytes, a->err.msg,
+                                sizeof(a->err.msg));
+}
+
+static void fetch_done(struct hd_req *r, struct hd_acall *a)
+{
+    struct vctx *v = a->arg;
+
+    if (a->rc < 0)
+        hd_resp_err_msg(r, a->rc, a->err.msg[0] ? a->err.msg : NULL);
+    else
+        serve_local(r, v->t, v->cb, v->key, v->head);
+}
+
 static int start_acall(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
                        const char *key, const struct hd_obj_meta *m, int head, hd_acall_fn run,
                        hd_acall_done_fn done)
@@ -893,7 +929,7 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *
         if (head || !cb->props.validate_warm_get) {
             hd_cstat_add(HD_CS_HIT, 1);
             hd_store_touch(t->st, cb->name, key);
-            hd_obj_serve(r, &m, fd, head);
+            serve_held(r, t, cb, key, &m, fd, head);
         } else {
             close(fd);
             hd_cstat_add(HD_CS_VALIDATE, 1);
@@ -902,16 +938,23 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *
         hd_obj_meta_cleanup(&m);
         return;
     }
-    if (rc == HD_ENOSUCHKEY && hd_rebalance_gfn(t, cb->name, key) == 0) {
-        /* it was on its previous owner while the cluster map changes: now here */
-        serve_local(r, t, cb, key, head);
-        return;
+    if (rc == HD_ENOSUCHKEY) {
+        /* while the cluster map changes its previous owner may hold it (gfn copies it
+         * here): cheaper than the upstream */
+        hd_rebalance_gfn(t, cb->name, key);
+        if (hd_store_lookup(t->st, cb->name, key, &m) == 0) {
+            hd_obj_meta_cleanup(&m);
+            serve_local(r, t, cb, key, head);
+            return;
+        }
     }
     if (rc != HD_ENOSUCHKEY) {
         hd_resp_err(r, rc);
         return;
     }
-    if (head)
+    if (hd_arch_wanted(r)) /* a member of a shard not cached yet: the whole shard first */
+        start_acall(r, t, cb, key, NULL, head, fetch_run, fetch_done);
+    else if (head)
         start_acall(r, t, cb, key, NULL, 1, head_run, head_done);
     else
         cold_get(r, t, cb, key, NULL);

@@ -108,6 +108,8 @@ int hd_obj_meta_attrs(const char *text, struct hd_put_attrs *a, json_t **hold);
 void hd_native_handle(struct hd_req *r, struct hd_target *t);
 /* GET /v1/daemon: id and per-mountpath capacity (daemon.c). */
 void hd_daemon_handle(struct hd_req *r, struct hd_target *t);
+/* GET|POST /v1/batch (batch.c) */
+void hd_target_batch(struct hd_req *r, struct hd_target *t);
 void hd_s3_handle(struct hd_req *r, struct hd_target *t, const char *path);
 
 #endif

@@ -30,6 +30,7 @@ static const struct kind kinds[] = {
     {"prefetch", hd_prefetch_run, 1, 0},
     {"evict", hd_evict_run, 1, 0},
     {"lru", hd_lru_run, 0, 1},
+    {"shard", hd_shard_run, 1, 0},
 };
 
 struct hd_jobs {

@@ -90,5 +90,6 @@ void hd_jobs_handle(struct hd_req *r, struct hd_jobs *js);
 
 /* Job kinds implemented elsewhere in target/. */
 int hd_rebalance_run(struct hd_job *j);
+int hd_shard_run(struct hd_job *j);
 
 #endif

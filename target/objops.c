@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/xml.h"
+#include "target/archive.h"
 
 #define PUT_MAGIC 0x70757463u
 
@@ -133,6 +134,13 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
     }
     if (rc < 0) {
         hd_resp_err(r, rc);
+        return;
+    }
+    if (hd_arch_wanted(r)) { /* a member of a tar object, or its member list */
+        hd_arch_serve(r, t, bucket, key, &m, &fd, head);
+        if (fd >= 0)
+            close(fd);
+        hd_obj_meta_cleanup(&m);
         return;
     }
     hd_obj_serve(r, &m, fd, head);

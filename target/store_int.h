@@ -27,6 +27,9 @@ enum {
     Q_COMMIT,
     Q_ROLLBACK,
     Q_USAGE,
+    Q_TAR_STATE, /* tar index (store_tar.c) */
+    Q_TAR_MEMBER,
+    Q_TAR_LIST,
     Q_COUNT
 };
 
@@ -46,6 +49,9 @@ static const char *const sqls[Q_COUNT] = {
     "COMMIT",
     "ROLLBACK",
     "SELECT bytes, objects FROM usage WHERE id = 0",
+    "SELECT members, status, msg FROM tar_index WHERE file = ?1",
+    "SELECT off, size FROM tar_members WHERE file = ?1 AND name = ?2",
+    "SELECT name, off, size FROM tar_members WHERE file = ?1 ORDER BY off",
 };
 
 static const char schema[] =
@@ -64,7 +70,23 @@ static const char schema[] =
     "CREATE TRIGGER IF NOT EXISTS usage_del AFTER DELETE ON objects BEGIN"
     " UPDATE usage SET bytes = bytes - old.size, objects = objects - 1 WHERE id = 0; END;"
     "CREATE TRIGGER IF NOT EXISTS usage_upd AFTER UPDATE OF size ON objects BEGIN"
-    " UPDATE usage SET bytes = bytes - old.size + new.size WHERE id = 0; END;";
+    " UPDATE usage SET bytes = bytes - old.size + new.size WHERE id = 0; END;"
+    /* Tar index of a content file (store_tar.c). Keyed by the file, which is new on every
+     * write, so an overwritten object is indexed afresh; the triggers drop an index together
+     * with the row of its file (overwrite, delete, bucket destroy, rebalance), atomically. */
+    "CREATE TABLE IF NOT EXISTS tar_index("
+    " file TEXT PRIMARY KEY, members INTEGER NOT NULL, status INTEGER NOT NULL, msg TEXT)"
+    " WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS tar_members("
+    " file TEXT NOT NULL, name TEXT NOT NULL, off INTEGER NOT NULL, size INTEGER NOT NULL,"
+    " PRIMARY KEY(file, name)) WITHOUT ROWID;"
+    "CREATE TRIGGER IF NOT EXISTS tar_drop_upd AFTER UPDATE OF file ON objects"
+    " WHEN old.file <> new.file BEGIN"
+    " DELETE FROM tar_members WHERE file = old.file;"
+    " DELETE FROM tar_index WHERE file = old.file; END;"
+    "CREATE TRIGGER IF NOT EXISTS tar_drop_del AFTER DELETE ON objects BEGIN"
+    " DELETE FROM tar_members WHERE file = old.file;"
+    " DELETE FROM tar_index WHERE file = old.file; END;";
 
 /* Run once per mountpath at open: the usage row of a catalog created before it existed. */
 static const char usage_init[] =

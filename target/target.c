@@ -176,6 +176,8 @@ void hd_target_handle(struct hd_req *r, void *ctx)
             hd_jobs_handle(r, t->jobs);
     } else if (strcmp(p, "/v1/daemon") == 0) {
         hd_daemon_handle(r, t);
+    } else if (strcmp(p, "/v1/batch") == 0) {
+        hd_target_batch(r, t);
     } else if (strncmp(p, "/v1/", 4) == 0) {
         hd_native_handle(r, t);
     } else if (strcmp(p, "/s3") == 0 || strncmp(p, "/s3/", 4) == 0) {

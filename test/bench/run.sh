@@ -5,7 +5,7 @@
 #
 # Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
 #      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement),
-#      BENCH_ONLY=get|put|cache (one part; cache = test/bench/cache.py, the caching tier),
+#      BENCH_ONLY=get|put|shard|cache (one part; cache = test/bench/cache.py, the caching tier),
 #      BENCH_HOARDD (another hoardd binary, for A/B runs),
 #      BENCH_HOARD_ARGS (extra hoardd options, e.g. "--http.threads 16").
 # Never fails on a missed goal: benchmarks are not tests. See docs/performance.md.
@@ -44,6 +44,21 @@ NCPU=$(nproc)
 ALLCPUS="0-$((NCPU - 1))"
 PIN=1
 [ "$NCPU" -ge 2 ] || PIN=0
+
+# Shards vs individual objects (issue 6): its own cluster, see shard_bench.py.
+shard_bench() { # OUT.md
+    local conns="4,16"
+    [ "${BENCH_QUICK:-0}" = 1 ] && conns=16
+    echo "bench: shards vs objects (test/bench/shard_bench.py)"
+    "$PY" "$HERE/shard_bench.py" --hoardd "$HOARDD" --dir "$TOP/$BUILD/bench/shard" \
+        --repeats "$REPEATS" --conns "$conns" --out "$1"
+}
+if [ "${BENCH_ONLY:-all}" = shard ]; then
+    mkdir -p "$TOP/$BUILD/bench"
+    shard_bench "$TOP/$BUILD/bench/results-shard.md"
+    echo "bench: results in $TOP/$BUILD/bench/results-shard.md"
+    exit 0
+fi
 
 mkdir -p "$B"/nginx/tmp "$B"/ref "$B"/www
 RAW="$B/raw.tsv"
@@ -254,13 +269,17 @@ done
 } >"$B/results.md.head"
 echo
 bench_py report "$RAW" "$B/results.body.md" >/dev/null
+if [ "$ONLY" = all ]; then
+    [ -n "$HPID" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null
+    HPID=""
+    shard_bench "$B/results.shard.md" >/dev/null
+    { echo; cat "$B/results.shard.md"; } >>"$B/results.body.md"
+fi
 cat "$B/results.md.head" "$B/results.body.md" >"$B/results.md"
 rm -f "$B/results.md.head" "$B/results.body.md"
 cat "$B/results.md"
 echo
 echo "bench: results in $B/results.md (raw rows in $RAW)"
-if [ "$ONLY" = all ]; then
-    cleanup_servers() { [ -n "$HPID" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null; HPID=""; }
-    cleanup_servers
+if [ "$ONLY" = all ]; then # the caching tier (issue 5): its own processes, see cache.py
     "$PY" "$HERE/cache.py" || echo "bench: the caching-tier benchmark failed" >&2
 fi

@@ -271,3 +271,27 @@ HD_SUITE(cli_node_state)
     CHECK_EQ_STR(hd_cli_node_state(0, 1), "down");
     CHECK_EQ_STR(hd_cli_node_state(1, 1), "down");
 }
+
+HD_SUITE(cli_parse_size)
+{
+    uint64_t v = 0;
+
+    CHECK_EQ_INT(hd_cli_parse_size("100000", UINT64_MAX, &v), 0);
+    CHECK_EQ_INT(v, 100000);
+    CHECK_EQ_INT(hd_cli_parse_size("256MiB", UINT64_MAX, &v), 0);
+    CHECK_EQ_INT(v, 256ull << 20);
+    CHECK_EQ_INT(hd_cli_parse_size("1g", UINT64_MAX, &v), 0);
+    CHECK_EQ_INT(v, 1ull << 30);
+    CHECK_EQ_INT(hd_cli_parse_size("64KiB", UINT64_MAX, &v), 0);
+    CHECK_EQ_INT(v, 65536);
+    CHECK_EQ_INT(hd_cli_parse_size("5MB", UINT64_MAX, &v), 0);
+    CHECK_EQ_INT(v, 5000000);
+    CHECK_EQ_INT(hd_cli_parse_size("2TiB", 1ull << 40, &v), HD_EBADARG); /* above max */
+    CHECK_EQ_INT(hd_cli_parse_size("0", UINT64_MAX, &v), HD_EBADARG);
+    CHECK_EQ_INT(hd_cli_parse_size("", UINT64_MAX, &v), HD_EBADARG);
+    CHECK_EQ_INT(hd_cli_parse_size("MiB", UINT64_MAX, &v), HD_EBADARG);
+    CHECK_EQ_INT(hd_cli_parse_size("12 MiB", UINT64_MAX, &v), HD_EBADARG);
+    CHECK_EQ_INT(hd_cli_parse_size("12XB", UINT64_MAX, &v), HD_EBADARG);
+    CHECK_EQ_INT(hd_cli_parse_size("99999999999999999999", UINT64_MAX, &v), HD_EBADARG);
+    CHECK_EQ_INT(hd_cli_parse_size("17179869184GiB", UINT64_MAX, &v), HD_EBADARG); /* overflow */
+}

@@ -42,13 +42,22 @@ enum hd_cli_optid {
     HD_CLI_OPT_REGION,
     HD_CLI_OPT_STYLE,
     HD_CLI_OPT_REMOTE,
-    HD_CLI_OPT_LIST,
-    HD_CLI_OPT_TEMPLATE,
-    HD_CLI_OPT_PREFIX,
+    HD_CLI_OPT_PREFIX, /* and --list, --template (shared with shard) */
     HD_CLI_OPT_REVALIDATE,
     HD_CLI_OPT_WAIT,
     HD_CLI_OPT_OFF,
     HD_CLI_OPT_TIMEOUT,
+    HD_CLI_OPT_ARCHPATH, /* cmd_shard.c and object get */
+    HD_CLI_OPT_TEMPLATE,
+    HD_CLI_OPT_SIZE,
+    HD_CLI_OPT_SEED,
+    HD_CLI_OPT_KEY_RULE,
+    HD_CLI_OPT_LIST,
+    HD_CLI_OPT_RANGE,
+    HD_CLI_OPT_MANIFEST,
+    HD_CLI_OPT_ID,
+    HD_CLI_OPT_NO_WAIT,
+    HD_CLI_OPT_CONTINUE,
     HD_CLI_OPT_COUNT
 };
 
@@ -112,7 +121,7 @@ int hd_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2,
 struct json_t;
 int hd_cli_print_json(const struct json_t *j);
 
-/* Handlers (cmd_bucket.c, cmd_object.c, cmd_cluster.c, cmd_job.c). */
+/* Handlers (cmd_bucket.c, cmd_object.c, cmd_cluster.c, cmd_job.c, cmd_shard.c). */
 int hd_cli_bucket_create(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_rm(struct hd_cli *cli, int argc, char **argv);
@@ -134,5 +143,9 @@ int hd_cli_job_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_stop(struct hd_cli *cli, int argc, char **argv);
+/* cmd_shard.c */
+int hd_cli_shard_create(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_shard_members(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_batch_get(struct hd_cli *cli, int argc, char **argv);
 
 #endif

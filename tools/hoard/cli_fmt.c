@@ -223,6 +223,50 @@ int hd_cli_endpoint_normalize(const char *in, char **out)
     return 0;
 }
 
+int hd_cli_parse_size(const char *s, uint64_t max, uint64_t *out)
+{
+    static const struct {
+        const char *unit;
+        uint64_t mult;
+    } units[] = {{"", 1},
+                 {"b", 1},
+                 {"k", 1ull << 10},
+                 {"kib", 1ull << 10},
+                 {"kb", 1000},
+                 {"m", 1ull << 20},
+                 {"mib", 1ull << 20},
+                 {"mb", 1000000},
+                 {"g", 1ull << 30},
+                 {"gib", 1ull << 30},
+                 {"gb", 1000000000},
+                 {"t", 1ull << 40},
+                 {"tib", 1ull << 40},
+                 {"tb", 1000000000000ull}};
+    char digits[24];
+    size_t n = 0, i;
+    uint64_t v;
+
+    if (!s)
+        return HD_EBADARG;
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    if (n == 0 || n >= sizeof(digits))
+        return HD_EBADARG;
+    memcpy(digits, s, n);
+    digits[n] = '\0';
+    if (hd_cli_parse_count(digits, 0, UINT64_MAX, &v) < 0)
+        return HD_EBADARG;
+    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcasecmp(s + n, units[i].unit) != 0)
+            continue;
+        if (v > max / units[i].mult || v * units[i].mult == 0)
+            return HD_EBADARG;
+        *out = v * units[i].mult;
+        return 0;
+    }
+    return HD_EBADARG;
+}
+
 int hd_cli_parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
     uint64_t v = 0;

@@ -55,6 +55,11 @@ int hd_cli_endpoint_normalize(const char *in, char **out);
 /* Strict decimal in [min, max]. 0 or HD_EBADARG. */
 int hd_cli_parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/* A byte size: digits with an optional unit K, M, G, T (or KiB..TiB: powers of 1024) or
+ * KB, MB, GB, TB (powers of 1000), B; case-insensitive ("256MiB", "1g", "100000").
+ * Result in [1, max]. 0 or HD_EBADARG. */
+int hd_cli_parse_size(const char *s, uint64_t max, uint64_t *out);
+
 /* Copies an ETag header value without surrounding quotes and a W/ prefix. */
 void hd_cli_etag_clean(const char *etag, char *out, size_t len);
 

@@ -306,6 +306,13 @@ static int setup(struct xfer *x, struct curl_slist **hdrs, const char *url, int 
         SET(CURLOPT_SEEKDATA, x);
         if (rq->upload_size >= 0)
             SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->upload_size);
+    } else if (strcmp(rq->method, "POST") == 0 && rq->upload) { /* a JSON body (batch) */
+        SET(CURLOPT_POST, 1L);
+        SET(CURLOPT_READFUNCTION, on_read);
+        SET(CURLOPT_READDATA, x);
+        SET(CURLOPT_SEEKFUNCTION, on_seek);
+        SET(CURLOPT_SEEKDATA, x);
+        SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->upload_size);
     } else if (strcmp(rq->method, "POST") == 0 || (rq->body && strcmp(rq->method, "GET"))) {
         SET(CURLOPT_POST, 1L);
         SET(CURLOPT_POSTFIELDS, rq->body ? rq->body : "");

@@ -33,8 +33,8 @@
 struct hd_cli_req {
     const char *method;  /* GET HEAD PUT POST DELETE */
     const char *path;    /* encoded path and query, appended to cli->endpoint */
-    FILE *upload;        /* PUT body, read to EOF; NULL for none */
-    int64_t upload_size; /* -1 when unknown (sent chunked) */
+    FILE *upload;        /* PUT or POST body, read to EOF; NULL for none */
+    int64_t upload_size; /* -1 when unknown (sent chunked; PUT only) */
     FILE *download;      /* sink for a 2xx body; NULL buffers it in resp->body */
     const char *content_type;
     const char *body;    /* POST/PATCH body (a NUL-terminated text, e.g. JSON); NULL: empty */

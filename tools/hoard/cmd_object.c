@@ -263,6 +263,18 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv)
     rc = target_init(cli, &t, argv[0], 1);
     if (rc == 0)
         rc = target_object(&t, "get");
+    if (rc == 0 && cli->opt[HD_CLI_OPT_ARCHPATH]) { /* one member of a tar object */
+        const char *m = cli->opt[HD_CLI_OPT_ARCHPATH];
+        if (!*m) {
+            rc = hd_cli_usage_error(cli, "--archpath needs a member name");
+            goto out;
+        }
+        hd_cli_query_add(&t.path, "archpath", m);
+        hd_buf_printf(&t.what, " (member %s)", m);
+        free(t.name); /* names the local file: ./basename(member) by default */
+        if (!(t.name = strdup(m)) || t.path.oom || t.what.oom)
+            rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+    }
     if (rc != 0)
         goto out;
     if (to_stdout) {

@@ -46,9 +46,6 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_STYLE] = {"style", 1, 0, "S", "upstream addressing: path (default) | virtual"},
     [HD_CLI_OPT_REMOTE] = {"remote-bucket", 1, 0, "NAME",
                            "the bucket's name at the upstream (default: the same)"},
-    [HD_CLI_OPT_LIST] = {"list", 1, 0, "A,B,..", "object names, comma-separated"},
-    [HD_CLI_OPT_TEMPLATE] = {"template", 1, 0, "T",
-                             "brace template of names, e.g. 'shard-{0000..0999}.tar'"},
     [HD_CLI_OPT_PREFIX] = {"prefix", 1, 0, "P", "every object whose name starts with P"},
     [HD_CLI_OPT_REVALIDATE] = {"revalidate", 0, 0, NULL,
                                "refetch cached objects whose upstream ETag changed"},
@@ -56,6 +53,23 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_OFF] = {"off", 0, 0, NULL, "clear the flag instead of setting it"},
     [HD_CLI_OPT_TIMEOUT] = {"timeout", 1, 0, "S",
                             "give up after S seconds (exit 4; the job keeps running)"},
+    [HD_CLI_OPT_ARCHPATH] = {"archpath", 1, 0, "NAME", "one member of a tar object"},
+    [HD_CLI_OPT_TEMPLATE] = {"template", 1, 0, "T",
+                             "brace template of names, e.g. 'train-{000000..}.tar' (shard: "
+                             "required), 'shard-{0000..0999}.tar' (prefetch, evict)"},
+    [HD_CLI_OPT_SIZE] = {"size", 1, 0, "SIZE", "target shard size, e.g. 256MiB (required)"},
+    [HD_CLI_OPT_SEED] = {"seed", 1, 0, "N", "shuffle the samples with this seed"},
+    [HD_CLI_OPT_KEY_RULE] = {"key-rule", 1, 0, "R",
+                             "sample key: first_dot (default), last_dot, dir, name"},
+    [HD_CLI_OPT_LIST] = {"list", 1, 0, "L",
+                         "object names: a FILE of them, one a line (shard), or A,B,.. (prefetch, "
+                         "evict)"},
+    [HD_CLI_OPT_RANGE] = {"range", 1, 0, "T", "shard only names in a range, e.g. 'a-{000..999}.jpg'"},
+    [HD_CLI_OPT_MANIFEST] = {"manifest", 1, 0, "NAME", "manifest object name in OUT"},
+    [HD_CLI_OPT_ID] = {"id", 1, 0, "ID", "job id (default: generated)"},
+    [HD_CLI_OPT_NO_WAIT] = {"no-wait", 0, 0, NULL, "start the job and print its id"},
+    [HD_CLI_OPT_CONTINUE] = {"continue-on-error", 0, 0, NULL,
+                             "record missing entries in the tar (__404__/NAME) and go on"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
@@ -72,6 +86,12 @@ static const enum hd_cli_optid evict_opts[] = {HD_CLI_OPT_LIST, HD_CLI_OPT_TEMPL
                                                HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid off_opts[] = {HD_CLI_OPT_OFF, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid wait_opts[] = {HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid shard_opts[] = {
+    HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,     HD_CLI_OPT_SEED, HD_CLI_OPT_KEY_RULE,
+    HD_CLI_OPT_LIST,     HD_CLI_OPT_RANGE,    HD_CLI_OPT_MANIFEST, HD_CLI_OPT_ID,
+    HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid batch_opts[] = {HD_CLI_OPT_CONTINUE, HD_CLI_OPT_COUNT};
 
 /* The command table: one row per <noun> <verb>. Help text is generated from it. */
 static const struct hd_cli_cmd cmds[] = {
@@ -84,7 +104,7 @@ static const struct hd_cli_cmd cmds[] = {
     {"object", "put", hd_cli_object_put, 2, 2, "FILE|- B/O",
      "upload FILE (or stdin) as object O in bucket B", put_opts},
     {"object", "get", hd_cli_object_get, 1, 2, "B/O [FILE|DIR|-]",
-     "download to FILE, into DIR, or to stdout (-); default ./NAME", NULL},
+     "download to FILE, into DIR, or to stdout (-); default ./NAME", get_opts},
     {"object", "head", hd_cli_object_head, 1, 1, "B/O", "show an object's size, ETag and metadata",
      NULL},
     {"object", "ls", hd_cli_object_ls, 1, 1, "B[/PREFIX]",
@@ -108,6 +128,13 @@ static const struct hd_cli_cmd cmds[] = {
     {"job", "wait", hd_cli_job_wait, 1, 1, "ID",
      "wait for a job to end, with progress; exit 0 only if it had no errors", wait_opts},
     {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "ask every target to stop a job", NULL},
+    {"shard", "create", hd_cli_shard_create, 2, 2, "B[/PREFIX] OUT",
+     "pack the objects of B into tar shards in bucket OUT (shows progress)", shard_opts},
+    {"shard", "ls-members", hd_cli_shard_members, 1, 1, "B/O", "list the members of a tar object",
+     NULL},
+    {"batch", "get", hd_cli_batch_get, 2, 2, "LIST|- FILE|-",
+     "fetch the objects and members LIST names as one tar (lines: B/O [TAB MEMBER])",
+     batch_opts},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 

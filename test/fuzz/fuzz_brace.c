@@ -1,5 +1,5 @@
 /* libFuzzer driver for job arguments that arrive over the network: brace templates
- * (common/template) and bucket props (common/bprops, parse and merge). */
+ * (common/brace) and bucket props (common/bprops, parse and merge). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,13 +7,13 @@
 #include "common/bprops.h"
 #include "common/buf.h"
 #include "common/errors.h"
-#include "common/template.h"
+#include "common/brace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct hd_tmpl *t = NULL;
+    struct hd_brace *t = NULL;
     struct hd_bprops bp;
     struct hd_buf b;
     char err[256], *s, *half, *merged = NULL;
@@ -24,21 +24,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(s, data, size);
     s[size] = '\0';
-    if (hd_tmpl_parse(s, &t, err, sizeof(err)) == 0) {
-        n = hd_tmpl_count(t);
-        if (n == 0 || n > HD_TMPL_MAX_NAMES)
+    if (hd_brace_parse(s, &t, err, sizeof(err)) == 0) {
+        n = hd_brace_count(t);
+        if (n == 0 || n > HD_BRACE_MAX_NAMES)
             __builtin_trap();
         hd_buf_init(&b);
         for (i = 0; i < n && i < 64; i++) { /* first, last, and a few in between */
             uint64_t k = i < 32 ? i : n - 1 - (i - 32);
             hd_buf_reset(&b);
-            if (hd_tmpl_at(t, k, &b) != 0 && !b.oom)
+            if (hd_brace_at(t, k, &b) != 0 && !b.oom)
                 __builtin_trap();
         }
-        if (hd_tmpl_at(t, n, &b) != HD_EBADARG)
+        if (hd_brace_at(t, n, &b) != HD_EBADARG)
             __builtin_trap();
         hd_buf_cleanup(&b);
-        hd_tmpl_free(t);
+        hd_brace_free(t);
     } else if (t) {
         __builtin_trap();
     }

@@ -1,4 +1,4 @@
-#include "common/template.h"
+#include "common/brace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,15 +18,15 @@ struct group {
     char **items;
 };
 
-struct hd_tmpl {
+struct hd_brace {
     char *copy;                        /* owns the literal texts and list items */
-    char *lit[HD_TMPL_MAX_GROUPS + 1]; /* literal before group i, and the tail */
-    struct group g[HD_TMPL_MAX_GROUPS];
+    char *lit[HD_BRACE_MAX_GROUPS + 1]; /* literal before group i, and the tail */
+    struct group g[HD_BRACE_MAX_GROUPS];
     size_t ng;
     uint64_t count;
 };
 
-void hd_tmpl_free(struct hd_tmpl *t)
+void hd_brace_free(struct hd_brace *t)
 {
     size_t i;
 
@@ -109,15 +109,15 @@ static int parse_group(char *body, struct group *g, char *err, size_t errlen)
     return 0;
 }
 
-int hd_tmpl_parse(const char *s, struct hd_tmpl **out, char *err, size_t errlen)
+int hd_brace_parse(const char *s, struct hd_brace **out, char *err, size_t errlen)
 {
-    struct hd_tmpl *t;
+    struct hd_brace *t;
     size_t len = s ? strlen(s) : 0;
     char *p;
     int rc;
 
     *out = NULL;
-    if (len == 0 || len > HD_TMPL_MAX_LEN)
+    if (len == 0 || len > HD_BRACE_MAX_LEN)
         return fail(err, errlen, "a template is 1..1024 bytes");
     t = calloc(1, sizeof(*t));
     if (!t)
@@ -149,7 +149,7 @@ int hd_tmpl_parse(const char *s, struct hd_tmpl **out, char *err, size_t errlen)
             rc = fail(err, errlen, "empty {} in the template");
             goto fail;
         }
-        if (t->ng == HD_TMPL_MAX_GROUPS) {
+        if (t->ng == HD_BRACE_MAX_GROUPS) {
             rc = fail(err, errlen, "at most 8 brace groups in a template");
             goto fail;
         }
@@ -159,7 +159,7 @@ int hd_tmpl_parse(const char *s, struct hd_tmpl **out, char *err, size_t errlen)
             t->ng++; /* frees its items */
             goto fail;
         }
-        if (t->g[t->ng].n > HD_TMPL_MAX_NAMES / t->count) {
+        if (t->g[t->ng].n > HD_BRACE_MAX_NAMES / t->count) {
             t->ng++;
             rc = fail(err, errlen, "the template names too many objects");
             goto fail;
@@ -172,18 +172,18 @@ int hd_tmpl_parse(const char *s, struct hd_tmpl **out, char *err, size_t errlen)
     *out = t;
     return 0;
 fail:
-    hd_tmpl_free(t);
+    hd_brace_free(t);
     return rc;
 }
 
-uint64_t hd_tmpl_count(const struct hd_tmpl *t)
+uint64_t hd_brace_count(const struct hd_brace *t)
 {
     return t->count;
 }
 
-int hd_tmpl_at(const struct hd_tmpl *t, uint64_t i, struct hd_buf *out)
+int hd_brace_at(const struct hd_brace *t, uint64_t i, struct hd_buf *out)
 {
-    uint64_t idx[HD_TMPL_MAX_GROUPS];
+    uint64_t idx[HD_BRACE_MAX_GROUPS];
     size_t k;
 
     if (i >= t->count)

@@ -1,0 +1,531 @@
+#include "common/batch.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/buf.h"
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "common/ring.h"
+#include "common/tarindex.h"
+
+#define BATCH_MAGIC 0x62746368u
+#define MAX_BATCHES 64       /* streams in flight per process */
+#define FETCH_WINDOW 16      /* remote entries fetched at once per stream */
+#define ENTRY_BUF (1u << 20) /* bytes buffered per entry in flight */
+
+/* ---- the request body ---- */
+
+static int bad(char *msg, size_t msglen, const char *what, size_t i)
+{
+    if (i == (size_t)-1)
+        snprintf(msg, msglen, "Batch body: %s.", what);
+    else
+        snprintf(msg, msglen, "Batch body: entry %zu: %s.", i, what);
+    return HD_EBADARG;
+}
+
+static int str_field(json_t *o, const char *k, const char **out, size_t max)
+{
+    json_t *v = json_object_get(o, k);
+
+    *out = NULL;
+    if (!v)
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > max ||
+        strlen(json_string_value(v)) != json_string_length(v))
+        return -1;
+    *out = json_string_value(v);
+    return 0;
+}
+
+int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *msg, size_t msglen)
+{
+    static const char *const top_keys[] = {"entries", "bucket", "continue_on_error", NULL};
+    static const char *const ent_keys[] = {"bucket", "name", "archpath", "as", NULL};
+    json_error_t jerr;
+    json_t *doc, *ents, *coe, *v;
+    struct hd_batch *b = NULL;
+    const char *dflt = NULL, *k;
+    size_t i, j;
+    int rc = HD_EBADARG;
+
+    *out = NULL;
+    doc = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(doc)) {
+        snprintf(msg, msglen, "Batch body is not a JSON object: %s.",
+                 doc ? "wrong type" : jerr.text);
+        goto fail;
+    }
+    json_object_foreach(doc, k, v)
+    {
+        for (j = 0; top_keys[j] && strcmp(k, top_keys[j]) != 0; j++)
+            ;
+        if (!top_keys[j]) {
+            snprintf(msg, msglen, "Batch body: unknown field \"%.64s\".", k);
+            goto fail;
+        }
+    }
+    ents = json_object_get(doc, "entries");
+    coe = json_object_get(doc, "continue_on_error");
+    if (!json_is_array(ents) || json_array_size(ents) == 0 ||
+        json_array_size(ents) > HD_BATCH_MAX_ENTRIES) {
+        bad(msg, msglen, "\"entries\" must be an array of 1 to 100000 entries", (size_t)-1);
+        goto fail;
+    }
+    if (coe && !json_is_boolean(coe)) {
+        bad(msg, msglen, "\"continue_on_error\" must be true or false", (size_t)-1);
+        goto fail;
+    }
+    if (str_field(doc, "bucket", &dflt, 63) < 0) {
+        bad(msg, msglen, "\"bucket\" must be a bucket name", (size_t)-1);
+        goto fail;
+    }
+    b = calloc(1, sizeof(*b));
+    if (!b || !(b->e = calloc(json_array_size(ents), sizeof(*b->e)))) {
+        rc = -ENOMEM;
+        snprintf(msg, msglen, "Out of memory.");
+        goto fail;
+    }
+    b->n = json_array_size(ents);
+    b->continue_on_error = json_is_true(coe);
+    json_array_foreach(ents, i, v)
+    {
+        struct hd_batch_ent *e = &b->e[i];
+        if (!json_is_object(v)) {
+            bad(msg, msglen, "not an object", i);
+            goto fail;
+        }
+        json_object_foreach(v, k, coe)
+        {
+            for (j = 0; ent_keys[j] && strcmp(k, ent_keys[j]) != 0; j++)
+                ;
+            if (!ent_keys[j]) {
+                snprintf(msg, msglen, "Batch body: entry %zu: unknown field \"%.64s\".", i, k);
+                goto fail;
+            }
+        }
+        if (str_field(v, "bucket", &e->bucket, 63) < 0) {
+            bad(msg, msglen, "\"bucket\" must be a bucket name", i);
+            goto fail;
+        }
+        if (!e->bucket)
+            e->bucket = dflt;
+        if (!e->bucket || hd_bucket_name_check(e->bucket) < 0) {
+            bad(msg, msglen, "no valid bucket (give \"bucket\" here or at the top)", i);
+            goto fail;
+        }
+        if (str_field(v, "name", &e->name, 1024) < 0 || !e->name ||
+            hd_object_name_check(e->name, strlen(e->name)) < 0) {
+            bad(msg, msglen, "\"name\" must be an object name (1-1024 bytes)", i);
+            goto fail;
+        }
+        if (str_field(v, "archpath", &e->archpath, HD_TAR_NAME_MAX) < 0) {
+            bad(msg, msglen, "\"archpath\" must be a member name", i);
+            goto fail;
+        }
+        if (str_field(v, "as", &e->as, HD_TAR_NAME_MAX) < 0) {
+            bad(msg, msglen, "\"as\" must be a non-empty name", i);
+            goto fail;
+        }
+    }
+    b->doc = doc;
+    *out = b;
+    return 0;
+fail:
+    if (b) {
+        free(b->e);
+        free(b);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+void hd_batch_free(struct hd_batch *b)
+{
+    if (!b)
+        return;
+    json_decref(b->doc);
+    free(b->e);
+    free(b);
+}
+
+/* ---- reading the body ---- */
+
+struct collect {
+    struct hd_buf b;
+    hd_batch_ready_fn ready;
+    void *arg;
+};
+
+static int collect_body(struct hd_req *r, const char *d, size_t n)
+{
+    struct collect *c = r->data;
+
+    if (c->b.len + n > HD_BATCH_BODY_MAX)
+        return HD_ETOOLARGE;
+    return hd_buf_append(&c->b, d, n) < 0 ? -ENOMEM : 0;
+}
+
+static void collect_done(struct hd_req *r)
+{
+    struct collect *c = r->data;
+
+    if (c) {
+        hd_buf_cleanup(&c->b);
+        free(c);
+    }
+    r->data = NULL;
+}
+
+static void collect_end(struct hd_req *r)
+{
+    struct collect *c = r->data;
+
+    if (r->body_err) {
+        hd_resp_err(r, r->body_err);
+        return;
+    }
+    /* hand over: ready may install its own state on r */
+    r->data = NULL;
+    r->on_done = NULL;
+    r->on_body = NULL;
+    r->on_end = NULL;
+    c->ready(r, c->b.data ? c->b.data : "", c->b.len, c->arg);
+    hd_buf_cleanup(&c->b);
+    free(c);
+}
+
+int hd_batch_read_body(struct hd_req *r, hd_batch_ready_fn ready, void *arg)
+{
+    struct collect *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return -ENOMEM;
+    hd_buf_init(&c->b);
+    c->ready = ready;
+    c->arg = arg;
+    r->data = c;
+    r->on_body = collect_body;
+    r->on_end = collect_end;
+    r->on_done = collect_done;
+    return 0;
+}
+
+int hd_batch_check_payload(const struct hd_sigv4_auth *a, const char *body, size_t len)
+{
+    char got[HD_CK_B64_MAX], want[HD_CK_B64_MAX];
+    struct hd_cksum c;
+
+    if (!a->access_key[0] || a->payload != HD_PL_HEX)
+        return 0;
+    if (hd_cksum_init(&c, HD_CK_SHA256) < 0)
+        return -ENOMEM;
+    hd_cksum_update(&c, body, len);
+    hd_cksum_final_b64(&c, got);
+    hd_cksum_cleanup(&c);
+    hd_b64_encode(a->payload_sha256, 32, want, sizeof(want));
+    return strcmp(got, want) == 0 ? 0 : HD_ESHA256MISMATCH;
+}
+
+/* ---- the stream ---- */
+
+static atomic_int nbatches;
+
+struct run {
+    uint32_t magic;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;         /* request, response, thread; under mu */
+    struct hd_req *r; /* NULL once the client side is over */
+    struct hd_batch *b;
+    hd_batch_resolve_fn resolve;
+    void *ctx;
+    void (*ctx_free)(void *ctx);
+    char **names; /* output member names */
+    struct hd_ring ring;
+    int waiting;     /* the client side is parked for data */
+    int out_started; /* bytes went into the ring */
+    int done;
+    int rc;
+    char msg[512];
+    size_t failed;
+    char reqid[17];
+};
+
+static void run_unref(struct run *u)
+{
+    size_t i;
+    int last;
+
+    pthread_mutex_lock(&u->mu);
+    last = --u->refs == 0;
+    pthread_mutex_unlock(&u->mu);
+    if (!last)
+        return;
+    if (u->ctx_free)
+        u->ctx_free(u->ctx);
+    for (i = 0; u->names && i < u->b->n; i++)
+        free(u->names[i]);
+    free(u->names);
+    hd_batch_free(u->b);
+    hd_ring_cleanup(&u->ring);
+    pthread_cond_destroy(&u->cv);
+    pthread_mutex_destroy(&u->mu);
+    u->magic = 0;
+    free(u);
+    atomic_fetch_sub(&nbatches, 1);
+}
+
+/* Caller holds mu. */
+static void wake_client(struct run *u)
+{
+    if (u->r && u->waiting) {
+        u->waiting = 0;
+        hd_req_resume(u->r);
+    }
+}
+
+static void ts_resolve(void *ctx, size_t i, struct hd_tar_src *src)
+{
+    struct run *u = ctx;
+
+    u->resolve(u->ctx, &u->b->e[i], src);
+}
+
+static const char *ts_name(void *ctx, size_t i)
+{
+    struct run *u = ctx;
+
+    return u->names[i];
+}
+
+static int ts_sink(void *ctx, const void *buf, size_t n)
+{
+    struct run *u = ctx;
+    size_t done = 0;
+
+    pthread_mutex_lock(&u->mu);
+    while (done < n) {
+        size_t k;
+        if (!u->r) {
+            pthread_mutex_unlock(&u->mu);
+            return -ECONNRESET; /* the client went away */
+        }
+        k = hd_ring_put(&u->ring, (const char *)buf + done, n - done);
+        done += k;
+        if (k) {
+            u->out_started = 1;
+            wake_client(u);
+        }
+        if (done < n)
+            pthread_cond_wait(&u->cv, &u->mu);
+    }
+    pthread_mutex_unlock(&u->mu);
+    return 0;
+}
+
+static int ts_failed(void *ctx, size_t i, int code, const char *msg)
+{
+    struct run *u = ctx;
+
+    u->failed++;
+    HD_LOG(HD_INFO, u->reqid, "batch entry %zu (%s/%s): %s", i, u->b->e[i].bucket, u->b->e[i].name,
+           msg);
+    return u->b->continue_on_error ? 0 : code;
+}
+
+static int ts_stopped(void *ctx)
+{
+    struct run *u = ctx;
+    int gone;
+
+    pthread_mutex_lock(&u->mu);
+    gone = u->r == NULL;
+    pthread_mutex_unlock(&u->mu);
+    return gone;
+}
+
+static void *run_main(void *arg)
+{
+    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name, ts_sink,
+                                                ts_failed,  NULL,    ts_stopped};
+    struct run *u = arg;
+    struct hd_tarstream_cfg cfg = {u->b->n, FETCH_WINDOW, ENTRY_BUF};
+    char msg[512];
+    int rc;
+
+    rc = hd_tarstream_run(&cfg, &ops, u, msg, sizeof(msg));
+    if (rc < 0 && rc != -ECONNRESET)
+        HD_LOG(HD_WARN, u->reqid, "batch of %zu entries stopped: %s", u->b->n, msg);
+    pthread_mutex_lock(&u->mu);
+    u->done = 1;
+    u->rc = rc;
+    snprintf(u->msg, sizeof(u->msg), "%s", msg);
+    wake_client(u);
+    pthread_mutex_unlock(&u->mu);
+    run_unref(u);
+    return NULL;
+}
+
+static long stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct run *u = cls;
+    long n;
+
+    (void)pos;
+    pthread_mutex_lock(&u->mu);
+    n = (long)hd_ring_get(&u->ring, buf, max);
+    if (n > 0) {
+        pthread_cond_broadcast(&u->cv);
+    } else if (u->done) {
+        n = u->rc < 0 ? HD_STREAM_ERROR : HD_STREAM_END; /* an error cuts the stream */
+    } else if (u->r) {
+        u->waiting = 1;
+        hd_req_suspend(u->r);
+        n = 0;
+    } else {
+        n = HD_STREAM_ERROR;
+    }
+    pthread_mutex_unlock(&u->mu);
+    return n;
+}
+
+static void stream_free(void *cls)
+{
+    run_unref(cls);
+}
+
+static void batch_done(struct hd_req *r)
+{
+    struct run *u = r->data;
+
+    if (!u || u->magic != BATCH_MAGIC)
+        return;
+    pthread_mutex_lock(&u->mu);
+    u->r = NULL;
+    u->waiting = 0;
+    pthread_cond_broadcast(&u->cv);
+    pthread_mutex_unlock(&u->mu);
+    r->data = NULL;
+    run_unref(u);
+}
+
+/* The request's last callback, again after every resume: answers once there is something to
+ * say (the first bytes, or the outcome). */
+static void batch_end(struct hd_req *r)
+{
+    struct run *u = r->data;
+    int started, done, rc;
+    char msg[512], n[24];
+
+    pthread_mutex_lock(&u->mu);
+    started = u->out_started;
+    done = u->done;
+    rc = u->rc;
+    snprintf(msg, sizeof(msg), "%s", u->msg);
+    if (!started && !done) {
+        u->waiting = 1;
+        hd_req_suspend(r);
+        pthread_mutex_unlock(&u->mu);
+        return;
+    }
+    if (started)
+        u->refs++; /* the response's */
+    pthread_mutex_unlock(&u->mu);
+    if (!started) {
+        hd_resp_err_msg(r, rc < 0 ? rc : HD_EINTERNAL, msg[0] ? msg : NULL);
+        return;
+    }
+    snprintf(n, sizeof(n), "%zu", u->b->n);
+    hd_resp_header(r, "Content-Type", "application/x-tar");
+    hd_resp_header(r, "X-Hoard-Batch-Entries", n);
+    if (hd_resp_stream(r, 200, UINT64_MAX, stream_read, u, stream_free) < 0) {
+        run_unref(u);
+        hd_resp_err(r, -ENOMEM);
+    }
+}
+
+static char *out_name(const struct hd_batch_ent *e)
+{
+    struct hd_buf b;
+
+    if (e->as)
+        return strdup(e->as);
+    hd_buf_init(&b);
+    hd_buf_puts(&b, e->name);
+    if (e->archpath) {
+        hd_buf_puts(&b, "/");
+        hd_buf_puts(&b, e->archpath);
+    }
+    return hd_buf_steal(&b, NULL);
+}
+
+void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
+                      void (*ctx_free)(void *ctx))
+{
+    struct run *u;
+    pthread_t th;
+    pthread_attr_t at;
+    size_t i;
+    int rc;
+
+    if (atomic_fetch_add(&nbatches, 1) >= MAX_BATCHES) {
+        atomic_fetch_sub(&nbatches, 1);
+        hd_batch_free(b);
+        if (ctx_free)
+            ctx_free(ctx);
+        hd_resp_err_msg(r, HD_EUNAVAIL, "Too many batch requests in flight; retry shortly.");
+        return;
+    }
+    u = calloc(1, sizeof(*u));
+    if (!u) {
+        atomic_fetch_sub(&nbatches, 1);
+        hd_batch_free(b);
+        if (ctx_free)
+            ctx_free(ctx);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    u->magic = BATCH_MAGIC;
+    pthread_mutex_init(&u->mu, NULL);
+    pthread_cond_init(&u->cv, NULL);
+    u->refs = 1; /* the request's */
+    u->r = r;
+    u->b = b;
+    u->resolve = resolve;
+    u->ctx = ctx;
+    u->ctx_free = ctx_free;
+    snprintf(u->reqid, sizeof(u->reqid), "%s", r->id);
+    rc = hd_ring_init(&u->ring, 64u * 1024, HD_BATCH_RING);
+    u->names = calloc(b->n, sizeof(*u->names));
+    for (i = 0; rc == 0 && u->names && i < b->n; i++)
+        if (!(u->names[i] = out_name(&b->e[i])))
+            rc = -ENOMEM;
+    if (rc < 0 || !u->names) {
+        run_unref(u);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    r->data = u;
+    r->on_end = batch_end;
+    r->on_done = batch_done;
+    u->refs++; /* the thread's */
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&th, &at, run_main, u);
+    pthread_attr_destroy(&at);
+    if (rc != 0) {
+        u->refs--;
+        hd_resp_err_msg(r, HD_EUNAVAIL, "Cannot start the batch; retry shortly.");
+        return; /* batch_done drops the request's reference */
+    }
+    batch_end(r);
+}

@@ -1,0 +1,68 @@
+/* batch: batch GET. One request (GET or POST /v1/batch, JSON body) names many objects and/or
+ * members of tar objects; the answer is one tar stream holding them in request order. Shared
+ * by proxies (entries fetched from their owners) and targets (local entries read from disk):
+ * the role supplies a resolver that says where each entry's bytes are (common/tarstream.h).
+ *
+ * Body:
+ *   {"entries": [{"bucket": "B", "name": "O", "archpath": "M", "as": "NAME"}, ...],
+ *    "bucket": "B",                  default bucket of entries without one
+ *    "continue_on_error": false}     true: a failed entry becomes a member "__404__/NAME"
+ *                                    (missing) or "__error__/NAME" holding the message
+ * Member names: "as" when given, else O, or O/M for an archive member.
+ *
+ * The stream is produced by a thread of its own (tarstream: window of parallel fetches,
+ * bounded buffers) into a 1 MiB ring that the HTTP worker drains, parking the connection
+ * while the ring is empty. The 200 is sent once the first bytes exist, so a batch whose first
+ * entry fails (without continue_on_error) gets a plain error answer; a later failure cuts the
+ * stream (no end-of-archive blocks: readers see a truncated tar). */
+#ifndef HD_BATCH_H
+#define HD_BATCH_H
+
+#include <stddef.h>
+
+#include "common/http.h"
+#include "common/sigv4.h"
+#include "common/tarstream.h"
+
+#define HD_BATCH_BODY_MAX (16u << 20)
+#define HD_BATCH_MAX_ENTRIES 100000
+#define HD_BATCH_RING (1u << 20)
+
+struct hd_batch_ent {
+    const char *bucket; /* into the batch's JSON document */
+    const char *name;
+    const char *archpath; /* NULL: the whole object */
+    const char *as;       /* member name in the output */
+};
+
+struct hd_batch {
+    struct hd_batch_ent *e;
+    size_t n;
+    int continue_on_error;
+    void *doc; /* the parsed body (json_t), owning the strings */
+};
+
+/* Parses and validates a request body. 0 with *out (free with hd_batch_free), or HD_EBADARG
+ * with the reason in msg. */
+int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *msg, size_t msglen);
+void hd_batch_free(struct hd_batch *b);
+
+/* Reads r's body (up to HD_BATCH_BODY_MAX) and then calls ready(r, body, len, arg) from the
+ * request's last callback; ready must answer r (or hand it to hd_batch_respond). Install from
+ * the request's handler. */
+typedef void (*hd_batch_ready_fn)(struct hd_req *r, const char *body, size_t len, void *arg);
+int hd_batch_read_body(struct hd_req *r, hd_batch_ready_fn ready, void *arg);
+/* When the signature covered the payload (hex x-amz-content-sha256), checks it against the
+ * body: 0 or HD_ESHA256MISMATCH. */
+int hd_batch_check_payload(const struct hd_sigv4_auth *a, const char *body, size_t len);
+
+/* Where entry e's bytes are (see struct hd_tar_src). Runs on the batch thread. */
+typedef void (*hd_batch_resolve_fn)(void *ctx, const struct hd_batch_ent *e,
+                                    struct hd_tar_src *src);
+
+/* Answers r with the tar stream of b. Call from ready (the request's last callback). Takes b
+ * and ctx (ctx_free(ctx) runs when the stream is over) whatever happens. */
+void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
+                      void (*ctx_free)(void *ctx));
+
+#endif

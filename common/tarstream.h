@@ -1,0 +1,70 @@
+/* tarstream: writes one tar archive of entries, in the order given, whose bytes come from
+ * local files or from other hoard nodes over HTTP (plain GETs, so they take the node's normal
+ * object path). Up to `window` entries are in flight at once on one libcurl multi handle
+ * (keep-alive connections), each into a buffer of at most `entry_buf` bytes (a full buffer
+ * pauses its transfer); the head entry streams into the archive as it arrives. So memory
+ * stays near window x entry_buf whatever the entry sizes, and the order is kept. The archive
+ * (libarchive, pax-restricted) goes to a sink that may block for back-pressure.
+ *
+ * Used by shard jobs (sink: a put session) and batch GET (sink: the response ring). Runs on
+ * the calling thread, which it blocks: a job or batch thread, never an HTTP worker. */
+#ifndef HD_TARSTREAM_H
+#define HD_TARSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/http.h"
+
+/* Where entry i's bytes come from, filled by the resolve callback. Exactly one of: a local
+ * file range (fd >= 0; the engine closes fd), a URL to GET (malloc'd, with extra request
+ * headers in hdrs, each "Name: value", malloc'd array of malloc'd strings; the engine frees
+ * all), or a failure (err < 0 with msg). */
+struct hd_tar_src {
+    int fd;
+    uint64_t off, len;
+    int64_t mtime; /* seconds; 0: now (remote entries use Last-Modified) */
+    char *url;
+    char **hdrs;
+    size_t nhdrs;
+    int err;
+    char msg[300];
+};
+
+struct hd_tarstream_ops {
+    /* Fills src for entry i (it arrives with fd = -1, url = NULL, err = 0). Called in entry
+     * order, up to `window` entries ahead of the one being written. */
+    void (*resolve)(void *ctx, size_t i, struct hd_tar_src *src);
+    /* The member name of entry i in the archive. */
+    const char *(*name)(void *ctx, size_t i);
+    /* Archive bytes out. May block. 0, or a negative code to abort. */
+    int (*sink)(void *ctx, const void *buf, size_t n);
+    /* Entry i failed before any of its bytes were written (missing object, node error).
+     * Return 0 to record it in the archive and go on (a member "__404__/NAME" for a missing
+     * entry, "__error__/NAME" otherwise, holding the message), or a negative code to stop
+     * (the run returns it, msg set). NULL: always stop. */
+    int (*failed)(void *ctx, size_t i, int code, const char *msg);
+    /* Entry i is in the archive with `bytes` of data. May be NULL. */
+    void (*written)(void *ctx, size_t i, uint64_t bytes);
+    /* Polled between steps: non-zero stops the run with -ECANCELED. May be NULL. */
+    int (*stopped)(void *ctx);
+};
+
+struct hd_tarstream_cfg {
+    size_t n;         /* entries */
+    size_t window;    /* remote fetches in flight (>= 1) */
+    size_t entry_buf; /* bytes buffered per in-flight entry */
+};
+
+/* Writes the whole archive (end-of-archive blocks included) to the sink. 0, or a negative
+ * code with msg filled: the sink's error, a failed entry that was not skipped, an entry cut
+ * short after its header was written (the archive is then incomplete: the caller must
+ * discard or abort it), -ECANCELED, -ENOMEM. */
+int hd_tarstream_run(const struct hd_tarstream_cfg *cfg, const struct hd_tarstream_ops *ops,
+                     void *ctx, char *msg, size_t msglen);
+
+/* Maps an HTTP error answer of a hoard node (status, JSON body) to a project code and copies
+ * the message; for resolvers and callers that fetch things themselves. */
+int hd_tarstream_http_err(long status, const char *body, size_t len, char *msg, size_t msglen);
+
+#endif
