@@ -55,7 +55,7 @@ HD_SUITE(store_tar_index)
 {
     char root[] = "/tmp/hd-storetar-XXXXXX", data[64], mp1[64], mp2[64], msg[128];
     const char *mps[2] = {mp1, mp2};
-    struct hd_store_cfg cfg = {data, mps, 2, 0};
+    struct hd_store_cfg cfg = {.data_dir = data, .mountpaths = mps, .nmp = 2};
     struct hd_tar_ent ents[3] = {{"b.jpg", 2048, 10}, {"a.cls", 512, 3}, {"b.jpg", 4096, 11}};
     struct hd_obj_meta m, m2;
     struct hd_store *st = NULL;
