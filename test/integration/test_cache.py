@@ -574,3 +574,23 @@ def test_write_through_multipart(upstream, cache):
     h = cache.s3().head_object(Bucket=b, Key="parts.bin")
     assert h["ETag"] == o["ETag"] and h["ContentLength"] == len(body)
     assert cached_names(cache, b) == {"parts.bin"}
+
+
+def test_tar_member_of_uncached_shard(s3rver, cache):
+    """?archpath= on a shard of an S3-backed bucket: the shard is fetched whole first (the
+    member table needs it), then the member is served from the cached copy."""
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, data in (("s1.jpg", b"jpeg bytes"), ("s1.cls", b"7")):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    src = s3rver_bucket(s3rver, {"shard-0.tar": buf.getvalue()})
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    r = cache.api("GET", cache.obj_path(b, "shard-0.tar") + "?archpath=s1.cls")
+    assert r.status_code == 200 and r.content == b"7", r.text
+    assert cached_names(cache, b) == {"shard-0.tar"}
+    r = cache.api("GET", cache.obj_path(b, "shard-0.tar") + "?archpath=s1.jpg")
+    assert r.status_code == 200 and r.content == b"jpeg bytes", r.text
