@@ -58,10 +58,12 @@ $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/lib/libhdcommon.a: $(call obj,$(COMMON_SRC))
 	@mkdir -p $(dir $@)
+	@rm -f $@ # afresh: a renamed or deleted source must not linger as a member
 	$(AR) rcs $@ $^
 
 $(BUILD)/lib/libhdroles.a: $(call obj,$(PROXY_SRC) $(TARGET_SRC))
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/bin/hoardd: $(call obj,$(SERVER_SRC)) $(BUILD)/lib/libhdroles.a $(BUILD)/lib/libhdcommon.a
