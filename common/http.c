@@ -53,6 +53,8 @@ static void req_free(struct hd_req *r)
         free((char *)r->rh[i].k);
         free((char *)r->rh[i].v);
     }
+    if (r->deferred)
+        MHD_destroy_response(r->deferred);
     free(r->rh);
     free(r->hdrs);
     hd_query_free(&r->query);
@@ -169,6 +171,35 @@ int hd_resp_header(struct hd_req *r, const char *name, const char *value)
     return 0;
 }
 
+/* An answer given before a request's body was read (a redirect, an auth error) makes
+ * libmicrohttpd close the connection right after it; a client still sending the body then
+ * gets a TCP reset, often before it has read the answer. So unless the client waits for
+ * "100 Continue" (then it has sent nothing), the answer is held while up to DRAIN_MAX body
+ * bytes are read and dropped; a longer body gets the answer at that point (and the close). */
+#define DRAIN_MAX (4u << 20)
+
+static int send_deferred(struct hd_req *r)
+{
+    struct MHD_Response *resp = r->deferred;
+    enum MHD_Result ok;
+
+    r->deferred = NULL;
+    ok = MHD_queue_response(r->conn, (unsigned)r->deferred_status, resp);
+    MHD_destroy_response(resp);
+    return ok == MHD_YES ? 0 : -EIO;
+}
+
+static int body_unread(const struct hd_req *r)
+{
+    const char *expect = hd_req_header(r, "Expect");
+
+    if (expect && strcasecmp(expect, "100-continue") == 0)
+        return 0;
+    if (r->content_length > 0)
+        return r->content_length <= (int64_t)DRAIN_MAX;
+    return hd_req_header(r, "Transfer-Encoding") != NULL;
+}
+
 static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len)
 {
     size_t i;
@@ -180,10 +211,15 @@ static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64
     MHD_add_response_header(resp, "Server", "hoard");
     for (i = 0; i < r->nrh; i++)
         MHD_add_response_header(resp, r->rh[i].k, r->rh[i].v);
-    ok = MHD_queue_response(r->conn, (unsigned)status, resp);
-    MHD_destroy_response(resp);
-    if (ok != MHD_YES)
-        return -EIO;
+    if (r->early && body_unread(r)) {
+        r->deferred = resp;
+        r->deferred_status = status;
+    } else {
+        ok = MHD_queue_response(r->conn, (unsigned)status, resp);
+        MHD_destroy_response(resp);
+        if (ok != MHD_YES)
+            return -EIO;
+    }
     r->responded = 1;
     r->status = status;
     if (strcmp(r->method, "HEAD") != 0 && status != 304 && status != 204)
@@ -374,7 +410,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
          * afterwards, losing keep-alive for every GET/HEAD/DELETE. */
         if (r->content_length > 0 || hd_req_header(r, "Transfer-Encoding")) {
             r->dispatched = 1;
+            r->early = 1;
             s->handler(r, s->ctx);
+            r->early = 0;
         }
         return MHD_YES;
     }
@@ -401,6 +439,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         r->bytes_in += n;
         *upload_data_size = 0;
+        if (r->deferred && r->bytes_in > DRAIN_MAX)
+            send_deferred(r); /* chunked and long: answer now, the connection closes */
+        return MHD_YES;
+    }
+    if (r->deferred) {
+        send_deferred(r); /* the body is read: the connection may even stay open */
         return MHD_YES;
     }
     if (!r->responded) {

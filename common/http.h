@@ -58,6 +58,9 @@ struct hd_req {
                                 * HD_TRUST_REDIRECT (a client sent by a proxy's 307) or
                                 * HD_TRUST_NODE (a proxy's relay or another node's call) */
     int dispatched;            /* the role handler has run */
+    int early;                 /* inside MHD's first call (headers only, body not read) */
+    struct MHD_Response *deferred; /* an early answer held until the body is drained */
+    int deferred_status;
 
     /* pending response headers, copied */
     struct hd_kv *rh;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/httputil.h"
 
 /* "rw" | "ro" | "bucket=ro;bucket2=rw" */
 static int parse_perms(struct hd_key *k, char *spec)
@@ -126,4 +127,17 @@ int hd_key_allows(const struct hd_key *key, const char *bucket, int write)
     if (p == HD_PERM_RW || (p == HD_PERM_RO && !write))
         return 0;
     return HD_EACCESS;
+}
+
+int hd_key_allows_copy_source(const struct hd_key *k, const char *src)
+{
+    char *sb, *sk;
+    int rc = hd_copy_source_parse(src, &sb, &sk);
+
+    if (rc < 0)
+        return rc;
+    rc = hd_key_allows(k, sb, 0);
+    free(sb);
+    free(sk);
+    return rc < 0 ? HD_EACCESS : 0;
 }

@@ -36,4 +36,9 @@ int hd_key_allows(const struct hd_key *k, const char *bucket, int write);
 /* hd_sigv4_secret_fn over a struct hd_keys (ctx). */
 int hd_keys_secret_for(void *ctx, const char *access, char *secret, size_t max);
 
+/* CopyObject reads its source too: whether k may read the bucket of x-amz-copy-source
+ * (decoded and validated the way the copy itself will read it). 0, HD_EACCESS, or the
+ * source's parse error. */
+int hd_key_allows_copy_source(const struct hd_key *k, const char *src);
+
 #endif

@@ -83,17 +83,10 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     /* CopyObject also reads its source (targets trust our signature and skip this): check
      * the name the copy will use */
     src = write ? hd_req_header(r, "x-amz-copy-source") : NULL;
-    if (src) {
-        char *sb, *sk;
-        if ((rc = hd_copy_source_parse(src, &sb, &sk)) < 0)
-            return rc;
-        rc = hd_key_allows(k, sb, 0);
-        free(sb);
-        free(sk);
-        if (rc < 0) {
+    if (src && (rc = hd_key_allows_copy_source(k, src)) < 0) {
+        if (rc == HD_EACCESS)
             hd_stats_inc(HD_ST_AUTH_FAILED);
-            return HD_EACCESS;
-        }
+        return rc;
     }
     return 0;
 }

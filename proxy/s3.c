@@ -117,20 +117,6 @@ static void list_buckets(struct hd_req *r, struct hd_proxy *p, const char *owner
     resp_xml(r, 200, &b);
 }
 
-static void key_elem(struct hd_buf *b, const char *tag, const char *s, int url)
-{
-    struct hd_buf e;
-
-    if (!url) {
-        hd_xml_elem(b, tag, s);
-        return;
-    }
-    hd_buf_init(&e);
-    hd_uri_encode(&e, s, strlen(s), 1);
-    hd_xml_elem(b, tag, e.data ? e.data : "");
-    hd_buf_cleanup(&e);
-}
-
 /* mode 1: ListObjects, 2: ListObjectsV2, 3: ListObjectVersions (all "null", latest). */
 static void list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucket, int mode,
                          const char *owner)
@@ -194,22 +180,22 @@ static void list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucke
     hd_xml_decl(&b);
     hd_xml_open_ns(&b, root, S3NS);
     hd_xml_elem(&b, "Name", bucket);
-    key_elem(&b, "Prefix", prefix ? prefix : "", url);
+    hd_xml_key_elem(&b, "Prefix", prefix ? prefix : "", url);
     if (v2) {
         hd_xml_elemf(&b, "KeyCount", "%zu", shown);
         if (ctok)
             hd_xml_elem(&b, "ContinuationToken", ctok);
         if (sa)
-            key_elem(&b, "StartAfter", sa, url);
+            hd_xml_key_elem(&b, "StartAfter", sa, url);
     } else if (vers) {
-        key_elem(&b, "KeyMarker", marker ? marker : "", url);
+        hd_xml_key_elem(&b, "KeyMarker", marker ? marker : "", url);
         hd_xml_elem(&b, "VersionIdMarker", "");
     } else {
-        key_elem(&b, "Marker", marker ? marker : "", url);
+        hd_xml_key_elem(&b, "Marker", marker ? marker : "", url);
     }
     hd_xml_elemf(&b, "MaxKeys", "%llu", (unsigned long long)max);
     if (delim)
-        key_elem(&b, "Delimiter", delim, url);
+        hd_xml_key_elem(&b, "Delimiter", delim, url);
     hd_xml_elem(&b, "IsTruncated", truncated ? "true" : "false");
     if (truncated && shown && res.last) {
         if (v2) {
@@ -217,10 +203,10 @@ static void list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucke
             hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64, sizeof(t64));
             hd_xml_elem(&b, "NextContinuationToken", t64);
         } else if (vers) {
-            key_elem(&b, "NextKeyMarker", res.last, url);
+            hd_xml_key_elem(&b, "NextKeyMarker", res.last, url);
             hd_xml_elem(&b, "NextVersionIdMarker", "null");
         } else if (delim) {
-            key_elem(&b, "NextMarker", res.last, url);
+            hd_xml_key_elem(&b, "NextMarker", res.last, url);
         }
     }
     if (url)
@@ -230,7 +216,7 @@ static void list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucke
         if (it->is_prefix)
             continue;
         hd_xml_open(&b, item);
-        key_elem(&b, "Key", it->name, url);
+        hd_xml_key_elem(&b, "Key", it->name, url);
         if (vers) {
             hd_xml_elem(&b, "VersionId", "null");
             hd_xml_elem(&b, "IsLatest", "true");
@@ -252,7 +238,7 @@ static void list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucke
         if (!res.items[i].is_prefix)
             continue;
         hd_xml_open(&b, "CommonPrefixes");
-        key_elem(&b, "Prefix", res.items[i].name, url);
+        hd_xml_key_elem(&b, "Prefix", res.items[i].name, url);
         hd_xml_close(&b, "CommonPrefixes");
     }
     hd_xml_close(&b, root);

@@ -78,17 +78,11 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
     }
     /* CopyObject also reads its source: check the name the copy will use */
     if (write && hd_req_header(r, "x-amz-copy-source")) {
-        char *sb, *sk;
-        int rc = hd_copy_source_parse(hd_req_header(r, "x-amz-copy-source"), &sb, &sk);
+        int rc = hd_key_allows_copy_source(k, hd_req_header(r, "x-amz-copy-source"));
+        if (rc == HD_EACCESS)
+            hd_stats_inc(HD_ST_AUTH_FAILED);
         if (rc < 0)
             return rc;
-        rc = hd_key_allows(k, sb, 0);
-        free(sb);
-        free(sk);
-        if (rc < 0) {
-            hd_stats_inc(HD_ST_AUTH_FAILED);
-            return HD_EACCESS;
-        }
     }
     return 0;
 }

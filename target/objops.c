@@ -672,6 +672,31 @@ static int copy_content(struct hd_put *p, int fd, uint64_t size)
     return rc;
 }
 
+/* The new object's attributes: the source's checksum, and its content type and metadata
+ * (directive COPY) or the request's (REPLACE; *meta is then malloc'd, the caller frees). */
+static int copy_attrs(struct hd_req *r, int replace, const char *src_meta, const char *src_ctype,
+                      const char *ck_type, const char *ck_val, struct hd_put_attrs *a,
+                      char **meta)
+{
+    int rc;
+
+    memset(a, 0, sizeof(*a));
+    if (ck_type && ck_type[0]) {
+        a->ck_type = ck_type;
+        a->ck_val = ck_val;
+    }
+    if (!replace) {
+        a->meta = src_meta;
+        a->ctype = src_ctype;
+        return 0;
+    }
+    if ((rc = hd_collect_meta(r, meta)) < 0)
+        return rc;
+    a->meta = *meta;
+    a->ctype = hd_req_header(r, "Content-Type");
+    return 0;
+}
+
 /* CopyObject whose source another target owns: streams it from there into the new object.
  * 0 done (*out filled), 1 answered with an error, HD_ENOSUCHKEY when no other target owns
  * the source (standalone, or we are its owner). */
@@ -700,18 +725,9 @@ static int copy_from_owner(struct hd_req *r, struct hd_target *t, const char *sb
         rc = HD_EBADDIGEST;
         goto fail;
     }
-    memset(&a, 0, sizeof(a));
-    a.ck_type = src.ck_type;
-    a.ck_val = src.ck_val;
-    if (replace) {
-        if ((rc = hd_collect_meta(r, &meta)) < 0)
-            goto fail;
-        a.meta = meta;
-        a.ctype = hd_req_header(r, "Content-Type");
-    } else {
-        a.meta = src.meta;
-        a.ctype = src.ctype;
-    }
+    if ((rc = copy_attrs(r, replace, src.meta, src.ctype, src.ck_type, src.ck_val, &a,
+                         &meta)) < 0)
+        goto fail;
     if ((rc = hd_put_commit(p, &a, out)) < 0)
         goto fail;
     rc = 0;
@@ -791,21 +807,9 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         hd_resp_err(r, rc == HD_ENOTMODIFIED ? HD_EPRECONDITION : rc);
         goto out;
     }
-    memset(&a, 0, sizeof(a));
-    if (replace) {
-        if ((rc = hd_collect_meta(r, &meta)) < 0) {
-            hd_resp_err(r, rc);
-            goto out;
-        }
-        a.meta = meta;
-        a.ctype = hd_req_header(r, "Content-Type");
-    } else {
-        a.meta = m.meta;
-        a.ctype = m.ctype;
-    }
-    if (m.ck_type[0]) {
-        a.ck_type = m.ck_type;
-        a.ck_val = m.ck_val;
+    if ((rc = copy_attrs(r, replace, m.meta, m.ctype, m.ck_type, m.ck_val, &a, &meta)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
     }
     if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0 ||
         (rc = copy_content(p, fd, m.size)) < 0 || (rc = hd_put_commit(p, &a, &out)) < 0) {
