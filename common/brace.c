@@ -19,7 +19,7 @@ struct group {
 };
 
 struct hd_brace {
-    char *copy;                        /* owns the literal texts and list items */
+    char *copy;                         /* owns the literal texts and list items */
     char *lit[HD_BRACE_MAX_GROUPS + 1]; /* literal before group i, and the tail */
     struct group g[HD_BRACE_MAX_GROUPS];
     size_t ng;

@@ -28,7 +28,8 @@ static const struct def defs[] = {
     {"auth.keys", STR, "", 0, 0, 1, "AK:SK[:rw|ro|B=ro;B=rw][,...] S3 keys; empty = anonymous"},
     {"s3.region", STR, "us-east-1", 0, 0, 0, "region reported by GetBucketLocation"},
     {"s3.domain", STR, "", 0, 0, 0, "virtual-host style: Host BUCKET.<domain> names the bucket"},
-    {"http.threads", INT, "0", 0, 256, 0, "HTTP worker threads (0 = 4 per core on targets, 1 per core on proxies)"},
+    {"http.threads", INT, "0", 0, 256, 0,
+     "HTTP worker threads (0 = 4 per core on targets, 1 per core on proxies)"},
     {"http.timeout", INT, "60", 1, 3600, 0, "idle connection timeout, seconds"},
     {"http.max_conns", INT, "4096", 16, 1000000, 0, "concurrent connection limit"},
     {"http.mem_limit", INT, "65536", 8192, 1048576, 0,
@@ -59,8 +60,7 @@ static const struct def defs[] = {
      "AWS-style credentials file (default $AWS_SHARED_CREDENTIALS_FILE, ~/.aws/credentials)"},
     {"upstream.connect_timeout_ms", INT, "5000", 100, 600000, 0, "upstream connect timeout"},
     {"upstream.timeout", INT, "3600", 1, 86400, 0, "upstream object transfer limit, seconds"},
-    {"upstream.meta_timeout", INT, "30", 1, 3600, 0,
-     "upstream HEAD/DELETE/listing limit, seconds"},
+    {"upstream.meta_timeout", INT, "30", 1, 3600, 0, "upstream HEAD/DELETE/listing limit, seconds"},
     {"upstream.low_speed_time", INT, "30", 1, 3600, 0,
      "abort an upstream transfer below 1 KiB/s for this many seconds"},
     {"upstream.retries", INT, "3", 0, 10, 0, "retries on upstream 5xx, timeouts, refusals"},
@@ -177,8 +177,7 @@ static int set_src(struct hd_config *c, const char *key, const char *value, int 
     return 0;
 }
 
-int hd_config_set(struct hd_config *c, const char *key, const char *value, char *err,
-                  size_t errlen)
+int hd_config_set(struct hd_config *c, const char *key, const char *value, char *err, size_t errlen)
 {
     return set_src(c, key, value, 3, err, errlen);
 }
@@ -249,8 +248,8 @@ static int env_key(const char *name, size_t n, char *key, size_t max)
     return -ENOENT;
 }
 
-int hd_config_load(struct hd_config *c, int argc, char **argv, char **envp, int *print,
-                   char *err, size_t errlen)
+int hd_config_load(struct hd_config *c, int argc, char **argv, char **envp, int *print, char *err,
+                   size_t errlen)
 {
     const char *file = NULL;
     char key[64], msg[256];

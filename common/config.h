@@ -14,8 +14,8 @@ void hd_config_free(struct hd_config *c);
 /* Applies file (from --config or HOARD_CONFIG), env, then argv. Non-option arguments and
  * --print-config are reported through *print. On error writes a one-line message to err
  * (size errlen) and returns -EINVAL. */
-int hd_config_load(struct hd_config *c, int argc, char **argv, char **envp, int *print,
-                   char *err, size_t errlen);
+int hd_config_load(struct hd_config *c, int argc, char **argv, char **envp, int *print, char *err,
+                   size_t errlen);
 int hd_config_set(struct hd_config *c, const char *key, const char *value, char *err,
                   size_t errlen);
 

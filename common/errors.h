@@ -7,53 +7,53 @@
 enum hd_err {
     HD_OK = 0,
     HD_EBASE = -5000,
-    HD_EINTERNAL = HD_EBASE,  /* 500 InternalError */
-    HD_EBADREQ,               /* 400 InvalidRequest */
-    HD_EBADARG,               /* 400 InvalidArgument */
-    HD_ENOSUCHBUCKET,         /* 404 NoSuchBucket */
-    HD_ENOSUCHKEY,            /* 404 NoSuchKey */
-    HD_EBUCKETEXISTS,         /* 409 BucketAlreadyOwnedByYou */
-    HD_EBUCKETNOTEMPTY,       /* 409 BucketNotEmpty */
-    HD_EBADBUCKETNAME,        /* 400 InvalidBucketName */
-    HD_EKEYTOOLONG,           /* 400 KeyTooLongError */
-    HD_EBADKEY,               /* 400 InvalidArgument (object name) */
-    HD_EBADDIGEST,            /* 400 BadDigest */
-    HD_EINVALIDDIGEST,        /* 400 InvalidDigest */
-    HD_EBADCHECKSUM,          /* 400 BadDigest (x-amz-checksum-* mismatch) */
-    HD_EBADSIG,               /* 403 SignatureDoesNotMatch */
-    HD_ENOACCESSKEY,          /* 403 InvalidAccessKeyId */
-    HD_EACCESS,               /* 403 AccessDenied */
-    HD_EEXPIRED,              /* 403 AccessDenied (request has expired) */
-    HD_ESKEW,                 /* 403 RequestTimeTooSkewed */
-    HD_EAUTHHDR,              /* 400 AuthorizationHeaderMalformed */
-    HD_EAUTHQUERY,            /* 400 AuthorizationQueryParametersError */
-    HD_EMISSINGAUTH,          /* 403 AccessDenied (anonymous) */
-    HD_ESHA256MISMATCH,       /* 400 XAmzContentSHA256Mismatch */
-    HD_EINCOMPLETEBODY,       /* 400 IncompleteBody */
-    HD_EMISSINGLENGTH,        /* 411 MissingContentLength */
-    HD_ETOOLARGE,             /* 400 EntityTooLarge */
-    HD_ERANGE,                /* 416 InvalidRange */
-    HD_EPRECONDITION,         /* 412 PreconditionFailed */
-    HD_ENOTMODIFIED,          /* 304 NotModified */
-    HD_EMETHOD,               /* 405 MethodNotAllowed */
-    HD_ENOTIMPL,              /* 501 NotImplemented */
-    HD_EMALFORMEDXML,         /* 400 MalformedXML */
-    HD_ECHUNK,                /* 400 InvalidChunkSizeError / malformed aws-chunked */
-    HD_ENOSPACE,              /* 507 InsufficientStorage */
-    HD_EUNAVAIL,              /* 503 ServiceUnavailable */
-    HD_ENOTFOUND,             /* 404 NotFound (native API, no such route) */
-    HD_EBADHEADER,            /* 400 InvalidArgument (bad header value) */
-    HD_EMAXKEYS,              /* 400 InvalidArgument (max-keys) */
-    HD_EBADTOKEN,             /* 400 InvalidArgument (continuation token) */
-    HD_ENOSUCHUPLOAD,         /* 404 NoSuchUpload */
-    HD_EINVALIDPART,          /* 400 InvalidPart */
-    HD_EPARTORDER,            /* 400 InvalidPartOrder */
-    HD_ETOOSMALL,             /* 400 EntityTooSmall */
-    HD_EMETATOOLARGE,         /* 400 MetadataTooLarge */
-    HD_ENOSUCHJOB,            /* 404 NoSuchJob (native API) */
-    HD_EGONE,                 /* 410 Gone (a decommissioned node asking to join) */
-    HD_ENOTARCHIVE,           /* 400 InvalidArchive (archpath on a non-tar or corrupt tar) */
-    HD_ENOSUCHMEMBER,         /* 404 NoSuchKey (archpath names no member of the archive) */
+    HD_EINTERNAL = HD_EBASE, /* 500 InternalError */
+    HD_EBADREQ,              /* 400 InvalidRequest */
+    HD_EBADARG,              /* 400 InvalidArgument */
+    HD_ENOSUCHBUCKET,        /* 404 NoSuchBucket */
+    HD_ENOSUCHKEY,           /* 404 NoSuchKey */
+    HD_EBUCKETEXISTS,        /* 409 BucketAlreadyOwnedByYou */
+    HD_EBUCKETNOTEMPTY,      /* 409 BucketNotEmpty */
+    HD_EBADBUCKETNAME,       /* 400 InvalidBucketName */
+    HD_EKEYTOOLONG,          /* 400 KeyTooLongError */
+    HD_EBADKEY,              /* 400 InvalidArgument (object name) */
+    HD_EBADDIGEST,           /* 400 BadDigest */
+    HD_EINVALIDDIGEST,       /* 400 InvalidDigest */
+    HD_EBADCHECKSUM,         /* 400 BadDigest (x-amz-checksum-* mismatch) */
+    HD_EBADSIG,              /* 403 SignatureDoesNotMatch */
+    HD_ENOACCESSKEY,         /* 403 InvalidAccessKeyId */
+    HD_EACCESS,              /* 403 AccessDenied */
+    HD_EEXPIRED,             /* 403 AccessDenied (request has expired) */
+    HD_ESKEW,                /* 403 RequestTimeTooSkewed */
+    HD_EAUTHHDR,             /* 400 AuthorizationHeaderMalformed */
+    HD_EAUTHQUERY,           /* 400 AuthorizationQueryParametersError */
+    HD_EMISSINGAUTH,         /* 403 AccessDenied (anonymous) */
+    HD_ESHA256MISMATCH,      /* 400 XAmzContentSHA256Mismatch */
+    HD_EINCOMPLETEBODY,      /* 400 IncompleteBody */
+    HD_EMISSINGLENGTH,       /* 411 MissingContentLength */
+    HD_ETOOLARGE,            /* 400 EntityTooLarge */
+    HD_ERANGE,               /* 416 InvalidRange */
+    HD_EPRECONDITION,        /* 412 PreconditionFailed */
+    HD_ENOTMODIFIED,         /* 304 NotModified */
+    HD_EMETHOD,              /* 405 MethodNotAllowed */
+    HD_ENOTIMPL,             /* 501 NotImplemented */
+    HD_EMALFORMEDXML,        /* 400 MalformedXML */
+    HD_ECHUNK,               /* 400 InvalidChunkSizeError / malformed aws-chunked */
+    HD_ENOSPACE,             /* 507 InsufficientStorage */
+    HD_EUNAVAIL,             /* 503 ServiceUnavailable */
+    HD_ENOTFOUND,            /* 404 NotFound (native API, no such route) */
+    HD_EBADHEADER,           /* 400 InvalidArgument (bad header value) */
+    HD_EMAXKEYS,             /* 400 InvalidArgument (max-keys) */
+    HD_EBADTOKEN,            /* 400 InvalidArgument (continuation token) */
+    HD_ENOSUCHUPLOAD,        /* 404 NoSuchUpload */
+    HD_EINVALIDPART,         /* 400 InvalidPart */
+    HD_EPARTORDER,           /* 400 InvalidPartOrder */
+    HD_ETOOSMALL,            /* 400 EntityTooSmall */
+    HD_EMETATOOLARGE,        /* 400 MetadataTooLarge */
+    HD_ENOSUCHJOB,           /* 404 NoSuchJob (native API) */
+    HD_EGONE,                /* 410 Gone (a decommissioned node asking to join) */
+    HD_ENOTARCHIVE,          /* 400 InvalidArchive (archpath on a non-tar or corrupt tar) */
+    HD_ENOSUCHMEMBER,        /* 404 NoSuchKey (archpath names no member of the archive) */
     HD_ELAST
 };
 

@@ -59,5 +59,5 @@ int hd_hrw_uname(struct hd_buf *out, const char *provider, const char *ns, const
 const char *hd_hrw_provider(const char *provider)
 {
     return provider && (strcmp(provider, "aws") == 0 || strcmp(provider, "s3") == 0) ? "aws"
-                                                                                      : "ais";
+                                                                                     : "ais";
 }

@@ -98,8 +98,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     return r;
 }
 
-static enum MHD_Result collect_hdr(void *cls, enum MHD_ValueKind kind, const char *k,
-                                   const char *v)
+static enum MHD_Result collect_hdr(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
 {
     struct hd_req *r = cls;
     struct hd_kv *n;
@@ -307,8 +306,7 @@ int hd_resp_head(struct hd_req *r, int status, uint64_t len)
 {
     if (r->responded)
         return -EALREADY;
-    return queue(r, status, MHD_create_response_from_callback(len, 4096, no_body, NULL, NULL),
-                 0);
+    return queue(r, status, MHD_create_response_from_callback(len, 4096, no_body, NULL, NULL), 0);
 }
 
 int hd_resp_err_msg(struct hd_req *r, int code, const char *message)
@@ -366,9 +364,8 @@ static size_t header_count(const struct hd_req *r, const char *name)
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_data_size,
-                                 void **con_cls)
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
 {
     struct hd_http_server *s = cls;
     struct hd_req *r = *con_cls;
@@ -382,8 +379,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         r->method = method;
         MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_hdr, r);
         cl = hd_req_header(r, "Content-Length");
-        if (cl && (header_count(r, "Content-Length") > 1 ||
-                   hd_req_header(r, "Transfer-Encoding"))) {
+        if (cl &&
+            (header_count(r, "Content-Length") > 1 || hd_req_header(r, "Transfer-Encoding"))) {
             /* two framings of one body: the way request smuggling starts; the early answer
              * also closes the connection */
             hd_resp_err_msg(r, HD_EBADREQ,
@@ -530,8 +527,8 @@ static void stream_free(void *cls)
     free(s);
 }
 
-int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader,
-                   void *cls, void (*free_cb)(void *cls))
+int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader, void *cls,
+                   void (*free_cb)(void *cls))
 {
     struct stream_cls *s;
     struct MHD_Response *resp;
@@ -665,10 +662,9 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
         flags |= MHD_USE_IPv6;
     s->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_END);

@@ -36,29 +36,29 @@ struct hd_req {
     uint32_t magic;
     struct MHD_Connection *conn;
     struct hd_http_server *srv;
-    char id[17];               /* request id, also sent as x-amz-request-id */
-    const char *method;        /* MHD-owned */
-    char *raw_uri;             /* as sent on the wire: path?query (owned) */
-    char *raw_path;            /* path part of raw_uri, still percent-encoded (owned) */
-    const char *raw_query;     /* into raw_uri after '?', or "" */
-    struct hd_query query;     /* decoded query parameters */
-    struct hd_kv *hdrs;        /* request headers in arrival order (MHD-owned strings) */
+    char id[17];           /* request id, also sent as x-amz-request-id */
+    const char *method;    /* MHD-owned */
+    char *raw_uri;         /* as sent on the wire: path?query (owned) */
+    char *raw_path;        /* path part of raw_uri, still percent-encoded (owned) */
+    const char *raw_query; /* into raw_uri after '?', or "" */
+    struct hd_query query; /* decoded query parameters */
+    struct hd_kv *hdrs;    /* request headers in arrival order (MHD-owned strings) */
     size_t nhdrs;
-    int64_t content_length;    /* -1 when absent (e.g. chunked) */
+    int64_t content_length; /* -1 when absent (e.g. chunked) */
     uint64_t t0_ns;
-    int op;                    /* metrics op (enum hd_metric_op) */
-    enum hd_api api;           /* decides the error body format */
-    char *resource;            /* for error bodies; defaults to raw_path */
+    int op;          /* metrics op (enum hd_metric_op) */
+    enum hd_api api; /* decides the error body format */
+    char *resource;  /* for error bodies; defaults to raw_path */
     int status;
     uint64_t bytes_in, bytes_out;
     int responded;
-    int body_err;              /* first error returned by on_body */
-    int suspended;             /* parked with hd_req_suspend; see below */
-    int trusted;               /* carries a valid proxy authorisation (cluster): 0, or
-                                * HD_TRUST_REDIRECT (a client sent by a proxy's 307) or
-                                * HD_TRUST_NODE (a proxy's relay or another node's call) */
-    int dispatched;            /* the role handler has run */
-    int early;                 /* inside MHD's first call (headers only, body not read) */
+    int body_err;                  /* first error returned by on_body */
+    int suspended;                 /* parked with hd_req_suspend; see below */
+    int trusted;                   /* carries a valid proxy authorisation (cluster): 0, or
+                                    * HD_TRUST_REDIRECT (a client sent by a proxy's 307) or
+                                    * HD_TRUST_NODE (a proxy's relay or another node's call) */
+    int dispatched;                /* the role handler has run */
+    int early;                     /* inside MHD's first call (headers only, body not read) */
     struct MHD_Response *deferred; /* an early answer held until the body is drained */
     int deferred_status;
 
@@ -132,8 +132,8 @@ void hd_req_resume(struct hd_req *r);
 #define HD_STREAM_END (-2)
 #define HD_STREAM_ERROR (-1)
 typedef long (*hd_body_reader_fn)(void *cls, uint64_t pos, char *buf, size_t max);
-int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader,
-                   void *cls, void (*free_cb)(void *cls));
+int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader, void *cls,
+                   void (*free_cb)(void *cls));
 
 uint64_t hd_now_ns(void);
 

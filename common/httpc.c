@@ -116,10 +116,10 @@ static int xfer_setup(struct xfer *x, struct hd_httpc_call *c)
     curl_easy_setopt(e, CURLOPT_URL, c->url);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hl);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_ms > 0 ? c->connect_ms
-                                                                     : (long)HD_HTTPC_CONNECT_MS);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->total_ms > 0 ? c->total_ms
-                                                            : (long)HD_HTTPC_TOTAL_MS);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     c->connect_ms > 0 ? c->connect_ms : (long)HD_HTTPC_CONNECT_MS);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+                     c->total_ms > 0 ? c->total_ms : (long)HD_HTTPC_TOTAL_MS);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);

@@ -28,20 +28,20 @@ struct hd_kv {
  * embeds the struct and releases it with hd_httpc_call_cleanup. */
 struct hd_httpc_call {
     const char *method;
-    const char *url;             /* absolute, already percent-encoded */
-    const struct hd_kv *hdrs;    /* extra request headers */
+    const char *url;          /* absolute, already percent-encoded */
+    const struct hd_kv *hdrs; /* extra request headers */
     size_t nhdrs;
-    const char *body;            /* NULL: no body */
+    const char *body; /* NULL: no body */
     size_t blen;
-    const char *ctype;           /* Content-Type of body, NULL = none */
-    long connect_ms;             /* 0: HD_HTTPC_CONNECT_MS */
-    long total_ms;               /* 0: HD_HTTPC_TOTAL_MS */
+    const char *ctype; /* Content-Type of body, NULL = none */
+    long connect_ms;   /* 0: HD_HTTPC_CONNECT_MS */
+    long total_ms;     /* 0: HD_HTTPC_TOTAL_MS */
 
-    int rc;                      /* 0: an HTTP answer arrived (any status); else -ETIMEDOUT,
-                                  * -ECONNREFUSED, -EFBIG, -ENOMEM or -EIO */
-    long status;                 /* HTTP status when rc == 0 */
-    struct hd_buf resp;          /* response body */
-    char err[128];               /* transport error text when rc < 0 */
+    int rc;             /* 0: an HTTP answer arrived (any status); else -ETIMEDOUT,
+                         * -ECONNREFUSED, -EFBIG, -ENOMEM or -EIO */
+    long status;        /* HTTP status when rc == 0 */
+    struct hd_buf resp; /* response body */
+    char err[128];      /* transport error text when rc < 0 */
 };
 
 void hd_httpc_call_init(struct hd_httpc_call *c, const char *method, const char *url);

@@ -7,9 +7,8 @@
 char *hd_json_error(int status, const char *code, const char *msg, const char *resource,
                     const char *reqid)
 {
-    json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s}", "status", status, "code", code,
-                          "message", msg, "resource", resource ? resource : "", "request_id",
-                          reqid);
+    json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s}", "status", status, "code", code, "message",
+                          msg, "resource", resource ? resource : "", "request_id", reqid);
     return hd_json_dump_steal(j, NULL);
 }
 

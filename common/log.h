@@ -18,10 +18,10 @@ void hd_log_write(enum hd_log_level lvl, const char *reqid, const char *fmt, ...
     __attribute__((format(printf, 3, 4)));
 
 /* Tests the level before any formatting work. reqid may be NULL. */
-#define HD_LOG(lvl, reqid, ...)                                                                \
-    do {                                                                                       \
-        if ((lvl) >= hd_log_min)                                                               \
-            hd_log_write((lvl), (reqid), __VA_ARGS__);                                         \
+#define HD_LOG(lvl, reqid, ...)                                                                    \
+    do {                                                                                           \
+        if ((lvl) >= hd_log_min)                                                                   \
+            hd_log_write((lvl), (reqid), __VA_ARGS__);                                             \
     } while (0)
 
 /* One access-log line per finished request. */

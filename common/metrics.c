@@ -2,7 +2,7 @@
 
 #include <stdatomic.h>
 
-static const char *const op_names[HD_OP_COUNT] = {"other", "get",  "put",    "head",
+static const char *const op_names[HD_OP_COUNT] = {"other",  "get",  "put",    "head",
                                                   "delete", "list", "bucket", "admin"};
 static const char *const stat_names[HD_ST_COUNT] = {
     "hoard_put_bytes_total", "hoard_get_bytes_total", "hoard_put_aborted_total",
@@ -13,13 +13,13 @@ static const char *const stat_help[HD_ST_COUNT] = {
     "Requests refused by authentication"};
 
 /* Status codes get their own series; anything else is "other". */
-static const int statuses[] = {200, 201, 204, 206, 304, 400, 403, 404, 405, 409,
-                               411, 412, 416, 500, 501, 503, 507, 0};
+static const int statuses[] = {200, 201, 204, 206, 304, 400, 403, 404, 405,
+                               409, 411, 412, 416, 500, 501, 503, 507, 0};
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]))
 
 /* Latency buckets, seconds. */
 static const double lat_le[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                0.1,    0.25,  0.5,    1,     2.5,  5,    10};
+                                0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 #define NLAT (sizeof(lat_le) / sizeof(lat_le[0]))
 
 static _Atomic uint64_t req_count[HD_OP_COUNT][NSTATUS];
@@ -112,9 +112,8 @@ void hd_metrics_render(struct hd_buf *b)
                   (unsigned long long)atomic_load(&bytes_in_total),
                   (unsigned long long)atomic_load(&bytes_out_total));
     for (s = 0; s < HD_ST_COUNT; s++)
-        hd_buf_printf(b, "# HELP %s %s.\n# TYPE %s counter\n%s %llu\n", stat_names[s],
-                      stat_help[s], stat_names[s], stat_names[s],
-                      (unsigned long long)atomic_load(&stats[s]));
+        hd_buf_printf(b, "# HELP %s %s.\n# TYPE %s counter\n%s %llu\n", stat_names[s], stat_help[s],
+                      stat_names[s], stat_names[s], (unsigned long long)atomic_load(&stats[s]));
     if (extra_fn)
         extra_fn(b, extra_arg);
 }

@@ -46,8 +46,8 @@ int hd_mpul_opts_parse(const struct hd_req *r, struct hd_mpul_opts *o, const cha
     return 0;
 }
 
-int hd_mpul_push(struct hd_mpul *l, const char *key, size_t klen, const char *id,
-                 int64_t created, const char *ck, int full)
+int hd_mpul_push(struct hd_mpul *l, const char *key, size_t klen, const char *id, int64_t created,
+                 const char *ck, int full)
 {
     struct hd_mpul_ent *e;
 

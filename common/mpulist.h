@@ -42,8 +42,8 @@ struct hd_mpul_opts {
  * 0, or HD_EBADARG with *msg saying what is wrong. */
 int hd_mpul_opts_parse(const struct hd_req *r, struct hd_mpul_opts *o, const char **msg);
 /* Appends an entry (key[0..klen) copied). 0 or -ENOMEM. */
-int hd_mpul_push(struct hd_mpul *l, const char *key, size_t klen, const char *id,
-                 int64_t created, const char *ck, int full);
+int hd_mpul_push(struct hd_mpul *l, const char *key, size_t klen, const char *id, int64_t created,
+                 const char *ck, int full);
 void hd_mpul_free(struct hd_mpul *l);
 /* Sorts (key, then initiation time, then id) and drops repeated common prefixes. */
 void hd_mpul_finish(struct hd_mpul *l);

@@ -24,32 +24,32 @@ struct relay {
     uint32_t magic;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int refs;             /* request (on_done), response (free_cb), transfer thread */
-    struct hd_req *r;     /* NULL once the client side is finished */
+    int refs;         /* request (on_done), response (free_cb), transfer thread */
+    struct hd_req *r; /* NULL once the client side is finished */
     char *url;
     char method[16];
     struct curl_slist *hdrs;
     int has_body;
-    int64_t body_len;     /* -1: chunked */
+    int64_t body_len; /* -1: chunked */
 
-    struct hd_ring up;    /* client -> node */
+    struct hd_ring up; /* client -> node */
     int up_eof;
-    int mhd_wait_space;   /* client side parked until `up` has room */
+    int mhd_wait_space; /* client side parked until `up` has room */
 
-    struct hd_ring down;  /* node -> client */
-    int mhd_wait_data;    /* client side parked until data, headers or the end */
-    int done;             /* transfer finished (ok or not) */
-    int failed;           /* before headers: connect/transfer error; after: body cut short */
+    struct hd_ring down; /* node -> client */
+    int mhd_wait_data;   /* client side parked until data, headers or the end */
+    int done;            /* transfer finished (ok or not) */
+    int failed;          /* before headers: connect/transfer error; after: body cut short */
     char err[CURL_ERROR_SIZE];
 
     int head_done;
     long status;
-    int in_head;          /* between a status line and its blank line */
+    int in_head; /* between a status line and its blank line */
     struct hd_kv *rh;
     size_t nrh;
     int64_t resp_len;
     char reqid[64];
-    struct relay *next;   /* job queue */
+    struct relay *next; /* job queue */
 };
 
 /* ---- the pool of transfer threads, each with its own curl handle (keep-alive) ---- */
@@ -102,10 +102,19 @@ static void wake_client(struct relay *y)
 
 static int hop_by_hop(const char *k)
 {
-    static const char *const hop[] = {"connection", "keep-alive", "proxy-authenticate",
-                                      "proxy-authorization", "te", "trailer",
-                                      "transfer-encoding", "upgrade", "content-length", "date",
-                                      "server", "x-amz-request-id", NULL};
+    static const char *const hop[] = {"connection",
+                                      "keep-alive",
+                                      "proxy-authenticate",
+                                      "proxy-authorization",
+                                      "te",
+                                      "trailer",
+                                      "transfer-encoding",
+                                      "upgrade",
+                                      "content-length",
+                                      "date",
+                                      "server",
+                                      "x-amz-request-id",
+                                      NULL};
     size_t i;
 
     for (i = 0; hop[i]; i++)
@@ -473,9 +482,9 @@ static void relay_done(struct hd_req *r)
 
 static int skip_request_header(const char *k)
 {
-    static const char *const skip[] = {"connection", "keep-alive", "proxy-authorization",
-                                       "te", "trailer", "transfer-encoding", "upgrade",
-                                       "expect", "content-length", NULL};
+    static const char *const skip[] = {
+        "connection", "keep-alive", "proxy-authorization", "te", "trailer", "transfer-encoding",
+        "upgrade",    "expect",     "content-length",      NULL};
     size_t i;
 
     for (i = 0; skip[i]; i++)

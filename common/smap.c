@@ -115,8 +115,8 @@ int hd_smap_node_from_json(const json_t *j, struct hd_node *out)
 json_t *hd_smap_node_to_json(const struct hd_node *n)
 {
     json_t *j = json_pack("{s:s, s:s, s:{s:s}, s:I}", "daemon_id", n->id, "daemon_type",
-                          n->type == HD_NODE_PROXY ? "proxy" : "target", "public_net",
-                          "direct_url", n->url, "flags", (json_int_t)n->flags);
+                          n->type == HD_NODE_PROXY ? "proxy" : "target", "public_net", "direct_url",
+                          n->url, "flags", (json_int_t)n->flags);
     size_t i;
 
     if (j && n->type == HD_NODE_TARGET) {
@@ -289,8 +289,8 @@ int hd_smap_owner(const struct hd_smap *s, const char *uname, size_t len,
     return win && !win->down ? 0 : HD_EUNAVAIL;
 }
 
-static int add_map(json_t *parent, const char *key, const struct hd_smap *s,
-                   enum hd_node_type t, int down)
+static int add_map(json_t *parent, const char *key, const struct hd_smap *s, enum hd_node_type t,
+                   int down)
 {
     json_t *m = json_object();
     size_t i;
@@ -885,8 +885,8 @@ void hd_smap_url_path(const char *url, char *out, size_t max)
 
 /* ---- member: join and heartbeat ---- */
 
-static void cluster_hdr(const char *secret, const char *method, const char *url,
-                        struct hd_kv *kv, char sig[HD_SMAP_SIG_LEN], size_t *n)
+static void cluster_hdr(const char *secret, const char *method, const char *url, struct hd_kv *kv,
+                        char sig[HD_SMAP_SIG_LEN], size_t *n)
 {
     char path[1024];
 
@@ -952,8 +952,10 @@ static int member_join(struct hd_smap_member *m, const char *base)
     if (rc < 0)
         goto out;
     if (status == 410) {
-        HD_LOG(HD_WARN, NULL, "cluster: %s was decommissioned: not joining again (remove its "
-                              "data directory to join as a new node)", m->self->id);
+        HD_LOG(HD_WARN, NULL,
+               "cluster: %s was decommissioned: not joining again (remove its "
+               "data directory to join as a new node)",
+               m->self->id);
         m->gone = 1;
         rc = HD_EGONE;
         goto out;
@@ -973,8 +975,8 @@ static int member_join(struct hd_smap_member *m, const char *base)
         goto out;
     m->joined = 1;
     rc = 0;
-    HD_LOG(HD_INFO, NULL, "cluster: joined as %s via %s (smap v%lld, bmd v%lld)", m->self->id,
-           base, (long long)s->version, (long long)b->version);
+    HD_LOG(HD_INFO, NULL, "cluster: joined as %s via %s (smap v%lld, bmd v%lld)", m->self->id, base,
+           (long long)s->version, (long long)b->version);
 out:
     json_decref(in);
     json_decref(out);
@@ -1033,8 +1035,7 @@ int hd_smap_member_tick(struct hd_smap_member *m)
     b = hd_smap_state_bmd(m->st);
     in = json_pack("{s:s, s:I, s:I}", "daemon_id", m->self->id, "smap_version",
                    (json_int_t)(s ? s->version : 0), "bmd_version", (json_int_t)b->version);
-    rc = in ? member_call(m, "POST", base, "/v1/cluster/heartbeat", in, &status, &out)
-            : -ENOMEM;
+    rc = in ? member_call(m, "POST", base, "/v1/cluster/heartbeat", in, &status, &out) : -ENOMEM;
     if (rc == 0 && status == 404) {
         HD_LOG(HD_WARN, NULL, "cluster: primary at %s does not know %s; joining again", base,
                m->self->id);

@@ -46,7 +46,7 @@ struct hd_smap {
     char uuid[40];
     char primary[HD_NODE_ID_MAX];
     char rebalance[HD_NODE_ID_MAX]; /* id of the rebalance in progress, "" when none */
-    struct hd_node *nodes; /* sorted by id */
+    struct hd_node *nodes;          /* sorted by id */
     size_t n;
 };
 

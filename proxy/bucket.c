@@ -97,8 +97,8 @@ static int do_props(struct hd_bmd *b, const void *arg)
     return rc;
 }
 
-static int via_primary(struct hd_proxy *p, const char *method, const char *name,
-                       const char *query, const json_t *body)
+static int via_primary(struct hd_proxy *p, const char *method, const char *name, const char *query,
+                       const json_t *body)
 {
     struct hd_buf path;
     json_t *out = NULL;
@@ -226,8 +226,8 @@ static void list_buckets(struct hd_req *r, struct hd_proxy *p)
 
     for (i = 0; i < b->n; i++) {
         hd_iso8601((time_t)b->b[i].created, ts);
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", b->b[i].name,
-                                             "provider", b->b[i].provider, "created", ts));
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", b->b[i].name, "provider",
+                                             b->b[i].provider, "created", ts));
     }
     hd_bmd_unref(b);
     hd_proxy_resp_json(r, 200, json_pack("{s:o}", "buckets", arr));
@@ -253,8 +253,9 @@ static void props_get(struct hd_req *r, struct hd_proxy *p, const char *name)
     if (strcmp(e->provider, "aws") == 0 && !json_object_get(props, "validate_warm_get"))
         json_object_set_new(props, "validate_warm_get", json_false());
     hd_iso8601((time_t)e->created, ts);
-    hd_proxy_resp_json(r, 200, json_pack("{s:s, s:s, s:s, s:o}", "name", e->name, "provider",
-                                         e->provider, "created", ts, "props", props));
+    hd_proxy_resp_json(r, 200,
+                       json_pack("{s:s, s:s, s:s, s:o}", "name", e->name, "provider", e->provider,
+                                 "created", ts, "props", props));
     hd_bmd_unref(b);
 }
 
@@ -262,7 +263,7 @@ struct props_ctx {
     struct hd_proxy *p;
     struct hd_buf body;
     char bucket[64];
-    int create;       /* POST /v1/buckets/B[?provider=aws] with a props body */
+    int create; /* POST /v1/buckets/B[?provider=aws] with a props body */
     char provider[8];
 };
 

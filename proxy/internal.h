@@ -30,28 +30,28 @@ struct hd_proxy_seen {
 
 struct hd_proxy {
     uint32_t magic;
-    struct hd_node self;           /* our smap entry */
-    char join[HD_NODE_URL_MAX];    /* cluster.join; "" on the primary */
-    char *secret;                  /* cluster.secret ("" = no checks) */
+    struct hd_node self;        /* our smap entry */
+    char join[HD_NODE_URL_MAX]; /* cluster.join; "" on the primary */
+    char *secret;               /* cluster.secret ("" = no checks) */
     char *data_dir;
     char *region;
-    char *domain;                  /* s3.domain */
-    int primary;                   /* started as the primary (empty cluster.join) */
+    char *domain; /* s3.domain */
+    int primary;  /* started as the primary (empty cluster.join) */
     long hb_ms;
     int dead_after;
     int s3_redirect;
     int native_redirect; /* native.redirect: 307 (default) or relay for /v1/objects */
     struct hd_keys keys;
-    struct hd_smap_state *cs;      /* current smap/BMD (thread-safe) */
-    struct hd_proxy_cloud *cloud;  /* S3-backed buckets: default upstream (cloud.c) */
+    struct hd_smap_state *cs;     /* current smap/BMD (thread-safe) */
+    struct hd_proxy_cloud *cloud; /* S3-backed buckets: default upstream (cloud.c) */
 
-    pthread_mutex_t mu;            /* primary: serialises smap/BMD changes; guards below */
+    pthread_mutex_t mu; /* primary: serialises smap/BMD changes; guards below */
     struct hd_proxy_seen *seen;
     size_t nseen;
     int64_t pushed_smap, pushed_bmd; /* versions every node was sent */
 
-    struct hd_smap_member member;  /* non-primary: loop thread only */
-    atomic_int ready;              /* holds an smap (and, non-primary, joined) */
+    struct hd_smap_member member; /* non-primary: loop thread only */
+    atomic_int ready;             /* holds an smap (and, non-primary, joined) */
 
     /* the membership loop thread */
     uv_loop_t loop;
@@ -62,8 +62,8 @@ struct hd_proxy {
     atomic_int stopping;
 
     /* rebalance (primary) */
-    atomic_int rb_pending; /* the set of targets changed: start one */
-    uint64_t rb_next_ns;   /* loop thread: next poll of the targets */
+    atomic_int rb_pending;           /* the set of targets changed: start one */
+    uint64_t rb_next_ns;             /* loop thread: next poll of the targets */
     char rb_started[HD_NODE_ID_MAX]; /* loop thread: the last rebalance id started */
     char rb_stopped[HD_NODE_ID_MAX]; /* loop thread: the last one found stopped on request */
 };
@@ -119,9 +119,8 @@ struct hd_proxy_fan {
     const struct hd_node **nodes;
     size_t n;
 };
-int hd_proxy_fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method,
-                     const char *path, const char *body, int all, long total_ms,
-                     struct hd_proxy_fan *f);
+int hd_proxy_fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method, const char *path,
+                     const char *body, int all, long total_ms, struct hd_proxy_fan *f);
 void hd_proxy_fan_cleanup(struct hd_proxy_fan *f);
 /* A call's answer as JSON, NULL when it failed or is not JSON. */
 json_t *hd_proxy_call_json(const struct hd_httpc_call *c);
@@ -149,15 +148,14 @@ int hd_proxy_decommissioned(struct hd_proxy *p, const char *id);
 /* Starts job `id` on every live target of s (flagged ones too when all). 0, or a negative
  * code with msg filled after asking the targets that did start to stop again. Blocks on the
  * network. */
-int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *id,
-                            const char *kind, const char *bucket, json_t *args, int all,
-                            char *msg, size_t msglen);
+int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *id, const char *kind,
+                            const char *bucket, json_t *args, int all, char *msg, size_t msglen);
 
 /* shard.c: a shard job request (POST /v1/jobs, kind "shard"), from the jobs body handler:
  * plans it on a thread of its own (listing, grouping, packing), writes the manifest object,
  * starts the job on every target and answers r (parked meanwhile). args is copied. */
-void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id,
-                          const char *bucket, json_t *args);
+void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id, const char *bucket,
+                          json_t *args);
 
 /* batch.c: GET|POST /v1/batch */
 void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p);
@@ -167,8 +165,8 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);
 /* Answers r with 307 to the owner of bucket/key (decoded names), or 503. The Location (and
  * the proxy signature in it) carries `path`, the raw path the owner must see (NULL: r's):
  * a virtual-host S3 request is sent on path style, since the owner sees another Host. */
-void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                       const char *key, const char *path);
+void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                       const char *path);
 /* Streams r to the owner of bucket/key and the answer back (common/relay.c), authorised
  * with the proxy's signature; the client's own headers (Host, SigV4) pass unchanged. */
 /* vbucket: the bucket of a virtual-host request (the proxy's reading of Host), or NULL. The
@@ -253,11 +251,10 @@ int hd_proxy_list_cloud(struct hd_proxy *p, const char *bucket, const struct hd_
                         struct hd_plist_res *res, char *msg, size_t msglen);
 /* Props for a new bucket of provider (validated; an aws bucket without an upstream gets the
  * default upstream of the config). *out: canonical JSON or NULL; HD_EBADARG with msg. */
-int hd_proxy_cloud_props(struct hd_proxy *p, const char *provider, const char *body,
-                         char **out, char *msg, size_t msglen);
+int hd_proxy_cloud_props(struct hd_proxy *p, const char *provider, const char *body, char **out,
+                         char *msg, size_t msglen);
 /* With upstream.endpoint set: a bucket unknown to the BMD that exists at the default
  * upstream is registered as S3-backed (answers cached for a while). No-op otherwise. */
 void hd_proxy_autoreg(struct hd_proxy *p, const char *bucket);
-
 
 #endif

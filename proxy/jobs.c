@@ -148,8 +148,7 @@ static void random_hex(char *out, size_t nbytes)
 /* Posts job `id` to every target (flagged ones too when all). 0, or a negative code with
  * msg filled (the first refusal); *ok counts the targets that started it. */
 static int post_job(struct hd_proxy *p, struct hd_smap *s, const char *id, const char *kind,
-                    const char *bucket, json_t *args, int all, char *msg, size_t msglen,
-                    size_t *ok)
+                    const char *bucket, json_t *args, int all, char *msg, size_t msglen, size_t *ok)
 {
     json_t *body = json_pack("{s:s, s:s, s:s, s:o}", "id", id, "kind", kind, "bucket", bucket,
                              "args", args ? json_incref(args) : json_object());
@@ -175,9 +174,9 @@ static int post_job(struct hd_proxy *p, struct hd_smap *s, const char *id, const
             rc = c->rc < 0 ? HD_EUNAVAIL : hd_proxy_err_from_json(c->status, e);
             snprintf(msg, msglen, "target %s: %s", f.nodes[i]->id,
                      c->rc < 0 ? c->err
-                               : json_string_value(json_object_get(e, "message"))
-                                     ? json_string_value(json_object_get(e, "message"))
-                                     : "job refused");
+                     : json_string_value(json_object_get(e, "message"))
+                         ? json_string_value(json_object_get(e, "message"))
+                         : "job refused");
             json_decref(e);
         }
     }
@@ -192,9 +191,8 @@ static int post_job(struct hd_proxy *p, struct hd_smap *s, const char *id, const
 
 /* Starts job `id` on every target (flagged ones too when all). 0, or a negative code with
  * msg filled after asking the targets that did start to stop again. */
-static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *id,
-                            const char *kind, const char *bucket, json_t *args, int all,
-                            char *msg, size_t msglen)
+static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *id, const char *kind,
+                            const char *bucket, json_t *args, int all, char *msg, size_t msglen)
 {
     struct hd_proxy_fan f;
     size_t ok;
@@ -209,9 +207,8 @@ static int start_everywhere(struct hd_proxy *p, struct hd_smap *s, const char *i
     return rc;
 }
 
-int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *id,
-                            const char *kind, const char *bucket, json_t *args, int all,
-                            char *msg, size_t msglen)
+int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *id, const char *kind,
+                            const char *bucket, json_t *args, int all, char *msg, size_t msglen)
 {
     return start_everywhere(p, s, id, kind, bucket, args, all, msg, msglen);
 }
@@ -330,8 +327,7 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
         size_t k;
         if (f.calls[i].rc < 0) {
             char m[400];
-            snprintf(m, sizeof(m), "Target %s did not answer: %s", f.nodes[i]->id,
-                     f.calls[i].err);
+            snprintf(m, sizeof(m), "Target %s did not answer: %s", f.nodes[i]->id, f.calls[i].err);
             hd_proxy_fan_cleanup(&f);
             hd_resp_err_msg(r, HD_EUNAVAIL, m);
             json_decref(j);
@@ -478,8 +474,7 @@ void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, rc);
         return;
     }
-    hd_proxy_resp_json(r, 202,
-                       json_pack("{s:s, s:s}", "status", "rebalance requested", "id", id));
+    hd_proxy_resp_json(r, 202, json_pack("{s:s, s:s}", "status", "rebalance requested", "id", id));
 }
 
 void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s)
@@ -513,8 +508,10 @@ static int mark(struct hd_proxy *p, const char *id, const char *expect, json_t *
     for (i = 0; i < json_array_size(gone); i++) {
         const char *nid = json_string_value(json_array_get(gone, i));
         if (nid && hd_smap_remove(s, nid) == 0)
-            HD_LOG(HD_INFO, NULL, "cluster: target %s decommissioned: rebalanced out and "
-                                  "removed from the cluster map", nid);
+            HD_LOG(HD_INFO, NULL,
+                   "cluster: target %s decommissioned: rebalanced out and "
+                   "removed from the cluster map",
+                   nid);
     }
     s->version++;
     rc = hd_proxy_smap_install(p, s);
@@ -584,8 +581,7 @@ static void rebalance_start(struct hd_proxy *p)
         snprintf(id, sizeof(id), "rebalance-v%lld", (long long)s->version + 1);
         hd_smap_unref(s);
         if ((rc = mark(p, id, NULL, NULL)) < 0) {
-            HD_LOG(HD_ERROR, NULL, "rebalance: cannot mark the cluster map: %s",
-                   hd_strerror(rc));
+            HD_LOG(HD_ERROR, NULL, "rebalance: cannot mark the cluster map: %s", hd_strerror(rc));
             return;
         }
     }
@@ -649,9 +645,11 @@ static void rebalance_watch(struct hd_proxy *p)
         /* the mark stays, so reads still find objects that have not moved (GFN); a new
          * rebalance (POST /v1/cluster/rebalance, or the next membership change) finishes */
         if (strcmp(p->rb_stopped, s->rebalance) != 0)
-            HD_LOG(HD_WARN, NULL, "rebalance %s: stopped on %zu target(s) before it finished; "
-                                  "objects that did not move are still found from their old "
-                                  "targets", s->rebalance, stopped);
+            HD_LOG(HD_WARN, NULL,
+                   "rebalance %s: stopped on %zu target(s) before it finished; "
+                   "objects that did not move are still found from their old "
+                   "targets",
+                   s->rebalance, stopped);
         snprintf(p->rb_stopped, sizeof(p->rb_stopped), "%s", s->rebalance);
     } else if (running == 0) {
         HD_LOG(HD_INFO, NULL, "rebalance %s: finished on every target", s->rebalance);

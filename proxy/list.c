@@ -206,8 +206,7 @@ int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_
         if (calls[i].status != 200 || !j) {
             snprintf(msg, msglen, "Target %s failed the listing (HTTP %ld).", tg[i]->id,
                      calls[i].status);
-            rc = calls[i].status == 400 ? hd_proxy_err_from_json(calls[i].status, j)
-                                        : HD_EUNAVAIL;
+            rc = calls[i].status == 400 ? hd_proxy_err_from_json(calls[i].status, j) : HD_EUNAVAIL;
             json_decref(j);
             break;
         }
@@ -317,8 +316,7 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
     j = json_pack("{s:o, s:o}", "entries", ents, "prefixes", pfx);
     if (j && res.truncated && res.last) {
         char t64[TOKEN_MAX];
-        if (hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64,
-                          sizeof(t64)) == 0)
+        if (hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64, sizeof(t64)) == 0)
             json_object_set_new(j, "continuation_token", json_string(t64));
     }
     hd_proxy_list_cleanup(&res);

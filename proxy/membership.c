@@ -89,8 +89,8 @@ int hd_proxy_members_init(struct hd_proxy *p)
         p->member.self = &p->self;
         p->member.join_url = p->join;
         p->member.secret = p->secret;
-        p->member.timeout_ms = p->hb_ms * p->dead_after / 2 > 2000 ? p->hb_ms * p->dead_after / 2
-                                                                  : 2000;
+        p->member.timeout_ms =
+            p->hb_ms * p->dead_after / 2 > 2000 ? p->hb_ms * p->dead_after / 2 : 2000;
         hd_smap_unref(cur);
         return 0;
     }
@@ -150,7 +150,7 @@ static size_t metasync_all(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd 
     json_t *j = json_object();
     struct hd_httpc_call *calls = NULL;
     struct hd_kv *kv = NULL;
-    char (*urls)[HD_NODE_URL_MAX + 16] = NULL, (*sigs)[HD_SMAP_SIG_LEN] = NULL;
+    char(*urls)[HD_NODE_URL_MAX + 16] = NULL, (*sigs)[HD_SMAP_SIG_LEN] = NULL;
     char *body = NULL;
     size_t i, n = 0, failed = 0, nh;
 
@@ -283,7 +283,7 @@ static void probe(struct hd_proxy *p, char (*urls)[HD_NODE_URL_MAX + 16], size_t
 static void detect_failures(struct hd_proxy *p)
 {
     uint64_t now = hd_now_ns(), limit = (uint64_t)p->hb_ms * (uint64_t)p->dead_after * 1000000ull;
-    char (*urls)[HD_NODE_URL_MAX + 16] = NULL, (*ids)[HD_NODE_ID_MAX] = NULL;
+    char(*urls)[HD_NODE_URL_MAX + 16] = NULL, (*ids)[HD_NODE_ID_MAX] = NULL;
     struct hd_smap *cur, *s = NULL;
     size_t i, j, n = 0;
     int *ok = NULL;
@@ -328,8 +328,7 @@ static void detect_failures(struct hd_proxy *p)
         if (!nd || nd->down || !seen || now - seen->last_ns <= limit)
             continue; /* gone meanwhile, or it checked in */
         if (ok[j]) {
-            HD_LOG(HD_INFO, NULL, "cluster: %s missed heartbeats but answers: keeping it",
-                   ids[j]);
+            HD_LOG(HD_INFO, NULL, "cluster: %s missed heartbeats but answers: keeping it", ids[j]);
             seen_mark(p, ids[j], now);
             continue;
         }
@@ -570,8 +569,7 @@ static void forward(struct hd_req *r, struct hd_proxy *p, json_t *j)
     long status = 0;
     int rc;
 
-    snprintf(path, sizeof(path), "%s%s%s", r->raw_path, *r->raw_query ? "?" : "",
-             r->raw_query);
+    snprintf(path, sizeof(path), "%s%s%s", r->raw_path, *r->raw_query ? "?" : "", r->raw_query);
     rc = hd_proxy_primary_call(p, r->method, path, j, &status, &out);
     if (rc < 0) {
         hd_resp_err_msg(r, HD_EUNAVAIL, "The primary proxy cannot be reached.");
@@ -614,9 +612,9 @@ static json_t *smap_view(struct hd_proxy *p, struct hd_smap *s)
         pthread_mutex_lock(&p->mu);
         for (i = 0; i < p->nseen; i++)
             if (strcmp(p->seen[i].id, p->self.id) != 0 && hd_smap_find(s, p->seen[i].id))
-                json_object_set_new(ages, p->seen[i].id,
-                                    json_integer((json_int_t)((now - p->seen[i].last_ns) /
-                                                              1000000ull)));
+                json_object_set_new(
+                    ages, p->seen[i].id,
+                    json_integer((json_int_t)((now - p->seen[i].last_ns) / 1000000ull)));
         pthread_mutex_unlock(&p->mu);
         json_object_set_new(j, "heartbeat_age_ms", ages);
     }
@@ -650,8 +648,9 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
         return;
     }
     if (!j || hd_smap_node_from_json(j, &n) < 0) {
-        hd_resp_err_msg(r, HD_EBADARG, "Expected a node entry (daemon_id, daemon_type, "
-                                       "public_net.direct_url).");
+        hd_resp_err_msg(r, HD_EBADARG,
+                        "Expected a node entry (daemon_id, daemon_type, "
+                        "public_net.direct_url).");
         return;
     }
     if (strcmp(n.id, p->self.id) == 0) {
@@ -694,8 +693,7 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
         if ((rc = smap_install(p, s)) < 0)
             goto unlock;
         HD_LOG(HD_INFO, NULL, "cluster: %s %s joined at %s (smap v%lld)",
-               n.type == HD_NODE_TARGET ? "target" : "proxy", n.id, n.url,
-               (long long)s->version);
+               n.type == HD_NODE_TARGET ? "target" : "proxy", n.id, n.url, (long long)s->version);
     }
     bmd = hd_smap_state_bmd(p->cs);
     if (their && their->version > bmd->version) {
@@ -753,9 +751,9 @@ static void on_heartbeat(struct hd_req *r, struct hd_proxy *p, json_t *j)
     if (!n || n->down)
         hd_resp_err_msg(r, HD_ENOTFOUND, "Unknown node: join first.");
     else
-        hd_proxy_resp_json(r, 200, json_pack("{s:I, s:I}", "smap_version",
-                                             (json_int_t)s->version, "bmd_version",
-                                             (json_int_t)b->version));
+        hd_proxy_resp_json(r, 200,
+                           json_pack("{s:I, s:I}", "smap_version", (json_int_t)s->version,
+                                     "bmd_version", (json_int_t)b->version));
     hd_smap_unref(s);
     hd_bmd_unref(b);
 }
@@ -884,8 +882,9 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
          (strncmp(path, "/v1/cluster/decommission/", 25) == 0 && path[25]))) {
         int rc = hd_proxy_auth_admin(r, p);
         if (rc < 0)
-            hd_resp_err_msg(r, rc, "Cluster administration needs the cluster header or a key "
-                                   "with rw access to all buckets.");
+            hd_resp_err_msg(r, rc,
+                            "Cluster administration needs the cluster header or a key "
+                            "with rw access to all buckets.");
         else
             read_json(r, p, on_flag);
         return;

@@ -38,8 +38,7 @@ static int cluster_trusted(struct hd_req *r, struct hd_proxy *p)
     return hd_smap_sig_equal(want, got);
 }
 
-int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                  struct hd_sigv4_auth *a)
+int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, struct hd_sigv4_auth *a)
 {
     int write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
     const struct hd_key *k;
@@ -184,8 +183,7 @@ int hd_proxy_new(const struct hd_config *cfg, struct hd_proxy **out)
     p->self.type = HD_NODE_PROXY;
     if ((rc = hd_smap_state_open(p->data_dir, &p->cs)) < 0)
         goto fail;
-    if ((rc = hd_smap_state_node_id(p->cs, hd_config_str(cfg, "node.id"), 'p', p->self.id)) <
-        0) {
+    if ((rc = hd_smap_state_node_id(p->cs, hd_config_str(cfg, "node.id"), 'p', p->self.id)) < 0) {
         HD_LOG(HD_ERROR, NULL, "node.id: cannot set up the node id: %s", hd_strerror(rc));
         goto fail;
     }

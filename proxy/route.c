@@ -51,8 +51,7 @@ static const char *provider_of(struct hd_proxy *p, const char *bucket, const cha
     return pv;
 }
 
-int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char **out,
-                   size_t *len)
+int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char **out, size_t *len)
 {
     struct hd_buf b;
 
@@ -84,8 +83,7 @@ static int owner_url(struct hd_req *r, struct hd_proxy *p, const char *bucket, c
         hd_resp_err_msg(r, rc, "This proxy has no cluster map yet; retry shortly.");
         goto out;
     }
-    hd_hrw_uname(&uname, provider_of(p, bucket, hd_req_param(r, "provider")), NULL, bucket,
-                 key);
+    hd_hrw_uname(&uname, provider_of(p, bucket, hd_req_param(r, "provider")), NULL, bucket, key);
     if (uname.oom) {
         rc = -ENOMEM;
         hd_resp_err(r, rc);
@@ -100,8 +98,7 @@ static int owner_url(struct hd_req *r, struct hd_proxy *p, const char *bucket, c
     }
     if (rc < 0) {
         snprintf(msg, sizeof(msg),
-                 "Target %s, which owns this object, is down; retry when it is back.",
-                 owner->id);
+                 "Target %s, which owns this object, is down; retry when it is back.", owner->id);
         hd_resp_err_msg(r, HD_EUNAVAIL, msg);
         goto out;
     }
@@ -116,8 +113,8 @@ out:
     return rc < 0 ? rc : 0;
 }
 
-void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                       const char *key, const char *path)
+void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                       const char *path)
 {
     struct hd_buf loc;
     char *base;

@@ -25,12 +25,34 @@
 #define S3NS HD_XML_S3_NS
 #define DELETE_PARALLEL 16
 
-static const char *const unsupported[] = {
-    "acl",     "policy",      "lifecycle", "tagging",        "cors",       "website",
-    "logging", "replication", "encryption", "notification", "requestPayment", "accelerate",
-    "object-lock", "legal-hold", "retention", "inventory", "metrics", "analytics",
-    "intelligent-tiering", "ownershipControls", "publicAccessBlock", "torrent", "restore",
-    "select", "attributes", "versioning", "policyStatus", NULL};
+static const char *const unsupported[] = {"acl",
+                                          "policy",
+                                          "lifecycle",
+                                          "tagging",
+                                          "cors",
+                                          "website",
+                                          "logging",
+                                          "replication",
+                                          "encryption",
+                                          "notification",
+                                          "requestPayment",
+                                          "accelerate",
+                                          "object-lock",
+                                          "legal-hold",
+                                          "retention",
+                                          "inventory",
+                                          "metrics",
+                                          "analytics",
+                                          "intelligent-tiering",
+                                          "ownershipControls",
+                                          "publicAccessBlock",
+                                          "torrent",
+                                          "restore",
+                                          "select",
+                                          "attributes",
+                                          "versioning",
+                                          "policyStatus",
+                                          NULL};
 
 static int has_unsupported(struct hd_req *r)
 {
@@ -539,8 +561,8 @@ static void list_uploads(struct hd_req *r, struct hd_proxy *p, const char *bucke
     hd_buf_puts(&path, "/v1/buckets/");
     hd_uri_encode(&path, bucket, strlen(bucket), 0);
     hd_buf_printf(&path, "?%s", r->raw_query); /* carries "uploads" and the parameters */
-    if (path.oom || (rc = hd_proxy_fan_out(p, s, "GET", path.data, NULL, 1,
-                                           HD_PROXY_FANOUT_MS, &f)) < 0) {
+    if (path.oom ||
+        (rc = hd_proxy_fan_out(p, s, "GET", path.data, NULL, 1, HD_PROXY_FANOUT_MS, &f)) < 0) {
         rc = -ENOMEM;
         goto out;
     }
@@ -551,8 +573,8 @@ static void list_uploads(struct hd_req *r, struct hd_proxy *p, const char *bucke
             snprintf(why, sizeof(why), "Target %s failed the list: %s", f.nodes[i]->id,
                      c->rc < 0 ? c->err : "unexpected answer");
             msg = why;
-            rc = c->rc == 0 && c->status == 400 ? hd_proxy_err_from_json(c->status, j)
-                                                : HD_EUNAVAIL;
+            rc =
+                c->rc == 0 && c->status == 400 ? hd_proxy_err_from_json(c->status, j) : HD_EUNAVAIL;
         } else {
             rc = hd_mpul_from_json(j, &l);
         }
@@ -576,8 +598,8 @@ out:
     hd_smap_unref(s);
 }
 
-static void bucket_call(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                        const char *owner, const struct hd_sigv4_auth *a)
+static void bucket_call(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *owner,
+                        const struct hd_sigv4_auth *a)
 {
     const char *m = r->method;
     char msg[256];

@@ -50,7 +50,7 @@ static int is_write(const char *method)
 }
 
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
-                     const struct hd_sigv4_auth *a, const char *bucket)
+                        const struct hd_sigv4_auth *a, const char *bucket)
 {
     struct hd_bucket_info bi;
     const struct hd_key *k;
@@ -61,8 +61,7 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
     if (authrc == 1) {
         if (t->keys.n == 0)
             return 0; /* auth disabled */
-        if (bucket && !write && hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
-            bi.anonymous_read)
+        if (bucket && !write && hd_store_bucket_get(t->st, bucket, &bi) == 0 && bi.anonymous_read)
             return 0;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;
@@ -86,7 +85,6 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
     }
     return 0;
 }
-
 
 int hd_target_auth_admin(struct hd_req *r, struct hd_target *t)
 {

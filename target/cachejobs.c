@@ -32,12 +32,12 @@
 /* ---- which names, in batches ---- */
 
 struct names {
-    json_t *list;         /* args.names */
+    json_t *list;          /* args.names */
     struct hd_brace *tmpl; /* args.template */
-    const char *prefix;   /* args.prefix (listed from the upstream or the catalog) */
-    uint64_t pos, count;  /* list/template cursor */
-    char *token;          /* upstream listing cursor */
-    char *after;          /* catalog listing cursor */
+    const char *prefix;    /* args.prefix (listed from the upstream or the catalog) */
+    uint64_t pos, count;   /* list/template cursor */
+    char *token;           /* upstream listing cursor */
+    char *after;           /* catalog listing cursor */
     int done;
 };
 

@@ -35,7 +35,7 @@ struct hd_tcluster {
     struct hd_smap_member member; /* loop thread only */
     pthread_mutex_t apply_mu;     /* one BMD accept+apply at a time */
     atomic_int joined;
-    int fresh;                    /* started without a held smap (a new node) */
+    int fresh; /* started without a held smap (a new node) */
 
     uv_loop_t loop;
     uv_timer_t timer;
@@ -98,8 +98,7 @@ static void apply_to_store(struct hd_tcluster *c, struct hd_bmd *prev, struct hd
         if (rc == 0)
             hd_mpu_drop_bucket(c->t, name);
         if (rc < 0 && rc != HD_ENOSUCHBUCKET)
-            HD_LOG(HD_ERROR, NULL, "cluster: cannot destroy bucket %s: %s", name,
-                   hd_strerror(rc));
+            HD_LOG(HD_ERROR, NULL, "cluster: cannot destroy bucket %s: %s", name, hd_strerror(rc));
         else
             HD_LOG(HD_INFO, NULL, "cluster: bucket %s destroyed (BMD v%lld)", name,
                    (long long)b->version);
@@ -193,8 +192,7 @@ int hd_tcluster_new(struct hd_target *t, const struct hd_config *cfg, struct hd_
         goto fail;
     if ((rc = hd_smap_state_open(hd_config_str(cfg, "data"), &c->cs)) < 0)
         goto fail;
-    if ((rc = hd_smap_state_node_id(c->cs, hd_config_str(cfg, "node.id"), 't', c->self.id)) <
-        0) {
+    if ((rc = hd_smap_state_node_id(c->cs, hd_config_str(cfg, "node.id"), 't', c->self.id)) < 0) {
         HD_LOG(HD_ERROR, NULL, "node.id: cannot set up the node id: %s", hd_strerror(rc));
         goto fail;
     }
@@ -219,8 +217,7 @@ int hd_tcluster_new(struct hd_target *t, const struct hd_config *cfg, struct hd_
     c->member.timeout_ms = c->hb_ms * dead_after / 2 > 2000 ? c->hb_ms * dead_after / 2 : 2000;
     c->member.set_bmd = set_bmd;
     c->member.arg = c;
-    HD_LOG(HD_INFO, NULL, "cluster: target %s (%s) joining %s", c->self.id, c->self.url,
-           c->join);
+    HD_LOG(HD_INFO, NULL, "cluster: target %s (%s) joining %s", c->self.id, c->self.url, c->join);
     *out = c;
     return 0;
 fail:
@@ -350,8 +347,7 @@ static void health(struct hd_tcluster *c, struct hd_req *r)
 
     r->op = HD_OP_ADMIN;
     j = json_pack("{s:s, s:s, s:s, s:b, s:I}", "status", ok ? "ok" : "joining", "role", "target",
-                  "id", c->self.id, "ready", ok, "smap_version",
-                  (json_int_t)(s ? s->version : 0));
+                  "id", c->self.id, "ready", ok, "smap_version", (json_int_t)(s ? s->version : 0));
     hd_smap_unref(s);
     resp_json(r, want && strcmp(want, "false") != 0 && !ok ? 503 : 200, j);
 }
@@ -424,8 +420,8 @@ static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
 
     r->api = HD_API_NATIVE;
     r->op = HD_OP_ADMIN;
-    if (strcmp(m, "GET") == 0 && (strcmp(p, "/v1/cluster") == 0 ||
-                                  strcmp(p, "/v1/cluster/smap") == 0)) {
+    if (strcmp(m, "GET") == 0 &&
+        (strcmp(p, "/v1/cluster") == 0 || strcmp(p, "/v1/cluster/smap") == 0)) {
         s = hd_smap_state_smap(c->cs);
         if (!s) {
             hd_resp_err_msg(r, HD_EUNAVAIL, "This target has not joined a cluster yet.");

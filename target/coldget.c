@@ -880,8 +880,8 @@ static void fetch_run(struct hd_acall *a)
     uint64_t bytes;
 
     hd_cstat_add(HD_CS_MISS, 1);
-    a->rc = hd_cache_fetch_sync(v->t, v->cb, v->key, 0, NULL, &bytes, a->err.msg,
-                                sizeof(a->err.msg));
+    a->rc =
+        hd_cache_fetch_sync(v->t, v->cb, v->key, 0, NULL, &bytes, a->err.msg, sizeof(a->err.msg));
 }
 
 static void fetch_done(struct hd_req *r, struct hd_acall *a)

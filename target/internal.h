@@ -36,7 +36,6 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
                         const struct hd_sigv4_auth *a, const char *bucket);
 
-
 /* Admin calls (/v1/jobs): a proxy's signature, or a key with rw on every bucket (any key
  * for GET); open when auth.keys is empty. 0 or the error to answer with. */
 int hd_target_auth_admin(struct hd_req *r, struct hd_target *t);
@@ -82,14 +81,13 @@ int hd_rebalance_gfn(struct hd_target *t, const char *bucket, const char *key);
  * *xmeta = its X-Hoard-Obj-Meta (malloc'd), HD_ENOSUCHKEY, HD_EPRECONDITION (a
  * conditional failed), HD_EUNAVAIL or -EIO. Blocks on the network (bounded). */
 struct hd_cond;
-int hd_node_get_into(struct hd_target *t, const char *node_url, const char *bucket,
-                     const char *key, int local, const struct hd_cond *cond, struct hd_put *p,
-                     char **xmeta);
+int hd_node_get_into(struct hd_target *t, const char *node_url, const char *bucket, const char *key,
+                     int local, const struct hd_cond *cond, struct hd_put *p, char **xmeta);
 /* When another target owns bucket/key in the current cluster map: 0 with its URL in url;
  * HD_EUNAVAIL with url when that owner is down; HD_ENOSUCHKEY when we own it (or run
  * standalone). */
-int hd_node_owner_elsewhere(struct hd_target *t, const char *bucket, const char *key,
-                            char *url, size_t urlmax);
+int hd_node_owner_elsewhere(struct hd_target *t, const char *bucket, const char *key, char *url,
+                            size_t urlmax);
 int hd_rebalance_init(struct hd_target *t);
 void hd_rebalance_cleanup(struct hd_target *t);
 /* After a client's delete on the owner while objects move: deletes the copies other targets

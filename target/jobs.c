@@ -26,20 +26,18 @@ struct kind {
 };
 
 static const struct kind kinds[] = {
-    {"rebalance", hd_rebalance_run, 1, 1},
-    {"prefetch", hd_prefetch_run, 1, 0},
-    {"evict", hd_evict_run, 1, 0},
-    {"lru", hd_lru_run, 0, 1},
+    {"rebalance", hd_rebalance_run, 1, 1}, {"prefetch", hd_prefetch_run, 1, 0},
+    {"evict", hd_evict_run, 1, 0},         {"lru", hd_lru_run, 0, 1},
     {"shard", hd_shard_run, 1, 0},
 };
 
 struct hd_jobs {
     struct hd_target *t;
-    sqlite3 *db;          /* guarded by mu */
-    pthread_mutex_t mu;   /* the list, refs, db */
+    sqlite3 *db;              /* guarded by mu */
+    pthread_mutex_t mu;       /* the list, refs, db */
     pthread_mutex_t start_mu; /* one hd_jobs_start at a time: check-then-insert is atomic */
-    struct hd_job *head;  /* newest first */
-    atomic_int closing;   /* jobs stopped by shutdown stay "running" in jobs.db */
+    struct hd_job *head;      /* newest first */
+    atomic_int closing;       /* jobs stopped by shutdown stay "running" in jobs.db */
 };
 
 static const struct kind *kind_find(const char *name)
@@ -120,13 +118,12 @@ json_t *hd_job_to_json(struct hd_job *j)
     json_t *o;
 
     pthread_mutex_lock(&j->mu);
-    o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O}", "id",
-                  j->id, "kind", j->kind, "bucket", j->bucket, "state", state_name(j->state),
-                  "started_ms", (json_int_t)j->started_ms, "finished_ms",
-                  (json_int_t)j->finished_ms, "objects", (json_int_t)j->objs, "bytes",
-                  (json_int_t)j->bytes, "total_objects", (json_int_t)j->total_objs,
-                  "total_bytes", (json_int_t)j->total_bytes, "error_count",
-                  (json_int_t)j->nerr, "errors", j->errors, "stats", j->extra);
+    o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O}", "id", j->id,
+                  "kind", j->kind, "bucket", j->bucket, "state", state_name(j->state), "started_ms",
+                  (json_int_t)j->started_ms, "finished_ms", (json_int_t)j->finished_ms, "objects",
+                  (json_int_t)j->objs, "bytes", (json_int_t)j->bytes, "total_objects",
+                  (json_int_t)j->total_objs, "total_bytes", (json_int_t)j->total_bytes,
+                  "error_count", (json_int_t)j->nerr, "errors", j->errors, "stats", j->extra);
     if (o && j->result)
         json_object_set_new(o, "result", json_string(j->result));
     if (o)
@@ -211,10 +208,10 @@ int hd_jobs_new(struct hd_target *t, const char *data_dir, struct hd_jobs **out)
     pthread_mutex_init(&js->start_mu, NULL);
     hd_buf_init(&path);
     hd_buf_printf(&path, "%s/jobs.db", data_dir);
-    if (path.oom || sqlite3_open_v2(path.data, &js->db,
-                                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                        SQLITE_OPEN_FULLMUTEX,
-                                    NULL) != SQLITE_OK) {
+    if (path.oom ||
+        sqlite3_open_v2(path.data, &js->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                        NULL) != SQLITE_OK) {
         HD_LOG(HD_ERROR, NULL, "cannot open %s", path.data ? path.data : "jobs.db");
         rc = -EIO;
     } else {
@@ -326,8 +323,8 @@ static void stop_wait(struct hd_job *j)
     pthread_mutex_unlock(&j->mu);
 }
 
-static int start_serial(struct hd_jobs *js, const char *id, const char *kind,
-                        const char *bucket, json_t *args)
+static int start_serial(struct hd_jobs *js, const char *id, const char *kind, const char *bucket,
+                        json_t *args)
 {
     const struct kind *k = kind_find(kind);
     struct hd_job *j, *old, *prev = NULL;

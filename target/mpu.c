@@ -1086,9 +1086,9 @@ static void complete_end(struct hd_req *r)
     if (cc->p) {
         struct hd_obj_meta m;
         hd_xml_complete_cleanup(&req);
-through:
-        rc = hd_cache_put_through(r, cc->t, cc->cb, cc->key, cc->p, 0, cc->ctype, cc->meta,
-                                  &cc->wt, uetag, wmsg, sizeof(wmsg));
+    through:
+        rc = hd_cache_put_through(r, cc->t, cc->cb, cc->key, cc->p, 0, cc->ctype, cc->meta, &cc->wt,
+                                  uetag, wmsg, sizeof(wmsg));
         if (rc == 1)
             return; /* parked: complete_end runs again when the upload is done */
         if (rc < 0) {

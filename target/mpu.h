@@ -9,16 +9,14 @@
 /* POST /B/K?uploads */
 void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
 /* PUT /B/K?partNumber=N&uploadId=U (body streamed through hd_obj_put_ex) */
-void hd_mpu_upload_part(struct hd_req *r, struct hd_target *t, const char *bucket,
-                        const char *key, const struct hd_sigv4_auth *auth);
+void hd_mpu_upload_part(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                        const struct hd_sigv4_auth *auth);
 /* POST /B/K?uploadId=U (XML body) */
-void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket,
-                     const char *key);
+void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
 /* DELETE /B/K?uploadId=U */
 void hd_mpu_abort(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
 /* GET /B/K?uploadId=U */
-void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket,
-                       const char *key);
+void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
 /* GET /B?uploads */
 void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *bucket);
 /* The same entries as JSON (common/mpulist.h), for a proxy to merge: native

@@ -84,9 +84,9 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
     pfx = json_array();
     for (i = 0; i < res.nents; i++) {
         hd_iso8601_ms(res.ents[i].mtime_ms, ts);
-        json_array_append_new(
-            ents, json_pack("{s:s, s:I, s:s, s:s}", "name", res.ents[i].name, "size",
-                            (json_int_t)res.ents[i].size, "etag", res.ents[i].etag, "mtime", ts));
+        json_array_append_new(ents, json_pack("{s:s, s:I, s:s, s:s}", "name", res.ents[i].name,
+                                              "size", (json_int_t)res.ents[i].size, "etag",
+                                              res.ents[i].etag, "mtime", ts));
     }
     for (i = 0; i < res.nprefixes; i++)
         json_array_append_new(pfx, json_string(res.prefixes[i]));

@@ -259,9 +259,9 @@ struct put_ctx {
     struct hd_awschunked *dec;
     enum hd_ck_type ck_type;
     struct hd_cksum ck;
-    const char *ck_expect;   /* from a request header; NULL: from the trailer, or none */
+    const char *ck_expect; /* from a request header; NULL: from the trailer, or none */
     int ck_trailer;
-    struct hd_cksum sha;     /* payload hash for a signed hex x-amz-content-sha256 */
+    struct hd_cksum sha; /* payload hash for a signed hex x-amz-content-sha256 */
     int verify_sha;
     unsigned char sha_expect[32];
     unsigned char md5_expect[16];
@@ -271,9 +271,9 @@ struct put_ctx {
     char *ctype;
     char *xmeta; /* X-Hoard-Obj-Meta of a trusted rebalance PUT */
     struct hd_put_hooks hooks;
-    int verified;                  /* put_verify passed (put_end may run again) */
+    int verified; /* put_verify passed (put_end may run again) */
     char ck_b64[HD_CK_B64_MAX];
-    struct hd_cbucket *cb;         /* S3-backed bucket: written through first */
+    struct hd_cbucket *cb; /* S3-backed bucket: written through first */
     char *key;
     struct hd_wt *wt;
 };
@@ -580,9 +580,10 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
         pc->have_md5 = 1;
     }
     if ((rc = put_checksum_setup(r, pc)) < 0) {
-        hd_resp_err_msg(r, rc, rc == HD_EBADARG ? "Unsupported or conflicting x-amz-checksum "
-                                                  "algorithm headers."
-                                                : NULL);
+        hd_resp_err_msg(r, rc,
+                        rc == HD_EBADARG ? "Unsupported or conflicting x-amz-checksum "
+                                           "algorithm headers."
+                                         : NULL);
         return;
     }
     if (pl == HD_PL_STREAMING_SIGNED || pl == HD_PL_STREAMING_SIGNED_TRAILER ||
@@ -628,7 +629,7 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
         return;
     }
     if ((rc = hd_put_begin_sized(t->st, bucket, key,
-                                 pc->decoded_len >= 0 ? (uint64_t)pc->decoded_len
+                                 pc->decoded_len >= 0    ? (uint64_t)pc->decoded_len
                                  : r->content_length > 0 ? (uint64_t)r->content_length
                                                          : 0,
                                  &pc->put)) < 0) {
@@ -675,8 +676,7 @@ static int copy_content(struct hd_put *p, int fd, uint64_t size)
 /* The new object's attributes: the source's checksum, and its content type and metadata
  * (directive COPY) or the request's (REPLACE; *meta is then malloc'd, the caller frees). */
 static int copy_attrs(struct hd_req *r, int replace, const char *src_meta, const char *src_ctype,
-                      const char *ck_type, const char *ck_val, struct hd_put_attrs *a,
-                      char **meta)
+                      const char *ck_type, const char *ck_val, struct hd_put_attrs *a, char **meta)
 {
     int rc;
 
@@ -700,8 +700,8 @@ static int copy_attrs(struct hd_req *r, int replace, const char *src_meta, const
 /* CopyObject whose source another target owns: streams it from there into the new object.
  * 0 done (*out filled), 1 answered with an error, HD_ENOSUCHKEY when no other target owns
  * the source (standalone, or we are its owner). */
-static int copy_from_owner(struct hd_req *r, struct hd_target *t, const char *sb,
-                           const char *sk, const char *bucket, const char *key, int replace,
+static int copy_from_owner(struct hd_req *r, struct hd_target *t, const char *sb, const char *sk,
+                           const char *bucket, const char *key, int replace,
                            const struct hd_cond *cond, struct hd_obj_meta *out)
 {
     char url[512], *xmeta = NULL, *meta = NULL, hex[33];
@@ -725,8 +725,7 @@ static int copy_from_owner(struct hd_req *r, struct hd_target *t, const char *sb
         rc = HD_EBADDIGEST;
         goto fail;
     }
-    if ((rc = copy_attrs(r, replace, src.meta, src.ctype, src.ck_type, src.ck_val, &a,
-                         &meta)) < 0)
+    if ((rc = copy_attrs(r, replace, src.meta, src.ctype, src.ck_type, src.ck_val, &a, &meta)) < 0)
         goto fail;
     if ((rc = hd_put_commit(p, &a, out)) < 0)
         goto fail;
@@ -775,8 +774,9 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket);
         hd_cbucket_unref(cb);
         if (cb) {
-            hd_resp_err_msg(r, HD_ENOTIMPL, "CopyObject into an S3-backed bucket is not "
-                                            "supported yet; PUT the object instead.");
+            hd_resp_err_msg(r, HD_ENOTIMPL,
+                            "CopyObject into an S3-backed bucket is not "
+                            "supported yet; PUT the object instead.");
             goto out;
         }
     }
@@ -811,8 +811,8 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         hd_resp_err(r, rc);
         goto out;
     }
-    if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0 ||
-        (rc = copy_content(p, fd, m.size)) < 0 || (rc = hd_put_commit(p, &a, &out)) < 0) {
+    if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0 || (rc = copy_content(p, fd, m.size)) < 0 ||
+        (rc = hd_put_commit(p, &a, &out)) < 0) {
         hd_resp_err(r, rc);
         goto out;
     }

@@ -131,8 +131,7 @@ static int send_object(CURL *cu, struct hd_target *t, const char *owner_url, con
     curl_easy_setopt(cu, CURLOPT_TIMEOUT, (long)XFER_TIMEOUT_S);
     cc = curl_easy_perform(cu);
     if (cc != CURLE_OK) {
-        snprintf(msg, msglen, "%s/%s -> %s: %s", bucket, key, owner_url,
-                 curl_easy_strerror(cc));
+        snprintf(msg, msglen, "%s/%s -> %s: %s", bucket, key, owner_url, curl_easy_strerror(cc));
         rc = HD_EUNAVAIL;
         goto out;
     }
@@ -270,16 +269,14 @@ static void tomb_note(struct hd_target *t, const char *bucket, const char *key)
     pp = tomb_find(rb, bucket, key);
     if (*pp) {
         (*pp)->when_ms = now;
-    } else if (rb->n < TOMB_MAX &&
-               (x = malloc(sizeof(*x) + strlen(bucket) + strlen(key) + 2))) {
+    } else if (rb->n < TOMB_MAX && (x = malloc(sizeof(*x) + strlen(bucket) + strlen(key) + 2))) {
         x->next = NULL;
         x->when_ms = now;
         snprintf(x->name, strlen(bucket) + strlen(key) + 2, "%s\n%s", bucket, key);
         *pp = x;
         rb->n++;
     } else {
-        HD_LOG(HD_WARN, NULL, "rebalance: no room to remember the delete of %s/%s", bucket,
-               key);
+        HD_LOG(HD_WARN, NULL, "rebalance: no room to remember the delete of %s/%s", bucket, key);
     }
     pthread_mutex_unlock(&rb->mu);
 }
@@ -354,8 +351,8 @@ int hd_rebalance_delete_elsewhere(struct hd_target *t, const char *bucket, const
     struct hd_smap *s = moving_smap(t);
     struct hd_httpc_call *calls = NULL;
     struct hd_buf *urls = NULL;
-    struct hd_kv (*kv)[4] = NULL;
-    char (*sig)[3][HD_SMAP_SIG_LEN + 32] = NULL;
+    struct hd_kv(*kv)[4] = NULL;
+    char(*sig)[3][HD_SMAP_SIG_LEN + 32] = NULL;
     const char *self = hd_tcluster_id(t->cl);
     size_t i, n = 0;
     int found = 0;
@@ -396,8 +393,8 @@ int hd_rebalance_delete_elsewhere(struct hd_target *t, const char *bucket, const
         if (calls[i].rc == 0 && calls[i].status == 204)
             found++;
         else if (calls[i].rc < 0 || calls[i].status != 404)
-            HD_LOG(HD_WARN, NULL, "rebalance: deleting %s/%s at %s: %s", bucket, key,
-                   calls[i].url, calls[i].rc < 0 ? calls[i].err : "unexpected status");
+            HD_LOG(HD_WARN, NULL, "rebalance: deleting %s/%s at %s: %s", bucket, key, calls[i].url,
+                   calls[i].rc < 0 ? calls[i].err : "unexpected status");
     }
 out:
     for (i = 0; calls && i < n; i++)
@@ -440,11 +437,11 @@ struct walk {
     uint64_t moved, moved_bytes, local_moves;
     struct retry *retry; /* objects whose move failed in this pass */
     size_t nretry;
-    int last_pass;       /* failures are errors now, not retries */
+    int last_pass; /* failures are errors now, not retries */
 };
 
-static void failed(struct walk *w, size_t bi, size_t mpi, const char *bucket,
-                   const char *name, const char *msg)
+static void failed(struct walk *w, size_t bi, size_t mpi, const char *bucket, const char *name,
+                   const char *msg)
 {
     struct retry *nr;
 
@@ -561,8 +558,8 @@ static int wait_own_map(struct hd_job *j)
     long long want = v ? strtoll(v, NULL, 10) : 0;
 
     for (;;) {
-        struct hd_smap *s = hd_tcluster_wait_joined(j->t->cl, 200) ? hd_tcluster_smap(j->t->cl)
-                                                                    : NULL;
+        struct hd_smap *s =
+            hd_tcluster_wait_joined(j->t->cl, 200) ? hd_tcluster_smap(j->t->cl) : NULL;
         if (s && s->version >= want) {
             int mine = want == 0 || strcmp(s->rebalance, j->id) == 0;
             if (!mine)
@@ -603,8 +600,7 @@ int hd_rebalance_run(struct hd_job *j)
                     rc = -ECANCELED;
                     break;
                 }
-                rc = after ? hd_store_scan(w.t->st, mpi, bl[bi].name, after, SCAN_BATCH,
-                                           &names, &n)
+                rc = after ? hd_store_scan(w.t->st, mpi, bl[bi].name, after, SCAN_BATCH, &names, &n)
                            : -ENOMEM;
                 for (i = 0; rc == 0 && i < n && !hd_job_stopped(j); i++)
                     one(&w, s, &bl[bi], bi, mpi, names[i], 1);
@@ -631,8 +627,7 @@ int hd_rebalance_run(struct hd_job *j)
         w.retry = NULL;
         w.nretry = 0;
         w.last_pass = pass == RETRY_PASSES;
-        HD_LOG(HD_INFO, NULL, "rebalance %s: retrying %zu object(s) (pass %d)", j->id, ntodo,
-               pass);
+        HD_LOG(HD_INFO, NULL, "rebalance %s: retrying %zu object(s) (pass %d)", j->id, ntodo, pass);
         if ((rc = nap(j, 1000L << (2 * (pass - 1)))) == 0 && (s = wait_smap(j))) {
             for (i = 0; i < ntodo && !hd_job_stopped(j); i++)
                 one(&w, s, &bl[todo[i].bi], todo[i].bi, todo[i].mpi, todo[i].name, 0);
@@ -688,9 +683,8 @@ static size_t gfn_body(char *p, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-int hd_node_get_into(struct hd_target *t, const char *node_url, const char *bucket,
-                     const char *key, int local, const struct hd_cond *cond, struct hd_put *p,
-                     char **xmeta)
+int hd_node_get_into(struct hd_target *t, const char *node_url, const char *bucket, const char *key,
+                     int local, const struct hd_cond *cond, struct hd_put *p, char **xmeta)
 {
     struct curl_slist *h = NULL;
     struct gfn g = {p, NULL, 0, 0};
@@ -786,8 +780,8 @@ out:
     return rc;
 }
 
-int hd_node_owner_elsewhere(struct hd_target *t, const char *bucket, const char *key,
-                            char *url, size_t urlmax)
+int hd_node_owner_elsewhere(struct hd_target *t, const char *bucket, const char *key, char *url,
+                            size_t urlmax)
 {
     struct hd_smap *s = hd_tcluster_smap(t->cl);
     const struct hd_node *owner = NULL;

@@ -18,12 +18,34 @@
 #define S3NS "http://s3.amazonaws.com/doc/2006-03-01/"
 
 /* Subresources we do not implement: a clean NotImplemented instead of a wrong answer. */
-static const char *const unsupported[] = {
-    "acl",     "policy",      "lifecycle", "tagging",        "cors",       "website",
-    "logging", "replication", "encryption", "notification", "requestPayment", "accelerate",
-    "object-lock", "legal-hold", "retention", "inventory", "metrics", "analytics",
-    "intelligent-tiering", "ownershipControls", "publicAccessBlock", "torrent", "restore",
-    "select", "attributes", "versioning", "policyStatus", NULL};
+static const char *const unsupported[] = {"acl",
+                                          "policy",
+                                          "lifecycle",
+                                          "tagging",
+                                          "cors",
+                                          "website",
+                                          "logging",
+                                          "replication",
+                                          "encryption",
+                                          "notification",
+                                          "requestPayment",
+                                          "accelerate",
+                                          "object-lock",
+                                          "legal-hold",
+                                          "retention",
+                                          "inventory",
+                                          "metrics",
+                                          "analytics",
+                                          "intelligent-tiering",
+                                          "ownershipControls",
+                                          "publicAccessBlock",
+                                          "torrent",
+                                          "restore",
+                                          "select",
+                                          "attributes",
+                                          "versioning",
+                                          "policyStatus",
+                                          NULL};
 
 /* Virtual-host style: Host "BUCKET.<s3.domain>[:port]" -> "/BUCKET" + path (heap). */
 static char *vhost_path(struct hd_req *r, struct hd_target *t, const char *path)
@@ -47,8 +69,7 @@ static char *vhost_path(struct hd_req *r, struct hd_target *t, const char *path)
         return NULL;
     colon = strrchr(host, ':');
     hl = colon && !strchr(colon, ']') ? (size_t)(colon - host) : strlen(host);
-    if (hl <= dl + 1 || host[hl - dl - 1] != '.' ||
-        strncasecmp(host + hl - dl, t->domain, dl) != 0)
+    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, t->domain, dl) != 0)
         return NULL;
     hd_buf_init(&b);
     hd_buf_printf(&b, "/%.*s%s", (int)(hl - dl - 1), host, path);
@@ -485,8 +506,8 @@ static void bucket_call(struct hd_req *r, struct hd_target *t, const char *bucke
     }
 }
 
-static void object_call(struct hd_req *r, struct hd_target *t, const char *bucket,
-                        const char *key, const struct hd_sigv4_auth *a)
+static void object_call(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                        const struct hd_sigv4_auth *a)
 {
     const char *m = r->method;
     int upload = hd_query_find(&r->query, "uploadId") != NULL;

@@ -168,9 +168,8 @@ static int load_buckets(struct hd_store *st)
     sqlite3_stmt *s;
     int rc;
 
-    rc = sqlite3_prepare_v2(st->node,
-                            "SELECT name, provider, created, props FROM buckets ORDER BY name",
-                            -1, &s, NULL);
+    rc = sqlite3_prepare_v2(
+        st->node, "SELECT name, provider, created, props FROM buckets ORDER BY name", -1, &s, NULL);
     if (rc != SQLITE_OK)
         return hd_store_sqlerr(st->node, rc, "load buckets");
     free(st->buckets);
@@ -186,8 +185,7 @@ static int load_buckets(struct hd_store *st)
         n = &st->buckets[st->nbuckets++];
         memset(n, 0, sizeof(*n));
         snprintf(n->name, sizeof(n->name), "%s", (const char *)sqlite3_column_text(s, 0));
-        snprintf(n->provider, sizeof(n->provider), "%s",
-                 (const char *)sqlite3_column_text(s, 1));
+        snprintf(n->provider, sizeof(n->provider), "%s", (const char *)sqlite3_column_text(s, 1));
         n->created = sqlite3_column_int64(s, 2);
         if (sqlite3_column_text(s, 3)) {
             json_t *j = json_loads((const char *)sqlite3_column_text(s, 3), 0, NULL);
@@ -325,8 +323,7 @@ static int bucket_find(struct hd_store *st, const char *name)
     return -1;
 }
 
-static int node_exec(struct hd_store *st, const char *sql, const char *a, const char *b,
-                     int64_t n);
+static int node_exec(struct hd_store *st, const char *sql, const char *a, const char *b, int64_t n);
 
 int hd_store_bucket_get(struct hd_store *st, const char *name, struct hd_bucket_info *out)
 {
@@ -403,8 +400,7 @@ int hd_store_bucket_exists(struct hd_store *st, const char *name)
     return i < 0 ? HD_ENOSUCHBUCKET : 0;
 }
 
-static int node_exec(struct hd_store *st, const char *sql, const char *a, const char *b,
-                     int64_t n)
+static int node_exec(struct hd_store *st, const char *sql, const char *a, const char *b, int64_t n)
 {
     sqlite3_stmt *s;
     int rc = sqlite3_prepare_v2(st->node, sql, -1, &s, NULL);

@@ -52,12 +52,12 @@ int hd_store_bucket_list(struct hd_store *st, struct hd_bucket_info **out, size_
 struct hd_obj_meta {
     uint64_t size;
     int64_t mtime_ms;
-    char etag[48];      /* unquoted: md5 hex, or md5-of-md5s "-N" for multipart */
-    char ck_type[12];   /* "" or CRC32/CRC32C/CRC64NVME/SHA1/SHA256 */
-    char ck_val[96];    /* base64, as x-amz-checksum-* carries it */
-    char *ctype;        /* Content-Type or NULL */
-    char *meta;         /* JSON object of x-amz-meta-* (lowercase names, no prefix) or NULL */
-    char *path;         /* absolute path of the content file */
+    char etag[48];    /* unquoted: md5 hex, or md5-of-md5s "-N" for multipart */
+    char ck_type[12]; /* "" or CRC32/CRC32C/CRC64NVME/SHA1/SHA256 */
+    char ck_val[96];  /* base64, as x-amz-checksum-* carries it */
+    char *ctype;      /* Content-Type or NULL */
+    char *meta;       /* JSON object of x-amz-meta-* (lowercase names, no prefix) or NULL */
+    char *path;       /* absolute path of the content file */
 };
 void hd_obj_meta_cleanup(struct hd_obj_meta *m);
 
@@ -77,10 +77,10 @@ struct hd_put_attrs {
     const char *meta;    /* JSON or NULL */
     const char *ck_type; /* NULL or "" when none */
     const char *ck_val;
-    const char *etag;    /* NULL: the MD5 of the bytes written */
-    int64_t mtime_ms;    /* 0: now (a rebalanced object keeps its own) */
-    int keep_newer;      /* commit only if no copy with mtime >= mtime_ms is held, else
-                          * HD_EPRECONDITION (rebalance must not undo a newer write) */
+    const char *etag; /* NULL: the MD5 of the bytes written */
+    int64_t mtime_ms; /* 0: now (a rebalanced object keeps its own) */
+    int keep_newer;   /* commit only if no copy with mtime >= mtime_ms is held, else
+                       * HD_EPRECONDITION (rebalance must not undo a newer write) */
 };
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out);
 /* As hd_put_begin for an object of `size` bytes (0: unknown). -ENOSPC (507) when the chosen

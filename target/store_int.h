@@ -113,8 +113,8 @@ struct hd_store {
     uint64_t mp_digest[MAX_MP];
     size_t nmp;
     int fsync;
-    uint64_t capacity; /* per mountpath, bytes; 0 = the filesystem's */
-    int oos_pct;       /* writes refused at or above this use of capacity */
+    uint64_t capacity;   /* per mountpath, bytes; 0 = the filesystem's */
+    int oos_pct;         /* writes refused at or above this use of capacity */
     pthread_mutex_t amu; /* batched atimes (store_space.c) */
     struct atime_ent **atab;
     size_t acount;
@@ -141,7 +141,6 @@ struct hd_put {
     size_t wlen;
     uint64_t room; /* bytes this put may write before the mountpath is out of space */
 };
-
 
 int64_t hd_store_now_ms(void);
 int hd_store_sqlerr(sqlite3 *db, int rc, const char *what);

@@ -67,8 +67,8 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
                "auth.keys: expected ACCESS:SECRET[:rw|ro|BUCKET=ro;BUCKET=rw][,...]");
         goto fail;
     }
-    if ((rc = split_mountpaths(hd_config_str(cfg, "mountpaths"), hd_config_str(cfg, "data"),
-                               &mps, &nmp)) < 0)
+    if ((rc = split_mountpaths(hd_config_str(cfg, "mountpaths"), hd_config_str(cfg, "data"), &mps,
+                               &nmp)) < 0)
         goto fail;
     memset(&sc, 0, sizeof(sc));
     sc.data_dir = hd_config_str(cfg, "data");

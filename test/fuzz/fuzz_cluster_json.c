@@ -23,8 +23,7 @@ static void smap_roundtrip(const json_t *j)
     if (hd_smap_from_json(j, &s) != 0)
         return;
     back = hd_smap_to_json(s);
-    if (!back || hd_smap_from_json(back, &s2) != 0 || s2->version != s->version ||
-        s2->n != s->n)
+    if (!back || hd_smap_from_json(back, &s2) != 0 || s2->version != s->version || s2->n != s->n)
         __builtin_trap();
     json_decref(back);
     hd_smap_unref(s);

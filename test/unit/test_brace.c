@@ -87,7 +87,7 @@ HD_SUITE(brace)
     CHECK_EQ_INT(hd_brace_parse("{0..99999}{0..99999}", &t, err, sizeof(err)), HD_EBADARG);
     CHECK(strstr(err, "too many"));
     CHECK_EQ_INT(hd_brace_parse("{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}{0..1}", &t, err,
-                               sizeof(err)),
+                                sizeof(err)),
                  HD_EBADARG);
     CHECK(t == NULL);
 }

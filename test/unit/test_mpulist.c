@@ -78,9 +78,13 @@ HD_SUITE(mpulist_xml)
 HD_SUITE(mpulist_json)
 {
     static const char *const bad[] = {
-        "{}", "[]", "{\"entries\": 3}", "{\"entries\": [{\"key\": 1, \"created\": 1}]}",
-        "{\"entries\": [{\"key\": \"k\"}]}", "{\"entries\": [{\"key\": \"k\", \"created\": 1, "
-                                            "\"id\": 7}]}",
+        "{}",
+        "[]",
+        "{\"entries\": 3}",
+        "{\"entries\": [{\"key\": 1, \"created\": 1}]}",
+        "{\"entries\": [{\"key\": \"k\"}]}",
+        "{\"entries\": [{\"key\": \"k\", \"created\": 1, "
+        "\"id\": 7}]}",
         "{\"entries\": [{\"key\": \"k\", \"created\": 1, \"ck\": []}]}"};
     struct hd_mpul l = {0}, back = {0};
     json_t *j;

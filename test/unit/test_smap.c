@@ -94,11 +94,11 @@ HD_SUITE(smap_json)
     CHECK(json_object_get(json_object_get(j, "pmap"), "p1") != NULL);
     CHECK(json_object_get(json_object_get(j, "tmap"), "t1") != NULL);
     CHECK(json_object_get(json_object_get(j, "tmap_down"), "t3") != NULL);
-    CHECK_EQ_STR(json_string_value(json_object_get(
-                     json_object_get(json_object_get(json_object_get(j, "tmap"), "t1"),
-                                     "public_net"),
-                     "direct_url")),
-                 "http://127.0.0.1:9001");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(j, "tmap"), "t1"), "public_net"),
+            "direct_url")),
+        "http://127.0.0.1:9001");
     CHECK_EQ_INT(hd_smap_from_json(j, &back), 0);
     a = json_dumps(j, JSON_SORT_KEYS);
     json_decref(j);

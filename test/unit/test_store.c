@@ -39,8 +39,8 @@ struct fx {
 
 static int fx_start(struct fx *f)
 {
-    struct hd_store_cfg cfg = {.data_dir = f->data, .mountpaths = f->mps, .nmp = f->nmp,
-                               .fsync = f->fsync};
+    struct hd_store_cfg cfg = {
+        .data_dir = f->data, .mountpaths = f->mps, .nmp = f->nmp, .fsync = f->fsync};
     size_t i;
     int rc = hd_store_open(&cfg, &f->st);
 
@@ -417,8 +417,10 @@ static void objects_on(size_t nmp, int fsync_on)
 {
     static const char key[] = "dir/obj.txt";
     const size_t big = 600 * 1024 + 123;
-    struct hd_put_attrs attrs = {.ctype = "text/plain", .meta = "{\"color\":\"blue\"}",
-                                 .ck_type = "CRC32", .ck_val = "AAAAAA=="};
+    struct hd_put_attrs attrs = {.ctype = "text/plain",
+                                 .meta = "{\"color\":\"blue\"}",
+                                 .ck_type = "CRC32",
+                                 .ck_val = "AAAAAA=="};
     unsigned char *data = pattern(big, 1), *data2 = pattern(1000, 2), md[16];
     char hex[33], hex2[33], got[33], oldpath[PATH_MAX] = "";
     struct hd_obj_meta m, out;

@@ -276,8 +276,8 @@ int main(int argc, char **argv)
     printf("{\"requests\": %llu, \"bytes\": %llu, \"errors\": %llu, \"secs\": %.3f, "
            "\"rps\": %.1f, \"mibs\": %.2f, \"p50_ms\": %.3f, \"p99_ms\": %.3f}\n",
            (unsigned long long)reqs, (unsigned long long)bytes, (unsigned long long)errs, secs,
-           (double)reqs / secs, (double)bytes / secs / 1048576.0,
-           nall ? all[nall / 2] * 1e3 : 0.0, nall ? all[nall * 99 / 100] * 1e3 : 0.0);
+           (double)reqs / secs, (double)bytes / secs / 1048576.0, nall ? all[nall / 2] * 1e3 : 0.0,
+           nall ? all[nall * 99 / 100] * 1e3 : 0.0);
     for (t = 0; t < c.threads; t++)
         free(w[t].lat);
     free(w);

@@ -37,7 +37,7 @@ enum hd_cli_optid {
     HD_CLI_OPT_CONTENT_TYPE,
     HD_CLI_OPT_ACCESS_KEY,
     HD_CLI_OPT_SECRET_KEY,
-    HD_CLI_OPT_UPSTREAM,   /* caching tier (cmd_cache.c) */
+    HD_CLI_OPT_UPSTREAM, /* caching tier (cmd_cache.c) */
     HD_CLI_OPT_PROFILE,
     HD_CLI_OPT_REGION,
     HD_CLI_OPT_STYLE,

@@ -64,7 +64,8 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_LIST] = {"list", 1, 0, "L",
                          "object names: a FILE of them, one a line (shard), or A,B,.. (prefetch, "
                          "evict)"},
-    [HD_CLI_OPT_RANGE] = {"range", 1, 0, "T", "shard only names in a range, e.g. 'a-{000..999}.jpg'"},
+    [HD_CLI_OPT_RANGE] = {"range", 1, 0, "T",
+                          "shard only names in a range, e.g. 'a-{000..999}.jpg'"},
     [HD_CLI_OPT_MANIFEST] = {"manifest", 1, 0, "NAME", "manifest object name in OUT"},
     [HD_CLI_OPT_ID] = {"id", 1, 0, "ID", "job id (default: generated)"},
     [HD_CLI_OPT_NO_WAIT] = {"no-wait", 0, 0, NULL, "start the job and print its id"},
@@ -81,15 +82,15 @@ static const enum hd_cli_optid create_opts[] = {HD_CLI_OPT_UPSTREAM, HD_CLI_OPT_
 static const enum hd_cli_optid prefetch_opts[] = {
     HD_CLI_OPT_LIST, HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_PREFIX, HD_CLI_OPT_REVALIDATE,
     HD_CLI_OPT_WAIT, HD_CLI_OPT_TIMEOUT,  HD_CLI_OPT_COUNT};
-static const enum hd_cli_optid evict_opts[] = {HD_CLI_OPT_LIST, HD_CLI_OPT_TEMPLATE,
-                                               HD_CLI_OPT_PREFIX, HD_CLI_OPT_WAIT,
+static const enum hd_cli_optid evict_opts[] = {HD_CLI_OPT_LIST,    HD_CLI_OPT_TEMPLATE,
+                                               HD_CLI_OPT_PREFIX,  HD_CLI_OPT_WAIT,
                                                HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid off_opts[] = {HD_CLI_OPT_OFF, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid wait_opts[] = {HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid shard_opts[] = {
-    HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,     HD_CLI_OPT_SEED, HD_CLI_OPT_KEY_RULE,
-    HD_CLI_OPT_LIST,     HD_CLI_OPT_RANGE,    HD_CLI_OPT_MANIFEST, HD_CLI_OPT_ID,
+    HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,  HD_CLI_OPT_SEED,     HD_CLI_OPT_KEY_RULE,
+    HD_CLI_OPT_LIST,     HD_CLI_OPT_RANGE, HD_CLI_OPT_MANIFEST, HD_CLI_OPT_ID,
     HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid batch_opts[] = {HD_CLI_OPT_CONTINUE, HD_CLI_OPT_COUNT};
 
@@ -133,8 +134,7 @@ static const struct hd_cli_cmd cmds[] = {
     {"shard", "ls-members", hd_cli_shard_members, 1, 1, "B/O", "list the members of a tar object",
      NULL},
     {"batch", "get", hd_cli_batch_get, 2, 2, "LIST|- FILE|-",
-     "fetch the objects and members LIST names as one tar (lines: B/O [TAB MEMBER])",
-     batch_opts},
+     "fetch the objects and members LIST names as one tar (lines: B/O [TAB MEMBER])", batch_opts},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -447,7 +447,7 @@ static int run(struct hd_cli *cli, int argc, char **argv)
         if (!noun) {
             noun = argv[i];
             if (noun_known(noun))
-                cli->noun = noun; /* usage errors from here on show this noun's commands */
+                cli->noun = noun;       /* usage errors from here on show this noun's commands */
             for (k = 0; k < NCMDS; k++) /* a command that is its noun alone */
                 if (strcmp(cmds[k].noun, noun) == 0 && !*cmds[k].verb) {
                     cli->cmd = &cmds[k];
