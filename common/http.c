@@ -260,6 +260,7 @@ int hd_resp_empty(struct hd_req *r, int status)
     return hd_resp_buf(r, status, NULL, NULL, 0);
 }
 
+/* target/store.h HD_STORE_SHARED_MAX relies on this: a body up to it is read with pread */
 #define HD_SMALL_BODY (64 * 1024)
 
 int hd_resp_fd(struct hd_req *r, int status, int fd, uint64_t off, uint64_t len)

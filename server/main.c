@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/config.h"
@@ -66,6 +67,14 @@ int main(int argc, char **argv)
     if (hd_log_open(hd_config_str(cfg, "log.error"), hd_config_str(cfg, "log.access"), lvl) < 0) {
         fprintf(stderr, "hoardd: cannot open log files: %s\n", strerror(errno));
         goto out;
+    }
+    {
+        /* a server wants the descriptors it is allowed (connections, open content files) */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
     }
     role = hd_config_str(cfg, "role");
     if (strcmp(role, "target") != 0 && strcmp(role, "proxy") != 0) {

@@ -106,7 +106,7 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
 {
     struct hd_obj_meta m;
     struct hd_cbucket *cb;
-    int fd = -1, rc;
+    int fd = -1, rc, shared;
 
     r->op = head ? HD_OP_HEAD : HD_OP_GET;
     if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
@@ -120,8 +120,13 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
         hd_cbucket_unref(cb);
         return;
     }
+    /* a plain GET reads at most HD_STORE_SHARED_MAX bytes with pread (hd_resp_fd's small
+     * path) or sends a description of its own: the row cache's descriptor will do */
+    shared = !hd_arch_wanted(r);
     if (head)
         rc = hd_store_lookup(t->st, bucket, key, &m);
+    else if (shared)
+        rc = hd_store_open_object_shared(t->st, bucket, key, &m, &fd);
     else
         rc = hd_store_open_object(t->st, bucket, key, &m, &fd);
     if (rc == HD_ENOSUCHKEY && !hd_req_header(r, "X-Hoard-Local")) {
@@ -129,8 +134,9 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
          * its old owner may have pushed it here since the miss above and dropped its own copy,
          * so that gfn finds none: look again either way. */
         hd_rebalance_gfn(t, bucket, key);
-        rc = head ? hd_store_lookup(t->st, bucket, key, &m)
-                  : hd_store_open_object(t->st, bucket, key, &m, &fd);
+        rc = head     ? hd_store_lookup(t->st, bucket, key, &m)
+             : shared ? hd_store_open_object_shared(t->st, bucket, key, &m, &fd)
+                      : hd_store_open_object(t->st, bucket, key, &m, &fd);
     }
     if (rc < 0) {
         hd_resp_err(r, rc);

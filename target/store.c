@@ -214,7 +214,7 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
     pthread_mutex_init(&st->amu, NULL);
     st->fsync = cfg->fsync;
     st->capacity = cfg->capacity;
-    if ((rc = hd_mcache_new(cfg->meta_cache, &st->mc)) < 0)
+    if ((rc = hd_mcache_new(cfg->meta_cache, cfg->open_files, &st->mc)) < 0)
         goto fail;
     st->oos_pct = cfg->oos_pct > 0 && cfg->oos_pct <= 100 ? cfg->oos_pct : 100;
     st->data_dir = strdup(cfg->data_dir);
@@ -675,7 +675,7 @@ static int lookup_on(struct hd_store *st, size_t mpi, const char *bucket, const 
  * may not have moved yet after a mountpath change); a row read from the catalog is cached.
  * *mpi and *rel (malloc'd) say where its content file is. */
 static int find_row(struct hd_store *st, const char *bucket, const char *name,
-                    struct hd_obj_meta *m, size_t *mpi, char **rel)
+                    struct hd_obj_meta *m, size_t *mpi, char **rel, int *fd)
 {
     struct mountpath *home;
     uint64_t gen;
@@ -683,12 +683,16 @@ static int find_row(struct hd_store *st, const char *bucket, const char *name,
     int rc;
     char path[PATH_MAX];
 
-    if (hd_mcache_get(st->mc, bucket, name, m, mpi, rel) == 0) {
+    if (fd)
+        *fd = -1;
+    if (hd_mcache_get(st->mc, bucket, name, m, mpi, rel, fd) == 0) {
         snprintf(path, sizeof(path), "%s/%s", st->mp[*mpi].path, *rel);
         if ((m->path = strdup(path)))
             return 0;
         hd_obj_meta_cleanup(m);
         free(*rel);
+        if (fd && *fd >= 0)
+            close(*fd);
         return -ENOMEM;
     }
     gen = hd_mcache_gen(st->mc, bucket, name);
@@ -709,7 +713,7 @@ int hd_store_lookup(struct hd_store *st, const char *bucket, const char *name,
 {
     char *rel = NULL;
     size_t mpi;
-    int rc = find_row(st, bucket, name, m, &mpi, &rel);
+    int rc = find_row(st, bucket, name, m, &mpi, &rel, NULL);
 
     free(rel);
     return rc;
@@ -723,19 +727,28 @@ int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, cons
     return lookup_on(st, mpi, bucket, name, m, NULL);
 }
 
-int hd_store_open_object(struct hd_store *st, const char *bucket, const char *name,
-                         struct hd_obj_meta *m, int *fd)
+static int open_object(struct hd_store *st, const char *bucket, const char *name,
+                       struct hd_obj_meta *m, int *fd, int shared)
 {
     char *rel = NULL;
     size_t mpi;
     int rc, tries;
 
     for (tries = 0; tries < 3; tries++) {
-        if ((rc = find_row(st, bucket, name, m, &mpi, &rel)) < 0)
+        if ((rc = find_row(st, bucket, name, m, &mpi, &rel, shared ? fd : NULL)) < 0)
             return rc;
-        /* relative to the mountpath's descriptor: a short path walk per GET */
+        if (shared && *fd >= 0) {
+            if (m->size <= HD_STORE_SHARED_MAX) { /* the row cache's descriptor, duplicated */
+                free(rel);
+                return 0;
+            }
+            close(*fd); /* a large object gets a description of its own (sendfile) */
+        }
+        /* relative to the mountpath's descriptor: a short path walk */
         *fd = openat(st->mp[mpi].dirfd, rel, O_RDONLY | O_CLOEXEC);
         rc = *fd < 0 ? -errno : 0;
+        if (rc == 0)
+            hd_mcache_keep_fd(st->mc, bucket, name, rel, *fd);
         free(rel);
         rel = NULL;
         if (rc == 0)
@@ -748,6 +761,18 @@ int hd_store_open_object(struct hd_store *st, const char *bucket, const char *na
     }
     HD_LOG(HD_ERROR, NULL, "object %s/%s: catalog row without content file", bucket, name);
     return HD_EINTERNAL;
+}
+
+int hd_store_open_object(struct hd_store *st, const char *bucket, const char *name,
+                         struct hd_obj_meta *m, int *fd)
+{
+    return open_object(st, bucket, name, m, fd, 0);
+}
+
+int hd_store_open_object_shared(struct hd_store *st, const char *bucket, const char *name,
+                                struct hd_obj_meta *m, int *fd)
+{
+    return open_object(st, bucket, name, m, fd, 1);
 }
 
 /* Runs `fn` inside BEGIN IMMEDIATE on the object's catalog, returning the previous content

@@ -20,6 +20,7 @@ struct hd_store_cfg {
     uint64_t capacity; /* per mountpath, bytes; 0 = the filesystem's size */
     int oos_pct;       /* writes that would pass this % of capacity fail (0 = 100) */
     size_t meta_cache; /* catalog rows kept in memory for GET/HEAD (0 = none) */
+    long open_files;   /* content files of cached rows kept open (0 = none) */
 };
 
 int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out);
@@ -68,6 +69,13 @@ int hd_store_lookup(struct hd_store *st, const char *bucket, const char *name,
  * On success *fd is the caller's. */
 int hd_store_open_object(struct hd_store *st, const char *bucket, const char *name,
                          struct hd_obj_meta *m, int *fd);
+/* The same for a reader that uses pread only (a GET served from memory): for an object of
+ * at most HD_STORE_SHARED_MAX bytes *fd may duplicate a descriptor the row cache keeps open,
+ * whose file offset is shared, so no read()/lseek()/sendfile-by-offset-pointer on it. Larger
+ * objects get a description of their own, as from hd_store_open_object. */
+#define HD_STORE_SHARED_MAX (64u * 1024)
+int hd_store_open_object_shared(struct hd_store *st, const char *bucket, const char *name,
+                                struct hd_obj_meta *m, int *fd);
 int hd_store_delete(struct hd_store *st, const char *bucket, const char *name);
 
 /* Streaming write. begin picks the mountpath (HRW) and creates a temp file; write appends and

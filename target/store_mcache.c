@@ -7,11 +7,17 @@
  * removes its content file, a reader that finds the cached file gone (ENOENT) drops the entry
  * and asks the catalog. A row read from the catalog is cached only if no drop hit its stripe
  * since the read began (hd_mcache_gen), so a reader racing a writer never caches the row the
- * writer just replaced. Entries live in stripes (a mutex, hash chains and an LRU list each);
+ * writer just replaced. Up to max_fds entries also keep their content file open, so a warm
+ * GET is a dup of that descriptor instead of a path walk (closed when the entry is dropped,
+ * i.e. right after the row changes; a reader that got its dup just before reads the version
+ * it looked up, as with any read racing a write). Entries live in stripes (a mutex, hash chains and an LRU list each);
  * a full stripe forgets its least recently used row. Any thread. */
 #include "target/store_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +36,7 @@ struct mc_ent {
     int64_t mtime_ms;
     char etag[48], ck_type[12], ck_val[96];
     char *ctype, *meta, *rel;
+    int fd; /* the content file kept open (readers get a dup), or -1 */
     size_t klen;
     char key[]; /* bucket "\0" name */
 };
@@ -44,6 +51,8 @@ struct mc_stripe {
 
 struct hd_mcache {
     struct mc_stripe s[MC_STRIPES];
+    atomic_long fds;  /* content files held open */
+    long max_fds;
 };
 
 static uint64_t key_hash(const char *bucket, const char *name, char *key, size_t *klen)
@@ -58,7 +67,7 @@ static uint64_t key_hash(const char *bucket, const char *name, char *key, size_t
     return XXH64(bucket, bl, 0) ^ XXH64(name, nl, 1);
 }
 
-int hd_mcache_new(size_t entries, struct hd_mcache **out)
+int hd_mcache_new(size_t entries, long max_fds, struct hd_mcache **out)
 {
     struct hd_mcache *mc;
     size_t i, per = entries / MC_STRIPES + 1;
@@ -68,6 +77,7 @@ int hd_mcache_new(size_t entries, struct hd_mcache **out)
         return 0; /* disabled */
     if (!(mc = calloc(1, sizeof(*mc))))
         return -ENOMEM;
+    mc->max_fds = max_fds;
     for (i = 0; i < MC_STRIPES; i++) {
         struct mc_stripe *s = &mc->s[i];
         pthread_mutex_init(&s->mu, NULL);
@@ -82,8 +92,12 @@ int hd_mcache_new(size_t entries, struct hd_mcache **out)
     return 0;
 }
 
-static void ent_free(struct mc_ent *e)
+static void ent_free(struct hd_mcache *mc, struct mc_ent *e)
 {
+    if (e->fd >= 0) {
+        close(e->fd);
+        atomic_fetch_sub(&mc->fds, 1);
+    }
     free(e->ctype);
     free(e->meta);
     free(e->rel);
@@ -115,7 +129,7 @@ static void lru_front(struct mc_stripe *s, struct mc_ent *e)
 }
 
 /* Unlinks e from its chain and the LRU list and frees it (stripe locked). */
-static void drop_locked(struct mc_stripe *s, struct mc_ent *e)
+static void drop_locked(struct hd_mcache *mc, struct mc_stripe *s, struct mc_ent *e)
 {
     struct mc_ent **pp = &s->slot[e->h % s->nslot];
 
@@ -125,7 +139,7 @@ static void drop_locked(struct mc_stripe *s, struct mc_ent *e)
         *pp = e->hnext;
     lru_unlink(s, e);
     s->n--;
-    ent_free(e);
+    ent_free(mc, e);
 }
 
 static struct mc_ent *find_locked(struct mc_stripe *s, uint64_t h, const char *key, size_t klen)
@@ -147,7 +161,7 @@ void hd_mcache_free(struct hd_mcache *mc)
     for (i = 0; i < MC_STRIPES; i++) {
         struct mc_stripe *s = &mc->s[i];
         while (s->head)
-            drop_locked(s, s->head);
+            drop_locked(mc, s, s->head);
         free(s->slot);
         pthread_mutex_destroy(&s->mu);
     }
@@ -160,7 +174,7 @@ static struct mc_stripe *stripe(struct hd_mcache *mc, uint64_t h)
 }
 
 int hd_mcache_get(struct hd_mcache *mc, const char *bucket, const char *name,
-                  struct hd_obj_meta *m, size_t *mpi, char **rel)
+                  struct hd_obj_meta *m, size_t *mpi, char **rel, int *fd)
 {
     size_t klen = strlen(bucket) + 1 + strlen(name);
     char *key = malloc(klen + 1);
@@ -187,10 +201,14 @@ int hd_mcache_get(struct hd_mcache *mc, const char *bucket, const char *name,
         m->meta = e->meta ? strdup(e->meta) : NULL;
         *rel = strdup(e->rel);
         *mpi = e->mpi;
+        if (fd) /* our own descriptor of the file the entry holds open: no path walk */
+            *fd = e->fd >= 0 ? fcntl(e->fd, F_DUPFD_CLOEXEC, 0) : -1;
         if ((e->ctype && !m->ctype) || (e->meta && !m->meta) || !*rel) {
             hd_obj_meta_cleanup(m);
             free(*rel);
             *rel = NULL;
+            if (fd && *fd >= 0)
+                close(*fd);
         } else {
             lru_unlink(s, e);
             lru_front(s, e);
@@ -236,26 +254,50 @@ void hd_mcache_put(struct hd_mcache *mc, const char *bucket, const char *name, s
     e->ctype = m->ctype ? strdup(m->ctype) : NULL;
     e->meta = m->meta ? strdup(m->meta) : NULL;
     e->rel = strdup(rel);
+    e->fd = -1;
     if ((m->ctype && !e->ctype) || (m->meta && !e->meta) || !e->rel) {
-        ent_free(e);
+        ent_free(mc, e);
         return;
     }
     s = stripe(mc, e->h);
     pthread_mutex_lock(&s->mu);
     if (s->gen != gen) { /* a writer dropped something here since the row was read */
         pthread_mutex_unlock(&s->mu);
-        ent_free(e);
+        ent_free(mc, e);
         return;
     }
     if ((old = find_locked(s, e->h, e->key, e->klen)))
-        drop_locked(s, old);
+        drop_locked(mc, s, old);
     while (s->n >= s->cap && s->tail)
-        drop_locked(s, s->tail);
+        drop_locked(mc, s, s->tail);
     e->hnext = s->slot[e->h % s->nslot];
     s->slot[e->h % s->nslot] = e;
     lru_front(s, e);
     s->n++;
     pthread_mutex_unlock(&s->mu);
+}
+
+void hd_mcache_keep_fd(struct hd_mcache *mc, const char *bucket, const char *name,
+                       const char *rel, int fd)
+{
+    size_t klen = strlen(bucket) + 1 + strlen(name);
+    struct mc_stripe *s;
+    struct mc_ent *e;
+    char *key;
+    uint64_t h;
+
+    if (!mc || mc->max_fds <= 0 || atomic_load(&mc->fds) >= mc->max_fds ||
+        !(key = malloc(klen + 1)))
+        return;
+    h = key_hash(bucket, name, key, &klen);
+    s = stripe(mc, h);
+    pthread_mutex_lock(&s->mu);
+    /* only for the same file: a row replaced since it was opened keeps no descriptor */
+    if ((e = find_locked(s, h, key, klen)) && e->fd < 0 && strcmp(e->rel, rel) == 0 &&
+        (e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
+        atomic_fetch_add(&mc->fds, 1);
+    pthread_mutex_unlock(&s->mu);
+    free(key);
 }
 
 void hd_mcache_drop(struct hd_mcache *mc, const char *bucket, const char *name)
@@ -277,7 +319,7 @@ void hd_mcache_drop(struct hd_mcache *mc, const char *bucket, const char *name)
     pthread_mutex_lock(&s->mu);
     s->gen++;
     if ((e = find_locked(s, h, key, klen)))
-        drop_locked(s, e);
+        drop_locked(mc, s, e);
     pthread_mutex_unlock(&s->mu);
     free(key);
 }
@@ -293,7 +335,7 @@ void hd_mcache_drop_all(struct hd_mcache *mc)
         pthread_mutex_lock(&s->mu);
         s->gen++;
         while (s->head)
-            drop_locked(s, s->head);
+            drop_locked(mc, s, s->head);
         pthread_mutex_unlock(&s->mu);
     }
 }

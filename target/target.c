@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/buf.h"
 #include "common/errors.h"
@@ -76,6 +77,13 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     sc.nmp = nmp;
     sc.fsync = hd_config_bool(cfg, "store.fsync");
     sc.meta_cache = (size_t)hd_config_int(cfg, "store.meta_cache");
+    sc.open_files = (long)hd_config_int(cfg, "store.open_files");
+    {
+        struct rlimit rl; /* connections, catalogs and upstreams need descriptors too */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            sc.open_files > (long)(rl.rlim_cur / 4))
+            sc.open_files = (long)(rl.rlim_cur / 4);
+    }
     sc.capacity = (uint64_t)hd_config_int(cfg, "space.capacity");
     sc.oos_pct = (int)hd_config_int(cfg, "space.oos");
     rc = hd_store_open(&sc, &t->st);

@@ -45,7 +45,8 @@ static int fx_start(struct fx *f)
                                .mountpaths = f->mps,
                                .nmp = f->nmp,
                                .fsync = f->fsync,
-                               .meta_cache = 200};
+                               .meta_cache = 200,
+                               .open_files = 50};
     size_t i;
     int rc = hd_store_open(&cfg, &f->st);
 
@@ -1338,10 +1339,10 @@ HD_SUITE(store_mcache)
     size_t mpi = 9, i;
     uint64_t gen;
 
-    CHECK_EQ_INT(hd_mcache_new(0, &mc), 0);
+    CHECK_EQ_INT(hd_mcache_new(0, 0, &mc), 0);
     CHECK(mc == NULL); /* off */
-    CHECK_EQ_INT(hd_mcache_get(NULL, "b", "k", &got, &mpi, &rel), HD_ENOSUCHKEY);
-    CHECK_EQ_INT(hd_mcache_new(640, &mc), 0);
+    CHECK_EQ_INT(hd_mcache_get(NULL, "b", "k", &got, &mpi, &rel, NULL), HD_ENOSUCHKEY);
+    CHECK_EQ_INT(hd_mcache_new(640, 0, &mc), 0);
     CHECK(mc != NULL);
     memset(&m, 0, sizeof(m));
     m.size = 7;
@@ -1350,7 +1351,7 @@ HD_SUITE(store_mcache)
     m.ctype = "text/plain";
     gen = hd_mcache_gen(mc, "b", "k");
     hd_mcache_put(mc, "b", "k", 1, &m, "objs/aa/bb/f1", gen);
-    CHECK_EQ_INT(hd_mcache_get(mc, "b", "k", &got, &mpi, &rel), 0);
+    CHECK_EQ_INT(hd_mcache_get(mc, "b", "k", &got, &mpi, &rel, NULL), 0);
     CHECK_EQ_INT(got.size, 7);
     CHECK_EQ_STR(got.etag, "etag1");
     CHECK_EQ_STR(got.ctype, "text/plain");
@@ -1360,25 +1361,74 @@ HD_SUITE(store_mcache)
     hd_obj_meta_cleanup(&got);
     free(rel);
     /* "b" + "\0k" and "b\0" + "k" style ambiguity: bucket and name stay apart */
-    CHECK_EQ_INT(hd_mcache_get(mc, "bk", "", &got, &mpi, &rel), HD_ENOSUCHKEY);
+    CHECK_EQ_INT(hd_mcache_get(mc, "bk", "", &got, &mpi, &rel, NULL), HD_ENOSUCHKEY);
     /* a reader that read its row before a writer's drop does not cache it afterwards */
     gen = hd_mcache_gen(mc, "b", "k2");
     hd_mcache_drop(mc, "b", "k2"); /* the writer committed and dropped meanwhile */
     hd_mcache_put(mc, "b", "k2", 0, &m, "objs/old", gen);
-    CHECK_EQ_INT(hd_mcache_get(mc, "b", "k2", &got, &mpi, &rel), HD_ENOSUCHKEY);
+    CHECK_EQ_INT(hd_mcache_get(mc, "b", "k2", &got, &mpi, &rel, NULL), HD_ENOSUCHKEY);
     /* a drop removes; drop_all removes everything */
     hd_mcache_drop(mc, "b", "k");
-    CHECK_EQ_INT(hd_mcache_get(mc, "b", "k", &got, &mpi, &rel), HD_ENOSUCHKEY);
+    CHECK_EQ_INT(hd_mcache_get(mc, "b", "k", &got, &mpi, &rel, NULL), HD_ENOSUCHKEY);
     for (i = 0; i < 5000; i++) {
         snprintf(key, sizeof(key), "key-%zu", i);
         hd_mcache_put(mc, "b", key, 0, &m, "objs/x", hd_mcache_gen(mc, "b", key));
     }
     CHECK(hd_mcache_count(mc) <= 640 + 64); /* bounded: each stripe forgets its LRU rows */
     CHECK(hd_mcache_count(mc) >= 320);
-    CHECK_EQ_INT(hd_mcache_get(mc, "b", "key-4999", &got, &mpi, &rel), 0); /* recent: kept */
+    CHECK_EQ_INT(hd_mcache_get(mc, "b", "key-4999", &got, &mpi, &rel, NULL), 0); /* recent: kept */
     hd_obj_meta_cleanup(&got);
     free(rel);
     hd_mcache_drop_all(mc);
     CHECK_EQ_INT(hd_mcache_count(mc), 0);
     hd_mcache_free(mc);
+}
+
+/* What a GET reads through the shared descriptors: pread only, and always the current
+ * version, through overwrites, deletes and bucket destruction. */
+static int shared_is(struct hd_store *st, const char *bucket, const char *key, const char *want)
+{
+    struct hd_obj_meta m;
+    char buf[64] = "";
+    int fd = -1, ok;
+    ssize_t n;
+
+    if (hd_store_open_object_shared(st, bucket, key, &m, &fd) != 0)
+        return 0;
+    n = pread(fd, buf, sizeof(buf) - 1, 0);
+    ok = n == (ssize_t)strlen(want) && memcmp(buf, want, (size_t)n) == 0 &&
+         m.size == strlen(want);
+    close(fd);
+    hd_obj_meta_cleanup(&m);
+    return ok;
+}
+
+HD_SUITE(store_shared_fds)
+{
+    struct hd_obj_meta m;
+    struct fx fx;
+    int i, fd = -1;
+
+    if (fx_open(&fx, 2, 0) < 0) {
+        CHECK(!"fixture");
+        return;
+    }
+    CHECK_EQ_INT(hd_store_bucket_create(fx.st, "sh", "ais"), 0);
+    CHECK_EQ_INT(put_str(fx.st, "sh", "k", "first"), 0);
+    for (i = 0; i < 3; i++) /* the first open fills the cache, later ones duplicate */
+        CHECK(shared_is(fx.st, "sh", "k", "first"));
+    CHECK_EQ_INT(put_str(fx.st, "sh", "k", "second!"), 0);
+    for (i = 0; i < 3; i++)
+        CHECK(shared_is(fx.st, "sh", "k", "second!"));
+    /* a private description (sequential read()) is unaffected by the shared one */
+    CHECK(content_is(fx.st, "sh", "k", "second!", 7));
+    CHECK(shared_is(fx.st, "sh", "k", "second!"));
+    CHECK_EQ_INT(hd_store_delete(fx.st, "sh", "k"), 0);
+    CHECK_EQ_INT(hd_store_open_object_shared(fx.st, "sh", "k", &m, &fd), HD_ENOSUCHKEY);
+    CHECK_EQ_INT(put_str(fx.st, "sh", "k2", "kept"), 0);
+    CHECK(shared_is(fx.st, "sh", "k2", "kept"));
+    CHECK_EQ_INT(hd_store_bucket_destroy(fx.st, "sh"), 0);
+    CHECK_EQ_INT(hd_store_bucket_create(fx.st, "sh", "ais"), 0);
+    CHECK_EQ_INT(hd_store_open_object_shared(fx.st, "sh", "k2", &m, &fd), HD_ENOSUCHKEY);
+    fx_close(&fx);
 }
