@@ -5,7 +5,8 @@
 #
 # Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
 #      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement),
-#      BENCH_ONLY=get|put|shard|cache (one part; cache = test/bench/cache.py, the caching tier),
+#      BENCH_ONLY=get|put|shard|cache|cluster (one part; cache = test/bench/cache.py, the caching
+#      tier; cluster = test/bench/cluster.py, GETs direct vs 307 vs S3 relay),
 #      BENCH_HOARDD (another hoardd binary, for A/B runs),
 #      BENCH_HOARD_ARGS (extra hoardd options, e.g. "--http.threads 16").
 # Never fails on a missed goal: benchmarks are not tests. See docs/performance.md.
@@ -34,6 +35,9 @@ declare -A PUT_SLOTS=([10k]=1000 [10m]=16)
 
 if [ "${BENCH_ONLY:-all}" = cache ]; then
     exec "$PY" "$HERE/cache.py"
+fi
+if [ "${BENCH_ONLY:-all}" = cluster ]; then # direct vs 307 vs S3 relay (issue 4)
+    exec "$PY" "$HERE/cluster.py"
 fi
 
 for t in wrk nginx curl taskset "$PY"; do
@@ -280,6 +284,7 @@ rm -f "$B/results.md.head" "$B/results.body.md"
 cat "$B/results.md"
 echo
 echo "bench: results in $B/results.md (raw rows in $RAW)"
-if [ "$ONLY" = all ]; then # the caching tier (issue 5): its own processes, see cache.py
+if [ "$ONLY" = all ]; then # the caching tier (issue 5) and the cluster data paths (issue 4)
     "$PY" "$HERE/cache.py" || echo "bench: the caching-tier benchmark failed" >&2
+    "$PY" "$HERE/cluster.py" || echo "bench: the cluster benchmark failed" >&2
 fi
