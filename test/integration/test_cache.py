@@ -532,7 +532,8 @@ def test_cli_bucket_prefetch_evict_jobs(s3rver, cache):
     p = hoard(cache, "prefetch", src, "--template", "shard-{000..011}.tar", "--wait",
               env={"HOARD_PROGRESS": "1"})
     assert p.returncode == 0, (p.stdout, p.stderr)
-    assert re.search(r"\d+ / 12 objects", p.stderr), p.stderr  # progress line (hoard job wait)
+    # a progress line (hoard job wait); its total grows as the targets report their shares
+    assert re.search(r"\d+ / \d+ objects", p.stderr), p.stderr
     assert re.match(r"prefetch-\S+ done in .*: 12 objects, .* 0 errors", p.stdout), p.stdout
     assert cached_names(cache, src) == set(objs)
     p = hoard(cache, "job", "ls")
@@ -553,6 +554,16 @@ def test_cli_bucket_prefetch_evict_jobs(s3rver, cache):
     assert p.returncode == 2 and "needs --list, --template or --prefix" in p.stderr
     p = hoard(cache, "bucket", "create", "s3://" + uname("x"), "--profile", "p")
     assert p.returncode == 2 and "--upstream URL is needed" in p.stderr
+    # the spelling: --endpoint after an s3:// bucket names its upstream, while a
+    # global --endpoint before the command still names the hoard node
+    objs2 = {"e-%d" % i: helpers.pattern_bytes(1000, i) for i in range(3)}
+    src2 = s3rver_bucket(s3rver, objs2)
+    p = hoard(cache, "--endpoint", cache.url, "bucket", "create", "s3://" + src2,
+              "--endpoint", s3rver.url, "--profile", "s3rver")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "created s3://%s -> %s" % (src2, s3rver.url)
+    p = hoard(cache, "bucket", "props", src2)
+    assert "upstream.endpoint      %s" % s3rver.url in p.stdout, p.stdout
 
 
 def test_write_through_multipart(upstream, cache):

@@ -424,7 +424,7 @@ static int setup_env(struct hd_cli *cli)
 
 static int run(struct hd_cli *cli, int argc, char **argv)
 {
-    char **pos = NULL;
+    char **pos = NULL, *up_eq = NULL;
     const char *noun = NULL, *verb = NULL;
     int npos = 0, i, err, only_pos = 0, rc;
     size_t k;
@@ -436,6 +436,19 @@ static int run(struct hd_cli *cli, int argc, char **argv)
         if (!only_pos && strcmp(argv[i], "--") == 0) {
             only_pos = 1;
             continue;
+        }
+        /* `bucket create s3://B --endpoint URL`: after an s3:// bucket, --endpoint names the
+         * bucket's upstream (as --upstream does); before it, the hoard node */
+        if (!only_pos && cli->cmd && strcmp(cli->cmd->noun, "bucket") == 0 &&
+            strcmp(cli->cmd->verb, "create") == 0 && npos > 0 &&
+            strncmp(pos[0], "s3://", 5) == 0) {
+            if (strcmp(argv[i], "--endpoint") == 0)
+                argv[i] = (char *)"--upstream";
+            else if (strncmp(argv[i], "--endpoint=", 11) == 0 && !up_eq &&
+                     (up_eq = malloc(strlen(argv[i]) + 1))) {
+                snprintf(up_eq, strlen(argv[i]) + 1, "--upstream=%s", argv[i] + 11);
+                argv[i] = up_eq;
+            }
         }
         if (!only_pos && parse_opt(cli, argc, argv, &i, &err)) {
             if (err) {
@@ -519,6 +532,7 @@ static int run(struct hd_cli *cli, int argc, char **argv)
     rc = cli->cmd->run(cli, npos, pos);
 out:
     free(pos);
+    free(up_eq);
     return rc;
 }
 
