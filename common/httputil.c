@@ -757,7 +757,7 @@ int hd_copy_source_parse(const char *src, char **bucket, char **key)
         rc = -ENOMEM;
         goto out;
     }
-    if (strlen(*bucket) != (size_t)(slash - dec) || (rc = hd_bucket_name_check(*bucket)) < 0) {
+    if (strlen(*bucket) != (size_t)(slash - dec) || hd_bucket_name_check(*bucket) < 0) {
         rc = HD_EBADBUCKETNAME;
         goto out;
     }
