@@ -501,13 +501,14 @@ static void sleep_ms(long ms)
 static void stopped(const struct call *k, struct hd_s3c_err *err)
 {
     err->code = k->abort_code;
-    err->status = k->status;
-    if (k->bad_206)
+    if (k->bad_206 && !k->cr[0])
         snprintf(err->msg, sizeof(err->msg),
-                 "Upstream %.200s answered 206 with %s Content-Range%s%.64s%s for a body of "
-                 "%llu bytes.",
-                 k->c->endpoint, k->cr[0] ? "the" : "no", k->cr[0] ? " '" : "", k->cr,
-                 k->cr[0] ? "'" : "", (unsigned long long)k->obj.length);
+                 "Upstream %.200s answered 206 without a Content-Range.", k->c->endpoint);
+    else if (k->bad_206)
+        snprintf(err->msg, sizeof(err->msg),
+                 "Upstream %.200s answered 206 with Content-Range '%.64s', which is malformed or "
+                 "does not match its %llu-byte body.",
+                 k->c->endpoint, k->cr, (unsigned long long)k->obj.length);
     else
         snprintf(err->msg, sizeof(err->msg), "Transfer from upstream %s stopped: %s",
                  k->c->endpoint, hd_strerror(k->abort_code));

@@ -134,8 +134,8 @@ def scripted_s3():
 class ScriptedS3:
     """An upstream serving the objects in self.objects ({key: bytes}, any bucket) without
     checking signatures. A ranged GET answers 206 with self.content_range(key, first, last,
-    total) as its Content-Range (the honest header by default), so a test can script what a
-    broken upstream sends; bucket-level calls get an empty listing."""
+    total) as its Content-Range (the honest header by default; None: no header), so a test can
+    script what a broken upstream sends; bucket-level calls get an empty listing."""
 
     def __init__(self):
         self.objects = {}
@@ -178,7 +178,9 @@ class ScriptedS3:
                 if self.command == "GET" and rng.startswith("bytes="):
                     a, _, b = rng[6:].partition("-")
                     a, b = int(a), min(int(b), len(data) - 1)
-                    h["Content-Range"] = outer.content_range(parts[1], a, b, len(data))
+                    cr = outer.content_range(parts[1], a, b, len(data))
+                    if cr is not None:
+                        h["Content-Range"] = cr
                     self.send(206, h, data[a:b + 1])
                 else:
                     self.send(200, h, data)
