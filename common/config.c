@@ -39,6 +39,8 @@ static const struct def defs[] = {
     {"log.access", STR, "", 0, 0, 0, "access log file (- = stdout, empty = off)"},
     {"store.fsync", BOOL, "true", 0, 0, 0, "fsync objects before acknowledging a PUT"},
     {"store.max_object", INT, "5497558138880", 0, 5497558138880LL, 0, "largest object, bytes"},
+    {"store.meta_cache", INT, "200000", 0, 100000000, 0,
+     "catalog rows of recently read objects kept in memory for GET/HEAD (0 = off)"},
     {"node.id", STR, "", 0, 0, 0, "node id (empty: generated once, kept in DATA/node.db)"},
     {"cluster.join", STR, "", 0, 0, 0,
      "primary proxy URL to join (empty: a proxy is the primary, a target is standalone)"},

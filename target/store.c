@@ -214,6 +214,8 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
     pthread_mutex_init(&st->amu, NULL);
     st->fsync = cfg->fsync;
     st->capacity = cfg->capacity;
+    if ((rc = hd_mcache_new(cfg->meta_cache, &st->mc)) < 0)
+        goto fail;
     st->oos_pct = cfg->oos_pct > 0 && cfg->oos_pct <= 100 ? cfg->oos_pct : 100;
     st->data_dir = strdup(cfg->data_dir);
     if (!st->data_dir) {
@@ -236,8 +238,11 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
             goto fail;
         }
         mp->path = strdup(real);
-        if (!mp->path) {
-            rc = -ENOMEM;
+        mp->dirfd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (!mp->path || mp->dirfd < 0) {
+            rc = mp->path ? -errno : -ENOMEM;
+            free(mp->path);
+            mp->path = NULL;
             goto fail;
         }
         pthread_mutex_init(&mp->mu, NULL);
@@ -301,7 +306,9 @@ void hd_store_close(struct hd_store *st)
         }
         pthread_mutex_destroy(&st->mp[i].mu);
         free(st->mp[i].path);
+        close(st->mp[i].dirfd);
     }
+    hd_mcache_free(st->mc);
     sqlite3_close(st->node);
     hd_store_atime_free(st);
     pthread_mutex_destroy(&st->amu);
@@ -564,6 +571,7 @@ int hd_store_bucket_destroy(struct hd_store *st, const char *name)
     }
     for (i = 0; i < st->nmp && rc == 0; i++)
         rc = drop_objects(&st->mp[i], name);
+    hd_mcache_drop_all(st->mc);
     if (rc == 0)
         rc = node_exec(st, "DELETE FROM buckets WHERE name = ?1", name, NULL, 0);
     if (rc == 0)
@@ -613,40 +621,20 @@ void hd_store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t n)
     snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-static int lookup_on(struct mountpath *mp, const char *bucket, const char *name,
-                     struct hd_obj_meta *m);
-
-int hd_store_lookup(struct hd_store *st, const char *bucket, const char *name,
-                    struct hd_obj_meta *m)
+/* The catalog row of bucket/name on mountpath mpi: *m (path absolute) and, when rel is not
+ * NULL, the content file relative to the mountpath (malloc'd). */
+static int lookup_on(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                     struct hd_obj_meta *m, char **rel)
 {
-    struct mountpath *home = hd_store_mp_for(st, bucket, name);
-    int rc = lookup_on(home, bucket, name, m);
-    size_t i;
-
-    /* not on its HRW mountpath: it may not have moved yet after a mountpath change */
-    for (i = 0; rc == HD_ENOSUCHKEY && i < st->nmp; i++)
-        if (&st->mp[i] != home)
-            rc = lookup_on(&st->mp[i], bucket, name, m);
-    return rc;
-}
-
-int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
-                       struct hd_obj_meta *m)
-{
-    if (mpi >= st->nmp)
-        return HD_EBADARG;
-    return lookup_on(&st->mp[mpi], bucket, name, m);
-}
-
-static int lookup_on(struct mountpath *mp, const char *bucket, const char *name,
-                     struct hd_obj_meta *m)
-{
+    struct mountpath *mp = &st->mp[mpi];
     struct conn *c;
     sqlite3_stmt *q;
     int rc, s;
     char path[PATH_MAX];
 
     memset(m, 0, sizeof(*m));
+    if (rel)
+        *rel = NULL;
     if ((rc = hd_store_conn_get(mp, &c)) < 0)
         return rc;
     q = c->q[Q_LOOKUP];
@@ -664,33 +652,99 @@ static int lookup_on(struct mountpath *mp, const char *bucket, const char *name,
         snprintf(path, sizeof(path), "%s/%s", mp->path, (const char *)sqlite3_column_text(q, 7));
         m->path = strdup(path);
         rc = m->path ? 0 : -ENOMEM;
+        if (rc == 0 && rel && !(*rel = hd_store_col_dup(q, 7)))
+            rc = -ENOMEM;
     } else if (s == SQLITE_DONE) {
         rc = HD_ENOSUCHKEY;
     } else {
         rc = hd_store_sqlerr(c->db, s, "lookup");
     }
+    sqlite3_reset(q);
     hd_store_conn_put(mp, c);
-    if (rc < 0)
+    if (rc < 0) {
         hd_obj_meta_cleanup(m);
+        if (rel) {
+            free(*rel);
+            *rel = NULL;
+        }
+    }
     return rc;
+}
+
+/* The row, from the row cache or the catalog (its HRW mountpath first, then the others: it
+ * may not have moved yet after a mountpath change); a row read from the catalog is cached.
+ * *mpi and *rel (malloc'd) say where its content file is. */
+static int find_row(struct hd_store *st, const char *bucket, const char *name,
+                    struct hd_obj_meta *m, size_t *mpi, char **rel)
+{
+    struct mountpath *home;
+    uint64_t gen;
+    size_t i, h;
+    int rc;
+    char path[PATH_MAX];
+
+    if (hd_mcache_get(st->mc, bucket, name, m, mpi, rel) == 0) {
+        snprintf(path, sizeof(path), "%s/%s", st->mp[*mpi].path, *rel);
+        if ((m->path = strdup(path)))
+            return 0;
+        hd_obj_meta_cleanup(m);
+        free(*rel);
+        return -ENOMEM;
+    }
+    gen = hd_mcache_gen(st->mc, bucket, name);
+    home = hd_store_mp_for(st, bucket, name);
+    h = (size_t)(home - st->mp);
+    rc = lookup_on(st, h, bucket, name, m, rel);
+    *mpi = h;
+    for (i = 0; rc == HD_ENOSUCHKEY && i < st->nmp; i++)
+        if (i != h && (rc = lookup_on(st, i, bucket, name, m, rel)) == 0)
+            *mpi = i;
+    if (rc == 0)
+        hd_mcache_put(st->mc, bucket, name, *mpi, m, *rel, gen);
+    return rc;
+}
+
+int hd_store_lookup(struct hd_store *st, const char *bucket, const char *name,
+                    struct hd_obj_meta *m)
+{
+    char *rel = NULL;
+    size_t mpi;
+    int rc = find_row(st, bucket, name, m, &mpi, &rel);
+
+    free(rel);
+    return rc;
+}
+
+int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                       struct hd_obj_meta *m)
+{
+    if (mpi >= st->nmp)
+        return HD_EBADARG;
+    return lookup_on(st, mpi, bucket, name, m, NULL);
 }
 
 int hd_store_open_object(struct hd_store *st, const char *bucket, const char *name,
                          struct hd_obj_meta *m, int *fd)
 {
+    char *rel = NULL;
+    size_t mpi;
     int rc, tries;
 
     for (tries = 0; tries < 3; tries++) {
-        if ((rc = hd_store_lookup(st, bucket, name, m)) < 0)
+        if ((rc = find_row(st, bucket, name, m, &mpi, &rel)) < 0)
             return rc;
-        *fd = open(m->path, O_RDONLY | O_CLOEXEC);
-        if (*fd >= 0)
+        /* relative to the mountpath's descriptor: a short path walk per GET */
+        *fd = openat(st->mp[mpi].dirfd, rel, O_RDONLY | O_CLOEXEC);
+        rc = *fd < 0 ? -errno : 0;
+        free(rel);
+        rel = NULL;
+        if (rc == 0)
             return 0;
-        rc = -errno;
         hd_obj_meta_cleanup(m);
         if (rc != -ENOENT)
             return rc;
-        /* replaced by a concurrent PUT between lookup and open: look again */
+        /* replaced or deleted since the row was read (cached or not): read it again */
+        hd_mcache_drop(st->mc, bucket, name);
     }
     HD_LOG(HD_ERROR, NULL, "object %s/%s: catalog row without content file", bucket, name);
     return HD_EINTERNAL;
@@ -794,12 +848,14 @@ int hd_store_delete(struct hd_store *st, const char *bucket, const char *name)
     int found = 0, rc;
     size_t i;
 
-    if ((rc = delete_on(home, bucket, name, &found)) < 0)
-        return rc;
+    rc = delete_on(home, bucket, name, &found);
     /* a copy left on another mountpath by a mountpath change must not resurface */
-    for (i = 0; i < st->nmp; i++)
-        if (&st->mp[i] != home && (rc = delete_on(&st->mp[i], bucket, name, &found)) < 0)
-            return rc;
+    for (i = 0; rc == 0 && i < st->nmp; i++)
+        if (&st->mp[i] != home)
+            rc = delete_on(&st->mp[i], bucket, name, &found);
+    hd_mcache_drop(st->mc, bucket, name);
+    if (rc < 0)
+        return rc;
     return found ? 0 : HD_ENOSUCHKEY;
 }
 
@@ -1120,6 +1176,7 @@ int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_
     hd_store_conn_put(p->mp, c);
     if (rc < 0)
         goto undo;
+    hd_mcache_drop(p->st->mc, p->bucket, p->name);
     if (old) {
         if (strcmp(old, p->rel) != 0)
             hd_store_unlink_rel(p->mp, old);

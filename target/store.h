@@ -19,6 +19,7 @@ struct hd_store_cfg {
     int fsync;
     uint64_t capacity; /* per mountpath, bytes; 0 = the filesystem's size */
     int oos_pct;       /* writes that would pass this % of capacity fail (0 = 100) */
+    size_t meta_cache; /* catalog rows kept in memory for GET/HEAD (0 = none) */
 };
 
 int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out);

@@ -106,6 +106,7 @@ struct conn {
 
 struct mountpath {
     char *path;
+    int dirfd; /* O_PATH descriptor of path: content files are opened relative to it */
     uint64_t digest;
     pthread_mutex_t mu;
     struct conn *free; /* idle connections */
@@ -128,6 +129,7 @@ struct hd_store {
     pthread_rwlock_t bmu;
     struct hd_bucket_info *buckets;
     size_t nbuckets;
+    struct hd_mcache *mc; /* cached catalog rows (store_mcache.c); NULL = off */
 };
 
 struct hd_put {
@@ -172,5 +174,22 @@ int hd_put_commit_file(struct hd_put *p, const char *rel);
 int hd_store_room(struct hd_store *st, struct mountpath *mp, uint64_t need, uint64_t *room);
 void hd_store_atime_free(struct hd_store *st);
 int hd_put_append_file(struct hd_put *p, int fd, uint64_t len);
+
+/* store_mcache.c: catalog rows of recently read objects (see its header comment). */
+struct hd_mcache;
+int hd_mcache_new(size_t entries, struct hd_mcache **out); /* 0 entries: *out = NULL (off) */
+void hd_mcache_free(struct hd_mcache *mc);
+/* 0 with *m (strings owned by m), the mountpath index and *rel (malloc'd), or
+ * HD_ENOSUCHKEY when not cached. */
+int hd_mcache_get(struct hd_mcache *mc, const char *bucket, const char *name,
+                  struct hd_obj_meta *m, size_t *mpi, char **rel);
+/* The stripe generation to pass to hd_mcache_put for a row about to be read. */
+uint64_t hd_mcache_gen(struct hd_mcache *mc, const char *bucket, const char *name);
+void hd_mcache_put(struct hd_mcache *mc, const char *bucket, const char *name, size_t mpi,
+                   const struct hd_obj_meta *m, const char *rel, uint64_t gen);
+/* Called after every change of a catalog row (commit first, then drop). */
+void hd_mcache_drop(struct hd_mcache *mc, const char *bucket, const char *name);
+void hd_mcache_drop_all(struct hd_mcache *mc);
+size_t hd_mcache_count(struct hd_mcache *mc);
 
 #endif

@@ -115,6 +115,8 @@ int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, cons
 out:
     sqlite3_finalize(q);
     hd_store_conn_put(mp, c);
+    if (rc == 0)
+        hd_mcache_drop(st->mc, bucket, name);
     if (file) {
         if (rc == 0)
             hd_store_unlink_rel(mp, file);

@@ -75,6 +75,7 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     sc.mountpaths = (const char *const *)mps;
     sc.nmp = nmp;
     sc.fsync = hd_config_bool(cfg, "store.fsync");
+    sc.meta_cache = (size_t)hd_config_int(cfg, "store.meta_cache");
     sc.capacity = (uint64_t)hd_config_int(cfg, "space.capacity");
     sc.oos_pct = (int)hd_config_int(cfg, "space.oos");
     rc = hd_store_open(&sc, &t->st);

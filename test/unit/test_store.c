@@ -21,6 +21,7 @@
 #include "common/errors.h"
 #include "common/hrw.h"
 #include "target/store.h"
+#include "target/store_int.h"
 #include "test/unit/hd_test.h"
 
 /* ---- fixture: a store on a fresh temp directory ---- */
@@ -39,8 +40,12 @@ struct fx {
 
 static int fx_start(struct fx *f)
 {
-    struct hd_store_cfg cfg = {
-        .data_dir = f->data, .mountpaths = f->mps, .nmp = f->nmp, .fsync = f->fsync};
+    /* a small row cache, so that every suite below also runs through it and its evictions */
+    struct hd_store_cfg cfg = {.data_dir = f->data,
+                               .mountpaths = f->mps,
+                               .nmp = f->nmp,
+                               .fsync = f->fsync,
+                               .meta_cache = 200};
     size_t i;
     int rc = hd_store_open(&cfg, &f->st);
 
@@ -1321,4 +1326,59 @@ HD_SUITE(store_list)
     for (i = 0; i < n; i++)
         free(keys[i].name);
     free(keys);
+}
+
+/* ---- the row cache (store_mcache.c) ---- */
+
+HD_SUITE(store_mcache)
+{
+    struct hd_mcache *mc = NULL;
+    struct hd_obj_meta m, got;
+    char *rel = NULL, key[32];
+    size_t mpi = 9, i;
+    uint64_t gen;
+
+    CHECK_EQ_INT(hd_mcache_new(0, &mc), 0);
+    CHECK(mc == NULL); /* off */
+    CHECK_EQ_INT(hd_mcache_get(NULL, "b", "k", &got, &mpi, &rel), HD_ENOSUCHKEY);
+    CHECK_EQ_INT(hd_mcache_new(640, &mc), 0);
+    CHECK(mc != NULL);
+    memset(&m, 0, sizeof(m));
+    m.size = 7;
+    m.mtime_ms = 1234;
+    snprintf(m.etag, sizeof(m.etag), "etag1");
+    m.ctype = "text/plain";
+    gen = hd_mcache_gen(mc, "b", "k");
+    hd_mcache_put(mc, "b", "k", 1, &m, "objs/aa/bb/f1", gen);
+    CHECK_EQ_INT(hd_mcache_get(mc, "b", "k", &got, &mpi, &rel), 0);
+    CHECK_EQ_INT(got.size, 7);
+    CHECK_EQ_STR(got.etag, "etag1");
+    CHECK_EQ_STR(got.ctype, "text/plain");
+    CHECK(got.meta == NULL);
+    CHECK_EQ_STR(rel, "objs/aa/bb/f1");
+    CHECK_EQ_INT(mpi, 1);
+    hd_obj_meta_cleanup(&got);
+    free(rel);
+    /* "b" + "\0k" and "b\0" + "k" style ambiguity: bucket and name stay apart */
+    CHECK_EQ_INT(hd_mcache_get(mc, "bk", "", &got, &mpi, &rel), HD_ENOSUCHKEY);
+    /* a reader that read its row before a writer's drop does not cache it afterwards */
+    gen = hd_mcache_gen(mc, "b", "k2");
+    hd_mcache_drop(mc, "b", "k2"); /* the writer committed and dropped meanwhile */
+    hd_mcache_put(mc, "b", "k2", 0, &m, "objs/old", gen);
+    CHECK_EQ_INT(hd_mcache_get(mc, "b", "k2", &got, &mpi, &rel), HD_ENOSUCHKEY);
+    /* a drop removes; drop_all removes everything */
+    hd_mcache_drop(mc, "b", "k");
+    CHECK_EQ_INT(hd_mcache_get(mc, "b", "k", &got, &mpi, &rel), HD_ENOSUCHKEY);
+    for (i = 0; i < 5000; i++) {
+        snprintf(key, sizeof(key), "key-%zu", i);
+        hd_mcache_put(mc, "b", key, 0, &m, "objs/x", hd_mcache_gen(mc, "b", key));
+    }
+    CHECK(hd_mcache_count(mc) <= 640 + 64); /* bounded: each stripe forgets its LRU rows */
+    CHECK(hd_mcache_count(mc) >= 320);
+    CHECK_EQ_INT(hd_mcache_get(mc, "b", "key-4999", &got, &mpi, &rel), 0); /* recent: kept */
+    hd_obj_meta_cleanup(&got);
+    free(rel);
+    hd_mcache_drop_all(mc);
+    CHECK_EQ_INT(hd_mcache_count(mc), 0);
+    hd_mcache_free(mc);
 }
