@@ -152,6 +152,23 @@ int hd_range_parse(const char *hdr, uint64_t size, uint64_t *off, uint64_t *len)
     return 0;
 }
 
+int hd_content_range_parse(const char *hdr, uint64_t *first, uint64_t *last, uint64_t *total)
+{
+    const char *p = hdr;
+    uint64_t a, b, t;
+
+    if (!p || !hd_str_case_prefix(p, "bytes "))
+        return HD_EBADARG;
+    p += 6;
+    if (scan_u64(&p, &a) != 1 || *p++ != '-' || scan_u64(&p, &b) != 1 || *p++ != '/' ||
+        scan_u64(&p, &t) != 1 || *p != '\0' || a > b || b >= t)
+        return HD_EBADARG;
+    *first = a;
+    *last = b;
+    *total = t;
+    return 0;
+}
+
 /* ---- Dates ------------------------------------------------------------------------------ */
 
 static const char *const wday_short[7] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
@@ -740,7 +757,7 @@ int hd_copy_source_parse(const char *src, char **bucket, char **key)
         rc = -ENOMEM;
         goto out;
     }
-    if (strlen(*bucket) != (size_t)(slash - dec) || (rc = hd_bucket_name_check(*bucket)) < 0) {
+    if (strlen(*bucket) != (size_t)(slash - dec) || hd_bucket_name_check(*bucket) < 0) {
         rc = HD_EBADBUCKETNAME;
         goto out;
     }

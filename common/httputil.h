@@ -19,6 +19,11 @@
  * object). The unit name is case-insensitive; whitespace is allowed only around the
  * range-spec ("bytes= 0-5 "). */
 int hd_range_parse(const char *hdr, uint64_t size, uint64_t *off, uint64_t *len);
+/* Parses the Content-Range of a 206 answer, "bytes first-last/total" (RFC 9110 14.4: one SP
+ * after the case-insensitive unit, nothing else around the numbers). 0 with the three set
+ * when first <= last < total; HD_EBADARG for anything else: a sign, junk, numbers beyond
+ * uint64, an asterisk for the total or the range (unknown length, unsatisfied), NULL. */
+int hd_content_range_parse(const char *hdr, uint64_t *first, uint64_t *last, uint64_t *total);
 
 /* ---- Dates ------------------------------------------------------------------------------ */
 

@@ -126,7 +126,6 @@ int hd_mpul_xml(struct hd_buf *b, const char *bucket, const struct hd_mpul_opts 
                 const struct hd_mpul *l)
 {
     size_t shown = l->n < o->max ? l->n : (size_t)o->max, i;
-    const struct hd_mpul_ent *last = shown ? &l->v[shown - 1] : NULL;
     char ts[32];
 
     hd_xml_decl(b);
@@ -134,7 +133,8 @@ int hd_mpul_xml(struct hd_buf *b, const char *bucket, const struct hd_mpul_opts 
     hd_xml_elem(b, "Bucket", bucket);
     hd_xml_key_elem(b, "KeyMarker", o->key_marker ? o->key_marker : "", o->url);
     hd_xml_elem(b, "UploadIdMarker", o->id_marker ? o->id_marker : "");
-    if (l->n > shown && last) {
+    if (l->n > shown && shown > 0) { /* truncated: resume after the last one shown */
+        const struct hd_mpul_ent *last = &l->v[shown - 1];
         hd_xml_key_elem(b, "NextKeyMarker", last->key, o->url);
         hd_xml_elem(b, "NextUploadIdMarker", last->id ? last->id : "");
     }

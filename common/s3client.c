@@ -92,7 +92,10 @@ struct call {
     int abort_code;
     struct hd_s3c_obj obj;
     json_t *meta;
-    int content_range;
+    int content_range; /* a valid Content-Range came */
+    char cr[64];       /* the Content-Range as sent, for the error message */
+    uint64_t cr_last;  /* its last byte */
+    int bad_206;       /* aborted: a 206 whose Content-Range is missing or wrong */
     struct hd_buf errbody;
     char curl_err[CURL_ERROR_SIZE];
 };
@@ -129,6 +132,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         json_decref(k->meta);
         k->meta = NULL;
         k->content_range = 0;
+        k->cr[0] = '\0';
         return len;
     }
     colon = memchr(p, ':', len);
@@ -157,11 +161,15 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     } else if (kl == 12 && strncasecmp(p, "content-type", kl) == 0) {
         snprintf(k->obj.ctype, sizeof(k->obj.ctype), "%.127s", val);
     } else if (kl == 13 && strncasecmp(p, "content-range", kl) == 0) {
-        unsigned long long a, b, total;
-        if (sscanf(val, "bytes %llu-%llu/%llu", &a, &b, &total) == 3) {
+        uint64_t a, b, total;
+        snprintf(k->cr, sizeof(k->cr), "%.63s", val);
+        if (hd_content_range_parse(val, &a, &b, &total) == 0) {
             k->obj.range_start = a;
             k->obj.size = total;
+            k->cr_last = b;
             k->content_range = 1;
+        } else {
+            k->content_range = 0;
         }
     } else if (kl > 11 && strncasecmp(p, "x-amz-meta-", 11) == 0) {
         char name[256];
@@ -185,14 +193,23 @@ static int ok_status(long st)
     return st >= 200 && st < 300;
 }
 
-/* Completes obj from the headers once a 2xx answer's body starts (or ends empty). */
-static void finish_head(struct call *k)
+/* Completes obj from the headers once a 2xx answer's body starts (or ends empty).
+ * HD_EUNAVAIL for a 206 without a valid Content-Range as long as its body: which bytes it
+ * holds is unknown. */
+static int finish_head(struct call *k)
 {
     k->obj.status = k->status;
-    if (!k->content_range)
+    if (k->status == 206 &&
+        (!k->content_range ||
+         (k->obj.have_length && k->cr_last - k->obj.range_start + 1 != k->obj.length)))
+        return HD_EUNAVAIL;
+    if (k->status != 206) {
+        k->obj.range_start = 0;
         k->obj.size = k->obj.length;
+    }
     if (k->meta && json_object_size(k->meta))
         k->obj.meta = json_dumps(k->meta, JSON_COMPACT | JSON_SORT_KEYS);
+    return 0;
 }
 
 static int deliver_head(struct call *k)
@@ -202,7 +219,11 @@ static int deliver_head(struct call *k)
     if (k->head_done)
         return 0;
     k->head_done = 1;
-    finish_head(k);
+    if ((rc = finish_head(k)) != 0) {
+        k->bad_206 = 1;
+        k->abort_code = rc;
+        return rc;
+    }
     if (k->g && k->g->head && (rc = k->g->head(k->g->arg, &k->obj)) != 0) {
         k->abort_code = rc;
         return rc;
@@ -476,6 +497,23 @@ static void sleep_ms(long ms)
         ;
 }
 
+/* The outcome of a transfer one of our callbacks aborted. */
+static void stopped(const struct call *k, struct hd_s3c_err *err)
+{
+    err->code = k->abort_code;
+    if (k->bad_206 && !k->cr[0])
+        snprintf(err->msg, sizeof(err->msg),
+                 "Upstream %.200s answered 206 without a Content-Range.", k->c->endpoint);
+    else if (k->bad_206)
+        snprintf(err->msg, sizeof(err->msg),
+                 "Upstream %.200s answered 206 with Content-Range '%.64s', which is malformed or "
+                 "does not match its %llu-byte body.",
+                 k->c->endpoint, k->cr, (unsigned long long)k->obj.length);
+    else
+        snprintf(err->msg, sizeof(err->msg), "Transfer from upstream %s stopped: %s",
+                 k->c->endpoint, hd_strerror(k->abort_code));
+}
+
 static int run(struct call *k, struct hd_s3c_err *err)
 {
     const struct hd_s3c *c = k->c;
@@ -501,6 +539,7 @@ static int run(struct call *k, struct hd_s3c_err *err)
         k->status = 0;
         k->head_done = 0;
         k->abort_code = 0;
+        k->bad_206 = 0;
         k->sent = 0;
         k->curl_err[0] = '\0';
         if (k->sink)
@@ -523,9 +562,7 @@ static int run(struct call *k, struct hd_s3c_err *err)
         hd_buf_cleanup(&url);
         retry = 0;
         if (k->abort_code) {
-            err->code = k->abort_code;
-            snprintf(err->msg, sizeof(err->msg), "Transfer from upstream %s stopped: %s",
-                     c->endpoint, hd_strerror(k->abort_code));
+            stopped(k, err);
         } else if (cc != CURLE_OK) {
             err->code = HD_EUNAVAIL;
             err->status = k->status;
@@ -543,9 +580,7 @@ static int run(struct call *k, struct hd_s3c_err *err)
             retry = retryable_status(k->status);
         } else {
             if (deliver_head(k) != 0) { /* an empty 2xx body: no write callback ran */
-                err->code = k->abort_code;
-                snprintf(err->msg, sizeof(err->msg), "Transfer from upstream %s stopped: %s",
-                         c->endpoint, hd_strerror(k->abort_code));
+                stopped(k, err);
             } else {
                 err->code = 0;
                 err->status = k->status;

@@ -43,7 +43,6 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
     struct hd_buf u;
     char *uname = NULL;
     size_t ulen;
-    int rc;
 
     hd_buf_init(&u);
     if (!hd_bmd_find(bmd, e->bucket)) {
@@ -51,8 +50,8 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
         snprintf(src->msg, sizeof(src->msg), "no bucket %s", e->bucket);
         goto out;
     }
-    if (!s || (rc = hd_proxy_uname(p, e->bucket, e->name, &uname, &ulen)) < 0 ||
-        (rc = hd_smap_owner(s, uname, ulen, &owner)) < 0) {
+    if (!s || hd_proxy_uname(p, e->bucket, e->name, &uname, &ulen) < 0 ||
+        hd_smap_owner(s, uname, ulen, &owner) < 0) {
         src->err = HD_EUNAVAIL;
         snprintf(src->msg, sizeof(src->msg), "%s",
                  owner ? "the target that owns it is down" : "no target is available");

@@ -228,8 +228,8 @@ static int put_manifest(struct plan_req *pr, struct hd_smap *s, const char *out,
     int rc;
 
     hd_buf_init(&url);
-    if ((rc = hd_proxy_uname(pr->p, out, name, &uname, &ulen)) < 0 ||
-        (rc = hd_smap_owner(s, uname, ulen, &owner)) < 0) {
+    if (hd_proxy_uname(pr->p, out, name, &uname, &ulen) < 0 ||
+        hd_smap_owner(s, uname, ulen, &owner) < 0) {
         snprintf(pr->msg, sizeof(pr->msg), "The target that owns the manifest %s is %s.", name,
                  owner ? "down" : "missing");
         free(uname);

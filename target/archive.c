@@ -127,7 +127,7 @@ void hd_arch_serve(struct hd_req *r, struct hd_target *t, const char *bucket, co
                    const struct hd_obj_meta *m, int *fd, int head)
 {
     const char *member = hd_req_param(r, "archpath");
-    uint64_t moff = 0, msize = 0, off, len, n;
+    uint64_t moff = 0, msize = 0, off, len, n = 0;
     char msg[512], cr[96], date[32];
     int status = 200, rc;
 

@@ -47,7 +47,7 @@ static int names_init(struct hd_job *j, struct names *nm)
     json_t *px = json_object_get(a, "prefix");
     char err[256];
     size_t i;
-    int given = (l != NULL) + (tp != NULL) + (px != NULL), rc;
+    int given = (l != NULL) + (tp != NULL) + (px != NULL);
 
     memset(nm, 0, sizeof(*nm));
     if (given > 1) {
@@ -70,7 +70,7 @@ static int names_init(struct hd_job *j, struct names *nm)
         nm->count = json_array_size(l);
     } else if (tp) {
         if (!json_is_string(tp) ||
-            (rc = hd_brace_parse(json_string_value(tp), &nm->tmpl, err, sizeof(err))) < 0) {
+            hd_brace_parse(json_string_value(tp), &nm->tmpl, err, sizeof(err)) < 0) {
             hd_job_error(j, "template: %s", json_is_string(tp) ? err : "not a string");
             return HD_EBADARG;
         }

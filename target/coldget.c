@@ -454,7 +454,9 @@ static void fill_task(struct hd_ctask *task)
     fill_unref(f); /* the task's */
 }
 
-/* Queues f on the pool; on failure marks it failed. */
+/* Queues f on the pool (the task takes a reference of its own); on failure marks it failed
+ * and drops the table's and the task's references. The caller's reference is never dropped
+ * here, so f is still valid when this returns. */
 static void fill_start(struct fill *f)
 {
     int rc;

@@ -18,25 +18,25 @@
  * "error" instead of the numbers it could not get. */
 static json_t *mountpath_json(struct hd_store *st, size_t i)
 {
-    const char *path = hd_store_mp_path(st, i);
-    json_t *o = json_pack("{s:s}", "path", path ? path : "");
+    const char *path = hd_store_mp_path(st, i); /* NULL only for i >= hd_store_nmp() */
+    json_t *o;
     struct statvfs v;
     uint64_t objs;
     int rc;
 
-    if (!o)
+    if (!path || !(o = json_pack("{s:s}", "path", path)))
         return NULL;
     if (statvfs(path, &v) == 0) {
         uint64_t unit = v.f_frsize ? v.f_frsize : v.f_bsize;
         uint64_t total = (uint64_t)v.f_blocks * unit, free_b = (uint64_t)v.f_bfree * unit;
+        uint64_t avail = (uint64_t)v.f_bavail * unit;
         char fsid[24];
         snprintf(fsid, sizeof(fsid), "%lx", (unsigned long)v.f_fsid);
         json_object_set_new(o, "fsid", json_string(fsid));
         json_object_set_new(o, "total", json_integer((json_int_t)total));
         json_object_set_new(o, "used", json_integer((json_int_t)(total - free_b)));
         json_object_set_new(o, "free", json_integer((json_int_t)free_b));
-        json_object_set_new(o, "available",
-                            json_integer((json_int_t)((uint64_t)v.f_bavail * unit)));
+        json_object_set_new(o, "available", json_integer((json_int_t)avail));
     } else {
         json_object_set_new(o, "error", json_string(strerror(errno)));
     }

@@ -491,7 +491,7 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
         hd_job_add(w->j, count, 0);
         return;
     }
-    if ((rc = hd_store_lookup_mp(t->st, mpi, bi->name, name, &m)) < 0) {
+    if (hd_store_lookup_mp(t->st, mpi, bi->name, name, &m) < 0) {
         hd_job_add(w->j, count, 0);
         return; /* deleted meanwhile */
     }
@@ -696,7 +696,7 @@ int hd_node_get_into(struct hd_target *t, const char *node_url, const char *buck
     *xmeta = NULL;
     hd_buf_init(&url);
     hd_buf_init(&line);
-    if (!cu || (rc = object_url(&url, node_url, bucket, key)) < 0) {
+    if (!cu || object_url(&url, node_url, bucket, key) < 0) {
         rc = -ENOMEM;
         goto out;
     }

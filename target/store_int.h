@@ -33,25 +33,30 @@ enum {
     Q_COUNT
 };
 
+/* Designated: each statement sits next to the name it is prepared under (adjacent literals
+ * of one statement are concatenated on purpose). */
 static const char *const sqls[Q_COUNT] = {
-    "SELECT size, mtime, etag, cksum_type, cksum, ctype, meta, file FROM objects "
-    "WHERE bucket = ?1 AND name = ?2",
-    "SELECT file, size FROM objects WHERE bucket = ?1 AND name = ?2",
-    "INSERT INTO objects(bucket, name, size, etag, cksum_type, cksum, mtime, atime, ctype, "
-    "meta, file) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10) "
-    "ON CONFLICT(bucket, name) DO UPDATE SET size = excluded.size, etag = excluded.etag, "
-    "cksum_type = excluded.cksum_type, cksum = excluded.cksum, mtime = excluded.mtime, "
-    "atime = excluded.atime, ctype = excluded.ctype, meta = excluded.meta, file = excluded.file",
-    "DELETE FROM objects WHERE bucket = ?1 AND name = ?2",
-    "SELECT name, size, mtime, etag FROM objects WHERE bucket = ?1 AND name >= ?2 ORDER BY name",
-    "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
-    "BEGIN IMMEDIATE",
-    "COMMIT",
-    "ROLLBACK",
-    "SELECT bytes, objects FROM usage WHERE id = 0",
-    "SELECT members, status, msg FROM tar_index WHERE file = ?1",
-    "SELECT off, size FROM tar_members WHERE file = ?1 AND name = ?2",
-    "SELECT name, off, size FROM tar_members WHERE file = ?1 ORDER BY off",
+    [Q_LOOKUP] = "SELECT size, mtime, etag, cksum_type, cksum, ctype, meta, file FROM objects "
+                 "WHERE bucket = ?1 AND name = ?2",
+    [Q_FILE] = "SELECT file, size FROM objects WHERE bucket = ?1 AND name = ?2",
+    [Q_UPSERT] =
+        "INSERT INTO objects(bucket, name, size, etag, cksum_type, cksum, mtime, atime, ctype, "
+        "meta, file) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10) "
+        "ON CONFLICT(bucket, name) DO UPDATE SET size = excluded.size, etag = excluded.etag, "
+        "cksum_type = excluded.cksum_type, cksum = excluded.cksum, mtime = excluded.mtime, "
+        "atime = excluded.atime, ctype = excluded.ctype, meta = excluded.meta, "
+        "file = excluded.file",
+    [Q_DELETE] = "DELETE FROM objects WHERE bucket = ?1 AND name = ?2",
+    [Q_LIST] = "SELECT name, size, mtime, etag FROM objects "
+               "WHERE bucket = ?1 AND name >= ?2 ORDER BY name",
+    [Q_ANY] = "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
+    [Q_BEGIN] = "BEGIN IMMEDIATE",
+    [Q_COMMIT] = "COMMIT",
+    [Q_ROLLBACK] = "ROLLBACK",
+    [Q_USAGE] = "SELECT bytes, objects FROM usage WHERE id = 0",
+    [Q_TAR_STATE] = "SELECT members, status, msg FROM tar_index WHERE file = ?1",
+    [Q_TAR_MEMBER] = "SELECT off, size FROM tar_members WHERE file = ?1 AND name = ?2",
+    [Q_TAR_LIST] = "SELECT name, off, size FROM tar_members WHERE file = ?1 ORDER BY off",
 };
 
 static const char schema[] =

@@ -1,4 +1,5 @@
-/* libFuzzer driver for Range, HTTP-date and conditional parsing (common/httputil).
+/* libFuzzer driver for Range, Content-Range, HTTP-date and conditional parsing
+ * (common/httputil).
  * Input: 8 bytes of big-endian object size, then header text; lines feed hd_cond_eval. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ static void check_date(const char *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    uint64_t osize = 0, off = 0, len = 0;
+    uint64_t osize = 0, off = 0, len = 0, first, last, total;
     char *s, *f[4] = {NULL, NULL, NULL, NULL};
     struct hd_cond c;
     int rc;
@@ -48,6 +49,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == 0 && (len == 0 || off >= osize || len > osize - off))
         __builtin_trap();
     if (rc != 0 && rc != 1 && rc != HD_ERANGE)
+        __builtin_trap();
+    rc = hd_content_range_parse(s, &first, &last, &total);
+    if (rc == 0 && (first > last || last >= total))
+        __builtin_trap();
+    if (rc != 0 && rc != HD_EBADARG)
         __builtin_trap();
     check_date(s);
 

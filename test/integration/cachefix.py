@@ -2,14 +2,19 @@
 
 - S3rver: the npm s3rver (an independent S3 implementation; it does not check signatures)
   under a restart loop, as TESTING.md advises (it exits on a few malformed inputs).
+- ScriptedS3: a few lines of Python answering object GETs and HEADs with headers a test
+  chooses, for upstream answers no real S3 gives (a malformed Content-Range).
 - HoardCluster: proxies and targets of hoardd on loopback with their own keys and settings;
   one is used as the *upstream* of another cluster (it verifies SigV4, so the cache's
   request signing is really checked), one as the cache itself.
 Every process is started here and stopped by pid (process group for the s3rver loop).
 """
+import hashlib
+import http.server
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.parse
 
@@ -117,6 +122,82 @@ class S3rver:
             aws_access_key_id=S3RVER_KEY, aws_secret_access_key=S3RVER_KEY,
             config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
                           retries={"total_max_attempts": 1, "mode": "standard"}))
+
+
+@pytest.fixture(scope="module")
+def scripted_s3():
+    s = ScriptedS3()
+    yield s
+    s.stop()
+
+
+class ScriptedS3:
+    """An upstream serving the objects in self.objects ({key: bytes}, any bucket) without
+    checking signatures. A ranged GET answers 206 with self.content_range(key, first, last,
+    total) as its Content-Range (the honest header by default; None: no header), so a test can
+    script what a broken upstream sends; bucket-level calls get an empty listing."""
+
+    def __init__(self):
+        self.objects = {}
+        self.content_range = lambda key, a, b, total: "bytes %d-%d/%d" % (a, b, total)
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def send(self, status, headers, body):
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def answer(self):
+                path = urllib.parse.urlsplit(self.path).path
+                parts = urllib.parse.unquote(path).lstrip("/").split("/", 1)
+                if len(parts) < 2 or not parts[1]:
+                    self.send(200, {"Content-Type": "application/xml"},
+                              b'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
+                              b'<IsTruncated>false</IsTruncated></ListBucketResult>')
+                    return
+                data = outer.objects.get(parts[1])
+                if data is None:
+                    self.send(404, {"Content-Type": "application/xml"},
+                              b"<Error><Code>NoSuchKey</Code><Message>no such key</Message>"
+                              b"</Error>")
+                    return
+                h = {"ETag": '"%s"' % hashlib.md5(data).hexdigest(),
+                     "Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT",
+                     "Content-Type": "application/octet-stream"}
+                rng = self.headers.get("Range", "")
+                if self.command == "GET" and rng.startswith("bytes="):
+                    a, _, b = rng[6:].partition("-")
+                    a, b = int(a), min(int(b), len(data) - 1)
+                    cr = outer.content_range(parts[1], a, b, len(data))
+                    if cr is not None:
+                        h["Content-Range"] = cr
+                    self.send(206, h, data[a:b + 1])
+                else:
+                    self.send(200, h, data)
+
+            do_GET = do_HEAD = answer
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.httpd.server_address[1]
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 class CNode(Target):

@@ -24,7 +24,7 @@ import pytest
 import requests
 
 import helpers
-from cachefix import C_KEYS, UP_KEYS, HoardCluster, profiles, s3rver  # noqa: F401
+from cachefix import C_KEYS, UP_KEYS, HoardCluster, profiles, s3rver, scripted_s3  # noqa: F401
 from conftest import _TARGETS
 CACHE_TARGET = ["--space.check_ms", "200", "--cache.atime_flush_ms", "200",
                 "--upstream.retries", "1", "--upstream.backoff_ms", "50",
@@ -200,6 +200,38 @@ def test_ranged_cold_get_is_an_upstream_range_request(upstream, cache):
     assert r.status_code == 200 and md5(r.content) == md5(data)
     assert upstream.proxy.metric("hoard_requests_total", op="get", status="200") - full0 == 1
     print("ranged cold GET %.3fs, warm full GET %.3fs" % (ranged_s, full_s))
+
+
+def test_ranged_cold_get_refuses_a_malformed_upstream_content_range(scripted_s3, cache):
+    """The Content-Range of an upstream's 206 is parsed strictly: a sign, trailing bytes, a
+    range past the total or one that disagrees with the body's length make the answer an
+    upstream error (503) instead of a 206 relaying numbers that were never sent. So does a 206
+    without a Content-Range."""
+    data = helpers.pattern_bytes(10000, 3)
+    bad = {
+        "signed": "bytes -1-98/10000",
+        "trailing": "bytes 100-199/10000 junk",
+        "past-total": "bytes 100-199/150",
+        "wrong-length": "bytes 100-150/10000",
+        "overflow": "bytes 100-199/99999999999999999999999",
+        "missing": None,
+    }
+    honest = scripted_s3.content_range
+    scripted_s3.content_range = lambda key, a, b, total: (
+        bad[key] if key in bad else honest(key, a, b, total))
+    for k in list(bad) + ["good"]:
+        scripted_s3.objects[k] = data
+    b = cache.create_cloud_bucket(uname("scr"), scripted_s3.url, "s3rver")
+    r = cache.get(b, "good", headers={"Range": "bytes=100-199"})
+    assert r.status_code == 206, r.text
+    assert r.headers["Content-Range"] == "bytes 100-199/10000"
+    assert r.content == data[100:200]
+    wrong = []
+    for k, v in bad.items():
+        r = cache.get(b, k, headers={"Range": "bytes=100-199"})
+        if r.status_code != 503 or "Content-Range" not in r.text:
+            wrong.append((v, r.status_code, r.headers.get("Content-Range")))
+    assert not wrong, wrong
 
 
 # ---- upstream stopped ----

@@ -115,6 +115,59 @@ HD_SUITE(httputil_range)
     }
 }
 
+/* The Content-Range of an upstream's 206 (common/s3client trusts nothing else about which
+ * bytes it got): what sscanf("bytes %llu-%llu/%llu") let through must be refused. */
+HD_SUITE(httputil_content_range)
+{
+    static const struct {
+        const char *hdr;
+        int ok;
+        uint64_t first, last, total;
+    } t[] = {
+        {"bytes 0-9/10", 1, 0, 9, 10},
+        {"bytes 100-199/10000", 1, 100, 199, 10000},
+        {"BYTES 5-5/6", 1, 5, 5, 6},
+        {"bytes 0-18446744073709551614/" BIG, 1, 0, UINT64_MAX - 1, UINT64_MAX},
+        {"bytes -1-98/10000", 0, 0, 0, 0}, /* a sign: sscanf wrapped it to 2^64-1 */
+        {"bytes +1-98/10000", 0, 0, 0, 0},
+        {"bytes 100-199/10000 junk", 0, 0, 0, 0},
+        {"bytes 100-199/10000x", 0, 0, 0, 0},
+        {"bytes  100-199/10000", 0, 0, 0, 0}, /* sscanf skipped the spaces */
+        {"bytes 100 -199/10000", 0, 0, 0, 0},
+        {"bytes 100-199/150", 0, 0, 0, 0}, /* past the total */
+        {"bytes 100-199/199", 0, 0, 0, 0},
+        {"bytes 200-100/1000", 0, 0, 0, 0}, /* backwards */
+        {"bytes 0-9/" HUGE, 0, 0, 0, 0},    /* sscanf clamped it to 2^64-1 */
+        {"bytes 0-" HUGE "/" HUGE, 0, 0, 0, 0},
+        {"bytes 0-9/*", 0, 0, 0, 0},
+        {"bytes */10", 0, 0, 0, 0},
+        {"bytes=0-9/10", 0, 0, 0, 0},
+        {"items 0-9/10", 0, 0, 0, 0},
+        {"bytes 0-9", 0, 0, 0, 0},
+        {"bytes -9/10", 0, 0, 0, 0},
+        {"", 0, 0, 0, 0},
+    };
+
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        uint64_t a = 7, b = 7, n = 7;
+        int rc = hd_content_range_parse(t[i].hdr, &a, &b, &n);
+        if ((rc == 0) != t[i].ok)
+            fprintf(stderr, "  content-range \"%s\": rc %d\n", t[i].hdr, rc);
+        CHECK_EQ_INT(rc, t[i].ok ? 0 : HD_EBADARG);
+        if (t[i].ok) {
+            CHECK(a == t[i].first);
+            CHECK(b == t[i].last);
+            CHECK(n == t[i].total);
+        } else {
+            CHECK(a == 7 && b == 7 && n == 7); /* untouched */
+        }
+    }
+    {
+        uint64_t a, b, n;
+        CHECK_EQ_INT(hd_content_range_parse(NULL, &a, &b, &n), HD_EBADARG);
+    }
+}
+
 HD_SUITE(httputil_dates)
 {
     static const struct {
