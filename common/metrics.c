@@ -6,11 +6,15 @@ static const char *const op_names[HD_OP_COUNT] = {"other",  "get",  "put",    "h
                                                   "delete", "list", "bucket", "admin"};
 static const char *const stat_names[HD_ST_COUNT] = {
     "hoard_put_bytes_total", "hoard_get_bytes_total", "hoard_put_aborted_total",
-    "hoard_auth_failures_total"};
+    "hoard_auth_failures_total", "hoard_relay_started_total", "hoard_relay_ended_total",
+    "hoard_relay_aborted_total"};
 static const char *const stat_help[HD_ST_COUNT] = {
     "Object bytes stored by PUT", "Object bytes served by GET",
     "PUTs that stored nothing (bad digest, short body, disk error)",
-    "Requests refused by authentication"};
+    "Requests refused by authentication",
+    "Relayed requests begun (proxy; started minus ended is the number in flight)",
+    "Relayed requests finished and released",
+    "Relayed transfers cut short because the client left or the proxy stopped"};
 
 /* Status codes get their own series; anything else is "other". */
 static const int statuses[] = {200, 201, 204, 206, 304, 400, 403, 404, 405,

@@ -25,6 +25,9 @@ enum hd_stat {
     HD_ST_GET_BYTES,
     HD_ST_PUT_ABORTED,
     HD_ST_AUTH_FAILED,
+    HD_ST_RELAY_STARTED, /* common/relay.c: relays begun */
+    HD_ST_RELAY_ENDED,   /* ... and released (transfer over, client side gone) */
+    HD_ST_RELAY_ABORTED, /* ... transfers cut short because the client left or we stopped */
     HD_ST_COUNT
 };
 

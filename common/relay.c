@@ -2,15 +2,18 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include <curl/curl.h>
+#include <uv.h>
 
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/ring.h"
 
 #define RELAY_MAGIC 0x726c6179u
@@ -19,62 +22,103 @@
  * backs up, so a small object costs a small buffer (no 1 MiB allocation and page faults per
  * request), and a large stream still gets the whole window. */
 #define RING_MIN (64u * 1024)
+/* A parked side is woken when this much is buffered for it, when its answer or body is
+ * complete, or (a trickling peer) LAZY_MS after data came: every suspend/resume or unpause
+ * costs a thread wake-up, so it should move a good share of the window. */
+#define WAKE_MIN (128u * 1024)
+#define LAZY_MS 2
+/* Easy handles kept for reuse (each keeps libcurl's 256 KiB transfer buffer). */
+#define IDLE_MAX 32
+
+struct relay_loop;
 
 struct relay {
     uint32_t magic;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int refs;         /* request (on_done), response (free_cb), transfer thread */
-    struct hd_req *r; /* NULL once the client side is finished */
+    atomic_int refs; /* request (on_done), response (free_cb), transfer, loop queue entry */
+    struct relay_loop *loop;
+    pthread_mutex_t mu; /* the fields both threads touch, down to `reqid` */
+    struct hd_req *r;   /* NULL once the client side is finished */
     char *url;
     char method[16];
     struct curl_slist *hdrs;
     int has_body;
     int64_t body_len; /* -1: chunked */
+    int handed;       /* given to the loop (at once without a body, else once data is ready) */
 
     struct hd_ring up; /* client -> node */
+    uint64_t up_total;
     int up_eof;
     int mhd_wait_space; /* client side parked until `up` has room */
+    int curl_wait_data; /* upload paused until `up` has data or the end */
+    int lazy_asked;     /* the loop was asked to unpause it soon even below WAKE_MIN */
 
     struct hd_ring down; /* node -> client */
-    int mhd_wait_data;   /* client side parked until data, headers or the end */
-    int done;            /* transfer finished (ok or not) */
-    int failed;          /* before headers: connect/transfer error; after: body cut short */
-    char err[CURL_ERROR_SIZE];
+    uint64_t down_total;
+    int mhd_wait_data;   /* client side parked until headers, data or the end */
+    int streaming;       /* the client side has queued its response (reads `down`) */
+    int curl_wait_space; /* download paused until `down` has down_need free */
+    size_t down_need;
+    int unpause; /* the loop is to call curl_easy_pause(CONT) */
 
+    int done;   /* transfer finished (ok or not) */
+    int failed; /* before headers: connect/transfer error; after: body cut short */
+    char err[CURL_ERROR_SIZE];
     int head_done;
     long status;
-    int in_head; /* between a status line and its blank line */
     struct hd_kv *rh;
     size_t nrh;
     int64_t resp_len;
     char reqid[64];
-    struct relay *next; /* job queue */
+
+    /* loop thread only (inq: under loop->qmu) */
+    CURL *easy;
+    int inq, on_lazy;
+    struct relay *qnext, *lazy_next, *run_prev, *run_next;
 };
 
-/* ---- the pool of transfer threads, each with its own curl handle (keep-alive) ---- */
+/* A socket libcurl asked the loop to watch, kept by descriptor number for reuse: curl drops
+ * the watch each time a keep-alive connection goes back to its cache. */
+struct sock {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    struct relay_loop *l;
+};
 
-static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER;
-static struct relay *queue_head, *queue_tail;
-static int nthreads, nidle, maxthreads = 256, queued;
+struct relay_loop {
+    pthread_t thr;
+    uv_loop_t uv;
+    uv_async_t async;  /* the queue has entries, or stop */
+    uv_timer_t timer;  /* libcurl's */
+    uv_timer_t lazy_t; /* wakes the `lazy` list */
+    CURLM *multi;
+    pthread_mutex_t qmu;
+    struct relay *qhead, *qtail;
+    int stopping; /* under qmu */
+    int running;  /* the thread exists (under loop_mu) */
+    /* loop thread only */
+    struct relay *lazy, *run;
+    CURL *idle[IDLE_MAX];
+    int nidle;
+    struct sock **socks;
+    size_t nsocks;
+};
+
+static pthread_mutex_t loop_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct relay_loop the_loop = {.qmu = PTHREAD_MUTEX_INITIALIZER};
+static atomic_int inflight;
+static atomic_int max_relays = 256;
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
 void hd_relay_set_max(int n)
 {
-    pthread_mutex_lock(&pool_mu);
-    maxthreads = n > 0 ? n : 1;
-    pthread_mutex_unlock(&pool_mu);
+    atomic_store(&max_relays, n > 0 ? n : 1);
 }
 
 static void relay_unref(struct relay *y)
 {
     size_t i;
-    int last;
 
-    pthread_mutex_lock(&y->mu);
-    last = --y->refs == 0;
-    pthread_mutex_unlock(&y->mu);
-    if (!last)
+    if (atomic_fetch_sub(&y->refs, 1) != 1)
         return;
     for (i = 0; i < y->nrh; i++) {
         free((char *)y->rh[i].k);
@@ -86,17 +130,74 @@ static void relay_unref(struct relay *y)
     curl_slist_free_all(y->hdrs);
     free(y->url);
     pthread_mutex_destroy(&y->mu);
-    pthread_cond_destroy(&y->cv);
     y->magic = 0;
     free(y);
+    atomic_fetch_sub(&inflight, 1);
+    hd_stats_inc(HD_ST_RELAY_ENDED);
 }
 
-/* Wakes the client side if it is parked waiting for what just changed. Caller holds mu. */
-static void wake_client(struct relay *y)
+/* Any thread: asks the loop to look at y (start it, unpause it, abort it, or put it on the
+ * lazy list). -1 when the loop is stopping (the request is dropped). */
+static int poke(struct relay *y)
 {
-    if (y->r && y->mhd_wait_data) {
+    struct relay_loop *l = y->loop;
+    int send = 0, rc = 0;
+
+    pthread_mutex_lock(&l->qmu);
+    if (l->stopping) {
+        rc = -1;
+    } else if (!y->inq) {
+        y->inq = 1;
+        atomic_fetch_add(&y->refs, 1);
+        y->qnext = NULL;
+        if (l->qtail)
+            l->qtail->qnext = y;
+        else
+            l->qhead = y;
+        l->qtail = y;
+        send = 1;
+    }
+    pthread_mutex_unlock(&l->qmu);
+    if (send)
+        uv_async_send(&l->async); /* coalesces: one eventfd write while the loop is busy */
+    return rc;
+}
+
+/* ---- loop thread ---- */
+
+static void on_lazy(uv_timer_t *t);
+
+static void lazy_add(struct relay_loop *l, struct relay *y)
+{
+    if (y->on_lazy)
+        return;
+    y->on_lazy = 1;
+    y->lazy_next = l->lazy;
+    l->lazy = y;
+    if (!uv_is_active((uv_handle_t *)&l->lazy_t))
+        uv_timer_start(&l->lazy_t, on_lazy, LAZY_MS, 0);
+}
+
+/* Resumes the client side if what it waits for is there: the whole answer, WAKE_MIN bytes,
+ * or, for a parked response head, the head of a big answer. Otherwise a trickle is put on
+ * the lazy list. Loop thread, y->mu held. */
+static void client_check(struct relay *y)
+{
+    uint64_t expect;
+    int ready;
+
+    if (!y->r || !y->mhd_wait_data || !y->head_done)
+        return;
+    if (strcmp(y->method, "HEAD") == 0 || y->status == 204 || y->status == 304)
+        expect = 0;
+    else
+        expect = y->resp_len < 0 ? UINT64_MAX : (uint64_t)y->resp_len;
+    ready = y->done || y->down_total >= expect || y->down.len >= WAKE_MIN;
+    if (ready) {
         y->mhd_wait_data = 0;
         hd_req_resume(y->r);
+    } else if (y->down.len || !y->streaming) {
+        lazy_add(y->loop, y);
     }
 }
 
@@ -129,6 +230,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     size_t len = size * n, kl;
     char *colon, *v, *e;
 
+    if (y->magic != RELAY_MAGIC)
+        return 0;
     pthread_mutex_lock(&y->mu);
     if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
         long st = 0;
@@ -136,15 +239,13 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         if (sp)
             st = strtol(sp + 1, NULL, 10);
         y->status = st;
-        y->in_head = 1;
         y->resp_len = -1;
         goto out;
     }
     if (len <= 2) { /* blank line: end of one header block */
-        y->in_head = 0;
         if (y->status >= 200 && !y->head_done) {
             y->head_done = 1;
-            wake_client(y);
+            client_check(y);
         }
         goto out;
     }
@@ -188,28 +289,38 @@ out:
     return len;
 }
 
+/* Takes all of p or nothing: a full window pauses the download (libcurl keeps the bytes and
+ * offers them again after curl_easy_pause(CONT), which the client side asks for once it has
+ * drained half the window). */
 static size_t on_write(char *p, size_t size, size_t n, void *arg)
 {
     struct relay *y = arg;
-    size_t len = size * n, done = 0;
+    size_t len = size * n;
 
+    if (y->magic != RELAY_MAGIC)
+        return 0;
     pthread_mutex_lock(&y->mu);
-    if (!y->head_done) { /* some servers send no blank line callback before the body */
-        y->head_done = 1;
-        wake_client(y);
+    if (!y->r) { /* client gone: abort the transfer */
+        pthread_mutex_unlock(&y->mu);
+        return 0;
     }
-    while (done < len) {
-        if (!y->r) { /* client gone: abort the transfer */
+    if (!y->head_done) /* some servers send no blank line callback before the body */
+        y->head_done = 1;
+    if (hd_ring_room(&y->down, len) < len) {
+        if (y->down.len == 0) { /* the window cannot grow: no memory */
+            snprintf(y->err, sizeof(y->err), "out of memory");
             pthread_mutex_unlock(&y->mu);
             return 0;
         }
-        size_t k = hd_ring_put(&y->down, p + done, len - done);
-        done += k;
-        if (k)
-            wake_client(y);
-        if (done < len)
-            pthread_cond_wait(&y->cv, &y->mu);
+        y->curl_wait_space = 1;
+        y->down_need = len;
+        client_check(y);
+        pthread_mutex_unlock(&y->mu);
+        return CURL_WRITEFUNC_PAUSE;
     }
+    hd_ring_put(&y->down, p, len);
+    y->down_total += len;
+    client_check(y);
     pthread_mutex_unlock(&y->mu);
     return len;
 }
@@ -219,26 +330,118 @@ static size_t on_read(char *p, size_t size, size_t n, void *arg)
     struct relay *y = arg;
     size_t got;
 
-    pthread_mutex_lock(&y->mu);
-    while (y->up.len == 0 && !y->up_eof && y->r)
-        pthread_cond_wait(&y->cv, &y->mu);
-    if (!y->r && !y->up_eof) {
-        pthread_mutex_unlock(&y->mu);
+    if (y->magic != RELAY_MAGIC)
         return CURL_READFUNC_ABORT;
-    }
+    pthread_mutex_lock(&y->mu);
     got = hd_ring_get(&y->up, p, size * n);
-    if (got && y->mhd_wait_space && y->r) {
-        y->mhd_wait_space = 0;
-        hd_req_resume(y->r);
+    if (got) {
+        if (y->mhd_wait_space && y->r && y->up.len <= y->up.cap / 2) {
+            y->mhd_wait_space = 0;
+            hd_req_resume(y->r);
+        }
+    } else if (!y->up_eof) {
+        if (!y->r) {
+            pthread_mutex_unlock(&y->mu);
+            return CURL_READFUNC_ABORT;
+        }
+        y->curl_wait_data = 1;
+        y->lazy_asked = 0;
+        pthread_mutex_unlock(&y->mu);
+        return CURL_READFUNC_PAUSE;
     }
     pthread_mutex_unlock(&y->mu);
     return got;
 }
 
-static void transfer(CURL *c, struct relay *y)
+static void run_unlink(struct relay_loop *l, struct relay *y)
 {
-    CURLcode cc;
+    if (y->run_prev)
+        y->run_prev->run_next = y->run_next;
+    else
+        l->run = y->run_next;
+    if (y->run_next)
+        y->run_next->run_prev = y->run_prev;
+    y->run_prev = y->run_next = NULL;
+}
 
+static void lazy_remove(struct relay_loop *l, struct relay *y)
+{
+    struct relay **pp;
+
+    if (!y->on_lazy)
+        return;
+    for (pp = &l->lazy; *pp; pp = &(*pp)->lazy_next)
+        if (*pp == y) {
+            *pp = y->lazy_next;
+            break;
+        }
+    y->on_lazy = 0;
+}
+
+/* Ends y's transfer: records the outcome, wakes a parked client side, drops the transfer's
+ * reference. msg overrides libcurl's error text. Any thread that owns the transfer. */
+static void end_transfer(struct relay *y, CURLcode cc, const char *msg)
+{
+    pthread_mutex_lock(&y->mu);
+    y->done = 1;
+    if (cc != CURLE_OK || msg) {
+        y->failed = 1;
+        if (msg)
+            snprintf(y->err, sizeof(y->err), "%s", msg);
+        else if (!y->err[0])
+            snprintf(y->err, sizeof(y->err), "%s", curl_easy_strerror(cc));
+        if (!y->r || msg)
+            hd_stats_inc(HD_ST_RELAY_ABORTED);
+    }
+    y->head_done = 1;
+    if (y->r && (y->mhd_wait_data || y->mhd_wait_space)) {
+        y->mhd_wait_data = y->mhd_wait_space = 0;
+        hd_req_resume(y->r);
+    }
+    pthread_mutex_unlock(&y->mu);
+    relay_unref(y);
+}
+
+static void finish(struct relay_loop *l, struct relay *y, CURLcode cc, const char *msg)
+{
+    curl_multi_remove_handle(l->multi, y->easy);
+    if (l->nidle < IDLE_MAX)
+        l->idle[l->nidle++] = y->easy;
+    else
+        curl_easy_cleanup(y->easy);
+    y->easy = NULL;
+    run_unlink(l, y);
+    lazy_remove(l, y);
+    end_transfer(y, cc, msg);
+}
+
+static void collect(struct relay_loop *l)
+{
+    CURLMsg *m;
+    int left;
+
+    while ((m = curl_multi_info_read(l->multi, &left))) {
+        struct relay *y = NULL;
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&y);
+        if (!y || y->magic != RELAY_MAGIC || y->easy != m->easy_handle) {
+            HD_LOG(HD_ERROR, NULL, "relay: a finished transfer has no relay");
+            curl_multi_remove_handle(l->multi, m->easy_handle);
+            continue;
+        }
+        finish(l, y, m->data.result, NULL);
+    }
+}
+
+static void begin(struct relay_loop *l, struct relay *y)
+{
+    CURL *c = l->nidle ? l->idle[--l->nidle] : curl_easy_init();
+
+    if (!c) {
+        end_transfer(y, CURLE_OUT_OF_MEMORY, "out of memory");
+        return;
+    }
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, y->url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, y->hdrs);
@@ -246,10 +449,13 @@ static void transfer(CURL *c, struct relay *y)
     curl_easy_setopt(c, CURLOPT_HEADERDATA, y);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, y);
+    curl_easy_setopt(c, CURLOPT_PRIVATE, y);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, y->err);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    /* a stalled peer: under 1 byte/s for 60 s ends the transfer */
+    /* a stalled peer: under 1 byte/s for 60 s ends the transfer (libcurl does not count the
+     * time a download is paused for a slow client; MHD's timeout covers that side) */
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
     curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
@@ -270,107 +476,337 @@ static void transfer(CURL *c, struct relay *y)
     } else if (strcmp(y->method, "GET") != 0) {
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, y->method);
     }
-    cc = curl_easy_perform(c);
-    pthread_mutex_lock(&y->mu);
-    y->done = 1;
-    if (cc != CURLE_OK) {
-        y->failed = 1;
-        if (!y->err[0])
-            snprintf(y->err, sizeof(y->err), "%s", curl_easy_strerror(cc));
+    y->easy = c;
+    if (curl_multi_add_handle(l->multi, c) != CURLM_OK) {
+        y->easy = NULL;
+        curl_easy_cleanup(c);
+        end_transfer(y, CURLE_OUT_OF_MEMORY, "cannot start the transfer");
+        return;
     }
-    if (!y->head_done)
-        y->head_done = 1;
-    wake_client(y);
-    if (y->r && y->mhd_wait_space) {
-        y->mhd_wait_space = 0;
-        hd_req_resume(y->r);
-    }
-    pthread_cond_broadcast(&y->cv);
-    pthread_mutex_unlock(&y->mu);
+    y->run_prev = NULL;
+    y->run_next = l->run;
+    if (l->run)
+        l->run->run_prev = y;
+    l->run = y;
 }
 
-static void *worker(void *arg)
+/* A queue entry: start y, abort it (client gone), unpause it, or watch a trickling upload. */
+static void service(struct relay_loop *l, struct relay *y)
 {
-    CURL *c = curl_easy_init();
+    int unpause, lazy, gone;
 
-    (void)arg;
-    for (;;) {
-        struct relay *y;
-        pthread_mutex_lock(&pool_mu);
-        nidle++;
-        while (!queue_head)
-            pthread_cond_wait(&pool_cv, &pool_mu);
-        nidle--;
-        y = queue_head;
-        queue_head = y->next;
-        if (!queue_head)
-            queue_tail = NULL;
-        queued--;
-        pthread_mutex_unlock(&pool_mu);
-        if (c)
-            transfer(c, y);
-        else {
-            pthread_mutex_lock(&y->mu);
-            y->done = y->failed = y->head_done = 1;
-            snprintf(y->err, sizeof(y->err), "out of memory");
-            wake_client(y);
-            pthread_mutex_unlock(&y->mu);
-        }
-        relay_unref(y);
+    pthread_mutex_lock(&y->mu);
+    if (y->done) {
+        pthread_mutex_unlock(&y->mu);
+        return;
     }
+    gone = !y->r;
+    unpause = y->unpause;
+    y->unpause = 0;
+    lazy = y->curl_wait_data && y->lazy_asked;
+    pthread_mutex_unlock(&y->mu);
+    if (!y->easy) {
+        if (gone)
+            end_transfer(y, CURLE_ABORTED_BY_CALLBACK, NULL);
+        else
+            begin(l, y);
+    } else if (gone) {
+        finish(l, y, CURLE_ABORTED_BY_CALLBACK, NULL);
+    } else if (unpause) {
+        curl_easy_pause(y->easy, CURLPAUSE_CONT);
+    } else if (lazy) {
+        lazy_add(l, y);
+    }
+}
+
+static void shutdown_loop(struct relay_loop *l);
+
+static void on_async(uv_async_t *a)
+{
+    struct relay_loop *l = a->data;
+    struct relay *q, *y;
+    int stopping;
+
+    pthread_mutex_lock(&l->qmu);
+    q = l->qhead;
+    l->qhead = l->qtail = NULL;
+    for (y = q; y; y = y->qnext)
+        y->inq = 0;
+    stopping = l->stopping;
+    pthread_mutex_unlock(&l->qmu);
+    while (q) {
+        y = q;
+        q = q->qnext;
+        service(l, y);
+        relay_unref(y); /* the queue entry's */
+    }
+    collect(l);
+    if (stopping)
+        shutdown_loop(l);
+}
+
+/* The lazy list: client sides parked on less than WAKE_MIN, uploads paused on a trickle. */
+static void on_lazy(uv_timer_t *t)
+{
+    struct relay_loop *l = t->data;
+    struct relay *y = l->lazy, *next;
+
+    l->lazy = NULL;
+    for (next = y; next; next = next->lazy_next)
+        next->on_lazy = 0;
+    for (; y; y = next) {
+        int unpause = 0;
+        next = y->lazy_next;
+        pthread_mutex_lock(&y->mu);
+        if (y->r && y->mhd_wait_data && y->head_done && (y->down.len || !y->streaming)) {
+            y->mhd_wait_data = 0;
+            hd_req_resume(y->r);
+        }
+        if (y->curl_wait_data && (y->up.len || y->up_eof)) {
+            y->curl_wait_data = 0;
+            unpause = 1;
+        }
+        pthread_mutex_unlock(&y->mu);
+        if (unpause && y->easy)
+            curl_easy_pause(y->easy, CURLPAUSE_CONT);
+    }
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    struct relay_loop *l = t->data;
+    int running;
+
+    curl_multi_socket_action(l->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    collect(l);
+}
+
+static int on_curl_timer(CURLM *m, long ms, void *arg)
+{
+    struct relay_loop *l = arg;
+
+    (void)m;
+    if (ms < 0)
+        uv_timer_stop(&l->timer);
+    else
+        uv_timer_start(&l->timer, on_timeout, (uint64_t)ms, 0);
+    return 0;
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    struct sock *s = p->data;
+    int flags = 0, running;
+
+    if (status < 0)
+        flags = CURL_CSELECT_ERR;
+    if (events & UV_READABLE)
+        flags |= CURL_CSELECT_IN;
+    if (events & UV_WRITABLE)
+        flags |= CURL_CSELECT_OUT;
+    curl_multi_socket_action(s->l->multi, s->fd, flags, &running);
+    collect(s->l);
+}
+
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp)
+{
+    struct relay_loop *l = arg;
+    struct sock *s;
+    int ev = 0;
+
+    (void)e;
+    (void)sockp;
+    if (fd < 0)
+        return -1;
+    if ((size_t)fd >= l->nsocks) {
+        size_t n = l->nsocks ? l->nsocks : 64;
+        struct sock **ns;
+        while (n <= (size_t)fd)
+            n *= 2;
+        ns = realloc(l->socks, n * sizeof(*ns));
+        if (!ns)
+            return -1;
+        memset(ns + l->nsocks, 0, (n - l->nsocks) * sizeof(*ns));
+        l->socks = ns;
+        l->nsocks = n;
+    }
+    s = l->socks[fd];
+    if (what == CURL_POLL_REMOVE) {
+        if (s)
+            uv_poll_stop(&s->poll); /* kept: the descriptor number comes back */
+        return 0;
+    }
+    if (!s) {
+        s = calloc(1, sizeof(*s));
+        if (!s || uv_poll_init_socket(&l->uv, &s->poll, fd) < 0) {
+            free(s);
+            return -1;
+        }
+        s->poll.data = s;
+        s->fd = fd;
+        s->l = l;
+        l->socks[fd] = s;
+    }
+    if (what & CURL_POLL_IN)
+        ev |= UV_READABLE;
+    if (what & CURL_POLL_OUT)
+        ev |= UV_WRITABLE;
+    return uv_poll_start(&s->poll, ev, on_poll) < 0 ? -1 : 0;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    if (h->type == UV_POLL)
+        free(h->data);
+}
+
+static void shutdown_loop(struct relay_loop *l)
+{
+    size_t i;
+
+    while (l->run)
+        finish(l, l->run, CURLE_ABORTED_BY_CALLBACK, "the proxy is shutting down");
+    while (l->nidle)
+        curl_easy_cleanup(l->idle[--l->nidle]);
+    curl_multi_cleanup(l->multi); /* closes the kept connections */
+    l->multi = NULL;
+    for (i = 0; i < l->nsocks; i++)
+        if (l->socks[i])
+            uv_close((uv_handle_t *)&l->socks[i]->poll, on_closed);
+    free(l->socks);
+    l->socks = NULL;
+    l->nsocks = 0;
+    uv_close((uv_handle_t *)&l->async, on_closed);
+    uv_close((uv_handle_t *)&l->timer, on_closed);
+    uv_close((uv_handle_t *)&l->lazy_t, on_closed);
+}
+
+static void *loop_main(void *arg)
+{
+    struct relay_loop *l = arg;
+
+    uv_run(&l->uv, UV_RUN_DEFAULT); /* until shutdown_loop closed every handle */
+    uv_loop_close(&l->uv);
     return NULL;
 }
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
 static void curl_init_once(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static int submit(struct relay *y)
+/* The loop, started on first use. NULL if it cannot be started. */
+static struct relay_loop *loop_get(void)
 {
-    pthread_t th;
-    pthread_attr_t at;
-    int rc = 0;
+    struct relay_loop *l = &the_loop;
+    int uv_ok = 0;
 
+    pthread_mutex_lock(&loop_mu);
+    if (l->running)
+        goto out;
     pthread_once(&curl_once, curl_init_once);
-    pthread_mutex_lock(&pool_mu);
-    if (nidle <= queued) {
-        if (nthreads >= maxthreads) {
-            rc = HD_EUNAVAIL;
-            goto out;
-        }
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&at, 256u * 1024);
-        if (pthread_create(&th, &at, worker, NULL) != 0)
-            rc = nthreads ? 0 : HD_EUNAVAIL; /* someone will pick it up */
-        else
-            nthreads++;
-        pthread_attr_destroy(&at);
-        if (rc < 0)
-            goto out;
+    if (uv_loop_init(&l->uv) < 0) {
+        l = NULL;
+        goto out;
     }
-    y->next = NULL;
-    if (queue_tail)
-        queue_tail->next = y;
-    else
-        queue_head = y;
-    queue_tail = y;
-    queued++;
-    pthread_cond_signal(&pool_cv);
+    uv_ok = 1;
+    l->multi = curl_multi_init();
+    if (!l->multi)
+        goto fail;
+    curl_multi_setopt(l->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(l->multi, CURLMOPT_SOCKETDATA, l);
+    curl_multi_setopt(l->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(l->multi, CURLMOPT_TIMERDATA, l);
+    /* keep-alive connections to every target, as many per target as relays need */
+    curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, 1024L);
+    curl_multi_setopt(l->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+    uv_async_init(&l->uv, &l->async, on_async);
+    uv_timer_init(&l->uv, &l->timer);
+    uv_timer_init(&l->uv, &l->lazy_t);
+    l->async.data = l->timer.data = l->lazy_t.data = l;
+    pthread_mutex_lock(&l->qmu);
+    l->stopping = 0;
+    pthread_mutex_unlock(&l->qmu);
+    if (pthread_create(&l->thr, NULL, loop_main, l) != 0) {
+        uv_close((uv_handle_t *)&l->async, NULL);
+        uv_close((uv_handle_t *)&l->timer, NULL);
+        uv_close((uv_handle_t *)&l->lazy_t, NULL);
+        uv_run(&l->uv, UV_RUN_DEFAULT);
+        goto fail;
+    }
+    l->running = 1;
+    goto out;
+fail:
+    if (l->multi)
+        curl_multi_cleanup(l->multi);
+    l->multi = NULL;
+    if (uv_ok)
+        uv_loop_close(&l->uv);
+    l = NULL;
 out:
-    pthread_mutex_unlock(&pool_mu);
-    return rc;
+    pthread_mutex_unlock(&loop_mu);
+    return l;
+}
+
+void hd_relay_stop(void)
+{
+    struct relay_loop *l = &the_loop;
+
+    pthread_mutex_lock(&loop_mu);
+    if (l->running) {
+        pthread_mutex_lock(&l->qmu);
+        l->stopping = 1;
+        pthread_mutex_unlock(&l->qmu);
+        uv_async_send(&l->async);
+        pthread_join(l->thr, NULL);
+        l->running = 0;
+    }
+    pthread_mutex_unlock(&loop_mu);
 }
 
 /* ---- client side (HTTP worker thread) ---- */
+
+#define KICK_START 1
+#define KICK_POKE 2
+
+/* What the loop must hear about the upload after the client side added data or its end:
+ * the start (once the body is complete or WAKE_MIN is buffered), an unpause, or a request to
+ * unpause a trickle soon. y->mu held. */
+static int upload_progress(struct relay *y)
+{
+    int ready = y->up_eof || y->up.len >= WAKE_MIN;
+
+    if (!y->handed) {
+        if (!ready)
+            return 0;
+        y->handed = 1;
+        return KICK_START;
+    }
+    if (!y->curl_wait_data)
+        return 0;
+    if (ready) {
+        y->curl_wait_data = 0;
+        y->unpause = 1;
+        return KICK_POKE;
+    }
+    if (y->up.len && !y->lazy_asked) {
+        y->lazy_asked = 1;
+        return KICK_POKE;
+    }
+    return 0;
+}
+
+static void kick(struct relay *y, int what)
+{
+    if (what && poke(y) < 0 && what == KICK_START)
+        end_transfer(y, CURLE_ABORTED_BY_CALLBACK, "the proxy is shutting down");
+}
 
 static int relay_body(struct hd_req *r, const char *data, size_t len)
 {
     struct relay *y = r->data;
     size_t k;
+    int what, rc = 0;
 
     pthread_mutex_lock(&y->mu);
     if (y->done) { /* the node answered early (e.g. an error): drop the rest */
@@ -378,28 +814,37 @@ static int relay_body(struct hd_req *r, const char *data, size_t len)
         return 0;
     }
     k = hd_ring_put(&y->up, data, len);
-    if (k)
-        pthread_cond_broadcast(&y->cv);
+    y->up_total += k;
+    if (y->body_len >= 0 && y->up_total >= (uint64_t)y->body_len)
+        y->up_eof = 1;
+    what = upload_progress(y);
     if (k < len) {
         y->mhd_wait_space = 1;
         hd_req_suspend(r);
-        pthread_mutex_unlock(&y->mu);
-        return k ? (int)k : HD_BODY_WAIT;
+        rc = k ? (int)k : HD_BODY_WAIT;
     }
     pthread_mutex_unlock(&y->mu);
-    return 0;
+    kick(y, what);
+    return rc;
 }
 
 static long relay_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct relay *y = cls;
+    int unpause = 0;
     long n;
 
     (void)pos;
+    if (y->magic != RELAY_MAGIC)
+        return HD_STREAM_ERROR;
     pthread_mutex_lock(&y->mu);
     n = (long)hd_ring_get(&y->down, buf, max);
     if (n > 0) {
-        pthread_cond_broadcast(&y->cv);
+        size_t room = y->down.max - y->down.len;
+        if (y->curl_wait_space && room >= y->down_need && room >= y->down.max / 2) {
+            y->curl_wait_space = 0;
+            y->unpause = unpause = 1;
+        }
     } else if (y->done) {
         n = y->failed ? HD_STREAM_ERROR : HD_STREAM_END;
     } else if (y->r) {
@@ -410,6 +855,8 @@ static long relay_read(void *cls, uint64_t pos, char *buf, size_t max)
         n = HD_STREAM_ERROR;
     }
     pthread_mutex_unlock(&y->mu);
+    if (unpause)
+        poke(y);
     return n;
 }
 
@@ -424,18 +871,19 @@ static void relay_end(struct hd_req *r)
     size_t i;
     long status;
     int64_t len;
-    int failed;
+    int failed, what = 0;
     char err[CURL_ERROR_SIZE];
 
     pthread_mutex_lock(&y->mu);
     if (!y->up_eof) {
         y->up_eof = 1;
-        pthread_cond_broadcast(&y->cv);
+        what = upload_progress(y);
     }
     if (!y->head_done) {
         y->mhd_wait_data = 1;
         hd_req_suspend(r);
         pthread_mutex_unlock(&y->mu);
+        kick(y, what);
         return;
     }
     failed = y->failed && y->status < 200;
@@ -446,9 +894,12 @@ static void relay_end(struct hd_req *r)
         hd_resp_header(r, y->rh[i].k, y->rh[i].v);
     if (y->reqid[0])
         snprintf(r->id, sizeof(r->id), "%.16s", y->reqid);
-    if (!failed)
-        y->refs++; /* the response's */
+    if (!failed) {
+        atomic_fetch_add(&y->refs, 1); /* the response's */
+        y->streaming = 1;
+    }
     pthread_mutex_unlock(&y->mu);
+    kick(y, what);
     if (failed) {
         char msg[400];
         snprintf(msg, sizeof(msg), "The storage node did not answer: %s", err);
@@ -468,15 +919,23 @@ static void relay_end(struct hd_req *r)
 static void relay_done(struct hd_req *r)
 {
     struct relay *y = r->data;
+    int drop, tell;
 
     if (!y || y->magic != RELAY_MAGIC)
         return;
     pthread_mutex_lock(&y->mu);
     y->r = NULL;
     y->mhd_wait_data = y->mhd_wait_space = 0;
-    pthread_cond_broadcast(&y->cv);
+    drop = !y->handed && !y->done; /* never given to the loop: its reference is ours */
+    tell = y->handed && !y->done;  /* running: the loop aborts it */
+    if (drop)
+        y->done = 1;
     pthread_mutex_unlock(&y->mu);
     r->data = NULL;
+    if (tell)
+        poke(y);
+    if (drop)
+        relay_unref(y);
     relay_unref(y);
 }
 
@@ -514,18 +973,30 @@ static int add_header(struct curl_slist **l, const char *k, const char *v)
 
 int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra, size_t nextra)
 {
-    struct relay *y = calloc(1, sizeof(*y));
+    struct relay_loop *l = loop_get();
+    struct relay *y;
     size_t i;
     int rc = -ENOMEM;
 
-    if (!y)
+    if (!l)
+        return HD_EUNAVAIL;
+    if (atomic_fetch_add(&inflight, 1) >= atomic_load(&max_relays)) {
+        atomic_fetch_sub(&inflight, 1);
+        return HD_EUNAVAIL;
+    }
+    y = calloc(1, sizeof(*y));
+    if (!y) {
+        atomic_fetch_sub(&inflight, 1);
         return -ENOMEM;
+    }
+    hd_stats_inc(HD_ST_RELAY_STARTED);
     y->magic = RELAY_MAGIC;
+    y->loop = l;
     pthread_mutex_init(&y->mu, NULL);
-    pthread_cond_init(&y->cv, NULL);
-    y->refs = 2; /* request + transfer */
+    atomic_init(&y->refs, 2); /* request + transfer */
     y->r = r;
     y->url = strdup(url);
+    y->resp_len = -1;
     snprintf(y->method, sizeof(y->method), "%s", r->method);
     if (r->content_length >= 0)
         y->has_body = r->content_length > 0 || strcmp(r->method, "PUT") == 0 ||
@@ -550,15 +1021,20 @@ int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra,
             goto fail;
         y->hdrs = n;
     }
-    if ((rc = submit(y)) < 0)
-        goto fail;
+    if (!y->has_body) { /* nothing to wait for: start now */
+        y->handed = 1;
+        if (poke(y) < 0) {
+            rc = HD_EUNAVAIL;
+            goto fail;
+        }
+    }
     r->data = y;
     r->on_body = relay_body;
     r->on_end = relay_end;
     r->on_done = relay_done;
     return 0;
 fail:
-    y->refs = 1;
+    atomic_store(&y->refs, 1);
     relay_unref(y);
     return rc;
 }

@@ -44,6 +44,13 @@ static void grow(struct hd_ring *g, size_t want)
     g->head = 0;
 }
 
+size_t hd_ring_room(struct hd_ring *g, size_t want)
+{
+    if (g->cap - g->len < want)
+        grow(g, want);
+    return g->cap - g->len;
+}
+
 size_t hd_ring_put(struct hd_ring *g, const void *p, size_t n)
 {
     size_t room, done = 0;

@@ -19,6 +19,10 @@ void hd_ring_cleanup(struct hd_ring *g);
 /* Copies in as much of p[0..n) as fits (growing first if the maximum allows); returns the
  * count taken. */
 size_t hd_ring_put(struct hd_ring *g, const void *p, size_t n);
+/* Grows the ring, if its maximum allows, until want more bytes fit; returns the free space
+ * (cap - len), which is below want when the maximum (or memory) does not allow it. Lets a
+ * writer that must take all or nothing (a libcurl write callback) decide before copying. */
+size_t hd_ring_room(struct hd_ring *g, size_t want);
 /* Copies out up to n bytes; returns the count. */
 size_t hd_ring_get(struct hd_ring *g, void *p, size_t n);
 

@@ -12,6 +12,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/relay.h"
 #include "common/sigv2.h"
 
 int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket)
@@ -210,6 +211,7 @@ void hd_proxy_free(struct hd_proxy *p)
     if (!p)
         return;
     hd_proxy_loop_stop(p);
+    hd_relay_stop(); /* the HTTP server is stopped: no request uses a relay any more */
     hd_smap_state_close(p->cs);
     hd_keys_cleanup(&p->keys);
     hd_proxy_cloud_free(p->cloud);

@@ -93,15 +93,43 @@ def location(url):
     raise RuntimeError("no redirect for " + url)
 
 
-def bench(urls_file, follow):
+def proc_usage(pid):
+    """(CPU seconds, context switches) of a process, all its threads."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    cs = 0
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, t)) as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt", "nonvoluntary_ctxt")):
+                        cs += int(line.split()[1])
+        except OSError:
+            pass
+    return cpu, cs
+
+
+def bench(urls_file, follow, proxy_pid):
+    """One hoard-bench run; adds the proxy's CPU microseconds and context switches per
+    request, sampled over the measured window (after the 1 s warm-up)."""
     cmd = [os.path.join(BIN, "hoard-bench"), "--urls", urls_file, "--conns", str(CONNS),
            "--threads", "2", "--secs", str(SECS), "--warmup", "1"]
     if follow:
         cmd.append("--follow")
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=SECS + 120)
-    if out.returncode != 0:
-        raise RuntimeError("hoard-bench failed: " + out.stderr)
-    return json.loads(out.stdout)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    u0 = proc_usage(proxy_pid)
+    time.sleep(SECS)
+    u1 = proc_usage(proxy_pid)
+    out, err = p.communicate(timeout=SECS + 120)
+    if p.returncode != 0:
+        raise RuntimeError("hoard-bench failed: " + err)
+    r = json.loads(out)
+    n = max(r["requests"], 1)
+    r["proxy_us"] = (u1[0] - u0[0]) * 1e6 / n
+    r["proxy_cs"] = (u1[1] - u0[1]) / n
+    return r
 
 
 def main():
@@ -139,13 +167,15 @@ def main():
         order = ["direct", "redirect", "relay"]
         for rep in range(REPEATS):
             for name in SETS:
-                bench(lists[(name, "direct")], False)  # warm page cache and connections
+                bench(lists[(name, "direct")], False, procs[0].pid)  # warm cache, connections
                 for k in range(3):
                     mode = order[(rep + k) % 3]
-                    r = bench(lists[(name, mode)], mode == "redirect")
+                    r = bench(lists[(name, mode)], mode == "redirect", procs[0].pid)
                     rows.setdefault((name, mode), []).append(r)
-                    print("bench-cluster: %s %-8s rep %d: %8.0f req/s %8.1f MiB/s errors %d" %
-                          (name, mode, rep + 1, r["rps"], r["mibs"], r["errors"]), flush=True)
+                    print("bench-cluster: %s %-8s rep %d: %8.0f req/s %8.1f MiB/s errors %d "
+                          "proxy %.0f us/req %.2f cs/req" %
+                          (name, mode, rep + 1, r["rps"], r["mibs"], r["errors"], r["proxy_us"],
+                           r["proxy_cs"]), flush=True)
         report(rows)
     finally:
         for p in procs:
@@ -163,13 +193,15 @@ def med(rows, key):
 
 
 def report(rows):
-    lines = ["| Objects | Path | req/s | MiB/s | p50 ms | ratio to direct (paired min-max) "
-             "| Goal | Result |", "|---|---|---:|---:|---:|---:|---|---|"]
+    lines = ["| Objects | Path | req/s | MiB/s | p50 ms | proxy CPU us/req | proxy cs/req "
+             "| ratio to direct (paired min-max) | Goal | Result |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for name in SETS:
         direct = rows[(name, "direct")]
         for mode in ("direct", "redirect", "relay"):
             rs = rows[(name, mode)]
             rps, mib, p50 = med(rs, "rps"), med(rs, "mibs"), med(rs, "p50_ms")
+            pus, pcs = med(rs, "proxy_us"), med(rs, "proxy_cs")
             goal = GOALS.get((name, mode))
             ratio = goal_txt = verdict = ""
             if goal:
@@ -181,9 +213,10 @@ def report(rows):
                 goal_txt = ">= %d%% of direct %s" % (want * 100, "req/s" if key == "rps"
                                                      else "MiB/s")
                 verdict = "PASS" if r >= want else "MISS"
-            lines.append("| %s | %s | %.0f (%.0f-%.0f) | %.1f (%.1f-%.1f) | %.2f | %s | %s | %s |"
+            lines.append("| %s | %s | %.0f (%.0f-%.0f) | %.1f (%.1f-%.1f) | %.2f | %.0f | %.2f "
+                         "| %s | %s | %s |"
                          % (name, mode, rps[0], rps[1], rps[2], mib[0], mib[1], mib[2], p50[0],
-                            ratio, goal_txt, verdict))
+                            pus[0], pcs[0], ratio, goal_txt, verdict))
     text = "\n".join(lines)
     with open(os.path.join(OUT, "results.md"), "w") as f:
         f.write(text + "\n")

@@ -40,6 +40,18 @@ HD_SUITE(ring_wraps)
     CHECK_EQ_INT(hd_ring_get(&g, out, sizeof(out)), 16);
     CHECK(memcmp(out, "cdefghij01234567", 16) == 0);
     hd_ring_cleanup(&g);
+
+    /* room: grows for what is asked, never past the maximum, copies nothing */
+    CHECK_EQ_INT(hd_ring_init(&g, 4, 16), 0);
+    CHECK_EQ_INT(hd_ring_put(&g, "abc", 3), 3);
+    CHECK_EQ_INT(hd_ring_room(&g, 1), 1);
+    CHECK_EQ_INT(g.cap, 4);
+    CHECK_EQ_INT(hd_ring_room(&g, 6), 13); /* doubles twice: 16 - 3 */
+    CHECK_EQ_INT(g.cap, 16);
+    CHECK_EQ_INT(hd_ring_room(&g, 20), 13); /* at the maximum: less than asked */
+    CHECK_EQ_INT(hd_ring_get(&g, out, sizeof(out)), 3);
+    CHECK(memcmp(out, "abc", 3) == 0);
+    hd_ring_cleanup(&g);
 }
 
 HD_SUITE(batch_parse)
