@@ -934,8 +934,10 @@ static void relay_done(struct hd_req *r)
     r->data = NULL;
     if (tell)
         poke(y);
-    if (drop)
+    if (drop) { /* the client left before its body was complete: nothing was sent on */
+        hd_stats_inc(HD_ST_RELAY_ABORTED);
         relay_unref(y);
+    }
     relay_unref(y);
 }
 
