@@ -4,6 +4,11 @@ objects from 3 targets, three ways side by side in one run:
   direct   - the client asks the owning target itself (the URL a 307 would lead to)
   redirect - the client asks the proxy and follows its 307 (keep-alive to proxy and targets)
   relay    - the client asks the proxy through the S3 API; the proxy streams the object
+and, as references for what the extra hop costs on this machine whatever the software, the same
+two paths through nginx (when installed) in front of the same targets:
+  nginx-307   - nginx answers `return 307` to the owning target's URL (client follows it)
+  nginx-relay - nginx proxy_pass to the owning target (keep-alive upstreams, 1 MiB of buffers
+                per request, no temp files)
 Same client (build/bin/hoard-bench), same connections, same random keys; repeated, modes
 rotated within each repeat; medians and per-repeat ratios. Standard library only."""
 import json
@@ -29,6 +34,9 @@ CONNS = 16
 SETS = {"10k": (10 * 1024, 400), "10m": (10 * 1024 * 1024, 12)}
 GOALS = {("10k", "redirect"): ("rps", 0.75), ("10m", "redirect"): ("mibs", 0.95),
          ("10k", "relay"): ("rps", 0.70), ("10m", "relay"): ("mibs", 0.70)}
+# nginx doing the same hop: ratios reported, no goal
+REFS = {(n, "nginx-" + m): (k, 0) for n, k in (("10k", "rps"), ("10m", "mibs"))
+        for m in ("307", "relay")}
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -119,9 +127,9 @@ def bench(urls_file, follow, proxy_pid):
         cmd.append("--follow")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)
-    u0 = proc_usage(proxy_pid)
+    u0 = proc_usage(proxy_pid) if proxy_pid else (0, 0)
     time.sleep(SECS)
-    u1 = proc_usage(proxy_pid)
+    u1 = proc_usage(proxy_pid) if proxy_pid else (0, 0)
     out, err = p.communicate(timeout=SECS + 120)
     if p.returncode != 0:
         raise RuntimeError("hoard-bench failed: " + err)
@@ -132,45 +140,114 @@ def bench(urls_file, follow, proxy_pid):
     return r
 
 
+def start_nginx(targets):
+    """nginx with /redir/tN/... (307 to target N) and /relay/tN/... (proxy_pass to target N).
+    targets: [(index, port)]. Returns (Popen, base URL) or (None, None) without nginx."""
+    exe = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx")
+                                    else None)
+    if not exe:
+        return None, None
+    d = os.path.join(OUT, "nginx")
+    os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
+    port = free_port()
+    ups = "".join("    upstream t%d { server 127.0.0.1:%d; keepalive 64; }\n" % (i, p)
+                  for i, p in targets)
+    locs = "".join(
+        "        location ~ ^/redir/t%d/(.*)$ { return 307 http://127.0.0.1:%d/$1; }\n"
+        "        location /relay/t%d/ { proxy_pass http://t%d/; }\n" % (i, p, i, i)
+        for i, p in targets)
+    conf = """%s
+worker_processes 2;
+daemon off;
+pid %s/nginx.pid;
+error_log %s/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_timeout 65;
+    keepalive_requests 1000000;
+    client_body_temp_path %s/tmp;
+    proxy_temp_path %s/tmp;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_buffers 16 64k;
+    proxy_max_temp_file_size 0;
+%s    server {
+        listen 127.0.0.1:%d;
+%s    }
+}
+""" % ("user root;" if os.getuid() == 0 else "", d, d, d, d, ups, port, locs)
+    with open(os.path.join(d, "nginx.conf"), "w") as f:
+        f.write(conf)
+    p = subprocess.Popen([exe, "-p", d, "-c", os.path.join(d, "nginx.conf"), "-e",
+                          os.path.join(d, "error.log")], stdin=subprocess.DEVNULL)
+    base = "http://127.0.0.1:%d" % port
+    end = time.time() + 10
+    while time.time() < end:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return p, base
+        except OSError:
+            time.sleep(0.1)
+    p.kill()
+    raise RuntimeError("nginx did not start: see %s/error.log" % d)
+
+
 def main():
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(OUT)
     pport = free_port()
     proxy = "http://127.0.0.1:%d" % pport
     procs = [start("proxy", "p1", pport)]
+    tports = []
     try:
         wait_ready(proxy)
         for i in range(3):
             port = free_port()
             procs.append(start("target", "t%d" % (i + 1), port, proxy))
+            tports.append(port)
             wait_ready("http://127.0.0.1:%d" % port)
         time.sleep(1.5)  # every target in the smap everywhere
+        ngx, nbase = start_nginx([(i + 1, p) for i, p in enumerate(tports)])
+        if ngx:
+            procs.append(ngx)
+        modes_all = ["direct", "redirect", "relay"] + (["nginx-307", "nginx-relay"]
+                                                       if ngx else [])
         urllib.request.urlopen(urllib.request.Request(proxy + "/v1/buckets/bench",
                                                       method="POST"), timeout=10)
         lists = {}
         for name, (size, count) in SETS.items():
             body = os.urandom(size)
-            modes = {"direct": [], "redirect": [], "relay": []}
+            modes = {m: [] for m in modes_all}
             for i in range(count):
                 key = "%s/o-%04d" % (name, i)
                 put("%s/v1/objects/bench/%s" % (proxy, key), body)
                 native = "%s/v1/objects/bench/%s" % (proxy, key)
                 modes["redirect"].append(native)
-                modes["direct"].append(location(native))
+                direct = location(native)
+                modes["direct"].append(direct)
                 modes["relay"].append("%s/bench/%s" % (proxy, key))
+                if ngx:
+                    t = tports.index(int(direct.split("/")[2].rsplit(":", 1)[1])) + 1
+                    rest = direct.split("/", 3)[3]
+                    modes["nginx-307"].append("%s/redir/t%d/%s" % (nbase, t, rest))
+                    modes["nginx-relay"].append("%s/relay/t%d/%s" % (nbase, t, rest))
             for mode, urls in modes.items():
                 path = os.path.join(OUT, "%s-%s.urls" % (name, mode))
                 with open(path, "w") as f:
                     f.write("\n".join(urls) + "\n")
                 lists[(name, mode)] = path
         rows = {}
-        order = ["direct", "redirect", "relay"]
+        order = modes_all
         for rep in range(REPEATS):
             for name in SETS:
                 bench(lists[(name, "direct")], False, procs[0].pid)  # warm cache, connections
-                for k in range(3):
-                    mode = order[(rep + k) % 3]
-                    r = bench(lists[(name, mode)], mode == "redirect", procs[0].pid)
+                for k in range(len(order)):
+                    mode = order[(rep + k) % len(order)]
+                    # the "proxy" whose CPU is sampled: nginx's workers are not the master's
+                    # process, so nginx rows report no proxy CPU
+                    r = bench(lists[(name, mode)], mode in ("redirect", "nginx-307"),
+                              procs[0].pid if not mode.startswith("nginx") else None)
                     rows.setdefault((name, mode), []).append(r)
                     print("bench-cluster: %s %-8s rep %d: %8.0f req/s %8.1f MiB/s errors %d "
                           "proxy %.0f us/req %.2f cs/req" %
@@ -198,14 +275,17 @@ def report(rows):
              "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for name in SETS:
         direct = rows[(name, "direct")]
-        for mode in ("direct", "redirect", "relay"):
+        for mode in ("direct", "redirect", "relay", "nginx-307", "nginx-relay"):
+            if (name, mode) not in rows:
+                continue
             rs = rows[(name, mode)]
             rps, mib, p50 = med(rs, "rps"), med(rs, "mibs"), med(rs, "p50_ms")
             pus, pcs = med(rs, "proxy_us"), med(rs, "proxy_cs")
             goal = GOALS.get((name, mode))
+            ref = REFS.get((name, mode))
             ratio = goal_txt = verdict = ""
-            if goal:
-                key, want = goal
+            if goal or ref:
+                key, want = goal or ref
                 paired = [a[key] / b[key] for a, b in zip(rs, direct) if b[key]]
                 dm = med(direct, key)[0]
                 r = (med(rs, key)[0] / dm) if dm else 0
@@ -213,6 +293,8 @@ def report(rows):
                 goal_txt = ">= %d%% of direct %s" % (want * 100, "req/s" if key == "rps"
                                                      else "MiB/s")
                 verdict = "PASS" if r >= want else "MISS"
+                if ref:
+                    goal_txt, verdict = "reference", ""
             lines.append("| %s | %s | %.0f (%.0f-%.0f) | %.1f (%.1f-%.1f) | %.2f | %.0f | %.2f "
                          "| %s | %s | %s |"
                          % (name, mode, rps[0], rps[1], rps[2], mib[0], mib[1], mib[2], p50[0],
