@@ -22,6 +22,10 @@
  * backs up, so a small object costs a small buffer (no 1 MiB allocation and page faults per
  * request), and a large stream still gets the whole window. */
 #define RING_MIN (64u * 1024)
+/* The download window may exceed HD_RELAY_BUF by what libcurl has read when it is paused
+ * (on_write): at most one CURLOPT_BUFFERSIZE. */
+#define CURL_BUF (256L * 1024)
+#define DOWN_SLACK ((size_t)CURL_BUF)
 /* A parked side is woken when this much is buffered for it, when its answer or body is
  * complete, or (a trickling peer) LAZY_MS after data came: every suspend/resume or unpause
  * costs a thread wake-up, so it should move a good share of the window. */
@@ -289,13 +293,17 @@ out:
     return len;
 }
 
-/* Takes all of p or nothing: a full window pauses the download (libcurl keeps the bytes and
- * offers them again after curl_easy_pause(CONT), which the client side asks for once it has
- * drained half the window). */
+/* Takes all of p. Once the window holds HD_RELAY_BUF bytes the download is paused from inside
+ * the callback (curl_easy_pause(RECV)): libcurl still hands over the rest of the buffer it has
+ * read (in 16 KiB calls, into the ring's DOWN_SLACK), and reads no more until the client side,
+ * having drained half the window, asks the loop for curl_easy_pause(CONT). Returning
+ * CURL_WRITEFUNC_PAUSE instead would make libcurl copy what it holds into a buffer of its own
+ * (a malloc and a copy per pause), which is left for a window that cannot grow (no memory). */
 static size_t on_write(char *p, size_t size, size_t n, void *arg)
 {
     struct relay *y = arg;
     size_t len = size * n;
+    int pause_now = 0;
 
     if (y->magic != RELAY_MAGIC)
         return 0;
@@ -320,8 +328,16 @@ static size_t on_write(char *p, size_t size, size_t n, void *arg)
     }
     hd_ring_put(&y->down, p, len);
     y->down_total += len;
+    if (!y->curl_wait_space && y->down.len >= HD_RELAY_BUF) {
+        y->curl_wait_space = 1;
+        y->down_need = 0;
+        pause_now = 1;
+    }
     client_check(y);
     pthread_mutex_unlock(&y->mu);
+    /* loop thread: an unpause the client side asks for is serviced after this returns */
+    if (pause_now)
+        curl_easy_pause(y->easy, CURLPAUSE_RECV);
     return len;
 }
 
@@ -460,8 +476,8 @@ static void begin(struct relay_loop *l, struct relay *y)
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
     curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
     /* large socket reads/writes: fewer callbacks and fewer client-side wakeups */
-    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 256L * 1024);
-    curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 256L * 1024);
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, CURL_BUF);
+    curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, CURL_BUF);
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
     if (strcmp(y->method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
@@ -1006,7 +1022,7 @@ int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra,
     else
         y->has_body = hd_req_header(r, "Transfer-Encoding") != NULL;
     y->body_len = r->content_length;
-    if (!y->url || hd_ring_init(&y->down, RING_MIN, HD_RELAY_BUF) < 0 ||
+    if (!y->url || hd_ring_init(&y->down, RING_MIN, HD_RELAY_BUF + DOWN_SLACK) < 0 ||
         (y->has_body && hd_ring_init(&y->up, RING_MIN, HD_RELAY_BUF) < 0))
         goto fail;
     for (i = 0; i < r->nhdrs; i++)

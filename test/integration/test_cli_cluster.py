@@ -8,6 +8,7 @@ that fail, time out or start late are checked against a scripted server (FakeSer
 import json
 import os
 import re
+import threading
 import urllib.parse
 import uuid
 from types import SimpleNamespace
@@ -307,12 +308,32 @@ def test_decommission_and_wait(ccluster, hoard, ccbucket):
     leaver_id = max(ids, key=lambda i: len(target_keys(ids[i], ccbucket)))
     assert target_keys(ids[leaver_id], ccbucket)
 
+    # a reader goes through the keys over and over while the leaver's objects move
+    stop, failures, reads = threading.Event(), [], [0]
+
+    def reader():
+        s = requests.Session()
+        from conftest import ACCESS_KEY, SECRET_KEY
+        while not stop.is_set():
+            for k in keys[::5]:
+                url = "%s/v1/objects/%s/%s" % (c.primary.url, ccbucket, urllib.parse.quote(k))
+                r = s.get(url, timeout=30,
+                          headers=helpers.sign_headers("GET", url, ACCESS_KEY, SECRET_KEY))
+                reads[0] += 1
+                if r.status_code != 200 or r.content != body(k):
+                    failures.append((k, r.status_code, r.text[:200]))
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
     j = hoard.json("cluster", "decommission", leaver_id)
     assert j["node"] == leaver_id and j["decommission"] is True and j["in_smap"] is True
     rid = j["rebalance_id"]
     assert rid
     r = hoard("--json", "job", "wait", rid, "--timeout", "180")
+    stop.set()
+    th.join()
     assert r.returncode == 0, r.stderr.decode()
+    assert not failures, failures[:5]
+    assert reads[0] > 0
     done = json.loads(r.stdout)
     assert done["id"] == rid and done["state"] == "done" and done["error_count"] == 0
     # the leaver drops out of the merged view once it is removed; job wait keeps its last
