@@ -234,7 +234,7 @@ static void *job_main(void *arg)
     struct hd_job *j = arg;
     struct hd_jobs *js = j->jobs;
     const struct kind *k = kind_find(j->kind);
-    int rc;
+    int rc, last;
 
     HD_LOG(HD_INFO, NULL, "job %s (%s) started", j->id, j->kind);
     rc = k->run(j);
@@ -254,12 +254,17 @@ static void *job_main(void *arg)
     pthread_mutex_lock(&js->mu);
     if (!(atomic_load(&js->closing) && k->resumable))
         db_save(js, j);
+    last = --j->refs == 0; /* the thread's reference */
     pthread_mutex_unlock(&js->mu);
+    if (last) { /* nobody else holds it, so nobody waits for it */
+        job_free(j);
+        return NULL;
+    }
+    /* the last touch: a stop_wait()er may free j (and the registry) once it sees this */
     pthread_mutex_lock(&j->mu);
     j->exited = 1;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    hd_job_unref(j); /* the thread's reference */
     return NULL;
 }
 
@@ -492,12 +497,14 @@ void hd_jobs_free(struct hd_jobs *js)
     atomic_store(&js->closing, 1);
     pthread_mutex_lock(&js->start_mu); /* a start in progress finishes first; none after */
     pthread_mutex_unlock(&js->start_mu);
-    for (;;) { /* stop running jobs without holding mu: their threads take it to finish */
+    /* stop jobs whose thread has not exited, without holding mu (their threads take it to
+     * finish); a job that just finished is waited for too: its thread still saves it */
+    for (;;) {
         struct hd_job *run = NULL;
         pthread_mutex_lock(&js->mu);
         for (j = js->head; j && !run; j = j->next) {
             pthread_mutex_lock(&j->mu);
-            if (j->state == HD_JOB_RUNNING) {
+            if (!j->exited) {
                 run = j;
                 j->refs++;
             }
