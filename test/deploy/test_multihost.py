@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -158,6 +159,13 @@ def cluster(request):
     logdir = os.environ.get("HOARD_DEPLOY_LOGS") or os.path.join(root, "logs")
     os.makedirs(logdir, exist_ok=True)
     os.chmod(root, 0o755)
+    # pods run as the chart's non-root user, which may not be able to reach the checkout
+    # (a clone under a 0700 directory, as `mktemp -d` makes): they run a copy, as a container
+    # runs the binary of its image
+    podbin = os.path.join(root, "bin", "hoardd")
+    os.makedirs(os.path.dirname(podbin), mode=0o755)
+    shutil.copy2(BIN, podbin)
+    os.chmod(podbin, 0o755)
     pods = []
     try:
         net.up(["p0"] + ["t%d" % i for i in range(ntargets)])
@@ -171,7 +179,7 @@ def cluster(request):
         specs = [PodSpec(m, primary_ss, 0, NAMESPACE, net.nodes["p0"][1], root)]
         specs += [PodSpec(m, target_ss, i, NAMESPACE, net.nodes["t%d" % i][1], root)
                   for i in range(ntargets)]
-        pods = [Pod(s, net.nodes[("p0" if i == 0 else "t%d" % (i - 1))][0], BIN, logdir)
+        pods = [Pod(s, net.nodes[("p0" if i == 0 else "t%d" % (i - 1))][0], podbin, logdir)
                 for i, s in enumerate(specs)]
         keys = tuple(m.secret_value(full + "-auth", "auth.keys").split(",")[0].split(":")[:2])
         c = Cluster(net, m, pods, keys)
