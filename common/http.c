@@ -244,6 +244,42 @@ int hd_resp_buf(struct hd_req *r, int status, const char *ctype, char *data, siz
     return queue(r, status, resp, len);
 }
 
+int hd_resp_range(struct hd_req *r, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    char cr[96];
+    int rc = hd_range_parse(hd_req_header(r, "Range"), size, off, len);
+
+    if (rc < 0) {
+        snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
+        hd_resp_header(r, "Content-Range", cr);
+        hd_resp_err(r, rc);
+        return rc;
+    }
+    if (rc == 0) {
+        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)*off,
+                 (unsigned long long)(*off + *len - 1), (unsigned long long)size);
+        hd_resp_header(r, "Content-Range", cr);
+        return 206;
+    }
+    *off = 0;
+    *len = size;
+    return 200;
+}
+
+void hd_resp_xml(struct hd_req *r, int status, struct hd_buf *b)
+{
+    size_t len;
+    char *s;
+
+    if (b->oom) {
+        hd_buf_cleanup(b);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    s = hd_buf_steal(b, &len);
+    hd_resp_buf(r, status, "application/xml", s, len);
+}
+
 int hd_resp_copy(struct hd_req *r, int status, const char *ctype, const char *data, size_t len)
 {
     char *p = malloc(len ? len : 1);

@@ -107,6 +107,13 @@ int hd_resp_header(struct hd_req *r, const char *name, const char *value);
 /* Responses. Each may be called once per request; later calls are ignored. */
 int hd_resp_buf(struct hd_req *r, int status, const char *ctype, char *data, size_t len);
 int hd_resp_copy(struct hd_req *r, int status, const char *ctype, const char *data, size_t len);
+/* The Range header of r against an object of `size` bytes: 206 with *off, *len and a
+ * Content-Range header added, 200 with the whole object (no or ignorable Range), or, when
+ * unsatisfiable, answers 416 itself (with the unsatisfied-range Content-Range) and returns < 0. */
+int hd_resp_range(struct hd_req *r, uint64_t size, uint64_t *off, uint64_t *len);
+/* An application/xml answer from b's bytes (taken; b is left empty), or 500 when building b
+ * ran out of memory. */
+void hd_resp_xml(struct hd_req *r, int status, struct hd_buf *b);
 int hd_resp_empty(struct hd_req *r, int status);
 /* Serves [off, off+len) of fd with sendfile. fd belongs to the response on success, stays
  * the caller's on failure (negative return). */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/errors.h"
 
@@ -778,4 +779,76 @@ out:
         *bucket = *key = NULL;
     }
     return rc;
+}
+
+static const char *const unsupported_sub[] = {"acl",
+                                              "policy",
+                                              "lifecycle",
+                                              "tagging",
+                                              "cors",
+                                              "website",
+                                              "logging",
+                                              "replication",
+                                              "encryption",
+                                              "notification",
+                                              "requestPayment",
+                                              "accelerate",
+                                              "object-lock",
+                                              "legal-hold",
+                                              "retention",
+                                              "inventory",
+                                              "metrics",
+                                              "analytics",
+                                              "intelligent-tiering",
+                                              "ownershipControls",
+                                              "publicAccessBlock",
+                                              "torrent",
+                                              "restore",
+                                              "select",
+                                              "attributes",
+                                              "versioning",
+                                              "policyStatus",
+                                              NULL};
+
+int hd_s3_unsupported_subresource(const struct hd_query *q)
+{
+    size_t i;
+
+    for (i = 0; unsupported_sub[i]; i++)
+        if (hd_query_find(q, unsupported_sub[i]))
+            return 1;
+    return 0;
+}
+
+char *hd_s3_vhost_path(const char *host, const char *domain, const char *path)
+{
+    size_t dl = domain ? strlen(domain) : 0, hl;
+    const char *colon;
+    struct hd_buf b;
+
+    if (!dl || !host)
+        return NULL;
+    colon = strrchr(host, ':');
+    hl = colon && !strchr(colon, ']') ? (size_t)(colon - host) : strlen(host);
+    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, domain, dl) != 0)
+        return NULL;
+    hd_buf_init(&b);
+    hd_buf_printf(&b, "/%.*s%s", (int)(hl - dl - 1), host, path);
+    if (b.oom) {
+        hd_buf_cleanup(&b);
+        return NULL;
+    }
+    return hd_buf_steal(&b, NULL);
+}
+
+int hd_etag_is_md5(const char *etag)
+{
+    size_t i;
+
+    if (strlen(etag) != 32)
+        return 0;
+    for (i = 0; i < 32; i++)
+        if (!strchr("0123456789abcdefABCDEF", etag[i]))
+            return 0;
+    return 1;
 }

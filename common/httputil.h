@@ -98,6 +98,16 @@ const struct hd_query_param *hd_query_find(const struct hd_query *q, const char 
 /* Value of hd_query_find, NULL when absent. */
 const char *hd_query_get(const struct hd_query *q, const char *key);
 void hd_query_free(struct hd_query *q);
+/* 1 when etag (unquoted) is a plain MD5 of the bytes: 32 hex digits (multipart and other
+ * ETags are not, and cannot be compared with a digest). */
+int hd_etag_is_md5(const char *etag);
+/* 1 when q names an S3 subresource hoard does not implement (?acl, ?policy, ?tagging, ...):
+ * the caller answers NotImplemented instead of treating it as a plain object call. */
+int hd_s3_unsupported_subresource(const struct hd_query *q);
+/* Virtual-host style addressing: for a Host header "BUCKET.<domain>[:port]" (domain matched
+ * without case), "/BUCKET" + path on the heap; NULL when host is not of that form, domain is
+ * empty, or memory runs out. */
+char *hd_s3_vhost_path(const char *host, const char *domain, const char *path);
 
 /* ---- Names ------------------------------------------------------------------------------ */
 

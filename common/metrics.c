@@ -5,11 +5,12 @@
 static const char *const op_names[HD_OP_COUNT] = {"other",  "get",  "put",    "head",
                                                   "delete", "list", "bucket", "admin"};
 static const char *const stat_names[HD_ST_COUNT] = {
-    "hoard_put_bytes_total", "hoard_get_bytes_total", "hoard_put_aborted_total",
+    "hoard_put_bytes_total",     "hoard_get_bytes_total",     "hoard_put_aborted_total",
     "hoard_auth_failures_total", "hoard_relay_started_total", "hoard_relay_ended_total",
     "hoard_relay_aborted_total"};
 static const char *const stat_help[HD_ST_COUNT] = {
-    "Object bytes stored by PUT", "Object bytes served by GET",
+    "Object bytes stored by PUT",
+    "Object bytes served by GET",
     "PUTs that stored nothing (bad digest, short body, disk error)",
     "Requests refused by authentication",
     "Relayed requests begun (proxy; started minus ended is the number in flight)",

@@ -25,82 +25,6 @@
 #define S3NS HD_XML_S3_NS
 #define DELETE_PARALLEL 16
 
-static const char *const unsupported[] = {"acl",
-                                          "policy",
-                                          "lifecycle",
-                                          "tagging",
-                                          "cors",
-                                          "website",
-                                          "logging",
-                                          "replication",
-                                          "encryption",
-                                          "notification",
-                                          "requestPayment",
-                                          "accelerate",
-                                          "object-lock",
-                                          "legal-hold",
-                                          "retention",
-                                          "inventory",
-                                          "metrics",
-                                          "analytics",
-                                          "intelligent-tiering",
-                                          "ownershipControls",
-                                          "publicAccessBlock",
-                                          "torrent",
-                                          "restore",
-                                          "select",
-                                          "attributes",
-                                          "versioning",
-                                          "policyStatus",
-                                          NULL};
-
-static int has_unsupported(struct hd_req *r)
-{
-    size_t i;
-
-    for (i = 0; unsupported[i]; i++)
-        if (hd_query_find(&r->query, unsupported[i]))
-            return 1;
-    return 0;
-}
-
-/* Virtual-host style: Host "BUCKET.<s3.domain>[:port]" -> "/BUCKET" + path (heap). */
-static char *vhost_path(struct hd_req *r, struct hd_proxy *p, const char *path)
-{
-    const char *host = hd_req_header(r, "Host");
-    size_t dl = strlen(p->domain), hl;
-    const char *colon;
-    struct hd_buf b;
-
-    if (!dl || !host)
-        return NULL;
-    colon = strrchr(host, ':');
-    hl = colon && !strchr(colon, ']') ? (size_t)(colon - host) : strlen(host);
-    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, p->domain, dl) != 0)
-        return NULL;
-    hd_buf_init(&b);
-    hd_buf_printf(&b, "/%.*s%s", (int)(hl - dl - 1), host, path);
-    if (b.oom) {
-        hd_buf_cleanup(&b);
-        return NULL;
-    }
-    return hd_buf_steal(&b, NULL);
-}
-
-static void resp_xml(struct hd_req *r, int status, struct hd_buf *b)
-{
-    size_t len;
-    char *s;
-
-    if (b->oom) {
-        hd_buf_cleanup(b);
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    s = hd_buf_steal(b, &len);
-    hd_resp_buf(r, status, "application/xml", s, len);
-}
-
 static int bucket_known(struct hd_proxy *p, const char *bucket)
 {
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
@@ -136,7 +60,7 @@ static void list_buckets(struct hd_req *r, struct hd_proxy *p, const char *owner
     hd_xml_close(&b, "Buckets");
     hd_xml_close(&b, "ListAllMyBucketsResult");
     hd_bmd_unref(bmd);
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 }
 
 /* mode 1: ListObjects, 2: ListObjectsV2, 3: ListObjectVersions (all "null", latest). */
@@ -265,7 +189,7 @@ static void list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucke
     }
     hd_xml_close(&b, root);
     hd_proxy_list_cleanup(&res);
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 }
 
 static void location(struct hd_req *r, struct hd_proxy *p, const char *bucket)
@@ -284,7 +208,7 @@ static void location(struct hd_req *r, struct hd_proxy *p, const char *bucket)
     if (strcmp(p->region, "us-east-1") != 0)
         hd_xml_escape(&b, p->region, strlen(p->region));
     hd_buf_puts(&b, "</LocationConstraint>");
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 }
 
 /* ---- calls with a small XML body (CreateBucket, DeleteObjects) ---- */
@@ -512,7 +436,7 @@ static void delete_end(struct hd_req *r)
         }
     }
     hd_xml_close(&b, "DeleteResult");
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 out:
     for (i = 0; calls && i < dr.n; i++) {
         hd_httpc_call_cleanup(&calls[i]);
@@ -590,7 +514,7 @@ out:
         hd_buf_cleanup(&b);
         hd_resp_err_msg(r, rc, msg);
     } else {
-        resp_xml(r, 200, &b);
+        hd_resp_xml(r, 200, &b);
     }
     hd_proxy_fan_cleanup(&f);
     hd_mpul_free(&l);
@@ -608,7 +532,7 @@ static void bucket_call(struct hd_req *r, struct hd_proxy *p, const char *bucket
     r->op = HD_OP_BUCKET;
     if (hd_query_find(&r->query, "location") && strcmp(m, "GET") == 0) {
         location(r, p, bucket);
-    } else if (has_unsupported(r)) {
+    } else if (hd_s3_unsupported_subresource(&r->query)) {
         hd_resp_err(r, HD_ENOTIMPL);
     } else if (hd_query_find(&r->query, "uploads") && strcmp(m, "GET") == 0) {
         list_uploads(r, p, bucket);
@@ -673,7 +597,7 @@ void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)
     r->api = HD_API_S3;
     if (strcmp(path, "/s3") == 0 || strncmp(path, "/s3/", 4) == 0)
         path = path[3] ? path + 3 : "/";
-    vpath = vhost_path(r, p, path);
+    vpath = hd_s3_vhost_path(hd_req_header(r, "Host"), p->domain, path);
     if (vpath)
         path = vpath;
     rest = path + 1;

@@ -128,7 +128,7 @@ void hd_arch_serve(struct hd_req *r, struct hd_target *t, const char *bucket, co
 {
     const char *member = hd_req_param(r, "archpath");
     uint64_t moff = 0, msize = 0, off, len, n = 0;
-    char msg[512], cr[96], date[32];
+    char msg[512], date[32];
     int status = 200, rc;
 
     if (*fd < 0 && (*fd = open(m->path, O_RDONLY | O_CLOEXEC)) < 0) {
@@ -165,22 +165,9 @@ void hd_arch_serve(struct hd_req *r, struct hd_target *t, const char *bucket, co
         hd_resp_err(r, rc);
         return;
     }
-    rc = hd_range_parse(hd_req_header(r, "Range"), msize, &off, &len);
-    if (rc < 0) {
-        snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)msize);
-        hd_resp_header(r, "Content-Range", cr);
-        hd_resp_err(r, rc);
+    status = hd_resp_range(r, msize, &off, &len);
+    if (status < 0)
         return;
-    }
-    if (rc == 0) {
-        status = 206;
-        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
-                 (unsigned long long)(off + len - 1), (unsigned long long)msize);
-        hd_resp_header(r, "Content-Range", cr);
-    } else {
-        off = 0;
-        len = msize;
-    }
     hd_http_date_format((time_t)(m->mtime_ms / 1000), date);
     hd_resp_header(r, "Last-Modified", date);
     hd_resp_header(r, "Accept-Ranges", "bytes");

@@ -210,19 +210,6 @@ static int fill_stop(void *arg)
     return hd_cache_stopping(f->t->cache);
 }
 
-/* An ETag that is an MD5 of the bytes (32 hex digits; multipart ETags end in "-N"). */
-static int plain_md5(const char *etag)
-{
-    size_t i;
-
-    if (strlen(etag) != 32)
-        return 0;
-    for (i = 0; i < 32; i++)
-        if (!strchr("0123456789abcdefABCDEF", etag[i]))
-            return 0;
-    return 1;
-}
-
 static int fill_head(void *arg, const struct hd_s3c_obj *o)
 {
     struct fill *f = arg;
@@ -240,7 +227,7 @@ static int fill_head(void *arg, const struct hd_s3c_obj *o)
         hd_cache_kick(f->t->cache);
         return rc;
     }
-    if (f->range || (o->etag[0] && !plain_md5(o->etag)))
+    if (f->range || (o->etag[0] && !hd_etag_is_md5(o->etag)))
         hd_put_skip_md5(f->put); /* nothing to check it against: save a pass over the bytes */
     f->rfd = open(hd_put_tmp_path(f->put), O_RDONLY | O_CLOEXEC);
     if (f->rfd < 0) {
@@ -309,7 +296,7 @@ static int fill_verify(struct fill *f)
                  (unsigned long long)f->obj.length);
         return HD_EUNAVAIL;
     }
-    if (!plain_md5(f->obj.etag))
+    if (!hd_etag_is_md5(f->obj.etag))
         return 0; /* size only */
     hd_put_md5(f->put, md5);
     hd_hex(md5, 16, hex);
@@ -623,22 +610,9 @@ static void reader_end(struct hd_req *r)
         if (conditionals(r, &o))
             return;
         len = o.size;
-        rc = hd_range_parse(hd_req_header(r, "Range"), o.size, &off, &len);
-        if (rc < 0) {
-            snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)o.size);
-            hd_resp_header(r, "Content-Range", cr);
-            hd_resp_err(r, rc);
+        status = hd_resp_range(r, o.size, &off, &len);
+        if (status < 0)
             return;
-        }
-        if (rc == 0) {
-            status = 206;
-            snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
-                     (unsigned long long)(off + len - 1), (unsigned long long)o.size);
-            hd_resp_header(r, "Content-Range", cr);
-        } else {
-            off = 0;
-            len = o.size;
-        }
     }
     obj_headers(r, &o);
     hd_resp_header(r, "Content-Type", o.ctype[0] ? o.ctype : "application/octet-stream");

@@ -313,20 +313,6 @@ static void ck_tag(enum hd_ck_type t, char *out, size_t n)
     snprintf(out, n, "Checksum%s", hd_cksum_name(t));
 }
 
-static void resp_xml(struct hd_req *r, int status, struct hd_buf *b)
-{
-    size_t len;
-    char *s;
-
-    if (b->oom) {
-        hd_buf_cleanup(b);
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    s = hd_buf_steal(b, &len);
-    hd_resp_buf(r, status, "application/xml", s, len);
-}
-
 /* Text for a key in a listing, url-encoded when EncodingType=url. */
 /* Drops completed records past their retention (best effort). */
 static void prune_done(struct db *d)
@@ -432,7 +418,7 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
     hd_xml_elem(&b, "Key", key);
     hd_xml_elem(&b, "UploadId", id);
     hd_xml_close(&b, "InitiateMultipartUploadResult");
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 out:
     db_close(&d);
     free(meta);
@@ -1130,7 +1116,7 @@ static void complete_end(struct hd_req *r)
     if (loc.oom)
         b.oom = 1;
     hd_buf_cleanup(&loc);
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 out:
     hd_xml_complete_cleanup(&req);
     if (rc < 0)
@@ -1360,7 +1346,7 @@ void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket
     sqlite3_finalize(s);
     s = NULL;
     db_close(&d);
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 out:
     sqlite3_finalize(s);
     db_close(&d);
@@ -1491,7 +1477,7 @@ void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *buck
         hd_buf_cleanup(&b);
         hd_resp_err_msg(r, rc, msg);
     } else {
-        resp_xml(r, 200, &b);
+        hd_resp_xml(r, 200, &b);
     }
     hd_mpul_free(&l);
 }

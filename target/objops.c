@@ -159,7 +159,6 @@ void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int he
     struct hd_cond cond;
     uint64_t off = 0, len;
     int rc, status = 200;
-    char cr[96];
     const char *mode;
 
     if (r->trusted == HD_TRUST_NODE) { /* another node moving or copying it */
@@ -187,22 +186,9 @@ void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int he
         goto out;
     }
     len = m.size;
-    rc = hd_range_parse(hd_req_header(r, "Range"), m.size, &off, &len);
-    if (rc < 0) {
-        snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)m.size);
-        hd_resp_header(r, "Content-Range", cr);
-        hd_resp_err(r, rc);
+    status = hd_resp_range(r, m.size, &off, &len);
+    if (status < 0)
         goto out;
-    }
-    if (rc == 0) {
-        status = 206;
-        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
-                 (unsigned long long)(off + len - 1), (unsigned long long)m.size);
-        hd_resp_header(r, "Content-Range", cr);
-    } else {
-        off = 0;
-        len = m.size;
-    }
     add_object_headers(r, &m);
     hd_resp_header(r, "Content-Type", m.ctype ? m.ctype : "application/octet-stream");
     /* A stored checksum describes the whole object: echo it only when the whole object is

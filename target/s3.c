@@ -15,83 +15,23 @@
 #include "common/xml.h"
 #include "target/mpu.h"
 
-#define S3NS "http://s3.amazonaws.com/doc/2006-03-01/"
-
-/* Subresources we do not implement: a clean NotImplemented instead of a wrong answer. */
-static const char *const unsupported[] = {"acl",
-                                          "policy",
-                                          "lifecycle",
-                                          "tagging",
-                                          "cors",
-                                          "website",
-                                          "logging",
-                                          "replication",
-                                          "encryption",
-                                          "notification",
-                                          "requestPayment",
-                                          "accelerate",
-                                          "object-lock",
-                                          "legal-hold",
-                                          "retention",
-                                          "inventory",
-                                          "metrics",
-                                          "analytics",
-                                          "intelligent-tiering",
-                                          "ownershipControls",
-                                          "publicAccessBlock",
-                                          "torrent",
-                                          "restore",
-                                          "select",
-                                          "attributes",
-                                          "versioning",
-                                          "policyStatus",
-                                          NULL};
+#define S3NS HD_XML_S3_NS
 
 /* Virtual-host style: Host "BUCKET.<s3.domain>[:port]" -> "/BUCKET" + path (heap). */
 static char *vhost_path(struct hd_req *r, struct hd_target *t, const char *path)
 {
-    const char *host = hd_req_header(r, "Host");
-    size_t dl = strlen(t->domain), hl;
-    const char *colon;
-    struct hd_buf b;
-
     if (r->trusted == HD_TRUST_NODE) {
         /* a proxy read the Host already (its s3.domain, not ours) and said what it found,
          * under its signature (target/cluster.c) */
         const char *vh = hd_req_header(r, "X-Hoard-Vhost");
+        struct hd_buf b;
         if (!vh)
             return NULL;
         hd_buf_init(&b);
         hd_buf_printf(&b, "/%s%s", vh, path);
         return b.oom ? (hd_buf_cleanup(&b), NULL) : hd_buf_steal(&b, NULL);
     }
-    if (!dl || !host)
-        return NULL;
-    colon = strrchr(host, ':');
-    hl = colon && !strchr(colon, ']') ? (size_t)(colon - host) : strlen(host);
-    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, t->domain, dl) != 0)
-        return NULL;
-    hd_buf_init(&b);
-    hd_buf_printf(&b, "/%.*s%s", (int)(hl - dl - 1), host, path);
-    if (b.oom) {
-        hd_buf_cleanup(&b);
-        return NULL;
-    }
-    return hd_buf_steal(&b, NULL);
-}
-
-static void resp_xml(struct hd_req *r, int status, struct hd_buf *b)
-{
-    size_t len;
-    char *s;
-
-    if (b->oom) {
-        hd_buf_cleanup(b);
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    s = hd_buf_steal(b, &len);
-    hd_resp_buf(r, status, "application/xml", s, len);
+    return hd_s3_vhost_path(hd_req_header(r, "Host"), t->domain, path);
 }
 
 static void list_buckets(struct hd_req *r, struct hd_target *t, const char *owner)
@@ -124,7 +64,7 @@ static void list_buckets(struct hd_req *r, struct hd_target *t, const char *owne
     hd_xml_close(&b, "Buckets");
     hd_xml_close(&b, "ListAllMyBucketsResult");
     free(bk);
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 }
 
 /* mode 1: ListObjects, 2: ListObjectsV2, 3: ListObjectVersions (every object is version
@@ -247,7 +187,7 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
     }
     hd_xml_close(&b, root);
     hd_list_res_cleanup(&res);
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 }
 
 static void location(struct hd_req *r, struct hd_target *t, const char *bucket)
@@ -267,7 +207,7 @@ static void location(struct hd_req *r, struct hd_target *t, const char *bucket)
     if (strcmp(t->region, "us-east-1") != 0)
         hd_xml_escape(&b, t->region, strlen(t->region));
     hd_buf_puts(&b, "</LocationConstraint>");
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 }
 
 /* CreateBucket reads an optional CreateBucketConfiguration body. */
@@ -412,7 +352,7 @@ static void delete_end(struct hd_req *r)
     }
     hd_buf_puts(&b, "</DeleteResult>");
     hd_xml_delete_cleanup(&dr);
-    resp_xml(r, 200, &b);
+    hd_resp_xml(r, 200, &b);
 }
 
 static void delete_done(struct hd_req *r)
@@ -444,16 +384,6 @@ static void delete_objects(struct hd_req *r, struct hd_target *t, const char *bu
     r->on_done = delete_done;
 }
 
-static int has_unsupported(struct hd_req *r)
-{
-    size_t i;
-
-    for (i = 0; unsupported[i]; i++)
-        if (hd_query_find(&r->query, unsupported[i]))
-            return 1;
-    return 0;
-}
-
 static void bucket_call(struct hd_req *r, struct hd_target *t, const char *bucket,
                         const char *owner)
 {
@@ -464,7 +394,7 @@ static void bucket_call(struct hd_req *r, struct hd_target *t, const char *bucke
         location(r, t, bucket);
         return;
     }
-    if (has_unsupported(r)) {
+    if (hd_s3_unsupported_subresource(&r->query)) {
         hd_resp_err(r, HD_ENOTIMPL);
         return;
     }
@@ -512,7 +442,7 @@ static void object_call(struct hd_req *r, struct hd_target *t, const char *bucke
     const char *m = r->method;
     int upload = hd_query_find(&r->query, "uploadId") != NULL;
 
-    if (has_unsupported(r)) {
+    if (hd_s3_unsupported_subresource(&r->query)) {
         hd_resp_err(r, HD_ENOTIMPL);
         return;
     }

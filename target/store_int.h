@@ -183,12 +183,12 @@ void hd_mcache_free(struct hd_mcache *mc);
 /* 0 with *m (strings owned by m), the mountpath index, *rel (malloc'd) and, when fd is not
  * NULL, *fd: a descriptor of the content file (the caller's) or -1 when none is held; or
  * HD_ENOSUCHKEY when not cached. */
-int hd_mcache_get(struct hd_mcache *mc, const char *bucket, const char *name,
-                  struct hd_obj_meta *m, size_t *mpi, char **rel, int *fd);
+int hd_mcache_get(struct hd_mcache *mc, const char *bucket, const char *name, struct hd_obj_meta *m,
+                  size_t *mpi, char **rel, int *fd);
 /* Keeps a duplicate of fd (the open content file rel) with the cached row, if the row is
  * still cached for that same file and the budget allows. */
-void hd_mcache_keep_fd(struct hd_mcache *mc, const char *bucket, const char *name,
-                       const char *rel, int fd);
+void hd_mcache_keep_fd(struct hd_mcache *mc, const char *bucket, const char *name, const char *rel,
+                       int fd);
 /* The stripe generation to pass to hd_mcache_put for a row about to be read. */
 uint64_t hd_mcache_gen(struct hd_mcache *mc, const char *bucket, const char *name);
 void hd_mcache_put(struct hd_mcache *mc, const char *bucket, const char *name, size_t mpi,

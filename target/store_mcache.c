@@ -10,8 +10,8 @@
  * writer just replaced. Up to max_fds entries also keep their content file open, so a warm
  * GET is a dup of that descriptor instead of a path walk (closed when the entry is dropped,
  * i.e. right after the row changes; a reader that got its dup just before reads the version
- * it looked up, as with any read racing a write). Entries live in stripes (a mutex, hash chains and an LRU list each);
- * a full stripe forgets its least recently used row. Any thread. */
+ * it looked up, as with any read racing a write). Entries live in stripes (a mutex, hash chains and
+ * an LRU list each); a full stripe forgets its least recently used row. Any thread. */
 #include "target/store_int.h"
 
 #include <errno.h>
@@ -28,7 +28,7 @@
 #define MC_STRIPES 64
 
 struct mc_ent {
-    struct mc_ent *hnext;        /* hash chain */
+    struct mc_ent *hnext;         /* hash chain */
     struct mc_ent *lprev, *lnext; /* LRU list, most recent first */
     uint64_t h;
     size_t mpi;
@@ -51,7 +51,7 @@ struct mc_stripe {
 
 struct hd_mcache {
     struct mc_stripe s[MC_STRIPES];
-    atomic_long fds;  /* content files held open */
+    atomic_long fds; /* content files held open */
     long max_fds;
 };
 
@@ -173,8 +173,8 @@ static struct mc_stripe *stripe(struct hd_mcache *mc, uint64_t h)
     return &mc->s[(h >> 40) % MC_STRIPES];
 }
 
-int hd_mcache_get(struct hd_mcache *mc, const char *bucket, const char *name,
-                  struct hd_obj_meta *m, size_t *mpi, char **rel, int *fd)
+int hd_mcache_get(struct hd_mcache *mc, const char *bucket, const char *name, struct hd_obj_meta *m,
+                  size_t *mpi, char **rel, int *fd)
 {
     size_t klen = strlen(bucket) + 1 + strlen(name);
     char *key = malloc(klen + 1);
@@ -277,8 +277,8 @@ void hd_mcache_put(struct hd_mcache *mc, const char *bucket, const char *name, s
     pthread_mutex_unlock(&s->mu);
 }
 
-void hd_mcache_keep_fd(struct hd_mcache *mc, const char *bucket, const char *name,
-                       const char *rel, int fd)
+void hd_mcache_keep_fd(struct hd_mcache *mc, const char *bucket, const char *name, const char *rel,
+                       int fd)
 {
     size_t klen = strlen(bucket) + 1 + strlen(name);
     struct mc_stripe *s;

@@ -1,4 +1,5 @@
-/* libFuzzer driver for query strings, URL coding and name checks (common/httputil). */
+/* libFuzzer driver for query strings, URL coding, name checks and virtual-host Host headers
+ * (common/httputil). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (q.n != 0 || q.params) {
         __builtin_trap();
     }
+    if (rc == 0)
+        hd_s3_unsupported_subresource(&q);
     hd_query_free(&q);
+
+    /* virtual-host addressing from a Host header: the bucket is the text before the domain */
+    {
+        char *vp = hd_s3_vhost_path(s, "s3.example.com", "/k");
+        if (vp && (vp[0] != '/' || strlen(vp) < 4 || strcmp(vp + strlen(vp) - 2, "/k") != 0 ||
+                   strlen(vp) - 3 >= strlen(s)))
+            __builtin_trap();
+        free(vp);
+    }
 
     /* decode into a separate buffer and in place: same result */
     for (int plus = 0; plus < 2; plus++) {

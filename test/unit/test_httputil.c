@@ -748,3 +748,44 @@ HD_SUITE(httputil_misc)
     CHECK_EQ_INT(hd_str_case_prefix("[", "{"), 0); /* no case folding outside letters */
     CHECK_EQ_INT(hd_str_case_prefix(NULL, "a"), 0);
 }
+
+HD_SUITE(httputil_s3_addressing)
+{
+    struct hd_query q;
+    char *v;
+
+    v = hd_s3_vhost_path("photos.s3.example.com", "s3.example.com", "/a/b.jpg");
+    CHECK_EQ_STR(v, "/photos/a/b.jpg");
+    free(v);
+    v = hd_s3_vhost_path("Photos.S3.Example.COM:8080", "s3.example.com", "/");
+    CHECK_EQ_STR(v, "/Photos/"); /* the domain matches without case, the port is dropped */
+    free(v);
+    v = hd_s3_vhost_path("a.b.s3.example.com", "s3.example.com", "/k");
+    CHECK_EQ_STR(v, "/a.b/k"); /* dotted bucket names */
+    free(v);
+    CHECK(hd_s3_vhost_path("s3.example.com", "s3.example.com", "/k") == NULL);  /* no bucket */
+    CHECK(hd_s3_vhost_path(".s3.example.com", "s3.example.com", "/k") == NULL); /* empty */
+    CHECK(hd_s3_vhost_path("xs3.example.com", "s3.example.com", "/k") == NULL); /* no dot */
+    CHECK(hd_s3_vhost_path("b.s3.example.org", "s3.example.com", "/k") == NULL);
+    CHECK(hd_s3_vhost_path("b.s3.example.com", "", "/k") == NULL); /* not configured */
+    CHECK(hd_s3_vhost_path(NULL, "s3.example.com", "/k") == NULL); /* no Host */
+    CHECK(hd_s3_vhost_path("[::1]:80", "s3.example.com", "/k") == NULL);
+    CHECK(hd_s3_vhost_path("", "s3.example.com", "/k") == NULL);
+
+    CHECK_EQ_INT(hd_query_parse("acl", &q), 0);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 1);
+    hd_query_free(&q);
+    CHECK_EQ_INT(hd_query_parse("list-type=2&tagging=", &q), 0);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 1);
+    hd_query_free(&q);
+    CHECK_EQ_INT(hd_etag_is_md5("d41d8cd98f00b204e9800998ecf8427e"), 1);
+    CHECK_EQ_INT(hd_etag_is_md5("D41D8CD98F00B204E9800998ECF8427E"), 1);
+    CHECK_EQ_INT(hd_etag_is_md5("d41d8cd98f00b204e9800998ecf8427e-2"), 0); /* multipart */
+    CHECK_EQ_INT(hd_etag_is_md5("d41d8cd98f00b204e9800998ecf8427"), 0);
+    CHECK_EQ_INT(hd_etag_is_md5("g41d8cd98f00b204e9800998ecf8427e"), 0);
+    CHECK_EQ_INT(hd_etag_is_md5(""), 0);
+
+    CHECK_EQ_INT(hd_query_parse("uploads&prefix=acl", &q), 0);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 0); /* a value named acl is not ?acl */
+    hd_query_free(&q);
+}

@@ -1396,8 +1396,7 @@ static int shared_is(struct hd_store *st, const char *bucket, const char *key, c
     if (hd_store_open_object_shared(st, bucket, key, &m, &fd) != 0)
         return 0;
     n = pread(fd, buf, sizeof(buf) - 1, 0);
-    ok = n == (ssize_t)strlen(want) && memcmp(buf, want, (size_t)n) == 0 &&
-         m.size == strlen(want);
+    ok = n == (ssize_t)strlen(want) && memcmp(buf, want, (size_t)n) == 0 && m.size == strlen(want);
     close(fd);
     hd_obj_meta_cleanup(&m);
     return ok;

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "common/httputil.h"
 #include "tools/hoard/cli.h"
 #include "tools/hoard/cli_fmt.h"
 #include "tools/hoard/cli_http.h"
@@ -69,22 +70,9 @@ static int target_object(struct target *t, const char *verb)
     return 0;
 }
 
-/* 1 when the ETag is a plain MD5 (32 hex digits) we can compare against. */
-static int etag_is_md5(const char *etag)
-{
-    size_t i;
-
-    if (strlen(etag) != 32)
-        return 0;
-    for (i = 0; i < 32; i++)
-        if (!strchr("0123456789abcdefABCDEF", etag[i]))
-            return 0;
-    return 1;
-}
-
 static int etag_check(const char *what, const char *etag, const char *md5)
 {
-    if (etag_is_md5(etag) && md5[0] && strcasecmp(etag, md5) != 0)
+    if (hd_etag_is_md5(etag) && md5[0] && strcasecmp(etag, md5) != 0)
         return hd_cli_fail(
             HD_CLI_EXIT_API,
             "%s: checksum mismatch: server ETag %s, MD5 of the bytes sent/received %s", what, etag,

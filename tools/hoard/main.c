@@ -440,8 +440,7 @@ static int run(struct hd_cli *cli, int argc, char **argv)
         /* `bucket create s3://B --endpoint URL`: after an s3:// bucket, --endpoint names the
          * bucket's upstream (as --upstream does); before it, the hoard node */
         if (!only_pos && cli->cmd && strcmp(cli->cmd->noun, "bucket") == 0 &&
-            strcmp(cli->cmd->verb, "create") == 0 && npos > 0 &&
-            strncmp(pos[0], "s3://", 5) == 0) {
+            strcmp(cli->cmd->verb, "create") == 0 && npos > 0 && strncmp(pos[0], "s3://", 5) == 0) {
             if (strcmp(argv[i], "--endpoint") == 0)
                 argv[i] = (char *)"--upstream";
             else if (strncmp(argv[i], "--endpoint=", 11) == 0 && !up_eq &&
