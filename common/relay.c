@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "common/errors.h"
+#include "common/httputil.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/ring.h"
@@ -266,7 +267,15 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
         e--;
     if (kl == 14 && strncasecmp(p, "content-length", 14) == 0) {
-        y->resp_len = strtoll(v, NULL, 10);
+        /* strictly digits (libcurl has checked it too); anything else: length unknown, the
+         * answer is streamed chunked to the client */
+        char num[24];
+        uint64_t cl;
+        snprintf(num, sizeof(num), "%.*s", (int)(e - v), v);
+        y->resp_len =
+            (size_t)(e - v) < sizeof(num) && hd_parse_u64(num, &cl) == 0 && cl <= INT64_MAX
+                ? (int64_t)cl
+                : -1;
         goto out;
     }
     if (kl == 16 && strncasecmp(p, "x-amz-request-id", 16) == 0) {
