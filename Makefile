@@ -32,8 +32,8 @@ LDFLAGS := $(SANFLAGS) $(EXTRA_LDFLAGS)
 LIBS := $(PKG_LIBS) -lpthread -lm
 
 COMMON_SRC := $(wildcard common/*.c)
-PROXY_SRC := $(wildcard proxy/*.c)
-TARGET_SRC := $(wildcard target/*.c)
+PROXY_SRC := $(wildcard proxy/*/*.c)
+TARGET_SRC := $(wildcard target/*/*.c)
 SERVER_SRC := $(wildcard server/*.c)
 TOOLS_SRC := $(wildcard tools/hoard/*.c)
 BENCH_TOOL_SRC := $(wildcard tools/bench/*.c)
@@ -119,7 +119,7 @@ lint: check-deps
 
 format:
 	clang-format -i $(COMMON_SRC) $(PROXY_SRC) $(TARGET_SRC) $(SERVER_SRC) $(TOOLS_SRC) $(BENCH_TOOL_SRC) \
-	    $(UNIT_SRC) $(FUZZ_SRC) $(wildcard */*.h tools/hoard/*.h test/unit/*.h)
+	    $(UNIT_SRC) $(FUZZ_SRC) $(wildcard */*.h */*/*.h tools/hoard/*.h test/unit/*.h)
 
 bench: deps all
 	HOARD_BUILD=$(BUILD) bash test/bench/run.sh

@@ -20,8 +20,8 @@
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/hrw.h"
-#include "target/store.h"
-#include "target/store_int.h"
+#include "target/store/store.h"
+#include "target/store/int.h"
 #include "test/unit/hd_test.h"
 
 /* ---- fixture: a store on a fresh temp directory ---- */

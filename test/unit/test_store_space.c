@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/errors.h"
-#include "target/store.h"
+#include "target/store/store.h"
 #include "test/unit/hd_test.h"
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "common/errors.h"
-#include "target/store.h"
-#include "target/store_tar.h"
+#include "target/store/store.h"
+#include "target/store/tar.h"
 #include "test/unit/hd_test.h"
 
 static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

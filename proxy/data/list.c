@@ -1,0 +1,324 @@
+/* list: object listings on the proxy as a k-way merge of per-target pages. Every live target
+ * is asked for `limit` entries after the same start key; the merged page is the first
+ * `limit` distinct names of the union (common prefixes deduplicated across targets). That is
+ * exact: a target that returned a full page contributes `limit` distinct names, so anything
+ * it did not send sorts after the merged page's last name. The next start key is the last
+ * name returned, so a continuation token works on any proxy. */
+#include "proxy/core/core.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/httpc.h"
+#include "common/httputil.h"
+#include "common/log.h"
+#include "common/metrics.h"
+
+#define TOKEN_MAX 1500 /* base64 of a 1024-byte key, plus NUL */
+
+void hd_proxy_list_cleanup(struct hd_plist_res *res)
+{
+    size_t i;
+
+    for (i = 0; i < res->n; i++)
+        free(res->items[i].name);
+    free(res->items);
+    free(res->last);
+    memset(res, 0, sizeof(*res));
+}
+
+int hd_proxy_list_push(struct hd_plist_res *res, size_t *cap, const char *name, int is_prefix,
+                       const json_t *e)
+{
+    struct hd_plist_item *it;
+
+    if (res->n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        it = realloc(res->items, nc * sizeof(*it));
+        if (!it)
+            return -ENOMEM;
+        res->items = it;
+        *cap = nc;
+    }
+    it = &res->items[res->n];
+    memset(it, 0, sizeof(*it));
+    it->name = strdup(name);
+    if (!it->name)
+        return -ENOMEM;
+    it->is_prefix = is_prefix;
+    if (e) {
+        it->size = (uint64_t)json_integer_value(json_object_get(e, "size"));
+        const char *etag = json_string_value(json_object_get(e, "etag"));
+        const char *mtime = json_string_value(json_object_get(e, "mtime"));
+        snprintf(it->etag, sizeof(it->etag), "%s", etag ? etag : "");
+        snprintf(it->mtime, sizeof(it->mtime), "%s", mtime ? mtime : "");
+    }
+    res->n++;
+    return 0;
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+    const struct hd_plist_item *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+
+    return c ? c : y->is_prefix - x->is_prefix;
+}
+
+/* Adds one target's JSON page to res. */
+static int take_page(struct hd_plist_res *res, size_t *cap, const json_t *j, int *truncated)
+{
+    json_t *ents = json_object_get(j, "entries"), *pfx = json_object_get(j, "prefixes"), *e;
+    size_t i;
+    int rc;
+
+    json_array_foreach(ents, i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (name && (rc = hd_proxy_list_push(res, cap, name, 0, e)) < 0)
+            return rc;
+    }
+    json_array_foreach(pfx, i, e)
+    {
+        if (json_is_string(e) &&
+            (rc = hd_proxy_list_push(res, cap, json_string_value(e), 1, NULL)) < 0)
+            return rc;
+    }
+    if (json_object_get(j, "continuation_token"))
+        *truncated = 1;
+    return 0;
+}
+
+static void add_param(struct hd_buf *q, const char *k, const char *v)
+{
+    if (!v || !*v)
+        return;
+    hd_buf_printf(q, "&%s=", k);
+    hd_uri_encode(q, v, strlen(v), 0);
+}
+
+int hd_proxy_list(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                  struct hd_plist_res *res, char *msg, size_t msglen)
+{
+    int cloud = hd_proxy_bucket_cloud(p, bucket), rc;
+    size_t i;
+
+    if (cloud && !o->cached_only)
+        return hd_proxy_list_cloud(p, bucket, o, res, msg, msglen);
+    rc = hd_proxy_list_local(p, bucket, o, res, msg, msglen);
+    for (i = 0; rc == 0 && i < res->n; i++)
+        res->items[i].cached = cloud && !res->items[i].is_prefix ? 1 : -1;
+    return rc;
+}
+
+int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                        struct hd_plist_res *res, char *msg, size_t msglen)
+{
+    struct hd_bmd *bmd = hd_smap_state_bmd(p->cs);
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    struct hd_httpc_call *calls = NULL;
+    struct hd_proxy_sig *sigs = NULL;
+    const struct hd_node **tg = NULL;
+    struct hd_buf q, *urls = NULL;
+    char token[TOKEN_MAX];
+    size_t i, n = 0, cap = 0, w;
+    int rc = 0, truncated = 0;
+
+    memset(res, 0, sizeof(*res));
+    hd_buf_init(&q);
+    msg[0] = '\0';
+    if (!hd_bmd_find(bmd, bucket)) {
+        rc = HD_ENOSUCHBUCKET;
+        goto out;
+    }
+    if (!s) {
+        snprintf(msg, msglen, "This proxy has no cluster map yet; retry shortly.");
+        rc = HD_EUNAVAIL;
+        goto out;
+    }
+    for (i = 0; i < s->n; i++)
+        if (s->nodes[i].type == HD_NODE_TARGET && s->nodes[i].down) {
+            snprintf(msg, msglen,
+                     "Target %s is down: a listing without it would be incomplete; retry "
+                     "when it is back (or decommission it).",
+                     s->nodes[i].id);
+            rc = HD_EUNAVAIL;
+            goto out;
+        }
+    hd_buf_printf(&q, "limit=%zu", o->limit);
+    add_param(&q, "prefix", o->prefix);
+    add_param(&q, "delimiter", o->delimiter);
+    if (o->start_after && *o->start_after) {
+        if (hd_b64_encode((const unsigned char *)o->start_after, strlen(o->start_after), token,
+                          sizeof(token)) < 0) {
+            rc = HD_EBADTOKEN;
+            goto out;
+        }
+        add_param(&q, "token", token);
+    }
+    calls = calloc(s->n ? s->n : 1, sizeof(*calls));
+    sigs = calloc(s->n ? s->n : 1, sizeof(*sigs));
+    urls = calloc(s->n ? s->n : 1, sizeof(*urls));
+    tg = calloc(s->n ? s->n : 1, sizeof(const struct hd_node *));
+    if (!calls || !sigs || !urls || !tg || q.oom) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (i = 0; i < s->n; i++) {
+        const struct hd_node *t = &s->nodes[i];
+        if (t->type != HD_NODE_TARGET)
+            continue;
+        hd_buf_init(&urls[n]);
+        hd_buf_printf(&urls[n], "%s/v1/buckets/", t->url);
+        hd_uri_encode(&urls[n], bucket, strlen(bucket), 0);
+        hd_buf_printf(&urls[n], "?%s", q.data);
+        if (urls[n].oom) {
+            hd_buf_cleanup(&urls[n]);
+            rc = -ENOMEM;
+            goto out;
+        }
+        hd_httpc_call_init(&calls[n], "GET", urls[n].data);
+        hd_proxy_sign(p, "GET", urls[n].data, &sigs[n]);
+        calls[n].hdrs = sigs[n].kv;
+        calls[n].nhdrs = sigs[n].n;
+        calls[n].total_ms = HD_PROXY_FANOUT_MS;
+        tg[n] = t;
+        n++;
+    }
+    hd_httpc_run_all(calls, n, 0);
+    for (i = 0; i < n && rc == 0; i++) {
+        json_t *j = NULL;
+        if (calls[i].rc < 0) {
+            snprintf(msg, msglen, "Target %s did not answer the listing: %s", tg[i]->id,
+                     hd_strerror(calls[i].rc));
+            rc = HD_EUNAVAIL;
+            break;
+        }
+        if (calls[i].status == 404)
+            continue; /* the bucket has not reached this target yet: nothing there */
+        if (calls[i].resp.len)
+            j = json_loadb(calls[i].resp.data, calls[i].resp.len, 0, NULL);
+        if (calls[i].status != 200 || !j) {
+            snprintf(msg, msglen, "Target %s failed the listing (HTTP %ld).", tg[i]->id,
+                     calls[i].status);
+            rc = calls[i].status == 400 ? hd_proxy_err_from_json(calls[i].status, j) : HD_EUNAVAIL;
+            json_decref(j);
+            break;
+        }
+        rc = take_page(res, &cap, j, &truncated);
+        json_decref(j);
+    }
+    if (rc < 0)
+        goto out;
+    if (res->n)
+        qsort(res->items, res->n, sizeof(res->items[0]), cmp_item);
+    for (i = 0, w = 0; i < res->n; i++) { /* dedupe: common prefixes come from every target */
+        if (w && strcmp(res->items[w - 1].name, res->items[i].name) == 0) {
+            free(res->items[i].name);
+            continue;
+        }
+        res->items[w++] = res->items[i];
+    }
+    res->n = w;
+    if (res->n > o->limit) {
+        for (i = o->limit; i < res->n; i++)
+            free(res->items[i].name);
+        res->n = o->limit;
+        truncated = 1;
+    }
+    res->truncated = truncated;
+    if (res->n && !(res->last = strdup(res->items[res->n - 1].name)))
+        rc = -ENOMEM;
+out:
+    for (i = 0; i < n; i++) {
+        hd_httpc_call_cleanup(&calls[i]);
+        hd_buf_cleanup(&urls[i]);
+    }
+    free(calls);
+    free(sigs);
+    free(urls);
+    free(tg);
+    hd_buf_cleanup(&q);
+    hd_smap_unref(s);
+    hd_bmd_unref(bmd);
+    if (rc < 0)
+        hd_proxy_list_cleanup(res);
+    return rc;
+}
+
+int hd_proxy_bucket_empty(struct hd_proxy *p, const char *bucket, char *msg, size_t msglen)
+{
+    struct hd_plist_opts o = {.limit = 1};
+    struct hd_plist_res res;
+    int rc = hd_proxy_list_local(p, bucket, &o, &res, msg, msglen);
+
+    if (rc < 0)
+        return rc;
+    rc = res.n ? HD_EBUCKETNOTEMPTY : 0;
+    hd_proxy_list_cleanup(&res);
+    return rc;
+}
+
+void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+{
+    const char *lim = hd_req_param(r, "limit"), *tok = hd_req_param(r, "token");
+    struct hd_plist_opts o;
+    struct hd_plist_res res;
+    unsigned char raw[1100];
+    uint64_t limit = 1000;
+    char msg[256];
+    json_t *ents, *pfx, *j;
+    size_t i, n;
+    int rc;
+
+    r->op = HD_OP_LIST;
+    memset(&o, 0, sizeof(o));
+    if (lim && (hd_parse_u64(lim, &limit) < 0 || limit == 0 || limit > 10000)) {
+        hd_resp_err_msg(r, HD_EBADARG, "limit must be an integer in 1..10000.");
+        return;
+    }
+    if (tok && *tok) {
+        if (hd_b64_decode(tok, strlen(tok), raw, sizeof(raw) - 1, &n) < 0 || n == 0 ||
+            memchr(raw, 0, n)) {
+            hd_resp_err(r, HD_EBADTOKEN);
+            return;
+        }
+        raw[n] = '\0';
+        o.start_after = (const char *)raw;
+    }
+    o.prefix = hd_req_param(r, "prefix");
+    o.delimiter = hd_req_param(r, "delimiter");
+    o.limit = (size_t)limit;
+    o.cached_only = hd_req_param(r, "cached") && strcmp(hd_req_param(r, "cached"), "false") != 0;
+    if ((rc = hd_proxy_list(p, bucket, &o, &res, msg, sizeof(msg))) < 0) {
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
+    ents = json_array();
+    pfx = json_array();
+    for (i = 0; i < res.n; i++) {
+        const struct hd_plist_item *it = &res.items[i];
+        if (it->is_prefix)
+            json_array_append_new(pfx, json_string(it->name));
+        else {
+            json_t *e = json_pack("{s:s, s:I, s:s, s:s}", "name", it->name, "size",
+                                  (json_int_t)it->size, "etag", it->etag, "mtime", it->mtime);
+            if (e && it->cached >= 0)
+                json_object_set_new(e, "cached", json_boolean(it->cached));
+            json_array_append_new(ents, e);
+        }
+    }
+    j = json_pack("{s:o, s:o}", "entries", ents, "prefixes", pfx);
+    if (j && res.truncated && res.last) {
+        char t64[TOKEN_MAX];
+        if (hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64, sizeof(t64)) == 0)
+            json_object_set_new(j, "continuation_token", json_string(t64));
+    }
+    hd_proxy_list_cleanup(&res);
+    hd_proxy_resp_json(r, 200, j);
+}

@@ -1,0 +1,1560 @@
+/* mpu: S3 multipart upload. An upload lives wholly on the mountpath its object will live on
+ * (HRW of bucket/key): its rows in that mountpath's catalog (mpu_uploads, mpu_parts) and its
+ * part files under MP/mpu/<uploadId>/. Parts are committed like objects (temp file, fsync,
+ * rename, then the row), so a crash leaves at worst an unreferenced part file. Complete
+ * concatenates the part files with copy_file_range into a new object committed with the
+ * multipart ETag, then drops the parts and keeps a completed record for an hour so that a
+ * retried Complete gets the same answer. */
+#include "target/api/mpu.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/mpulist.h"
+#include "common/metrics.h"
+#include "common/xml.h"
+#include "target/store/int.h"
+
+#define MPU_MIN_PART (5ull << 20) /* S3's minimum size of every part but the last */
+#define MPU_MAX_PART_NUM 10000
+#define MPU_KEEP_DONE_MS (3600ll * 1000) /* completed uploads answer a retried Complete */
+#define MPU_ID_BYTES 16
+#define MPU_ID_HEX 32 /* 2 * MPU_ID_BYTES */
+#define MPU_LIST_MAX 1000
+#define COMPLETE_MAGIC 0x6d707563u
+
+enum { UP_ACTIVE = 0, UP_DONE = 1 };
+
+/* Idempotent; run on every use of a connection (cheap: a schema lookup once tables exist). */
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS mpu_uploads("
+    " id TEXT PRIMARY KEY, bucket TEXT NOT NULL, name TEXT NOT NULL, created INTEGER NOT NULL,"
+    " ctype TEXT, meta TEXT, ck_algo TEXT, ck_type TEXT, state INTEGER NOT NULL DEFAULT 0,"
+    " etag TEXT, ck_val TEXT, done INTEGER) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS mpu_uploads_bn ON mpu_uploads(bucket, name, created);"
+    "CREATE INDEX IF NOT EXISTS mpu_uploads_done ON mpu_uploads(done) WHERE state = 1;"
+    "CREATE TABLE IF NOT EXISTS mpu_parts("
+    " id TEXT NOT NULL, part INTEGER NOT NULL, size INTEGER NOT NULL, etag TEXT NOT NULL,"
+    " ck_type TEXT, ck_val TEXT, mtime INTEGER NOT NULL, file TEXT NOT NULL,"
+    " PRIMARY KEY(id, part)) WITHOUT ROWID;";
+
+/* ---- catalog helpers ---- */
+
+struct db {
+    struct mountpath *mp;
+    struct conn *c;
+};
+
+static int db_open(struct mountpath *mp, struct db *d)
+{
+    char *msg = NULL;
+    int rc;
+
+    d->mp = mp;
+    d->c = NULL;
+    if ((rc = hd_store_conn_get(mp, &d->c)) < 0)
+        return rc;
+    rc = sqlite3_exec(d->c->db, schema_sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        HD_LOG(HD_ERROR, NULL, "catalog %s: multipart tables: %s", mp->path, msg ? msg : "?");
+        sqlite3_free(msg);
+        hd_store_conn_put(mp, d->c);
+        d->c = NULL;
+        return rc == SQLITE_FULL ? -ENOSPC : HD_EINTERNAL;
+    }
+    return 0;
+}
+
+/* Returns the connection to the pool, rolling back a transaction left open by an error. */
+static void db_close(struct db *d)
+{
+    if (!d->c)
+        return;
+    if (!sqlite3_get_autocommit(d->c->db)) {
+        sqlite3_step(d->c->q[Q_ROLLBACK]);
+        sqlite3_reset(d->c->q[Q_ROLLBACK]);
+    }
+    hd_store_conn_put(d->mp, d->c);
+    d->c = NULL;
+}
+
+/* q is Q_BEGIN (BEGIN IMMEDIATE), Q_COMMIT or Q_ROLLBACK. */
+static int db_tx(struct db *d, int q)
+{
+    sqlite3_stmt *s = d->c->q[q];
+    int rc = sqlite3_step(s);
+
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? 0 : hd_store_sqlerr(d->c->db, rc, "multipart transaction");
+}
+
+static int db_prep(struct db *d, const char *sql, sqlite3_stmt **s)
+{
+    int rc = sqlite3_prepare_v2(d->c->db, sql, -1, s, NULL);
+
+    if (rc != SQLITE_OK) {
+        *s = NULL;
+        return hd_store_sqlerr(d->c->db, rc, sql);
+    }
+    return 0;
+}
+
+/* Steps a statement that returns no rows, then finalizes it. */
+static int db_run(struct db *d, sqlite3_stmt *s, const char *what)
+{
+    int rc = sqlite3_step(s);
+
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : hd_store_sqlerr(d->c->db, rc, what);
+}
+
+static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
+{
+    if (v && *v)
+        sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+/* A small list of strings (file names to unlink after a commit). */
+struct strv {
+    char **v;
+    size_t n;
+};
+
+static int strv_push(struct strv *sv, const char *s)
+{
+    char **n = realloc(sv->v, (sv->n + 1) * sizeof(*n));
+
+    if (!n)
+        return -ENOMEM;
+    sv->v = n;
+    sv->v[sv->n] = strdup(s);
+    if (!sv->v[sv->n])
+        return -ENOMEM;
+    sv->n++;
+    return 0;
+}
+
+static void strv_free(struct strv *sv)
+{
+    size_t i;
+
+    for (i = 0; i < sv->n; i++)
+        free(sv->v[i]);
+    free(sv->v);
+    sv->v = NULL;
+    sv->n = 0;
+}
+
+/* Collects the part files of upload id (inside the caller's transaction). */
+static int part_files(struct db *d, const char *id, struct strv *out)
+{
+    sqlite3_stmt *s;
+    int rc, st;
+
+    if ((rc = db_prep(d, "SELECT file FROM mpu_parts WHERE id = ?1", &s)) < 0)
+        return rc;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *f = (const char *)sqlite3_column_text(s, 0);
+        if (f && (rc = strv_push(out, f)) < 0)
+            break;
+    }
+    if (rc == 0 && st != SQLITE_DONE)
+        rc = hd_store_sqlerr(d->c->db, st, "multipart part files");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static int delete_parts(struct db *d, const char *id)
+{
+    sqlite3_stmt *s;
+    int rc;
+
+    if ((rc = db_prep(d, "DELETE FROM mpu_parts WHERE id = ?1", &s)) < 0)
+        return rc;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+    return db_run(d, s, "multipart delete parts");
+}
+
+/* After COMMIT: removes the files and the upload's directory (if now empty). */
+static void remove_files(struct mountpath *mp, const char *id, struct strv *files)
+{
+    char dir[PATH_MAX];
+    size_t i;
+
+    for (i = 0; i < files->n; i++)
+        hd_store_unlink_rel(mp, files->v[i]);
+    snprintf(dir, sizeof(dir), "%s/mpu/%s", mp->path, id);
+    (void)rmdir(dir); /* ENOTEMPTY when a racing part commit just landed: it cleans up */
+}
+
+/* ---- uploads ---- */
+
+struct upload {
+    int64_t created;
+    int state;
+    enum hd_ck_type ck; /* HD_CK_NONE when created without a checksum algorithm */
+    int full;           /* checksum type FULL_OBJECT (else COMPOSITE) */
+    char *ctype;
+    char *meta;
+    char etag[48];   /* once completed */
+    char ck_val[64]; /* once completed: final checksum ("b64-N" when composite) */
+};
+
+static void upload_cleanup(struct upload *u)
+{
+    free(u->ctype);
+    free(u->meta);
+    u->ctype = u->meta = NULL;
+}
+
+/* Upload ids are ours only if they look like ours: they name a directory. */
+static int id_valid(const char *id)
+{
+    size_t i;
+
+    if (!id)
+        return 0;
+    for (i = 0; id[i]; i++)
+        if (!isdigit((unsigned char)id[i]) && !(id[i] >= 'a' && id[i] <= 'f'))
+            return 0;
+    return i == MPU_ID_HEX;
+}
+
+static int upload_get(struct db *d, const char *id, const char *bucket, const char *key,
+                      struct upload *u)
+{
+    sqlite3_stmt *s;
+    char algo[16], typ[16];
+    int rc, st;
+
+    memset(u, 0, sizeof(*u));
+    rc = db_prep(d,
+                 "SELECT created, state, ck_algo, ck_type, ctype, meta, etag, ck_val "
+                 "FROM mpu_uploads WHERE id = ?1 AND bucket = ?2 AND name = ?3",
+                 &s);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, bucket, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, key, -1, SQLITE_TRANSIENT);
+    st = sqlite3_step(s);
+    if (st == SQLITE_ROW) {
+        u->created = sqlite3_column_int64(s, 0);
+        u->state = sqlite3_column_int(s, 1);
+        hd_store_col_copy(s, 2, algo, sizeof(algo));
+        hd_store_col_copy(s, 3, typ, sizeof(typ));
+        u->ck = hd_cksum_type_from_name(algo);
+        u->full = strcmp(typ, "FULL_OBJECT") == 0;
+        u->ctype = hd_store_col_dup(s, 4);
+        u->meta = hd_store_col_dup(s, 5);
+        hd_store_col_copy(s, 6, u->etag, sizeof(u->etag));
+        hd_store_col_copy(s, 7, u->ck_val, sizeof(u->ck_val));
+        rc = 0;
+    } else if (st == SQLITE_DONE) {
+        rc = HD_ENOSUCHUPLOAD;
+    } else {
+        rc = hd_store_sqlerr(d->c->db, st, "multipart upload lookup");
+    }
+    sqlite3_finalize(s);
+    if (rc < 0)
+        upload_cleanup(u);
+    return rc;
+}
+
+/* An active upload of bucket/key, or HD_ENOSUCHUPLOAD (also when already completed). */
+static int upload_active(struct db *d, const char *id, const char *bucket, const char *key,
+                         struct upload *u)
+{
+    int rc = upload_get(d, id, bucket, key, u);
+
+    if (rc == 0 && u->state != UP_ACTIVE) {
+        upload_cleanup(u);
+        rc = HD_ENOSUCHUPLOAD;
+    }
+    return rc;
+}
+
+static unsigned long long min_part_size(void)
+{
+    const char *e = getenv("HOARD_MPU_MIN_PART");
+    uint64_t v;
+
+    /* tests may lower the limit, never raise it */
+    if (e && hd_parse_u64(e, &v) == 0 && v < MPU_MIN_PART)
+        return v;
+    return MPU_MIN_PART;
+}
+
+static int is_crc(enum hd_ck_type t)
+{
+    return t == HD_CK_CRC32 || t == HD_CK_CRC32C || t == HD_CK_CRC64NVME;
+}
+
+/* "ChecksumCRC32" ... for a checksum type. */
+static void ck_tag(enum hd_ck_type t, char *out, size_t n)
+{
+    snprintf(out, n, "Checksum%s", hd_cksum_name(t));
+}
+
+/* Text for a key in a listing, url-encoded when EncodingType=url. */
+/* Drops completed records past their retention (best effort). */
+static void prune_done(struct db *d)
+{
+    sqlite3_stmt *s;
+
+    if (db_prep(d, "DELETE FROM mpu_uploads WHERE state = 1 AND done < ?1", &s) < 0)
+        return;
+    sqlite3_bind_int64(s, 1, hd_store_now_ms() - MPU_KEEP_DONE_MS);
+    (void)db_run(d, s, "multipart prune");
+}
+
+/* ---- CreateMultipartUpload ---- */
+
+void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+{
+    const char *algo = hd_req_header(r, "x-amz-checksum-algorithm");
+    const char *ctyp = hd_req_header(r, "x-amz-checksum-type");
+    const char *ctype = hd_req_header(r, "Content-Type");
+    const char *msg = NULL;
+    enum hd_ck_type ck = HD_CK_NONE;
+    char id[MPU_ID_HEX + 1], *meta = NULL;
+    struct db d = {0};
+    sqlite3_stmt *s;
+    struct hd_buf b;
+    int full = 0, rc;
+
+    r->op = HD_OP_PUT;
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
+        goto out;
+    if (!algo || !*algo)
+        algo = hd_req_header(r, "x-amz-sdk-checksum-algorithm");
+    if (algo && *algo) {
+        ck = hd_cksum_type_from_name(algo);
+        if (ck == HD_CK_NONE) {
+            rc = HD_EBADARG;
+            msg = "Checksum algorithm provided is unsupported.";
+            goto out;
+        }
+    }
+    if (ctyp && *ctyp) {
+        if (strcasecmp(ctyp, "FULL_OBJECT") == 0) {
+            full = 1;
+        } else if (strcasecmp(ctyp, "COMPOSITE") != 0) {
+            rc = HD_EBADARG;
+            msg = "Value for x-amz-checksum-type header is invalid.";
+            goto out;
+        }
+        if (ck == HD_CK_NONE) {
+            rc = HD_EBADREQ;
+            msg = "The x-amz-checksum-type header can only be used with the "
+                  "x-amz-checksum-algorithm header.";
+            goto out;
+        }
+    } else if (ck == HD_CK_CRC64NVME) {
+        full = 1; /* S3's default (and only) type for CRC64NVME */
+    }
+    if (full && !is_crc(ck)) {
+        rc = HD_EBADREQ;
+        msg = "The FULL_OBJECT checksum type cannot be used with this checksum algorithm.";
+        goto out;
+    }
+    if (!full && ck == HD_CK_CRC64NVME) {
+        rc = HD_EBADREQ;
+        msg = "The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm.";
+        goto out;
+    }
+    if ((rc = hd_collect_meta(r, &meta)) < 0) {
+        msg = "x-amz-meta-* headers are invalid or larger than 2 KiB.";
+        goto out;
+    }
+    if ((rc = hd_store_random_hex(id, MPU_ID_BYTES)) < 0)
+        goto out;
+    if ((rc = db_open(hd_store_mp_for(t->st, bucket, key), &d)) < 0)
+        goto out;
+    prune_done(&d);
+    rc = db_prep(&d,
+                 "INSERT INTO mpu_uploads(id, bucket, name, created, ctype, meta, ck_algo, "
+                 "ck_type, state) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
+                 &s);
+    if (rc < 0)
+        goto out;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, bucket, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 4, hd_store_now_ms());
+    bind_text_or_null(s, 5, ctype);
+    bind_text_or_null(s, 6, meta);
+    bind_text_or_null(s, 7, ck == HD_CK_NONE ? NULL : hd_cksum_name(ck));
+    bind_text_or_null(s, 8, ck == HD_CK_NONE ? NULL : full ? "FULL_OBJECT" : "COMPOSITE");
+    if ((rc = db_run(&d, s, "multipart create")) < 0)
+        goto out;
+    db_close(&d);
+
+    if (ck != HD_CK_NONE) {
+        hd_resp_header(r, "x-amz-checksum-algorithm", hd_cksum_name(ck));
+        hd_resp_header(r, "x-amz-checksum-type", full ? "FULL_OBJECT" : "COMPOSITE");
+    }
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_xml_open_ns(&b, "InitiateMultipartUploadResult", HD_XML_S3_NS);
+    hd_xml_elem(&b, "Bucket", bucket);
+    hd_xml_elem(&b, "Key", key);
+    hd_xml_elem(&b, "UploadId", id);
+    hd_xml_close(&b, "InitiateMultipartUploadResult");
+    hd_resp_xml(r, 200, &b);
+out:
+    db_close(&d);
+    free(meta);
+    if (rc < 0)
+        hd_resp_err_msg(r, rc, msg);
+}
+
+/* ---- UploadPart ---- */
+
+struct part_arg {
+    struct hd_store *st;
+    struct mountpath *mp;
+    char *bucket, *key;
+    char id[MPU_ID_HEX + 1];
+    unsigned part;
+    enum hd_ck_type ck; /* the upload's algorithm: every part must carry it */
+};
+
+static void part_arg_free(void *arg)
+{
+    struct part_arg *pa = arg;
+
+    if (!pa)
+        return;
+    free(pa->bucket);
+    free(pa->key);
+    free(pa);
+}
+
+/* Records the part in the same transaction that checks the upload is still active, so a
+ * part never outlives an Abort or Complete that it races with. */
+static int part_record(struct part_arg *pa, const char *rel, uint64_t size, const char *etag,
+                       const struct hd_put_attrs *a, int64_t mtime, char **old)
+{
+    struct db d;
+    struct upload u;
+    sqlite3_stmt *s = NULL;
+    int rc, st;
+
+    *old = NULL;
+    if ((rc = db_open(pa->mp, &d)) < 0)
+        return rc;
+    if ((rc = db_tx(&d, Q_BEGIN)) < 0)
+        goto out;
+    if ((rc = upload_active(&d, pa->id, pa->bucket, pa->key, &u)) < 0)
+        goto out;
+    upload_cleanup(&u);
+    if ((rc = db_prep(&d, "SELECT file FROM mpu_parts WHERE id = ?1 AND part = ?2", &s)) < 0)
+        goto out;
+    sqlite3_bind_text(s, 1, pa->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 2, (int)pa->part);
+    st = sqlite3_step(s);
+    if (st == SQLITE_ROW) {
+        *old = hd_store_col_dup(s, 0);
+    } else if (st != SQLITE_DONE) {
+        rc = hd_store_sqlerr(d.c->db, st, "multipart part lookup");
+        goto out;
+    }
+    sqlite3_finalize(s);
+    rc = db_prep(&d,
+                 "INSERT OR REPLACE INTO mpu_parts(id, part, size, etag, ck_type, ck_val, mtime, "
+                 "file) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 &s);
+    if (rc < 0)
+        goto out;
+    sqlite3_bind_text(s, 1, pa->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 2, (int)pa->part);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)size);
+    sqlite3_bind_text(s, 4, etag, -1, SQLITE_TRANSIENT);
+    bind_text_or_null(s, 5, a->ck_type);
+    bind_text_or_null(s, 6, a->ck_type && *a->ck_type ? a->ck_val : NULL);
+    sqlite3_bind_int64(s, 7, mtime);
+    sqlite3_bind_text(s, 8, rel, -1, SQLITE_TRANSIENT);
+    rc = db_run(&d, s, "multipart part insert");
+    s = NULL;
+    if (rc < 0)
+        goto out;
+    rc = db_tx(&d, Q_COMMIT);
+out:
+    sqlite3_finalize(s);
+    db_close(&d);
+    if (rc < 0) {
+        free(*old);
+        *old = NULL;
+    }
+    return rc;
+}
+
+static int part_commit(struct hd_put *p, const struct hd_put_attrs *a, struct hd_obj_meta *out,
+                       void *arg)
+{
+    struct part_arg *pa = arg;
+    unsigned char md5[16];
+    char etag[33], rnd[17], rel[128], *old = NULL;
+    uint64_t size = hd_put_size(p);
+    int64_t mtime = hd_store_now_ms();
+    int rc;
+
+    if (pa->ck != HD_CK_NONE && (!a->ck_type || hd_cksum_type_from_name(a->ck_type) != pa->ck))
+        return HD_EBADREQ; /* the upload promised a checksum algorithm */
+    hd_put_md5(p, md5);
+    hd_hex(md5, 16, etag);
+    if ((rc = hd_store_random_hex(rnd, 8)) < 0)
+        return rc;
+    snprintf(rel, sizeof(rel), "mpu/%s/%u-%s", pa->id, pa->part, rnd);
+    if ((rc = hd_put_commit_file(p, rel)) < 0)
+        return rc;
+    rc = part_record(pa, rel, size, etag, a, mtime, &old);
+    if (rc < 0) {
+        hd_store_unlink_rel(pa->mp, rel);
+        return rc;
+    }
+    if (old) {
+        hd_store_unlink_rel(pa->mp, old);
+        free(old);
+    }
+    memset(out, 0, sizeof(*out));
+    out->size = size;
+    out->mtime_ms = mtime;
+    snprintf(out->etag, sizeof(out->etag), "%s", etag);
+    if (a->ck_type) {
+        snprintf(out->ck_type, sizeof(out->ck_type), "%s", a->ck_type);
+        snprintf(out->ck_val, sizeof(out->ck_val), "%s", a->ck_val ? a->ck_val : "");
+    }
+    return 0;
+}
+
+/* The checksum algorithm the request's headers announce (as the PUT pipeline reads them). */
+static enum hd_ck_type request_ck(struct hd_req *r)
+{
+    const char *trailer = hd_req_header(r, "x-amz-trailer");
+    const char *algo = hd_req_header(r, "x-amz-sdk-checksum-algorithm");
+    size_t i;
+
+    for (i = 0; i < r->nhdrs; i++) {
+        enum hd_ck_type ct = hd_cksum_type_from_header(r->hdrs[i].k);
+        if (ct != HD_CK_NONE)
+            return ct;
+    }
+    if (trailer && *trailer)
+        return hd_cksum_type_from_header(trailer);
+    return algo && *algo ? hd_cksum_type_from_name(algo) : HD_CK_NONE;
+}
+
+void hd_mpu_upload_part(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                        const struct hd_sigv4_auth *auth)
+{
+    const char *id = hd_req_param(r, "uploadId");
+    const char *pn = hd_req_param(r, "partNumber");
+    struct hd_put_hooks hooks;
+    struct part_arg *pa = NULL;
+    struct upload u;
+    struct db d = {0};
+    const char *msg = NULL;
+    uint64_t n;
+    int rc;
+
+    r->op = HD_OP_PUT;
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
+        goto out;
+    if (!pn || hd_parse_u64(pn, &n) < 0 || n < 1 || n > MPU_MAX_PART_NUM) {
+        rc = HD_EBADARG;
+        msg = "Part number must be an integer between 1 and 10000, inclusive.";
+        goto out;
+    }
+    if (!id_valid(id)) {
+        rc = HD_ENOSUCHUPLOAD;
+        goto out;
+    }
+    pa = calloc(1, sizeof(*pa));
+    if (!pa) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    pa->st = t->st;
+    pa->mp = hd_store_mp_for(t->st, bucket, key);
+    pa->bucket = strdup(bucket);
+    pa->key = strdup(key);
+    snprintf(pa->id, sizeof(pa->id), "%s", id);
+    pa->part = (unsigned)n;
+    if (!pa->bucket || !pa->key) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    /* fail before the body is read when we already know the answer */
+    if ((rc = db_open(pa->mp, &d)) < 0)
+        goto out;
+    rc = upload_active(&d, id, bucket, key, &u);
+    db_close(&d);
+    if (rc < 0)
+        goto out;
+    pa->ck = u.ck;
+    upload_cleanup(&u);
+    if (pa->ck != HD_CK_NONE && request_ck(r) != pa->ck) {
+        rc = HD_EBADREQ;
+        msg = "Checksum type mismatch: the upload was created with a checksum algorithm that "
+              "this part does not carry.";
+        goto out;
+    }
+    hooks.commit = part_commit;
+    hooks.arg = pa;
+    hooks.arg_free = part_arg_free;
+    hd_obj_put_ex(r, t, bucket, key, auth, &hooks); /* owns pa from here */
+    return;
+out:
+    part_arg_free(pa);
+    hd_resp_err_msg(r, rc, msg);
+}
+
+/* ---- CRC combination for FULL_OBJECT checksums ----
+ * The CRCs here are reflected with init = xorout = all ones, so crc(A|B) = crc(A) * x^(8|B|)
+ * + crc(B) in GF(2)[x] mod P (zlib's crc32_combine, generalised to 64-bit registers). */
+
+static uint64_t gf_mul(uint64_t a, uint64_t b, uint64_t poly, unsigned w)
+{
+    uint64_t m = (uint64_t)1 << (w - 1), p = 0;
+
+    while (m) {
+        if (a & m)
+            p ^= b;
+        m >>= 1;
+        b = b & 1 ? (b >> 1) ^ poly : b >> 1;
+    }
+    return p;
+}
+
+static uint64_t crc_combine(enum hd_ck_type t, uint64_t crc1, uint64_t crc2, uint64_t len2)
+{
+    uint64_t poly = t == HD_CK_CRC32    ? 0xedb88320u
+                    : t == HD_CK_CRC32C ? 0x82f63b78u
+                                        : 0x9a6c9329ac4bc9b5ull;
+    unsigned w = t == HD_CK_CRC64NVME ? 64 : 32;
+    uint64_t sq = (uint64_t)1 << (w - 2); /* x^1 */
+    uint64_t xp = (uint64_t)1 << (w - 1); /* x^0 */
+    int k;
+
+    for (k = 0; k < 3; k++)
+        sq = gf_mul(sq, sq, poly, w); /* x^8: one byte */
+    for (; len2; len2 >>= 1) {
+        if (len2 & 1)
+            xp = gf_mul(sq, xp, poly, w);
+        sq = gf_mul(sq, sq, poly, w);
+    }
+    return gf_mul(xp, crc1, poly, w) ^ crc2;
+}
+
+/* A CRC checksum value (base64, big-endian) to an integer; HD_EINVALIDDIGEST if malformed. */
+static int crc_decode(enum hd_ck_type t, const char *b64, uint64_t *out)
+{
+    unsigned char raw[16];
+    size_t n, i, want = t == HD_CK_CRC64NVME ? 8 : 4;
+
+    if (hd_b64_decode(b64, strlen(b64), raw, sizeof(raw), &n) < 0 || n != want)
+        return HD_EINVALIDDIGEST;
+    *out = 0;
+    for (i = 0; i < n; i++)
+        *out = *out << 8 | raw[i];
+    return 0;
+}
+
+static void crc_encode(enum hd_ck_type t, uint64_t v, char out[HD_CK_B64_MAX])
+{
+    unsigned char raw[8];
+    size_t n = t == HD_CK_CRC64NVME ? 8 : 4, i;
+
+    for (i = 0; i < n; i++)
+        raw[i] = (unsigned char)(v >> (8 * (n - 1 - i)));
+    hd_b64_encode(raw, n, out, HD_CK_B64_MAX);
+}
+
+/* ---- CompleteMultipartUpload ---- */
+
+struct complete_res {
+    char etag[48];
+    enum hd_ck_type ck;
+    int full;
+    char ck_val[64];
+};
+
+struct complete_ctx {
+    uint32_t magic;
+    struct hd_target *t;
+    char *bucket, *key;
+    char id[MPU_ID_HEX + 1];
+    struct hd_buf body;
+    /* S3-backed buckets: the assembled object goes to the upstream (parking the request)
+     * before it is committed here */
+    struct hd_cbucket *cb;
+    struct hd_put *p;
+    struct hd_put_attrs a;
+    char *ctype, *meta;
+    struct complete_res res;
+    struct hd_wt *wt;
+};
+
+/* The checked parts of a Complete, in order: content files (relative) and sizes. They are
+ * opened one at a time while copying, so 10000 parts need no 10000 descriptors; a part file
+ * that vanished meanwhile was replaced, aborted or completed by a racing request. */
+struct src {
+    struct strv files;
+    uint64_t *sizes;
+};
+
+static void src_cleanup(struct src *sc)
+{
+    strv_free(&sc->files);
+    free(sc->sizes);
+    sc->sizes = NULL;
+}
+
+/* Checks one listed part against its row (s positioned on it) and folds it into the
+ * multipart ETag and checksum. */
+static int check_part(const struct upload *u, const struct hd_complete_part *cp, sqlite3_stmt *s,
+                      int first, int last, struct hd_md5 *md5, struct hd_cksum *comp, uint64_t *crc,
+                      const char **msg)
+{
+    const char *etag = (const char *)sqlite3_column_text(s, 1);
+    const char *pck = (const char *)sqlite3_column_text(s, 2);
+    const char *pval = (const char *)sqlite3_column_text(s, 3);
+    uint64_t size = (uint64_t)sqlite3_column_int64(s, 0), v;
+    unsigned char raw[64];
+    size_t i, n;
+
+    if (!etag || strcasecmp(etag, cp->etag) != 0)
+        return HD_EINVALIDPART;
+    for (i = 0; i < cp->nck; i++)
+        if (!pck || !pval || strcasecmp(cp->ck[i].algo, pck) != 0 ||
+            strcmp(cp->ck[i].value, pval) != 0)
+            return HD_EINVALIDPART;
+    if (!last && size < min_part_size()) {
+        *msg = "Your proposed upload is smaller than the minimum allowed size: every part but "
+               "the last must be at least 5 MiB.";
+        return HD_ETOOSMALL;
+    }
+    if (hd_unhex(etag, strlen(etag), raw, sizeof(raw), &n) < 0 || n != 16)
+        return HD_EINTERNAL;
+    hd_md5_update(md5, raw, 16);
+    if (u->ck == HD_CK_NONE)
+        return 0;
+    if (!pck || hd_cksum_type_from_name(pck) != u->ck || !pval) {
+        *msg = "A part was uploaded without the upload's checksum algorithm.";
+        return HD_EINVALIDPART;
+    }
+    if (u->full) {
+        if (crc_decode(u->ck, pval, &v) < 0)
+            return HD_EINTERNAL;
+        *crc = first ? v : crc_combine(u->ck, *crc, v, size);
+        return 0;
+    }
+    if (hd_b64_decode(pval, strlen(pval), raw, sizeof(raw), &n) < 0)
+        return HD_EINTERNAL;
+    hd_cksum_update(comp, raw, n);
+    return 0;
+}
+
+/* Under the catalog's write lock (a consistent view of the parts): validates the parts list
+ * and collects the part files. */
+static int complete_prepare(struct complete_ctx *cc, struct db *d, const struct upload *u,
+                            const struct hd_complete_req *req, struct src *sc,
+                            struct complete_res *res, const char **msg)
+{
+    struct hd_md5 md5 = {0};
+    struct hd_cksum comp;
+    unsigned char digest[16];
+    char hex[33];
+    sqlite3_stmt *s = NULL;
+    uint64_t crc = 0, total = 0;
+    size_t i;
+    int rc, st, comp_on = 0;
+
+    sc->sizes = malloc(req->n * sizeof(*sc->sizes));
+    if (!sc->sizes)
+        return -ENOMEM;
+    if ((rc = hd_md5_init(&md5)) < 0)
+        goto out;
+    if (u->ck != HD_CK_NONE && !u->full) {
+        if ((rc = hd_cksum_init(&comp, u->ck)) < 0)
+            goto out;
+        comp_on = 1;
+    }
+    rc = db_prep(d,
+                 "SELECT size, etag, ck_type, ck_val, file FROM mpu_parts "
+                 "WHERE id = ?1 AND part = ?2",
+                 &s);
+    if (rc < 0)
+        goto out;
+    for (i = 0; i < req->n; i++) {
+        const struct hd_complete_part *cp = &req->parts[i];
+        const char *file;
+        sqlite3_reset(s);
+        sqlite3_bind_text(s, 1, cc->id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int(s, 2, (int)cp->part_number);
+        st = sqlite3_step(s);
+        if (st == SQLITE_DONE) {
+            rc = HD_EINVALIDPART;
+            goto out;
+        }
+        if (st != SQLITE_ROW) {
+            rc = hd_store_sqlerr(d->c->db, st, "multipart part lookup");
+            goto out;
+        }
+        rc = check_part(u, cp, s, i == 0, i + 1 == req->n, &md5, &comp, &crc, msg);
+        if (rc < 0)
+            goto out;
+        sc->sizes[i] = (uint64_t)sqlite3_column_int64(s, 0);
+        total += sc->sizes[i];
+        if (total > cc->t->max_object) {
+            rc = HD_ETOOLARGE;
+            goto out;
+        }
+        file = (const char *)sqlite3_column_text(s, 4);
+        if ((rc = strv_push(&sc->files, file ? file : "")) < 0)
+            goto out;
+    }
+    hd_md5_final(&md5, digest);
+    hd_hex(digest, 16, hex);
+    snprintf(res->etag, sizeof(res->etag), "%s-%zu", hex, req->n);
+    res->ck = u->ck;
+    res->full = u->full;
+    if (comp_on) {
+        char b64[HD_CK_B64_MAX];
+        hd_cksum_final_b64(&comp, b64);
+        snprintf(res->ck_val, sizeof(res->ck_val), "%s-%zu", b64, req->n);
+    } else if (u->full) {
+        crc_encode(u->ck, crc, res->ck_val);
+    }
+out:
+    sqlite3_finalize(s);
+    if (comp_on)
+        hd_cksum_cleanup(&comp);
+    hd_md5_cleanup(&md5);
+    return rc;
+}
+
+/* Drops the upload's parts (listed or not) and marks it completed. */
+static int complete_finish(struct complete_ctx *cc, struct mountpath *mp,
+                           const struct complete_res *res)
+{
+    struct strv files = {0};
+    struct db d;
+    sqlite3_stmt *s;
+    int rc;
+
+    if ((rc = db_open(mp, &d)) < 0)
+        return rc;
+    if ((rc = db_tx(&d, Q_BEGIN)) < 0)
+        goto out;
+    if ((rc = part_files(&d, cc->id, &files)) < 0 || (rc = delete_parts(&d, cc->id)) < 0)
+        goto out;
+    rc = db_prep(&d,
+                 "UPDATE mpu_uploads SET state = 1, etag = ?2, ck_val = ?3, done = ?4 "
+                 "WHERE id = ?1",
+                 &s);
+    if (rc < 0)
+        goto out;
+    sqlite3_bind_text(s, 1, cc->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, res->etag, -1, SQLITE_TRANSIENT);
+    bind_text_or_null(s, 3, res->ck_val);
+    sqlite3_bind_int64(s, 4, hd_store_now_ms());
+    if ((rc = db_run(&d, s, "multipart complete")) < 0)
+        goto out;
+    if ((rc = db_tx(&d, Q_COMMIT)) < 0)
+        goto out;
+    db_close(&d);
+    remove_files(mp, cc->id, &files);
+out:
+    db_close(&d);
+    strv_free(&files);
+    return rc;
+}
+
+/* Copies the part files into p, opening them one at a time. -ENOENT when one vanished. */
+static int copy_parts(struct hd_put *p, struct mountpath *mp, const struct src *sc)
+{
+    char path[PATH_MAX];
+    struct stat sb;
+    size_t i;
+    int fd, rc = 0;
+
+    for (i = 0; i < sc->files.n && rc == 0; i++) {
+        snprintf(path, sizeof(path), "%s/%s", mp->path, sc->files.v[i]);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        if (fstat(fd, &sb) < 0) {
+            rc = -errno;
+        } else if ((uint64_t)sb.st_size != sc->sizes[i]) {
+            HD_LOG(HD_ERROR, NULL, "multipart: part file %s has %lld bytes, not %llu", path,
+                   (long long)sb.st_size, (unsigned long long)sc->sizes[i]);
+            rc = HD_EINTERNAL;
+        } else {
+            rc = hd_put_append_file(p, fd, sc->sizes[i]);
+        }
+        close(fd);
+    }
+    return rc;
+}
+
+/* First step of a Complete, under the catalog's write lock: 1 with *res filled when the
+ * upload is already completed (a retried Complete gets the first answer), 0 with the parts
+ * checked and collected, or a negative code. */
+static int complete_start(struct complete_ctx *cc, struct mountpath *mp,
+                          const struct hd_complete_req *req, struct upload *u, struct src *sc,
+                          struct complete_res *res, const char **msg)
+{
+    struct db d;
+    int rc;
+
+    if ((rc = db_open(mp, &d)) < 0)
+        return rc;
+    if ((rc = db_tx(&d, Q_BEGIN)) < 0)
+        goto out;
+    if ((rc = upload_get(&d, cc->id, cc->bucket, cc->key, u)) < 0)
+        goto out;
+    if (u->state == UP_DONE) {
+        snprintf(res->etag, sizeof(res->etag), "%s", u->etag);
+        snprintf(res->ck_val, sizeof(res->ck_val), "%s", u->ck_val);
+        res->ck = u->ck;
+        res->full = u->full;
+        rc = 1;
+        goto out;
+    }
+    rc = complete_prepare(cc, &d, u, req, sc, res, msg);
+out:
+    db_close(&d); /* read only: rolls back, releasing the lock for the long copy */
+    return rc;
+}
+
+static int complete_run(struct hd_req *r, struct complete_ctx *cc,
+                        const struct hd_complete_req *req, struct complete_res *res,
+                        const char **msg)
+{
+    struct hd_store *st = cc->t->st;
+    struct mountpath *mp = hd_store_mp_for(st, cc->bucket, cc->key);
+    const char *mpsize = hd_req_header(r, "x-amz-mp-object-size");
+    struct src sc = {0};
+    struct src sc2 = {0};
+    struct upload u = {0}, u2 = {0};
+    struct hd_put *p = NULL;
+    struct hd_put_attrs a;
+    struct hd_obj_meta m;
+    uint64_t total = 0, v;
+    size_t i;
+    int rc;
+
+    memset(res, 0, sizeof(*res));
+    rc = complete_start(cc, mp, req, &u, &sc, res, msg);
+    if (rc != 0)
+        goto out;
+    for (i = 0; i < sc.files.n; i++)
+        total += sc.sizes[i];
+    if (mpsize && (hd_parse_u64(mpsize, &v) < 0 || v != total)) {
+        rc = HD_EBADREQ;
+        *msg = "The x-amz-mp-object-size header does not match the size of the parts.";
+        goto out;
+    }
+    if (res->full) {
+        const char *want = hd_req_header(r, hd_cksum_header(res->ck));
+        if (want && strcmp(want, res->ck_val) != 0) {
+            rc = HD_EBADCHECKSUM;
+            goto out;
+        }
+    }
+    if ((rc = hd_put_begin(st, cc->bucket, cc->key, &p)) < 0)
+        goto out;
+    rc = copy_parts(p, mp, &sc);
+    if (rc == -ENOENT) {
+        /* a part vanished: replaced (the listed ETag is stale), aborted, or a racing
+         * Complete of the same upload finished first (then answer as it did) */
+        memset(res, 0, sizeof(*res));
+        rc = complete_start(cc, mp, req, &u2, &sc2, res, msg);
+        upload_cleanup(&u2);
+        src_cleanup(&sc2);
+        if (rc == 0)
+            rc = HD_EINVALIDPART;
+        goto out;
+    }
+    if (rc < 0) {
+        HD_LOG(HD_ERROR, r->id, "multipart %s: assembling %s/%s: %s", cc->id, cc->bucket, cc->key,
+               hd_strerror(rc));
+        goto out;
+    }
+    memset(&a, 0, sizeof(a));
+    a.ctype = u.ctype;
+    a.meta = u.meta;
+    a.etag = res->etag;
+    /* A FULL_OBJECT CRC describes the bytes and may be served with them; a composite one
+     * ("b64-N") must not be, since clients would check it against the body. */
+    if (res->full) {
+        a.ck_type = hd_cksum_name(res->ck);
+        a.ck_val = res->ck_val;
+    }
+    if (cc->cb) { /* S3-backed: complete_end writes it through, then commits */
+        cc->res = *res;
+        cc->a = a;
+        cc->ctype = u.ctype ? strdup(u.ctype) : NULL;
+        cc->meta = u.meta ? strdup(u.meta) : NULL;
+        if ((u.ctype && !cc->ctype) || (u.meta && !cc->meta)) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        cc->a.ctype = cc->ctype;
+        cc->a.meta = cc->meta;
+        cc->a.ck_val = res->full ? cc->res.ck_val : NULL;
+        cc->p = p;
+        p = NULL;
+        rc = 0;
+        goto out;
+    }
+    if ((rc = hd_put_commit(p, &a, &m)) < 0)
+        goto out;
+    hd_obj_meta_cleanup(&m);
+    rc = complete_finish(cc, mp, res);
+out:
+    hd_put_free(p);
+    src_cleanup(&sc);
+    upload_cleanup(&u);
+    return rc < 0 ? rc : 0;
+}
+
+static void complete_end(struct hd_req *r)
+{
+    struct complete_ctx *cc = r->data;
+    struct hd_complete_req req;
+    struct complete_res res;
+    struct hd_buf b, loc;
+    const char *msg = NULL, *host;
+    char tag[32], etag[64], uetag[48], wmsg[512];
+    size_t i;
+    int rc;
+
+    memset(&req, 0, sizeof(req));
+    if (r->body_err) {
+        hd_resp_err(r, r->body_err);
+        return;
+    }
+    if (cc->p) /* back from the upstream */
+        goto through;
+    rc = hd_xml_parse_complete(cc->body.data ? cc->body.data : "", cc->body.len, &req);
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    for (i = 1; i < req.n; i++)
+        if (req.parts[i].part_number <= req.parts[i - 1].part_number) {
+            rc = HD_EPARTORDER;
+            goto out;
+        }
+    if ((rc = complete_run(r, cc, &req, &res, &msg)) < 0)
+        goto out;
+    if (cc->p) {
+        struct hd_obj_meta m;
+        hd_xml_complete_cleanup(&req);
+    through:
+        rc = hd_cache_put_through(r, cc->t, cc->cb, cc->key, cc->p, 0, cc->ctype, cc->meta, &cc->wt,
+                                  uetag, wmsg, sizeof(wmsg));
+        if (rc == 1)
+            return; /* parked: complete_end runs again when the upload is done */
+        if (rc < 0) {
+            msg = wmsg[0] ? wmsg : NULL;
+            goto out;
+        }
+        /* the upstream took it as one object: its ETag is the object's from now on */
+        cc->a.etag = uetag;
+        snprintf(cc->res.etag, sizeof(cc->res.etag), "%s", uetag);
+        if ((rc = hd_put_commit(cc->p, &cc->a, &m)) < 0)
+            goto out;
+        hd_obj_meta_cleanup(&m);
+        rc = complete_finish(cc, hd_store_mp_for(cc->t->st, cc->bucket, cc->key), &cc->res);
+        if (rc < 0)
+            goto out;
+        res = cc->res;
+    }
+
+    hd_buf_init(&loc);
+    host = hd_req_header(r, "Host");
+    hd_buf_printf(&loc, "http://%s/", host ? host : "localhost");
+    hd_uri_encode(&loc, cc->bucket, strlen(cc->bucket), 0);
+    hd_buf_puts(&loc, "/");
+    hd_uri_encode(&loc, cc->key, strlen(cc->key), 1);
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_xml_open_ns(&b, "CompleteMultipartUploadResult", HD_XML_S3_NS);
+    hd_xml_elem(&b, "Location", loc.data ? loc.data : "");
+    hd_xml_elem(&b, "Bucket", cc->bucket);
+    hd_xml_elem(&b, "Key", cc->key);
+    snprintf(etag, sizeof(etag), "\"%s\"", res.etag);
+    hd_xml_elem(&b, "ETag", etag);
+    if (res.ck != HD_CK_NONE && res.ck_val[0]) {
+        ck_tag(res.ck, tag, sizeof(tag));
+        hd_xml_elem(&b, tag, res.ck_val);
+        hd_xml_elem(&b, "ChecksumType", res.full ? "FULL_OBJECT" : "COMPOSITE");
+    }
+    hd_xml_close(&b, "CompleteMultipartUploadResult");
+    if (loc.oom)
+        b.oom = 1;
+    hd_buf_cleanup(&loc);
+    hd_resp_xml(r, 200, &b);
+out:
+    hd_xml_complete_cleanup(&req);
+    if (rc < 0)
+        hd_resp_err_msg(r, rc, msg);
+}
+
+static int complete_body(struct hd_req *r, const char *data, size_t n)
+{
+    struct complete_ctx *cc = r->data;
+
+    if (cc->body.len + n > HD_XML_COMPLETE_MAX_BODY)
+        return HD_EMALFORMEDXML;
+    return hd_buf_append(&cc->body, data, n);
+}
+
+static void complete_done(struct hd_req *r)
+{
+    struct complete_ctx *cc = r->data;
+
+    if (!cc || cc->magic != COMPLETE_MAGIC)
+        return;
+    cc->magic = 0;
+    hd_buf_cleanup(&cc->body);
+    hd_cache_wt_free(cc->wt);
+    hd_put_free(cc->p);
+    hd_cbucket_unref(cc->cb);
+    free(cc->ctype);
+    free(cc->meta);
+    free(cc->bucket);
+    free(cc->key);
+    free(cc);
+    r->data = NULL;
+}
+
+void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+{
+    const char *id = hd_req_param(r, "uploadId");
+    struct complete_ctx *cc;
+    int rc;
+
+    r->op = HD_OP_PUT;
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (!id_valid(id)) {
+        hd_resp_err(r, HD_ENOSUCHUPLOAD);
+        return;
+    }
+    if (r->content_length > (int64_t)HD_XML_COMPLETE_MAX_BODY) {
+        hd_resp_err(r, HD_EMALFORMEDXML);
+        return;
+    }
+    cc = calloc(1, sizeof(*cc));
+    if (!cc) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    cc->magic = COMPLETE_MAGIC;
+    cc->t = t;
+    hd_buf_init(&cc->body);
+    snprintf(cc->id, sizeof(cc->id), "%s", id);
+    cc->bucket = strdup(bucket);
+    cc->key = strdup(key);
+    cc->cb = hd_cache_bucket(t->cache, bucket); /* S3-backed: written through at the end */
+    r->data = cc;
+    r->on_done = complete_done;
+    if (!cc->bucket || !cc->key) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    r->on_body = complete_body;
+    r->on_end = complete_end;
+}
+
+/* ---- AbortMultipartUpload ---- */
+
+void hd_mpu_abort(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+{
+    const char *id = hd_req_param(r, "uploadId");
+    struct mountpath *mp = hd_store_mp_for(t->st, bucket, key);
+    struct strv files = {0};
+    struct upload u;
+    struct db d = {0};
+    sqlite3_stmt *s;
+    int rc;
+
+    r->op = HD_OP_DELETE;
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
+        goto out;
+    if (!id_valid(id)) {
+        rc = HD_ENOSUCHUPLOAD;
+        goto out;
+    }
+    if ((rc = db_open(mp, &d)) < 0)
+        goto out;
+    if ((rc = db_tx(&d, Q_BEGIN)) < 0)
+        goto out;
+    if ((rc = upload_active(&d, id, bucket, key, &u)) < 0)
+        goto out;
+    upload_cleanup(&u);
+    if ((rc = part_files(&d, id, &files)) < 0 || (rc = delete_parts(&d, id)) < 0)
+        goto out;
+    if ((rc = db_prep(&d, "DELETE FROM mpu_uploads WHERE id = ?1", &s)) < 0)
+        goto out;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+    if ((rc = db_run(&d, s, "multipart abort")) < 0)
+        goto out;
+    if ((rc = db_tx(&d, Q_COMMIT)) < 0)
+        goto out;
+    db_close(&d);
+    remove_files(mp, id, &files);
+    hd_resp_empty(r, 204);
+out:
+    db_close(&d);
+    strv_free(&files);
+    if (rc < 0)
+        hd_resp_err(r, rc);
+}
+
+/* ---- ListParts ---- */
+
+/* A listing bound: absent -> dflt; not a non-negative integer -> HD_EBADARG; capped at max. */
+static int parse_max(const char *v, uint64_t dflt, uint64_t *out)
+{
+    int64_t n;
+
+    *out = dflt;
+    if (!v)
+        return 0;
+    if (hd_parse_i64(v, &n) < 0 || n < 0)
+        return HD_EBADARG;
+    *out = (uint64_t)n > MPU_LIST_MAX ? MPU_LIST_MAX : (uint64_t)n;
+    return 0;
+}
+
+void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+{
+    const char *id = hd_req_param(r, "uploadId");
+    const char *mp_s = hd_req_param(r, "max-parts");
+    const char *mk_s = hd_req_param(r, "part-number-marker");
+    const char *enc = hd_req_param(r, "encoding-type");
+    int url = enc && strcmp(enc, "url") == 0;
+    const char *msg = NULL;
+    struct upload u = {0};
+    struct db d = {0};
+    sqlite3_stmt *s = NULL;
+    struct hd_buf b;
+    uint64_t max, marker = 0, count = 0, last = 0;
+    char ts[32], tag[32], etag[64];
+    int rc, st, truncated = 0;
+
+    r->op = HD_OP_LIST;
+    hd_buf_init(&b);
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
+        goto out;
+    if ((rc = parse_max(mp_s, MPU_LIST_MAX, &max)) < 0) {
+        msg = "Argument max-parts must be an integer between 0 and 2147483647.";
+        goto out;
+    }
+    if (mk_s && (hd_parse_u64(mk_s, &marker) < 0 || marker > MPU_MAX_PART_NUM)) {
+        rc = HD_EBADARG;
+        msg = "Argument part-number-marker must be an integer between 0 and 10000.";
+        goto out;
+    }
+    if (!id_valid(id)) {
+        rc = HD_ENOSUCHUPLOAD;
+        goto out;
+    }
+    if ((rc = db_open(hd_store_mp_for(t->st, bucket, key), &d)) < 0)
+        goto out;
+    if ((rc = upload_active(&d, id, bucket, key, &u)) < 0)
+        goto out;
+    rc = db_prep(&d,
+                 "SELECT part, size, etag, ck_type, ck_val, mtime FROM mpu_parts "
+                 "WHERE id = ?1 AND part > ?2 ORDER BY part LIMIT ?3",
+                 &s);
+    if (rc < 0)
+        goto out;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)marker);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)max + 1);
+
+    hd_xml_decl(&b);
+    hd_xml_open_ns(&b, "ListPartsResult", HD_XML_S3_NS);
+    hd_xml_elem(&b, "Bucket", bucket);
+    hd_xml_key_elem(&b, "Key", key, url);
+    hd_xml_elem(&b, "UploadId", id);
+    hd_xml_elem(&b, "StorageClass", "STANDARD");
+    hd_xml_elemf(&b, "PartNumberMarker", "%llu", (unsigned long long)marker);
+    hd_xml_elemf(&b, "MaxParts", "%llu", (unsigned long long)max);
+    if (url)
+        hd_xml_elem(&b, "EncodingType", "url");
+    if (u.ck != HD_CK_NONE) {
+        hd_xml_elem(&b, "ChecksumAlgorithm", hd_cksum_name(u.ck));
+        hd_xml_elem(&b, "ChecksumType", u.full ? "FULL_OBJECT" : "COMPOSITE");
+    }
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *pck = (const char *)sqlite3_column_text(s, 3);
+        if (count == max) {
+            truncated = 1;
+            break;
+        }
+        count++;
+        last = (uint64_t)sqlite3_column_int64(s, 0);
+        hd_xml_open(&b, "Part");
+        hd_xml_elemf(&b, "PartNumber", "%llu", (unsigned long long)last);
+        hd_iso8601_ms(sqlite3_column_int64(s, 5), ts);
+        hd_xml_elem(&b, "LastModified", ts);
+        snprintf(etag, sizeof(etag), "\"%s\"", (const char *)sqlite3_column_text(s, 2));
+        hd_xml_elem(&b, "ETag", etag);
+        hd_xml_elemf(&b, "Size", "%lld", (long long)sqlite3_column_int64(s, 1));
+        if (pck && hd_cksum_type_from_name(pck) != HD_CK_NONE) {
+            ck_tag(hd_cksum_type_from_name(pck), tag, sizeof(tag));
+            hd_xml_elem(&b, tag, (const char *)sqlite3_column_text(s, 4));
+        }
+        hd_xml_close(&b, "Part");
+    }
+    if (st != SQLITE_ROW && st != SQLITE_DONE) {
+        rc = hd_store_sqlerr(d.c->db, st, "multipart list parts");
+        goto out;
+    }
+    if (count)
+        hd_xml_elemf(&b, "NextPartNumberMarker", "%llu", (unsigned long long)last);
+    hd_xml_elem(&b, "IsTruncated", truncated ? "true" : "false");
+    hd_xml_close(&b, "ListPartsResult");
+    sqlite3_finalize(s);
+    s = NULL;
+    db_close(&d);
+    hd_resp_xml(r, 200, &b);
+out:
+    sqlite3_finalize(s);
+    db_close(&d);
+    upload_cleanup(&u);
+    if (rc < 0) {
+        hd_buf_cleanup(&b);
+        hd_resp_err_msg(r, rc, msg);
+    }
+}
+
+/* ---- ListMultipartUploads ---- */
+
+/* Collects up to o->max + 1 entries (uploads or common prefixes) of one mountpath, in
+ * order: with every mountpath contributing its smallest max + 1, the merge is exact. */
+static int lu_scan(struct mountpath *mp, const char *bucket, const struct hd_mpul_opts *o,
+                   struct hd_mpul *out)
+{
+    const char *prefix = o->prefix ? o->prefix : "";
+    const char *km = o->key_marker;
+    size_t plen = strlen(prefix), dlen = o->delim ? strlen(o->delim) : 0, units = 0;
+    const char *from = km && strcmp(km, prefix) > 0 ? km : prefix;
+    int skip_under_marker = 0, seen_id = 0, rc, st;
+    const char *lastcp = NULL;
+    size_t lastcpl = 0;
+    struct db d;
+    sqlite3_stmt *s = NULL;
+
+    /* a marker that is itself a common prefix from an earlier page: skip what it covers */
+    if (km && o->delim && strncmp(km, prefix, plen) == 0 && strlen(km) >= plen + dlen &&
+        strcmp(km + strlen(km) - dlen, o->delim) == 0)
+        skip_under_marker = 1;
+    if ((rc = db_open(mp, &d)) < 0)
+        return rc;
+    rc = db_prep(&d,
+                 "SELECT name, id, created, ck_algo, ck_type FROM mpu_uploads "
+                 "WHERE bucket = ?1 AND state = 0 AND name >= ?2 ORDER BY name, created, id",
+                 &s);
+    if (rc < 0)
+        goto out;
+    sqlite3_bind_text(s, 1, bucket, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, from, -1, SQLITE_TRANSIENT);
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(s, 0);
+        const char *id = (const char *)sqlite3_column_text(s, 1);
+        size_t nlen = (size_t)sqlite3_column_bytes(s, 0);
+        const char *dp;
+        char algo[16], typ[16];
+        if (!name || !id)
+            continue;
+        if (strncmp(name, prefix, plen) != 0)
+            break; /* sorted: past the prefix */
+        if (km) {
+            int c = strcmp(name, km);
+            if (c == 0 && o->id_marker) {
+                /* same key: only uploads after the marker upload */
+                if (!seen_id) {
+                    seen_id = strcmp(id, o->id_marker) == 0;
+                    continue;
+                }
+            } else if (c <= 0) {
+                continue;
+            }
+            if (skip_under_marker && strncmp(name, km, strlen(km)) == 0)
+                continue;
+        }
+        dp = o->delim ? strstr(name + plen, o->delim) : NULL;
+        if (dp) {
+            size_t cpl = (size_t)(dp - name) + dlen;
+            if (lastcp && lastcpl == cpl && memcmp(lastcp, name, cpl) == 0)
+                continue; /* same common prefix as the previous entry */
+            if (units == o->max + 1)
+                break;
+            if ((rc = hd_mpul_push(out, name, cpl, NULL, 0, NULL, 0)) < 0)
+                goto out;
+            lastcp = out->v[out->n - 1].key;
+            lastcpl = cpl;
+            units++;
+            continue;
+        }
+        if (units == o->max + 1)
+            break;
+        hd_store_col_copy(s, 3, algo, sizeof(algo));
+        hd_store_col_copy(s, 4, typ, sizeof(typ));
+        rc = hd_mpul_push(out, name, nlen, id, sqlite3_column_int64(s, 2), algo,
+                          strcmp(typ, "FULL_OBJECT") == 0);
+        if (rc < 0)
+            goto out;
+        lastcp = NULL;
+        units++;
+    }
+    if (st != SQLITE_ROW && st != SQLITE_DONE)
+        rc = hd_store_sqlerr(d.c->db, st, "multipart list uploads");
+out:
+    sqlite3_finalize(s);
+    db_close(&d);
+    return rc;
+}
+
+/* Every mountpath's smallest max + 1 entries, merged: the first max + 1 are exact. */
+static int list_uploads(struct hd_target *t, const char *bucket, const struct hd_mpul_opts *o,
+                        struct hd_mpul *l)
+{
+    size_t i;
+    int rc;
+
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
+        return rc;
+    for (i = 0; i < t->st->nmp; i++)
+        if ((rc = lu_scan(&t->st->mp[i], bucket, o, l)) < 0)
+            return rc;
+    hd_mpul_finish(l);
+    hd_mpul_truncate(l, (size_t)o->max + 1);
+    return 0;
+}
+
+void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    struct hd_mpul_opts o;
+    struct hd_mpul l = {0};
+    const char *msg = NULL;
+    struct hd_buf b;
+    int rc;
+
+    r->op = HD_OP_LIST;
+    hd_buf_init(&b);
+    if ((rc = hd_mpul_opts_parse(r, &o, &msg)) < 0 || (rc = list_uploads(t, bucket, &o, &l)) < 0 ||
+        (rc = hd_mpul_xml(&b, bucket, &o, &l)) < 0) {
+        hd_buf_cleanup(&b);
+        hd_resp_err_msg(r, rc, msg);
+    } else {
+        hd_resp_xml(r, 200, &b);
+    }
+    hd_mpul_free(&l);
+}
+
+void hd_mpu_list_uploads_json(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    struct hd_mpul_opts o;
+    struct hd_mpul l = {0};
+    const char *msg = NULL;
+    json_t *j = NULL;
+    char *text;
+    int rc;
+
+    r->op = HD_OP_LIST;
+    if ((rc = hd_mpul_opts_parse(r, &o, &msg)) < 0 || (rc = list_uploads(t, bucket, &o, &l)) < 0 ||
+        !(j = hd_mpul_to_json(&l)) || !(text = json_dumps(j, JSON_COMPACT))) {
+        hd_resp_err_msg(r, rc < 0 ? rc : -ENOMEM, msg);
+    } else {
+        hd_resp_buf(r, 200, "application/json", text, strlen(text));
+    }
+    json_decref(j);
+    hd_mpul_free(&l);
+}
+
+/* ---- DeleteBucket ---- */
+
+int hd_mpu_drop_bucket(struct hd_target *t, const char *bucket)
+{
+    struct hd_store *st = t->st;
+    size_t i, k;
+    int rc = 0;
+
+    for (i = 0; i < st->nmp && rc == 0; i++) {
+        struct mountpath *mp = &st->mp[i];
+        struct strv ids = {0}, files = {0};
+        struct db d;
+        sqlite3_stmt *s = NULL;
+        int sst;
+        if ((rc = db_open(mp, &d)) < 0)
+            break;
+        if ((rc = db_tx(&d, Q_BEGIN)) < 0)
+            goto next;
+        if ((rc = db_prep(&d, "SELECT id FROM mpu_uploads WHERE bucket = ?1", &s)) < 0)
+            goto next;
+        sqlite3_bind_text(s, 1, bucket, -1, SQLITE_TRANSIENT);
+        while ((sst = sqlite3_step(s)) == SQLITE_ROW)
+            if ((rc = strv_push(&ids, (const char *)sqlite3_column_text(s, 0))) < 0)
+                goto next;
+        sqlite3_finalize(s);
+        s = NULL;
+        if (sst != SQLITE_DONE) {
+            rc = hd_store_sqlerr(d.c->db, sst, "multipart drop bucket");
+            goto next;
+        }
+        for (k = 0; k < ids.n; k++)
+            if ((rc = part_files(&d, ids.v[k], &files)) < 0 ||
+                (rc = delete_parts(&d, ids.v[k])) < 0)
+                goto next;
+        if ((rc = db_prep(&d, "DELETE FROM mpu_uploads WHERE bucket = ?1", &s)) < 0)
+            goto next;
+        sqlite3_bind_text(s, 1, bucket, -1, SQLITE_TRANSIENT);
+        rc = db_run(&d, s, "multipart drop bucket");
+        s = NULL;
+        if (rc < 0 || (rc = db_tx(&d, Q_COMMIT)) < 0)
+            goto next;
+        db_close(&d);
+        for (k = 0; k < files.n; k++)
+            hd_store_unlink_rel(mp, files.v[k]);
+        for (k = 0; k < ids.n; k++) {
+            struct strv none = {0};
+            remove_files(mp, ids.v[k], &none);
+        }
+    next:
+        sqlite3_finalize(s);
+        db_close(&d);
+        strv_free(&ids);
+        strv_free(&files);
+    }
+    return rc;
+}

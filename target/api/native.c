@@ -1,0 +1,307 @@
+/* native: hoard's /v1 API on a target (AIStore-style URLs, JSON bodies). */
+#include "target/api/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/json.h"
+#include "common/metrics.h"
+#include "target/api/mpu.h"
+
+static void resp_json(struct hd_req *r, int status, json_t *j)
+{
+    size_t len;
+    char *s = hd_json_dump_steal(j, &len);
+
+    if (!s) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_resp_buf(r, status, "application/json", s, len);
+}
+
+static void list_buckets(struct hd_req *r, struct hd_target *t)
+{
+    struct hd_bucket_info *b;
+    size_t n, i;
+    json_t *arr;
+    char ts[32];
+
+    if (hd_store_bucket_list(t->st, &b, &n) < 0) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    arr = json_array();
+    for (i = 0; i < n; i++) {
+        hd_iso8601((time_t)b[i].created, ts);
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", b[i].name, "provider",
+                                             b[i].provider, "created", ts));
+    }
+    free(b);
+    resp_json(r, 200, json_pack("{s:o}", "buckets", arr));
+}
+
+static void list_objects(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    struct hd_list_opts o;
+    struct hd_list_res res;
+    const char *lim = hd_req_param(r, "limit");
+    const char *tok = hd_req_param(r, "token");
+    uint64_t limit = 1000;
+    unsigned char raw[1100];
+    char *after = NULL, ts[32];
+    size_t i, n;
+    json_t *ents, *pfx, *j;
+    int rc;
+
+    if (lim && (hd_parse_u64(lim, &limit) < 0 || limit == 0 || limit > 10000)) {
+        hd_resp_err_msg(r, HD_EBADARG, "limit must be an integer in 1..10000.");
+        return;
+    }
+    if (tok && *tok) {
+        if (hd_b64_decode(tok, strlen(tok), raw, sizeof(raw) - 1, &n) < 0 || n == 0) {
+            hd_resp_err(r, HD_EBADTOKEN);
+            return;
+        }
+        raw[n] = '\0';
+        after = (char *)raw;
+    }
+    memset(&o, 0, sizeof(o));
+    o.prefix = hd_req_param(r, "prefix");
+    o.delimiter = hd_req_param(r, "delimiter");
+    o.start_after = after;
+    o.max = (size_t)limit;
+    if ((rc = hd_store_list(t->st, bucket, &o, &res)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    ents = json_array();
+    pfx = json_array();
+    for (i = 0; i < res.nents; i++) {
+        hd_iso8601_ms(res.ents[i].mtime_ms, ts);
+        json_array_append_new(ents, json_pack("{s:s, s:I, s:s, s:s}", "name", res.ents[i].name,
+                                              "size", (json_int_t)res.ents[i].size, "etag",
+                                              res.ents[i].etag, "mtime", ts));
+    }
+    for (i = 0; i < res.nprefixes; i++)
+        json_array_append_new(pfx, json_string(res.prefixes[i]));
+    j = json_pack("{s:o, s:o}", "entries", ents, "prefixes", pfx);
+    if (res.truncated && res.last) {
+        char t64[1500];
+        hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64, sizeof(t64));
+        json_object_set_new(j, "continuation_token", json_string(t64));
+    }
+    hd_list_res_cleanup(&res);
+    resp_json(r, 200, j);
+}
+
+/* PATCH /v1/buckets/B {"anonymous_read": true}: bucket properties. */
+struct props_ctx {
+    struct hd_target *t;
+    struct hd_buf body;
+    char bucket[64];
+};
+
+static int props_body(struct hd_req *r, const char *d, size_t n)
+{
+    struct props_ctx *c = r->data;
+
+    if (c->body.len + n > 64u * 1024)
+        return HD_ETOOLARGE;
+    return hd_buf_append(&c->body, d, n);
+}
+
+static void props_end(struct hd_req *r)
+{
+    struct props_ctx *c = r->data;
+    int rc;
+
+    if (r->body_err) {
+        hd_resp_err(r, r->body_err);
+        return;
+    }
+    rc = hd_store_bucket_set_props(c->t->st, c->bucket, c->body.data ? c->body.data : "");
+    if (rc == HD_EBADARG)
+        hd_resp_err_msg(r, rc, "Expected a JSON object like {\"anonymous_read\": true}.");
+    else if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        hd_resp_empty(r, 200);
+}
+
+static void props_done(struct hd_req *r)
+{
+    struct props_ctx *c = r->data;
+
+    if (c) {
+        hd_buf_cleanup(&c->body);
+        free(c);
+    }
+    r->data = NULL;
+}
+
+static void props_get(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    struct hd_bucket_info bi;
+    char ts[32];
+    int rc;
+
+    if ((rc = hd_store_bucket_get(t->st, bucket, &bi)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_iso8601((time_t)bi.created, ts);
+    resp_json(r, 200,
+              json_pack("{s:s, s:s, s:s, s:{s:b}}", "name", bi.name, "provider", bi.provider,
+                        "created", ts, "props", "anonymous_read", bi.anonymous_read));
+}
+
+static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    const char *m = r->method;
+    int rc;
+
+    r->op = HD_OP_BUCKET;
+    if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
+        props_get(r, t, bucket);
+    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "uploads")) {
+        hd_mpu_list_uploads_json(r, t, bucket);
+    } else if (strcmp(m, "PATCH") == 0) {
+        struct props_ctx *c = calloc(1, sizeof(*c));
+        if (!c) {
+            hd_resp_err(r, -ENOMEM);
+            return;
+        }
+        c->t = t;
+        hd_buf_init(&c->body);
+        snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
+        r->data = c;
+        r->on_body = props_body;
+        r->on_end = props_end;
+        r->on_done = props_done;
+    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "upstream")) {
+        struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket); /* proxy/cloud.c asks */
+        if (cb)
+            hd_cache_list_upstream(r, t, cb);
+        else
+            hd_resp_err_msg(r, HD_EBADARG, "Not an S3-backed bucket.");
+        hd_cbucket_unref(cb);
+    } else if (strcmp(m, "GET") == 0) {
+        r->op = HD_OP_LIST;
+        list_objects(r, t, bucket);
+    } else if (strcmp(m, "HEAD") == 0) {
+        rc = hd_store_bucket_exists(t->st, bucket);
+        rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 200);
+    } else if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0) {
+        if ((rc = hd_bucket_name_check(bucket)) < 0 ||
+            (rc = hd_store_bucket_create(t->st, bucket, "ais")) < 0)
+            hd_resp_err(r, rc);
+        else
+            hd_resp_empty(r, 201);
+    } else if (strcmp(m, "DELETE") == 0) {
+        rc = hd_store_bucket_delete(t->st, bucket);
+        rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 204);
+    } else {
+        hd_resp_err(r, HD_EMETHOD);
+    }
+}
+
+/* Splits "B/O" (raw, percent-encoded) after a route prefix into decoded bucket and key. */
+static int split_bucket_key(const char *rest, char **bucket, char **key, size_t *klen)
+{
+    const char *slash = strchr(rest, '/');
+    size_t blen = slash ? (size_t)(slash - rest) : strlen(rest);
+    int rc;
+
+    *bucket = *key = NULL;
+    if ((rc = hd_bucket_decode(rest, blen, bucket)) < 0)
+        return rc;
+    if (slash && (rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), key, klen)) < 0) {
+        free(*bucket);
+        *bucket = NULL;
+        return rc;
+    }
+    return 0;
+}
+
+/* Same credentials and permissions as the S3 API (SigV4 header or presigned URL), when
+ * auth.keys is set: curl --aws-sigv4 works against /v1 as well. */
+static int native_auth(struct hd_req *r, struct hd_target *t, const char *bucket,
+                       struct hd_sigv4_auth *a, int *signed_req)
+{
+    int rc = hd_target_authenticate(r, t, a);
+
+    if (rc < 0)
+        return rc;
+    *signed_req = rc == 0;
+    return hd_target_authorize(r, t, rc, a, bucket);
+}
+
+void hd_native_handle(struct hd_req *r, struct hd_target *t)
+{
+    const char *p = r->raw_path;
+    char *bucket = NULL, *key = NULL;
+    struct hd_sigv4_auth a;
+    size_t klen = 0;
+    int rc, sig = 0;
+
+    r->api = HD_API_NATIVE;
+    if (strcmp(p, "/v1/buckets") == 0 || strcmp(p, "/v1/buckets/") == 0) {
+        r->op = HD_OP_BUCKET;
+        if ((rc = native_auth(r, t, NULL, &a, &sig)) < 0)
+            hd_resp_err(r, rc);
+        else if (strcmp(r->method, "GET") == 0)
+            list_buckets(r, t);
+        else
+            hd_resp_err(r, HD_EMETHOD);
+        return;
+    }
+    if (strncmp(p, "/v1/buckets/", 12) == 0) {
+        if ((rc = split_bucket_key(p + 12, &bucket, &key, &klen)) < 0 || key) {
+            hd_resp_err(r, rc < 0 ? rc : HD_ENOTFOUND);
+            goto out;
+        }
+        if ((rc = native_auth(r, t, bucket, &a, &sig)) < 0) {
+            hd_resp_err(r, rc);
+            goto out;
+        }
+        bucket_op(r, t, bucket);
+        goto out;
+    }
+    if (strncmp(p, "/v1/objects/", 12) == 0) {
+        if ((rc = split_bucket_key(p + 12, &bucket, &key, &klen)) < 0) {
+            hd_resp_err(r, rc);
+            goto out;
+        }
+        if (!key || !*bucket) {
+            hd_resp_err_msg(r, HD_EBADKEY, "Expected /v1/objects/BUCKET/OBJECT.");
+            goto out;
+        }
+        if ((rc = native_auth(r, t, bucket, &a, &sig)) < 0) {
+            hd_resp_err(r, rc);
+            goto out;
+        }
+        if ((rc = hd_object_name_check(key, klen)) < 0) {
+            hd_resp_err(r, rc);
+            goto out;
+        }
+        if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0)
+            hd_obj_get(r, t, bucket, key, r->method[0] == 'H');
+        else if (strcmp(r->method, "PUT") == 0)
+            hd_obj_put(r, t, bucket, key, sig ? &a : NULL);
+        else if (strcmp(r->method, "DELETE") == 0)
+            hd_obj_delete(r, t, bucket, key, 0);
+        else
+            hd_resp_err(r, HD_EMETHOD);
+        goto out;
+    }
+    hd_resp_err(r, HD_ENOTFOUND);
+out:
+    free(bucket);
+    free(key);
+}

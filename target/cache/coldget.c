@@ -1,0 +1,997 @@
+/* coldget: GET and HEAD of S3-backed objects.
+ *
+ * Warm: the catalog has the object; it is served from local disk without the upstream (and
+ * its access time is batched for LRU). With the bucket's validate_warm_get, a pool thread
+ * first HEADs the upstream: same ETag -> served locally; changed -> refetched with If-Match
+ * on the new ETag; gone -> the cached copy is dropped and the answer is 404; upstream
+ * unreachable -> the cached copy is served (and the error counted).
+ *
+ * Cold: a "fill" fetches the object on a pool thread into a temp file of the store while
+ * clients read that file as it grows: each client is a reader that streams [off, off+len)
+ * with pread and parks its connection (MHD suspend) when it has caught up with the fill; the
+ * fill resumes parked readers each time it flushes more. Fills are single-flight: a table
+ * keyed by bucket/key holds the fill in progress, and every GET of that object joins it. When
+ * the body is complete its size and ETag (a plain MD5 ETag is checked against the bytes) are
+ * verified and the object is committed to the catalog; a failure aborts every reader's
+ * connection and caches nothing.
+ *
+ * Ranged cold GET: served by an upstream range request at once (a fill of that range that is
+ * never committed) unless a whole-object fill in progress already has the bytes; with
+ * cache.range_fill the whole object is also filled in the background.
+ *
+ * Threads: entry points on HTTP workers; fills on pool threads (or a job thread for
+ * hd_cache_fetch_sync). A fill's state is guarded by its mutex; the table by tmu. */
+#include "target/api/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "target/object/archive.h"
+#include "target/jobs/jobs.h"
+
+#define FILL_MAGIC 0x66696c6cu   /* "fill" */
+#define READER_MAGIC 0x72656164u /* "read" */
+#define FLUSH_AT (128u * 1024)   /* readers see new bytes at least every this many */
+#define NSLOT 256
+#define RANGE_JOIN_SLACK (8ull << 20) /* a range this close to a fill's front waits for it */
+
+enum { F_PENDING, F_HEAD, F_DONE, F_FAILED };
+
+struct reader;
+
+struct fill {
+    uint32_t magic;
+    atomic_int refs;
+    struct hd_target *t;
+    struct hd_cbucket *cb;
+    char *key;
+    int range; /* a client's range: never in the table, never committed */
+    char range_hdr[128];
+    char if_match[48]; /* refetch of a changed object: If-Match on its new ETag */
+    struct hd_ctask task;
+    struct fill *next; /* table chain */
+    int in_table;      /* guarded by tmu */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* state changes, for hd_cache_fetch_sync */
+    int state;
+    int err;
+    char msg[512];
+    struct hd_s3c_obj obj; /* the upstream's answer (read-only once state >= F_HEAD) */
+    uint64_t filled;       /* bytes readers may pread from rfd */
+    int rfd;
+    struct hd_put *put; /* fill thread only */
+    struct reader *waiters;
+    uint64_t t0_ns;
+    uint64_t fetched; /* body bytes received */
+};
+
+struct reader {
+    uint32_t magic;
+    atomic_int refs; /* the request and the response */
+    struct fill *f;
+    struct hd_req *r; /* guarded by f->mu; NULL once the request is finished */
+    int waiting, listed;
+    struct reader *next;
+    uint64_t off, len; /* object bytes served */
+};
+
+static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER;
+static struct fill *slots[NSLOT];
+
+/* ---- fills ---- */
+
+static size_t slot_of(const char *bucket, const char *key)
+{
+    return (size_t)(XXH64(key, strlen(key), XXH64(bucket, strlen(bucket), 7)) % NSLOT);
+}
+
+static void fill_unref(struct fill *f)
+{
+    if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    if (f->rfd >= 0)
+        close(f->rfd);
+    hd_put_free(f->put);
+    hd_s3c_obj_cleanup(&f->obj);
+    hd_cbucket_unref(f->cb);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
+    free(f->key);
+    f->magic = 0;
+    free(f);
+}
+
+static struct fill *fill_new(struct hd_target *t, struct hd_cbucket *cb, const char *key)
+{
+    struct fill *f = calloc(1, sizeof(*f));
+
+    if (!f)
+        return NULL;
+    f->magic = FILL_MAGIC;
+    atomic_init(&f->refs, 1);
+    f->t = t;
+    f->rfd = -1;
+    f->key = strdup(key);
+    if (!f->key) {
+        free(f);
+        return NULL;
+    }
+    atomic_fetch_add(&cb->refs, 1);
+    f->cb = cb;
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    return f;
+}
+
+static void table_remove(struct fill *f)
+{
+    struct fill **pp;
+    int drop = 0;
+
+    pthread_mutex_lock(&tmu);
+    if (f->in_table) {
+        for (pp = &slots[slot_of(f->cb->name, f->key)]; *pp; pp = &(*pp)->next)
+            if (*pp == f) {
+                *pp = f->next;
+                break;
+            }
+        f->in_table = 0;
+        drop = 1;
+    }
+    pthread_mutex_unlock(&tmu);
+    if (drop)
+        fill_unref(f); /* the table's reference */
+}
+
+/* The fill in progress for bucket/key (a new reference), or a new one entered in the table
+ * (*created = 1; not started). */
+static struct fill *fill_get(struct hd_target *t, struct hd_cbucket *cb, const char *key,
+                             const char *if_match, int *created)
+{
+    size_t h = slot_of(cb->name, key);
+    struct fill *f;
+
+    *created = 0;
+    pthread_mutex_lock(&tmu);
+    for (f = slots[h]; f; f = f->next)
+        if (strcmp(f->key, key) == 0 && strcmp(f->cb->name, cb->name) == 0 &&
+            (!if_match || strcmp(f->if_match, if_match) == 0)) {
+            atomic_fetch_add(&f->refs, 1);
+            pthread_mutex_unlock(&tmu);
+            return f;
+        }
+    f = fill_new(t, cb, key);
+    if (f) {
+        if (if_match)
+            snprintf(f->if_match, sizeof(f->if_match), "%s", if_match);
+        atomic_fetch_add(&f->refs, 1); /* the table's */
+        f->in_table = 1;
+        f->next = slots[h];
+        slots[h] = f;
+        *created = 1;
+    }
+    pthread_mutex_unlock(&tmu);
+    return f;
+}
+
+/* Resumes every parked reader (f->mu held). */
+static void wake_readers(struct fill *f)
+{
+    struct reader *w, *next;
+
+    for (w = f->waiters; w; w = next) {
+        next = w->next;
+        w->next = NULL;
+        w->listed = 0;
+        if (w->r && w->waiting) {
+            w->waiting = 0;
+            hd_req_resume(w->r);
+        }
+    }
+    f->waiters = NULL;
+}
+
+static int fill_stop(void *arg)
+{
+    struct fill *f = arg;
+
+    return hd_cache_stopping(f->t->cache);
+}
+
+static int fill_head(void *arg, const struct hd_s3c_obj *o)
+{
+    struct fill *f = arg;
+    uint64_t want = o->have_length ? o->length : 0;
+    int rc;
+
+    if (!f->range && o->status != 200) {
+        snprintf(f->msg, sizeof(f->msg), "Upstream %s answered HTTP %ld to a GET.",
+                 f->cb->s3.endpoint, o->status);
+        return HD_EUNAVAIL;
+    }
+    if ((rc = hd_put_begin_sized(f->t->st, f->cb->name, f->key, want, &f->put)) < 0) {
+        snprintf(f->msg, sizeof(f->msg), "No space to cache %s/%s (%llu bytes) on this target.",
+                 f->cb->name, f->key, (unsigned long long)want);
+        hd_cache_kick(f->t->cache);
+        return rc;
+    }
+    if (f->range || (o->etag[0] && !hd_etag_is_md5(o->etag)))
+        hd_put_skip_md5(f->put); /* nothing to check it against: save a pass over the bytes */
+    f->rfd = open(hd_put_tmp_path(f->put), O_RDONLY | O_CLOEXEC);
+    if (f->rfd < 0) {
+        rc = -errno;
+        snprintf(f->msg, sizeof(f->msg), "Cannot read back the object being fetched.");
+        return rc;
+    }
+    pthread_mutex_lock(&f->mu);
+    f->obj = *o;
+    f->obj.meta = o->meta ? strdup(o->meta) : NULL;
+    f->state = F_HEAD;
+    wake_readers(f);
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    hd_cstat_cold_time((double)(hd_now_ns() - f->t0_ns) / 1e9, 0);
+    return 0;
+}
+
+static int fill_data(void *arg, const char *p, size_t n)
+{
+    struct fill *f = arg;
+    int rc;
+
+    if (f->obj.have_length && f->fetched + n > f->obj.length) {
+        snprintf(f->msg, sizeof(f->msg), "Upstream %s sent more than its Content-Length.",
+                 f->cb->s3.endpoint);
+        return HD_EUNAVAIL;
+    }
+    if ((rc = hd_put_write(f->put, p, n)) < 0) {
+        snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: %s", f->cb->name, f->key,
+                 hd_strerror(rc));
+        if (rc == -ENOSPC)
+            hd_cache_kick(f->t->cache);
+        return rc;
+    }
+    f->fetched += n;
+    hd_cstat_add(HD_CS_COLD_BYTES, n);
+    if (hd_put_size(f->put) - hd_put_flushed(f->put) >= FLUSH_AT) {
+        if ((rc = hd_put_flush(f->put)) < 0) {
+            snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: %s", f->cb->name, f->key,
+                     hd_strerror(rc));
+            return rc;
+        }
+        uint64_t fl = hd_put_flushed(f->put);
+        /* the last byte waits for the size and ETag checks: a client never gets the
+         * whole body of an object that then fails them */
+        if (f->obj.have_length && fl >= f->obj.length && fl > 0)
+            fl = f->obj.length - 1;
+        pthread_mutex_lock(&f->mu);
+        f->filled = fl;
+        wake_readers(f);
+        pthread_mutex_unlock(&f->mu);
+    }
+    return 0;
+}
+
+/* Size and ETag of a complete whole-object fill. */
+static int fill_verify(struct fill *f)
+{
+    unsigned char md5[16];
+    char hex[33];
+
+    if (f->obj.have_length && hd_put_size(f->put) != f->obj.length) {
+        snprintf(f->msg, sizeof(f->msg), "Upstream %s sent %llu of %llu bytes; nothing was cached.",
+                 f->cb->s3.endpoint, (unsigned long long)hd_put_size(f->put),
+                 (unsigned long long)f->obj.length);
+        return HD_EUNAVAIL;
+    }
+    if (!hd_etag_is_md5(f->obj.etag))
+        return 0; /* size only */
+    hd_put_md5(f->put, md5);
+    hd_hex(md5, 16, hex);
+    if (strcasecmp(hex, f->obj.etag) != 0) {
+        snprintf(f->msg, sizeof(f->msg),
+                 "The bytes from upstream %s do not match its ETag %s (MD5 %s); nothing was "
+                 "cached.",
+                 f->cb->s3.endpoint, f->obj.etag, hex);
+        return HD_EUNAVAIL;
+    }
+    return 0;
+}
+
+/* Commits a verified whole-object fill (fsync, rename, catalog row). */
+static int fill_commit(struct fill *f)
+{
+    struct hd_put_attrs a;
+    unsigned char md5[16];
+    char hex[33];
+    int rc;
+
+    if (!f->obj.etag[0]) { /* an upstream without ETags: ours */
+        hd_put_md5(f->put, md5);
+        hd_hex(md5, 16, hex);
+    }
+    memset(&a, 0, sizeof(a));
+    a.etag = f->obj.etag[0] ? f->obj.etag : hex;
+    a.ctype = f->obj.ctype[0] ? f->obj.ctype : NULL;
+    a.meta = f->obj.meta;
+    a.mtime_ms = f->obj.mtime_ms;
+    /* a write-through PUT that committed meanwhile is newer than what we fetched */
+    a.keep_newer = !f->if_match[0] && a.mtime_ms > 0;
+    rc = hd_put_commit(f->put, &a, NULL);
+    if (rc == HD_EPRECONDITION)
+        return 0; /* a copy at least as new is held: the readers got their bytes anyway */
+    if (rc == 0) {
+        hd_store_touch(f->t->st, f->cb->name, f->key);
+        hd_cstat_add(HD_CS_COLD_FILLS, 1);
+    }
+    return rc;
+}
+
+/* The object was committed by someone else between the caller's lookup and this fill
+ * (e.g. the previous fill finished): serve that copy instead of fetching it again. */
+static int fill_from_local(struct fill *f)
+{
+    struct hd_obj_meta m;
+    int fd;
+
+    if (f->range || f->if_match[0] ||
+        hd_store_open_object(f->t->st, f->cb->name, f->key, &m, &fd) < 0)
+        return 0;
+    pthread_mutex_lock(&f->mu);
+    f->rfd = fd;
+    f->obj.status = 200;
+    f->obj.length = f->obj.size = m.size;
+    f->obj.have_length = 1;
+    snprintf(f->obj.etag, sizeof(f->obj.etag), "%s", m.etag);
+    f->obj.mtime_ms = m.mtime_ms;
+    if (m.ctype)
+        snprintf(f->obj.ctype, sizeof(f->obj.ctype), "%s", m.ctype);
+    f->obj.meta = m.meta;
+    m.meta = NULL;
+    f->filled = m.size;
+    f->state = F_DONE;
+    wake_readers(f);
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    hd_obj_meta_cleanup(&m);
+    return 1;
+}
+
+/* Runs a fill to its end on the calling thread (pool or job thread). */
+static void fill_run(struct fill *f)
+{
+    struct hd_s3c_get g;
+    struct hd_s3c_err err;
+    int rc;
+
+    f->t0_ns = hd_now_ns();
+    if (fill_from_local(f))
+        goto out;
+    memset(&g, 0, sizeof(g));
+    g.range = f->range ? f->range_hdr : NULL;
+    g.if_match = f->if_match[0] ? f->if_match : NULL;
+    g.head = fill_head;
+    g.data = fill_data;
+    g.stop = fill_stop;
+    g.arg = f;
+    memset(&err, 0, sizeof(err));
+    if ((rc = hd_cbucket_check(f->cb, err.msg, sizeof(err.msg))) == 0)
+        rc = hd_s3c_get_object(&f->cb->s3, f->cb->remote, f->key, &g, NULL, &err);
+    if (rc == 0 && (rc = hd_put_flush(f->put)) < 0)
+        snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: %s", f->cb->name, f->key,
+                 hd_strerror(rc));
+    if (rc == 0 && f->range && f->obj.have_length && hd_put_size(f->put) != f->obj.length) {
+        snprintf(f->msg, sizeof(f->msg), "Upstream %s sent %llu of %llu bytes.", f->cb->s3.endpoint,
+                 (unsigned long long)hd_put_size(f->put), (unsigned long long)f->obj.length);
+        rc = HD_EUNAVAIL;
+    }
+    if (rc == 0 && !f->range)
+        rc = fill_verify(f);
+    if (rc == 0) { /* verified: the readers may have the last bytes while we commit */
+        pthread_mutex_lock(&f->mu);
+        f->filled = hd_put_size(f->put);
+        wake_readers(f);
+        pthread_mutex_unlock(&f->mu);
+    }
+    if (rc == 0 && !f->range)
+        rc = fill_commit(f);
+    if (rc < 0 && !f->msg[0])
+        snprintf(f->msg, sizeof(f->msg), "%s", err.msg[0] ? err.msg : hd_strerror(rc));
+    pthread_mutex_lock(&f->mu);
+    if (rc == 0) {
+        f->state = F_DONE;
+        f->filled = hd_put_size(f->put);
+    } else {
+        f->state = F_FAILED;
+        f->err = rc;
+    }
+    wake_readers(f);
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    if (rc == 0) {
+        hd_cstat_cold_time(0, (double)(hd_now_ns() - f->t0_ns) / 1e9);
+    } else {
+        hd_cstat_add(HD_CS_COLD_FAILED, 1);
+        if (err.status || rc == HD_EUNAVAIL || rc == HD_EACCESS)
+            hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
+        HD_LOG(rc == HD_ENOSUCHKEY ? HD_DEBUG : HD_WARN, NULL, "cold GET %s/%s: %s", f->cb->name,
+               f->key, f->msg);
+    }
+out:
+    table_remove(f);
+}
+
+static void fill_task(struct hd_ctask *task)
+{
+    struct fill *f = (struct fill *)((char *)task - offsetof(struct fill, task));
+
+    fill_run(f);
+    fill_unref(f); /* the task's */
+}
+
+/* Queues f on the pool (the task takes a reference of its own); on failure marks it failed
+ * and drops the table's and the task's references. The caller's reference is never dropped
+ * here, so f is still valid when this returns. */
+static void fill_start(struct fill *f)
+{
+    int rc;
+
+    atomic_fetch_add(&f->refs, 1);
+    f->task.run = fill_task;
+    if ((rc = hd_cache_submit(f->t->cache, &f->task)) < 0) {
+        pthread_mutex_lock(&f->mu);
+        f->state = F_FAILED;
+        f->err = rc;
+        snprintf(f->msg, sizeof(f->msg), "The target is shutting down.");
+        wake_readers(f);
+        pthread_cond_broadcast(&f->cv);
+        pthread_mutex_unlock(&f->mu);
+        table_remove(f);
+        fill_unref(f);
+    }
+}
+
+/* ---- readers (HTTP worker) ---- */
+
+static void reader_unref(struct reader *rd)
+{
+    if (atomic_fetch_sub(&rd->refs, 1) != 1)
+        return;
+    fill_unref(rd->f);
+    rd->magic = 0;
+    free(rd);
+}
+
+/* Parks rd until the fill moves (f->mu held). */
+static void reader_park(struct reader *rd)
+{
+    struct fill *f = rd->f;
+
+    rd->waiting = 1;
+    if (!rd->listed) {
+        rd->next = f->waiters;
+        f->waiters = rd;
+        rd->listed = 1;
+    }
+    hd_req_suspend(rd->r);
+}
+
+static long reader_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct reader *rd = cls;
+    struct fill *f = rd->f;
+    uint64_t at, n;
+    ssize_t got;
+
+    if (pos >= rd->len)
+        return HD_STREAM_END;
+    at = rd->off + pos - f->obj.range_start; /* offset in the fill's file */
+    pthread_mutex_lock(&f->mu);
+    if (at < f->filled) {
+        n = f->filled - at;
+        pthread_mutex_unlock(&f->mu);
+        if (n > max)
+            n = max;
+        if (n > rd->len - pos)
+            n = rd->len - pos;
+        do
+            got = pread(f->rfd, buf, (size_t)n, (off_t)at);
+        while (got < 0 && errno == EINTR);
+        return got > 0 ? (long)got : HD_STREAM_ERROR;
+    }
+    if (f->state == F_FAILED || f->state == F_DONE || !rd->r) {
+        pthread_mutex_unlock(&f->mu);
+        return HD_STREAM_ERROR; /* aborts the connection: the client sees a short body */
+    }
+    reader_park(rd);
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+}
+
+static void reader_free_cb(void *cls)
+{
+    reader_unref(cls);
+}
+
+static void obj_headers(struct hd_req *r, const struct hd_s3c_obj *o)
+{
+    char v[64], date[32];
+
+    snprintf(v, sizeof(v), "\"%s\"", o->etag);
+    hd_resp_header(r, "ETag", v);
+    if (o->mtime_ms > 0) {
+        hd_http_date_format((time_t)(o->mtime_ms / 1000), date);
+        hd_resp_header(r, "Last-Modified", date);
+    }
+    hd_resp_header(r, "Accept-Ranges", "bytes");
+    hd_obj_meta_headers(r, o->meta);
+}
+
+/* Conditionals of r against the upstream's metadata: 0 to go on, or answered. */
+static int conditionals(struct hd_req *r, const struct hd_s3c_obj *o)
+{
+    struct hd_cond cond;
+    char v[64], date[32];
+    int rc;
+
+    cond.if_match = hd_req_header(r, "If-Match");
+    cond.if_none_match = hd_req_header(r, "If-None-Match");
+    cond.if_modified_since = hd_req_header(r, "If-Modified-Since");
+    cond.if_unmodified_since = hd_req_header(r, "If-Unmodified-Since");
+    rc = hd_cond_eval(&cond, o->etag, (time_t)(o->mtime_ms / 1000), 1);
+    if (rc == HD_ENOTMODIFIED) {
+        snprintf(v, sizeof(v), "\"%s\"", o->etag);
+        hd_resp_header(r, "ETag", v);
+        hd_http_date_format((time_t)(o->mtime_ms / 1000), date);
+        hd_resp_header(r, "Last-Modified", date);
+        hd_resp_empty(r, 304);
+        return 1;
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return 1;
+    }
+    return 0;
+}
+
+static void reader_end(struct hd_req *r)
+{
+    struct reader *rd = r->data;
+    struct fill *f;
+    struct hd_s3c_obj o;
+    uint64_t off = 0, len;
+    int status = 200, rc, range;
+    char cr[96], msg[512];
+
+    if (!rd || rd->magic != READER_MAGIC) {
+        hd_resp_err(r, HD_EINTERNAL);
+        return;
+    }
+    f = rd->f;
+    pthread_mutex_lock(&f->mu);
+    if (f->state == F_PENDING) {
+        reader_park(rd);
+        pthread_mutex_unlock(&f->mu);
+        return;
+    }
+    if (f->state == F_FAILED) {
+        rc = f->err;
+        snprintf(msg, sizeof(msg), "%s", f->msg);
+        pthread_mutex_unlock(&f->mu);
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
+    o = f->obj; /* shallow: f->obj is read-only from F_HEAD on and f outlives rd */
+    range = f->range;
+    pthread_mutex_unlock(&f->mu);
+    if (range) {
+        /* as the upstream answered the range: 206 with its Content-Range, or 200 */
+        off = o.range_start;
+        len = o.length;
+        if (o.status == 206) {
+            status = 206;
+            snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
+                     (unsigned long long)(off + len - (len ? 1 : 0)), (unsigned long long)o.size);
+            hd_resp_header(r, "Content-Range", cr);
+        }
+    } else {
+        if (conditionals(r, &o))
+            return;
+        len = o.size;
+        status = hd_resp_range(r, o.size, &off, &len);
+        if (status < 0)
+            return;
+    }
+    obj_headers(r, &o);
+    hd_resp_header(r, "Content-Type", o.ctype[0] ? o.ctype : "application/octet-stream");
+    rd->off = off;
+    rd->len = len;
+    atomic_fetch_add(&rd->refs, 1); /* the response's */
+    if (hd_resp_stream(r, status, len, reader_read, rd, reader_free_cb) < 0) {
+        reader_unref(rd);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_stats_add(HD_ST_GET_BYTES, len);
+}
+
+static void reader_done(struct hd_req *r)
+{
+    struct reader *rd = r->data;
+    struct fill *f;
+    struct reader **pp;
+
+    if (!rd || rd->magic != READER_MAGIC)
+        return;
+    f = rd->f;
+    pthread_mutex_lock(&f->mu);
+    if (rd->listed)
+        for (pp = &f->waiters; *pp; pp = &(*pp)->next)
+            if (*pp == rd) {
+                *pp = rd->next;
+                break;
+            }
+    rd->listed = 0;
+    rd->waiting = 0;
+    rd->r = NULL;
+    pthread_mutex_unlock(&f->mu);
+    r->data = NULL;
+    reader_unref(rd);
+}
+
+/* Makes r a reader of f (taking over the caller's reference to f) and runs its on_end. */
+static void attach(struct hd_req *r, struct fill *f)
+{
+    struct reader *rd = calloc(1, sizeof(*rd));
+
+    if (!rd) {
+        fill_unref(f);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    rd->magic = READER_MAGIC;
+    atomic_init(&rd->refs, 1);
+    rd->f = f;
+    rd->r = r;
+    r->data = rd;
+    r->on_end = reader_end;
+    r->on_done = reader_done;
+}
+
+/* A single-range header S3 would honour ("bytes=..." without ','), else NULL. */
+static const char *simple_range(struct hd_req *r)
+{
+    const char *h = hd_req_header(r, "Range");
+
+    if (!h || !hd_str_case_prefix(h, "bytes=") || strchr(h, ',') || strlen(h) >= 120)
+        return NULL;
+    return h;
+}
+
+static void cold_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb, const char *key,
+                     const char *if_match)
+{
+    const char *rh = if_match ? NULL : simple_range(r);
+    struct fill *f;
+    int created;
+
+    hd_cstat_add(HD_CS_MISS, 1);
+    f = fill_get(t, cb, key, if_match, &created);
+    if (!f) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    if (rh && !created) {
+        /* a whole-object fill is running: join it if it is about to have the bytes */
+        uint64_t off = 0, len = 0;
+        int join = 0;
+        pthread_mutex_lock(&f->mu);
+        if (f->state == F_DONE)
+            join = 1;
+        else if (f->state == F_HEAD && f->obj.size &&
+                 hd_range_parse(rh, f->obj.size, &off, &len) == 0)
+            join = off + len <= f->filled + RANGE_JOIN_SLACK;
+        pthread_mutex_unlock(&f->mu);
+        if (join) {
+            attach(r, f);
+            return;
+        }
+    }
+    if (rh) {
+        struct fill *rf = fill_new(t, cb, key);
+        if (created) { /* the whole object in the background, or nothing */
+            if (hd_cache_range_fill(t->cache))
+                fill_start(f);
+            else
+                table_remove(f);
+        }
+        fill_unref(f);
+        if (!rf) {
+            hd_resp_err(r, -ENOMEM);
+            return;
+        }
+        rf->range = 1;
+        snprintf(rf->range_hdr, sizeof(rf->range_hdr), "%s", rh);
+        hd_cstat_add(HD_CS_RANGE_PASS, 1);
+        fill_start(rf);
+        attach(r, rf);
+        return;
+    }
+    if (created)
+        fill_start(f);
+    attach(r, f);
+}
+
+/* ---- HEAD of an uncached object, validation of a cached one (pool thread + worker) ---- */
+
+struct vctx {
+    struct hd_target *t;
+    struct hd_cbucket *cb;
+    char *key;
+    char etag[48];    /* cached copy's */
+    int64_t mtime_ms; /* cached copy's */
+    int head;
+};
+
+static void vctx_free(void *arg)
+{
+    struct vctx *v = arg;
+
+    hd_cbucket_unref(v->cb);
+    free(v->key);
+    free(v);
+}
+
+static void head_run(struct hd_acall *a)
+{
+    struct vctx *v = a->arg;
+
+    if ((a->rc = hd_cbucket_check(v->cb, a->err.msg, sizeof(a->err.msg))) == 0)
+        a->rc = hd_s3c_head_object(&v->cb->s3, v->cb->remote, v->key, &a->obj, &a->err);
+    if (a->rc < 0 && (a->err.status || a->rc == HD_EUNAVAIL) && a->rc != HD_ENOSUCHKEY)
+        hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
+}
+
+static void head_done(struct hd_req *r, struct hd_acall *a)
+{
+    if (a->rc < 0) {
+        hd_resp_err_msg(r, a->rc, a->err.msg[0] ? a->err.msg : NULL);
+        return;
+    }
+    if (conditionals(r, &a->obj))
+        return;
+    obj_headers(r, &a->obj);
+    hd_resp_header(r, "Content-Type", a->obj.ctype[0] ? a->obj.ctype : "application/octet-stream");
+    hd_resp_head(r, 200, a->obj.size);
+}
+
+/* Answers from the held copy (m, fd; fd is taken): the object, or a tar member of it. */
+static void serve_held(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
+                       const char *key, const struct hd_obj_meta *m, int fd, int head)
+{
+    if (hd_arch_wanted(r)) { /* ?archpath= / ?members of a cached shard */
+        hd_arch_serve(r, t, cb->name, key, m, &fd, head);
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    hd_obj_serve(r, m, fd, head);
+}
+
+/* Serves the local copy (looked up again: it may have changed while we asked). */
+static void serve_local(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
+                        const char *key, int head)
+{
+    struct hd_obj_meta m;
+    int fd = -1, rc;
+
+    rc = head ? hd_store_lookup(t->st, cb->name, key, &m)
+              : hd_store_open_object(t->st, cb->name, key, &m, &fd);
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_cstat_add(HD_CS_HIT, 1);
+    hd_store_touch(t->st, cb->name, key);
+    serve_held(r, t, cb, key, &m, fd, head);
+    hd_obj_meta_cleanup(&m);
+}
+
+static void validate_done(struct hd_req *r, struct hd_acall *a)
+{
+    struct vctx *v = a->arg;
+    struct hd_target *t = v->t;
+    struct hd_cbucket *cb = v->cb;
+    char *key = v->key, etag[48];
+    int rc = a->rc;
+
+    if (rc == HD_ENOSUCHKEY) { /* deleted upstream: so is the cached copy */
+        size_t mpi = hd_store_mp_index(t->st, cb->name, key);
+        hd_store_delete_if(t->st, mpi, cb->name, key, v->etag, v->mtime_ms);
+        hd_resp_err_msg(r, rc, a->err.msg[0] ? a->err.msg : NULL);
+        return;
+    }
+    if (rc < 0) {
+        HD_LOG(HD_WARN, r->id, "validate %s/%s: %s; serving the cached copy", cb->name, key,
+               a->err.msg);
+        serve_local(r, t, cb, key, 0);
+        return;
+    }
+    if (strcmp(a->obj.etag, v->etag) == 0) {
+        serve_local(r, t, cb, key, 0);
+        return;
+    }
+    /* changed upstream: fetch the version the HEAD saw, and only that one */
+    hd_cstat_add(HD_CS_STALE, 1);
+    snprintf(etag, sizeof(etag), "%s", a->obj.etag);
+    atomic_fetch_add(&cb->refs, 1);
+    v->key = NULL;
+    hd_acall_release(a); /* r is ours again; frees v */
+    r->data = NULL;
+    r->on_done = NULL;
+    cold_get(r, t, cb, key, etag);
+    hd_cbucket_unref(cb);
+    free(key);
+    if (r->on_end == reader_end)
+        reader_end(r);
+}
+
+/* A tar member of an uncached shard: the shard is fetched (joining a fill in progress) on a
+ * pool thread, then the member is served from the local copy. */
+static void fetch_run(struct hd_acall *a)
+{
+    struct vctx *v = a->arg;
+    uint64_t bytes;
+
+    hd_cstat_add(HD_CS_MISS, 1);
+    a->rc =
+        hd_cache_fetch_sync(v->t, v->cb, v->key, 0, NULL, &bytes, a->err.msg, sizeof(a->err.msg));
+}
+
+static void fetch_done(struct hd_req *r, struct hd_acall *a)
+{
+    struct vctx *v = a->arg;
+
+    if (a->rc < 0)
+        hd_resp_err_msg(r, a->rc, a->err.msg[0] ? a->err.msg : NULL);
+    else
+        serve_local(r, v->t, v->cb, v->key, v->head);
+}
+
+static int start_acall(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
+                       const char *key, const struct hd_obj_meta *m, int head, hd_acall_fn run,
+                       hd_acall_done_fn done)
+{
+    struct vctx *v = calloc(1, sizeof(*v));
+
+    if (!v || !(v->key = strdup(key))) {
+        free(v);
+        hd_resp_err(r, -ENOMEM);
+        return -ENOMEM;
+    }
+    v->t = t;
+    atomic_fetch_add(&cb->refs, 1);
+    v->cb = cb;
+    v->head = head;
+    if (m) {
+        snprintf(v->etag, sizeof(v->etag), "%s", m->etag);
+        v->mtime_ms = m->mtime_ms;
+    }
+    hd_acall_request(r, t->cache, run, done, v, vctx_free);
+    return 0;
+}
+
+void hd_cache_obj_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb, const char *key,
+                      int head)
+{
+    struct hd_obj_meta m;
+    int fd = -1, rc;
+
+    rc = head ? hd_store_lookup(t->st, cb->name, key, &m)
+              : hd_store_open_object(t->st, cb->name, key, &m, &fd);
+    if (rc == 0) {
+        if (head || !cb->props.validate_warm_get) {
+            hd_cstat_add(HD_CS_HIT, 1);
+            hd_store_touch(t->st, cb->name, key);
+            serve_held(r, t, cb, key, &m, fd, head);
+        } else {
+            close(fd);
+            hd_cstat_add(HD_CS_VALIDATE, 1);
+            start_acall(r, t, cb, key, &m, 0, head_run, validate_done);
+        }
+        hd_obj_meta_cleanup(&m);
+        return;
+    }
+    if (rc == HD_ENOSUCHKEY) {
+        /* while the cluster map changes its previous owner may hold it (gfn copies it
+         * here): cheaper than the upstream */
+        hd_rebalance_gfn(t, cb->name, key);
+        if (hd_store_lookup(t->st, cb->name, key, &m) == 0) {
+            hd_obj_meta_cleanup(&m);
+            serve_local(r, t, cb, key, head);
+            return;
+        }
+    }
+    if (rc != HD_ENOSUCHKEY) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (hd_arch_wanted(r)) /* a member of a shard not cached yet: the whole shard first */
+        start_acall(r, t, cb, key, NULL, head, fetch_run, fetch_done);
+    else if (head)
+        start_acall(r, t, cb, key, NULL, 1, head_run, head_done);
+    else
+        cold_get(r, t, cb, key, NULL);
+}
+
+/* ---- for jobs ---- */
+
+int hd_cache_fetch_sync(struct hd_target *t, struct hd_cbucket *cb, const char *key, int revalidate,
+                        struct hd_job *j, uint64_t *bytes, char *msg, size_t msglen)
+{
+    struct hd_obj_meta m;
+    struct hd_s3c_obj o;
+    struct hd_s3c_err err;
+    char im[48] = "";
+    struct fill *f;
+    int created, rc;
+
+    *bytes = 0;
+    msg[0] = '\0';
+    if (hd_store_lookup(t->st, cb->name, key, &m) == 0) {
+        if (!revalidate) {
+            hd_obj_meta_cleanup(&m);
+            return 0;
+        }
+        memset(&o, 0, sizeof(o));
+        if ((rc = hd_cbucket_check(cb, msg, msglen)) == 0)
+            rc = hd_s3c_head_object(&cb->s3, cb->remote, key, &o, &err);
+        if (rc == HD_ENOSUCHKEY) {
+            hd_store_delete_if(t->st, hd_store_mp_index(t->st, cb->name, key), cb->name, key,
+                               m.etag, m.mtime_ms);
+            snprintf(msg, msglen, "%s", err.msg);
+        } else if (rc < 0 && !msg[0]) {
+            snprintf(msg, msglen, "%s", err.msg);
+        } else if (rc == 0 && strcmp(o.etag, m.etag) != 0) {
+            snprintf(im, sizeof(im), "%s", o.etag);
+            rc = 1;
+        }
+        hd_s3c_obj_cleanup(&o);
+        hd_obj_meta_cleanup(&m);
+        if (rc <= 0)
+            return rc;
+    }
+    f = fill_get(t, cb, key, im[0] ? im : NULL, &created);
+    if (!f)
+        return -ENOMEM;
+    if (created) {
+        fill_run(f);
+    } else {
+        pthread_mutex_lock(&f->mu);
+        while (f->state != F_DONE && f->state != F_FAILED)
+            pthread_cond_wait(&f->cv, &f->mu);
+        pthread_mutex_unlock(&f->mu);
+    }
+    pthread_mutex_lock(&f->mu);
+    rc = f->state == F_DONE ? 0 : f->err;
+    if (rc < 0)
+        snprintf(msg, msglen, "%s", f->msg);
+    else if (created)
+        *bytes = f->fetched;
+    pthread_mutex_unlock(&f->mu);
+    fill_unref(f);
+    (void)j;
+    return rc;
+}

@@ -1,0 +1,615 @@
+#include "target/cluster/cluster.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/errors.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/smap.h"
+#include "target/api/internal.h"
+#include "target/api/mpu.h"
+
+#define TCL_MAGIC 0x74636c31u /* "tcl1" */
+#define BODY_MAX (4u << 20)
+
+struct hd_tcluster {
+    uint32_t magic;
+    int standalone; /* no cluster.join: only the node id (health) is ours */
+    struct hd_target *t;
+    struct hd_smap_state *cs;
+    struct hd_node self;
+    char join[HD_NODE_URL_MAX];
+    char *secret;
+    long hb_ms;
+    struct hd_smap_member member; /* loop thread only */
+    pthread_mutex_t apply_mu;     /* one BMD accept+apply at a time */
+    atomic_int joined;
+    int fresh; /* started without a held smap (a new node) */
+
+    uv_loop_t loop;
+    uv_timer_t timer;
+    uv_async_t wake;
+    pthread_t thr;
+    int running;
+    atomic_int stopping;
+};
+
+/* ---- BMD -> store ---- */
+
+static int props_anon(const char *props)
+{
+    json_t *j = props ? json_loads(props, 0, NULL) : NULL;
+    int yes = j && json_is_true(json_object_get(j, "anonymous_read"));
+
+    json_decref(j);
+    return yes;
+}
+
+/* Whether the store already holds the BMD entry's props (upstream, validate_warm_get...). */
+static int props_same(struct hd_store *st, const struct hd_bmd_bucket *e)
+{
+    char *have = NULL;
+    int same;
+
+    if (hd_store_bucket_props(st, e->name, &have) < 0)
+        return 0;
+    same = hd_bmd_props_equal(have, e->props);
+    free(have);
+    return same;
+}
+
+/* Makes the store match b: creates missing buckets, sets props, and destroys the buckets
+ * that prev had and b has not (only those: local buckets that never were in the BMD stay). */
+static void apply_to_store(struct hd_tcluster *c, struct hd_bmd *prev, struct hd_bmd *b)
+{
+    struct hd_store *st = c->t->st;
+    struct hd_bucket_info bi;
+    size_t i;
+    int rc;
+
+    for (i = 0; i < b->n; i++) {
+        const struct hd_bmd_bucket *e = &b->b[i];
+        rc = hd_store_bucket_create(st, e->name, e->provider);
+        if (rc < 0 && rc != HD_EBUCKETEXISTS) {
+            HD_LOG(HD_ERROR, NULL, "cluster: cannot create bucket %s: %s", e->name,
+                   hd_strerror(rc));
+            continue;
+        }
+        if (hd_store_bucket_get(st, e->name, &bi) == 0 &&
+            (bi.anonymous_read != props_anon(e->props) || !props_same(st, e)))
+            hd_store_bucket_set_props(st, e->name, e->props ? e->props : "{}");
+    }
+    for (i = 0; prev && i < prev->n; i++) {
+        const char *name = prev->b[i].name;
+        if (hd_bmd_find(b, name))
+            continue;
+        rc = hd_store_bucket_destroy(st, name);
+        if (rc == 0)
+            hd_mpu_drop_bucket(c->t, name);
+        if (rc < 0 && rc != HD_ENOSUCHBUCKET)
+            HD_LOG(HD_ERROR, NULL, "cluster: cannot destroy bucket %s: %s", name, hd_strerror(rc));
+        else
+            HD_LOG(HD_INFO, NULL, "cluster: bucket %s destroyed (BMD v%lld)", name,
+                   (long long)b->version);
+    }
+}
+
+static int set_bmd(void *arg, struct hd_bmd *b, int force)
+{
+    struct hd_tcluster *c = arg;
+    struct hd_bmd *prev = NULL;
+    int rc;
+
+    pthread_mutex_lock(&c->apply_mu);
+    rc = hd_smap_state_set_bmd(c->cs, b, force, &prev);
+    if (rc == 0) {
+        apply_to_store(c, prev, b);
+        if (c->t->cache)
+            hd_cache_refresh(c->t->cache); /* S3-backed buckets and their upstreams */
+    }
+    pthread_mutex_unlock(&c->apply_mu);
+    hd_bmd_unref(prev);
+    return rc;
+}
+
+/* ---- setup and the loop thread ---- */
+
+static int self_entry(struct hd_tcluster *c, const struct hd_config *cfg)
+{
+    const char *url = hd_config_str(cfg, "public_url"), *mps = hd_config_str(cfg, "mountpaths");
+    char *dup, *save = NULL, *tok, **v;
+    struct hd_buf b;
+
+    hd_buf_init(&b);
+    if (*url)
+        hd_buf_puts(&b, url);
+    else
+        hd_buf_printf(&b, "http://%s", hd_config_str(cfg, "listen"));
+    while (b.len && b.data[b.len - 1] == '/')
+        b.data[--b.len] = '\0';
+    if (b.oom || b.len >= sizeof(c->self.url)) {
+        hd_buf_cleanup(&b);
+        return -EINVAL;
+    }
+    memcpy(c->self.url, b.data, b.len + 1);
+    hd_buf_reset(&b);
+    if (!*mps) {
+        hd_buf_printf(&b, "%s/mp1", hd_config_str(cfg, "data"));
+        mps = b.data ? b.data : "";
+    }
+    dup = strdup(mps);
+    hd_buf_cleanup(&b);
+    if (!dup)
+        return -ENOMEM;
+    for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        v = realloc(c->self.mountpaths, (c->self.nmp + 1) * sizeof(*v));
+        if (!v || !(v[c->self.nmp] = strdup(tok))) {
+            if (v)
+                c->self.mountpaths = v;
+            free(dup);
+            return -ENOMEM;
+        }
+        c->self.mountpaths = v;
+        c->self.nmp++;
+    }
+    free(dup);
+    c->self.type = HD_NODE_TARGET;
+    return 0;
+}
+
+int hd_tcluster_new(struct hd_target *t, const struct hd_config *cfg, struct hd_tcluster **out)
+{
+    struct hd_tcluster *c = calloc(1, sizeof(*c));
+    struct hd_bmd *held;
+    long long dead_after = hd_config_int(cfg, "cluster.dead_after");
+    int rc;
+
+    if (!c)
+        return -ENOMEM;
+    c->magic = TCL_MAGIC;
+    c->t = t;
+    pthread_mutex_init(&c->apply_mu, NULL);
+    c->hb_ms = (long)hd_config_int(cfg, "cluster.heartbeat_ms");
+    snprintf(c->join, sizeof(c->join), "%s", hd_config_str(cfg, "cluster.join"));
+    while (*c->join && c->join[strlen(c->join) - 1] == '/')
+        c->join[strlen(c->join) - 1] = '\0';
+    if (!(c->secret = strdup(hd_config_str(cfg, "cluster.secret")))) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    if ((rc = self_entry(c, cfg)) < 0)
+        goto fail;
+    if ((rc = hd_smap_state_open(hd_config_str(cfg, "data"), &c->cs)) < 0)
+        goto fail;
+    if ((rc = hd_smap_state_node_id(c->cs, hd_config_str(cfg, "node.id"), 't', c->self.id)) < 0) {
+        HD_LOG(HD_ERROR, NULL, "node.id: cannot set up the node id: %s", hd_strerror(rc));
+        goto fail;
+    }
+    c->standalone = !*c->join;
+    {
+        struct hd_smap *prev = hd_smap_state_smap(c->cs);
+        c->fresh = !prev; /* never joined: nothing to serve until the first join applies */
+        hd_smap_unref(prev);
+    }
+    if (c->standalone) {
+        *out = c;
+        return 0;
+    }
+    /* buckets of the BMD we held when we stopped (nothing is destroyed at startup) */
+    held = hd_smap_state_bmd(c->cs);
+    apply_to_store(c, NULL, held);
+    hd_bmd_unref(held);
+    c->member.st = c->cs;
+    c->member.self = &c->self;
+    c->member.join_url = c->join;
+    c->member.secret = c->secret;
+    c->member.timeout_ms = c->hb_ms * dead_after / 2 > 2000 ? c->hb_ms * dead_after / 2 : 2000;
+    c->member.set_bmd = set_bmd;
+    c->member.arg = c;
+    HD_LOG(HD_INFO, NULL, "cluster: target %s (%s) joining %s", c->self.id, c->self.url, c->join);
+    *out = c;
+    return 0;
+fail:
+    hd_tcluster_free(c);
+    return rc;
+}
+
+static void on_tick(uv_timer_t *h)
+{
+    struct hd_tcluster *c = h->data;
+
+    if (atomic_load(&c->stopping))
+        return;
+    hd_smap_member_tick(&c->member);
+    atomic_store(&c->joined, c->member.joined);
+}
+
+static void on_close(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void on_wake(uv_async_t *a)
+{
+    struct hd_tcluster *c = a->data;
+
+    if (!atomic_load(&c->stopping))
+        return;
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, on_close);
+    uv_close((uv_handle_t *)&c->wake, on_close);
+}
+
+static void *loop_main(void *arg)
+{
+    struct hd_tcluster *c = arg;
+    sigset_t all;
+
+    /* SIGINT/SIGTERM belong to the main thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+int hd_tcluster_start(struct hd_tcluster *c)
+{
+    int rc;
+
+    if (!c || c->running || c->standalone)
+        return 0;
+    if ((rc = uv_loop_init(&c->loop)) < 0)
+        return rc;
+    uv_timer_init(&c->loop, &c->timer);
+    uv_async_init(&c->loop, &c->wake, on_wake);
+    c->timer.data = c;
+    c->wake.data = c;
+    uv_timer_start(&c->timer, on_tick, 0, (uint64_t)c->hb_ms);
+    if ((rc = pthread_create(&c->thr, NULL, loop_main, c)) != 0) {
+        uv_close((uv_handle_t *)&c->timer, on_close);
+        uv_close((uv_handle_t *)&c->wake, on_close);
+        uv_run(&c->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&c->loop);
+        return -rc;
+    }
+    c->running = 1;
+    return 0;
+}
+
+void hd_tcluster_free(struct hd_tcluster *c)
+{
+    if (!c)
+        return;
+    if (c->running) {
+        atomic_store(&c->stopping, 1);
+        uv_async_send(&c->wake);
+        pthread_join(c->thr, NULL);
+        uv_loop_close(&c->loop);
+    }
+    hd_smap_state_close(c->cs);
+    hd_smap_node_cleanup(&c->self);
+    free(c->secret);
+    pthread_mutex_destroy(&c->apply_mu);
+    c->magic = 0;
+    free(c);
+}
+
+/* ---- requests ---- */
+
+static void resp_json(struct hd_req *r, int status, json_t *j)
+{
+    size_t len;
+    char *s = j ? hd_json_dump_steal(j, &len) : NULL;
+
+    if (!s) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_resp_buf(r, status, "application/json", s, len);
+}
+
+static void resp_conflict(struct hd_req *r, const char *msg)
+{
+    char *j = hd_json_error(409, "Conflict", msg, r->raw_path, r->id);
+
+    if (!j) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_resp_buf(r, 409, "application/json", j, strlen(j));
+}
+
+/* Joined, and the smap we hold has us as a live target (standalone: always). */
+static int ready(struct hd_tcluster *c, struct hd_smap *s)
+{
+    const struct hd_node *n = s ? hd_smap_find(s, c->self.id) : NULL;
+
+    return c->standalone || (atomic_load(&c->joined) && n && !n->down);
+}
+
+static void health(struct hd_tcluster *c, struct hd_req *r)
+{
+    const char *want = hd_req_param(r, "ready");
+    struct hd_smap *s = hd_smap_state_smap(c->cs);
+    int ok = ready(c, s);
+    json_t *j;
+
+    r->op = HD_OP_ADMIN;
+    j = json_pack("{s:s, s:s, s:s, s:b, s:I}", "status", ok ? "ok" : "joining", "role", "target",
+                  "id", c->self.id, "ready", ok, "smap_version", (json_int_t)(s ? s->version : 0));
+    hd_smap_unref(s);
+    resp_json(r, want && strcmp(want, "false") != 0 && !ok ? 503 : 200, j);
+}
+
+struct body_ctx {
+    struct hd_tcluster *c;
+    struct hd_buf body;
+};
+
+static int body_chunk(struct hd_req *r, const char *d, size_t n)
+{
+    struct body_ctx *b = r->data;
+
+    if (b->body.len + n > BODY_MAX)
+        return HD_ETOOLARGE;
+    return hd_buf_append(&b->body, d, n);
+}
+
+static void metasync_end(struct hd_req *r)
+{
+    struct body_ctx *b = r->data;
+    struct hd_smap *s = NULL;
+    struct hd_bmd *bmd = NULL;
+    json_t *j;
+    int rs = 0, rb = 0;
+
+    if (r->body_err) {
+        hd_resp_err(r, r->body_err);
+        return;
+    }
+    j = b->body.len ? json_loadb(b->body.data, b->body.len, 0, NULL) : NULL;
+    if (!j || hd_smap_parse_sync(j, &s, &bmd) < 0) {
+        json_decref(j);
+        hd_resp_err_msg(r, HD_EBADARG, "Expected {\"smap\": ..., \"bmd\": ...}.");
+        return;
+    }
+    json_decref(j);
+    if (s)
+        rs = hd_smap_state_set_smap(b->c->cs, s, 0);
+    if (bmd)
+        rb = set_bmd(b->c, bmd, 0);
+    if (rs == -ESTALE || rb == -ESTALE)
+        resp_conflict(r, "Older than the version held.");
+    else if (rs < 0 || rb < 0)
+        hd_resp_err(r, rs < 0 ? rs : rb);
+    else
+        hd_resp_empty(r, 200);
+    hd_smap_unref(s);
+    hd_bmd_unref(bmd);
+}
+
+static void body_done(struct hd_req *r)
+{
+    struct body_ctx *b = r->data;
+
+    if (b) {
+        hd_buf_cleanup(&b->body);
+        free(b);
+    }
+    r->data = NULL;
+}
+
+static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
+{
+    const char *p = r->raw_path, *m = r->method;
+    char want[HD_SMAP_SIG_LEN];
+    struct hd_smap *s;
+    struct hd_bmd *b;
+    json_t *j;
+
+    r->api = HD_API_NATIVE;
+    r->op = HD_OP_ADMIN;
+    if (strcmp(m, "GET") == 0 &&
+        (strcmp(p, "/v1/cluster") == 0 || strcmp(p, "/v1/cluster/smap") == 0)) {
+        s = hd_smap_state_smap(c->cs);
+        if (!s) {
+            hd_resp_err_msg(r, HD_EUNAVAIL, "This target has not joined a cluster yet.");
+            return;
+        }
+        j = hd_smap_to_json(s);
+        if (j && !p[11])
+            json_object_set_new(j, "self", json_string(c->self.id));
+        hd_smap_unref(s);
+        resp_json(r, 200, j);
+        return;
+    }
+    if (strcmp(m, "GET") == 0 && strcmp(p, "/v1/cluster/bmd") == 0) {
+        b = hd_smap_state_bmd(c->cs);
+        resp_json(r, 200, hd_bmd_to_json(b));
+        hd_bmd_unref(b);
+        return;
+    }
+    if (strcmp(m, "PUT") != 0 || strcmp(p, "/v1/metasync") != 0) {
+        hd_resp_err(r, strcmp(m, "GET") == 0 ? HD_ENOTFOUND : HD_EMETHOD);
+        return;
+    }
+    if (*c->secret) {
+        hd_smap_csig(c->secret, m, p, want);
+        if (!hd_smap_sig_equal(want, hd_req_header(r, "X-Hoard-Cluster"))) {
+            hd_resp_err_msg(r, HD_EACCESS,
+                            "Cluster calls need a valid X-Hoard-Cluster header (cluster.secret).");
+            return;
+        }
+    }
+    {
+        struct body_ctx *bc = calloc(1, sizeof(*bc));
+        if (!bc) {
+            hd_resp_err(r, -ENOMEM);
+            return;
+        }
+        bc->c = c;
+        hd_buf_init(&bc->body);
+        r->data = bc;
+        r->on_body = body_chunk;
+        r->on_end = metasync_end;
+        r->on_done = body_done;
+    }
+}
+
+/* Removes pid, ptime and psig from the raw query (in place: it lives in r->raw_uri) and
+ * parses the rest again, so SigV4 sees the query the client signed. */
+static int strip_sig(struct hd_req *r)
+{
+    char *q = (char *)r->raw_query, *rd = q, *w = q;
+    int found = 0;
+
+    if (!*q)
+        return 0;
+    while (*rd) {
+        size_t n = strcspn(rd, "&"), k = strcspn(rd, "=&");
+        int drop = (k == 3 && strncmp(rd, "pid", 3) == 0) ||
+                   (k == 5 && strncmp(rd, "ptime", 5) == 0) ||
+                   (k == 4 && strncmp(rd, "psig", 4) == 0);
+        if (drop) {
+            found = 1;
+        } else if (n) {
+            if (w != q)
+                *w++ = '&';
+            memmove(w, rd, n);
+            w += n;
+        }
+        rd += n;
+        if (*rd == '&')
+            rd++;
+    }
+    *w = '\0';
+    if (!found)
+        return 0;
+    hd_query_free(&r->query);
+    return hd_query_parse(r->raw_query, &r->query);
+}
+
+static const char *sig_param(struct hd_req *r, const char *qname, const char *hname)
+{
+    const char *v = hd_req_param(r, qname);
+
+    return v ? v : hd_req_header(r, hname);
+}
+
+/* 0 when r carries a valid, unexpired proxy signature (or no secret is configured);
+ * *hdr says it came in headers (a node's own call) rather than a redirect's query. */
+static int check_sig(struct hd_tcluster *c, struct hd_req *r, int *hdr)
+{
+    const char *pt = sig_param(r, "ptime", "X-Hoard-Ptime");
+    const char *ps = sig_param(r, "psig", "X-Hoard-Psig"), *vh;
+    char want[HD_SMAP_SIG_LEN];
+    int64_t ptime;
+
+    *hdr = !hd_req_param(r, "psig");
+
+    if (!*c->secret)
+        return 0;
+    if (!pt || !ps || hd_parse_i64(pt, &ptime) < 0)
+        return HD_EACCESS;
+    if (ptime < (int64_t)time(NULL))
+        return HD_EEXPIRED;
+    vh = *hdr ? hd_req_header(r, "X-Hoard-Vhost") : NULL;
+    if (vh) { /* a relayed virtual-host request: signed as the path-style path */
+        struct hd_buf path;
+        int ok;
+        hd_buf_init(&path);
+        hd_buf_printf(&path, "/%s%s", vh, r->raw_path);
+        if (path.oom) {
+            hd_buf_cleanup(&path);
+            return -ENOMEM;
+        }
+        hd_smap_psig(c->secret, r->method, path.data, (long long)ptime, want);
+        ok = hd_smap_sig_equal(want, ps);
+        hd_buf_cleanup(&path);
+        return ok ? 0 : HD_EACCESS;
+    }
+    hd_smap_psig(c->secret, r->method, r->raw_path, (long long)ptime, want);
+    return hd_smap_sig_equal(want, ps) ? 0 : HD_EACCESS;
+}
+
+int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
+{
+    const char *p = r->raw_path;
+    int rc, hdr = 0;
+
+    if (!c || c->magic != TCL_MAGIC)
+        return 0;
+    if (strcmp(p, "/v1/health") == 0) {
+        r->api = HD_API_NATIVE;
+        health(c, r);
+        return 1;
+    }
+    if (strcmp(p, "/metrics") == 0 || c->standalone)
+        return 0;
+    if (strcmp(p, "/v1/cluster") == 0 || strncmp(p, "/v1/cluster/", 12) == 0 ||
+        strcmp(p, "/v1/metasync") == 0) {
+        cluster_call(c, r);
+        return 1;
+    }
+    if (c->fresh && !atomic_load(&c->joined)) /* a proxy added us, sent a client first */
+        hd_tcluster_wait_joined(c, 10000);
+    if ((rc = check_sig(c, r, &hdr)) < 0) {
+        r->api = strncmp(p, "/v1/", 4) == 0 ? HD_API_NATIVE : HD_API_S3;
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        hd_resp_err_msg(r, HD_EACCESS,
+                        rc == HD_EEXPIRED
+                            ? "The proxy signature has expired: request must come through a "
+                              "proxy again."
+                            : "Access Denied: request must come through a proxy.");
+        return 1;
+    }
+    if ((rc = strip_sig(r)) < 0) {
+        hd_resp_err_msg(r, rc, "The query string is malformed.");
+        return 1;
+    }
+    /* A proxy authenticated and authorised it. Without a secret (dev mode, which main()
+     * allows only without auth.keys) nothing is checked: a node's own calls (signature
+     * headers) are taken as such, so rebalance keeps object identities there too. */
+    if (*c->secret)
+        r->trusted = hdr ? HD_TRUST_NODE : HD_TRUST_REDIRECT;
+    else
+        r->trusted = hd_req_header(r, "X-Hoard-Pid") ? HD_TRUST_NODE : 0;
+    return 0;
+}
+
+struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c)
+{
+    return c && !c->standalone ? hd_smap_state_smap(c->cs) : NULL;
+}
+
+int hd_tcluster_wait_joined(struct hd_tcluster *c, int ms)
+{
+    struct timespec ts = {0, 10 * 1000000L};
+
+    if (!c || c->standalone)
+        return 1;
+    for (; !atomic_load(&c->joined) && ms > 0 && !atomic_load(&c->stopping); ms -= 10)
+        nanosleep(&ts, NULL);
+    return atomic_load(&c->joined);
+}
+
+const char *hd_tcluster_id(const struct hd_tcluster *c)
+{
+    return c->self.id;
+}
+
+const char *hd_tcluster_secret(const struct hd_tcluster *c)
+{
+    return c->secret;
+}

@@ -1,0 +1,829 @@
+/* rebalance: moves every object to the target and mountpath HRW names for the current
+ * cluster map, and finds objects that have not moved yet (get-from-neighbour, GFN).
+ *
+ * The job (kind "rebalance", started on every target by the primary proxy when the set of
+ * targets changes) walks each bucket on each mountpath in name order. An object whose owner
+ * is another target is sent there with a node-signed PUT carrying its identity
+ * (X-Hoard-Obj-Meta: etag, mtime, checksum, metadata); the receiver keeps a copy at least as
+ * new if it has one, so a client's write during rebalance is never undone. The local copy is
+ * deleted only after the owner answered and only if nothing overwrote it meanwhile. An
+ * object on the wrong local mountpath is copied to the right one the same way. Nothing is
+ * deleted before its new home has committed it, so a kill at any point loses nothing: the
+ * job is recorded in jobs.db and runs again after a restart (moving what is left).
+ *
+ * GFN: while a rebalance is in progress (smap rebalance_id) or a target is in maintenance or
+ * decommissioning, a GET that misses asks the other targets (X-Hoard-Local: no further
+ * hops) and stores the first copy found, so reads keep working while objects move. Only the
+ * HRW owner does that (a stale-routed GET at a non-owner must not plant a copy that a later
+ * delete at the owner would miss).
+ *
+ * Deletes while objects move: the owner deletes its copy, every other target's copy
+ * (X-Hoard-Local DELETE), and remembers the delete (a tombstone, in memory until the cluster
+ * stops moving), so neither GFN nor a rebalance copy still in flight brings the object back:
+ * a moved copy older than the tombstone is refused with 412 like any older copy. */
+#include "target/api/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <xxhash.h>
+
+#include "common/buf.h"
+#include "common/errors.h"
+#include "common/hrw.h"
+#include "common/httpc.h"
+#include "common/httputil.h"
+#include "common/log.h"
+#include "common/smap.h"
+#include "target/cluster/cluster.h"
+#include "target/jobs/jobs.h"
+
+#define SCAN_BATCH 256
+#define XFER_TIMEOUT_S 600
+#define GFN_TIMEOUT_S 60
+
+/* ---- node-signed calls ---- */
+
+static int object_url(struct hd_buf *b, const char *base, const char *bucket, const char *key)
+{
+    hd_buf_puts(b, base);
+    hd_buf_puts(b, "/v1/objects/");
+    hd_uri_encode(b, bucket, strlen(bucket), 0);
+    hd_buf_puts(b, "/");
+    hd_uri_encode(b, key, strlen(key), 1);
+    return b->oom ? -ENOMEM : 0;
+}
+
+/* Appends the X-Hoard-Pid/Ptime/Psig headers for method on url. */
+static struct curl_slist *sign(struct curl_slist *h, struct hd_target *t, const char *method,
+                               const char *url)
+{
+    char path[4096], line[512], psig[HD_SMAP_SIG_LEN];
+    long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
+
+    hd_smap_url_path(url, path, sizeof(path));
+    hd_smap_psig(hd_tcluster_secret(t->cl), method, path, ptime, psig);
+    snprintf(line, sizeof(line), "X-Hoard-Pid: %s", hd_tcluster_id(t->cl));
+    h = curl_slist_append(h, line);
+    snprintf(line, sizeof(line), "X-Hoard-Ptime: %lld", ptime);
+    h = curl_slist_append(h, line);
+    snprintf(line, sizeof(line), "X-Hoard-Psig: %s", psig);
+    return curl_slist_append(h, line);
+}
+
+static size_t read_fd(char *buf, size_t size, size_t n, void *arg)
+{
+    int fd = *(int *)arg;
+    ssize_t got;
+
+    do
+        got = read(fd, buf, size * n);
+    while (got < 0 && errno == EINTR);
+    return got < 0 ? CURL_READFUNC_ABORT : (size_t)got;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *arg)
+{
+    return size * n;
+}
+
+/* Sends one object to owner_url. 0 when the owner holds it (committed, or already held a
+ * copy at least as new), else a negative code with msg filled. */
+static int send_object(CURL *cu, struct hd_target *t, const char *owner_url, const char *bucket,
+                       const char *key, const struct hd_obj_meta *m, int fd, char *msg,
+                       size_t msglen)
+{
+    struct curl_slist *h = NULL;
+    struct hd_buf url, line;
+    char *xm = hd_obj_meta_json(m);
+    long status = 0;
+    CURLcode cc;
+    int rc = 0;
+
+    hd_buf_init(&url);
+    hd_buf_init(&line);
+    if (!xm || object_url(&url, owner_url, bucket, key) < 0) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    hd_buf_printf(&line, "X-Hoard-Obj-Meta: %s", xm);
+    h = sign(h, t, "PUT", url.data);
+    h = curl_slist_append(h, line.data);
+    h = curl_slist_append(h, "Expect:");
+    h = curl_slist_append(h, "Content-Type: application/octet-stream");
+    curl_easy_reset(cu);
+    curl_easy_setopt(cu, CURLOPT_URL, url.data);
+    curl_easy_setopt(cu, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(cu, CURLOPT_INFILESIZE_LARGE, (curl_off_t)m->size);
+    curl_easy_setopt(cu, CURLOPT_READFUNCTION, read_fd);
+    curl_easy_setopt(cu, CURLOPT_READDATA, &fd);
+    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+    curl_easy_setopt(cu, CURLOPT_TIMEOUT, (long)XFER_TIMEOUT_S);
+    cc = curl_easy_perform(cu);
+    if (cc != CURLE_OK) {
+        snprintf(msg, msglen, "%s/%s -> %s: %s", bucket, key, owner_url, curl_easy_strerror(cc));
+        rc = HD_EUNAVAIL;
+        goto out;
+    }
+    curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200 && status != 412) { /* 412: the owner holds a newer copy */
+        snprintf(msg, msglen, "%s/%s -> %s: HTTP %ld", bucket, key, owner_url, status);
+        rc = HD_EINTERNAL;
+    }
+out:
+    curl_slist_free_all(h);
+    hd_buf_cleanup(&url);
+    hd_buf_cleanup(&line);
+    free(xm);
+    return rc;
+}
+
+/* Copies the object at (mpi, m, fd) to its HRW mountpath. */
+static int move_local(struct hd_target *t, const char *bucket, const char *key,
+                      const struct hd_obj_meta *m, int fd)
+{
+    struct hd_put_attrs a;
+    struct hd_put *p = NULL;
+    json_t *hold = NULL;
+    char *xm = hd_obj_meta_json(m), buf[256 * 1024];
+    ssize_t n;
+    int rc;
+
+    if (!xm)
+        return -ENOMEM;
+    if ((rc = hd_obj_meta_attrs(xm, &a, &hold)) < 0 ||
+        (rc = hd_put_begin(t->st, bucket, key, &p)) < 0)
+        goto out;
+    while ((n = read(fd, buf, sizeof(buf))) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            goto out;
+        }
+        if ((rc = hd_put_write(p, buf, (size_t)n)) < 0)
+            goto out;
+    }
+    if (hd_put_size(p) != m->size) {
+        rc = -EIO;
+        goto out;
+    }
+    rc = hd_put_commit(p, &a, NULL);
+    if (rc == HD_EPRECONDITION)
+        rc = 0; /* a newer copy is already in place */
+out:
+    hd_put_free(p);
+    json_decref(hold);
+    free(xm);
+    return rc;
+}
+
+/* ---- tombstones ---- */
+
+#define TOMB_SLOTS 4096
+#define TOMB_MAX 1000000
+
+struct tomb {
+    struct tomb *next;
+    int64_t when_ms;
+    char name[]; /* bucket "\n" key */
+};
+
+struct hd_rb {
+    pthread_mutex_t mu;
+    struct tomb *slot[TOMB_SLOTS];
+    size_t n;
+};
+
+int hd_rebalance_init(struct hd_target *t)
+{
+    if (!(t->rb = calloc(1, sizeof(*t->rb))))
+        return -ENOMEM;
+    pthread_mutex_init(&t->rb->mu, NULL);
+    return 0;
+}
+
+static void tombs_clear(struct hd_rb *rb)
+{
+    size_t i;
+
+    for (i = 0; i < TOMB_SLOTS; i++)
+        while (rb->slot[i]) {
+            struct tomb *x = rb->slot[i];
+            rb->slot[i] = x->next;
+            free(x);
+        }
+    rb->n = 0;
+}
+
+void hd_rebalance_cleanup(struct hd_target *t)
+{
+    if (!t->rb)
+        return;
+    tombs_clear(t->rb);
+    pthread_mutex_destroy(&t->rb->mu);
+    free(t->rb);
+    t->rb = NULL;
+}
+
+static size_t tomb_slot(const char *bucket, const char *key)
+{
+    uint64_t h = XXH64(bucket, strlen(bucket), 1) ^ XXH64(key, strlen(key), 2);
+
+    return (size_t)(h % TOMB_SLOTS);
+}
+
+static struct tomb **tomb_find(struct hd_rb *rb, const char *bucket, const char *key)
+{
+    struct tomb **pp = &rb->slot[tomb_slot(bucket, key)];
+    size_t bl = strlen(bucket);
+
+    for (; *pp; pp = &(*pp)->next)
+        if (strncmp((*pp)->name, bucket, bl) == 0 && (*pp)->name[bl] == '\n' &&
+            strcmp((*pp)->name + bl + 1, key) == 0)
+            return pp;
+    return pp;
+}
+
+static void tomb_note(struct hd_target *t, const char *bucket, const char *key)
+{
+    struct hd_rb *rb = t->rb;
+    struct tomb **pp, *x;
+    int64_t now;
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts); /* object mtimes are wall-clock milliseconds */
+    now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+
+    pthread_mutex_lock(&rb->mu);
+    pp = tomb_find(rb, bucket, key);
+    if (*pp) {
+        (*pp)->when_ms = now;
+    } else if (rb->n < TOMB_MAX && (x = malloc(sizeof(*x) + strlen(bucket) + strlen(key) + 2))) {
+        x->next = NULL;
+        x->when_ms = now;
+        snprintf(x->name, strlen(bucket) + strlen(key) + 2, "%s\n%s", bucket, key);
+        *pp = x;
+        rb->n++;
+    } else {
+        HD_LOG(HD_WARN, NULL, "rebalance: no room to remember the delete of %s/%s", bucket, key);
+    }
+    pthread_mutex_unlock(&rb->mu);
+}
+
+int hd_rebalance_deleted_since(struct hd_target *t, const char *bucket, const char *key,
+                               int64_t mtime_ms)
+{
+    struct hd_rb *rb = t->rb;
+    struct tomb **pp;
+    int yes;
+
+    if (!rb)
+        return 0;
+    pthread_mutex_lock(&rb->mu);
+    pp = rb->n ? tomb_find(rb, bucket, key) : NULL;
+    yes = pp && *pp && (*pp)->when_ms >= mtime_ms;
+    pthread_mutex_unlock(&rb->mu);
+    return yes;
+}
+
+/* Whether objects may sit away from their HRW owner right now. */
+static int moving(const struct hd_smap *s)
+{
+    size_t i;
+
+    if (s->rebalance[0])
+        return 1;
+    for (i = 0; i < s->n; i++)
+        if (s->nodes[i].type == HD_NODE_TARGET && s->nodes[i].flags)
+            return 1;
+    return 0;
+}
+
+/* The smap if objects may be away from their owners now (a new reference), else NULL; a
+ * still cluster also forgets its tombstones. */
+static struct hd_smap *moving_smap(struct hd_target *t)
+{
+    struct hd_smap *s = hd_tcluster_smap(t->cl);
+
+    if (s && moving(s))
+        return s;
+    hd_smap_unref(s);
+    if (t->rb) {
+        pthread_mutex_lock(&t->rb->mu);
+        if (t->rb->n)
+            tombs_clear(t->rb);
+        pthread_mutex_unlock(&t->rb->mu);
+    }
+    return NULL;
+}
+
+/* 1 when this target is the HRW owner of bucket/key in s. */
+static int self_owns(struct hd_target *t, const struct hd_smap *s, const char *bucket,
+                     const char *key)
+{
+    const struct hd_node *owner = NULL;
+    struct hd_bucket_info bi;
+    struct hd_buf u;
+
+    if (hd_store_bucket_get(t->st, bucket, &bi) < 0)
+        return 0;
+    hd_buf_init(&u);
+    hd_hrw_uname(&u, hd_hrw_provider(bi.provider), NULL, bucket, key);
+    if (!u.oom)
+        hd_smap_owner(s, u.data, u.len, &owner);
+    hd_buf_cleanup(&u);
+    return owner && strcmp(owner->id, hd_tcluster_id(t->cl)) == 0;
+}
+
+int hd_rebalance_delete_elsewhere(struct hd_target *t, const char *bucket, const char *key)
+{
+    struct hd_smap *s = moving_smap(t);
+    struct hd_httpc_call *calls = NULL;
+    struct hd_buf *urls = NULL;
+    struct hd_kv(*kv)[4] = NULL;
+    char(*sig)[3][HD_SMAP_SIG_LEN + 32] = NULL;
+    const char *self = hd_tcluster_id(t->cl);
+    size_t i, n = 0;
+    int found = 0;
+
+    if (!s)
+        return 0;
+    tomb_note(t, bucket, key);
+    calls = calloc(s->n, sizeof(*calls));
+    urls = calloc(s->n, sizeof(*urls));
+    kv = calloc(s->n, sizeof(*kv));
+    sig = calloc(s->n, sizeof(*sig));
+    if (!calls || !urls || !kv || !sig)
+        goto out;
+    for (i = 0; i < s->n; i++) {
+        const struct hd_node *nd = &s->nodes[i];
+        char path[4096];
+        long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
+        if (nd->type != HD_NODE_TARGET || nd->down || strcmp(nd->id, self) == 0)
+            continue;
+        hd_buf_init(&urls[n]);
+        if (object_url(&urls[n], nd->url, bucket, key) < 0)
+            goto out;
+        hd_smap_url_path(urls[n].data, path, sizeof(path));
+        snprintf(sig[n][0], sizeof(sig[n][0]), "%s", self);
+        snprintf(sig[n][1], sizeof(sig[n][1]), "%lld", ptime);
+        hd_smap_psig(hd_tcluster_secret(t->cl), "DELETE", path, ptime, sig[n][2]);
+        kv[n][0] = (struct hd_kv){"X-Hoard-Pid", sig[n][0]};
+        kv[n][1] = (struct hd_kv){"X-Hoard-Ptime", sig[n][1]};
+        kv[n][2] = (struct hd_kv){"X-Hoard-Psig", sig[n][2]};
+        kv[n][3] = (struct hd_kv){"X-Hoard-Local", "1"};
+        hd_httpc_call_init(&calls[n], "DELETE", urls[n].data);
+        calls[n].hdrs = kv[n];
+        calls[n].nhdrs = 4;
+        n++;
+    }
+    hd_httpc_run_all(calls, n, 0);
+    for (i = 0; i < n; i++) {
+        if (calls[i].rc == 0 && calls[i].status == 204)
+            found++;
+        else if (calls[i].rc < 0 || calls[i].status != 404)
+            HD_LOG(HD_WARN, NULL, "rebalance: deleting %s/%s at %s: %s", bucket, key, calls[i].url,
+                   calls[i].rc < 0 ? calls[i].err : "unexpected status");
+    }
+out:
+    for (i = 0; calls && i < n; i++)
+        hd_httpc_call_cleanup(&calls[i]);
+    for (i = 0; urls && i < n; i++)
+        hd_buf_cleanup(&urls[i]);
+    free(calls);
+    free(urls);
+    free(kv);
+    free(sig);
+    hd_smap_unref(s);
+    return found;
+}
+
+/* ---- the job ---- */
+
+static struct hd_smap *wait_smap(struct hd_job *j)
+{
+    struct hd_smap *s;
+
+    while (!(s = hd_tcluster_smap(j->t->cl)) && !hd_job_stopped(j)) {
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return s;
+}
+
+#define RETRY_PASSES 3
+#define RETRY_MAX 10000 /* failed objects remembered for another try */
+
+struct retry {
+    char *bucket, *name;
+    size_t bi, mpi;
+};
+
+struct walk {
+    struct hd_job *j;
+    struct hd_target *t;
+    CURL *cu;
+    uint64_t moved, moved_bytes, local_moves;
+    struct retry *retry; /* objects whose move failed in this pass */
+    size_t nretry;
+    int last_pass; /* failures are errors now, not retries */
+};
+
+static void failed(struct walk *w, size_t bi, size_t mpi, const char *bucket, const char *name,
+                   const char *msg)
+{
+    struct retry *nr;
+
+    if (!w->last_pass && w->nretry < RETRY_MAX &&
+        (nr = realloc(w->retry, (w->nretry + 1) * sizeof(*nr)))) {
+        w->retry = nr;
+        nr[w->nretry].bucket = strdup(bucket);
+        nr[w->nretry].name = strdup(name);
+        nr[w->nretry].bi = bi;
+        nr[w->nretry].mpi = mpi;
+        if (nr[w->nretry].bucket && nr[w->nretry].name) {
+            w->nretry++;
+            return;
+        }
+        free(nr[w->nretry].bucket);
+        free(nr[w->nretry].name);
+    }
+    hd_job_error(w->j, "%s", msg);
+}
+
+/* One object on mountpath mpi. Progress counts it once, in the first pass. */
+static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *bi, size_t bix,
+                size_t mpi, const char *name, int count)
+{
+    struct hd_target *t = w->t;
+    const struct hd_node *owner = NULL;
+    struct hd_obj_meta m;
+    struct hd_buf u;
+    char msg[512];
+    int fd = -1, rc, remote;
+
+    hd_buf_init(&u);
+    hd_hrw_uname(&u, hd_hrw_provider(bi->provider), NULL, bi->name, name);
+    rc = u.oom ? -ENOMEM : hd_smap_owner(s, u.data, u.len, &owner);
+    hd_buf_cleanup(&u);
+    if (!owner) {
+        hd_job_add(w->j, count, 0);
+        return; /* no eligible target at all: stay */
+    }
+    remote = strcmp(owner->id, hd_tcluster_id(t->cl)) != 0;
+    if (!remote && hd_store_mp_index(t->st, bi->name, name) == mpi) {
+        hd_job_add(w->j, count, 0);
+        return; /* home already */
+    }
+    if (remote && rc < 0) { /* its return starts another rebalance */
+        hd_job_error(w->j, "%s/%s: owner %s is down; kept here", bi->name, name, owner->id);
+        hd_job_add(w->j, count, 0);
+        return;
+    }
+    if (hd_store_lookup_mp(t->st, mpi, bi->name, name, &m) < 0) {
+        hd_job_add(w->j, count, 0);
+        return; /* deleted meanwhile */
+    }
+    fd = open(m.path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        hd_job_add(w->j, count, 0); /* replaced meanwhile: the new copy is scanned later */
+        hd_obj_meta_cleanup(&m);
+        return;
+    }
+    if (remote)
+        rc = send_object(w->cu, t, owner->url, bi->name, name, &m, fd, msg, sizeof(msg));
+    else if ((rc = move_local(t, bi->name, name, &m, fd)) < 0)
+        snprintf(msg, sizeof(msg), "%s/%s: moving to its mountpath: %s", bi->name, name,
+                 hd_strerror(rc));
+    close(fd);
+    if (rc < 0) {
+        failed(w, bix, mpi, bi->name, name, msg);
+    } else {
+        rc = hd_store_delete_if(t->st, mpi, bi->name, name, m.etag, m.mtime_ms);
+        if (rc == 0 || rc == HD_EPRECONDITION) { /* HD_EPRECONDITION: overwritten here */
+            if (remote)
+                w->moved++;
+            else
+                w->local_moves++;
+            w->moved_bytes += m.size;
+            hd_job_set_extra(w->j, "moved_objects", w->moved);
+            hd_job_set_extra(w->j, "moved_local", w->local_moves);
+        }
+    }
+    hd_job_add(w->j, count, rc == 0 ? m.size : 0);
+    hd_obj_meta_cleanup(&m);
+}
+
+static void retry_free(struct retry *v, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        free(v[i].bucket);
+        free(v[i].name);
+    }
+    free(v);
+}
+
+/* Sleeps ms unless the job is stopped first; 0 or -ECANCELED. */
+static int nap(struct hd_job *j, long ms)
+{
+    struct timespec ts = {0, 50 * 1000000L};
+
+    for (; ms > 0; ms -= 50) {
+        if (hd_job_stopped(j))
+            return -ECANCELED;
+        nanosleep(&ts, NULL);
+    }
+    return hd_job_stopped(j) ? -ECANCELED : 0;
+}
+
+/* Waits until this target has joined and holds the map the job was started for: its id,
+ * "rebalance-v<N>", names the smap version that carries the mark. A map at or past N with
+ * another mark (or none) means the job is superseded. 0 to go on, -ECANCELED otherwise. */
+static int wait_own_map(struct hd_job *j)
+{
+    const char *v = strncmp(j->id, "rebalance-v", 11) == 0 ? j->id + 11 : NULL;
+    long long want = v ? strtoll(v, NULL, 10) : 0;
+
+    for (;;) {
+        struct hd_smap *s =
+            hd_tcluster_wait_joined(j->t->cl, 200) ? hd_tcluster_smap(j->t->cl) : NULL;
+        if (s && s->version >= want) {
+            int mine = want == 0 || strcmp(s->rebalance, j->id) == 0;
+            if (!mine)
+                hd_job_error(j, "superseded: the cluster map (v%lld) is marked '%s'",
+                             (long long)s->version, s->rebalance);
+            hd_smap_unref(s);
+            return mine ? 0 : -ECANCELED;
+        }
+        hd_smap_unref(s);
+        if (nap(j, 200) < 0)
+            return -ECANCELED;
+    }
+}
+
+int hd_rebalance_run(struct hd_job *j)
+{
+    struct walk w = {j, j->t, NULL, 0, 0, 0, NULL, 0, 0};
+    struct hd_bucket_info *bl = NULL;
+    size_t nb = 0, bi, mpi, i;
+    int rc = 0, pass;
+
+    if ((rc = wait_own_map(j)) < 0)
+        return rc;
+    if (!(w.cu = curl_easy_init()))
+        return -ENOMEM;
+    if ((rc = hd_store_bucket_list(w.t->st, &bl, &nb)) < 0)
+        goto out;
+    hd_job_set_total(j, hd_store_count(w.t->st), 0);
+    for (bi = 0; bi < nb && rc == 0; bi++) {
+        for (mpi = 0; mpi < hd_store_nmp(w.t->st) && rc == 0; mpi++) {
+            char *after = strdup("");
+            for (;;) {
+                char **names = NULL;
+                size_t n = 0;
+                struct hd_smap *s = wait_smap(j); /* the newest map for every batch */
+                if (!s || hd_job_stopped(j)) {
+                    hd_smap_unref(s);
+                    rc = -ECANCELED;
+                    break;
+                }
+                rc = after ? hd_store_scan(w.t->st, mpi, bl[bi].name, after, SCAN_BATCH, &names, &n)
+                           : -ENOMEM;
+                for (i = 0; rc == 0 && i < n && !hd_job_stopped(j); i++)
+                    one(&w, s, &bl[bi], bi, mpi, names[i], 1);
+                hd_smap_unref(s);
+                if (rc == 0 && hd_job_stopped(j))
+                    rc = -ECANCELED;
+                if (rc < 0 || n < SCAN_BATCH) {
+                    hd_store_names_free(names, n);
+                    break;
+                }
+                free(after);
+                after = names[n - 1];
+                names[n - 1] = NULL;
+                hd_store_names_free(names, n);
+            }
+            free(after);
+        }
+    }
+    /* what failed (an owner busy or restarting) gets more tries, with a pause between */
+    for (pass = 1; rc == 0 && w.nretry && pass <= RETRY_PASSES; pass++) {
+        struct retry *todo = w.retry;
+        size_t ntodo = w.nretry;
+        struct hd_smap *s;
+        w.retry = NULL;
+        w.nretry = 0;
+        w.last_pass = pass == RETRY_PASSES;
+        HD_LOG(HD_INFO, NULL, "rebalance %s: retrying %zu object(s) (pass %d)", j->id, ntodo, pass);
+        if ((rc = nap(j, 1000L << (2 * (pass - 1)))) == 0 && (s = wait_smap(j))) {
+            for (i = 0; i < ntodo && !hd_job_stopped(j); i++)
+                one(&w, s, &bl[todo[i].bi], todo[i].bi, todo[i].mpi, todo[i].name, 0);
+            hd_smap_unref(s);
+            if (hd_job_stopped(j))
+                rc = -ECANCELED;
+        }
+        retry_free(todo, ntodo);
+    }
+out:
+    retry_free(w.retry, w.nretry);
+    free(bl);
+    curl_easy_cleanup(w.cu);
+    return rc;
+}
+
+/* ---- get from neighbour ---- */
+
+struct gfn {
+    struct hd_put *p;
+    char *xmeta;
+    long status;
+    int werr;
+};
+
+static size_t gfn_header(char *p, size_t size, size_t n, void *arg)
+{
+    struct gfn *g = arg;
+    size_t len = size * n;
+    static const char key[] = "x-hoard-obj-meta:";
+
+    if (len > sizeof(key) && strncasecmp(p, key, sizeof(key) - 1) == 0) {
+        const char *v = p + sizeof(key) - 1;
+        size_t vl = len - (sizeof(key) - 1);
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+            vl--;
+        free(g->xmeta);
+        g->xmeta = strndup(v, vl);
+    }
+    return len;
+}
+
+static size_t gfn_body(char *p, size_t size, size_t n, void *arg)
+{
+    struct gfn *g = arg;
+
+    if (hd_put_write(g->p, p, size * n) < 0) {
+        g->werr = 1;
+        return 0;
+    }
+    return size * n;
+}
+
+int hd_node_get_into(struct hd_target *t, const char *node_url, const char *bucket, const char *key,
+                     int local, const struct hd_cond *cond, struct hd_put *p, char **xmeta)
+{
+    struct curl_slist *h = NULL;
+    struct gfn g = {p, NULL, 0, 0};
+    struct hd_buf url, line;
+    CURL *cu = curl_easy_init();
+    CURLcode cc;
+    int rc;
+
+    *xmeta = NULL;
+    hd_buf_init(&url);
+    hd_buf_init(&line);
+    if (!cu || object_url(&url, node_url, bucket, key) < 0) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    h = sign(h, t, "GET", url.data);
+    if (local)
+        h = curl_slist_append(h, "X-Hoard-Local: 1");
+    if (cond) {
+        static const char *const names[] = {"If-Match", "If-None-Match", "If-Modified-Since",
+                                            "If-Unmodified-Since"};
+        const char *vals[] = {cond->if_match, cond->if_none_match, cond->if_modified_since,
+                              cond->if_unmodified_since};
+        size_t i;
+        for (i = 0; i < 4; i++) {
+            if (!vals[i] || strpbrk(vals[i], "\r\n"))
+                continue;
+            hd_buf_reset(&line);
+            hd_buf_printf(&line, "%s: %s", names[i], vals[i]);
+            if (!line.oom)
+                h = curl_slist_append(h, line.data);
+        }
+    }
+    curl_easy_setopt(cu, CURLOPT_URL, url.data);
+    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(cu, CURLOPT_HEADERFUNCTION, gfn_header);
+    curl_easy_setopt(cu, CURLOPT_HEADERDATA, &g);
+    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, gfn_body);
+    curl_easy_setopt(cu, CURLOPT_WRITEDATA, &g);
+    curl_easy_setopt(cu, CURLOPT_FAILONERROR, 1L);
+    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+    curl_easy_setopt(cu, CURLOPT_TIMEOUT, (long)GFN_TIMEOUT_S);
+    cc = curl_easy_perform(cu);
+    curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &g.status);
+    if (cc == CURLE_OK && g.status == 200 && !g.werr && g.xmeta) {
+        *xmeta = g.xmeta;
+        g.xmeta = NULL;
+        rc = 0;
+    } else if (g.status == 412 || g.status == 304) {
+        rc = HD_EPRECONDITION;
+    } else if (g.status == 404 || (cc == CURLE_OK && g.status == 200)) {
+        rc = HD_ENOSUCHKEY;
+    } else if (g.werr) {
+        rc = -EIO;
+    } else {
+        rc = HD_EUNAVAIL;
+    }
+out:
+    curl_slist_free_all(h);
+    hd_buf_cleanup(&url);
+    hd_buf_cleanup(&line);
+    free(g.xmeta);
+    if (cu)
+        curl_easy_cleanup(cu);
+    return rc;
+}
+
+static int gfn_from(struct hd_target *t, const struct hd_node *n, const char *bucket,
+                    const char *key)
+{
+    struct hd_put_attrs a;
+    struct hd_put *p = NULL;
+    json_t *hold = NULL;
+    char *xmeta = NULL;
+    int rc;
+
+    if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0)
+        return rc;
+    if ((rc = hd_node_get_into(t, n->url, bucket, key, 1, NULL, p, &xmeta)) < 0)
+        goto out;
+    if ((rc = hd_obj_meta_attrs(xmeta, &a, &hold)) < 0)
+        goto out;
+    rc = hd_put_commit(p, &a, NULL);
+    if (rc == HD_EPRECONDITION)
+        rc = 0; /* written here meanwhile: that copy is newer */
+    if (rc == 0)
+        HD_LOG(HD_INFO, NULL, "rebalance: %s/%s fetched from %s", bucket, key, n->id);
+out:
+    hd_put_free(p);
+    json_decref(hold);
+    free(xmeta);
+    return rc;
+}
+
+int hd_node_owner_elsewhere(struct hd_target *t, const char *bucket, const char *key, char *url,
+                            size_t urlmax)
+{
+    struct hd_smap *s = hd_tcluster_smap(t->cl);
+    const struct hd_node *owner = NULL;
+    struct hd_bucket_info bi;
+    struct hd_buf u;
+    int rc = HD_ENOSUCHKEY;
+
+    if (!s || hd_store_bucket_get(t->st, bucket, &bi) < 0)
+        goto out;
+    hd_buf_init(&u);
+    hd_hrw_uname(&u, hd_hrw_provider(bi.provider), NULL, bucket, key);
+    rc = u.oom ? -ENOMEM : hd_smap_owner(s, u.data, u.len, &owner);
+    hd_buf_cleanup(&u);
+    if (!owner || strcmp(owner->id, hd_tcluster_id(t->cl)) == 0) {
+        rc = HD_ENOSUCHKEY;
+        goto out;
+    }
+    if (rc == 0)
+        snprintf(url, urlmax, "%s", owner->url);
+out:
+    hd_smap_unref(s);
+    return rc;
+}
+
+int hd_rebalance_gfn(struct hd_target *t, const char *bucket, const char *key)
+{
+    struct hd_smap *s;
+    const char *self = hd_tcluster_id(t->cl);
+    size_t i;
+    int rc = HD_ENOSUCHKEY;
+
+    hd_tcluster_wait_joined(t->cl, 10000);
+    s = moving_smap(t);
+    if (!s || !self_owns(t, s, bucket, key) || hd_rebalance_deleted_since(t, bucket, key, 0))
+        goto out;
+    for (i = 0; i < s->n && rc != 0; i++) {
+        const struct hd_node *n = &s->nodes[i];
+        if (n->type != HD_NODE_TARGET || n->down || strcmp(n->id, self) == 0)
+            continue;
+        rc = gfn_from(t, n, bucket, key);
+    }
+out:
+    hd_smap_unref(s);
+    return rc == 0 ? 0 : HD_ENOSUCHKEY;
+}
