@@ -159,66 +159,6 @@ void hd_batch_free(struct hd_batch *b)
 
 /* ---- reading the body ---- */
 
-struct collect {
-    struct hd_buf b;
-    hd_batch_ready_fn ready;
-    void *arg;
-};
-
-static int collect_body(struct hd_req *r, const char *d, size_t n)
-{
-    struct collect *c = r->data;
-
-    if (c->b.len + n > HD_BATCH_BODY_MAX)
-        return HD_ETOOLARGE;
-    return hd_buf_append(&c->b, d, n) < 0 ? -ENOMEM : 0;
-}
-
-static void collect_done(struct hd_req *r)
-{
-    struct collect *c = r->data;
-
-    if (c) {
-        hd_buf_cleanup(&c->b);
-        free(c);
-    }
-    r->data = NULL;
-}
-
-static void collect_end(struct hd_req *r)
-{
-    struct collect *c = r->data;
-
-    if (r->body_err) {
-        hd_resp_err(r, r->body_err);
-        return;
-    }
-    /* hand over: ready may install its own state on r */
-    r->data = NULL;
-    r->on_done = NULL;
-    r->on_body = NULL;
-    r->on_end = NULL;
-    c->ready(r, c->b.data ? c->b.data : "", c->b.len, c->arg);
-    hd_buf_cleanup(&c->b);
-    free(c);
-}
-
-int hd_batch_read_body(struct hd_req *r, hd_batch_ready_fn ready, void *arg)
-{
-    struct collect *c = calloc(1, sizeof(*c));
-
-    if (!c)
-        return -ENOMEM;
-    hd_buf_init(&c->b);
-    c->ready = ready;
-    c->arg = arg;
-    r->data = c;
-    r->on_body = collect_body;
-    r->on_end = collect_end;
-    r->on_done = collect_done;
-    return 0;
-}
-
 int hd_batch_check_payload(const struct hd_sigv4_auth *a, const char *body, size_t len)
 {
     char got[HD_CK_B64_MAX], want[HD_CK_B64_MAX];

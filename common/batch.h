@@ -47,11 +47,6 @@ struct hd_batch {
 int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *msg, size_t msglen);
 void hd_batch_free(struct hd_batch *b);
 
-/* Reads r's body (up to HD_BATCH_BODY_MAX) and then calls ready(r, body, len, arg) from the
- * request's last callback; ready must answer r (or hand it to hd_batch_respond). Install from
- * the request's handler. */
-typedef void (*hd_batch_ready_fn)(struct hd_req *r, const char *body, size_t len, void *arg);
-int hd_batch_read_body(struct hd_req *r, hd_batch_ready_fn ready, void *arg);
 /* When the signature covered the payload (hex x-amz-content-sha256), checks it against the
  * body: 0 or HD_ESHA256MISMATCH. */
 int hd_batch_check_payload(const struct hd_sigv4_auth *a, const char *body, size_t len);

@@ -3,6 +3,19 @@
 #ifndef HD_ERRORS_H
 #define HD_ERRORS_H
 
+/* Results of functions that handle a request (nginx's vocabulary), and the rule for who
+ * answers it:
+ *   HD_OK        done, nothing answered: the caller goes on (or answers);
+ *   HD_DONE      the request has been answered: the caller only returns;
+ *   HD_AGAIN     the request is parked (suspended); the function runs again when it is
+ *                resumed (from on_end) and answers then;
+ *   HD_DECLINED  not this function's case (or already so): the caller tries the next way;
+ *   negative     an error, nothing answered: the caller answers it (hd_resp_err).
+ * A function never both answers and returns a negative code. */
+#define HD_DONE 1
+#define HD_AGAIN 2
+#define HD_DECLINED 3
+
 /* Project codes are negative and below -4096 so they never collide with -errno. */
 enum hd_err {
     HD_OK = 0,

@@ -400,7 +400,18 @@ static size_t header_count(const struct hd_req *r, const char *name)
     return n;
 }
 
-static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+static void undefer(struct hd_req *r)
+{
+    void (*fn)(struct hd_req *r) = r->on_undefer;
+
+    if (fn) {
+        r->on_undefer = NULL;
+        fn(r);
+        r->defer_data = NULL;
+    }
+}
+
+static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
 {
@@ -451,8 +462,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_YES;
     }
     if (!r->dispatched && !r->responded) {
+        int body = r->content_length > 0 || hd_req_header(r, "Transfer-Encoding");
+        undefer(r);
         r->dispatched = 1;
+        r->early = r->deferrals && body && r->bytes_in == 0; /* see DRAIN_MAX */
         s->handler(r, s->ctx);
+        r->early = 0;
         if (r->responded || r->suspended || *upload_data_size)
             return MHD_YES;
     }
@@ -492,6 +507,20 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     return MHD_YES;
 }
 
+/* Every callback of a request logs with its id (common/log.h). */
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
+{
+    struct hd_req *r = *con_cls;
+    enum MHD_Result ok;
+
+    hd_log_set_context(r && r->magic == HD_REQ_MAGIC ? r->id : NULL);
+    ok = access_cb(cls, conn, url, method, version, upload_data, upload_data_size, con_cls);
+    hd_log_set_context(NULL);
+    return ok;
+}
+
 static void park_unlink(struct hd_http_server *s, struct hd_req *r)
 {
     if (r->park_prev)
@@ -522,6 +551,15 @@ void hd_req_suspend(struct hd_req *r)
     r->parked = 1;
     MHD_suspend_connection(r->conn);
     pthread_mutex_unlock(&s->park_mu);
+}
+
+void hd_req_defer(struct hd_req *r, void (*on_undefer)(struct hd_req *r), void *data)
+{
+    r->dispatched = 0;
+    r->deferrals++;
+    r->on_undefer = on_undefer;
+    r->defer_data = data;
+    hd_req_suspend(r);
 }
 
 void hd_req_resume(struct hd_req *r)
@@ -603,6 +641,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
             park_unlink(r->srv, r);
         pthread_mutex_unlock(&r->srv->park_mu);
     }
+    hd_log_set_context(r->id);
+    undefer(r);
     if (!r->responded)
         r->status = 0; /* client went away or MHD refused the request */
     else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
@@ -620,6 +660,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     *con_cls = NULL;
     req_free(r);
+    hd_log_set_context(NULL);
 }
 
 /* We never use MHD's decoded URL or argument values, so do not let it decode (it would
@@ -733,4 +774,166 @@ void hd_http_stop(struct hd_http_server *s)
     MHD_stop_daemon(s->d);
     pthread_mutex_destroy(&s->park_mu);
     free(s);
+}
+
+void hd_resp_json(struct hd_req *r, int status, json_t *j)
+{
+    size_t len;
+    char *s = j ? hd_json_dump_steal(j, &len) : NULL;
+
+    if (!s) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_resp_buf(r, status, "application/json", s, len);
+}
+
+void hd_resp_conflict(struct hd_req *r, const char *msg)
+{
+    char *j = hd_json_error(409, "Conflict", msg, r->raw_path, r->id);
+
+    if (!j) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_resp_buf(r, 409, "application/json", j, strlen(j));
+}
+
+/* ---- whole request bodies ---- */
+
+#define BODY_MAGIC 0x626f6479u /* "body" */
+
+struct body_reader {
+    uint32_t magic;
+    struct hd_buf b;
+    size_t max;
+    hd_body_fn done;
+    hd_json_fn json_done;
+    void *ctx;
+    void (*ctx_free)(void *ctx);
+};
+
+static void body_reader_free(struct body_reader *br)
+{
+    hd_buf_cleanup(&br->b);
+    if (br->ctx_free)
+        br->ctx_free(br->ctx);
+    br->magic = 0;
+    free(br);
+}
+
+static int body_reader_chunk(struct hd_req *r, const char *d, size_t n)
+{
+    struct body_reader *br = r->data;
+
+    if (br->b.len + n > br->max)
+        return HD_ETOOLARGE;
+    return hd_buf_append(&br->b, d, n) < 0 ? -ENOMEM : 0;
+}
+
+static void body_reader_done(struct hd_req *r)
+{
+    struct body_reader *br = r->data;
+
+    if (br && br->magic == BODY_MAGIC)
+        body_reader_free(br);
+    r->data = NULL;
+}
+
+static void body_reader_end(struct hd_req *r)
+{
+    struct body_reader *br = r->data;
+    const char *body;
+    json_t *j = NULL;
+
+    if (!br || br->magic != BODY_MAGIC) {
+        hd_resp_err(r, HD_EINTERNAL);
+        return;
+    }
+    if (r->body_err) {
+        hd_resp_err(r, r->body_err);
+        return;
+    }
+    if (br->b.oom || hd_buf_append(&br->b, "", 1) < 0) { /* NUL-terminated, not counted */
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    br->b.len--;
+    body = br->b.data;
+    if (br->json_done && br->b.len && !(j = json_loadb(body, br->b.len, 0, NULL))) {
+        hd_resp_err_msg(r, HD_EBADARG, "The request body is not valid JSON.");
+        return;
+    }
+    /* hand over: done may install its own state on r */
+    r->data = NULL;
+    r->on_done = NULL;
+    r->on_body = NULL;
+    r->on_end = NULL;
+    if (br->json_done)
+        br->json_done(r, br->ctx, j);
+    else
+        br->done(r, br->ctx, body, br->b.len);
+    json_decref(j);
+    body_reader_free(br);
+}
+
+static void body_reader_start(struct hd_req *r, size_t max, hd_body_fn done, hd_json_fn json_done,
+                              void *ctx, void (*ctx_free)(void *ctx))
+{
+    struct body_reader *br = calloc(1, sizeof(*br));
+
+    if (!br) {
+        if (ctx_free)
+            ctx_free(ctx);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    br->magic = BODY_MAGIC;
+    hd_buf_init(&br->b);
+    br->max = max;
+    br->done = done;
+    br->json_done = json_done;
+    br->ctx = ctx;
+    br->ctx_free = ctx_free;
+    r->data = br;
+    r->on_body = body_reader_chunk;
+    r->on_end = body_reader_end;
+    r->on_done = body_reader_done;
+}
+
+void hd_req_read_body(struct hd_req *r, size_t max, hd_body_fn done, void *ctx,
+                      void (*ctx_free)(void *ctx))
+{
+    body_reader_start(r, max, done, NULL, ctx, ctx_free);
+}
+
+void hd_req_read_json(struct hd_req *r, size_t max, hd_json_fn done, void *ctx,
+                      void (*ctx_free)(void *ctx))
+{
+    body_reader_start(r, max, NULL, done, ctx, ctx_free);
+}
+
+void hd_resp_metrics(struct hd_req *r)
+{
+    struct hd_buf b;
+    size_t len;
+    char *s;
+
+    r->op = HD_OP_ADMIN;
+    hd_buf_init(&b);
+    hd_metrics_render(&b);
+    if (b.oom) {
+        hd_buf_cleanup(&b);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    s = hd_buf_steal(&b, &len);
+    hd_resp_buf(r, 200, "text/plain; version=0.0.4", s, len);
+}
+
+int hd_http_port(const struct hd_http_server *s)
+{
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+
+    return di ? (int)di->port : -1;
 }

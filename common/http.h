@@ -76,6 +76,11 @@ struct hd_req {
     void (*on_done)(struct hd_req *r);
     void *data;
 
+    /* deferred before dispatch (hd_req_defer): how often, and what undoes it */
+    int deferrals;
+    void (*on_undefer)(struct hd_req *r);
+    void *defer_data;
+
     /* parked connections, so that hd_http_stop can resume them first (http.c only) */
     struct hd_req *park_prev, *park_next;
     int parked;
@@ -95,6 +100,8 @@ struct hd_http_cfg {
 
 int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out);
 void hd_http_stop(struct hd_http_server *s);
+/* The port the server listens on (what port 0 in cfg->listen became). */
+int hd_http_port(const struct hd_http_server *s);
 
 /* Case-insensitive header lookup; first value or NULL. */
 const char *hd_req_header(const struct hd_req *r, const char *name);
@@ -123,6 +130,14 @@ int hd_resp_head(struct hd_req *r, int status, uint64_t len);
 /* Error response from the errors table: S3 XML or native JSON per r->api. */
 int hd_resp_err(struct hd_req *r, int code);
 int hd_resp_err_msg(struct hd_req *r, int code, const char *message);
+/* GET /metrics: every counter in Prometheus text format (common/metrics.h). */
+void hd_resp_metrics(struct hd_req *r);
+/* A JSON answer (native API); takes j (json_decref), 500 when j is NULL or on OOM. */
+struct json_t;
+void hd_resp_json(struct hd_req *r, int status, struct json_t *j);
+/* 409 Conflict with a JSON error body (a stale cluster map version, say): a status outside
+ * the errors table. */
+void hd_resp_conflict(struct hd_req *r, const char *msg);
 
 /* Flow control (libmicrohttpd suspend/resume). suspend: only from this request's callbacks on
  * its worker thread. resume: from any thread, exactly once per suspend; a no-op once
@@ -130,6 +145,26 @@ int hd_resp_err_msg(struct hd_req *r, int code, const char *message);
  * suspended ones). */
 void hd_req_suspend(struct hd_req *r);
 void hd_req_resume(struct hd_req *r);
+/* Reads r's whole body (at most max bytes: HD_ETOOLARGE past it, or a body error, is answered
+ * here) and then, from on_end, calls done(r, ctx, body, len): body is NUL-terminated and
+ * valid during the call, r's hooks are cleared first (done may install its own). ctx is freed
+ * with ctx_free (if not NULL) once done has returned, or when the request ends before.
+ * Installs r's hooks; any thread that may, the HTTP worker. */
+typedef void (*hd_body_fn)(struct hd_req *r, void *ctx, const char *body, size_t len);
+void hd_req_read_body(struct hd_req *r, size_t max, hd_body_fn done, void *ctx,
+                      void (*ctx_free)(void *ctx));
+/* The same for a JSON body: done(r, ctx, j) with the parsed document (NULL for an empty
+ * body; a body that is not JSON is answered 400 here). j is borrowed. */
+typedef void (*hd_json_fn)(struct hd_req *r, void *ctx, struct json_t *j);
+void hd_req_read_json(struct hd_req *r, size_t max, hd_json_fn done, void *ctx,
+                      void (*ctx_free)(void *ctx));
+
+/* Parks r from its role handler before anything was answered or installed: once resumed
+ * (hd_req_resume, any thread), the role handler runs again from the start, with
+ * r->deferrals counting the deferrals. on_undefer(r) runs exactly once, on the worker, before
+ * that second run or when the request ends first (the client left, shutdown): it must
+ * forget r. data is kept in r->defer_data for it. */
+void hd_req_defer(struct hd_req *r, void (*on_undefer)(struct hd_req *r), void *data);
 /* Queues a response whose body is produced by `reader` (MHD content-reader semantics:
  * return bytes written, 0 after hd_req_suspend when no data is ready yet, HD_STREAM_END when
  * done (needed for unknown sizes), or HD_STREAM_ERROR to abort the connection). size may be

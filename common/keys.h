@@ -41,4 +41,16 @@ int hd_keys_secret_for(void *ctx, const char *access, char *secret, size_t max);
  * source's parse error. */
 int hd_key_allows_copy_source(const struct hd_key *k, const char *src);
 
+/* Verifies r's SigV2 or SigV4 signature (header or presigned) against ks: 0 with *a filled
+ * (a->anonymous 0), HD_DECLINED when r carries no credentials (*a zeroed, a->anonymous set),
+ * or the error to answer with (counted as a failed authentication and logged with r's id). */
+struct hd_req;
+struct hd_sigv4_auth;
+int hd_keys_verify(const struct hd_keys *ks, const struct hd_req *r, struct hd_sigv4_auth *a);
+/* Whether the verified caller a may do r's method to bucket (NULL: the service, e.g.
+ * ListBuckets: any known key), and read a CopyObject's source: 0, HD_ENOACCESSKEY or
+ * HD_EACCESS (counted as a failed authentication). */
+int hd_keys_authorize(const struct hd_keys *ks, const struct hd_req *r,
+                      const struct hd_sigv4_auth *a, const char *bucket);
+
 #endif

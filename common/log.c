@@ -92,6 +92,18 @@ static void emit(int fd, char *line, size_t len, size_t cap)
     }
 }
 
+static _Thread_local const char *ctx_id;
+
+void hd_log_set_context(const char *id)
+{
+    ctx_id = id;
+}
+
+const char *hd_log_context(void)
+{
+    return ctx_id;
+}
+
 void hd_log_write(enum hd_log_level lvl, const char *reqid, const char *fmt, ...)
 {
     char line[2048];
@@ -100,7 +112,8 @@ void hd_log_write(enum hd_log_level lvl, const char *reqid, const char *fmt, ...
     va_list ap;
 
     k = stamp(line, sizeof(line));
-    n = snprintf(line + k, sizeof(line) - k, " %-5s req=%.64s ", names[lvl], reqid ? reqid : "-");
+    n = snprintf(line + k, sizeof(line) - k, " %-5s req=%.64s ", names[lvl],
+                 reqid ? reqid : ctx_id ? ctx_id : "-");
     if (n > 0)
         k += (size_t)n;
     if (k >= sizeof(line))

@@ -17,7 +17,14 @@ int hd_log_level_parse(const char *s, enum hd_log_level *out);
 void hd_log_write(enum hd_log_level lvl, const char *reqid, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Tests the level before any formatting work. reqid may be NULL. */
+/* The id of the request (or job) the calling thread works for, shown on every line it logs
+ * with reqid NULL: set by the HTTP layer around each callback of a request, and by the pool
+ * for work a request queued (so deep helpers need no id argument). Thread-local; NULL
+ * clears. The string must outlive the setting. */
+void hd_log_set_context(const char *id);
+const char *hd_log_context(void);
+
+/* Tests the level before any formatting work. reqid may be NULL: the thread's context. */
 #define HD_LOG(lvl, reqid, ...)                                                                    \
     do {                                                                                           \
         if ((lvl) >= hd_log_min)                                                                   \

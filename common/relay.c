@@ -35,12 +35,12 @@
 /* Easy handles kept for reuse (each keeps libcurl's 256 KiB transfer buffer). */
 #define IDLE_MAX 32
 
-struct relay_loop;
+struct hd_relay;
 
 struct relay {
     uint32_t magic;
     atomic_int refs; /* request (on_done), response (free_cb), transfer, loop queue entry */
-    struct relay_loop *loop;
+    struct hd_relay *loop;
     pthread_mutex_t mu; /* the fields both threads touch, down to `reqid` */
     struct hd_req *r;   /* NULL once the client side is finished */
     char *url;
@@ -86,10 +86,10 @@ struct relay {
 struct sock {
     uv_poll_t poll;
     curl_socket_t fd;
-    struct relay_loop *l;
+    struct hd_relay *l;
 };
 
-struct relay_loop {
+struct hd_relay {
     pthread_t thr;
     uv_loop_t uv;
     uv_async_t async;  /* the queue has entries, or stop */
@@ -99,7 +99,10 @@ struct relay_loop {
     pthread_mutex_t qmu;
     struct relay *qhead, *qtail;
     int stopping; /* under qmu */
-    int running;  /* the thread exists (under loop_mu) */
+    int running;  /* the thread exists (under start_mu) */
+    pthread_mutex_t start_mu;
+    atomic_int inflight; /* relays started and not yet freed */
+    int max;             /* relays at once (each may hold two windows) */
     /* loop thread only */
     struct relay *lazy, *run;
     CURL *idle[IDLE_MAX];
@@ -108,19 +111,11 @@ struct relay_loop {
     size_t nsocks;
 };
 
-static pthread_mutex_t loop_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct relay_loop the_loop = {.qmu = PTHREAD_MUTEX_INITIALIZER};
-static atomic_int inflight;
-static atomic_int max_relays = 256;
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-void hd_relay_set_max(int n)
-{
-    atomic_store(&max_relays, n > 0 ? n : 1);
-}
 
 static void relay_unref(struct relay *y)
 {
+    struct hd_relay *l = y->loop;
     size_t i;
 
     if (atomic_fetch_sub(&y->refs, 1) != 1)
@@ -137,7 +132,7 @@ static void relay_unref(struct relay *y)
     pthread_mutex_destroy(&y->mu);
     y->magic = 0;
     free(y);
-    atomic_fetch_sub(&inflight, 1);
+    atomic_fetch_sub(&l->inflight, 1);
     hd_stats_inc(HD_ST_RELAY_ENDED);
 }
 
@@ -145,7 +140,7 @@ static void relay_unref(struct relay *y)
  * lazy list). -1 when the loop is stopping (the request is dropped). */
 static int poke(struct relay *y)
 {
-    struct relay_loop *l = y->loop;
+    struct hd_relay *l = y->loop;
     int send = 0, rc = 0;
 
     pthread_mutex_lock(&l->qmu);
@@ -172,7 +167,7 @@ static int poke(struct relay *y)
 
 static void on_lazy(uv_timer_t *t);
 
-static void lazy_add(struct relay_loop *l, struct relay *y)
+static void lazy_add(struct hd_relay *l, struct relay *y)
 {
     if (y->on_lazy)
         return;
@@ -378,7 +373,7 @@ static size_t on_read(char *p, size_t size, size_t n, void *arg)
     return got;
 }
 
-static void run_unlink(struct relay_loop *l, struct relay *y)
+static void run_unlink(struct hd_relay *l, struct relay *y)
 {
     if (y->run_prev)
         y->run_prev->run_next = y->run_next;
@@ -389,7 +384,7 @@ static void run_unlink(struct relay_loop *l, struct relay *y)
     y->run_prev = y->run_next = NULL;
 }
 
-static void lazy_remove(struct relay_loop *l, struct relay *y)
+static void lazy_remove(struct hd_relay *l, struct relay *y)
 {
     struct relay **pp;
 
@@ -427,7 +422,7 @@ static void end_transfer(struct relay *y, CURLcode cc, const char *msg)
     relay_unref(y);
 }
 
-static void finish(struct relay_loop *l, struct relay *y, CURLcode cc, const char *msg)
+static void finish(struct hd_relay *l, struct relay *y, CURLcode cc, const char *msg)
 {
     curl_multi_remove_handle(l->multi, y->easy);
     if (l->nidle < IDLE_MAX)
@@ -440,7 +435,7 @@ static void finish(struct relay_loop *l, struct relay *y, CURLcode cc, const cha
     end_transfer(y, cc, msg);
 }
 
-static void collect(struct relay_loop *l)
+static void collect(struct hd_relay *l)
 {
     CURLMsg *m;
     int left;
@@ -459,7 +454,7 @@ static void collect(struct relay_loop *l)
     }
 }
 
-static void begin(struct relay_loop *l, struct relay *y)
+static void begin(struct hd_relay *l, struct relay *y)
 {
     CURL *c = l->nidle ? l->idle[--l->nidle] : curl_easy_init();
 
@@ -516,7 +511,7 @@ static void begin(struct relay_loop *l, struct relay *y)
 }
 
 /* A queue entry: start y, abort it (client gone), unpause it, or watch a trickling upload. */
-static void service(struct relay_loop *l, struct relay *y)
+static void service(struct hd_relay *l, struct relay *y)
 {
     int unpause, lazy, gone;
 
@@ -544,11 +539,11 @@ static void service(struct relay_loop *l, struct relay *y)
     }
 }
 
-static void shutdown_loop(struct relay_loop *l);
+static void shutdown_loop(struct hd_relay *l);
 
 static void on_async(uv_async_t *a)
 {
-    struct relay_loop *l = a->data;
+    struct hd_relay *l = a->data;
     struct relay *q, *y;
     int stopping;
 
@@ -573,7 +568,7 @@ static void on_async(uv_async_t *a)
 /* The lazy list: client sides parked on less than WAKE_MIN, uploads paused on a trickle. */
 static void on_lazy(uv_timer_t *t)
 {
-    struct relay_loop *l = t->data;
+    struct hd_relay *l = t->data;
     struct relay *y = l->lazy, *next;
 
     l->lazy = NULL;
@@ -599,7 +594,7 @@ static void on_lazy(uv_timer_t *t)
 
 static void on_timeout(uv_timer_t *t)
 {
-    struct relay_loop *l = t->data;
+    struct hd_relay *l = t->data;
     int running;
 
     curl_multi_socket_action(l->multi, CURL_SOCKET_TIMEOUT, 0, &running);
@@ -608,7 +603,7 @@ static void on_timeout(uv_timer_t *t)
 
 static int on_curl_timer(CURLM *m, long ms, void *arg)
 {
-    struct relay_loop *l = arg;
+    struct hd_relay *l = arg;
 
     (void)m;
     if (ms < 0)
@@ -635,7 +630,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
 
 static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp)
 {
-    struct relay_loop *l = arg;
+    struct hd_relay *l = arg;
     struct sock *s;
     int ev = 0;
 
@@ -685,7 +680,7 @@ static void on_closed(uv_handle_t *h)
         free(h->data);
 }
 
-static void shutdown_loop(struct relay_loop *l)
+static void shutdown_loop(struct hd_relay *l)
 {
     size_t i;
 
@@ -708,10 +703,13 @@ static void shutdown_loop(struct relay_loop *l)
 
 static void *loop_main(void *arg)
 {
-    struct relay_loop *l = arg;
+    struct hd_relay *l = arg;
+    int rc;
 
     uv_run(&l->uv, UV_RUN_DEFAULT); /* until shutdown_loop closed every handle */
-    uv_loop_close(&l->uv);
+    /* every handle and every transfer is gone, or this is a leak (EBUSY) */
+    if ((rc = uv_loop_close(&l->uv)) < 0)
+        HD_LOG(HD_ERROR, NULL, "relay: the loop closed with handles open: %s", uv_strerror(rc));
     return NULL;
 }
 
@@ -720,18 +718,36 @@ static void curl_init_once(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* The loop, started on first use. NULL if it cannot be started. */
-static struct relay_loop *loop_get(void)
+int hd_relay_new(int max, struct hd_relay **out)
 {
-    struct relay_loop *l = &the_loop;
+    struct hd_relay *l = calloc(1, sizeof(*l));
+
+    if (!l)
+        return -ENOMEM;
+    pthread_mutex_init(&l->qmu, NULL);
+    pthread_mutex_init(&l->start_mu, NULL);
+    l->max = max > 0 ? max : 1;
+    *out = l;
+    return 0;
+}
+
+int hd_relay_inflight(struct hd_relay *l)
+{
+    return atomic_load(&l->inflight);
+}
+
+/* The loop, started on first use. NULL if it cannot be started. */
+static struct hd_relay *loop_get(struct hd_relay *l)
+{
+    struct hd_relay *ret = l;
     int uv_ok = 0;
 
-    pthread_mutex_lock(&loop_mu);
+    pthread_mutex_lock(&l->start_mu);
     if (l->running)
         goto out;
     pthread_once(&curl_once, curl_init_once);
     if (uv_loop_init(&l->uv) < 0) {
-        l = NULL;
+        ret = NULL;
         goto out;
     }
     uv_ok = 1;
@@ -767,17 +783,17 @@ fail:
     l->multi = NULL;
     if (uv_ok)
         uv_loop_close(&l->uv);
-    l = NULL;
+    ret = NULL;
 out:
-    pthread_mutex_unlock(&loop_mu);
-    return l;
+    pthread_mutex_unlock(&l->start_mu);
+    return ret;
 }
 
-void hd_relay_stop(void)
+void hd_relay_free(struct hd_relay *l)
 {
-    struct relay_loop *l = &the_loop;
-
-    pthread_mutex_lock(&loop_mu);
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->start_mu);
     if (l->running) {
         pthread_mutex_lock(&l->qmu);
         l->stopping = 1;
@@ -786,7 +802,10 @@ void hd_relay_stop(void)
         pthread_join(l->thr, NULL);
         l->running = 0;
     }
-    pthread_mutex_unlock(&loop_mu);
+    pthread_mutex_unlock(&l->start_mu);
+    pthread_mutex_destroy(&l->qmu);
+    pthread_mutex_destroy(&l->start_mu);
+    free(l);
 }
 
 /* ---- client side (HTTP worker thread) ---- */
@@ -998,22 +1017,23 @@ static int add_header(struct curl_slist **l, const char *k, const char *v)
     return 0;
 }
 
-int hd_relay_start(struct hd_req *r, const char *url, const struct hd_kv *extra, size_t nextra)
+int hd_relay_start(struct hd_relay *rl, struct hd_req *r, const char *url,
+                   const struct hd_kv *extra, size_t nextra)
 {
-    struct relay_loop *l = loop_get();
+    struct hd_relay *l = loop_get(rl);
     struct relay *y;
     size_t i;
     int rc = -ENOMEM;
 
     if (!l)
         return HD_EUNAVAIL;
-    if (atomic_fetch_add(&inflight, 1) >= atomic_load(&max_relays)) {
-        atomic_fetch_sub(&inflight, 1);
+    if (atomic_fetch_add(&l->inflight, 1) >= l->max) {
+        atomic_fetch_sub(&l->inflight, 1);
         return HD_EUNAVAIL;
     }
     y = calloc(1, sizeof(*y));
     if (!y) {
-        atomic_fetch_sub(&inflight, 1);
+        atomic_fetch_sub(&l->inflight, 1);
         return -ENOMEM;
     }
     hd_stats_inc(HD_ST_RELAY_STARTED);

@@ -769,7 +769,7 @@ int hd_sigv2_verify(const struct hd_sigv4_in *in, hd_sigv4_secret_fn secret_for,
     }
     v2query = query_has(q, "AWSAccessKeyId") || query_has(q, "Signature");
     if (!v2authz && !v2query)
-        return 1;
+        return HD_DECLINED;
     v4query = query_has(q, "X-Amz-Algorithm") || query_has(q, "X-Amz-Credential") ||
               query_has(q, "X-Amz-Signature");
     if (v4query || (v2query && nauthz > 0))

@@ -39,7 +39,7 @@ struct hd_buf;
  *                    out->presigned = 1 for the query form; for the header form out->date
  *                    and out->amz_date hold the request time. Region, service, scope,
  *                    signing_key and signature stay empty (SigV2 has none of them).
- *   1                no SigV2 auth at all: neither an "Authorization: AWS ..." header nor
+ *   HD_DECLINED      no SigV2 auth at all: neither an "Authorization: AWS ..." header nor
  *                    AWSAccessKeyId / Signature query parameters (SigV4 or anonymous)
  *   HD_EBADARG       SigV2 mixed with another mechanism (a second Authorization header
  *                    beside the query form, or X-Amz-Algorithm/-Credential/-Signature)
@@ -56,7 +56,7 @@ struct hd_buf;
  *   -ENOMEM
  * out is zeroed first; out->access_key is set as soon as it is parsed (for error
  * messages). hd_sigv4_verify refuses SigV2 requests (HD_EAUTHQUERY / HD_EAUTHHDR), so a
- * caller accepting both calls this first and hd_sigv4_verify when this returns 1. */
+ * caller accepting both calls this first and hd_sigv4_verify when this returns HD_DECLINED. */
 int hd_sigv2_verify(const struct hd_sigv4_in *in, hd_sigv4_secret_fn secret_for, void *ctx,
                     struct hd_sigv4_auth *out);
 

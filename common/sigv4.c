@@ -835,7 +835,7 @@ int hd_sigv4_verify(const struct hd_sigv4_in *in, hd_sigv4_secret_fn secret_for,
         return verify_query(&copy, secret_for, ctx, out);
     if (query_has(q, "AWSAccessKeyId"))
         return HD_EAUTHQUERY; /* SigV2 presigned URL: say so rather than go anonymous */
-    return 1;
+    return HD_DECLINED;
 }
 
 /* ---- streaming signatures ---- */

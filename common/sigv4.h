@@ -65,6 +65,8 @@ struct hd_sigv4_auth {
     enum hd_payload payload;
     unsigned char payload_sha256[32]; /* HD_PL_HEX only */
     int presigned;
+    int anonymous; /* set by the callers that verify: no credentials were sent (or none are
+                    * checked: auth off) */
 };
 
 /* Looks up the secret for access_key, NUL-terminated into secret (secret_max bytes).
@@ -75,7 +77,7 @@ typedef int (*hd_sigv4_secret_fn)(void *ctx, const char *access_key, char *secre
 /* Verifies a SigV4 request signed either with an Authorization header or presigned in the
  * query (X-Amz-Algorithm ...). Returns:
  *   0                  verified; *out filled
- *   1                  no SigV4 auth at all (anonymous): the caller decides
+ *   HD_DECLINED        no SigV4 auth at all (anonymous): the caller decides
  *   HD_EAUTHHDR        malformed Authorization / date headers, or SigV2
  *   HD_EAUTHQUERY      malformed presigned parameters (X-Amz-Expires outside 1..604800 ...)
  *   HD_EBADARG         both an Authorization header and presigned parameters

@@ -18,6 +18,7 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/hrw.h"
+#include "common/http.h"
 #include "common/httpc.h"
 #include "common/log.h"
 
@@ -1059,4 +1060,28 @@ int hd_smap_member_tick(struct hd_smap_member *m)
     hd_smap_unref(s);
     hd_bmd_unref(b);
     return rc;
+}
+
+void hd_smap_member_metasync(struct hd_smap_member *m, struct hd_req *r, json_t *j)
+{
+    struct hd_smap *s = NULL;
+    struct hd_bmd *b = NULL;
+    int rs = 0, rb = 0;
+
+    if (!j || hd_smap_parse_sync(j, &s, &b) < 0) {
+        hd_resp_err_msg(r, HD_EBADARG, "Expected {\"smap\": ..., \"bmd\": ...}.");
+        return;
+    }
+    if (s)
+        rs = hd_smap_state_set_smap(m->st, s, 0);
+    if (b)
+        rb = m->set_bmd ? m->set_bmd(m->arg, b, 0) : hd_smap_state_set_bmd(m->st, b, 0, NULL);
+    if (rs == -ESTALE || rb == -ESTALE)
+        hd_resp_conflict(r, "Older than the version held.");
+    else if (rs < 0 || rb < 0)
+        hd_resp_err(r, rs < 0 ? rs : rb);
+    else
+        hd_resp_empty(r, 200);
+    hd_smap_unref(s);
+    hd_bmd_unref(b);
 }

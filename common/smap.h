@@ -169,5 +169,9 @@ struct hd_smap_member {
 /* One step: join when not joined, else heartbeat and pull a newer smap/BMD. 0 or a negative
  * code (already logged). */
 int hd_smap_member_tick(struct hd_smap_member *m);
+/* PUT /v1/metasync on a member (its body already read and parsed into j): installs the smap
+ * and BMD sent unless they are older than what is held (409), and answers r. HTTP worker. */
+struct hd_req;
+void hd_smap_member_metasync(struct hd_smap_member *m, struct hd_req *r, json_t *j);
 
 #endif

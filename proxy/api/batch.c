@@ -3,7 +3,7 @@
  * that owns it (HRW over the current cluster map) with the proxy's signature, up to 16 at
  * once, and written in request order. The HTTP worker only reads the body and drains the
  * response; the fetching runs on the batch thread. */
-#include "proxy/core/core.h"
+#include "proxy/api/api.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -93,7 +93,7 @@ static int authorize(struct hd_req *r, struct hd_proxy *p, const struct hd_batch
         return HD_ENOACCESSKEY;
     if (rc < 0 && rc != HD_EMISSINGAUTH)
         return rc;
-    if (rc == 1 || (rc == 0 && !k))
+    if (rc == 0 && !k && (p->keys.n == 0 || !a->anonymous))
         return 0; /* auth off, or another proxy of the cluster */
     for (i = 0; i < b->n; i++) {
         const char *bk = b->e[i].bucket;
@@ -105,7 +105,7 @@ static int authorize(struct hd_req *r, struct hd_proxy *p, const struct hd_batch
     return 0;
 }
 
-static void ready(struct hd_req *r, const char *body, size_t len, void *arg)
+static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct hd_proxy *p = arg;
     struct hd_sigv4_auth a;
@@ -127,8 +127,6 @@ static void ready(struct hd_req *r, const char *body, size_t len, void *arg)
 
 void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p)
 {
-    int rc;
-
     r->op = HD_OP_GET;
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0) {
         hd_resp_err(r, HD_EMETHOD);
@@ -139,6 +137,5 @@ void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err_msg(r, HD_EBADARG, "A batch needs a JSON body naming its entries.");
         return;
     }
-    if ((rc = hd_batch_read_body(r, ready, p)) < 0)
-        hd_resp_err(r, rc);
+    hd_req_read_body(r, HD_BATCH_BODY_MAX, ready, p, NULL);
 }

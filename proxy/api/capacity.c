@@ -2,7 +2,7 @@
  * for GET /v1/daemon (target/daemon.c: mountpaths with statvfs numbers and object counts) and
  * answers them under the target's id; a target that is down or did not answer gets "error".
  * Runs on an HTTP worker, blocked for at most HD_PROXY_SYNC_MS. */
-#include "proxy/core/core.h"
+#include "proxy/api/api.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -82,7 +82,7 @@ void hd_proxy_capacity_handle(struct hd_req *r, struct hd_proxy *p)
     if (!out)
         hd_resp_err(r, -ENOMEM);
     else
-        hd_proxy_resp_json(r, 200, out);
+        hd_resp_json(r, 200, out);
 out:
     hd_smap_unref(s);
 }

@@ -1,5 +1,8 @@
-/* proxy: construction from config, auth keys, and the top-level request dispatch. */
-#include "proxy/core/core.h"
+/* proxy: construction from config (the layers bottom up) and the top-level request dispatch. */
+#include "proxy/proxy.h"
+#include "proxy/api/api.h"
+#include "proxy/cluster/cluster.h"
+#include "proxy/jobs/jobs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,122 +17,6 @@
 #include "common/metrics.h"
 #include "common/relay.h"
 #include "common/sigv2.h"
-
-int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket)
-{
-    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
-    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
-    json_t *j = e && e->props ? json_loads(e->props, 0, NULL) : NULL;
-    int yes = j && json_is_true(json_object_get(j, "anonymous_read"));
-
-    json_decref(j);
-    hd_bmd_unref(b);
-    return yes;
-}
-
-/* A call from another proxy of this cluster (forwarded to the primary). */
-static int cluster_trusted(struct hd_req *r, struct hd_proxy *p)
-{
-    char want[HD_SMAP_SIG_LEN];
-    const char *got = hd_req_header(r, "X-Hoard-Cluster");
-
-    if (!*p->secret || !got)
-        return 0;
-    hd_smap_csig(p->secret, r->method, r->raw_path, want);
-    return hd_smap_sig_equal(want, got);
-}
-
-int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, struct hd_sigv4_auth *a)
-{
-    int write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
-    const struct hd_key *k;
-    const char *src;
-    struct hd_sigv4_in in;
-    int rc;
-
-    memset(a, 0, sizeof(*a));
-    if (cluster_trusted(r, p))
-        return 0;
-    if (p->keys.n == 0)
-        return 1; /* auth off: credentials, if any, are ignored (as on targets) */
-    memset(&in, 0, sizeof(in));
-    in.method = r->method;
-    in.path = r->raw_path;
-    in.query = r->raw_query;
-    in.headers = r->hdrs;
-    in.nheaders = r->nhdrs;
-    in.now = time(NULL);
-    rc = hd_sigv2_verify(&in, hd_keys_secret_for, &p->keys, a);
-    if (rc == 1)
-        rc = hd_sigv4_verify(&in, hd_keys_secret_for, &p->keys, a);
-    if (rc < 0) {
-        hd_stats_inc(HD_ST_AUTH_FAILED);
-        HD_LOG(HD_INFO, r->id, "auth failed: %s", hd_strerror(rc));
-        return rc;
-    }
-    if (rc == 1) {
-        if (p->keys.n == 0 || (bucket && !write && hd_proxy_anonymous_read(p, bucket)))
-            return 1;
-        hd_stats_inc(HD_ST_AUTH_FAILED);
-        return HD_EMISSINGAUTH;
-    }
-    k = hd_keys_find(&p->keys, a->access_key);
-    if (!k)
-        return HD_ENOACCESSKEY;
-    if (bucket && hd_key_allows(k, bucket, write) < 0) {
-        hd_stats_inc(HD_ST_AUTH_FAILED);
-        return HD_EACCESS;
-    }
-    /* CopyObject also reads its source (targets trust our signature and skip this): check
-     * the name the copy will use */
-    src = write ? hd_req_header(r, "x-amz-copy-source") : NULL;
-    if (src && (rc = hd_key_allows_copy_source(k, src)) < 0) {
-        if (rc == HD_EACCESS)
-            hd_stats_inc(HD_ST_AUTH_FAILED);
-        return rc;
-    }
-    return 0;
-}
-
-int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p)
-{
-    struct hd_sigv4_auth a;
-    const struct hd_key *k;
-    int rc;
-
-    if (cluster_trusted(r, p) || (!*p->secret && p->keys.n == 0))
-        return 0;
-    if (p->keys.n == 0)
-        return HD_EACCESS; /* only the cluster header will do */
-    rc = hd_proxy_auth(r, p, NULL, &a);
-    if (rc < 0)
-        return rc;
-    k = rc == 0 ? hd_keys_find(&p->keys, a.access_key) : NULL;
-    return k && k->all == HD_PERM_RW ? 0 : HD_EACCESS;
-}
-
-void hd_proxy_resp_json(struct hd_req *r, int status, json_t *j)
-{
-    size_t len;
-    char *s = j ? hd_json_dump_steal(j, &len) : NULL;
-
-    if (!s) {
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    hd_resp_buf(r, status, "application/json", s, len);
-}
-
-void hd_proxy_resp_conflict(struct hd_req *r, const char *msg)
-{
-    char *j = hd_json_error(409, "Conflict", msg, r->raw_path, r->id);
-
-    if (!j) {
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    hd_resp_buf(r, 409, "application/json", j, strlen(j));
-}
 
 static char *default_url(const char *listen)
 {
@@ -190,7 +77,8 @@ int hd_proxy_new(const struct hd_config *cfg, struct hd_proxy **out)
     }
     if ((rc = hd_proxy_members_init(p)) < 0)
         goto fail;
-    if ((rc = hd_proxy_cloud_new(cfg, &p->cloud)) < 0)
+    if ((rc = hd_proxy_cloud_new(cfg, &p->cloud)) < 0 || (rc = hd_pool_new(8, &p->pool)) < 0 ||
+        (rc = hd_relay_new(256, &p->relay)) < 0)
         goto fail;
     free(dflt);
     *out = p;
@@ -211,7 +99,8 @@ void hd_proxy_free(struct hd_proxy *p)
     if (!p)
         return;
     hd_proxy_loop_stop(p);
-    hd_relay_stop(); /* the HTTP server is stopped: no request uses a relay any more */
+    hd_relay_free(p->relay); /* the HTTP server is stopped: no request uses a relay any more */
+    hd_pool_free(p->pool);
     hd_smap_state_close(p->cs);
     hd_keys_cleanup(&p->keys);
     hd_proxy_cloud_free(p->cloud);
@@ -238,28 +127,10 @@ static void health(struct hd_req *r, struct hd_proxy *p)
                   (json_int_t)(s ? s->version : 0), "ready", ok);
     hd_smap_unref(s);
     if (ready && strcmp(ready, "false") != 0 && !ok) {
-        hd_proxy_resp_json(r, 503, j);
+        hd_resp_json(r, 503, j);
         return;
     }
-    hd_proxy_resp_json(r, 200, j);
-}
-
-static void metrics(struct hd_req *r)
-{
-    struct hd_buf b;
-    size_t len;
-    char *s;
-
-    r->op = HD_OP_ADMIN;
-    hd_buf_init(&b);
-    hd_metrics_render(&b);
-    if (b.oom) {
-        hd_buf_cleanup(&b);
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    s = hd_buf_steal(&b, &len);
-    hd_resp_buf(r, 200, "text/plain; version=0.0.4", s, len);
+    hd_resp_json(r, 200, j);
 }
 
 void hd_proxy_handle(struct hd_req *r, void *ctx)
@@ -274,7 +145,7 @@ void hd_proxy_handle(struct hd_req *r, void *ctx)
     if (strcmp(path, "/v1/health") == 0) {
         health(r, p);
     } else if (strcmp(path, "/metrics") == 0) {
-        metrics(r);
+        hd_resp_metrics(r);
     } else if (strcmp(path, "/v1/cluster/capacity") == 0) {
         hd_proxy_capacity_handle(r, p);
     } else if (strcmp(path, "/v1/cluster") == 0 || strncmp(path, "/v1/cluster/", 12) == 0 ||

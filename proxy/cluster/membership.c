@@ -4,10 +4,9 @@
  * (metasync). Other proxies join and heartbeat like targets and forward changes to the
  * primary. Timers run on a libuv loop thread of our own; its control-plane calls block that
  * thread only. */
-#include "proxy/core/core.h"
+#include "proxy/cluster/cluster.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -44,27 +43,6 @@ static void seen_mark(struct hd_proxy *p, const char *id, uint64_t now)
         snprintf(s->id, sizeof(s->id), "%s", id);
     }
     s->last_ns = now;
-}
-
-/* Installs a new smap version (primary, caller holds mu). */
-static int smap_install(struct hd_proxy *p, struct hd_smap *s)
-{
-    int rc = hd_smap_state_set_smap(p->cs, s, 1);
-
-    if (rc < 0)
-        HD_LOG(HD_ERROR, NULL, "cluster: cannot persist smap v%lld: %s", (long long)s->version,
-               hd_strerror(rc));
-    return rc;
-}
-
-int hd_proxy_bmd_install(struct hd_proxy *p, struct hd_bmd *b)
-{
-    int rc = hd_smap_state_set_bmd(p->cs, b, 1, NULL);
-
-    if (rc < 0)
-        HD_LOG(HD_ERROR, NULL, "cluster: cannot persist BMD v%lld: %s", (long long)b->version,
-               hd_strerror(rc));
-    return rc;
 }
 
 static void random_uuid(char out[40])
@@ -108,7 +86,7 @@ int hd_proxy_members_init(struct hd_proxy *p)
         goto out;
     if (changed || rc == 1) {
         s->version++;
-        if ((rc = smap_install(p, s)) < 0)
+        if ((rc = hd_proxy_smap_install(p, s)) < 0)
             goto out;
     }
     /* everyone we remember gets dead_after intervals to check in */
@@ -123,135 +101,6 @@ out:
     hd_smap_unref(cur);
     hd_smap_unref(s);
     return rc;
-}
-
-/* ---- metasync ---- */
-
-static void cluster_header(struct hd_proxy *p, const char *method, const char *url,
-                           struct hd_kv *kv, char sig[HD_SMAP_SIG_LEN], size_t *n)
-{
-    char path[2048];
-
-    *n = 0;
-    if (!*p->secret)
-        return;
-    hd_smap_url_path(url, path, sizeof(path));
-    hd_smap_csig(p->secret, method, path, sig);
-    kv->k = "X-Hoard-Cluster";
-    kv->v = sig;
-    *n = 1;
-}
-
-/* Sends s and b to every live node but us (only the targets: targets_only), in parallel;
- * returns the number of failures. */
-static size_t metasync_all(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd *b,
-                           int targets_only)
-{
-    json_t *j = json_object();
-    struct hd_httpc_call *calls = NULL;
-    struct hd_kv *kv = NULL;
-    char(*urls)[HD_NODE_URL_MAX + 16] = NULL, (*sigs)[HD_SMAP_SIG_LEN] = NULL;
-    char *body = NULL;
-    size_t i, n = 0, failed = 0, nh;
-
-    if (!j)
-        return 1;
-    json_object_set_new(j, "smap", hd_smap_to_json(s));
-    json_object_set_new(j, "bmd", hd_bmd_to_json(b));
-    body = json_dumps(j, JSON_COMPACT);
-    json_decref(j);
-    calls = calloc(s->n ? s->n : 1, sizeof(*calls));
-    kv = calloc(s->n ? s->n : 1, sizeof(*kv));
-    urls = calloc(s->n ? s->n : 1, sizeof(*urls));
-    sigs = calloc(s->n ? s->n : 1, sizeof(*sigs));
-    if (!body || !calls || !kv || !urls || !sigs) {
-        failed = 1;
-        goto out;
-    }
-    for (i = 0; i < s->n; i++) {
-        const struct hd_node *nd = &s->nodes[i];
-        if (nd->down || strcmp(nd->id, p->self.id) == 0 ||
-            (targets_only && nd->type != HD_NODE_TARGET))
-            continue;
-        snprintf(urls[n], sizeof(urls[n]), "%s/v1/metasync", nd->url);
-        hd_httpc_call_init(&calls[n], "PUT", urls[n]);
-        cluster_header(p, "PUT", urls[n], &kv[n], sigs[n], &nh);
-        calls[n].hdrs = &kv[n];
-        calls[n].nhdrs = nh;
-        calls[n].body = body;
-        calls[n].blen = strlen(body);
-        calls[n].ctype = "application/json";
-        calls[n].total_ms = HD_PROXY_SYNC_MS;
-        n++;
-    }
-    hd_httpc_run_all(calls, n, 0);
-    for (i = 0; i < n; i++) {
-        if (calls[i].rc < 0 || (calls[i].status != 200 && calls[i].status != 409)) {
-            failed++;
-            HD_LOG(HD_WARN, NULL, "cluster: metasync to %s failed: %s", calls[i].url,
-                   calls[i].rc < 0 ? calls[i].err : "unexpected HTTP status");
-        }
-        hd_httpc_call_cleanup(&calls[i]);
-    }
-out:
-    free(body);
-    free(calls);
-    free(kv);
-    free(urls);
-    free(sigs);
-    return failed;
-}
-
-/* Pushes the current versions if some node has not been sent them yet. */
-static void push_pending(struct hd_proxy *p, int always)
-{
-    struct hd_smap *s;
-    struct hd_bmd *b;
-    int need;
-
-    pthread_mutex_lock(&p->mu);
-    s = hd_smap_state_smap(p->cs);
-    b = hd_smap_state_bmd(p->cs);
-    need = s && (always || s->version > p->pushed_smap || b->version > p->pushed_bmd);
-    pthread_mutex_unlock(&p->mu);
-    if (need) {
-        metasync_all(p, s, b, 0);
-        pthread_mutex_lock(&p->mu);
-        if (s->version > p->pushed_smap)
-            p->pushed_smap = s->version;
-        if (b->version > p->pushed_bmd)
-            p->pushed_bmd = b->version;
-        pthread_mutex_unlock(&p->mu);
-    }
-    hd_smap_unref(s);
-    hd_bmd_unref(b);
-}
-
-static void wake_loop(struct hd_proxy *p);
-
-void hd_proxy_push_pending(struct hd_proxy *p)
-{
-    push_pending(p, 0);
-}
-
-int hd_proxy_smap_install(struct hd_proxy *p, struct hd_smap *s)
-{
-    return smap_install(p, s);
-}
-
-/* Targets now (their HTTP workers never wait on us), the proxies from the loop thread: a
- * proxy's worker may be waiting on this very request (a forwarded bucket change), so
- * pushing to it from here could deadlock until the timeout. */
-void hd_proxy_sync_now(struct hd_proxy *p)
-{
-    struct hd_smap *s = hd_smap_state_smap(p->cs);
-    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
-
-    if (s)
-        metasync_all(p, s, b, 1);
-    hd_smap_unref(s);
-    hd_bmd_unref(b);
-    wake_loop(p);
 }
 
 /* ---- failure detection (primary, loop thread) ---- */
@@ -350,7 +199,7 @@ static void detect_failures(struct hd_proxy *p)
     }
     if (s) {
         s->version++;
-        smap_install(p, s);
+        hd_proxy_smap_install(p, s);
     }
     pthread_mutex_unlock(&p->mu);
     hd_smap_unref(cur);
@@ -363,15 +212,13 @@ out:
 
 /* ---- the loop thread ---- */
 
-static void on_tick(uv_timer_t *t)
+static void on_tick(void *arg)
 {
-    struct hd_proxy *p = t->data;
+    struct hd_proxy *p = arg;
 
-    if (atomic_load(&p->stopping))
-        return;
     if (p->primary) {
         detect_failures(p);
-        push_pending(p, 0);
+        hd_proxy_push_pending(p, 0);
         hd_proxy_rebalance_tick(p);
     } else {
         hd_smap_member_tick(&p->member);
@@ -379,185 +226,24 @@ static void on_tick(uv_timer_t *t)
     }
 }
 
-static void on_close(uv_handle_t *h)
+static void on_wake(void *arg)
 {
-    (void)h;
-}
+    struct hd_proxy *p = arg;
 
-static void on_wake(uv_async_t *a)
-{
-    struct hd_proxy *p = a->data;
-
-    if (atomic_load(&p->stopping)) {
-        uv_timer_stop(&p->timer);
-        uv_close((uv_handle_t *)&p->timer, on_close);
-        uv_close((uv_handle_t *)&p->wake, on_close);
-        return;
-    }
     if (p->primary) {
-        push_pending(p, 0);
+        hd_proxy_push_pending(p, 0);
         hd_proxy_rebalance_tick(p);
     }
 }
 
-static void *loop_main(void *arg)
-{
-    struct hd_proxy *p = arg;
-    sigset_t all;
-
-    /* SIGINT/SIGTERM belong to the main thread */
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
-    uv_run(&p->loop, UV_RUN_DEFAULT);
-    return NULL;
-}
-
 int hd_proxy_loop_start(struct hd_proxy *p)
 {
-    int rc;
-
-    if (atomic_load(&p->running))
-        return 0;
-    if ((rc = uv_loop_init(&p->loop)) < 0)
-        return rc;
-    uv_timer_init(&p->loop, &p->timer);
-    uv_async_init(&p->loop, &p->wake, on_wake);
-    p->timer.data = p;
-    p->wake.data = p;
-    uv_timer_start(&p->timer, on_tick, 0, (uint64_t)p->hb_ms);
-    if ((rc = pthread_create(&p->thr, NULL, loop_main, p)) != 0) {
-        uv_close((uv_handle_t *)&p->timer, on_close);
-        uv_close((uv_handle_t *)&p->wake, on_close);
-        uv_run(&p->loop, UV_RUN_DEFAULT);
-        uv_loop_close(&p->loop);
-        return -rc;
-    }
-    atomic_store(&p->running, 1);
-    return 0;
+    return hd_ticker_start(&p->ticker, (uint64_t)p->hb_ms, on_tick, on_wake, p);
 }
 
 void hd_proxy_loop_stop(struct hd_proxy *p)
 {
-    if (!atomic_load(&p->running))
-        return;
-    atomic_store(&p->stopping, 1);
-    uv_async_send(&p->wake);
-    pthread_join(p->thr, NULL);
-    uv_loop_close(&p->loop);
-    atomic_store(&p->running, 0);
-}
-
-static void wake_loop(struct hd_proxy *p)
-{
-    if (atomic_load(&p->running) && !atomic_load(&p->stopping))
-        uv_async_send(&p->wake);
-}
-
-/* ---- calls to the primary (non-primary proxies, HTTP workers) ---- */
-
-int hd_proxy_primary_call(struct hd_proxy *p, const char *method, const char *path,
-                          const json_t *in, long *status, json_t **out)
-{
-    struct hd_smap *s = hd_smap_state_smap(p->cs);
-    const struct hd_node *prim = s ? hd_smap_find(s, s->primary) : NULL;
-    char url[HD_NODE_URL_MAX + 2048], sig[HD_SMAP_SIG_LEN];
-    struct hd_kv kv;
-    size_t nh;
-    int rc;
-
-    snprintf(url, sizeof(url), "%s%s", prim ? prim->url : p->join, path);
-    hd_smap_unref(s);
-    cluster_header(p, method, url, &kv, sig, &nh);
-    rc = hd_httpc_json(method, url, &kv, nh, in, HD_PROXY_FANOUT_MS, status, out);
-    if (rc < 0)
-        HD_LOG(HD_WARN, NULL, "cluster: call to the primary failed: %s %s: %s", method, url,
-               hd_strerror(rc));
-    return rc;
-}
-
-int hd_proxy_err_from_json(long status, const json_t *j)
-{
-    const char *code = json_string_value(json_object_get(j, "code"));
-    int c;
-
-    if (status >= 200 && status < 300)
-        return 0;
-    for (c = HD_EBASE; code && c < HD_ELAST; c++) {
-        const struct hd_err_info *e = hd_err_info(c);
-        if (e->http_status == status && strcmp(e->s3_code, code) == 0)
-            return c;
-    }
-    if (status == 404)
-        return HD_ENOTFOUND;
-    if (status == 503)
-        return HD_EUNAVAIL;
-    return status >= 500 ? HD_EINTERNAL : HD_EBADREQ;
-}
-
-/* ---- request bodies ---- */
-
-struct body_ctx {
-    struct hd_proxy *p;
-    struct hd_buf body;
-    void (*done)(struct hd_req *r, struct hd_proxy *p, json_t *j);
-};
-
-static int body_chunk(struct hd_req *r, const char *d, size_t n)
-{
-    struct body_ctx *c = r->data;
-
-    if (c->body.len + n > BODY_MAX)
-        return HD_ETOOLARGE;
-    return hd_buf_append(&c->body, d, n);
-}
-
-static void body_end(struct hd_req *r)
-{
-    struct body_ctx *c = r->data;
-    json_t *j = NULL;
-
-    if (r->body_err) {
-        hd_resp_err(r, r->body_err);
-        return;
-    }
-    if (c->body.len) {
-        j = json_loadb(c->body.data, c->body.len, 0, NULL);
-        if (!j) {
-            hd_resp_err_msg(r, HD_EBADARG, "The request body is not valid JSON.");
-            return;
-        }
-    }
-    c->done(r, c->p, j);
-    json_decref(j);
-}
-
-static void body_done(struct hd_req *r)
-{
-    struct body_ctx *c = r->data;
-
-    if (c) {
-        hd_buf_cleanup(&c->body);
-        free(c);
-    }
-    r->data = NULL;
-}
-
-static void read_json(struct hd_req *r, struct hd_proxy *p,
-                      void (*done)(struct hd_req *r, struct hd_proxy *p, json_t *j))
-{
-    struct body_ctx *c = calloc(1, sizeof(*c));
-
-    if (!c) {
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    c->p = p;
-    c->done = done;
-    hd_buf_init(&c->body);
-    r->data = c;
-    r->on_body = body_chunk;
-    r->on_end = body_end;
-    r->on_done = body_done;
+    hd_ticker_stop(&p->ticker);
 }
 
 /* Re-sends the request (method, path, query, JSON body) to the primary and answers with
@@ -579,11 +265,12 @@ static void forward(struct hd_req *r, struct hd_proxy *p, json_t *j)
         hd_resp_empty(r, (int)status);
         return;
     }
-    hd_proxy_resp_json(r, (int)status, out);
+    hd_resp_json(r, (int)status, out);
 }
 
 /* ---- handlers ---- */
 
+/* Another proxy's call (join, heartbeat, metasync): HD_OK, or HD_DONE after refusing r. */
 static int cluster_auth(struct hd_req *r, struct hd_proxy *p)
 {
     char want[HD_SMAP_SIG_LEN];
@@ -595,7 +282,7 @@ static int cluster_auth(struct hd_req *r, struct hd_proxy *p)
         return 0;
     hd_resp_err_msg(r, HD_EACCESS,
                     "Cluster calls need a valid X-Hoard-Cluster header (cluster.secret).");
-    return HD_EACCESS;
+    return HD_DONE;
 }
 
 static json_t *smap_view(struct hd_proxy *p, struct hd_smap *s)
@@ -633,8 +320,9 @@ static int same_mountpaths(const struct hd_node *a, const struct hd_node *b)
     return 1;
 }
 
-static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
+static void on_join(struct hd_req *r, void *ctx, json_t *j)
 {
+    struct hd_proxy *p = ctx;
     struct hd_smap *cur = NULL, *s = NULL;
     struct hd_bmd *their = NULL, *bmd = NULL;
     const struct hd_node *old;
@@ -655,7 +343,7 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
     }
     if (strcmp(n.id, p->self.id) == 0) {
         hd_smap_node_cleanup(&n);
-        hd_proxy_resp_conflict(r, "A node cannot join with the primary's id.");
+        hd_resp_conflict(r, "A node cannot join with the primary's id.");
         return;
     }
     if (n.type == HD_NODE_TARGET && hd_proxy_decommissioned(p, n.id)) {
@@ -690,7 +378,7 @@ static void on_join(struct hd_req *r, struct hd_proxy *p, json_t *j)
         s->version++;
         if (moves)
             hd_proxy_rebalance_mark(p, s);
-        if ((rc = smap_install(p, s)) < 0)
+        if ((rc = hd_proxy_smap_install(p, s)) < 0)
             goto unlock;
         HD_LOG(HD_INFO, NULL, "cluster: %s %s joined at %s (smap v%lld)",
                n.type == HD_NODE_TARGET ? "target" : "proxy", n.id, n.url, (long long)s->version);
@@ -716,8 +404,8 @@ unlock:
         json_object_set_new(out, "smap", hd_smap_to_json(now));
         json_object_set_new(out, "bmd", hd_bmd_to_json(bmd));
         hd_smap_unref(now);
-        hd_proxy_resp_json(r, 200, out);
-        wake_loop(p);
+        hd_resp_json(r, 200, out);
+        hd_proxy_wake(p);
     }
     hd_smap_node_cleanup(&n);
     hd_smap_unref(cur);
@@ -726,8 +414,9 @@ unlock:
     hd_bmd_unref(bmd);
 }
 
-static void on_heartbeat(struct hd_req *r, struct hd_proxy *p, json_t *j)
+static void on_heartbeat(struct hd_req *r, void *ctx, json_t *j)
 {
+    struct hd_proxy *p = ctx;
     const char *id = json_string_value(json_object_get(j, "daemon_id"));
     struct hd_smap *s;
     struct hd_bmd *b;
@@ -751,44 +440,27 @@ static void on_heartbeat(struct hd_req *r, struct hd_proxy *p, json_t *j)
     if (!n || n->down)
         hd_resp_err_msg(r, HD_ENOTFOUND, "Unknown node: join first.");
     else
-        hd_proxy_resp_json(r, 200,
+        hd_resp_json(r, 200,
                            json_pack("{s:I, s:I}", "smap_version", (json_int_t)s->version,
                                      "bmd_version", (json_int_t)b->version));
     hd_smap_unref(s);
     hd_bmd_unref(b);
 }
 
-static void on_metasync(struct hd_req *r, struct hd_proxy *p, json_t *j)
+static void on_metasync(struct hd_req *r, void *ctx, json_t *j)
 {
-    struct hd_smap *s = NULL;
-    struct hd_bmd *b = NULL;
-    int rs = 0, rb = 0;
+    struct hd_proxy *p = ctx;
 
-    if (p->primary) {
-        hd_proxy_resp_conflict(r, "This proxy is the primary: it does not accept metasync.");
-        return;
-    }
-    if (!j || hd_smap_parse_sync(j, &s, &b) < 0) {
-        hd_resp_err_msg(r, HD_EBADARG, "Expected {\"smap\": ..., \"bmd\": ...}.");
-        return;
-    }
-    if (s)
-        rs = hd_smap_state_set_smap(p->cs, s, 0);
-    if (b)
-        rb = hd_smap_state_set_bmd(p->cs, b, 0, NULL);
-    if (rs == -ESTALE || rb == -ESTALE)
-        hd_proxy_resp_conflict(r, "Older than the version held.");
-    else if (rs < 0 || rb < 0)
-        hd_resp_err(r, rs < 0 ? rs : rb);
+    if (p->primary)
+        hd_resp_conflict(r, "This proxy is the primary: it does not accept metasync.");
     else
-        hd_resp_empty(r, 200);
-    hd_smap_unref(s);
-    hd_bmd_unref(b);
+        hd_smap_member_metasync(&p->member, r, j);
 }
 
 /* POST /v1/cluster/{maintenance,decommission}/<id> {"on": bool} */
-static void on_flag(struct hd_req *r, struct hd_proxy *p, json_t *j)
+static void on_flag(struct hd_req *r, void *ctx, json_t *j)
 {
+    struct hd_proxy *p = ctx;
     int decomm = strncmp(r->raw_path, "/v1/cluster/decommission/", 25) == 0;
     const char *id = strrchr(r->raw_path, '/') + 1;
     json_t *on = json_object_get(j, "on");
@@ -834,7 +506,7 @@ static void on_flag(struct hd_req *r, struct hd_proxy *p, json_t *j)
     s->version++;
     if (moves)
         hd_proxy_rebalance_mark(p, s);
-    rc = smap_install(p, s);
+    rc = hd_proxy_smap_install(p, s);
 unlock:
     pthread_mutex_unlock(&p->mu);
     if (rc == 0) /* targets learn the new owners before the caller hears back */
@@ -844,8 +516,8 @@ unlock:
     } else if (rc < 0) {
         hd_resp_err(r, rc);
     } else {
-        hd_proxy_resp_json(r, 200, smap_view(p, s));
-        wake_loop(p);
+        hd_resp_json(r, 200, smap_view(p, s));
+        hd_proxy_wake(p);
     }
     hd_smap_unref(cur);
     hd_smap_unref(s);
@@ -863,13 +535,13 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
         if (!s)
             hd_resp_err_msg(r, HD_EUNAVAIL, "This proxy has not joined a cluster yet.");
         else
-            hd_proxy_resp_json(r, 200, path[11] ? hd_smap_to_json(s) : smap_view(p, s));
+            hd_resp_json(r, 200, path[11] ? hd_smap_to_json(s) : smap_view(p, s));
         hd_smap_unref(s);
         return;
     }
     if (get && strcmp(path, "/v1/cluster/bmd") == 0) {
         b = hd_smap_state_bmd(p->cs);
-        hd_proxy_resp_json(r, 200, hd_bmd_to_json(b));
+        hd_resp_json(r, 200, hd_bmd_to_json(b));
         hd_bmd_unref(b);
         return;
     }
@@ -886,7 +558,7 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
                             "Cluster administration needs the cluster header or a key "
                             "with rw access to all buckets.");
         else
-            read_json(r, p, on_flag);
+            hd_req_read_json(r, BODY_MAX, on_flag, p, NULL);
         return;
     }
     if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/rebalance") == 0) {
@@ -895,18 +567,18 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
             hd_resp_err(r, rc);
         } else {
             hd_proxy_rebalance_reply(r, p);
-            wake_loop(p);
+            hd_proxy_wake(p);
         }
         return;
     }
-    if (cluster_auth(r, p) < 0)
+    if (cluster_auth(r, p) == HD_DONE)
         return;
     if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/join") == 0)
-        read_json(r, p, on_join);
+        hd_req_read_json(r, BODY_MAX, on_join, p, NULL);
     else if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/heartbeat") == 0)
-        read_json(r, p, on_heartbeat);
+        hd_req_read_json(r, BODY_MAX, on_heartbeat, p, NULL);
     else if (strcmp(m, "PUT") == 0 && strcmp(path, "/v1/metasync") == 0)
-        read_json(r, p, on_metasync);
+        hd_req_read_json(r, BODY_MAX, on_metasync, p, NULL);
     else
         hd_resp_err(r, HD_EMETHOD);
 }

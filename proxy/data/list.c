@@ -4,7 +4,7 @@
  * exact: a target that returned a full page contributes `limit` distinct names, so anything
  * it did not send sorts after the merged page's last name. The next start key is the last
  * name returned, so a continuation token works on any proxy. */
-#include "proxy/core/core.h"
+#include "proxy/data/data.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include "common/buf.h"
 #include "common/cksum.h"
 #include "common/errors.h"
+#include "common/hrw.h"
 #include "common/httpc.h"
 #include "common/httputil.h"
 #include "common/log.h"
@@ -320,5 +321,190 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
             json_object_set_new(j, "continuation_token", json_string(t64));
     }
     hd_proxy_list_cleanup(&res);
-    hd_proxy_resp_json(r, 200, j);
+    hd_resp_json(r, 200, j);
+}
+
+/* An upstream entry (not known to be cached yet) or common prefix. */
+/* ---- S3-backed buckets: the upstream's listing, marked cached or not ---- */
+
+#define MAX_SUFFIX "\xf4\x8f\xbf\xbf" /* U+10FFFF: after every key under a common prefix */
+
+static int push(struct hd_plist_res *res, size_t *cap, const char *name, int is_prefix,
+                const json_t *e)
+{
+    int rc = hd_proxy_list_push(res, cap, name, is_prefix, e);
+
+    if (rc == 0)
+        res->items[res->n - 1].cached = is_prefix ? -1 : 0;
+    return rc;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(((const struct hd_plist_item *)a)->name, ((const struct hd_plist_item *)b)->name);
+}
+
+/* start_after as the upstream must get it: a common prefix returned by an earlier page
+ * resumes after everything under it. */
+static char *upstream_after(const struct hd_plist_opts *o)
+{
+    const char *sa = o->start_after, *pfx = o->prefix ? o->prefix : "", *d = o->delimiter;
+    size_t sl, pl = strlen(pfx), dl = d ? strlen(d) : 0;
+    char *out;
+
+    if (!sa || !*sa)
+        return NULL;
+    sl = strlen(sa);
+    if (dl && sl >= pl + dl && strncmp(sa, pfx, pl) == 0 && memcmp(sa + sl - dl, d, dl) == 0 &&
+        memmem(sa + pl, sl - pl, d, dl) == sa + sl - dl) {
+        out = malloc(sl + sizeof(MAX_SUFFIX));
+        if (out) {
+            memcpy(out, sa, sl);
+            memcpy(out + sl, MAX_SUFFIX, sizeof(MAX_SUFFIX));
+        }
+        return out;
+    }
+    return strdup(sa);
+}
+
+/* Marks the entries of res the targets hold: the targets' merged listing over the same
+ * range, page by page until it passes res's last name. */
+static int mark_cached(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                       struct hd_plist_res *res, int upstream_done, char *msg, size_t msglen)
+{
+    struct hd_plist_opts lo = *o;
+    const char *last = res->n ? res->items[res->n - 1].name : NULL;
+    char *after = o->start_after ? strdup(o->start_after) : NULL;
+    int rc = 0;
+
+    if (!last)
+        goto out;
+    lo.limit = 1000;
+    lo.cached_only = 1;
+    for (;;) {
+        struct hd_plist_res lr;
+        size_t i;
+        int more;
+        lo.start_after = after;
+        if ((rc = hd_proxy_list_local(p, bucket, &lo, &lr, msg, msglen)) < 0)
+            break;
+        for (i = 0; i < lr.n; i++) {
+            struct hd_plist_item key = {.name = lr.items[i].name}, *hit;
+            if (lr.items[i].is_prefix)
+                continue;
+            hit = bsearch(&key, res->items, res->n, sizeof(key), cmp_name);
+            if (hit && !hit->is_prefix)
+                hit->cached = 1;
+        }
+        more = lr.truncated && lr.last && (upstream_done || strcmp(lr.last, last) < 0);
+        free(after);
+        after = more ? strdup(lr.last) : NULL;
+        hd_proxy_list_cleanup(&lr);
+        if (!more)
+            break;
+        if (!after) {
+            rc = -ENOMEM;
+            break;
+        }
+    }
+out:
+    free(after);
+    return rc;
+}
+
+int hd_proxy_list_cloud(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                        struct hd_plist_res *res, char *msg, size_t msglen)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    const struct hd_node *owner = NULL;
+    struct hd_httpc_call call;
+    struct hd_proxy_sig sig;
+    struct hd_buf u, url;
+    json_t *j = NULL, *e;
+    char *after = NULL;
+    size_t cap = 0, i;
+    int rc, truncated;
+
+    memset(res, 0, sizeof(*res));
+    msg[0] = '\0';
+    hd_buf_init(&u);
+    hd_buf_init(&url);
+    hd_httpc_call_init(&call, "GET", "");
+    if (!s) {
+        snprintf(msg, msglen, "This proxy has no cluster map yet; retry shortly.");
+        rc = HD_EUNAVAIL;
+        goto out;
+    }
+    hd_hrw_uname(&u, "aws", NULL, bucket, "");
+    rc = u.oom ? -ENOMEM : hd_smap_owner(s, u.data, u.len, &owner);
+    if (rc < 0) {
+        if (owner)
+            snprintf(msg, msglen, "Target %s, which lists bucket %s's upstream, is down.",
+                     owner->id, bucket);
+        else
+            snprintf(msg, msglen, "No target is available to list the upstream.");
+        rc = HD_EUNAVAIL;
+        goto out;
+    }
+    after = upstream_after(o);
+    hd_buf_printf(&url, "%s/v1/buckets/", owner->url);
+    hd_uri_encode(&url, bucket, strlen(bucket), 0);
+    hd_buf_printf(&url, "?upstream=true&limit=%zu", o->limit > 1000 ? (size_t)1000 : o->limit);
+    add_param(&url, "prefix", o->prefix);
+    add_param(&url, "delimiter", o->delimiter);
+    add_param(&url, "start_after", after);
+    if (url.oom) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    call.url = url.data;
+    hd_proxy_sign(p, "GET", url.data, &sig);
+    call.hdrs = sig.kv;
+    call.nhdrs = sig.n;
+    call.total_ms = HD_PROXY_FANOUT_MS;
+    if (hd_httpc_run(&call) < 0) {
+        snprintf(msg, msglen, "Target %s did not answer the upstream listing: %s", owner->id,
+                 call.err);
+        rc = HD_EUNAVAIL;
+        goto out;
+    }
+    if (call.resp.len)
+        j = json_loadb(call.resp.data, call.resp.len, 0, NULL);
+    if (call.status != 200 || !json_is_object(j)) {
+        const char *m = json_string_value(json_object_get(j, "message"));
+        rc = hd_proxy_err_from_json(call.status, j);
+        if (rc == 0)
+            rc = HD_EUNAVAIL;
+        snprintf(msg, msglen, "%s", m ? m : "The upstream listing failed.");
+        goto out;
+    }
+    json_array_foreach(json_object_get(j, "entries"), i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (name && (rc = push(res, &cap, name, 0, e)) < 0)
+            goto out;
+    }
+    json_array_foreach(json_object_get(j, "prefixes"), i, e)
+    {
+        if (json_is_string(e) && (rc = push(res, &cap, json_string_value(e), 1, NULL)) < 0)
+            goto out;
+    }
+    truncated = json_is_true(json_object_get(j, "truncated"));
+    if (res->n)
+        qsort(res->items, res->n, sizeof(res->items[0]), cmp_name);
+    if ((rc = mark_cached(p, bucket, o, res, !truncated, msg, msglen)) < 0)
+        goto out;
+    res->truncated = truncated;
+    if (res->n && !(res->last = strdup(res->items[res->n - 1].name)))
+        rc = -ENOMEM;
+out:
+    json_decref(j);
+    free(after);
+    hd_httpc_call_cleanup(&call);
+    hd_buf_cleanup(&u);
+    hd_buf_cleanup(&url);
+    hd_smap_unref(s);
+    if (rc < 0)
+        hd_proxy_list_cleanup(res);
+    return rc;
 }

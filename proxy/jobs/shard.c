@@ -14,7 +14,8 @@
  *        "prefix"?: P, "list"?: [names], "range"?: "img-{0000..0999}.jpg",
  *        "seed"?: N (shuffle), "key_rule"?: "first_dot"|"last_dot"|"dir"|"name",
  *        "manifest"?: NAME (default "shard-manifests/<id>.json")} */
-#include "proxy/core/core.h"
+#include "proxy/jobs/jobs.h"
+#include "proxy/data/data.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -587,7 +588,7 @@ static void plan_end(struct hd_req *r)
     if (pr->rc < 0)
         hd_resp_err_msg(r, pr->rc, pr->msg[0] ? pr->msg : NULL);
     else
-        hd_proxy_resp_json(r, 201, res);
+        hd_resp_json(r, 201, res);
 }
 
 static void plan_done(struct hd_req *r)

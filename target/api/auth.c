@@ -13,35 +13,23 @@
 
 int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv4_auth *a)
 {
-    struct hd_sigv4_in in;
     int rc;
 
     memset(a, 0, sizeof(*a));
+    a->anonymous = 1;
     if (t->keys.n == 0)
-        return 1; /* auth disabled: credentials, if any, are ignored */
-    memset(&in, 0, sizeof(in));
-    in.method = r->method;
-    in.path = r->raw_path;
-    in.query = r->raw_query;
-    in.headers = r->hdrs;
-    in.nheaders = r->nhdrs;
-    in.now = time(NULL);
-    /* SigV2 first: it answers 1 unless the request carries an "AWS " header or the
-     * AWSAccessKeyId query form, which SigV4 would reject as malformed */
-    rc = hd_sigv2_verify(&in, hd_keys_secret_for, &t->keys, a);
-    if (rc == 1)
-        rc = hd_sigv4_verify(&in, hd_keys_secret_for, &t->keys, a);
-    if (rc < 0 && r->trusted) {
-        /* a redirected client may re-send credentials signed for the proxy's Host; the
-         * proxy verified them already */
-        memset(a, 0, sizeof(*a));
-        return 1;
+        return 0; /* auth disabled: credentials, if any, are ignored */
+    if (r->trusted) {
+        /* a proxy verified the client already; a redirected client may even re-send
+         * credentials signed for the proxy's Host, which fail here */
+        if ((rc = hd_keys_verify(&t->keys, r, a)) < 0 && rc != HD_DECLINED) {
+            memset(a, 0, sizeof(*a));
+            a->anonymous = 1;
+        }
+        return 0;
     }
-    if (rc < 0) {
-        hd_stats_inc(HD_ST_AUTH_FAILED);
-        HD_LOG(HD_INFO, r->id, "auth failed: %s", hd_strerror(rc));
-    }
-    return rc;
+    rc = hd_keys_verify(&t->keys, r, a);
+    return rc == HD_DECLINED ? 0 : rc;
 }
 
 static int is_write(const char *method)
@@ -49,16 +37,15 @@ static int is_write(const char *method)
     return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
 }
 
-int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
-                        const struct hd_sigv4_auth *a, const char *bucket)
+int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
+                        const char *bucket)
 {
     struct hd_bucket_info bi;
-    const struct hd_key *k;
     int write = is_write(r->method);
 
     if (r->trusted)
         return 0; /* a proxy authenticated and authorised it */
-    if (authrc == 1) {
+    if (a->anonymous) {
         if (t->keys.n == 0)
             return 0; /* auth disabled */
         if (bucket && !write && hd_store_bucket_get(t->st, bucket, &bi) == 0 && bi.anonymous_read)
@@ -66,24 +53,7 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, int authrc,
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;
     }
-    k = hd_keys_find(&t->keys, a->access_key);
-    if (!k)
-        return HD_ENOACCESSKEY;
-    if (!bucket)
-        return 0; /* ListBuckets: any valid key */
-    if (hd_key_allows(k, bucket, write) < 0) {
-        hd_stats_inc(HD_ST_AUTH_FAILED);
-        return HD_EACCESS;
-    }
-    /* CopyObject also reads its source: check the name the copy will use */
-    if (write && hd_req_header(r, "x-amz-copy-source")) {
-        int rc = hd_key_allows_copy_source(k, hd_req_header(r, "x-amz-copy-source"));
-        if (rc == HD_EACCESS)
-            hd_stats_inc(HD_ST_AUTH_FAILED);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
+    return hd_keys_authorize(&t->keys, r, a, bucket);
 }
 
 int hd_target_auth_admin(struct hd_req *r, struct hd_target *t)
@@ -97,7 +67,7 @@ int hd_target_auth_admin(struct hd_req *r, struct hd_target *t)
     rc = hd_target_authenticate(r, t, &a);
     if (rc < 0)
         return rc;
-    if (rc == 1)
+    if (a.anonymous)
         return HD_EMISSINGAUTH;
     k = hd_keys_find(&t->keys, a.access_key);
     if (!k)

@@ -22,7 +22,6 @@
 struct tbatch {
     struct hd_target *t;
     struct hd_sigv4_auth a;
-    int authrc;
 };
 
 /* Local bytes of e, when this target holds them: 0 with src filled, HD_ENOSUCHKEY when the
@@ -43,7 +42,7 @@ static int resolve_local(struct hd_target *t, const struct hd_batch_ent *e, stru
         hd_obj_meta_cleanup(&m);
         return 0;
     }
-    rc = hd_arch_index(t, e->bucket, e->name, &m, fd, NULL, src->msg, sizeof(src->msg));
+    rc = hd_arch_index(t->st, e->bucket, e->name, &m, fd, NULL, src->msg, sizeof(src->msg));
     if (rc == 0)
         rc = hd_store_tar_member(t->st, &m, e->archpath, &off, &size);
     if (rc == 0) {
@@ -76,7 +75,7 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
     }
     local = rc;
     /* not held here: in a cluster its owner may have it (or fetch it: its normal GET) */
-    rc = hd_peer_object_url(tb->t, e->bucket, e->name, e->archpath, &src->url, &self, src->msg,
+    rc = hd_peer_object_url(tb->t->cl, e->bucket, e->name, e->archpath, &src->url, &self, src->msg,
                             sizeof(src->msg));
     if (rc == 0 && self) {
         free(src->url);
@@ -84,7 +83,7 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
         rc = HD_ENOSUCHKEY;
     }
     if (rc == 0)
-        rc = hd_peer_sign(tb->t, "GET", src->url, &src->hdrs, &src->nhdrs);
+        rc = hd_peer_sign(tb->t->cl, "GET", src->url, &src->hdrs, &src->nhdrs);
     if (rc < 0) {
         free(src->url);
         src->url = NULL;
@@ -96,7 +95,7 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
     }
 }
 
-static void ready(struct hd_req *r, const char *body, size_t len, void *arg)
+static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct tbatch *tb = arg;
     struct hd_batch *b = NULL;
@@ -116,7 +115,7 @@ static void ready(struct hd_req *r, const char *body, size_t len, void *arg)
     r->method = "GET"; /* a batch reads each bucket it names */
     for (i = 0; i < b->n && rc == 0; i++)
         if (i == 0 || strcmp(b->e[i].bucket, b->e[i - 1].bucket) != 0)
-            rc = hd_target_authorize(r, tb->t, tb->authrc, &tb->a, b->e[i].bucket);
+            rc = hd_target_authorize(r, tb->t, &tb->a, b->e[i].bucket);
     r->method = method;
     if (rc < 0) {
         hd_resp_err(r, rc);
@@ -145,7 +144,7 @@ void hd_target_batch(struct hd_req *r, struct hd_target *t)
         return;
     }
     tb->t = t;
-    if ((tb->authrc = rc = hd_target_authenticate(r, t, &tb->a)) < 0) {
+    if ((rc = hd_target_authenticate(r, t, &tb->a)) < 0) {
         free(tb);
         hd_resp_err(r, rc);
         return;
@@ -156,8 +155,5 @@ void hd_target_batch(struct hd_req *r, struct hd_target *t)
         hd_resp_err_msg(r, HD_EBADARG, "A batch needs a JSON body naming its entries.");
         return;
     }
-    if ((rc = hd_batch_read_body(r, ready, tb)) < 0) {
-        free(tb);
-        hd_resp_err(r, rc);
-    }
+    hd_req_read_body(r, HD_BATCH_BODY_MAX, ready, tb, NULL);
 }

@@ -917,8 +917,8 @@ static int copy_parts(struct hd_put *p, struct mountpath *mp, const struct src *
     return rc;
 }
 
-/* First step of a Complete, under the catalog's write lock: 1 with *res filled when the
- * upload is already completed (a retried Complete gets the first answer), 0 with the parts
+/* First step of a Complete, under the catalog's write lock: HD_DECLINED with *res filled when
+ * the upload is already completed (a retried Complete gets the first answer), 0 with the parts
  * checked and collected, or a negative code. */
 static int complete_start(struct complete_ctx *cc, struct mountpath *mp,
                           const struct hd_complete_req *req, struct upload *u, struct src *sc,
@@ -938,7 +938,7 @@ static int complete_start(struct complete_ctx *cc, struct mountpath *mp,
         snprintf(res->ck_val, sizeof(res->ck_val), "%s", u->ck_val);
         res->ck = u->ck;
         res->full = u->full;
-        rc = 1;
+        rc = HD_DECLINED; /* completed already: answer as it did */
         goto out;
     }
     rc = complete_prepare(cc, &d, u, req, sc, res, msg);
@@ -1073,9 +1073,9 @@ static void complete_end(struct hd_req *r)
         struct hd_obj_meta m;
         hd_xml_complete_cleanup(&req);
     through:
-        rc = hd_cache_put_through(r, cc->t, cc->cb, cc->key, cc->p, 0, cc->ctype, cc->meta, &cc->wt,
+        rc = hd_cache_put_through(r, cc->t->cache, cc->cb, cc->key, cc->p, 0, cc->ctype, cc->meta, &cc->wt,
                                   uetag, wmsg, sizeof(wmsg));
-        if (rc == 1)
+        if (rc == HD_AGAIN)
             return; /* parked: complete_end runs again when the upload is done */
         if (rc < 0) {
             msg = wmsg[0] ? wmsg : NULL;

@@ -13,18 +13,6 @@
 #include "common/metrics.h"
 #include "target/api/mpu.h"
 
-static void resp_json(struct hd_req *r, int status, json_t *j)
-{
-    size_t len;
-    char *s = hd_json_dump_steal(j, &len);
-
-    if (!s) {
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    hd_resp_buf(r, status, "application/json", s, len);
-}
-
 static void list_buckets(struct hd_req *r, struct hd_target *t)
 {
     struct hd_bucket_info *b;
@@ -43,7 +31,7 @@ static void list_buckets(struct hd_req *r, struct hd_target *t)
                                              b[i].provider, "created", ts));
     }
     free(b);
-    resp_json(r, 200, json_pack("{s:o}", "buckets", arr));
+    hd_resp_json(r, 200, json_pack("{s:o}", "buckets", arr));
 }
 
 static void list_objects(struct hd_req *r, struct hd_target *t, const char *bucket)
@@ -97,52 +85,26 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
         json_object_set_new(j, "continuation_token", json_string(t64));
     }
     hd_list_res_cleanup(&res);
-    resp_json(r, 200, j);
+    hd_resp_json(r, 200, j);
 }
 
 /* PATCH /v1/buckets/B {"anonymous_read": true}: bucket properties. */
 struct props_ctx {
     struct hd_target *t;
-    struct hd_buf body;
     char bucket[64];
 };
 
-static int props_body(struct hd_req *r, const char *d, size_t n)
+static void props_end(struct hd_req *r, void *ctx, const char *body, size_t len)
 {
-    struct props_ctx *c = r->data;
+    struct props_ctx *c = ctx;
+    int rc = hd_store_bucket_set_props(c->t->st, c->bucket, body);
 
-    if (c->body.len + n > 64u * 1024)
-        return HD_ETOOLARGE;
-    return hd_buf_append(&c->body, d, n);
-}
-
-static void props_end(struct hd_req *r)
-{
-    struct props_ctx *c = r->data;
-    int rc;
-
-    if (r->body_err) {
-        hd_resp_err(r, r->body_err);
-        return;
-    }
-    rc = hd_store_bucket_set_props(c->t->st, c->bucket, c->body.data ? c->body.data : "");
     if (rc == HD_EBADARG)
         hd_resp_err_msg(r, rc, "Expected a JSON object like {\"anonymous_read\": true}.");
     else if (rc < 0)
         hd_resp_err(r, rc);
     else
         hd_resp_empty(r, 200);
-}
-
-static void props_done(struct hd_req *r)
-{
-    struct props_ctx *c = r->data;
-
-    if (c) {
-        hd_buf_cleanup(&c->body);
-        free(c);
-    }
-    r->data = NULL;
 }
 
 static void props_get(struct hd_req *r, struct hd_target *t, const char *bucket)
@@ -156,7 +118,7 @@ static void props_get(struct hd_req *r, struct hd_target *t, const char *bucket)
         return;
     }
     hd_iso8601((time_t)bi.created, ts);
-    resp_json(r, 200,
+    hd_resp_json(r, 200,
               json_pack("{s:s, s:s, s:s, s:{s:b}}", "name", bi.name, "provider", bi.provider,
                         "created", ts, "props", "anonymous_read", bi.anonymous_read));
 }
@@ -178,16 +140,12 @@ static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)
             return;
         }
         c->t = t;
-        hd_buf_init(&c->body);
         snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
-        r->data = c;
-        r->on_body = props_body;
-        r->on_end = props_end;
-        r->on_done = props_done;
+        hd_req_read_body(r, 64u * 1024, props_end, c, free);
     } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "upstream")) {
         struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket); /* proxy/cloud.c asks */
         if (cb)
-            hd_cache_list_upstream(r, t, cb);
+            hd_cache_list_upstream(r, t->cache, cb);
         else
             hd_resp_err_msg(r, HD_EBADARG, "Not an S3-backed bucket.");
         hd_cbucket_unref(cb);
@@ -238,8 +196,8 @@ static int native_auth(struct hd_req *r, struct hd_target *t, const char *bucket
 
     if (rc < 0)
         return rc;
-    *signed_req = rc == 0;
-    return hd_target_authorize(r, t, rc, a, bucket);
+    *signed_req = !a->anonymous;
+    return hd_target_authorize(r, t, a, bucket);
 }
 
 void hd_native_handle(struct hd_req *r, struct hd_target *t)

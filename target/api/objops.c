@@ -17,88 +17,101 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/xml.h"
+#include "target/cluster/peer.h"
 #include "target/object/archive.h"
 
 #define PUT_MAGIC 0x70757463u
 
-char *hd_obj_meta_json(const struct hd_obj_meta *m)
+/* A node looking for a local copy only (get-from-neighbour, delete-elsewhere): no further
+ * hops, no upstream. */
+static int local_probe(const struct hd_req *r)
 {
-    json_t *j = json_pack("{s:s, s:I, s:s, s:s}", "etag", m->etag, "mtime_ms",
-                          (json_int_t)m->mtime_ms, "ck_type", m->ck_type, "ck_val", m->ck_val);
-    char *s;
-
-    if (!j)
-        return NULL;
-    if (m->ctype)
-        json_object_set_new(j, "ctype", json_string(m->ctype));
-    if (m->meta)
-        json_object_set_new(j, "meta", json_loads(m->meta, 0, NULL));
-    s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
-    json_decref(j);
-    return s;
+    return r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local");
 }
 
-int hd_obj_meta_attrs(const char *text, struct hd_put_attrs *a, json_t **hold)
+/* The catalog row (HEAD) or the row and its open content file. A plain GET reads at most
+ * HD_STORE_SHARED_MAX bytes with pread (hd_resp_fd's small path) or sends a description of
+ * its own: the row cache's descriptor will do. */
+static int open_local(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                      int head, struct hd_obj_meta *m, int *fd)
 {
-    json_t *j = json_loads(text, 0, NULL), *meta;
-    json_t *mt;
-
-    *hold = NULL;
-    if (!json_is_object(j) || !json_is_string(json_object_get(j, "etag")) ||
-        !json_is_integer(mt = json_object_get(j, "mtime_ms"))) {
-        json_decref(j);
-        return HD_EBADHEADER;
-    }
-    memset(a, 0, sizeof(*a));
-    a->etag = json_string_value(json_object_get(j, "etag"));
-    a->mtime_ms = (int64_t)json_integer_value(mt);
-    a->ck_type = json_string_value(json_object_get(j, "ck_type"));
-    a->ck_val = json_string_value(json_object_get(j, "ck_val"));
-    a->ctype = json_string_value(json_object_get(j, "ctype"));
-    meta = json_object_get(j, "meta");
-    if (json_is_object(meta)) {
-        char *mtext = json_dumps(meta, JSON_COMPACT);
-        json_object_set_new(j, "_meta_text", json_string(mtext ? mtext : "{}"));
-        free(mtext);
-        a->meta = json_string_value(json_object_get(j, "_meta_text"));
-    }
-    a->keep_newer = 1;
-    *hold = j;
-    return 0;
+    if (head)
+        return hd_store_lookup(t->st, bucket, key, m);
+    if (!hd_arch_wanted(r))
+        return hd_store_open_object_shared(t->st, bucket, key, m, fd);
+    return hd_store_open_object(t->st, bucket, key, m, fd);
 }
 
-void hd_obj_meta_headers(struct hd_req *r, const char *meta)
+/* Answers from an opened local copy (m, fd; both taken): the object, or a tar member of it
+ * or its member list. */
+static void serve_opened(struct hd_req *r, struct hd_target *t, const char *bucket,
+                         const char *key, struct hd_obj_meta *m, int fd, int head)
 {
-    json_t *j;
-    const char *k;
-    json_t *v;
-    char name[300];
+    if (hd_arch_wanted(r)) {
+        hd_arch_serve(r, t->st, bucket, key, m, &fd, head);
+        if (fd >= 0)
+            close(fd);
+    } else {
+        hd_obj_serve(r, m, fd, head);
+    }
+    hd_obj_meta_cleanup(m);
+}
 
-    if (!meta)
+struct objcall {
+    struct hd_target *t;
+    char *bucket, *key;
+    int head, quiet_missing;
+};
+
+static void objcall_free(void *arg)
+{
+    struct objcall *o = arg;
+
+    free(o->bucket);
+    free(o->key);
+    free(o);
+}
+
+/* Runs run/done for r on the pool with bucket/key; answers r itself when it cannot. */
+static void objcall_start(struct hd_req *r, struct hd_target *t, const char *bucket,
+                          const char *key, int head, int quiet_missing, hd_acall_fn run,
+                          hd_acall_done_fn done)
+{
+    struct objcall *o = calloc(1, sizeof(*o));
+
+    if (!o || !(o->bucket = strdup(bucket)) || !(o->key = strdup(key))) {
+        if (o)
+            objcall_free(o);
+        hd_resp_err(r, -ENOMEM);
         return;
-    j = json_loads(meta, 0, NULL);
-    if (!j)
-        return;
-    json_object_foreach(j, k, v)
-    {
-        if (!json_is_string(v))
-            continue;
-        snprintf(name, sizeof(name), "x-amz-meta-%s", k);
-        hd_resp_header(r, name, json_string_value(v));
     }
-    json_decref(j);
+    o->t = t;
+    o->head = head;
+    o->quiet_missing = quiet_missing;
+    hd_acall_request(r, t->pool, run, done, o, objcall_free);
 }
 
-static void add_object_headers(struct hd_req *r, const struct hd_obj_meta *m)
+/* Get-from-neighbour on a pool thread (it may wait for this target's join and then asks the
+ * other targets). */
+static void gfn_run(struct hd_acall *a)
 {
-    char v[64], date[32];
+    struct objcall *o = a->arg;
 
-    snprintf(v, sizeof(v), "\"%s\"", m->etag);
-    hd_resp_header(r, "ETag", v);
-    hd_http_date_format((time_t)(m->mtime_ms / 1000), date);
-    hd_resp_header(r, "Last-Modified", date);
-    hd_resp_header(r, "Accept-Ranges", "bytes");
-    hd_obj_meta_headers(r, m->meta);
+    a->rc = hd_rebalance_gfn(o->t->rb, o->bucket, o->key);
+}
+
+/* Looks again either way: the old owner may also have pushed the object here since the
+ * first miss and dropped its own copy, so that gfn found none. */
+static void gfn_done(struct hd_req *r, struct hd_acall *a)
+{
+    struct objcall *o = a->arg;
+    struct hd_obj_meta m;
+    int fd = -1, rc = open_local(r, o->t, o->bucket, o->key, o->head, &m, &fd);
+
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        serve_opened(r, o->t, o->bucket, o->key, &m, fd, o->head);
 }
 
 void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
@@ -106,7 +119,7 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
 {
     struct hd_obj_meta m;
     struct hd_cbucket *cb;
-    int fd = -1, rc, shared;
+    int fd = -1, rc;
 
     r->op = head ? HD_OP_HEAD : HD_OP_GET;
     if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
@@ -114,107 +127,57 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
         return;
     }
     /* S3-backed: warm or cold; another node probing for a local copy gets only that */
-    if (!(r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local")) &&
-        (cb = hd_cache_bucket(t->cache, bucket))) {
-        hd_cache_obj_get(r, t, cb, key, head);
+    if (!local_probe(r) && (cb = hd_cache_bucket(t->cache, bucket))) {
+        hd_cache_obj_get(r, t->cache, cb, key, head);
         hd_cbucket_unref(cb);
         return;
     }
-    /* a plain GET reads at most HD_STORE_SHARED_MAX bytes with pread (hd_resp_fd's small
-     * path) or sends a description of its own: the row cache's descriptor will do */
-    shared = !hd_arch_wanted(r);
-    if (head)
-        rc = hd_store_lookup(t->st, bucket, key, &m);
-    else if (shared)
-        rc = hd_store_open_object_shared(t->st, bucket, key, &m, &fd);
-    else
-        rc = hd_store_open_object(t->st, bucket, key, &m, &fd);
-    if (rc == HD_ENOSUCHKEY && !hd_req_header(r, "X-Hoard-Local")) {
-        /* While the cluster map changes another target may hold it (gfn copies it here), or
-         * its old owner may have pushed it here since the miss above and dropped its own copy,
-         * so that gfn finds none: look again either way. */
-        hd_rebalance_gfn(t, bucket, key);
-        rc = head     ? hd_store_lookup(t->st, bucket, key, &m)
-             : shared ? hd_store_open_object_shared(t->st, bucket, key, &m, &fd)
-                      : hd_store_open_object(t->st, bucket, key, &m, &fd);
+    rc = open_local(r, t, bucket, key, head, &m, &fd);
+    if (rc == HD_ENOSUCHKEY && !local_probe(r) && hd_rebalance_may_gfn(t->rb, bucket, key)) {
+        /* while the cluster map changes another target may hold it (gfn copies it here) */
+        objcall_start(r, t, bucket, key, head, 0, gfn_run, gfn_done);
+        return;
     }
     if (rc < 0) {
         hd_resp_err(r, rc);
         return;
     }
-    if (hd_arch_wanted(r)) { /* a member of a tar object, or its member list */
-        hd_arch_serve(r, t, bucket, key, &m, &fd, head);
-        if (fd >= 0)
-            close(fd);
-        hd_obj_meta_cleanup(&m);
-        return;
-    }
-    hd_obj_serve(r, &m, fd, head);
-    hd_obj_meta_cleanup(&m);
+    serve_opened(r, t, bucket, key, &m, fd, head);
 }
 
-void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int head)
+/* A delete while objects move: the local copy and those other targets may still hold, on a
+ * pool thread. */
+static void delete_run(struct hd_acall *a)
 {
-    const struct hd_obj_meta m = *mp;
-    struct hd_cond cond;
-    uint64_t off = 0, len;
-    int rc, status = 200;
-    const char *mode;
+    struct objcall *o = a->arg;
+    int rc = hd_store_delete(o->t->st, o->bucket, o->key);
 
-    if (r->trusted == HD_TRUST_NODE) { /* another node moving or copying it */
-        char *xm = hd_obj_meta_json(&m);
-        if (xm)
-            hd_resp_header(r, "X-Hoard-Obj-Meta", xm);
-        free(xm);
-    }
-    cond.if_match = hd_req_header(r, "If-Match");
-    cond.if_none_match = hd_req_header(r, "If-None-Match");
-    cond.if_modified_since = hd_req_header(r, "If-Modified-Since");
-    cond.if_unmodified_since = hd_req_header(r, "If-Unmodified-Since");
-    rc = hd_cond_eval(&cond, m.etag, (time_t)(m.mtime_ms / 1000), 1);
-    if (rc == HD_ENOTMODIFIED) {
-        char v[64], date[32];
-        snprintf(v, sizeof(v), "\"%s\"", m.etag);
-        hd_resp_header(r, "ETag", v);
-        hd_http_date_format((time_t)(m.mtime_ms / 1000), date);
-        hd_resp_header(r, "Last-Modified", date);
-        hd_resp_empty(r, 304);
-        goto out;
-    }
-    if (rc < 0) {
+    if (hd_rebalance_delete_elsewhere(o->t->rb, o->bucket, o->key) > 0 && rc == HD_ENOSUCHKEY)
+        rc = 0; /* it had not moved here yet */
+    a->rc = rc;
+}
+
+static void delete_answer(struct hd_req *r, int rc, int quiet_missing)
+{
+    if (rc == HD_ENOSUCHKEY && quiet_missing)
+        rc = 0; /* S3: deleting a missing key succeeds */
+    if (rc < 0)
         hd_resp_err(r, rc);
-        goto out;
-    }
-    len = m.size;
-    status = hd_resp_range(r, m.size, &off, &len);
-    if (status < 0)
-        goto out;
-    add_object_headers(r, &m);
-    hd_resp_header(r, "Content-Type", m.ctype ? m.ctype : "application/octet-stream");
-    /* A stored checksum describes the whole object: echo it only when the whole object is
-     * served (botocore validates what it receives). */
-    mode = hd_req_header(r, "x-amz-checksum-mode");
-    if (m.ck_type[0] && status == 200 && mode && strcasecmp(mode, "ENABLED") == 0) {
-        enum hd_ck_type ct = hd_cksum_type_from_name(m.ck_type);
-        if (ct != HD_CK_NONE)
-            hd_resp_header(r, hd_cksum_header(ct), m.ck_val);
-    }
-    if (head) {
-        hd_resp_head(r, status, len);
-    } else if (hd_resp_fd(r, status, fd, off, len) == 0) {
-        fd = -1; /* the response owns it */
-        hd_stats_add(HD_ST_GET_BYTES, len);
-    } else {
-        hd_resp_err(r, HD_EINTERNAL);
-    }
-out:
-    if (fd >= 0)
-        close(fd);
+    else
+        hd_resp_empty(r, 204);
+}
+
+static void delete_done(struct hd_req *r, struct hd_acall *a)
+{
+    struct objcall *o = a->arg;
+
+    delete_answer(r, a->rc, o->quiet_missing);
 }
 
 void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                    int quiet_missing)
 {
+    struct hd_cbucket *cb;
     int rc;
 
     r->op = HD_OP_DELETE;
@@ -222,24 +185,16 @@ void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, co
         hd_resp_err(r, rc);
         return;
     }
-    {
-        struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket);
-        if (cb) { /* S3-backed: the upstream first */
-            hd_cache_obj_delete(r, t, cb, key);
-            hd_cbucket_unref(cb);
-            return;
-        }
+    if ((cb = hd_cache_bucket(t->cache, bucket))) { /* S3-backed: the upstream first */
+        hd_cache_obj_delete(r, t->cache, cb, key);
+        hd_cbucket_unref(cb);
+        return;
     }
-    rc = hd_store_delete(t->st, bucket, key);
-    if (!(r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Local")) &&
-        hd_rebalance_delete_elsewhere(t, bucket, key) > 0 && rc == HD_ENOSUCHKEY)
-        rc = 0; /* it had not moved here yet */
-    if (rc == HD_ENOSUCHKEY && quiet_missing)
-        rc = 0; /* S3: deleting a missing key succeeds */
-    if (rc < 0)
-        hd_resp_err(r, rc);
-    else
-        hd_resp_empty(r, 204);
+    if (!local_probe(r) && hd_rebalance_moving(t->rb)) {
+        objcall_start(r, t, bucket, key, 0, quiet_missing, delete_run, delete_done);
+        return;
+    }
+    delete_answer(r, hd_store_delete(t->st, bucket, key), quiet_missing);
 }
 
 /* ---- PUT: streamed into a put session, verified, then committed ---- */
@@ -387,7 +342,7 @@ static void put_end(struct hd_req *r)
             hd_resp_err_msg(r, rc, "X-Hoard-Obj-Meta is not valid.");
             return;
         }
-        if (hd_rebalance_deleted_since(pc->t, hd_put_bucket(pc->put), hd_put_name(pc->put),
+        if (hd_rebalance_deleted_since(pc->t->rb, hd_put_bucket(pc->put), hd_put_name(pc->put),
                                        a.mtime_ms)) {
             json_decref(hold);
             hd_resp_err_msg(r, HD_EPRECONDITION, "Deleted here after this copy was written.");
@@ -410,9 +365,9 @@ static void put_end(struct hd_req *r)
         return;
     }
     if (pc->cb) { /* S3-backed: committed here only once the upstream has it */
-        rc = hd_cache_put_through(r, pc->t, pc->cb, pc->key, pc->put, 1, pc->ctype, pc->meta,
+        rc = hd_cache_put_through(r, pc->t->cache, pc->cb, pc->key, pc->put, 1, pc->ctype, pc->meta,
                                   &pc->wt, uetag, msg, sizeof(msg));
-        if (rc == 1)
+        if (rc == HD_AGAIN)
             return; /* parked; put_end runs again when the upload is done */
         if (rc < 0) {
             hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
@@ -434,44 +389,6 @@ static void put_end(struct hd_req *r)
     if (pc->ck_type != HD_CK_NONE)
         hd_resp_header(r, hd_cksum_header(pc->ck_type), ck_b64);
     hd_resp_empty(r, 200);
-}
-
-/* x-amz-meta-* headers as a JSON object keyed by the lowercase suffix. */
-int hd_collect_meta(struct hd_req *r, char **out)
-{
-    json_t *j = json_object();
-    size_t i, total = 0;
-    char name[256];
-
-    *out = NULL;
-    if (!j)
-        return -ENOMEM;
-    for (i = 0; i < r->nhdrs; i++) {
-        const char *k = r->hdrs[i].k;
-        size_t n, c;
-        if (strncasecmp(k, "x-amz-meta-", 11) != 0)
-            continue;
-        n = strlen(k + 11);
-        total += n + strlen(r->hdrs[i].v);
-        if (n == 0 || n >= sizeof(name) || total > 2048) {
-            json_decref(j);
-            return n == 0 ? HD_EBADHEADER : HD_EMETATOOLARGE;
-        }
-        for (c = 0; c <= n; c++)
-            name[c] = (char)tolower((unsigned char)k[11 + c]);
-        json_t *v = json_string(r->hdrs[i].v);
-        if (!v) { /* not UTF-8 */
-            json_decref(j);
-            return HD_EBADHEADER;
-        }
-        json_object_set_new(j, name, v);
-    }
-    if (json_object_size(j) == 0) {
-        json_decref(j);
-        return 0;
-    }
-    *out = hd_json_dump_steal(j, NULL);
-    return *out ? 0 : -ENOMEM;
 }
 
 static int put_checksum_setup(struct hd_req *r, struct put_ctx *pc)
@@ -665,172 +582,220 @@ static int copy_content(struct hd_put *p, int fd, uint64_t size)
     return rc;
 }
 
-/* The new object's attributes: the source's checksum, and its content type and metadata
- * (directive COPY) or the request's (REPLACE; *meta is then malloc'd, the caller frees). */
-static int copy_attrs(struct hd_req *r, int replace, const char *src_meta, const char *src_ctype,
-                      const char *ck_type, const char *ck_val, struct hd_put_attrs *a, char **meta)
-{
-    int rc;
+/* A CopyObject: everything the request says, gathered on the worker, so that the copy can run
+ * on a pool thread when the source lives on another target. */
+struct copy {
+    struct hd_target *t;
+    char *sb, *sk, *bucket, *key;
+    int replace;
+    char *meta;  /* REPLACE: the request's x-amz-meta-* as JSON (or NULL) */
+    char *ctype; /* REPLACE: the request's Content-Type (or NULL) */
+    char *cond_v[4];
+    struct hd_cond cond; /* x-amz-copy-source-if-*, pointing into cond_v */
+    struct hd_obj_meta out;
+};
 
+static void copy_free(void *arg)
+{
+    struct copy *c = arg;
+    size_t i;
+
+    free(c->sb);
+    free(c->sk);
+    free(c->bucket);
+    free(c->key);
+    free(c->meta);
+    free(c->ctype);
+    for (i = 0; i < 4; i++)
+        free(c->cond_v[i]);
+    hd_obj_meta_cleanup(&c->out);
+    free(c);
+}
+
+static char *dup_or_null(const char *v, int *oom)
+{
+    char *d = v ? strdup(v) : NULL;
+
+    if (v && !d)
+        *oom = 1;
+    return d;
+}
+
+/* The new object's attributes: the source's checksum, and its content type and metadata
+ * (directive COPY) or the request's (REPLACE). Strings point into c or the source's. */
+static void copy_attrs(const struct copy *c, const char *src_meta, const char *src_ctype,
+                       const char *ck_type, const char *ck_val, struct hd_put_attrs *a)
+{
     memset(a, 0, sizeof(*a));
     if (ck_type && ck_type[0]) {
         a->ck_type = ck_type;
         a->ck_val = ck_val;
     }
-    if (!replace) {
-        a->meta = src_meta;
-        a->ctype = src_ctype;
-        return 0;
-    }
-    if ((rc = hd_collect_meta(r, meta)) < 0)
-        return rc;
-    a->meta = *meta;
-    a->ctype = hd_req_header(r, "Content-Type");
-    return 0;
+    a->meta = c->replace ? c->meta : src_meta;
+    a->ctype = c->replace ? c->ctype : src_ctype;
 }
 
-/* CopyObject whose source another target owns: streams it from there into the new object.
- * 0 done (*out filled), 1 answered with an error, HD_ENOSUCHKEY when no other target owns
- * the source (standalone, or we are its owner). */
-static int copy_from_owner(struct hd_req *r, struct hd_target *t, const char *sb, const char *sk,
-                           const char *bucket, const char *key, int replace,
-                           const struct hd_cond *cond, struct hd_obj_meta *out)
+/* The source from its owner, another target (pool thread): streams it into the new object. */
+static void copy_remote_run(struct hd_acall *a)
 {
-    char url[512], *xmeta = NULL, *meta = NULL, hex[33];
-    struct hd_put_attrs src, a;
+    struct copy *c = a->arg;
+    struct hd_put_attrs src, at;
     struct hd_put *p = NULL;
+    char url[512], *xmeta = NULL, hex[33];
     unsigned char md5[16];
     json_t *hold = NULL;
-    int rc = hd_node_owner_elsewhere(t, sb, sk, url, sizeof(url));
+    int rc = hd_peer_owner_elsewhere(c->t->cl, c->sb, c->sk, url, sizeof(url));
 
-    if (rc == HD_ENOSUCHKEY)
-        return rc;
-    if (rc < 0)
-        goto fail;
-    if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0 ||
-        (rc = hd_node_get_into(t, url, sb, sk, 0, cond, p, &xmeta)) < 0 ||
+    if (rc < 0 ||
+        (rc = hd_put_begin(c->t->st, c->bucket, c->key, &p)) < 0 ||
+        (rc = hd_peer_get_into(c->t->cl, url, c->sb, c->sk, 0, &c->cond, p, &xmeta)) < 0 ||
         (rc = hd_obj_meta_attrs(xmeta, &src, &hold)) < 0)
-        goto fail;
+        goto out;
     hd_put_md5(p, md5);
     hd_hex(md5, 16, hex);
     if (!strchr(src.etag, '-') && strcmp(src.etag, hex) != 0) {
         rc = HD_EBADDIGEST;
-        goto fail;
+        goto out;
     }
-    if ((rc = copy_attrs(r, replace, src.meta, src.ctype, src.ck_type, src.ck_val, &a, &meta)) < 0)
-        goto fail;
-    if ((rc = hd_put_commit(p, &a, out)) < 0)
-        goto fail;
-    rc = 0;
-    goto out;
-fail:
-    hd_resp_err(r, rc);
-    rc = 1;
+    copy_attrs(c, src.meta, src.ctype, src.ck_type, src.ck_val, &at);
+    rc = hd_put_commit(p, &at, &c->out);
 out:
     hd_put_free(p);
     json_decref(hold);
     free(xmeta);
-    free(meta);
+    a->rc = rc;
+}
+
+static void copy_answer(struct hd_req *r, const struct hd_obj_meta *out)
+{
+    struct hd_buf b;
+    char ts[32], etag[64];
+
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_buf_puts(&b, "<CopyObjectResult xmlns=\"" HD_XML_S3_NS "\">");
+    hd_iso8601_ms(out->mtime_ms, ts);
+    hd_xml_elem(&b, "LastModified", ts);
+    snprintf(etag, sizeof(etag), "\"%s\"", out->etag);
+    hd_xml_elem(&b, "ETag", etag);
+    hd_xml_close(&b, "CopyObjectResult");
+    hd_resp_xml(r, 200, &b);
+}
+
+static void copy_remote_done(struct hd_req *r, struct hd_acall *a)
+{
+    struct copy *c = a->arg;
+
+    if (a->rc < 0)
+        hd_resp_err(r, a->rc);
+    else
+        copy_answer(r, &c->out);
+}
+
+/* The source held here (disk only: on the worker). HD_ENOSUCHKEY when it is not here. */
+static int copy_local(struct copy *c)
+{
+    struct hd_obj_meta m;
+    struct hd_put_attrs a;
+    struct hd_put *p = NULL;
+    int fd = -1, rc = hd_store_open_object(c->t->st, c->sb, c->sk, &m, &fd);
+
+    if (rc < 0)
+        return rc;
+    rc = hd_cond_eval(&c->cond, m.etag, (time_t)(m.mtime_ms / 1000), 0);
+    if (rc == HD_ENOTMODIFIED)
+        rc = HD_EPRECONDITION;
+    if (rc == 0) {
+        copy_attrs(c, m.meta, m.ctype, m.ck_type, m.ck_val, &a);
+        if ((rc = hd_put_begin(c->t->st, c->bucket, c->key, &p)) == 0 &&
+            (rc = copy_content(p, fd, m.size)) == 0)
+            rc = hd_put_commit(p, &a, &c->out);
+    }
+    hd_put_free(p);
+    close(fd);
+    hd_obj_meta_cleanup(&m);
     return rc;
+}
+
+/* The request's side of a copy (on the worker): c filled, or the error to answer with. */
+static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucket,
+                        const char *key, struct copy *c, const char **msg)
+{
+    static const char *const hdrs[4] = {
+        "x-amz-copy-source-if-match", "x-amz-copy-source-if-none-match",
+        "x-amz-copy-source-if-modified-since", "x-amz-copy-source-if-unmodified-since"};
+    const char *dir = hd_req_header(r, "x-amz-metadata-directive");
+    struct hd_cbucket *cb;
+    int oom = 0, rc, i;
+
+    *msg = NULL;
+    c->t = t;
+    c->replace = dir && strcmp(dir, "REPLACE") == 0;
+    if (dir && !c->replace && strcmp(dir, "COPY") != 0) {
+        *msg = "Unknown metadata directive.";
+        return HD_EBADARG;
+    }
+    if ((rc = hd_copy_source_parse(hd_req_header(r, "x-amz-copy-source"), &c->sb, &c->sk)) < 0) {
+        *msg = "Invalid copy source (expected /bucket/key, url-encoded).";
+        return rc;
+    }
+    if (!c->replace && strcmp(c->sb, bucket) == 0 && strcmp(c->sk, key) == 0) {
+        *msg = "This copy request is illegal because it is trying to copy an object to itself "
+               "without changing the object's metadata.";
+        return HD_EBADREQ;
+    }
+    if ((cb = hd_cache_bucket(t->cache, bucket))) {
+        hd_cbucket_unref(cb);
+        *msg = "CopyObject into an S3-backed bucket is not supported yet; PUT the object "
+               "instead.";
+        return HD_ENOTIMPL;
+    }
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
+        (rc = hd_store_bucket_exists(t->st, c->sb)) < 0)
+        return rc;
+    if (c->replace) {
+        if ((rc = hd_collect_meta(r, &c->meta)) < 0)
+            return rc;
+        c->ctype = dup_or_null(hd_req_header(r, "Content-Type"), &oom);
+    }
+    for (i = 0; i < 4; i++)
+        c->cond_v[i] = dup_or_null(hd_req_header(r, hdrs[i]), &oom);
+    c->cond.if_match = c->cond_v[0];
+    c->cond.if_none_match = c->cond_v[1];
+    c->cond.if_modified_since = c->cond_v[2];
+    c->cond.if_unmodified_since = c->cond_v[3];
+    c->bucket = dup_or_null(bucket, &oom);
+    c->key = dup_or_null(key, &oom);
+    return oom ? -ENOMEM : 0;
 }
 
 void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
 {
-    const char *dir = hd_req_header(r, "x-amz-metadata-directive");
-    int replace = dir && strcmp(dir, "REPLACE") == 0;
-    char *sb = NULL, *sk = NULL, *meta = NULL, ts[32], etag[64];
-    struct hd_obj_meta m, out;
-    struct hd_put_attrs a;
-    struct hd_put *p = NULL;
-    struct hd_cond cond;
-    struct hd_buf b;
-    int fd = -1, rc;
+    struct copy *c = calloc(1, sizeof(*c));
+    const char *msg = NULL;
+    char url[512];
+    int rc;
 
     r->op = HD_OP_PUT;
-    memset(&m, 0, sizeof(m));
-    if (dir && !replace && strcmp(dir, "COPY") != 0) {
-        hd_resp_err_msg(r, HD_EBADARG, "Unknown metadata directive.");
-        return;
-    }
-    if ((rc = hd_copy_source_parse(hd_req_header(r, "x-amz-copy-source"), &sb, &sk)) < 0) {
-        hd_resp_err_msg(r, rc, "Invalid copy source (expected /bucket/key, url-encoded).");
-        return;
-    }
-    if (!replace && strcmp(sb, bucket) == 0 && strcmp(sk, key) == 0) {
-        hd_resp_err_msg(r, HD_EBADREQ,
-                        "This copy request is illegal because it is trying to copy an object "
-                        "to itself without changing the object's metadata.");
-        goto out;
-    }
-    {
-        struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket);
-        hd_cbucket_unref(cb);
-        if (cb) {
-            hd_resp_err_msg(r, HD_ENOTIMPL,
-                            "CopyObject into an S3-backed bucket is not "
-                            "supported yet; PUT the object instead.");
-            goto out;
-        }
-    }
-    cond.if_match = hd_req_header(r, "x-amz-copy-source-if-match");
-    cond.if_none_match = hd_req_header(r, "x-amz-copy-source-if-none-match");
-    cond.if_modified_since = hd_req_header(r, "x-amz-copy-source-if-modified-since");
-    cond.if_unmodified_since = hd_req_header(r, "x-amz-copy-source-if-unmodified-since");
-    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
-        (rc = hd_store_bucket_exists(t->st, sb)) < 0) {
-        hd_resp_err(r, rc);
-        goto out;
-    }
-    rc = hd_store_open_object(t->st, sb, sk, &m, &fd);
-    if (rc == HD_ENOSUCHKEY) { /* in a cluster the source may live on another target */
-        rc = copy_from_owner(r, t, sb, sk, bucket, key, replace, &cond, &out);
-        if (rc == 1)
-            goto out; /* answered */
-        if (rc == 0)
-            goto done;
-        rc = HD_ENOSUCHKEY;
-    }
-    if (rc < 0) {
-        hd_resp_err(r, rc);
-        goto out;
-    }
-    rc = hd_cond_eval(&cond, m.etag, (time_t)(m.mtime_ms / 1000), 0);
-    if (rc < 0) {
-        hd_resp_err(r, rc == HD_ENOTMODIFIED ? HD_EPRECONDITION : rc);
-        goto out;
-    }
-    if ((rc = copy_attrs(r, replace, m.meta, m.ctype, m.ck_type, m.ck_val, &a, &meta)) < 0) {
-        hd_resp_err(r, rc);
-        goto out;
-    }
-    if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0 || (rc = copy_content(p, fd, m.size)) < 0 ||
-        (rc = hd_put_commit(p, &a, &out)) < 0) {
-        hd_resp_err(r, rc);
-        goto out;
-    }
-done:
-    hd_buf_init(&b);
-    hd_xml_decl(&b);
-    hd_buf_puts(&b, "<CopyObjectResult xmlns=\"" HD_XML_S3_NS "\">");
-    hd_iso8601_ms(out.mtime_ms, ts);
-    hd_xml_elem(&b, "LastModified", ts);
-    snprintf(etag, sizeof(etag), "\"%s\"", out.etag);
-    hd_xml_elem(&b, "ETag", etag);
-    hd_xml_close(&b, "CopyObjectResult");
-    if (b.oom) {
-        hd_buf_cleanup(&b);
+    if (!c) {
         hd_resp_err(r, -ENOMEM);
-    } else {
-        size_t len;
-        char *body = hd_buf_steal(&b, &len);
-        hd_resp_buf(r, 200, "application/xml", body, len);
+        return;
     }
-out:
-    hd_put_free(p);
-    if (fd >= 0)
-        close(fd);
-    hd_obj_meta_cleanup(&m);
-    free(meta);
-    free(sb);
-    free(sk);
+    if ((rc = copy_prepare(r, t, bucket, key, c, &msg)) < 0) {
+        hd_resp_err_msg(r, rc, msg);
+        copy_free(c);
+        return;
+    }
+    rc = copy_local(c);
+    if (rc == HD_ENOSUCHKEY &&
+        hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY) {
+        /* in a cluster the source may live on another target: fetched on the pool */
+        hd_acall_request(r, t->pool, copy_remote_run, copy_remote_done, c, copy_free);
+        return;
+    }
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        copy_answer(r, &c->out);
+    copy_free(c);
 }

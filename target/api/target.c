@@ -10,8 +10,8 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/metrics.h"
-#include "target/cluster/cluster.h"
-#include "target/jobs/jobs.h"
+#include "target/api/mpu.h"
+#include "target/cluster/shard.h"
 
 static int split_mountpaths(const char *spec, const char *data, char ***out, size_t *n)
 {
@@ -49,9 +49,26 @@ static int split_mountpaths(const char *spec, const char *data, char ***out, siz
     return cnt ? 0 : -EINVAL;
 }
 
+/* The cluster layer's news of BMD changes, for the layers above it. */
+static void bucket_gone(void *arg, const char *bucket)
+{
+    struct hd_target *t = arg;
+
+    hd_mpu_drop_bucket(t, bucket);
+}
+
+static void bmd_applied(void *arg)
+{
+    struct hd_target *t = arg;
+
+    hd_cache_refresh(t->cache); /* S3-backed buckets and their upstreams */
+}
+
 int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
 {
     struct hd_target *t = calloc(1, sizeof(*t));
+    struct hd_cache_deps deps;
+    struct hd_bmd_hooks hooks;
     struct hd_store_cfg sc;
     char **mps = NULL;
     size_t nmp = 0, i;
@@ -92,14 +109,24 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     free(mps);
     if (rc < 0)
         goto fail;
-    if ((rc = hd_rebalance_init(t)) < 0)
+    /* the layers bottom up; each registers its job kinds and hooks with the ones below */
+    if ((rc = hd_pool_new((int)hd_config_int(cfg, "upstream.workers"), &t->pool)) < 0 ||
+        (rc = hd_jobs_new(hd_config_str(cfg, "data"), &t->jobs)) < 0)
         goto fail;
-    if ((rc = hd_tcluster_new(t, cfg, &t->cl)) < 0) /* standalone too: the node id */
+    if ((rc = hd_tcluster_new(cfg, t->st, t->pool, &t->cl)) < 0) /* standalone too: the node id */
         goto fail;
-    if ((rc = hd_cache_new(t, cfg, &t->cache)) < 0) /* reads the buckets the BMD gave */
+    if ((rc = hd_rb_new(t->cl, t->jobs, &t->rb)) < 0 || (rc = hd_shard_register(t->jobs, t->cl)) < 0)
         goto fail;
-    if ((rc = hd_jobs_new(t, hd_config_str(cfg, "data"), &t->jobs)) < 0)
+    deps.cl = t->cl;
+    deps.js = t->jobs;
+    deps.rb = t->rb;
+    deps.pool = t->pool;
+    if ((rc = hd_cache_new(cfg, &deps, &t->cache)) < 0) /* reads the buckets the BMD gave */
         goto fail;
+    hooks.bucket_gone = bucket_gone;
+    hooks.applied = bmd_applied;
+    hooks.arg = t;
+    hd_tcluster_set_hooks(t->cl, &hooks);
     *out = t;
     return 0;
 fail:
@@ -122,12 +149,15 @@ void hd_target_free(struct hd_target *t)
 {
     if (!t)
         return;
+    hd_tcluster_stop(t->cl); /* no more joins and heartbeats; waits for the join end */
     hd_cache_stop(t->cache); /* upstream transfers of jobs end now */
+    hd_pool_stop(t->pool);   /* and so do the pool's */
     hd_jobs_free(t->jobs);   /* jobs use the cache, the cluster state and the store */
+    hd_pool_free(t->pool);   /* its tasks use the cache, the cluster state and the store */
     hd_cache_free(t->cache);
+    hd_rb_free(t->rb);
     hd_tcluster_free(t->cl);
     hd_store_close(t->st);
-    hd_rebalance_cleanup(t);
     hd_keys_cleanup(&t->keys);
     free(t->region);
     free(t->domain);
@@ -143,24 +173,6 @@ static void health(struct hd_req *r)
     hd_resp_copy(r, 200, "application/json", body, sizeof(body) - 1);
 }
 
-static void metrics(struct hd_req *r)
-{
-    struct hd_buf b;
-    size_t len;
-    char *s;
-
-    r->op = HD_OP_ADMIN;
-    hd_buf_init(&b);
-    hd_metrics_render(&b);
-    if (b.oom) {
-        hd_buf_cleanup(&b);
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    s = hd_buf_steal(&b, &len);
-    hd_resp_buf(r, 200, "text/plain; version=0.0.4", s, len);
-}
-
 void hd_target_handle(struct hd_req *r, void *ctx)
 {
     struct hd_target *t = ctx;
@@ -170,12 +182,12 @@ void hd_target_handle(struct hd_req *r, void *ctx)
         hd_resp_err(r, HD_EINTERNAL);
         return;
     }
-    if (hd_tcluster_handle(t->cl, r))
-        return; /* health, cluster endpoint, or no valid proxy signature */
+    if (hd_tcluster_handle(t->cl, r) != HD_OK)
+        return; /* health, cluster endpoint, no valid proxy signature, or waiting for the join */
     if (strcmp(p, "/v1/health") == 0) {
         health(r);
     } else if (strcmp(p, "/metrics") == 0) {
-        metrics(r);
+        hd_resp_metrics(r);
     } else if (strncmp(p, "/v1/jobs", 8) == 0 && (p[8] == '\0' || p[8] == '/')) {
         int rc = hd_target_auth_admin(r, t);
         r->api = HD_API_NATIVE;

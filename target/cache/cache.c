@@ -13,42 +13,9 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/metrics.h"
-#include "target/api/internal.h"
-#include "target/jobs/jobs.h"
+#include "target/cache/int.h"
 
 #define CACHE_MAGIC 0x63616368u /* "cach" */
-#define ACALL_MAGIC 0x6163616cu /* "acal" */
-
-struct hd_cache {
-    uint32_t magic;
-    struct hd_target *t;
-
-    /* settings, read-only after new */
-    struct hd_s3c base; /* timeouts and retries every bucket's client starts from */
-    char *cred_file;
-    int range_fill, prefetch_workers, low, high;
-    long atime_ms, check_ms;
-
-    /* registry */
-    pthread_rwlock_t rmu;
-    struct hd_cbucket **bks;
-    size_t nbks;
-
-    /* pool */
-    pthread_mutex_t pmu;
-    pthread_cond_t pcv;   /* work queued, or stopping */
-    pthread_cond_t pdone; /* a thread exited */
-    struct hd_ctask *qh, *qt;
-    int nthreads, nidle, queued, maxthreads;
-    atomic_int stopping;
-
-    /* housekeeping */
-    pthread_t hk;
-    int hk_running;
-    pthread_mutex_t hmu;
-    pthread_cond_t hcv;
-    int kicked;
-};
 
 /* ---- metrics ---- */
 
@@ -120,7 +87,7 @@ static void render_hist(struct hd_buf *b, const char *name, const char *help, _A
                   (unsigned long long)cum);
 }
 
-static void render(struct hd_buf *b, void *arg)
+void hd_cache_render(struct hd_buf *b, void *arg)
 {
     struct hd_cache *c = arg;
     size_t i, n;
@@ -136,13 +103,13 @@ static void render(struct hd_buf *b, void *arg)
                 cold_total, atomic_load(&cold_total_us));
     if (!c || c->magic != CACHE_MAGIC)
         return;
-    n = hd_store_nmp(c->t->st);
+    n = hd_store_nmp(c->st);
     hd_buf_puts(b, "# HELP hoard_mountpath_used_bytes Bytes used on a mountpath (objects "
                    "when space.capacity is set, else the filesystem).\n"
                    "# TYPE hoard_mountpath_used_bytes gauge\n");
     for (i = 0; i < n; i++) {
         struct hd_mp_usage u;
-        if (hd_store_mp_usage(c->t->st, i, &u) == 0)
+        if (hd_store_mp_usage(c->st, i, &u) == 0)
             hd_buf_printf(b, "hoard_mountpath_used_bytes{mountpath=\"%s\"} %llu\n", u.path,
                           (unsigned long long)u.used);
     }
@@ -150,7 +117,7 @@ static void render(struct hd_buf *b, void *arg)
                    "# TYPE hoard_mountpath_capacity_bytes gauge\n");
     for (i = 0; i < n; i++) {
         struct hd_mp_usage u;
-        if (hd_store_mp_usage(c->t->st, i, &u) == 0)
+        if (hd_store_mp_usage(c->st, i, &u) == 0)
             hd_buf_printf(b, "hoard_mountpath_capacity_bytes{mountpath=\"%s\"} %llu\n", u.path,
                           (unsigned long long)u.capacity);
     }
@@ -158,7 +125,7 @@ static void render(struct hd_buf *b, void *arg)
                    "# TYPE hoard_mountpath_objects gauge\n");
     for (i = 0; i < n; i++) {
         struct hd_mp_usage u;
-        if (hd_store_mp_usage(c->t->st, i, &u) == 0)
+        if (hd_store_mp_usage(c->st, i, &u) == 0)
             hd_buf_printf(b, "hoard_mountpath_objects{mountpath=\"%s\"} %llu\n", u.path,
                           (unsigned long long)u.objects);
     }
@@ -201,7 +168,7 @@ static struct hd_cbucket *cbucket_make(struct hd_cache *c, const char *name, con
         snprintf(b->cred_msg, sizeof(b->cred_msg),
                  "Target %s has no credentials for profile '%s' of bucket %s (see "
                  "docs/caching.md).",
-                 hd_tcluster_id(c->t->cl), b->props.up.profile, name);
+                 hd_tcluster_id(c->cl), b->props.up.profile, name);
         HD_LOG(HD_ERROR, NULL, "bucket %s: no credentials for profile '%s'", name,
                b->props.up.profile);
     }
@@ -220,7 +187,7 @@ void hd_cache_refresh(struct hd_cache *c)
     struct hd_cbucket **nv = NULL, **old;
     size_t n = 0, i, k = 0, nold;
 
-    if (hd_store_bucket_list(c->t->st, &bi, &n) < 0)
+    if (hd_store_bucket_list(c->st, &bi, &n) < 0)
         return;
     nv = calloc(n ? n : 1, sizeof(*nv));
     if (!nv) {
@@ -231,7 +198,7 @@ void hd_cache_refresh(struct hd_cache *c)
         char *props = NULL;
         if (strcmp(bi[i].provider, "aws") != 0)
             continue;
-        hd_store_bucket_props(c->t->st, bi[i].name, &props);
+        hd_store_bucket_props(c->st, bi[i].name, &props);
         nv[k] = cbucket_make(c, bi[i].name, props);
         free(props);
         if (nv[k]) {
@@ -311,215 +278,9 @@ int hd_cbucket_check(const struct hd_cbucket *cb, char *msg, size_t msglen)
     return cb->cred_err;
 }
 
-/* ---- the pool ---- */
-
-static void *pool_main(void *arg)
-{
-    struct hd_cache *c = arg;
-
-    pthread_mutex_lock(&c->pmu);
-    for (;;) {
-        struct hd_ctask *task;
-        c->nidle++;
-        while (!c->qh && !atomic_load(&c->stopping))
-            pthread_cond_wait(&c->pcv, &c->pmu);
-        c->nidle--;
-        if (!c->qh)
-            break; /* stopping and nothing left */
-        task = c->qh;
-        c->qh = task->next;
-        if (!c->qh)
-            c->qt = NULL;
-        c->queued--;
-        pthread_mutex_unlock(&c->pmu);
-        task->run(task);
-        pthread_mutex_lock(&c->pmu);
-    }
-    c->nthreads--;
-    pthread_cond_broadcast(&c->pdone);
-    pthread_mutex_unlock(&c->pmu);
-    return NULL;
-}
-
-int hd_cache_submit(struct hd_cache *c, struct hd_ctask *task)
-{
-    pthread_attr_t at;
-    pthread_t th;
-    int rc = 0;
-
-    pthread_mutex_lock(&c->pmu);
-    if (atomic_load(&c->stopping)) {
-        rc = HD_EUNAVAIL;
-        goto out;
-    }
-    if (c->nidle <= c->queued && c->nthreads < c->maxthreads) {
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&at, 512u * 1024);
-        if (pthread_create(&th, &at, pool_main, c) == 0)
-            c->nthreads++;
-        pthread_attr_destroy(&at);
-        if (c->nthreads == 0) {
-            rc = HD_EUNAVAIL;
-            goto out;
-        }
-    }
-    task->next = NULL;
-    if (c->qt)
-        c->qt->next = task;
-    else
-        c->qh = task;
-    c->qt = task;
-    c->queued++;
-    pthread_cond_signal(&c->pcv);
-out:
-    pthread_mutex_unlock(&c->pmu);
-    return rc;
-}
-
 int hd_cache_stopping(struct hd_cache *c)
 {
-    return atomic_load(&c->stopping);
-}
-
-/* ---- parked requests ---- */
-
-static void acall_unref(struct hd_acall *a)
-{
-    int last;
-
-    pthread_mutex_lock(&a->mu);
-    last = --a->refs == 0;
-    pthread_mutex_unlock(&a->mu);
-    if (!last)
-        return;
-    if (a->arg_free)
-        a->arg_free(a->arg);
-    hd_s3c_obj_cleanup(&a->obj);
-    pthread_mutex_destroy(&a->mu);
-    a->magic = 0;
-    free(a);
-}
-
-static void acall_finish(struct hd_acall *a)
-{
-    pthread_mutex_lock(&a->mu);
-    a->finished = 1;
-    if (a->r && a->waiting) {
-        a->waiting = 0;
-        hd_req_resume(a->r);
-    }
-    pthread_mutex_unlock(&a->mu);
-}
-
-static void acall_task(struct hd_ctask *task)
-{
-    struct hd_acall *a = (struct hd_acall *)((char *)task - offsetof(struct hd_acall, task));
-
-    if (a->magic == ACALL_MAGIC)
-        a->run(a);
-    acall_finish(a);
-    acall_unref(a); /* the task's reference */
-}
-
-struct hd_acall *hd_acall_new(struct hd_cache *c, hd_acall_fn run, void *arg,
-                              void (*arg_free)(void *arg))
-{
-    struct hd_acall *a = calloc(1, sizeof(*a));
-
-    if (!a) {
-        if (arg_free)
-            arg_free(arg);
-        return NULL;
-    }
-    a->magic = ACALL_MAGIC;
-    a->c = c;
-    a->run = run;
-    a->arg = arg;
-    a->arg_free = arg_free;
-    a->refs = 1; /* the request's (released by hd_acall_release) */
-    a->task.run = acall_task;
-    pthread_mutex_init(&a->mu, NULL);
-    return a;
-}
-
-int hd_acall_submit(struct hd_acall *a, struct hd_req *r)
-{
-    int rc;
-
-    a->r = r;
-    a->refs++; /* the task's */
-    if ((rc = hd_cache_submit(a->c, &a->task)) < 0) {
-        a->refs--;
-        a->rc = rc;
-        a->err.code = rc;
-        snprintf(a->err.msg, sizeof(a->err.msg), "The target is shutting down.");
-        a->finished = 1;
-    }
-    return rc;
-}
-
-int hd_acall_park(struct hd_acall *a, struct hd_req *r)
-{
-    int pending;
-
-    pthread_mutex_lock(&a->mu);
-    pending = !a->finished;
-    if (pending) {
-        a->waiting = 1;
-        hd_req_suspend(r);
-    }
-    pthread_mutex_unlock(&a->mu);
-    return pending;
-}
-
-void hd_acall_release(struct hd_acall *a)
-{
-    if (!a)
-        return;
-    pthread_mutex_lock(&a->mu);
-    a->r = NULL;
-    a->waiting = 0;
-    pthread_mutex_unlock(&a->mu);
-    acall_unref(a);
-}
-
-static void acall_end(struct hd_req *r)
-{
-    struct hd_acall *a = r->data;
-
-    if (!a || a->magic != ACALL_MAGIC) {
-        hd_resp_err(r, HD_EINTERNAL);
-        return;
-    }
-    if (hd_acall_park(a, r))
-        return;
-    a->done(r, a);
-}
-
-static void acall_done(struct hd_req *r)
-{
-    struct hd_acall *a = r->data;
-
-    if (a && a->magic == ACALL_MAGIC)
-        hd_acall_release(a);
-    r->data = NULL;
-}
-
-void hd_acall_request(struct hd_req *r, struct hd_cache *c, hd_acall_fn run, hd_acall_done_fn done,
-                      void *arg, void (*arg_free)(void *arg))
-{
-    struct hd_acall *a = hd_acall_new(c, run, arg, arg_free);
-
-    if (!a) {
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    a->done = done;
-    r->data = a;
-    r->on_end = acall_end;
-    r->on_done = acall_done;
-    hd_acall_submit(a, r); /* a failure is answered by done() with a->rc */
+    return atomic_load(&c->stopping) || hd_pool_stopping(c->pool);
 }
 
 /* ---- housekeeping ---- */
@@ -535,7 +296,7 @@ void hd_cache_kick(struct hd_cache *c)
 /* Starts the LRU job when a mountpath is above the high watermark and none runs. */
 static void check_space(struct hd_cache *c)
 {
-    struct hd_store *st = c->t->st;
+    struct hd_store *st = c->st;
     struct hd_job *j;
     size_t i, n = hd_store_nmp(st);
     char id[64];
@@ -546,7 +307,7 @@ static void check_space(struct hd_cache *c)
             continue;
         if ((double)u.used * 100.0 <= (double)u.capacity * c->high)
             continue;
-        j = hd_jobs_running(c->t->jobs, "lru");
+        j = hd_jobs_running(c->js, "lru");
         if (j) {
             hd_job_unref(j);
             return;
@@ -556,12 +317,12 @@ static void check_space(struct hd_cache *c)
                "mountpath %s above the high watermark (%llu of %llu bytes, high %d%%): "
                "starting %s",
                u.path, (unsigned long long)u.used, (unsigned long long)u.capacity, c->high, id);
-        hd_jobs_start(c->t->jobs, id, "lru", "", NULL);
+        hd_jobs_start(c->js, id, "lru", "", NULL);
         return;
     }
 }
 
-static void *hk_main(void *arg)
+void *hd_cache_hk_main(void *arg)
 {
     struct hd_cache *c = arg;
     uint64_t next_flush = 0, next_check = 0;
@@ -574,7 +335,7 @@ static void *hk_main(void *arg)
         c->kicked = 0;
         pthread_mutex_unlock(&c->hmu);
         if (kicked || now >= next_flush) {
-            hd_store_atime_flush(c->t->st);
+            hd_store_atime_flush(c->st);
             next_flush = now + (uint64_t)c->atime_ms * 1000000ull;
         }
         if (kicked || now >= next_check) {
@@ -599,7 +360,7 @@ static void *hk_main(void *arg)
         }
     }
     pthread_mutex_unlock(&c->hmu);
-    hd_store_atime_flush(c->t->st);
+    hd_store_atime_flush(c->st);
     return NULL;
 }
 
@@ -620,97 +381,4 @@ int hd_cache_space_marks(const struct hd_cache *c, int *low, int *high)
     *low = c->low;
     *high = c->high;
     return 0;
-}
-
-int hd_cache_new(struct hd_target *t, const struct hd_config *cfg, struct hd_cache **out)
-{
-    struct hd_cache *c = calloc(1, sizeof(*c));
-
-    if (!c)
-        return -ENOMEM;
-    c->magic = CACHE_MAGIC;
-    c->t = t;
-    c->base.connect_ms = (long)hd_config_int(cfg, "upstream.connect_timeout_ms");
-    c->base.total_s = (long)hd_config_int(cfg, "upstream.timeout");
-    c->base.meta_s = (long)hd_config_int(cfg, "upstream.meta_timeout");
-    c->base.low_speed_bps = 1024;
-    c->base.low_speed_s = (long)hd_config_int(cfg, "upstream.low_speed_time");
-    c->base.retries = (int)hd_config_int(cfg, "upstream.retries");
-    c->base.backoff_ms = (long)hd_config_int(cfg, "upstream.backoff_ms");
-    c->cred_file = strdup(hd_config_str(cfg, "upstream.credentials"));
-    c->range_fill = hd_config_bool(cfg, "cache.range_fill");
-    c->prefetch_workers = (int)hd_config_int(cfg, "prefetch.workers");
-    c->low = (int)hd_config_int(cfg, "space.low");
-    c->high = (int)hd_config_int(cfg, "space.high");
-    c->atime_ms = (long)hd_config_int(cfg, "cache.atime_flush_ms");
-    c->check_ms = (long)hd_config_int(cfg, "space.check_ms");
-    c->maxthreads = (int)hd_config_int(cfg, "upstream.workers");
-    pthread_rwlock_init(&c->rmu, NULL);
-    pthread_mutex_init(&c->pmu, NULL);
-    pthread_cond_init(&c->pcv, NULL);
-    pthread_cond_init(&c->pdone, NULL);
-    pthread_mutex_init(&c->hmu, NULL);
-    pthread_cond_init(&c->hcv, NULL);
-    if (!c->cred_file) {
-        hd_cache_free(c);
-        return -ENOMEM;
-    }
-    if (c->low > c->high) {
-        HD_LOG(HD_ERROR, NULL, "space.low (%d) must not be above space.high (%d)", c->low, c->high);
-        hd_cache_free(c);
-        return -EINVAL;
-    }
-    hd_cache_refresh(c);
-    hd_metrics_set_extra(render, c);
-    *out = c;
-    return 0;
-}
-
-int hd_cache_start(struct hd_cache *c)
-{
-    if (pthread_create(&c->hk, NULL, hk_main, c) != 0)
-        return -EAGAIN;
-    c->hk_running = 1;
-    return 0;
-}
-
-void hd_cache_stop(struct hd_cache *c)
-{
-    if (!c)
-        return;
-    atomic_store(&c->stopping, 1);
-    hd_s3c_abort_all(); /* pool and job threads blocked in upstream calls return now */
-    pthread_mutex_lock(&c->hmu);
-    pthread_cond_broadcast(&c->hcv);
-    pthread_mutex_unlock(&c->hmu);
-    if (c->hk_running) /* it starts LRU jobs: gone before the jobs are */
-        pthread_join(c->hk, NULL);
-    c->hk_running = 0;
-}
-
-void hd_cache_free(struct hd_cache *c)
-{
-    size_t i;
-
-    if (!c)
-        return;
-    hd_metrics_set_extra(NULL, NULL);
-    hd_cache_stop(c);
-    pthread_mutex_lock(&c->pmu);
-    pthread_cond_broadcast(&c->pcv);
-    while (c->nthreads > 0)
-        pthread_cond_wait(&c->pdone, &c->pmu);
-    pthread_mutex_unlock(&c->pmu);
-    for (i = 0; i < c->nbks; i++)
-        hd_cbucket_unref(c->bks[i]);
-    free(c->bks);
-    free(c->cred_file);
-    pthread_rwlock_destroy(&c->rmu);
-    pthread_mutex_destroy(&c->pmu);
-    pthread_cond_destroy(&c->pcv);
-    pthread_cond_destroy(&c->pdone);
-    pthread_mutex_destroy(&c->hmu);
-    pthread_cond_destroy(&c->hcv);
-    c->magic = 0;
-    free(c);
 }

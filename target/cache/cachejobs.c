@@ -12,7 +12,7 @@
  *             the least recently used cached objects of S3-backed buckets until the
  *             mountpath is under space.low. Native buckets are never touched.
  * Progress: objects and bytes (fetched or evicted), errors kept by the job. Job threads. */
-#include "target/api/internal.h"
+#include "target/cache/int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -25,7 +25,12 @@
 #include "common/log.h"
 #include "common/smap.h"
 #include "common/brace.h"
-#include "target/jobs/jobs.h"
+
+/* The cache a job of these kinds runs for. */
+static struct hd_cache *jc(struct hd_job *j)
+{
+    return j->ctx;
+}
 
 #define BATCH 1000
 
@@ -195,7 +200,7 @@ static int next_local(struct hd_job *j, struct names *nm, struct batch *b)
     size_t i;
     int rc;
 
-    if ((rc = hd_store_list(j->t->st, j->bucket, &o, &res)) < 0) {
+    if ((rc = hd_store_list(jc(j)->st, j->bucket, &o, &res)) < 0) {
         hd_job_error(j, "listing %s locally: %s", j->bucket, hd_strerror(rc));
         return rc;
     }
@@ -214,7 +219,7 @@ static int next_local(struct hd_job *j, struct names *nm, struct batch *b)
 /* ---- ownership ---- */
 
 /* 1 when this target owns bucket/name under s (always, standalone). */
-static int owns(struct hd_target *t, struct hd_smap *s, const char *bucket, const char *name)
+static int owns(struct hd_cache *c, struct hd_smap *s, const char *bucket, const char *name)
 {
     const struct hd_node *owner = NULL;
     struct hd_buf u;
@@ -226,7 +231,7 @@ static int owns(struct hd_target *t, struct hd_smap *s, const char *bucket, cons
     if (!u.oom)
         hd_smap_owner(s, u.data, u.len, &owner);
     hd_buf_cleanup(&u);
-    return owner && strcmp(owner->id, hd_tcluster_id(t->cl)) == 0;
+    return owner && strcmp(owner->id, hd_tcluster_id(c->cl)) == 0;
 }
 
 /* ---- prefetch ---- */
@@ -248,7 +253,7 @@ static void *pf_worker(void *arg)
 
     while ((i = atomic_fetch_add(&p->next, 1)) < p->b->n && !hd_job_stopped(p->j)) {
         uint64_t bytes = 0;
-        int rc = hd_cache_fetch_sync(p->j->t, p->cb, p->b->v[i], p->revalidate, p->j, &bytes, msg,
+        int rc = hd_cache_fetch_sync(p->j->ctx, p->cb, p->b->v[i], p->revalidate, p->j, &bytes, msg,
                                      sizeof(msg));
         if (rc < 0) {
             atomic_fetch_add(&p->failed, 1);
@@ -287,7 +292,7 @@ static void keep_owned(struct hd_job *j, struct hd_smap *s, struct batch *b)
     size_t i, w = 0;
 
     for (i = 0; i < b->n; i++) {
-        if (owns(j->t, s, j->bucket, b->v[i])) {
+        if (owns(j->ctx, s, j->bucket, b->v[i])) {
             b->v[w] = b->v[i];
             b->sizes[w++] = b->sizes[i];
         } else {
@@ -299,7 +304,7 @@ static void keep_owned(struct hd_job *j, struct hd_smap *s, struct batch *b)
 
 static struct hd_cbucket *job_bucket(struct hd_job *j)
 {
-    struct hd_cbucket *cb = hd_cache_bucket(j->t->cache, j->bucket);
+    struct hd_cbucket *cb = hd_cache_bucket(j->ctx, j->bucket);
 
     if (!cb)
         hd_job_error(j, "bucket %s is not an S3-backed bucket on this target", j->bucket);
@@ -329,7 +334,7 @@ static uint64_t owned_total(struct hd_job *j, struct hd_smap *s, struct names *n
     return total;
 }
 
-int hd_prefetch_run(struct hd_job *j)
+static int prefetch_run(struct hd_job *j, void *ctx)
 {
     struct hd_cbucket *cb = job_bucket(j);
     struct hd_smap *s = NULL;
@@ -350,7 +355,7 @@ int hd_prefetch_run(struct hd_job *j)
     }
     if ((rc = batch_alloc(&b)) < 0)
         goto out;
-    s = hd_tcluster_smap(j->t->cl);
+    s = hd_tcluster_smap(jc(j)->cl);
     if (!nm.prefix)
         hd_job_set_total(j, owned_total(j, s, &nm), 0);
     memset(&p, 0, sizeof(p));
@@ -363,7 +368,7 @@ int hd_prefetch_run(struct hd_job *j)
         if (rc < 0)
             break;
         keep_owned(j, s, &b);
-        pf_batch(&p, hd_cache_prefetch_workers(j->t->cache));
+        pf_batch(&p, hd_cache_prefetch_workers(j->ctx));
         batch_clear(&b);
     }
     if (rc == 0 && hd_job_stopped(j))
@@ -378,7 +383,7 @@ out:
 
 /* ---- evict ---- */
 
-int hd_evict_run(struct hd_job *j)
+static int evict_run(struct hd_job *j, void *ctx)
 {
     struct hd_cbucket *cb = job_bucket(j);
     struct names nm;
@@ -401,12 +406,12 @@ int hd_evict_run(struct hd_job *j)
             struct hd_obj_meta m;
             uint64_t size = b.sizes[i];
             if (!nm.prefix) { /* a name from a list: evicted only if held */
-                if (hd_store_lookup(j->t->st, j->bucket, b.v[i], &m) < 0)
+                if (hd_store_lookup(jc(j)->st, j->bucket, b.v[i], &m) < 0)
                     continue;
                 size = m.size;
                 hd_obj_meta_cleanup(&m);
             }
-            rc = hd_store_delete(j->t->st, j->bucket, b.v[i]);
+            rc = hd_store_delete(jc(j)->st, j->bucket, b.v[i]);
             if (rc == 0) {
                 evicted++;
                 hd_job_add(j, 1, size);
@@ -437,7 +442,7 @@ out:
 static int lru_mp(struct hd_job *j, size_t mpi, const char *const *buckets, size_t nb, int low,
                   int high, uint64_t *objs, uint64_t *bytes)
 {
-    struct hd_store *st = j->t->st;
+    struct hd_store *st = jc(j)->st;
     struct hd_mp_usage u;
     int rc, first = 1;
 
@@ -479,22 +484,33 @@ static int lru_mp(struct hd_job *j, size_t mpi, const char *const *buckets, size
     }
 }
 
-int hd_lru_run(struct hd_job *j)
+static int lru_run(struct hd_job *j, void *ctx)
 {
     char **buckets = NULL;
     size_t nb = 0, mpi;
     uint64_t objs = 0, bytes = 0;
     int low, high, rc = 0;
 
-    hd_cache_space_marks(j->t->cache, &low, &high);
-    hd_store_atime_flush(j->t->st); /* the latest reads count */
-    if ((rc = hd_cache_bucket_names(j->t->cache, &buckets, &nb)) < 0)
+    hd_cache_space_marks(j->ctx, &low, &high);
+    hd_store_atime_flush(jc(j)->st); /* the latest reads count */
+    if ((rc = hd_cache_bucket_names(j->ctx, &buckets, &nb)) < 0)
         return rc;
-    for (mpi = 0; mpi < hd_store_nmp(j->t->st) && rc == 0; mpi++)
+    for (mpi = 0; mpi < hd_store_nmp(jc(j)->st) && rc == 0; mpi++)
         rc = lru_mp(j, mpi, (const char *const *)buckets, nb, low, high, &objs, &bytes);
     hd_job_set_extra(j, "evicted", objs);
     HD_LOG(HD_INFO, NULL, "lru %s: evicted %llu objects, %llu bytes", j->id,
            (unsigned long long)objs, (unsigned long long)bytes);
     hd_cache_names_free(buckets, nb);
     return rc;
+}
+
+int hd_cache_jobs_register(struct hd_cache *c)
+{
+    int rc;
+
+    if ((rc = hd_jobs_register(c->js, "prefetch", prefetch_run, c, HD_JOB_RESUMABLE)) < 0 ||
+        (rc = hd_jobs_register(c->js, "evict", evict_run, c, HD_JOB_RESUMABLE)) < 0 ||
+        (rc = hd_jobs_register(c->js, "lru", lru_run, c, HD_JOB_EXCLUSIVE)) < 0)
+        return rc;
+    return 0;
 }

@@ -20,8 +20,8 @@
  * cache.range_fill the whole object is also filled in the background.
  *
  * Threads: entry points on HTTP workers; fills on pool threads (or a job thread for
- * hd_cache_fetch_sync). A fill's state is guarded by its mutex; the table by tmu. */
-#include "target/api/internal.h"
+ * hd_cache_fetch_sync). A fill's state is guarded by its mutex; the cache's table of fills by its own. */
+#include "target/cache/int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +38,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "target/object/archive.h"
-#include "target/jobs/jobs.h"
+#include "target/object/object.h"
 
 #define FILL_MAGIC 0x66696c6cu   /* "fill" */
 #define READER_MAGIC 0x72656164u /* "read" */
@@ -53,15 +53,15 @@ struct reader;
 struct fill {
     uint32_t magic;
     atomic_int refs;
-    struct hd_target *t;
+    struct hd_cache *c;
     struct hd_cbucket *cb;
     char *key;
     int range; /* a client's range: never in the table, never committed */
     char range_hdr[128];
     char if_match[48]; /* refetch of a changed object: If-Match on its new ETag */
-    struct hd_ctask task;
+    struct hd_task task;
     struct fill *next; /* table chain */
-    int in_table;      /* guarded by tmu */
+    int in_table;      /* guarded by the table's mutex */
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* state changes, for hd_cache_fetch_sync */
@@ -75,6 +75,7 @@ struct fill {
     struct reader *waiters;
     uint64_t t0_ns;
     uint64_t fetched; /* body bytes received */
+    char rid[17];     /* the request that started it (log context) */
 };
 
 struct reader {
@@ -87,8 +88,30 @@ struct reader {
     uint64_t off, len; /* object bytes served */
 };
 
-static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER;
-static struct fill *slots[NSLOT];
+/* The fills in progress of one cache, by bucket/key. */
+struct hd_fills {
+    pthread_mutex_t mu;
+    struct fill *slots[NSLOT];
+};
+
+int hd_fills_new(struct hd_fills **out)
+{
+    struct hd_fills *t = calloc(1, sizeof(*t));
+
+    if (!t)
+        return -ENOMEM;
+    pthread_mutex_init(&t->mu, NULL);
+    *out = t;
+    return 0;
+}
+
+void hd_fills_free(struct hd_fills *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
 
 /* ---- fills ---- */
 
@@ -113,7 +136,7 @@ static void fill_unref(struct fill *f)
     free(f);
 }
 
-static struct fill *fill_new(struct hd_target *t, struct hd_cbucket *cb, const char *key)
+static struct fill *fill_new(struct hd_cache *c, struct hd_cbucket *cb, const char *key)
 {
     struct fill *f = calloc(1, sizeof(*f));
 
@@ -121,7 +144,7 @@ static struct fill *fill_new(struct hd_target *t, struct hd_cbucket *cb, const c
         return NULL;
     f->magic = FILL_MAGIC;
     atomic_init(&f->refs, 1);
-    f->t = t;
+    f->c = c;
     f->rfd = -1;
     f->key = strdup(key);
     if (!f->key) {
@@ -137,12 +160,13 @@ static struct fill *fill_new(struct hd_target *t, struct hd_cbucket *cb, const c
 
 static void table_remove(struct fill *f)
 {
+    struct hd_fills *t = f->c->fills;
     struct fill **pp;
     int drop = 0;
 
-    pthread_mutex_lock(&tmu);
+    pthread_mutex_lock(&t->mu);
     if (f->in_table) {
-        for (pp = &slots[slot_of(f->cb->name, f->key)]; *pp; pp = &(*pp)->next)
+        for (pp = &t->slots[slot_of(f->cb->name, f->key)]; *pp; pp = &(*pp)->next)
             if (*pp == f) {
                 *pp = f->next;
                 break;
@@ -150,39 +174,40 @@ static void table_remove(struct fill *f)
         f->in_table = 0;
         drop = 1;
     }
-    pthread_mutex_unlock(&tmu);
+    pthread_mutex_unlock(&t->mu);
     if (drop)
         fill_unref(f); /* the table's reference */
 }
 
 /* The fill in progress for bucket/key (a new reference), or a new one entered in the table
  * (*created = 1; not started). */
-static struct fill *fill_get(struct hd_target *t, struct hd_cbucket *cb, const char *key,
+static struct fill *fill_get(struct hd_cache *c, struct hd_cbucket *cb, const char *key,
                              const char *if_match, int *created)
 {
     size_t h = slot_of(cb->name, key);
+    struct hd_fills *t = c->fills;
     struct fill *f;
 
     *created = 0;
-    pthread_mutex_lock(&tmu);
-    for (f = slots[h]; f; f = f->next)
+    pthread_mutex_lock(&t->mu);
+    for (f = t->slots[h]; f; f = f->next)
         if (strcmp(f->key, key) == 0 && strcmp(f->cb->name, cb->name) == 0 &&
             (!if_match || strcmp(f->if_match, if_match) == 0)) {
             atomic_fetch_add(&f->refs, 1);
-            pthread_mutex_unlock(&tmu);
+            pthread_mutex_unlock(&t->mu);
             return f;
         }
-    f = fill_new(t, cb, key);
+    f = fill_new(c, cb, key);
     if (f) {
         if (if_match)
             snprintf(f->if_match, sizeof(f->if_match), "%s", if_match);
         atomic_fetch_add(&f->refs, 1); /* the table's */
         f->in_table = 1;
-        f->next = slots[h];
-        slots[h] = f;
+        f->next = t->slots[h];
+        t->slots[h] = f;
         *created = 1;
     }
-    pthread_mutex_unlock(&tmu);
+    pthread_mutex_unlock(&t->mu);
     return f;
 }
 
@@ -207,7 +232,7 @@ static int fill_stop(void *arg)
 {
     struct fill *f = arg;
 
-    return hd_cache_stopping(f->t->cache);
+    return hd_cache_stopping(f->c);
 }
 
 static int fill_head(void *arg, const struct hd_s3c_obj *o)
@@ -221,10 +246,10 @@ static int fill_head(void *arg, const struct hd_s3c_obj *o)
                  f->cb->s3.endpoint, o->status);
         return HD_EUNAVAIL;
     }
-    if ((rc = hd_put_begin_sized(f->t->st, f->cb->name, f->key, want, &f->put)) < 0) {
+    if ((rc = hd_put_begin_sized(f->c->st, f->cb->name, f->key, want, &f->put)) < 0) {
         snprintf(f->msg, sizeof(f->msg), "No space to cache %s/%s (%llu bytes) on this target.",
                  f->cb->name, f->key, (unsigned long long)want);
-        hd_cache_kick(f->t->cache);
+        hd_cache_kick(f->c);
         return rc;
     }
     if (f->range || (o->etag[0] && !hd_etag_is_md5(o->etag)))
@@ -260,7 +285,7 @@ static int fill_data(void *arg, const char *p, size_t n)
         snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: %s", f->cb->name, f->key,
                  hd_strerror(rc));
         if (rc == -ENOSPC)
-            hd_cache_kick(f->t->cache);
+            hd_cache_kick(f->c);
         return rc;
     }
     f->fetched += n;
@@ -333,7 +358,7 @@ static int fill_commit(struct fill *f)
     if (rc == HD_EPRECONDITION)
         return 0; /* a copy at least as new is held: the readers got their bytes anyway */
     if (rc == 0) {
-        hd_store_touch(f->t->st, f->cb->name, f->key);
+        hd_store_touch(f->c->st, f->cb->name, f->key);
         hd_cstat_add(HD_CS_COLD_FILLS, 1);
     }
     return rc;
@@ -347,7 +372,7 @@ static int fill_from_local(struct fill *f)
     int fd;
 
     if (f->range || f->if_match[0] ||
-        hd_store_open_object(f->t->st, f->cb->name, f->key, &m, &fd) < 0)
+        hd_store_open_object(f->c->st, f->cb->name, f->key, &m, &fd) < 0)
         return 0;
     pthread_mutex_lock(&f->mu);
     f->rfd = fd;
@@ -433,11 +458,13 @@ out:
     table_remove(f);
 }
 
-static void fill_task(struct hd_ctask *task)
+static void fill_task(struct hd_task *task)
 {
     struct fill *f = (struct fill *)((char *)task - offsetof(struct fill, task));
 
+    hd_log_set_context(f->rid);
     fill_run(f);
+    hd_log_set_context(NULL);
     fill_unref(f); /* the task's */
 }
 
@@ -450,7 +477,9 @@ static void fill_start(struct fill *f)
 
     atomic_fetch_add(&f->refs, 1);
     f->task.run = fill_task;
-    if ((rc = hd_cache_submit(f->t->cache, &f->task)) < 0) {
+    /* the request that starts it (the worker's context), for the fill's log lines */
+    snprintf(f->rid, sizeof(f->rid), "%s", hd_log_context() ? hd_log_context() : "-");
+    if ((rc = hd_pool_submit(f->c->pool, &f->task)) < 0) {
         pthread_mutex_lock(&f->mu);
         f->state = F_FAILED;
         f->err = rc;
@@ -539,7 +568,7 @@ static void obj_headers(struct hd_req *r, const struct hd_s3c_obj *o)
     hd_obj_meta_headers(r, o->meta);
 }
 
-/* Conditionals of r against the upstream's metadata: 0 to go on, or answered. */
+/* Conditionals of r against the upstream's metadata: HD_OK to go on, or HD_DONE (answered). */
 static int conditionals(struct hd_req *r, const struct hd_s3c_obj *o)
 {
     struct hd_cond cond;
@@ -557,13 +586,13 @@ static int conditionals(struct hd_req *r, const struct hd_s3c_obj *o)
         hd_http_date_format((time_t)(o->mtime_ms / 1000), date);
         hd_resp_header(r, "Last-Modified", date);
         hd_resp_empty(r, 304);
-        return 1;
+        return HD_DONE;
     }
     if (rc < 0) {
         hd_resp_err(r, rc);
-        return 1;
+        return HD_DONE;
     }
-    return 0;
+    return HD_OK;
 }
 
 static void reader_end(struct hd_req *r)
@@ -607,7 +636,7 @@ static void reader_end(struct hd_req *r)
             hd_resp_header(r, "Content-Range", cr);
         }
     } else {
-        if (conditionals(r, &o))
+        if (conditionals(r, &o) == HD_DONE)
             return;
         len = o.size;
         status = hd_resp_range(r, o.size, &off, &len);
@@ -680,7 +709,7 @@ static const char *simple_range(struct hd_req *r)
     return h;
 }
 
-static void cold_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb, const char *key,
+static void cold_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
                      const char *if_match)
 {
     const char *rh = if_match ? NULL : simple_range(r);
@@ -688,7 +717,7 @@ static void cold_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *c
     int created;
 
     hd_cstat_add(HD_CS_MISS, 1);
-    f = fill_get(t, cb, key, if_match, &created);
+    f = fill_get(c, cb, key, if_match, &created);
     if (!f) {
         hd_resp_err(r, -ENOMEM);
         return;
@@ -710,9 +739,9 @@ static void cold_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *c
         }
     }
     if (rh) {
-        struct fill *rf = fill_new(t, cb, key);
+        struct fill *rf = fill_new(c, cb, key);
         if (created) { /* the whole object in the background, or nothing */
-            if (hd_cache_range_fill(t->cache))
+            if (hd_cache_range_fill(c))
                 fill_start(f);
             else
                 table_remove(f);
@@ -737,12 +766,13 @@ static void cold_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *c
 /* ---- HEAD of an uncached object, validation of a cached one (pool thread + worker) ---- */
 
 struct vctx {
-    struct hd_target *t;
+    struct hd_cache *c;
     struct hd_cbucket *cb;
     char *key;
     char etag[48];    /* cached copy's */
     int64_t mtime_ms; /* cached copy's */
     int head;
+    struct hd_s3c_obj obj; /* the upstream's HEAD answer */
 };
 
 static void vctx_free(void *arg)
@@ -750,6 +780,7 @@ static void vctx_free(void *arg)
     struct vctx *v = arg;
 
     hd_cbucket_unref(v->cb);
+    hd_s3c_obj_cleanup(&v->obj);
     free(v->key);
     free(v);
 }
@@ -757,32 +788,38 @@ static void vctx_free(void *arg)
 static void head_run(struct hd_acall *a)
 {
     struct vctx *v = a->arg;
+    struct hd_s3c_err err;
 
-    if ((a->rc = hd_cbucket_check(v->cb, a->err.msg, sizeof(a->err.msg))) == 0)
-        a->rc = hd_s3c_head_object(&v->cb->s3, v->cb->remote, v->key, &a->obj, &a->err);
-    if (a->rc < 0 && (a->err.status || a->rc == HD_EUNAVAIL) && a->rc != HD_ENOSUCHKEY)
+    memset(&err, 0, sizeof(err));
+    if ((a->rc = hd_cbucket_check(v->cb, a->msg, sizeof(a->msg))) == 0) {
+        a->rc = hd_s3c_head_object(&v->cb->s3, v->cb->remote, v->key, &v->obj, &err);
+        snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
+    }
+    if (a->rc < 0 && (err.status || a->rc == HD_EUNAVAIL) && a->rc != HD_ENOSUCHKEY)
         hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
 }
 
 static void head_done(struct hd_req *r, struct hd_acall *a)
 {
+    struct vctx *v = a->arg;
+
     if (a->rc < 0) {
-        hd_resp_err_msg(r, a->rc, a->err.msg[0] ? a->err.msg : NULL);
+        hd_resp_err_msg(r, a->rc, a->msg[0] ? a->msg : NULL);
         return;
     }
-    if (conditionals(r, &a->obj))
+    if (conditionals(r, &v->obj) == HD_DONE)
         return;
-    obj_headers(r, &a->obj);
-    hd_resp_header(r, "Content-Type", a->obj.ctype[0] ? a->obj.ctype : "application/octet-stream");
-    hd_resp_head(r, 200, a->obj.size);
+    obj_headers(r, &v->obj);
+    hd_resp_header(r, "Content-Type", v->obj.ctype[0] ? v->obj.ctype : "application/octet-stream");
+    hd_resp_head(r, 200, v->obj.size);
 }
 
 /* Answers from the held copy (m, fd; fd is taken): the object, or a tar member of it. */
-static void serve_held(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
+static void serve_held(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                        const char *key, const struct hd_obj_meta *m, int fd, int head)
 {
     if (hd_arch_wanted(r)) { /* ?archpath= / ?members of a cached shard */
-        hd_arch_serve(r, t, cb->name, key, m, &fd, head);
+        hd_arch_serve(r, c->st, cb->name, key, m, &fd, head);
         if (fd >= 0)
             close(fd);
         return;
@@ -791,57 +828,57 @@ static void serve_held(struct hd_req *r, struct hd_target *t, struct hd_cbucket 
 }
 
 /* Serves the local copy (looked up again: it may have changed while we asked). */
-static void serve_local(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
+static void serve_local(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                         const char *key, int head)
 {
     struct hd_obj_meta m;
     int fd = -1, rc;
 
-    rc = head ? hd_store_lookup(t->st, cb->name, key, &m)
-              : hd_store_open_object(t->st, cb->name, key, &m, &fd);
+    rc = head ? hd_store_lookup(c->st, cb->name, key, &m)
+              : hd_store_open_object(c->st, cb->name, key, &m, &fd);
     if (rc < 0) {
         hd_resp_err(r, rc);
         return;
     }
     hd_cstat_add(HD_CS_HIT, 1);
-    hd_store_touch(t->st, cb->name, key);
-    serve_held(r, t, cb, key, &m, fd, head);
+    hd_store_touch(c->st, cb->name, key);
+    serve_held(r, c, cb, key, &m, fd, head);
     hd_obj_meta_cleanup(&m);
 }
 
 static void validate_done(struct hd_req *r, struct hd_acall *a)
 {
     struct vctx *v = a->arg;
-    struct hd_target *t = v->t;
+    struct hd_cache *c = v->c;
     struct hd_cbucket *cb = v->cb;
     char *key = v->key, etag[48];
     int rc = a->rc;
 
     if (rc == HD_ENOSUCHKEY) { /* deleted upstream: so is the cached copy */
-        size_t mpi = hd_store_mp_index(t->st, cb->name, key);
-        hd_store_delete_if(t->st, mpi, cb->name, key, v->etag, v->mtime_ms);
-        hd_resp_err_msg(r, rc, a->err.msg[0] ? a->err.msg : NULL);
+        size_t mpi = hd_store_mp_index(c->st, cb->name, key);
+        hd_store_delete_if(c->st, mpi, cb->name, key, v->etag, v->mtime_ms);
+        hd_resp_err_msg(r, rc, a->msg[0] ? a->msg : NULL);
         return;
     }
     if (rc < 0) {
         HD_LOG(HD_WARN, r->id, "validate %s/%s: %s; serving the cached copy", cb->name, key,
-               a->err.msg);
-        serve_local(r, t, cb, key, 0);
+               a->msg);
+        serve_local(r, c, cb, key, 0);
         return;
     }
-    if (strcmp(a->obj.etag, v->etag) == 0) {
-        serve_local(r, t, cb, key, 0);
+    if (strcmp(v->obj.etag, v->etag) == 0) {
+        serve_local(r, c, cb, key, 0);
         return;
     }
     /* changed upstream: fetch the version the HEAD saw, and only that one */
     hd_cstat_add(HD_CS_STALE, 1);
-    snprintf(etag, sizeof(etag), "%s", a->obj.etag);
+    snprintf(etag, sizeof(etag), "%s", v->obj.etag);
     atomic_fetch_add(&cb->refs, 1);
     v->key = NULL;
     hd_acall_release(a); /* r is ours again; frees v */
     r->data = NULL;
     r->on_done = NULL;
-    cold_get(r, t, cb, key, etag);
+    cold_get(r, c, cb, key, etag);
     hd_cbucket_unref(cb);
     free(key);
     if (r->on_end == reader_end)
@@ -857,7 +894,7 @@ static void fetch_run(struct hd_acall *a)
 
     hd_cstat_add(HD_CS_MISS, 1);
     a->rc =
-        hd_cache_fetch_sync(v->t, v->cb, v->key, 0, NULL, &bytes, a->err.msg, sizeof(a->err.msg));
+        hd_cache_fetch_sync(v->c, v->cb, v->key, 0, NULL, &bytes, a->msg, sizeof(a->msg));
 }
 
 static void fetch_done(struct hd_req *r, struct hd_acall *a)
@@ -865,12 +902,12 @@ static void fetch_done(struct hd_req *r, struct hd_acall *a)
     struct vctx *v = a->arg;
 
     if (a->rc < 0)
-        hd_resp_err_msg(r, a->rc, a->err.msg[0] ? a->err.msg : NULL);
+        hd_resp_err_msg(r, a->rc, a->msg[0] ? a->msg : NULL);
     else
-        serve_local(r, v->t, v->cb, v->key, v->head);
+        serve_local(r, v->c, v->cb, v->key, v->head);
 }
 
-static int start_acall(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
+static int start_acall(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                        const char *key, const struct hd_obj_meta *m, int head, hd_acall_fn run,
                        hd_acall_done_fn done)
 {
@@ -881,7 +918,7 @@ static int start_acall(struct hd_req *r, struct hd_target *t, struct hd_cbucket 
         hd_resp_err(r, -ENOMEM);
         return -ENOMEM;
     }
-    v->t = t;
+    v->c = c;
     atomic_fetch_add(&cb->refs, 1);
     v->cb = cb;
     v->head = head;
@@ -889,56 +926,92 @@ static int start_acall(struct hd_req *r, struct hd_target *t, struct hd_cbucket 
         snprintf(v->etag, sizeof(v->etag), "%s", m->etag);
         v->mtime_ms = m->mtime_ms;
     }
-    hd_acall_request(r, t->cache, run, done, v, vctx_free);
+    hd_acall_request(r, c->pool, run, done, v, vctx_free);
     return 0;
 }
 
-void hd_cache_obj_get(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb, const char *key,
+/* Not held here: from the upstream (the whole shard first for a member of one). */
+static void miss(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
+                 int head)
+{
+    if (hd_arch_wanted(r)) /* a member of a shard not cached yet: the whole shard first */
+        start_acall(r, c, cb, key, NULL, head, fetch_run, fetch_done);
+    else if (head)
+        start_acall(r, c, cb, key, NULL, 1, head_run, head_done);
+    else
+        cold_get(r, c, cb, key, NULL);
+}
+
+/* Get-from-neighbour on a pool thread: while the cluster map changes, the previous owner may
+ * hold the object (cheaper than the upstream). */
+static void gfn_run(struct hd_acall *a)
+{
+    struct vctx *v = a->arg;
+
+    a->rc = hd_rebalance_gfn(v->c->rb, v->cb->name, v->key);
+}
+
+static void gfn_done(struct hd_req *r, struct hd_acall *a)
+{
+    struct vctx *v = a->arg;
+    struct hd_cache *c = v->c;
+    struct hd_cbucket *cb = v->cb;
+    char *key = v->key;
+    int head = v->head;
+
+    if (a->rc == 0) {
+        serve_local(r, c, cb, key, head);
+        return;
+    }
+    /* not found on a neighbour: the upstream, with r out of this call (we are in its on_end,
+     * so the next step's on_end runs now) */
+    atomic_fetch_add(&cb->refs, 1);
+    v->key = NULL;
+    hd_acall_release(a); /* frees v */
+    r->data = NULL;
+    r->on_done = NULL;
+    r->on_end = NULL;
+    miss(r, c, cb, key, head);
+    hd_cbucket_unref(cb);
+    free(key);
+    if (!r->responded && r->on_end)
+        r->on_end(r);
+}
+
+void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
                       int head)
 {
     struct hd_obj_meta m;
     int fd = -1, rc;
 
-    rc = head ? hd_store_lookup(t->st, cb->name, key, &m)
-              : hd_store_open_object(t->st, cb->name, key, &m, &fd);
+    rc = head ? hd_store_lookup(c->st, cb->name, key, &m)
+              : hd_store_open_object(c->st, cb->name, key, &m, &fd);
     if (rc == 0) {
         if (head || !cb->props.validate_warm_get) {
             hd_cstat_add(HD_CS_HIT, 1);
-            hd_store_touch(t->st, cb->name, key);
-            serve_held(r, t, cb, key, &m, fd, head);
+            hd_store_touch(c->st, cb->name, key);
+            serve_held(r, c, cb, key, &m, fd, head);
         } else {
             close(fd);
             hd_cstat_add(HD_CS_VALIDATE, 1);
-            start_acall(r, t, cb, key, &m, 0, head_run, validate_done);
+            start_acall(r, c, cb, key, &m, 0, head_run, validate_done);
         }
         hd_obj_meta_cleanup(&m);
         return;
-    }
-    if (rc == HD_ENOSUCHKEY) {
-        /* while the cluster map changes its previous owner may hold it (gfn copies it
-         * here): cheaper than the upstream */
-        hd_rebalance_gfn(t, cb->name, key);
-        if (hd_store_lookup(t->st, cb->name, key, &m) == 0) {
-            hd_obj_meta_cleanup(&m);
-            serve_local(r, t, cb, key, head);
-            return;
-        }
     }
     if (rc != HD_ENOSUCHKEY) {
         hd_resp_err(r, rc);
         return;
     }
-    if (hd_arch_wanted(r)) /* a member of a shard not cached yet: the whole shard first */
-        start_acall(r, t, cb, key, NULL, head, fetch_run, fetch_done);
-    else if (head)
-        start_acall(r, t, cb, key, NULL, 1, head_run, head_done);
+    if (hd_rebalance_may_gfn(c->rb, cb->name, key))
+        start_acall(r, c, cb, key, NULL, head, gfn_run, gfn_done);
     else
-        cold_get(r, t, cb, key, NULL);
+        miss(r, c, cb, key, head);
 }
 
 /* ---- for jobs ---- */
 
-int hd_cache_fetch_sync(struct hd_target *t, struct hd_cbucket *cb, const char *key, int revalidate,
+int hd_cache_fetch_sync(struct hd_cache *c, struct hd_cbucket *cb, const char *key, int revalidate,
                         struct hd_job *j, uint64_t *bytes, char *msg, size_t msglen)
 {
     struct hd_obj_meta m;
@@ -950,7 +1023,7 @@ int hd_cache_fetch_sync(struct hd_target *t, struct hd_cbucket *cb, const char *
 
     *bytes = 0;
     msg[0] = '\0';
-    if (hd_store_lookup(t->st, cb->name, key, &m) == 0) {
+    if (hd_store_lookup(c->st, cb->name, key, &m) == 0) {
         if (!revalidate) {
             hd_obj_meta_cleanup(&m);
             return 0;
@@ -959,7 +1032,7 @@ int hd_cache_fetch_sync(struct hd_target *t, struct hd_cbucket *cb, const char *
         if ((rc = hd_cbucket_check(cb, msg, msglen)) == 0)
             rc = hd_s3c_head_object(&cb->s3, cb->remote, key, &o, &err);
         if (rc == HD_ENOSUCHKEY) {
-            hd_store_delete_if(t->st, hd_store_mp_index(t->st, cb->name, key), cb->name, key,
+            hd_store_delete_if(c->st, hd_store_mp_index(c->st, cb->name, key), cb->name, key,
                                m.etag, m.mtime_ms);
             snprintf(msg, msglen, "%s", err.msg);
         } else if (rc < 0 && !msg[0]) {
@@ -973,7 +1046,7 @@ int hd_cache_fetch_sync(struct hd_target *t, struct hd_cbucket *cb, const char *
         if (rc <= 0)
             return rc;
     }
-    f = fill_get(t, cb, key, im[0] ? im : NULL, &created);
+    f = fill_get(c, cb, key, im[0] ? im : NULL, &created);
     if (!f)
         return -ENOMEM;
     if (created) {

@@ -7,7 +7,7 @@
  *   - listing: one page of the upstream's ListObjectsV2 for the proxy (which merges in what
  *     is cached, proxy/cloud.c).
  * Entry points run on HTTP workers; the upstream calls on pool threads (hd_acall). */
-#include "target/api/internal.h"
+#include "target/cache/int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,28 +82,31 @@ static int file_md5(int fd, unsigned char out[16])
 static void wt_run(struct hd_acall *a)
 {
     struct wtctx *w = a->arg;
+    struct hd_s3c_err err;
     int fd = open(w->path, O_RDONLY | O_CLOEXEC);
 
     if (fd < 0) {
         a->rc = -errno;
-        snprintf(a->err.msg, sizeof(a->err.msg), "Cannot read the uploaded body back: %s",
+        snprintf(a->msg, sizeof(a->msg), "Cannot read the uploaded body back: %s",
                  hd_strerror(a->rc));
         return;
     }
     if (!w->md5_known && (a->rc = file_md5(fd, w->md5)) < 0) {
-        snprintf(a->err.msg, sizeof(a->err.msg), "Cannot read the uploaded body back: %s",
+        snprintf(a->msg, sizeof(a->msg), "Cannot read the uploaded body back: %s",
                  hd_strerror(a->rc));
         close(fd);
         return;
     }
+    memset(&err, 0, sizeof(err));
     a->rc = hd_s3c_put_object(&w->cb->s3, w->cb->remote, w->key, fd, w->size, w->md5, w->ctype,
-                              w->meta, w->etag, &a->err);
+                              w->meta, w->etag, &err);
+    snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
     close(fd);
     if (a->rc < 0)
         hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
 }
 
-int hd_cache_put_through(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
+int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                          const char *key, struct hd_put *p, int md5_known, const char *ctype,
                          const char *meta, struct hd_wt **wt, char etag_out[48], char *msg,
                          size_t msglen)
@@ -145,17 +148,17 @@ int hd_cache_put_through(struct hd_req *r, struct hd_target *t, struct hd_cbucke
             wtctx_free(w);
             return -ENOMEM;
         }
-        a = hd_acall_new(t->cache, wt_run, w, wtctx_free);
+        a = hd_acall_new(c->pool, wt_run, w, wtctx_free);
         if (!a)
             return -ENOMEM;
         (*wt)->a = a;
         hd_acall_submit(a, r);
     }
     a = (*wt)->a;
-    if (hd_acall_park(a, r))
-        return 1;
+    if (hd_acall_park(a, r) == HD_AGAIN)
+        return HD_AGAIN;
     if (a->rc < 0) {
-        snprintf(msg, msglen, "%s", a->err.msg);
+        snprintf(msg, msglen, "%s", a->msg);
         return a->rc;
     }
     w = a->arg;
@@ -179,7 +182,7 @@ void hd_cache_wt_free(struct hd_wt *wt)
 /* ---- DELETE ---- */
 
 struct dctx {
-    struct hd_target *t;
+    struct hd_cache *c;
     struct hd_cbucket *cb;
     char *key;
 };
@@ -193,37 +196,41 @@ static void dctx_free(void *arg)
     free(d);
 }
 
+/* Upstream first, then the local copy and the copies still moving (all on the pool). */
 static void delete_run(struct hd_acall *a)
 {
     struct dctx *d = a->arg;
+    struct hd_s3c_err err;
+    int rc;
 
-    if ((a->rc = hd_cbucket_check(d->cb, a->err.msg, sizeof(a->err.msg))) == 0)
-        a->rc = hd_s3c_delete_object(&d->cb->s3, d->cb->remote, d->key, &a->err);
+    memset(&err, 0, sizeof(err));
+    if ((a->rc = hd_cbucket_check(d->cb, a->msg, sizeof(a->msg))) == 0) {
+        a->rc = hd_s3c_delete_object(&d->cb->s3, d->cb->remote, d->key, &err);
+        snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
+    }
     if (a->rc == HD_ENOSUCHKEY)
         a->rc = 0; /* gone upstream already: drop our copy too */
-    if (a->rc < 0)
+    if (a->rc < 0) {
         hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
+        return;
+    }
+    hd_cstat_add(HD_CS_DELETE_THROUGH, 1);
+    a->msg[0] = '\0';
+    rc = hd_store_delete(d->c->st, d->cb->name, d->key);
+    if (hd_rebalance_moving(d->c->rb))
+        hd_rebalance_delete_elsewhere(d->c->rb, d->cb->name, d->key);
+    a->rc = rc == HD_ENOSUCHKEY ? 0 : rc;
 }
 
 static void delete_done(struct hd_req *r, struct hd_acall *a)
 {
-    struct dctx *d = a->arg;
-    int rc;
-
-    if (a->rc < 0) {
-        hd_resp_err_msg(r, a->rc, a->err.msg[0] ? a->err.msg : NULL);
-        return;
-    }
-    hd_cstat_add(HD_CS_DELETE_THROUGH, 1);
-    rc = hd_store_delete(d->t->st, d->cb->name, d->key);
-    hd_rebalance_delete_elsewhere(d->t, d->cb->name, d->key); /* copies still moving */
-    if (rc < 0 && rc != HD_ENOSUCHKEY)
-        hd_resp_err(r, rc);
+    if (a->rc < 0)
+        hd_resp_err_msg(r, a->rc, a->msg[0] ? a->msg : NULL);
     else
         hd_resp_empty(r, 204);
 }
 
-void hd_cache_obj_delete(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb,
+void hd_cache_obj_delete(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                          const char *key)
 {
     struct dctx *d = calloc(1, sizeof(*d));
@@ -233,10 +240,10 @@ void hd_cache_obj_delete(struct hd_req *r, struct hd_target *t, struct hd_cbucke
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    d->t = t;
+    d->c = c;
     atomic_fetch_add(&cb->refs, 1);
     d->cb = cb;
-    hd_acall_request(r, t->cache, delete_run, delete_done, d, dctx_free);
+    hd_acall_request(r, c->pool, delete_run, delete_done, d, dctx_free);
 }
 
 /* ---- listing ---- */
@@ -263,10 +270,14 @@ static void lctx_free(void *arg)
 static void list_run(struct hd_acall *a)
 {
     struct lctx *l = a->arg;
+    struct hd_s3c_err err;
 
-    if ((a->rc = hd_cbucket_check(l->cb, a->err.msg, sizeof(a->err.msg))) == 0)
+    memset(&err, 0, sizeof(err));
+    if ((a->rc = hd_cbucket_check(l->cb, a->msg, sizeof(a->msg))) == 0) {
         a->rc = hd_s3c_list(&l->cb->s3, l->cb->remote, l->prefix, l->delim, l->after, NULL,
-                            l->limit, &l->res, &a->err);
+                            l->limit, &l->res, &err);
+        snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
+    }
     if (a->rc < 0)
         hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
 }
@@ -280,7 +291,7 @@ static void list_done(struct hd_req *r, struct hd_acall *a)
     char *s;
 
     if (a->rc < 0) {
-        hd_resp_err_msg(r, a->rc, a->err.msg[0] ? a->err.msg : NULL);
+        hd_resp_err_msg(r, a->rc, a->msg[0] ? a->msg : NULL);
         return;
     }
     ents = json_array();
@@ -310,7 +321,7 @@ static char *dup_param(struct hd_req *r, const char *k)
     return v && *v ? strdup(v) : NULL;
 }
 
-void hd_cache_list_upstream(struct hd_req *r, struct hd_target *t, struct hd_cbucket *cb)
+void hd_cache_list_upstream(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb)
 {
     const char *lim = hd_req_param(r, "limit");
     struct lctx *l;
@@ -332,5 +343,5 @@ void hd_cache_list_upstream(struct hd_req *r, struct hd_target *t, struct hd_cbu
     l->prefix = dup_param(r, "prefix");
     l->delim = dup_param(r, "delimiter");
     l->after = dup_param(r, "start_after");
-    hd_acall_request(r, t->cache, list_run, list_done, l, lctx_free);
+    hd_acall_request(r, c->pool, list_run, list_done, l, lctx_free);
 }

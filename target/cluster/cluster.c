@@ -2,23 +2,21 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <uv.h>
-
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/pool.h"
 #include "common/smap.h"
-#include "target/api/internal.h"
-#include "target/api/mpu.h"
+#include "common/ticker.h"
+#include "target/store/store.h"
 
 #define TCL_MAGIC 0x74636c31u /* "tcl1" */
 #define BODY_MAX (4u << 20)
@@ -26,7 +24,9 @@
 struct hd_tcluster {
     uint32_t magic;
     int standalone; /* no cluster.join: only the node id (health) is ours */
-    struct hd_target *t;
+    struct hd_store *st;
+    struct hd_pool *pool; /* waits for the join off the HTTP workers */
+    struct hd_bmd_hooks hooks; /* set before the loop starts */
     struct hd_smap_state *cs;
     struct hd_node self;
     char join[HD_NODE_URL_MAX];
@@ -37,11 +37,7 @@ struct hd_tcluster {
     atomic_int joined;
     int fresh; /* started without a held smap (a new node) */
 
-    uv_loop_t loop;
-    uv_timer_t timer;
-    uv_async_t wake;
-    pthread_t thr;
-    int running;
+    struct hd_ticker ticker; /* joins and heartbeats */
     atomic_int stopping;
 };
 
@@ -73,7 +69,7 @@ static int props_same(struct hd_store *st, const struct hd_bmd_bucket *e)
  * that prev had and b has not (only those: local buckets that never were in the BMD stay). */
 static void apply_to_store(struct hd_tcluster *c, struct hd_bmd *prev, struct hd_bmd *b)
 {
-    struct hd_store *st = c->t->st;
+    struct hd_store *st = c->st;
     struct hd_bucket_info bi;
     size_t i;
     int rc;
@@ -95,8 +91,8 @@ static void apply_to_store(struct hd_tcluster *c, struct hd_bmd *prev, struct hd
         if (hd_bmd_find(b, name))
             continue;
         rc = hd_store_bucket_destroy(st, name);
-        if (rc == 0)
-            hd_mpu_drop_bucket(c->t, name);
+        if (rc == 0 && c->hooks.bucket_gone)
+            c->hooks.bucket_gone(c->hooks.arg, name);
         if (rc < 0 && rc != HD_ENOSUCHBUCKET)
             HD_LOG(HD_ERROR, NULL, "cluster: cannot destroy bucket %s: %s", name, hd_strerror(rc));
         else
@@ -115,8 +111,8 @@ static int set_bmd(void *arg, struct hd_bmd *b, int force)
     rc = hd_smap_state_set_bmd(c->cs, b, force, &prev);
     if (rc == 0) {
         apply_to_store(c, prev, b);
-        if (c->t->cache)
-            hd_cache_refresh(c->t->cache); /* S3-backed buckets and their upstreams */
+        if (c->hooks.applied)
+            c->hooks.applied(c->hooks.arg);
     }
     pthread_mutex_unlock(&c->apply_mu);
     hd_bmd_unref(prev);
@@ -168,7 +164,18 @@ static int self_entry(struct hd_tcluster *c, const struct hd_config *cfg)
     return 0;
 }
 
-int hd_tcluster_new(struct hd_target *t, const struct hd_config *cfg, struct hd_tcluster **out)
+void hd_tcluster_set_hooks(struct hd_tcluster *c, const struct hd_bmd_hooks *hooks)
+{
+    c->hooks = *hooks;
+}
+
+struct hd_store *hd_tcluster_store(const struct hd_tcluster *c)
+{
+    return c->st;
+}
+
+int hd_tcluster_new(const struct hd_config *cfg, struct hd_store *st, struct hd_pool *pool,
+                    struct hd_tcluster **out)
 {
     struct hd_tcluster *c = calloc(1, sizeof(*c));
     struct hd_bmd *held;
@@ -178,7 +185,8 @@ int hd_tcluster_new(struct hd_target *t, const struct hd_config *cfg, struct hd_
     if (!c)
         return -ENOMEM;
     c->magic = TCL_MAGIC;
-    c->t = t;
+    c->st = st;
+    c->pool = pool;
     pthread_mutex_init(&c->apply_mu, NULL);
     c->hb_ms = (long)hd_config_int(cfg, "cluster.heartbeat_ms");
     snprintf(c->join, sizeof(c->join), "%s", hd_config_str(cfg, "cluster.join"));
@@ -225,78 +233,34 @@ fail:
     return rc;
 }
 
-static void on_tick(uv_timer_t *h)
+static void on_tick(void *arg)
 {
-    struct hd_tcluster *c = h->data;
+    struct hd_tcluster *c = arg;
 
-    if (atomic_load(&c->stopping))
-        return;
     hd_smap_member_tick(&c->member);
     atomic_store(&c->joined, c->member.joined);
 }
 
-static void on_close(uv_handle_t *h)
-{
-    (void)h;
-}
-
-static void on_wake(uv_async_t *a)
-{
-    struct hd_tcluster *c = a->data;
-
-    if (!atomic_load(&c->stopping))
-        return;
-    uv_timer_stop(&c->timer);
-    uv_close((uv_handle_t *)&c->timer, on_close);
-    uv_close((uv_handle_t *)&c->wake, on_close);
-}
-
-static void *loop_main(void *arg)
-{
-    struct hd_tcluster *c = arg;
-    sigset_t all;
-
-    /* SIGINT/SIGTERM belong to the main thread */
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
-    uv_run(&c->loop, UV_RUN_DEFAULT);
-    return NULL;
-}
-
 int hd_tcluster_start(struct hd_tcluster *c)
 {
-    int rc;
-
-    if (!c || c->running || c->standalone)
+    if (!c || c->standalone)
         return 0;
-    if ((rc = uv_loop_init(&c->loop)) < 0)
-        return rc;
-    uv_timer_init(&c->loop, &c->timer);
-    uv_async_init(&c->loop, &c->wake, on_wake);
-    c->timer.data = c;
-    c->wake.data = c;
-    uv_timer_start(&c->timer, on_tick, 0, (uint64_t)c->hb_ms);
-    if ((rc = pthread_create(&c->thr, NULL, loop_main, c)) != 0) {
-        uv_close((uv_handle_t *)&c->timer, on_close);
-        uv_close((uv_handle_t *)&c->wake, on_close);
-        uv_run(&c->loop, UV_RUN_DEFAULT);
-        uv_loop_close(&c->loop);
-        return -rc;
-    }
-    c->running = 1;
-    return 0;
+    return hd_ticker_start(&c->ticker, (uint64_t)c->hb_ms, on_tick, NULL, c);
+}
+
+void hd_tcluster_stop(struct hd_tcluster *c)
+{
+    if (!c)
+        return;
+    atomic_store(&c->stopping, 1); /* waits for the join give up */
+    hd_ticker_stop(&c->ticker);
 }
 
 void hd_tcluster_free(struct hd_tcluster *c)
 {
     if (!c)
         return;
-    if (c->running) {
-        atomic_store(&c->stopping, 1);
-        uv_async_send(&c->wake);
-        pthread_join(c->thr, NULL);
-        uv_loop_close(&c->loop);
-    }
+    hd_tcluster_stop(c);
     hd_smap_state_close(c->cs);
     hd_smap_node_cleanup(&c->self);
     free(c->secret);
@@ -306,29 +270,6 @@ void hd_tcluster_free(struct hd_tcluster *c)
 }
 
 /* ---- requests ---- */
-
-static void resp_json(struct hd_req *r, int status, json_t *j)
-{
-    size_t len;
-    char *s = j ? hd_json_dump_steal(j, &len) : NULL;
-
-    if (!s) {
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    hd_resp_buf(r, status, "application/json", s, len);
-}
-
-static void resp_conflict(struct hd_req *r, const char *msg)
-{
-    char *j = hd_json_error(409, "Conflict", msg, r->raw_path, r->id);
-
-    if (!j) {
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    hd_resp_buf(r, 409, "application/json", j, strlen(j));
-}
 
 /* Joined, and the smap we hold has us as a live target (standalone: always). */
 static int ready(struct hd_tcluster *c, struct hd_smap *s)
@@ -349,65 +290,14 @@ static void health(struct hd_tcluster *c, struct hd_req *r)
     j = json_pack("{s:s, s:s, s:s, s:b, s:I}", "status", ok ? "ok" : "joining", "role", "target",
                   "id", c->self.id, "ready", ok, "smap_version", (json_int_t)(s ? s->version : 0));
     hd_smap_unref(s);
-    resp_json(r, want && strcmp(want, "false") != 0 && !ok ? 503 : 200, j);
+    hd_resp_json(r, want && strcmp(want, "false") != 0 && !ok ? 503 : 200, j);
 }
 
-struct body_ctx {
-    struct hd_tcluster *c;
-    struct hd_buf body;
-};
-
-static int body_chunk(struct hd_req *r, const char *d, size_t n)
+static void metasync_end(struct hd_req *r, void *ctx, json_t *j)
 {
-    struct body_ctx *b = r->data;
+    struct hd_tcluster *c = ctx;
 
-    if (b->body.len + n > BODY_MAX)
-        return HD_ETOOLARGE;
-    return hd_buf_append(&b->body, d, n);
-}
-
-static void metasync_end(struct hd_req *r)
-{
-    struct body_ctx *b = r->data;
-    struct hd_smap *s = NULL;
-    struct hd_bmd *bmd = NULL;
-    json_t *j;
-    int rs = 0, rb = 0;
-
-    if (r->body_err) {
-        hd_resp_err(r, r->body_err);
-        return;
-    }
-    j = b->body.len ? json_loadb(b->body.data, b->body.len, 0, NULL) : NULL;
-    if (!j || hd_smap_parse_sync(j, &s, &bmd) < 0) {
-        json_decref(j);
-        hd_resp_err_msg(r, HD_EBADARG, "Expected {\"smap\": ..., \"bmd\": ...}.");
-        return;
-    }
-    json_decref(j);
-    if (s)
-        rs = hd_smap_state_set_smap(b->c->cs, s, 0);
-    if (bmd)
-        rb = set_bmd(b->c, bmd, 0);
-    if (rs == -ESTALE || rb == -ESTALE)
-        resp_conflict(r, "Older than the version held.");
-    else if (rs < 0 || rb < 0)
-        hd_resp_err(r, rs < 0 ? rs : rb);
-    else
-        hd_resp_empty(r, 200);
-    hd_smap_unref(s);
-    hd_bmd_unref(bmd);
-}
-
-static void body_done(struct hd_req *r)
-{
-    struct body_ctx *b = r->data;
-
-    if (b) {
-        hd_buf_cleanup(&b->body);
-        free(b);
-    }
-    r->data = NULL;
+    hd_smap_member_metasync(&c->member, r, j);
 }
 
 static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
@@ -431,12 +321,12 @@ static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
         if (j && !p[11])
             json_object_set_new(j, "self", json_string(c->self.id));
         hd_smap_unref(s);
-        resp_json(r, 200, j);
+        hd_resp_json(r, 200, j);
         return;
     }
     if (strcmp(m, "GET") == 0 && strcmp(p, "/v1/cluster/bmd") == 0) {
         b = hd_smap_state_bmd(c->cs);
-        resp_json(r, 200, hd_bmd_to_json(b));
+        hd_resp_json(r, 200, hd_bmd_to_json(b));
         hd_bmd_unref(b);
         return;
     }
@@ -452,19 +342,7 @@ static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
             return;
         }
     }
-    {
-        struct body_ctx *bc = calloc(1, sizeof(*bc));
-        if (!bc) {
-            hd_resp_err(r, -ENOMEM);
-            return;
-        }
-        bc->c = c;
-        hd_buf_init(&bc->body);
-        r->data = bc;
-        r->on_body = body_chunk;
-        r->on_end = metasync_end;
-        r->on_done = body_done;
-    }
+    hd_req_read_json(r, BODY_MAX, metasync_end, c, NULL);
 }
 
 /* Removes pid, ptime and psig from the raw query (in place: it lives in r->raw_uri) and
@@ -543,27 +421,35 @@ static int check_sig(struct hd_tcluster *c, struct hd_req *r, int *hdr)
     return hd_smap_sig_equal(want, ps) ? 0 : HD_EACCESS;
 }
 
+static void wait_join(void *arg)
+{
+    hd_tcluster_wait_joined(arg, 10000);
+}
+
 int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
 {
     const char *p = r->raw_path;
     int rc, hdr = 0;
 
     if (!c || c->magic != TCL_MAGIC)
-        return 0;
+        return HD_OK;
     if (strcmp(p, "/v1/health") == 0) {
         r->api = HD_API_NATIVE;
         health(c, r);
-        return 1;
+        return HD_DONE;
     }
     if (strcmp(p, "/metrics") == 0 || c->standalone)
-        return 0;
+        return HD_OK;
     if (strcmp(p, "/v1/cluster") == 0 || strncmp(p, "/v1/cluster/", 12) == 0 ||
         strcmp(p, "/v1/metasync") == 0) {
         cluster_call(c, r);
-        return 1;
+        return HD_DONE;
     }
-    if (c->fresh && !atomic_load(&c->joined)) /* a proxy added us, sent a client first */
-        hd_tcluster_wait_joined(c, 10000);
+    /* a proxy added us and sent a client before our join's answer arrived: wait for it on
+     * the pool (the proxy's signature can be checked then), once */
+    if (c->fresh && !atomic_load(&c->joined) && !r->deferrals &&
+        hd_pool_defer(c->pool, r, wait_join, c, NULL) == HD_AGAIN)
+        return HD_AGAIN;
     if ((rc = check_sig(c, r, &hdr)) < 0) {
         r->api = strncmp(p, "/v1/", 4) == 0 ? HD_API_NATIVE : HD_API_S3;
         hd_stats_inc(HD_ST_AUTH_FAILED);
@@ -572,11 +458,11 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
                             ? "The proxy signature has expired: request must come through a "
                               "proxy again."
                             : "Access Denied: request must come through a proxy.");
-        return 1;
+        return HD_DONE;
     }
     if ((rc = strip_sig(r)) < 0) {
         hd_resp_err_msg(r, rc, "The query string is malformed.");
-        return 1;
+        return HD_DONE;
     }
     /* A proxy authenticated and authorised it. Without a secret (dev mode, which main()
      * allows only without auth.keys) nothing is checked: a node's own calls (signature
@@ -585,12 +471,17 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
         r->trusted = hdr ? HD_TRUST_NODE : HD_TRUST_REDIRECT;
     else
         r->trusted = hd_req_header(r, "X-Hoard-Pid") ? HD_TRUST_NODE : 0;
-    return 0;
+    return HD_OK;
 }
 
 struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c)
 {
     return c && !c->standalone ? hd_smap_state_smap(c->cs) : NULL;
+}
+
+int hd_tcluster_joined(const struct hd_tcluster *c)
+{
+    return !c || c->standalone || atomic_load(&c->joined);
 }
 
 int hd_tcluster_wait_joined(struct hd_tcluster *c, int ms)

@@ -10,18 +10,37 @@
 #include "common/config.h"
 #include "common/http.h"
 
-struct hd_target;
+struct hd_pool;
+struct hd_store;
 struct hd_tcluster;
 
 /* Sets up the node id, smap and BMD (persisted in DATA/node.db) and applies the held BMD to
- * the store. t must outlive the result. */
-int hd_tcluster_new(struct hd_target *t, const struct hd_config *cfg, struct hd_tcluster **out);
+ * the store. st and pool (for requests that must wait for the join) must outlive the
+ * result. */
+int hd_tcluster_new(const struct hd_config *cfg, struct hd_store *st, struct hd_pool *pool,
+                    struct hd_tcluster **out);
+/* What the layers above learn of BMD changes (they register this before hd_tcluster_start;
+ * called on the cluster's loop thread or an HTTP worker, under the BMD apply lock):
+ * bucket_gone after a bucket left the BMD and the store destroyed it, applied after every
+ * new BMD was applied to the store. */
+struct hd_bmd_hooks {
+    void (*bucket_gone)(void *arg, const char *bucket);
+    void (*applied)(void *arg);
+    void *arg;
+};
+void hd_tcluster_set_hooks(struct hd_tcluster *c, const struct hd_bmd_hooks *hooks);
+/* The store this node's cluster state applies to (for the cluster layer's other modules). */
+struct hd_store *hd_tcluster_store(const struct hd_tcluster *c);
 /* Starts joining and heartbeating; call once the HTTP server listens. */
 int hd_tcluster_start(struct hd_tcluster *c);
-/* Stops the loop thread and frees; NULL is a no-op. */
+/* Stops the loop thread; waits for the join give up. First step of a shutdown; NULL is a
+ * no-op. */
+void hd_tcluster_stop(struct hd_tcluster *c);
+/* Stops (as above) and frees; NULL is a no-op. */
 void hd_tcluster_free(struct hd_tcluster *c);
-/* Before dispatch: 1 when r has been answered (cluster endpoint, readiness, or refused
- * for lacking a valid proxy signature), 0 to go on (signature parameters removed). */
+/* Before dispatch: HD_DONE when r has been answered (cluster endpoint, readiness, or refused
+ * for lacking a valid proxy signature), HD_AGAIN when r waits for this node's join (the
+ * role handler runs again), HD_OK to go on (signature parameters removed). */
 int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r);
 
 /* For rebalance: the current smap (a new reference; NULL when standalone or before the
@@ -31,8 +50,10 @@ struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c);
 const char *hd_tcluster_id(const struct hd_tcluster *c);
 /* Waits up to ms for this start's join to complete (a proxy may send us clients as soon as
  * it has added us, before its answer to our join has been applied here). 1 when joined or
- * standalone. HTTP workers only, on a path that is about to answer "not found". */
+ * standalone. Blocks: pool and job threads only. */
 int hd_tcluster_wait_joined(struct hd_tcluster *c, int ms);
+/* The same without waiting. */
+int hd_tcluster_joined(const struct hd_tcluster *c);
 const char *hd_tcluster_secret(const struct hd_tcluster *c);
 
 #endif

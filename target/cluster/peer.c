@@ -12,12 +12,15 @@
 #include "common/httputil.h"
 #include "common/smap.h"
 #include "target/cluster/cluster.h"
-#include "target/api/internal.h"
+#include <curl/curl.h>
+#include <strings.h>
 
-int hd_peer_object_url(struct hd_target *t, const char *bucket, const char *name,
+#include "common/log.h"
+
+int hd_peer_object_url(struct hd_tcluster *cl, const char *bucket, const char *name,
                        const char *archpath, char **url, int *self, char *msg, size_t msglen)
 {
-    struct hd_smap *s = hd_tcluster_smap(t->cl);
+    struct hd_smap *s = hd_tcluster_smap(cl);
     const struct hd_node *owner = NULL;
     struct hd_bucket_info bi;
     struct hd_buf u;
@@ -31,7 +34,7 @@ int hd_peer_object_url(struct hd_target *t, const char *bucket, const char *name
         goto out;
     }
     memset(&bi, 0, sizeof(bi));
-    hd_store_bucket_get(t->st, bucket, &bi);
+    hd_store_bucket_get(hd_tcluster_store(cl), bucket, &bi);
     hd_hrw_uname(&u,
                  strcmp(bi.provider, "aws") == 0 || strcmp(bi.provider, "s3") == 0 ? "aws" : "ais",
                  NULL, bucket, name);
@@ -41,7 +44,7 @@ int hd_peer_object_url(struct hd_target *t, const char *bucket, const char *name
                  owner ? "its owner is down" : "no target is available");
         goto out;
     }
-    *self = strcmp(owner->id, hd_tcluster_id(t->cl)) == 0;
+    *self = strcmp(owner->id, hd_tcluster_id(cl)) == 0;
     hd_buf_reset(&u);
     hd_buf_printf(&u, "%s/v1/objects/", owner->url);
     hd_uri_encode(&u, bucket, strlen(bucket), 0);
@@ -62,7 +65,7 @@ out:
     return rc;
 }
 
-int hd_peer_sign(struct hd_target *t, const char *method, const char *url, char ***hdrs, size_t *n)
+int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url, char ***hdrs, size_t *n)
 {
     char path[4096], psig[HD_SMAP_SIG_LEN], line[3][256];
     long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
@@ -70,8 +73,8 @@ int hd_peer_sign(struct hd_target *t, const char *method, const char *url, char 
     size_t i;
 
     hd_smap_url_path(url, path, sizeof(path));
-    hd_smap_psig(hd_tcluster_secret(t->cl), method, path, ptime, psig);
-    snprintf(line[0], sizeof(line[0]), "X-Hoard-Pid: %s", hd_tcluster_id(t->cl));
+    hd_smap_psig(hd_tcluster_secret(cl), method, path, ptime, psig);
+    snprintf(line[0], sizeof(line[0]), "X-Hoard-Pid: %s", hd_tcluster_id(cl));
     snprintf(line[1], sizeof(line[1]), "X-Hoard-Ptime: %lld", ptime);
     snprintf(line[2], sizeof(line[2]), "X-Hoard-Psig: %s", psig);
     if (!(v = calloc(3, sizeof(*v))))
@@ -87,4 +90,167 @@ int hd_peer_sign(struct hd_target *t, const char *method, const char *url, char 
     *hdrs = v;
     *n = 3;
     return 0;
+}
+
+/* ---- streaming an object from another target ---- */
+
+#define GFN_TIMEOUT_S 60
+
+struct gfn {
+    struct hd_put *p;
+    char *xmeta;
+    long status;
+    int werr;
+};
+
+int hd_peer_object_path(struct hd_buf *b, const char *base, const char *bucket, const char *key)
+{
+    hd_buf_puts(b, base);
+    hd_buf_puts(b, "/v1/objects/");
+    hd_uri_encode(b, bucket, strlen(bucket), 0);
+    hd_buf_puts(b, "/");
+    hd_uri_encode(b, key, strlen(key), 1);
+    return b->oom ? -ENOMEM : 0;
+}
+
+struct curl_slist *hd_peer_sign_curl(struct curl_slist *h, struct hd_tcluster *cl,
+                                     const char *method, const char *url)
+{
+    char path[4096], line[512], psig[HD_SMAP_SIG_LEN];
+    long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
+
+    hd_smap_url_path(url, path, sizeof(path));
+    hd_smap_psig(hd_tcluster_secret(cl), method, path, ptime, psig);
+    snprintf(line, sizeof(line), "X-Hoard-Pid: %s", hd_tcluster_id(cl));
+    h = curl_slist_append(h, line);
+    snprintf(line, sizeof(line), "X-Hoard-Ptime: %lld", ptime);
+    h = curl_slist_append(h, line);
+    snprintf(line, sizeof(line), "X-Hoard-Psig: %s", psig);
+    return curl_slist_append(h, line);
+}
+
+static size_t gfn_header(char *p, size_t size, size_t n, void *arg)
+{
+    struct gfn *g = arg;
+    size_t len = size * n;
+    static const char key[] = "x-hoard-obj-meta:";
+
+    if (len > sizeof(key) && strncasecmp(p, key, sizeof(key) - 1) == 0) {
+        const char *v = p + sizeof(key) - 1;
+        size_t vl = len - (sizeof(key) - 1);
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+            vl--;
+        free(g->xmeta);
+        g->xmeta = strndup(v, vl);
+    }
+    return len;
+}
+
+static size_t gfn_body(char *p, size_t size, size_t n, void *arg)
+{
+    struct gfn *g = arg;
+
+    if (hd_put_write(g->p, p, size * n) < 0) {
+        g->werr = 1;
+        return 0;
+    }
+    return size * n;
+}
+
+int hd_peer_get_into(struct hd_tcluster *cl, const char *node_url, const char *bucket, const char *key,
+                     int local, const struct hd_cond *cond, struct hd_put *p, char **xmeta)
+{
+    struct curl_slist *h = NULL;
+    struct gfn g = {p, NULL, 0, 0};
+    struct hd_buf url, line;
+    CURL *cu = curl_easy_init();
+    CURLcode cc;
+    int rc;
+
+    *xmeta = NULL;
+    hd_buf_init(&url);
+    hd_buf_init(&line);
+    if (!cu || hd_peer_object_path(&url, node_url, bucket, key) < 0) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    h = hd_peer_sign_curl(h, cl, "GET", url.data);
+    if (local)
+        h = curl_slist_append(h, "X-Hoard-Local: 1");
+    if (cond) {
+        static const char *const names[] = {"If-Match", "If-None-Match", "If-Modified-Since",
+                                            "If-Unmodified-Since"};
+        const char *vals[] = {cond->if_match, cond->if_none_match, cond->if_modified_since,
+                              cond->if_unmodified_since};
+        size_t i;
+        for (i = 0; i < 4; i++) {
+            if (!vals[i] || strpbrk(vals[i], "\r\n"))
+                continue;
+            hd_buf_reset(&line);
+            hd_buf_printf(&line, "%s: %s", names[i], vals[i]);
+            if (!line.oom)
+                h = curl_slist_append(h, line.data);
+        }
+    }
+    curl_easy_setopt(cu, CURLOPT_URL, url.data);
+    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(cu, CURLOPT_HEADERFUNCTION, gfn_header);
+    curl_easy_setopt(cu, CURLOPT_HEADERDATA, &g);
+    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, gfn_body);
+    curl_easy_setopt(cu, CURLOPT_WRITEDATA, &g);
+    curl_easy_setopt(cu, CURLOPT_FAILONERROR, 1L);
+    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+    curl_easy_setopt(cu, CURLOPT_TIMEOUT, (long)GFN_TIMEOUT_S);
+    cc = curl_easy_perform(cu);
+    curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &g.status);
+    if (cc == CURLE_OK && g.status == 200 && !g.werr && g.xmeta) {
+        *xmeta = g.xmeta;
+        g.xmeta = NULL;
+        rc = 0;
+    } else if (g.status == 412 || g.status == 304) {
+        rc = HD_EPRECONDITION;
+    } else if (g.status == 404 || (cc == CURLE_OK && g.status == 200)) {
+        rc = HD_ENOSUCHKEY;
+    } else if (g.werr) {
+        rc = -EIO;
+    } else {
+        rc = HD_EUNAVAIL;
+    }
+out:
+    curl_slist_free_all(h);
+    hd_buf_cleanup(&url);
+    hd_buf_cleanup(&line);
+    free(g.xmeta);
+    if (cu)
+        curl_easy_cleanup(cu);
+    return rc;
+}
+
+int hd_peer_owner_elsewhere(struct hd_tcluster *cl, const char *bucket, const char *key, char *url,
+                            size_t urlmax)
+{
+    struct hd_smap *s = hd_tcluster_smap(cl);
+    const struct hd_node *owner = NULL;
+    struct hd_bucket_info bi;
+    struct hd_buf u;
+    int rc = HD_ENOSUCHKEY;
+
+    if (!s || hd_store_bucket_get(hd_tcluster_store(cl), bucket, &bi) < 0)
+        goto out;
+    hd_buf_init(&u);
+    hd_hrw_uname(&u, hd_hrw_provider(bi.provider), NULL, bucket, key);
+    rc = u.oom ? -ENOMEM : hd_smap_owner(s, u.data, u.len, &owner);
+    hd_buf_cleanup(&u);
+    if (!owner || strcmp(owner->id, hd_tcluster_id(cl)) == 0) {
+        rc = HD_ENOSUCHKEY;
+        goto out;
+    }
+    if (rc == 0)
+        snprintf(url, urlmax, "%s", owner->url);
+out:
+    hd_smap_unref(s);
+    return rc;
 }

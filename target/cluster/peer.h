@@ -1,22 +1,48 @@
-/* peer: a target's calls to the other targets of its cluster (shard jobs, batch GET): the
- * owner of an object under the current cluster map, the URL of the object (or of one of its
- * archive members) there, and the node signature (X-Hoard-Pid/Ptime/Psig) that authorises
- * the call. Any thread. */
+/* peer: a target's calls to the other targets of its cluster (rebalance, get-from-neighbour,
+ * CopyObject across targets, shard jobs, batch GET): the owner of an object under the current
+ * cluster map, the URL of the object (or of one of its archive members) there, the node
+ * signature (X-Hoard-Pid/Ptime/Psig) that authorises the call, and streaming an object from
+ * another target into a put. Any thread but HTTP workers for the calls that block on the
+ * network (hd_peer_get_into); the others do not block. */
 #ifndef HD_TARGET_PEER_H
 #define HD_TARGET_PEER_H
 
 #include <stddef.h>
 
-struct hd_target;
+#include "common/buf.h"
+#include "common/httputil.h"
+#include "target/cluster/cluster.h"
+#include "target/store/store.h"
+
+struct curl_slist;
 
 /* *url (malloc'd): "<owner>/v1/objects/B/O[?archpath=M]" for the HRW owner of bucket/name;
  * *self says whether that owner is this target. HD_ENOSUCHKEY when there is no cluster map
  * (standalone: what is not held here does not exist); HD_EUNAVAIL when the owner is down or
  * no target is eligible (msg says which). */
-int hd_peer_object_url(struct hd_target *t, const char *bucket, const char *name,
+int hd_peer_object_url(struct hd_tcluster *cl, const char *bucket, const char *name,
                        const char *archpath, char **url, int *self, char *msg, size_t msglen);
 /* Node signature headers for METHOD url as "Name: value" strings (malloc'd array of malloc'd
  * strings, for struct hd_tar_src). 0 or -ENOMEM. */
-int hd_peer_sign(struct hd_target *t, const char *method, const char *url, char ***hdrs, size_t *n);
+int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url, char ***hdrs,
+                 size_t *n);
+/* The same headers appended to a libcurl header list (returned). */
+struct curl_slist *hd_peer_sign_curl(struct curl_slist *h, struct hd_tcluster *cl,
+                                     const char *method, const char *url);
+/* Appends "<base>/v1/objects/<bucket>/<key>" (encoded) to b; 0 or -ENOMEM. */
+int hd_peer_object_path(struct hd_buf *b, const char *base, const char *bucket, const char *key);
+
+/* Streams bucket/key from the target at node_url into p (node-signed GET; local: no further
+ * hops on that side), forwarding the conditionals in cond (NULL: none). 0 with *xmeta = its
+ * X-Hoard-Obj-Meta (malloc'd), HD_ENOSUCHKEY, HD_EPRECONDITION (a conditional failed),
+ * HD_EUNAVAIL or -EIO. Blocks on the network (bounded): never on an HTTP worker. */
+int hd_peer_get_into(struct hd_tcluster *cl, const char *node_url, const char *bucket,
+                     const char *key, int local, const struct hd_cond *cond, struct hd_put *p,
+                     char **xmeta);
+/* When another target owns bucket/key in the current cluster map: 0 with its URL in url;
+ * HD_EUNAVAIL with url when that owner is down; HD_ENOSUCHKEY when we own it (or run
+ * standalone). Does not block. */
+int hd_peer_owner_elsewhere(struct hd_tcluster *cl, const char *bucket, const char *key, char *url,
+                            size_t urlmax);
 
 #endif

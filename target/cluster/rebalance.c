@@ -21,7 +21,7 @@
  * (X-Hoard-Local DELETE), and remembers the delete (a tombstone, in memory until the cluster
  * stops moving), so neither GFN nor a rebalance copy still in flight brings the object back:
  * a moved copy older than the tombstone is refused with 412 like any older copy. */
-#include "target/api/internal.h"
+#include "target/cluster/rebalance.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,41 +42,31 @@
 #include "common/httputil.h"
 #include "common/log.h"
 #include "common/smap.h"
-#include "target/cluster/cluster.h"
+#include "target/cluster/peer.h"
 #include "target/jobs/jobs.h"
+#include "target/object/object.h"
 
 #define SCAN_BATCH 256
 #define XFER_TIMEOUT_S 600
-#define GFN_TIMEOUT_S 60
+
+#define TOMB_SLOTS 4096
+#define TOMB_MAX 1000000
+
+struct tomb {
+    struct tomb *next;
+    int64_t when_ms;
+    char name[]; /* bucket "\n" key */
+};
+
+struct hd_rb {
+    struct hd_tcluster *cl;
+    struct hd_store *st;
+    pthread_mutex_t mu; /* the tombstones */
+    struct tomb *slot[TOMB_SLOTS];
+    size_t n;
+};
 
 /* ---- node-signed calls ---- */
-
-static int object_url(struct hd_buf *b, const char *base, const char *bucket, const char *key)
-{
-    hd_buf_puts(b, base);
-    hd_buf_puts(b, "/v1/objects/");
-    hd_uri_encode(b, bucket, strlen(bucket), 0);
-    hd_buf_puts(b, "/");
-    hd_uri_encode(b, key, strlen(key), 1);
-    return b->oom ? -ENOMEM : 0;
-}
-
-/* Appends the X-Hoard-Pid/Ptime/Psig headers for method on url. */
-static struct curl_slist *sign(struct curl_slist *h, struct hd_target *t, const char *method,
-                               const char *url)
-{
-    char path[4096], line[512], psig[HD_SMAP_SIG_LEN];
-    long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
-
-    hd_smap_url_path(url, path, sizeof(path));
-    hd_smap_psig(hd_tcluster_secret(t->cl), method, path, ptime, psig);
-    snprintf(line, sizeof(line), "X-Hoard-Pid: %s", hd_tcluster_id(t->cl));
-    h = curl_slist_append(h, line);
-    snprintf(line, sizeof(line), "X-Hoard-Ptime: %lld", ptime);
-    h = curl_slist_append(h, line);
-    snprintf(line, sizeof(line), "X-Hoard-Psig: %s", psig);
-    return curl_slist_append(h, line);
-}
 
 static size_t read_fd(char *buf, size_t size, size_t n, void *arg)
 {
@@ -96,7 +86,7 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
 
 /* Sends one object to owner_url. 0 when the owner holds it (committed, or already held a
  * copy at least as new), else a negative code with msg filled. */
-static int send_object(CURL *cu, struct hd_target *t, const char *owner_url, const char *bucket,
+static int send_object(CURL *cu, struct hd_rb *rb, const char *owner_url, const char *bucket,
                        const char *key, const struct hd_obj_meta *m, int fd, char *msg,
                        size_t msglen)
 {
@@ -109,12 +99,12 @@ static int send_object(CURL *cu, struct hd_target *t, const char *owner_url, con
 
     hd_buf_init(&url);
     hd_buf_init(&line);
-    if (!xm || object_url(&url, owner_url, bucket, key) < 0) {
+    if (!xm || hd_peer_object_path(&url, owner_url, bucket, key) < 0) {
         rc = -ENOMEM;
         goto out;
     }
     hd_buf_printf(&line, "X-Hoard-Obj-Meta: %s", xm);
-    h = sign(h, t, "PUT", url.data);
+    h = hd_peer_sign_curl(h, rb->cl, "PUT", url.data);
     h = curl_slist_append(h, line.data);
     h = curl_slist_append(h, "Expect:");
     h = curl_slist_append(h, "Content-Type: application/octet-stream");
@@ -149,7 +139,7 @@ out:
 }
 
 /* Copies the object at (mpi, m, fd) to its HRW mountpath. */
-static int move_local(struct hd_target *t, const char *bucket, const char *key,
+static int move_local(struct hd_rb *rb, const char *bucket, const char *key,
                       const struct hd_obj_meta *m, int fd)
 {
     struct hd_put_attrs a;
@@ -162,7 +152,7 @@ static int move_local(struct hd_target *t, const char *bucket, const char *key,
     if (!xm)
         return -ENOMEM;
     if ((rc = hd_obj_meta_attrs(xm, &a, &hold)) < 0 ||
-        (rc = hd_put_begin(t->st, bucket, key, &p)) < 0)
+        (rc = hd_put_begin(rb->st, bucket, key, &p)) < 0)
         goto out;
     while ((n = read(fd, buf, sizeof(buf))) != 0) {
         if (n < 0 && errno == EINTR)
@@ -190,26 +180,25 @@ out:
 
 /* ---- tombstones ---- */
 
-#define TOMB_SLOTS 4096
-#define TOMB_MAX 1000000
 
-struct tomb {
-    struct tomb *next;
-    int64_t when_ms;
-    char name[]; /* bucket "\n" key */
-};
+static int rebalance_run(struct hd_job *j, void *ctx);
 
-struct hd_rb {
-    pthread_mutex_t mu;
-    struct tomb *slot[TOMB_SLOTS];
-    size_t n;
-};
-
-int hd_rebalance_init(struct hd_target *t)
+int hd_rb_new(struct hd_tcluster *cl, struct hd_jobs *js, struct hd_rb **out)
 {
-    if (!(t->rb = calloc(1, sizeof(*t->rb))))
+    struct hd_rb *rb = calloc(1, sizeof(*rb));
+    int rc;
+
+    if (!rb)
         return -ENOMEM;
-    pthread_mutex_init(&t->rb->mu, NULL);
+    rb->cl = cl;
+    rb->st = hd_tcluster_store(cl);
+    pthread_mutex_init(&rb->mu, NULL);
+    if ((rc = hd_jobs_register(js, "rebalance", rebalance_run, rb,
+                               HD_JOB_RESUMABLE | HD_JOB_EXCLUSIVE)) < 0) {
+        hd_rb_free(rb);
+        return rc;
+    }
+    *out = rb;
     return 0;
 }
 
@@ -226,14 +215,13 @@ static void tombs_clear(struct hd_rb *rb)
     rb->n = 0;
 }
 
-void hd_rebalance_cleanup(struct hd_target *t)
+void hd_rb_free(struct hd_rb *rb)
 {
-    if (!t->rb)
+    if (!rb)
         return;
-    tombs_clear(t->rb);
-    pthread_mutex_destroy(&t->rb->mu);
-    free(t->rb);
-    t->rb = NULL;
+    tombs_clear(rb);
+    pthread_mutex_destroy(&rb->mu);
+    free(rb);
 }
 
 static size_t tomb_slot(const char *bucket, const char *key)
@@ -255,9 +243,8 @@ static struct tomb **tomb_find(struct hd_rb *rb, const char *bucket, const char 
     return pp;
 }
 
-static void tomb_note(struct hd_target *t, const char *bucket, const char *key)
+static void tomb_note(struct hd_rb *rb, const char *bucket, const char *key)
 {
-    struct hd_rb *rb = t->rb;
     struct tomb **pp, *x;
     int64_t now;
     struct timespec ts;
@@ -281,10 +268,9 @@ static void tomb_note(struct hd_target *t, const char *bucket, const char *key)
     pthread_mutex_unlock(&rb->mu);
 }
 
-int hd_rebalance_deleted_since(struct hd_target *t, const char *bucket, const char *key,
+int hd_rebalance_deleted_since(struct hd_rb *rb, const char *bucket, const char *key,
                                int64_t mtime_ms)
 {
-    struct hd_rb *rb = t->rb;
     struct tomb **pp;
     int yes;
 
@@ -312,54 +298,52 @@ static int moving(const struct hd_smap *s)
 
 /* The smap if objects may be away from their owners now (a new reference), else NULL; a
  * still cluster also forgets its tombstones. */
-static struct hd_smap *moving_smap(struct hd_target *t)
+static struct hd_smap *moving_smap(struct hd_rb *rb)
 {
-    struct hd_smap *s = hd_tcluster_smap(t->cl);
+    struct hd_smap *s = hd_tcluster_smap(rb->cl);
 
     if (s && moving(s))
         return s;
     hd_smap_unref(s);
-    if (t->rb) {
-        pthread_mutex_lock(&t->rb->mu);
-        if (t->rb->n)
-            tombs_clear(t->rb);
-        pthread_mutex_unlock(&t->rb->mu);
-    }
+    pthread_mutex_lock(&rb->mu);
+    if (rb->n)
+        tombs_clear(rb);
+    pthread_mutex_unlock(&rb->mu);
     return NULL;
 }
 
 /* 1 when this target is the HRW owner of bucket/key in s. */
-static int self_owns(struct hd_target *t, const struct hd_smap *s, const char *bucket,
+static int self_owns(struct hd_rb *rb, const struct hd_smap *s, const char *bucket,
                      const char *key)
 {
     const struct hd_node *owner = NULL;
     struct hd_bucket_info bi;
     struct hd_buf u;
 
-    if (hd_store_bucket_get(t->st, bucket, &bi) < 0)
+    if (hd_store_bucket_get(rb->st, bucket, &bi) < 0)
         return 0;
     hd_buf_init(&u);
     hd_hrw_uname(&u, hd_hrw_provider(bi.provider), NULL, bucket, key);
     if (!u.oom)
         hd_smap_owner(s, u.data, u.len, &owner);
     hd_buf_cleanup(&u);
-    return owner && strcmp(owner->id, hd_tcluster_id(t->cl)) == 0;
+    return owner && strcmp(owner->id, hd_tcluster_id(rb->cl)) == 0;
 }
 
-int hd_rebalance_delete_elsewhere(struct hd_target *t, const char *bucket, const char *key)
+int hd_rebalance_delete_elsewhere(struct hd_rb *rb, const char *bucket, const char *key)
 {
-    struct hd_smap *s = moving_smap(t);
+    struct hd_smap *s = moving_smap(rb);
     struct hd_httpc_call *calls = NULL;
     struct hd_buf *urls = NULL;
     struct hd_kv(*kv)[4] = NULL;
     char(*sig)[3][HD_SMAP_SIG_LEN + 32] = NULL;
-    const char *self = hd_tcluster_id(t->cl);
+    const char *self = hd_tcluster_id(rb->cl);
     size_t i, n = 0;
     int found = 0;
 
     if (!s)
         return 0;
-    tomb_note(t, bucket, key);
+    tomb_note(rb, bucket, key);
     calls = calloc(s->n, sizeof(*calls));
     urls = calloc(s->n, sizeof(*urls));
     kv = calloc(s->n, sizeof(*kv));
@@ -373,12 +357,12 @@ int hd_rebalance_delete_elsewhere(struct hd_target *t, const char *bucket, const
         if (nd->type != HD_NODE_TARGET || nd->down || strcmp(nd->id, self) == 0)
             continue;
         hd_buf_init(&urls[n]);
-        if (object_url(&urls[n], nd->url, bucket, key) < 0)
+        if (hd_peer_object_path(&urls[n], nd->url, bucket, key) < 0)
             goto out;
         hd_smap_url_path(urls[n].data, path, sizeof(path));
         snprintf(sig[n][0], sizeof(sig[n][0]), "%s", self);
         snprintf(sig[n][1], sizeof(sig[n][1]), "%lld", ptime);
-        hd_smap_psig(hd_tcluster_secret(t->cl), "DELETE", path, ptime, sig[n][2]);
+        hd_smap_psig(hd_tcluster_secret(rb->cl), "DELETE", path, ptime, sig[n][2]);
         kv[n][0] = (struct hd_kv){"X-Hoard-Pid", sig[n][0]};
         kv[n][1] = (struct hd_kv){"X-Hoard-Ptime", sig[n][1]};
         kv[n][2] = (struct hd_kv){"X-Hoard-Psig", sig[n][2]};
@@ -413,9 +397,10 @@ out:
 
 static struct hd_smap *wait_smap(struct hd_job *j)
 {
+    struct hd_rb *rb = j->ctx;
     struct hd_smap *s;
 
-    while (!(s = hd_tcluster_smap(j->t->cl)) && !hd_job_stopped(j)) {
+    while (!(s = hd_tcluster_smap(rb->cl)) && !hd_job_stopped(j)) {
         struct timespec ts = {0, 200 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -432,7 +417,7 @@ struct retry {
 
 struct walk {
     struct hd_job *j;
-    struct hd_target *t;
+    struct hd_rb *rb;
     CURL *cu;
     uint64_t moved, moved_bytes, local_moves;
     struct retry *retry; /* objects whose move failed in this pass */
@@ -466,7 +451,7 @@ static void failed(struct walk *w, size_t bi, size_t mpi, const char *bucket, co
 static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *bi, size_t bix,
                 size_t mpi, const char *name, int count)
 {
-    struct hd_target *t = w->t;
+    struct hd_rb *rb = w->rb;
     const struct hd_node *owner = NULL;
     struct hd_obj_meta m;
     struct hd_buf u;
@@ -481,8 +466,8 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
         hd_job_add(w->j, count, 0);
         return; /* no eligible target at all: stay */
     }
-    remote = strcmp(owner->id, hd_tcluster_id(t->cl)) != 0;
-    if (!remote && hd_store_mp_index(t->st, bi->name, name) == mpi) {
+    remote = strcmp(owner->id, hd_tcluster_id(rb->cl)) != 0;
+    if (!remote && hd_store_mp_index(rb->st, bi->name, name) == mpi) {
         hd_job_add(w->j, count, 0);
         return; /* home already */
     }
@@ -491,7 +476,7 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
         hd_job_add(w->j, count, 0);
         return;
     }
-    if (hd_store_lookup_mp(t->st, mpi, bi->name, name, &m) < 0) {
+    if (hd_store_lookup_mp(rb->st, mpi, bi->name, name, &m) < 0) {
         hd_job_add(w->j, count, 0);
         return; /* deleted meanwhile */
     }
@@ -502,15 +487,15 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
         return;
     }
     if (remote)
-        rc = send_object(w->cu, t, owner->url, bi->name, name, &m, fd, msg, sizeof(msg));
-    else if ((rc = move_local(t, bi->name, name, &m, fd)) < 0)
+        rc = send_object(w->cu, rb, owner->url, bi->name, name, &m, fd, msg, sizeof(msg));
+    else if ((rc = move_local(rb, bi->name, name, &m, fd)) < 0)
         snprintf(msg, sizeof(msg), "%s/%s: moving to its mountpath: %s", bi->name, name,
                  hd_strerror(rc));
     close(fd);
     if (rc < 0) {
         failed(w, bix, mpi, bi->name, name, msg);
     } else {
-        rc = hd_store_delete_if(t->st, mpi, bi->name, name, m.etag, m.mtime_ms);
+        rc = hd_store_delete_if(rb->st, mpi, bi->name, name, m.etag, m.mtime_ms);
         if (rc == 0 || rc == HD_EPRECONDITION) { /* HD_EPRECONDITION: overwritten here */
             if (remote)
                 w->moved++;
@@ -554,12 +539,13 @@ static int nap(struct hd_job *j, long ms)
  * another mark (or none) means the job is superseded. 0 to go on, -ECANCELED otherwise. */
 static int wait_own_map(struct hd_job *j)
 {
+    struct hd_rb *rb = j->ctx;
     const char *v = strncmp(j->id, "rebalance-v", 11) == 0 ? j->id + 11 : NULL;
     long long want = v ? strtoll(v, NULL, 10) : 0;
 
     for (;;) {
         struct hd_smap *s =
-            hd_tcluster_wait_joined(j->t->cl, 200) ? hd_tcluster_smap(j->t->cl) : NULL;
+            hd_tcluster_wait_joined(rb->cl, 200) ? hd_tcluster_smap(rb->cl) : NULL;
         if (s && s->version >= want) {
             int mine = want == 0 || strcmp(s->rebalance, j->id) == 0;
             if (!mine)
@@ -574,9 +560,10 @@ static int wait_own_map(struct hd_job *j)
     }
 }
 
-int hd_rebalance_run(struct hd_job *j)
+static int rebalance_run(struct hd_job *j, void *ctx)
 {
-    struct walk w = {j, j->t, NULL, 0, 0, 0, NULL, 0, 0};
+    struct hd_rb *rb = ctx;
+    struct walk w = {j, rb, NULL, 0, 0, 0, NULL, 0, 0};
     struct hd_bucket_info *bl = NULL;
     size_t nb = 0, bi, mpi, i;
     int rc = 0, pass;
@@ -585,11 +572,11 @@ int hd_rebalance_run(struct hd_job *j)
         return rc;
     if (!(w.cu = curl_easy_init()))
         return -ENOMEM;
-    if ((rc = hd_store_bucket_list(w.t->st, &bl, &nb)) < 0)
+    if ((rc = hd_store_bucket_list(w.rb->st, &bl, &nb)) < 0)
         goto out;
-    hd_job_set_total(j, hd_store_count(w.t->st), 0);
+    hd_job_set_total(j, hd_store_count(w.rb->st), 0);
     for (bi = 0; bi < nb && rc == 0; bi++) {
-        for (mpi = 0; mpi < hd_store_nmp(w.t->st) && rc == 0; mpi++) {
+        for (mpi = 0; mpi < hd_store_nmp(w.rb->st) && rc == 0; mpi++) {
             char *after = strdup("");
             for (;;) {
                 char **names = NULL;
@@ -600,7 +587,7 @@ int hd_rebalance_run(struct hd_job *j)
                     rc = -ECANCELED;
                     break;
                 }
-                rc = after ? hd_store_scan(w.t->st, mpi, bl[bi].name, after, SCAN_BATCH, &names, &n)
+                rc = after ? hd_store_scan(w.rb->st, mpi, bl[bi].name, after, SCAN_BATCH, &names, &n)
                            : -ENOMEM;
                 for (i = 0; rc == 0 && i < n && !hd_job_stopped(j); i++)
                     one(&w, s, &bl[bi], bi, mpi, names[i], 1);
@@ -646,114 +633,7 @@ out:
 
 /* ---- get from neighbour ---- */
 
-struct gfn {
-    struct hd_put *p;
-    char *xmeta;
-    long status;
-    int werr;
-};
-
-static size_t gfn_header(char *p, size_t size, size_t n, void *arg)
-{
-    struct gfn *g = arg;
-    size_t len = size * n;
-    static const char key[] = "x-hoard-obj-meta:";
-
-    if (len > sizeof(key) && strncasecmp(p, key, sizeof(key) - 1) == 0) {
-        const char *v = p + sizeof(key) - 1;
-        size_t vl = len - (sizeof(key) - 1);
-        while (vl && (*v == ' ' || *v == '\t'))
-            v++, vl--;
-        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-            vl--;
-        free(g->xmeta);
-        g->xmeta = strndup(v, vl);
-    }
-    return len;
-}
-
-static size_t gfn_body(char *p, size_t size, size_t n, void *arg)
-{
-    struct gfn *g = arg;
-
-    if (hd_put_write(g->p, p, size * n) < 0) {
-        g->werr = 1;
-        return 0;
-    }
-    return size * n;
-}
-
-int hd_node_get_into(struct hd_target *t, const char *node_url, const char *bucket, const char *key,
-                     int local, const struct hd_cond *cond, struct hd_put *p, char **xmeta)
-{
-    struct curl_slist *h = NULL;
-    struct gfn g = {p, NULL, 0, 0};
-    struct hd_buf url, line;
-    CURL *cu = curl_easy_init();
-    CURLcode cc;
-    int rc;
-
-    *xmeta = NULL;
-    hd_buf_init(&url);
-    hd_buf_init(&line);
-    if (!cu || object_url(&url, node_url, bucket, key) < 0) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    h = sign(h, t, "GET", url.data);
-    if (local)
-        h = curl_slist_append(h, "X-Hoard-Local: 1");
-    if (cond) {
-        static const char *const names[] = {"If-Match", "If-None-Match", "If-Modified-Since",
-                                            "If-Unmodified-Since"};
-        const char *vals[] = {cond->if_match, cond->if_none_match, cond->if_modified_since,
-                              cond->if_unmodified_since};
-        size_t i;
-        for (i = 0; i < 4; i++) {
-            if (!vals[i] || strpbrk(vals[i], "\r\n"))
-                continue;
-            hd_buf_reset(&line);
-            hd_buf_printf(&line, "%s: %s", names[i], vals[i]);
-            if (!line.oom)
-                h = curl_slist_append(h, line.data);
-        }
-    }
-    curl_easy_setopt(cu, CURLOPT_URL, url.data);
-    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(cu, CURLOPT_HEADERFUNCTION, gfn_header);
-    curl_easy_setopt(cu, CURLOPT_HEADERDATA, &g);
-    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, gfn_body);
-    curl_easy_setopt(cu, CURLOPT_WRITEDATA, &g);
-    curl_easy_setopt(cu, CURLOPT_FAILONERROR, 1L);
-    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-    curl_easy_setopt(cu, CURLOPT_TIMEOUT, (long)GFN_TIMEOUT_S);
-    cc = curl_easy_perform(cu);
-    curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &g.status);
-    if (cc == CURLE_OK && g.status == 200 && !g.werr && g.xmeta) {
-        *xmeta = g.xmeta;
-        g.xmeta = NULL;
-        rc = 0;
-    } else if (g.status == 412 || g.status == 304) {
-        rc = HD_EPRECONDITION;
-    } else if (g.status == 404 || (cc == CURLE_OK && g.status == 200)) {
-        rc = HD_ENOSUCHKEY;
-    } else if (g.werr) {
-        rc = -EIO;
-    } else {
-        rc = HD_EUNAVAIL;
-    }
-out:
-    curl_slist_free_all(h);
-    hd_buf_cleanup(&url);
-    hd_buf_cleanup(&line);
-    free(g.xmeta);
-    if (cu)
-        curl_easy_cleanup(cu);
-    return rc;
-}
-
-static int gfn_from(struct hd_target *t, const struct hd_node *n, const char *bucket,
+static int gfn_from(struct hd_rb *rb, const struct hd_node *n, const char *bucket,
                     const char *key)
 {
     struct hd_put_attrs a;
@@ -762,9 +642,9 @@ static int gfn_from(struct hd_target *t, const struct hd_node *n, const char *bu
     char *xmeta = NULL;
     int rc;
 
-    if ((rc = hd_put_begin(t->st, bucket, key, &p)) < 0)
+    if ((rc = hd_put_begin(rb->st, bucket, key, &p)) < 0)
         return rc;
-    if ((rc = hd_node_get_into(t, n->url, bucket, key, 1, NULL, p, &xmeta)) < 0)
+    if ((rc = hd_peer_get_into(rb->cl, n->url, bucket, key, 1, NULL, p, &xmeta)) < 0)
         goto out;
     if ((rc = hd_obj_meta_attrs(xmeta, &a, &hold)) < 0)
         goto out;
@@ -780,48 +660,44 @@ out:
     return rc;
 }
 
-int hd_node_owner_elsewhere(struct hd_target *t, const char *bucket, const char *key, char *url,
-                            size_t urlmax)
-{
-    struct hd_smap *s = hd_tcluster_smap(t->cl);
-    const struct hd_node *owner = NULL;
-    struct hd_bucket_info bi;
-    struct hd_buf u;
-    int rc = HD_ENOSUCHKEY;
-
-    if (!s || hd_store_bucket_get(t->st, bucket, &bi) < 0)
-        goto out;
-    hd_buf_init(&u);
-    hd_hrw_uname(&u, hd_hrw_provider(bi.provider), NULL, bucket, key);
-    rc = u.oom ? -ENOMEM : hd_smap_owner(s, u.data, u.len, &owner);
-    hd_buf_cleanup(&u);
-    if (!owner || strcmp(owner->id, hd_tcluster_id(t->cl)) == 0) {
-        rc = HD_ENOSUCHKEY;
-        goto out;
-    }
-    if (rc == 0)
-        snprintf(url, urlmax, "%s", owner->url);
-out:
-    hd_smap_unref(s);
-    return rc;
-}
-
-int hd_rebalance_gfn(struct hd_target *t, const char *bucket, const char *key)
+int hd_rebalance_may_gfn(struct hd_rb *rb, const char *bucket, const char *key)
 {
     struct hd_smap *s;
-    const char *self = hd_tcluster_id(t->cl);
+    int yes;
+
+    if (!hd_tcluster_joined(rb->cl))
+        return 1; /* the map may be behind: gfn waits for the join, then decides */
+    if (!(s = moving_smap(rb)))
+        return 0;
+    yes = self_owns(rb, s, bucket, key) && !hd_rebalance_deleted_since(rb, bucket, key, 0);
+    hd_smap_unref(s);
+    return yes;
+}
+
+int hd_rebalance_moving(struct hd_rb *rb)
+{
+    struct hd_smap *s = moving_smap(rb);
+
+    hd_smap_unref(s);
+    return s != NULL;
+}
+
+int hd_rebalance_gfn(struct hd_rb *rb, const char *bucket, const char *key)
+{
+    struct hd_smap *s;
+    const char *self = hd_tcluster_id(rb->cl);
     size_t i;
     int rc = HD_ENOSUCHKEY;
 
-    hd_tcluster_wait_joined(t->cl, 10000);
-    s = moving_smap(t);
-    if (!s || !self_owns(t, s, bucket, key) || hd_rebalance_deleted_since(t, bucket, key, 0))
+    hd_tcluster_wait_joined(rb->cl, 10000);
+    s = moving_smap(rb);
+    if (!s || !self_owns(rb, s, bucket, key) || hd_rebalance_deleted_since(rb, bucket, key, 0))
         goto out;
     for (i = 0; i < s->n && rc != 0; i++) {
         const struct hd_node *n = &s->nodes[i];
         if (n->type != HD_NODE_TARGET || n->down || strcmp(n->id, self) == 0)
             continue;
-        rc = gfn_from(t, n, bucket, key);
+        rc = gfn_from(rb, n, bucket, key);
     }
 out:
     hd_smap_unref(s);

@@ -17,7 +17,7 @@
  * tar_bytes_written, shard_retries. A shard whose members cannot be fetched because a peer is
  * unavailable (down, restarting) is retried with backoff for about half a minute before it
  * counts as failed. Job thread plus one helper thread. */
-#include "target/api/internal.h"
+#include "target/cluster/shard.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -55,7 +55,8 @@ struct mshard {
 
 struct sjob {
     struct hd_job *j;
-    struct hd_target *t;
+    struct hd_tcluster *cl;
+    struct hd_store *st;
     const char *in, *out;
     struct mshard *sh;
     size_t nsh;
@@ -66,7 +67,7 @@ struct sjob {
 /* ---- the manifest ---- */
 
 /* Reads object bucket/name, from here when held here, else from its owner. */
-static int fetch_object(struct hd_target *t, const char *bucket, const char *name,
+static int fetch_object(struct hd_tcluster *cl, const char *bucket, const char *name,
                         struct hd_buf *out, char *msg, size_t msglen)
 {
     struct hd_obj_meta m;
@@ -76,7 +77,7 @@ static int fetch_object(struct hd_target *t, const char *bucket, const char *nam
     size_t nh = 0, i;
     int fd, rc, self = 0;
 
-    if ((rc = hd_store_open_object(t->st, bucket, name, &m, &fd)) == 0) {
+    if ((rc = hd_store_open_object(hd_tcluster_store(cl), bucket, name, &m, &fd)) == 0) {
         uint64_t got = 0;
         if (m.size > MANIFEST_MAX)
             rc = HD_ETOOLARGE;
@@ -100,14 +101,14 @@ static int fetch_object(struct hd_target *t, const char *bucket, const char *nam
     }
     if (rc != HD_ENOSUCHKEY)
         return rc;
-    if ((rc = hd_peer_object_url(t, bucket, name, NULL, &url, &self, msg, msglen)) < 0)
+    if ((rc = hd_peer_object_url(cl, bucket, name, NULL, &url, &self, msg, msglen)) < 0)
         return rc;
     if (self) {
         free(url);
         snprintf(msg, msglen, "%s/%s does not exist", bucket, name);
         return HD_ENOSUCHKEY;
     }
-    if ((rc = hd_peer_sign(t, "GET", url, &hdrs, &nh)) < 0) {
+    if ((rc = hd_peer_sign(cl, "GET", url, &hdrs, &nh)) < 0) {
         free(url);
         return rc;
     }
@@ -155,7 +156,7 @@ static void shards_free(struct sjob *sj)
 /* Picks this target's shards out of the manifest. */
 static int load_shards(struct sjob *sj, json_t *man, char *msg, size_t msglen)
 {
-    const char *self = hd_tcluster_id(sj->t->cl);
+    const char *self = hd_tcluster_id(sj->cl);
     json_t *shards = json_object_get(man, "shards"), *e;
     uint64_t tobjs = 0, tbytes = 0;
     size_t i, n = 0;
@@ -227,12 +228,13 @@ struct build {
 static void b_resolve(void *ctx, size_t i, struct hd_tar_src *src)
 {
     struct build *b = ctx;
-    struct hd_target *t = b->sj->t;
+    struct hd_tcluster *cl = b->sj->cl;
+    struct hd_store *st = b->sj->st;
     const char *name = b->m->objs[i];
     struct hd_obj_meta m;
     int fd, rc, self = 0;
 
-    rc = hd_store_open_object(t->st, b->sj->in, name, &m, &fd);
+    rc = hd_store_open_object(st, b->sj->in, name, &m, &fd);
     if (rc == 0) {
         src->fd = fd;
         src->off = 0;
@@ -247,9 +249,9 @@ static void b_resolve(void *ctx, size_t i, struct hd_tar_src *src)
         return;
     }
     /* not held here: its owner's normal GET (which fills a cache miss where there is one) */
-    rc = hd_peer_object_url(t, b->sj->in, name, NULL, &src->url, &self, src->msg, sizeof(src->msg));
+    rc = hd_peer_object_url(cl, b->sj->in, name, NULL, &src->url, &self, src->msg, sizeof(src->msg));
     if (rc == 0)
-        rc = hd_peer_sign(t, "GET", src->url, &src->hdrs, &src->nhdrs);
+        rc = hd_peer_sign(cl, "GET", src->url, &src->hdrs, &src->nhdrs);
     if (rc < 0) {
         src->err = rc;
         if (!src->msg[0])
@@ -301,7 +303,7 @@ static int already_built(struct sjob *sj, const struct mshard *m)
     json_t *meta;
     int same;
 
-    if (hd_store_lookup(sj->t->st, sj->out, m->name, &om) < 0)
+    if (hd_store_lookup(sj->st, sj->out, m->name, &om) < 0)
         return 0;
     meta = om.meta ? json_loads(om.meta, 0, NULL) : NULL;
     same = json_is_string(json_object_get(meta, "hoard-shard-digest")) &&
@@ -317,9 +319,9 @@ static void index_shard(struct sjob *sj, const char *name)
     char msg[300];
     int fd, rc;
 
-    if (hd_store_open_object(sj->t->st, sj->out, name, &m, &fd) < 0)
+    if (hd_store_open_object(sj->st, sj->out, name, &m, &fd) < 0)
         return; /* replaced or deleted meanwhile: indexed on first access */
-    rc = hd_arch_index(sj->t, sj->out, name, &m, fd, NULL, msg, sizeof(msg));
+    rc = hd_arch_index(sj->st, sj->out, name, &m, fd, NULL, msg, sizeof(msg));
     if (rc < 0)
         hd_job_error(sj->j, "shard %s written but not indexed: %s", name,
                      msg[0] ? msg : hd_strerror(rc));
@@ -339,7 +341,7 @@ static int build_try(struct sjob *sj, struct mshard *m, char *msg, size_t msglen
     char *mtext = NULL;
     int rc;
 
-    if ((rc = hd_put_begin(sj->t->st, sj->out, m->name, &b.put)) < 0) {
+    if ((rc = hd_put_begin(sj->st, sj->out, m->name, &b.put)) < 0) {
         snprintf(msg, msglen, "%s", hd_strerror(rc));
         goto out;
     }
@@ -437,7 +439,7 @@ static void *builder(void *arg)
     return NULL;
 }
 
-int hd_shard_run(struct hd_job *j)
+static int shard_run(struct hd_job *j, void *ctx)
 {
     struct sjob sj;
     struct hd_buf text;
@@ -451,7 +453,8 @@ int hd_shard_run(struct hd_job *j)
 
     memset(&sj, 0, sizeof(sj));
     sj.j = j;
-    sj.t = j->t;
+    sj.cl = ctx;
+    sj.st = hd_tcluster_store(sj.cl);
     sj.in = j->bucket;
     sj.out = json_string_value(json_object_get(j->args, "output_bucket"));
     hd_buf_init(&text);
@@ -460,7 +463,7 @@ int hd_shard_run(struct hd_job *j)
         rc = HD_EBADARG;
         goto out;
     }
-    if ((rc = fetch_object(j->t, sj.out, mname, &text, msg, sizeof(msg))) < 0)
+    if ((rc = fetch_object(sj.cl, sj.out, mname, &text, msg, sizeof(msg))) < 0)
         goto out;
     if (!(man = json_loadb(text.data ? text.data : "", text.len, 0, NULL))) {
         snprintf(msg, sizeof(msg), "manifest %s/%s is not JSON", sj.out, mname);
@@ -497,4 +500,9 @@ out:
     json_decref(man);
     hd_buf_cleanup(&text);
     return rc;
+}
+
+int hd_shard_register(struct hd_jobs *js, struct hd_tcluster *cl)
+{
+    return hd_jobs_register(js, "shard", shard_run, cl, HD_JOB_RESUMABLE);
 }

@@ -13,26 +13,22 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
-#include "target/cache/cache.h"
 
 #define KEEP_FINISHED 64 /* finished jobs kept in memory (and in jobs.db) */
 #define BODY_MAX (1u << 20)
 
-struct kind {
-    const char *name;
-    hd_job_run_fn run;
-    int resumable; /* restarted after a target restart */
-    int exclusive; /* a new one stops the running one */
-};
+#define MAX_KINDS 16
 
-static const struct kind kinds[] = {
-    {"rebalance", hd_rebalance_run, 1, 1}, {"prefetch", hd_prefetch_run, 1, 0},
-    {"evict", hd_evict_run, 1, 0},         {"lru", hd_lru_run, 0, 1},
-    {"shard", hd_shard_run, 1, 0},
+struct kind {
+    char name[32];
+    hd_job_run_fn run;
+    void *ctx;
+    int flags; /* HD_JOB_RESUMABLE, HD_JOB_EXCLUSIVE */
 };
 
 struct hd_jobs {
-    struct hd_target *t;
+    struct kind kinds[MAX_KINDS]; /* registered before hd_jobs_resume; read-only after */
+    size_t nkinds;
     sqlite3 *db;              /* guarded by mu */
     pthread_mutex_t mu;       /* the list, refs, db */
     pthread_mutex_t start_mu; /* one hd_jobs_start at a time: check-then-insert is atomic */
@@ -40,14 +36,28 @@ struct hd_jobs {
     atomic_int closing;       /* jobs stopped by shutdown stay "running" in jobs.db */
 };
 
-static const struct kind *kind_find(const char *name)
+static const struct kind *kind_find(const struct hd_jobs *js, const char *name)
 {
     size_t i;
 
-    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-        if (strcmp(kinds[i].name, name) == 0)
-            return &kinds[i];
+    for (i = 0; i < js->nkinds; i++)
+        if (strcmp(js->kinds[i].name, name) == 0)
+            return &js->kinds[i];
     return NULL;
+}
+
+int hd_jobs_register(struct hd_jobs *js, const char *kind, hd_job_run_fn run, void *ctx, int flags)
+{
+    struct kind *k;
+
+    if (js->nkinds == MAX_KINDS || strlen(kind) >= sizeof(k->name) || kind_find(js, kind))
+        return HD_EBADARG;
+    k = &js->kinds[js->nkinds++];
+    snprintf(k->name, sizeof(k->name), "%s", kind);
+    k->run = run;
+    k->ctx = ctx;
+    k->flags = flags;
+    return 0;
 }
 
 static const char *state_name(enum hd_job_state s)
@@ -195,7 +205,7 @@ void hd_job_unref(struct hd_job *j)
         job_free(j);
 }
 
-int hd_jobs_new(struct hd_target *t, const char *data_dir, struct hd_jobs **out)
+int hd_jobs_new(const char *data_dir, struct hd_jobs **out)
 {
     struct hd_jobs *js = calloc(1, sizeof(*js));
     struct hd_buf path;
@@ -203,7 +213,6 @@ int hd_jobs_new(struct hd_target *t, const char *data_dir, struct hd_jobs **out)
 
     if (!js)
         return -ENOMEM;
-    js->t = t;
     pthread_mutex_init(&js->mu, NULL);
     pthread_mutex_init(&js->start_mu, NULL);
     hd_buf_init(&path);
@@ -233,11 +242,12 @@ static void *job_main(void *arg)
 {
     struct hd_job *j = arg;
     struct hd_jobs *js = j->jobs;
-    const struct kind *k = kind_find(j->kind);
+    const struct kind *k = kind_find(js, j->kind);
     int rc, last;
 
+    hd_log_set_context(j->id);
     HD_LOG(HD_INFO, NULL, "job %s (%s) started", j->id, j->kind);
-    rc = k->run(j);
+    rc = k->run(j, j->ctx);
     pthread_mutex_lock(&j->mu);
     j->finished_ms = now_ms();
     if (rc == -ECANCELED || (rc < 0 && hd_job_stopped(j)))
@@ -252,7 +262,7 @@ static void *job_main(void *arg)
            state_name(j->state), (unsigned long long)j->objs, (unsigned long long)j->bytes,
            (unsigned long long)j->nerr);
     pthread_mutex_lock(&js->mu);
-    if (!(atomic_load(&js->closing) && k->resumable))
+    if (!(atomic_load(&js->closing) && (k->flags & HD_JOB_RESUMABLE)))
         db_save(js, j);
     last = --j->refs == 0; /* the thread's reference */
     pthread_mutex_unlock(&js->mu);
@@ -331,7 +341,7 @@ static void stop_wait(struct hd_job *j)
 static int start_serial(struct hd_jobs *js, const char *id, const char *kind, const char *bucket,
                         json_t *args)
 {
-    const struct kind *k = kind_find(kind);
+    const struct kind *k = kind_find(js, kind);
     struct hd_job *j, *old, *prev = NULL;
     int running;
 
@@ -347,10 +357,10 @@ static int start_serial(struct hd_jobs *js, const char *id, const char *kind, co
         pthread_mutex_unlock(&old->mu);
         if (running) {
             pthread_mutex_unlock(&js->mu);
-            return 1;
+            return HD_DECLINED;
         }
     }
-    if (k->exclusive) {
+    if ((k->flags & HD_JOB_EXCLUSIVE)) {
         for (j = js->head; j; j = j->next) {
             pthread_mutex_lock(&j->mu);
             running = j->state == HD_JOB_RUNNING && strcmp(j->kind, kind) == 0;
@@ -378,7 +388,7 @@ static int start_serial(struct hd_jobs *js, const char *id, const char *kind, co
     j->args = args ? json_deep_copy(args) : json_object();
     j->errors = json_array();
     j->extra = json_object();
-    j->t = js->t;
+    j->ctx = k->ctx;
     j->jobs = js;
     j->state = HD_JOB_RUNNING;
     j->started_ms = now_ms();
@@ -462,8 +472,8 @@ void hd_jobs_resume(struct hd_jobs *js)
         const char *id = json_string_value(json_object_get(doc, "id"));
         const char *kind = json_string_value(json_object_get(doc, "kind"));
         const char *bucket = json_string_value(json_object_get(doc, "bucket"));
-        const struct kind *k = kind && id ? kind_find(kind) : NULL;
-        if (k && k->resumable) {
+        const struct kind *k = kind && id ? kind_find(js, kind) : NULL;
+        if (k && (k->flags & HD_JOB_RESUMABLE)) {
             HD_LOG(HD_INFO, NULL, "job %s (%s) was interrupted: resuming", id, kind);
             hd_jobs_start(js, id, kind, bucket ? bucket : "", json_object_get(doc, "args"));
         } else if (id) {
@@ -529,57 +539,14 @@ void hd_jobs_free(struct hd_jobs *js)
 
 /* ---- /v1/jobs ---- */
 
-static void resp_json(struct hd_req *r, int status, json_t *j)
+static void start_end(struct hd_req *r, void *ctx, json_t *in)
 {
-    size_t len;
-    char *s = j ? hd_json_dump_steal(j, &len) : NULL;
-
-    if (!s) {
-        hd_resp_err(r, -ENOMEM);
-        return;
-    }
-    hd_resp_buf(r, status, "application/json", s, len);
-}
-
-struct body {
-    struct hd_jobs *js;
-    struct hd_buf b;
-};
-
-static int body_chunk(struct hd_req *r, const char *d, size_t n)
-{
-    struct body *bc = r->data;
-
-    if (bc->b.len + n > BODY_MAX)
-        return HD_ETOOLARGE;
-    hd_buf_append(&bc->b, d, n);
-    return bc->b.oom ? -ENOMEM : 0;
-}
-
-static void body_done(struct hd_req *r)
-{
-    struct body *bc = r->data;
-
-    if (bc) {
-        hd_buf_cleanup(&bc->b);
-        free(bc);
-    }
-    r->data = NULL;
-}
-
-static void start_end(struct hd_req *r)
-{
-    struct body *bc = r->data;
-    json_t *in, *out;
+    struct hd_jobs *js = ctx;
+    json_t *out;
     const char *id, *kind, *bucket;
     struct hd_job *j;
     int rc;
 
-    if (r->body_err) {
-        hd_resp_err(r, r->body_err);
-        return;
-    }
-    in = json_loadb(bc->b.data ? bc->b.data : "", bc->b.len, 0, NULL);
     id = json_string_value(json_object_get(in, "id"));
     kind = json_string_value(json_object_get(in, "kind"));
     bucket = json_string_value(json_object_get(in, "bucket"));
@@ -587,25 +554,23 @@ static void start_end(struct hd_req *r)
         (json_object_get(in, "args") && !json_is_object(json_object_get(in, "args")))) {
         hd_resp_err_msg(r, HD_EBADARG,
                         "Expected {\"id\": ID, \"kind\": KIND, \"bucket\": B, \"args\": {...}}.");
-        json_decref(in);
         return;
     }
-    rc = hd_jobs_start(bc->js, id, kind, bucket ? bucket : "", json_object_get(in, "args"));
+    rc = hd_jobs_start(js, id, kind, bucket ? bucket : "", json_object_get(in, "args"));
     if (rc == HD_EBADARG) {
         hd_resp_err_msg(r, rc, "Unknown job kind or malformed id/bucket.");
     } else if (rc < 0) {
         hd_resp_err(r, rc);
     } else {
-        pthread_mutex_lock(&bc->js->mu);
-        j = find_locked(bc->js, id);
+        pthread_mutex_lock(&js->mu);
+        j = find_locked(js, id);
         if (j)
             j->refs++;
-        pthread_mutex_unlock(&bc->js->mu);
+        pthread_mutex_unlock(&js->mu);
         out = j ? hd_job_to_json(j) : json_pack("{s:s}", "id", id);
         hd_job_unref(j);
-        resp_json(r, rc == 1 ? 200 : 201, out);
+        hd_resp_json(r, rc == HD_DECLINED ? 200 : 201, out);
     }
-    json_decref(in);
 }
 
 static struct hd_job *get_ref(struct hd_jobs *js, const char *id)
@@ -635,19 +600,9 @@ void hd_jobs_handle(struct hd_req *r, struct hd_jobs *js)
             for (j = js->head; j; j = j->next)
                 json_array_append_new(arr, hd_job_to_json(j));
             pthread_mutex_unlock(&js->mu);
-            resp_json(r, 200, json_pack("{s:o}", "jobs", arr));
+            hd_resp_json(r, 200, json_pack("{s:o}", "jobs", arr));
         } else if (strcmp(r->method, "POST") == 0) {
-            struct body *bc = calloc(1, sizeof(*bc));
-            if (!bc) {
-                hd_resp_err(r, -ENOMEM);
-                return;
-            }
-            bc->js = js;
-            hd_buf_init(&bc->b);
-            r->data = bc;
-            r->on_body = body_chunk;
-            r->on_end = start_end;
-            r->on_done = body_done;
+            hd_req_read_json(r, BODY_MAX, start_end, js, NULL);
         } else {
             hd_resp_err(r, HD_EMETHOD);
         }
@@ -663,10 +618,10 @@ void hd_jobs_handle(struct hd_req *r, struct hd_jobs *js)
         return;
     }
     if (strcmp(r->method, "GET") == 0) {
-        resp_json(r, 200, hd_job_to_json(j));
+        hd_resp_json(r, 200, hd_job_to_json(j));
     } else if (strcmp(r->method, "DELETE") == 0) {
         atomic_store(&j->stop, 1);
-        resp_json(r, 200, hd_job_to_json(j));
+        hd_resp_json(r, 200, hd_job_to_json(j));
     } else {
         hd_resp_err(r, HD_EMETHOD);
     }

@@ -22,7 +22,6 @@
 
 #include "common/http.h"
 
-struct hd_target;
 struct hd_jobs;
 
 enum hd_job_state { HD_JOB_RUNNING, HD_JOB_DONE, HD_JOB_ABORTED, HD_JOB_FAILED };
@@ -34,7 +33,7 @@ struct hd_job {
     char kind[32];
     char bucket[64];
     json_t *args; /* read-only while the job runs */
-    struct hd_target *t;
+    void *ctx; /* the context its kind was registered with */
     struct hd_jobs *jobs;
     atomic_int stop; /* set by hd_job_stop: the run function returns soon after */
 
@@ -57,7 +56,7 @@ struct hd_job {
 
 /* A job kind: run returns 0 (done; errors may have been recorded), HD_ECANCELED after a stop
  * (aborted), or another negative code (failed). */
-typedef int (*hd_job_run_fn)(struct hd_job *j);
+typedef int (*hd_job_run_fn)(struct hd_job *j, void *ctx);
 
 /* Progress and errors; any thread. */
 void hd_job_add(struct hd_job *j, uint64_t objs, uint64_t bytes);
@@ -69,15 +68,24 @@ static inline int hd_job_stopped(struct hd_job *j)
     return atomic_load(&j->stop);
 }
 
-/* The registry; opens (creates) DATA/jobs.db. hd_jobs_resume restarts interrupted resumable
- * jobs: call once the target can serve. hd_jobs_free stops every job and waits for it. */
-int hd_jobs_new(struct hd_target *t, const char *data_dir, struct hd_jobs **out);
+/* The registry; opens (creates) DATA/jobs.db. The layers above register their kinds
+ * (hd_jobs_register) before hd_jobs_resume, which restarts interrupted resumable jobs: call it
+ * once the target can serve. hd_jobs_free stops every job and waits for it. */
+int hd_jobs_new(const char *data_dir, struct hd_jobs **out);
+/* Kind flags: restarted after a target restart; a new one stops the running one. */
+#define HD_JOB_RESUMABLE 1
+#define HD_JOB_EXCLUSIVE 2
+/* Makes `kind` startable: run(j, ctx) runs it on the job's thread. Before any start or resume
+ * (the table is read without a lock). 0 or HD_EBADARG (full, too long or known). */
+int hd_jobs_register(struct hd_jobs *js, const char *kind, hd_job_run_fn run, void *ctx,
+                     int flags);
 void hd_jobs_resume(struct hd_jobs *js);
 void hd_jobs_free(struct hd_jobs *js);
 
 /* Starts job `id` of `kind` (args: borrowed JSON object or NULL). A job with that id that is
- * still running is left alone (returns 1); a finished one is replaced. Starting a kind that
- * is exclusive (rebalance) first stops the running one. 0/1 or HD_EBADARG (unknown kind). */
+ * still running is left alone (HD_DECLINED); a finished one is replaced. Starting a kind that
+ * is exclusive (rebalance) first stops the running one. 0, HD_DECLINED or HD_EBADARG (unknown
+ * kind). */
 int hd_jobs_start(struct hd_jobs *js, const char *id, const char *kind, const char *bucket,
                   json_t *args);
 /* A new reference to the running job of `kind`, or NULL; release with hd_job_unref. */
@@ -87,9 +95,5 @@ json_t *hd_job_to_json(struct hd_job *j);
 
 /* /v1/jobs[/ID] (after auth). */
 void hd_jobs_handle(struct hd_req *r, struct hd_jobs *js);
-
-/* Job kinds implemented elsewhere in target/. */
-int hd_rebalance_run(struct hd_job *j);
-int hd_shard_run(struct hd_job *j);
 
 #endif

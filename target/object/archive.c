@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/tarindex.h"
-#include "target/api/internal.h"
+#include "target/object/object.h"
 #include "target/store/tar.h"
 
 int hd_arch_wanted(const struct hd_req *r)
@@ -49,7 +49,7 @@ static int collect_one(void *arg, const struct hd_tar_member *m)
     return 0;
 }
 
-int hd_arch_index(struct hd_target *t, const char *bucket, const char *key,
+int hd_arch_index(struct hd_store *st, const char *bucket, const char *key,
                   const struct hd_obj_meta *m, int fd, uint64_t *members, char *msg, size_t msglen)
 {
     struct collect c = {NULL, 0, 0};
@@ -57,7 +57,7 @@ int hd_arch_index(struct hd_target *t, const char *bucket, const char *key,
     size_t i;
     int rc, src;
 
-    rc = hd_store_tar_state(t->st, m, &n, msg, msglen);
+    rc = hd_store_tar_state(st, m, &n, msg, msglen);
     if (rc <= 0) {
         if (rc == 0 && members)
             *members = n;
@@ -65,7 +65,7 @@ int hd_arch_index(struct hd_target *t, const char *bucket, const char *key,
     }
     src = hd_tarindex_fd(fd, m->size, collect_one, &c, NULL, msg, msglen);
     if (src == 0 || src == HD_ENOTARCHIVE) { /* a verdict about these bytes: keep it */
-        rc = hd_store_tar_save(t->st, bucket, key, m, c.v, c.n, src, src ? msg : NULL);
+        rc = hd_store_tar_save(st, bucket, key, m, c.v, c.n, src, src ? msg : NULL);
         if (rc == 0)
             rc = src;
         if (src == 0)
@@ -98,7 +98,7 @@ static int list_one(void *arg, const char *name, uint64_t off, uint64_t size)
     return 0;
 }
 
-static void list_members(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+static void list_members(struct hd_req *r, struct hd_store *st, const char *bucket, const char *key,
                          const struct hd_obj_meta *m)
 {
     struct list_ctx l = {json_array()};
@@ -107,7 +107,7 @@ static void list_members(struct hd_req *r, struct hd_target *t, const char *buck
     char *s;
     int rc;
 
-    if (!l.arr || (rc = hd_store_tar_list(t->st, m, list_one, &l)) < 0) {
+    if (!l.arr || (rc = hd_store_tar_list(st, m, list_one, &l)) < 0) {
         json_decref(l.arr);
         hd_resp_err(r, l.arr ? rc : -ENOMEM);
         return;
@@ -123,7 +123,7 @@ static void list_members(struct hd_req *r, struct hd_target *t, const char *buck
     hd_resp_buf(r, 200, "application/json", s, len);
 }
 
-void hd_arch_serve(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+void hd_arch_serve(struct hd_req *r, struct hd_store *st, const char *bucket, const char *key,
                    const struct hd_obj_meta *m, int *fd, int head)
 {
     const char *member = hd_req_param(r, "archpath");
@@ -139,7 +139,7 @@ void hd_arch_serve(struct hd_req *r, struct hd_target *t, const char *bucket, co
         hd_resp_err_msg(r, HD_EBADARG, "archpath must name a member of the archive.");
         return;
     }
-    rc = hd_arch_index(t, bucket, key, m, *fd, &n, msg, sizeof(msg));
+    rc = hd_arch_index(st, bucket, key, m, *fd, &n, msg, sizeof(msg));
     if (rc == HD_ENOTARCHIVE) {
         char full[700];
         snprintf(full, sizeof(full), "%s/%s is not usable as an archive: %s", bucket, key, msg);
@@ -151,10 +151,10 @@ void hd_arch_serve(struct hd_req *r, struct hd_target *t, const char *bucket, co
         return;
     }
     if (!member) {
-        list_members(r, t, bucket, key, m);
+        list_members(r, st, bucket, key, m);
         return;
     }
-    rc = hd_store_tar_member(t->st, m, member, &moff, &msize);
+    rc = hd_store_tar_member(st, m, member, &moff, &msize);
     if (rc == HD_ENOSUCHMEMBER) {
         snprintf(msg, sizeof(msg), "Archive %s/%s (%llu members) has no member '%.300s'.", bucket,
                  key, (unsigned long long)n, member);

@@ -12,18 +12,17 @@
 #include "common/http.h"
 #include "target/store/store.h"
 
-struct hd_target;
 
 /* 1 when r asks for a member or the member list (?archpath / ?members). */
 int hd_arch_wanted(const struct hd_req *r);
 /* Answers r for the open object bucket/key (m; *fd open, or -1 after a HEAD lookup). Takes
  * *fd when the response does (sets it to -1). */
-void hd_arch_serve(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+void hd_arch_serve(struct hd_req *r, struct hd_store *st, const char *bucket, const char *key,
                    const struct hd_obj_meta *m, int *fd, int head);
 /* Makes sure the catalog holds the member table of bucket/key's content file (m, fd open on
  * it): scans the tar when it is not indexed yet. 0 (*members set when not NULL),
  * HD_ENOTARCHIVE with the reason in msg, or another error. */
-int hd_arch_index(struct hd_target *t, const char *bucket, const char *key,
+int hd_arch_index(struct hd_store *st, const char *bucket, const char *key,
                   const struct hd_obj_meta *m, int fd, uint64_t *members, char *msg, size_t msglen);
 
 #endif

@@ -154,6 +154,8 @@ int hd_store_sqlerr(sqlite3 *db, int rc, const char *what);
 /* A pooled catalog connection of mountpath mp; give it back with hd_store_conn_put. */
 int hd_store_conn_get(struct mountpath *mp, struct conn **out);
 void hd_store_conn_put(struct mountpath *mp, struct conn *c);
+/* Closes the idle connections of mp (the store is closing: none is in use). */
+void hd_store_conns_close(struct mountpath *mp);
 int hd_store_mkdir_p(const char *path);
 struct mountpath *hd_store_mp_for(struct hd_store *st, const char *bucket, const char *name);
 /* 2*nbytes random hex digits + NUL into out (nbytes <= 32). */

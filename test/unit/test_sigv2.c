@@ -727,19 +727,19 @@ HD_SUITE(sigv2_not_sigv2)
     struct hd_sigv4_auth a;
     struct hd_kv h[2];
 
-    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, NULL, 0, NOW, &good, &a), 1);
-    CHECK_EQ_INT(verify_with("GET", PUPPY, "", NULL, 0, NOW, &good, &a), 1);
-    CHECK_EQ_INT(verify_with("GET", PUPPY, "Expires=1&acl", NULL, 0, NOW, &good, &a), 1);
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, NULL, 0, NOW, &good, &a), HD_DECLINED);
+    CHECK_EQ_INT(verify_with("GET", PUPPY, "", NULL, 0, NOW, &good, &a), HD_DECLINED);
+    CHECK_EQ_INT(verify_with("GET", PUPPY, "Expires=1&acl", NULL, 0, NOW, &good, &a), HD_DECLINED);
     CHECK_EQ_INT(verify_with("GET", PUPPY, "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=0",
                              NULL, 0, NOW, &good, &a),
-                 1);
+                 HD_DECLINED);
     h[0] = (struct hd_kv){"Authorization", "AWS4-HMAC-SHA256 Credential=" AK "/20130524/"
                                            "us-east-1/s3/aws4_request, SignedHeaders=host, "
                                            "Signature=00"};
     h[1] = (struct hd_kv){"X-Amz-Date", "20130524T000000Z"};
-    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), 1);
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_DECLINED);
     h[0].v = "AWSX " AK ":bSxF1cSkfB+EYxo9jNZoHdiaen4=";
-    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), 1);
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_DECLINED);
     /* hd_sigv4_verify refuses SigV2, which is why callers try SigV2 first. */
     {
         struct hd_kv hh[2] = {{"Date", DATE},

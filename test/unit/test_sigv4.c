@@ -742,8 +742,8 @@ HD_SUITE(sigv4_verify_edges)
 
     /* Anonymous. */
     h[0] = (struct hd_kv){"Host", "x"};
-    CHECK_EQ_INT(verify_with(h, 1, NULL, now, &a), 1);
-    CHECK_EQ_INT(verify_with(h, 1, "list-type=2&prefix=a", now, &a), 1);
+    CHECK_EQ_INT(verify_with(h, 1, NULL, now, &a), HD_DECLINED);
+    CHECK_EQ_INT(verify_with(h, 1, "list-type=2&prefix=a", now, &a), HD_DECLINED);
     /* SigV2 is refused, not treated as anonymous. */
     CHECK_EQ_INT(verify_with(h, 1, "AWSAccessKeyId=AK&Expires=1&Signature=x", now, &a),
                  HD_EAUTHQUERY);

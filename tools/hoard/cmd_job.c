@@ -1,5 +1,5 @@
 /* cmd_job: `hoard job ls|show|wait|stop` over a proxy's merged view of cluster jobs
- * (GET /v1/jobs[/ID], DELETE /v1/jobs/ID; proxy/jobs.c merges the targets' states). `job wait`
+ * (GET /v1/jobs[/ID], DELETE /v1/jobs/ID; proxy/jobs/jobs.c merges the targets' states). `job wait`
  * polls until the job has finished everywhere, drawing progress on stderr. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,0 +1,742 @@
+/* s3front: the S3 REST front end both roles share. See s3front.h. */
+#include "common/s3front.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/httputil.h"
+#include "common/json.h"
+#include "common/metrics.h"
+
+#define S3NS HD_XML_S3_NS
+
+/* ---- classification ---- */
+
+enum level { SERVICE, BUCKET, OBJECT };
+
+/* One row per call, in order: the first row whose level, method, subresource (a query
+ * parameter) and copy-source header match names the operation. A strict subresource defines
+ * the call: with it present, no row without it applies (another method gets 405). */
+struct route {
+    enum level level;
+    const char *method;
+    const char *sub; /* query parameter that must be present, or NULL */
+    int strict;      /* sub present: only its rows apply */
+    int copy;        /* 1: x-amz-copy-source must be present, 0: any */
+    enum hd_s3_op op;
+};
+
+static const struct route routes[] = {
+    {SERVICE, "GET", NULL, 0, 0, HD_S3_LIST_BUCKETS},
+
+    {BUCKET, "GET", "location", 0, 0, HD_S3_GET_LOCATION},
+    {BUCKET, "GET", "uploads", 0, 0, HD_S3_LIST_UPLOADS},
+    {BUCKET, "GET", "versions", 0, 0, HD_S3_LIST_VERSIONS},
+    {BUCKET, "POST", "delete", 0, 0, HD_S3_DELETE_OBJECTS},
+    {BUCKET, "GET", NULL, 0, 0, HD_S3_LIST_OBJECTS},
+    {BUCKET, "HEAD", NULL, 0, 0, HD_S3_HEAD_BUCKET},
+    {BUCKET, "PUT", NULL, 0, 0, HD_S3_CREATE_BUCKET},
+    {BUCKET, "DELETE", NULL, 0, 0, HD_S3_DELETE_BUCKET},
+
+    {OBJECT, "POST", "uploads", 0, 0, HD_S3_CREATE_MPU},
+    {OBJECT, "PUT", "uploadId", 1, 1, HD_S3_UPLOAD_PART_COPY},
+    {OBJECT, "PUT", "uploadId", 1, 0, HD_S3_UPLOAD_PART},
+    {OBJECT, "POST", "uploadId", 1, 0, HD_S3_COMPLETE_MPU},
+    {OBJECT, "DELETE", "uploadId", 1, 0, HD_S3_ABORT_MPU},
+    {OBJECT, "GET", "uploadId", 1, 0, HD_S3_LIST_PARTS},
+    {OBJECT, "PUT", NULL, 0, 1, HD_S3_COPY_OBJECT},
+    {OBJECT, "GET", NULL, 0, 0, HD_S3_GET_OBJECT},
+    {OBJECT, "HEAD", NULL, 0, 0, HD_S3_HEAD_OBJECT},
+    {OBJECT, "PUT", NULL, 0, 0, HD_S3_PUT_OBJECT},
+    {OBJECT, "DELETE", NULL, 0, 0, HD_S3_DELETE_OBJECT},
+};
+
+static const char *const op_names[HD_S3_OP_COUNT] = {
+    [HD_S3_LIST_BUCKETS] = "ListBuckets",
+    [HD_S3_GET_LOCATION] = "GetBucketLocation",
+    [HD_S3_LIST_UPLOADS] = "ListMultipartUploads",
+    [HD_S3_LIST_VERSIONS] = "ListObjectVersions",
+    [HD_S3_DELETE_OBJECTS] = "DeleteObjects",
+    [HD_S3_LIST_OBJECTS] = "ListObjects",
+    [HD_S3_HEAD_BUCKET] = "HeadBucket",
+    [HD_S3_CREATE_BUCKET] = "CreateBucket",
+    [HD_S3_DELETE_BUCKET] = "DeleteBucket",
+    [HD_S3_CREATE_MPU] = "CreateMultipartUpload",
+    [HD_S3_UPLOAD_PART] = "UploadPart",
+    [HD_S3_UPLOAD_PART_COPY] = "UploadPartCopy",
+    [HD_S3_COMPLETE_MPU] = "CompleteMultipartUpload",
+    [HD_S3_ABORT_MPU] = "AbortMultipartUpload",
+    [HD_S3_LIST_PARTS] = "ListParts",
+    [HD_S3_COPY_OBJECT] = "CopyObject",
+    [HD_S3_GET_OBJECT] = "GetObject",
+    [HD_S3_HEAD_OBJECT] = "HeadObject",
+    [HD_S3_PUT_OBJECT] = "PutObject",
+    [HD_S3_DELETE_OBJECT] = "DeleteObject",
+};
+
+const char *hd_s3_op_name(enum hd_s3_op op)
+{
+    return op < HD_S3_OP_COUNT && op_names[op] ? op_names[op] : "?";
+}
+
+/* The operation for r at level: 0 with *op, HD_EMETHOD or HD_ENOTIMPL (an S3 feature hoard
+ * does not have). */
+static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op)
+{
+    int copy = hd_req_header(r, "x-amz-copy-source") != NULL, strict = 0;
+    size_t i;
+
+    if (level != SERVICE && hd_s3_unsupported_subresource(&r->query) &&
+        !(level == BUCKET && strcmp(r->method, "GET") == 0 &&
+          hd_query_find(&r->query, "location")))
+        return HD_ENOTIMPL;
+    for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        const struct route *rt = &routes[i];
+        if (rt->level != level || (rt->sub && !hd_query_find(&r->query, rt->sub)))
+            continue;
+        if (rt->sub && rt->strict)
+            strict = 1;
+        else if (!rt->sub && strict)
+            break; /* a call its subresource defines, with another method */
+        if (strcmp(rt->method, r->method) != 0)
+            continue;
+        if (rt->copy && !copy)
+            continue;
+        *op = rt->op;
+        return 0;
+    }
+    return HD_EMETHOD;
+}
+
+static int metric_op(enum hd_s3_op op)
+{
+    switch (op) {
+    case HD_S3_GET_OBJECT:
+        return HD_OP_GET;
+    case HD_S3_HEAD_OBJECT:
+        return HD_OP_HEAD;
+    case HD_S3_PUT_OBJECT:
+    case HD_S3_COPY_OBJECT:
+    case HD_S3_UPLOAD_PART:
+    case HD_S3_UPLOAD_PART_COPY:
+    case HD_S3_COMPLETE_MPU:
+        return HD_OP_PUT;
+    case HD_S3_DELETE_OBJECT:
+    case HD_S3_DELETE_OBJECTS:
+    case HD_S3_ABORT_MPU:
+        return HD_OP_DELETE;
+    case HD_S3_LIST_OBJECTS:
+    case HD_S3_LIST_VERSIONS:
+    case HD_S3_LIST_UPLOADS:
+    case HD_S3_LIST_PARTS:
+        return HD_OP_LIST;
+    case HD_S3_LIST_BUCKETS:
+    case HD_S3_GET_LOCATION:
+    case HD_S3_HEAD_BUCKET:
+    case HD_S3_CREATE_BUCKET:
+    case HD_S3_DELETE_BUCKET:
+        return HD_OP_BUCKET;
+    default:
+        return HD_OP_OTHER;
+    }
+}
+
+/* ---- listings ---- */
+
+int hd_s3_list_parse(struct hd_req *r, int versions, struct hd_s3_list_req *q, const char **msg)
+{
+    const char *lt = hd_req_param(r, "list-type");
+    const char *mk = hd_req_param(r, "max-keys");
+    const char *enc = hd_req_param(r, "encoding-type");
+    const char *fo;
+    size_t n;
+
+    *msg = NULL;
+    memset(q, 0, sizeof(*q));
+    if (!versions && lt && strcmp(lt, "2") != 0 && strcmp(lt, "1") != 0) {
+        *msg = "list-type must be 1 or 2.";
+        return HD_EBADARG;
+    }
+    q->versions = versions;
+    q->v2 = !versions && lt && strcmp(lt, "2") == 0;
+    q->prefix = hd_req_param(r, "prefix");
+    q->delimiter = hd_req_param(r, "delimiter");
+    q->marker = q->v2 ? NULL : hd_req_param(r, versions ? "key-marker" : "marker");
+    q->ctok = q->v2 ? hd_req_param(r, "continuation-token") : NULL;
+    q->start_after = q->v2 ? hd_req_param(r, "start-after") : NULL;
+    fo = q->v2 ? hd_req_param(r, "fetch-owner") : NULL;
+    q->owner = !q->v2 || (fo && strcmp(fo, "true") == 0);
+    if (enc && strcmp(enc, "url") != 0) {
+        *msg = "Invalid Encoding Method specified in Request";
+        return HD_EBADARG;
+    }
+    q->url = enc != NULL;
+    q->max = 1000;
+    if (mk) {
+        int64_t v;
+        if (hd_parse_i64(mk, &v) < 0 || v < 0)
+            return HD_EMAXKEYS;
+        q->max = v > 1000 ? 1000 : (uint64_t)v;
+    }
+    q->from = q->marker && *q->marker           ? q->marker
+              : q->start_after && *q->start_after ? q->start_after
+                                                  : NULL;
+    if (q->ctok) {
+        if (!*q->ctok ||
+            hd_b64_decode(q->ctok, strlen(q->ctok), (unsigned char *)q->tokbuf,
+                          sizeof(q->tokbuf) - 1, &n) < 0 ||
+            !n || memchr(q->tokbuf, 0, n))
+            return HD_EBADTOKEN;
+        q->tokbuf[n] = '\0';
+        q->from = q->tokbuf;
+    }
+    return 0;
+}
+
+static void owner_xml(struct hd_buf *b, const char *owner)
+{
+    hd_xml_open(b, "Owner");
+    hd_xml_elem(b, "ID", owner);
+    hd_xml_elem(b, "DisplayName", owner);
+    hd_xml_close(b, "Owner");
+}
+
+void hd_s3_list_xml(struct hd_buf *b, const char *bucket, const struct hd_s3_list_req *q,
+                    const char *owner, const struct hd_s3_list_item *items, size_t n,
+                    int truncated, const char *next)
+{
+    const char *root = q->versions ? "ListVersionsResult" : "ListBucketResult";
+    const char *item = q->versions ? "Version" : "Contents";
+    size_t i, shown = n < q->max ? n : (size_t)q->max;
+    char etag[64], ts[32];
+
+    if (shown < n && shown > 0) { /* more than max-keys: the rest is the next page */
+        truncated = 1;
+        next = items[shown - 1].name;
+    }
+    hd_xml_decl(b);
+    hd_xml_open_ns(b, root, S3NS);
+    hd_xml_elem(b, "Name", bucket);
+    hd_xml_key_elem(b, "Prefix", q->prefix ? q->prefix : "", q->url);
+    if (q->v2) {
+        hd_xml_elemf(b, "KeyCount", "%zu", shown);
+        if (q->ctok)
+            hd_xml_elem(b, "ContinuationToken", q->ctok);
+        if (q->start_after)
+            hd_xml_key_elem(b, "StartAfter", q->start_after, q->url);
+    } else if (q->versions) {
+        hd_xml_key_elem(b, "KeyMarker", q->marker ? q->marker : "", q->url);
+        hd_xml_elem(b, "VersionIdMarker", "");
+    } else {
+        hd_xml_key_elem(b, "Marker", q->marker ? q->marker : "", q->url);
+    }
+    hd_xml_elemf(b, "MaxKeys", "%llu", (unsigned long long)q->max);
+    if (q->delimiter)
+        hd_xml_key_elem(b, "Delimiter", q->delimiter, q->url);
+    hd_xml_elem(b, "IsTruncated", truncated ? "true" : "false");
+    if (truncated && shown && next) {
+        if (q->v2) {
+            char t64[1500];
+            hd_b64_encode((const unsigned char *)next, strlen(next), t64, sizeof(t64));
+            hd_xml_elem(b, "NextContinuationToken", t64);
+        } else if (q->versions) {
+            hd_xml_key_elem(b, "NextKeyMarker", next, q->url);
+            hd_xml_elem(b, "NextVersionIdMarker", "null");
+        } else if (q->delimiter) {
+            hd_xml_key_elem(b, "NextMarker", next, q->url);
+        }
+    }
+    if (q->url)
+        hd_xml_elem(b, "EncodingType", "url");
+    for (i = 0; i < shown; i++) {
+        const struct hd_s3_list_item *it = &items[i];
+        if (it->is_prefix)
+            continue;
+        hd_xml_open(b, item);
+        hd_xml_key_elem(b, "Key", it->name, q->url);
+        if (q->versions) {
+            hd_xml_elem(b, "VersionId", "null");
+            hd_xml_elem(b, "IsLatest", "true");
+        }
+        if (!it->mtime_iso)
+            hd_iso8601_ms(it->mtime_ms, ts);
+        hd_xml_elem(b, "LastModified", it->mtime_iso ? it->mtime_iso : ts);
+        snprintf(etag, sizeof(etag), "\"%s\"", it->etag);
+        hd_xml_elem(b, "ETag", etag);
+        hd_xml_elemf(b, "Size", "%llu", (unsigned long long)it->size);
+        if (q->owner)
+            owner_xml(b, owner);
+        hd_xml_elem(b, "StorageClass", "STANDARD");
+        hd_xml_close(b, item);
+    }
+    for (i = 0; i < shown; i++) {
+        if (!items[i].is_prefix)
+            continue;
+        hd_xml_open(b, "CommonPrefixes");
+        hd_xml_key_elem(b, "Prefix", items[i].name, q->url);
+        hd_xml_close(b, "CommonPrefixes");
+    }
+    hd_xml_close(b, root);
+}
+
+static void buckets_xml(struct hd_buf *b, const char *owner, const struct hd_s3_bucket *bk,
+                        size_t n)
+{
+    char ts[32];
+    size_t i;
+
+    hd_xml_decl(b);
+    hd_xml_open_ns(b, "ListAllMyBucketsResult", S3NS);
+    owner_xml(b, owner);
+    hd_xml_open(b, "Buckets");
+    for (i = 0; i < n; i++) {
+        hd_xml_open(b, "Bucket");
+        hd_xml_elem(b, "Name", bk[i].name);
+        hd_iso8601_ms(bk[i].created * 1000, ts);
+        hd_xml_elem(b, "CreationDate", ts);
+        hd_xml_close(b, "Bucket");
+    }
+    hd_xml_close(b, "Buckets");
+    hd_xml_close(b, "ListAllMyBucketsResult");
+}
+
+static void location_xml(struct hd_buf *b, const char *region)
+{
+    hd_xml_decl(b);
+    hd_buf_puts(b, "<LocationConstraint xmlns=\"" S3NS "\">");
+    if (strcmp(region, "us-east-1") != 0)
+        hd_xml_escape(b, region, strlen(region));
+    hd_buf_puts(b, "</LocationConstraint>");
+}
+
+static void delete_result_xml(struct hd_buf *b, const struct hd_delete_req *dr, const int *err)
+{
+    size_t i;
+
+    hd_xml_decl(b);
+    hd_xml_open_ns(b, "DeleteResult", S3NS);
+    for (i = 0; i < dr->n; i++) {
+        const char *k = dr->objs[i].key;
+        if (err[i] == 0 && !dr->quiet) {
+            hd_xml_open(b, "Deleted");
+            hd_xml_elem(b, "Key", k);
+            if (dr->objs[i].version_id)
+                hd_xml_elem(b, "VersionId", dr->objs[i].version_id);
+            hd_xml_close(b, "Deleted");
+        } else if (err[i] < 0) {
+            const struct hd_err_info *e = hd_err_info(err[i]);
+            hd_xml_open(b, "Error");
+            hd_xml_elem(b, "Key", k);
+            hd_xml_elem(b, "Code", e->s3_code);
+            hd_xml_elem(b, "Message", e->message);
+            hd_xml_close(b, "Error");
+        }
+    }
+    hd_xml_close(b, "DeleteResult");
+}
+
+/* ---- small XML request bodies ---- */
+
+typedef void (*body_fn)(struct hd_req *r, void *ctx, const char *body, size_t len);
+
+struct body_call {
+    struct hd_sigv4_auth auth;
+    int signed_req;
+    body_fn end;
+    void *ctx;
+    void (*ctx_free)(void *ctx);
+};
+
+static void body_call_free(void *arg)
+{
+    struct body_call *bc = arg;
+
+    if (bc->ctx_free)
+        bc->ctx_free(bc->ctx);
+    free(bc);
+}
+
+/* The body against x-amz-content-sha256 (a hex digest was signed) and Content-MD5. */
+static int body_check(struct hd_req *r, const struct body_call *bc, const char *body,
+                      size_t len)
+{
+    const char *md5 = hd_req_header(r, "Content-MD5");
+    unsigned char h[32];
+
+    if (bc->signed_req && bc->auth.payload == HD_PL_HEX) {
+        hd_sha256(body, len, h);
+        if (memcmp(h, bc->auth.payload_sha256, 32) != 0)
+            return HD_ESHA256MISMATCH;
+    } else if (bc->signed_req && bc->auth.payload != HD_PL_UNSIGNED) {
+        return HD_ENOTIMPL; /* aws-chunked bucket calls: no client sends them */
+    }
+    if (md5) {
+        struct hd_md5 m;
+        unsigned char d[16];
+        char b64[32];
+        if (hd_md5_init(&m) < 0)
+            return -ENOMEM;
+        hd_md5_update(&m, body, len);
+        hd_md5_final(&m, d);
+        hd_md5_cleanup(&m);
+        hd_b64_encode(d, sizeof(d), b64, sizeof(b64));
+        if (strcmp(b64, md5) != 0)
+            return HD_EBADDIGEST;
+    }
+    return 0;
+}
+
+static void body_read(struct hd_req *r, void *arg, const char *body, size_t len)
+{
+    struct body_call *bc = arg;
+    int rc = body_check(r, bc, body, len);
+
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        bc->end(r, bc->ctx, body, len);
+}
+
+/* Reads r's body (at most max bytes), checks it against a signed x-amz-content-sha256 and
+ * Content-MD5, then calls end(r, ctx, body, len), or answers the error itself. auth: the
+ * caller's (anonymous: unsigned). ctx is freed with ctx_free when done with. */
+static void read_body(struct hd_req *r, const struct hd_sigv4_auth *auth, size_t max,
+                      body_fn end, void *ctx, void (*ctx_free)(void *ctx))
+{
+    struct body_call *bc = calloc(1, sizeof(*bc));
+
+    if (!bc) {
+        if (ctx_free)
+            ctx_free(ctx);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    bc->end = end;
+    bc->ctx = ctx;
+    bc->ctx_free = ctx_free;
+    if (auth && !auth->anonymous && auth->access_key[0]) {
+        bc->auth = *auth;
+        bc->signed_req = 1;
+    }
+    hd_req_read_body(r, max, body_read, bc, body_call_free);
+}
+
+/* ---- the calls answered here, from the role's callbacks ---- */
+
+static void list_buckets(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                         const struct hd_s3_call *c)
+{
+    struct hd_s3_bucket *bk = NULL;
+    struct hd_buf b;
+    size_t n = 0;
+    int rc;
+
+    if ((rc = f->buckets(ctx, &bk, &n)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_buf_init(&b);
+    buckets_xml(&b, c->owner, bk, n);
+    free(bk);
+    hd_resp_xml(r, 200, &b);
+}
+
+static void location(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                     const struct hd_s3_call *c)
+{
+    struct hd_buf b;
+    int rc;
+
+    if ((rc = f->bucket_exists(ctx, c->bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_buf_init(&b);
+    location_xml(&b, f->region(ctx));
+    hd_resp_xml(r, 200, &b);
+}
+
+static void head_bucket(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                        const struct hd_s3_call *c)
+{
+    int rc = f->bucket_exists(ctx, c->bucket);
+
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_resp_header(r, "x-amz-bucket-region", f->region(ctx));
+    hd_resp_empty(r, 200);
+}
+
+static void delete_bucket(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                          const struct hd_s3_call *c)
+{
+    char msg[256] = "";
+    int rc = f->bucket_delete(ctx, c->bucket, msg, sizeof(msg));
+
+    if (rc < 0)
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+    else
+        hd_resp_empty(r, 204);
+}
+
+struct hd_s3_list_page {
+    struct hd_s3_list_item *items;
+    size_t n, cap;
+    int truncated;
+    char *next;
+};
+
+int hd_s3_page_add(struct hd_s3_list_page *pg, const char *name, int is_prefix, uint64_t size,
+                   const char *etag, int64_t mtime_ms, const char *mtime_iso)
+{
+    struct hd_s3_list_item *it;
+
+    if (pg->n == pg->cap) {
+        size_t nc = pg->cap ? pg->cap * 2 : 64;
+        if (!(it = realloc(pg->items, nc * sizeof(*it))))
+            return -ENOMEM;
+        pg->items = it;
+        pg->cap = nc;
+    }
+    it = &pg->items[pg->n];
+    memset(it, 0, sizeof(*it));
+    it->is_prefix = is_prefix;
+    it->size = size;
+    it->mtime_ms = mtime_ms;
+    if (!(it->name = strdup(name)) || !(it->etag = strdup(etag ? etag : "")) ||
+        (mtime_iso && !(it->mtime_iso = strdup(mtime_iso)))) {
+        free((char *)it->name);
+        free((char *)it->etag);
+        return -ENOMEM;
+    }
+    pg->n++;
+    return 0;
+}
+
+void hd_s3_page_end(struct hd_s3_list_page *pg, int truncated, const char *next)
+{
+    pg->truncated = truncated;
+    free(pg->next);
+    pg->next = next ? strdup(next) : NULL;
+}
+
+static void page_cleanup(struct hd_s3_list_page *pg)
+{
+    size_t i;
+
+    for (i = 0; i < pg->n; i++) {
+        free((char *)pg->items[i].name);
+        free((char *)pg->items[i].etag);
+        free((char *)pg->items[i].mtime_iso);
+    }
+    free(pg->items);
+    free(pg->next);
+}
+
+static void list_objects(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                         const struct hd_s3_call *c)
+{
+    struct hd_s3_list_req q;
+    struct hd_s3_list_page page;
+    const char *qmsg;
+    char msg[256] = "";
+    struct hd_buf b;
+    int rc;
+
+    if ((rc = hd_s3_list_parse(r, c->op == HD_S3_LIST_VERSIONS, &q, &qmsg)) < 0) {
+        hd_resp_err_msg(r, rc, qmsg);
+        return;
+    }
+    memset(&page, 0, sizeof(page));
+    if ((rc = f->list(ctx, c->bucket, &q, &page, msg, sizeof(msg))) < 0) {
+        page_cleanup(&page);
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
+    hd_buf_init(&b);
+    hd_s3_list_xml(&b, c->bucket, &q, c->owner, page.items, page.n, page.truncated,
+                   page.next ? page.next : page.n ? page.items[page.n - 1].name : NULL);
+    page_cleanup(&page);
+    hd_resp_xml(r, 200, &b);
+}
+
+/* A bucket call with a body: what it needs once the body is read. */
+struct bucket_call {
+    const struct hd_s3_front *f;
+    void *ctx;
+    char bucket[64];
+};
+
+static struct bucket_call *bucket_call(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                                       const char *bucket)
+{
+    struct bucket_call *bc = calloc(1, sizeof(*bc));
+
+    if (!bc) {
+        hd_resp_err(r, -ENOMEM);
+        return NULL;
+    }
+    bc->f = f;
+    bc->ctx = ctx;
+    snprintf(bc->bucket, sizeof(bc->bucket), "%s", bucket);
+    return bc;
+}
+
+/* CreateBucket reads an optional CreateBucketConfiguration body. */
+static void create_end(struct hd_req *r, void *arg, const char *body, size_t len)
+{
+    struct bucket_call *bc = arg;
+    char loc[80];
+    int rc;
+
+    if (len && (rc = hd_xml_parse_create_bucket(body, len, loc, sizeof(loc))) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    rc = bc->f->bucket_create(bc->ctx, bc->bucket);
+    if (rc == HD_EBUCKETEXISTS)
+        rc = 0; /* us-east-1 semantics: creating a bucket you own again succeeds */
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    snprintf(loc, sizeof(loc), "/%s", bc->bucket);
+    hd_resp_header(r, "Location", loc);
+    hd_resp_empty(r, 200);
+}
+
+static void create_bucket(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                          const struct hd_s3_call *c)
+{
+    struct bucket_call *bc;
+    int rc;
+
+    if ((rc = hd_bucket_name_check(c->bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if ((bc = bucket_call(r, f, ctx, c->bucket)))
+        read_body(r, &c->auth, 64u * 1024, create_end, bc, free);
+}
+
+/* DeleteObjects: POST /B?delete with up to 1000 keys (no Content-MD5 required). */
+static void delete_end(struct hd_req *r, void *arg, const char *body, size_t len)
+{
+    struct bucket_call *bc = arg;
+    struct hd_delete_req dr;
+    struct hd_buf b;
+    int *err, rc;
+    size_t i;
+
+    if ((rc = bc->f->bucket_exists(bc->ctx, bc->bucket)) < 0 ||
+        (rc = hd_xml_parse_delete(body, len, &dr)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (!(err = calloc(dr.n ? dr.n : 1, sizeof(*err)))) {
+        hd_xml_delete_cleanup(&dr);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    for (i = 0; i < dr.n; i++)
+        err[i] = hd_object_name_check(dr.objs[i].key, strlen(dr.objs[i].key));
+    if ((rc = bc->f->delete_keys(bc->ctx, bc->bucket, &dr, err)) < 0) {
+        free(err);
+        hd_xml_delete_cleanup(&dr);
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_buf_init(&b);
+    delete_result_xml(&b, &dr, err);
+    free(err);
+    hd_xml_delete_cleanup(&dr);
+    hd_resp_xml(r, 200, &b);
+}
+
+static void delete_objects(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                           const struct hd_s3_call *c)
+{
+    struct bucket_call *bc = bucket_call(r, f, ctx, c->bucket);
+
+    if (bc)
+        read_body(r, &c->auth, HD_XML_MAX_BODY, delete_end, bc, free);
+}
+
+typedef void (*builtin_fn)(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                           const struct hd_s3_call *c);
+
+static const builtin_fn builtin[HD_S3_OP_COUNT] = {
+    [HD_S3_LIST_BUCKETS] = list_buckets,     [HD_S3_GET_LOCATION] = location,
+    [HD_S3_LIST_VERSIONS] = list_objects,    [HD_S3_DELETE_OBJECTS] = delete_objects,
+    [HD_S3_LIST_OBJECTS] = list_objects,     [HD_S3_HEAD_BUCKET] = head_bucket,
+    [HD_S3_CREATE_BUCKET] = create_bucket,   [HD_S3_DELETE_BUCKET] = delete_bucket,
+};
+
+/* ---- dispatch ---- */
+
+void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front *f, void *ctx)
+{
+    struct hd_s3_call c;
+    const char *rest, *slash;
+    char *bucket = NULL, *key = NULL, *vpath;
+    enum level level;
+    int rc;
+
+    r->api = HD_API_S3;
+    memset(&c, 0, sizeof(c));
+    vpath = f->vhost(r, ctx, path);
+    if (vpath)
+        path = vpath;
+    rest = path + 1; /* skip '/' */
+    if (*rest) {
+        slash = strchr(rest, '/');
+        rc = hd_bucket_decode(rest, slash ? (size_t)(slash - rest) : strlen(rest), &bucket);
+        if (rc == 0 && slash && slash[1] &&
+            (rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), &key, &c.klen)) == HD_EBADARG)
+            rc = HD_EBADKEY;
+        if (rc < 0) {
+            hd_resp_err(r, rc);
+            goto out;
+        }
+    }
+    rc = f->authenticate(r, ctx, bucket, key, &c.auth);
+    if (rc == HD_AGAIN)
+        goto out; /* parked: this runs again */
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    level = !bucket ? SERVICE : !key ? BUCKET : OBJECT;
+    if (level == OBJECT && (rc = hd_object_name_check(key, c.klen)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    if ((rc = classify(r, level, &c.op)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    r->op = metric_op(c.op);
+    c.bucket = bucket;
+    c.key = key;
+    c.vpath = vpath;
+    c.owner = c.auth.anonymous || !c.auth.access_key[0] ? "anonymous" : c.auth.access_key;
+    if (f->handlers[c.op])
+        f->handlers[c.op](r, ctx, &c);
+    else if (level == OBJECT && f->object)
+        f->object(r, ctx, &c);
+    else if (level != OBJECT && builtin[c.op])
+        builtin[c.op](r, f, ctx, &c);
+    else
+        hd_resp_err_msg(r, HD_ENOTIMPL, NULL);
+out:
+    free(vpath);
+    free(bucket);
+    free(key);
+}
+

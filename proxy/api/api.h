@@ -1,0 +1,22 @@
+/* api: the proxy's HTTP front (proxy.c dispatches): the S3 API (s3.c), the native bucket and
+ * object APIs (buckets.c, objects.c), batch GET (batch.c) and cluster capacity (capacity.c).
+ * The top of the proxy: nothing below includes this. HTTP workers. */
+#ifndef HD_PROXY_API_H
+#define HD_PROXY_API_H
+
+#include "proxy/core/core.h"
+
+/* GET /v1/cluster/capacity */
+void hd_proxy_capacity_handle(struct hd_req *r, struct hd_proxy *p);
+/* GET|POST /v1/batch */
+void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p);
+/* /v1/buckets[/B] */
+void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p);
+/* /v1/objects/B/O */
+void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);
+/* The S3 API (path style at "/" and "/s3/", virtual-host style with s3.domain):
+ * SigV4-authenticated bucket calls served from the BMD and merged listings; object calls are
+ * redirected (s3.redirect) or relayed. */
+void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p);
+
+#endif

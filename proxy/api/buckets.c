@@ -1,0 +1,193 @@
+/* bucket: buckets live in the BMD. The primary changes it (one version per change, persisted,
+ * then pushed to every node before the caller is answered, so a PUT right after CreateBucket
+ * finds the bucket on its target); other proxies ask the primary through its native API.
+ * Native /v1/buckets[/B] handlers. Runs on HTTP workers (the fan-out is bounded). */
+#include "proxy/api/api.h"
+#include "proxy/cluster/cluster.h"
+#include "proxy/data/data.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/bprops.h"
+#include "common/buf.h"
+#include "common/errors.h"
+#include "common/httputil.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/metrics.h"
+
+/* ---- native handlers ---- */
+
+static void list_buckets(struct hd_req *r, struct hd_proxy *p)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    json_t *arr = json_array();
+    char ts[32];
+    size_t i;
+
+    for (i = 0; i < b->n; i++) {
+        hd_iso8601((time_t)b->b[i].created, ts);
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", b->b[i].name, "provider",
+                                             b->b[i].provider, "created", ts));
+    }
+    hd_bmd_unref(b);
+    hd_resp_json(r, 200, json_pack("{s:o}", "buckets", arr));
+}
+
+static void props_get(struct hd_req *r, struct hd_proxy *p, const char *name)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, name);
+    json_t *props;
+    char ts[32];
+
+    if (!e) {
+        hd_bmd_unref(b);
+        hd_resp_err(r, HD_ENOSUCHBUCKET);
+        return;
+    }
+    props = e->props ? json_loads(e->props, 0, NULL) : NULL;
+    if (!props)
+        props = json_object();
+    if (!json_object_get(props, "anonymous_read"))
+        json_object_set_new(props, "anonymous_read", json_false());
+    if (strcmp(e->provider, "aws") == 0 && !json_object_get(props, "validate_warm_get"))
+        json_object_set_new(props, "validate_warm_get", json_false());
+    hd_iso8601((time_t)e->created, ts);
+    hd_resp_json(r, 200,
+                       json_pack("{s:s, s:s, s:s, s:o}", "name", e->name, "provider", e->provider,
+                                 "created", ts, "props", props));
+    hd_bmd_unref(b);
+}
+
+struct props_ctx {
+    struct hd_proxy *p;
+    char bucket[64];
+    int create; /* POST /v1/buckets/B[?provider=aws] with a props body */
+    char provider[8];
+};
+
+/* Creates c->bucket with the props in the body (S3-backed buckets: the upstream). */
+static void create_end(struct hd_req *r, struct props_ctx *c, const char *body, size_t len)
+{
+    char msg[256] = "", *props = NULL;
+    int rc;
+
+    rc = hd_proxy_cloud_props(c->p, c->provider, len ? body : NULL, &props, msg, sizeof(msg));
+    if (rc == 0)
+        rc = hd_proxy_bucket_create_props(c->p, c->bucket, c->provider, props);
+    free(props);
+    if (rc < 0)
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+    else
+        hd_resp_empty(r, 201);
+}
+
+static void props_end(struct hd_req *r, void *ctx, const char *body, size_t len)
+{
+    struct props_ctx *c = ctx;
+    char msg[256];
+    int rc;
+
+    if (c->create) {
+        create_end(r, c, body, len);
+        return;
+    }
+    rc = hd_proxy_bucket_props_msg(c->p, c->bucket, body, msg, sizeof(msg));
+    if (rc < 0)
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+    else
+        hd_resp_empty(r, 200);
+}
+
+static void props_patch(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                        const char *create_provider)
+{
+    struct props_ctx *c = calloc(1, sizeof(*c));
+
+    if (!c) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    if (create_provider) {
+        c->create = 1;
+        snprintf(c->provider, sizeof(c->provider), "%s",
+                 strcmp(create_provider, "s3") == 0 ? "aws" : create_provider);
+    }
+    c->p = p;
+    snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
+    hd_req_read_body(r, 64u * 1024, props_end, c, free);
+}
+
+static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+{
+    const char *m = r->method;
+    struct hd_bmd *b;
+    char msg[256];
+    int rc;
+
+    r->op = HD_OP_BUCKET;
+    if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
+        props_get(r, p, bucket);
+    } else if (strcmp(m, "PATCH") == 0) {
+        props_patch(r, p, bucket, NULL);
+    } else if (strcmp(m, "GET") == 0) {
+        hd_proxy_list_native(r, p, bucket);
+    } else if (strcmp(m, "HEAD") == 0) {
+        b = hd_smap_state_bmd(p->cs);
+        rc = hd_bmd_find(b, bucket) ? 0 : HD_ENOSUCHBUCKET;
+        hd_bmd_unref(b);
+        rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 200);
+    } else if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0) {
+        const char *pv = hd_req_param(r, "provider");
+        if ((pv && *pv && strcmp(pv, "ais") != 0 && strcmp(pv, "aws") != 0 &&
+             strcmp(pv, "s3") != 0)) {
+            hd_resp_err_msg(r, HD_EBADARG, "provider must be ais (native) or aws (S3-backed).");
+            return;
+        }
+        props_patch(r, p, bucket, pv && *pv ? pv : "ais"); /* the body may carry props */
+    } else if (strcmp(m, "DELETE") == 0) {
+        rc = hd_proxy_bucket_destroy(p, bucket, msg, sizeof(msg));
+        rc < 0 ? hd_resp_err_msg(r, rc, msg[0] ? msg : NULL) : hd_resp_empty(r, 204);
+    } else {
+        hd_resp_err(r, HD_EMETHOD);
+    }
+}
+
+void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
+{
+    const char *rest = r->raw_path + 11; /* after "/v1/buckets" */
+    struct hd_sigv4_auth a;
+    char *bucket = NULL;
+    int rc;
+
+    r->op = HD_OP_BUCKET;
+    if (!*rest || strcmp(rest, "/") == 0) {
+        if ((rc = hd_proxy_auth(r, p, NULL, &a)) < 0)
+            hd_resp_err(r, rc);
+        else if (strcmp(r->method, "GET") == 0)
+            list_buckets(r, p);
+        else
+            hd_resp_err(r, HD_EMETHOD);
+        return;
+    }
+    rest++;
+    rc = strchr(rest, '/') ? HD_ENOTFOUND : hd_bucket_decode(rest, strlen(rest), &bucket);
+    if (rc == 0 && !*bucket)
+        rc = HD_ENOTFOUND;
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        free(bucket);
+        return;
+    }
+    if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0)
+        hd_resp_err(r, rc);
+    else if ((strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) ||
+             hd_proxy_autoreg(r, p, bucket) != HD_AGAIN) /* default upstream: first access */
+        bucket_op(r, p, bucket);
+    free(bucket);
+}

@@ -1,0 +1,55 @@
+/* objects: the native object API on a proxy (/v1/objects/BUCKET/OBJECT): authorised here,
+ * then a 307 to the owning target (native.redirect, the default) or the relay. */
+#include "proxy/api/api.h"
+#include "proxy/cluster/cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/httputil.h"
+#include "common/metrics.h"
+#include "proxy/data/data.h"
+
+void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
+{
+    const char *rest = r->raw_path + 12, *slash = strchr(rest, '/');
+    const char *m = r->method;
+    char *bucket = NULL, *key = NULL;
+    struct hd_sigv4_auth a;
+    size_t klen = 0;
+    int rc;
+
+    r->op = strcmp(m, "GET") == 0      ? HD_OP_GET
+            : strcmp(m, "HEAD") == 0   ? HD_OP_HEAD
+            : strcmp(m, "PUT") == 0    ? HD_OP_PUT
+            : strcmp(m, "DELETE") == 0 ? HD_OP_DELETE
+                                       : HD_OP_OTHER;
+    if (!slash || slash == rest || !slash[1]) {
+        hd_resp_err_msg(r, HD_EBADKEY, "Expected /v1/objects/BUCKET/OBJECT.");
+        return;
+    }
+    if ((rc = hd_bucket_decode(rest, (size_t)(slash - rest), &bucket)) < 0 ||
+        (rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), &key, &klen)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    if ((rc = hd_object_name_check(key, klen)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    /* the target trusts our signature, so authorise here */
+    if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    if (hd_proxy_autoreg(r, p, bucket) == HD_AGAIN)
+        goto out; /* default upstream: registered on first access, then here again */
+    if (p->native_redirect)
+        hd_proxy_redirect(r, p, bucket, key, NULL);
+    else /* for clients that cannot reach targets (native.redirect = false) */
+        hd_proxy_relay(r, p, bucket, key, NULL);
+out:
+    free(bucket);
+    free(key);
+}

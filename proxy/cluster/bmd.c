@@ -1,0 +1,215 @@
+/* bmd: buckets live in the BMD. The primary changes it (one version per change, persisted,
+ * then pushed to every node before the caller is answered, so a PUT right after CreateBucket
+ * finds the bucket on its target); other proxies ask the primary through its native API.
+ * HTTP workers (the calls are bounded). */
+#include "proxy/cluster/cluster.h"
+#include "proxy/data/data.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/bprops.h"
+#include "common/buf.h"
+#include "common/errors.h"
+#include "common/httputil.h"
+#include "common/log.h"
+
+/* Applies change(b, arg) to a clone of the BMD, bumps the version, persists, and pushes. */
+static int bmd_change(struct hd_proxy *p, int (*change)(struct hd_bmd *b, const void *arg),
+                      const void *arg)
+{
+    struct hd_bmd *cur, *b = NULL;
+    int rc;
+
+    pthread_mutex_lock(&p->mu);
+    cur = hd_smap_state_bmd(p->cs);
+    if ((rc = hd_bmd_clone(cur, &b)) < 0 || (rc = change(b, arg)) < 0)
+        goto unlock;
+    b->version++;
+    rc = hd_proxy_bmd_install(p, b);
+unlock:
+    pthread_mutex_unlock(&p->mu);
+    if (rc == 0) {
+        HD_LOG(HD_INFO, NULL, "cluster: BMD v%lld", (long long)b->version);
+        hd_proxy_sync_now(p);
+    }
+    hd_bmd_unref(cur);
+    hd_bmd_unref(b);
+    return rc;
+}
+
+struct create_arg {
+    const char *name;
+    const char *provider;
+    const char *props;
+};
+
+static int do_create(struct hd_bmd *b, const void *arg)
+{
+    const struct create_arg *a = arg;
+
+    if (hd_bmd_find(b, a->name))
+        return HD_EBUCKETEXISTS;
+    return hd_bmd_put(b, a->name, a->provider, (int64_t)time(NULL), a->props);
+}
+
+static int do_destroy(struct hd_bmd *b, const void *arg)
+{
+    if (!hd_bmd_find(b, arg))
+        return HD_ENOSUCHBUCKET;
+    return hd_bmd_remove(b, arg) < 0 ? HD_ENOSUCHBUCKET : 0;
+}
+
+struct props_arg {
+    const char *name;
+    const char *patch; /* merged into the current props */
+    char *msg;
+    size_t msglen;
+};
+
+static int do_props(struct hd_bmd *b, const void *arg)
+{
+    const struct props_arg *a = arg;
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, a->name);
+    struct hd_bprops bp;
+    char provider[8], *merged = NULL;
+    int rc;
+
+    if (!e)
+        return HD_ENOSUCHBUCKET;
+    snprintf(provider, sizeof(provider), "%s", e->provider);
+    if ((rc = hd_bprops_merge(e->props, a->patch, &merged, a->msg, a->msglen)) < 0)
+        return rc;
+    hd_bprops_parse(merged, &bp, NULL, 0);
+    if (bp.has_upstream != (strcmp(provider, "aws") == 0)) {
+        snprintf(a->msg, a->msglen, "%s",
+                 bp.has_upstream ? "Only S3-backed buckets (provider aws) have an upstream."
+                                 : "An S3-backed bucket needs its upstream.");
+        free(merged);
+        return HD_EBADARG;
+    }
+    rc = hd_bmd_put(b, a->name, provider, e->created, merged);
+    free(merged);
+    return rc;
+}
+
+static int via_primary(struct hd_proxy *p, const char *method, const char *name, const char *query,
+                       const json_t *body)
+{
+    struct hd_buf path;
+    json_t *out = NULL;
+    long status = 0;
+    int rc;
+
+    hd_buf_init(&path);
+    hd_buf_puts(&path, "/v1/buckets/");
+    hd_uri_encode(&path, name, strlen(name), 0);
+    if (query)
+        hd_buf_printf(&path, "?%s", query);
+    if (path.oom) {
+        hd_buf_cleanup(&path);
+        return -ENOMEM;
+    }
+    rc = hd_proxy_primary_call(p, method, path.data, body, &status, &out);
+    hd_buf_cleanup(&path);
+    if (rc < 0)
+        return HD_EUNAVAIL;
+    rc = hd_proxy_err_from_json(status, out);
+    json_decref(out);
+    out = NULL;
+    /* the primary pushes the new BMD to proxies in the background: take it now, so this
+     * client's next call through us sees its change */
+    if (rc == 0 && hd_proxy_primary_call(p, "GET", "/v1/cluster/bmd", NULL, &status, &out) == 0 &&
+        status == 200 && out) {
+        struct hd_bmd *b = NULL;
+        if (hd_bmd_from_json(out, &b) == 0)
+            hd_smap_state_set_bmd(p->cs, b, 0, NULL);
+        hd_bmd_unref(b);
+    }
+    json_decref(out);
+    return rc;
+}
+
+int hd_proxy_bucket_create(struct hd_proxy *p, const char *name, const char *provider)
+{
+    if (provider && *provider && strcmp(provider, "ais") != 0)
+        return HD_EBADARG; /* S3-backed buckets need props: hd_proxy_bucket_create_props */
+    return hd_proxy_bucket_create_props(p, name, "ais", NULL);
+}
+
+int hd_proxy_bucket_create_props(struct hd_proxy *p, const char *name, const char *provider,
+                                 const char *props)
+{
+    struct create_arg a = {name, provider && *provider ? provider : "ais", props};
+    json_t *body = NULL;
+    int rc;
+
+    if ((rc = hd_bucket_name_check(name)) < 0)
+        return rc;
+    if (strcmp(a.provider, "ais") != 0 && strcmp(a.provider, "aws") != 0)
+        return HD_EBADARG;
+    if (!p->primary) {
+        if (props && !(body = json_loads(props, 0, NULL)))
+            return HD_EBADARG;
+        rc = via_primary(p, "POST", name, strcmp(a.provider, "aws") == 0 ? "provider=aws" : NULL,
+                         body);
+        json_decref(body);
+        return rc;
+    }
+    return bmd_change(p, do_create, &a);
+}
+
+int hd_proxy_bucket_destroy(struct hd_proxy *p, const char *name, char *msg, size_t msglen)
+{
+    struct hd_bmd *b;
+    int rc;
+
+    msg[0] = '\0';
+    if (!p->primary)
+        return via_primary(p, "DELETE", name, NULL, NULL);
+    b = hd_smap_state_bmd(p->cs);
+    rc = hd_bmd_find(b, name) ? 0 : HD_ENOSUCHBUCKET;
+    hd_bmd_unref(b);
+    if (rc < 0 || (rc = hd_proxy_bucket_empty(p, name, msg, msglen)) < 0)
+        return rc;
+    return bmd_change(p, do_destroy, name);
+}
+
+int hd_proxy_bucket_props(struct hd_proxy *p, const char *name, const char *json)
+{
+    char msg[256];
+
+    return hd_proxy_bucket_props_msg(p, name, json, msg, sizeof(msg));
+}
+
+int hd_proxy_bucket_props_msg(struct hd_proxy *p, const char *name, const char *json, char *msg,
+                              size_t msglen)
+{
+    json_t *in = json_loads(json, JSON_REJECT_DUPLICATES, NULL);
+    struct props_arg a = {name, json, msg, msglen};
+    char *probe = NULL;
+    int rc;
+
+    msg[0] = '\0';
+    if (!json_is_object(in)) {
+        json_decref(in);
+        snprintf(msg, msglen, "Expected a JSON object like {\"anonymous_read\": true}.");
+        return HD_EBADARG;
+    }
+    /* the patch alone must already be well formed (merging is the primary's) */
+    if ((rc = hd_bprops_merge(NULL, json, &probe, msg, msglen)) < 0) {
+        json_decref(in);
+        return rc;
+    }
+    free(probe);
+    msg[0] = '\0';
+    if (!p->primary)
+        rc = via_primary(p, "PATCH", name, NULL, in);
+    else
+        rc = bmd_change(p, do_props, &a);
+    json_decref(in);
+    return rc;
+}

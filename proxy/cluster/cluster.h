@@ -1,0 +1,74 @@
+/* cluster: the proxy's control plane. Membership (joins, heartbeats, failure detection, the
+ * loop thread; membership.c), metasync of each new smap/BMD version (metasync.c), rebalance
+ * driven by the primary (rebalance.c), bucket changes in the BMD (bmd.c), and S3-backed
+ * buckets' upstream settings and registration on first access (upstream.c). On data/ and
+ * core/. Thread rules per function. */
+#ifndef HD_PROXY_CLUSTER_H
+#define HD_PROXY_CLUSTER_H
+
+#include "proxy/core/core.h"
+
+/* ---- membership.c ---- */
+
+int hd_proxy_members_init(struct hd_proxy *p);
+int hd_proxy_loop_start(struct hd_proxy *p);
+void hd_proxy_loop_stop(struct hd_proxy *p);
+/* /v1/cluster..., /v1/metasync (HTTP workers) */
+void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p);
+
+/* ---- metasync.c ---- */
+
+/* Primary only, caller holds p->mu: installs and persists s / b (version already bumped). */
+int hd_proxy_smap_install(struct hd_proxy *p, struct hd_smap *s);
+int hd_proxy_bmd_install(struct hd_proxy *p, struct hd_bmd *b);
+/* Sends the current smap and BMD to every target now and waits (HTTP worker, bounded);
+ * the loop thread then pushes them to the other proxies. */
+void hd_proxy_sync_now(struct hd_proxy *p);
+/* Loop thread: pushes smap/BMD versions some node has not been sent yet (always: even when
+ * every node had them). */
+void hd_proxy_push_pending(struct hd_proxy *p, int always);
+
+/* ---- rebalance.c ---- */
+
+/* POST /v1/cluster/rebalance: the primary marks the smap with a new rebalance id at once,
+ * which its loop thread then starts (wake it) in place of any marked before, and answers 202
+ * {"status", "id"}. Other proxies forward to the primary. HTTP worker. */
+void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p);
+/* Primary, caller holds mu, s is the next smap (version already bumped, not installed):
+ * marks it with a new rebalance id, so the map that moves objects is the same version that
+ * turns on get-from-neighbour everywhere (no window where a new owner misses an object
+ * that has not moved yet), and asks the loop thread to start the job. */
+void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s);
+/* Primary's loop thread: starts a requested rebalance, watches the one in progress. */
+void hd_proxy_rebalance_tick(struct hd_proxy *p);
+/* 1 when id left the cluster by decommission (it may not join again). */
+int hd_proxy_decommissioned(struct hd_proxy *p, const char *id);
+
+/* ---- bmd.c: BMD changes (the primary does them; others ask the primary) ---- */
+
+int hd_proxy_bucket_create(struct hd_proxy *p, const char *name, const char *provider);
+/* As above with props (JSON text, already validated; NULL = none). */
+int hd_proxy_bucket_create_props(struct hd_proxy *p, const char *name, const char *provider,
+                                 const char *props);
+int hd_proxy_bucket_destroy(struct hd_proxy *p, const char *name, char *msg, size_t msglen);
+int hd_proxy_bucket_props(struct hd_proxy *p, const char *name, const char *json);
+/* As above; msg says what is wrong with the props. */
+int hd_proxy_bucket_props_msg(struct hd_proxy *p, const char *name, const char *json, char *msg,
+                              size_t msglen);
+
+/* ---- upstream.c: S3-backed buckets ---- */
+
+int hd_proxy_cloud_new(const struct hd_config *cfg, struct hd_proxy_cloud **out);
+void hd_proxy_cloud_free(struct hd_proxy_cloud *c);
+/* Props for a new bucket of provider (validated; an aws bucket without an upstream gets the
+ * default upstream of the config). *out: canonical JSON or NULL; HD_EBADARG with msg. */
+int hd_proxy_cloud_props(struct hd_proxy *p, const char *provider, const char *body, char **out,
+                         char *msg, size_t msglen);
+/* With upstream.endpoint set, a bucket unknown to the BMD that exists at the default
+ * upstream is registered as S3-backed (answers cached for a while). From a role handler,
+ * before anything is answered: HD_DECLINED when there is nothing to look up (go on),
+ * HD_AGAIN when r is parked while a pool thread asks the upstream (the handler runs again,
+ * r->deferrals > 0, and then it is HD_DECLINED). */
+int hd_proxy_autoreg(struct hd_req *r, struct hd_proxy *p, const char *bucket);
+
+#endif

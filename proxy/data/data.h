@@ -1,0 +1,70 @@
+/* data: the proxy's data path. An object request goes to its owner, by a 307 or through the
+ * relay (route.c); listings are merged from the targets' pages, or for an S3-backed bucket
+ * the upstream's page marked cached or not (list.c). On core/ only. HTTP workers; the
+ * listing calls block for a bounded time (see docs/architecture.md). */
+#ifndef HD_PROXY_DATA_H
+#define HD_PROXY_DATA_H
+
+#include "proxy/core/core.h"
+
+/* ---- route.c ---- */
+
+/* Answers r with 307 to the owner of bucket/key (decoded names), or 503. The Location (and
+ * the proxy signature in it) carries `path`, the raw path the owner must see (NULL: r's):
+ * a virtual-host S3 request is sent on path style, since the owner sees another Host. */
+void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                       const char *path);
+/* Streams r to the owner of bucket/key and the answer back (common/relay.c), authorised
+ * with the proxy's signature; the client's own headers (Host, SigV4) pass unchanged.
+ * vbucket: the bucket of a virtual-host request (the proxy's reading of Host), or NULL. The
+ * target reads the request the same way: X-Hoard-Vhost names the bucket, covered by the
+ * signature (made over the path-style path), whatever the target's own s3.domain says. */
+void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                    const char *vbucket);
+
+/* ---- list.c ---- */
+
+struct hd_plist_opts {
+    const char *prefix;      /* NULL = none */
+    const char *delimiter;   /* NULL or "" = none */
+    const char *start_after; /* exclusive; NULL = from the start */
+    size_t limit;            /* 1..10000 */
+    int cached_only;         /* S3-backed buckets: only what the targets hold */
+};
+struct hd_plist_item {
+    char *name;
+    int is_prefix;
+    uint64_t size;
+    char etag[48];
+    char mtime[32]; /* ISO 8601 with milliseconds, as targets send it */
+    int cached;     /* S3-backed buckets: held by a target (-1: native bucket) */
+};
+struct hd_plist_res {
+    struct hd_plist_item *items; /* sorted, unique */
+    size_t n;
+    int truncated;
+    char *last; /* name of the last item (the next start key), NULL when empty */
+};
+/* Asks every live target for `limit` entries after start_after and merges. HD_EUNAVAIL (msg
+ * says which target) when a target is down or does not answer; HD_ENOSUCHBUCKET. For an
+ * S3-backed bucket (unless cached_only) the upstream is listed instead, through one
+ * designated target, and each entry says whether it is cached. */
+int hd_proxy_list(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                  struct hd_plist_res *res, char *msg, size_t msglen);
+/* The targets' own objects only (what hd_proxy_list does for native buckets). */
+int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                        struct hd_plist_res *res, char *msg, size_t msglen);
+void hd_proxy_list_cleanup(struct hd_plist_res *res);
+/* Appends an item (e: a target's JSON entry with size/etag/mtime, or NULL for a prefix). */
+int hd_proxy_list_push(struct hd_plist_res *res, size_t *cap, const char *name, int is_prefix,
+                       const json_t *e);
+/* One page of the upstream listing of S3-backed bucket, through the designated target,
+ * each entry marked cached or not. */
+int hd_proxy_list_cloud(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
+                        struct hd_plist_res *res, char *msg, size_t msglen);
+/* Native GET /v1/buckets/B?prefix&delimiter&limit&token */
+void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *bucket);
+/* 0 when no target holds an object of bucket, HD_EBUCKETNOTEMPTY, HD_EUNAVAIL. */
+int hd_proxy_bucket_empty(struct hd_proxy *p, const char *bucket, char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,18 @@
+/* jobs: cluster-wide jobs on the proxy (jobs.c: start, merged views, stop) and the planning
+ * of shard jobs (shard.c). On cluster/, data/ and core/. HTTP workers (bounded calls) and
+ * the shard planner's own thread. */
+#ifndef HD_PROXY_JOBS_H
+#define HD_PROXY_JOBS_H
+
+#include "proxy/core/core.h"
+
+/* /v1/jobs[/ID] */
+void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p);
+
+/* shard.c: a shard job request (POST /v1/jobs, kind "shard"), from the jobs body handler:
+ * plans it on a thread of its own (listing, grouping, packing), writes the manifest object,
+ * starts the job on every target and answers r (parked meanwhile). args is copied. */
+void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id, const char *bucket,
+                          json_t *args);
+
+#endif

@@ -1,0 +1,39 @@
+/* rebalance: moves every object to the target and mountpath HRW names for the current cluster
+ * map (the "rebalance" job), finds objects that have not moved yet (get-from-neighbour) and
+ * keeps deletes from being undone while objects move (tombstones). See rebalance.c. The
+ * calls that block on the network say so: never on an HTTP worker. */
+#ifndef HD_TARGET_REBALANCE_H
+#define HD_TARGET_REBALANCE_H
+
+#include <stdint.h>
+
+#include "target/cluster/cluster.h"
+#include "target/jobs/jobs.h"
+
+struct hd_rb;
+
+/* Registers the "rebalance" job kind with js. cl must outlive the result. */
+int hd_rb_new(struct hd_tcluster *cl, struct hd_jobs *js, struct hd_rb **out);
+void hd_rb_free(struct hd_rb *rb);
+
+/* Whether a GET of bucket/key that missed here may find it on another target now: this
+ * target has not joined yet (its map may be behind), or objects are moving (a rebalance in
+ * progress, or a target in maintenance) and we own it. Does not block. */
+int hd_rebalance_may_gfn(struct hd_rb *rb, const char *bucket, const char *key);
+/* Get from neighbour: an object missing here may still sit on its previous owner while the
+ * cluster map changes: asks the other targets and stores the first copy found. 0 when the
+ * object is now held locally, else HD_ENOSUCHKEY. Waits for this start's join (up to 10 s)
+ * and blocks on the network: a pool thread. */
+int hd_rebalance_gfn(struct hd_rb *rb, const char *bucket, const char *key);
+/* Whether delete-elsewhere has work: objects are moving now. Does not block. */
+int hd_rebalance_moving(struct hd_rb *rb);
+/* After a client's delete on the owner while objects move: deletes the copies other targets
+ * may still hold and remembers the delete. Returns how many copies were deleted elsewhere.
+ * Blocks on the network: a pool thread. */
+int hd_rebalance_delete_elsewhere(struct hd_rb *rb, const char *bucket, const char *key);
+/* 1 when bucket/key was deleted here (while objects move) at or after mtime_ms: a moved
+ * copy that old must not come back. Does not block. */
+int hd_rebalance_deleted_since(struct hd_rb *rb, const char *bucket, const char *key,
+                               int64_t mtime_ms);
+
+#endif
