@@ -111,8 +111,8 @@ image:
 test-image: image
 	bash test/deploy/image_smoke.sh
 
-check-deps:
-	@bash tools/check-deps.sh
+check-deps: all
+	@HOARD_BUILD=$(BUILD) bash tools/check-deps.sh
 
 lint: check-deps
 	@bash tools/lint.sh

@@ -402,7 +402,7 @@ static size_t header_count(const struct hd_req *r, const char *name)
 
 static void undefer(struct hd_req *r)
 {
-    void (*fn)(struct hd_req *r) = r->on_undefer;
+    void (*fn)(struct hd_req * r) = r->on_undefer;
 
     if (fn) {
         r->on_undefer = NULL;

@@ -113,7 +113,9 @@ void hd_log_write(enum hd_log_level lvl, const char *reqid, const char *fmt, ...
 
     k = stamp(line, sizeof(line));
     n = snprintf(line + k, sizeof(line) - k, " %-5s req=%.64s ", names[lvl],
-                 reqid ? reqid : ctx_id ? ctx_id : "-");
+                 reqid    ? reqid
+                 : ctx_id ? ctx_id
+                          : "-");
     if (n > 0)
         k += (size_t)n;
     if (k >= sizeof(line))

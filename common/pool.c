@@ -276,8 +276,8 @@ void hd_acall_request(struct hd_req *r, struct hd_pool *p, hd_acall_fn run, hd_a
 struct defer {
     struct hd_task task;
     pthread_mutex_t mu;
-    int refs;          /* the task's and the request's */
-    struct hd_req *r;  /* NULL once the request went on (or ended) */
+    int refs;         /* the task's and the request's */
+    struct hd_req *r; /* NULL once the request went on (or ended) */
     void (*run)(void *arg);
     void *arg;
     void (*arg_free)(void *arg);
@@ -345,7 +345,7 @@ int hd_pool_defer(struct hd_pool *p, struct hd_req *r, void (*run)(void *arg), v
     pthread_mutex_lock(&d->mu); /* the task resumes r only once it is parked */
     hd_req_defer(r, defer_detach, d);
     if (hd_pool_submit(p, &d->task) < 0) {
-        d->refs--;  /* no task */
+        d->refs--;        /* no task */
         hd_req_resume(r); /* the handler runs again, deferred once: without it */
     }
     pthread_mutex_unlock(&d->mu);

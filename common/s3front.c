@@ -91,8 +91,7 @@ static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op)
     size_t i;
 
     if (level != SERVICE && hd_s3_unsupported_subresource(&r->query) &&
-        !(level == BUCKET && strcmp(r->method, "GET") == 0 &&
-          hd_query_find(&r->query, "location")))
+        !(level == BUCKET && strcmp(r->method, "GET") == 0 && hd_query_find(&r->query, "location")))
         return HD_ENOTIMPL;
     for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const struct route *rt = &routes[i];
@@ -182,7 +181,7 @@ int hd_s3_list_parse(struct hd_req *r, int versions, struct hd_s3_list_req *q, c
             return HD_EMAXKEYS;
         q->max = v > 1000 ? 1000 : (uint64_t)v;
     }
-    q->from = q->marker && *q->marker           ? q->marker
+    q->from = q->marker && *q->marker             ? q->marker
               : q->start_after && *q->start_after ? q->start_after
                                                   : NULL;
     if (q->ctok) {
@@ -206,8 +205,8 @@ static void owner_xml(struct hd_buf *b, const char *owner)
 }
 
 void hd_s3_list_xml(struct hd_buf *b, const char *bucket, const struct hd_s3_list_req *q,
-                    const char *owner, const struct hd_s3_list_item *items, size_t n,
-                    int truncated, const char *next)
+                    const char *owner, const struct hd_s3_list_item *items, size_t n, int truncated,
+                    const char *next)
 {
     const char *root = q->versions ? "ListVersionsResult" : "ListBucketResult";
     const char *item = q->versions ? "Version" : "Contents";
@@ -361,8 +360,7 @@ static void body_call_free(void *arg)
 }
 
 /* The body against x-amz-content-sha256 (a hex digest was signed) and Content-MD5. */
-static int body_check(struct hd_req *r, const struct body_call *bc, const char *body,
-                      size_t len)
+static int body_check(struct hd_req *r, const struct body_call *bc, const char *body, size_t len)
 {
     const char *md5 = hd_req_header(r, "Content-MD5");
     unsigned char h[32];
@@ -404,8 +402,8 @@ static void body_read(struct hd_req *r, void *arg, const char *body, size_t len)
 /* Reads r's body (at most max bytes), checks it against a signed x-amz-content-sha256 and
  * Content-MD5, then calls end(r, ctx, body, len), or answers the error itself. auth: the
  * caller's (anonymous: unsigned). ctx is freed with ctx_free when done with. */
-static void read_body(struct hd_req *r, const struct hd_sigv4_auth *auth, size_t max,
-                      body_fn end, void *ctx, void (*ctx_free)(void *ctx))
+static void read_body(struct hd_req *r, const struct hd_sigv4_auth *auth, size_t max, body_fn end,
+                      void *ctx, void (*ctx_free)(void *ctx))
 {
     struct body_call *bc = calloc(1, sizeof(*bc));
 
@@ -561,7 +559,9 @@ static void list_objects(struct hd_req *r, const struct hd_s3_front *f, void *ct
     }
     hd_buf_init(&b);
     hd_s3_list_xml(&b, c->bucket, &q, c->owner, page.items, page.n, page.truncated,
-                   page.next ? page.next : page.n ? page.items[page.n - 1].name : NULL);
+                   page.next ? page.next
+                   : page.n  ? page.items[page.n - 1].name
+                             : NULL);
     page_cleanup(&page);
     hd_resp_xml(r, 200, &b);
 }
@@ -672,10 +672,10 @@ typedef void (*builtin_fn)(struct hd_req *r, const struct hd_s3_front *f, void *
                            const struct hd_s3_call *c);
 
 static const builtin_fn builtin[HD_S3_OP_COUNT] = {
-    [HD_S3_LIST_BUCKETS] = list_buckets,     [HD_S3_GET_LOCATION] = location,
-    [HD_S3_LIST_VERSIONS] = list_objects,    [HD_S3_DELETE_OBJECTS] = delete_objects,
-    [HD_S3_LIST_OBJECTS] = list_objects,     [HD_S3_HEAD_BUCKET] = head_bucket,
-    [HD_S3_CREATE_BUCKET] = create_bucket,   [HD_S3_DELETE_BUCKET] = delete_bucket,
+    [HD_S3_LIST_BUCKETS] = list_buckets,   [HD_S3_GET_LOCATION] = location,
+    [HD_S3_LIST_VERSIONS] = list_objects,  [HD_S3_DELETE_OBJECTS] = delete_objects,
+    [HD_S3_LIST_OBJECTS] = list_objects,   [HD_S3_HEAD_BUCKET] = head_bucket,
+    [HD_S3_CREATE_BUCKET] = create_bucket, [HD_S3_DELETE_BUCKET] = delete_bucket,
 };
 
 /* ---- dispatch ---- */
@@ -739,4 +739,3 @@ out:
     free(bucket);
     free(key);
 }
-

@@ -106,9 +106,9 @@ const char *hd_s3_op_name(enum hd_s3_op op);
 struct hd_s3_list_req {
     int v2, versions;
     const char *prefix, *delimiter, *marker, *ctok, *start_after;
-    int url;       /* encoding-type=url */
-    int owner;     /* Owner elements wanted (V1 always; V2 with fetch-owner=true) */
-    uint64_t max;  /* max-keys, at most 1000 */
+    int url;          /* encoding-type=url */
+    int owner;        /* Owner elements wanted (V1 always; V2 with fetch-owner=true) */
+    uint64_t max;     /* max-keys, at most 1000 */
     const char *from; /* exclusive start key: marker, start-after or the decoded token */
     char tokbuf[1100];
 };
@@ -133,7 +133,7 @@ void hd_s3_page_end(struct hd_s3_list_page *pg, int truncated, const char *next)
  * follow; next: the last name given (the next start key). Past q->max items the page is cut
  * there (truncated, next = the last one shown). */
 void hd_s3_list_xml(struct hd_buf *b, const char *bucket, const struct hd_s3_list_req *q,
-                    const char *owner, const struct hd_s3_list_item *items, size_t n,
-                    int truncated, const char *next);
+                    const char *owner, const struct hd_s3_list_item *items, size_t n, int truncated,
+                    const char *next);
 
 #endif

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Module dependencies point one way: server -> {proxy, target} -> common. tools/ uses common/ only.
+# Inside proxy/ and target/, folders are layers: tools/layers.py (docs/architecture.md).
 set -u
 cd "$(dirname "$0")/.."
 bad=0
@@ -13,4 +14,6 @@ check target 'proxy|server|tools'
 check common 'proxy|target|server|tools'
 check tools 'proxy|target|server'
 [ $bad -eq 0 ] && echo "check-deps: ok"
+# the layers inside each role, from includes and (when built) the objects' symbol tables
+/usr/bin/python3 tools/layers.py "${HOARD_BUILD:-build}" || bad=1
 exit $bad

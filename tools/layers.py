@@ -98,8 +98,8 @@ def nm_table(objdir):
                 continue
             obj = os.path.join(dirpath, f)
             unit = os.path.relpath(obj, objdir)[:-2] + ".c"
-            if place(unit)[0] not in TOP:
-                continue
+            if place(unit)[0] not in TOP or not os.path.exists(os.path.join(ROOT, unit)):
+                continue  # not ours, or the object of a source that was moved or deleted
             out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
             defined, undefined = set(), set()
             for line in out.splitlines():

@@ -3,7 +3,7 @@
 set -u
 cd "$(dirname "$0")/.."
 rc=0
-src=$(ls common/*.[ch] proxy/*.[ch] target/*.[ch] server/*.[ch] tools/hoard/*.[ch] 2>/dev/null)
+src=$(ls common/*.[ch] proxy/*.h proxy/*/*.[ch] target/*.h target/*/*.[ch] server/*.[ch] tools/hoard/*.[ch] 2>/dev/null)
 banned=$(grep -nE '\b(sprintf|strcpy|strcat|atoi|gets|strtok)\s*\(' $src | grep -v 'snprintf\|vsnprintf')
 if [ -n "$banned" ]; then echo "lint: banned calls:"; echo "$banned"; rc=1; fi
 if command -v clang-format >/dev/null; then
@@ -16,7 +16,7 @@ if command -v clang-tidy >/dev/null; then
     # one file per clang-tidy process: in a multi-file run the analyzer's va_list state leaks
     # from one file into the next (llvm-project#40656), reporting correct vsnprintf calls as
     # "uninitialized va_list"; a header's findings repeat per file, hence sort -u
-    out=$(ls common/*.c proxy/*.c target/*.c server/*.c 2>/dev/null |
+    out=$(ls common/*.c proxy/*/*.c target/*/*.c server/*.c 2>/dev/null |
         xargs -P2 -I{} clang-tidy --quiet {} -- $flags 2>/dev/null |
         grep -E 'warning:|error:' | sed "s|^$PWD/||; s|^\./||" | sort -u)
     if [ -n "$out" ]; then echo "$out"; echo "lint: clang-tidy reported $(echo "$out" | wc -l) finding(s)"; fi

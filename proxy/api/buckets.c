@@ -59,8 +59,8 @@ static void props_get(struct hd_req *r, struct hd_proxy *p, const char *name)
         json_object_set_new(props, "validate_warm_get", json_false());
     hd_iso8601((time_t)e->created, ts);
     hd_resp_json(r, 200,
-                       json_pack("{s:s, s:s, s:s, s:o}", "name", e->name, "provider", e->provider,
-                                 "created", ts, "props", props));
+                 json_pack("{s:s, s:s, s:s, s:o}", "name", e->name, "provider", e->provider,
+                           "created", ts, "props", props));
     hd_bmd_unref(b);
 }
 

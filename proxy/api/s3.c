@@ -267,7 +267,6 @@ out:
     hd_smap_unref(s);
 }
 
-
 /* Object-level S3 calls, authenticated and authorised already: relayed to the owner as they
  * are (the owner verifies the client's signature over the same Host and path), or with
  * s3.redirect a 307 to it. A virtual-host request's redirect carries the path-style path

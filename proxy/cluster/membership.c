@@ -441,8 +441,8 @@ static void on_heartbeat(struct hd_req *r, void *ctx, json_t *j)
         hd_resp_err_msg(r, HD_ENOTFOUND, "Unknown node: join first.");
     else
         hd_resp_json(r, 200,
-                           json_pack("{s:I, s:I}", "smap_version", (json_int_t)s->version,
-                                     "bmd_version", (json_int_t)b->version));
+                     json_pack("{s:I, s:I}", "smap_version", (json_int_t)s->version, "bmd_version",
+                               (json_int_t)b->version));
     hd_smap_unref(s);
     hd_bmd_unref(b);
 }

@@ -114,7 +114,6 @@ void hd_proxy_push_pending(struct hd_proxy *p, int always)
     hd_bmd_unref(b);
 }
 
-
 /* Targets now (their HTTP workers never wait on us), the proxies from the loop thread: a
  * proxy's worker may be waiting on this very request (a forwarded bucket change), so
  * pushing to it from here could deadlock until the timeout. */

@@ -211,7 +211,8 @@ static void rebalance_watch(struct hd_proxy *p)
             if (c->status != 404)
                 HD_LOG(HD_INFO, NULL, "rebalance %s: running again on %s (%s)", s->rebalance,
                        f.nodes[i]->id, st);
-            hd_proxy_post_job(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg), &ok);
+            hd_proxy_post_job(p, &one, s->rebalance, "rebalance", "", NULL, 1, msg, sizeof(msg),
+                              &ok);
             running++;
         } else if (st && strcmp(st, "running") == 0) {
             running++;

@@ -121,7 +121,7 @@ int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char
 }
 
 void hd_proxy_cluster_header(struct hd_proxy *p, const char *method, const char *url,
-                           struct hd_kv *kv, char sig[HD_SMAP_SIG_LEN], size_t *n)
+                             struct hd_kv *kv, char sig[HD_SMAP_SIG_LEN], size_t *n)
 {
     char path[2048];
 
@@ -175,7 +175,8 @@ int hd_proxy_err_from_json(long status, const json_t *j)
 }
 
 int hd_proxy_post_job(struct hd_proxy *p, struct hd_smap *s, const char *id, const char *kind,
-                    const char *bucket, json_t *args, int all, char *msg, size_t msglen, size_t *ok)
+                      const char *bucket, json_t *args, int all, char *msg, size_t msglen,
+                      size_t *ok)
 {
     json_t *body = json_pack("{s:s, s:s, s:s, s:o}", "id", id, "kind", kind, "bucket", bucket,
                              "args", args ? json_incref(args) : json_object());
@@ -231,8 +232,6 @@ int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *i
     }
     return rc;
 }
-
-
 
 int hd_proxy_owner(struct hd_proxy *p, const char *bucket, const char *key, const char *provider,
                    char **url, char *msg, size_t msglen)

@@ -194,7 +194,7 @@ static void start_end(struct hd_req *r, void *ctx, json_t *in)
         goto out;
     }
     rc = hd_proxy_jobs_start_all(p, s, id, kind, bucket ? bucket : "", args, k->all_targets, msg,
-                          sizeof(msg));
+                                 sizeof(msg));
     if (rc < 0)
         hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     else

@@ -1073,8 +1073,8 @@ static void complete_end(struct hd_req *r)
         struct hd_obj_meta m;
         hd_xml_complete_cleanup(&req);
     through:
-        rc = hd_cache_put_through(r, cc->t->cache, cc->cb, cc->key, cc->p, 0, cc->ctype, cc->meta, &cc->wt,
-                                  uetag, wmsg, sizeof(wmsg));
+        rc = hd_cache_put_through(r, cc->t->cache, cc->cb, cc->key, cc->p, 0, cc->ctype, cc->meta,
+                                  &cc->wt, uetag, wmsg, sizeof(wmsg));
         if (rc == HD_AGAIN)
             return; /* parked: complete_end runs again when the upload is done */
         if (rc < 0) {

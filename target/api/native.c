@@ -119,8 +119,8 @@ static void props_get(struct hd_req *r, struct hd_target *t, const char *bucket)
     }
     hd_iso8601((time_t)bi.created, ts);
     hd_resp_json(r, 200,
-              json_pack("{s:s, s:s, s:s, s:{s:b}}", "name", bi.name, "provider", bi.provider,
-                        "created", ts, "props", "anonymous_read", bi.anonymous_read));
+                 json_pack("{s:s, s:s, s:s, s:{s:b}}", "name", bi.name, "provider", bi.provider,
+                           "created", ts, "props", "anonymous_read", bi.anonymous_read));
 }
 
 static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)

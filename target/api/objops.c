@@ -44,8 +44,8 @@ static int open_local(struct hd_req *r, struct hd_target *t, const char *bucket,
 
 /* Answers from an opened local copy (m, fd; both taken): the object, or a tar member of it
  * or its member list. */
-static void serve_opened(struct hd_req *r, struct hd_target *t, const char *bucket,
-                         const char *key, struct hd_obj_meta *m, int fd, int head)
+static void serve_opened(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                         struct hd_obj_meta *m, int fd, int head)
 {
     if (hd_arch_wanted(r)) {
         hd_arch_serve(r, t->st, bucket, key, m, &fd, head);
@@ -646,8 +646,7 @@ static void copy_remote_run(struct hd_acall *a)
     json_t *hold = NULL;
     int rc = hd_peer_owner_elsewhere(c->t->cl, c->sb, c->sk, url, sizeof(url));
 
-    if (rc < 0 ||
-        (rc = hd_put_begin(c->t->st, c->bucket, c->key, &p)) < 0 ||
+    if (rc < 0 || (rc = hd_put_begin(c->t->st, c->bucket, c->key, &p)) < 0 ||
         (rc = hd_peer_get_into(c->t->cl, url, c->sb, c->sk, 0, &c->cond, p, &xmeta)) < 0 ||
         (rc = hd_obj_meta_attrs(xmeta, &src, &hold)) < 0)
         goto out;
@@ -718,8 +717,8 @@ static int copy_local(struct copy *c)
 }
 
 /* The request's side of a copy (on the worker): c filled, or the error to answer with. */
-static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucket,
-                        const char *key, struct copy *c, const char **msg)
+static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                        struct copy *c, const char **msg)
 {
     static const char *const hdrs[4] = {
         "x-amz-copy-source-if-match", "x-amz-copy-source-if-none-match",

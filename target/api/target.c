@@ -115,7 +115,8 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
         goto fail;
     if ((rc = hd_tcluster_new(cfg, t->st, t->pool, &t->cl)) < 0) /* standalone too: the node id */
         goto fail;
-    if ((rc = hd_rb_new(t->cl, t->jobs, &t->rb)) < 0 || (rc = hd_shard_register(t->jobs, t->cl)) < 0)
+    if ((rc = hd_rb_new(t->cl, t->jobs, &t->rb)) < 0 ||
+        (rc = hd_shard_register(t->jobs, t->cl)) < 0)
         goto fail;
     deps.cl = t->cl;
     deps.js = t->jobs;

@@ -133,5 +133,4 @@ void hd_cache_obj_delete(struct hd_req *r, struct hd_cache *c, struct hd_cbucket
  * designated: one page of the upstream listing as JSON {"entries","prefixes","truncated"}. */
 void hd_cache_list_upstream(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb);
 
-
 #endif

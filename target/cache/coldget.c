@@ -20,7 +20,8 @@
  * cache.range_fill the whole object is also filled in the background.
  *
  * Threads: entry points on HTTP workers; fills on pool threads (or a job thread for
- * hd_cache_fetch_sync). A fill's state is guarded by its mutex; the cache's table of fills by its own. */
+ * hd_cache_fetch_sync). A fill's state is guarded by its mutex; the cache's table of fills by its
+ * own. */
 #include "target/cache/int.h"
 
 #include <errno.h>
@@ -815,8 +816,8 @@ static void head_done(struct hd_req *r, struct hd_acall *a)
 }
 
 /* Answers from the held copy (m, fd; fd is taken): the object, or a tar member of it. */
-static void serve_held(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
-                       const char *key, const struct hd_obj_meta *m, int fd, int head)
+static void serve_held(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
+                       const struct hd_obj_meta *m, int fd, int head)
 {
     if (hd_arch_wanted(r)) { /* ?archpath= / ?members of a cached shard */
         hd_arch_serve(r, c->st, cb->name, key, m, &fd, head);
@@ -893,8 +894,7 @@ static void fetch_run(struct hd_acall *a)
     uint64_t bytes;
 
     hd_cstat_add(HD_CS_MISS, 1);
-    a->rc =
-        hd_cache_fetch_sync(v->c, v->cb, v->key, 0, NULL, &bytes, a->msg, sizeof(a->msg));
+    a->rc = hd_cache_fetch_sync(v->c, v->cb, v->key, 0, NULL, &bytes, a->msg, sizeof(a->msg));
 }
 
 static void fetch_done(struct hd_req *r, struct hd_acall *a)
@@ -907,8 +907,8 @@ static void fetch_done(struct hd_req *r, struct hd_acall *a)
         serve_local(r, v->c, v->cb, v->key, v->head);
 }
 
-static int start_acall(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
-                       const char *key, const struct hd_obj_meta *m, int head, hd_acall_fn run,
+static int start_acall(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
+                       const struct hd_obj_meta *m, int head, hd_acall_fn run,
                        hd_acall_done_fn done)
 {
     struct vctx *v = calloc(1, sizeof(*v));

@@ -25,7 +25,7 @@ struct hd_tcluster {
     uint32_t magic;
     int standalone; /* no cluster.join: only the node id (health) is ours */
     struct hd_store *st;
-    struct hd_pool *pool; /* waits for the join off the HTTP workers */
+    struct hd_pool *pool;      /* waits for the join off the HTTP workers */
     struct hd_bmd_hooks hooks; /* set before the loop starts */
     struct hd_smap_state *cs;
     struct hd_node self;

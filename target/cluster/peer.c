@@ -65,7 +65,8 @@ out:
     return rc;
 }
 
-int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url, char ***hdrs, size_t *n)
+int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url, char ***hdrs,
+                 size_t *n)
 {
     char path[4096], psig[HD_SMAP_SIG_LEN], line[3][256];
     long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
@@ -159,8 +160,9 @@ static size_t gfn_body(char *p, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-int hd_peer_get_into(struct hd_tcluster *cl, const char *node_url, const char *bucket, const char *key,
-                     int local, const struct hd_cond *cond, struct hd_put *p, char **xmeta)
+int hd_peer_get_into(struct hd_tcluster *cl, const char *node_url, const char *bucket,
+                     const char *key, int local, const struct hd_cond *cond, struct hd_put *p,
+                     char **xmeta)
 {
     struct curl_slist *h = NULL;
     struct gfn g = {p, NULL, 0, 0};

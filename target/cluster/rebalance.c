@@ -180,7 +180,6 @@ out:
 
 /* ---- tombstones ---- */
 
-
 static int rebalance_run(struct hd_job *j, void *ctx);
 
 int hd_rb_new(struct hd_tcluster *cl, struct hd_jobs *js, struct hd_rb **out)
@@ -313,8 +312,7 @@ static struct hd_smap *moving_smap(struct hd_rb *rb)
 }
 
 /* 1 when this target is the HRW owner of bucket/key in s. */
-static int self_owns(struct hd_rb *rb, const struct hd_smap *s, const char *bucket,
-                     const char *key)
+static int self_owns(struct hd_rb *rb, const struct hd_smap *s, const char *bucket, const char *key)
 {
     const struct hd_node *owner = NULL;
     struct hd_bucket_info bi;
@@ -544,8 +542,7 @@ static int wait_own_map(struct hd_job *j)
     long long want = v ? strtoll(v, NULL, 10) : 0;
 
     for (;;) {
-        struct hd_smap *s =
-            hd_tcluster_wait_joined(rb->cl, 200) ? hd_tcluster_smap(rb->cl) : NULL;
+        struct hd_smap *s = hd_tcluster_wait_joined(rb->cl, 200) ? hd_tcluster_smap(rb->cl) : NULL;
         if (s && s->version >= want) {
             int mine = want == 0 || strcmp(s->rebalance, j->id) == 0;
             if (!mine)
@@ -587,8 +584,9 @@ static int rebalance_run(struct hd_job *j, void *ctx)
                     rc = -ECANCELED;
                     break;
                 }
-                rc = after ? hd_store_scan(w.rb->st, mpi, bl[bi].name, after, SCAN_BATCH, &names, &n)
-                           : -ENOMEM;
+                rc = after
+                         ? hd_store_scan(w.rb->st, mpi, bl[bi].name, after, SCAN_BATCH, &names, &n)
+                         : -ENOMEM;
                 for (i = 0; rc == 0 && i < n && !hd_job_stopped(j); i++)
                     one(&w, s, &bl[bi], bi, mpi, names[i], 1);
                 hd_smap_unref(s);
@@ -633,8 +631,7 @@ out:
 
 /* ---- get from neighbour ---- */
 
-static int gfn_from(struct hd_rb *rb, const struct hd_node *n, const char *bucket,
-                    const char *key)
+static int gfn_from(struct hd_rb *rb, const struct hd_node *n, const char *bucket, const char *key)
 {
     struct hd_put_attrs a;
     struct hd_put *p = NULL;

@@ -249,7 +249,8 @@ static void b_resolve(void *ctx, size_t i, struct hd_tar_src *src)
         return;
     }
     /* not held here: its owner's normal GET (which fills a cache miss where there is one) */
-    rc = hd_peer_object_url(cl, b->sj->in, name, NULL, &src->url, &self, src->msg, sizeof(src->msg));
+    rc =
+        hd_peer_object_url(cl, b->sj->in, name, NULL, &src->url, &self, src->msg, sizeof(src->msg));
     if (rc == 0)
         rc = hd_peer_sign(cl, "GET", src->url, &src->hdrs, &src->nhdrs);
     if (rc < 0) {

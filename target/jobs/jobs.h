@@ -33,7 +33,7 @@ struct hd_job {
     char kind[32];
     char bucket[64];
     json_t *args; /* read-only while the job runs */
-    void *ctx; /* the context its kind was registered with */
+    void *ctx;    /* the context its kind was registered with */
     struct hd_jobs *jobs;
     atomic_int stop; /* set by hd_job_stop: the run function returns soon after */
 
@@ -77,8 +77,7 @@ int hd_jobs_new(const char *data_dir, struct hd_jobs **out);
 #define HD_JOB_EXCLUSIVE 2
 /* Makes `kind` startable: run(j, ctx) runs it on the job's thread. Before any start or resume
  * (the table is read without a lock). 0 or HD_EBADARG (full, too long or known). */
-int hd_jobs_register(struct hd_jobs *js, const char *kind, hd_job_run_fn run, void *ctx,
-                     int flags);
+int hd_jobs_register(struct hd_jobs *js, const char *kind, hd_job_run_fn run, void *ctx, int flags);
 void hd_jobs_resume(struct hd_jobs *js);
 void hd_jobs_free(struct hd_jobs *js);
 

@@ -12,7 +12,6 @@
 #include "common/http.h"
 #include "target/store/store.h"
 
-
 /* 1 when r asks for a member or the member list (?archpath / ?members). */
 int hd_arch_wanted(const struct hd_req *r);
 /* Answers r for the open object bucket/key (m; *fd open, or -1 after a HEAD lookup). Takes
