@@ -19,17 +19,22 @@ endif
 
 CC ?= cc
 PKGS := libmicrohttpd libcurl openssl libuv sqlite3 jansson expat libxxhash libarchive zlib
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# Asked of pkg-config when first used, not when the Makefile is read: `make run` and `make
+# test` install the libraries (deps) before anything is compiled, and a missing library stops
+# the build here with a clear message instead of a link with half the flags.
+pkg = $(if $(shell pkg-config --exists $(PKGS) && echo ok),$(shell pkg-config $(1) $(PKGS)),\
+      $(error pkg-config does not find all of: $(PKGS). Run `make deps` (installs them)))
+PKG_CFLAGS = $(eval PKG_CFLAGS := $(call pkg,--cflags))$(PKG_CFLAGS)
+PKG_LIBS = $(eval PKG_LIBS := $(call pkg,--libs))$(PKG_LIBS)
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
         -Wno-unused-parameter
 ifdef CI
 WARN += -Werror
 endif
 OPT ?= -O2
-CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) $(SANFLAGS) -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS = -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) $(SANFLAGS) -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := $(SANFLAGS) $(EXTRA_LDFLAGS)
-LIBS := $(PKG_LIBS) -lpthread -lm
+LIBS = $(PKG_LIBS) -lpthread -lm
 
 COMMON_SRC := $(wildcard common/*.c)
 PROXY_SRC := $(wildcard proxy/*/*.c)
@@ -102,7 +107,7 @@ integration: all
 test-deploy: all
 	HOARD_BUILD=$(BUILD) bash test/deploy/run.sh
 
-chart-check: deps all
+chart-check: all
 	HOARD_BUILD=$(BUILD) bash test/deploy/run.sh test/deploy/test_chart.py
 
 image:
@@ -121,10 +126,13 @@ format:
 	clang-format -i $(COMMON_SRC) $(PROXY_SRC) $(TARGET_SRC) $(SERVER_SRC) $(TOOLS_SRC) $(BENCH_TOOL_SRC) \
 	    $(UNIT_SRC) $(FUZZ_SRC) $(wildcard */*.h */*/*.h tools/hoard/*.h test/unit/*.h)
 
-bench: deps all
+bench: deps
+	@$(MAKE) --no-print-directory all
 	HOARD_BUILD=$(BUILD) bash test/bench/run.sh
 
-run: deps all
+# deps first, then a make of its own: the libraries exist when the flags are computed
+run: deps
+	@$(MAKE) --no-print-directory all
 	HOARD_BUILD=$(BUILD) bash deploy/local/run.sh
 
 # libFuzzer drivers: make fuzz CC=clang; make fuzz-run FUZZ_SECONDS=60

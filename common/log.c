@@ -146,3 +146,8 @@ void hd_log_access(const char *reqid, const char *remote, const char *method, co
         k += (size_t)n;
     emit(acc_fd, line, k > sizeof(line) ? sizeof(line) : k, sizeof(line));
 }
+
+int hd_log_error_fd(void)
+{
+    return err_fd;
+}

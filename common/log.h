@@ -31,6 +31,9 @@ const char *hd_log_context(void);
             hd_log_write((lvl), (reqid), __VA_ARGS__);                                             \
     } while (0)
 
+/* The error log's descriptor (for a crash handler's last words). */
+int hd_log_error_fd(void);
+
 /* One access-log line per finished request. */
 void hd_log_access(const char *reqid, const char *remote, const char *method, const char *uri,
                    int status, uint64_t bytes_in, uint64_t bytes_out, double secs);
