@@ -1,0 +1,68 @@
+#include "common/kdf.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/kdf.h>
+
+static const char SALT[] = "hoard/v1";
+
+int hd_kdf_key(const char *secret, size_t slen, const char *label, const char *id,
+               unsigned char out[HD_KDF_KEY_LEN])
+{
+    unsigned char info[64 + 1 + HD_KDF_ID_MAX];
+    size_t ln = strlen(label), in = strlen(id);
+    EVP_KDF *kdf;
+    EVP_KDF_CTX *k = NULL;
+    OSSL_PARAM p[5];
+    int ok = 0;
+
+    if (ln > 64 || in > HD_KDF_ID_MAX)
+        return -EINVAL;
+    memcpy(info, label, ln);
+    info[ln] = '\0';
+    memcpy(info + ln + 1, id, in);
+    p[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
+    p[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)secret, slen);
+    p[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)SALT,
+                                             sizeof(SALT) - 1);
+    p[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info, ln + 1 + in);
+    p[4] = OSSL_PARAM_construct_end();
+    kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+    if (kdf)
+        k = EVP_KDF_CTX_new(kdf);
+    if (k)
+        ok = EVP_KDF_derive(k, out, HD_KDF_KEY_LEN, p) == 1;
+    EVP_KDF_CTX_free(k);
+    EVP_KDF_free(kdf);
+    return ok ? 0 : -EIO;
+}
+
+void hd_kdf_hmac_hex(const unsigned char *key, size_t klen, const void *msg, size_t len,
+                     char out[65])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int n = 0, i;
+
+    if (!HMAC(EVP_sha256(), key, (int)klen, msg, len, mac, &n))
+        n = 0;
+    for (i = 0; i < n && i < 32; i++) {
+        out[2 * i] = hex[mac[i] >> 4];
+        out[2 * i + 1] = hex[mac[i] & 15];
+    }
+    out[2 * i] = '\0';
+}
+
+int hd_kdf_equal(const char *a, const char *b)
+{
+    size_t n;
+
+    if (!a || !b || (n = strlen(a)) != strlen(b))
+        return 0;
+    return CRYPTO_memcmp(a, b, n) == 0;
+}
