@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <openssl/evp.h>
 
 #include "common/buf.h"
+#include "common/cksum.h"
 #include "common/errors.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -56,6 +58,7 @@ static void req_free(struct hd_req *r)
     if (r->deferred)
         MHD_destroy_response(r->deferred);
     free(r->rh);
+    EVP_MD_CTX_free(r->body_md);
     free(r->hdrs);
     hd_query_free(&r->query);
     free(r->raw_uri);
@@ -234,6 +237,10 @@ int hd_resp_buf(struct hd_req *r, int status, const char *ctype, char *data, siz
         free(data);
         return -EALREADY;
     }
+    if (r->resp_sign && r->resp_sign(r->resp_sign_arg, r, status, data, len) < 0) {
+        free(data);
+        return -ENOMEM;
+    }
     resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(data);
@@ -390,7 +397,7 @@ int hd_resp_err(struct hd_req *r, int code)
     return hd_resp_err_msg(r, code, NULL);
 }
 
-static size_t header_count(const struct hd_req *r, const char *name)
+size_t hd_req_header_count(const struct hd_req *r, const char *name)
 {
     size_t i, n = 0;
 
@@ -398,6 +405,43 @@ static size_t header_count(const struct hd_req *r, const char *name)
         if (strcasecmp(r->hdrs[i].k, name) == 0)
             n++;
     return n;
+}
+
+/* The signed body hash (r->body_sha256, set by node-signature checks): fed as bytes arrive,
+ * checked once when the body is complete. A hashing failure counts as a mismatch. */
+static void body_hash(struct hd_req *r, const char *p, size_t n)
+{
+    if (!r->body_sha256[0] || r->body_checked || !n)
+        return;
+    if (!r->body_md && (r->body_md = EVP_MD_CTX_new()) &&
+        EVP_DigestInit_ex(r->body_md, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(r->body_md);
+        r->body_md = NULL;
+    }
+    if (!r->body_md || EVP_DigestUpdate(r->body_md, p, n) != 1)
+        r->body_checked = -1;
+}
+
+static int body_check(struct hd_req *r)
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    char got[65];
+
+    if (!r->body_sha256[0] || r->body_checked > 0)
+        return 0;
+    if (r->body_checked < 0)
+        return -1;
+    r->body_checked = 1;
+    if (!r->body_md) { /* no byte came: the hash of nothing */
+        if (!(r->body_md = EVP_MD_CTX_new()) ||
+            EVP_DigestInit_ex(r->body_md, EVP_sha256(), NULL) != 1)
+            return -1;
+    }
+    if (EVP_DigestFinal_ex(r->body_md, d, &n) != 1 || n != 32)
+        return -1;
+    hd_hex(d, n, got);
+    return strcmp(got, r->body_sha256) == 0 ? 0 : -1;
 }
 
 static void undefer(struct hd_req *r)
@@ -428,11 +472,11 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
         MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_hdr, r);
         cl = hd_req_header(r, "Content-Length");
         if (cl &&
-            (header_count(r, "Content-Length") > 1 || hd_req_header(r, "Transfer-Encoding"))) {
+            (hd_req_header_count(r, "Content-Length") > 1 || hd_req_header(r, "Transfer-Encoding"))) {
             /* two framings of one body: the way request smuggling starts; the early answer
              * also closes the connection */
             hd_resp_err_msg(r, HD_EBADREQ,
-                            header_count(r, "Content-Length") > 1
+                            hd_req_header_count(r, "Content-Length") > 1
                                 ? "More than one Content-Length header."
                                 : "Content-Length and Transfer-Encoding together.");
             return MHD_YES;
@@ -480,12 +524,14 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
             } else if (rc > 0) {
                 size_t taken = rc == HD_BODY_WAIT ? 0 : (size_t)rc;
                 if (taken < n) {
+                    body_hash(r, upload_data, taken);
                     r->bytes_in += taken;
                     *upload_data_size = n - taken; /* the rest comes again after resume */
                     return MHD_YES;
                 }
             }
         }
+        body_hash(r, upload_data, n);
         r->bytes_in += n;
         *upload_data_size = 0;
         if (r->deferred && r->bytes_in > DRAIN_MAX)
@@ -494,6 +540,15 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     }
     if (r->deferred) {
         send_deferred(r); /* the body is read: the connection may even stay open */
+        return MHD_YES;
+    }
+    if (!r->responded && body_check(r) < 0) {
+        char addr[64];
+        HD_LOG(HD_WARN, NULL, "auth: node call %s %s from %s: the body does not match its "
+               "signature", r->method, r->raw_path, hd_req_remote(r, addr, sizeof(addr)));
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        hd_resp_err_msg(r, HD_EACCESS,
+                        "The body does not match the node signature (X-Hoard-Content-Sha256).");
         return MHD_YES;
     }
     if (!r->responded) {

@@ -54,6 +54,8 @@ struct hd_req {
     int responded;
     int body_err;                  /* first error returned by on_body */
     int suspended;                 /* parked with hd_req_suspend; see below */
+    char principal[144];           /* who authenticated: "node <id>", "key <access key>",
+                                    * "" (anonymous or not checked); for logs */
     int trusted;                   /* carries a valid proxy authorisation (cluster): 0, or
                                     * HD_TRUST_REDIRECT (a client sent by a proxy's 307) or
                                     * HD_TRUST_NODE (a proxy's relay or another node's call) */
@@ -61,6 +63,15 @@ struct hd_req {
     int early;                     /* inside MHD's first call (headers only, body not read) */
     struct MHD_Response *deferred; /* an early answer held until the body is drained */
     int deferred_status;
+    /* the body SHA-256 a node signed (common/nodeauth.c); when set, the body is hashed as it
+     * arrives and a mismatch is answered (403) instead of calling on_end */
+    char body_sha256[65];
+    void *body_md; /* EVP_MD_CTX */
+    int body_checked;
+    /* signs buffered answers (hd_resp_buf and what builds on it) just before they are sent:
+     * set for node calls whose answers drive decisions (hd_nodeauth_sign_answers) */
+    int (*resp_sign)(void *arg, struct hd_req *r, int status, const void *body, size_t len);
+    void *resp_sign_arg;
 
     /* pending response headers, copied */
     struct hd_kv *rh;
@@ -105,6 +116,8 @@ int hd_http_port(const struct hd_http_server *s);
 
 /* Case-insensitive header lookup; first value or NULL. */
 const char *hd_req_header(const struct hd_req *r, const char *name);
+/* How many times header name appears. */
+size_t hd_req_header_count(const struct hd_req *r, const char *name);
 const char *hd_req_param(const struct hd_req *r, const char *key);
 const char *hd_req_remote(const struct hd_req *r, char *buf, size_t len);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -85,6 +86,46 @@ static size_t on_write(char *p, size_t sz, size_t nm, void *arg)
     return n;
 }
 
+/* X-Hoard-Node and X-Hoard-Signature of a signed answer. */
+static size_t on_header(char *p, size_t sz, size_t nm, void *arg)
+{
+    struct xfer *x = arg;
+    size_t n = sz * nm, k;
+    char *dst = NULL;
+    size_t max = 0;
+
+    if (n > 13 && strncasecmp(p, "X-Hoard-Node:", 13) == 0) {
+        dst = x->c->resp_node;
+        max = sizeof(x->c->resp_node);
+        k = 13;
+    } else if (n > 18 && strncasecmp(p, "X-Hoard-Signature:", 18) == 0) {
+        dst = x->c->resp_sig;
+        max = sizeof(x->c->resp_sig);
+        k = 18;
+    }
+    if (dst) {
+        size_t end = n;
+        while (k < end && (p[k] == ' ' || p[k] == '\t'))
+            k++;
+        while (end > k && (p[end - 1] == '\r' || p[end - 1] == '\n' || p[end - 1] == ' '))
+            end--;
+        if (end - k < max) {
+            memcpy(dst, p + k, end - k);
+            dst[end - k] = '\0';
+        }
+    }
+    return n;
+}
+
+static int xfer_sign(struct hd_httpc_call *c)
+{
+    char sha[65];
+
+    hd_nodeauth_sha256_hex(c->body, c->body ? c->blen : 0, sha);
+    return hd_nodeauth_sign(c->na, c->method, c->url, c->to[0] ? c->to : NULL, sha, c->hdrs,
+                            c->nhdrs, &c->sig);
+}
+
 static int xfer_setup(struct xfer *x, struct hd_httpc_call *c)
 {
     char line[1024];
@@ -97,7 +138,10 @@ static int xfer_setup(struct xfer *x, struct hd_httpc_call *c)
     c->rc = 0;
     c->status = 0;
     c->err[0] = '\0';
+    c->resp_node[0] = c->resp_sig[0] = '\0';
     hd_buf_reset(&c->resp);
+    if (c->na && xfer_sign(c) < 0)
+        return -ENOMEM;
     e = curl_easy_init();
     if (!e)
         return -ENOMEM;
@@ -111,6 +155,10 @@ static int xfer_setup(struct xfer *x, struct hd_httpc_call *c)
         snprintf(line, sizeof(line), "%s: %s", c->hdrs[i].k, c->hdrs[i].v);
         x->hl = curl_slist_append(x->hl, line);
     }
+    for (i = 0; c->na && i < c->sig.n; i++) {
+        snprintf(line, sizeof(line), "%s: %s", c->sig.kv[i].k, c->sig.kv[i].v);
+        x->hl = curl_slist_append(x->hl, line);
+    }
     if (!x->hl)
         return -ENOMEM;
     curl_easy_setopt(e, CURLOPT_URL, c->url);
@@ -122,6 +170,9 @@ static int xfer_setup(struct xfer *x, struct hd_httpc_call *c)
                      c->total_ms > 0 ? c->total_ms : (long)HD_HTTPC_TOTAL_MS);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L); /* the signed path is the path sent */
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     if (strcmp(c->method, "HEAD") == 0) {
@@ -146,6 +197,15 @@ static void xfer_finish(struct xfer *x, CURLcode res)
 
     if (res == CURLE_OK) {
         curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &c->status);
+        if (c->na && c->signed_resp && hd_nodeauth_on(c->na) &&
+            hd_nodeauth_resp_verify(c->na,
+                                    c->to[0] ? c->to : c->resp_node,
+                                    c->sig.nonce, c->status, c->resp.data, c->resp.len,
+                                    c->resp_sig) != 0) {
+            c->rc = -EACCES;
+            snprintf(c->err, sizeof(c->err), "%s %s: the answer (HTTP %ld) has no valid node signature",
+                     c->method, c->url, c->status);
+        }
     } else if (c->rc == 0) {
         switch (res) {
         case CURLE_OPERATION_TIMEDOUT:
@@ -251,7 +311,7 @@ int hd_httpc_run(struct hd_httpc_call *c)
     return c->rc;
 }
 
-int hd_httpc_json(const char *method, const char *url, const struct hd_kv *hdrs, size_t nhdrs,
+int hd_httpc_json(struct hd_nodeauth *na, const char *to, const char *method, const char *url,
                   const json_t *in, long total_ms, long *status, json_t **out)
 {
     struct hd_httpc_call c;
@@ -266,15 +326,17 @@ int hd_httpc_json(const char *method, const char *url, const struct hd_kv *hdrs,
             return -ENOMEM;
     }
     hd_httpc_call_init(&c, method, url);
-    c.hdrs = hdrs;
-    c.nhdrs = nhdrs;
+    c.na = na;
+    snprintf(c.to, sizeof(c.to), "%s", to ? to : "");
+    c.signed_resp = 1;
     c.body = body;
     c.blen = body ? strlen(body) : 0;
     c.ctype = body ? "application/json" : NULL;
     c.total_ms = total_ms;
     rc = hd_httpc_run(&c);
+    if (rc == 0 || rc == -EACCES)
+        *status = c.status; /* -EACCES: an answer came, unsigned (a refusal, as a rule) */
     if (rc == 0) {
-        *status = c.status;
         if (c.resp.len)
             *out = json_loadb(c.resp.data, c.resp.len, 0, NULL);
     } else {

@@ -6,8 +6,9 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/kdf.h>
+
+#include "common/cksum.h"
 
 static const char SALT[] = "hoard/v1";
 
@@ -45,17 +46,10 @@ int hd_kdf_key(const char *secret, size_t slen, const char *label, const char *i
 void hd_kdf_hmac_hex(const unsigned char *key, size_t klen, const void *msg, size_t len,
                      char out[65])
 {
-    static const char hex[] = "0123456789abcdef";
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int n = 0, i;
+    unsigned char mac[32];
 
-    if (!HMAC(EVP_sha256(), key, (int)klen, msg, len, mac, &n))
-        n = 0;
-    for (i = 0; i < n && i < 32; i++) {
-        out[2 * i] = hex[mac[i] >> 4];
-        out[2 * i + 1] = hex[mac[i] & 15];
-    }
-    out[2 * i] = '\0';
+    hd_hmac_sha256(key, klen, msg, len, mac);
+    hd_hex(mac, sizeof(mac), out);
 }
 
 int hd_kdf_equal(const char *a, const char *b)

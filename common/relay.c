@@ -201,6 +201,7 @@ static void client_check(struct relay *y)
     }
 }
 
+/* Response headers not passed on to the client. */
 static int hop_by_hop(const char *k)
 {
     static const char *const hop[] = {"connection",
@@ -221,7 +222,8 @@ static int hop_by_hop(const char *k)
     for (i = 0; hop[i]; i++)
         if (strcasecmp(k, hop[i]) == 0)
             return 1;
-    return 0;
+    /* the cluster's own vocabulary (object metadata, node signatures) stays inside it */
+    return strncasecmp(k, "x-hoard-", 8) == 0;
 }
 
 static size_t on_header(char *p, size_t size, size_t n, void *arg)

@@ -211,6 +211,19 @@ const struct hd_node *hd_smap_find(const struct hd_smap *s, const char *id)
     return NULL;
 }
 
+const struct hd_node *hd_smap_find_url(const struct hd_smap *s, const char *url)
+{
+    size_t i, n;
+
+    for (i = 0; s && i < s->n; i++) {
+        n = strlen(s->nodes[i].url);
+        if (n && strncmp(url, s->nodes[i].url, n) == 0 &&
+            (url[n] == '\0' || url[n] == '/' || url[n] == '?'))
+            return &s->nodes[i];
+    }
+    return NULL;
+}
+
 int hd_smap_put(struct hd_smap *s, const struct hd_node *n)
 {
     struct hd_node copy, *nv;
@@ -828,89 +841,26 @@ out:
     return rc;
 }
 
-/* ---- HMACs ---- */
-
-static void hmac_hex(const char *secret, const char *msg, size_t n, char out[HD_SMAP_SIG_LEN])
-{
-    unsigned char mac[32];
-
-    hd_hmac_sha256(secret, strlen(secret), msg, n, mac);
-    hd_hex(mac, sizeof(mac), out);
-}
-
-void hd_smap_psig(const char *secret, const char *method, const char *raw_path, long long ptime,
-                  char out[HD_SMAP_SIG_LEN])
-{
-    struct hd_buf b;
-
-    hd_buf_init(&b);
-    hd_buf_printf(&b, "%s\n%s\n%lld", method, raw_path, ptime);
-    hmac_hex(secret, b.data ? b.data : "", b.len, out);
-    hd_buf_cleanup(&b);
-}
-
-void hd_smap_csig(const char *secret, const char *method, const char *raw_path,
-                  char out[HD_SMAP_SIG_LEN])
-{
-    struct hd_buf b;
-
-    hd_buf_init(&b);
-    hd_buf_printf(&b, "cluster\n%s\n%s", method, raw_path);
-    hmac_hex(secret, b.data ? b.data : "", b.len, out);
-    hd_buf_cleanup(&b);
-}
-
-int hd_smap_sig_equal(const char *want, const char *got)
-{
-    size_t n;
-
-    if (!want || !got)
-        return 0;
-    n = strlen(want);
-    if (strlen(got) != n)
-        return 0;
-    return CRYPTO_memcmp(want, got, n) == 0;
-}
-
-void hd_smap_url_path(const char *url, char *out, size_t max)
-{
-    const char *p = strstr(url, "://");
-    size_t n;
-
-    p = p ? strchr(p + 3, '/') : url;
-    if (!p)
-        p = "/";
-    n = strcspn(p, "?#");
-    snprintf(out, max, "%.*s", (int)n, p);
-}
-
 /* ---- member: join and heartbeat ---- */
 
-static void cluster_hdr(const char *secret, const char *method, const char *url, struct hd_kv *kv,
-                        char sig[HD_SMAP_SIG_LEN], size_t *n)
-{
-    char path[1024];
-
-    *n = 0;
-    if (!secret || !*secret)
-        return;
-    hd_smap_url_path(url, path, sizeof(path));
-    hd_smap_csig(secret, method, path, sig);
-    kv->k = "X-Hoard-Cluster";
-    kv->v = sig;
-    *n = 1;
-}
-
+/* to: the primary's id, or NULL when only its address is known (HD_NODEAUTH_ANY) */
 static int member_call(struct hd_smap_member *m, const char *method, const char *base,
-                       const char *path, const json_t *in, long *status, json_t **out)
+                       const char *to, const char *path, const json_t *in, long *status,
+                       json_t **out)
 {
-    struct hd_kv kv;
-    char url[HD_NODE_URL_MAX + 64], sig[HD_SMAP_SIG_LEN];
-    size_t nh;
+    char url[HD_NODE_URL_MAX + 64];
+
+    int rc;
 
     snprintf(url, sizeof(url), "%s%s", base, path);
-    cluster_hdr(m->secret, method, url, &kv, sig, &nh);
-    return hd_httpc_json(method, url, &kv, nh, in, m->timeout_ms, status, out);
+    rc = hd_httpc_json(m->na, to, method, url, in, m->timeout_ms, status, out);
+    if (rc == -EACCES && (m->failures == 0 || m->failures % 30 == 0))
+        HD_LOG(HD_WARN, NULL,
+               "cluster: %s %s answered HTTP %ld without a valid node signature: it refused "
+               "ours, or is not a node of this cluster (is cluster.secret the same on every "
+               "node?)",
+               method, url, *status);
+    return rc;
 }
 
 static int set_bmd(struct hd_smap_member *m, struct hd_bmd *b, int force)
@@ -922,19 +872,22 @@ static int set_bmd(struct hd_smap_member *m, struct hd_bmd *b, int force)
 
 /* Where the primary is: its smap entry, else cluster.join. After repeated failures the
  * configured address is tried too (the primary may have moved). */
-static void primary_url(struct hd_smap_member *m, char *out, size_t max)
+static void primary_url(struct hd_smap_member *m, char *out, size_t max, char id[HD_NODE_ID_MAX])
 {
     struct hd_smap *s = hd_smap_state_smap(m->st);
     const struct hd_node *p = s ? hd_smap_find(s, s->primary) : NULL;
 
-    if (p && strcmp(p->id, m->self->id) != 0 && (m->failures % 4) != 3)
+    id[0] = '\0';
+    if (p && strcmp(p->id, m->self->id) != 0 && (m->failures % 4) != 3) {
         snprintf(out, max, "%s", p->url);
-    else
+        snprintf(id, HD_NODE_ID_MAX, "%s", p->id);
+    } else {
         snprintf(out, max, "%s", m->join_url);
+    }
     hd_smap_unref(s);
 }
 
-static int member_join(struct hd_smap_member *m, const char *base)
+static int member_join(struct hd_smap_member *m, const char *base, const char *to)
 {
     struct hd_smap *cur = hd_smap_state_smap(m->st), *s = NULL;
     struct hd_bmd *bmd = hd_smap_state_bmd(m->st), *b = NULL;
@@ -949,7 +902,7 @@ static int member_join(struct hd_smap_member *m, const char *base)
     json_object_set_new(in, "smap_version", json_integer(cur ? cur->version : 0));
     if (bmd->version > 0)
         json_object_set_new(in, "bmd", hd_bmd_to_json(bmd));
-    rc = member_call(m, "POST", base, "/v1/cluster/join", in, &status, &out);
+    rc = member_call(m, "POST", base, to, "/v1/cluster/join", in, &status, &out);
     if (rc < 0)
         goto out;
     if (status == 410) {
@@ -988,14 +941,14 @@ out:
     return rc;
 }
 
-static int pull(struct hd_smap_member *m, const char *base, int want_smap)
+static int pull(struct hd_smap_member *m, const char *base, const char *to, int want_smap)
 {
     json_t *out = NULL;
     long status = 0;
     int rc;
 
-    rc = member_call(m, "GET", base, want_smap ? "/v1/cluster/smap" : "/v1/cluster/bmd", NULL,
-                     &status, &out);
+    rc = member_call(m, "GET", base, to, want_smap ? "/v1/cluster/smap" : "/v1/cluster/bmd",
+                     NULL, &status, &out);
     if (rc == 0 && (status != 200 || !out))
         rc = HD_EUNAVAIL;
     if (rc == 0 && want_smap) {
@@ -1017,16 +970,18 @@ int hd_smap_member_tick(struct hd_smap_member *m)
 {
     struct hd_smap *s;
     struct hd_bmd *b;
-    char base[HD_NODE_URL_MAX];
+    char base[HD_NODE_URL_MAX], pid[HD_NODE_ID_MAX];
+    const char *to;
     json_t *in, *out = NULL;
     long status = 0;
     int rc;
 
     if (m->gone)
         return HD_EGONE;
-    primary_url(m, base, sizeof(base));
+    primary_url(m, base, sizeof(base), pid);
+    to = pid[0] ? pid : NULL;
     if (!m->joined) {
-        rc = member_join(m, base);
+        rc = member_join(m, base, to);
         m->failures = rc < 0 ? m->failures + 1 : 0;
         if (rc < 0 && (m->failures == 1 || m->failures % 30 == 0))
             HD_LOG(HD_WARN, NULL, "cluster: cannot join via %s yet: %s", base, hd_strerror(rc));
@@ -1036,7 +991,7 @@ int hd_smap_member_tick(struct hd_smap_member *m)
     b = hd_smap_state_bmd(m->st);
     in = json_pack("{s:s, s:I, s:I}", "daemon_id", m->self->id, "smap_version",
                    (json_int_t)(s ? s->version : 0), "bmd_version", (json_int_t)b->version);
-    rc = in ? member_call(m, "POST", base, "/v1/cluster/heartbeat", in, &status, &out) : -ENOMEM;
+    rc = in ? member_call(m, "POST", base, to, "/v1/cluster/heartbeat", in, &status, &out) : -ENOMEM;
     if (rc == 0 && status == 404) {
         HD_LOG(HD_WARN, NULL, "cluster: primary at %s does not know %s; joining again", base,
                m->self->id);
@@ -1045,9 +1000,9 @@ int hd_smap_member_tick(struct hd_smap_member *m)
         json_int_t sv = json_integer_value(json_object_get(out, "smap_version"));
         json_int_t bv = json_integer_value(json_object_get(out, "bmd_version"));
         if (!s || sv > s->version)
-            pull(m, base, 1);
+            pull(m, base, to, 1);
         if (bv > b->version)
-            pull(m, base, 0);
+            pull(m, base, to, 0);
     } else if (rc == 0) {
         rc = HD_EUNAVAIL;
     }

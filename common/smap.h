@@ -65,6 +65,8 @@ int hd_smap_clone(const struct hd_smap *s, struct hd_smap **out);
 int hd_smap_from_json(const json_t *j, struct hd_smap **out);
 json_t *hd_smap_to_json(const struct hd_smap *s);
 const struct hd_node *hd_smap_find(const struct hd_smap *s, const char *id);
+/* The node whose URL url starts with (followed by '/', '?' or the end), or NULL. */
+const struct hd_node *hd_smap_find_url(const struct hd_smap *s, const char *url);
 /* Adds or replaces the node with n's id (copied). 1 changed, 0 already identical, -ENOMEM. */
 int hd_smap_put(struct hd_smap *s, const struct hd_node *n);
 /* 0 or -ENOENT. */
@@ -134,29 +136,17 @@ int hd_smap_state_meta_set(struct hd_smap_state *st, const char *key, const char
 /* Parses a metasync body {"smap":..,"bmd":..}; either may be absent (NULL). HD_EBADARG. */
 int hd_smap_parse_sync(const json_t *j, struct hd_smap **s, struct hd_bmd **b);
 
-/* ---- cluster HMACs (hex HMAC-SHA256 with cluster.secret) ---- */
-
-#define HD_SMAP_SIG_LEN 65   /* 64 hex + NUL */
-#define HD_SMAP_PSIG_TTL 300 /* seconds a proxy signature stays valid */
-
-/* psig = HMAC(secret, METHOD "\n" RAW_PATH "\n" PTIME) */
-void hd_smap_psig(const char *secret, const char *method, const char *raw_path, long long ptime,
-                  char out[HD_SMAP_SIG_LEN]);
-/* X-Hoard-Cluster = HMAC(secret, "cluster\n" METHOD "\n" RAW_PATH) */
-void hd_smap_csig(const char *secret, const char *method, const char *raw_path,
-                  char out[HD_SMAP_SIG_LEN]);
-/* 1 when equal (constant time); NULL never matches. */
-int hd_smap_sig_equal(const char *want, const char *got);
-/* Raw path of an absolute URL ("http://h:p/a/b?q" -> "/a/b"), into out. */
-void hd_smap_url_path(const char *url, char *out, size_t max);
+/* Seconds a proxy's redirect capability (pid, ptime, psig: common/nodeauth.h) stays valid. */
+#define HD_SMAP_PSIG_TTL 300
 
 /* ---- joining and heartbeating (non-primary proxies and targets) ---- */
 
+struct hd_nodeauth;
 struct hd_smap_member {
     struct hd_smap_state *st;
     const struct hd_node *self; /* the entry sent with join */
     const char *join_url;       /* cluster.join */
-    const char *secret;         /* "" = none */
+    struct hd_nodeauth *na;     /* signs the calls and checks the answers */
     long timeout_ms;            /* per call */
     /* Installs a BMD (a target applies it to its store); NULL = hd_smap_state_set_bmd. */
     int (*set_bmd)(void *arg, struct hd_bmd *b, int force);

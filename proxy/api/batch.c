@@ -15,23 +15,7 @@
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/metrics.h"
-
-static int sig_headers(const struct hd_proxy_sig *sig, struct hd_tar_src *src)
-{
-    size_t i;
-
-    if (!(src->hdrs = calloc(sig->n, sizeof(*src->hdrs))))
-        return -ENOMEM;
-    for (i = 0; i < sig->n; i++) {
-        struct hd_buf b;
-        hd_buf_init(&b);
-        hd_buf_printf(&b, "%s: %s", sig->kv[i].k, sig->kv[i].v);
-        if (b.oom)
-            return -ENOMEM;
-        src->hdrs[src->nhdrs++] = hd_buf_steal(&b, NULL);
-    }
-    return 0;
-}
+#include "common/nodeauth.h"
 
 static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
 {
@@ -39,7 +23,6 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     struct hd_bmd *bmd = hd_smap_state_bmd(p->cs);
     const struct hd_node *owner = NULL;
-    struct hd_proxy_sig sig;
     struct hd_buf u;
     char *uname = NULL;
     size_t ulen;
@@ -70,8 +53,7 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
         goto out;
     }
     src->url = hd_buf_steal(&u, NULL);
-    hd_proxy_sign(p, "GET", src->url, &sig);
-    if (sig_headers(&sig, src) < 0)
+    if (hd_nodeauth_sign_lines(p->na, "GET", src->url, owner->id, &src->hdrs, &src->nhdrs) < 0)
         src->err = -ENOMEM;
 out:
     free(uname);

@@ -15,6 +15,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/nodeauth.h"
 #include "common/relay.h"
 #include "common/sigv2.h"
 
@@ -75,6 +76,8 @@ int hd_proxy_new(const struct hd_config *cfg, struct hd_proxy **out)
         HD_LOG(HD_ERROR, NULL, "node.id: cannot set up the node id: %s", hd_strerror(rc));
         goto fail;
     }
+    if ((rc = hd_nodeauth_new(p->secret, p->self.id, &p->na)) < 0)
+        goto fail;
     if ((rc = hd_proxy_members_init(p)) < 0)
         goto fail;
     if ((rc = hd_proxy_cloud_new(cfg, &p->cloud)) < 0 || (rc = hd_pool_new(8, &p->pool)) < 0 ||
@@ -103,6 +106,7 @@ void hd_proxy_free(struct hd_proxy *p)
     hd_pool_free(p->pool);
     hd_smap_state_close(p->cs);
     hd_keys_cleanup(&p->keys);
+    hd_nodeauth_free(p->na);
     hd_proxy_cloud_free(p->cloud);
     free(p->seen);
     free(p->secret);

@@ -109,15 +109,13 @@ static int delete_keys(void *ctx, const char *bucket, const struct hd_delete_req
     struct hd_proxy *p = ctx;
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     struct hd_httpc_call *calls = NULL;
-    struct hd_proxy_sig *sigs = NULL;
     struct hd_buf *urls = NULL;
     size_t i;
     int rc = 0;
 
     calls = calloc(dr->n + 1, sizeof(*calls));
-    sigs = calloc(dr->n + 1, sizeof(*sigs));
     urls = calloc(dr->n + 1, sizeof(*urls));
-    if (!calls || !sigs || !urls) {
+    if (!calls || !urls) {
         rc = -ENOMEM;
         goto out;
     }
@@ -146,9 +144,7 @@ static int delete_keys(void *ctx, const char *bucket, const struct hd_delete_req
             continue;
         }
         calls[i].url = urls[i].data;
-        hd_proxy_sign(p, "DELETE", urls[i].data, &sigs[i]);
-        calls[i].hdrs = sigs[i].kv;
-        calls[i].nhdrs = sigs[i].n;
+        hd_proxy_call_sign(p, &calls[i]);
         calls[i].total_ms = HD_PROXY_FANOUT_MS;
     }
     {
@@ -189,7 +185,6 @@ out:
             hd_buf_cleanup(&urls[i]);
     }
     free(calls);
-    free(sigs);
     free(urls);
     hd_smap_unref(s);
     return rc;

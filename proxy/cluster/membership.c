@@ -15,6 +15,8 @@
 #include "common/errors.h"
 #include "common/httpc.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/nodeauth.h"
 
 #define BODY_MAX (4u << 20)
 
@@ -66,7 +68,7 @@ int hd_proxy_members_init(struct hd_proxy *p)
         p->member.st = p->cs;
         p->member.self = &p->self;
         p->member.join_url = p->join;
-        p->member.secret = p->secret;
+        p->member.na = p->na;
         p->member.timeout_ms =
             p->hb_ms * p->dead_after / 2 > 2000 ? p->hb_ms * p->dead_after / 2 : 2000;
         hd_smap_unref(cur);
@@ -270,19 +272,22 @@ static void forward(struct hd_req *r, struct hd_proxy *p, json_t *j)
 
 /* ---- handlers ---- */
 
-/* Another proxy's call (join, heartbeat, metasync): HD_OK, or HD_DONE after refusing r. */
-static int cluster_auth(struct hd_req *r, struct hd_proxy *p)
+/* The sender of a node call (verified before the body was read; "" in dev mode without it). */
+static const char *sender_of(struct hd_req *r)
 {
-    char want[HD_SMAP_SIG_LEN];
+    const char *s = hd_req_header(r, "X-Hoard-Node");
 
-    if (!*p->secret)
-        return 0;
-    hd_smap_csig(p->secret, r->method, r->raw_path, want);
-    if (hd_smap_sig_equal(want, hd_req_header(r, "X-Hoard-Cluster")))
-        return 0;
-    hd_resp_err_msg(r, HD_EACCESS,
-                    "Cluster calls need a valid X-Hoard-Cluster header (cluster.secret).");
-    return HD_DONE;
+    return s ? s : "";
+}
+
+static int is_proxy(struct hd_proxy *p, const char *id)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    const struct hd_node *n = hd_smap_find(s, id);
+    int yes = n && n->type == HD_NODE_PROXY;
+
+    hd_smap_unref(s);
+    return yes;
 }
 
 static json_t *smap_view(struct hd_proxy *p, struct hd_smap *s)
@@ -346,6 +351,16 @@ static void on_join(struct hd_req *r, void *ctx, json_t *j)
         hd_resp_conflict(r, "A node cannot join with the primary's id.");
         return;
     }
+    /* a node joins as itself, or through a proxy of the map that checked it */
+    if (*p->secret && strcmp(n.id, sender_of(r)) != 0 && !is_proxy(p, sender_of(r))) {
+        char addr[64];
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        HD_LOG(HD_WARN, NULL, "cluster: refused join of %s signed by %s (from %s)", n.id,
+               sender_of(r), hd_req_remote(r, addr, sizeof(addr)));
+        hd_smap_node_cleanup(&n);
+        hd_resp_err_msg(r, HD_EACCESS, "A node may only join as itself.");
+        return;
+    }
     if (n.type == HD_NODE_TARGET && hd_proxy_decommissioned(p, n.id)) {
         hd_smap_node_cleanup(&n);
         hd_resp_err(r, HD_EGONE);
@@ -380,8 +395,10 @@ static void on_join(struct hd_req *r, void *ctx, json_t *j)
             hd_proxy_rebalance_mark(p, s);
         if ((rc = hd_proxy_smap_install(p, s)) < 0)
             goto unlock;
-        HD_LOG(HD_INFO, NULL, "cluster: %s %s joined at %s (smap v%lld)",
-               n.type == HD_NODE_TARGET ? "target" : "proxy", n.id, n.url, (long long)s->version);
+        char addr[64];
+        HD_LOG(HD_INFO, NULL, "cluster: %s %s joined at %s (smap v%lld; asked by %s from %s)",
+               n.type == HD_NODE_TARGET ? "target" : "proxy", n.id, n.url, (long long)s->version,
+               r->principal[0] ? r->principal : "-", hd_req_remote(r, addr, sizeof(addr)));
     }
     bmd = hd_smap_state_bmd(p->cs);
     if (their && their->version > bmd->version) {
@@ -430,6 +447,10 @@ static void on_heartbeat(struct hd_req *r, void *ctx, json_t *j)
         hd_resp_err_msg(r, HD_EBADARG, "Expected {\"daemon_id\": ...}.");
         return;
     }
+    if (*p->secret && strcmp(id, sender_of(r)) != 0 && !is_proxy(p, sender_of(r))) {
+        hd_resp_err_msg(r, HD_EACCESS, "A node may only heartbeat as itself.");
+        return;
+    }
     pthread_mutex_lock(&p->mu);
     s = hd_smap_state_smap(p->cs);
     b = hd_smap_state_bmd(p->cs);
@@ -453,6 +474,8 @@ static void on_metasync(struct hd_req *r, void *ctx, json_t *j)
 
     if (p->primary)
         hd_resp_conflict(r, "This proxy is the primary: it does not accept metasync.");
+    else if (*p->secret && !is_proxy(p, sender_of(r)))
+        hd_resp_err_msg(r, HD_EACCESS, "Only a proxy sends metasync.");
     else
         hd_smap_member_metasync(&p->member, r, j);
 }
@@ -489,7 +512,10 @@ static void on_flag(struct hd_req *r, void *ctx, json_t *j)
         goto unlock;
     if (decomm && set && n->down) {
         hd_smap_remove(s, id); /* a dead target is forgotten: its objects are gone */
-        HD_LOG(HD_WARN, NULL, "cluster: down target %s decommissioned and forgotten", id);
+        char addr[64];
+        HD_LOG(HD_WARN, NULL, "cluster: down target %s decommissioned and forgotten (asked by %s "
+               "from %s)", id, r->principal[0] ? r->principal : "anyone (auth off)",
+               hd_req_remote(r, addr, sizeof(addr)));
     } else {
         if ((rc = hd_smap_node_copy(&copy, n)) < 0)
             goto unlock;
@@ -500,8 +526,11 @@ static void on_flag(struct hd_req *r, void *ctx, json_t *j)
         hd_smap_node_cleanup(&copy);
         if (rc < 0)
             goto unlock;
-        HD_LOG(HD_INFO, NULL, "cluster: %s %s %s", id, decomm ? "decommissioning" : "maintenance",
-               set ? "on" : "off");
+        char addr[64];
+        HD_LOG(HD_INFO, NULL, "cluster: %s %s %s (asked by %s from %s)", id,
+               decomm ? "decommissioning" : "maintenance", set ? "on" : "off",
+               r->principal[0] ? r->principal : "anyone (auth off)",
+               hd_req_remote(r, addr, sizeof(addr)));
     }
     s->version++;
     if (moves)
@@ -523,14 +552,39 @@ unlock:
     hd_smap_unref(s);
 }
 
+/* Cluster reads (smap, BMD): a node's signature, or any valid client key (none needed with
+ * auth off). 0, or HD_DONE after refusing r. */
+static int read_auth(struct hd_req *r, struct hd_proxy *p)
+{
+    struct hd_nodeauth_who who;
+    struct hd_sigv4_auth a;
+    int rc = hd_proxy_node_verify(r, p, HD_NA_ANY_TO, &who);
+
+    if (rc != HD_DECLINED)
+        return rc;
+    if (!*p->secret && p->keys.n == 0)
+        return 0;
+    rc = hd_proxy_auth(r, p, NULL, &a);
+    if (rc == 0 && a.anonymous && p->keys.n > 0)
+        rc = HD_EMISSINGAUTH;
+    if (rc == 0 && !a.anonymous)
+        return 0;
+    hd_resp_err_msg(r, rc < 0 ? rc : HD_EACCESS,
+                    "Reading the cluster map needs a client key or a node signature.");
+    return HD_DONE;
+}
+
 void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
 {
     const char *path = r->raw_path, *m = r->method;
-    int get = strcmp(m, "GET") == 0;
+    int get = strcmp(m, "GET") == 0, flags, rc;
+    struct hd_nodeauth_who who;
     struct hd_smap *s;
     struct hd_bmd *b;
 
     if (get && (strcmp(path, "/v1/cluster") == 0 || strcmp(path, "/v1/cluster/smap") == 0)) {
+        if (read_auth(r, p) == HD_DONE)
+            return;
         s = hd_smap_state_smap(p->cs);
         if (!s)
             hd_resp_err_msg(r, HD_EUNAVAIL, "This proxy has not joined a cluster yet.");
@@ -540,6 +594,8 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
         return;
     }
     if (get && strcmp(path, "/v1/cluster/bmd") == 0) {
+        if (read_auth(r, p) == HD_DONE)
+            return;
         b = hd_smap_state_bmd(p->cs);
         hd_resp_json(r, 200, hd_bmd_to_json(b));
         hd_bmd_unref(b);
@@ -552,17 +608,17 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
     if (strcmp(m, "POST") == 0 &&
         ((strncmp(path, "/v1/cluster/maintenance/", 24) == 0 && path[24]) ||
          (strncmp(path, "/v1/cluster/decommission/", 25) == 0 && path[25]))) {
-        int rc = hd_proxy_auth_admin(r, p);
+        rc = hd_proxy_auth_admin(r, p);
         if (rc < 0)
             hd_resp_err_msg(r, rc,
-                            "Cluster administration needs the cluster header or a key "
+                            "Cluster administration needs another proxy's signature or a key "
                             "with rw access to all buckets.");
         else
             hd_req_read_json(r, BODY_MAX, on_flag, p, NULL);
         return;
     }
     if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/rebalance") == 0) {
-        int rc = hd_proxy_auth_admin(r, p);
+        rc = hd_proxy_auth_admin(r, p);
         if (rc < 0) {
             hd_resp_err(r, rc);
         } else {
@@ -571,8 +627,20 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
         }
         return;
     }
-    if (cluster_auth(r, p) == HD_DONE)
+    /* node calls: signed by a node we know, for us; a join or heartbeat by any holder of a
+     * node key, for anyone (it may not know our id yet; a node we forgot hears 404 and joins
+     * again, a decommissioned one 410) */
+    flags = strcmp(path, "/v1/cluster/join") == 0 || strcmp(path, "/v1/cluster/heartbeat") == 0
+                ? HD_NA_ANY_TO | HD_NA_UNKNOWN
+                : 0;
+    rc = hd_proxy_node_verify(r, p, flags, &who);
+    if (rc == HD_DONE)
         return;
+    if (rc == HD_DECLINED && *p->secret) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        hd_resp_err_msg(r, HD_EACCESS, "Cluster calls must carry a node signature.");
+        return;
+    }
     if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/join") == 0)
         hd_req_read_json(r, BODY_MAX, on_join, p, NULL);
     else if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/heartbeat") == 0)

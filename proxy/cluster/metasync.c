@@ -36,10 +36,9 @@ static size_t metasync_all(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd 
 {
     json_t *j = json_object();
     struct hd_httpc_call *calls = NULL;
-    struct hd_kv *kv = NULL;
-    char(*urls)[HD_NODE_URL_MAX + 16] = NULL, (*sigs)[HD_SMAP_SIG_LEN] = NULL;
+    char(*urls)[HD_NODE_URL_MAX + 16] = NULL;
     char *body = NULL;
-    size_t i, n = 0, failed = 0, nh;
+    size_t i, n = 0, failed = 0;
 
     if (!j)
         return 1;
@@ -48,10 +47,8 @@ static size_t metasync_all(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd 
     body = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     calls = calloc(s->n ? s->n : 1, sizeof(*calls));
-    kv = calloc(s->n ? s->n : 1, sizeof(*kv));
     urls = calloc(s->n ? s->n : 1, sizeof(*urls));
-    sigs = calloc(s->n ? s->n : 1, sizeof(*sigs));
-    if (!body || !calls || !kv || !urls || !sigs) {
+    if (!body || !calls || !urls) {
         failed = 1;
         goto out;
     }
@@ -62,9 +59,8 @@ static size_t metasync_all(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd 
             continue;
         snprintf(urls[n], sizeof(urls[n]), "%s/v1/metasync", nd->url);
         hd_httpc_call_init(&calls[n], "PUT", urls[n]);
-        hd_proxy_cluster_header(p, "PUT", urls[n], &kv[n], sigs[n], &nh);
-        calls[n].hdrs = &kv[n];
-        calls[n].nhdrs = nh;
+        calls[n].na = p->na;
+        snprintf(calls[n].to, sizeof(calls[n].to), "%s", nd->id);
         calls[n].body = body;
         calls[n].blen = strlen(body);
         calls[n].ctype = "application/json";
@@ -83,9 +79,7 @@ static size_t metasync_all(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd 
 out:
     free(body);
     free(calls);
-    free(kv);
     free(urls);
-    free(sigs);
     return failed;
 }
 

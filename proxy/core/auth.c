@@ -1,5 +1,5 @@
 /* auth: who is asking a proxy and may they (SigV4/SigV2 against auth.keys, anonymous reads of
- * anonymous_read buckets, another proxy's cluster header). HTTP workers. */
+ * anonymous_read buckets, another proxy's node signature). HTTP workers. */
 #include "proxy/core/core.h"
 
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/nodeauth.h"
 #include "common/sigv2.h"
 
 int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket)
@@ -23,16 +24,70 @@ int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket)
     return yes;
 }
 
-/* A call from another proxy of this cluster (forwarded to the primary). */
+static int known_node(void *arg, const char *id)
+{
+    struct hd_proxy *p = arg;
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    int yes = hd_smap_find(s, id) != NULL;
+
+    hd_smap_unref(s);
+    return yes;
+}
+
+int hd_proxy_node_verify(struct hd_req *r, struct hd_proxy *p, int flags,
+                         struct hd_nodeauth_who *who)
+{
+    const char *why = NULL;
+    char addr[64];
+    int rc = hd_nodeauth_verify(p->na, r, flags, known_node, p, who, &why);
+
+    if (rc == HD_DECLINED)
+        return rc;
+    if (rc < 0) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        HD_LOG(HD_WARN, NULL, "auth: node call %s %s from %s (X-Hoard-Node %s) refused: %s",
+               r->method, r->raw_path, hd_req_remote(r, addr, sizeof(addr)),
+               hd_req_header(r, "X-Hoard-Node") ? hd_req_header(r, "X-Hoard-Node") : "-", why);
+        hd_resp_err_msg(r, rc, why);
+        return HD_DONE;
+    }
+    hd_nodeauth_sign_answers(p->na, r);
+    return 0;
+}
+
+/* A call from another proxy of this cluster (forwarded to the primary): 1; 0 when r has no
+ * node signature; a negative code for a bad one (logged). */
 static int cluster_trusted(struct hd_req *r, struct hd_proxy *p)
 {
-    char want[HD_SMAP_SIG_LEN];
-    const char *got = hd_req_header(r, "X-Hoard-Cluster");
+    struct hd_nodeauth_who who;
+    const char *why = NULL;
+    struct hd_smap *s;
+    const struct hd_node *n;
+    char addr[64];
+    int rc, proxy;
 
-    if (!*p->secret || !got)
+    if (!hd_nodeauth_on(p->na))
+        return 0; /* without a secret no node is trusted over client credentials */
+    rc = hd_nodeauth_verify(p->na, r, 0, known_node, p, &who, &why);
+    if (rc == HD_DECLINED)
         return 0;
-    hd_smap_csig(p->secret, r->method, r->raw_path, want);
-    return hd_smap_sig_equal(want, got);
+    if (rc == 0) {
+        s = hd_smap_state_smap(p->cs);
+        n = hd_smap_find(s, who.sender);
+        proxy = n && n->type == HD_NODE_PROXY;
+        hd_smap_unref(s);
+        if (proxy) {
+            hd_nodeauth_sign_answers(p->na, r); /* the caller checks who answered */
+            return 1;
+        }
+        why = "only proxies may call this on behalf of a client";
+        rc = HD_EACCESS;
+    }
+    hd_stats_inc(HD_ST_AUTH_FAILED);
+    HD_LOG(HD_WARN, NULL, "auth: node call %s %s from %s (X-Hoard-Node %s) refused: %s", r->method,
+           r->raw_path, hd_req_remote(r, addr, sizeof(addr)),
+           hd_req_header(r, "X-Hoard-Node") ? hd_req_header(r, "X-Hoard-Node") : "-", why);
+    return rc;
 }
 
 int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, struct hd_sigv4_auth *a)
@@ -41,8 +96,8 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     int rc;
 
     memset(a, 0, sizeof(*a));
-    if (cluster_trusted(r, p))
-        return 0;
+    if ((rc = cluster_trusted(r, p)) != 0)
+        return rc == 1 ? 0 : rc;
     a->anonymous = 1;
     if (p->keys.n == 0)
         return 0; /* auth off: credentials, if any, are ignored (as on targets) */
@@ -55,6 +110,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     }
     if (rc < 0)
         return rc;
+    snprintf(r->principal, sizeof(r->principal), "key %s", a->access_key);
     /* the targets trust our signature (and skip this, CopyObject's source included) */
     return hd_keys_authorize(&p->keys, r, a, bucket);
 }
@@ -65,10 +121,12 @@ int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p)
     const struct hd_key *k;
     int rc;
 
-    if (cluster_trusted(r, p) || (!*p->secret && p->keys.n == 0))
+    if ((rc = cluster_trusted(r, p)) != 0)
+        return rc == 1 ? 0 : rc;
+    if (!*p->secret && p->keys.n == 0)
         return 0;
     if (p->keys.n == 0)
-        return HD_EACCESS; /* only the cluster header will do */
+        return HD_EACCESS; /* only another proxy's signature will do */
     rc = hd_proxy_auth(r, p, NULL, &a);
     if (rc < 0)
         return rc;

@@ -23,7 +23,6 @@ void hd_proxy_fan_cleanup(struct hd_proxy_fan *f)
     for (i = 0; i < f->n; i++)
         hd_httpc_call_cleanup(&f->calls[i]);
     free(f->calls);
-    free(f->sigs);
     free(f->urls);
     free(f->nodes);
     memset(f, 0, sizeof(*f));
@@ -36,10 +35,9 @@ int hd_proxy_fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method, 
 
     memset(f, 0, sizeof(*f));
     f->calls = calloc(cap, sizeof(*f->calls));
-    f->sigs = calloc(cap, sizeof(*f->sigs));
     f->urls = calloc(cap, sizeof(*f->urls));
     f->nodes = calloc(cap, sizeof(*f->nodes));
-    if (!f->calls || !f->sigs || !f->urls || !f->nodes) {
+    if (!f->calls || !f->urls || !f->nodes) {
         hd_proxy_fan_cleanup(f);
         return -ENOMEM;
     }
@@ -50,9 +48,8 @@ int hd_proxy_fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method, 
             continue;
         snprintf(f->urls[k], sizeof(f->urls[k]), "%s%s", nd->url, path);
         hd_httpc_call_init(&f->calls[k], method, f->urls[k]);
-        hd_proxy_sign(p, method, f->urls[k], &f->sigs[k]);
-        f->calls[k].hdrs = f->sigs[k].kv;
-        f->calls[k].nhdrs = f->sigs[k].n;
+        f->calls[k].na = p->na;
+        snprintf(f->calls[k].to, sizeof(f->calls[k].to), "%s", nd->id);
         if (body) {
             f->calls[k].body = body;
             f->calls[k].blen = strlen(body);
@@ -73,26 +70,31 @@ json_t *hd_proxy_call_json(const struct hd_httpc_call *c)
     return json_loadb(c->resp.data, c->resp.len, 0, NULL);
 }
 
-void hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url,
-                   struct hd_proxy_sig *sig)
+/* The id of the node url points to, into to ("" when the smap has none: the call is then
+ * signed for HD_NODEAUTH_ANY, which only joins accept). */
+static void recipient(struct hd_proxy *p, const char *url, char *to, size_t max)
 {
-    long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
-    char path[4096];
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    const struct hd_node *n = hd_smap_find_url(s, url);
 
-    memset(sig, 0, sizeof(*sig));
-    sig->kv[0].k = "X-Hoard-Pid";
-    sig->kv[0].v = p->self.id;
-    sig->n = 1;
-    if (!*p->secret)
-        return;
-    hd_smap_url_path(url, path, sizeof(path));
-    snprintf(sig->ptime, sizeof(sig->ptime), "%lld", ptime);
-    hd_smap_psig(p->secret, method, path, ptime, sig->psig);
-    sig->kv[1].k = "X-Hoard-Ptime";
-    sig->kv[1].v = sig->ptime;
-    sig->kv[2].k = "X-Hoard-Psig";
-    sig->kv[2].v = sig->psig;
-    sig->n = 3;
+    snprintf(to, max, "%s", n ? n->id : "");
+    hd_smap_unref(s);
+}
+
+void hd_proxy_call_sign(struct hd_proxy *p, struct hd_httpc_call *c)
+{
+    c->na = p->na;
+    recipient(p, c->url, c->to, sizeof(c->to));
+}
+
+int hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url,
+                  const char *body_sha256, const struct hd_kv *hdrs, size_t nhdrs,
+                  struct hd_nodesig *sig)
+{
+    char to[HD_NODE_ID_MAX];
+
+    recipient(p, url, to, sizeof(to));
+    return hd_nodeauth_sign(p->na, method, url, to[0] ? to : NULL, body_sha256, hdrs, nhdrs, sig);
 }
 
 /* "ais" for native buckets, "aws" for S3-backed ones (DESIGN.md's uname). */
@@ -120,35 +122,19 @@ int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char
     return 0;
 }
 
-void hd_proxy_cluster_header(struct hd_proxy *p, const char *method, const char *url,
-                             struct hd_kv *kv, char sig[HD_SMAP_SIG_LEN], size_t *n)
-{
-    char path[2048];
-
-    *n = 0;
-    if (!*p->secret)
-        return;
-    hd_smap_url_path(url, path, sizeof(path));
-    hd_smap_csig(p->secret, method, path, sig);
-    kv->k = "X-Hoard-Cluster";
-    kv->v = sig;
-    *n = 1;
-}
-
 int hd_proxy_primary_call(struct hd_proxy *p, const char *method, const char *path,
                           const json_t *in, long *status, json_t **out)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     const struct hd_node *prim = s ? hd_smap_find(s, s->primary) : NULL;
-    char url[HD_NODE_URL_MAX + 2048], sig[HD_SMAP_SIG_LEN];
-    struct hd_kv kv;
-    size_t nh;
+    char url[HD_NODE_URL_MAX + 2048], to[HD_NODE_ID_MAX];
     int rc;
 
     snprintf(url, sizeof(url), "%s%s", prim ? prim->url : p->join, path);
+    snprintf(to, sizeof(to), "%s", prim ? prim->id : "");
     hd_smap_unref(s);
-    hd_proxy_cluster_header(p, method, url, &kv, sig, &nh);
-    rc = hd_httpc_json(method, url, &kv, nh, in, HD_PROXY_FANOUT_MS, status, out);
+    rc = hd_httpc_json(p->na, to[0] ? to : NULL, method, url, in, HD_PROXY_FANOUT_MS, status,
+                       out);
     if (rc < 0)
         HD_LOG(HD_WARN, NULL, "cluster: call to the primary failed: %s %s: %s", method, url,
                hd_strerror(rc));
@@ -234,7 +220,7 @@ int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *i
 }
 
 int hd_proxy_owner(struct hd_proxy *p, const char *bucket, const char *key, const char *provider,
-                   char **url, char *msg, size_t msglen)
+                   char **url, char id[HD_NODE_ID_MAX], char *msg, size_t msglen)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     const struct hd_node *owner = NULL;
@@ -270,6 +256,7 @@ int hd_proxy_owner(struct hd_proxy *p, const char *bucket, const char *key, cons
     }
     if (!(*url = strdup(owner->url)))
         rc = -ENOMEM;
+    snprintf(id, HD_NODE_ID_MAX, "%s", owner->id);
 out:
     hd_buf_cleanup(&uname);
     hd_smap_unref(s);

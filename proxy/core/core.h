@@ -44,6 +44,7 @@ struct hd_proxy {
     struct hd_node self;        /* our smap entry */
     char join[HD_NODE_URL_MAX]; /* cluster.join; "" on the primary */
     char *secret;               /* cluster.secret ("" = no checks) */
+    struct hd_nodeauth *na;     /* this proxy's node signatures (common/nodeauth.h) */
     char *data_dir;
     char *region;
     char *domain; /* s3.domain */
@@ -78,15 +79,19 @@ struct hd_proxy {
 /* ---- auth.c ---- */
 
 /* Who is asking and may they: SigV4/SigV2 against auth.keys (anonymous when none are set,
- * or for reads of anonymous_read buckets), or the X-Hoard-Cluster header of another proxy
+ * or for reads of anonymous_read buckets), or the node signature of another proxy
  * (trusted: a->access_key stays empty, a->anonymous 0). bucket NULL means the service
  * (ListBuckets). 0 with *a filled (a->anonymous for an allowed request without
  * credentials), or the error to answer with. */
 int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                   struct hd_sigv4_auth *a);
-/* Admin calls (maintenance, decommission): the cluster header, or a key with rw on all
- * buckets; open when neither cluster.secret nor auth.keys is set. */
+/* Admin calls (maintenance, decommission): another proxy's node signature, or a key with rw
+ * on all buckets; open when neither cluster.secret nor auth.keys is set. */
 int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p);
+/* Checks r's node signature (flags: HD_NA_*): 0 with *who (r's answers are then signed),
+ * HD_DECLINED when r has none, or HD_DONE after refusing r (403, logged). */
+int hd_proxy_node_verify(struct hd_req *r, struct hd_proxy *p, int flags,
+                         struct hd_nodeauth_who *who);
 /* 1 when bucket has the anonymous_read property (unsigned reads allowed). */
 int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket);
 
@@ -104,23 +109,21 @@ void hd_proxy_wake(struct hd_proxy *p);
 /* uname "provider/@#/bucket/object" for placement; *out malloc'd. */
 int hd_proxy_uname(struct hd_proxy *p, const char *bucket, const char *key, char **out,
                    size_t *len);
-/* Headers that authorise a proxy->target call (X-Hoard-Pid/Ptime/Psig). */
-struct hd_proxy_sig {
-    struct hd_kv kv[4];
-    size_t n;
-    char ptime[24];
-    char psig[HD_SMAP_SIG_LEN];
-};
-void hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url,
-                   struct hd_proxy_sig *sig);
-/* The X-Hoard-Cluster header of a call to another proxy (*n = 0 without a secret). */
-void hd_proxy_cluster_header(struct hd_proxy *p, const char *method, const char *url,
-                             struct hd_kv *kv, char sig[HD_SMAP_SIG_LEN], size_t *n);
+/* Signs c (a call to another node; c->url set) as this proxy for the node whose URL c->url
+ * starts with in the current smap. */
+void hd_proxy_call_sign(struct hd_proxy *p, struct hd_httpc_call *c);
+/* The node signature of METHOD url for callers that send the request themselves (the relay,
+ * batch sources): the recipient comes from the smap, body_sha256 NULL means an unsigned
+ * (streamed) payload, hdrs are the other headers sent (X-Hoard-* ones are signed). 0 or
+ * -ENOMEM/-EIO. */
+int hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url,
+                  const char *body_sha256, const struct hd_kv *hdrs, size_t nhdrs,
+                  struct hd_nodesig *sig);
 /* The owner of bucket/key (decoded names; provider: the request's provider query, NULL:
  * from the BMD) in the current smap: 0 with *url (its public URL, malloc'd), or
- * HD_EUNAVAIL/-ENOMEM with msg filled. */
+ * HD_EUNAVAIL/-ENOMEM with msg filled; id gets its node id. */
 int hd_proxy_owner(struct hd_proxy *p, const char *bucket, const char *key, const char *provider,
-                   char **url, char *msg, size_t msglen);
+                   char **url, char id[HD_NODE_ID_MAX], char *msg, size_t msglen);
 
 /* One call per live target of s (flagged ones too when all): METHOD path (absolute, with
  * query) with the proxy's signature and an optional JSON body, all in parallel; returns when
@@ -128,7 +131,6 @@ int hd_proxy_owner(struct hd_proxy *p, const char *bucket, const char *key, cons
  * hd_proxy_fan_cleanup. Blocks on the network (bounded by total_ms). */
 struct hd_proxy_fan {
     struct hd_httpc_call *calls;
-    struct hd_proxy_sig *sigs;
     char (*urls)[HD_NODE_URL_MAX + 96];
     const struct hd_node **nodes;
     size_t n;

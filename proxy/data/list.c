@@ -123,7 +123,6 @@ int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_
     struct hd_bmd *bmd = hd_smap_state_bmd(p->cs);
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     struct hd_httpc_call *calls = NULL;
-    struct hd_proxy_sig *sigs = NULL;
     const struct hd_node **tg = NULL;
     struct hd_buf q, *urls = NULL;
     char token[TOKEN_MAX];
@@ -163,10 +162,9 @@ int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_
         add_param(&q, "token", token);
     }
     calls = calloc(s->n ? s->n : 1, sizeof(*calls));
-    sigs = calloc(s->n ? s->n : 1, sizeof(*sigs));
     urls = calloc(s->n ? s->n : 1, sizeof(*urls));
     tg = calloc(s->n ? s->n : 1, sizeof(const struct hd_node *));
-    if (!calls || !sigs || !urls || !tg || q.oom) {
+    if (!calls || !urls || !tg || q.oom) {
         rc = -ENOMEM;
         goto out;
     }
@@ -184,9 +182,7 @@ int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_
             goto out;
         }
         hd_httpc_call_init(&calls[n], "GET", urls[n].data);
-        hd_proxy_sign(p, "GET", urls[n].data, &sigs[n]);
-        calls[n].hdrs = sigs[n].kv;
-        calls[n].nhdrs = sigs[n].n;
+        hd_proxy_call_sign(p, &calls[n]);
         calls[n].total_ms = HD_PROXY_FANOUT_MS;
         tg[n] = t;
         n++;
@@ -241,7 +237,6 @@ out:
         hd_buf_cleanup(&urls[i]);
     }
     free(calls);
-    free(sigs);
     free(urls);
     free(tg);
     hd_buf_cleanup(&q);
@@ -418,7 +413,6 @@ int hd_proxy_list_cloud(struct hd_proxy *p, const char *bucket, const struct hd_
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     const struct hd_node *owner = NULL;
     struct hd_httpc_call call;
-    struct hd_proxy_sig sig;
     struct hd_buf u, url;
     json_t *j = NULL, *e;
     char *after = NULL;
@@ -458,9 +452,7 @@ int hd_proxy_list_cloud(struct hd_proxy *p, const char *bucket, const struct hd_
         goto out;
     }
     call.url = url.data;
-    hd_proxy_sign(p, "GET", url.data, &sig);
-    call.hdrs = sig.kv;
-    call.nhdrs = sig.n;
+    hd_proxy_call_sign(p, &call);
     call.total_ms = HD_PROXY_FANOUT_MS;
     if (hd_httpc_run(&call) < 0) {
         snprintf(msg, msglen, "Target %s did not answer the upstream listing: %s", owner->id,

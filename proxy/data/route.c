@@ -17,14 +17,16 @@
 #include "common/httputil.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/nodeauth.h"
 
-/* The owner of r's object: HD_OK with *base (its public URL, malloc'd), or HD_DONE after
- * answering r (no owner available). */
+/* The owner of r's object: HD_OK with *base (its public URL, malloc'd) and its id, or HD_DONE
+ * after answering r (no owner available). */
 static int owner_base(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
-                      char **base)
+                      char **base, char id[HD_NODE_ID_MAX])
 {
     char msg[256];
-    int rc = hd_proxy_owner(p, bucket, key, hd_req_param(r, "provider"), base, msg, sizeof(msg));
+    int rc = hd_proxy_owner(p, bucket, key, hd_req_param(r, "provider"), base, id, msg,
+                            sizeof(msg));
 
     if (rc == 0)
         return HD_OK;
@@ -35,19 +37,19 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                        const char *path)
 {
     struct hd_buf loc;
-    char *base;
+    char *base, owner[HD_NODE_ID_MAX];
 
-    if (owner_base(r, p, bucket, key, &base) == HD_DONE)
+    if (owner_base(r, p, bucket, key, &base, owner) == HD_DONE)
         return;
     if (!path)
         path = r->raw_path;
     hd_buf_init(&loc);
     hd_buf_printf(&loc, "%s%s?%s%spid=%s", base, path, r->raw_query, *r->raw_query ? "&" : "",
                   p->self.id);
-    if (*p->secret) {
+    if (hd_nodeauth_on(p->na)) {
         long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
-        char sig[HD_SMAP_SIG_LEN];
-        hd_smap_psig(p->secret, r->method, path, ptime, sig);
+        char sig[65];
+        hd_nodeauth_psig(p->na, r->method, path, ptime, owner, sig);
         hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
     }
     if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)
@@ -61,32 +63,35 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
 void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
                     const char *vbucket)
 {
-    struct hd_proxy_sig sig;
-    struct hd_buf url, signed_url;
-    char *base;
+    struct hd_nodesig sig;
+    struct hd_kv extra[7];
+    struct hd_buf url;
+    char *base, owner[HD_NODE_ID_MAX];
+    size_t n = 0, i;
     int rc;
 
-    if (owner_base(r, p, bucket, key, &base) == HD_DONE)
+    if (owner_base(r, p, bucket, key, &base, owner) == HD_DONE)
         return;
     hd_buf_init(&url);
-    hd_buf_init(&signed_url);
     hd_buf_printf(&url, "%s%s%s%s", base, r->raw_path, *r->raw_query ? "?" : "", r->raw_query);
-    if (vbucket) /* signed as the path-style path the target will read */
-        hd_buf_printf(&signed_url, "%s/%s%s", base, vbucket, r->raw_path);
     free(base);
-    if (url.oom || signed_url.oom) {
+    if (url.oom) {
         hd_buf_cleanup(&url);
-        hd_buf_cleanup(&signed_url);
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    hd_proxy_sign(p, r->method, vbucket ? signed_url.data : url.data, &sig);
-    hd_buf_cleanup(&signed_url);
-    if (vbucket) {
-        sig.kv[sig.n].k = "X-Hoard-Vhost";
-        sig.kv[sig.n++].v = vbucket;
+    if (vbucket) /* a virtual-host request: the target reads the bucket from here */
+        extra[n++] = (struct hd_kv){"X-Hoard-Vhost", vbucket};
+    /* the client's body streams through unhashed (UNSIGNED-PAYLOAD): the nonce stops a
+     * replay, TLS an on-path rewrite, and the client's own SigV4 covers it end to end */
+    if (hd_nodeauth_sign(p->na, r->method, url.data, owner, NULL, extra, n, &sig) < 0) {
+        hd_buf_cleanup(&url);
+        hd_resp_err(r, -ENOMEM);
+        return;
     }
-    rc = hd_relay_start(p->relay, r, url.data, sig.kv, sig.n);
+    for (i = 0; i < sig.n; i++)
+        extra[n++] = sig.kv[i];
+    rc = hd_relay_start(p->relay, r, url.data, extra, n);
     hd_buf_cleanup(&url);
     if (rc < 0)
         hd_resp_err_msg(r, rc == HD_EUNAVAIL ? rc : HD_EUNAVAIL,

@@ -222,7 +222,6 @@ static int put_manifest(struct plan_req *pr, struct hd_smap *s, const char *out,
 {
     const struct hd_node *owner = NULL;
     struct hd_httpc_call c;
-    struct hd_proxy_sig sig;
     struct hd_buf url;
     char *uname = NULL;
     size_t ulen;
@@ -246,9 +245,7 @@ static int put_manifest(struct plan_req *pr, struct hd_smap *s, const char *out,
         return -ENOMEM;
     }
     hd_httpc_call_init(&c, "PUT", url.data);
-    hd_proxy_sign(pr->p, "PUT", url.data, &sig);
-    c.hdrs = sig.kv;
-    c.nhdrs = sig.n;
+    hd_proxy_call_sign(pr->p, &c);
     c.body = text;
     c.blen = strlen(text);
     c.ctype = "application/json";

@@ -64,6 +64,15 @@ static void bmd_applied(void *arg)
     hd_cache_refresh(t->cache); /* S3-backed buckets and their upstreams */
 }
 
+/* A valid client key (cluster reads on a target). */
+static int client_ok(void *arg, struct hd_req *r)
+{
+    struct hd_target *t = arg;
+    struct hd_sigv4_auth a;
+
+    return t->keys.n > 0 && hd_keys_verify(&t->keys, r, &a) == 0 && !a.anonymous;
+}
+
 int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
 {
     struct hd_target *t = calloc(1, sizeof(*t));
@@ -126,6 +135,7 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
         goto fail;
     hooks.bucket_gone = bucket_gone;
     hooks.applied = bmd_applied;
+    hooks.client_ok = client_ok;
     hooks.arg = t;
     hd_tcluster_set_hooks(t->cl, &hooks);
     *out = t;

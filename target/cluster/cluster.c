@@ -13,6 +13,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/nodeauth.h"
 #include "common/pool.h"
 #include "common/smap.h"
 #include "common/ticker.h"
@@ -31,6 +32,7 @@ struct hd_tcluster {
     struct hd_node self;
     char join[HD_NODE_URL_MAX];
     char *secret;
+    struct hd_nodeauth *na; /* our node signatures, and the checks of others' */
     long hb_ms;
     struct hd_smap_member member; /* loop thread only */
     pthread_mutex_t apply_mu;     /* one BMD accept+apply at a time */
@@ -204,6 +206,8 @@ int hd_tcluster_new(const struct hd_config *cfg, struct hd_store *st, struct hd_
         HD_LOG(HD_ERROR, NULL, "node.id: cannot set up the node id: %s", hd_strerror(rc));
         goto fail;
     }
+    if ((rc = hd_nodeauth_new(c->secret, c->self.id, &c->na)) < 0)
+        goto fail;
     c->standalone = !*c->join;
     {
         struct hd_smap *prev = hd_smap_state_smap(c->cs);
@@ -221,7 +225,7 @@ int hd_tcluster_new(const struct hd_config *cfg, struct hd_store *st, struct hd_
     c->member.st = c->cs;
     c->member.self = &c->self;
     c->member.join_url = c->join;
-    c->member.secret = c->secret;
+    c->member.na = c->na;
     c->member.timeout_ms = c->hb_ms * dead_after / 2 > 2000 ? c->hb_ms * dead_after / 2 : 2000;
     c->member.set_bmd = set_bmd;
     c->member.arg = c;
@@ -264,6 +268,7 @@ void hd_tcluster_free(struct hd_tcluster *c)
     hd_smap_state_close(c->cs);
     hd_smap_node_cleanup(&c->self);
     free(c->secret);
+    hd_nodeauth_free(c->na);
     pthread_mutex_destroy(&c->apply_mu);
     c->magic = 0;
     free(c);
@@ -300,18 +305,72 @@ static void metasync_end(struct hd_req *r, void *ctx, json_t *j)
     hd_smap_member_metasync(&c->member, r, j);
 }
 
+static int known_node(void *arg, const char *id)
+{
+    struct hd_tcluster *c = arg;
+    struct hd_smap *s = hd_smap_state_smap(c->cs);
+    int yes = hd_smap_find(s, id) != NULL;
+
+    hd_smap_unref(s);
+    return yes;
+}
+
+/* r's node signature: 0 (verified; *who filled), HD_DECLINED (none), or HD_DONE after
+ * refusing r (logged). */
+static int node_verify(struct hd_tcluster *c, struct hd_req *r, int flags,
+                       struct hd_nodeauth_who *who)
+{
+    const char *why = NULL, *node;
+    char addr[64];
+    int rc = hd_nodeauth_verify(c->na, r, flags, known_node, c, who, &why);
+
+    if (rc == 0 || rc == HD_DECLINED)
+        return rc;
+    node = hd_req_header(r, "X-Hoard-Node");
+    hd_stats_inc(HD_ST_AUTH_FAILED);
+    HD_LOG(HD_WARN, NULL, "auth: node call %s %s from %s (X-Hoard-Node %s) refused: %s",
+           r->method, r->raw_path, hd_req_remote(r, addr, sizeof(addr)), node ? node : "-", why);
+    r->api = strncmp(r->raw_path, "/v1/", 4) == 0 ? HD_API_NATIVE : HD_API_S3;
+    hd_resp_err_msg(r, rc, why);
+    return HD_DONE;
+}
+
+static int sender_is_proxy(struct hd_tcluster *c, const char *id)
+{
+    struct hd_smap *s = hd_smap_state_smap(c->cs);
+    const struct hd_node *n = hd_smap_find(s, id);
+    int yes = n && n->type == HD_NODE_PROXY;
+
+    hd_smap_unref(s);
+    return yes;
+}
+
 static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
 {
     const char *p = r->raw_path, *m = r->method;
-    char want[HD_SMAP_SIG_LEN];
+    struct hd_nodeauth_who who;
     struct hd_smap *s;
     struct hd_bmd *b;
     json_t *j;
+    int get = strcmp(m, "GET") == 0, rc;
 
     r->api = HD_API_NATIVE;
     r->op = HD_OP_ADMIN;
-    if (strcmp(m, "GET") == 0 &&
-        (strcmp(p, "/v1/cluster") == 0 || strcmp(p, "/v1/cluster/smap") == 0)) {
+    /* reads: a node (for anyone: a node that lost track of the primary asks around), or a
+     * client key; the metasync push: a proxy of our map, for us */
+    rc = node_verify(c, r, get ? HD_NA_ANY_TO : 0, &who);
+    if (rc == HD_DONE)
+        return;
+    if (rc == 0) {
+        hd_nodeauth_sign_answers(c->na, r);
+    } else if (*c->secret && !(get && c->hooks.client_ok && c->hooks.client_ok(c->hooks.arg, r))) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        hd_resp_err_msg(r, HD_EACCESS,
+                        get ? "Reading the cluster map needs a client key or a node signature."
+                            : "Cluster calls must carry a node signature.");
+        return;
+    }
+    if (get && (strcmp(p, "/v1/cluster") == 0 || strcmp(p, "/v1/cluster/smap") == 0)) {
         s = hd_smap_state_smap(c->cs);
         if (!s) {
             hd_resp_err_msg(r, HD_EUNAVAIL, "This target has not joined a cluster yet.");
@@ -324,23 +383,20 @@ static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
         hd_resp_json(r, 200, j);
         return;
     }
-    if (strcmp(m, "GET") == 0 && strcmp(p, "/v1/cluster/bmd") == 0) {
+    if (get && strcmp(p, "/v1/cluster/bmd") == 0) {
         b = hd_smap_state_bmd(c->cs);
         hd_resp_json(r, 200, hd_bmd_to_json(b));
         hd_bmd_unref(b);
         return;
     }
     if (strcmp(m, "PUT") != 0 || strcmp(p, "/v1/metasync") != 0) {
-        hd_resp_err(r, strcmp(m, "GET") == 0 ? HD_ENOTFOUND : HD_EMETHOD);
+        hd_resp_err(r, get ? HD_ENOTFOUND : HD_EMETHOD);
         return;
     }
-    if (*c->secret) {
-        hd_smap_csig(c->secret, m, p, want);
-        if (!hd_smap_sig_equal(want, hd_req_header(r, "X-Hoard-Cluster"))) {
-            hd_resp_err_msg(r, HD_EACCESS,
-                            "Cluster calls need a valid X-Hoard-Cluster header (cluster.secret).");
-            return;
-        }
+    if (*c->secret && !sender_is_proxy(c, who.sender)) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        hd_resp_err_msg(r, HD_EACCESS, "Only a proxy sends metasync.");
+        return;
     }
     hd_req_read_json(r, BODY_MAX, metasync_end, c, NULL);
 }
@@ -378,47 +434,17 @@ static int strip_sig(struct hd_req *r)
     return hd_query_parse(r->raw_query, &r->query);
 }
 
-static const char *sig_param(struct hd_req *r, const char *qname, const char *hname)
+/* A redirect's capability (pid, ptime, psig in the query): 0 when a proxy of our map signed
+ * it for us and it has not expired; HD_EEXPIRED; HD_EACCESS. */
+static int check_psig(struct hd_tcluster *c, struct hd_req *r)
 {
-    const char *v = hd_req_param(r, qname);
-
-    return v ? v : hd_req_header(r, hname);
-}
-
-/* 0 when r carries a valid, unexpired proxy signature (or no secret is configured);
- * *hdr says it came in headers (a node's own call) rather than a redirect's query. */
-static int check_sig(struct hd_tcluster *c, struct hd_req *r, int *hdr)
-{
-    const char *pt = sig_param(r, "ptime", "X-Hoard-Ptime");
-    const char *ps = sig_param(r, "psig", "X-Hoard-Psig"), *vh;
-    char want[HD_SMAP_SIG_LEN];
+    const char *pid = hd_req_param(r, "pid"), *pt = hd_req_param(r, "ptime");
+    const char *ps = hd_req_param(r, "psig");
     int64_t ptime;
 
-    *hdr = !hd_req_param(r, "psig");
-
-    if (!*c->secret)
-        return 0;
-    if (!pt || !ps || hd_parse_i64(pt, &ptime) < 0)
+    if (!pid || !pt || !ps || hd_parse_i64(pt, &ptime) < 0 || !sender_is_proxy(c, pid))
         return HD_EACCESS;
-    if (ptime < (int64_t)time(NULL))
-        return HD_EEXPIRED;
-    vh = *hdr ? hd_req_header(r, "X-Hoard-Vhost") : NULL;
-    if (vh) { /* a relayed virtual-host request: signed as the path-style path */
-        struct hd_buf path;
-        int ok;
-        hd_buf_init(&path);
-        hd_buf_printf(&path, "/%s%s", vh, r->raw_path);
-        if (path.oom) {
-            hd_buf_cleanup(&path);
-            return -ENOMEM;
-        }
-        hd_smap_psig(c->secret, r->method, path.data, (long long)ptime, want);
-        ok = hd_smap_sig_equal(want, ps);
-        hd_buf_cleanup(&path);
-        return ok ? 0 : HD_EACCESS;
-    }
-    hd_smap_psig(c->secret, r->method, r->raw_path, (long long)ptime, want);
-    return hd_smap_sig_equal(want, ps) ? 0 : HD_EACCESS;
+    return hd_nodeauth_psig_check(c->na, pid, r->method, r->raw_path, (long long)ptime, ps);
 }
 
 static void wait_join(void *arg)
@@ -429,7 +455,8 @@ static void wait_join(void *arg)
 int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
 {
     const char *p = r->raw_path;
-    int rc, hdr = 0;
+    struct hd_nodeauth_who who;
+    int rc;
 
     if (!c || c->magic != TCL_MAGIC)
         return HD_OK;
@@ -450,27 +477,40 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
     if (c->fresh && !atomic_load(&c->joined) && !r->deferrals &&
         hd_pool_defer(c->pool, r, wait_join, c, NULL) == HD_AGAIN)
         return HD_AGAIN;
-    if ((rc = check_sig(c, r, &hdr)) < 0) {
+    /* a node's own call (a proxy's relay or fan-out, another target) */
+    rc = node_verify(c, r, 0, &who);
+    if (rc == HD_DONE)
+        return HD_DONE;
+    if (rc == 0) {
+        r->trusted = HD_TRUST_NODE;
+        return HD_OK;
+    }
+    /* a client sent here by a proxy's 307 */
+    if (hd_req_param(r, "psig") && *c->secret) {
+        rc = check_psig(c, r);
+        if (rc < 0) {
+            r->api = strncmp(p, "/v1/", 4) == 0 ? HD_API_NATIVE : HD_API_S3;
+            hd_stats_inc(HD_ST_AUTH_FAILED);
+            hd_resp_err_msg(r, HD_EACCESS,
+                            rc == HD_EEXPIRED
+                                ? "The proxy signature has expired: request must come through a "
+                                  "proxy again."
+                                : "Access Denied: request must come through a proxy.");
+            return HD_DONE;
+        }
+        r->trusted = HD_TRUST_REDIRECT;
+    } else if (*c->secret) {
         r->api = strncmp(p, "/v1/", 4) == 0 ? HD_API_NATIVE : HD_API_S3;
         hd_stats_inc(HD_ST_AUTH_FAILED);
-        hd_resp_err_msg(r, HD_EACCESS,
-                        rc == HD_EEXPIRED
-                            ? "The proxy signature has expired: request must come through a "
-                              "proxy again."
-                            : "Access Denied: request must come through a proxy.");
+        hd_resp_err_msg(r, HD_EACCESS, "Access Denied: request must come through a proxy.");
         return HD_DONE;
     }
+    /* without a secret (dev mode, which main() allows only without auth.keys) nothing is
+     * checked: a redirect is taken as such */
     if ((rc = strip_sig(r)) < 0) {
         hd_resp_err_msg(r, rc, "The query string is malformed.");
         return HD_DONE;
     }
-    /* A proxy authenticated and authorised it. Without a secret (dev mode, which main()
-     * allows only without auth.keys) nothing is checked: a node's own calls (signature
-     * headers) are taken as such, so rebalance keeps object identities there too. */
-    if (*c->secret)
-        r->trusted = hdr ? HD_TRUST_NODE : HD_TRUST_REDIRECT;
-    else
-        r->trusted = hd_req_header(r, "X-Hoard-Pid") ? HD_TRUST_NODE : 0;
     return HD_OK;
 }
 
@@ -500,7 +540,7 @@ const char *hd_tcluster_id(const struct hd_tcluster *c)
     return c->self.id;
 }
 
-const char *hd_tcluster_secret(const struct hd_tcluster *c)
+struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c)
 {
-    return c->secret;
+    return c->na;
 }

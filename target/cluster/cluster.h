@@ -1,7 +1,8 @@
 /* cluster: a target's side of the cluster. Joins the primary proxy and heartbeats from a
  * libuv loop thread of its own; serves /v1/cluster*, /v1/metasync and readiness; applies BMD
- * changes to the local store; checks the proxy signature (pid, ptime, psig) of every other
- * request and strips it from the query before dispatch. hd_tcluster_handle runs on HTTP
+ * changes to the local store; checks the node signature (common/nodeauth.h) or the
+ * redirect capability (pid, ptime, psig, stripped from the query) of every other request
+ * before dispatch. hd_tcluster_handle runs on HTTP
  * workers. A target without cluster.join runs standalone: then only its node id (kept in
  * DATA/node.db, shown by /v1/health) comes from here. */
 #ifndef HD_TARGET_CLUSTER_H
@@ -26,6 +27,8 @@ int hd_tcluster_new(const struct hd_config *cfg, struct hd_store *st, struct hd_
 struct hd_bmd_hooks {
     void (*bucket_gone)(void *arg, const char *bucket);
     void (*applied)(void *arg);
+    /* whether r carries a valid client key (cluster reads; HTTP workers) */
+    int (*client_ok)(void *arg, struct hd_req *r);
     void *arg;
 };
 void hd_tcluster_set_hooks(struct hd_tcluster *c, const struct hd_bmd_hooks *hooks);
@@ -44,7 +47,7 @@ void hd_tcluster_free(struct hd_tcluster *c);
 int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r);
 
 /* For rebalance: the current smap (a new reference; NULL when standalone or before the
- * first one arrives), our node id, the cluster secret ("" = none). */
+ * first one arrives), our node id. */
 struct hd_smap;
 struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c);
 const char *hd_tcluster_id(const struct hd_tcluster *c);
@@ -54,6 +57,8 @@ const char *hd_tcluster_id(const struct hd_tcluster *c);
 int hd_tcluster_wait_joined(struct hd_tcluster *c, int ms);
 /* The same without waiting. */
 int hd_tcluster_joined(const struct hd_tcluster *c);
-const char *hd_tcluster_secret(const struct hd_tcluster *c);
+/* This node's signer and verifier (common/nodeauth.h). */
+struct hd_nodeauth;
+struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c);
 
 #endif

@@ -9,7 +9,9 @@
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/hrw.h"
+#include "common/httpc.h"
 #include "common/httputil.h"
+#include "common/nodeauth.h"
 #include "common/smap.h"
 #include "target/cluster/cluster.h"
 #include <curl/curl.h>
@@ -65,32 +67,30 @@ out:
     return rc;
 }
 
+/* The id of the node url points to ("" when the smap has none). */
+static void recipient(struct hd_tcluster *cl, const char *url, char to[HD_NODE_ID_MAX])
+{
+    struct hd_smap *s = hd_tcluster_smap(cl);
+    const struct hd_node *n = hd_smap_find_url(s, url);
+
+    snprintf(to, HD_NODE_ID_MAX, "%s", n ? n->id : "");
+    hd_smap_unref(s);
+}
+
 int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url, char ***hdrs,
                  size_t *n)
 {
-    char path[4096], psig[HD_SMAP_SIG_LEN], line[3][256];
-    long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
-    char **v;
-    size_t i;
+    char to[HD_NODE_ID_MAX];
 
-    hd_smap_url_path(url, path, sizeof(path));
-    hd_smap_psig(hd_tcluster_secret(cl), method, path, ptime, psig);
-    snprintf(line[0], sizeof(line[0]), "X-Hoard-Pid: %s", hd_tcluster_id(cl));
-    snprintf(line[1], sizeof(line[1]), "X-Hoard-Ptime: %lld", ptime);
-    snprintf(line[2], sizeof(line[2]), "X-Hoard-Psig: %s", psig);
-    if (!(v = calloc(3, sizeof(*v))))
-        return -ENOMEM;
-    for (i = 0; i < 3; i++) {
-        if (!(v[i] = strdup(line[i]))) {
-            while (i--)
-                free(v[i]);
-            free(v);
-            return -ENOMEM;
-        }
-    }
-    *hdrs = v;
-    *n = 3;
-    return 0;
+    recipient(cl, url, to);
+    return hd_nodeauth_sign_lines(hd_tcluster_nodeauth(cl), method, url, to[0] ? to : NULL, hdrs,
+                                  n);
+}
+
+void hd_peer_call_sign(struct hd_tcluster *cl, struct hd_httpc_call *c)
+{
+    c->na = hd_tcluster_nodeauth(cl);
+    recipient(cl, c->url, c->to);
 }
 
 /* ---- streaming an object from another target ---- */
@@ -115,19 +115,13 @@ int hd_peer_object_path(struct hd_buf *b, const char *base, const char *bucket, 
 }
 
 struct curl_slist *hd_peer_sign_curl(struct curl_slist *h, struct hd_tcluster *cl,
-                                     const char *method, const char *url)
+                                     const char *method, const char *url, const char *body_sha256)
 {
-    char path[4096], line[512], psig[HD_SMAP_SIG_LEN];
-    long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
+    char to[HD_NODE_ID_MAX];
 
-    hd_smap_url_path(url, path, sizeof(path));
-    hd_smap_psig(hd_tcluster_secret(cl), method, path, ptime, psig);
-    snprintf(line, sizeof(line), "X-Hoard-Pid: %s", hd_tcluster_id(cl));
-    h = curl_slist_append(h, line);
-    snprintf(line, sizeof(line), "X-Hoard-Ptime: %lld", ptime);
-    h = curl_slist_append(h, line);
-    snprintf(line, sizeof(line), "X-Hoard-Psig: %s", psig);
-    return curl_slist_append(h, line);
+    recipient(cl, url, to);
+    return hd_nodeauth_sign_curl(hd_tcluster_nodeauth(cl), h, method, url, to[0] ? to : NULL,
+                                 body_sha256);
 }
 
 static size_t gfn_header(char *p, size_t size, size_t n, void *arg)
@@ -178,9 +172,9 @@ int hd_peer_get_into(struct hd_tcluster *cl, const char *node_url, const char *b
         rc = -ENOMEM;
         goto out;
     }
-    h = hd_peer_sign_curl(h, cl, "GET", url.data);
     if (local)
         h = curl_slist_append(h, "X-Hoard-Local: 1");
+    h = curl_slist_append(h, "X-Hoard-Want-Meta: 1"); /* its metadata comes with it */
     if (cond) {
         static const char *const names[] = {"If-Match", "If-None-Match", "If-Modified-Since",
                                             "If-Unmodified-Since"};
@@ -195,6 +189,12 @@ int hd_peer_get_into(struct hd_tcluster *cl, const char *node_url, const char *b
             if (!line.oom)
                 h = curl_slist_append(h, line.data);
         }
+    }
+    h = hd_peer_sign_curl(h, cl, "GET", url.data, HD_NODEAUTH_EMPTY_SHA256); /* last: over the
+                                                                            * X-Hoard-* above */
+    if (!h) {
+        rc = -ENOMEM;
+        goto out;
     }
     curl_easy_setopt(cu, CURLOPT_URL, url.data);
     curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);

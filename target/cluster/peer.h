@@ -1,7 +1,7 @@
 /* peer: a target's calls to the other targets of its cluster (rebalance, get-from-neighbour,
  * CopyObject across targets, shard jobs, batch GET): the owner of an object under the current
  * cluster map, the URL of the object (or of one of its archive members) there, the node
- * signature (X-Hoard-Pid/Ptime/Psig) that authorises the call, and streaming an object from
+ * signature (common/nodeauth.h) that authorises the call, and streaming an object from
  * another target into a put. Any thread but HTTP workers for the calls that block on the
  * network (hd_peer_get_into); the others do not block. */
 #ifndef HD_TARGET_PEER_H
@@ -26,9 +26,15 @@ int hd_peer_object_url(struct hd_tcluster *cl, const char *bucket, const char *n
  * strings, for struct hd_tar_src). 0 or -ENOMEM. */
 int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url, char ***hdrs,
                  size_t *n);
-/* The same headers appended to a libcurl header list (returned). */
+/* The same appended to a libcurl header list, signing the X-Hoard-* lines already in it
+ * (add them first) and the body's hex SHA-256 (NULL: unsigned). Returns the list, NULL on
+ * failure (h is then freed). */
 struct curl_slist *hd_peer_sign_curl(struct curl_slist *h, struct hd_tcluster *cl,
-                                     const char *method, const char *url);
+                                     const char *method, const char *url,
+                                     const char *body_sha256);
+/* Signs an intra-cluster call (c->url set) as this target, for the node c->url points to. */
+struct hd_httpc_call;
+void hd_peer_call_sign(struct hd_tcluster *cl, struct hd_httpc_call *c);
 /* Appends "<base>/v1/objects/<bucket>/<key>" (encoded) to b; 0 or -ENOMEM. */
 int hd_peer_object_path(struct hd_buf *b, const char *base, const char *bucket, const char *key);
 

@@ -41,6 +41,7 @@
 #include "common/httpc.h"
 #include "common/httputil.h"
 #include "common/log.h"
+#include "common/nodeauth.h"
 #include "common/smap.h"
 #include "target/cluster/peer.h"
 #include "target/jobs/jobs.h"
@@ -92,7 +93,7 @@ static int send_object(CURL *cu, struct hd_rb *rb, const char *owner_url, const 
 {
     struct curl_slist *h = NULL;
     struct hd_buf url, line;
-    char *xm = hd_obj_meta_json(m);
+    char *xm = hd_obj_meta_json(m), sha[65];
     long status = 0;
     CURLcode cc;
     int rc = 0;
@@ -103,11 +104,20 @@ static int send_object(CURL *cu, struct hd_rb *rb, const char *owner_url, const 
         rc = -ENOMEM;
         goto out;
     }
+    /* the body is signed too (one more read of the file, from the page cache as a rule):
+     * the owner commits it only if it matches */
+    if ((rc = hd_nodeauth_sha256_fd(fd, 0, m->size, sha)) < 0) {
+        snprintf(msg, msglen, "%s/%s: reading it: %s", bucket, key, hd_strerror(rc));
+        goto out;
+    }
     hd_buf_printf(&line, "X-Hoard-Obj-Meta: %s", xm);
-    h = hd_peer_sign_curl(h, rb->cl, "PUT", url.data);
     h = curl_slist_append(h, line.data);
     h = curl_slist_append(h, "Expect:");
     h = curl_slist_append(h, "Content-Type: application/octet-stream");
+    if (line.oom || !h || !(h = hd_peer_sign_curl(h, rb->cl, "PUT", url.data, sha))) {
+        rc = -ENOMEM;
+        goto out;
+    }
     curl_easy_reset(cu);
     curl_easy_setopt(cu, CURLOPT_URL, url.data);
     curl_easy_setopt(cu, CURLOPT_UPLOAD, 1L);
@@ -333,8 +343,7 @@ int hd_rebalance_delete_elsewhere(struct hd_rb *rb, const char *bucket, const ch
     struct hd_smap *s = moving_smap(rb);
     struct hd_httpc_call *calls = NULL;
     struct hd_buf *urls = NULL;
-    struct hd_kv(*kv)[4] = NULL;
-    char(*sig)[3][HD_SMAP_SIG_LEN + 32] = NULL;
+    struct hd_kv *kv = NULL;
     const char *self = hd_tcluster_id(rb->cl);
     size_t i, n = 0;
     int found = 0;
@@ -345,29 +354,21 @@ int hd_rebalance_delete_elsewhere(struct hd_rb *rb, const char *bucket, const ch
     calls = calloc(s->n, sizeof(*calls));
     urls = calloc(s->n, sizeof(*urls));
     kv = calloc(s->n, sizeof(*kv));
-    sig = calloc(s->n, sizeof(*sig));
-    if (!calls || !urls || !kv || !sig)
+    if (!calls || !urls || !kv)
         goto out;
     for (i = 0; i < s->n; i++) {
         const struct hd_node *nd = &s->nodes[i];
-        char path[4096];
-        long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
         if (nd->type != HD_NODE_TARGET || nd->down || strcmp(nd->id, self) == 0)
             continue;
         hd_buf_init(&urls[n]);
         if (hd_peer_object_path(&urls[n], nd->url, bucket, key) < 0)
             goto out;
-        hd_smap_url_path(urls[n].data, path, sizeof(path));
-        snprintf(sig[n][0], sizeof(sig[n][0]), "%s", self);
-        snprintf(sig[n][1], sizeof(sig[n][1]), "%lld", ptime);
-        hd_smap_psig(hd_tcluster_secret(rb->cl), "DELETE", path, ptime, sig[n][2]);
-        kv[n][0] = (struct hd_kv){"X-Hoard-Pid", sig[n][0]};
-        kv[n][1] = (struct hd_kv){"X-Hoard-Ptime", sig[n][1]};
-        kv[n][2] = (struct hd_kv){"X-Hoard-Psig", sig[n][2]};
-        kv[n][3] = (struct hd_kv){"X-Hoard-Local", "1"};
+        kv[n] = (struct hd_kv){"X-Hoard-Local", "1"};
         hd_httpc_call_init(&calls[n], "DELETE", urls[n].data);
-        calls[n].hdrs = kv[n];
-        calls[n].nhdrs = 4;
+        calls[n].hdrs = &kv[n];
+        calls[n].nhdrs = 1;
+        calls[n].na = hd_tcluster_nodeauth(rb->cl);
+        snprintf(calls[n].to, sizeof(calls[n].to), "%s", nd->id);
         n++;
     }
     hd_httpc_run_all(calls, n, 0);
@@ -386,7 +387,6 @@ out:
     free(calls);
     free(urls);
     free(kv);
-    free(sig);
     hd_smap_unref(s);
     return found;
 }

@@ -72,9 +72,7 @@ static int fetch_object(struct hd_tcluster *cl, const char *bucket, const char *
 {
     struct hd_obj_meta m;
     struct hd_httpc_call c;
-    struct hd_kv kv[3];
-    char **hdrs = NULL, *url = NULL;
-    size_t nh = 0, i;
+    char *url = NULL;
     int fd, rc, self = 0;
 
     if ((rc = hd_store_open_object(hd_tcluster_store(cl), bucket, name, &m, &fd)) == 0) {
@@ -108,19 +106,8 @@ static int fetch_object(struct hd_tcluster *cl, const char *bucket, const char *
         snprintf(msg, msglen, "%s/%s does not exist", bucket, name);
         return HD_ENOSUCHKEY;
     }
-    if ((rc = hd_peer_sign(cl, "GET", url, &hdrs, &nh)) < 0) {
-        free(url);
-        return rc;
-    }
-    for (i = 0; i < nh && i < 3; i++) { /* "Name: value" -> kv */
-        char *colon = strchr(hdrs[i], ':');
-        *colon = '\0';
-        kv[i].k = hdrs[i];
-        kv[i].v = colon + 2;
-    }
     hd_httpc_call_init(&c, "GET", url);
-    c.hdrs = kv;
-    c.nhdrs = nh;
+    hd_peer_call_sign(cl, &c);
     c.total_ms = 120000;
     rc = hd_httpc_run(&c);
     if (rc < 0) {
@@ -133,9 +120,6 @@ static int fetch_object(struct hd_tcluster *cl, const char *bucket, const char *
         rc = out->oom ? -ENOMEM : 0;
     }
     hd_httpc_call_cleanup(&c);
-    for (i = 0; i < nh; i++)
-        free(hdrs[i]);
-    free(hdrs);
     free(url);
     return rc;
 }

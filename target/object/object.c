@@ -106,7 +106,8 @@ void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int he
     int rc, status = 200;
     const char *mode;
 
-    if (r->trusted == HD_TRUST_NODE) { /* another node moving or copying it */
+    if (r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Want-Meta")) {
+        /* another target moving or copying it (peer.c) */
         char *xm = hd_obj_meta_json(&m);
         if (xm)
             hd_resp_header(r, "X-Hoard-Obj-Meta", xm);

@@ -98,7 +98,7 @@ for t in 1 2; do
 done
 wait_ready "http://127.0.0.1:$tp1" t1
 wait_ready "http://127.0.0.1:$tp2" t2
-ntargets="$(curl -sf "$proxy/v1/cluster" | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["tmap"]))')"
+ntargets="$(curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user "$ak:$sk" "$proxy/v1/cluster" | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["tmap"]))')"
 check "cluster map has 2 targets ($ntargets)" test "$ntargets" = 2
 
 aws_bin="$(command -v /usr/bin/aws || command -v aws)"

@@ -71,7 +71,7 @@ class Cluster:
                                         urllib.parse.quote(key))
 
     def smap(self):
-        r = self.req("GET", self.primary.spec.url + "/v1/cluster", signed=False)
+        r = self.req("GET", self.primary.spec.url + "/v1/cluster")
         assert r.status_code == 200, r.text
         return r.json()
 

@@ -286,7 +286,7 @@ class HoardCluster:
         return self.proxy.url
 
     def smap(self):
-        return requests.get(self.url + "/v1/cluster", timeout=5).json()
+        return self.api("GET", "/v1/cluster").json()
 
     def api(self, method, path, body=None, headers=None, follow=True, timeout=60, stream=False):
         """A SigV4-signed native call to the proxy (path already URL-encoded)."""

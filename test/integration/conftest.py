@@ -276,10 +276,19 @@ class ClusterNode(Target):
     def health(self):
         return requests.get(self.url + "/v1/health", timeout=5).json()
 
-    def smap(self):
-        r = requests.get(self.url + "/v1/cluster", timeout=5)
+    def _cluster_get(self, path):
+        """A cluster read, signed with the node's client key (cluster reads need one)."""
+        url = self.url + path
+        r = requests.get(url, timeout=5, headers=helpers.sign_headers(
+            "GET", url, self.access_key, self.secret_key) if self.access_key else None)
         assert r.status_code == 200, r.text
         return r.json()
+
+    def smap(self):
+        return self._cluster_get("/v1/cluster")
+
+    def bmd(self):
+        return self._cluster_get("/v1/cluster/bmd")
 
 
 class ProxyEndpoint:

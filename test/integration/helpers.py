@@ -447,3 +447,48 @@ def sigv4_date_headers(method, host, path, access_key, secret_key, when=None,
     return {"Host": host, "Date": date, "x-amz-content-sha256": payload,
             "Authorization": "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=date;host;"
                              "x-amz-content-sha256, Signature=%s" % (access_key, scope, sig)}
+
+
+# ---- node signatures (common/nodeauth.h), written from docs/security.md ----
+
+def _hkdf_sha256(ikm, salt, info, n=32):
+    prk = hmac.new(salt, ikm, hashlib.sha256).digest()
+    out, t, i = b"", b"", 1
+    while len(out) < n:
+        t = hmac.new(prk, t + info + bytes([i]), hashlib.sha256).digest()
+        out += t
+        i += 1
+    return out[:n]
+
+
+def node_key(secret, node_id):
+    """HKDF-SHA256(secret, salt "hoard/v1", info "hoard node key" NUL id)."""
+    return _hkdf_sha256(secret.encode(), b"hoard/v1", b"hoard node key\0" + node_id.encode())
+
+
+def node_sign(secret, sender, method, url, to="*", body=b"", headers=None, date=None,
+              nonce=None, unsigned=False):
+    """The headers (dict) that make `method url` a request signed by node `sender` for node
+    `to`, over body and the X-Hoard-* entries of headers (which are included)."""
+    parts = urllib.parse.urlsplit(url)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    h = dict(headers or {})
+    date = str(int(time.time())) if date is None else str(date)
+    nonce = nonce or os.urandom(16).hex()
+    sha = "UNSIGNED-PAYLOAD" if unsigned else hashlib.sha256(body or b"").hexdigest()
+    lines = sorted("%s:%s\n" % (k.lower(), str(v).strip()) for k, v in h.items()
+                   if k.lower().startswith("x-hoard-"))
+    sts = "HOARD1-HMAC-SHA256\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n" % (
+        method, target, date, nonce, sha, sender, to) + "".join(lines)
+    sig = hmac.new(node_key(secret, sender), sts.encode(), hashlib.sha256).hexdigest()
+    h.update({"X-Hoard-Node": sender, "X-Hoard-Date": date, "X-Hoard-Nonce": nonce,
+              "X-Hoard-Content-Sha256": sha, "X-Hoard-Signature": sig})
+    return h
+
+
+def redirect_sig(secret, pid, method, raw_path, ptime, to):
+    """A proxy's 307 capability (psig) for target `to`."""
+    msg = "HOARD1-PSIG\n%s\n%s\n%d\n%s" % (method, raw_path, ptime, to)
+    return hmac.new(node_key(secret, pid), msg.encode(), hashlib.sha256).hexdigest()

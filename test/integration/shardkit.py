@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import helpers
 from conftest import ACCESS_KEY, SECRET_KEY, _TARGETS
-from test_cluster import Cluster, Node, hrw_owner, psig, session
+from test_cluster import Cluster, Node, hrw_owner, node_headers, session
 
 # A second key that may only read bucket LIMITED (batch authorisation tests).
 LIMITED = "shard-limited"
@@ -193,20 +193,19 @@ def bulk_put(cluster, bucket, names, threads=6, body=None):
     owners = {}
     for n in names:
         owners.setdefault(hrw_owner("ais/@#/%s/%s" % (bucket, n), list(ids)), []).append(n)
-    work = [(ids[tid], n) for tid, ns in owners.items() for n in ns]
+    work = [(ids[tid], tid, n) for tid, ns in owners.items() for n in ns]
     chunks = [work[i::threads] for i in range(threads)]
 
     def run(items):
         conns = {}
-        for t, n in items:
+        for t, tid, n in items:
             c = conns.get(t.port)
             if c is None:
                 c = conns[t.port] = http.client.HTTPConnection(t.host, t.port, timeout=60)
             path = "/v1/objects/%s/%s" % (bucket, urllib.parse.quote(n))
-            ptime = int(time.time()) + 600
-            c.request("PUT", path, body=body(n), headers={
-                "X-Hoard-Pid": "test", "X-Hoard-Ptime": str(ptime),
-                "X-Hoard-Psig": psig("PUT", path, ptime)})
+            data = body(n)
+            c.request("PUT", path, body=data, headers=node_headers(  # as the target itself
+                "PUT", t.url + path, tid, tid, body=data))
             r = c.getresponse()
             answer = r.read()
             assert r.status == 200, (n, r.status, answer[:300])

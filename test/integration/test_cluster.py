@@ -140,14 +140,18 @@ def test_hrw_vectors():
 
 # ---- the cluster ----
 
-def psig(method, raw_path, ptime):
-    msg = ("%s\n%s\n%d" % (method, raw_path, ptime)).encode()
-    return hmac.new(SECRET.encode(), msg, hashlib.sha256).hexdigest()
+def node_id(node):
+    return node.health()["id"]
 
 
-def csig(method, raw_path):
-    msg = ("cluster\n%s\n%s" % (method, raw_path)).encode()
-    return hmac.new(SECRET.encode(), msg, hashlib.sha256).hexdigest()
+def psig(method, raw_path, ptime, to, pid):
+    """The redirect capability proxy `pid` gives a client for target `to`."""
+    return helpers.redirect_sig(SECRET, pid, method, raw_path, ptime, to)
+
+
+def node_headers(method, url, to, sender, body=b"", headers=None):
+    """Headers of `method url` signed by node `sender` for node `to` (ids)."""
+    return helpers.node_sign(SECRET, sender, method, url, to=to, body=body, headers=headers)
 
 
 class Node(ClusterNode):
@@ -248,12 +252,11 @@ def s3client(node):
 
 
 def target_keys(t, bucket):
-    """Names stored on target t (asked directly, with a proxy signature)."""
-    path = "/v1/buckets/" + bucket
-    ptime = int(time.time()) + 60
-    r = requests.get(t.url + path + "?limit=10000", timeout=30, headers={
-        "X-Hoard-Pid": "test", "X-Hoard-Ptime": str(ptime),
-        "X-Hoard-Psig": psig("GET", path, ptime)})
+    """Names stored on target t (asked directly, signed as the target itself: a node of the
+    map)."""
+    url = t.url + "/v1/buckets/" + bucket + "?limit=10000"
+    tid = node_id(t)
+    r = requests.get(url, timeout=30, headers=node_headers("GET", url, tid, tid))
     if r.status_code == 404:
         return set()
     assert r.status_code == 200, r.text
@@ -310,11 +313,16 @@ def test_membership(cluster):
         assert got["version"] == s["version"] and set(got["tmap"]) == set(s["tmap"])
         h = n.health()
         assert h["ready"] is True
-    # control-plane calls need the cluster HMAC
+    # control-plane calls need a node signature, cluster reads credentials
     r = requests.post(cluster.primary.url + "/v1/cluster/join", json={}, timeout=5)
     assert r.status_code == 403
     r = requests.put(cluster.targets[0].url + "/v1/metasync", json={}, timeout=5)
     assert r.status_code == 403
+    for n in cluster.proxies + cluster.targets:
+        for path in ("/v1/cluster", "/v1/cluster/smap", "/v1/cluster/bmd"):
+            r = requests.get(n.url + path, timeout=5)
+            assert r.status_code == 403, (n.url, path, r.text)
+        assert requests.get(n.url + "/v1/health", timeout=5).status_code == 200
 
 
 def test_smap_persisted_and_stale_metasync_refused(cluster):
@@ -328,8 +336,11 @@ def test_smap_persisted_and_stale_metasync_refused(cluster):
     old = dict(t.smap())
     old.pop("self", None)
     old["version"] = 1
-    r = requests.put(t.url + "/v1/metasync", json={"smap": old}, timeout=5,
-                     headers={"X-Hoard-Cluster": csig("PUT", "/v1/metasync")})
+    body = json.dumps({"smap": old}).encode()
+    url = t.url + "/v1/metasync"
+    r = requests.put(url, data=body, timeout=5, headers=node_headers(
+        "PUT", url, node_id(t), node_id(cluster.primary), body=body,
+        headers={"Content-Type": "application/json"}))
     assert r.status_code == 409, r.text
     assert t.smap()["version"] > 1
 
@@ -383,7 +394,7 @@ def test_redirect_location_and_clients(cluster, cbucket, tmp_path):
     q = urllib.parse.parse_qs(urllib.parse.urlsplit(loc).query)
     ptime = int(q["ptime"][0])
     assert time.time() < ptime < time.time() + 3600
-    assert q["psig"][0] == psig("GET", raw_path, ptime)
+    assert q["psig"][0] == psig("GET", raw_path, ptime, node_id(owner), node_id(cluster.proxies[1]))
     # the Location works as is, unsigned (the psig is the authorisation)
     r = requests.get(loc, timeout=10)
     assert r.status_code == 200 and r.content == body
@@ -464,13 +475,24 @@ def test_targets_refuse_direct_requests(cluster, cbucket):
     helpers.check_json_error(r, 403, "AccessDenied")
     assert "through a proxy" in r.json()["message"]
     ptime = int(time.time()) + 60
-    bad = "%s%s?pid=p&ptime=%d&psig=%s" % (t.url, path, ptime, "0" * 64)
+    pid, tid = node_id(cluster.primary), node_id(t)
+    other = node_id(cluster.targets[1])
+    bad = "%s%s?pid=%s&ptime=%d&psig=%s" % (t.url, path, pid, ptime, "0" * 64)
     assert requests.put(bad, data=b"x", timeout=5).status_code == 403
     old = int(time.time()) - 5
-    expired = "%s%s?pid=p&ptime=%d&psig=%s" % (t.url, path, old, psig("PUT", path, old))
+    expired = "%s%s?pid=%s&ptime=%d&psig=%s" % (t.url, path, pid, old,
+                                                 psig("PUT", path, old, tid, pid))
     r = requests.put(expired, data=b"x", timeout=5)
     assert r.status_code == 403 and "expired" in r.json()["message"]
-    good = "%s%s?pid=p&ptime=%d&psig=%s" % (t.url, path, ptime, psig("PUT", path, ptime))
+    # a capability for another target, or signed by a node that is not a proxy
+    for_other = "%s%s?pid=%s&ptime=%d&psig=%s" % (t.url, path, pid, ptime,
+                                                   psig("PUT", path, ptime, other, pid))
+    assert requests.put(for_other, data=b"x", timeout=5).status_code == 403
+    by_target = "%s%s?pid=%s&ptime=%d&psig=%s" % (t.url, path, other, ptime,
+                                                   psig("PUT", path, ptime, tid, other))
+    assert requests.put(by_target, data=b"x", timeout=5).status_code == 403
+    good = "%s%s?pid=%s&ptime=%d&psig=%s" % (t.url, path, pid, ptime,
+                                              psig("PUT", path, ptime, tid, pid))
     assert requests.put(good, data=b"x", timeout=5).status_code == 200
     # the signature covers the method
     assert requests.delete(good, timeout=5).status_code == 403
@@ -548,12 +570,12 @@ def test_buckets_via_bmd(cluster):
     name = "cl-b-" + uuid.uuid4().hex[:10]
     s3 = s3client(cluster.proxies[1])  # non-primary: forwards to the primary
     s3.create_bucket(Bucket=name)
-    bmd_v = requests.get(cluster.primary.url + "/v1/cluster/bmd", timeout=5).json()["version"]
+    bmd_v = cluster.primary.bmd()["version"]
     for n in cluster.proxies:
         assert name in [b["Name"] for b in s3client(n).list_buckets()["Buckets"]]
         s3client(n).head_bucket(Bucket=name)
     for t in cluster.targets:  # the BMD reached every target before the answer
-        assert requests.get(t.url + "/v1/cluster/bmd", timeout=5).json()["version"] >= bmd_v
+        assert t.bmd()["version"] >= bmd_v
         assert target_keys(t, name) == set()
     assert s3.get_bucket_location(Bucket=name).get("LocationConstraint") in (None, "")
     s3.create_bucket(Bucket=name)  # us-east-1: creating your own bucket again is fine
@@ -589,8 +611,7 @@ def test_buckets_via_bmd(cluster):
         r = api("HEAD", n.url + "/v1/buckets/" + name)
         assert r.status_code == 404
     for t in cluster.targets:
-        helpers.wait_until(lambda: name not in requests.get(
-            t.url + "/v1/cluster/bmd", timeout=5).json()["buckets"], what="BMD on target")
+        helpers.wait_until(lambda: name not in t.bmd()["buckets"], what="BMD on target")
     with pytest.raises(Exception) as ei:
         s3.head_bucket(Bucket=name)
     assert helpers.client_error(ei)[0] == 404
@@ -720,8 +741,13 @@ def test_maintenance_flag(cluster, cbucket):
         owner = hrw_owner("ais/@#/%s/%s" % (cbucket, key), others)
         assert r.headers["Location"].startswith(ids[owner].url)
     assert requests.post(url, json={"on": False}, timeout=5).status_code == 403  # unsigned
-    r = requests.post(url, json={"on": False}, timeout=5, headers={
-        "X-Hoard-Cluster": csig("POST", "/v1/cluster/maintenance/" + tid)})
+    body = b'{"on": false}'
+    # another proxy's signature will do (a forwarded call); a target's will not
+    r = requests.post(url, data=body, timeout=5, headers=node_headers(
+        "POST", url, node_id(cluster.proxies[1]), tid, body=body))
+    assert r.status_code == 403, r.text
+    r = requests.post(url, data=body, timeout=5, headers=node_headers(
+        "POST", url, node_id(cluster.proxies[1]), node_id(cluster.primary), body=body))
     assert r.status_code == 200, r.text
     assert cluster.primary.smap()["tmap"][tid]["flags"] == 0
     r = api("POST", "%s/v1/cluster/maintenance/nosuch" % cluster.primary.url, data=b"{}")

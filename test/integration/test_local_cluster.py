@@ -111,7 +111,10 @@ def test_make_run_cluster_foreground(tmp_path):
         assert "export HOARD_ENDPOINT=%s" % ep in text
         creds = read_creds(os.path.join(data, "credentials"))
         assert re.search(r"AWS_ACCESS_KEY_ID=%s" % creds["AWS_ACCESS_KEY_ID"], text)
-        smap = requests.get(ep + "/v1/cluster", timeout=5).json()
+        assert requests.get(ep + "/v1/cluster", timeout=5).status_code == 403  # needs a key
+        smap = requests.get(ep + "/v1/cluster", timeout=5, headers=helpers.sign_headers(
+            "GET", ep + "/v1/cluster", creds["AWS_ACCESS_KEY_ID"],
+            creds["AWS_SECRET_ACCESS_KEY"])).json()
         assert len(smap["pmap"]) == 1 and len(smap["tmap"]) == 3
         assert all(len(t["mountpaths"]) == 2 for t in smap["tmap"].values())
         env = env_for(creds)

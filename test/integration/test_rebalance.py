@@ -317,7 +317,7 @@ def test_delete_while_objects_move_stays_deleted(rcluster, rbucket):
 def test_gfn_only_on_the_owner(rcluster, rbucket):
     """A GET that reaches a target which does not own the object (a stale redirect) while
     objects move answers 404 and plants no copy there."""
-    from test_cluster import psig
+    from test_cluster import node_headers, node_id
     c = rcluster
     if len(live_targets(c)) < 3:  # an earlier test decommissioned one
         t = c.make("t%d" % (len(c.targets) + 1), "target", c.join)
@@ -337,11 +337,9 @@ def test_gfn_only_on_the_owner(rcluster, rbucket):
         k = next(k for k in keys if k in target_keys(ids[tid], rbucket))
         owner = hrw_owner("ais/@#/%s/%s" % (rbucket, k), eligible)
         other = next(i for i in eligible if i != owner)
-        path = "/v1/objects/%s/%s" % (rbucket, urllib.parse.quote(k))
-        ptime = int(time.time()) + 60
-        r = requests.get(ids[other].url + path, timeout=10, headers={
-            "X-Hoard-Pid": "test", "X-Hoard-Ptime": str(ptime),
-            "X-Hoard-Psig": psig("GET", path, ptime)})
+        url = ids[other].url + "/v1/objects/%s/%s" % (rbucket, urllib.parse.quote(k))
+        r = requests.get(url, timeout=10, headers=node_headers("GET", url, other,
+                                                               node_id(c.primary)))
         assert r.status_code == 404, r.text
         assert k not in target_keys(ids[other], rbucket)
     finally:

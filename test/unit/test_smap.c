@@ -215,19 +215,24 @@ HD_SUITE(smap_state)
     CHECK_EQ_INT(system(cmd), 0);
 }
 
-HD_SUITE(smap_sigs)
+HD_SUITE(smap_find_url)
 {
-    char sig[HD_SMAP_SIG_LEN], path[64];
+    struct hd_smap *s = hd_smap_new();
+    struct hd_node n;
 
-    hd_smap_psig("k", "GET", "/v1/objects/b/o", 1700000000LL, sig);
-    CHECK_EQ_STR(sig, "a9e1a6fbccc29eaf9c23b5e3ac9ac69d3dcc449ec86a0eebde06880118071168");
-    hd_smap_csig("k", "PUT", "/v1/metasync", sig);
-    CHECK_EQ_STR(sig, "f04155906d509ed6beb970293c7e93591ce87359d02e39bbb8394d8e79c34ac1");
-    CHECK(hd_smap_sig_equal(sig, sig));
-    CHECK(!hd_smap_sig_equal(sig, "f0"));
-    CHECK(!hd_smap_sig_equal(sig, NULL));
-    hd_smap_url_path("http://h:1/v1/buckets/b?limit=1", path, sizeof(path));
-    CHECK_EQ_STR(path, "/v1/buckets/b");
-    hd_smap_url_path("http://h:1", path, sizeof(path));
-    CHECK_EQ_STR(path, "/");
+    memset(&n, 0, sizeof(n));
+    snprintf(n.id, sizeof(n.id), "t1");
+    snprintf(n.url, sizeof(n.url), "http://127.0.0.1:81");
+    n.type = HD_NODE_TARGET;
+    CHECK(hd_smap_put(s, &n) >= 0);
+    snprintf(n.id, sizeof(n.id), "t2");
+    snprintf(n.url, sizeof(n.url), "http://127.0.0.1:8");
+    CHECK(hd_smap_put(s, &n) >= 0);
+    CHECK_EQ_STR(hd_smap_find_url(s, "http://127.0.0.1:81/v1/objects/b/o")->id, "t1");
+    CHECK_EQ_STR(hd_smap_find_url(s, "http://127.0.0.1:81?x=1")->id, "t1");
+    CHECK_EQ_STR(hd_smap_find_url(s, "http://127.0.0.1:8/x")->id, "t2");
+    CHECK(hd_smap_find_url(s, "http://127.0.0.1:811/x") == NULL); /* no prefix matches */
+    CHECK(hd_smap_find_url(s, "http://10.0.0.1:81/x") == NULL);
+    CHECK(hd_smap_find_url(NULL, "http://127.0.0.1:81/x") == NULL);
+    hd_smap_unref(s);
 }
