@@ -148,7 +148,7 @@ trap - ERR
 
 cat <<MSG
 hoard cluster up: $proxies proxy(ies) from $primary, $targets target(s); state and logs in $dir
-  smap:  curl $primary/v1/cluster
+  smap:  build/bin/hoard --endpoint $primary cluster show   (or curl --aws-sigv4 with the keys below)
   stop:  $0 down --dir $dir
 
 HOARD_ENDPOINT=$primary
