@@ -34,6 +34,8 @@ static const struct def defs[] = {
     {"http.max_conns", INT, "4096", 16, 1000000, 0, "concurrent connection limit"},
     {"http.mem_limit", INT, "65536", 8192, 1048576, 0,
      "per-connection memory (bounds the request header size)"},
+    {"metrics.token", STR, "", 0, 0, 1,
+     "bearer token GET /metrics requires (Prometheus authorization.credentials); empty = open"},
     {"log.level", STR, "info", 0, 0, 0, "debug | info | warn | error"},
     {"log.error", STR, "-", 0, 0, 0, "error log file (- = stderr)"},
     {"log.access", STR, "", 0, 0, 0, "access log file (- = stdout, empty = off)"},

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "common/buf.h"
@@ -444,6 +445,20 @@ static int body_check(struct hd_req *r)
     return strcmp(got, r->body_sha256) == 0 ? 0 : -1;
 }
 
+/* Whether the request line holds bytes a URI cannot have: control bytes (C0, DEL), seen
+ * in the raw URI, and a NUL, which cuts the C string MHD hands us: MHD parses the line in
+ * place, so the URI string must run up to the single space before the version. */
+static int bad_request_line(const struct hd_req *r, const char *url, const char *version)
+{
+    const unsigned char *p;
+    size_t n = strlen(r->raw_uri);
+
+    for (p = (const unsigned char *)r->raw_uri; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return 1;
+    return url && version && version > url && (size_t)(version - url) != n + 1;
+}
+
 static void undefer(struct hd_req *r)
 {
     void (*fn)(struct hd_req * r) = r->on_undefer;
@@ -470,6 +485,13 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     if (!r->method) {
         r->method = method;
         MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_hdr, r);
+        if (bad_request_line(r, url, version)) {
+            /* a NUL would silently cut the key ("a\0b" -> "a"), other control bytes have
+             * no business in a name either */
+            hd_resp_err_msg(r, HD_EBADREQ,
+                            "The request line contains a NUL or another control byte.");
+            return MHD_YES;
+        }
         cl = hd_req_header(r, "Content-Length");
         if (cl &&
             (hd_req_header_count(r, "Content-Length") > 1 || hd_req_header(r, "Transfer-Encoding"))) {
@@ -764,6 +786,24 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen
     return 0;
 }
 
+/* The listening socket, bound by us: SO_REUSEADDR (a restart reuses a port in TIME_WAIT)
+ * but not SO_REUSEPORT, so a second process on a port in use fails here with EADDRINUSE
+ * instead of sharing it. fd, or a negative errno. */
+static int listen_socket(const struct sockaddr_storage *ss, socklen_t sl)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, e;
+
+    if (fd < 0)
+        return -errno;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(fd, (const struct sockaddr *)ss, sl) < 0 || listen(fd, 1024) < 0) {
+        e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
 int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
 {
     struct hd_http_server *s;
@@ -772,9 +812,12 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     unsigned threads;
     unsigned flags;
     long n;
+    int fd;
 
     if (parse_listen(cfg->listen, &ss, &sl) < 0)
         return -EINVAL;
+    if ((fd = listen_socket(&ss, sl)) < 0)
+        return fd;
     signal(SIGPIPE, SIG_IGN);
     {
         struct timespec ts;
@@ -782,8 +825,10 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
         req_salt = ((uint64_t)ts.tv_nsec << 32) ^ (uint64_t)ts.tv_sec ^ (uint64_t)getpid();
     }
     s = calloc(1, sizeof(*s));
-    if (!s)
+    if (!s) {
+        close(fd);
         return -ENOMEM;
+    }
     s->handler = cfg->handler;
     s->ctx = cfg->ctx;
     pthread_mutex_init(&s->park_mu, NULL);
@@ -795,17 +840,17 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
         flags |= MHD_USE_IPv6;
     s->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_END);
-    (void)sl;
     if (!s->d) {
+        close(fd);
         pthread_mutex_destroy(&s->park_mu);
         free(s);
-        return -EADDRINUSE;
+        return -EIO;
     }
     *out = s;
     return 0;
@@ -968,13 +1013,32 @@ void hd_req_read_json(struct hd_req *r, size_t max, hd_json_fn done, void *ctx,
     body_reader_start(r, max, NULL, done, ctx, ctx_free);
 }
 
+static char *metrics_token; /* set once at startup, before the server starts */
+
+void hd_http_metrics_token(const char *token)
+{
+    free(metrics_token);
+    metrics_token = token && *token ? strdup(token) : NULL;
+}
+
 void hd_resp_metrics(struct hd_req *r)
 {
+    const char *auth = hd_req_header(r, "Authorization");
     struct hd_buf b;
     size_t len;
     char *s;
 
     r->op = HD_OP_ADMIN;
+    if (metrics_token) {
+        size_t n = strlen(metrics_token);
+        int ok = auth && strncasecmp(auth, "Bearer ", 7) == 0 && strlen(auth + 7) == n &&
+                 CRYPTO_memcmp(auth + 7, metrics_token, n) == 0;
+        if (!ok) {
+            hd_resp_header(r, "WWW-Authenticate", "Bearer realm=\"hoard metrics\"");
+            hd_resp_err_msg(r, HD_EACCESS, "/metrics needs Authorization: Bearer <metrics.token>.");
+            return;
+        }
+    }
     hd_buf_init(&b);
     hd_metrics_render(&b);
     if (b.oom) {

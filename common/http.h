@@ -145,6 +145,9 @@ int hd_resp_err(struct hd_req *r, int code);
 int hd_resp_err_msg(struct hd_req *r, int code, const char *message);
 /* GET /metrics: every counter in Prometheus text format (common/metrics.h). */
 void hd_resp_metrics(struct hd_req *r);
+/* The bearer token /metrics requires from now on (metrics.token; NULL or "" = open). Call
+ * before the server starts. */
+void hd_http_metrics_token(const char *token);
 /* A JSON answer (native API); takes j (json_decref), 500 when j is NULL or on OOM. */
 struct json_t;
 void hd_resp_json(struct hd_req *r, int status, struct json_t *j);

@@ -156,6 +156,7 @@ int main(int argc, char **argv)
         goto out;
     }
     memset(&hc, 0, sizeof(hc));
+    hd_http_metrics_token(hd_config_str(cfg, "metrics.token"));
     hc.listen = hd_config_str(cfg, "listen");
     hc.threads = (int)hd_config_int(cfg, "http.threads");
     if (hc.threads == 0 && t) {

@@ -62,20 +62,25 @@ out:
     hd_bmd_unref(bmd);
 }
 
-/* May the caller read every bucket b names? Verifies the signature once (with the request's
- * own method), then checks read permission bucket by bucket. */
-static int authorize(struct hd_req *r, struct hd_proxy *p, const struct hd_batch *b,
-                     struct hd_sigv4_auth *a)
+/* Who asks, decided before the body is read (authentication first: a request with bad
+ * credentials costs no parsing). */
+struct pbatch {
+    struct hd_proxy *p;
+    struct hd_sigv4_auth a;
+    int rc; /* of hd_proxy_auth: 0, or HD_EMISSINGAUTH (anonymous: reads of anonymous_read
+             * buckets only) */
+};
+
+/* May the caller read every bucket b names? (Its signature was verified already.) */
+static int authorize(const struct pbatch *pb, const struct hd_batch *b)
 {
+    struct hd_proxy *p = pb->p;
     const struct hd_key *k = NULL;
     size_t i;
-    int rc = hd_proxy_auth(r, p, NULL, a);
 
-    if (rc == 0 && a->access_key[0] && !(k = hd_keys_find(&p->keys, a->access_key)))
+    if (pb->rc == 0 && pb->a.access_key[0] && !(k = hd_keys_find(&p->keys, pb->a.access_key)))
         return HD_ENOACCESSKEY;
-    if (rc < 0 && rc != HD_EMISSINGAUTH)
-        return rc;
-    if (rc == 0 && !k && (p->keys.n == 0 || !a->anonymous))
+    if (pb->rc == 0 && !k && (p->keys.n == 0 || !pb->a.anonymous))
         return 0; /* auth off, or another proxy of the cluster */
     for (i = 0; i < b->n; i++) {
         const char *bk = b->e[i].bucket;
@@ -89,8 +94,7 @@ static int authorize(struct hd_req *r, struct hd_proxy *p, const struct hd_batch
 
 static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
-    struct hd_proxy *p = arg;
-    struct hd_sigv4_auth a;
+    struct pbatch *pb = arg;
     struct hd_batch *b = NULL;
     char msg[256];
     int rc;
@@ -99,25 +103,53 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
         hd_resp_err_msg(r, rc, msg);
         return;
     }
-    if ((rc = authorize(r, p, b, &a)) < 0 || (rc = hd_batch_check_payload(&a, body, len)) < 0) {
+    if ((rc = authorize(pb, b)) < 0 || (rc = hd_batch_check_payload(&pb->a, body, len)) < 0) {
         hd_batch_free(b);
         hd_resp_err(r, rc);
         return;
     }
-    hd_batch_respond(r, b, resolve, p, NULL);
+    hd_batch_respond(r, b, resolve, pb->p, NULL);
+}
+
+/* Whether any bucket allows anonymous reads (else an unsigned batch is refused unread). */
+static int any_anonymous(struct hd_proxy *p)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    size_t i;
+    int yes = 0;
+
+    for (i = 0; b && i < b->n && !yes; i++)
+        yes = hd_proxy_anonymous_read(p, b->b[i].name);
+    hd_bmd_unref(b);
+    return yes;
 }
 
 void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p)
 {
+    struct pbatch *pb;
+
     r->op = HD_OP_GET;
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0) {
         hd_resp_err(r, HD_EMETHOD);
         return;
     }
+    if (!(pb = calloc(1, sizeof(*pb)))) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    pb->p = p;
+    pb->rc = hd_proxy_auth(r, p, NULL, &pb->a);
+    if ((pb->rc < 0 && pb->rc != HD_EMISSINGAUTH) ||
+        (pb->rc == HD_EMISSINGAUTH && !any_anonymous(p))) {
+        hd_resp_err(r, pb->rc);
+        free(pb);
+        return;
+    }
     if (r->content_length == 0 ||
         (r->content_length < 0 && !hd_req_header(r, "Transfer-Encoding"))) {
+        free(pb);
         hd_resp_err_msg(r, HD_EBADARG, "A batch needs a JSON body naming its entries.");
         return;
     }
-    hd_req_read_body(r, HD_BATCH_BODY_MAX, ready, p, NULL);
+    hd_req_read_body(r, HD_BATCH_BODY_MAX, ready, pb, free);
 }

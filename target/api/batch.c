@@ -97,7 +97,7 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
 
 static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
-    struct tbatch *tb = arg;
+    struct tbatch *tb = arg, *run;
     struct hd_batch *b = NULL;
     const char *method = r->method;
     char msg[256];
@@ -121,11 +121,16 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
         hd_resp_err(r, rc);
         goto fail;
     }
-    hd_batch_respond(r, b, resolve, tb, free);
+    /* the batch thread gets its own copy: tb is freed when this call returns */
+    if (!(run = malloc(sizeof(*run)))) {
+        hd_resp_err(r, -ENOMEM);
+        goto fail;
+    }
+    *run = *tb;
+    hd_batch_respond(r, b, resolve, run, free);
     return;
 fail:
     hd_batch_free(b);
-    free(tb);
 }
 
 void hd_target_batch(struct hd_req *r, struct hd_target *t)
@@ -155,5 +160,5 @@ void hd_target_batch(struct hd_req *r, struct hd_target *t)
         hd_resp_err_msg(r, HD_EBADARG, "A batch needs a JSON body naming its entries.");
         return;
     }
-    hd_req_read_body(r, HD_BATCH_BODY_MAX, ready, tb, NULL);
+    hd_req_read_body(r, HD_BATCH_BODY_MAX, ready, tb, free);
 }

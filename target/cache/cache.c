@@ -110,7 +110,7 @@ void hd_cache_render(struct hd_buf *b, void *arg)
     for (i = 0; i < n; i++) {
         struct hd_mp_usage u;
         if (hd_store_mp_usage(c->st, i, &u) == 0)
-            hd_buf_printf(b, "hoard_mountpath_used_bytes{mountpath=\"%s\"} %llu\n", u.path,
+            hd_buf_printf(b, "hoard_mountpath_used_bytes{mountpath=\"%zu\"} %llu\n", i,
                           (unsigned long long)u.used);
     }
     hd_buf_puts(b, "# HELP hoard_mountpath_capacity_bytes Capacity the watermarks apply to.\n"
@@ -118,7 +118,7 @@ void hd_cache_render(struct hd_buf *b, void *arg)
     for (i = 0; i < n; i++) {
         struct hd_mp_usage u;
         if (hd_store_mp_usage(c->st, i, &u) == 0)
-            hd_buf_printf(b, "hoard_mountpath_capacity_bytes{mountpath=\"%s\"} %llu\n", u.path,
+            hd_buf_printf(b, "hoard_mountpath_capacity_bytes{mountpath=\"%zu\"} %llu\n", i,
                           (unsigned long long)u.capacity);
     }
     hd_buf_puts(b, "# HELP hoard_mountpath_objects Objects in a mountpath's catalog.\n"
@@ -126,7 +126,7 @@ void hd_cache_render(struct hd_buf *b, void *arg)
     for (i = 0; i < n; i++) {
         struct hd_mp_usage u;
         if (hd_store_mp_usage(c->st, i, &u) == 0)
-            hd_buf_printf(b, "hoard_mountpath_objects{mountpath=\"%s\"} %llu\n", u.path,
+            hd_buf_printf(b, "hoard_mountpath_objects{mountpath=\"%zu\"} %llu\n", i,
                           (unsigned long long)u.objects);
     }
 }
