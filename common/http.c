@@ -534,7 +534,10 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
         r->early = r->deferrals && body && r->bytes_in == 0; /* see DRAIN_MAX */
         s->handler(r, s->ctx);
         r->early = 0;
-        if (r->responded || r->suspended || *upload_data_size)
+        /* a request deferred from its first call is dispatched again from a call that has
+         * no body bytes yet (MHD resumes it in its headers state): the body, and the call
+         * that ends it, are still to come */
+        if (r->responded || r->suspended || *upload_data_size || (body && r->bytes_in == 0))
             return MHD_YES;
     }
     if (*upload_data_size) {

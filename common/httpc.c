@@ -173,6 +173,10 @@ static int xfer_setup(struct xfer *x, struct hd_httpc_call *c)
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L); /* the signed path is the path sent */
+    if (c->fresh) {
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     if (strcmp(c->method, "HEAD") == 0) {

@@ -44,6 +44,9 @@ struct hd_httpc_call {
     struct hd_nodeauth *na;
     char to[HD_NODEAUTH_ID_MAX + 1];
     int signed_resp;
+    int fresh; /* a new connection, closed after: the answer must not wait behind another
+                * request on a cached connection's server thread (a commit to a proxy whose
+                * worker forwards the very change being committed) */
 
     int rc;             /* 0: an HTTP answer arrived (any status); else -ETIMEDOUT,
                          * -ECONNREFUSED, -EFBIG, -ENOMEM or -EIO */

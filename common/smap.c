@@ -21,6 +21,7 @@
 #include "common/http.h"
 #include "common/httpc.h"
 #include "common/log.h"
+#include "common/nodeauth.h"
 
 /* ---- nodes ---- */
 
@@ -144,6 +145,13 @@ static int node_same(const struct hd_node *a, const struct hd_node *b)
 
 /* ---- smap ---- */
 
+int hd_smap_vcmp(int64_t ta, int64_t va, int64_t tb, int64_t vb)
+{
+    if (ta != tb)
+        return ta < tb ? -1 : 1;
+    return va < vb ? -1 : va > vb;
+}
+
 struct hd_smap *hd_smap_new(void)
 {
     struct hd_smap *s = calloc(1, sizeof(*s));
@@ -179,6 +187,7 @@ int hd_smap_clone(const struct hd_smap *s, struct hd_smap **out)
 
     if (!c)
         return -ENOMEM;
+    c->term = s->term;
     c->version = s->version;
     memcpy(c->uuid, s->uuid, sizeof(c->uuid));
     memcpy(c->primary, s->primary, sizeof(c->primary));
@@ -322,12 +331,13 @@ static int add_map(json_t *parent, const char *key, const struct hd_smap *s, enu
 
 json_t *hd_smap_to_json(const struct hd_smap *s)
 {
-    json_t *j = json_pack("{s:I, s:s, s:s}", "version", (json_int_t)s->version, "uuid", s->uuid,
-                          "primary", s->primary);
+    json_t *j = json_pack("{s:I, s:I, s:s, s:s}", "version", (json_int_t)s->version, "term",
+                          (json_int_t)s->term, "uuid", s->uuid, "primary", s->primary);
 
     if (j && s->rebalance[0])
         json_object_set_new(j, "rebalance_id", json_string(s->rebalance));
     if (!j || add_map(j, "pmap", s, HD_NODE_PROXY, 0) < 0 ||
+        add_map(j, "pmap_down", s, HD_NODE_PROXY, 1) < 0 ||
         add_map(j, "tmap", s, HD_NODE_TARGET, 0) < 0 ||
         add_map(j, "tmap_down", s, HD_NODE_TARGET, 1) < 0) {
         json_decref(j);
@@ -379,10 +389,16 @@ int hd_smap_from_json(const json_t *j, struct hd_smap **out)
     if (!s)
         return -ENOMEM;
     s->version = (int64_t)json_integer_value(v);
+    s->term = (int64_t)json_integer_value(json_object_get(j, "term")); /* 0 when absent */
     snprintf(s->uuid, sizeof(s->uuid), "%s", uuid ? uuid : "");
     snprintf(s->primary, sizeof(s->primary), "%s", prim ? prim : "");
     snprintf(s->rebalance, sizeof(s->rebalance), "%s", rb ? rb : "");
+    if (s->term < 0) {
+        hd_smap_unref(s);
+        return HD_EBADARG;
+    }
     if ((rc = load_map(s, json_object_get(j, "pmap"), HD_NODE_PROXY, 0)) < 0 ||
+        (rc = load_map(s, json_object_get(j, "pmap_down"), HD_NODE_PROXY, 1)) < 0 ||
         (rc = load_map(s, json_object_get(j, "tmap"), HD_NODE_TARGET, 0)) < 0 ||
         (rc = load_map(s, json_object_get(j, "tmap_down"), HD_NODE_TARGET, 1)) < 0) {
         hd_smap_unref(s);
@@ -489,6 +505,7 @@ int hd_bmd_clone(const struct hd_bmd *b, struct hd_bmd **out)
 
     if (!c)
         return -ENOMEM;
+    c->term = b->term;
     c->version = b->version;
     for (i = 0; i < b->n; i++)
         if (hd_bmd_put(c, b->b[i].name, b->b[i].provider, b->b[i].created, b->b[i].props) < 0) {
@@ -501,7 +518,9 @@ int hd_bmd_clone(const struct hd_bmd *b, struct hd_bmd **out)
 
 json_t *hd_bmd_to_json(const struct hd_bmd *b)
 {
-    json_t *j = json_pack("{s:I}", "version", (json_int_t)b->version), *bk = json_object();
+    json_t *j = json_pack("{s:I, s:I}", "version", (json_int_t)b->version, "term",
+                          (json_int_t)b->term),
+           *bk = json_object();
     size_t i;
 
     if (!j || !bk) {
@@ -532,6 +551,11 @@ int hd_bmd_from_json(const json_t *j, struct hd_bmd **out)
     if (!b)
         return -ENOMEM;
     b->version = (int64_t)json_integer_value(v);
+    b->term = (int64_t)json_integer_value(json_object_get(j, "term"));
+    if (b->term < 0) {
+        hd_bmd_unref(b);
+        return HD_EBADARG;
+    }
     json_object_foreach(bk, k, e)
     {
         json_t *props = json_object_get(e, "props");
@@ -804,8 +828,9 @@ int hd_smap_state_set_smap(struct hd_smap_state *st, struct hd_smap *s, int forc
     int rc;
 
     pthread_mutex_lock(&st->mu);
-    if (!force && st->smap && s->version <= st->smap->version) {
-        rc = s->version == st->smap->version ? 1 : -ESTALE;
+    if (!force && st->smap &&
+        (rc = hd_smap_vcmp(s->term, s->version, st->smap->term, st->smap->version)) <= 0) {
+        rc = rc == 0 ? 1 : -ESTALE;
         goto out;
     }
     if ((rc = persist_json(st, "smap", hd_smap_to_json(s))) < 0)
@@ -825,8 +850,8 @@ int hd_smap_state_set_bmd(struct hd_smap_state *st, struct hd_bmd *b, int force,
     if (prev)
         *prev = NULL;
     pthread_mutex_lock(&st->mu);
-    if (!force && b->version <= st->bmd->version) {
-        rc = b->version == st->bmd->version ? 1 : -ESTALE;
+    if (!force && (rc = hd_smap_vcmp(b->term, b->version, st->bmd->term, st->bmd->version)) <= 0) {
+        rc = rc == 0 ? 1 : -ESTALE;
         goto out;
     }
     if ((rc = persist_json(st, "bmd", hd_bmd_to_json(b))) < 0)
@@ -870,21 +895,85 @@ static int set_bmd(struct hd_smap_member *m, struct hd_bmd *b, int force)
     return hd_smap_state_set_bmd(m->st, b, force, NULL);
 }
 
-/* Where the primary is: its smap entry, else cluster.join. After repeated failures the
- * configured address is tried too (the primary may have moved). */
+/* Where the primary is: its smap entry, else cluster.join. id gets the primary's id ("" when
+ * only cluster.join is known). */
 static void primary_url(struct hd_smap_member *m, char *out, size_t max, char id[HD_NODE_ID_MAX])
 {
     struct hd_smap *s = hd_smap_state_smap(m->st);
     const struct hd_node *p = s ? hd_smap_find(s, s->primary) : NULL;
 
     id[0] = '\0';
-    if (p && strcmp(p->id, m->self->id) != 0 && (m->failures % 4) != 3) {
+    if (p && strcmp(p->id, m->self->id) != 0) {
         snprintf(out, max, "%s", p->url);
         snprintf(id, HD_NODE_ID_MAX, "%s", p->id);
     } else {
         snprintf(out, max, "%s", m->join_url);
     }
     hd_smap_unref(s);
+}
+
+/* The primary did not answer (or we know none but ourselves, an old primary back from a
+ * restart): ask every proxy of our map, and cluster.join, for its smap and keep the newest
+ * (answers are signed). 1 when a newer smap was installed. */
+static int discover(struct hd_smap_member *m)
+{
+    struct hd_smap *cur = hd_smap_state_smap(m->st), *best = NULL;
+    struct hd_httpc_call *calls;
+    char(*urls)[HD_NODE_URL_MAX + 32];
+    size_t i, n = 0, cap = (cur ? cur->n : 0) + 1;
+    int rc = 0;
+
+    calls = calloc(cap, sizeof(*calls));
+    urls = calloc(cap, sizeof(*urls));
+    if (!calls || !urls)
+        goto out;
+    for (i = 0; cur && i < cur->n; i++) {
+        const struct hd_node *nd = &cur->nodes[i];
+        if (nd->type != HD_NODE_PROXY || strcmp(nd->id, m->self->id) == 0)
+            continue;
+        snprintf(urls[n], sizeof(urls[n]), "%s/v1/cluster/smap", nd->url);
+        hd_httpc_call_init(&calls[n], "GET", urls[n]);
+        snprintf(calls[n].to, sizeof(calls[n].to), "%s", nd->id);
+        n++;
+    }
+    if (m->join_url[0]) {
+        snprintf(urls[n], sizeof(urls[n]), "%s/v1/cluster/smap", m->join_url);
+        hd_httpc_call_init(&calls[n], "GET", urls[n]);
+        n++;
+    }
+    for (i = 0; i < n; i++) {
+        calls[i].na = m->na;
+        calls[i].signed_resp = 1;
+        calls[i].connect_ms = 1000;
+        calls[i].total_ms = m->timeout_ms;
+    }
+    hd_httpc_run_all(calls, n, 0);
+    for (i = 0; i < n; i++) {
+        json_t *j = calls[i].rc == 0 && calls[i].status == 200 && calls[i].resp.len
+                        ? json_loadb(calls[i].resp.data, calls[i].resp.len, 0, NULL)
+                        : NULL;
+        struct hd_smap *s = NULL;
+        if (j && hd_smap_from_json(j, &s) == 0 && s->primary[0] &&
+            (!best || hd_smap_vcmp(s->term, s->version, best->term, best->version) > 0)) {
+            hd_smap_unref(best);
+            best = s;
+            s = NULL;
+        }
+        hd_smap_unref(s);
+        json_decref(j);
+        hd_httpc_call_cleanup(&calls[i]);
+    }
+    if (best && hd_smap_state_set_smap(m->st, best, 0) == 0) {
+        HD_LOG(HD_INFO, NULL, "cluster: the primary is %s now (smap v%lld, term %lld)",
+               best->primary, (long long)best->version, (long long)best->term);
+        rc = 1;
+    }
+out:
+    free(calls);
+    free(urls);
+    hd_smap_unref(best);
+    hd_smap_unref(cur);
+    return rc;
 }
 
 static int member_join(struct hd_smap_member *m, const char *base, const char *to)
@@ -922,6 +1011,13 @@ static int member_join(struct hd_smap_member *m, const char *base, const char *t
     if ((rc = hd_smap_parse_sync(out, &s, &b)) < 0 || !s || !b) {
         HD_LOG(HD_WARN, NULL, "cluster: join at %s: malformed answer", base);
         rc = rc < 0 ? rc : HD_EBADARG;
+        goto out;
+    }
+    /* a primary of an older term than ours is one that lost an election: not it */
+    if (cur && s->term < cur->term) {
+        HD_LOG(HD_WARN, NULL, "cluster: join at %s answered with term %lld, older than ours "
+               "(%lld): looking for the primary", base, (long long)s->term, (long long)cur->term);
+        rc = HD_EUNAVAIL;
         goto out;
     }
     /* the primary is the authority at join time, whatever versions we held */
@@ -979,6 +1075,16 @@ int hd_smap_member_tick(struct hd_smap_member *m)
     if (m->gone)
         return HD_EGONE;
     primary_url(m, base, sizeof(base), pid);
+    /* no primary to ask but ourselves (an old primary back), or the one we know has not
+     * answered twice: find the current one */
+    if ((!pid[0] && !m->join_url[0]) || m->failures >= 2) {
+        if (discover(m) == 1)
+            primary_url(m, base, sizeof(base), pid);
+    }
+    if (!pid[0] && !m->join_url[0]) {
+        m->failures++;
+        return HD_EUNAVAIL;
+    }
     to = pid[0] ? pid : NULL;
     if (!m->joined) {
         rc = member_join(m, base, to);
@@ -989,8 +1095,9 @@ int hd_smap_member_tick(struct hd_smap_member *m)
     }
     s = hd_smap_state_smap(m->st);
     b = hd_smap_state_bmd(m->st);
-    in = json_pack("{s:s, s:I, s:I}", "daemon_id", m->self->id, "smap_version",
-                   (json_int_t)(s ? s->version : 0), "bmd_version", (json_int_t)b->version);
+    in = json_pack("{s:s, s:I, s:I, s:I, s:I}", "daemon_id", m->self->id, "smap_version",
+                   (json_int_t)(s ? s->version : 0), "smap_term", (json_int_t)(s ? s->term : 0),
+                   "bmd_version", (json_int_t)b->version, "bmd_term", (json_int_t)b->term);
     rc = in ? member_call(m, "POST", base, to, "/v1/cluster/heartbeat", in, &status, &out) : -ENOMEM;
     if (rc == 0 && status == 404) {
         HD_LOG(HD_WARN, NULL, "cluster: primary at %s does not know %s; joining again", base,
@@ -998,10 +1105,12 @@ int hd_smap_member_tick(struct hd_smap_member *m)
         m->joined = 0;
     } else if (rc == 0 && status == 200 && out) {
         json_int_t sv = json_integer_value(json_object_get(out, "smap_version"));
+        json_int_t st = json_integer_value(json_object_get(out, "smap_term"));
         json_int_t bv = json_integer_value(json_object_get(out, "bmd_version"));
-        if (!s || sv > s->version)
+        json_int_t bt = json_integer_value(json_object_get(out, "bmd_term"));
+        if (!s || hd_smap_vcmp(st, sv, s->term, s->version) > 0)
             pull(m, base, to, 1);
-        if (bv > b->version)
+        if (hd_smap_vcmp(bt, bv, b->term, b->version) > 0)
             pull(m, base, to, 0);
     } else if (rc == 0) {
         rc = HD_EUNAVAIL;
@@ -1019,24 +1128,42 @@ int hd_smap_member_tick(struct hd_smap_member *m)
 
 void hd_smap_member_metasync(struct hd_smap_member *m, struct hd_req *r, json_t *j)
 {
-    struct hd_smap *s = NULL;
-    struct hd_bmd *b = NULL;
+    const char *from = hd_req_header(r, "X-Hoard-Node"); /* verified by the caller */
+    struct hd_smap *s = NULL, *cur;
+    struct hd_bmd *b = NULL, *curb;
     int rs = 0, rb = 0;
 
-    if (!j || hd_smap_parse_sync(j, &s, &b) < 0) {
+    if (!j || hd_smap_parse_sync(j, &s, &b) < 0 || !s) {
         hd_resp_err_msg(r, HD_EBADARG, "Expected {\"smap\": ..., \"bmd\": ...}.");
-        return;
+        goto out;
     }
-    if (s)
-        rs = hd_smap_state_set_smap(m->st, s, 0);
+    /* maps come from the primary they name: a fenced-off old primary's push names itself
+     * with an older term, and is refused as older below */
+    if (from && hd_nodeauth_on(m->na) && strcmp(from, s->primary) != 0) {
+        hd_resp_err_msg(r, HD_EACCESS, "Metasync comes from the primary the smap names.");
+        goto out;
+    }
+    rs = hd_smap_state_set_smap(m->st, s, 0);
     if (b)
         rb = m->set_bmd ? m->set_bmd(m->arg, b, 0) : hd_smap_state_set_bmd(m->st, b, 0, NULL);
-    if (rs == -ESTALE || rb == -ESTALE)
-        hd_resp_conflict(r, "Older than the version held.");
-    else if (rs < 0 || rb < 0)
+    if (rs == -ESTALE || rb == -ESTALE) {
+        /* what we hold, so that a primary of an older term learns it has been replaced */
+        cur = hd_smap_state_smap(m->st);
+        curb = hd_smap_state_bmd(m->st);
+        hd_resp_json(r, 409,
+                     json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "code", "Conflict", "message",
+                               "Older than the version held.", "smap_term",
+                               (json_int_t)(cur ? cur->term : 0), "smap_version",
+                               (json_int_t)(cur ? cur->version : 0), "bmd_term",
+                               (json_int_t)curb->term, "bmd_version", (json_int_t)curb->version));
+        hd_smap_unref(cur);
+        hd_bmd_unref(curb);
+    } else if (rs < 0 || rb < 0) {
         hd_resp_err(r, rs < 0 ? rs : rb);
-    else
+    } else {
         hd_resp_empty(r, 200);
+    }
+out:
     hd_smap_unref(s);
     hd_bmd_unref(b);
 }

@@ -42,6 +42,7 @@ struct hd_node {
 
 struct hd_smap {
     int refs;
+    int64_t term; /* of the primary that made this version (docs/cluster.md, election) */
     int64_t version;
     char uuid[40];
     char primary[HD_NODE_ID_MAX];
@@ -56,6 +57,10 @@ int hd_smap_node_from_json(const json_t *j, struct hd_node *out);
 json_t *hd_smap_node_to_json(const struct hd_node *n);
 int hd_smap_node_copy(struct hd_node *dst, const struct hd_node *src);
 void hd_smap_node_cleanup(struct hd_node *n);
+
+/* Order of versions: by term, then by version. <0, 0, >0 as (ta, va) is older, the same,
+ * newer than (tb, vb). */
+int hd_smap_vcmp(int64_t ta, int64_t va, int64_t tb, int64_t vb);
 
 /* Snapshots start with one reference; _unref(NULL) is a no-op. */
 struct hd_smap *hd_smap_new(void);
@@ -89,6 +94,7 @@ struct hd_bmd_bucket {
 
 struct hd_bmd {
     int refs;
+    int64_t term;
     int64_t version;
     struct hd_bmd_bucket *b; /* sorted by name */
     size_t n;
@@ -123,7 +129,7 @@ int hd_smap_state_node_id(struct hd_smap_state *st, const char *configured, char
 /* New references; smap NULL before the node has one; bmd never NULL (empty, version 0). */
 struct hd_smap *hd_smap_state_smap(struct hd_smap_state *st);
 struct hd_bmd *hd_smap_state_bmd(struct hd_smap_state *st);
-/* Installs and persists s when its version is higher than the held one (or force).
+/* Installs and persists s when its (term, version) is newer than the held one (or force).
  * 0 installed, 1 same version (nothing done), -ESTALE older (refused). The state takes its
  * own reference. For the BMD, *prev (may be NULL) gets a reference to the replaced one. */
 int hd_smap_state_set_smap(struct hd_smap_state *st, struct hd_smap *s, int force);
@@ -151,6 +157,8 @@ struct hd_smap_member {
     /* Installs a BMD (a target applies it to its store); NULL = hd_smap_state_set_bmd. */
     int (*set_bmd)(void *arg, struct hd_bmd *b, int force);
     void *arg;
+    /* Whether the node can still count on the primary it heartbeats (after failures the
+     * member asks the other proxies of its map who the primary is now). */
     int joined;   /* set by a successful join, cleared when the primary has forgotten us */
     int gone;     /* the primary refused us for good (decommissioned): stop trying */
     int failures; /* consecutive failed calls */
@@ -160,7 +168,8 @@ struct hd_smap_member {
  * code (already logged). */
 int hd_smap_member_tick(struct hd_smap_member *m);
 /* PUT /v1/metasync on a member (its body already read and parsed into j): installs the smap
- * and BMD sent unless they are older than what is held (409), and answers r. HTTP worker. */
+ * and BMD sent unless they are older than what is held (409 {"term", "version"}), or the
+ * sender is not the primary the smap names (403), and answers r. HTTP worker. */
 struct hd_req;
 void hd_smap_member_metasync(struct hd_smap_member *m, struct hd_req *r, json_t *j);
 

@@ -16,9 +16,29 @@ void hd_proxy_loop_stop(struct hd_proxy *p);
 /* /v1/cluster..., /v1/metasync (HTTP workers) */
 void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p);
 
+/* ---- elect.c: leases and elections (docs/cluster.md) ---- */
+
+/* Primary's loop thread, each heartbeat: renews the lease with every voter; a newer term in
+ * an answer makes it step down. Blocks up to a second. */
+void hd_proxy_lease_tick(struct hd_proxy *p);
+/* Follower's loop thread, each heartbeat: when no lease came for the election timeout,
+ * campaigns for the next term (pre-vote, vote, take over). Blocks up to a few seconds. 1
+ * when this voter's promise to the primary has run out (it will not heartbeat a primary
+ * that stopped renewing its lease: the election decides). */
+int hd_proxy_elect_tick(struct hd_proxy *p);
+/* POST /v1/cluster/lease and /v1/cluster/vote, body parsed, sender's signature checked
+ * (HTTP workers; they block only on node.db). Answers are signed by the caller's setup. */
+void hd_proxy_on_lease(struct hd_req *r, struct hd_proxy *p, json_t *j);
+void hd_proxy_on_vote(struct hd_req *r, struct hd_proxy *p, json_t *j);
+
 /* ---- metasync.c ---- */
 
-/* Primary only, caller holds p->mu: installs and persists s / b (version already bumped). */
+/* Primary only, caller holds p->mu: commits s and/or b (version already bumped; the term is
+ * set here): sends them to the voters and waits until a majority holds them (of the old and
+ * the new map's voters), then persists and installs them here. 0; HD_EUNAVAIL when no
+ * majority holds them (nothing installed here; a voter that learned of a newer term makes
+ * us step down). Blocks up to 2 heartbeats. */
+int hd_proxy_commit(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd *b);
 int hd_proxy_smap_install(struct hd_proxy *p, struct hd_smap *s);
 int hd_proxy_bmd_install(struct hd_proxy *p, struct hd_bmd *b);
 /* Sends the current smap and BMD to every target now and waits (HTTP worker, bounded);

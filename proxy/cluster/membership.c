@@ -20,33 +20,6 @@
 
 #define BODY_MAX (4u << 20)
 
-/* ---- the primary's books: who was heard from when (caller holds mu) ---- */
-
-static struct hd_proxy_seen *seen_find(struct hd_proxy *p, const char *id)
-{
-    size_t i;
-
-    for (i = 0; i < p->nseen; i++)
-        if (strcmp(p->seen[i].id, id) == 0)
-            return &p->seen[i];
-    return NULL;
-}
-
-static void seen_mark(struct hd_proxy *p, const char *id, uint64_t now)
-{
-    struct hd_proxy_seen *s = seen_find(p, id), *nv;
-
-    if (!s) {
-        nv = realloc(p->seen, (p->nseen + 1) * sizeof(*nv));
-        if (!nv)
-            return;
-        p->seen = nv;
-        s = &p->seen[p->nseen++];
-        snprintf(s->id, sizeof(s->id), "%s", id);
-    }
-    s->last_ns = now;
-}
-
 static void random_uuid(char out[40])
 {
     unsigned char r[16];
@@ -56,6 +29,19 @@ static void random_uuid(char out[40])
     hd_hex(r, sizeof(r), out);
 }
 
+/* Primary at start: a fresh cluster's first proxy (empty cluster.join), or the proxy a small
+ * cluster (fewer than three proxies: the primary is the only voter) names as its primary.
+ * With three or more proxies everyone starts as a follower: the others may have elected a
+ * new primary while we were away, and an election settles it if not. */
+static int starts_primary(struct hd_proxy *p, const struct hd_smap *cur)
+{
+    if (!cur)
+        return p->join[0] == '\0';
+    if (hd_smap_count(cur, HD_NODE_PROXY, 0) >= 3)
+        return 0;
+    return strcmp(cur->primary, p->self.id) == 0 || (!cur->primary[0] && p->join[0] == '\0');
+}
+
 int hd_proxy_members_init(struct hd_proxy *p)
 {
     struct hd_smap *cur = hd_smap_state_smap(p->cs), *s = NULL;
@@ -63,17 +49,30 @@ int hd_proxy_members_init(struct hd_proxy *p)
     size_t i;
     int rc, changed;
 
-    if (!p->primary) {
-        memset(&p->member, 0, sizeof(p->member));
-        p->member.st = p->cs;
-        p->member.self = &p->self;
-        p->member.join_url = p->join;
-        p->member.na = p->na;
-        p->member.timeout_ms =
-            p->hb_ms * p->dead_after / 2 > 2000 ? p->hb_ms * p->dead_after / 2 : 2000;
-        hd_smap_unref(cur);
-        return 0;
+    memset(&p->member, 0, sizeof(p->member));
+    p->member.st = p->cs;
+    p->member.self = &p->self;
+    p->member.join_url = p->join;
+    p->member.na = p->na;
+    /* short: a follower's loop also runs the election, which must not wait on a primary
+     * that accepts connections but does not answer (stopped) */
+    p->member.timeout_ms = p->hb_ms < 500 ? 500 : (p->hb_ms > 2000 ? 2000 : p->hb_ms);
+    if ((rc = hd_proxy_role_init(p)) < 0)
+        goto out;
+    atomic_store(&p->primary, 0);
+    if (!starts_primary(p, cur)) {
+        HD_LOG(HD_INFO, NULL, "cluster: proxy %s starts as a follower (term %lld)", p->self.id,
+               (long long)atomic_load(&p->term));
+        rc = 0;
+        goto out;
     }
+    /* the term goes on from the highest we know of (1 for a new cluster) */
+    if (cur && cur->term > atomic_load(&p->term))
+        hd_proxy_term_adopt(p, cur->term, "the term of our smap");
+    if (atomic_load(&p->term) == 0)
+        hd_proxy_term_adopt(p, 1, "a new cluster");
+    atomic_store(&p->primary, 1);
+    hd_proxy_lease_tick(p); /* the only voter: the lease is ours */
     if (cur)
         rc = hd_smap_clone(cur, &s);
     else
@@ -82,22 +81,26 @@ int hd_proxy_members_init(struct hd_proxy *p)
         goto out;
     if (!s->uuid[0])
         random_uuid(s->uuid);
-    changed = !cur || strcmp(s->primary, p->self.id) != 0;
+    changed = !cur || strcmp(s->primary, p->self.id) != 0 || cur->term != atomic_load(&p->term);
     snprintf(s->primary, sizeof(s->primary), "%s", p->self.id);
     if ((rc = hd_smap_put(s, &p->self)) < 0)
         goto out;
     if (changed || rc == 1) {
         s->version++;
-        if ((rc = hd_proxy_smap_install(p, s)) < 0)
+        pthread_mutex_lock(&p->mu);
+        rc = hd_proxy_smap_install(p, s);
+        pthread_mutex_unlock(&p->mu);
+        if (rc < 0)
             goto out;
     }
     /* everyone we remember gets dead_after intervals to check in */
     for (i = 0; i < s->n; i++)
         if (!s->nodes[i].down)
-            seen_mark(p, s->nodes[i].id, now);
+            hd_proxy_seen_mark(p, s->nodes[i].id, now);
     atomic_store(&p->ready, 1);
-    HD_LOG(HD_INFO, NULL, "cluster: primary proxy %s, smap v%lld with %zu target(s)", p->self.id,
-           (long long)s->version, hd_smap_count(s, HD_NODE_TARGET, 1));
+    HD_LOG(HD_INFO, NULL, "cluster: primary proxy %s, term %lld, smap v%lld with %zu target(s)",
+           p->self.id, (long long)atomic_load(&p->term), (long long)s->version,
+           hd_smap_count(s, HD_NODE_TARGET, 1));
     rc = 0;
 out:
     hd_smap_unref(cur);
@@ -146,9 +149,9 @@ static void detect_failures(struct hd_proxy *p)
         struct hd_proxy_seen *seen;
         if (nd->down || strcmp(nd->id, p->self.id) == 0)
             continue;
-        seen = seen_find(p, nd->id);
+        seen = hd_proxy_seen_find(p, nd->id);
         if (!seen) {
-            seen_mark(p, nd->id, now);
+            hd_proxy_seen_mark(p, nd->id, now);
             continue;
         }
         if (now - seen->last_ns <= limit)
@@ -175,28 +178,27 @@ static void detect_failures(struct hd_proxy *p)
     cur = hd_smap_state_smap(p->cs);
     for (j = 0; cur && j < n; j++) {
         const struct hd_node *nd = hd_smap_find(cur, ids[j]);
-        struct hd_proxy_seen *seen = seen_find(p, ids[j]);
+        struct hd_proxy_seen *seen = hd_proxy_seen_find(p, ids[j]);
         if (!nd || nd->down || !seen || now - seen->last_ns <= limit)
             continue; /* gone meanwhile, or it checked in */
         if (ok[j]) {
             HD_LOG(HD_INFO, NULL, "cluster: %s missed heartbeats but answers: keeping it", ids[j]);
-            seen_mark(p, ids[j], now);
+            hd_proxy_seen_mark(p, ids[j], now);
             continue;
         }
         if (!s && hd_smap_clone(cur, &s) < 0)
             break;
-        HD_LOG(HD_WARN, NULL, "cluster: %s %s silent for %llu ms: removing it from the smap",
+        HD_LOG(HD_WARN, NULL, "cluster: %s %s silent for %llu ms: marking it down",
                nd->type == HD_NODE_TARGET ? "target" : "proxy", nd->id,
                (unsigned long long)((now - seen->last_ns) / 1000000ull));
-        if (nd->type == HD_NODE_TARGET) {
+        /* kept in the map: a target keeps its objects' placement, a proxy its vote */
+        {
             struct hd_node down;
             if (hd_smap_node_copy(&down, nd) == 0) {
                 down.down = 1;
                 hd_smap_put(s, &down);
                 hd_smap_node_cleanup(&down);
             }
-        } else {
-            hd_smap_remove(s, nd->id);
         }
     }
     if (s) {
@@ -219,10 +221,13 @@ static void on_tick(void *arg)
     struct hd_proxy *p = arg;
 
     if (p->primary) {
+        hd_proxy_lease_tick(p);
+        if (!hd_proxy_has_lease(p))
+            return; /* a primary without a majority changes nothing */
         detect_failures(p);
         hd_proxy_push_pending(p, 0);
         hd_proxy_rebalance_tick(p);
-    } else {
+    } else if (!hd_proxy_elect_tick(p) && !p->primary) {
         hd_smap_member_tick(&p->member);
         atomic_store(&p->ready, p->member.joined);
     }
@@ -232,7 +237,7 @@ static void on_wake(void *arg)
 {
     struct hd_proxy *p = arg;
 
-    if (p->primary) {
+    if (hd_proxy_has_lease(p)) {
         hd_proxy_push_pending(p, 0);
         hd_proxy_rebalance_tick(p);
     }
@@ -409,7 +414,7 @@ static void on_join(struct hd_req *r, void *ctx, json_t *j)
         hd_bmd_unref(bmd);
         bmd = hd_bmd_ref(their);
     }
-    seen_mark(p, n.id, hd_now_ns());
+    hd_proxy_seen_mark(p, n.id, hd_now_ns());
     rc = 0;
 unlock:
     pthread_mutex_unlock(&p->mu);
@@ -456,14 +461,15 @@ static void on_heartbeat(struct hd_req *r, void *ctx, json_t *j)
     b = hd_smap_state_bmd(p->cs);
     n = hd_smap_find(s, id);
     if (n && !n->down)
-        seen_mark(p, id, hd_now_ns());
+        hd_proxy_seen_mark(p, id, hd_now_ns());
     pthread_mutex_unlock(&p->mu);
     if (!n || n->down)
         hd_resp_err_msg(r, HD_ENOTFOUND, "Unknown node: join first.");
     else
         hd_resp_json(r, 200,
-                     json_pack("{s:I, s:I}", "smap_version", (json_int_t)s->version, "bmd_version",
-                               (json_int_t)b->version));
+                     json_pack("{s:I, s:I, s:I, s:I}", "smap_version", (json_int_t)s->version,
+                               "smap_term", (json_int_t)s->term, "bmd_version",
+                               (json_int_t)b->version, "bmd_term", (json_int_t)b->term));
     hd_smap_unref(s);
     hd_bmd_unref(b);
 }
@@ -471,13 +477,39 @@ static void on_heartbeat(struct hd_req *r, void *ctx, json_t *j)
 static void on_metasync(struct hd_req *r, void *ctx, json_t *j)
 {
     struct hd_proxy *p = ctx;
+    int64_t t = (int64_t)json_integer_value(json_object_get(json_object_get(j, "smap"), "term"));
+    struct hd_smap *held = hd_smap_state_smap(p->cs);
+    int known = held != NULL;
 
-    if (p->primary)
-        hd_resp_conflict(r, "This proxy is the primary: it does not accept metasync.");
-    else if (*p->secret && !is_proxy(p, sender_of(r)))
+    hd_smap_unref(held);
+    if (*p->secret && known && !is_proxy(p, sender_of(r))) {
         hd_resp_err_msg(r, HD_EACCESS, "Only a proxy sends metasync.");
-    else
-        hd_smap_member_metasync(&p->member, r, j);
+        return;
+    }
+    /* a primary takes a map only from the primary of a newer term (then it follows) */
+    if (p->primary && t > atomic_load(&p->term))
+        hd_proxy_term_adopt(p, t, "a map from the primary of a newer term");
+    if (p->primary) {
+        struct hd_smap *s = hd_smap_state_smap(p->cs);
+        hd_resp_json(r, 409,
+                     json_pack("{s:s, s:s, s:I, s:I}", "code", "Conflict", "message",
+                               "This proxy is the primary of this or a newer term.", "smap_term",
+                               (json_int_t)atomic_load(&p->term), "smap_version",
+                               (json_int_t)(s ? s->version : 0)));
+        hd_smap_unref(s);
+        return;
+    }
+    hd_smap_member_metasync(&p->member, r, j);
+}
+
+static void lease_end(struct hd_req *r, void *ctx, json_t *j)
+{
+    hd_proxy_on_lease(r, ctx, j);
+}
+
+static void vote_end(struct hd_req *r, void *ctx, json_t *j)
+{
+    hd_proxy_on_vote(r, ctx, j);
 }
 
 /* POST /v1/cluster/{maintenance,decommission}/<id> {"on": bool} */
@@ -633,6 +665,10 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
     flags = strcmp(path, "/v1/cluster/join") == 0 || strcmp(path, "/v1/cluster/heartbeat") == 0
                 ? HD_NA_ANY_TO | HD_NA_UNKNOWN
                 : 0;
+    s = hd_smap_state_smap(p->cs);
+    if (!s && strcmp(path, "/v1/metasync") == 0)
+        flags |= HD_NA_UNKNOWN; /* joining: the primary's push may precede our join's answer */
+    hd_smap_unref(s);
     rc = hd_proxy_node_verify(r, p, flags, &who);
     if (rc == HD_DONE)
         return;
@@ -641,7 +677,14 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err_msg(r, HD_EACCESS, "Cluster calls must carry a node signature.");
         return;
     }
-    if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/join") == 0)
+    if ((strcmp(path, "/v1/cluster/lease") == 0 || strcmp(path, "/v1/cluster/vote") == 0) &&
+        strcmp(m, "POST") == 0) {
+        if (*p->secret && !is_proxy(p, sender_of(r))) {
+            hd_resp_err_msg(r, HD_EACCESS, "Only proxies of this map take part in elections.");
+            return;
+        }
+        hd_req_read_json(r, BODY_MAX, path[12] == 'l' ? lease_end : vote_end, p, NULL);
+    } else if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/join") == 0)
         hd_req_read_json(r, BODY_MAX, on_join, p, NULL);
     else if (strcmp(m, "POST") == 0 && strcmp(path, "/v1/cluster/heartbeat") == 0)
         hd_req_read_json(r, BODY_MAX, on_heartbeat, p, NULL);

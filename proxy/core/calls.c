@@ -130,6 +130,12 @@ int hd_proxy_primary_call(struct hd_proxy *p, const char *method, const char *pa
     char url[HD_NODE_URL_MAX + 2048], to[HD_NODE_ID_MAX];
     int rc;
 
+    if (prim && strcmp(prim->id, p->self.id) == 0) { /* stepped down, no new primary yet */
+        hd_smap_unref(s);
+        HD_LOG(HD_DEBUG, NULL, "cluster: no primary to send %s %s to yet (an election is due)",
+               method, path);
+        return HD_EUNAVAIL;
+    }
     snprintf(url, sizeof(url), "%s%s", prim ? prim->url : p->join, path);
     snprintf(to, sizeof(to), "%s", prim ? prim->id : "");
     hd_smap_unref(s);

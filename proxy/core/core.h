@@ -37,6 +37,12 @@ struct hd_proxy_seen {
     uint64_t last_ns; /* monotonic time of the last join or heartbeat */
 };
 
+/* A voter's last lease grant to this primary (cluster/elect.c). */
+struct hd_proxy_grant {
+    char id[HD_NODE_ID_MAX];
+    uint64_t sent_ns; /* when the lease request it answered was sent (monotonic) */
+};
+
 struct hd_proxy_cloud;
 
 struct hd_proxy {
@@ -48,7 +54,7 @@ struct hd_proxy {
     char *data_dir;
     char *region;
     char *domain; /* s3.domain */
-    int primary;  /* started as the primary (empty cluster.join) */
+    atomic_int primary; /* the primary of the current term (core/role.c) */
     long hb_ms;
     int dead_after;
     int s3_redirect;
@@ -68,6 +74,20 @@ struct hd_proxy {
     atomic_int ready;             /* holds an smap (and, non-primary, joined) */
 
     struct hd_ticker ticker; /* the membership loop thread (cluster/membership.c) */
+
+    /* primary election (core/role.c, cluster/elect.c, docs/cluster.md) */
+    long lease_ms;                   /* L = hb_ms * dead_after */
+    uint64_t boot_ns;                /* no votes before boot_ns + L (a forgotten promise) */
+    pthread_mutex_t term_mu;         /* term and voted_for, persisted together */
+    _Atomic int64_t term;            /* written under term_mu */
+    char voted_for[HD_NODE_ID_MAX];  /* in term; under term_mu */
+    _Atomic uint64_t heard_ns;       /* follower: the last lease it granted */
+    _Atomic uint64_t lease_until_ns; /* primary: holds the lease until then */
+    uint64_t elect_heard_ns;         /* loop thread: heard_ns the timeout was drawn for */
+    uint64_t elect_wait_ns;          /* loop thread: the election timeout drawn */
+    pthread_mutex_t grant_mu;        /* grants */
+    struct hd_proxy_grant *grants;
+    size_t ngrants;
 
     /* rebalance (primary; cluster/rebalance.c) */
     atomic_int rb_pending;           /* the set of targets changed: start one */
@@ -94,6 +114,33 @@ int hd_proxy_node_verify(struct hd_req *r, struct hd_proxy *p, int flags,
                          struct hd_nodeauth_who *who);
 /* 1 when bucket has the anonymous_read property (unsigned reads allowed). */
 int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket);
+
+/* ---- role.c: primary or follower, terms, the primary's books ---- */
+
+/* Loads term and voted_for (DATA/node.db). */
+int hd_proxy_role_init(struct hd_proxy *p);
+/* The voters of s: every proxy of its map when there are three or more, else only its
+ * primary (two proxies cannot outvote a partition: the second is a gateway). At most max
+ * entries into out; returns the count. */
+size_t hd_proxy_voters(const struct hd_smap *s, const struct hd_node **out, size_t max);
+/* A majority of s's voters. */
+size_t hd_proxy_quorum(const struct hd_smap *s);
+/* Whether id votes in s. */
+int hd_proxy_is_voter(const struct hd_smap *s, const char *id);
+/* Adopts a newer term (persisted, voted_for cleared); a primary steps down. why is logged.
+ * 0, or -ESTALE when term is not newer. Any thread. */
+int hd_proxy_term_adopt(struct hd_proxy *p, int64_t term, const char *why);
+/* Records a vote in term (persisted first). 1 granted (term adopted if newer); 0 refused
+ * (already voted for another in term, or term is older). */
+int hd_proxy_term_vote(struct hd_proxy *p, int64_t term, const char *candidate);
+/* The primary holds a lease (a majority of voters promised not to elect another for L). */
+int hd_proxy_has_lease(struct hd_proxy *p);
+/* Becomes a follower (already in the current term); the loop thread then joins whoever is
+ * primary. */
+void hd_proxy_step_down(struct hd_proxy *p, const char *why);
+/* The primary's books (caller holds mu): who was heard from when. */
+struct hd_proxy_seen *hd_proxy_seen_find(struct hd_proxy *p, const char *id);
+void hd_proxy_seen_mark(struct hd_proxy *p, const char *id, uint64_t now);
 
 /* ---- core.c: the held BMD ---- */
 

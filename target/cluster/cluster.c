@@ -352,13 +352,18 @@ static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
     struct hd_smap *s;
     struct hd_bmd *b;
     json_t *j;
-    int get = strcmp(m, "GET") == 0, rc;
+    int get = strcmp(m, "GET") == 0, rc, flags;
 
     r->api = HD_API_NATIVE;
     r->op = HD_OP_ADMIN;
     /* reads: a node (for anyone: a node that lost track of the primary asks around), or a
      * client key; the metasync push: a proxy of our map, for us */
-    rc = node_verify(c, r, get ? HD_NA_ANY_TO : 0, &who);
+    s = hd_smap_state_smap(c->cs);
+    flags = get ? HD_NA_ANY_TO : 0;
+    if (!s) /* joining: the primary's first push may come before our join's answer */
+        flags |= HD_NA_UNKNOWN;
+    hd_smap_unref(s);
+    rc = node_verify(c, r, flags, &who);
     if (rc == HD_DONE)
         return;
     if (rc == 0) {
@@ -393,7 +398,7 @@ static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
         hd_resp_err(r, get ? HD_ENOTFOUND : HD_EMETHOD);
         return;
     }
-    if (*c->secret && !sender_is_proxy(c, who.sender)) {
+    if (*c->secret && (flags & HD_NA_UNKNOWN) == 0 && !sender_is_proxy(c, who.sender)) {
         hd_stats_inc(HD_ST_AUTH_FAILED);
         hd_resp_err_msg(r, HD_EACCESS, "Only a proxy sends metasync.");
         return;
