@@ -36,6 +36,11 @@ void hd_test_check(int ok, const char *expr, const char *file, int line);
         hd_test_check(ok_, #a " == " #b, __FILE__, __LINE__);                                      \
     } while (0)
 
+/* Registers fn to run once after every selected suite, before the summary line: a fixture
+ * that several suites of one file share is torn down there (fn may CHECK). The last one
+ * registered runs first. */
+void hd_test_at_end(void (*fn)(void));
+
 /* Reads a whole file into a NUL-terminated heap buffer (caller frees); NULL on error. */
 char *hd_test_slurp(const char *path, size_t *len);
 

@@ -1,16 +1,20 @@
 /* Unit-test runner: runs every registered suite (optionally only those named on the
- * command line) and ends with "N passed, N failed". Exit status 1 on any failure. */
+ * command line), then the cleanups registered with hd_test_at_end, and ends with
+ * "N passed, N failed". Exit status 1 on any failure. */
 #include "test/unit/hd_test.h"
 
 #include <stdlib.h>
 
-#define MAX_SUITES 128
+#define MAX_SUITES 256
+#define MAX_AT_END 16
 
 static struct {
     const char *name;
     void (*fn)(void);
 } suites[MAX_SUITES];
 static int nsuites;
+static void (*at_end[MAX_AT_END])(void);
+static int nat_end;
 static int passed, failed;
 static const char *current;
 
@@ -20,6 +24,19 @@ void hd_test_register(const char *name, void (*fn)(void))
         suites[nsuites].name = name;
         suites[nsuites].fn = fn;
         nsuites++;
+    } else {
+        fprintf(stderr, "hd_test_register: more than %d suites, %s is not run\n", MAX_SUITES, name);
+        failed++;
+    }
+}
+
+void hd_test_at_end(void (*fn)(void))
+{
+    if (nat_end < MAX_AT_END) {
+        at_end[nat_end++] = fn;
+    } else {
+        fprintf(stderr, "hd_test_at_end: more than %d cleanups\n", MAX_AT_END);
+        failed++;
     }
 }
 
@@ -72,6 +89,13 @@ int main(int argc, char **argv)
         current = suites[i].name;
         suites[i].fn();
         printf("%-20s %s\n", suites[i].name, failed == before ? "ok" : "FAILED");
+    }
+    while (nat_end > 0) {
+        int before = failed;
+        current = "at-end";
+        at_end[--nat_end]();
+        if (failed != before)
+            printf("%-20s FAILED\n", current);
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
