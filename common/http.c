@@ -659,17 +659,26 @@ struct stream_cls {
     hd_body_reader_fn reader;
     void *cls;
     void (*free_cb)(void *cls);
+    struct MHD_Connection *conn; /* valid while the response is being sent */
 };
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct stream_cls *s = cls;
     long n = s->reader(s->cls, pos, buf, max);
+    const union MHD_ConnectionInfo *ci;
 
     if (n == HD_STREAM_END)
         return MHD_CONTENT_READER_END_OF_STREAM;
-    if (n < 0)
+    if (n < 0) {
+        /* MHD 0.9.75 with MHD_USE_TURBO may keep the socket open after an error return until
+         * the connection times out, leaving the client waiting for the rest of the body: shut
+         * it down so that the client sees the cut at once */
+        ci = s->conn ? MHD_get_connection_info(s->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+        if (ci)
+            shutdown(ci->connect_fd, SHUT_RDWR);
         return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
     return (ssize_t)n;
 }
 
@@ -696,6 +705,7 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
     s->reader = reader;
     s->cls = cls;
     s->free_cb = free_cb;
+    s->conn = r->conn;
     resp = MHD_create_response_from_callback(size == UINT64_MAX ? MHD_SIZE_UNKNOWN : size,
                                              256u * 1024, stream_read, s, stream_free);
     if (!resp) {

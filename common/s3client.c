@@ -27,11 +27,14 @@
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t easy_key;
-static atomic_int abort_all; /* shutting down: every transfer in flight stops */
+/* Shutting down: every transfer in flight stops. A generation, not a flag: transfers that
+ * start after a stop (another cache in the same process, as in the unit tests) are not
+ * cancelled by it. */
+static atomic_int abort_gen;
 
 void hd_s3c_abort_all(void)
 {
-    atomic_store(&abort_all, 1);
+    atomic_fetch_add(&abort_gen, 1);
 }
 
 static void easy_free(void *e)
@@ -98,6 +101,7 @@ struct call {
     int bad_206;       /* aborted: a 206 whose Content-Range is missing or wrong */
     struct hd_buf errbody;
     char curl_err[CURL_ERROR_SIZE];
+    int gen; /* abort_gen when the call started */
 };
 
 static void add_hdr(struct call *k, const char *name, const char *value)
@@ -287,7 +291,7 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 {
     struct call *k = arg;
 
-    if (atomic_load(&abort_all) || (k->g && k->g->stop && k->g->stop(k->g->arg))) {
+    if (atomic_load(&abort_gen) != k->gen || (k->g && k->g->stop && k->g->stop(k->g->arg))) {
         k->abort_code = -ECANCELED;
         return 1;
     }
@@ -523,6 +527,7 @@ static int run(struct call *k, struct hd_s3c_err *err)
 
     memset(err, 0, sizeof(*err));
     hd_buf_init(&k->errbody);
+    k->gen = atomic_load(&abort_gen);
     for (attempt = 0;; attempt++) {
         struct curl_slist *hl = NULL;
         struct hd_buf url;
@@ -586,7 +591,7 @@ static int run(struct call *k, struct hd_s3c_err *err)
                 err->status = k->status;
             }
         }
-        if (!retry || attempt >= c->retries || atomic_load(&abort_all) ||
+        if (!retry || attempt >= c->retries || atomic_load(&abort_gen) != k->gen ||
             (k->g && k->g->stop && k->g->stop(k->g->arg)))
             break;
         HD_LOG(HD_DEBUG, NULL, "upstream %s %s/%s: %s; retry %d in %ld ms", k->method,

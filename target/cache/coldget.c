@@ -435,6 +435,10 @@ static void fill_run(struct fill *f)
         rc = fill_commit(f);
     if (rc < 0 && !f->msg[0])
         snprintf(f->msg, sizeof(f->msg), "%s", err.msg[0] ? err.msg : hd_strerror(rc));
+    /* a failed fill leaves the table before its readers hear of it: a GET that comes after
+     * their error starts a fill of its own instead of joining this one */
+    if (rc < 0)
+        table_remove(f);
     pthread_mutex_lock(&f->mu);
     if (rc == 0) {
         f->state = F_DONE;

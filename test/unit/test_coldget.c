@@ -9,15 +9,9 @@
  * asks the upstream and caches nothing, and the upstream calls are signed with the profile's
  * credentials from the upstream.credentials file.
  *
- * All suites share one fixture, torn down after the last suite (hd_test_at_end): stopping a
- * cache calls hd_s3c_abort_all(), which cancels every later upstream call of the process (see
- * coldget_second_cache at the end), so a second cache could not be tested after the first
- * was freed. For the same reason these suites must run before any other test frees a cache
- * (test_objops.c frees targets: it links, and so runs, after this file).
- *
- * coldget_retry_after_failure and coldget_second_cache (known bugs) are built only with
- * -DHD_TEST_KNOWN_BUGS, e.g.
- *   make BUILD=build-bugs EXTRA_CFLAGS=-DHD_TEST_KNOWN_BUGS build-bugs/bin/unit-tests */
+ * All suites share one fixture, torn down after the last suite (hd_test_at_end), which keeps
+ * the run short; coldget_second_cache checks that a cache started after another was stopped
+ * still reaches its upstream (hd_s3c_abort_all() used to cancel every later call). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -651,11 +645,9 @@ HD_SUITE(coldget_head)
     CHECK(!cached(f, "hd"));
 }
 
-#ifdef HD_TEST_KNOWN_BUGS
 #define NPAIRS 100
 
-/* Built only with -DHD_TEST_KNOWN_BUGS: pairs of failing cold GETs (the second sent as soon
- * as the first has failed). */
+/* Pairs of failing cold GETs (the second sent as soon as the first has failed). */
 HD_SUITE(coldget_retry_after_failure)
 {
     struct fx *f = fx_get();
@@ -682,18 +674,16 @@ HD_SUITE(coldget_retry_after_failure)
         if (atomic_load(&o->gets) - before != 2)
             missed++;
     }
-    /* BUG: every GET should start a fill of its own (the one before had failed and been
-     * reported), yet the second of a pair now and then joins the failed fill, still in the
-     * table of fills, and gets its 503 without any upstream request (5 to 9 pairs in 100). */
+    /* every GET starts a fill of its own: the one before had failed and been reported (a
+     * failed fill used to stay in the table a moment after its readers heard, and 5 to 9
+     * pairs in 100 joined it and got its 503 without asking the upstream) */
     CHECK_EQ_INT(missed, 0);
-    /* BUG: now and then the failed reader's HD_STREAM_ERROR leaves the client waiting with
-     * the 200 headers until its timeout instead of closing the connection (MHD_USE_TURBO in
-     * common/http.c; 22 of 200 GETs here; none without MHD_USE_TURBO). */
+    /* a failed reader's HD_STREAM_ERROR closes the connection at once (under MHD_USE_TURBO
+     * it used to leave 22 of 200 clients waiting with the 200 headers until their timeout) */
     CHECK_EQ_INT(hung, 0);
 }
 
-/* Built only with -DHD_TEST_KNOWN_BUGS, and last: it leaves every later upstream call of the
- * process cancelled. */
+/* A second cache in the same process after the first was stopped. */
 HD_SUITE(coldget_second_cache)
 {
     struct fx *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
@@ -707,11 +697,9 @@ HD_SUITE(coldget_second_cache)
     CHECK_EQ_INT(fx_start(b), 0);
     if (!b->ok)
         goto out;
-    /* BUG: hd_s3c_abort_all() (common/s3client.c) sets a process-wide flag that nothing
-     * clears: once one cache has been stopped, every upstream call of every later cache in the
-     * process fails at once with -ECANCELED ("Transfer from upstream ... stopped"), so the
-     * cold GET below gets a 500 instead of the object and the upstream sees no request. A cache
-     * should cancel its own transfers only (it already has hd_cache_stopping() for that). */
+    /* hd_s3c_abort_all() (common/s3client.c) used to set a process-wide flag that nothing
+     * cleared, so every later cache's upstream calls failed at once (500, no upstream
+     * request); it is a generation now: calls that start after the stop go on */
     CHECK_EQ_INT(get(b, "GET", "/" BUCKET "/hd", NULL, &x), 200);
     CHECK_EQ_INT(atomic_load(&up_find(&b->up, "hd")->gets), 1);
     ht_cleanup(&x);
@@ -721,4 +709,3 @@ out:
     free(a);
     free(b);
 }
-#endif

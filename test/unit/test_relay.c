@@ -5,10 +5,7 @@
  * transfer, 32 GETs run at once, hd_relay_start's extra headers reach the backend while a
  * client's X-Hoard-* headers do not, a client that leaves mid-body ends its relay, a relay
  * past hd_relay_new's limit is refused with 503, and every relay is freed (inflight back to 0)
- * with the loop closing cleanly.
- *
- * relay_cut_chunked (a known bug) is built only with -DHD_TEST_KNOWN_BUGS, e.g.
- *   make BUILD=build-bugs EXTRA_CFLAGS=-DHD_TEST_KNOWN_BUGS build-bugs/bin/unit-tests */
+ * with the loop closing cleanly. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -498,8 +495,8 @@ out:
     fx_stop(&f);
 }
 
-#ifdef HD_TEST_KNOWN_BUGS
-/* Built only with -DHD_TEST_KNOWN_BUGS: it waits 20 s for the client's timeout. */
+/* Was a bug (relay_cut_chunked waited 20 s for the client's timeout): now the cut shows at
+ * once. */
 HD_SUITE(relay_cut_chunked)
 {
     struct fx f;
@@ -515,15 +512,11 @@ HD_SUITE(relay_cut_chunked)
     curl_easy_setopt(x.easy, CURLOPT_TIMEOUT, 20L); /* 1/3 of the front's http.timeout */
     CHECK(ht_perform(&x) != CURLE_OK);
     CHECK(x.len < 3 * MIB && ht_pat_equal(x.body, SEED, 0, x.len));
-    /* BUG: the relay fails the front's chunked answer with HD_STREAM_ERROR, but under
-     * MHD_USE_TURBO (common/http.c) libmicrohttpd 0.9.75 does not shut the socket: the client
-     * has all the bytes that came and then waits for the front's idle timeout (http.timeout,
-     * 60 s) before it sees the connection close. This transfer hits the client's own 20 s
-     * timeout instead (CURLE_OPERATION_TIMEDOUT); without MHD_USE_TURBO it fails at once
-     * with CURLE_PARTIAL_FILE. The same holds for every hd_resp_stream of unknown size. */
+    /* the relay fails the front's chunked answer with HD_STREAM_ERROR; under MHD_USE_TURBO
+     * libmicrohttpd 0.9.75 kept the socket open until the front's idle timeout (60 s), so
+     * the client waited; common/http.c now shuts the socket down on a stream error */
     CHECK(x.cc != CURLE_OPERATION_TIMEDOUT);
     ht_cleanup(&x);
 out:
     fx_stop(&f);
 }
-#endif
