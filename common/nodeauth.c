@@ -39,13 +39,16 @@ struct stripe {
 
 struct key_entry {
     char id[HD_NODEAUTH_ID_MAX + 1];
+    int sidx; /* which secret */
     unsigned char key[HD_KDF_KEY_LEN];
 };
 
 struct hd_nodeauth {
     uint32_t magic;
-    char *secret;
-    size_t slen;
+    char *secret;                      /* "new,old": the copy secrets[] point into */
+    size_t slen;                       /* 0: no secret (dev mode) */
+    char *secrets[HD_NODEAUTH_SECRETS]; /* [0] signs; all are accepted */
+    size_t nsecrets;
     char self[HD_NODEAUTH_ID_MAX + 1];
     unsigned char self_key[HD_KDF_KEY_LEN];
     uint64_t seed; /* of the nonce digests: an attacker cannot aim at collisions */
@@ -75,9 +78,20 @@ int hd_nodeauth_new(const char *secret, const char *self, struct hd_nodeauth **o
         return -ENOMEM;
     }
     na->magic = NA_MAGIC;
-    na->slen = strlen(secret);
     snprintf(na->self, sizeof(na->self), "%s", self);
-    if (na->slen && hd_kdf_key(secret, na->slen, KEY_LABEL, self, na->self_key) < 0) {
+    {
+        char *save = NULL, *t;
+        for (t = strtok_r(na->secret, ",", &save); t && na->nsecrets < HD_NODEAUTH_SECRETS;
+             t = strtok_r(NULL, ",", &save)) {
+            while (*t == ' ' || *t == '\t')
+                t++;
+            if (*t)
+                na->secrets[na->nsecrets++] = t;
+        }
+    }
+    na->slen = na->nsecrets ? strlen(na->secrets[0]) : 0;
+    if (na->slen &&
+        hd_kdf_key(na->secrets[0], na->slen, KEY_LABEL, self, na->self_key) < 0) {
         free(na->secret);
         free(na);
         return -EIO;
@@ -104,8 +118,9 @@ void hd_nodeauth_free(struct hd_nodeauth *na)
     }
     pthread_rwlock_destroy(&na->klock);
     free(na->keys);
-    if (na->secret)
-        memset(na->secret, 0, na->slen);
+    if (na->secret) /* strtok_r cut it into pieces: clear each */
+        for (i = 0; (size_t)i < na->nsecrets; i++)
+            memset(na->secrets[i], 0, strlen(na->secrets[i]));
     free(na->secret);
     memset(na, 0, sizeof(*na));
     free(na);
@@ -165,27 +180,29 @@ int hd_nodeauth_sha256_fd(int fd, uint64_t off, uint64_t len, char hex[65])
 
 /* ---- keys ---- */
 
-/* The key of node id: cached for nodes of the map (cache = 1), derived afresh for others. */
-static int node_key(struct hd_nodeauth *na, const char *id, int cache,
+/* The key of node id under secret sidx: cached for nodes of the map (cache = 1), derived
+ * afresh for others. */
+static int node_key(struct hd_nodeauth *na, int sidx, const char *id, int cache,
                     unsigned char key[HD_KDF_KEY_LEN])
 {
     struct key_entry *e;
     size_t i;
     int rc;
 
-    if (strcmp(id, na->self) == 0) {
+    if (sidx == 0 && strcmp(id, na->self) == 0) {
         memcpy(key, na->self_key, HD_KDF_KEY_LEN);
         return 0;
     }
     pthread_rwlock_rdlock(&na->klock);
     for (i = 0; i < na->nkeys; i++)
-        if (strcmp(na->keys[i].id, id) == 0) {
+        if (na->keys[i].sidx == sidx && strcmp(na->keys[i].id, id) == 0) {
             memcpy(key, na->keys[i].key, HD_KDF_KEY_LEN);
             pthread_rwlock_unlock(&na->klock);
             return 0;
         }
     pthread_rwlock_unlock(&na->klock);
-    if ((rc = hd_kdf_key(na->secret, na->slen, KEY_LABEL, id, key)) < 0 || !cache)
+    if ((rc = hd_kdf_key(na->secrets[sidx], strlen(na->secrets[sidx]), KEY_LABEL, id, key)) < 0 ||
+        !cache)
         return rc;
     pthread_rwlock_wrlock(&na->klock);
     if (na->nkeys == na->capkeys && na->capkeys < 4096) {
@@ -199,6 +216,7 @@ static int node_key(struct hd_nodeauth *na, const char *id, int cache,
     if (na->nkeys < na->capkeys) {
         e = &na->keys[na->nkeys++];
         snprintf(e->id, sizeof(e->id), "%s", id);
+        e->sidx = sidx;
         memcpy(e->key, key, HD_KDF_KEY_LEN);
     }
     pthread_rwlock_unlock(&na->klock);
@@ -488,19 +506,19 @@ int hd_nodeauth_verify(struct hd_nodeauth *na, struct hd_req *r, int flags,
         *why = "The request is signed by a node that is not in this node's cluster map.";
         return HD_EACCESS;
     }
-    /* signed for us, or (a join) for anyone */
-    if (node_key(na, node, is_known, key) < 0) {
-        *why = "No key for the sender.";
-        return HD_EACCESS;
-    }
-    if (mac(key, r->method, r->raw_uri, date, nonce, sha, node, na->self, r->hdrs, r->nhdrs,
-            want) == 0 &&
-        hd_kdf_equal(want, sig)) {
-        to = na->self;
-    } else if ((flags & HD_NA_ANY_TO) && mac(key, r->method, r->raw_uri, date, nonce, sha, node,
-                                HD_NODEAUTH_ANY, r->hdrs, r->nhdrs, want) == 0 &&
-               hd_kdf_equal(want, sig)) {
-        to = HD_NODEAUTH_ANY;
+    /* signed for us, or (a join) for anyone; with any of our secrets (a rotation) */
+    for (i = 0; !to && (size_t)i < na->nsecrets; i++) {
+        if (node_key(na, i, node, is_known, key) < 0)
+            continue;
+        if (mac(key, r->method, r->raw_uri, date, nonce, sha, node, na->self, r->hdrs, r->nhdrs,
+                want) == 0 &&
+            hd_kdf_equal(want, sig))
+            to = na->self;
+        else if ((flags & HD_NA_ANY_TO) && mac(key, r->method, r->raw_uri, date, nonce, sha,
+                                               node, HD_NODEAUTH_ANY, r->hdrs, r->nhdrs,
+                                               want) == 0 &&
+                 hd_kdf_equal(want, sig))
+            to = HD_NODEAUTH_ANY;
     }
     memset(key, 0, sizeof(key));
     if (!to) {
@@ -586,13 +604,16 @@ int hd_nodeauth_resp_verify(struct hd_nodeauth *na, const char *from, const char
 {
     unsigned char key[HD_KDF_KEY_LEN];
     char want[65];
-    int ok;
+    int ok = 0, i;
 
     if (!hd_nodeauth_on(na))
         return 0;
-    if (!from || !nonce || !got_sig || !valid_id(from) || node_key(na, from, 1, key) < 0)
+    if (!from || !nonce || !got_sig || !valid_id(from))
         return HD_EACCESS;
-    ok = resp_mac(key, nonce, status, body, len, from, want) == 0 && hd_kdf_equal(want, got_sig);
+    for (i = 0; !ok && (size_t)i < na->nsecrets; i++)
+        ok = node_key(na, i, from, 1, key) == 0 &&
+             resp_mac(key, nonce, status, body, len, from, want) == 0 &&
+             hd_kdf_equal(want, got_sig);
     memset(key, 0, sizeof(key));
     return ok ? 0 : HD_EACCESS;
 }
@@ -705,13 +726,16 @@ int hd_nodeauth_psig_check(struct hd_nodeauth *na, const char *pid, const char *
 {
     unsigned char key[HD_KDF_KEY_LEN];
     char want[65];
-    int ok;
+    int ok = 0, i;
 
     if (!hd_nodeauth_on(na))
         return 0;
-    if (!pid || !sig || !valid_id(pid) || node_key(na, pid, 1, key) < 0)
+    if (!pid || !sig || !valid_id(pid))
         return HD_EACCESS;
-    ok = psig_mac(key, method, raw_path, ptime, na->self, want) == 0 && hd_kdf_equal(want, sig);
+    for (i = 0; !ok && (size_t)i < na->nsecrets; i++)
+        ok = node_key(na, i, pid, 1, key) == 0 &&
+             psig_mac(key, method, raw_path, ptime, na->self, want) == 0 &&
+             hd_kdf_equal(want, sig);
     memset(key, 0, sizeof(key));
     if (!ok)
         return HD_EACCESS;

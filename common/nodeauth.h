@@ -36,12 +36,14 @@
 #define HD_NODEAUTH_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define HD_NODEAUTH_ANY "*" /* recipient of a join: the sender does not know the primary's id */
 #define HD_NODEAUTH_MAX_NONCES (8u << 20) /* remembered nonces; past this, 503 */
+#define HD_NODEAUTH_SECRETS 3 /* accepted at once (a rotation) */
 
 struct hd_nodeauth;
 
 /* secret: the cluster secret ("" = no signatures: signing adds only X-Hoard-Node and
- * verification accepts any sender, the dev mode main() allows without auth.keys). self: this
- * node's id. 0 or -ENOMEM/-EINVAL. */
+ * verification accepts any sender, the dev mode main() allows without auth.keys), or a
+ * comma-separated list of up to HD_NODEAUTH_SECRETS during a rotation: the first signs, any
+ * verifies (docs/security.md). self: this node's id. 0 or -ENOMEM/-EINVAL. */
 int hd_nodeauth_new(const char *secret, const char *self, struct hd_nodeauth **out);
 void hd_nodeauth_free(struct hd_nodeauth *na);
 /* Whether a secret is set (signatures are made and checked). */

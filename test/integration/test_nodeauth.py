@@ -227,3 +227,51 @@ def test_fake_target_never_joins(rec, tmp_path_factory, log_dir):
         assert s["version"] == before
     finally:
         _stop_nodes(fakes)
+
+
+def test_secret_rotation(tmp_path_factory, log_dir):
+    """cluster.secret changes with rolling restarts and no outage: OLD -> "OLD,NEW" (accept
+    both) -> "NEW,OLD" (sign with the new one) -> "NEW"; objects flow after every restart,
+    and at the end a node with the old secret alone is refused."""
+    nodes = []
+
+    def make(name, role, join=None):
+        root = str(tmp_path_factory.mktemp("rot-" + name))
+        n = Node(name, root, os.path.join(log_dir, "rot-" + name), role, join)
+        n.secret = "old-secret-0123456789"
+        nodes.append(n)
+        _TARGETS.append(n)
+        return n
+
+    try:
+        p1 = make("p1", "proxy")
+        p1.start()
+        ts = [make("t%d" % i, "target", lambda: p1.url) for i in (1, 2)]
+        for t in ts:
+            t.start()
+        c = Cluster([p1], ts)
+        c.wait_smap(lambda s: len(s["tmap"]) == 2, what="2 targets")
+        bucket = "rot-%d" % int(time.time())
+        assert api("POST", p1.url + "/v1/buckets/" + bucket).status_code in (200, 201)
+        n = 0
+        for secret in ("old-secret-0123456789,new-secret-9876543210",
+                       "new-secret-9876543210,old-secret-0123456789", "new-secret-9876543210"):
+            for node in [p1] + ts:
+                node.secret = secret
+                node.restart()
+                c.wait_smap(lambda s: len(s["tmap"]) == 2 and not s.get("tmap_down"),
+                            timeout=30, what="both targets live")
+                for k in range(6):  # through the proxy, to both targets
+                    url = "%s/v1/objects/%s/k%d-%d" % (p1.url, bucket, n, k)
+                    r = api("PUT", url, data=b"x%d" % k)
+                    assert r.status_code == 200, (secret, node.name, r.text)
+                    assert api("GET", url).content == b"x%d" % k
+                n += 1
+        old = make("t-old", "target", lambda: p1.url)
+        old.ready_path = "/v1/health"
+        old.start()
+        helpers.wait_until(lambda: "refused" in open(old.error_log).read(), timeout=20,
+                           what="the old-secret node refused")
+        assert node_id(old) not in p1.smap()["tmap"]
+    finally:
+        _stop_nodes(nodes)

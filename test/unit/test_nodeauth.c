@@ -299,3 +299,40 @@ HD_SUITE(nodeauth_psig_answers_dev)
     hd_nodeauth_free(t1);
     hd_nodeauth_free(t2);
 }
+
+/* A secret rotation: the first secret of a list signs, any verifies. */
+HD_SUITE(nodeauth_rotation)
+{
+    struct hd_nodeauth *old_only, *both_old_first, *both_new_first, *new_only;
+    struct hd_nodeauth_who who;
+    struct hd_nodesig sig;
+    struct fake f;
+    char ps[65];
+
+    CHECK_EQ_INT(hd_nodeauth_new("old-secret", "p1", &old_only), 0);
+    CHECK_EQ_INT(hd_nodeauth_new("old-secret, new-secret", "t1", &both_old_first), 0);
+    CHECK_EQ_INT(hd_nodeauth_new("new-secret,old-secret", "t1", &both_new_first), 0);
+    CHECK_EQ_INT(hd_nodeauth_new("new-secret", "t1", &new_only), 0);
+    known_set = "p1 t1";
+    /* step 1: every node accepts both, still signing with the old one */
+    CHECK_EQ_INT(hd_nodeauth_sign(old_only, "GET", "/x", "t1", NULL, NULL, 0, &sig), 0);
+    fake_req(&f, "GET", "/x", &sig, NULL, 0);
+    CHECK_EQ_INT(verify(both_old_first, &f, 0, &who), 0);
+    /* step 2: signing with the new one, accepted by nodes that accept both */
+    CHECK_EQ_INT(hd_nodeauth_sign(both_new_first, "GET", "/y", "t1", NULL, NULL, 0, &sig), 0);
+    sig.kv[0].v = "t1"; /* from t1 to t1: keys are per sender */
+    fake_req(&f, "GET", "/y", &sig, NULL, 0);
+    CHECK_EQ_INT(verify(both_old_first, &f, 0, &who), 0);
+    /* ... but not by a node that knows only the old one */
+    CHECK_EQ_INT(hd_nodeauth_sign(new_only, "GET", "/z", "p1", NULL, NULL, 0, &sig), 0);
+    fake_req(&f, "GET", "/z", &sig, NULL, 0);
+    CHECK_EQ_INT(verify(old_only, &f, 0, &who), HD_EACCESS);
+    /* redirect capabilities follow the same rule */
+    CHECK_EQ_INT(hd_nodeauth_psig(old_only, "GET", "/o", 4102444800LL, "t1", ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(both_new_first, "p1", "GET", "/o", 4102444800LL, ps), 0);
+    CHECK(hd_nodeauth_psig_check(new_only, "p1", "GET", "/o", 4102444800LL, ps) < 0);
+    hd_nodeauth_free(old_only);
+    hd_nodeauth_free(both_old_first);
+    hd_nodeauth_free(both_new_first);
+    hd_nodeauth_free(new_only);
+}
