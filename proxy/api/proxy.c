@@ -39,6 +39,8 @@ int hd_proxy_new(const struct hd_config *cfg, struct hd_proxy **out)
         return -ENOMEM;
     p->magic = HD_PROXY_MAGIC;
     pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->term_mu, NULL);
+    pthread_mutex_init(&p->grant_mu, NULL);
     p->secret = strdup(hd_config_str(cfg, "cluster.secret"));
     p->data_dir = strdup(hd_config_str(cfg, "data"));
     p->region = strdup(hd_config_str(cfg, "s3.region"));
@@ -109,6 +111,9 @@ void hd_proxy_free(struct hd_proxy *p)
     hd_nodeauth_free(p->na);
     hd_proxy_cloud_free(p->cloud);
     free(p->seen);
+    free(p->grants);
+    pthread_mutex_destroy(&p->term_mu);
+    pthread_mutex_destroy(&p->grant_mu);
     free(p->secret);
     free(p->data_dir);
     free(p->region);

@@ -19,8 +19,6 @@ int hd_proxy_role_init(struct hd_proxy *p)
     char *v = NULL;
     int64_t t = 0;
 
-    pthread_mutex_init(&p->term_mu, NULL);
-    pthread_mutex_init(&p->grant_mu, NULL);
     if (hd_smap_state_meta_get(p->cs, "term", &v) == 0 && hd_parse_i64(v, &t) < 0)
         t = 0;
     free(v);
