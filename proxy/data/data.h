@@ -37,6 +37,7 @@ struct hd_plist_item {
     uint64_t size;
     char etag[48];
     char mtime[32]; /* ISO 8601 with milliseconds, as targets send it */
+    char sclass[24]; /* storage class when not STANDARD, else "" */
     int cached;     /* S3-backed buckets: held by a target (-1: native bucket) */
 };
 struct hd_plist_res {
