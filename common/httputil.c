@@ -349,8 +349,8 @@ static int parse_rfc1123_zone(const char *s, time_t *out)
     if (scan_fixed(&p, 2, &day) < 0 && scan_fixed(&p, 1, &day) < 0)
         return HD_EBADARG;
     if (expect(&p, " ") < 0 || (mon = scan_name(&p, mon_short, 12)) < 0 || expect(&p, " ") < 0 ||
-        scan_fixed(&p, 4, &year) < 0 || expect(&p, " ") < 0 ||
-        scan_time(&p, &h, &mi, &sec) < 0 || expect(&p, " ") < 0 || scan_zone(&p, &off) < 0 || *p)
+        scan_fixed(&p, 4, &year) < 0 || expect(&p, " ") < 0 || scan_time(&p, &h, &mi, &sec) < 0 ||
+        expect(&p, " ") < 0 || scan_zone(&p, &off) < 0 || *p)
         return HD_EBADARG;
     if ((rc = make_time(year, mon, day, h, mi, sec, out)) < 0)
         return rc;
@@ -373,9 +373,9 @@ int hd_date_parse(const char *s, time_t *out)
         return HD_EBADARG;
     memcpy(buf, s, n);
     buf[n] = '\0';
-    if (!(is_digit((unsigned char)buf[0]) ? hd_amz_date_parse(buf, out)
+    if (!(is_digit((unsigned char)buf[0])     ? hd_amz_date_parse(buf, out)
           : hd_http_date_parse(buf, out) == 0 ? 0
-                                               : parse_rfc1123_zone(buf, out)) &&
+                                              : parse_rfc1123_zone(buf, out)) &&
         (int64_t)*out >= DATE_MIN && (int64_t)*out <= DATE_MAX)
         return 0;
     return HD_EBADARG;

@@ -73,8 +73,9 @@ void hd_s3c_obj_cleanup(struct hd_s3c_obj *o)
 }
 
 /* The headers kept besides Content-Type and x-amz-meta-* (lowercase, as the JSON keys). */
-static const char *const std_hdrs[] = {"cache-control", "content-disposition", "content-encoding",
-                                       "content-language", "expires", NULL};
+static const char *const std_hdrs[] = {"cache-control",    "content-disposition",
+                                       "content-encoding", "content-language",
+                                       "expires",          NULL};
 
 static int std_hdr(const char *p, size_t kl)
 {
@@ -105,7 +106,7 @@ struct call {
     int abort_code;
     struct hd_s3c_obj obj;
     json_t *meta;
-    json_t *stdh; /* the headers of struct hd_s3c_obj.hdrs */
+    json_t *stdh;      /* the headers of struct hd_s3c_obj.hdrs */
     int content_range; /* a valid Content-Range came */
     char cr[64];       /* the Content-Range as sent, for the error message */
     uint64_t cr_last;  /* its last byte */

@@ -196,8 +196,7 @@ static int tok_decode(const char *tok, char *out, size_t max, size_t *n)
         b[i] = tok[i] == '-' ? '+' : tok[i] == '_' ? '/' : tok[i];
     while (i % 4)
         b[i++] = '=';
-    if (hd_b64_decode(b, i, (unsigned char *)out, max - 1, n) == 0 && *n &&
-        !memchr(out, 0, *n)) {
+    if (hd_b64_decode(b, i, (unsigned char *)out, max - 1, n) == 0 && *n && !memchr(out, 0, *n)) {
         out[*n] = '\0';
         rc = 0;
     }
@@ -549,8 +548,7 @@ static void list_buckets(struct hd_req *r, const struct hd_s3_front *f, void *ct
     if (more)
         tok_encode(bk[first - 1].name, next, sizeof(next));
     hd_buf_init(&b);
-    buckets_xml(&b, c->owner, bk, first, paged ? f->region(ctx) : NULL, more ? next : NULL,
-                pfx);
+    buckets_xml(&b, c->owner, bk, first, paged ? f->region(ctx) : NULL, more ? next : NULL, pfx);
     free(bk);
     hd_resp_xml(r, 200, &b);
 }
@@ -603,8 +601,7 @@ struct hd_s3_list_page {
 };
 
 int hd_s3_page_add(struct hd_s3_list_page *pg, const char *name, int is_prefix, uint64_t size,
-                   const char *etag, int64_t mtime_ms, const char *mtime_iso,
-                   const char *sclass)
+                   const char *etag, int64_t mtime_ms, const char *mtime_iso, const char *sclass)
 {
     struct hd_s3_list_item *it;
 
@@ -669,10 +666,7 @@ static void list_objects(struct hd_req *r, const struct hd_s3_front *f, void *ct
             ex[0].v = "maxKeys";
             ex[1] = (struct hd_kv){"ArgumentValue", hd_req_param(r, "max-keys")};
         }
-        hd_resp_err_ex(r, rc, qmsg, ex,
-                       rc == HD_EBADTOKEN ? 1
-                       : rc == HD_EMAXKEYS ? 2
-                                           : 0);
+        hd_resp_err_ex(r, rc, qmsg, ex, rc == HD_EBADTOKEN ? 1 : rc == HD_EMAXKEYS ? 2 : 0);
         return;
     }
     memset(&page, 0, sizeof(page));
@@ -830,9 +824,12 @@ static int in_list(const char *v, const char *const *list)
 static int acl_headers(struct hd_req *r)
 {
     static const char *const same[] = {"private", "bucket-owner-full-control", NULL};
-    static const char *const known[] = {"public-read",        "public-read-write",
-                                        "authenticated-read", "aws-exec-read",
-                                        "bucket-owner-read",  "log-delivery-write",
+    static const char *const known[] = {"public-read",
+                                        "public-read-write",
+                                        "authenticated-read",
+                                        "aws-exec-read",
+                                        "bucket-owner-read",
+                                        "log-delivery-write",
                                         NULL};
     const char *canned = hd_req_header(r, "x-amz-acl");
     size_t i;
@@ -877,9 +874,8 @@ static int acl_body_check(const char *body, size_t len, const char *owner)
         struct hd_xnode *who = hd_xnode_child(g, "Grantee");
         const char *perm = hd_xnode_child_text(g, "Permission");
         const char *id = who ? hd_xnode_child_text(who, "ID") : NULL;
-        if (!who || !perm || !id || strcmp(id, owner) != 0 ||
-            strcmp(perm, "FULL_CONTROL") != 0 || hd_xnode_child(who, "URI") ||
-            hd_xnode_child(who, "EmailAddress"))
+        if (!who || !perm || !id || strcmp(id, owner) != 0 || strcmp(perm, "FULL_CONTROL") != 0 ||
+            hd_xnode_child(who, "URI") || hd_xnode_child(who, "EmailAddress"))
             rc = HD_ENOGRANTS;
     }
     if (rc == 0 && n == 0)
@@ -988,11 +984,11 @@ typedef void (*builtin_fn)(struct hd_req *r, const struct hd_s3_front *f, void *
                            const struct hd_s3_call *c);
 
 static const builtin_fn builtin[HD_S3_OP_COUNT] = {
-    [HD_S3_LIST_BUCKETS] = list_buckets,   [HD_S3_GET_LOCATION] = location,
-    [HD_S3_LIST_VERSIONS] = list_objects,  [HD_S3_DELETE_OBJECTS] = delete_objects,
-    [HD_S3_LIST_OBJECTS] = list_objects,   [HD_S3_HEAD_BUCKET] = head_bucket,
-    [HD_S3_CREATE_BUCKET] = create_bucket, [HD_S3_DELETE_BUCKET] = delete_bucket,
-    [HD_S3_GET_BUCKET_ACL] = bucket_acl,   [HD_S3_PUT_BUCKET_ACL] = bucket_acl,
+    [HD_S3_LIST_BUCKETS] = list_buckets,     [HD_S3_GET_LOCATION] = location,
+    [HD_S3_LIST_VERSIONS] = list_objects,    [HD_S3_DELETE_OBJECTS] = delete_objects,
+    [HD_S3_LIST_OBJECTS] = list_objects,     [HD_S3_HEAD_BUCKET] = head_bucket,
+    [HD_S3_CREATE_BUCKET] = create_bucket,   [HD_S3_DELETE_BUCKET] = delete_bucket,
+    [HD_S3_GET_BUCKET_ACL] = bucket_acl,     [HD_S3_PUT_BUCKET_ACL] = bucket_acl,
     [HD_S3_GET_VERSIONING] = get_versioning, [HD_S3_PUT_VERSIONING] = put_versioning,
 };
 

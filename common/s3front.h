@@ -140,8 +140,7 @@ struct hd_s3_list_item {
 };
 /* Appends an entry to a page (strings copied); 0 or -ENOMEM. */
 int hd_s3_page_add(struct hd_s3_list_page *pg, const char *name, int is_prefix, uint64_t size,
-                   const char *etag, int64_t mtime_ms, const char *mtime_iso,
-                   const char *sclass);
+                   const char *etag, int64_t mtime_ms, const char *mtime_iso, const char *sclass);
 /* Whether more entries follow, and the name to continue after (NULL: the last added). */
 void hd_s3_page_end(struct hd_s3_list_page *pg, int truncated, const char *next);
 

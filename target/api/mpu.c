@@ -1321,8 +1321,8 @@ static const char *lname(enum hd_ck_type t, char *buf, size_t n)
  * *vt and *vval set when the client asserts a full-object checksum of an upload created without
  * an algorithm (then verified over the assembled bytes); or the error, with *msg. */
 static int complete_ck_check(struct hd_req *r, struct complete_ctx *cc, const struct upload *u,
-                             const struct complete_res *res, enum hd_ck_type *vt,
-                             const char **vval, const char **msg)
+                             const struct complete_res *res, enum hd_ck_type *vt, const char **vval,
+                             const char **msg)
 {
     const char *typ = hd_req_header(r, "x-amz-checksum-type"), *want = NULL;
     const char *utype = u->ck == HD_CK_NONE ? NULL : u->full ? "FULL_OBJECT" : "COMPOSITE";
@@ -1363,7 +1363,7 @@ static int complete_ck_check(struct hd_req *r, struct complete_ctx *cc, const st
     if (u->ck == HD_CK_NONE) {
         if (strchr(want, '-'))
             goto mode; /* a checksum of part checksums that were never sent */
-        *vt = wt; /* what the client says the whole object is: checked over the bytes */
+        *vt = wt;      /* what the client says the whole object is: checked over the bytes */
         *vval = want;
         return 0;
     }

@@ -218,7 +218,7 @@ struct put_ctx {
     char *hdrs; /* Cache-Control ... x-amz-storage-class (hd_collect_hdrs) */
     char *ctype;
     struct hd_wcond wc; /* If-Match / If-None-Match: * (pointing into r) */
-    char *xmeta; /* X-Hoard-Obj-Meta of a trusted rebalance PUT */
+    char *xmeta;        /* X-Hoard-Obj-Meta of a trusted rebalance PUT */
     struct hd_put_hooks hooks;
     int verified; /* put_verify passed (put_end may run again) */
     char ck_b64[HD_CK_B64_MAX];
@@ -394,8 +394,8 @@ static void put_end(struct hd_req *r)
         /* S3-backed: the upstream is written first, so look once more right before */
         struct hd_obj_meta old;
         const char *cond;
-        int found = (rc = hd_store_lookup(pc->t->st, hd_put_bucket(pc->put),
-                                          hd_put_name(pc->put), &old)) == 0;
+        int found = (rc = hd_store_lookup(pc->t->st, hd_put_bucket(pc->put), hd_put_name(pc->put),
+                                          &old)) == 0;
         if (rc < 0 && rc != HD_ENOSUCHKEY) {
             hd_resp_err(r, rc);
             return;
@@ -410,8 +410,7 @@ static void put_end(struct hd_req *r)
     }
     if (pc->cb) { /* S3-backed: committed here only once the upstream has it */
         rc = hd_cache_put_through(r, pc->t->cache, pc->cb, pc->key, pc->put, 1, pc->ctype, pc->meta,
-                                  pc->hdrs,
-                                  &pc->wt, uetag, msg, sizeof(msg));
+                                  pc->hdrs, &pc->wt, uetag, msg, sizeof(msg));
         if (rc == HD_AGAIN)
             return; /* parked; put_end runs again when the upload is done */
         if (rc < 0) {
@@ -765,8 +764,7 @@ static void copy_remote_run(struct hd_acall *a)
         rc = HD_EBADDIGEST;
         goto out;
     }
-    if ((rc = copy_attrs(c, src.meta, src.ctype, src.hdrs, src.ck_type, src.ck_val, &at, &h)) ==
-        0)
+    if ((rc = copy_attrs(c, src.meta, src.ctype, src.hdrs, src.ck_type, src.ck_val, &at, &h)) == 0)
         rc = hd_put_commit(p, &at, &c->out);
 out:
     hd_put_free(p);
@@ -816,8 +814,8 @@ static int copy_local(struct copy *c)
     rc = hd_cond_eval(&c->cond, m.etag, (time_t)(m.mtime_ms / 1000), 0);
     if (rc == HD_ENOTMODIFIED)
         rc = HD_EPRECONDITION;
-    if (rc == 0 && (rc = copy_attrs(c, m.meta, m.ctype, m.hdrs, m.ck_type, m.ck_val, &a,
-                                    &hold)) == 0) {
+    if (rc == 0 &&
+        (rc = copy_attrs(c, m.meta, m.ctype, m.hdrs, m.ck_type, m.ck_val, &a, &hold)) == 0) {
         if ((rc = hd_put_begin(c->t->st, c->bucket, c->key, &p)) == 0 &&
             (rc = copy_content(p, fd, m.size)) == 0)
             rc = hd_put_commit(p, &a, &c->out);

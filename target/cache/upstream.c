@@ -109,8 +109,8 @@ static void wt_run(struct hd_acall *a)
 
 int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                          const char *key, struct hd_put *p, int md5_known, const char *ctype,
-                         const char *meta, const char *hdrs, struct hd_wt **wt,
-                         char etag_out[48], char *msg, size_t msglen)
+                         const char *meta, const char *hdrs, struct hd_wt **wt, char etag_out[48],
+                         char *msg, size_t msglen)
 {
     struct hd_acall *a;
     struct wtctx *w;

@@ -113,9 +113,9 @@ static const char *const std_hdrs[][2] = {
 int hd_storage_class_check(const char *v)
 {
     static const char *const classes[] = {
-        "STANDARD",   "REDUCED_REDUNDANCY", "STANDARD_IA",     "ONEZONE_IA",  "INTELLIGENT_TIERING",
-        "GLACIER",    "DEEP_ARCHIVE",       "OUTPOSTS",        "GLACIER_IR",  "SNOW",
-        "EXPRESS_ONEZONE", "FSX_OPENZFS",   "FSX_ONTAP",       NULL};
+        "STANDARD",        "REDUCED_REDUNDANCY", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING",
+        "GLACIER",         "DEEP_ARCHIVE",       "OUTPOSTS",    "GLACIER_IR", "SNOW",
+        "EXPRESS_ONEZONE", "FSX_OPENZFS",        "FSX_ONTAP",   NULL};
     size_t i;
 
     for (i = 0; v && classes[i]; i++)
@@ -333,8 +333,8 @@ out:
 }
 
 /* GET/HEAD ?partNumber=N: 206 with the part's bytes, or answers an error itself (< 0). */
-static int part_answer(struct hd_req *r, const struct hd_obj_meta *m, const char *pn,
-                       uint64_t *off, uint64_t *len)
+static int part_answer(struct hd_req *r, const struct hd_obj_meta *m, const char *pn, uint64_t *off,
+                       uint64_t *len)
 {
     char cr[96], a[24], b[24];
     struct hd_kv ex[2];

@@ -56,7 +56,8 @@ static int has_column(sqlite3 *db, const char *col)
     if (sqlite3_prepare_v2(db, "PRAGMA table_info(objects)", -1, &s, NULL) != SQLITE_OK)
         return 0;
     while (!found && sqlite3_step(s) == SQLITE_ROW)
-        found = sqlite3_column_text(s, 1) && strcmp((const char *)sqlite3_column_text(s, 1), col) == 0;
+        found =
+            sqlite3_column_text(s, 1) && strcmp((const char *)sqlite3_column_text(s, 1), col) == 0;
     sqlite3_finalize(s);
     return found;
 }
@@ -72,7 +73,8 @@ static int migrate(sqlite3 *db)
     size_t i;
 
     for (i = 0; i < sizeof(add) / sizeof(add[0]); i++)
-        if (!has_column(db, add[i][0]) && sqlite3_exec(db, add[i][1], NULL, NULL, NULL) != SQLITE_OK &&
+        if (!has_column(db, add[i][0]) &&
+            sqlite3_exec(db, add[i][1], NULL, NULL, NULL) != SQLITE_OK &&
             !has_column(db, add[i][0])) /* another connection may have just added it */
             return -1;
     return 0;
