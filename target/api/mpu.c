@@ -1382,13 +1382,13 @@ static int complete_ck_check(struct hd_req *r, struct complete_ctx *cc, const st
         return HD_EBADCHECKSUM;
     }
     return 0;
-mode:
+mode: /* AWS's documentation: BadDigest (the text is versitygw's, matched against S3) */
     snprintf(cc->msgbuf, sizeof(cc->msgbuf),
              "The upload was created using the %s checksum mode. The complete request must use "
              "the same checksum mode.",
              utype ? utype : "null");
     *msg = cc->msgbuf;
-    return HD_EBADREQ;
+    return HD_EBADCHECKSUM;
 }
 
 /* The part sizes as the object's parts JSON ([5242880,...]), malloc'd; NULL on OOM. */

@@ -477,10 +477,12 @@ static int put_checksum_setup(struct hd_req *r, struct put_ctx *pc, const char *
     }
     if (algo && *algo) {
         named = hd_cksum_type_from_name(algo);
-        if (named == HD_CK_NONE || (pc->ck_type != HD_CK_NONE && pc->ck_type != named)) {
-            *msg = "Value for x-amz-sdk-checksum-algorithm header is invalid.";
+        *msg = "Value for x-amz-sdk-checksum-algorithm header is invalid.";
+        if (named == HD_CK_NONE)
             return HD_EBADREQ;
-        }
+        if (pc->ck_type != HD_CK_NONE && pc->ck_type != named)
+            return HD_EBADCHECKSUM; /* AWS's documentation: BadDigest */
+        *msg = NULL;
         if (pc->ck_type == HD_CK_NONE)
             pc->ck_type = named;
     }

@@ -650,6 +650,16 @@ def test_upload_part_copy(endpoint, s3, raw, bucket):
                                      MultipartUpload={"Parts": parts})
         assert s3.get_object(Bucket=bucket, Key=dst)["Body"].read() == src[:PART] + src + src[7:8]
         assert s3.head_object(Bucket=bucket, Key=dst, PartNumber=3)["ContentLength"] == 1
+    # an upload with a checksum algorithm gets the copied part's checksum
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="cks", ChecksumAlgorithm="SHA256")["UploadId"]
+    r = s3.upload_part_copy(Bucket=bucket, Key="cks", UploadId=uid, PartNumber=1,
+                            CopySource={"Bucket": bucket, "Key": "src"},
+                            CopySourceRange="bytes=10-19")
+    want = base64.b64encode(hashlib.sha256(src[10:20]).digest()).decode()
+    assert r["CopyPartResult"]["ChecksumSHA256"] == want, r
+    s3.complete_multipart_upload(Bucket=bucket, Key="cks", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": r["CopyPartResult"]["ETag"], "ChecksumSHA256": want}]})
+    assert s3.get_object(Bucket=bucket, Key="cks")["Body"].read() == src[10:20]
     uid = s3.create_multipart_upload(Bucket=bucket, Key="bad")["UploadId"]
     path = "/%s/bad?partNumber=1&uploadId=%s" % (bucket, uid)
     for rng in ("0-2", "bytes=0", "bytes=hello-world", "bytes=0-bar", "bytes=hello-",
@@ -707,6 +717,10 @@ def test_checksum_errors(endpoint, raw, s3, bucket):
         "x-amz-checksum-sha256": helpers.checksum_b64("sha256", body)})
     e = check_s3_error(r, 400, "InvalidRequest")
     assert e["Message"].startswith("Expecting a single x-amz-checksum- header"), e
+    # the algorithm named beside it is another one: BadDigest (AWS's documentation)
+    r = raw.request("PUT", "/%s/ck" % bucket, body=body, headers={
+        "x-amz-checksum-crc32": helpers.crc32_b64(body), "x-amz-sdk-checksum-algorithm": "SHA256"})
+    check_s3_error(r, 400, "BadDigest")
     assert raw.request("HEAD", "/%s/ck" % bucket).status == 404
     # the right one: stored, and HEAD with checksum mode names its type
     r = raw.request("PUT", "/%s/ck" % bucket, body=body,
@@ -774,7 +788,7 @@ out["full"] = full
                                "The CRC32 you specified did not match the calculated checksum."]
     assert out["head"][0] and out["head"][1] == "FULL_OBJECT", out
     assert out["full_wrong"][:2] == [400, "BadDigest"], out
-    assert out["full_mode"][:2] == [400, "InvalidRequest"], out
+    assert out["full_mode"][:2] == [400, "BadDigest"], out  # AWS's documentation
     assert out["full_ok"] == [out["full"], "FULL_OBJECT"], out
     assert out["plain_wrong"][:2] == [400, "BadDigest"], out
     assert out["plain_ok"] == [out["full"], "FULL_OBJECT"], out
@@ -801,12 +815,15 @@ def test_storage_class(endpoint, raw, s3, bucket):
     assert e["Message"] == "The storage class you specified is not valid"
     assert raw.request("HEAD", "/%s/bad" % bucket).status == 404
     # multipart: given at CreateMultipartUpload
-    uid = s3.create_multipart_upload(Bucket=bucket, Key="mp", StorageClass="STANDARD_IA")["UploadId"]
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="mp", StorageClass="STANDARD_IA",
+                                     ContentLanguage="it", CacheControl="private")["UploadId"]
     p = s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=b"p")
     assert s3.list_parts(Bucket=bucket, Key="mp", UploadId=uid)["StorageClass"] == "STANDARD_IA"
     s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=uid, MultipartUpload={
         "Parts": [{"PartNumber": 1, "ETag": p["ETag"]}]})
-    assert s3.head_object(Bucket=bucket, Key="mp")["StorageClass"] == "STANDARD_IA"
+    h = s3.head_object(Bucket=bucket, Key="mp")
+    assert (h["StorageClass"], h["ContentLanguage"], h["CacheControl"]) == (
+        "STANDARD_IA", "it", "private"), h
     assert err(s3.create_multipart_upload, Bucket=bucket, Key="mp2",
                StorageClass="NOPE")[:2] == (400, "InvalidStorageClass")
     # copies: the request's class (none: STANDARD)
