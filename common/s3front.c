@@ -909,7 +909,7 @@ void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c)
         if (!(owner = strdup(c->owner)))
             hd_resp_err(r, -ENOMEM);
         else
-            read_body(r, &c->auth, 64u * 1024, acl_put_end, owner, free);
+            read_body(r, &c->auth, (size_t)64 * 1024, acl_put_end, owner, free);
         return;
     }
     hd_buf_init(&b);
@@ -977,7 +977,7 @@ static void put_versioning(struct hd_req *r, const struct hd_s3_front *f, void *
     if (rc < 0)
         hd_resp_err(r, rc);
     else
-        read_body(r, &c->auth, 64u * 1024, versioning_end, NULL, NULL);
+        read_body(r, &c->auth, (size_t)64 * 1024, versioning_end, NULL, NULL);
 }
 
 typedef void (*builtin_fn)(struct hd_req *r, const struct hd_s3_front *f, void *ctx,

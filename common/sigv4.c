@@ -816,7 +816,6 @@ static int verify_query(const struct hd_sigv4_in *in, hd_sigv4_secret_fn secret_
         rc = HD_ENOTYET;
         goto out;
     }
-    rc = HD_EAUTHQUERY;
     p.sh = qv[QP_SH].data;
     rc = finish(in, &p, HD_EAUTHQUERY, secret_for, ctx, out);
 out:

@@ -98,10 +98,8 @@ static int conn_open(const char *mpath, struct conn **out)
     rc = sqlite3_exec(c->db, schema, NULL, NULL, &msg);
     if (rc != SQLITE_OK)
         goto fail;
-    if (migrate(c->db) < 0) {
-        rc = SQLITE_ERROR;
-        goto fail;
-    }
+    if (migrate(c->db) < 0)
+        goto fail; /* logged with sqlite3_errmsg below */
     /* WAL + NORMAL: every commit is atomic and survives a process crash; a power loss may
      * lose the last commits but never corrupts the catalog. */
     sqlite3_exec(c->db, "PRAGMA synchronous = NORMAL;", NULL, NULL, NULL);

@@ -20,9 +20,9 @@ HD_SUITE(object_identity)
     memset(&m, 0, sizeof(m));
     m.size = 7;
     m.mtime_ms = 1700000000123;
-    strcpy(m.etag, "0123456789abcdef0123456789abcdef-2");
-    strcpy(m.ck_type, "CRC32");
-    strcpy(m.ck_val, "AAAAAA==-2");
+    snprintf(m.etag, sizeof(m.etag), "%s", "0123456789abcdef0123456789abcdef-2");
+    snprintf(m.ck_type, sizeof(m.ck_type), "%s", "CRC32");
+    snprintf(m.ck_val, sizeof(m.ck_val), "%s", "AAAAAA==-2");
     m.ctype = "text/plain";
     m.meta = "{\"k\":\"\"}";
     m.hdrs = "{\"cache-control\":\"no-cache\",\"x-amz-storage-class\":\"GLACIER\"}";
@@ -83,7 +83,7 @@ HD_SUITE(object_write_conditions)
     const char *cond;
 
     memset(&m, 0, sizeof(m));
-    strcpy(m.etag, "abc");
+    snprintf(m.etag, sizeof(m.etag), "%s", "abc");
     w = (struct hd_wcond){NULL, 1};
     CHECK_EQ_INT(hd_wcond_check(&w, NULL, &cond), 0);
     CHECK_EQ_INT(hd_wcond_check(&w, &m, &cond), HD_EPRECONDITION);
