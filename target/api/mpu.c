@@ -1391,16 +1391,21 @@ mode: /* AWS's documentation: BadDigest (the text is versitygw's, matched agains
     return HD_EBADCHECKSUM;
 }
 
-/* The part sizes as the object's parts JSON ([5242880,...]), malloc'd; NULL on OOM. */
+/* The part sizes as the object's parts JSON, runs of equal sizes as [size, count]
+ * ([[8388608,12],[4194304,1]]: clients upload equal parts but the last, so this stays a few
+ * bytes however many parts there are); malloc'd, NULL on OOM. */
 static char *parts_json(const struct src *sc)
 {
     struct hd_buf b;
-    size_t i;
+    size_t i, run;
 
     hd_buf_init(&b);
     hd_buf_puts(&b, "[");
-    for (i = 0; i < sc->files.n; i++)
-        hd_buf_printf(&b, "%s%llu", i ? "," : "", (unsigned long long)sc->sizes[i]);
+    for (i = 0; i < sc->files.n; i += run) {
+        for (run = 1; i + run < sc->files.n && sc->sizes[i + run] == sc->sizes[i]; run++)
+            ;
+        hd_buf_printf(&b, "%s[%llu,%zu]", i ? "," : "", (unsigned long long)sc->sizes[i], run);
+    }
     hd_buf_puts(&b, "]");
     if (b.oom) {
         hd_buf_cleanup(&b);

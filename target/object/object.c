@@ -32,7 +32,9 @@ char *hd_obj_meta_json(const struct hd_obj_meta *m)
         json_object_set_new(j, "meta", json_loads(m->meta, 0, NULL));
     if (m->hdrs)
         json_object_set_new(j, "hdrs", json_loads(m->hdrs, 0, NULL));
-    if (m->parts)
+    /* the part sizes, unless unusually many distinct ones would make the header too large
+     * for a node to take (the moved object then reads as one part) */
+    if (m->parts && strlen(m->parts) <= HD_OBJ_PARTS_MAX)
         json_object_set_new(j, "parts", json_loads(m->parts, 0, NULL));
     s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(j);
@@ -294,38 +296,43 @@ static void add_object_headers(struct hd_req *r, const struct hd_obj_meta *m)
 }
 
 /* Part n of the object (1-based) as a byte range: *count is the number of parts (0 when it
- * was not a multipart upload: then part 1 is the whole object). HD_EPARTNUM past the last. */
+ * was not a multipart upload: then part 1 is the whole object). HD_EPARTNUM past the last.
+ * m->parts holds runs [size, count] (a bare size counts once). */
 static int part_range(const struct hd_obj_meta *m, uint64_t n, uint64_t *off, uint64_t *len,
                       size_t *count)
 {
     json_t *a = m->parts ? json_loads(m->parts, 0, NULL) : NULL, *v;
-    uint64_t o = 0;
+    uint64_t o = 0, seen = 0, sz, k, total = 0;
+    int rc = 0, found = 0;
     size_t i;
-    int rc = 0;
 
-    *count = json_is_array(a) ? json_array_size(a) : 0;
-    if (!*count) {
-        if (n != 1)
-            rc = HD_EPARTNUM;
-        *off = 0;
-        *len = m->size;
+    *off = 0;
+    *len = m->size;
+    json_array_foreach(a, i, v)
+    {
+        json_t *s = json_is_array(v) ? json_array_get(v, 0) : v;
+        json_t *c = json_is_array(v) ? json_array_get(v, 1) : NULL;
+        sz = json_is_integer(s) ? (uint64_t)json_integer_value(s) : 0;
+        k = c ? (json_is_integer(c) ? (uint64_t)json_integer_value(c) : 0) : 1;
+        if (!found && n > seen && n <= seen + k) {
+            *off = o + (n - seen - 1) * sz;
+            *len = sz;
+            found = 1;
+        }
+        o += sz * k;
+        seen += k;
+        total += sz * k;
+    }
+    *count = (size_t)seen;
+    if (!seen) { /* not uploaded in parts: part 1 is the object */
+        rc = n == 1 ? 0 : HD_EPARTNUM;
         goto out;
     }
-    if (n > *count) {
+    if (!found) {
         rc = HD_EPARTNUM;
         goto out;
     }
-    json_array_foreach(a, i, v)
-    {
-        uint64_t sz = json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
-        if (i + 1 == n) {
-            *off = o;
-            *len = sz;
-            break;
-        }
-        o += sz;
-    }
-    if (*off > m->size || *len > m->size - *off)
+    if (total != m->size || *off > m->size || *len > m->size - *off)
         rc = HD_EINTERNAL; /* sizes that do not add up: never serve past the file */
 out:
     json_decref(a);

@@ -53,7 +53,10 @@ int hd_wcond_check(const struct hd_wcond *w, const struct hd_obj_meta *m, const 
 void hd_wcond_error(struct hd_req *r, int rc, const char *cond);
 
 /* An object's identity for moving it between nodes (X-Hoard-Obj-Meta: compact ASCII JSON
- * {etag, mtime_ms, ck_type, ck_val, ctype, meta, hdrs, parts}); malloc'd, NULL on OOM. */
+ * {etag, mtime_ms, ck_type, ck_val, ctype, meta, hdrs, parts}); malloc'd, NULL on OOM. The
+ * part sizes are left out past HD_OBJ_PARTS_MAX bytes (thousands of distinct sizes), so the
+ * header stays within what a node takes (http.mem_limit). */
+#define HD_OBJ_PARTS_MAX 8192
 char *hd_obj_meta_json(const struct hd_obj_meta *m);
 /* Parses such a header into attrs for hd_put_commit (keep_newer set). The strings point into
  * *hold (json_decref it after the commit). HD_EBADHEADER when malformed. */

@@ -26,7 +26,7 @@ HD_SUITE(object_identity)
     m.ctype = "text/plain";
     m.meta = "{\"k\":\"\"}";
     m.hdrs = "{\"cache-control\":\"no-cache\",\"x-amz-storage-class\":\"GLACIER\"}";
-    m.parts = "[5,2]";
+    m.parts = "[[5,1],[2,1]]";
     x = hd_obj_meta_json(&m);
     CHECK(x != NULL);
     CHECK_EQ_INT(hd_obj_meta_attrs(x, &a, &hold), 0);
@@ -36,10 +36,24 @@ HD_SUITE(object_identity)
     CHECK_EQ_STR(a.ctype, "text/plain");
     CHECK_EQ_STR(a.meta ? a.meta : "", "{\"k\":\"\"}");
     CHECK_EQ_STR(a.hdrs ? a.hdrs : "", m.hdrs);
-    CHECK_EQ_STR(a.parts ? a.parts : "", "[5,2]");
+    CHECK_EQ_STR(a.parts ? a.parts : "", "[[5,1],[2,1]]");
     CHECK_EQ_INT(a.keep_newer, 1);
     json_decref(hold);
     free(x);
+    /* thousands of distinct part sizes stay home: the header must fit a node's limit */
+    {
+        char *big = malloc(HD_OBJ_PARTS_MAX + 64);
+        size_t n = 0;
+        n += (size_t)snprintf(big, HD_OBJ_PARTS_MAX + 64, "[");
+        while (n < HD_OBJ_PARTS_MAX)
+            n += (size_t)snprintf(big + n, HD_OBJ_PARTS_MAX + 64 - n, "[%zu,1],", n);
+        big[n - 1] = ']';
+        m.parts = big;
+        x = hd_obj_meta_json(&m);
+        CHECK(x != NULL && strstr(x, "\"parts\"") == NULL && strlen(x) < 1024);
+        free(x);
+        free(big);
+    }
     /* from a node that does not send them yet */
     CHECK_EQ_INT(hd_obj_meta_attrs("{\"etag\":\"e\",\"mtime_ms\":1}", &a, &hold), 0);
     CHECK(a.hdrs == NULL && a.parts == NULL && a.meta == NULL);
