@@ -3,9 +3,11 @@
  * asks the role who is calling, classifies the call from one table {method, subresource,
  * level} -> operation, and answers 405/501 for what is not there; the role only plugs in a
  * handler per operation (the proxy routes, the target stores). The answers both roles
- * build the same way live here too: listing parameters and the ListObjects XML, ListBuckets,
- * GetBucketLocation, DeleteObjects results, and reading a small XML request body with its
- * payload checks. HTTP workers. */
+ * build the same way live here too: listing parameters and the ListObjects XML, ListBuckets
+ * (with its pages), GetBucketLocation, DeleteObjects results, the ACL and versioning answers
+ * of a store that keeps neither, and reading a small XML request body with its payload
+ * checks. Every call's x-amz-acl / x-amz-grant-* and GetObject's response-* parameters are
+ * checked here too, before the role sees the call. HTTP workers. */
 #ifndef HD_S3FRONT_H
 #define HD_S3FRONT_H
 
