@@ -314,6 +314,42 @@ enum hd_ck_type hd_cksum_type_from_header(const char *lname)
     return HD_CK_NONE;
 }
 
+size_t hd_cksum_size(enum hd_ck_type t)
+{
+    switch (t) {
+    case HD_CK_CRC32:
+    case HD_CK_CRC32C:
+        return 4;
+    case HD_CK_CRC64NVME:
+        return 8;
+    case HD_CK_SHA1:
+        return 20;
+    case HD_CK_SHA256:
+        return 32;
+    default:
+        return 0;
+    }
+}
+
+int hd_cksum_value_ok(enum hd_ck_type t, const char *v, int composite_ok)
+{
+    unsigned char raw[64];
+    const char *dash = v ? strchr(v, '-') : NULL;
+    size_t n = dash ? (size_t)(dash - v) : v ? strlen(v) : 0, got;
+
+    if (!v || t == HD_CK_NONE || (dash && !composite_ok))
+        return 0;
+    if (dash) { /* "-N": 1..10000 parts */
+        const char *p = dash + 1;
+        if (!*p || strlen(p) > 5)
+            return 0;
+        for (; *p; p++)
+            if (*p < '0' || *p > '9')
+                return 0;
+    }
+    return hd_b64_decode(v, n, raw, sizeof(raw), &got) == 0 && got == hd_cksum_size(t);
+}
+
 /* ---- MD5 ---- */
 
 int hd_md5_init(struct hd_md5 *m)

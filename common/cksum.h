@@ -46,6 +46,12 @@ const char *hd_cksum_name(enum hd_ck_type t);
 const char *hd_cksum_header(enum hd_ck_type t);
 /* Inverse of hd_cksum_header (case-insensitive); HD_CK_NONE if not a checksum header. */
 enum hd_ck_type hd_cksum_type_from_header(const char *lname);
+/* Bytes of the digest (4, 8, 20, 32; 0 for HD_CK_NONE). */
+size_t hd_cksum_size(enum hd_ck_type t);
+/* 1 when v is a well-formed value of type t: the padded base64 of hd_cksum_size(t) bytes,
+ * followed, when composite_ok, by an optional "-N" (a multipart upload's checksum of
+ * checksums); else 0. */
+int hd_cksum_value_ok(enum hd_ck_type t, const char *v, int composite_ok);
 
 /* Raw CRCs for callers that combine or store them (init/xorout applied, as in the catalogue):
  * pass 0 as crc to start, the previous return value to continue. */

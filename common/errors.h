@@ -67,6 +67,22 @@ enum hd_err {
     HD_EGONE,                /* 410 Gone (a decommissioned node asking to join) */
     HD_ENOTARCHIVE,          /* 400 InvalidArchive (archpath on a non-tar or corrupt tar) */
     HD_ENOSUCHMEMBER,        /* 404 NoSuchKey (archpath names no member of the archive) */
+    HD_ECKVALUE,             /* 400 InvalidRequest (x-amz-checksum-* value is malformed) */
+    HD_ECONFLICT,            /* 409 ConditionalRequestConflict (a write won the race) */
+    HD_EPARTNUM,             /* 416 InvalidPartNumber (partNumber past the part count) */
+    HD_EBADPARTNUM,          /* 400 InvalidArgument (partNumber not in 1..10000) */
+    HD_ERANGEPART,           /* 400 InvalidRequest (Range together with partNumber) */
+    HD_ESTORAGECLASS,        /* 400 InvalidStorageClass */
+    HD_EDATE,                /* 403 AccessDenied (SigV2: no valid Date or x-amz-date) */
+    HD_EEXPIRESNAN,          /* 403 AuthorizationQueryParametersError (X-Amz-Expires) */
+    HD_EEXPIRESNEG,          /* 403 AuthorizationQueryParametersError (X-Amz-Expires < 0) */
+    HD_EEXPIRESMAX,          /* 403 AuthorizationQueryParametersError (X-Amz-Expires > 7d) */
+    HD_ENOTYET,              /* 403 AccessDenied (presigned, dated in the future) */
+    HD_EMAXBUCKETS,          /* 400 InvalidArgument (max-buckets) */
+    HD_ENOGRANTS,            /* 501 NotImplemented (ACL grants) */
+    HD_ENOVERSIONING,        /* 501 NotImplemented (versioning Enabled) */
+    HD_EANONOVERRIDE,        /* 400 InvalidRequest (response-* on an unsigned GET) */
+    HD_ECOPYSELF,            /* 400 InvalidRequest (CopyObject onto itself, nothing changed) */
     HD_ELAST
 };
 

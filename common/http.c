@@ -56,6 +56,11 @@ static void req_free(struct hd_req *r)
         free((char *)r->rh[i].k);
         free((char *)r->rh[i].v);
     }
+    for (i = 0; i < r->novr; i++) {
+        free((char *)r->ovr[i].k);
+        free((char *)r->ovr[i].v);
+    }
+    free(r->ovr);
     if (r->deferred)
         MHD_destroy_response(r->deferred);
     free(r->rh);
@@ -174,6 +179,45 @@ int hd_resp_header(struct hd_req *r, const char *name, const char *value)
     return 0;
 }
 
+int hd_resp_override(struct hd_req *r, const char *name, const char *value)
+{
+    struct hd_kv *n = realloc(r->ovr, (r->novr + 1) * sizeof(*n));
+
+    if (!n)
+        return -ENOMEM;
+    r->ovr = n;
+    n[r->novr].k = strdup(name);
+    n[r->novr].v = strdup(value);
+    if (!n[r->novr].k || !n[r->novr].v) {
+        free((char *)n[r->novr].k);
+        free((char *)n[r->novr].v);
+        return -ENOMEM;
+    }
+    r->novr++;
+    return 0;
+}
+
+/* libmicrohttpd 0.9.75 refuses an empty header value (MHD_add_response_header answers MHD_NO
+ * for ""), which would silently drop e.g. an x-amz-meta-* stored empty. One space is, on the
+ * wire, an empty field value after optional whitespace (RFC 7230 3.2), and every client
+ * reads it as "". */
+static void add_header(struct MHD_Response *resp, const char *k, const char *v)
+{
+    MHD_add_response_header(resp, k, *v ? v : " ");
+}
+
+static int overridden(const struct hd_req *r, int status, const char *k)
+{
+    size_t i;
+
+    if (status != 200 && status != 206)
+        return 0;
+    for (i = 0; i < r->novr; i++)
+        if (strcasecmp(r->ovr[i].k, k) == 0)
+            return 1;
+    return 0;
+}
+
 /* An answer given before a request's body was read (a redirect, an auth error) makes
  * libmicrohttpd close the connection right after it; a client still sending the body then
  * gets a TCP reset, often before it has read the answer. So unless the client waits for
@@ -213,7 +257,11 @@ static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64
     MHD_add_response_header(resp, "x-amz-request-id", r->id);
     MHD_add_response_header(resp, "Server", "hoard");
     for (i = 0; i < r->nrh; i++)
-        MHD_add_response_header(resp, r->rh[i].k, r->rh[i].v);
+        if (!overridden(r, status, r->rh[i].k))
+            add_header(resp, r->rh[i].k, r->rh[i].v);
+    for (i = 0; i < r->novr; i++)
+        if (overridden(r, status, r->ovr[i].k))
+            add_header(resp, r->ovr[i].k, r->ovr[i].v);
     if (r->early && body_unread(r)) {
         r->deferred = resp;
         r->deferred_status = status;
@@ -356,6 +404,12 @@ int hd_resp_head(struct hd_req *r, int status, uint64_t len)
 
 int hd_resp_err_msg(struct hd_req *r, int code, const char *message)
 {
+    return hd_resp_err_ex(r, code, message, NULL, 0);
+}
+
+int hd_resp_err_ex(struct hd_req *r, int code, const char *message, const struct hd_kv *extra,
+                   size_t nextra)
+{
     const struct hd_err_info *e = hd_err_info(code);
     const char *res = r->resource ? r->resource : r->raw_path;
     struct hd_buf b;
@@ -374,6 +428,8 @@ int hd_resp_err_msg(struct hd_req *r, int code, const char *message)
         hd_xml_open(&b, "Error");
         hd_xml_elem(&b, "Code", e->s3_code);
         hd_xml_elem(&b, "Message", message);
+        for (size_t i = 0; i < nextra; i++)
+            hd_xml_elem(&b, extra[i].k, extra[i].v);
         hd_xml_elem(&b, "Resource", res);
         hd_xml_elem(&b, "RequestId", r->id);
         hd_xml_close(&b, "Error");

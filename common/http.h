@@ -76,6 +76,10 @@ struct hd_req {
     /* pending response headers, copied */
     struct hd_kv *rh;
     size_t nrh, caprh;
+    /* headers that replace the pending ones of the same name in a 2xx answer (copied;
+     * hd_resp_override) */
+    struct hd_kv *ovr;
+    size_t novr;
 
     /* handler hooks and state.
      * on_body returns 0 when it took all of data, a negative code on error, or, for flow
@@ -121,8 +125,13 @@ size_t hd_req_header_count(const struct hd_req *r, const char *name);
 const char *hd_req_param(const struct hd_req *r, const char *key);
 const char *hd_req_remote(const struct hd_req *r, char *buf, size_t len);
 
-/* Adds a response header (copied). Must precede the hd_resp_* call. */
+/* Adds a response header (copied). Must precede the hd_resp_* call. An empty value is sent
+ * as an empty field value (libmicrohttpd refuses "", so it goes out as one space, which
+ * RFC 7230's optional whitespace makes an empty value for every client). */
 int hd_resp_header(struct hd_req *r, const char *name, const char *value);
+/* Sets a header that, if r is answered 200 or 206, replaces every pending header of that
+ * name (S3's response-* query parameters); other answers ignore it. Copied. */
+int hd_resp_override(struct hd_req *r, const char *name, const char *value);
 
 /* Responses. Each may be called once per request; later calls are ignored. */
 int hd_resp_buf(struct hd_req *r, int status, const char *ctype, char *data, size_t len);
@@ -143,6 +152,11 @@ int hd_resp_head(struct hd_req *r, int status, uint64_t len);
 /* Error response from the errors table: S3 XML or native JSON per r->api. */
 int hd_resp_err(struct hd_req *r, int code);
 int hd_resp_err_msg(struct hd_req *r, int code, const char *message);
+/* The same with extra elements after <Message> in an S3 error body (<Condition>,
+ * <ArgumentName> ...: extra[i].k is the element, .v its text); the native JSON body leaves
+ * them out. */
+int hd_resp_err_ex(struct hd_req *r, int code, const char *message, const struct hd_kv *extra,
+                   size_t nextra);
 /* GET /metrics: every counter in Prometheus text format (common/metrics.h). */
 void hd_resp_metrics(struct hd_req *r);
 /* The bearer token /metrics requires from now on (metrics.token; NULL or "" = open). Call

@@ -306,10 +306,85 @@ int hd_http_date_parse(const char *s, time_t *out)
     return make_time(year, mon, day, h, mi, sec, out);
 }
 
+/* 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z: what hd_http_date_format can write. */
+#define DATE_MIN (-62167219200LL)
+#define DATE_MAX 253402300799LL
+
+/* A zone after the time of an RFC 1123 / 2822 date: GMT, UT, UTC, Z or +hhmm / -hhmm. 0 with
+ * *off the seconds east of UTC, or -1. */
+static int scan_zone(const char **pp, long *off)
+{
+    static const char *const utc[] = {"GMT", "UTC", "UT", "Z"};
+    const char *p = *pp;
+    int hh, mm, sign;
+
+    for (size_t i = 0; i < sizeof(utc) / sizeof(utc[0]); i++) {
+        size_t l = strlen(utc[i]);
+        if (strncmp(p, utc[i], l) == 0 && !(p[l] >= 'A' && p[l] <= 'Z')) {
+            *pp = p + l;
+            *off = 0;
+            return 0;
+        }
+    }
+    if (*p != '+' && *p != '-')
+        return -1;
+    sign = *p == '-' ? -1 : 1;
+    p++;
+    if (scan_fixed(&p, 2, &hh) < 0 || scan_fixed(&p, 2, &mm) < 0 || hh > 23 || mm > 59)
+        return -1;
+    *off = sign * (hh * 3600L + mm * 60L);
+    *pp = p;
+    return 0;
+}
+
+/* "Sun, 6 Nov 1994 08:49:37 +0100" (and GMT/UT/UTC/Z): RFC 1123 as RFC 2822 allows it. */
+static int parse_rfc1123_zone(const char *s, time_t *out)
+{
+    const char *p = s;
+    int day, mon, year, h, mi, sec, rc;
+    long off;
+
+    if (scan_name(&p, wday_short, 7) < 0 || expect(&p, ", ") < 0)
+        return HD_EBADARG;
+    if (scan_fixed(&p, 2, &day) < 0 && scan_fixed(&p, 1, &day) < 0)
+        return HD_EBADARG;
+    if (expect(&p, " ") < 0 || (mon = scan_name(&p, mon_short, 12)) < 0 || expect(&p, " ") < 0 ||
+        scan_fixed(&p, 4, &year) < 0 || expect(&p, " ") < 0 || scan_time(&p, &h, &mi, &sec) < 0 ||
+        expect(&p, " ") < 0 || scan_zone(&p, &off) < 0 || *p)
+        return HD_EBADARG;
+    if ((rc = make_time(year, mon, day, h, mi, sec, out)) < 0)
+        return rc;
+    *out -= off;
+    return 0;
+}
+
+int hd_date_parse(const char *s, time_t *out)
+{
+    char buf[64];
+    size_t n;
+
+    if (!s)
+        return HD_EBADARG;
+    s = skip_ows(s);
+    n = strlen(s);
+    while (n && is_ows((unsigned char)s[n - 1]))
+        n--;
+    if (n == 0 || n >= sizeof(buf))
+        return HD_EBADARG;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (!(is_digit((unsigned char)buf[0])     ? hd_amz_date_parse(buf, out)
+          : hd_http_date_parse(buf, out) == 0 ? 0
+                                              : parse_rfc1123_zone(buf, out)) &&
+        (int64_t)*out >= DATE_MIN && (int64_t)*out <= DATE_MAX)
+        return 0;
+    return HD_EBADARG;
+}
+
 void hd_http_date_format(time_t t, char out[32])
 {
     /* Clamp to years 0000..9999 so the fixed-width format always fits. */
-    const int64_t lo = -62167219200LL, hi = 253402300799LL;
+    const int64_t lo = DATE_MIN, hi = DATE_MAX;
     struct tm tm;
 
     if ((int64_t)t < lo)
@@ -410,7 +485,7 @@ int hd_cond_eval(const struct hd_cond *c, const char *etag, time_t mtime, int is
         if (!etag_list_match(c->if_match, etag, elen, 0))
             return HD_EPRECONDITION;
     } else if (etag && !blank(c->if_unmodified_since) &&
-               hd_http_date_parse(skip_ows(c->if_unmodified_since), &t) == 0) {
+               hd_date_parse(c->if_unmodified_since, &t) == 0) {
         if (mtime > t)
             return HD_EPRECONDITION;
     }
@@ -418,7 +493,7 @@ int hd_cond_eval(const struct hd_cond *c, const char *etag, time_t mtime, int is
         if (etag_list_match(c->if_none_match, etag, elen, 1))
             return is_read ? HD_ENOTMODIFIED : HD_EPRECONDITION;
     } else if (is_read && etag && !blank(c->if_modified_since) &&
-               hd_http_date_parse(skip_ows(c->if_modified_since), &t) == 0) {
+               hd_date_parse(c->if_modified_since, &t) == 0) {
         if (mtime <= t)
             return HD_ENOTMODIFIED;
     }
@@ -781,8 +856,7 @@ out:
     return rc;
 }
 
-static const char *const unsupported_sub[] = {"acl",
-                                              "policy",
+static const char *const unsupported_sub[] = {"policy",
                                               "lifecycle",
                                               "tagging",
                                               "cors",
@@ -806,7 +880,6 @@ static const char *const unsupported_sub[] = {"acl",
                                               "restore",
                                               "select",
                                               "attributes",
-                                              "versioning",
                                               "policyStatus",
                                               NULL};
 
@@ -839,6 +912,39 @@ char *hd_s3_vhost_path(const char *host, const char *domain, const char *path)
         return NULL;
     }
     return hd_buf_steal(&b, NULL);
+}
+
+int hd_list_drop_token(const char *list, const char *token, char *out, size_t max)
+{
+    size_t tl = strlen(token), n = 0;
+    const char *p = list;
+
+    if (!max)
+        return -1;
+    out[0] = '\0';
+    while (*p) {
+        const char *e = strchr(p, ','), *a, *b;
+        if (!e)
+            e = p + strlen(p);
+        a = skip_ows(p);
+        b = e;
+        while (b > a && is_ows((unsigned char)b[-1]))
+            b--;
+        if (b > a && !((size_t)(b - a) == tl && strncasecmp(a, token, tl) == 0)) {
+            size_t need = (size_t)(b - a) + (n ? 2 : 0);
+            if (n + need + 1 > max)
+                return -1;
+            if (n) {
+                memcpy(out + n, ", ", 2);
+                n += 2;
+            }
+            memcpy(out + n, a, (size_t)(b - a));
+            n += (size_t)(b - a);
+            out[n] = '\0';
+        }
+        p = *e ? e + 1 : e;
+    }
+    return (int)n;
 }
 
 int hd_etag_is_md5(const char *etag)

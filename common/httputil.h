@@ -33,6 +33,13 @@ int hd_content_range_parse(const char *hdr, uint64_t *first, uint64_t *last, uin
  * month), the weekday name is checked for spelling but not against the date. 0 or
  * HD_EBADARG. */
 int hd_http_date_parse(const char *s, time_t *out);
+/* Any date a client sends in Date, x-amz-date or a conditional header, leading and trailing
+ * blanks ignored: the three HTTP-date forms above; RFC 1123 / RFC 2822 with a zone other
+ * than GMT ("UT", "UTC", "Z", "+0000", "-0000", "+0130", ...: botocore's formatdate() and
+ * s3cmd write -0000 and +0000) and a one- or two-digit day; and ISO 8601 basic
+ * "20130524T000000Z" (how SigV4 writes x-amz-date). Years 0000..9999; the result may be
+ * before 1970 (negative). 0 or HD_EBADARG. */
+int hd_date_parse(const char *s, time_t *out);
 /* Formats t as IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), always NUL-terminated. */
 void hd_http_date_format(time_t t, char out[32]);
 /* Parses the SigV4 basic ISO 8601 form "20130524T000000Z" (exactly 16 chars). 0 or
@@ -54,7 +61,8 @@ struct hd_cond {
  * If-Modified-Since true -> 304). `etag` is the object's ETag without quotes ("abc-3").
  * ETag lists are comma separated, quoted or not; "*" matches any existing object. If-Match
  * compares strongly (a W/ tag never matches), If-None-Match weakly (W/ ignored).
- * If-Modified-Since applies only when is_read (GET/HEAD). Unparsable dates are ignored.
+ * If-Modified-Since applies only when is_read (GET/HEAD). Dates are read with hd_date_parse;
+ * unparsable ones are ignored.
  * Returns 0 (proceed), HD_EPRECONDITION (412) or HD_ENOTMODIFIED (304; only when is_read,
  * a failed If-None-Match on a write is 412). */
 int hd_cond_eval(const struct hd_cond *c, const char *etag, time_t mtime, int is_read);
@@ -101,7 +109,7 @@ void hd_query_free(struct hd_query *q);
 /* 1 when etag (unquoted) is a plain MD5 of the bytes: 32 hex digits (multipart and other
  * ETags are not, and cannot be compared with a digest). */
 int hd_etag_is_md5(const char *etag);
-/* 1 when q names an S3 subresource hoard does not implement (?acl, ?policy, ?tagging, ...):
+/* 1 when q names an S3 subresource hoard does not implement (?policy, ?tagging, ...):
  * the caller answers NotImplemented instead of treating it as a plain object call. */
 int hd_s3_unsupported_subresource(const struct hd_query *q);
 /* Virtual-host style addressing: for a Host header "BUCKET.<domain>[:port]" (domain matched
@@ -142,6 +150,11 @@ int hd_copy_source_parse(const char *src, char **bucket, char **key);
 int hd_parse_u64(const char *s, uint64_t *out);
 /* As hd_parse_u64 with an optional leading '-'. */
 int hd_parse_i64(const char *s, int64_t *out);
+/* A comma-separated header list (Content-Encoding, say) without the elements equal to token
+ * (ASCII case-insensitively): the others in order, trimmed, joined with ", ", into out (max
+ * bytes with the NUL). Returns the length left (0: nothing: drop the header), or -1 when it
+ * does not fit. "gzip, aws-chunked" -> "gzip"; "aws-chunked" -> "". */
+int hd_list_drop_token(const char *list, const char *token, char *out, size_t max);
 /* 1 when s starts with prefix, ASCII case-insensitively; else 0. */
 int hd_str_case_prefix(const char *s, const char *prefix);
 

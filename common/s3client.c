@@ -71,7 +71,21 @@ static CURL *thread_easy(void)
 void hd_s3c_obj_cleanup(struct hd_s3c_obj *o)
 {
     free(o->meta);
-    o->meta = NULL;
+    free(o->hdrs);
+    o->meta = o->hdrs = NULL;
+}
+
+/* The headers kept besides Content-Type and x-amz-meta-* (lowercase, as the JSON keys). */
+static const char *const std_hdrs[] = {"cache-control",    "content-disposition",
+                                       "content-encoding", "content-language",
+                                       "expires",          NULL};
+
+static int std_hdr(const char *p, size_t kl)
+{
+    for (int i = 0; std_hdrs[i]; i++)
+        if (strlen(std_hdrs[i]) == kl && strncasecmp(p, std_hdrs[i], kl) == 0)
+            return i;
+    return -1;
 }
 
 /* One request (and its retries). */
@@ -95,6 +109,7 @@ struct call {
     int abort_code;
     struct hd_s3c_obj obj;
     json_t *meta;
+    json_t *stdh;      /* the headers of struct hd_s3c_obj.hdrs */
     int content_range; /* a valid Content-Range came */
     char cr[64];       /* the Content-Range as sent, for the error message */
     uint64_t cr_last;  /* its last byte */
@@ -135,6 +150,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         memset(&k->obj, 0, sizeof(k->obj));
         json_decref(k->meta);
         k->meta = NULL;
+        json_decref(k->stdh);
+        k->stdh = NULL;
         k->content_range = 0;
         k->cr[0] = '\0';
         return len;
@@ -175,6 +192,13 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         } else {
             k->content_range = 0;
         }
+    } else if (std_hdr(p, kl) >= 0) {
+        json_t *s = json_string(val);
+        if (s) {
+            if (!k->stdh)
+                k->stdh = json_object();
+            json_object_set_new(k->stdh, std_hdrs[std_hdr(p, kl)], s);
+        }
     } else if (kl > 11 && strncasecmp(p, "x-amz-meta-", 11) == 0) {
         char name[256];
         size_t i, nl = kl - 11;
@@ -213,6 +237,8 @@ static int finish_head(struct call *k)
     }
     if (k->meta && json_object_size(k->meta))
         k->obj.meta = json_dumps(k->meta, JSON_COMPACT | JSON_SORT_KEYS);
+    if (k->stdh && json_object_size(k->stdh))
+        k->obj.hdrs = json_dumps(k->stdh, JSON_COMPACT);
     return 0;
 }
 
@@ -541,6 +567,8 @@ static int run(struct call *k, struct hd_s3c_err *err)
         memset(&k->obj, 0, sizeof(k->obj));
         json_decref(k->meta);
         k->meta = NULL;
+        json_decref(k->stdh);
+        k->stdh = NULL;
         k->status = 0;
         k->head_done = 0;
         k->abort_code = 0;
@@ -602,6 +630,8 @@ static int run(struct call *k, struct hd_s3c_err *err)
     hd_buf_cleanup(&k->errbody);
     json_decref(k->meta);
     k->meta = NULL;
+    json_decref(k->stdh);
+    k->stdh = NULL;
     return err->code;
 }
 
@@ -663,10 +693,12 @@ int hd_s3c_head_object(const struct hd_s3c *c, const char *bucket, const char *k
 
 int hd_s3c_put_object(const struct hd_s3c *c, const char *bucket, const char *key, int fd,
                       uint64_t size, const unsigned char md5[16], const char *ctype,
-                      const char *meta_json, char etag_out[48], struct hd_s3c_err *err)
+                      const char *meta_json, const char *hdrs_json, char etag_out[48],
+                      struct hd_s3c_err *err)
 {
-    char b64[32], names[MAX_HDRS - 4][300];
+    char b64[32], names[MAX_HDRS - 10][300];
     json_t *meta = meta_json ? json_loads(meta_json, 0, NULL) : NULL, *v;
+    json_t *hdrs = hdrs_json ? json_loads(hdrs_json, 0, NULL) : NULL;
     const char *name;
     struct call k;
     size_t nm = 0;
@@ -678,6 +710,9 @@ int hd_s3c_put_object(const struct hd_s3c *c, const char *bucket, const char *ke
     hd_b64_encode(md5, 16, b64, sizeof(b64));
     add_hdr(&k, "content-md5", b64);
     add_hdr(&k, "content-type", ctype && *ctype ? ctype : "application/octet-stream");
+    for (int i = 0; std_hdrs[i]; i++)
+        if (json_is_string(v = json_object_get(hdrs, std_hdrs[i])))
+            add_hdr(&k, std_hdrs[i], json_string_value(v));
     json_object_foreach(meta, name, v)
     {
         if (!json_is_string(v) || nm >= sizeof(names) / sizeof(names[0]))
@@ -691,6 +726,7 @@ int hd_s3c_put_object(const struct hd_s3c *c, const char *bucket, const char *ke
         snprintf(etag_out, 48, "%s", k.obj.etag);
     take_obj(&k, NULL);
     json_decref(meta);
+    json_decref(hdrs);
     return rc;
 }
 

@@ -57,6 +57,8 @@ struct hd_s3c_obj {
     int64_t mtime_ms;
     char ctype[128];
     char *meta; /* JSON object of x-amz-meta-* (lowercase names), or NULL */
+    char *hdrs; /* JSON object of Cache-Control, Content-Disposition, Content-Encoding,
+                 * Content-Language and Expires (lowercase names), or NULL */
 };
 void hd_s3c_obj_cleanup(struct hd_s3c_obj *o);
 
@@ -79,10 +81,13 @@ int hd_s3c_get_object(const struct hd_s3c *c, const char *bucket, const char *ke
                       const struct hd_s3c_get *g, struct hd_s3c_obj *out, struct hd_s3c_err *err);
 int hd_s3c_head_object(const struct hd_s3c *c, const char *bucket, const char *key,
                        struct hd_s3c_obj *out, struct hd_s3c_err *err);
-/* PUT size bytes of fd (from offset 0) with Content-MD5; etag_out gets the upstream's ETag. */
+/* PUT size bytes of fd (from offset 0) with Content-MD5, Content-Type, the x-amz-meta-* of
+ * meta_json and the headers of hdrs_json (the five of struct hd_s3c_obj.hdrs; other keys
+ * are left out); etag_out gets the upstream's ETag. */
 int hd_s3c_put_object(const struct hd_s3c *c, const char *bucket, const char *key, int fd,
                       uint64_t size, const unsigned char md5[16], const char *ctype,
-                      const char *meta_json, char etag_out[48], struct hd_s3c_err *err);
+                      const char *meta_json, const char *hdrs_json, char etag_out[48],
+                      struct hd_s3c_err *err);
 int hd_s3c_delete_object(const struct hd_s3c *c, const char *bucket, const char *key,
                          struct hd_s3c_err *err);
 /* ListObjectsV2: one page of at most max (1..1000) keys. token (a NextContinuationToken)

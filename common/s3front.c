@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cksum.h"
 #include "common/errors.h"
@@ -33,6 +34,10 @@ struct route {
 static const struct route routes[] = {
     {SERVICE, "GET", NULL, 0, 0, HD_S3_LIST_BUCKETS},
 
+    {BUCKET, "GET", "acl", 1, 0, HD_S3_GET_BUCKET_ACL},
+    {BUCKET, "PUT", "acl", 1, 0, HD_S3_PUT_BUCKET_ACL},
+    {BUCKET, "GET", "versioning", 1, 0, HD_S3_GET_VERSIONING},
+    {BUCKET, "PUT", "versioning", 1, 0, HD_S3_PUT_VERSIONING},
     {BUCKET, "GET", "location", 0, 0, HD_S3_GET_LOCATION},
     {BUCKET, "GET", "uploads", 0, 0, HD_S3_LIST_UPLOADS},
     {BUCKET, "GET", "versions", 0, 0, HD_S3_LIST_VERSIONS},
@@ -42,6 +47,8 @@ static const struct route routes[] = {
     {BUCKET, "PUT", NULL, 0, 0, HD_S3_CREATE_BUCKET},
     {BUCKET, "DELETE", NULL, 0, 0, HD_S3_DELETE_BUCKET},
 
+    {OBJECT, "GET", "acl", 1, 0, HD_S3_GET_OBJECT_ACL},
+    {OBJECT, "PUT", "acl", 1, 0, HD_S3_PUT_OBJECT_ACL},
     {OBJECT, "POST", "uploads", 0, 0, HD_S3_CREATE_MPU},
     {OBJECT, "PUT", "uploadId", 1, 1, HD_S3_UPLOAD_PART_COPY},
     {OBJECT, "PUT", "uploadId", 1, 0, HD_S3_UPLOAD_PART},
@@ -65,6 +72,10 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_HEAD_BUCKET] = "HeadBucket",
     [HD_S3_CREATE_BUCKET] = "CreateBucket",
     [HD_S3_DELETE_BUCKET] = "DeleteBucket",
+    [HD_S3_GET_BUCKET_ACL] = "GetBucketAcl",
+    [HD_S3_PUT_BUCKET_ACL] = "PutBucketAcl",
+    [HD_S3_GET_VERSIONING] = "GetBucketVersioning",
+    [HD_S3_PUT_VERSIONING] = "PutBucketVersioning",
     [HD_S3_CREATE_MPU] = "CreateMultipartUpload",
     [HD_S3_UPLOAD_PART] = "UploadPart",
     [HD_S3_UPLOAD_PART_COPY] = "UploadPartCopy",
@@ -76,6 +87,8 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_HEAD_OBJECT] = "HeadObject",
     [HD_S3_PUT_OBJECT] = "PutObject",
     [HD_S3_DELETE_OBJECT] = "DeleteObject",
+    [HD_S3_GET_OBJECT_ACL] = "GetObjectAcl",
+    [HD_S3_PUT_OBJECT_ACL] = "PutObjectAcl",
 };
 
 const char *hd_s3_op_name(enum hd_s3_op op)
@@ -138,6 +151,10 @@ static int metric_op(enum hd_s3_op op)
     case HD_S3_HEAD_BUCKET:
     case HD_S3_CREATE_BUCKET:
     case HD_S3_DELETE_BUCKET:
+    case HD_S3_GET_BUCKET_ACL:
+    case HD_S3_PUT_BUCKET_ACL:
+    case HD_S3_GET_VERSIONING:
+    case HD_S3_PUT_VERSIONING:
         return HD_OP_BUCKET;
     default:
         return HD_OP_OTHER;
@@ -145,6 +162,47 @@ static int metric_op(enum hd_s3_op op)
 }
 
 /* ---- listings ---- */
+
+/* Continuation tokens: base64url of the last name, without padding, so that no client has to
+ * (or can fail to) URL-encode them; standard base64 is read too. */
+static void tok_encode(const char *name, char *out, size_t max)
+{
+    char *p;
+
+    if (hd_b64_encode((const unsigned char *)name, strlen(name), out, max) < 0) {
+        out[0] = '\0';
+        return;
+    }
+    for (p = out; *p; p++) {
+        if (*p == '+')
+            *p = '-';
+        else if (*p == '/')
+            *p = '_';
+        else if (*p == '=')
+            *p = '\0';
+    }
+}
+
+/* 0 with out[0..*n) NUL-terminated (no NUL inside, not empty), or HD_EBADTOKEN. */
+static int tok_decode(const char *tok, char *out, size_t max, size_t *n)
+{
+    size_t l = strlen(tok), i;
+    char *b;
+    int rc = HD_EBADTOKEN;
+
+    if (l == 0 || l > 4 * max / 3 + 4 || l % 4 == 1 || !(b = malloc(l + 4)))
+        return HD_EBADTOKEN;
+    for (i = 0; i < l; i++)
+        b[i] = tok[i] == '-' ? '+' : tok[i] == '_' ? '/' : tok[i];
+    while (i % 4)
+        b[i++] = '=';
+    if (hd_b64_decode(b, i, (unsigned char *)out, max - 1, n) == 0 && *n && !memchr(out, 0, *n)) {
+        out[*n] = '\0';
+        rc = 0;
+    }
+    free(b);
+    return rc;
+}
 
 int hd_s3_list_parse(struct hd_req *r, int versions, struct hd_s3_list_req *q, const char **msg)
 {
@@ -164,6 +222,8 @@ int hd_s3_list_parse(struct hd_req *r, int versions, struct hd_s3_list_req *q, c
     q->v2 = !versions && lt && strcmp(lt, "2") == 0;
     q->prefix = hd_req_param(r, "prefix");
     q->delimiter = hd_req_param(r, "delimiter");
+    if (q->delimiter && !*q->delimiter)
+        q->delimiter = NULL; /* AWS: "delimiter=" is no delimiter, and is not echoed */
     q->marker = q->v2 ? NULL : hd_req_param(r, versions ? "key-marker" : "marker");
     q->ctok = q->v2 ? hd_req_param(r, "continuation-token") : NULL;
     q->start_after = q->v2 ? hd_req_param(r, "start-after") : NULL;
@@ -184,13 +244,10 @@ int hd_s3_list_parse(struct hd_req *r, int versions, struct hd_s3_list_req *q, c
     q->from = q->marker && *q->marker             ? q->marker
               : q->start_after && *q->start_after ? q->start_after
                                                   : NULL;
-    if (q->ctok) {
-        if (!*q->ctok ||
-            hd_b64_decode(q->ctok, strlen(q->ctok), (unsigned char *)q->tokbuf,
-                          sizeof(q->tokbuf) - 1, &n) < 0 ||
-            !n || memchr(q->tokbuf, 0, n))
+    q->ctok_given = q->ctok != NULL;
+    if (q->ctok && *q->ctok) { /* an empty one lists from the start (and is echoed) */
+        if (tok_decode(q->ctok, q->tokbuf, sizeof(q->tokbuf), &n) < 0)
             return HD_EBADTOKEN;
-        q->tokbuf[n] = '\0';
         q->from = q->tokbuf;
     }
     return 0;
@@ -217,13 +274,16 @@ void hd_s3_list_xml(struct hd_buf *b, const char *bucket, const struct hd_s3_lis
         truncated = 1;
         next = items[shown - 1].name;
     }
+    if (q->max == 0)
+        truncated = 0; /* AWS: max-keys=0 is an empty, complete page */
     hd_xml_decl(b);
     hd_xml_open_ns(b, root, S3NS);
     hd_xml_elem(b, "Name", bucket);
-    hd_xml_key_elem(b, "Prefix", q->prefix ? q->prefix : "", q->url);
+    /* V1's <Prefix> stays raw: botocore decodes it for V2 and versions, never for V1 */
+    hd_xml_key_elem(b, "Prefix", q->prefix ? q->prefix : "", q->url && (q->v2 || q->versions));
     if (q->v2) {
         hd_xml_elemf(b, "KeyCount", "%zu", shown);
-        if (q->ctok)
+        if (q->ctok_given)
             hd_xml_elem(b, "ContinuationToken", q->ctok);
         if (q->start_after)
             hd_xml_key_elem(b, "StartAfter", q->start_after, q->url);
@@ -240,7 +300,7 @@ void hd_s3_list_xml(struct hd_buf *b, const char *bucket, const struct hd_s3_lis
     if (truncated && shown && next) {
         if (q->v2) {
             char t64[1500];
-            hd_b64_encode((const unsigned char *)next, strlen(next), t64, sizeof(t64));
+            tok_encode(next, t64, sizeof(t64));
             hd_xml_elem(b, "NextContinuationToken", t64);
         } else if (q->versions) {
             hd_xml_key_elem(b, "NextKeyMarker", next, q->url);
@@ -269,7 +329,7 @@ void hd_s3_list_xml(struct hd_buf *b, const char *bucket, const struct hd_s3_lis
         hd_xml_elemf(b, "Size", "%llu", (unsigned long long)it->size);
         if (q->owner)
             owner_xml(b, owner);
-        hd_xml_elem(b, "StorageClass", "STANDARD");
+        hd_xml_elem(b, "StorageClass", it->sclass && *it->sclass ? it->sclass : "STANDARD");
         hd_xml_close(b, item);
     }
     for (i = 0; i < shown; i++) {
@@ -282,8 +342,11 @@ void hd_s3_list_xml(struct hd_buf *b, const char *bucket, const struct hd_s3_lis
     hd_xml_close(b, root);
 }
 
+/* ListBuckets' page: bk[0..n) in order; region: each bucket's BucketRegion (the request had
+ * a pagination parameter) or NULL; token: the ContinuationToken of the next page or NULL;
+ * prefix: echoed when the request had one. */
 static void buckets_xml(struct hd_buf *b, const char *owner, const struct hd_s3_bucket *bk,
-                        size_t n)
+                        size_t n, const char *region, const char *token, const char *prefix)
 {
     char ts[32];
     size_t i;
@@ -297,9 +360,15 @@ static void buckets_xml(struct hd_buf *b, const char *owner, const struct hd_s3_
         hd_xml_elem(b, "Name", bk[i].name);
         hd_iso8601_ms(bk[i].created * 1000, ts);
         hd_xml_elem(b, "CreationDate", ts);
+        if (region)
+            hd_xml_elem(b, "BucketRegion", region);
         hd_xml_close(b, "Bucket");
     }
     hd_xml_close(b, "Buckets");
+    if (token)
+        hd_xml_elem(b, "ContinuationToken", token);
+    if (prefix)
+        hd_xml_elem(b, "Prefix", prefix);
     hd_xml_close(b, "ListAllMyBucketsResult");
 }
 
@@ -425,20 +494,61 @@ static void read_body(struct hd_req *r, const struct hd_sigv4_auth *auth, size_t
 
 /* ---- the calls answered here, from the role's callbacks ---- */
 
+static int bucket_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct hd_s3_bucket *)a)->name, ((const struct hd_s3_bucket *)b)->name);
+}
+
+/* ListBuckets, with the 2024 pagination parameters: max-buckets (1..10000), continuation-token,
+ * prefix, bucket-region. Without any of them every bucket in one page; with one but no
+ * max-buckets, pages of 10000 (AWS). A token is emitted only when more buckets follow. */
 static void list_buckets(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                          const struct hd_s3_call *c)
 {
+    const char *mb = hd_req_param(r, "max-buckets"), *tok = hd_req_param(r, "continuation-token");
+    const char *pfx = hd_req_param(r, "prefix"), *reg = hd_req_param(r, "bucket-region");
+    int paged = mb || tok || pfx || reg;
     struct hd_s3_bucket *bk = NULL;
+    char from[128] = "", next[128];
+    size_t n = 0, i, first, more = 0, limit = paged ? 10000 : (size_t)-1, fl;
+    uint64_t v;
     struct hd_buf b;
-    size_t n = 0;
     int rc;
 
+    if (mb && (hd_parse_u64(mb, &v) < 0 || v < 1 || v > 10000)) {
+        struct hd_kv ex[] = {{"ArgumentName", "max-buckets"}, {"ArgumentValue", mb}};
+        hd_resp_err_ex(r, HD_EMAXBUCKETS, NULL, ex, 2);
+        return;
+    }
+    if (mb)
+        limit = (size_t)v;
+    if (tok && *tok && tok_decode(tok, from, sizeof(from), &fl) < 0) {
+        struct hd_kv ex[] = {{"ArgumentName", "continuation-token"}};
+        hd_resp_err_ex(r, HD_EBADTOKEN, NULL, ex, 1);
+        return;
+    }
     if ((rc = f->buckets(ctx, &bk, &n)) < 0) {
         hd_resp_err(r, rc);
         return;
     }
+    if (reg && *reg && strcmp(reg, f->region(ctx)) != 0)
+        n = 0; /* all of ours live in our region */
+    qsort(bk, n, sizeof(*bk), bucket_cmp);
+    /* keep the page's buckets at the front: after the token, under the prefix, up to limit
+     * (one more, to see whether anything follows) */
+    for (i = first = 0; i < n; i++) {
+        if (strcmp(bk[i].name, from) <= 0 || (pfx && strncmp(bk[i].name, pfx, strlen(pfx)) != 0))
+            continue;
+        if (first == limit) {
+            more = 1;
+            break;
+        }
+        bk[first++] = bk[i];
+    }
+    if (more)
+        tok_encode(bk[first - 1].name, next, sizeof(next));
     hd_buf_init(&b);
-    buckets_xml(&b, c->owner, bk, n);
+    buckets_xml(&b, c->owner, bk, first, paged ? f->region(ctx) : NULL, more ? next : NULL, pfx);
     free(bk);
     hd_resp_xml(r, 200, &b);
 }
@@ -491,7 +601,7 @@ struct hd_s3_list_page {
 };
 
 int hd_s3_page_add(struct hd_s3_list_page *pg, const char *name, int is_prefix, uint64_t size,
-                   const char *etag, int64_t mtime_ms, const char *mtime_iso)
+                   const char *etag, int64_t mtime_ms, const char *mtime_iso, const char *sclass)
 {
     struct hd_s3_list_item *it;
 
@@ -508,9 +618,11 @@ int hd_s3_page_add(struct hd_s3_list_page *pg, const char *name, int is_prefix, 
     it->size = size;
     it->mtime_ms = mtime_ms;
     if (!(it->name = strdup(name)) || !(it->etag = strdup(etag ? etag : "")) ||
-        (mtime_iso && !(it->mtime_iso = strdup(mtime_iso)))) {
+        (mtime_iso && !(it->mtime_iso = strdup(mtime_iso))) ||
+        (sclass && *sclass && !(it->sclass = strdup(sclass)))) {
         free((char *)it->name);
         free((char *)it->etag);
+        free((char *)it->mtime_iso);
         return -ENOMEM;
     }
     pg->n++;
@@ -532,6 +644,7 @@ static void page_cleanup(struct hd_s3_list_page *pg)
         free((char *)pg->items[i].name);
         free((char *)pg->items[i].etag);
         free((char *)pg->items[i].mtime_iso);
+        free((char *)pg->items[i].sclass);
     }
     free(pg->items);
     free(pg->next);
@@ -548,7 +661,12 @@ static void list_objects(struct hd_req *r, const struct hd_s3_front *f, void *ct
     int rc;
 
     if ((rc = hd_s3_list_parse(r, c->op == HD_S3_LIST_VERSIONS, &q, &qmsg)) < 0) {
-        hd_resp_err_msg(r, rc, qmsg);
+        struct hd_kv ex[] = {{"ArgumentName", "continuation-token"}, {NULL, NULL}};
+        if (rc == HD_EMAXKEYS) {
+            ex[0].v = "maxKeys";
+            ex[1] = (struct hd_kv){"ArgumentValue", hd_req_param(r, "max-keys")};
+        }
+        hd_resp_err_ex(r, rc, qmsg, ex, rc == HD_EBADTOKEN ? 1 : rc == HD_EMAXKEYS ? 2 : 0);
         return;
     }
     memset(&page, 0, sizeof(page));
@@ -668,17 +786,281 @@ static void delete_objects(struct hd_req *r, const struct hd_s3_front *f, void *
         read_body(r, &c->auth, HD_XML_MAX_BODY, delete_end, bc, free);
 }
 
+/* ---- ACLs and versioning: what a store without either answers ---- */
+
+#define XSI_NS "http://www.w3.org/2001/XMLSchema-instance"
+
+/* The one ACL there is: the owner (the caller, as ListObjects shows Owner) has FULL_CONTROL.
+ * xsi:type is not optional in practice: s3cmd reads it from every Grantee. */
+static void acl_xml(struct hd_buf *b, const char *owner)
+{
+    hd_xml_decl(b);
+    hd_xml_open_ns(b, "AccessControlPolicy", S3NS);
+    owner_xml(b, owner);
+    hd_xml_open(b, "AccessControlList");
+    hd_xml_open(b, "Grant");
+    hd_buf_puts(b, "<Grantee xmlns:xsi=\"" XSI_NS "\" xsi:type=\"CanonicalUser\">");
+    hd_xml_elem(b, "ID", owner);
+    hd_xml_elem(b, "DisplayName", owner);
+    hd_xml_close(b, "Grantee");
+    hd_xml_elem(b, "Permission", "FULL_CONTROL");
+    hd_xml_close(b, "Grant");
+    hd_xml_close(b, "AccessControlList");
+    hd_xml_close(b, "AccessControlPolicy");
+}
+
+static int in_list(const char *v, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(v, *list) == 0)
+            return 1;
+    return 0;
+}
+
+/* x-amz-acl and x-amz-grant-* of a call that may carry them (PUT object or bucket, copy,
+ * CreateMultipartUpload, PUT ?acl): HD_OK, or HD_DONE when answered. The canned ACLs that
+ * change nothing here are accepted; the other known ones and any grant header are 501; an
+ * unknown canned name is AWS's 400 InvalidArgument (with its empty Message). */
+static int acl_headers(struct hd_req *r)
+{
+    static const char *const same[] = {"private", "bucket-owner-full-control", NULL};
+    static const char *const known[] = {"public-read",
+                                        "public-read-write",
+                                        "authenticated-read",
+                                        "aws-exec-read",
+                                        "bucket-owner-read",
+                                        "log-delivery-write",
+                                        NULL};
+    const char *canned = hd_req_header(r, "x-amz-acl");
+    size_t i;
+    int grants = 0;
+
+    for (i = 0; i < r->nhdrs; i++)
+        grants |= hd_str_case_prefix(r->hdrs[i].k, "x-amz-grant-");
+    if (canned && grants) {
+        hd_resp_err_msg(r, HD_EBADREQ,
+                        "Specifying both Canned ACLs and Header Grants is not allowed");
+        return HD_DONE;
+    }
+    if (grants || (canned && in_list(canned, known))) {
+        hd_resp_err(r, HD_ENOGRANTS);
+        return HD_DONE;
+    }
+    if (canned && !in_list(canned, same)) {
+        struct hd_kv ex[] = {{"ArgumentName", "x-amz-acl"}, {"ArgumentValue", canned}};
+        hd_resp_err_ex(r, HD_EBADARG, "", ex, 2);
+        return HD_DONE;
+    }
+    return HD_OK;
+}
+
+/* An AccessControlPolicy body: 0 when it grants the owner FULL_CONTROL and nobody anything
+ * else (what GET ?acl answers, and what s3cmd copies from object to object). */
+static int acl_body_check(const char *body, size_t len, const char *owner)
+{
+    struct hd_xnode *root = NULL, *acl, *g;
+    size_t n = 0;
+    int rc = hd_xml_parse(body, len, &root);
+
+    if (rc < 0)
+        return rc;
+    if (strcmp(root->name, "AccessControlPolicy") != 0 ||
+        !(acl = hd_xnode_child(root, "AccessControlList"))) {
+        rc = HD_EMALFORMEDXML;
+        goto out;
+    }
+    rc = 0;
+    for (g = hd_xnode_child(acl, "Grant"); g && rc == 0; g = hd_xnode_next(g, "Grant"), n++) {
+        struct hd_xnode *who = hd_xnode_child(g, "Grantee");
+        const char *perm = hd_xnode_child_text(g, "Permission");
+        const char *id = who ? hd_xnode_child_text(who, "ID") : NULL;
+        if (!who || !perm || !id || strcmp(id, owner) != 0 || strcmp(perm, "FULL_CONTROL") != 0 ||
+            hd_xnode_child(who, "URI") || hd_xnode_child(who, "EmailAddress"))
+            rc = HD_ENOGRANTS;
+    }
+    if (rc == 0 && n == 0)
+        rc = HD_ENOGRANTS; /* taking the owner's own rights away */
+out:
+    hd_xnode_free(root);
+    return rc;
+}
+
+static void acl_put_end(struct hd_req *r, void *ctx, const char *body, size_t len)
+{
+    const char *owner = ctx;
+    int rc = 0;
+
+    if (len)
+        rc = acl_body_check(body, len, owner);
+    else if (!hd_req_header(r, "x-amz-acl"))
+        rc = HD_EMALFORMEDXML; /* neither a canned ACL nor a policy */
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        hd_resp_empty(r, 200);
+}
+
+void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c)
+{
+    struct hd_buf b;
+    char *owner;
+
+    if (strcmp(r->method, "PUT") == 0) {
+        if (!(owner = strdup(c->owner)))
+            hd_resp_err(r, -ENOMEM);
+        else
+            read_body(r, &c->auth, (size_t)64 * 1024, acl_put_end, owner, free);
+        return;
+    }
+    hd_buf_init(&b);
+    acl_xml(&b, c->owner);
+    hd_resp_xml(r, 200, &b);
+}
+
+static void bucket_acl(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                       const struct hd_s3_call *c)
+{
+    int rc = f->bucket_exists(ctx, c->bucket);
+
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        hd_s3_acl_answer(r, c);
+}
+
+static void get_versioning(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                           const struct hd_s3_call *c)
+{
+    struct hd_buf b;
+    int rc = f->bucket_exists(ctx, c->bucket);
+
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    /* never versioned: no Status (rclone and the aws CLI read "unversioned") */
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_buf_puts(&b, "<VersioningConfiguration xmlns=\"" S3NS "\"/>");
+    hd_resp_xml(r, 200, &b);
+}
+
+/* Suspended is what an unversioned bucket already behaves as: a no-op. Enabled is not there. */
+static void versioning_end(struct hd_req *r, void *ctx, const char *body, size_t len)
+{
+    struct hd_xnode *root = NULL;
+    const char *st, *mfa;
+    int rc = hd_xml_parse(body, len, &root);
+
+    if (rc == 0 && strcmp(root->name, "VersioningConfiguration") != 0)
+        rc = HD_EMALFORMEDXML;
+    if (rc == 0) {
+        st = hd_xnode_child_text(root, "Status");
+        mfa = hd_xnode_child_text(root, "MfaDelete");
+        if ((st && strcmp(st, "Enabled") == 0) || (mfa && strcmp(mfa, "Enabled") == 0))
+            rc = HD_ENOVERSIONING;
+        else if ((st && strcmp(st, "Suspended") != 0) || (mfa && strcmp(mfa, "Disabled") != 0))
+            rc = HD_EMALFORMEDXML;
+    }
+    hd_xnode_free(root);
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        hd_resp_empty(r, 200);
+}
+
+static void put_versioning(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                           const struct hd_s3_call *c)
+{
+    int rc = f->bucket_exists(ctx, c->bucket);
+
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        read_body(r, &c->auth, (size_t)64 * 1024, versioning_end, NULL, NULL);
+}
+
 typedef void (*builtin_fn)(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                            const struct hd_s3_call *c);
 
 static const builtin_fn builtin[HD_S3_OP_COUNT] = {
-    [HD_S3_LIST_BUCKETS] = list_buckets,   [HD_S3_GET_LOCATION] = location,
-    [HD_S3_LIST_VERSIONS] = list_objects,  [HD_S3_DELETE_OBJECTS] = delete_objects,
-    [HD_S3_LIST_OBJECTS] = list_objects,   [HD_S3_HEAD_BUCKET] = head_bucket,
-    [HD_S3_CREATE_BUCKET] = create_bucket, [HD_S3_DELETE_BUCKET] = delete_bucket,
+    [HD_S3_LIST_BUCKETS] = list_buckets,     [HD_S3_GET_LOCATION] = location,
+    [HD_S3_LIST_VERSIONS] = list_objects,    [HD_S3_DELETE_OBJECTS] = delete_objects,
+    [HD_S3_LIST_OBJECTS] = list_objects,     [HD_S3_HEAD_BUCKET] = head_bucket,
+    [HD_S3_CREATE_BUCKET] = create_bucket,   [HD_S3_DELETE_BUCKET] = delete_bucket,
+    [HD_S3_GET_BUCKET_ACL] = bucket_acl,     [HD_S3_PUT_BUCKET_ACL] = bucket_acl,
+    [HD_S3_GET_VERSIONING] = get_versioning, [HD_S3_PUT_VERSIONING] = put_versioning,
 };
 
 /* ---- dispatch ---- */
+
+/* Signed by its sender (Authorization header or a presigned query), whether or not this
+ * node checks signatures (auth off): what response-* overrides need. */
+static int signed_request(const struct hd_req *r)
+{
+    return hd_req_header(r, "Authorization") || hd_req_param(r, "X-Amz-Signature") ||
+           hd_req_param(r, "Signature");
+}
+
+/* GetObject / HeadObject response-* parameters: the headers they name replace the object's
+ * in a 200/206 answer. 0, or the error to answer (an unsigned request, a value that cannot be
+ * a header). An empty value is ignored; none is checked for syntax (response-expires=123 is
+ * sent as is). */
+static int response_overrides(struct hd_req *r)
+{
+    static const char *const map[][2] = {
+        {"response-cache-control", "Cache-Control"},
+        {"response-content-disposition", "Content-Disposition"},
+        {"response-content-encoding", "Content-Encoding"},
+        {"response-content-language", "Content-Language"},
+        {"response-content-type", "Content-Type"},
+        {"response-expires", "Expires"},
+    };
+    size_t i, any = 0;
+    const char *v, *p;
+
+    for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        const struct hd_query_param *qp = hd_query_find(&r->query, map[i][0]);
+        if (!qp || !qp->value_len)
+            continue;
+        for (p = qp->value; p < qp->value + qp->value_len; p++)
+            if ((unsigned char)*p < 0x20 && *p != '\t')
+                return HD_EBADHEADER; /* a CR, LF or NUL would split or cut the header */
+        any++;
+    }
+    if (!any)
+        return 0;
+    if (!signed_request(r))
+        return HD_EANONOVERRIDE;
+    for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if ((v = hd_req_param(r, map[i][0])) && *v && hd_resp_override(r, map[i][1], v) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
+/* A presigned URL past its time (SigV4 or SigV2): AWS's body names the times. */
+static void expired(struct hd_req *r, const struct hd_sigv4_auth *a)
+{
+    struct hd_kv ex[3];
+    char in[24], at[32], now[32];
+    size_t n = 0;
+
+    if (a->date) { /* SigV4: X-Amz-Date + X-Amz-Expires */
+        snprintf(in, sizeof(in), "%ld", a->expires_in);
+        ex[n++] = (struct hd_kv){"X-Amz-Expires", in};
+    }
+    if (a->expires_at) {
+        hd_iso8601_ms((int64_t)a->expires_at * 1000, at);
+        at[19] = 'Z'; /* whole seconds, as AWS writes them */
+        at[20] = '\0';
+        ex[n++] = (struct hd_kv){"Expires", at};
+    }
+    hd_iso8601_ms((int64_t)time(NULL) * 1000, now);
+    now[19] = 'Z';
+    now[20] = '\0';
+    ex[n++] = (struct hd_kv){"ServerTime", now};
+    hd_resp_err_ex(r, HD_EEXPIRED, NULL, ex, n);
+}
 
 void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front *f, void *ctx)
 {
@@ -708,6 +1090,10 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
     rc = f->authenticate(r, ctx, bucket, key, &c.auth);
     if (rc == HD_AGAIN)
         goto out; /* parked: this runs again */
+    if (rc == HD_EEXPIRED) {
+        expired(r, &c.auth);
+        goto out;
+    }
     if (rc < 0) {
         hd_resp_err(r, rc);
         goto out;
@@ -722,6 +1108,29 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         goto out;
     }
     r->op = metric_op(c.op);
+    switch (c.op) {
+    case HD_S3_PUT_OBJECT:
+    case HD_S3_COPY_OBJECT:
+    case HD_S3_CREATE_MPU:
+    case HD_S3_CREATE_BUCKET:
+    case HD_S3_PUT_BUCKET_ACL:
+    case HD_S3_PUT_OBJECT_ACL:
+        if (acl_headers(r) == HD_DONE)
+            goto out;
+        break;
+    case HD_S3_GET_OBJECT:
+    case HD_S3_HEAD_OBJECT:
+        if ((rc = response_overrides(r)) < 0) {
+            hd_resp_err_msg(r, rc,
+                            rc == HD_EBADHEADER
+                                ? "Header value cannot be represented using ISO-8859-1."
+                                : NULL);
+            goto out;
+        }
+        break;
+    default:
+        break;
+    }
     c.bucket = bucket;
     c.key = key;
     c.vpath = vpath;

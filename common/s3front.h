@@ -3,9 +3,11 @@
  * asks the role who is calling, classifies the call from one table {method, subresource,
  * level} -> operation, and answers 405/501 for what is not there; the role only plugs in a
  * handler per operation (the proxy routes, the target stores). The answers both roles
- * build the same way live here too: listing parameters and the ListObjects XML, ListBuckets,
- * GetBucketLocation, DeleteObjects results, and reading a small XML request body with its
- * payload checks. HTTP workers. */
+ * build the same way live here too: listing parameters and the ListObjects XML, ListBuckets
+ * (with its pages), GetBucketLocation, DeleteObjects results, the ACL and versioning answers
+ * of a store that keeps neither, and reading a small XML request body with its payload
+ * checks. Every call's x-amz-acl / x-amz-grant-* and GetObject's response-* parameters are
+ * checked here too, before the role sees the call. HTTP workers. */
 #ifndef HD_S3FRONT_H
 #define HD_S3FRONT_H
 
@@ -28,6 +30,10 @@ enum hd_s3_op {
     HD_S3_HEAD_BUCKET,
     HD_S3_CREATE_BUCKET,
     HD_S3_DELETE_BUCKET,
+    HD_S3_GET_BUCKET_ACL,
+    HD_S3_PUT_BUCKET_ACL,
+    HD_S3_GET_VERSIONING,
+    HD_S3_PUT_VERSIONING,
     /* object level */
     HD_S3_CREATE_MPU,
     HD_S3_UPLOAD_PART,
@@ -40,6 +46,8 @@ enum hd_s3_op {
     HD_S3_HEAD_OBJECT,
     HD_S3_PUT_OBJECT,
     HD_S3_DELETE_OBJECT,
+    HD_S3_GET_OBJECT_ACL,
+    HD_S3_PUT_OBJECT_ACL,
     HD_S3_OP_COUNT
 };
 
@@ -100,6 +108,13 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
 /* The operation's name (for logs and tests). */
 const char *hd_s3_op_name(enum hd_s3_op op);
 
+/* ---- ACLs: hoard keeps none; the owner has FULL_CONTROL of everything ----
+ * GetObjectAcl / PutObjectAcl for a role that found the object (the bucket calls are answered
+ * here): GET answers the owner-only AccessControlPolicy; PUT accepts the canned private /
+ * bucket-owner-full-control or a body granting the owner FULL_CONTROL only (a no-op), and
+ * answers any other grant 501 (reading the body first). */
+void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c);
+
 /* ---- listings ---- */
 
 /* ListObjects (V1), ListObjectsV2 and ListObjectVersions parameters, read from r. */
@@ -107,6 +122,7 @@ struct hd_s3_list_req {
     int v2, versions;
     const char *prefix, *delimiter, *marker, *ctok, *start_after;
     int url;          /* encoding-type=url */
+    int ctok_given;   /* continuation-token present (perhaps empty: "from the start") */
     int owner;        /* Owner elements wanted (V1 always; V2 with fetch-owner=true) */
     uint64_t max;     /* max-keys, at most 1000 */
     const char *from; /* exclusive start key: marker, start-after or the decoded token */
@@ -122,16 +138,18 @@ struct hd_s3_list_item {
     const char *etag;      /* unquoted */
     int64_t mtime_ms;      /* used when mtime_iso is NULL */
     const char *mtime_iso; /* ISO 8601 with milliseconds, or NULL */
+    const char *sclass;    /* storage class, or NULL for STANDARD */
 };
 /* Appends an entry to a page (strings copied); 0 or -ENOMEM. */
 int hd_s3_page_add(struct hd_s3_list_page *pg, const char *name, int is_prefix, uint64_t size,
-                   const char *etag, int64_t mtime_ms, const char *mtime_iso);
+                   const char *etag, int64_t mtime_ms, const char *mtime_iso, const char *sclass);
 /* Whether more entries follow, and the name to continue after (NULL: the last added). */
 void hd_s3_page_end(struct hd_s3_list_page *pg, int truncated, const char *next);
 
 /* The result document: items sorted, objects and common prefixes mixed; truncated: more
  * follow; next: the last name given (the next start key). Past q->max items the page is cut
- * there (truncated, next = the last one shown). */
+ * there (truncated, next = the last one shown); max-keys=0 is never truncated (AWS).
+ * Continuation tokens are base64url without padding: nothing in them needs URL encoding. */
 void hd_s3_list_xml(struct hd_buf *b, const char *bucket, const struct hd_s3_list_req *q,
                     const char *owner, const struct hd_s3_list_item *items, size_t n, int truncated,
                     const char *next);

@@ -15,6 +15,7 @@
 #include "common/buf.h"
 #include "common/cksum.h"
 #include "common/errors.h"
+#include "common/httputil.h"
 
 #define SHA1_LEN 20
 #define EXPIRES_DIGITS_MAX 18 /* fits a long long with room to spare */
@@ -564,37 +565,6 @@ static int decode_sig(const char *s, size_t n, unsigned char raw[SHA1_LEN])
     return 0;
 }
 
-/* An HTTP date in any of RFC 9110's three forms, or with a numeric zone ("+0000", what
- * s3cmd sends in x-amz-date), or ISO 8601 basic as SigV4 writes x-amz-date. */
-static int parse_date(const char *s, time_t *t)
-{
-    static const char *const fmts[] = {"%a, %d %b %Y %H:%M:%S GMT", "%a, %d %b %Y %H:%M:%S UTC",
-                                       "%a, %d %b %Y %H:%M:%S %z",  "%A, %d-%b-%y %H:%M:%S GMT",
-                                       "%a %b %d %H:%M:%S %Y",      "%Y%m%dT%H%M%SZ"};
-
-    for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
-        struct tm tm;
-        const char *end;
-        long off;
-
-        memset(&tm, 0, sizeof(tm));
-        end = strptime(s, fmts[i], &tm);
-        if (!end)
-            continue;
-        while (is_space(*end))
-            end++;
-        if (*end)
-            continue;
-        off = tm.tm_gmtoff; /* timegm resets it */
-        *t = timegm(&tm);
-        if (*t == (time_t)-1)
-            return -1;
-        *t -= off;
-        return 0;
-    }
-    return -1;
-}
-
 /* The spellings clients sign, as F_* sets; each is tried with and without F_SLASH, limited
  * to the bits that matter for the request, each distinct set once (at most 14 HMACs). */
 static const int profiles[] = {
@@ -679,11 +649,13 @@ static int verify_header(const struct hd_sigv4_in *in, const char *authz,
     s = trim(colon + 1, &sl);
     if (decode_sig(s, sl, sig) < 0)
         return HD_EAUTHHDR;
+    /* x-amz-date wins over Date, even empty; either in any form hd_date_parse reads (s3cmd
+     * writes "+0000"). No date, a bad one or one before 1970: what AWS answers (403) */
     d = find_header(in->headers, in->nheaders, "x-amz-date", &count);
     if (!d)
         d = find_header(in->headers, in->nheaders, "date", &count);
-    if (!d || count > 1 || parse_date(d, &t) < 0)
-        return HD_EAUTHHDR;
+    if (!d || count > 1 || hd_date_parse(d, &t) < 0 || t < 0)
+        return HD_EDATE;
     skew = (long long)in->now - (long long)t;
     if (skew > HD_SIGV4_MAX_SKEW || skew < -HD_SIGV4_MAX_SKEW)
         return HD_ESKEW;
@@ -728,6 +700,7 @@ static int verify_query(const struct hd_sigv4_in *in, hd_sigv4_secret_fn secret_
     }
     if (decode_sig(qv[QP_SIG].data, qv[QP_SIG].len, sig) < 0)
         goto out;
+    out->expires_at = (time_t)expires;
     if ((long long)in->now > expires) {
         rc = HD_EEXPIRED;
         goto out;

@@ -43,14 +43,15 @@ struct hd_buf;
  *                    AWSAccessKeyId / Signature query parameters (SigV4 or anonymous)
  *   HD_EBADARG       SigV2 mixed with another mechanism (a second Authorization header
  *                    beside the query form, or X-Amz-Algorithm/-Credential/-Signature)
- *   HD_EAUTHHDR      malformed header form: not "AWS AK:base64", repeated Authorization,
- *                    no or unparsable Date / x-amz-date, or a repeated one
+ *   HD_EAUTHHDR      malformed header form: not "AWS AK:base64", repeated Authorization
+ *   HD_EDATE         header form without a valid date: no Date / x-amz-date, a repeated one,
+ *                    one hd_date_parse cannot read, or one before 1970 (AWS: 403)
  *   HD_EAUTHQUERY    malformed query form: AWSAccessKeyId, Expires or Signature missing,
  *                    empty or repeated, Expires not a decimal number, Signature not the
  *                    base64 of 20 bytes (after percent-decoding; '+' is a literal plus)
  *   HD_EBADHEADER    Content-MD5 or Content-Type repeated
  *   HD_ESKEW         header form, request time more than 15 minutes away from in->now
- *   HD_EEXPIRED      query form, in->now > Expires
+ *   HD_EEXPIRED      query form, in->now > Expires (out->expires_at says when)
  *   HD_ENOACCESSKEY  secret_for does not know the key (or its own negative code)
  *   HD_EBADSIG       signature mismatch
  *   -ENOMEM

@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "common/buf.h"
+#include "common/httputil.h"
 #include "common/cksum.h"
 #include "common/errors.h"
 
@@ -373,25 +374,6 @@ static int parse_amz_date(const char *s, size_t n, time_t *t)
     return 0;
 }
 
-/* RFC 1123 "Fri, 24 May 2013 00:00:00 GMT" (the Date header), C locale names. */
-static int parse_http_date(const char *s, time_t *t)
-{
-    struct tm tm = {0};
-    const char *end;
-
-    while (is_blank(*s))
-        s++;
-    end = strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    if (!end)
-        return -1;
-    while (is_blank(*end))
-        end++;
-    if (*end)
-        return -1;
-    *t = timegm(&tm);
-    return *t == (time_t)-1 ? -1 : 0;
-}
-
 /* ---- credential, Authorization header ---- */
 
 struct cred {
@@ -712,8 +694,11 @@ static int verify_header(const struct hd_sigv4_in *in, const char *authz,
         if (count > 1 || parse_amz_date(d, strlen(d), &p.t) < 0)
             goto out;
     } else {
+        /* botocore signs with Date alone when the request carries one (a retry, or the
+         * caller's), in email.utils.formatdate's form "Wed, 25 Nov 2026 13:30:59 -0000";
+         * the string to sign then holds that instant in ISO 8601 basic form */
         d = find_header(in->headers, in->nheaders, "date", &count);
-        if (!d || count > 1 || parse_http_date(d, &p.t) < 0)
+        if (!d || count > 1 || hd_date_parse(d, &p.t) < 0)
             goto out;
     }
     hd_sigv4_amz_date(p.t, p.amz_date);
@@ -759,6 +744,28 @@ static int query_has(const char *q, const char *key)
 
 enum { QP_ALGO, QP_CRED, QP_DATE, QP_EXPIRES, QP_SH, QP_SIG, QP_N };
 
+/* X-Amz-Expires as AWS reads it: 0..604800, or the error naming what is wrong with it. */
+static int parse_expires(const char *v, long *out)
+{
+    const char *p = v + (*v == '-');
+    long long n = 0;
+
+    if (!*p)
+        return HD_EEXPIRESNAN;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return HD_EEXPIRESNAN;
+        if (n <= HD_SIGV4_MAX_EXPIRES)
+            n = n * 10 + (*p - '0');
+    }
+    if (*v == '-' && n > 0)
+        return HD_EEXPIRESNEG;
+    if (n > HD_SIGV4_MAX_EXPIRES)
+        return HD_EEXPIRESMAX;
+    *out = (long)n;
+    return 0;
+}
+
 /* Presigned form: X-Amz-Algorithm, -Credential, -Date, -Expires, -SignedHeaders and
  * -Signature, each exactly once. */
 static int verify_query(const struct hd_sigv4_in *in, hd_sigv4_secret_fn secret_for, void *ctx,
@@ -795,16 +802,18 @@ static int verify_query(const struct hd_sigv4_in *in, hd_sigv4_secret_fn secret_
         copy_sig(p.sig, qv[QP_SIG].data, qv[QP_SIG].len) < 0)
         goto out;
     memcpy(p.amz_date, qv[QP_DATE].data, 16);
-    if (qv[QP_EXPIRES].len > 6 || digits(qv[QP_EXPIRES].data, (int)qv[QP_EXPIRES].len) < 1 ||
-        digits(qv[QP_EXPIRES].data, (int)qv[QP_EXPIRES].len) > HD_SIGV4_MAX_EXPIRES)
+    if ((rc = parse_expires(qv[QP_EXPIRES].data, &expires)) < 0)
         goto out;
-    expires = digits(qv[QP_EXPIRES].data, (int)qv[QP_EXPIRES].len);
-    if ((long long)in->now > (long long)p.t + expires) {
+    out->date = p.t;
+    out->expires_in = expires;
+    out->expires_at = (time_t)((long long)p.t + expires);
+    /* AWS: X-Amz-Expires=0 has expired as it was made */
+    if (expires == 0 || (long long)in->now > (long long)p.t + expires) {
         rc = HD_EEXPIRED;
         goto out;
     }
     if ((long long)p.t - (long long)in->now > HD_SIGV4_MAX_SKEW) {
-        rc = HD_EACCESS; /* "request is not valid yet" */
+        rc = HD_ENOTYET;
         goto out;
     }
     p.sh = qv[QP_SH].data;

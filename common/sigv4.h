@@ -67,6 +67,10 @@ struct hd_sigv4_auth {
     int presigned;
     int anonymous; /* set by the callers that verify: no credentials were sent (or none are
                     * checked: auth off) */
+    /* presigned (also set when the answer is HD_EEXPIRED / HD_ENOTYET, for the error body):
+     * X-Amz-Expires (SigV4; 0 for SigV2, whose Expires is an instant) and when it ends */
+    long expires_in;
+    time_t expires_at;
 };
 
 /* Looks up the secret for access_key, NUL-terminated into secret (secret_max bytes).
@@ -78,13 +82,17 @@ typedef int (*hd_sigv4_secret_fn)(void *ctx, const char *access_key, char *secre
  * query (X-Amz-Algorithm ...). Returns:
  *   0                  verified; *out filled
  *   HD_DECLINED        no SigV4 auth at all (anonymous): the caller decides
- *   HD_EAUTHHDR        malformed Authorization / date headers, or SigV2
- *   HD_EAUTHQUERY      malformed presigned parameters (X-Amz-Expires outside 1..604800 ...)
+ *   HD_EAUTHHDR        malformed Authorization / date headers (X-Amz-Date, else Date in any
+ *                      form hd_date_parse reads), or SigV2
+ *   HD_EAUTHQUERY      malformed presigned parameters (credential, date, algorithm ...)
+ *   HD_EEXPIRESNAN     X-Amz-Expires is not a number
+ *   HD_EEXPIRESNEG     X-Amz-Expires is negative
+ *   HD_EEXPIRESMAX     X-Amz-Expires is over 604800 (a week)
  *   HD_EBADARG         both an Authorization header and presigned parameters
  *   HD_EBADHEADER      x-amz-content-sha256 is none of the known forms
  *   HD_ESKEW           header-signed and more than 15 minutes away from now
- *   HD_EEXPIRED        presigned and now > X-Amz-Date + X-Amz-Expires
- *   HD_EACCESS         presigned and dated more than 15 minutes in the future
+ *   HD_EEXPIRED        presigned and now > X-Amz-Date + X-Amz-Expires, or X-Amz-Expires=0
+ *   HD_ENOTYET         presigned and dated more than 15 minutes in the future
  *   HD_ENOACCESSKEY    secret_for does not know the key (or its own error code)
  *   HD_EBADSIG         signature mismatch
  *   -ENOMEM

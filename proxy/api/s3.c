@@ -97,7 +97,7 @@ static int list(void *ctx, const char *bucket, const struct hd_s3_list_req *q,
         return rc;
     for (i = 0; rc == 0 && i < res.n; i++)
         rc = hd_s3_page_add(pg, res.items[i].name, res.items[i].is_prefix, res.items[i].size,
-                            res.items[i].etag, 0, res.items[i].mtime);
+                            res.items[i].etag, 0, res.items[i].mtime, res.items[i].sclass);
     hd_s3_page_end(pg, q->max ? res.truncated : res.n > 0, res.last);
     hd_proxy_list_cleanup(&res);
     return rc;

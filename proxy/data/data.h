@@ -36,8 +36,9 @@ struct hd_plist_item {
     int is_prefix;
     uint64_t size;
     char etag[48];
-    char mtime[32]; /* ISO 8601 with milliseconds, as targets send it */
-    int cached;     /* S3-backed buckets: held by a target (-1: native bucket) */
+    char mtime[32];  /* ISO 8601 with milliseconds, as targets send it */
+    char sclass[24]; /* storage class when not STANDARD, else "" */
+    int cached;      /* S3-backed buckets: held by a target (-1: native bucket) */
 };
 struct hd_plist_res {
     struct hd_plist_item *items; /* sorted, unique */

@@ -57,7 +57,9 @@ int hd_proxy_list_push(struct hd_plist_res *res, size_t *cap, const char *name, 
         const char *etag = json_string_value(json_object_get(e, "etag"));
         const char *mtime = json_string_value(json_object_get(e, "mtime"));
         snprintf(it->etag, sizeof(it->etag), "%s", etag ? etag : "");
+        const char *sc = json_string_value(json_object_get(e, "storage_class"));
         snprintf(it->mtime, sizeof(it->mtime), "%s", mtime ? mtime : "");
+        snprintf(it->sclass, sizeof(it->sclass), "%s", sc ? sc : "");
     }
     res->n++;
     return 0;
@@ -306,6 +308,8 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
                                   (json_int_t)it->size, "etag", it->etag, "mtime", it->mtime);
             if (e && it->cached >= 0)
                 json_object_set_new(e, "cached", json_boolean(it->cached));
+            if (e && it->sclass[0])
+                json_object_set_new(e, "storage_class", json_string(it->sclass));
             json_array_append_new(ents, e);
         }
     }

@@ -27,6 +27,7 @@
 #include "common/mpulist.h"
 #include "common/metrics.h"
 #include "common/xml.h"
+#include "target/cluster/peer.h"
 #include "target/store/int.h"
 
 #define MPU_MIN_PART (5ull << 20) /* S3's minimum size of every part but the last */
@@ -44,7 +45,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS mpu_uploads("
     " id TEXT PRIMARY KEY, bucket TEXT NOT NULL, name TEXT NOT NULL, created INTEGER NOT NULL,"
     " ctype TEXT, meta TEXT, ck_algo TEXT, ck_type TEXT, state INTEGER NOT NULL DEFAULT 0,"
-    " etag TEXT, ck_val TEXT, done INTEGER) WITHOUT ROWID;"
+    " etag TEXT, ck_val TEXT, done INTEGER, hdrs TEXT) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS mpu_uploads_bn ON mpu_uploads(bucket, name, created);"
     "CREATE INDEX IF NOT EXISTS mpu_uploads_done ON mpu_uploads(done) WHERE state = 1;"
     "CREATE TABLE IF NOT EXISTS mpu_parts("
@@ -59,6 +60,32 @@ struct db {
     struct conn *c;
 };
 
+/* Uploads created before a column existed get it: the headers stored with the object (and its
+ * storage class) came later. */
+static int has_hdrs(sqlite3 *db)
+{
+    sqlite3_stmt *s;
+    int found = 0;
+
+    if (sqlite3_prepare_v2(db, "PRAGMA table_info(mpu_uploads)", -1, &s, NULL) != SQLITE_OK)
+        return 0;
+    while (!found && sqlite3_step(s) == SQLITE_ROW)
+        found = sqlite3_column_text(s, 1) &&
+                strcmp((const char *)sqlite3_column_text(s, 1), "hdrs") == 0;
+    sqlite3_finalize(s);
+    return found;
+}
+
+static int migrate(sqlite3 *db)
+{
+    if (has_hdrs(db) ||
+        sqlite3_exec(db, "ALTER TABLE mpu_uploads ADD COLUMN hdrs TEXT", NULL, NULL, NULL) ==
+            SQLITE_OK ||
+        has_hdrs(db)) /* another connection added it meanwhile */
+        return SQLITE_OK;
+    return SQLITE_ERROR;
+}
+
 static int db_open(struct mountpath *mp, struct db *d)
 {
     char *msg = NULL;
@@ -69,6 +96,10 @@ static int db_open(struct mountpath *mp, struct db *d)
     if ((rc = hd_store_conn_get(mp, &d->c)) < 0)
         return rc;
     rc = sqlite3_exec(d->c->db, schema_sql, NULL, NULL, &msg);
+    if (rc == SQLITE_OK && !atomic_load(&mp->mpu_schema)) {
+        if ((rc = migrate(d->c->db)) == SQLITE_OK)
+            atomic_store(&mp->mpu_schema, 1);
+    }
     if (rc != SQLITE_OK) {
         HD_LOG(HD_ERROR, NULL, "catalog %s: multipart tables: %s", mp->path, msg ? msg : "?");
         sqlite3_free(msg);
@@ -213,6 +244,7 @@ struct upload {
     int full;           /* checksum type FULL_OBJECT (else COMPOSITE) */
     char *ctype;
     char *meta;
+    char *hdrs;      /* Cache-Control ... storage class, for the object (hd_collect_hdrs) */
     char etag[48];   /* once completed */
     char ck_val[64]; /* once completed: final checksum ("b64-N" when composite) */
 };
@@ -221,7 +253,8 @@ static void upload_cleanup(struct upload *u)
 {
     free(u->ctype);
     free(u->meta);
-    u->ctype = u->meta = NULL;
+    free(u->hdrs);
+    u->ctype = u->meta = u->hdrs = NULL;
 }
 
 /* Upload ids are ours only if they look like ours: they name a directory. */
@@ -246,7 +279,7 @@ static int upload_get(struct db *d, const char *id, const char *bucket, const ch
 
     memset(u, 0, sizeof(*u));
     rc = db_prep(d,
-                 "SELECT created, state, ck_algo, ck_type, ctype, meta, etag, ck_val "
+                 "SELECT created, state, ck_algo, ck_type, ctype, meta, etag, ck_val, hdrs "
                  "FROM mpu_uploads WHERE id = ?1 AND bucket = ?2 AND name = ?3",
                  &s);
     if (rc < 0)
@@ -266,7 +299,11 @@ static int upload_get(struct db *d, const char *id, const char *bucket, const ch
         u->meta = hd_store_col_dup(s, 5);
         hd_store_col_copy(s, 6, u->etag, sizeof(u->etag));
         hd_store_col_copy(s, 7, u->ck_val, sizeof(u->ck_val));
-        rc = 0;
+        u->hdrs = hd_store_col_dup(s, 8);
+        rc = (u->ctype || !sqlite3_column_text(s, 4)) && (u->meta || !sqlite3_column_text(s, 5)) &&
+                     (u->hdrs || !sqlite3_column_text(s, 8))
+                 ? 0
+                 : -ENOMEM;
     } else if (st == SQLITE_DONE) {
         rc = HD_ENOSUCHUPLOAD;
     } else {
@@ -334,7 +371,7 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
     const char *ctype = hd_req_header(r, "Content-Type");
     const char *msg = NULL;
     enum hd_ck_type ck = HD_CK_NONE;
-    char id[MPU_ID_HEX + 1], *meta = NULL;
+    char id[MPU_ID_HEX + 1], *meta = NULL, *hdrs = NULL;
     struct db d = {0};
     sqlite3_stmt *s;
     struct hd_buf b;
@@ -384,6 +421,8 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
         msg = "x-amz-meta-* headers are invalid or larger than 2 KiB.";
         goto out;
     }
+    if ((rc = hd_collect_hdrs(r, &hdrs)) < 0)
+        goto out;
     if ((rc = hd_store_random_hex(id, MPU_ID_BYTES)) < 0)
         goto out;
     if ((rc = db_open(hd_store_mp_for(t->st, bucket, key), &d)) < 0)
@@ -391,7 +430,7 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
     prune_done(&d);
     rc = db_prep(&d,
                  "INSERT INTO mpu_uploads(id, bucket, name, created, ctype, meta, ck_algo, "
-                 "ck_type, state) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
+                 "ck_type, state, hdrs) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)",
                  &s);
     if (rc < 0)
         goto out;
@@ -403,6 +442,7 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
     bind_text_or_null(s, 6, meta);
     bind_text_or_null(s, 7, ck == HD_CK_NONE ? NULL : hd_cksum_name(ck));
     bind_text_or_null(s, 8, ck == HD_CK_NONE ? NULL : full ? "FULL_OBJECT" : "COMPOSITE");
+    bind_text_or_null(s, 9, hdrs);
     if ((rc = db_run(&d, s, "multipart create")) < 0)
         goto out;
     db_close(&d);
@@ -422,6 +462,7 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
 out:
     db_close(&d);
     free(meta);
+    free(hdrs);
     if (rc < 0)
         hd_resp_err_msg(r, rc, msg);
 }
@@ -580,8 +621,7 @@ void hd_mpu_upload_part(struct hd_req *r, struct hd_target *t, const char *bucke
     if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
         goto out;
     if (!pn || hd_parse_u64(pn, &n) < 0 || n < 1 || n > MPU_MAX_PART_NUM) {
-        rc = HD_EBADARG;
-        msg = "Part number must be an integer between 1 and 10000, inclusive.";
+        rc = HD_EBADPARTNUM;
         goto out;
     }
     if (!id_valid(id)) {
@@ -625,6 +665,322 @@ void hd_mpu_upload_part(struct hd_req *r, struct hd_target *t, const char *bucke
     return;
 out:
     part_arg_free(pa);
+    hd_resp_err_msg(r, rc, msg);
+}
+
+/* The checksum of type t of the bytes written to p (flushed first), base64. */
+static int put_file_cksum(struct hd_put *p, enum hd_ck_type t, char out[HD_CK_B64_MAX])
+{
+    struct hd_cksum ck;
+    char *buf = NULL;
+    off_t off = 0;
+    ssize_t n;
+    int fd = -1, rc;
+
+    if ((rc = hd_put_flush(p)) < 0 || (rc = hd_cksum_init(&ck, t)) < 0)
+        return rc;
+    if (!(buf = malloc(1 << 20))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((fd = open(hd_put_tmp_path(p), O_RDONLY | O_CLOEXEC)) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    while ((n = pread(fd, buf, 1 << 20, off)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            goto out;
+        }
+        hd_cksum_update(&ck, buf, (size_t)n);
+        off += n;
+    }
+    hd_cksum_final_b64(&ck, out);
+out:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    hd_cksum_cleanup(&ck);
+    return rc;
+}
+
+/* ---- UploadPartCopy ----
+ * A part made of (a range of) another object: the source's bytes go through a put on the
+ * upload's mountpath and are committed as the part, exactly as an uploaded part is. A source
+ * held here is read on the worker (disk only, as CopyObject does); one another target owns is
+ * streamed from it on the pool, with the request parked. */
+
+struct pcopy {
+    struct hd_target *t;
+    struct part_arg *pa;
+    char *sb, *sk; /* the source */
+    int ranged;
+    uint64_t first, last; /* x-amz-copy-source-range, inclusive */
+    char range[64];       /* the same as a Range header */
+    char *cond_v[4];
+    struct hd_cond cond; /* x-amz-copy-source-if-*, pointing into cond_v */
+    struct hd_obj_meta out;
+    char msg[128];
+};
+
+static void pcopy_free(void *arg)
+{
+    struct pcopy *c = arg;
+    size_t i;
+
+    part_arg_free(c->pa);
+    free(c->sb);
+    free(c->sk);
+    for (i = 0; i < 4; i++)
+        free(c->cond_v[i]);
+    free(c);
+}
+
+/* "bytes=first-last", digits only, first <= last (what AWS accepts). */
+static int copy_range_parse(const char *v, uint64_t *first, uint64_t *last)
+{
+    char a[24], b[24];
+    const char *dash;
+
+    if (strncmp(v, "bytes=", 6) != 0 || !(dash = strchr(v + 6, '-')) ||
+        (size_t)(dash - v - 6) >= sizeof(a) || strlen(dash + 1) >= sizeof(b))
+        return -1;
+    snprintf(a, sizeof(a), "%.*s", (int)(dash - v - 6), v + 6);
+    snprintf(b, sizeof(b), "%s", dash + 1);
+    if (hd_parse_u64(a, first) < 0 || hd_parse_u64(b, last) < 0 || *first > *last)
+        return -1;
+    return 0;
+}
+
+/* The range against a source of `size` bytes: 0, or HD_EBADARG with AWS's message. */
+static int pcopy_check_range(struct pcopy *c, uint64_t size)
+{
+    if (c->ranged && (c->last >= size || c->first >= size)) {
+        snprintf(c->msg, sizeof(c->msg),
+                 "Range specified is not valid for source object of size: %llu",
+                 (unsigned long long)size);
+        return HD_EBADARG;
+    }
+    return 0;
+}
+
+/* Commits what p holds as the part (with the upload's checksum algorithm computed over it). */
+static int pcopy_commit(struct pcopy *c, struct hd_put *p)
+{
+    struct hd_put_attrs a;
+    char ck[HD_CK_B64_MAX];
+    int rc;
+
+    memset(&a, 0, sizeof(a));
+    if (c->pa->ck != HD_CK_NONE) {
+        if ((rc = put_file_cksum(p, c->pa->ck, ck)) < 0)
+            return rc;
+        a.ck_type = hd_cksum_name(c->pa->ck);
+        a.ck_val = ck;
+    }
+    return part_commit(p, &a, &c->out, c->pa);
+}
+
+/* The source held here: HD_ENOSUCHKEY when it is not. */
+static int pcopy_local(struct pcopy *c)
+{
+    struct hd_obj_meta m;
+    struct hd_put *p = NULL;
+    uint64_t off, len;
+    char *buf = NULL;
+    int fd = -1, rc = hd_store_open_object(c->t->st, c->sb, c->sk, &m, &fd);
+
+    if (rc < 0)
+        return rc;
+    rc = hd_cond_eval(&c->cond, m.etag, (time_t)(m.mtime_ms / 1000), 0);
+    if (rc == HD_ENOTMODIFIED)
+        rc = HD_EPRECONDITION; /* copy-source conditions never give 304 */
+    if (rc < 0 || (rc = pcopy_check_range(c, m.size)) < 0)
+        goto out;
+    off = c->ranged ? c->first : 0;
+    len = c->ranged ? c->last - c->first + 1 : m.size;
+    if ((rc = hd_put_begin_sized(c->t->st, c->pa->bucket, c->pa->key, len, &p)) < 0)
+        goto out;
+    if (!(buf = malloc(1 << 20))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    while (len > 0) {
+        ssize_t n = pread(fd, buf, len > (1u << 20) ? (1u << 20) : (size_t)len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -errno : HD_EINTERNAL;
+            goto out;
+        }
+        if ((rc = hd_put_write(p, buf, (size_t)n)) < 0)
+            goto out;
+        off += (uint64_t)n;
+        len -= (uint64_t)n;
+    }
+    rc = pcopy_commit(c, p);
+out:
+    free(buf);
+    hd_put_free(p);
+    close(fd);
+    hd_obj_meta_cleanup(&m);
+    return rc;
+}
+
+/* The source from its owner, another target (pool thread). */
+static void pcopy_remote_run(struct hd_acall *a)
+{
+    struct pcopy *c = a->arg;
+    struct hd_put *p = NULL;
+    char url[512], *xmeta = NULL;
+    uint64_t total = 0;
+    int rc = hd_peer_owner_elsewhere(c->t->cl, c->sb, c->sk, url, sizeof(url));
+
+    if (rc < 0 || (rc = hd_put_begin(c->t->st, c->pa->bucket, c->pa->key, &p)) < 0)
+        goto out;
+    rc = hd_peer_get_range_into(c->t->cl, url, c->sb, c->sk, 0, &c->cond,
+                                c->ranged ? c->range : NULL, p, &xmeta, &total);
+    if (rc == HD_ERANGE || (rc == 0 && c->ranged && c->last >= total)) {
+        c->ranged = 1;
+        rc = pcopy_check_range(c, total);
+        if (rc == 0)
+            rc = HD_EBADARG;
+        goto out;
+    }
+    if (rc == 0)
+        rc = pcopy_commit(c, p);
+out:
+    hd_put_free(p);
+    free(xmeta);
+    a->rc = rc;
+}
+
+static void pcopy_answer(struct hd_req *r, struct pcopy *c, int rc)
+{
+    struct hd_buf b;
+    char ts[32], etag[64], tag[32];
+
+    if (rc < 0) {
+        hd_resp_err_msg(r, rc, c->msg[0] ? c->msg : NULL);
+        return;
+    }
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_xml_open_ns(&b, "CopyPartResult", HD_XML_S3_NS);
+    hd_iso8601_ms(c->out.mtime_ms, ts);
+    hd_xml_elem(&b, "LastModified", ts);
+    snprintf(etag, sizeof(etag), "\"%s\"", c->out.etag);
+    hd_xml_elem(&b, "ETag", etag);
+    if (c->pa->ck != HD_CK_NONE && c->out.ck_val[0]) {
+        ck_tag(c->pa->ck, tag, sizeof(tag));
+        hd_xml_elem(&b, tag, c->out.ck_val);
+    }
+    hd_xml_close(&b, "CopyPartResult");
+    hd_resp_xml(r, 200, &b);
+}
+
+static void pcopy_remote_done(struct hd_req *r, struct hd_acall *a)
+{
+    pcopy_answer(r, a->arg, a->rc);
+}
+
+void hd_mpu_upload_part_copy(struct hd_req *r, struct hd_target *t, const char *bucket,
+                             const char *key)
+{
+    static const char *const hdrs[4] = {
+        "x-amz-copy-source-if-match", "x-amz-copy-source-if-none-match",
+        "x-amz-copy-source-if-modified-since", "x-amz-copy-source-if-unmodified-since"};
+    const char *id = hd_req_param(r, "uploadId"), *pn = hd_req_param(r, "partNumber");
+    const char *rg = hd_req_header(r, "x-amz-copy-source-range"), *msg = NULL;
+    struct pcopy *c = NULL;
+    struct upload u;
+    struct db d = {0};
+    char url[512];
+    uint64_t n;
+    int rc, i;
+
+    r->op = HD_OP_PUT;
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
+        goto out;
+    if (!pn || hd_parse_u64(pn, &n) < 0 || n < 1 || n > MPU_MAX_PART_NUM) {
+        rc = HD_EBADPARTNUM;
+        goto out;
+    }
+    if (!id_valid(id)) {
+        rc = HD_ENOSUCHUPLOAD;
+        goto out;
+    }
+    if (!(c = calloc(1, sizeof(*c))) || !(c->pa = calloc(1, sizeof(*c->pa)))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    c->t = t;
+    c->pa->st = t->st;
+    c->pa->mp = hd_store_mp_for(t->st, bucket, key);
+    c->pa->bucket = strdup(bucket);
+    c->pa->key = strdup(key);
+    snprintf(c->pa->id, sizeof(c->pa->id), "%s", id);
+    c->pa->part = (unsigned)n;
+    if (!c->pa->bucket || !c->pa->key) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((rc = db_open(c->pa->mp, &d)) < 0)
+        goto out;
+    rc = upload_active(&d, id, bucket, key, &u);
+    db_close(&d);
+    if (rc < 0)
+        goto out;
+    c->pa->ck = u.ck;
+    upload_cleanup(&u);
+    if ((rc = hd_copy_source_parse(hd_req_header(r, "x-amz-copy-source"), &c->sb, &c->sk)) < 0) {
+        msg = "Invalid copy source (expected /bucket/key, url-encoded).";
+        goto out;
+    }
+    if ((rc = hd_store_bucket_exists(t->st, c->sb)) < 0)
+        goto out;
+    if (rg) {
+        if (copy_range_parse(rg, &c->first, &c->last) < 0) {
+            struct hd_kv ex[] = {{"ArgumentName", "x-amz-copy-source-range"},
+                                 {"ArgumentValue", rg}};
+            hd_resp_err_ex(r, HD_EBADARG,
+                           "The x-amz-copy-source-range value must be of the form "
+                           "bytes=first-last where first and last are the zero-based offsets "
+                           "of the first and last bytes to copy",
+                           ex, 2);
+            pcopy_free(c);
+            return;
+        }
+        c->ranged = 1;
+        snprintf(c->range, sizeof(c->range), "bytes=%llu-%llu", (unsigned long long)c->first,
+                 (unsigned long long)c->last);
+    }
+    for (i = 0; i < 4; i++) {
+        const char *v = hd_req_header(r, hdrs[i]);
+        if (v && !(c->cond_v[i] = strdup(v))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    c->cond.if_match = c->cond_v[0];
+    c->cond.if_none_match = c->cond_v[1];
+    c->cond.if_modified_since = c->cond_v[2];
+    c->cond.if_unmodified_since = c->cond_v[3];
+    rc = pcopy_local(c);
+    if (rc == HD_ENOSUCHKEY &&
+        hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY) {
+        /* in a cluster the source may live on another target: fetched on the pool */
+        hd_acall_request(r, t->pool, pcopy_remote_run, pcopy_remote_done, c, pcopy_free);
+        return;
+    }
+    pcopy_answer(r, c, rc);
+    pcopy_free(c);
+    return;
+out:
+    if (c)
+        pcopy_free(c);
     hd_resp_err_msg(r, rc, msg);
 }
 
@@ -709,9 +1065,12 @@ struct complete_ctx {
     struct hd_cbucket *cb;
     struct hd_put *p;
     struct hd_put_attrs a;
-    char *ctype, *meta;
+    char *ctype, *meta, *hdrs, *parts;
     struct complete_res res;
     struct hd_wt *wt;
+    struct hd_wcond wc; /* If-Match / If-None-Match: * on the object (pointing into r) */
+    const char *cond;   /* the condition that failed (412) */
+    char msgbuf[256];   /* an error message made for this request */
 };
 
 /* The checked parts of a Complete, in order: content files (relative) and sizes. They are
@@ -947,6 +1306,114 @@ out:
     return rc;
 }
 
+/* S3 writes algorithm names in lower case in these messages. */
+static const char *lname(enum hd_ck_type t, char *buf, size_t n)
+{
+    size_t i;
+
+    snprintf(buf, n, "%s", t == HD_CK_NONE ? "null" : hd_cksum_name(t));
+    for (i = 0; buf[i]; i++)
+        buf[i] = (char)tolower((unsigned char)buf[i]);
+    return buf;
+}
+
+/* The checksum headers of a Complete against the upload's (res: what the parts make): 0, with
+ * *vt and *vval set when the client asserts a full-object checksum of an upload created without
+ * an algorithm (then verified over the assembled bytes); or the error, with *msg. */
+static int complete_ck_check(struct hd_req *r, struct complete_ctx *cc, const struct upload *u,
+                             const struct complete_res *res, enum hd_ck_type *vt, const char **vval,
+                             const char **msg)
+{
+    const char *typ = hd_req_header(r, "x-amz-checksum-type"), *want = NULL;
+    const char *utype = u->ck == HD_CK_NONE ? NULL : u->full ? "FULL_OBJECT" : "COMPOSITE";
+    enum hd_ck_type wt = HD_CK_NONE;
+    char a[16], b[16];
+    size_t i;
+
+    *vt = HD_CK_NONE;
+    for (i = 0; i < r->nhdrs; i++) {
+        enum hd_ck_type ct = hd_cksum_type_from_header(r->hdrs[i].k);
+        if (ct == HD_CK_NONE)
+            continue;
+        if (wt != HD_CK_NONE) {
+            *msg = "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
+                   "allowed.";
+            return HD_EBADREQ;
+        }
+        wt = ct;
+        want = r->hdrs[i].v;
+    }
+    if (typ && *typ) {
+        int full = strcasecmp(typ, "FULL_OBJECT") == 0;
+        if (!full && strcasecmp(typ, "COMPOSITE") != 0) {
+            *msg = "Value for x-amz-checksum-type header is invalid.";
+            return HD_EBADREQ;
+        }
+        if (utype ? strcasecmp(typ, utype) != 0 : !full)
+            goto mode;
+    }
+    if (!want)
+        return 0;
+    if (!hd_cksum_value_ok(wt, want, 1)) {
+        snprintf(cc->msgbuf, sizeof(cc->msgbuf), "Value for %s header is invalid.",
+                 hd_cksum_header(wt));
+        *msg = cc->msgbuf;
+        return HD_ECKVALUE;
+    }
+    if (u->ck == HD_CK_NONE) {
+        if (strchr(want, '-'))
+            goto mode; /* a checksum of part checksums that were never sent */
+        *vt = wt;      /* what the client says the whole object is: checked over the bytes */
+        *vval = want;
+        return 0;
+    }
+    if (wt != u->ck) {
+        snprintf(cc->msgbuf, sizeof(cc->msgbuf),
+                 "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum "
+                 "Type: %s",
+                 lname(u->ck, a, sizeof(a)), lname(wt, b, sizeof(b)));
+        *msg = cc->msgbuf;
+        return HD_EBADREQ;
+    }
+    if (strcmp(want, res->ck_val) != 0) {
+        snprintf(cc->msgbuf, sizeof(cc->msgbuf),
+                 "The %s you specified did not match the calculated checksum.", hd_cksum_name(wt));
+        *msg = cc->msgbuf;
+        return HD_EBADCHECKSUM;
+    }
+    return 0;
+mode: /* AWS's documentation: BadDigest (the text is versitygw's, matched against S3) */
+    snprintf(cc->msgbuf, sizeof(cc->msgbuf),
+             "The upload was created using the %s checksum mode. The complete request must use "
+             "the same checksum mode.",
+             utype ? utype : "null");
+    *msg = cc->msgbuf;
+    return HD_EBADCHECKSUM;
+}
+
+/* The part sizes as the object's parts JSON, runs of equal sizes as [size, count]
+ * ([[8388608,12],[4194304,1]]: clients upload equal parts but the last, so this stays a few
+ * bytes however many parts there are); malloc'd, NULL on OOM. */
+static char *parts_json(const struct src *sc)
+{
+    struct hd_buf b;
+    size_t i, run;
+
+    hd_buf_init(&b);
+    hd_buf_puts(&b, "[");
+    for (i = 0; i < sc->files.n; i += run) {
+        for (run = 1; i + run < sc->files.n && sc->sizes[i + run] == sc->sizes[i]; run++)
+            ;
+        hd_buf_printf(&b, "%s[%llu,%zu]", i ? "," : "", (unsigned long long)sc->sizes[i], run);
+    }
+    hd_buf_puts(&b, "]");
+    if (b.oom) {
+        hd_buf_cleanup(&b);
+        return NULL;
+    }
+    return hd_buf_steal(&b, NULL);
+}
+
 static int complete_run(struct hd_req *r, struct complete_ctx *cc,
                         const struct hd_complete_req *req, struct complete_res *res,
                         const char **msg)
@@ -960,14 +1427,29 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
     struct hd_put *p = NULL;
     struct hd_put_attrs a;
     struct hd_obj_meta m;
+    enum hd_ck_type vt;
+    const char *vval = NULL;
+    char *parts = NULL, got[HD_CK_B64_MAX];
     uint64_t total = 0, v;
     size_t i;
-    int rc;
+    int rc, found;
 
     memset(res, 0, sizeof(*res));
     rc = complete_start(cc, mp, req, &u, &sc, res, msg);
     if (rc != 0)
         goto out;
+    if (cc->wc.if_match || cc->wc.if_none_match) {
+        /* fail before assembling when we can; the commit checks again */
+        rc = hd_store_lookup(st, cc->bucket, cc->key, &m);
+        if (rc < 0 && rc != HD_ENOSUCHKEY)
+            goto out;
+        found = rc == 0;
+        rc = hd_wcond_check(&cc->wc, found ? &m : NULL, &cc->cond);
+        if (found)
+            hd_obj_meta_cleanup(&m);
+        if (rc < 0)
+            goto out;
+    }
     for (i = 0; i < sc.files.n; i++)
         total += sc.sizes[i];
     if (mpsize && (hd_parse_u64(mpsize, &v) < 0 || v != total)) {
@@ -975,12 +1457,11 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
         *msg = "The x-amz-mp-object-size header does not match the size of the parts.";
         goto out;
     }
-    if (res->full) {
-        const char *want = hd_req_header(r, hd_cksum_header(res->ck));
-        if (want && strcmp(want, res->ck_val) != 0) {
-            rc = HD_EBADCHECKSUM;
-            goto out;
-        }
+    if ((rc = complete_ck_check(r, cc, &u, res, &vt, &vval, msg)) < 0)
+        goto out;
+    if (!(parts = parts_json(&sc))) {
+        rc = -ENOMEM;
+        goto out;
     }
     if ((rc = hd_put_begin(st, cc->bucket, cc->key, &p)) < 0)
         goto out;
@@ -1001,13 +1482,32 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
                hd_strerror(rc));
         goto out;
     }
+    if (vt != HD_CK_NONE) { /* a full-object checksum of an upload made without one */
+        if ((rc = put_file_cksum(p, vt, got)) < 0)
+            goto out;
+        if (strcmp(got, vval) != 0) {
+            snprintf(cc->msgbuf, sizeof(cc->msgbuf),
+                     "The %s you specified did not match the calculated checksum.",
+                     hd_cksum_name(vt));
+            *msg = cc->msgbuf;
+            rc = HD_EBADCHECKSUM;
+            goto out;
+        }
+        res->ck = vt;
+        res->full = 1;
+        snprintf(res->ck_val, sizeof(res->ck_val), "%s", got);
+    }
     memset(&a, 0, sizeof(a));
     a.ctype = u.ctype;
     a.meta = u.meta;
+    a.hdrs = u.hdrs;
+    a.parts = parts;
     a.etag = res->etag;
+    a.if_match = cc->wc.if_match;
+    a.if_none_match = cc->wc.if_none_match;
     /* A FULL_OBJECT CRC describes the bytes and may be served with them; a composite one
-     * ("b64-N") must not be, since clients would check it against the body. */
-    if (res->full) {
+     * ("b64-N") is kept too, but only HEAD shows it: clients would check it against a body. */
+    if (res->ck != HD_CK_NONE && res->ck_val[0]) {
         a.ck_type = hd_cksum_name(res->ck);
         a.ck_val = res->ck_val;
     }
@@ -1016,13 +1516,18 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
         cc->a = a;
         cc->ctype = u.ctype ? strdup(u.ctype) : NULL;
         cc->meta = u.meta ? strdup(u.meta) : NULL;
-        if ((u.ctype && !cc->ctype) || (u.meta && !cc->meta)) {
+        cc->hdrs = u.hdrs ? strdup(u.hdrs) : NULL;
+        cc->parts = parts;
+        parts = NULL;
+        if ((u.ctype && !cc->ctype) || (u.meta && !cc->meta) || (u.hdrs && !cc->hdrs)) {
             rc = -ENOMEM;
             goto out;
         }
         cc->a.ctype = cc->ctype;
         cc->a.meta = cc->meta;
-        cc->a.ck_val = res->full ? cc->res.ck_val : NULL;
+        cc->a.hdrs = cc->hdrs;
+        cc->a.parts = cc->parts;
+        cc->a.ck_val = a.ck_type ? cc->res.ck_val : NULL;
         cc->p = p;
         p = NULL;
         rc = 0;
@@ -1034,6 +1539,7 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
     rc = complete_finish(cc, mp, res);
 out:
     hd_put_free(p);
+    free(parts);
     src_cleanup(&sc);
     upload_cleanup(&u);
     return rc < 0 ? rc : 0;
@@ -1074,7 +1580,7 @@ static void complete_end(struct hd_req *r)
         hd_xml_complete_cleanup(&req);
     through:
         rc = hd_cache_put_through(r, cc->t->cache, cc->cb, cc->key, cc->p, 0, cc->ctype, cc->meta,
-                                  &cc->wt, uetag, wmsg, sizeof(wmsg));
+                                  cc->hdrs, &cc->wt, uetag, wmsg, sizeof(wmsg));
         if (rc == HD_AGAIN)
             return; /* parked: complete_end runs again when the upload is done */
         if (rc < 0) {
@@ -1119,7 +1625,9 @@ static void complete_end(struct hd_req *r)
     hd_resp_xml(r, 200, &b);
 out:
     hd_xml_complete_cleanup(&req);
-    if (rc < 0)
+    if (rc == HD_EPRECONDITION && cc->cond)
+        hd_wcond_error(r, rc, cc->cond);
+    else if (rc < 0)
         hd_resp_err_msg(r, rc, msg);
 }
 
@@ -1145,6 +1653,8 @@ static void complete_done(struct hd_req *r)
     hd_cbucket_unref(cc->cb);
     free(cc->ctype);
     free(cc->meta);
+    free(cc->hdrs);
+    free(cc->parts);
     free(cc->bucket);
     free(cc->key);
     free(cc);
@@ -1155,6 +1665,7 @@ void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, 
 {
     const char *id = hd_req_param(r, "uploadId");
     struct complete_ctx *cc;
+    struct hd_wcond wc;
     int rc;
 
     r->op = HD_OP_PUT;
@@ -1164,6 +1675,10 @@ void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, 
     }
     if (!id_valid(id)) {
         hd_resp_err(r, HD_ENOSUCHUPLOAD);
+        return;
+    }
+    if ((rc = hd_wcond_parse(r, &wc)) < 0) {
+        hd_wcond_error(r, rc, NULL);
         return;
     }
     if (r->content_length > (int64_t)HD_XML_COMPLETE_MAX_BODY) {
@@ -1177,6 +1692,7 @@ void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, 
     }
     cc->magic = COMPLETE_MAGIC;
     cc->t = t;
+    cc->wc = wc;
     hd_buf_init(&cc->body);
     snprintf(cc->id, sizeof(cc->id), "%s", id);
     cc->bucket = strdup(bucket);
@@ -1266,7 +1782,7 @@ void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket
     sqlite3_stmt *s = NULL;
     struct hd_buf b;
     uint64_t max, marker = 0, count = 0, last = 0;
-    char ts[32], tag[32], etag[64];
+    char ts[32], tag[32], etag[64], sclass[24];
     int rc, st, truncated = 0;
 
     r->op = HD_OP_LIST;
@@ -1305,7 +1821,8 @@ void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket
     hd_xml_elem(&b, "Bucket", bucket);
     hd_xml_key_elem(&b, "Key", key, url);
     hd_xml_elem(&b, "UploadId", id);
-    hd_xml_elem(&b, "StorageClass", "STANDARD");
+    hd_hdrs_class(u.hdrs, sclass, sizeof(sclass));
+    hd_xml_elem(&b, "StorageClass", sclass);
     hd_xml_elemf(&b, "PartNumberMarker", "%llu", (unsigned long long)marker);
     hd_xml_elemf(&b, "MaxParts", "%llu", (unsigned long long)max);
     if (url)

@@ -11,6 +11,9 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
 /* PUT /B/K?partNumber=N&uploadId=U (body streamed through hd_obj_put_ex) */
 void hd_mpu_upload_part(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                         const struct hd_sigv4_auth *auth);
+/* PUT /B/K?partNumber=N&uploadId=U with x-amz-copy-source (and x-amz-copy-source-range) */
+void hd_mpu_upload_part_copy(struct hd_req *r, struct hd_target *t, const char *bucket,
+                             const char *key);
 /* POST /B/K?uploadId=U (XML body) */
 void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
 /* DELETE /B/K?uploadId=U */

@@ -71,10 +71,13 @@ static void list_objects(struct hd_req *r, struct hd_target *t, const char *buck
     ents = json_array();
     pfx = json_array();
     for (i = 0; i < res.nents; i++) {
+        json_t *e;
         hd_iso8601_ms(res.ents[i].mtime_ms, ts);
-        json_array_append_new(ents, json_pack("{s:s, s:I, s:s, s:s}", "name", res.ents[i].name,
-                                              "size", (json_int_t)res.ents[i].size, "etag",
-                                              res.ents[i].etag, "mtime", ts));
+        e = json_pack("{s:s, s:I, s:s, s:s}", "name", res.ents[i].name, "size",
+                      (json_int_t)res.ents[i].size, "etag", res.ents[i].etag, "mtime", ts);
+        if (e && res.ents[i].sclass[0])
+            json_object_set_new(e, "storage_class", json_string(res.ents[i].sclass));
+        json_array_append_new(ents, e);
     }
     for (i = 0; i < res.nprefixes; i++)
         json_array_append_new(pfx, json_string(res.prefixes[i]));

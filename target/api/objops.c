@@ -215,8 +215,10 @@ struct put_ctx {
     int have_md5;
     int64_t decoded_len;
     char *meta;
+    char *hdrs; /* Cache-Control ... x-amz-storage-class (hd_collect_hdrs) */
     char *ctype;
-    char *xmeta; /* X-Hoard-Obj-Meta of a trusted rebalance PUT */
+    struct hd_wcond wc; /* If-Match / If-None-Match: * (pointing into r) */
+    char *xmeta;        /* X-Hoard-Obj-Meta of a trusted rebalance PUT */
     struct hd_put_hooks hooks;
     int verified; /* put_verify passed (put_end may run again) */
     char ck_b64[HD_CK_B64_MAX];
@@ -262,6 +264,7 @@ static void put_done(struct hd_req *r)
     if (pc->verify_sha)
         hd_cksum_cleanup(&pc->sha);
     free(pc->meta);
+    free(pc->hdrs);
     free(pc->ctype);
     free(pc->xmeta);
     hd_cache_wt_free(pc->wt);
@@ -302,12 +305,29 @@ static int put_verify(struct hd_req *r, struct put_ctx *pc, char *ck_b64)
         hd_cksum_final_b64(&pc->ck, ck_b64);
         if (!want && pc->ck_trailer && pc->dec)
             want = hd_awschunked_trailer(pc->dec, hd_cksum_header(pc->ck_type));
-        if (pc->ck_trailer && !want)
-            return HD_EINVALIDDIGEST; /* the promised trailer never came */
+        if (pc->ck_trailer && (!want || !hd_cksum_value_ok(pc->ck_type, want, 0)))
+            return HD_ECKVALUE; /* the promised trailer never came, or is not a value */
         if (want && strcmp(want, ck_b64) != 0)
             return HD_EBADCHECKSUM;
     }
     return 0;
+}
+
+/* A checksum error says which algorithm, as S3's do. */
+static void checksum_error(struct hd_req *r, const struct put_ctx *pc, int rc)
+{
+    char msg[128];
+    const char *name = hd_cksum_name(pc->ck_type);
+
+    if (rc == HD_EBADCHECKSUM)
+        snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
+                 name);
+    else if (pc->ck_trailer)
+        snprintf(msg, sizeof(msg), "Value for %s trailing header is invalid.",
+                 hd_cksum_header(pc->ck_type));
+    else
+        snprintf(msg, sizeof(msg), "Value for %s header is invalid.", hd_cksum_header(pc->ck_type));
+    hd_resp_err_msg(r, rc, msg);
 }
 
 static void put_end(struct hd_req *r)
@@ -323,13 +343,19 @@ static void put_end(struct hd_req *r)
         return;
     }
     if (!pc->verified && (rc = put_verify(r, pc, ck_b64)) < 0) {
-        hd_resp_err(r, rc);
+        if (rc == HD_EBADCHECKSUM || rc == HD_ECKVALUE)
+            checksum_error(r, pc, rc);
+        else
+            hd_resp_err(r, rc);
         return;
     }
     pc->verified = 1;
     memset(&a, 0, sizeof(a));
     a.ctype = pc->ctype;
     a.meta = pc->meta;
+    a.hdrs = pc->hdrs;
+    a.if_match = pc->wc.if_match;
+    a.if_none_match = pc->wc.if_none_match;
     if (pc->ck_type != HD_CK_NONE) {
         a.ck_type = hd_cksum_name(pc->ck_type);
         a.ck_val = ck_b64;
@@ -364,9 +390,27 @@ static void put_end(struct hd_req *r)
         hd_resp_empty(r, 200);
         return;
     }
+    if (pc->cb && !pc->wt && (pc->wc.if_match || pc->wc.if_none_match)) {
+        /* S3-backed: the upstream is written first, so look once more right before */
+        struct hd_obj_meta old;
+        const char *cond;
+        int found = (rc = hd_store_lookup(pc->t->st, hd_put_bucket(pc->put), hd_put_name(pc->put),
+                                          &old)) == 0;
+        if (rc < 0 && rc != HD_ENOSUCHKEY) {
+            hd_resp_err(r, rc);
+            return;
+        }
+        rc = hd_wcond_check(&pc->wc, found ? &old : NULL, &cond);
+        if (found)
+            hd_obj_meta_cleanup(&old);
+        if (rc < 0) {
+            hd_resp_err(r, HD_ECONFLICT); /* it passed before the body: someone wrote since */
+            return;
+        }
+    }
     if (pc->cb) { /* S3-backed: committed here only once the upstream has it */
         rc = hd_cache_put_through(r, pc->t->cache, pc->cb, pc->key, pc->put, 1, pc->ctype, pc->meta,
-                                  &pc->wt, uetag, msg, sizeof(msg));
+                                  pc->hdrs, &pc->wt, uetag, msg, sizeof(msg));
         if (rc == HD_AGAIN)
             return; /* parked; put_end runs again when the upload is done */
         if (rc < 0) {
@@ -386,48 +430,66 @@ static void put_end(struct hd_req *r)
     hd_stats_add(HD_ST_PUT_BYTES, m.size);
     snprintf(etag, sizeof(etag), "\"%s\"", m.etag);
     hd_resp_header(r, "ETag", etag);
-    if (pc->ck_type != HD_CK_NONE)
+    if (pc->ck_type != HD_CK_NONE) {
         hd_resp_header(r, hd_cksum_header(pc->ck_type), ck_b64);
+        if (!pc->hooks.commit)
+            hd_resp_header(r, "x-amz-checksum-type", "FULL_OBJECT");
+    }
     hd_resp_empty(r, 200);
 }
 
-static int put_checksum_setup(struct hd_req *r, struct put_ctx *pc)
+/* The x-amz-checksum-* the request announces (a header, a trailer, or only the algorithm),
+ * checked as S3 checks them before the body: 0, or the error with *msg (S3's texts). */
+static int put_checksum_setup(struct hd_req *r, struct put_ctx *pc, const char **msg)
 {
+    static const char multiple[] =
+        "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.";
     const char *trailer = hd_req_header(r, "x-amz-trailer");
     const char *algo = hd_req_header(r, "x-amz-sdk-checksum-algorithm");
+    enum hd_ck_type named = HD_CK_NONE;
     size_t i;
 
+    *msg = NULL;
     pc->ck_type = HD_CK_NONE;
     for (i = 0; i < r->nhdrs; i++) {
         enum hd_ck_type ct = hd_cksum_type_from_header(r->hdrs[i].k);
         if (ct == HD_CK_NONE)
             continue;
-        if (pc->ck_type != HD_CK_NONE && pc->ck_type != ct)
-            return HD_EBADARG; /* several different algorithms */
+        if (pc->ck_type != HD_CK_NONE) {
+            *msg = multiple;
+            return HD_EBADREQ;
+        }
         pc->ck_type = ct;
         pc->ck_expect = r->hdrs[i].v;
     }
     if (trailer && *trailer) {
         enum hd_ck_type ct = hd_cksum_type_from_header(trailer);
-        if (ct == HD_CK_NONE)
-            return HD_EBADARG;
-        if (pc->ck_type != HD_CK_NONE && pc->ck_type != ct)
-            return HD_EBADARG;
+        if (ct == HD_CK_NONE) {
+            *msg = "The value specified in the x-amz-trailer header is not supported";
+            return HD_EBADREQ;
+        }
+        if (pc->ck_type != HD_CK_NONE) {
+            *msg = multiple;
+            return HD_EBADREQ;
+        }
         pc->ck_type = ct;
         pc->ck_trailer = 1;
     }
-    if (pc->ck_type == HD_CK_NONE && algo && *algo) {
-        pc->ck_type = hd_cksum_type_from_name(algo);
+    if (algo && *algo) {
+        named = hd_cksum_type_from_name(algo);
+        *msg = "Value for x-amz-sdk-checksum-algorithm header is invalid.";
+        if (named == HD_CK_NONE)
+            return HD_EBADREQ;
+        if (pc->ck_type != HD_CK_NONE && pc->ck_type != named)
+            return HD_EBADCHECKSUM; /* AWS's documentation: BadDigest */
+        *msg = NULL;
         if (pc->ck_type == HD_CK_NONE)
-            return HD_EBADARG;
+            pc->ck_type = named;
     }
-    if (pc->ck_expect) {
-        /* a value must at least be base64 of the right size */
-        unsigned char raw[64];
-        size_t n;
-        if (hd_b64_decode(pc->ck_expect, strlen(pc->ck_expect), raw, sizeof(raw), &n) < 0)
-            return HD_EINVALIDDIGEST;
-    }
+    /* a value must be base64 of the algorithm's digest size (AWS: InvalidRequest; a
+     * well-formed value that does not match the body is BadDigest, after the body) */
+    if (pc->ck_expect && !hd_cksum_value_ok(pc->ck_type, pc->ck_expect, 0))
+        return HD_ECKVALUE;
     if (pc->ck_type != HD_CK_NONE && hd_cksum_init(&pc->ck, pc->ck_type) < 0)
         return -ENOMEM;
     return 0;
@@ -448,6 +510,8 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
     const char *dlen = hd_req_header(r, "x-amz-decoded-content-length");
     const char *sha = hd_req_header(r, "x-amz-content-sha256");
     enum hd_payload pl = auth ? auth->payload : HD_PL_UNSIGNED;
+    const char *cmsg, *cond;
+    struct hd_obj_meta old;
     int rc;
 
     r->op = HD_OP_PUT;
@@ -488,11 +552,11 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
         }
         pc->have_md5 = 1;
     }
-    if ((rc = put_checksum_setup(r, pc)) < 0) {
-        hd_resp_err_msg(r, rc,
-                        rc == HD_EBADARG ? "Unsupported or conflicting x-amz-checksum "
-                                           "algorithm headers."
-                                         : NULL);
+    if ((rc = put_checksum_setup(r, pc, &cmsg)) < 0) {
+        if (rc == HD_ECKVALUE)
+            checksum_error(r, pc, rc);
+        else
+            hd_resp_err_msg(r, rc, cmsg);
         return;
     }
     if (pl == HD_PL_STREAMING_SIGNED || pl == HD_PL_STREAMING_SIGNED_TRAILER ||
@@ -514,11 +578,36 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
         memcpy(pc->sha_expect, auth->payload_sha256, 32);
         hd_cksum_init(&pc->sha, HD_CK_SHA256);
     }
-    (void)enc; /* aws-chunked framing is keyed off x-amz-content-sha256; the encoding is
-                  stripped by not storing Content-Encoding */
-    if ((rc = hd_collect_meta(r, &pc->meta)) < 0) {
+    (void)enc; /* aws-chunked framing is keyed off x-amz-content-sha256; the aws-chunked
+                  token is left out of the Content-Encoding stored (hd_collect_hdrs) */
+    if ((rc = hd_collect_meta(r, &pc->meta)) < 0 ||
+        (!hooks && (rc = hd_collect_hdrs(r, &pc->hdrs)) < 0)) {
         hd_resp_err(r, rc);
         return;
+    }
+    if (!hooks && !(r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Obj-Meta"))) {
+        /* a conditional PUT fails before its body is read when it can already; the commit
+         * checks again, in the transaction that writes the row */
+        if ((rc = hd_wcond_parse(r, &pc->wc)) < 0) {
+            hd_wcond_error(r, rc, NULL);
+            return;
+        }
+        if (pc->wc.if_match || pc->wc.if_none_match) {
+            int found;
+            rc = hd_store_lookup(t->st, bucket, key, &old);
+            if (rc < 0 && rc != HD_ENOSUCHKEY) {
+                hd_resp_err(r, rc);
+                return;
+            }
+            found = rc == 0;
+            rc = hd_wcond_check(&pc->wc, found ? &old : NULL, &cond);
+            if (found)
+                hd_obj_meta_cleanup(&old);
+            if (rc < 0) { /* the HTTP layer holds it while the body is drained */
+                hd_wcond_error(r, rc, cond);
+                return;
+            }
+        }
     }
     if (hd_req_header(r, "Content-Type")) {
         pc->ctype = strdup(hd_req_header(r, "Content-Type"));
@@ -588,10 +677,14 @@ struct copy {
     struct hd_target *t;
     char *sb, *sk, *bucket, *key;
     int replace;
-    char *meta;  /* REPLACE: the request's x-amz-meta-* as JSON (or NULL) */
-    char *ctype; /* REPLACE: the request's Content-Type (or NULL) */
+    char *meta;   /* REPLACE: the request's x-amz-meta-* as JSON (or NULL) */
+    char *ctype;  /* REPLACE: the request's Content-Type (or NULL) */
+    char *hdrs;   /* REPLACE: the request's Cache-Control ... storage class (or NULL) */
+    char *sclass; /* x-amz-storage-class (COPY keeps the rest of the source's headers) */
     char *cond_v[4];
     struct hd_cond cond; /* x-amz-copy-source-if-*, pointing into cond_v */
+    char *if_match;      /* on the destination */
+    int if_none_match;
     struct hd_obj_meta out;
 };
 
@@ -606,6 +699,9 @@ static void copy_free(void *arg)
     free(c->key);
     free(c->meta);
     free(c->ctype);
+    free(c->hdrs);
+    free(c->sclass);
+    free(c->if_match);
     for (i = 0; i < 4; i++)
         free(c->cond_v[i]);
     hd_obj_meta_cleanup(&c->out);
@@ -621,18 +717,32 @@ static char *dup_or_null(const char *v, int *oom)
     return d;
 }
 
-/* The new object's attributes: the source's checksum, and its content type and metadata
- * (directive COPY) or the request's (REPLACE). Strings point into c or the source's. */
-static void copy_attrs(const struct copy *c, const char *src_meta, const char *src_ctype,
-                       const char *ck_type, const char *ck_val, struct hd_put_attrs *a)
+/* The new object's attributes: the source's full-object checksum (a composite one describes
+ * parts the copy does not have), and its content type, metadata and headers (directive COPY)
+ * or the request's (REPLACE); the storage class is the request's either way (none: STANDARD,
+ * as S3 does). Strings point into c, the source's, or *hold (free it after the commit). */
+static int copy_attrs(const struct copy *c, const char *src_meta, const char *src_ctype,
+                      const char *src_hdrs, const char *ck_type, const char *ck_val,
+                      struct hd_put_attrs *a, char **hold)
 {
     memset(a, 0, sizeof(*a));
-    if (ck_type && ck_type[0]) {
+    *hold = NULL;
+    if (ck_type && ck_type[0] && ck_val && !strchr(ck_val, '-')) {
         a->ck_type = ck_type;
         a->ck_val = ck_val;
     }
     a->meta = c->replace ? c->meta : src_meta;
     a->ctype = c->replace ? c->ctype : src_ctype;
+    a->if_match = c->if_match;
+    a->if_none_match = c->if_none_match;
+    if (c->replace) {
+        a->hdrs = c->hdrs;
+        return 0;
+    }
+    if (hd_hdrs_with_class(src_hdrs, c->sclass, hold) < 0)
+        return -ENOMEM;
+    a->hdrs = *hold;
+    return 0;
 }
 
 /* The source from its owner, another target (pool thread): streams it into the new object. */
@@ -641,7 +751,7 @@ static void copy_remote_run(struct hd_acall *a)
     struct copy *c = a->arg;
     struct hd_put_attrs src, at;
     struct hd_put *p = NULL;
-    char url[512], *xmeta = NULL, hex[33];
+    char url[512], *xmeta = NULL, hex[33], *h = NULL;
     unsigned char md5[16];
     json_t *hold = NULL;
     int rc = hd_peer_owner_elsewhere(c->t->cl, c->sb, c->sk, url, sizeof(url));
@@ -656,12 +766,13 @@ static void copy_remote_run(struct hd_acall *a)
         rc = HD_EBADDIGEST;
         goto out;
     }
-    copy_attrs(c, src.meta, src.ctype, src.ck_type, src.ck_val, &at);
-    rc = hd_put_commit(p, &at, &c->out);
+    if ((rc = copy_attrs(c, src.meta, src.ctype, src.hdrs, src.ck_type, src.ck_val, &at, &h)) == 0)
+        rc = hd_put_commit(p, &at, &c->out);
 out:
     hd_put_free(p);
     json_decref(hold);
     free(xmeta);
+    free(h);
     a->rc = rc;
 }
 
@@ -697,6 +808,7 @@ static int copy_local(struct copy *c)
     struct hd_obj_meta m;
     struct hd_put_attrs a;
     struct hd_put *p = NULL;
+    char *hold = NULL;
     int fd = -1, rc = hd_store_open_object(c->t->st, c->sb, c->sk, &m, &fd);
 
     if (rc < 0)
@@ -704,13 +816,14 @@ static int copy_local(struct copy *c)
     rc = hd_cond_eval(&c->cond, m.etag, (time_t)(m.mtime_ms / 1000), 0);
     if (rc == HD_ENOTMODIFIED)
         rc = HD_EPRECONDITION;
-    if (rc == 0) {
-        copy_attrs(c, m.meta, m.ctype, m.ck_type, m.ck_val, &a);
+    if (rc == 0 &&
+        (rc = copy_attrs(c, m.meta, m.ctype, m.hdrs, m.ck_type, m.ck_val, &a, &hold)) == 0) {
         if ((rc = hd_put_begin(c->t->st, c->bucket, c->key, &p)) == 0 &&
             (rc = copy_content(p, fd, m.size)) == 0)
             rc = hd_put_commit(p, &a, &c->out);
     }
     hd_put_free(p);
+    free(hold);
     close(fd);
     hd_obj_meta_cleanup(&m);
     return rc;
@@ -724,7 +837,9 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
         "x-amz-copy-source-if-match", "x-amz-copy-source-if-none-match",
         "x-amz-copy-source-if-modified-since", "x-amz-copy-source-if-unmodified-since"};
     const char *dir = hd_req_header(r, "x-amz-metadata-directive");
+    const char *sc = hd_req_header(r, "x-amz-storage-class");
     struct hd_cbucket *cb;
+    struct hd_wcond wc;
     int oom = 0, rc, i;
 
     *msg = NULL;
@@ -734,15 +849,21 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
         *msg = "Unknown metadata directive.";
         return HD_EBADARG;
     }
+    if (sc && (rc = hd_storage_class_check(sc)) < 0)
+        return rc;
     if ((rc = hd_copy_source_parse(hd_req_header(r, "x-amz-copy-source"), &c->sb, &c->sk)) < 0) {
         *msg = "Invalid copy source (expected /bucket/key, url-encoded).";
         return rc;
     }
-    if (!c->replace && strcmp(c->sb, bucket) == 0 && strcmp(c->sk, key) == 0) {
-        *msg = "This copy request is illegal because it is trying to copy an object to itself "
-               "without changing the object's metadata.";
-        return HD_EBADREQ;
-    }
+    /* onto itself: legal only when something changes (REPLACE, or a storage class, even the
+     * one it has) */
+    if (!c->replace && !sc && strcmp(c->sb, bucket) == 0 && strcmp(c->sk, key) == 0)
+        return HD_ECOPYSELF;
+    if ((rc = hd_wcond_parse(r, &wc)) < 0)
+        return rc;
+    c->if_none_match = wc.if_none_match;
+    c->if_match = dup_or_null(wc.if_match, &oom);
+    c->sclass = dup_or_null(sc, &oom);
     if ((cb = hd_cache_bucket(t->cache, bucket))) {
         hd_cbucket_unref(cb);
         *msg = "CopyObject into an S3-backed bucket is not supported yet; PUT the object "
@@ -753,7 +874,7 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
         (rc = hd_store_bucket_exists(t->st, c->sb)) < 0)
         return rc;
     if (c->replace) {
-        if ((rc = hd_collect_meta(r, &c->meta)) < 0)
+        if ((rc = hd_collect_meta(r, &c->meta)) < 0 || (rc = hd_collect_hdrs(r, &c->hdrs)) < 0)
             return rc;
         c->ctype = dup_or_null(hd_req_header(r, "Content-Type"), &oom);
     }
@@ -781,9 +902,27 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         return;
     }
     if ((rc = copy_prepare(r, t, bucket, key, c, &msg)) < 0) {
-        hd_resp_err_msg(r, rc, msg);
+        if (rc == HD_ENOTIMPL)
+            hd_wcond_error(r, rc, NULL);
+        else
+            hd_resp_err_msg(r, rc, msg);
         copy_free(c);
         return;
+    }
+    if (c->if_match || c->if_none_match) { /* on the destination, here: checked first */
+        struct hd_obj_meta old;
+        const char *cond = NULL;
+        int found = (rc = hd_store_lookup(t->st, bucket, key, &old)) == 0;
+        if (rc == 0 || rc == HD_ENOSUCHKEY)
+            rc = hd_wcond_check(&(struct hd_wcond){c->if_match, c->if_none_match},
+                                found ? &old : NULL, &cond);
+        if (found)
+            hd_obj_meta_cleanup(&old);
+        if (rc < 0) {
+            hd_wcond_error(r, rc, cond);
+            copy_free(c);
+            return;
+        }
     }
     rc = copy_local(c);
     if (rc == HD_ENOSUCHKEY &&

@@ -106,9 +106,9 @@ static int list(void *ctx, const char *bucket, const struct hd_s3_list_req *q,
         return rc;
     for (i = 0; rc == 0 && i < res.nents; i++)
         rc = hd_s3_page_add(pg, res.ents[i].name, 0, res.ents[i].size, res.ents[i].etag,
-                            res.ents[i].mtime_ms, NULL);
+                            res.ents[i].mtime_ms, NULL, res.ents[i].sclass);
     for (i = 0; rc == 0 && i < res.nprefixes; i++)
-        rc = hd_s3_page_add(pg, res.prefixes[i], 1, 0, NULL, 0, NULL);
+        rc = hd_s3_page_add(pg, res.prefixes[i], 1, 0, NULL, 0, NULL, NULL);
     hd_s3_page_end(pg, res.truncated, res.last);
     hd_list_res_cleanup(&res);
     return rc;
@@ -153,7 +153,7 @@ static void mpu_part(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 
 static void mpu_part_copy(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
-    hd_resp_err_msg(r, HD_ENOTIMPL, "UploadPartCopy is not implemented.");
+    hd_mpu_upload_part_copy(r, ctx, c->bucket, c->key);
 }
 
 static void mpu_complete(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
@@ -191,6 +191,30 @@ static void delete_object(struct hd_req *r, void *ctx, const struct hd_s3_call *
     hd_obj_delete(r, ctx, c->bucket, c->key, 1);
 }
 
+/* GET/PUT ?acl of an object: the one ACL there is, once the object is known to exist (an
+ * S3-backed bucket's objects live upstream: not looked for). */
+static void object_acl(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+{
+    struct hd_target *t = ctx;
+    struct hd_cbucket *cb;
+    struct hd_obj_meta m;
+    int rc;
+
+    if ((rc = hd_store_bucket_exists(t->st, c->bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if ((cb = hd_cache_bucket(t->cache, c->bucket))) {
+        hd_cbucket_unref(cb);
+    } else if ((rc = hd_store_lookup(t->st, c->bucket, c->key, &m)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    } else {
+        hd_obj_meta_cleanup(&m);
+    }
+    hd_s3_acl_answer(r, c);
+}
+
 static const struct hd_s3_front front = {
     .vhost = vhost_path,
     .authenticate = authenticate,
@@ -215,6 +239,8 @@ static const struct hd_s3_front front = {
             [HD_S3_HEAD_OBJECT] = get_object,
             [HD_S3_PUT_OBJECT] = put_object,
             [HD_S3_DELETE_OBJECT] = delete_object,
+            [HD_S3_GET_OBJECT_ACL] = object_acl,
+            [HD_S3_PUT_OBJECT_ACL] = object_acl,
         },
 };
 

@@ -123,8 +123,8 @@ struct hd_wt;
  * state between calls; free it with hd_cache_wt_free in on_done. */
 int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                          const char *key, struct hd_put *p, int md5_known, const char *ctype,
-                         const char *meta, struct hd_wt **wt, char etag_out[48], char *msg,
-                         size_t msglen);
+                         const char *meta, const char *hdrs, struct hd_wt **wt, char etag_out[48],
+                         char *msg, size_t msglen);
 void hd_cache_wt_free(struct hd_wt *wt);
 /* DELETE through to the upstream, then locally; answers r. */
 void hd_cache_obj_delete(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,

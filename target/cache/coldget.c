@@ -264,6 +264,7 @@ static int fill_head(void *arg, const struct hd_s3c_obj *o)
     pthread_mutex_lock(&f->mu);
     f->obj = *o;
     f->obj.meta = o->meta ? strdup(o->meta) : NULL;
+    f->obj.hdrs = o->hdrs ? strdup(o->hdrs) : NULL;
     f->state = F_HEAD;
     wake_readers(f);
     pthread_cond_broadcast(&f->cv);
@@ -352,6 +353,7 @@ static int fill_commit(struct fill *f)
     a.etag = f->obj.etag[0] ? f->obj.etag : hex;
     a.ctype = f->obj.ctype[0] ? f->obj.ctype : NULL;
     a.meta = f->obj.meta;
+    a.hdrs = f->obj.hdrs;
     a.mtime_ms = f->obj.mtime_ms;
     /* a write-through PUT that committed meanwhile is newer than what we fetched */
     a.keep_newer = !f->if_match[0] && a.mtime_ms > 0;
@@ -385,7 +387,8 @@ static int fill_from_local(struct fill *f)
     if (m.ctype)
         snprintf(f->obj.ctype, sizeof(f->obj.ctype), "%s", m.ctype);
     f->obj.meta = m.meta;
-    m.meta = NULL;
+    f->obj.hdrs = m.hdrs;
+    m.meta = m.hdrs = NULL;
     f->filled = m.size;
     f->state = F_DONE;
     wake_readers(f);
@@ -571,6 +574,7 @@ static void obj_headers(struct hd_req *r, const struct hd_s3c_obj *o)
     }
     hd_resp_header(r, "Accept-Ranges", "bytes");
     hd_obj_meta_headers(r, o->meta);
+    hd_obj_hdrs_headers(r, o->hdrs);
 }
 
 /* Conditionals of r against the upstream's metadata: HD_OK to go on, or HD_DONE (answered). */

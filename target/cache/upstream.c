@@ -32,7 +32,7 @@ struct hd_wt {
 
 struct wtctx {
     struct hd_cbucket *cb;
-    char *key, *path, *ctype, *meta;
+    char *key, *path, *ctype, *meta, *hdrs;
     uint64_t size;
     unsigned char md5[16];
     int md5_known; /* else computed from the file first (an assembled multipart object) */
@@ -48,6 +48,7 @@ static void wtctx_free(void *arg)
     free(w->path);
     free(w->ctype);
     free(w->meta);
+    free(w->hdrs);
     free(w);
 }
 
@@ -99,7 +100,7 @@ static void wt_run(struct hd_acall *a)
     }
     memset(&err, 0, sizeof(err));
     a->rc = hd_s3c_put_object(&w->cb->s3, w->cb->remote, w->key, fd, w->size, w->md5, w->ctype,
-                              w->meta, w->etag, &err);
+                              w->meta, w->hdrs, w->etag, &err);
     snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
     close(fd);
     if (a->rc < 0)
@@ -108,8 +109,8 @@ static void wt_run(struct hd_acall *a)
 
 int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                          const char *key, struct hd_put *p, int md5_known, const char *ctype,
-                         const char *meta, struct hd_wt **wt, char etag_out[48], char *msg,
-                         size_t msglen)
+                         const char *meta, const char *hdrs, struct hd_wt **wt, char etag_out[48],
+                         char *msg, size_t msglen)
 {
     struct hd_acall *a;
     struct wtctx *w;
@@ -140,11 +141,13 @@ int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket
         w->path = strdup(hd_put_tmp_path(p));
         w->ctype = ctype ? strdup(ctype) : NULL;
         w->meta = meta ? strdup(meta) : NULL;
+        w->hdrs = hdrs ? strdup(hdrs) : NULL;
         w->size = hd_put_size(p);
         w->md5_known = md5_known;
         if (md5_known)
             hd_put_md5(p, w->md5);
-        if (!w->key || !w->path || (ctype && !w->ctype) || (meta && !w->meta)) {
+        if (!w->key || !w->path || (ctype && !w->ctype) || (meta && !w->meta) ||
+            (hdrs && !w->hdrs)) {
             wtctx_free(w);
             return -ENOMEM;
         }

@@ -102,6 +102,9 @@ struct gfn {
     char *xmeta;
     long status;
     int werr;
+    uint64_t total, length;
+    int have_total, have_length;
+    long hstatus; /* of the answer being read */
 };
 
 int hd_peer_object_path(struct hd_buf *b, const char *base, const char *bucket, const char *key)
@@ -129,7 +132,36 @@ static size_t gfn_header(char *p, size_t size, size_t n, void *arg)
     struct gfn *g = arg;
     size_t len = size * n;
     static const char key[] = "x-hoard-obj-meta:";
+    char hv[128];
 
+    if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new answer: forget the last one's */
+        const char *sp = memchr(p, ' ', len);
+        g->have_total = g->have_length = 0;
+        g->hstatus = sp ? strtol(sp + 1, NULL, 10) : 0;
+        return len;
+    }
+    if (len > 14 && len < sizeof(hv) + 14 && strncasecmp(p, "content-range:", 14) == 0) {
+        uint64_t a, b;
+        const char *s = hv;
+        snprintf(hv, sizeof(hv), "%.*s", (int)(len - 14), p + 14);
+        hv[strcspn(hv, "\r\n")] = '\0';
+        while (*s == ' ')
+            s++;
+        if (strncmp(s, "bytes */", 8) == 0) /* 416: only the size */
+            g->have_total = hd_parse_u64(s + 8, &g->total) == 0;
+        else
+            g->have_total = hd_content_range_parse(s, &a, &b, &g->total) == 0;
+        return len;
+    }
+    if (len > 15 && len < sizeof(hv) + 15 && strncasecmp(p, "content-length:", 15) == 0) {
+        const char *s = hv;
+        snprintf(hv, sizeof(hv), "%.*s", (int)(len - 15), p + 15);
+        hv[strcspn(hv, "\r\n")] = '\0';
+        while (*s == ' ')
+            s++;
+        g->have_length = hd_parse_u64(s, &g->length) == 0;
+        return len;
+    }
     if (len > sizeof(key) && strncasecmp(p, key, sizeof(key) - 1) == 0) {
         const char *v = p + sizeof(key) - 1;
         size_t vl = len - (sizeof(key) - 1);
@@ -147,6 +179,8 @@ static size_t gfn_body(char *p, size_t size, size_t n, void *arg)
 {
     struct gfn *g = arg;
 
+    if (g->hstatus >= 300)
+        return size * n; /* an error's body (without CURLOPT_FAILONERROR): not the object */
     if (hd_put_write(g->p, p, size * n) < 0) {
         g->werr = 1;
         return 0;
@@ -158,8 +192,17 @@ int hd_peer_get_into(struct hd_tcluster *cl, const char *node_url, const char *b
                      const char *key, int local, const struct hd_cond *cond, struct hd_put *p,
                      char **xmeta)
 {
+    uint64_t total;
+
+    return hd_peer_get_range_into(cl, node_url, bucket, key, local, cond, NULL, p, xmeta, &total);
+}
+
+int hd_peer_get_range_into(struct hd_tcluster *cl, const char *node_url, const char *bucket,
+                           const char *key, int local, const struct hd_cond *cond,
+                           const char *range, struct hd_put *p, char **xmeta, uint64_t *total)
+{
     struct curl_slist *h = NULL;
-    struct gfn g = {p, NULL, 0, 0};
+    struct gfn g = {p, NULL, 0, 0, 0, 0, 0, 0, 0};
     struct hd_buf url, line;
     CURL *cu = curl_easy_init();
     CURLcode cc;
@@ -175,6 +218,11 @@ int hd_peer_get_into(struct hd_tcluster *cl, const char *node_url, const char *b
     if (local)
         h = curl_slist_append(h, "X-Hoard-Local: 1");
     h = curl_slist_append(h, "X-Hoard-Want-Meta: 1"); /* its metadata comes with it */
+    if (range && !strpbrk(range, "\r\n")) {
+        hd_buf_printf(&line, "Range: %s", range);
+        if (!line.oom)
+            h = curl_slist_append(h, line.data);
+    }
     if (cond) {
         static const char *const names[] = {"If-Match", "If-None-Match", "If-Modified-Since",
                                             "If-Unmodified-Since"};
@@ -202,13 +250,18 @@ int hd_peer_get_into(struct hd_tcluster *cl, const char *node_url, const char *b
     curl_easy_setopt(cu, CURLOPT_HEADERDATA, &g);
     curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, gfn_body);
     curl_easy_setopt(cu, CURLOPT_WRITEDATA, &g);
-    curl_easy_setopt(cu, CURLOPT_FAILONERROR, 1L);
+    /* with a range, a 416 answer's headers say the size: read them (the body is dropped) */
+    curl_easy_setopt(cu, CURLOPT_FAILONERROR, range ? 0L : 1L);
     curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(cu, CURLOPT_TIMEOUT, (long)GFN_TIMEOUT_S);
     cc = curl_easy_perform(cu);
     curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &g.status);
-    if (cc == CURLE_OK && g.status == 200 && !g.werr && g.xmeta) {
+    *total = g.have_total ? g.total : g.length;
+    if (g.status == 416 && range) {
+        rc = HD_ERANGE;
+    } else if (cc == CURLE_OK && (g.status == 200 || (range && g.status == 206)) && !g.werr &&
+               g.xmeta) {
         *xmeta = g.xmeta;
         g.xmeta = NULL;
         rc = 0;

@@ -45,6 +45,12 @@ int hd_peer_object_path(struct hd_buf *b, const char *base, const char *bucket, 
 int hd_peer_get_into(struct hd_tcluster *cl, const char *node_url, const char *bucket,
                      const char *key, int local, const struct hd_cond *cond, struct hd_put *p,
                      char **xmeta);
+/* The same for the bytes range names ("bytes=a-b", or NULL: all; forwarded as Range), with
+ * *total the size of the whole object (from Content-Range or Content-Length). Also
+ * HD_ERANGE when the range starts past the object (*total set). */
+int hd_peer_get_range_into(struct hd_tcluster *cl, const char *node_url, const char *bucket,
+                           const char *key, int local, const struct hd_cond *cond,
+                           const char *range, struct hd_put *p, char **xmeta, uint64_t *total);
 /* When another target owns bucket/key in the current cluster map: 0 with its URL in url;
  * HD_EUNAVAIL with url when that owner is down; HD_ENOSUCHKEY when we own it (or run
  * standalone). Does not block. */

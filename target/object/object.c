@@ -30,14 +30,34 @@ char *hd_obj_meta_json(const struct hd_obj_meta *m)
         json_object_set_new(j, "ctype", json_string(m->ctype));
     if (m->meta)
         json_object_set_new(j, "meta", json_loads(m->meta, 0, NULL));
+    if (m->hdrs)
+        json_object_set_new(j, "hdrs", json_loads(m->hdrs, 0, NULL));
+    /* the part sizes, unless unusually many distinct ones would make the header too large
+     * for a node to take (the moved object then reads as one part) */
+    if (m->parts && strlen(m->parts) <= HD_OBJ_PARTS_MAX)
+        json_object_set_new(j, "parts", json_loads(m->parts, 0, NULL));
     s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(j);
     return s;
 }
 
+/* j[name] (an object or array) as compact text kept in j[keep]; NULL when absent. */
+static const char *keep_text(json_t *j, const char *name, const char *keep)
+{
+    json_t *v = json_object_get(j, name);
+    char *text;
+
+    if (!json_is_object(v) && !json_is_array(v))
+        return NULL;
+    text = json_dumps(v, JSON_COMPACT);
+    json_object_set_new(j, keep, json_string(text ? text : json_is_array(v) ? "[]" : "{}"));
+    free(text);
+    return json_string_value(json_object_get(j, keep));
+}
+
 int hd_obj_meta_attrs(const char *text, struct hd_put_attrs *a, json_t **hold)
 {
-    json_t *j = json_loads(text, 0, NULL), *meta;
+    json_t *j = json_loads(text, 0, NULL);
     json_t *mt;
 
     *hold = NULL;
@@ -52,13 +72,9 @@ int hd_obj_meta_attrs(const char *text, struct hd_put_attrs *a, json_t **hold)
     a->ck_type = json_string_value(json_object_get(j, "ck_type"));
     a->ck_val = json_string_value(json_object_get(j, "ck_val"));
     a->ctype = json_string_value(json_object_get(j, "ctype"));
-    meta = json_object_get(j, "meta");
-    if (json_is_object(meta)) {
-        char *mtext = json_dumps(meta, JSON_COMPACT);
-        json_object_set_new(j, "_meta_text", json_string(mtext ? mtext : "{}"));
-        free(mtext);
-        a->meta = json_string_value(json_object_get(j, "_meta_text"));
-    }
+    a->meta = keep_text(j, "meta", "_meta_text");
+    a->hdrs = keep_text(j, "hdrs", "_hdrs_text");
+    a->parts = keep_text(j, "parts", "_parts_text");
     a->keep_newer = 1;
     *hold = j;
     return 0;
@@ -86,6 +102,186 @@ void hd_obj_meta_headers(struct hd_req *r, const char *meta)
     json_decref(j);
 }
 
+/* The headers kept in hdrs, by their JSON key (lowercase) and the name sent back. */
+static const char *const std_hdrs[][2] = {
+    {"cache-control", "Cache-Control"},
+    {"content-disposition", "Content-Disposition"},
+    {"content-encoding", "Content-Encoding"},
+    {"content-language", "Content-Language"},
+    {"expires", "Expires"},
+};
+#define SCLASS "x-amz-storage-class"
+
+int hd_storage_class_check(const char *v)
+{
+    static const char *const classes[] = {
+        "STANDARD",        "REDUCED_REDUNDANCY", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING",
+        "GLACIER",         "DEEP_ARCHIVE",       "OUTPOSTS",    "GLACIER_IR", "SNOW",
+        "EXPRESS_ONEZONE", "FSX_OPENZFS",        "FSX_ONTAP",   NULL};
+    size_t i;
+
+    for (i = 0; v && classes[i]; i++)
+        if (strcmp(v, classes[i]) == 0)
+            return 0;
+    return HD_ESTORAGECLASS;
+}
+
+static int set_str(json_t *j, const char *k, const char *v)
+{
+    json_t *s = json_string(v);
+
+    if (!s)
+        return HD_EBADHEADER; /* not UTF-8 */
+    return json_object_set_new(j, k, s) < 0 ? -ENOMEM : 0;
+}
+
+int hd_collect_hdrs(struct hd_req *r, char **out)
+{
+    json_t *j = json_object();
+    const char *v, *sc = hd_req_header(r, SCLASS);
+    char enc[1024];
+    size_t i;
+    int rc = 0;
+
+    *out = NULL;
+    if (!j)
+        return -ENOMEM;
+    if (sc && (rc = hd_storage_class_check(sc)) < 0)
+        goto out;
+    for (i = 0; rc == 0 && i < sizeof(std_hdrs) / sizeof(std_hdrs[0]); i++) {
+        if (!(v = hd_req_header(r, std_hdrs[i][1])) || !*v)
+            continue;
+        if (strcmp(std_hdrs[i][0], "content-encoding") == 0) {
+            /* aws-chunked framed the upload; what the client means is the rest */
+            int n = hd_list_drop_token(v, "aws-chunked", enc, sizeof(enc));
+            if (n == 0)
+                continue;
+            if (n > 0)
+                v = enc;
+        }
+        rc = set_str(j, std_hdrs[i][0], v);
+    }
+    if (rc == 0 && sc && strcmp(sc, "STANDARD") != 0)
+        rc = set_str(j, SCLASS, sc);
+    if (rc == 0 && json_object_size(j) && !(*out = json_dumps(j, JSON_COMPACT)))
+        rc = -ENOMEM;
+out:
+    json_decref(j);
+    return rc;
+}
+
+int hd_hdrs_with_class(const char *hdrs, const char *sclass, char **out)
+{
+    json_t *j = hdrs ? json_loads(hdrs, 0, NULL) : json_object();
+    int rc = 0;
+
+    *out = NULL;
+    if (!json_is_object(j)) {
+        json_decref(j);
+        j = json_object();
+    }
+    if (!j)
+        return -ENOMEM;
+    json_object_del(j, SCLASS);
+    if (sclass && strcmp(sclass, "STANDARD") != 0 && set_str(j, SCLASS, sclass) < 0)
+        rc = -ENOMEM;
+    if (rc == 0 && json_object_size(j) && !(*out = json_dumps(j, JSON_COMPACT)))
+        rc = -ENOMEM;
+    json_decref(j);
+    return rc;
+}
+
+void hd_hdrs_class(const char *hdrs, char *out, size_t n)
+{
+    json_t *j = hdrs ? json_loads(hdrs, 0, NULL) : NULL;
+    const char *v = json_string_value(json_object_get(j, SCLASS));
+
+    snprintf(out, n, "%s", v ? v : "STANDARD");
+    json_decref(j);
+}
+
+void hd_obj_hdrs_headers(struct hd_req *r, const char *hdrs)
+{
+    json_t *j, *v;
+    size_t i;
+
+    if (!hdrs || !(j = json_loads(hdrs, 0, NULL)))
+        return;
+    for (i = 0; i < sizeof(std_hdrs) / sizeof(std_hdrs[0]); i++)
+        if (json_is_string(v = json_object_get(j, std_hdrs[i][0])))
+            hd_resp_header(r, std_hdrs[i][1], json_string_value(v));
+    /* S3 names the class of every object but STANDARD ones */
+    if (json_is_string(v = json_object_get(j, SCLASS)))
+        hd_resp_header(r, SCLASS, json_string_value(v));
+    json_decref(j);
+}
+
+/* ---- conditional writes ---- */
+
+static int blank(const char *s)
+{
+    while (s && (*s == ' ' || *s == '\t'))
+        s++;
+    return !s || !*s;
+}
+
+int hd_wcond_parse(struct hd_req *r, struct hd_wcond *w)
+{
+    const char *im = hd_req_header(r, "If-Match"), *inm = hd_req_header(r, "If-None-Match");
+
+    memset(w, 0, sizeof(*w));
+    if (blank(im))
+        im = NULL;
+    if (blank(inm))
+        inm = NULL;
+    if (inm) {
+        while (*inm == ' ' || *inm == '\t')
+            inm++;
+        if (inm[0] != '*' || !blank(inm + 1))
+            return HD_ENOTIMPL; /* S3 takes only "*" on writes */
+    }
+    if (im && inm)
+        return HD_ENOTIMPL;
+    w->if_match = im;
+    w->if_none_match = inm != NULL;
+    return 0;
+}
+
+int hd_wcond_check(const struct hd_wcond *w, const struct hd_obj_meta *m, const char **cond)
+{
+    struct hd_cond c = {.if_match = w->if_match};
+
+    *cond = NULL;
+    if (w->if_none_match && m) {
+        *cond = "If-None-Match";
+        return HD_EPRECONDITION;
+    }
+    if (w->if_match && !m)
+        return HD_ENOSUCHKEY;
+    if (w->if_match && hd_cond_eval(&c, m->etag, 0, 0) < 0) {
+        *cond = "If-Match";
+        return HD_EPRECONDITION;
+    }
+    return 0;
+}
+
+void hd_wcond_error(struct hd_req *r, int rc, const char *cond)
+{
+    struct hd_kv ex;
+
+    if (rc == HD_EPRECONDITION && cond) {
+        ex = (struct hd_kv){"Condition", cond};
+        hd_resp_err_ex(r, rc, NULL, &ex, 1);
+    } else if (rc == HD_ENOTIMPL) {
+        ex = (struct hd_kv){"Header", "If-None-Match"};
+        hd_resp_err_ex(r, rc, NULL, &ex, 1);
+    } else {
+        hd_resp_err(r, rc);
+    }
+}
+
+/* ---- GET / HEAD ---- */
+
 static void add_object_headers(struct hd_req *r, const struct hd_obj_meta *m)
 {
     char v[64], date[32];
@@ -96,11 +292,97 @@ static void add_object_headers(struct hd_req *r, const struct hd_obj_meta *m)
     hd_resp_header(r, "Last-Modified", date);
     hd_resp_header(r, "Accept-Ranges", "bytes");
     hd_obj_meta_headers(r, m->meta);
+    hd_obj_hdrs_headers(r, m->hdrs);
+}
+
+/* Part n of the object (1-based) as a byte range: *count is the number of parts (0 when it
+ * was not a multipart upload: then part 1 is the whole object). HD_EPARTNUM past the last.
+ * m->parts holds runs [size, count] (a bare size counts once). */
+static int part_range(const struct hd_obj_meta *m, uint64_t n, uint64_t *off, uint64_t *len,
+                      size_t *count)
+{
+    json_t *a = m->parts ? json_loads(m->parts, 0, NULL) : NULL, *v;
+    uint64_t o = 0, seen = 0, sz, k, total = 0;
+    int rc = 0, found = 0;
+    size_t i;
+
+    *off = 0;
+    *len = m->size;
+    json_array_foreach(a, i, v)
+    {
+        json_t *s = json_is_array(v) ? json_array_get(v, 0) : v;
+        json_t *c = json_is_array(v) ? json_array_get(v, 1) : NULL;
+        sz = json_is_integer(s) ? (uint64_t)json_integer_value(s) : 0;
+        k = c ? (json_is_integer(c) ? (uint64_t)json_integer_value(c) : 0) : 1;
+        if (!found && n > seen && n <= seen + k) {
+            *off = o + (n - seen - 1) * sz;
+            *len = sz;
+            found = 1;
+        }
+        o += sz * k;
+        seen += k;
+        total += sz * k;
+    }
+    *count = (size_t)seen;
+    if (!seen) { /* not uploaded in parts: part 1 is the object */
+        rc = n == 1 ? 0 : HD_EPARTNUM;
+        goto out;
+    }
+    if (!found) {
+        rc = HD_EPARTNUM;
+        goto out;
+    }
+    if (total != m->size || *off > m->size || *len > m->size - *off)
+        rc = HD_EINTERNAL; /* sizes that do not add up: never serve past the file */
+out:
+    json_decref(a);
+    return rc;
+}
+
+/* GET/HEAD ?partNumber=N: 206 with the part's bytes, or answers an error itself (< 0). */
+static int part_answer(struct hd_req *r, const struct hd_obj_meta *m, const char *pn, uint64_t *off,
+                       uint64_t *len)
+{
+    char cr[96], a[24], b[24];
+    struct hd_kv ex[2];
+    uint64_t n;
+    size_t count;
+    int rc;
+
+    if (hd_parse_u64(pn, &n) < 0 || n < 1 || n > 10000) {
+        ex[0] = (struct hd_kv){"ArgumentName", "partNumber"};
+        ex[1] = (struct hd_kv){"ArgumentValue", pn};
+        hd_resp_err_ex(r, HD_EBADPARTNUM, NULL, ex, 2);
+        return HD_EBADPARTNUM;
+    }
+    if (hd_req_header(r, "Range")) {
+        hd_resp_err(r, HD_ERANGEPART);
+        return HD_ERANGEPART;
+    }
+    if ((rc = part_range(m, n, off, len, &count)) < 0) {
+        snprintf(a, sizeof(a), "%llu", (unsigned long long)n);
+        snprintf(b, sizeof(b), "%zu", count ? count : 1);
+        ex[0] = (struct hd_kv){"PartNumberRequested", a};
+        ex[1] = (struct hd_kv){"ActualPartCount", b};
+        hd_resp_err_ex(r, rc, NULL, ex, rc == HD_EPARTNUM ? 2 : 0);
+        return rc;
+    }
+    if (*len) {
+        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)*off,
+                 (unsigned long long)(*off + *len - 1), (unsigned long long)m->size);
+        hd_resp_header(r, "Content-Range", cr);
+    }
+    if (count) { /* only for an object that was uploaded in parts */
+        snprintf(a, sizeof(a), "%zu", count);
+        hd_resp_header(r, "x-amz-mp-parts-count", a);
+    }
+    return 206;
 }
 
 void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int head)
 {
     const struct hd_obj_meta m = *mp;
+    const char *pn = hd_req_param(r, "partNumber");
     struct hd_cond cond;
     uint64_t off = 0, len;
     int rc, status = 200;
@@ -132,18 +414,24 @@ void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int he
         goto out;
     }
     len = m.size;
-    status = hd_resp_range(r, m.size, &off, &len);
+    /* a part read is a ranged read whose range the upload recorded; the ETag stays the
+     * whole object's */
+    status = pn ? part_answer(r, &m, pn, &off, &len) : hd_resp_range(r, m.size, &off, &len);
     if (status < 0)
         goto out;
     add_object_headers(r, &m);
     hd_resp_header(r, "Content-Type", m.ctype ? m.ctype : "application/octet-stream");
-    /* A stored checksum describes the whole object: echo it only when the whole object is
-     * served (botocore validates what it receives). */
+    /* A stored checksum describes the whole object: sent only when the whole object is
+     * (botocore validates what it receives). A composite one (checksum of the parts'
+     * checksums, "b64-N") describes no bytes at all: HEAD only. */
     mode = hd_req_header(r, "x-amz-checksum-mode");
     if (m.ck_type[0] && status == 200 && mode && strcasecmp(mode, "ENABLED") == 0) {
         enum hd_ck_type ct = hd_cksum_type_from_name(m.ck_type);
-        if (ct != HD_CK_NONE)
+        int composite = strchr(m.ck_val, '-') != NULL;
+        if (ct != HD_CK_NONE && (head || !composite)) {
             hd_resp_header(r, hd_cksum_header(ct), m.ck_val);
+            hd_resp_header(r, "x-amz-checksum-type", composite ? "COMPOSITE" : "FULL_OBJECT");
+        }
     }
     if (head) {
         hd_resp_head(r, status, len);

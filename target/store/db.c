@@ -48,6 +48,38 @@ static void conn_free(struct conn *c)
     free(c);
 }
 
+static int has_column(sqlite3 *db, const char *col)
+{
+    sqlite3_stmt *s;
+    int found = 0;
+
+    if (sqlite3_prepare_v2(db, "PRAGMA table_info(objects)", -1, &s, NULL) != SQLITE_OK)
+        return 0;
+    while (!found && sqlite3_step(s) == SQLITE_ROW)
+        found =
+            sqlite3_column_text(s, 1) && strcmp((const char *)sqlite3_column_text(s, 1), col) == 0;
+    sqlite3_finalize(s);
+    return found;
+}
+
+/* Catalogs written before a column existed get it (NULL in every old row). Runs on every new
+ * connection; after the first it finds the columns there. */
+static int migrate(sqlite3 *db)
+{
+    static const char *const add[][2] = {
+        {"hdrs", "ALTER TABLE objects ADD COLUMN hdrs TEXT"},
+        {"parts", "ALTER TABLE objects ADD COLUMN parts TEXT"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(add) / sizeof(add[0]); i++)
+        if (!has_column(db, add[i][0]) &&
+            sqlite3_exec(db, add[i][1], NULL, NULL, NULL) != SQLITE_OK &&
+            !has_column(db, add[i][0])) /* another connection may have just added it */
+            return -1;
+    return 0;
+}
+
 static int conn_open(const char *mpath, struct conn **out)
 {
     char path[PATH_MAX];
@@ -66,6 +98,8 @@ static int conn_open(const char *mpath, struct conn **out)
     rc = sqlite3_exec(c->db, schema, NULL, NULL, &msg);
     if (rc != SQLITE_OK)
         goto fail;
+    if (migrate(c->db) < 0)
+        goto fail; /* logged with sqlite3_errmsg below */
     /* WAL + NORMAL: every commit is atomic and survives a process crash; a power loss may
      * lose the last commits but never corrupts the catalog. */
     sqlite3_exec(c->db, "PRAGMA synchronous = NORMAL;", NULL, NULL, NULL);
@@ -162,8 +196,10 @@ void hd_obj_meta_cleanup(struct hd_obj_meta *m)
 {
     free(m->ctype);
     free(m->meta);
+    free(m->hdrs);
+    free(m->parts);
     free(m->path);
-    m->ctype = m->meta = m->path = NULL;
+    m->ctype = m->meta = m->hdrs = m->parts = m->path = NULL;
 }
 
 char *hd_store_col_dup(sqlite3_stmt *s, int i)

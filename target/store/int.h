@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
@@ -36,19 +37,19 @@ enum {
 /* Designated: each statement sits next to the name it is prepared under (adjacent literals
  * of one statement are concatenated on purpose). */
 static const char *const sqls[Q_COUNT] = {
-    [Q_LOOKUP] = "SELECT size, mtime, etag, cksum_type, cksum, ctype, meta, file FROM objects "
-                 "WHERE bucket = ?1 AND name = ?2",
+    [Q_LOOKUP] = "SELECT size, mtime, etag, cksum_type, cksum, ctype, meta, file, hdrs, parts "
+                 "FROM objects WHERE bucket = ?1 AND name = ?2",
     [Q_FILE] = "SELECT file, size FROM objects WHERE bucket = ?1 AND name = ?2",
     [Q_UPSERT] =
         "INSERT INTO objects(bucket, name, size, etag, cksum_type, cksum, mtime, atime, ctype, "
-        "meta, file) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10) "
+        "meta, file, hdrs, parts) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12) "
         "ON CONFLICT(bucket, name) DO UPDATE SET size = excluded.size, etag = excluded.etag, "
         "cksum_type = excluded.cksum_type, cksum = excluded.cksum, mtime = excluded.mtime, "
         "atime = excluded.atime, ctype = excluded.ctype, meta = excluded.meta, "
-        "file = excluded.file",
+        "file = excluded.file, hdrs = excluded.hdrs, parts = excluded.parts",
     [Q_DELETE] = "DELETE FROM objects WHERE bucket = ?1 AND name = ?2",
-    [Q_LIST] = "SELECT name, size, mtime, etag FROM objects "
-               "WHERE bucket = ?1 AND name >= ?2 ORDER BY name",
+    [Q_LIST] = "SELECT name, size, mtime, etag, json_extract(hdrs, '$.\"x-amz-storage-class\"') "
+               "FROM objects WHERE bucket = ?1 AND name >= ?2 ORDER BY name",
     [Q_ANY] = "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
     [Q_BEGIN] = "BEGIN IMMEDIATE",
     [Q_COMMIT] = "COMMIT",
@@ -64,7 +65,8 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS objects("
     " bucket TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, etag TEXT NOT NULL,"
     " cksum_type TEXT, cksum TEXT, mtime INTEGER NOT NULL, atime INTEGER NOT NULL,"
-    " ctype TEXT, meta TEXT, file TEXT NOT NULL, PRIMARY KEY(bucket, name)) WITHOUT ROWID;"
+    " ctype TEXT, meta TEXT, file TEXT NOT NULL, hdrs TEXT, parts TEXT,"
+    " PRIMARY KEY(bucket, name)) WITHOUT ROWID;"
     /* LRU candidates by atime (store_space.c) */
     "CREATE INDEX IF NOT EXISTS objects_atime ON objects(atime);"
     /* bytes and objects held, kept exact by triggers whatever path changes a row */
@@ -109,7 +111,8 @@ struct mountpath {
     int dirfd; /* O_PATH descriptor of path: content files are opened relative to it */
     uint64_t digest;
     pthread_mutex_t mu;
-    struct conn *free; /* idle connections */
+    struct conn *free;     /* idle connections */
+    atomic_int mpu_schema; /* target/api/mpu.c: its tables are created and current */
 };
 
 struct atime_ent; /* store_space.c */

@@ -35,7 +35,7 @@ struct mc_ent {
     uint64_t size;
     int64_t mtime_ms;
     char etag[48], ck_type[12], ck_val[96];
-    char *ctype, *meta, *rel;
+    char *ctype, *meta, *hdrs, *parts, *rel;
     int fd; /* the content file kept open (readers get a dup), or -1 */
     size_t klen;
     char key[]; /* bucket "\0" name */
@@ -100,6 +100,8 @@ static void ent_free(struct hd_mcache *mc, struct mc_ent *e)
     }
     free(e->ctype);
     free(e->meta);
+    free(e->hdrs);
+    free(e->parts);
     free(e->rel);
     free(e);
 }
@@ -199,11 +201,14 @@ int hd_mcache_get(struct hd_mcache *mc, const char *bucket, const char *name, st
         memcpy(m->ck_val, e->ck_val, sizeof(m->ck_val));
         m->ctype = e->ctype ? strdup(e->ctype) : NULL;
         m->meta = e->meta ? strdup(e->meta) : NULL;
+        m->hdrs = e->hdrs ? strdup(e->hdrs) : NULL;
+        m->parts = e->parts ? strdup(e->parts) : NULL;
         *rel = strdup(e->rel);
         *mpi = e->mpi;
         if (fd) /* our own descriptor of the file the entry holds open: no path walk */
             *fd = e->fd >= 0 ? fcntl(e->fd, F_DUPFD_CLOEXEC, 0) : -1;
-        if ((e->ctype && !m->ctype) || (e->meta && !m->meta) || !*rel) {
+        if ((e->ctype && !m->ctype) || (e->meta && !m->meta) || (e->hdrs && !m->hdrs) ||
+            (e->parts && !m->parts) || !*rel) {
             hd_obj_meta_cleanup(m);
             free(*rel);
             *rel = NULL;
@@ -253,9 +258,12 @@ void hd_mcache_put(struct hd_mcache *mc, const char *bucket, const char *name, s
     memcpy(e->ck_val, m->ck_val, sizeof(e->ck_val));
     e->ctype = m->ctype ? strdup(m->ctype) : NULL;
     e->meta = m->meta ? strdup(m->meta) : NULL;
+    e->hdrs = m->hdrs ? strdup(m->hdrs) : NULL;
+    e->parts = m->parts ? strdup(m->parts) : NULL;
     e->rel = strdup(rel);
     e->fd = -1;
-    if ((m->ctype && !e->ctype) || (m->meta && !e->meta) || !e->rel) {
+    if ((m->ctype && !e->ctype) || (m->meta && !e->meta) || (m->hdrs && !e->hdrs) ||
+        (m->parts && !e->parts) || !e->rel) {
         ent_free(mc, e);
         return;
     }

@@ -23,6 +23,7 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/hrw.h"
+#include "common/httputil.h"
 #include "common/log.h"
 #include "target/store/int.h"
 
@@ -496,9 +497,16 @@ static int lookup_on(struct hd_store *st, size_t mpi, const char *bucket, const 
         hd_store_col_copy(q, 4, m->ck_val, sizeof(m->ck_val));
         m->ctype = hd_store_col_dup(q, 5);
         m->meta = hd_store_col_dup(q, 6);
+        m->hdrs = hd_store_col_dup(q, 8);
+        m->parts = hd_store_col_dup(q, 9);
         snprintf(path, sizeof(path), "%s/%s", mp->path, (const char *)sqlite3_column_text(q, 7));
         m->path = strdup(path);
-        rc = m->path ? 0 : -ENOMEM;
+        rc = m->path && (m->ctype || !sqlite3_column_text(q, 5)) &&
+                     (m->meta || !sqlite3_column_text(q, 6)) &&
+                     (m->hdrs || !sqlite3_column_text(q, 8)) &&
+                     (m->parts || !sqlite3_column_text(q, 9))
+                 ? 0
+                 : -ENOMEM;
         if (rc == 0 && rel && !(*rel = hd_store_col_dup(q, 7)))
             rc = -ENOMEM;
     } else if (s == SQLITE_DONE) {
@@ -874,17 +882,29 @@ static int do_upsert(struct conn *c, void *arg)
     sqlite3_stmt *q = c->q[Q_UPSERT];
     int s;
 
-    if (a && a->keep_newer) {
+    if (a && (a->keep_newer || a->if_match || a->if_none_match)) {
         sqlite3_stmt *l = c->q[Q_LOOKUP];
         int64_t have = -1;
+        char etag[48] = "";
         sqlite3_bind_text(l, 1, u->p->bucket, -1, SQLITE_STATIC);
         sqlite3_bind_text(l, 2, u->p->name, -1, SQLITE_STATIC);
-        if (sqlite3_step(l) == SQLITE_ROW)
+        if ((s = sqlite3_step(l)) == SQLITE_ROW) {
             have = sqlite3_column_int64(l, 1);
+            hd_store_col_copy(l, 2, etag, sizeof(etag));
+        }
         sqlite3_reset(l);
         sqlite3_clear_bindings(l);
-        if (have >= u->mtime)
+        if (s != SQLITE_ROW && s != SQLITE_DONE)
+            return hd_store_sqlerr(c->db, s, "upsert: lookup");
+        if (a->keep_newer && have >= u->mtime)
             return HD_EPRECONDITION;
+        if (a->if_none_match && s == SQLITE_ROW)
+            return HD_ECONFLICT;
+        if (a->if_match) {
+            struct hd_cond cond = {.if_match = a->if_match};
+            if (hd_cond_eval(&cond, s == SQLITE_ROW ? etag : NULL, 0, 0) < 0)
+                return HD_ECONFLICT;
+        }
     }
     sqlite3_bind_text(q, 1, u->p->bucket, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, u->p->name, -1, SQLITE_STATIC);
@@ -907,6 +927,14 @@ static int do_upsert(struct conn *c, void *arg)
     else
         sqlite3_bind_null(q, 9);
     sqlite3_bind_text(q, 10, u->p->rel, -1, SQLITE_STATIC);
+    if (a && a->hdrs)
+        sqlite3_bind_text(q, 11, a->hdrs, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, 11);
+    if (a && a->parts)
+        sqlite3_bind_text(q, 12, a->parts, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, 12);
     s = sqlite3_step(q);
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
@@ -1141,6 +1169,7 @@ static int push_ent(struct hd_list_res *res, sqlite3_stmt *q)
     n->size = (uint64_t)sqlite3_column_int64(q, 1);
     n->mtime_ms = sqlite3_column_int64(q, 2);
     hd_store_col_copy(q, 3, n->etag, sizeof(n->etag));
+    hd_store_col_copy(q, 4, n->sclass, sizeof(n->sclass));
     res->nents++;
     return 0;
 }

@@ -59,6 +59,10 @@ struct hd_obj_meta {
     char ck_val[96];  /* base64, as x-amz-checksum-* carries it */
     char *ctype;      /* Content-Type or NULL */
     char *meta;       /* JSON object of x-amz-meta-* (lowercase names, no prefix) or NULL */
+    char *hdrs;       /* JSON object of the other headers stored with it (Cache-Control,
+                       * Content-Disposition, Content-Encoding, Content-Language, Expires,
+                       * x-amz-storage-class when not STANDARD; lowercase names) or NULL */
+    char *parts;      /* multipart: JSON array of the part sizes, in order; else NULL */
     char *path;       /* absolute path of the content file */
 };
 void hd_obj_meta_cleanup(struct hd_obj_meta *m);
@@ -84,12 +88,20 @@ int hd_store_delete(struct hd_store *st, const char *bucket, const char *name);
 struct hd_put_attrs {
     const char *ctype;
     const char *meta;    /* JSON or NULL */
+    const char *hdrs;    /* JSON or NULL (struct hd_obj_meta) */
+    const char *parts;   /* JSON or NULL (struct hd_obj_meta) */
     const char *ck_type; /* NULL or "" when none */
     const char *ck_val;
     const char *etag; /* NULL: the MD5 of the bytes written */
     int64_t mtime_ms; /* 0: now (a rebalanced object keeps its own) */
     int keep_newer;   /* commit only if no copy with mtime >= mtime_ms is held, else
                        * HD_EPRECONDITION (rebalance must not undo a newer write) */
+    /* A conditional write, evaluated in the transaction that commits (so of two racing
+     * writers one fails): If-Match (an ETag list or "*"; the object must exist) and
+     * If-None-Match: * (it must not). Either failing is HD_ECONFLICT: the caller checked
+     * before the body was read, so failing here means another write got in between. */
+    const char *if_match;
+    int if_none_match;
 };
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out);
 /* As hd_put_begin for an object of `size` bytes (0: unknown). -ENOSPC (507) when the chosen
@@ -128,6 +140,7 @@ struct hd_list_ent {
     uint64_t size;
     int64_t mtime_ms;
     char etag[48];
+    char sclass[24]; /* storage class, "" for STANDARD */
 };
 struct hd_list_res {
     struct hd_list_ent *ents;

@@ -1,9 +1,11 @@
-/* libFuzzer driver for Range, Content-Range, HTTP-date and conditional parsing
+/* libFuzzer driver for Range, Content-Range, HTTP-date (hd_http_date_parse and the any-form
+ * hd_date_parse of Date / x-amz-date), conditional parsing and the header-list token removal
  * (common/httputil).
  * Input: 8 bytes of big-endian object size, then header text; lines feed hd_cond_eval. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/errors.h"
 #include "common/httputil.h"
@@ -25,6 +27,35 @@ static void check_date(const char *s)
         hd_http_date_format(t, buf);
         if (hd_http_date_parse(buf, &t2) != 0 || t2 != t)
             __builtin_trap();
+    }
+    if (hd_date_parse(s, &t) == 0) {
+        /* any form it accepts names an instant IMF-fixdate can write and it reads back */
+        hd_http_date_format(t, buf);
+        if (hd_date_parse(buf, &t2) != 0 || t2 != t)
+            __builtin_trap();
+    }
+    if (hd_http_date_parse(s, &t) == 0 && (hd_date_parse(s, &t2) != 0 || t2 != t))
+        __builtin_trap(); /* hd_date_parse reads every HTTP-date the same way */
+}
+
+/* The list without the token: shorter or equal, no element equal to it (any case). */
+static void check_drop(const char *s)
+{
+    char out[256], *p, *e;
+    int n = hd_list_drop_token(s, "aws-chunked", out, sizeof(out));
+
+    if (n < 0)
+        return;
+    if ((size_t)n != strlen(out) || (size_t)n > 2 * strlen(s)) /* ", " may replace "," */
+        __builtin_trap();
+    for (p = out; *p; p = *e ? e + 2 : e) {
+        e = strstr(p, ", ");
+        if (!e)
+            e = p + strlen(p);
+        if (e - p == 11 && strncasecmp(p, "aws-chunked", 11) == 0)
+            __builtin_trap();
+        if (e == p)
+            __builtin_trap(); /* no empty elements */
     }
 }
 
@@ -56,6 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc != 0 && rc != HD_EBADARG)
         __builtin_trap();
     check_date(s);
+    check_drop(s);
 
     /* up to four '\n'-separated fields: If-Match, If-None-Match, IMS, IUS */
     f[0] = s;

@@ -116,7 +116,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     {
         struct hd_sigv4_in in = {f[0], f[1], f[2], h, nh, NOW};
         int rc = hd_sigv4_verify(&in, secret_for, NULL, &a);
-        if (rc > 1 || (rc == 0 && strlen(a.signature) != 64))
+        if ((rc > 0 && rc != HD_DECLINED) || (rc == 0 && strlen(a.signature) != 64))
+            __builtin_trap();
+        /* an expired or not yet valid URL says when (for the error body) */
+        if ((rc == HD_EEXPIRED || rc == HD_ENOTYET) &&
+            (!a.date || a.expires_at != a.date + a.expires_in))
             __builtin_trap();
     }
     roundtrip(*f[0] ? f[0] : "GET", f[1], f[2], h + (*f[3] ? 1 : 0), nh - (*f[3] ? 1 : 0));

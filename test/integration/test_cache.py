@@ -333,6 +333,37 @@ def test_write_through_put_and_delete(upstream, cache):
     assert cached_names(cache, b) == set()
 
 
+def test_headers_write_through_and_cold_get(upstream, cache):
+    """The headers S3 stores with an object (Cache-Control ... Expires) go to the upstream on a
+    write-through PUT and come back from it on a cold GET, then from the catalog; a
+    create-only PUT is checked here before the upstream is written."""
+    import datetime
+    ub = uname("hdr")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    s3 = cache.s3()
+    s3.put_object(Bucket=b, Key="w", Body=b"written", CacheControl="no-cache",
+                  ContentLanguage="fr", ContentEncoding="gzip")
+    for c in (u, s3):  # the upstream got them; the cached copy has them
+        h = c.head_object(Bucket=ub if c is u else b, Key="w")
+        assert (h["CacheControl"], h["ContentLanguage"], h["ContentEncoding"]) == (
+            "no-cache", "fr", "gzip"), h
+    exp = datetime.datetime(2031, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    u.put_object(Bucket=ub, Key="cold", Body=b"upstream", ContentDisposition="inline",
+                 Expires=exp)
+    for _ in range(2):  # cold, then warm once cached
+        g = s3.get_object(Bucket=b, Key="cold")
+        assert g["Body"].read() == b"upstream"
+        assert (g["ContentDisposition"], g["Expires"]) == ("inline", exp), g
+        wait_cached(cache, b, {"w", "cold"})
+    url = cache.url + "/%s/w" % b
+    auth = helpers.SigV4Requests(*cache.keys)
+    r = requests.put(url, data=b"again", auth=auth, headers={"If-None-Match": "*"}, timeout=30)
+    assert r.status_code == 412, r.content
+    assert u.get_object(Bucket=ub, Key="w")["Body"].read() == b"written"
+
+
 def test_upstream_refuses_403_with_its_message(upstream, cache):
     """A profile with a wrong secret: the upstream (hoard, verifying SigV4) refuses; the
     client gets AccessDenied with the upstream's own message and nothing is cached."""

@@ -561,8 +561,8 @@ def test_listing_merge_across_proxies(cluster, cbucket):
         got += [c["Prefix"] for c in pg.get("CommonPrefixes", [])]
         got += [o["Key"] for o in pg.get("Contents", [])]
     assert sorted(got) == sorted(pfx + names) and len(got) == len(set(got))
-    r = s3p.list_objects_v2(Bucket=cbucket, MaxKeys=0)
-    assert r["KeyCount"] == 0 and r["IsTruncated"] is True
+    r = s3p.list_objects_v2(Bucket=cbucket, MaxKeys=0)  # AWS: an empty, complete page
+    assert r["KeyCount"] == 0 and r["IsTruncated"] is False and "NextContinuationToken" not in r
 
 
 # ---- buckets through the BMD ----

@@ -81,6 +81,9 @@ def check_objects(c, bucket, keys, meta):
         assert r.headers["Last-Modified"] == m["lm"]
         assert r.headers.get("Content-Type") == m["ctype"]
         assert r.headers.get("x-amz-meta-origin") == m["origin"]
+        # the stored headers and storage class move with it (X-Hoard-Obj-Meta)
+        assert r.headers.get("Cache-Control") == "max-age=%s" % k[-1]
+        assert r.headers.get("x-amz-storage-class") == ("GLACIER" if k[-1] in "02468" else None)
 
 
 def body(k):
@@ -91,7 +94,11 @@ def fill(c, bucket, n, prefix="o"):
     keys = ["%s/%05d" % (prefix, i) for i in range(n)]
 
     def hdrs(k):
-        return {"Content-Type": "text/x-%s" % k[-1], "x-amz-meta-origin": "m-" + k}
+        h = {"Content-Type": "text/x-%s" % k[-1], "x-amz-meta-origin": "m-" + k,
+             "Cache-Control": "max-age=%s" % k[-1]}
+        if k[-1] in "02468":
+            h["x-amz-storage-class"] = "GLACIER"
+        return h
 
     def one(k):
         r = api("PUT", "%s/v1/objects/%s/%s" % (c.primary.url, bucket, urllib.parse.quote(k)),

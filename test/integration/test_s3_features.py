@@ -100,18 +100,6 @@ def test_copy_object_same_owner(endpoint, s3, bucket):
     assert client_error(ei)[:2] == (412, "PreconditionFailed")
 
 
-def test_upload_part_copy_not_implemented(s3, bucket):
-    s3.put_object(Bucket=bucket, Key="s", Body=b"x" * 100)
-    uid = s3.create_multipart_upload(Bucket=bucket, Key="d")["UploadId"]
-    try:
-        with pytest.raises(botocore.exceptions.ClientError) as ei:
-            s3.upload_part_copy(Bucket=bucket, Key="d", UploadId=uid, PartNumber=1,
-                                CopySource={"Bucket": bucket, "Key": "s"})
-        assert client_error(ei)[:2] == (501, "NotImplemented")
-    finally:
-        s3.abort_multipart_upload(Bucket=bucket, Key="d", UploadId=uid)
-
-
 # ---------------------------------------------------------------- DeleteObjects
 
 def test_delete_objects(s3, bucket):

@@ -56,6 +56,22 @@ static const struct {
     {HD_EPARTORDER, 400, "InvalidPartOrder"},
     {HD_ETOOSMALL, 400, "EntityTooSmall"},
     {HD_EMETATOOLARGE, 400, "MetadataTooLarge"},
+    {HD_ECKVALUE, 400, "InvalidRequest"},
+    {HD_ECONFLICT, 409, "ConditionalRequestConflict"},
+    {HD_EPARTNUM, 416, "InvalidPartNumber"},
+    {HD_EBADPARTNUM, 400, "InvalidArgument"},
+    {HD_ERANGEPART, 400, "InvalidRequest"},
+    {HD_ESTORAGECLASS, 400, "InvalidStorageClass"},
+    {HD_EDATE, 403, "AccessDenied"},
+    {HD_EEXPIRESNAN, 403, "AuthorizationQueryParametersError"},
+    {HD_EEXPIRESNEG, 403, "AuthorizationQueryParametersError"},
+    {HD_EEXPIRESMAX, 403, "AuthorizationQueryParametersError"},
+    {HD_ENOTYET, 403, "AccessDenied"},
+    {HD_EMAXBUCKETS, 400, "InvalidArgument"},
+    {HD_ENOGRANTS, 501, "NotImplemented"},
+    {HD_ENOVERSIONING, 501, "NotImplemented"},
+    {HD_EANONOVERRIDE, 400, "InvalidRequest"},
+    {HD_ECOPYSELF, 400, "InvalidRequest"},
 };
 #define NWANT (sizeof(want) / sizeof(want[0]))
 

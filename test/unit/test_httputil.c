@@ -274,6 +274,102 @@ HD_SUITE(httputil_dates)
     }
 }
 
+/* hd_date_parse: every form a client writes in Date, x-amz-date or a conditional header. */
+HD_SUITE(httputil_date_any)
+{
+    static const struct {
+        const char *s;
+        int ok;
+        long long t;
+    } t[] = {
+        /* the three HTTP-date forms */
+        {"Sun, 06 Nov 1994 08:49:37 GMT", 1, 784111777},
+        {"Sunday, 06-Nov-94 08:49:37 GMT", 1, 784111777},
+        {"Sun Nov  6 08:49:37 1994", 1, 784111777},
+        /* botocore formatdate() (SigV4 with Date only) and s3cmd's x-amz-date */
+        {"Wed, 25 Nov 2026 13:30:59 -0000", 1, 1795613459},
+        {"Wed, 25 Nov 2026 13:30:59 +0000", 1, 1795613459},
+        {"Wed, 25 Nov 2026 14:30:59 +0100", 1, 1795613459},
+        {"Wed, 25 Nov 2026 08:00:59 -0530", 1, 1795613459},
+        {"Wed, 25 Nov 2026 13:30:59 UTC", 1, 1795613459},
+        {"Wed, 25 Nov 2026 13:30:59 UT", 1, 1795613459},
+        {"Wed, 25 Nov 2026 13:30:59 Z", 1, 1795613459},
+        {"Sun, 6 Nov 1994 08:49:37 GMT", 1, 784111777}, /* RFC 2822: one-digit day */
+        /* ISO 8601 basic (x-amz-date; a Date used for SigV4) */
+        {"20261125T133059Z", 1, 1795613459},
+        /* blanks around are ignored */
+        {"  Sun, 06 Nov 1994 08:49:37 GMT \t", 1, 784111777},
+        {"Tue, 07 Jul 1950 21:53:04 GMT", 1, -614916416},
+        {"Fri, 31 Dec 9999 23:59:59 GMT", 1, 253402300799LL},
+        /* malformed */
+        {"", 0, 0},
+        {"   ", 0, 0},
+        {"Bad Date", 0, 0},
+        {"Wed, 25 Nov 2026 13:30:59", 0, 0},
+        {"Wed, 25 Nov 2026 13:30:59 +000", 0, 0},
+        {"Wed, 25 Nov 2026 13:30:59 +2400", 0, 0},
+        {"Wed, 25 Nov 2026 13:30:59 +0060", 0, 0},
+        {"Wed, 25 Nov 2026 13:30:59 EST", 0, 0},
+        {"Wed, 25 Nov 2026 13:30:59 GMTX", 0, 0},
+        {"Wed, 25 Nov 2026 13:30:59 -0000 x", 0, 0},
+        {"Fri, 31 Dec 9999 23:59:59 -0100", 0, 0}, /* past year 9999 */
+        {"Sat, 01 Jan 0000 00:00:00 +0100", 0, 0}, /* before year 0 */
+        {"2026-11-25T13:30:59Z", 0, 0},
+        {"20261125T133059", 0, 0},
+        {"1795613459", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        time_t out = 42;
+        int rc = hd_date_parse(t[i].s, &out);
+        if ((rc == 0) != t[i].ok || (rc == 0 && (long long)out != t[i].t))
+            fprintf(stderr, "  date \"%s\": rc %d t %lld\n", t[i].s, rc, (long long)out);
+        CHECK_EQ_INT(rc == 0, t[i].ok);
+        if (t[i].ok)
+            CHECK_EQ_INT(out, t[i].t);
+    }
+    {
+        time_t out;
+        CHECK_EQ_INT(hd_date_parse(NULL, &out), HD_EBADARG);
+    }
+    /* conditional headers read the same forms */
+    {
+        struct hd_cond c = {.if_unmodified_since = "Wed, 25 Nov 2026 13:30:59 -0000"};
+        CHECK_EQ_INT(hd_cond_eval(&c, "x", 1795613459, 0), 0);
+        CHECK_EQ_INT(hd_cond_eval(&c, "x", 1795613460, 0), HD_EPRECONDITION);
+        c.if_unmodified_since = "20261125T133059Z";
+        CHECK_EQ_INT(hd_cond_eval(&c, "x", 1795613460, 0), HD_EPRECONDITION);
+    }
+}
+
+/* hd_list_drop_token: the aws-chunked content coding S3 leaves out of what it stores. */
+HD_SUITE(httputil_drop_token)
+{
+    static const struct {
+        const char *in, *out;
+    } t[] = {
+        {"gzip", "gzip"},
+        {"deflate, gzip", "deflate, gzip"},
+        {"gzip, aws-chunked", "gzip"},
+        {"aws-chunked, gzip", "gzip"},
+        {"aws-chunked", ""},
+        {"aws-chunked, aws-chunked", ""},
+        {"AWS-Chunked", ""},
+        {" aws-chunked ,gzip ,  br ", "gzip, br"},
+        {"gzip,,aws-chunked,", "gzip"},
+        {"aws-chunkedx", "aws-chunkedx"},
+        {"", ""},
+    };
+    char out[64];
+
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        int n = hd_list_drop_token(t[i].in, "aws-chunked", out, sizeof(out));
+        CHECK_EQ_INT(n, (int)strlen(t[i].out));
+        CHECK_EQ_STR(out, t[i].out);
+    }
+    CHECK_EQ_INT(hd_list_drop_token("gzip, deflate", "aws-chunked", out, 8), -1);
+    CHECK_EQ_INT(hd_list_drop_token("gzip", "aws-chunked", out, 5), 4);
+}
+
 HD_SUITE(httputil_cond)
 {
     /* Object: etag "abc", mtime T. Dates: OLD < T == EQ < NEW. */
@@ -772,8 +868,15 @@ HD_SUITE(httputil_s3_addressing)
     CHECK(hd_s3_vhost_path("[::1]:80", "s3.example.com", "/k") == NULL);
     CHECK(hd_s3_vhost_path("", "s3.example.com", "/k") == NULL);
 
-    CHECK_EQ_INT(hd_query_parse("acl", &q), 0);
+    CHECK_EQ_INT(hd_query_parse("policy", &q), 0);
     CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 1);
+    hd_query_free(&q);
+    /* ?acl and ?versioning are answered (an owner-only ACL, an unversioned bucket) */
+    CHECK_EQ_INT(hd_query_parse("acl", &q), 0);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 0);
+    hd_query_free(&q);
+    CHECK_EQ_INT(hd_query_parse("versioning", &q), 0);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 0);
     hd_query_free(&q);
     CHECK_EQ_INT(hd_query_parse("list-type=2&tagging=", &q), 0);
     CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 1);

@@ -673,18 +673,31 @@ HD_SUITE(sigv2_header_errors)
     h[0].v = "Fri, 24 May 2013 02:00:00 +0200";
     CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_EBADSIG);
     CHECK_EQ_INT(a.date, NOW);
+    /* AWS answers a missing or bad date 403 AccessDenied (HD_EDATE), before 1970 too */
     h[0].v = "yesterday";
-    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_EAUTHHDR);
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_EDATE);
     h[0].v = DATE " trailing";
-    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_EAUTHHDR);
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_EDATE);
+    h[0].v = "";
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_EDATE);
+    h[0].v = "Tue, 07 Jul 1950 21:53:04 GMT";
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_EDATE);
+    h[0].v = "Tue, 07 Jul 2010 21:53:04 GMT";
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_ESKEW);
+    h[0].v = "Fri, 24 May 2013 00:00:00 -0000"; /* botocore's formatdate() */
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a), HD_EBADSIG);
+    CHECK_EQ_INT(a.date, NOW);
     /* No date at all; a repeated one. */
-    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h + 1, 1, NOW, &good, &a), HD_EAUTHHDR);
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h + 1, 1, NOW, &good, &a), HD_EDATE);
     h[0].v = DATE;
     h[2] = (struct hd_kv){"date", DATE};
-    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 3, NOW, &good, &a), HD_EAUTHHDR);
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 3, NOW, &good, &a), HD_EDATE);
     /* x-amz-date wins over Date for the clock, and in SigV4's spelling too. */
     h[2] = (struct hd_kv){"x-amz-date", "20130524T010000Z"};
     CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 3, NOW, &good, &a), HD_ESKEW);
+    h[2] = (struct hd_kv){"x-amz-date", ""}; /* present but empty: no fallback to Date */
+    CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 3, NOW, &good, &a), HD_EDATE);
+    h[2] = (struct hd_kv){"x-amz-date", "20130524T010000Z"};
     CHECK_EQ_INT(verify_with("GET", PUPPY, NULL, h, 3, NOW + 3600, &good, &a), HD_EBADSIG);
     /* Duplicate Authorization headers. */
     h[2] = h[1];

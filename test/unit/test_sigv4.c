@@ -612,8 +612,11 @@ HD_SUITE(sigv4_s3doc)
         CHECK_EQ_STR(v.signature, json_string_value(json_object_get(x, "signature")));
         in.now = now + 86401;
         CHECK_EQ_INT(hd_sigv4_verify(&in, secret_cb, &kr, &v), HD_EEXPIRED);
+        CHECK_EQ_INT(v.expires_in, 86400);
+        CHECK_EQ_INT(v.expires_at, now + 86400);
+        CHECK_EQ_INT(v.date, now);
         in.now = now - 901;
-        CHECK_EQ_INT(hd_sigv4_verify(&in, secret_cb, &kr, &v), HD_EACCESS);
+        CHECK_EQ_INT(hd_sigv4_verify(&in, secret_cb, &kr, &v), HD_ENOTYET);
         hd_buf_cleanup(&q);
     }
 
@@ -760,7 +763,11 @@ HD_SUITE(sigv4_verify_edges)
     CHECK_EQ_STR(a.amz_date, "20130524T000000Z");
     h[1].v = "Fri, 24 May 2013 00:00:01 GMT";
     CHECK_EQ_INT(verify_with(h, 3, NULL, now, &a), HD_EBADSIG);
+    /* any RFC 7231 form names the same instant: the signature (over this Date) decides */
     h[1].v = "Friday, 24-May-13 00:00:00 GMT";
+    CHECK_EQ_INT(verify_with(h, 3, NULL, now, &a), HD_EBADSIG);
+    CHECK_EQ_STR(a.amz_date, "20130524T000000Z");
+    h[1].v = "not a date";
     CHECK_EQ_INT(verify_with(h, 3, NULL, now, &a), HD_EAUTHHDR);
     /* A Date on another day than the credential scope. */
     h[1].v = "Sat, 25 May 2013 00:00:00 GMT";
@@ -841,10 +848,13 @@ HD_SUITE(sigv4_verify_edges)
             const char *name, *val;
             int want;
         } cases[] = {
-            {"X-Amz-Expires", "0", HD_EAUTHQUERY},
-            {"X-Amz-Expires", "604801", HD_EAUTHQUERY},
-            {"X-Amz-Expires", "-5", HD_EAUTHQUERY},
-            {"X-Amz-Expires", "abc", HD_EAUTHQUERY},
+            {"X-Amz-Expires", "0", HD_EEXPIRED}, /* AWS: expired as it was made */
+            {"X-Amz-Expires", "604801", HD_EEXPIRESMAX},
+            {"X-Amz-Expires", "99999999999999999999999", HD_EEXPIRESMAX},
+            {"X-Amz-Expires", "-5", HD_EEXPIRESNEG},
+            {"X-Amz-Expires", "abc", HD_EEXPIRESNAN},
+            {"X-Amz-Expires", "5s", HD_EEXPIRESNAN},
+            {"X-Amz-Expires", "-", HD_EEXPIRESNAN},
             {"X-Amz-Expires", "604800", HD_EBADSIG}, /* in range, but not what was signed */
             {"X-Amz-Algorithm", "AWS4-HMAC-SHA1", HD_EAUTHQUERY},
             {"X-Amz-Credential", "AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3", HD_EAUTHQUERY},
