@@ -307,7 +307,11 @@ def test_membership(cluster):
         assert tid.startswith("t")
     assert s["tmap_down"] == {}
     assert all(a < 5000 for a in s["heartbeat_age_ms"].values()), s["heartbeat_age_ms"]
-    # every node answers with the same map; the non-primary forwards nothing for reads
+    # every node answers with the same map (a rebalance that ends meanwhile makes a new
+    # version: compare once it has); the non-primary forwards nothing for reads
+    cluster.wait_smap(lambda m: not m.get("rebalance_id"), timeout=30, what="rebalance over")
+    cluster.wait_converged()
+    s = cluster.primary.smap()
     for n in cluster.proxies + cluster.targets:
         got = n.smap()
         assert got["version"] == s["version"] and set(got["tmap"]) == set(s["tmap"])
