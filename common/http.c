@@ -24,6 +24,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/tls.h"
 #include "common/xml.h"
 
 struct hd_http_server {
@@ -549,8 +550,8 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
             return MHD_YES;
         }
         cl = hd_req_header(r, "Content-Length");
-        if (cl &&
-            (hd_req_header_count(r, "Content-Length") > 1 || hd_req_header(r, "Transfer-Encoding"))) {
+        if (cl && (hd_req_header_count(r, "Content-Length") > 1 ||
+                   hd_req_header(r, "Transfer-Encoding"))) {
             /* two framings of one body: the way request smuggling starts; the early answer
              * also closes the connection */
             hd_resp_err_msg(r, HD_EBADREQ,
@@ -625,8 +626,10 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     }
     if (!r->responded && body_check(r) < 0) {
         char addr[64];
-        HD_LOG(HD_WARN, NULL, "auth: node call %s %s from %s: the body does not match its "
-               "signature", r->method, r->raw_path, hd_req_remote(r, addr, sizeof(addr)));
+        HD_LOG(HD_WARN, NULL,
+               "auth: node call %s %s from %s: the body does not match its "
+               "signature",
+               r->method, r->raw_path, hd_req_remote(r, addr, sizeof(addr)));
         hd_stats_inc(HD_ST_AUTH_FAILED);
         hd_resp_err_msg(r, HD_EACCESS,
                         "The body does not match the node signature (X-Hoard-Content-Sha256).");
@@ -878,6 +881,8 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     struct hd_http_server *s;
     struct sockaddr_storage ss;
     socklen_t sl;
+    struct MHD_OptionItem tls_opts[3] = {
+        {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}};
     unsigned threads;
     unsigned flags;
     long n;
@@ -907,14 +912,32 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
             MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    if (cfg->tls) {
+        /* GnuTLS inside libmicrohttpd asks for the certificate at every handshake
+         * (common/tls.h): a reload reaches new connections only */
+        const char *trust = hd_tls_mhd_trust(cfg->tls);
+        size_t k = 0;
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
+            MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES) {
+            close(fd);
+            pthread_mutex_destroy(&s->park_mu);
+            free(s);
+            return -ENOTSUP;
+        }
+        flags |= MHD_USE_TLS;
+        tls_opts[k++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, hd_tls_mhd_cert_callback()};
+        if (trust) /* makes GnuTLS ask for a client certificate; hd_tls_peer_ok checks it */
+            tls_opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)trust};
+    }
     s->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_END);
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s,
+        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     if (!s->d) {
         close(fd);
         pthread_mutex_destroy(&s->park_mu);

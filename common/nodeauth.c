@@ -19,6 +19,7 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/kdf.h"
+#include "common/tls.h"
 
 #define NA_MAGIC 0x6e617531u /* "nau1" */
 #define STRIPES 16
@@ -45,8 +46,8 @@ struct key_entry {
 
 struct hd_nodeauth {
     uint32_t magic;
-    char *secret;                      /* "new,old": the copy secrets[] point into */
-    size_t slen;                       /* 0: no secret (dev mode) */
+    char *secret;                       /* "new,old": the copy secrets[] point into */
+    size_t slen;                        /* 0: no secret (dev mode) */
     char *secrets[HD_NODEAUTH_SECRETS]; /* [0] signs; all are accepted */
     size_t nsecrets;
     char self[HD_NODEAUTH_ID_MAX + 1];
@@ -90,8 +91,7 @@ int hd_nodeauth_new(const char *secret, const char *self, struct hd_nodeauth **o
         }
     }
     na->slen = na->nsecrets ? strlen(na->secrets[0]) : 0;
-    if (na->slen &&
-        hd_kdf_key(na->secrets[0], na->slen, KEY_LABEL, self, na->self_key) < 0) {
+    if (na->slen && hd_kdf_key(na->secrets[0], na->slen, KEY_LABEL, self, na->self_key) < 0) {
         free(na->secret);
         free(na);
         return -EIO;
@@ -472,6 +472,16 @@ int hd_nodeauth_verify(struct hd_nodeauth *na, struct hd_req *r, int flags,
 
     memset(who, 0, sizeof(*who));
     *why = NULL;
+    if ((sig || node) && hd_tls_client_auth() && hd_tls_peer_ok(r->conn, why) != 1) {
+        /* mutual TLS: a node call comes with a certificate of the cluster's CA */
+        if (!*why)
+            *why = "a plain http connection";
+        snprintf(r->principal, sizeof(r->principal), "node %s (client certificate: %s)",
+                 node ? node : "?", *why);
+        *why = "Node calls need a client certificate signed by the cluster's CA "
+               "(tls.client_auth).";
+        return HD_EACCESS;
+    }
     if (!hd_nodeauth_on(na)) { /* dev mode: a node says who it is */
         if (!node)
             return HD_DECLINED;
@@ -514,9 +524,9 @@ int hd_nodeauth_verify(struct hd_nodeauth *na, struct hd_req *r, int flags,
                 want) == 0 &&
             hd_kdf_equal(want, sig))
             to = na->self;
-        else if ((flags & HD_NA_ANY_TO) && mac(key, r->method, r->raw_uri, date, nonce, sha,
-                                               node, HD_NODEAUTH_ANY, r->hdrs, r->nhdrs,
-                                               want) == 0 &&
+        else if ((flags & HD_NA_ANY_TO) &&
+                 mac(key, r->method, r->raw_uri, date, nonce, sha, node, HD_NODEAUTH_ANY, r->hdrs,
+                     r->nhdrs, want) == 0 &&
                  hd_kdf_equal(want, sig))
             to = HD_NODEAUTH_ANY;
     }
@@ -734,8 +744,7 @@ int hd_nodeauth_psig_check(struct hd_nodeauth *na, const char *pid, const char *
         return HD_EACCESS;
     for (i = 0; !ok && (size_t)i < na->nsecrets; i++)
         ok = node_key(na, i, pid, 1, key) == 0 &&
-             psig_mac(key, method, raw_path, ptime, na->self, want) == 0 &&
-             hd_kdf_equal(want, sig);
+             psig_mac(key, method, raw_path, ptime, na->self, want) == 0 && hd_kdf_equal(want, sig);
     memset(key, 0, sizeof(key));
     if (!ok)
         return HD_EACCESS;
