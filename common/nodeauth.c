@@ -475,8 +475,10 @@ int hd_nodeauth_verify(struct hd_nodeauth *na, struct hd_req *r, int flags,
     if ((sig || node) && hd_tls_client_auth() && hd_tls_peer_ok(r->conn, why) != 1) {
         /* mutual TLS: a node call comes with a certificate of the cluster's CA */
         static _Thread_local char msg[256];
-        snprintf(msg, sizeof(msg), "Node calls need a client certificate signed by the "
-                 "cluster's CA (tls.client_auth): %s.", *why ? *why : "plain http");
+        snprintf(msg, sizeof(msg),
+                 "Node calls need a client certificate signed by the "
+                 "cluster's CA (tls.client_auth): %s.",
+                 *why ? *why : "plain http");
         *why = msg;
         return HD_EACCESS;
     }
