@@ -39,6 +39,8 @@ static const struct def defs[] = {
     {"tls.key", STR, "", 0, 0, 0, "PEM private key of tls.cert"},
     {"tls.ca", STR, "", 0, 0, 0,
      "PEM CA bundle node calls verify peers against (empty = the system's)"},
+    {"tls.verify_host", BOOL, "true", 0, 0, 0,
+     "node calls check the peer certificate's names against its URL (false: the CA only)"},
     {"tls.client_auth", BOOL, "false", 0, 0, 0,
      "node calls must present a client certificate signed by tls.ca (mutual TLS)"},
     {"metrics.token", STR, "", 0, 0, 1,

@@ -21,6 +21,10 @@ struct MHD_Connection;
  * 0, or a negative code with err saying what is wrong. */
 int hd_tls_new(const char *cert, const char *key, const char *ca, int client_auth,
                struct hd_tls **out, char *err, size_t errlen);
+/* Node calls check the peer's certificate names against its URL (on, the default), or only
+ * that it chains to the CA (off: tls.verify_host = false, for a CA that signs hoard nodes
+ * only, when node URLs carry addresses the certificates cannot name). */
+void hd_tls_verify_host(struct hd_tls *t, int on);
 /* Reads the three files again. On any error the credentials in use stay as they were. */
 int hd_tls_reload(struct hd_tls *t, char *err, size_t errlen);
 /* Frees t (NULL: no-op); after the HTTP server stopped and no call uses it any more. */

@@ -175,6 +175,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "hoardd: %s\n", err);
             goto out;
         }
+        hd_tls_verify_host(tls, hd_config_bool(cfg, "tls.verify_host"));
         hd_tls_use(tls);
     } else if (hd_config_bool(cfg, "tls.client_auth") || *hd_config_str(cfg, "tls.ca")) {
         /* the CA alone: this node serves plain http but calls https peers */
