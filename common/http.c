@@ -920,6 +920,21 @@ static int listen_socket(const struct sockaddr_storage *ss, socklen_t sl)
     return fd;
 }
 
+/* Under TLS every connection carries what its client certificate was found to be
+ * (common/tls.h), so a node call pays for the chain check once per connection. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)conn;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = hd_tls_conn_new();
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        hd_tls_conn_free(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
 int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
 {
     struct hd_http_server *s;
@@ -970,6 +985,8 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
             return -ENOTSUP;
         }
         flags |= MHD_USE_TLS;
+        tls_opts[k++] =
+            (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL};
         tls_opts[k++] =
             (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, hd_tls_mhd_cert_callback()};
         if (trust) /* makes GnuTLS ask for a client certificate; hd_tls_peer_ok checks it */
