@@ -21,6 +21,7 @@
 
 struct MHD_Connection;
 struct hd_http_server;
+struct hd_tls;
 
 #ifndef HD_KV_DEFINED
 #define HD_KV_DEFINED
@@ -111,6 +112,7 @@ struct hd_http_cfg {
     int mem_limit;
     hd_http_handler_fn handler;
     void *ctx;
+    struct hd_tls *tls; /* serve https with these credentials (common/tls.h); NULL: http */
 };
 
 int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out);

@@ -18,13 +18,14 @@
 #include "common/nodeauth.h"
 #include "common/relay.h"
 #include "common/sigv2.h"
+#include "common/tls.h"
 
 static char *default_url(const char *listen)
 {
     struct hd_buf b;
 
     hd_buf_init(&b);
-    hd_buf_printf(&b, "http://%s", listen);
+    hd_buf_printf(&b, "%s://%s", hd_tls_scheme(), listen);
     return hd_buf_steal(&b, NULL);
 }
 

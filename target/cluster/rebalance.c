@@ -43,6 +43,7 @@
 #include "common/log.h"
 #include "common/nodeauth.h"
 #include "common/smap.h"
+#include "common/tls.h"
 #include "target/cluster/peer.h"
 #include "target/jobs/jobs.h"
 #include "target/object/object.h"
@@ -120,6 +121,7 @@ static int send_object(CURL *cu, struct hd_rb *rb, const char *owner_url, const 
     }
     curl_easy_reset(cu);
     curl_easy_setopt(cu, CURLOPT_URL, url.data);
+    hd_tls_curl(cu);
     curl_easy_setopt(cu, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(cu, CURLOPT_INFILESIZE_LARGE, (curl_off_t)m->size);
     curl_easy_setopt(cu, CURLOPT_READFUNCTION, read_fd);

@@ -464,6 +464,12 @@ int hd_cli_http_do(struct hd_cli *cli, const struct hd_cli_req *rq, struct hd_cl
         curl_easy_reset(cli->http->curl); /* keeps the connection cache */
     }
     x.curl = cli->http->curl;
+    {
+        /* a cluster with its own CA (cluster.sh up --tls): the same variable as the aws CLI */
+        const char *ca = getenv("AWS_CA_BUNDLE");
+        if (ca && *ca)
+            curl_easy_setopt(x.curl, CURLOPT_CAINFO, ca);
+    }
     if (rq->hash) {
         x.md = EVP_MD_CTX_new();
         if (!x.md || EVP_DigestInit_ex(x.md, EVP_md5(), NULL) != 1) {
