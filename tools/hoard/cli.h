@@ -81,6 +81,8 @@ struct hd_cli_cmd {
     const char *summary;    /* one line */
     /* Command options, terminated by HD_CLI_OPT_COUNT; NULL for none. */
     const enum hd_cli_optid *opts;
+    /* Those of opts the command cannot run without (help shows them unbracketed); NULL. */
+    const enum hd_cli_optid *req;
 };
 
 struct hd_cli_http; /* cli_http.h */
@@ -114,8 +116,12 @@ extern volatile sig_atomic_t hd_cli_interrupted;
  * returns HD_CLI_EXIT_USAGE. */
 int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Prints "hoard: <fmt>" to stderr and returns `code`. */
+/* Prints "hoard: <fmt>" to stderr and returns `code`. Under --json the line is a JSON object
+ * instead: {"error": "<fmt>", "code": "Usage|Connection|Timeout|Interrupted|Error", "exit": N}. */
 int hd_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* As hd_cli_fail with the JSON "code" given (the server's error code, e.g. "NoSuchKey"). */
+int hd_cli_fail_code(int exit_code, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Prints j indented (2 spaces) and a newline on stdout (the --json output of every command);
  * j NULL (a failed json_pack) is out of memory. Returns the exit code. */
 struct json_t;

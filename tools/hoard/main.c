@@ -92,63 +92,127 @@ static const enum hd_cli_optid shard_opts[] = {
     HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,  HD_CLI_OPT_SEED,     HD_CLI_OPT_KEY_RULE,
     HD_CLI_OPT_LIST,     HD_CLI_OPT_RANGE, HD_CLI_OPT_MANIFEST, HD_CLI_OPT_ID,
     HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid shard_req[] = {HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,
+                                              HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid batch_opts[] = {HD_CLI_OPT_CONTINUE, HD_CLI_OPT_COUNT};
 
 /* The command table: one row per <noun> <verb>. Help text is generated from it. */
 static const struct hd_cli_cmd cmds[] = {
     {"bucket", "create", hd_cli_bucket_create, 1, 1, "B|s3://B",
-     "create bucket B, or S3-backed bucket B in front of an upstream", create_opts},
-    {"bucket", "ls", hd_cli_bucket_ls, 0, 0, "", "list buckets", NULL},
-    {"bucket", "rm", hd_cli_bucket_rm, 1, 1, "B", "remove bucket B (must be empty)", NULL},
+     "create bucket B, or S3-backed bucket B in front of an upstream", create_opts, NULL},
+    {"bucket", "ls", hd_cli_bucket_ls, 0, 0, "", "list buckets", NULL, NULL},
+    {"bucket", "rm", hd_cli_bucket_rm, 1, 1, "B", "remove bucket B (must be empty)", NULL, NULL},
     {"bucket", "props", hd_cli_bucket_props, 1, 64, "B [KEY=VALUE...]",
-     "show bucket properties, or set them (validate_warm_get=true, upstream.profile=P)", NULL},
+     "show bucket properties, or set them (validate_warm_get=true, upstream.profile=P)", NULL,
+     NULL},
     {"object", "put", hd_cli_object_put, 2, 2, "FILE|- B/O",
-     "upload FILE (or stdin) as object O in bucket B", put_opts},
+     "upload FILE (or stdin) as object O in bucket B", put_opts, NULL},
     {"object", "get", hd_cli_object_get, 1, 2, "B/O [FILE|DIR|-]",
-     "download to FILE, into DIR, or to stdout (-); default ./NAME", get_opts},
+     "download to FILE, into DIR, or to stdout (-); default ./NAME", get_opts, NULL},
     {"object", "head", hd_cli_object_head, 1, 1, "B/O", "show an object's size, ETag and metadata",
-     NULL},
+     NULL, NULL},
     {"object", "ls", hd_cli_object_ls, 1, 1, "B[/PREFIX]",
-     "list objects (all pages unless --limit)", ls_opts},
-    {"object", "rm", hd_cli_object_rm, 1, 1, "B/O", "remove an object", NULL},
+     "list objects (all pages unless --limit)", ls_opts, NULL},
+    {"object", "rm", hd_cli_object_rm, 1, 1, "B/O", "remove an object", NULL, NULL},
     {"prefetch", "", hd_cli_prefetch, 1, 1, "B",
-     "cache objects of S3-backed bucket B (a job on every target)", prefetch_opts},
+     "cache objects of S3-backed bucket B (a job on every target)", prefetch_opts, NULL},
     {"evict", "", hd_cli_evict, 1, 1, "B",
-     "drop cached objects of S3-backed bucket B (all without a selection)", evict_opts},
+     "drop cached objects of S3-backed bucket B (all without a selection)", evict_opts, NULL},
     {"cluster", "show", hd_cli_cluster_show, 0, 0, "",
-     "nodes, states, rebalance, and mountpath capacity per target", NULL},
+     "nodes, states, rebalance, and mountpath capacity per target", NULL, NULL},
     {"cluster", "maintenance", hd_cli_cluster_maintenance, 1, 1, "NODE",
-     "put target NODE in maintenance (no new objects; --off ends it)", off_opts},
+     "put target NODE in maintenance (no new objects; --off ends it)", off_opts, NULL},
     {"cluster", "decommission", hd_cli_cluster_decommission, 1, 1, "NODE",
-     "move target NODE's objects away, then remove it (--off cancels)", off_opts},
+     "move target NODE's objects away, then remove it (--off cancels)", off_opts, NULL},
     {"cluster", "rebalance", hd_cli_cluster_rebalance, 0, 0, "",
-     "start a rebalance now and print its job id", NULL},
-    {"job", "ls", hd_cli_job_ls, 0, 0, "", "list jobs (newest first)", NULL},
+     "start a rebalance now and print its job id", NULL, NULL},
+    {"job", "ls", hd_cli_job_ls, 0, 0, "", "list jobs (newest first)", NULL, NULL},
     {"job", "show", hd_cli_job_show, 1, 1, "ID", "show a job: state, progress, per-target view",
-     NULL},
+     NULL, NULL},
     {"job", "wait", hd_cli_job_wait, 1, 1, "ID",
-     "wait for a job to end, with progress; exit 0 only if it had no errors", wait_opts},
-    {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "ask every target to stop a job", NULL},
+     "wait for a job to end, with progress; exit 0 only if it had no errors", wait_opts, NULL},
+    {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "ask every target to stop a job", NULL, NULL},
     {"shard", "create", hd_cli_shard_create, 2, 2, "B[/PREFIX] OUT",
-     "pack the objects of B into tar shards in bucket OUT (shows progress)", shard_opts},
+     "pack the objects of B into tar shards in bucket OUT (shows progress)", shard_opts, shard_req},
     {"shard", "ls-members", hd_cli_shard_members, 1, 1, "B/O", "list the members of a tar object",
-     NULL},
+     NULL, NULL},
     {"batch", "get", hd_cli_batch_get, 2, 2, "LIST|- FILE|-",
-     "fetch the objects and members LIST names as one tar (lines: B/O [TAB MEMBER])", batch_opts},
+     "fetch the objects and members LIST names as one tar (lines: B/O [TAB MEMBER])", batch_opts,
+     NULL},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+/* --json: failures are one JSON object on stderr instead of a text line (set before any
+ * parsing, so usage errors are JSON too). */
+static int json_errors;
+
+/* The "code" of a failure that has no server error code, from its exit code. */
+static const char *exit_code_name(int code)
+{
+    switch (code) {
+    case HD_CLI_EXIT_USAGE:
+        return "Usage";
+    case HD_CLI_EXIT_CONN:
+        return "Connection";
+    case HD_CLI_EXIT_TIMEOUT:
+        return "Timeout";
+    case HD_CLI_EXIT_INTR:
+        return "Interrupted";
+    default:
+        return "Error";
+    }
+}
+
+/* One failure: "hoard: MSG" or {"error": MSG, "code": CODE, "exit": N[, "usage": U]}. */
+static void emit_error(int exit_code, const char *code, const char *msg, const char *usage_line)
+{
+    json_t *j;
+
+    fflush(stdout);
+    if (!json_errors) {
+        fprintf(stderr, "hoard: %s\n", msg);
+        return;
+    }
+    j = json_pack("{s:s, s:s, s:i}", "error", msg, "code", code ? code : exit_code_name(exit_code),
+                  "exit", exit_code);
+    if (j && usage_line)
+        json_object_set_new(j, "usage", json_string(usage_line));
+    if (j && json_dumpf(j, stderr, JSON_COMPACT) == 0)
+        fputc('\n', stderr);
+    else
+        fprintf(stderr, "hoard: %s\n", msg);
+    json_decref(j);
+}
+
+static int vfail(int exit_code, const char *code, const char *fmt, va_list ap)
+{
+    char msg[2048];
+
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    emit_error(exit_code, code, msg, NULL);
+    return exit_code;
+}
 
 int hd_cli_fail(int code, const char *fmt, ...)
 {
     va_list ap;
+    int rc;
 
-    fflush(stdout);
-    fputs("hoard: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    rc = vfail(code, NULL, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    return code;
+    return rc;
+}
+
+int hd_cli_fail_code(int exit_code, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = vfail(exit_code, code, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 int hd_cli_print_json(const json_t *j)
@@ -171,18 +235,31 @@ static int noun_known(const char *noun)
     return 0;
 }
 
+static int opt_in(const enum hd_cli_optid *list, enum hd_cli_optid id)
+{
+    for (; list && *list != HD_CLI_OPT_COUNT; list++)
+        if (*list == id)
+            return 1;
+    return 0;
+}
+
+/* "noun verb ARGS --req R [--opt V]...": required options first, unbracketed. */
 static void cmd_line(const struct hd_cli_cmd *c, char *line, size_t len)
 {
     const enum hd_cli_optid *o;
-    int n;
+    int n, pass;
 
     n = snprintf(line, len, "%s%s%s%s%s", c->noun, *c->verb ? " " : "", c->verb,
                  *c->args ? " " : "", c->args);
-    for (o = c->opts; o && *o != HD_CLI_OPT_COUNT && n > 0 && (size_t)n < len; o++) {
-        const struct hd_cli_opt *d = &hd_cli_opts[*o];
-        n += snprintf(line + n, len - (size_t)n, " [--%s%s%s]", d->name, d->has_arg ? " " : "",
-                      d->has_arg ? d->arg_name : "");
-    }
+    for (pass = 0; pass < 2; pass++)
+        for (o = c->opts; o && *o != HD_CLI_OPT_COUNT && n > 0 && (size_t)n < len; o++) {
+            const struct hd_cli_opt *d = &hd_cli_opts[*o];
+            int req = opt_in(c->req, *o);
+            if (req != (pass == 0))
+                continue;
+            n += snprintf(line + n, len - (size_t)n, " %s--%s%s%s%s", req ? "" : "[", d->name,
+                          d->has_arg ? " " : "", d->has_arg ? d->arg_name : "", req ? "" : "]");
+        }
 }
 
 /* Commands of one noun (all when NULL): aligned "cmd  summary" rows, or the summary on its
@@ -236,6 +313,31 @@ static void print_cmd_options(FILE *out, const char *noun)
     }
 }
 
+static void print_global_options(FILE *out);
+
+/* Usage of one command: its line, summary, options (required ones marked). */
+static void usage_cmd(FILE *out, const struct hd_cli_cmd *c, int globals)
+{
+    const enum hd_cli_optid *o;
+    char line[512];
+
+    cmd_line(c, line, sizeof(line));
+    fprintf(out, "usage: hoard %s\n\n%s\n", line, c->summary);
+    if (c->opts && *c->opts != HD_CLI_OPT_COUNT)
+        fputs("\nOptions:\n", out);
+    for (o = c->opts; o && *o != HD_CLI_OPT_COUNT; o++) {
+        const struct hd_cli_opt *d = &hd_cli_opts[*o];
+        char flag[64];
+        snprintf(flag, sizeof(flag), "--%s%s%s", d->name, d->has_arg ? " " : "",
+                 d->has_arg ? d->arg_name : "");
+        fprintf(out, "  %-20s %s%s\n", flag, opt_in(c->req, *o) ? "(required) " : "", d->help);
+    }
+    if (globals)
+        print_global_options(out);
+    else
+        fputs("\nGlobal options: see `hoard --help`.\n", out);
+}
+
 static void print_global_options(FILE *out)
 {
     size_t i;
@@ -273,8 +375,10 @@ static void usage(FILE *out, const char *noun)
               "  HOARD_DEBUG=1      print libcurl's request/response trace on stderr\n"
               "\nExit codes: 0 ok, 1 server or API error (also local file errors; a job that\n"
               "  failed or had errors), 2 usage, 3 cannot reach the endpoint, 4 job wait timed\n"
-              "  out, 130 interrupted.\n"
-              "See `hoard <noun> --help`; full reference in docs/cli.md.\n",
+              "  out, 130 interrupted. With --json a failure is one JSON line on stderr:\n"
+              "  {\"error\": MESSAGE, \"code\": CODE, \"exit\": N}.\n"
+              "See `hoard <noun> --help`, `hoard <noun> <verb> --help`; full reference in\n"
+              "docs/cli.md.\n",
               out);
     }
 }
@@ -282,14 +386,26 @@ static void usage(FILE *out, const char *noun)
 int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
 {
     va_list ap;
+    char msg[1024], line[512];
 
-    fflush(stdout);
-    fputs("hoard: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fputs("\n\n", stderr);
-    usage(stderr, cli ? cli->noun : NULL);
+    if (json_errors) {
+        line[0] = '\0';
+        if (cli && cli->cmd) {
+            snprintf(line, sizeof(line), "hoard ");
+            cmd_line(cli->cmd, line + 6, sizeof(line) - 6);
+        }
+        emit_error(HD_CLI_EXIT_USAGE, NULL, msg, line[0] ? line : NULL);
+        return HD_CLI_EXIT_USAGE;
+    }
+    emit_error(HD_CLI_EXIT_USAGE, NULL, msg, NULL);
+    fputc('\n', stderr);
+    if (cli && cli->cmd)
+        usage_cmd(stderr, cli->cmd, 0); /* only the verb that was meant */
+    else
+        usage(stderr, cli ? cli->noun : NULL);
     return HD_CLI_EXIT_USAGE;
 }
 
@@ -429,6 +545,9 @@ static int run(struct hd_cli *cli, int argc, char **argv)
     int npos = 0, i, err, only_pos = 0, rc;
     size_t k;
 
+    for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            json_errors = 1; /* usage errors found while parsing are JSON too */
     pos = calloc((size_t)argc + 1, sizeof(*pos));
     if (!pos)
         return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
@@ -502,6 +621,17 @@ static int run(struct hd_cli *cli, int argc, char **argv)
             rc = hd_cli_usage_error(cli, "no such noun '%s'", topic);
             goto out;
         }
+        if (topic && npos > 1) { /* hoard help object put */
+            for (k = 0; k < NCMDS; k++)
+                if (strcmp(cmds[k].noun, topic) == 0 && strcmp(cmds[k].verb, pos[1]) == 0) {
+                    usage_cmd(stdout, &cmds[k], 1);
+                    rc = HD_CLI_EXIT_OK;
+                    goto out;
+                }
+            cli->noun = topic;
+            rc = hd_cli_usage_error(cli, "unknown command '%s %s'", topic, pos[1]);
+            goto out;
+        }
         usage(stdout, topic);
         rc = HD_CLI_EXIT_OK;
         goto out;
@@ -511,7 +641,10 @@ static int run(struct hd_cli *cli, int argc, char **argv)
         goto out;
     }
     if (cli->opt[HD_CLI_OPT_HELP]) {
-        usage(stdout, noun);
+        if (cli->cmd)
+            usage_cmd(stdout, cli->cmd, 1); /* hoard object put --help */
+        else
+            usage(stdout, noun);
         rc = HD_CLI_EXIT_OK;
         goto out;
     }
