@@ -60,7 +60,7 @@ def json_err(r):
 
 def test_help_per_verb(hoard):
     out = hoard.ok("object", "put", "--help").stdout.decode()
-    assert out.startswith("usage: hoard object put FILE|- B/O")
+    assert out.startswith("usage: hoard object put FILE|DIR|- B/O")
     assert "object get" not in out and "--content-type" in out
     assert hoard.ok("help", "object", "put").stdout == out.encode()
     # the noun's help still lists every verb
@@ -93,7 +93,7 @@ def test_json_errors(hoard, bkt):
     r = hoard("--json", "object", "put", "x")
     doc = json_err(r)
     assert (doc["code"], doc["exit"]) == ("Usage", 2)
-    assert doc["usage"].startswith("hoard object put FILE|- B/O")
+    assert doc["usage"].startswith("hoard object put FILE|DIR|- B/O")
     r = hoard("--json", "bucket", "ls", "--endpoint", "http://127.0.0.1:1", endpoint=False)
     doc = json_err(r)
     assert (doc["code"], doc["exit"]) == ("Connection", 3)
@@ -103,3 +103,156 @@ def test_json_errors(hoard, bkt):
     r = hoard("object", "get", bkt + "/nope", "-")
     assert r.returncode == 1
     assert r.stderr.decode().startswith("hoard: object get %s/nope: NoSuchKey" % bkt)
+
+
+# ---- many objects: recursive put/get, rm by prefix/template, sync ----------------------
+
+
+def make_tree(root):
+    """A small directory tree {relative path: bytes}, written under root."""
+    files = {"f%d.bin" % i: helpers.pattern_bytes(50000 * i + 7, i) for i in range(1, 6)}
+    files.update({"a/b/deep.txt": b"deep\n", "a/empty": b"", "sp ace/ü.txt": b"unicode"})
+    for rel, data in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    return files
+
+
+def read_tree(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_recursive_put_get(hoard, bkt, tmp_path):
+    files = make_tree(tmp_path / "src")
+    r = hoard.ok("object", "put", str(tmp_path / "src"), bkt + "/up", "-j", "3",
+                 env={"HOARD_PROGRESS": "1"})
+    assert r.stdout.decode().startswith("object put: 8 uploaded"), r.stdout
+    # one progress line for the whole transfer, its totals right from the first update
+    draws = [d.split("\x1b[K")[0].strip() for d in r.stderr.decode().split("\r") if d.strip()]
+    total = sum(len(v) for v in files.values())
+    assert draws, r.stderr
+    for d in draws:
+        m = re.match(r"(\d+) / 8 objects\s+(\S+ \S+) / (\S+ \S+)", d)
+        assert m, draws
+    assert draws[-1].startswith("8 / 8 objects")
+    assert names(hoard, bkt) == sorted("up/" + k for k in files)
+    for k, v in files.items():
+        assert hoard.ok("object", "get", "%s/up/%s" % (bkt, k), "-").stdout == v
+    # -r: every object under the prefix, into DIR, names below the prefix
+    doc = hoard.json("object", "get", "-r", bkt + "/up/", str(tmp_path / "down"), "-j8")
+    assert (doc["downloaded"], doc["failed"], doc["bytes"]) == (len(files), 0, total)
+    assert read_tree(tmp_path / "down") == files
+    assert not list((tmp_path / "down").rglob("*.tmp"))
+    # a prefix without the slash works the same; -j is checked
+    doc = hoard.json("object", "get", "--recursive", bkt + "/up/a", str(tmp_path / "d2"))
+    assert read_tree(tmp_path / "d2") == {"b/deep.txt": b"deep\n", "empty": b""}
+    r = hoard("object", "get", "-r", bkt + "/up", str(tmp_path / "d3"), "-j", "0")
+    assert r.returncode == 2 and b"-j/--jobs" in r.stderr
+
+
+def test_recursive_get_error_exit(hoard, bkt, tmp_path):
+    _ = make_tree(tmp_path / "src")
+    hoard.ok("object", "put", str(tmp_path / "src"), bkt)
+    (tmp_path / "down").mkdir()
+    (tmp_path / "down" / "a").write_bytes(b"a file where a directory must go")
+    r = hoard("object", "get", "-r", bkt, str(tmp_path / "down"))
+    assert r.returncode == 1
+    err = r.stderr.decode()
+    assert "cannot create the directories of" in err and "2 of 8 operations failed" in err, err
+    assert (tmp_path / "down" / "f1.bin").exists()
+
+
+def test_rm_prefix_and_template(hoard, bkt):
+    for i in range(12):
+        hoard.ok("object", "put", "-", "%s/shard-%04d.tar" % (bkt, i), input=b"x")
+    hoard.ok("object", "put", "-", bkt + "/keep/one", input=b"k")
+    hoard.ok("object", "put", "-", bkt + "/keep2", input=b"k")
+    doc = hoard.json("object", "rm", bkt, "--template", "shard-{0000..0009}.tar", "-j", "4")
+    assert (doc["removed"], doc["missing"], doc["failed"]) == (10, 0, 0)
+    assert names(hoard, bkt) == ["keep/one", "keep2", "shard-0010.tar", "shard-0011.tar"]
+    # names that are not there are counted, not errors
+    out = hoard.ok("object", "rm", bkt, "--template", "shard-{0010..0013}.tar").stdout.decode()
+    assert out.startswith("object rm: 2 removed, 2 not found"), out
+    out = hoard.ok("object", "rm", bkt, "--prefix", "keep/").stdout.decode()
+    assert out.startswith("object rm: 1 removed"), out
+    assert names(hoard, bkt) == ["keep2"]
+    r = hoard("object", "rm", bkt, "--template", "a-{1..")
+    assert r.returncode == 2 and b"bad --template" in r.stderr
+    r = hoard("object", "rm", bkt + "/x", "--prefix", "k")
+    assert r.returncode == 2
+
+
+def test_sync_both_ways(hoard, bkt, tmp_path):
+    src = tmp_path / "src"
+    files = make_tree(src)
+    dst = "hoard://%s/mirror" % bkt
+    doc = hoard.json("sync", str(src), dst)
+    assert (doc["direction"], doc["uploaded"], doc["unchanged"]) == ("up", 8, 0)
+    doc = hoard.json("sync", str(src), dst)
+    assert (doc["uploaded"], doc["unchanged"]) == (0, 8)
+    # a changed size, a new file, a removed file (--delete)
+    (src / "f1.bin").write_bytes(b"changed")
+    (src / "new.txt").write_bytes(b"new")
+    (src / "f2.bin").unlink()
+    doc = hoard.json("sync", str(src), dst)
+    assert (doc["uploaded"], doc["removed"]) == (2, 0)
+    assert "mirror/f2.bin" in names(hoard, bkt)
+    doc = hoard.json("sync", str(src), dst, "--delete")
+    assert (doc["uploaded"], doc["removed"]) == (0, 1)
+    want = read_tree(src)
+    assert names(hoard, bkt) == sorted("mirror/" + k for k in want)
+    # down: into a new directory, then nothing to do, then --delete of a local extra
+    down = tmp_path / "down"
+    doc = hoard.json("sync", dst, str(down), "-j", "2")
+    assert (doc["direction"], doc["downloaded"]) == ("down", len(want))
+    assert read_tree(down) == want
+    doc = hoard.json("sync", dst, str(down))
+    assert (doc["downloaded"], doc["unchanged"]) == (0, len(want))
+    (down / "extra").write_bytes(b"e")
+    hoard.ok("object", "put", "-", bkt + "/mirror/f3.bin", input=b"replaced upstream")
+    doc = hoard.json("sync", dst, str(down), "--delete")
+    assert (doc["downloaded"], doc["removed_local"]) == (1, 1)
+    assert read_tree(down) == {**want, "f3.bin": b"replaced upstream"}
+    r = hoard("sync", str(src), str(down))
+    assert r.returncode == 2 and b"one directory and one hoard://" in r.stderr
+
+
+# ---- S3-backed buckets: ls --cached, CACHED column -------------------------------------
+
+
+def cloud_bucket(cl, s3rver, objects):  # noqa: F811
+    name = "cvs-" + uuid.uuid4().hex[:10]
+    c = s3rver.client()
+    c.create_bucket(Bucket=name)
+    for k, v in objects.items():
+        c.put_object(Bucket=name, Key=k, Body=v)
+    return cl.create_cloud_bucket(name, s3rver.url, "s3rver")
+
+
+def cached_set(cl, b):
+    return {e["name"] for e in cl.listing(b, cached="true", limit=10000)["entries"]}
+
+
+def test_ls_cached_column(cl, hoard, s3rver):  # noqa: F811
+    objs = {"a.bin": b"a" * 100, "b.bin": b"b" * 2000, "d/c.bin": b"c"}
+    b = cloud_bucket(cl, s3rver, objs)
+    assert hoard.ok("object", "get", b + "/b.bin", "-").stdout == objs["b.bin"]
+    helpers.wait_until(lambda: cached_set(cl, b) == {"b.bin"}, timeout=20, what="b.bin cached")
+    lines = hoard.ok("object", "ls", b).stdout.decode().splitlines()
+    assert lines[0].split() == ["NAME", "SIZE", "CACHED", "MODIFIED"]
+    rows = {ln.split()[0]: ln.split() for ln in lines[1:]}
+    assert rows["b.bin"][3] == "yes" and rows["a.bin"][3] == "no" and rows["d/c.bin"][3] == "no"
+    doc = hoard.json("object", "ls", b)
+    assert {e["name"]: e["cached"] for e in doc["entries"]} == \
+        {"a.bin": False, "b.bin": True, "d/c.bin": False}
+    doc = hoard.json("object", "ls", b, "--cached")
+    assert [e["name"] for e in doc["entries"]] == ["b.bin"]
+    lines = hoard.ok("object", "ls", b, "--cached").stdout.decode().splitlines()
+    assert [ln.split()[0] for ln in lines[1:]] == ["b.bin"]
+
+
+def test_ls_plain_bucket_has_no_cached_column(hoard, bkt):
+    hoard.ok("object", "put", "-", bkt + "/x", input=b"x")
+    lines = hoard.ok("object", "ls", bkt).stdout.decode().splitlines()
+    assert lines[0].split() == ["NAME", "SIZE", "MODIFIED"]

@@ -58,6 +58,10 @@ enum hd_cli_optid {
     HD_CLI_OPT_ID,
     HD_CLI_OPT_NO_WAIT,
     HD_CLI_OPT_CONTINUE,
+    HD_CLI_OPT_CACHED,    /* object ls */
+    HD_CLI_OPT_RECURSIVE, /* object get; -r */
+    HD_CLI_OPT_JOBS,      /* many-object verbs (cmd_xfer.c); -j */
+    HD_CLI_OPT_DELETE,    /* sync */
     HD_CLI_OPT_COUNT
 };
 
@@ -149,6 +153,11 @@ int hd_cli_job_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_stop(struct hd_cli *cli, int argc, char **argv);
+/* cmd_xfer.c: many objects at once on -j threads */
+int hd_cli_put_dir(struct hd_cli *cli, const char *dir, const char *dst);
+int hd_cli_get_recursive(struct hd_cli *cli, const char *src, const char *dir);
+int hd_cli_rm_many(struct hd_cli *cli, const char *arg);
+int hd_cli_sync(struct hd_cli *cli, int argc, char **argv);
 /* cmd_shard.c */
 int hd_cli_shard_create(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_shard_members(struct hd_cli *cli, int argc, char **argv);

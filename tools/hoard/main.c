@@ -71,11 +71,23 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_NO_WAIT] = {"no-wait", 0, 0, NULL, "start the job and print its id"},
     [HD_CLI_OPT_CONTINUE] = {"continue-on-error", 0, 0, NULL,
                              "record missing entries in the tar (__404__/NAME) and go on"},
+    [HD_CLI_OPT_CACHED] = {"cached", 0, 0, NULL,
+                           "S3-backed bucket: only the objects cached in the cluster"},
+    [HD_CLI_OPT_RECURSIVE] = {"recursive", 0, 0, NULL,
+                              "(-r) every object under B/PREFIX, into DIR (default .)"},
+    [HD_CLI_OPT_JOBS] = {"jobs", 1, 0, "N",
+                         "(-j) parallel transfers for many objects (default 4, at most 64)"},
+    [HD_CLI_OPT_DELETE] = {"delete", 0, 0, NULL,
+                           "also remove from the destination what the source does not have"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
-                                            HD_CLI_OPT_TOKEN, HD_CLI_OPT_COUNT};
-static const enum hd_cli_optid put_opts[] = {HD_CLI_OPT_CONTENT_TYPE, HD_CLI_OPT_COUNT};
+                                            HD_CLI_OPT_TOKEN, HD_CLI_OPT_CACHED, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid put_opts[] = {HD_CLI_OPT_CONTENT_TYPE, HD_CLI_OPT_JOBS,
+                                             HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid rm_opts[] = {HD_CLI_OPT_PREFIX, HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_JOBS,
+                                            HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid sync_opts[] = {HD_CLI_OPT_DELETE, HD_CLI_OPT_JOBS, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid create_opts[] = {HD_CLI_OPT_UPSTREAM, HD_CLI_OPT_PROFILE,
                                                 HD_CLI_OPT_REGION,   HD_CLI_OPT_STYLE,
                                                 HD_CLI_OPT_REMOTE,   HD_CLI_OPT_COUNT};
@@ -87,7 +99,8 @@ static const enum hd_cli_optid evict_opts[] = {HD_CLI_OPT_LIST,    HD_CLI_OPT_TE
                                                HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid off_opts[] = {HD_CLI_OPT_OFF, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid wait_opts[] = {HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
-static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_RECURSIVE,
+                                             HD_CLI_OPT_JOBS, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid shard_opts[] = {
     HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,  HD_CLI_OPT_SEED,     HD_CLI_OPT_KEY_RULE,
     HD_CLI_OPT_LIST,     HD_CLI_OPT_RANGE, HD_CLI_OPT_MANIFEST, HD_CLI_OPT_ID,
@@ -105,15 +118,23 @@ static const struct hd_cli_cmd cmds[] = {
     {"bucket", "props", hd_cli_bucket_props, 1, 64, "B [KEY=VALUE...]",
      "show bucket properties, or set them (validate_warm_get=true, upstream.profile=P)", NULL,
      NULL},
-    {"object", "put", hd_cli_object_put, 2, 2, "FILE|- B/O",
-     "upload FILE (or stdin) as object O in bucket B", put_opts, NULL},
-    {"object", "get", hd_cli_object_get, 1, 2, "B/O [FILE|DIR|-]",
-     "download to FILE, into DIR, or to stdout (-); default ./NAME", get_opts, NULL},
+    {"object", "put", hd_cli_object_put, 2, 2, "FILE|DIR|- B/O|B/PREFIX",
+     "upload FILE (or stdin) as object O in bucket B; a DIR: every file under it, -j at once",
+     put_opts, NULL},
+    {"object", "get", hd_cli_object_get, 1, 2, "B/O|B/PREFIX [FILE|DIR|-]",
+     "download to FILE, into DIR, or to stdout (-); default ./NAME; -r: every object under "
+     "PREFIX",
+     get_opts, NULL},
     {"object", "head", hd_cli_object_head, 1, 1, "B/O", "show an object's size, ETag and metadata",
      NULL, NULL},
     {"object", "ls", hd_cli_object_ls, 1, 1, "B[/PREFIX]",
      "list objects (all pages unless --limit)", ls_opts, NULL},
-    {"object", "rm", hd_cli_object_rm, 1, 1, "B/O", "remove an object", NULL, NULL},
+    {"object", "rm", hd_cli_object_rm, 1, 1, "B/O|B",
+     "remove an object, or every object of B --prefix P or --template 'a-{00..99}.tar'", rm_opts,
+     NULL},
+    {"sync", "", hd_cli_sync, 2, 2, "DIR hoard://B[/P] | hoard://B[/P] DIR",
+     "copy to the second what it lacks or has different (size, older); -j at once", sync_opts,
+     NULL},
     {"prefetch", "", hd_cli_prefetch, 1, 1, "B",
      "cache objects of S3-backed bucket B (a job on every target)", prefetch_opts, NULL},
     {"evict", "", hd_cli_evict, 1, 1, "B",
@@ -433,6 +454,18 @@ static int parse_opt(struct hd_cli *cli, int argc, char **argv, int *i, int *err
     *err = 0;
     if (strcmp(a, "-h") == 0) {
         cli->opt[HD_CLI_OPT_HELP] = "";
+        return 1;
+    }
+    if (strcmp(a, "-r") == 0)
+        a = "--recursive";
+    else if (strcmp(a, "-j") == 0)
+        a = "--jobs";
+    else if (strncmp(a, "-j", 2) == 0 && a[2] >= '0' && a[2] <= '9') { /* -j8 */
+        if (!opt_allowed(cli->cmd, HD_CLI_OPT_JOBS)) {
+            *err = hd_cli_usage_error(cli, "unknown option '-j'");
+            return 1;
+        }
+        cli->opt[HD_CLI_OPT_JOBS] = a + 2;
         return 1;
     }
     if (a[0] != '-' || strcmp(a, "-") == 0)
