@@ -256,3 +256,42 @@ def test_ls_plain_bucket_has_no_cached_column(hoard, bkt):
     hoard.ok("object", "put", "-", bkt + "/x", input=b"x")
     lines = hoard.ok("object", "ls", bkt).stdout.decode().splitlines()
     assert lines[0].split() == ["NAME", "SIZE", "MODIFIED"]
+
+
+# ---- du ----------------------------------------------------------------------------------
+
+
+def test_du_plain_and_s3_backed(cl, hoard, bkt, s3rver, tmp_path):  # noqa: F811
+    files = make_tree(tmp_path / "src")
+    hoard.ok("object", "put", str(tmp_path / "src"), bkt)
+    total = sum(len(v) for v in files.values())
+    doc = hoard.json("bucket", "du", bkt)["buckets"][0]
+    assert (doc["bucket"], doc["provider"], doc["objects"], doc["bytes"]) == \
+        (bkt, "ais", len(files), total)
+    assert "cached_bytes" not in doc and doc["errors"] == 0
+    tids = set(cl.smap()["tmap"])
+    assert set(doc["targets"]) == tids
+    mps = [m for t in doc["targets"].values() for m in t["mountpaths"]]
+    assert len(mps) == 2 * len(tids)  # every mountpath, those without objects too
+    assert sum(m["objects"] for m in mps) == len(files)
+    assert sum(m["bytes"] for m in mps) == total
+    # S3-backed: the upstream's totals, and what is cached
+    objs = {"a.bin": b"a" * 100, "b.bin": b"b" * 2000, "d/c.bin": b"c"}
+    b = cloud_bucket(cl, s3rver, objs)
+    hoard.ok("object", "get", b + "/b.bin", "-")
+    helpers.wait_until(lambda: cached_set(cl, b) == {"b.bin"}, timeout=20, what="b.bin cached")
+    doc = hoard.json("bucket", "du", b)["buckets"][0]
+    assert (doc["provider"], doc["objects"], doc["bytes"]) == ("aws", 3, 2101)
+    assert (doc["cached_objects"], doc["cached_bytes"]) == (1, 2000)
+    # the tables: one row per bucket, one per target mountpath; every bucket without names
+    out = hoard.ok("bucket", "du", bkt, b).stdout.decode()
+    top, mp = out.split("\n\n")
+    rows = [ln.split() for ln in top.splitlines()]
+    assert rows[0] == ["BUCKET", "PROVIDER", "OBJECTS", "SIZE", "CACHED", "OBJECTS", "CACHED"]
+    assert rows[1][:3] == [bkt, "ais", str(len(files))] and rows[1][-2:] == ["-", "-"]
+    assert rows[2][:3] == [b, "aws", "3"] and rows[2][5:] == ["1", "2.0", "KiB"]
+    assert len(mp.splitlines()) == 1 + 2 * 2 * len(tids)
+    alls = [d["bucket"] for d in hoard.json("bucket", "du")["buckets"]]
+    assert bkt in alls and b in alls
+    r = hoard("--json", "bucket", "du", "nosuch-" + uuid.uuid4().hex[:6])
+    assert r.returncode == 1 and json_err(r)["code"] == "NoSuchBucket"
