@@ -295,3 +295,103 @@ def test_du_plain_and_s3_backed(cl, hoard, bkt, s3rver, tmp_path):  # noqa: F811
     assert bkt in alls and b in alls
     r = hoard("--json", "bucket", "du", "nosuch-" + uuid.uuid4().hex[:6])
     assert r.returncode == 1 and json_err(r)["code"] == "NoSuchBucket"
+
+
+# ---- config profiles and completion -----------------------------------------------------
+
+
+def write_config(path, cl, default=None):
+    doc = {"profiles": {
+        "good": {"endpoint": cl.url, "access_key": C_KEYS[0], "secret_key": C_KEYS[1]},
+        "badkey": {"endpoint": cl.url, "access_key": C_KEYS[0], "secret_key": "wrong-secret"},
+        "nowhere": {"endpoint": "http://127.0.0.1:1"},
+    }}
+    if default:
+        doc["default"] = default
+    path.write_text(json.dumps(doc))
+    os.chmod(path, 0o600)
+    return str(path)
+
+
+def test_config_profiles(cl, hoard, bkt, tmp_path):
+    cfg = write_config(tmp_path / "config", cl, default="nowhere")
+    env = {"HOARD_CONFIG": cfg}
+    # no --endpoint, no AWS_* keys: all from the profile
+    r = hoard("--profile", "good", "--json", "bucket", "ls", env=env, endpoint=False,
+              creds=False)
+    assert r.returncode == 0, r.stderr
+    assert bkt in [b["name"] for b in json.loads(r.stdout)["buckets"]]
+    r = hoard("bucket", "ls", env=dict(env, HOARD_PROFILE="good"), endpoint=False, creds=False)
+    assert r.returncode == 0 and bkt in r.stdout.decode(), r.stderr
+    # the file's default profile, when none is named
+    r = hoard("bucket", "ls", env=env, endpoint=False, creds=False)
+    assert r.returncode == 3 and b"127.0.0.1:1" in r.stderr
+    # --profile beats HOARD_PROFILE; a flag beats the profile
+    r = hoard("--profile", "badkey", "bucket", "ls", env=dict(env, HOARD_PROFILE="good"),
+              endpoint=False, creds=False)
+    assert r.returncode == 1 and b"SignatureDoesNotMatch" in r.stderr, r.stderr
+    r = hoard("--profile", "badkey", "--secret-key", C_KEYS[1], "bucket", "ls", env=env,
+              endpoint=False, creds=False)
+    assert r.returncode == 0, r.stderr
+    # a named profile beats AWS_* in the environment; the default profile does not
+    r = hoard("--profile", "good", "bucket", "ls", endpoint=False, creds=False,
+              env=dict(env, AWS_ACCESS_KEY_ID="nobody", AWS_SECRET_ACCESS_KEY="x"))
+    assert r.returncode == 0, r.stderr
+    show = json.loads(hoard("--json", "config", "show", endpoint=False, creds=False,
+                            env=dict(env, AWS_ACCESS_KEY_ID="envkey1",
+                                     AWS_SECRET_ACCESS_KEY="x")).stdout)
+    assert (show["profile"], show["profile_source"], show["endpoint"], show["access_key"]) == \
+        ("nowhere", "config default", "http://127.0.0.1:1", "envk...")
+    assert C_KEYS[1] not in json.dumps(show)
+    out = hoard.ok("config", "profiles", env=env, endpoint=False).stdout.decode().split()
+    assert out == ["good", "badkey", "nowhere"]
+    # errors: unknown profile, no file, a broken file
+    r = hoard("--json", "--profile", "nope", "bucket", "ls", env=env, endpoint=False)
+    assert r.returncode == 2 and "no profile 'nope'" in json_err(r)["error"]
+    r = hoard("--profile", "good", "bucket", "ls", endpoint=False,
+              env={"HOARD_CONFIG": str(tmp_path / "missing")})
+    assert r.returncode == 2 and b"no config file" in r.stderr
+    (tmp_path / "broken").write_text("{not json")
+    r = hoard("bucket", "ls", endpoint=False, env={"HOARD_CONFIG": str(tmp_path / "broken")})
+    assert r.returncode == 2 and b"config file" in r.stderr
+    # no config file and no profile named: the old behaviour
+    hoard.ok("bucket", "ls", env={"HOARD_CONFIG": str(tmp_path / "missing")})
+    # ~/.config/hoard/config via HOME, and XDG_CONFIG_HOME
+    home = tmp_path / "home"
+    (home / ".config" / "hoard").mkdir(parents=True)
+    write_config(home / ".config" / "hoard" / "config", cl, default="good")
+    r = hoard("bucket", "ls", endpoint=False, creds=False,
+              env={"HOME": str(home), "HOARD_CONFIG": "", "XDG_CONFIG_HOME": ""})
+    assert r.returncode == 0 and bkt in r.stdout.decode(), r.stderr
+
+
+def complete(hoard, words, env=None):
+    """COMPREPLY of the generated bash completion for the words typed so far."""
+    script = hoard.ok("completion", "bash", endpoint=False).stdout.decode()
+    line = " ".join("'%s'" % w for w in words)
+    prog = script + "\nCOMP_WORDS=(%s); COMP_CWORD=%d; _hoard; printf '%%s\\n' \"${COMPREPLY[@]}\"\n" \
+        % (line, len(words) - 1)
+    e = dict(os.environ, PATH="%s:%s" % (BIN_DIR, os.environ["PATH"]), **(env or {}))
+    r = __import__("subprocess").run(["bash", "--norc", "-c", prog], capture_output=True, env=e,
+                                     cwd=hoard.cwd, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return sorted(x for x in r.stdout.decode().split("\n") if x)
+
+
+def test_completion_bash(cl, hoard, tmp_path):
+    assert complete(hoard, ["hoard", "ob"]) == ["object"]
+    assert {"bucket", "object", "sync", "prefetch", "completion", "config"} <= \
+        set(complete(hoard, ["hoard", ""]))
+    assert complete(hoard, ["hoard", "object", ""]) == ["get", "head", "ls", "put", "rm"]
+    assert complete(hoard, ["hoard", "--json", "bucket", "d"]) == ["du"]
+    assert complete(hoard, ["hoard", "object", "ls", "b", "--c"]) == ["--cached"]
+    opts = complete(hoard, ["hoard", "shard", "create", "--"])
+    assert "--template" in opts and "--size" in opts and "--endpoint" in opts
+    assert "--cached" not in opts
+    assert complete(hoard, ["hoard", "sync", "dir", "--d"]) == ["--delete"]
+    (tmp_path / "somefile.txt").write_text("x")
+    assert complete(hoard, ["hoard", "object", "put", "somef"]) == ["somefile.txt"]
+    cfg = write_config(tmp_path / "config", cl)
+    assert complete(hoard, ["hoard", "--profile", "b"], env={"HOARD_CONFIG": cfg}) == ["badkey"]
+    r = hoard("completion", "zsh", endpoint=False)
+    assert r.returncode == 2 and b"only 'bash'" in r.stderr

@@ -31,6 +31,7 @@ enum hd_cli_optid {
     HD_CLI_OPT_JSON,
     HD_CLI_OPT_HELP,
     HD_CLI_OPT_VERSION,
+    HD_CLI_OPT_CFG_PROFILE, /* --profile: the config file's profile (cli_config.c) */
     HD_CLI_OPT_DELIMITER,
     HD_CLI_OPT_LIMIT,
     HD_CLI_OPT_TOKEN,
@@ -38,7 +39,7 @@ enum hd_cli_optid {
     HD_CLI_OPT_ACCESS_KEY,
     HD_CLI_OPT_SECRET_KEY,
     HD_CLI_OPT_UPSTREAM, /* caching tier (cmd_cache.c) */
-    HD_CLI_OPT_PROFILE,
+    HD_CLI_OPT_PROFILE,  /* --upstream-profile: bucket create s3://B */
     HD_CLI_OPT_REGION,
     HD_CLI_OPT_STYLE,
     HD_CLI_OPT_REMOTE,
@@ -89,7 +90,8 @@ struct hd_cli_cmd {
     const enum hd_cli_optid *req;
 };
 
-struct hd_cli_http; /* cli_http.h */
+struct hd_cli_http;   /* cli_http.h */
+struct hd_cli_config; /* cli_config.h */
 
 /* SigV4 credentials (strings borrowed from argv or the environment). access_key NULL: send
  * requests unsigned. */
@@ -109,6 +111,7 @@ struct hd_cli {
     const struct hd_cli_cmd *cmd;      /* the command being run */
     struct hd_cli_http *http;          /* lazily created connection state */
     struct hd_cli_cred cred;           /* from --access-key/--secret-key or AWS_* env */
+    struct hd_cli_config *config;      /* the config file's profile (never NULL in handlers) */
     char *endpoint_owned;
 };
 
@@ -154,6 +157,12 @@ int hd_cli_job_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_stop(struct hd_cli *cli, int argc, char **argv);
+/* The command table (main.c), for completion. */
+const struct hd_cli_cmd *hd_cli_commands(size_t *n);
+/* cli_config.c */
+int hd_cli_config_show(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_config_profiles(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_completion(struct hd_cli *cli, int argc, char **argv);
 /* cmd_xfer.c: many objects at once on -j threads */
 int hd_cli_put_dir(struct hd_cli *cli, const char *dir, const char *dst);
 int hd_cli_get_recursive(struct hd_cli *cli, const char *src, const char *dir);

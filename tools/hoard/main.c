@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "tools/hoard/cli.h"
+#include "tools/hoard/cli_config.h"
 #include "tools/hoard/cli_fmt.h"
 #include "tools/hoard/cli_http.h"
 #include "tools/hoard/cli_sign.h"
@@ -26,6 +27,8 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_JSON] = {"json", 0, 1, NULL, "print JSON for scripts instead of tables"},
     [HD_CLI_OPT_HELP] = {"help", 0, 1, NULL, "show usage and exit"},
     [HD_CLI_OPT_VERSION] = {"version", 0, 1, NULL, "print the version and exit"},
+    [HD_CLI_OPT_CFG_PROFILE] = {"profile", 1, 1, "NAME",
+                                "profile of the config file (env HOARD_PROFILE; see config show)"},
     [HD_CLI_OPT_DELIMITER] = {"delimiter", 1, 0, "D",
                               "group names sharing a prefix up to D into PREFIXES"},
     [HD_CLI_OPT_LIMIT] = {"limit", 1, 0, "N",
@@ -40,8 +43,9 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_UPSTREAM] = {"upstream", 1, 0, "URL",
                              "upstream S3 endpoint of an s3:// bucket (not --endpoint: that is "
                              "the hoard node)"},
-    [HD_CLI_OPT_PROFILE] = {"profile", 1, 0, "P",
-                            "credential profile the nodes use for the upstream"},
+    [HD_CLI_OPT_PROFILE] = {"upstream-profile", 1, 0, "P",
+                            "credential profile the nodes use for the upstream (also --profile "
+                            "after s3://B)"},
     [HD_CLI_OPT_REGION] = {"region", 1, 0, "R", "upstream region (default us-east-1)"},
     [HD_CLI_OPT_STYLE] = {"style", 1, 0, "S", "upstream addressing: path (default) | virtual"},
     [HD_CLI_OPT_REMOTE] = {"remote-bucket", 1, 0, "NAME",
@@ -116,7 +120,7 @@ static const struct hd_cli_cmd cmds[] = {
     {"bucket", "ls", hd_cli_bucket_ls, 0, 0, "", "list buckets", NULL, NULL},
     {"bucket", "rm", hd_cli_bucket_rm, 1, 1, "B", "remove bucket B (must be empty)", NULL, NULL},
     {"bucket", "du", hd_cli_bucket_du, 0, 64, "[B...]",
-     "objects and bytes per bucket (S3-backed: upstream and cached), per target mountpath", NULL,
+     "count and bytes stored per bucket (S3-backed: upstream and cached), per target mountpath", NULL,
      NULL},
     {"bucket", "props", hd_cli_bucket_props, 1, 64, "B [KEY=VALUE...]",
      "show bucket properties, or set them (validate_warm_get=true, upstream.profile=P)", NULL,
@@ -142,6 +146,13 @@ static const struct hd_cli_cmd cmds[] = {
      "cache objects of S3-backed bucket B (a job on every target)", prefetch_opts, NULL},
     {"evict", "", hd_cli_evict, 1, 1, "B",
      "drop cached objects of S3-backed bucket B (all without a selection)", evict_opts, NULL},
+    {"config", "show", hd_cli_config_show, 0, 0, "",
+     "the endpoint, profile, key and region the CLI would use, and where they come from", NULL,
+     NULL},
+    {"config", "profiles", hd_cli_config_profiles, 0, 0, "",
+     "the profiles of the config file (~/.config/hoard/config)", NULL, NULL},
+    {"completion", "", hd_cli_completion, 1, 1, "bash",
+     "print a bash completion script (source <(hoard completion bash))", NULL, NULL},
     {"cluster", "show", hd_cli_cluster_show, 0, 0, "",
      "nodes, states, rebalance, and mountpath capacity per target", NULL, NULL},
     {"cluster", "maintenance", hd_cli_cluster_maintenance, 1, 1, "NODE",
@@ -165,6 +176,12 @@ static const struct hd_cli_cmd cmds[] = {
      NULL},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+const struct hd_cli_cmd *hd_cli_commands(size_t *n)
+{
+    *n = NCMDS;
+    return cmds;
+}
 
 /* --json: failures are one JSON object on stderr instead of a text line (set before any
  * parsing, so usage errors are JSON too). */
@@ -381,7 +398,8 @@ static void print_global_options(FILE *out)
 /* Usage of one noun's commands (or of all when noun is NULL). */
 static void usage(FILE *out, const char *noun)
 {
-    fputs("usage: hoard [--endpoint URL] [--json] [--access-key ID --secret-key KEY]\n"
+    fputs("usage: hoard [--endpoint URL | --profile NAME] [--json] [--access-key ID --secret-key "
+          "KEY]\n"
           "             <noun> <verb> [args] [options]\n\n",
           out);
     fputs("Commands:\n", out);
@@ -391,6 +409,8 @@ static void usage(FILE *out, const char *noun)
     if (!noun) {
         fputs("\nEnvironment:\n"
               "  HOARD_ENDPOINT     default for --endpoint\n"
+              "  HOARD_PROFILE      default for --profile (a profile of the config file)\n"
+              "  HOARD_CONFIG       config file (default ~/.config/hoard/config)\n"
               "  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\n"
               "                     credentials: requests are SigV4-signed when both are set\n"
               "  AWS_REGION, AWS_DEFAULT_REGION\n"
@@ -516,14 +536,23 @@ static void on_signal(int sig)
     hd_cli_interrupted = 1;
 }
 
-/* The flag, else the environment variable; NULL when neither is set or both are empty. */
-static const char *opt_or_env(struct hd_cli *cli, enum hd_cli_optid id, const char *var)
+/* A setting's value: the flag; else a profile named by --profile or HOARD_PROFILE; else the
+ * environment variable(s); else the config file's default profile. NULL when none is set. */
+static const char *pick(struct hd_cli *cli, enum hd_cli_optid id, int key, const char *var,
+                        const char *var2)
 {
-    const char *v = cli->opt[id];
+    const struct hd_cli_config *c = cli->config;
+    const char *v = id < HD_CLI_OPT_COUNT ? cli->opt[id] : NULL;
 
-    if (!v || !*v)
-        v = getenv(var);
-    return v && *v ? v : NULL;
+    if (v && *v)
+        return v;
+    if (c->chosen && c->val[key])
+        return c->val[key];
+    if ((v = getenv(var)) && *v)
+        return v;
+    if (var2 && (v = getenv(var2)) && *v)
+        return v;
+    return c->val[key];
 }
 
 /* Credentials: both halves or neither (then requests go unsigned). */
@@ -531,17 +560,18 @@ static int setup_cred(struct hd_cli *cli)
 {
     struct hd_cli_cred *c = &cli->cred;
 
-    c->access_key = opt_or_env(cli, HD_CLI_OPT_ACCESS_KEY, "AWS_ACCESS_KEY_ID");
-    c->secret_key = opt_or_env(cli, HD_CLI_OPT_SECRET_KEY, "AWS_SECRET_ACCESS_KEY");
-    c->region = getenv("AWS_REGION");
-    if (!c->region || !*c->region)
-        c->region = getenv("AWS_DEFAULT_REGION");
-    if (!c->region || !*c->region)
+    c->access_key =
+        pick(cli, HD_CLI_OPT_ACCESS_KEY, HD_CLI_PROF_ACCESS_KEY, "AWS_ACCESS_KEY_ID", NULL);
+    c->secret_key =
+        pick(cli, HD_CLI_OPT_SECRET_KEY, HD_CLI_PROF_SECRET_KEY, "AWS_SECRET_ACCESS_KEY", NULL);
+    c->region = pick(cli, HD_CLI_OPT_COUNT, HD_CLI_PROF_REGION, "AWS_REGION", "AWS_DEFAULT_REGION");
+    if (!c->region)
         c->region = HD_CLI_DEFAULT_REGION;
     if (!c->access_key != !c->secret_key)
         return hd_cli_usage_error(cli,
-                                  "%s but no %s: give both (--access-key/--secret-key or "
-                                  "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) or neither",
+                                  "%s but no %s: give both (--access-key/--secret-key, "
+                                  "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile) or "
+                                  "neither",
                                   c->access_key ? "access key" : "secret key",
                                   c->access_key ? "secret key" : "access key");
     return 0;
@@ -549,14 +579,18 @@ static int setup_cred(struct hd_cli *cli)
 
 static int setup_env(struct hd_cli *cli)
 {
-    const char *ep = cli->opt[HD_CLI_OPT_ENDPOINT], *p;
+    const char *ep, *p;
+    char err[512];
     int rc;
 
-    if (!ep) {
-        ep = getenv("HOARD_ENDPOINT");
-        if (!ep || !*ep)
-            ep = HD_CLI_DEFAULT_ENDPOINT;
-    }
+    rc = hd_cli_config_load(cli->config, cli->opt[HD_CLI_OPT_CFG_PROFILE], err, sizeof(err));
+    if (rc == -ENOMEM)
+        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+    if (rc != 0)
+        return hd_cli_fail(HD_CLI_EXIT_USAGE, "%s", err);
+    ep = pick(cli, HD_CLI_OPT_ENDPOINT, HD_CLI_PROF_ENDPOINT, "HOARD_ENDPOINT", NULL);
+    if (!ep)
+        ep = HD_CLI_DEFAULT_ENDPOINT;
     rc = hd_cli_endpoint_normalize(ep, &cli->endpoint_owned);
     if (rc == -ENOMEM)
         return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
@@ -576,7 +610,7 @@ static int setup_env(struct hd_cli *cli)
 
 static int run(struct hd_cli *cli, int argc, char **argv)
 {
-    char **pos = NULL, *up_eq = NULL;
+    char **pos = NULL, *up_eq = NULL, *pr_eq = NULL;
     const char *noun = NULL, *verb = NULL;
     int npos = 0, i, err, only_pos = 0, rc;
     size_t k;
@@ -602,6 +636,12 @@ static int run(struct hd_cli *cli, int argc, char **argv)
                      (up_eq = malloc(strlen(argv[i]) + 1))) {
                 snprintf(up_eq, strlen(argv[i]) + 1, "--upstream=%s", argv[i] + 11);
                 argv[i] = up_eq;
+            } else if (strcmp(argv[i], "--profile") == 0) { /* the upstream's, as before */
+                argv[i] = (char *)"--upstream-profile";
+            } else if (strncmp(argv[i], "--profile=", 10) == 0 && !pr_eq &&
+                       (pr_eq = malloc(strlen(argv[i]) + 10))) {
+                snprintf(pr_eq, strlen(argv[i]) + 10, "--upstream-profile=%s", argv[i] + 10);
+                argv[i] = pr_eq;
             }
         }
         if (!only_pos && parse_opt(cli, argc, argv, &i, &err)) {
@@ -701,16 +741,20 @@ static int run(struct hd_cli *cli, int argc, char **argv)
 out:
     free(pos);
     free(up_eq);
+    free(pr_eq);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
+    struct hd_cli_config cfg;
     struct hd_cli cli;
     struct sigaction sa;
     int rc;
 
     memset(&cli, 0, sizeof(cli));
+    memset(&cfg, 0, sizeof(cfg));
+    cli.config = &cfg;
     /* Character classes only (table column widths); numbers and messages stay in "C". */
     if (!setlocale(LC_CTYPE, "") || strcmp(nl_langinfo(CODESET), "UTF-8") != 0)
         setlocale(LC_CTYPE, "C.UTF-8");
@@ -726,6 +770,7 @@ int main(int argc, char **argv)
 
     hd_cli_http_free(cli.http);
     free(cli.endpoint_owned);
+    hd_cli_config_cleanup(&cfg);
     curl_global_cleanup();
     if (fflush(stdout) != 0 || ferror(stdout)) {
         if (rc == HD_CLI_EXIT_OK)
