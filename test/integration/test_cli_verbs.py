@@ -15,7 +15,7 @@ import pytest
 import helpers
 from cachefix import C_KEYS, HoardCluster, profiles, s3rver  # noqa: F401
 from conftest import _TARGETS
-from test_cli import BIN_DIR, Hoard
+from test_cli import BIN_DIR, FakeServer, Hoard
 
 
 @pytest.fixture(scope="module")
@@ -395,3 +395,134 @@ def test_completion_bash(cl, hoard, tmp_path):
     assert complete(hoard, ["hoard", "--profile", "b"], env={"HOARD_CONFIG": cfg}) == ["badkey"]
     r = hoard("completion", "zsh", endpoint=False)
     assert r.returncode == 2 and b"only 'bash'" in r.stderr
+
+
+# ---- progress totals from the first update ----------------------------------------------
+
+
+def progress_draws(stderr, marker):
+    """The progress lines drawn in place (split at '\\r') that contain marker."""
+    return [d.strip() for d in stderr.decode().replace("\n", "\r").split("\r")
+            if marker in d]
+
+
+def test_prefetch_progress_totals(cl, hoard, s3rver):  # noqa: F811
+    objs = {"p/%03d.bin" % i: helpers.pattern_bytes(3000 + i, i) for i in range(40)}
+    objs.update({"other/x": b"x"})
+    b = cloud_bucket(cl, s3rver, objs)
+    total = sum(len(v) for k, v in objs.items() if k.startswith("p/"))
+    r = hoard("prefetch", b, "--prefix", "p/", "--wait", env={"HOARD_PROGRESS": "1"})
+    assert r.returncode == 0, r.stderr
+    draws = progress_draws(r.stderr, " objects")
+    print(r.stderr.decode(), r.stdout.decode())
+    assert draws, r.stderr
+    for d in draws:  # the totals are right from the first line on
+        assert re.search(r"\d+ / 40 objects", d), draws
+    out = r.stdout.decode()
+    assert re.match(r"prefetch-\S+ done in .*: 40 objects, .* 0 errors", out), out
+    assert cached_set(cl, b) == {k for k in objs if k.startswith("p/")}
+    del total
+
+
+def test_shard_create_progress_totals(cl, hoard, bkt):
+    out = "cvo-" + uuid.uuid4().hex[:10]
+    hoard.ok("bucket", "create", out)
+    for i in range(30):
+        for ext, n in (("jpg", 3000), ("cls", 10)):
+            hoard.ok("object", "put", "-", "%s/s/%05d.%s" % (bkt, i, ext),
+                     input=helpers.pattern_bytes(n + i, i))
+    r = hoard("--json", "shard", "create", bkt + "/s/", out, "--template", "t-{000..}.tar",
+              "--size", "16KiB", env={"HOARD_PROGRESS": "1"})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    plan = doc["created"]
+    assert plan["objects"] == 60 and plan["shards"] > 2, plan
+    draws = progress_draws(r.stderr, "shard ")
+    assert draws, r.stderr
+    for d in draws:
+        m = re.search(r": (\d+)/(\d+) objects \(.* / (.*)\), \d+ samples, (\d+)/(\d+) shards", d)
+        assert m, d
+        assert (int(m.group(2)), int(m.group(5))) == (60, plan["shards"]), d
+    assert draws[-1].startswith("shard %s: 60/60 objects" % doc["id"]), draws
+
+
+class JobScript:
+    """A scripted proxy: POST /v1/jobs answers `created`; GET /v1/jobs/ID answers the docs in
+    turn (the last repeats); GET /v1/buckets/B answers `listing`."""
+
+    def __init__(self, created, docs, listing=None):
+        self.created, self.docs, self.listing, self.n = created, docs, listing, 0
+
+    def __call__(self, rec):
+        js = {"Content-Type": "application/json"}
+        if rec["method"] == "POST":
+            return 201, js, json.dumps(self.created).encode()
+        if rec["path"].startswith("/v1/buckets/"):
+            return 200, js, json.dumps(self.listing).encode()
+        d = self.docs[min(self.n, len(self.docs) - 1)]
+        self.n += 1
+        return 200, js, json.dumps(d).encode()
+
+
+def job(jid, kind, state, objs, tobjs, nbytes, tbytes, stats=None):
+    t = {"id": jid, "kind": kind, "state": state, "objects": objs, "total_objects": tobjs,
+         "bytes": nbytes, "total_bytes": tbytes, "error_count": 0, "errors": [],
+         "started_ms": 1, "finished_ms": 0 if state == "running" else 2, "stats": stats or {}}
+    return dict(t, nodes=3, bucket="b", args={}, targets={"t1": t})
+
+
+@pytest.fixture
+def scripted(tmp_path):
+    started = []
+
+    def start(script):
+        s = FakeServer(script, answer_early=False)
+        started.append(s)
+        return Hoard(SimpleNamespace(url=s.url, bin_dir=BIN_DIR), tmp_path)
+
+    yield start
+    for s in started:
+        s.close()
+
+
+def test_shard_progress_first_update_scripted(scripted):
+    """The merged job view first knows one target's share (20 of 60 objects, 2 of 6 shards):
+    the progress line shows the plan's totals from the first update."""
+    st = lambda done, total: {"samples_done": done, "shards_done": 0, "shards_skipped": 0,  # noqa
+                              "shards_total": total, "tar_bytes_written": 0}
+    h = scripted(JobScript(
+        {"id": "s1", "kind": "shard", "manifest": "m.json", "shards": 6, "samples": 30,
+         "objects": 60, "bytes": 60000},
+        [job("s1", "shard", "running", 0, 20, 0, 20000, st(0, 2)),
+         job("s1", "shard", "running", 30, 60, 30000, 60000, st(15, 6)),
+         job("s1", "shard", "done", 60, 60, 60000, 60000, st(30, 6))]))
+    r = h("shard", "create", "b", "out", "--template", "t-{0..}.tar", "--size", "10KiB",
+          env={"HOARD_PROGRESS": "1"})
+    assert r.returncode == 0, r.stderr
+    draws = progress_draws(r.stderr, "shard s1")
+    assert len(draws) >= 3, draws
+    assert draws[0].startswith("shard s1: 0/60 objects (0 B / 58.6 KiB), 0 samples, 0/6 shards")
+    assert all("/60 objects" in d and "/6 shards" in d for d in draws), draws
+
+
+def test_prefetch_prefix_progress_first_update_scripted(scripted):
+    """prefetch --prefix: the job has no total while the targets list the upstream; the CLI's
+    own listing gives it from the first line."""
+    ents = [{"name": "p/%02d" % i, "size": 1024, "etag": "x", "mtime": "2026-01-01T00:00:00Z"}
+            for i in range(40)]
+    h = scripted(JobScript(
+        {"id": "pf1", "kind": "prefetch"},
+        [job("pf1", "prefetch", "running", 0, 0, 0, 0),
+         job("pf1", "prefetch", "running", 10, 0, 10240, 0),
+         job("pf1", "prefetch", "done", 40, 0, 40960, 0,
+             {"fetched": 40, "already_cached": 0, "failed": 0})],
+        {"entries": ents, "prefixes": []}))
+    r = h("prefetch", "b", "--prefix", "p/", "--wait", env={"HOARD_PROGRESS": "1"})
+    assert r.returncode == 0, r.stderr
+    draws = progress_draws(r.stderr, "pf1 running")
+    assert len(draws) >= 2, r.stderr
+    assert re.search(r"0 / 40 objects\s+0 B / 40.0 KiB\s+0%", draws[0]), draws
+    assert all("/ 40 objects" in d for d in draws), draws
+    # the summary as docs/cli.md shows it
+    assert r.stdout.decode() == ("pf1 done in 1 ms: 40 objects, 40.0 KiB, 0 errors "
+                                 "(fetched 40, already cached 0, failed 0)\n"), r.stdout

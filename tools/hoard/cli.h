@@ -116,6 +116,9 @@ struct hd_cli {
 };
 
 extern const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT];
+/* While set, hd_cli_fail and hd_cli_usage_error print nothing (a best-effort look-up whose
+ * failure is no failure of the command). Main thread only. */
+extern int hd_cli_mute_errors;
 /* Set by the SIGINT/SIGTERM handler; transfers poll it and abort. */
 extern volatile sig_atomic_t hd_cli_interrupted;
 
@@ -156,6 +159,8 @@ int hd_cli_cluster_rebalance(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv);
+/* job wait with the totals the caller knows from the start (0: the job's own). */
+int hd_cli_job_wait_totals(struct hd_cli *cli, const char *id, uint64_t objs, uint64_t bytes);
 int hd_cli_job_stop(struct hd_cli *cli, int argc, char **argv);
 /* The command table (main.c), for completion. */
 const struct hd_cli_cmd *hd_cli_commands(size_t *n);

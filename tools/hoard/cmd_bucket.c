@@ -149,7 +149,7 @@ static int du_one(struct hd_cli *cli, const char *bucket, json_t **out)
             rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
             goto out;
         }
-        if ((rc = hd_cli_list_all(cli, bucket, "", what.data, ents)) != 0)
+        if ((rc = hd_cli_list_all(cli, bucket, "", 0, what.data, ents)) != 0)
             goto out;
         json_array_foreach(ents, i, e)
         {

@@ -433,9 +433,9 @@ out:
 /* ---- ls ------------------------------------------------------------------------------- */
 
 /* All pages of a listing (up to limit entries when limit > 0). user_opts: apply --delimiter,
- * --token and --cached from the command line. */
+ * --token and --cached from the command line; else cached_only asks for cached objects. */
 static int ls_fetch_all(struct hd_cli *cli, const struct target *t, uint64_t limit, int user_opts,
-                        json_t *entries, json_t *prefixes, char **next_token)
+                        int cached_only, json_t *entries, json_t *prefixes, char **next_token)
 {
     const char *delim = user_opts ? cli->opt[HD_CLI_OPT_DELIMITER] : NULL;
     const char *tok0 = user_opts ? cli->opt[HD_CLI_OPT_TOKEN] : NULL;
@@ -462,7 +462,7 @@ static int ls_fetch_all(struct hd_cli *cli, const struct target *t, uint64_t lim
             hd_cli_query_add(&path, "prefix", t->name);
         if (delim)
             hd_cli_query_add(&path, "delimiter", delim);
-        if (user_opts && cli->opt[HD_CLI_OPT_CACHED])
+        if ((user_opts && cli->opt[HD_CLI_OPT_CACHED]) || cached_only)
             hd_cli_query_add(&path, "cached", "true");
         if (limit) {
             char n[24];
@@ -611,7 +611,7 @@ int hd_cli_object_ls(struct hd_cli *cli, int argc, char **argv)
         rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
         goto out;
     }
-    rc = ls_fetch_all(cli, &t, limit, 1, entries, prefixes, &next);
+    rc = ls_fetch_all(cli, &t, limit, 1, 0, entries, prefixes, &next);
     if (rc != 0)
         goto out;
     if (cli->json) {
@@ -635,8 +635,8 @@ out:
     return rc;
 }
 
-int hd_cli_list_all(struct hd_cli *cli, const char *bucket, const char *prefix, const char *what,
-                    json_t *entries)
+int hd_cli_list_all(struct hd_cli *cli, const char *bucket, const char *prefix, int cached_only,
+                    const char *what, json_t *entries)
 {
     json_t *prefixes = json_array();
     char *next = NULL;
@@ -652,7 +652,7 @@ int hd_cli_list_all(struct hd_cli *cli, const char *bucket, const char *prefix, 
     if (!prefixes || t.what.oom)
         rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
     else
-        rc = ls_fetch_all(cli, &t, 0, 0, entries, prefixes, &next);
+        rc = ls_fetch_all(cli, &t, 0, 0, cached_only, entries, prefixes, &next);
     free(next);
     json_decref(prefixes);
     hd_buf_cleanup(&t.path);

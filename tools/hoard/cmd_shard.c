@@ -109,23 +109,33 @@ static int read_list(struct hd_cli *cli, const char *file, json_t *arr)
     return rc;
 }
 
-static void progress_line(const json_t *j, double secs, int final)
+/* The job's progress; the totals come from the plan the create answer carried (objects,
+ * bytes, shards), known before any target reports: the merged job view only adds a target's
+ * share once it has reported, so its totals would grow during the first polls. */
+static void progress_line(const json_t *j, const json_t *plan, double secs, int final)
 {
     const json_t *st = json_object_get(j, "stats");
     char done[32], total[32], rate[32];
-    json_int_t objs = jint(j, "objects"), tobjs = jint(j, "total_objects");
+    json_int_t objs = jint(j, "objects"), tobjs = jint(plan, "objects");
+    json_int_t tbytes = jint(plan, "bytes"), tshards = jint(plan, "shards");
     json_int_t tar = jint(st, "tar_bytes_written");
 
+    if (tobjs <= 0)
+        tobjs = jint(j, "total_objects");
+    if (tbytes <= 0)
+        tbytes = jint(j, "total_bytes");
+    if (tshards <= 0)
+        tshards = jint(st, "shards_total");
     hd_cli_fmt_size((uint64_t)jint(j, "bytes"), done, sizeof(done));
-    hd_cli_fmt_size((uint64_t)jint(j, "total_bytes"), total, sizeof(total));
+    hd_cli_fmt_size((uint64_t)tbytes, total, sizeof(total));
     hd_cli_fmt_size(secs > 0 ? (uint64_t)((double)tar / secs) : 0, rate, sizeof(rate));
     fprintf(stderr,
             "\rshard %s: %lld/%lld objects (%s / %s), %lld samples, %lld/%lld shards, "
             "%s/s %s",
             json_string_value(json_object_get(j, "id")), (long long)objs, (long long)tobjs, done,
             total, (long long)jint(st, "samples_done"),
-            (long long)(jint(st, "shards_done") + jint(st, "shards_skipped")),
-            (long long)jint(st, "shards_total"), rate, final ? "\n" : "");
+            (long long)(jint(st, "shards_done") + jint(st, "shards_skipped")), (long long)tshards,
+            rate, final ? "\n" : "");
     fflush(stderr);
 }
 
@@ -162,11 +172,11 @@ static int watch(struct hd_cli *cli, const char *id, const json_t *started, cons
         if (strcmp(state, "running") != 0)
             break;
         if (cli->progress)
-            progress_line(j, now_s() - t0, 0);
+            progress_line(j, started, now_s() - t0, 0);
         nanosleep(&ts, NULL);
     }
     if (cli->progress)
-        progress_line(j, now_s() - t0, 1);
+        progress_line(j, started, now_s() - t0, 1);
     if (cli->json) {
         json_object_set(j, "created", (json_t *)started);
         rc = hd_cli_print_json(j);

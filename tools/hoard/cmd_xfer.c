@@ -629,7 +629,7 @@ int hd_cli_get_recursive(struct hd_cli *cli, const char *src, const char *dir)
         rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
         goto out;
     }
-    if ((rc = hd_cli_list_all(cli, bucket, prefix, "object get", ents)) != 0)
+    if ((rc = hd_cli_list_all(cli, bucket, prefix, 0, "object get", ents)) != 0)
         goto out;
     p.cli = cli;
     p.bucket = bucket;
@@ -705,7 +705,7 @@ int hd_cli_rm_many(struct hd_cli *cli, const char *arg)
             rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
             goto out;
         }
-        if ((rc = hd_cli_list_all(cli, bucket, pfx, "object rm", ents)) != 0)
+        if ((rc = hd_cli_list_all(cli, bucket, pfx, 0, "object rm", ents)) != 0)
             goto out;
         json_array_foreach(ents, i, e)
         {
@@ -767,7 +767,7 @@ int hd_cli_sync(struct hd_cli *cli, int argc, char **argv)
         goto out;
     }
     if ((rc = walk_dir("sync", dir, &w)) != 0 ||
-        (rc = hd_cli_list_all(cli, bucket, prefix, "sync", ents)) != 0)
+        (rc = hd_cli_list_all(cli, bucket, prefix, 0, "sync", ents)) != 0)
         goto out;
     json_array_foreach(ents, i, e)
     {

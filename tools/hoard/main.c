@@ -19,6 +19,7 @@
 #include "tools/hoard/cli_sign.h"
 
 volatile sig_atomic_t hd_cli_interrupted;
+int hd_cli_mute_errors;
 
 const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_ENDPOINT] = {"endpoint", 1, 1, "URL",
@@ -120,8 +121,8 @@ static const struct hd_cli_cmd cmds[] = {
     {"bucket", "ls", hd_cli_bucket_ls, 0, 0, "", "list buckets", NULL, NULL},
     {"bucket", "rm", hd_cli_bucket_rm, 1, 1, "B", "remove bucket B (must be empty)", NULL, NULL},
     {"bucket", "du", hd_cli_bucket_du, 0, 64, "[B...]",
-     "count and bytes stored per bucket (S3-backed: upstream and cached), per target mountpath", NULL,
-     NULL},
+     "count and bytes stored per bucket (S3-backed: upstream and cached), per target mountpath",
+     NULL, NULL},
     {"bucket", "props", hd_cli_bucket_props, 1, 64, "B [KEY=VALUE...]",
      "show bucket properties, or set them (validate_warm_get=true, upstream.profile=P)", NULL,
      NULL},
@@ -209,6 +210,8 @@ static void emit_error(int exit_code, const char *code, const char *msg, const c
 {
     json_t *j;
 
+    if (hd_cli_mute_errors)
+        return;
     fflush(stdout);
     if (!json_errors) {
         fprintf(stderr, "hoard: %s\n", msg);
