@@ -526,3 +526,48 @@ def test_prefetch_prefix_progress_first_update_scripted(scripted):
     # the summary as docs/cli.md shows it
     assert r.stdout.decode() == ("pf1 done in 1 ms: 40 objects, 40.0 KiB, 0 errors "
                                  "(fetched 40, already cached 0, failed 0)\n"), r.stdout
+
+
+# ---- tar members: --archpath errors and batch get ---------------------------------------
+
+
+def test_archpath_errors_name_the_shard(hoard, bkt, tmp_path):
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for n in ("a/1.jpg", "a/2.jpg"):
+            ti = tarfile.TarInfo(n)
+            ti.size = 3
+            tf.addfile(ti, io.BytesIO(b"abc"))
+    (tmp_path / "s.tar").write_bytes(buf.getvalue())
+    hoard.ok("object", "put", str(tmp_path / "s.tar"), bkt + "/sh/s.tar")
+    r = hoard("object", "get", bkt + "/sh/s.tar", "-", "--archpath", "nope")
+    assert r.returncode == 1 and r.stdout == b""
+    assert r.stderr.decode() == (
+        "hoard: object get %s/sh/s.tar (member nope): NoSuchKey: Archive %s/sh/s.tar "
+        "(2 members) has no member 'nope'.\n" % (bkt, bkt))
+    doc = json_err(hoard("--json", "object", "get", bkt + "/sh/s.tar", "x", "--archpath", "a"))
+    assert doc["code"] == "NoSuchKey" and "%s/sh/s.tar (member a)" % bkt in doc["error"]
+    assert hoard.ok("object", "get", bkt + "/sh/s.tar", "-", "--archpath", "a/2.jpg").stdout \
+        == b"abc"
+    r = hoard("object", "get", bkt + "/sh/none.tar", "-", "--archpath", "x")
+    assert r.returncode == 1 and ("%s/sh/none.tar (member x): NoSuchKey" % bkt) in \
+        r.stderr.decode()
+    # a fail-fast batch stops at its first missing entry: named, exit 1, no file left
+    lst = tmp_path / "l"
+    lst.write_text("%s/sh/s.tar\ta/1.jpg\n%s/sh/s.tar\tnope\n%s/missing\n" % (bkt, bkt, bkt))
+    r = hoard("batch", "get", str(lst), str(tmp_path / "o.tar"))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.decode() == (
+        "hoard: batch get: entry 2 (%s/sh/s.tar member nope): NoSuchKey: Archive %s/sh/s.tar "
+        "(2 members) has no member 'nope'.\n" % (bkt, bkt)), r.stderr
+    assert not (tmp_path / "o.tar").exists() and not (tmp_path / "o.tar.tmp").exists()
+    lst.write_text("%s/sh/s.tar\ta/1.jpg\n%s/missing\n" % (bkt, bkt))
+    r = hoard("--json", "batch", "get", str(lst), str(tmp_path / "o.tar"))
+    doc = json_err(r)
+    assert doc["code"] == "NoSuchKey" and doc["error"].startswith(
+        "batch get: entry 2 (%s/missing)" % bkt), doc
+    # --continue-on-error still completes
+    hoard.ok("batch", "get", str(lst), str(tmp_path / "o.tar"), "--continue-on-error")
+    assert (tmp_path / "o.tar").exists()
