@@ -571,3 +571,45 @@ def test_archpath_errors_name_the_shard(hoard, bkt, tmp_path):
     # --continue-on-error still completes
     hoard.ok("batch", "get", str(lst), str(tmp_path / "o.tar"), "--continue-on-error")
     assert (tmp_path / "o.tar").exists()
+
+
+# ---- bucket to bucket copy (a job) ------------------------------------------------------
+
+
+def test_bucket_cp_job(cl, hoard, bkt, tmp_path):
+    files = make_tree(tmp_path / "src")
+    hoard.ok("object", "put", str(tmp_path / "src"), bkt, "--content-type", "text/x-test")
+    dst = "cvd-" + uuid.uuid4().hex[:10]
+    hoard.ok("bucket", "create", dst)
+    r = hoard("bucket", "cp", bkt, dst, "--wait", env={"HOARD_PROGRESS": "1"})
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert re.match(r"copy-\S+ done in .*: 8 objects, .*, 0 errors \(copied \d+", out), out
+    draws = progress_draws(r.stderr, " running ")
+    assert all("/ 8 objects" in d for d in draws), draws  # totals from the first line
+    hoard.ok("object", "get", "-r", dst, str(tmp_path / "got"))
+    assert read_tree(tmp_path / "got") == files
+    src_doc = {e["name"]: e for e in hoard.json("object", "ls", bkt)["entries"]}
+    dst_doc = {e["name"]: e for e in hoard.json("object", "ls", dst)["entries"]}
+    assert {k: (v["etag"], v["size"]) for k, v in dst_doc.items()} == \
+        {k: (v["etag"], v["size"]) for k, v in src_doc.items()}
+    assert hoard.json("object", "head", bkt + "/f1.bin")["content_type"] == "text/x-test"
+    assert hoard.json("object", "head", dst + "/f1.bin")["content_type"] == "text/x-test"
+    # again: nothing breaks, still 8; a prefix copies only its part
+    doc = hoard.json("bucket", "cp", bkt, dst, "--wait")
+    assert (doc["state"], doc["objects"], doc["error_count"]) == ("done", 8, 0)
+    dst2 = "cvd-" + uuid.uuid4().hex[:10]
+    hoard.ok("bucket", "create", dst2)
+    doc = hoard.json("bucket", "cp", bkt, dst2, "--prefix", "a/", "--wait")
+    assert (doc["state"], doc["objects"]) == ("done", 2), doc
+    assert names(hoard, dst2) == ["a/b/deep.txt", "a/empty"]
+    # without --wait: the id, then job wait
+    out = hoard.ok("bucket", "cp", bkt, dst2).stdout.decode()
+    jid = re.match(r"copy job (\S+) started", out).group(1)
+    hoard.ok("job", "wait", jid)
+    assert len(names(hoard, dst2)) == 8
+    # errors: a missing bucket, the same bucket twice
+    r = hoard("--json", "bucket", "cp", bkt, "nosuch-" + uuid.uuid4().hex[:6])
+    assert r.returncode == 1 and json_err(r)["code"] == "NoSuchBucket"
+    r = hoard("bucket", "cp", bkt, bkt)
+    assert r.returncode == 2

@@ -142,6 +142,7 @@ int hd_cli_bucket_create(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_rm(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_du(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_bucket_cp(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_put(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_head(struct hd_cli *cli, int argc, char **argv);

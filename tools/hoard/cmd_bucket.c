@@ -286,3 +286,82 @@ out:
     json_decref(docs);
     return rc;
 }
+
+/* ---- cp ------------------------------------------------------------------------------- */
+
+/* bucket cp SRC DST [--prefix P] [--wait [--timeout S]]: a "copy" job on every target
+ * (target/cluster/copy.c), followed like any job. */
+int hd_cli_bucket_cp(struct hd_cli *cli, int argc, char **argv)
+{
+    const char *src = argv[0], *dst = argv[1], *prefix = cli->opt[HD_CLI_OPT_PREFIX], *id;
+    json_t *body = NULL, *out = NULL, *sum = NULL, *ents = NULL, *e;
+    uint64_t tobjs = 0, tbytes = 0;
+    struct hd_buf path, what;
+    char *text = NULL;
+    size_t i;
+    int rc;
+
+    (void)argc;
+    hd_buf_init(&path);
+    hd_buf_init(&what);
+    hd_buf_printf(&what, "bucket cp %s %s", src, dst);
+    if (strcmp(src, dst) == 0 || strchr(src, '/') || strchr(dst, '/')) {
+        rc = hd_cli_usage_error(cli, "bucket cp wants two different buckets (use --prefix for "
+                                     "part of SRC)");
+        goto out;
+    }
+    /* both must exist: a clear NoSuchBucket now rather than a failed job */
+    for (i = 0; i < 2; i++) {
+        hd_buf_reset(&path);
+        if (bucket_path(&path, i ? dst : src) < 0 || hd_buf_puts(&path, "?summary") < 0 ||
+            what.oom) {
+            rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+            goto out;
+        }
+        json_decref(sum);
+        if ((rc = hd_cli_json_do(cli, "GET", path.data, NULL, what.data, &sum)) != 0)
+            goto out;
+        if (i == 0 && !prefix) { /* the totals, known before the job starts */
+            tobjs = (uint64_t)json_integer_value(json_object_get(sum, "objects"));
+            tbytes = (uint64_t)json_integer_value(json_object_get(sum, "bytes"));
+        }
+    }
+    if (prefix && cli->opt[HD_CLI_OPT_WAIT] && (ents = json_array()) &&
+        hd_cli_list_all(cli, src, prefix, 0, what.data, ents) == 0)
+        json_array_foreach(ents, i, e)
+        {
+            tobjs++;
+            tbytes += (uint64_t)json_integer_value(json_object_get(e, "size"));
+        }
+    body = json_pack("{s:s, s:s, s:{s:s, s:s?}}", "kind", "copy", "bucket", src, "args", "to", dst,
+                     "prefix", prefix);
+    if (!body || !(text = json_dumps(body, JSON_COMPACT))) {
+        rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+        goto out;
+    }
+    if ((rc = hd_cli_json_do(cli, "POST", "/v1/jobs", text, what.data, &out)) != 0)
+        goto out;
+    if (!(id = json_string_value(json_object_get(out, "id")))) {
+        rc = hd_cli_fail(HD_CLI_EXIT_API, "%s: the answer names no job", what.data);
+        goto out;
+    }
+    if (cli->opt[HD_CLI_OPT_WAIT]) {
+        if (!cli->json)
+            fprintf(stderr, "copy job %s started\n", id);
+        rc = hd_cli_job_wait_totals(cli, id, tobjs, tbytes);
+    } else if (cli->json) {
+        rc = hd_cli_print_json(out);
+    } else {
+        printf("copy job %s started (hoard job wait %s)\n", id, id);
+        rc = HD_CLI_EXIT_OK;
+    }
+out:
+    free(text);
+    json_decref(ents);
+    json_decref(sum);
+    json_decref(out);
+    json_decref(body);
+    hd_buf_cleanup(&what);
+    hd_buf_cleanup(&path);
+    return rc;
+}

@@ -140,6 +140,7 @@ static int op_put(struct hd_cli *cli, const char *bucket, struct xop *o, const c
     rq.path = path.data;
     rq.upload = f;
     rq.upload_size = (int64_t)st.st_size;
+    rq.content_type = cli->opt[HD_CLI_OPT_CONTENT_TYPE]; /* object put DIR --content-type */
     if (path.oom)
         rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
     else if ((rc = hd_cli_http_do(cli, &rq, &rs)) != 0 || rs.status >= 300)

@@ -92,6 +92,8 @@ static const enum hd_cli_optid put_opts[] = {HD_CLI_OPT_CONTENT_TYPE, HD_CLI_OPT
                                              HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid rm_opts[] = {HD_CLI_OPT_PREFIX, HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_JOBS,
                                             HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid cp_opts[] = {HD_CLI_OPT_PREFIX, HD_CLI_OPT_WAIT, HD_CLI_OPT_TIMEOUT,
+                                            HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid sync_opts[] = {HD_CLI_OPT_DELETE, HD_CLI_OPT_JOBS, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid create_opts[] = {HD_CLI_OPT_UPSTREAM, HD_CLI_OPT_PROFILE,
                                                 HD_CLI_OPT_REGION,   HD_CLI_OPT_STYLE,
@@ -120,6 +122,8 @@ static const struct hd_cli_cmd cmds[] = {
      "create bucket B, or S3-backed bucket B in front of an upstream", create_opts, NULL},
     {"bucket", "ls", hd_cli_bucket_ls, 0, 0, "", "list buckets", NULL, NULL},
     {"bucket", "rm", hd_cli_bucket_rm, 1, 1, "B", "remove bucket B (must be empty)", NULL, NULL},
+    {"bucket", "cp", hd_cli_bucket_cp, 2, 2, "SRC DST",
+     "copy SRC's objects (under --prefix) into DST as a job on every target", cp_opts, NULL},
     {"bucket", "du", hd_cli_bucket_du, 0, 64, "[B...]",
      "count and bytes stored per bucket (S3-backed: upstream and cached), per target mountpath",
      NULL, NULL},
