@@ -81,6 +81,7 @@ static int copy_run(struct hd_job *j, void *ctx)
     uint64_t tobjs = 0, tbytes = 0, o, b, copied = 0;
     size_t mpi, i, n, plen = prefix ? strlen(prefix) : 0;
     char **names = NULL, *after = NULL;
+    struct hd_bucket_info bi;
     CURL *cu = NULL;
     int rc = 0;
 
@@ -92,6 +93,11 @@ static int copy_run(struct hd_job *j, void *ctx)
         copy_result(
             j, "no such bucket: ", hd_store_bucket_exists(st, j->bucket) < 0 ? j->bucket : dst);
         return HD_ENOSUCHBUCKET;
+    }
+    if (hd_store_bucket_get(st, dst, &bi) == 0 && strcmp(bi.provider, "aws") == 0) {
+        /* a local put would not reach the upstream: as CopyObject, not supported yet */
+        copy_result(j, "copying into an S3-backed bucket is not supported yet: ", dst);
+        return HD_ENOTIMPL;
     }
     if (!plen) { /* the totals are known up front: what this target holds of SRC */
         for (mpi = 0; mpi < hd_store_nmp(st); mpi++)

@@ -576,7 +576,7 @@ def test_archpath_errors_name_the_shard(hoard, bkt, tmp_path):
 # ---- bucket to bucket copy (a job) ------------------------------------------------------
 
 
-def test_bucket_cp_job(cl, hoard, bkt, tmp_path):
+def test_bucket_cp_job(cl, hoard, bkt, tmp_path, s3rver):  # noqa: F811
     files = make_tree(tmp_path / "src")
     hoard.ok("object", "put", str(tmp_path / "src"), bkt, "--content-type", "text/x-test")
     dst = "cvd-" + uuid.uuid4().hex[:10]
@@ -613,3 +613,11 @@ def test_bucket_cp_job(cl, hoard, bkt, tmp_path):
     assert r.returncode == 1 and json_err(r)["code"] == "NoSuchBucket"
     r = hoard("bucket", "cp", bkt, bkt)
     assert r.returncode == 2
+    cb = cloud_bucket(cl, s3rver, {"x": b"x"})
+    r = hoard("--json", "bucket", "cp", bkt, cb)
+    assert r.returncode == 1 and json_err(r)["code"] == "NotImplemented"
+    # the job itself refuses too (a client that posts it directly)
+    r = cl.api("POST", "/v1/jobs", body={"kind": "copy", "bucket": bkt, "args": {"to": cb}})
+    assert r.status_code == 201, r.text
+    out = hoard("job", "wait", r.json()["id"])
+    assert out.returncode == 1 and b"S3-backed bucket is not supported" in out.stderr, out.stderr

@@ -321,6 +321,13 @@ int hd_cli_bucket_cp(struct hd_cli *cli, int argc, char **argv)
         json_decref(sum);
         if ((rc = hd_cli_json_do(cli, "GET", path.data, NULL, what.data, &sum)) != 0)
             goto out;
+        if (i == 1 && json_string_value(json_object_get(sum, "provider")) &&
+            strcmp(json_string_value(json_object_get(sum, "provider")), "aws") == 0) {
+            rc = hd_cli_fail_code(HD_CLI_EXIT_API, "NotImplemented",
+                                  "%s: copying into an S3-backed bucket is not supported yet",
+                                  what.data);
+            goto out;
+        }
         if (i == 0 && !prefix) { /* the totals, known before the job starts */
             tobjs = (uint64_t)json_integer_value(json_object_get(sum, "objects"));
             tbytes = (uint64_t)json_integer_value(json_object_get(sum, "bytes"));
