@@ -37,6 +37,8 @@ struct hd_cache {
     atomic_int stopping;
     struct hd_fills *fills; /* cold GETs in progress (coldget.c) */
 
+    pthread_mutex_t evmu; /* one eviction at a time (evict.c) */
+
     /* housekeeping */
     pthread_t hk;
     int hk_running;
@@ -55,6 +57,14 @@ void *hd_cache_hk_main(void *arg);
 struct hd_fills;
 int hd_fills_new(struct hd_fills **out);
 void hd_fills_free(struct hd_fills *t);
+
+/* evict.c: drops cached objects on mountpath mpi (of the S3-backed `buckets`) until it is at
+ * most `low` percent full with `need` more bytes; starts only when it is above `high` (0:
+ * always). j: the job doing it, or NULL (a fill). Counts into *objs, *bytes. */
+int hd_cache_evict_mp(struct hd_cache *c, struct hd_job *j, size_t mpi, const char *const *buckets,
+                      size_t nb, int low, int high, uint64_t need, uint64_t *objs, uint64_t *bytes);
+/* Evicts synchronously so that bucket/key (need bytes) fits under the low mark. */
+int hd_cache_make_room(struct hd_cache *c, const char *bucket, const char *key, uint64_t need);
 
 /* cachejobs.c: registers the prefetch, evict and lru job kinds (ctx: the cache). */
 int hd_cache_jobs_register(struct hd_cache *c);

@@ -39,6 +39,7 @@ int hd_cache_new(const struct hd_config *cfg, const struct hd_cache_deps *deps,
     c->check_ms = (long)hd_config_int(cfg, "space.check_ms");
     pthread_rwlock_init(&c->rmu, NULL);
     pthread_mutex_init(&c->hmu, NULL);
+    pthread_mutex_init(&c->evmu, NULL);
     pthread_cond_init(&c->hcv, NULL);
     if (!c->cred_file) {
         hd_cache_free(c);
@@ -96,6 +97,7 @@ void hd_cache_free(struct hd_cache *c)
     hd_fills_free(c->fills);
     pthread_rwlock_destroy(&c->rmu);
     pthread_mutex_destroy(&c->hmu);
+    pthread_mutex_destroy(&c->evmu);
     pthread_cond_destroy(&c->hcv);
     c->magic = 0;
     free(c);
