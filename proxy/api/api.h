@@ -8,6 +8,8 @@
 
 /* GET /v1/cluster/capacity */
 void hd_proxy_capacity_handle(struct hd_req *r, struct hd_proxy *p);
+/* /v1/plans[/ID[/cursor]] (plans.c) */
+void hd_proxy_plans_handle(struct hd_req *r, struct hd_proxy *p);
 /* GET|POST /v1/batch */
 void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p);
 /* /v1/buckets[/B] */

@@ -1018,6 +1018,14 @@ static void gfn_done(struct hd_req *r, struct hd_acall *a)
         r->on_end(r);
 }
 
+/* The plan a read is tagged with: ?plan=ID (kept on the 307) or X-Hoard-Plan: ID. */
+static const char *plan_tag(const struct hd_req *r)
+{
+    const char *t = hd_req_param(r, "plan");
+
+    return t && *t ? t : hd_req_header(r, "X-Hoard-Plan");
+}
+
 void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
                       int head)
 {
@@ -1026,6 +1034,8 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *c
 
     rc = head ? hd_store_lookup(c->st, cb->name, key, &m)
               : hd_store_open_object(c->st, cb->name, key, &m, &fd);
+    if (!head && (rc == 0 || rc == HD_ENOSUCHKEY))
+        hd_plans_observe(c, cb->name, key, rc == 0, plan_tag(r)); /* the reader's progress */
     if (rc == 0) {
         if (head || !cb->props.validate_warm_get) {
             hd_cstat_add(HD_CS_HIT, 1);
