@@ -165,6 +165,8 @@ void hd_proxy_handle(struct hd_req *r, void *ctx)
         hd_proxy_cluster_handle(r, p);
     } else if (strncmp(path, "/v1/jobs", 8) == 0 && (path[8] == '\0' || path[8] == '/')) {
         hd_proxy_jobs_handle(r, p);
+    } else if (strncmp(path, "/v1/plans", 9) == 0 && (path[9] == '\0' || path[9] == '/')) {
+        hd_proxy_plans_handle(r, p);
     } else if (strncmp(path, "/v1/objects/", 12) == 0) {
         r->api = HD_API_NATIVE;
         hd_proxy_route_object(r, p);

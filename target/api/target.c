@@ -207,6 +207,8 @@ void hd_target_handle(struct hd_req *r, void *ctx)
             hd_resp_err(r, rc);
         else
             hd_jobs_handle(r, t->jobs);
+    } else if (strncmp(p, "/v1/plans", 9) == 0 && (p[9] == '\0' || p[9] == '/')) {
+        hd_target_plans(r, t);
     } else if (strcmp(p, "/v1/daemon") == 0) {
         hd_daemon_handle(r, t);
     } else if (strcmp(p, "/v1/batch") == 0) {

@@ -109,6 +109,12 @@ int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, stru
  * -ENOSPC too, so nothing partial is ever committed. */
 int hd_put_begin_sized(struct hd_store *st, const char *bucket, const char *name, uint64_t size,
                        struct hd_put **out);
+/* A pass-through: bytes that go through a temp file to readers and are never committed
+ * (a cold GET that cannot be cached). No out-of-space mark applies (the filesystem's own
+ * ENOSPC still does); lift_mark turns a begun put into one. */
+int hd_put_begin_pass(struct hd_store *st, const char *bucket, const char *name,
+                      struct hd_put **out);
+void hd_put_lift_mark(struct hd_put *p);
 int hd_put_write(struct hd_put *p, const void *data, size_t len);
 uint64_t hd_put_size(const struct hd_put *p);
 /* For readers of an object being written (cold GET): flush writes the buffered bytes to the
