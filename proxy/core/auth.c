@@ -114,6 +114,7 @@ static int bearer(struct hd_req *r, struct hd_proxy *p, struct hd_sigv4_auth *a)
         return rc;
     }
     a->anonymous = 0;
+    a->payload = HD_PL_UNSIGNED; /* a token covers the request, not its body (as TLS does) */
     snprintf(r->principal, sizeof(r->principal), "token %s", a->access_key);
     return 0;
 }
