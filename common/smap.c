@@ -140,8 +140,8 @@ json_t *hd_smap_node_to_json(const struct hd_node *n)
     /* one URL serves clients and nodes: the intra-cluster nets are the public one */
     json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:o, s:I}", "daemon_id", n->id, "daemon_type",
                           n->type == HD_NODE_PROXY ? "proxy" : "target", "public_net",
-                          net_info(n->url), "intra_control_net", net_info(n->url),
-                          "intra_data_net", net_info(n->url), "flags", (json_int_t)n->flags);
+                          net_info(n->url), "intra_control_net", net_info(n->url), "intra_data_net",
+                          net_info(n->url), "flags", (json_int_t)n->flags);
     size_t i;
 
     if (j && n->type == HD_NODE_TARGET) {
@@ -1042,8 +1042,10 @@ static int member_join(struct hd_smap_member *m, const char *base, const char *t
     }
     /* a primary of an older term than ours is one that lost an election: not it */
     if (cur && s->term < cur->term) {
-        HD_LOG(HD_WARN, NULL, "cluster: join at %s answered with term %lld, older than ours "
-               "(%lld): looking for the primary", base, (long long)s->term, (long long)cur->term);
+        HD_LOG(HD_WARN, NULL,
+               "cluster: join at %s answered with term %lld, older than ours "
+               "(%lld): looking for the primary",
+               base, (long long)s->term, (long long)cur->term);
         rc = HD_EUNAVAIL;
         goto out;
     }
@@ -1070,8 +1072,8 @@ static int pull(struct hd_smap_member *m, const char *base, const char *to, int 
     long status = 0;
     int rc;
 
-    rc = member_call(m, "GET", base, to, want_smap ? "/v1/cluster/smap" : "/v1/cluster/bmd",
-                     NULL, &status, &out);
+    rc = member_call(m, "GET", base, to, want_smap ? "/v1/cluster/smap" : "/v1/cluster/bmd", NULL,
+                     &status, &out);
     if (rc == 0 && (status != 200 || !out))
         rc = HD_EUNAVAIL;
     if (rc == 0 && want_smap) {
@@ -1125,7 +1127,8 @@ int hd_smap_member_tick(struct hd_smap_member *m)
     in = json_pack("{s:s, s:I, s:I, s:I, s:I}", "daemon_id", m->self->id, "smap_version",
                    (json_int_t)(s ? s->version : 0), "smap_term", (json_int_t)(s ? s->term : 0),
                    "bmd_version", (json_int_t)b->version, "bmd_term", (json_int_t)b->term);
-    rc = in ? member_call(m, "POST", base, to, "/v1/cluster/heartbeat", in, &status, &out) : -ENOMEM;
+    rc =
+        in ? member_call(m, "POST", base, to, "/v1/cluster/heartbeat", in, &status, &out) : -ENOMEM;
     if (rc == 0 && status == 404) {
         HD_LOG(HD_WARN, NULL, "cluster: primary at %s does not know %s; joining again", base,
                m->self->id);

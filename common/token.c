@@ -79,17 +79,17 @@ static int mac_b64(const char *secret, const char *msg, size_t len, char out[64]
 int hd_token_issue(const char *secrets, const char *access, long ttl, time_t now, char *out,
                    size_t outlen)
 {
-    char *copy = secrets ? strdup(secrets) : NULL, *v[SECRETS], *claims = NULL;
+    char *copy, *v[SECRETS], *claims = NULL;
     char h64[64], c64[HD_TOKEN_MAX], m64[64];
-    size_t n, alen = access ? strlen(access) : 0;
+    size_t alen = access ? strlen(access) : 0, used;
     json_t *j;
     int rc = 0;
 
     if (!secrets || !access || alen == 0 || alen > 128)
         return -EINVAL;
-    if (!copy)
+    if (!(copy = strdup(secrets)))
         return -ENOMEM;
-    if ((n = split(copy, v)) == 0) {
+    if (split(copy, v) == 0) {
         rc = -EINVAL;
         goto out;
     }
@@ -98,7 +98,7 @@ int hd_token_issue(const char *secrets, const char *access, long ttl, time_t now
     if (ttl > HD_TOKEN_TTL_MAX)
         ttl = HD_TOKEN_TTL_MAX;
     j = json_pack("{s:s, s:s, s:I, s:I, s:s}", "username", access, "sub", access, "iat",
-                  (json_int_t)now, "exp", (json_int_t)(now + ttl), "iss", "hoard");
+                  (json_int_t)now, "exp", (json_int_t)now + (json_int_t)ttl, "iss", "hoard");
     claims = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(j);
     if (!claims) {
@@ -107,18 +107,16 @@ int hd_token_issue(const char *secrets, const char *access, long ttl, time_t now
     }
     if ((rc = b64url_encode((const unsigned char *)HEADER_JSON, sizeof(HEADER_JSON) - 1, h64,
                             sizeof(h64))) < 0 ||
-        (rc = b64url_encode((const unsigned char *)claims, strlen(claims), c64, sizeof(c64))) <
-            0)
+        (rc = b64url_encode((const unsigned char *)claims, strlen(claims), c64, sizeof(c64))) < 0)
         goto out;
     if (strlen(h64) + strlen(c64) + 2 + 44 > outlen) {
         rc = -ENOSPC;
         goto out;
     }
-    snprintf(out, outlen, "%s.%s", h64, c64);
-    if ((rc = mac_b64(v[0], out, strlen(out), m64)) < 0)
+    used = (size_t)snprintf(out, outlen, "%s.%s", h64, c64);
+    if ((rc = mac_b64(v[0], out, used, m64)) < 0)
         goto out;
-    strcat(out, ".");
-    strcat(out, m64);
+    snprintf(out + used, outlen - used, ".%s", m64);
 out:
     if (copy) {
         OPENSSL_cleanse(copy, strlen(secrets));
@@ -128,8 +126,8 @@ out:
     return rc;
 }
 
-int hd_token_verify(const char *secrets, const char *token, time_t now, char *access,
-                    size_t accmax, time_t *exp, const char **why)
+int hd_token_verify(const char *secrets, const char *token, time_t now, char *access, size_t accmax,
+                    time_t *exp, const char **why)
 {
     const char *d1, *d2;
     char *copy = NULL, *v[SECRETS], m64[64];

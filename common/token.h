@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <time.h>
 
-#define HD_TOKEN_MAX 1024        /* a token, NUL included */
+#define HD_TOKEN_MAX 1024         /* a token, NUL included */
 #define HD_TOKEN_TTL_DEFAULT 3600 /* seconds */
 #define HD_TOKEN_TTL_MAX 86400    /* seconds: longer requests are capped */
 
@@ -28,7 +28,7 @@ int hd_token_issue(const char *secrets, const char *access, long ttl, time_t now
  * claims parse, exp is after now (and iat not more than 5 minutes ahead). 0 with access
  * copied (accmax bytes, NUL included) and *exp set, or HD_EACCESS (why: a static reason)
  * / HD_EEXPIRED. */
-int hd_token_verify(const char *secrets, const char *token, time_t now, char *access,
-                    size_t accmax, time_t *exp, const char **why);
+int hd_token_verify(const char *secrets, const char *token, time_t now, char *access, size_t accmax,
+                    time_t *exp, const char **why);
 
 #endif

@@ -164,8 +164,8 @@ void hd_proxy_ais_list_buckets(struct hd_req *r, struct hd_proxy *p)
         if (pv && *pv && strcmp(pv, b->b[i].provider) != 0)
             continue;
         json_array_append_new(arr, json_pack("{s:s, s:s, s:{s:s, s:s}}", "name", b->b[i].name,
-                                             "provider", b->b[i].provider, "namespace", "uuid",
-                                             "", "name", ""));
+                                             "provider", b->b[i].provider, "namespace", "uuid", "",
+                                             "name", ""));
     }
     hd_bmd_unref(b);
     hd_resp_json(r, 200, arr);
@@ -228,8 +228,8 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
 
     r->op = HD_OP_LIST;
     memset(&o, 0, sizeof(o));
-    if ((value && !json_is_object(value)) || flags_of(json_object_get(value, "flags"), &flags) < 0 ||
-        (ps && !json_is_integer(ps))) {
+    if ((value && !json_is_object(value)) ||
+        flags_of(json_object_get(value, "flags"), &flags) < 0 || (ps && !json_is_integer(ps))) {
         hd_resp_err_msg(r, HD_EBADARG,
                         "list message: prefix, props and continuation_token are strings, "
                         "pagesize an integer, flags a decimal string.");

@@ -68,10 +68,10 @@ out:
 struct pbatch {
     struct hd_proxy *p;
     struct hd_sigv4_auth a;
-    int rc; /* of hd_proxy_auth: 0, or HD_EMISSINGAUTH (anonymous: reads of anonymous_read
-             * buckets only) */
-    int moss;          /* AIStore's GetBatch body (/v1/ml/moss/B) */
-    char provider[8];  /* its ?provider= */
+    int rc;           /* of hd_proxy_auth: 0, or HD_EMISSINGAUTH (anonymous: reads of anonymous_read
+                       * buckets only) */
+    int moss;         /* AIStore's GetBatch body (/v1/ml/moss/B) */
+    char provider[8]; /* its ?provider= */
     char *moss_bucket; /* B, "" when the path names none */
 };
 
@@ -134,7 +134,8 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
             rc = HD_ENOTIMPL;
             goto out;
         }
-        if (pv && *pv && strcmp(pv, "ais") != 0 && strcmp(pv, "aws") != 0 && strcmp(pv, "s3") != 0) {
+        if (pv && *pv && strcmp(pv, "ais") != 0 && strcmp(pv, "aws") != 0 &&
+            strcmp(pv, "s3") != 0) {
             snprintf(msg, msglen, "GetBatch: entry %zu: provider must be ais, aws or s3.", i);
             goto out;
         }

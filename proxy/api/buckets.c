@@ -113,7 +113,7 @@ static void act_read(struct hd_req *r, struct hd_proxy *p, const char *bucket, h
     }
     c->p = p;
     snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
-    hd_req_read_json(r, 64u * 1024, fn, c, free);
+    hd_req_read_json(r, (size_t)64 << 10, fn, c, free);
 }
 
 static void props_get(struct hd_req *r, struct hd_proxy *p, const char *name)
@@ -171,8 +171,7 @@ static void create_end(struct hd_req *r, struct props_ctx *c, const char *body, 
             rc = hd_proxy_bucket_create_props(c->p, c->bucket, c->provider, props);
         free(props);
         if (rc == HD_EBUCKETEXISTS) /* the SDK maps 409 naming PROVIDER://B to "exists" */
-            snprintf(msg, sizeof(msg), "bucket \"%s://%s\" already exists", c->provider,
-                     c->bucket);
+            snprintf(msg, sizeof(msg), "bucket \"%s://%s\" already exists", c->provider, c->bucket);
         if (rc < 0)
             hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
         else
@@ -277,7 +276,7 @@ void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
         if ((rc = hd_proxy_auth(r, p, NULL, &a)) < 0)
             hd_resp_err(r, rc);
         else if (strcmp(r->method, "GET") == 0 && has_body(r))
-            hd_req_read_json(r, 64u * 1024, list_buckets_end, p, NULL);
+            hd_req_read_json(r, (size_t)64 << 10, list_buckets_end, p, NULL);
         else if (strcmp(r->method, "GET") == 0)
             list_buckets(r, p);
         else

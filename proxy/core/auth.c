@@ -105,8 +105,8 @@ static int bearer(struct hd_req *r, struct hd_proxy *p, struct hd_sigv4_auth *a)
     h += 7;
     while (*h == ' ')
         h++;
-    rc = hd_token_verify(p->secret, h, time(NULL), a->access_key, sizeof(a->access_key), NULL,
-                         &why);
+    rc =
+        hd_token_verify(p->secret, h, time(NULL), a->access_key, sizeof(a->access_key), NULL, &why);
     if (rc < 0) {
         hd_stats_inc(HD_ST_AUTH_FAILED);
         HD_LOG(HD_WARN, NULL, "auth: bearer token for %s %s from %s refused: %s", r->method,

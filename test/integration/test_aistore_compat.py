@@ -11,6 +11,8 @@ import hashlib
 import hmac
 import io
 import json
+import os
+import subprocess
 import tarfile
 import time
 import uuid
@@ -20,7 +22,8 @@ import pytest
 import requests
 
 import helpers
-from conftest import ACCESS_KEY, CLUSTER_SECRET, SECRET_KEY, _stop_nodes, start_cluster
+from conftest import (ACCESS_KEY, BIN_DIR, CLUSTER_SECRET, SECRET_KEY, _stop_nodes,
+                      start_cluster)
 
 SDK_UA = "ais/python/1.16.0"  # const.py USER_AGENT_BASE "ais/python" + "/" + version
 
@@ -136,6 +139,24 @@ def test_login_and_bearer_tokens(cluster, token):
     r = ro.request("post", "buckets/ais-ro-" + uuid.uuid4().hex[:6], params={"provider": "ais"},
                    json={"action": "create-bck", "name": "", "value": None})
     assert r.status_code == 403, r.text
+
+
+def test_cli_auth_token(cluster):
+    """`hoard auth token` logs in with the CLI's key and prints a token the SDK can use."""
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY)
+    out = subprocess.run([os.path.join(BIN_DIR, "hoard"), "--endpoint", cluster.url, "auth",
+                          "token", "--ttl", "120"], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    tok = out.stdout.strip()
+    claims = json.loads(base64.urlsafe_b64decode(tok.split(".")[1] + "=="))
+    assert claims["username"] == ACCESS_KEY and claims["exp"] - claims["iat"] == 120
+    r = SdkClient(cluster.url, tok).request("get", "daemon", params={"what": "smap"})
+    assert r.status_code == 200, r.text
+    env["AWS_SECRET_ACCESS_KEY"] = "wrong"
+    out = subprocess.run([os.path.join(BIN_DIR, "hoard"), "--endpoint", cluster.url, "auth",
+                          "token"], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and not out.stdout.strip()
 
 
 # ---- cluster ----

@@ -71,6 +71,8 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_NO_WAIT] = {"no-wait", 0, 0, NULL, "start the job and print its id"},
     [HD_CLI_OPT_CONTINUE] = {"continue-on-error", 0, 0, NULL,
                              "record missing entries in the tar (__404__/NAME) and go on"},
+    [HD_CLI_OPT_TTL] = {"ttl", 1, 0, "S",
+                        "token lifetime in seconds (default 3600, at most 86400)"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
@@ -93,6 +95,7 @@ static const enum hd_cli_optid shard_opts[] = {
     HD_CLI_OPT_LIST,     HD_CLI_OPT_RANGE, HD_CLI_OPT_MANIFEST, HD_CLI_OPT_ID,
     HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid batch_opts[] = {HD_CLI_OPT_CONTINUE, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid token_opts[] = {HD_CLI_OPT_TTL, HD_CLI_OPT_COUNT};
 
 /* The command table: one row per <noun> <verb>. Help text is generated from it. */
 static const struct hd_cli_cmd cmds[] = {
@@ -123,6 +126,8 @@ static const struct hd_cli_cmd cmds[] = {
      "move target NODE's objects away, then remove it (--off cancels)", off_opts},
     {"cluster", "rebalance", hd_cli_cluster_rebalance, 0, 0, "",
      "start a rebalance now and print its job id", NULL},
+    {"auth", "token", hd_cli_auth_token, 0, 0, "",
+     "print a bearer token for your key (AIStore SDK clients: Client(URL, token=...))", token_opts},
     {"job", "ls", hd_cli_job_ls, 0, 0, "", "list jobs (newest first)", NULL},
     {"job", "show", hd_cli_job_show, 1, 1, "ID", "show a job: state, progress, per-target view",
      NULL},
