@@ -63,6 +63,7 @@ enum hd_cli_optid {
     HD_CLI_OPT_RECURSIVE, /* object get; -r */
     HD_CLI_OPT_JOBS,      /* many-object verbs (cmd_xfer.c); -j */
     HD_CLI_OPT_DELETE,    /* sync */
+    HD_CLI_OPT_TTL, /* auth token */
     HD_CLI_OPT_COUNT
 };
 
@@ -157,6 +158,7 @@ int hd_cli_cluster_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_maintenance(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_decommission(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_rebalance(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_auth_token(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv);

@@ -84,6 +84,8 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
                          "(-j) parallel transfers for many objects (default 4, at most 64)"},
     [HD_CLI_OPT_DELETE] = {"delete", 0, 0, NULL,
                            "also remove from the destination what the source does not have"},
+    [HD_CLI_OPT_TTL] = {"ttl", 1, 0, "S",
+                        "token lifetime in seconds (default 3600, at most 86400)"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
@@ -115,6 +117,7 @@ static const enum hd_cli_optid shard_opts[] = {
 static const enum hd_cli_optid shard_req[] = {HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,
                                               HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid batch_opts[] = {HD_CLI_OPT_CONTINUE, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid token_opts[] = {HD_CLI_OPT_TTL, HD_CLI_OPT_COUNT};
 
 /* The command table: one row per <noun> <verb>. Help text is generated from it. */
 static const struct hd_cli_cmd cmds[] = {
@@ -166,6 +169,9 @@ static const struct hd_cli_cmd cmds[] = {
      "move target NODE's objects away, then remove it (--off cancels)", off_opts, NULL},
     {"cluster", "rebalance", hd_cli_cluster_rebalance, 0, 0, "",
      "start a rebalance now and print its job id", NULL, NULL},
+    {"auth", "token", hd_cli_auth_token, 0, 0, "",
+     "print a bearer token for your key (AIStore SDK clients: Client(URL, token=...))", token_opts,
+     NULL},
     {"job", "ls", hd_cli_job_ls, 0, 0, "", "list jobs (newest first)", NULL, NULL},
     {"job", "show", hd_cli_job_show, 1, 1, "ID", "show a job: state, progress, per-target view",
      NULL, NULL},
