@@ -92,6 +92,13 @@ static const struct def defs[] = {
     {"space.oos", INT, "95", 1, 100, 0, "writes fail with 507 at this % of capacity"},
     {"space.check_ms", INT, "5000", 50, 3600000, 0, "how often usage is checked"},
     {"prefetch.workers", INT, "8", 1, 256, 0, "parallel fetches per target in a prefetch job"},
+    {"plan.window", INT, "64", 1, 100000, 0,
+     "epoch plans: prefetch at most this many of a target's objects ahead of the reader"},
+    {"plan.workers", INT, "4", 1, 256, 0, "epoch plans: parallel prefetches per target"},
+    {"plan.max_bps", INT, "0", 0, 9223372036854775807LL, 0,
+     "epoch plans: prefetch bandwidth per target, bytes/s (0 = unbounded)"},
+    {"plan.idle_expire_s", INT, "3600", 1, 31536000, 0,
+     "epoch plans: a plan nobody read for this long is dropped"},
 };
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
 

@@ -144,9 +144,12 @@ int main(int argc, char **argv)
      * clients, relay windows, MHD pools) are freed and allocated again all the time; glibc's
      * defaults hand such blocks back to the kernel (mmap'ed chunks, trimmed arena tops) and
      * fault them in again, zeroed, on the next request. Measured on the S3 relay: page faults
-     * and zeroing were a quarter of the proxy's CPU. Keep them instead. */
+     * and zeroing were a quarter of the proxy's CPU. Keep them instead, up to 8 MiB free at
+     * an arena's top: above that a thread arena's top is only ever returned on a free (glibc's
+     * malloc_trim does not shrink thread arenas' tops), and a burst must not stay resident.
+     * What sits free inside the arenas goes back when the node is quiet (hd_http_idle_trim). */
     mallopt(M_MMAP_THRESHOLD, 16 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 8 << 20);
     {
         /* a server wants the descriptors it is allowed (connections, open content files) */
         struct rlimit rl;
@@ -239,8 +242,9 @@ int main(int argc, char **argv)
     } else {
         HD_LOG(HD_INFO, NULL, "hoardd %s listening on http://%s", role, hc.listen);
     }
-    while (!stop) {
-        pause();
+    while (!stop) { /* a signal cuts the sleep short */
+        sleep(1);
+        hd_http_idle_trim();
         if (reload) {
             reload = 0;
             tls_reload(tls);
