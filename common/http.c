@@ -52,8 +52,9 @@ uint64_t hd_now_ns(void)
 /* Idle trim. glibc keeps what a burst freed in each thread's arena (server/main.c keeps the
  * thresholds high so busy paths do not fault pages in again; the proxy rested at 157 MiB
  * after a benchmark). Once a window of at least HD_TRIM_WINDOW_NS has seen requests at less
- * than HD_TRIM_QUIET per HD_TRIM_WINDOW_NS (heartbeats and probes keep coming: a quiet node is never fully idle), give the
- * free memory back. The caller is one periodic thread (hoardd's main thread). */
+ * than HD_TRIM_QUIET per HD_TRIM_WINDOW_NS (heartbeats and probes keep coming: a quiet node is
+ * never fully idle), give the free memory back. The caller is one periodic thread (hoardd's main
+ * thread). */
 #define HD_TRIM_WINDOW_NS (3 * 1000000000ull)
 #define HD_TRIM_QUIET 48
 
@@ -977,7 +978,7 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     unsigned threads;
     unsigned flags;
     long n;
-    int fd;
+    int fd, attempt;
 
     if (parse_listen(cfg->listen, &ss, &sl) < 0)
         return -EINVAL;
@@ -1024,14 +1025,29 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
         if (trust) /* makes GnuTLS ask for a client certificate; hd_tls_peer_ok checks it */
             tls_opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)trust};
     }
-    s->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s,
-        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+    for (attempt = 0;; attempt++) {
+        s->d = MHD_start_daemon(
+            flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+            (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
+            MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape,
+            s, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        if (s->d || attempt == 1)
+            break;
+        /* seen once under heavy load, with nothing in libmicrohttpd's log: say what errno
+         * says and try once more on a fresh socket */
+        HD_LOG(HD_WARN, NULL, "http: libmicrohttpd did not start on %s (%s); trying again",
+               cfg->listen, strerror(errno));
+        close(fd);
+        usleep(100 * 1000);
+        if ((fd = listen_socket(&ss, sl)) < 0) {
+            pthread_mutex_destroy(&s->park_mu);
+            free(s);
+            return fd;
+        }
+    }
     if (!s->d) {
         close(fd);
         pthread_mutex_destroy(&s->park_mu);
