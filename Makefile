@@ -130,10 +130,12 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	HOARD_BUILD=$(BUILD) bash test/bench/run.sh
 
-# deps first, then a make of its own: the libraries exist when the flags are computed
+# deps first, then a make of its own: the libraries exist when the flags are computed.
+# exec: make passes a SIGTERM on to its recipe's process, which must be run.sh (it stops the
+# cluster), not a shell that would die and leave the nodes running
 run: deps
 	@$(MAKE) --no-print-directory all
-	HOARD_BUILD=$(BUILD) bash deploy/local/run.sh
+	HOARD_BUILD=$(BUILD) exec bash deploy/local/run.sh
 
 # libFuzzer drivers: make fuzz CC=clang; make fuzz-run FUZZ_SECONDS=60
 FUZZ_SECONDS ?= 60

@@ -36,6 +36,8 @@ static const struct def defs[] = {
      "per-connection memory (bounds the request header size)"},
     {"metrics.token", STR, "", 0, 0, 1,
      "bearer token GET /metrics requires (Prometheus authorization.credentials); empty = open"},
+    {"shutdown.timeout", INT, "10", 1, 3600, 0,
+     "seconds the stop on SIGTERM may take before the process exits anyway"},
     {"log.level", STR, "info", 0, 0, 0, "debug | info | warn | error"},
     {"log.error", STR, "-", 0, 0, 0, "error log file (- = stderr)"},
     {"log.access", STR, "", 0, 0, 0, "access log file (- = stdout, empty = off)"},

@@ -1,8 +1,12 @@
 /* hoardd: loads config, opens logs, starts the role (--role target | proxy) behind the HTTP
- * server, and waits for SIGINT/SIGTERM to stop cleanly. */
+ * server, and waits for SIGINT/SIGTERM to stop cleanly. The stop is bounded: a watchdog ends
+ * the process (_exit) when the orderly stop takes longer than shutdown.timeout seconds or a
+ * second SIGINT/SIGTERM arrives, so a stuck request or thread can never keep a node alive. */
 #include <errno.h>
 #include <execinfo.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +23,53 @@
 
 extern char **environ;
 
-static volatile sig_atomic_t stop;
+/* SIGINT and SIGTERM are blocked in every thread and taken by one signal thread: the first
+ * starts the orderly stop (main waits on stop_sem, also while the node is still starting), and
+ * the stop is bounded by shutdown.timeout or a second signal. */
+static sigset_t stop_sigs;
+static sem_t stop_sem;
+static int stop_timeout_s;
 
-static void on_signal(int sig)
+static void *signal_thread(void *arg)
 {
-    (void)sig;
-    stop = 1;
+    struct timespec ts;
+    siginfo_t si;
+    int sig = 0;
+
+    (void)arg;
+    while (sigwait(&stop_sigs, &sig) != 0)
+        ;
+    HD_LOG(HD_INFO, NULL, "stopping (signal %d; at most %d s)", sig, stop_timeout_s);
+    sem_post(&stop_sem);
+    ts.tv_sec = stop_timeout_s;
+    ts.tv_nsec = 0;
+    do
+        sig = sigtimedwait(&stop_sigs, &si, &ts);
+    while (sig < 0 && errno == EINTR);
+    if (sig > 0)
+        HD_LOG(HD_WARN, NULL, "second signal %d while stopping: exiting now", sig);
+    else
+        HD_LOG(HD_WARN, NULL, "stop took longer than shutdown.timeout (%d s): exiting now",
+               stop_timeout_s);
+    _exit(1);
+    return NULL;
+}
+
+/* Blocks the stop signals (before any other thread exists, so every thread inherits the mask)
+ * and starts the thread that takes them. */
+static int stop_signals(int timeout_s)
+{
+    pthread_t th;
+
+    stop_timeout_s = timeout_s;
+    sigemptyset(&stop_sigs);
+    sigaddset(&stop_sigs, SIGINT);
+    sigaddset(&stop_sigs, SIGTERM);
+    if (sem_init(&stop_sem, 0, 0) != 0 || pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL) != 0 ||
+        pthread_create(&th, NULL, signal_thread, NULL) != 0)
+        return -1;
+    pthread_detach(th);
+    return 0;
 }
 
 /* A crash leaves its evidence in the error log: the signal and a backtrace (addresses are
@@ -42,8 +87,8 @@ static void on_fatal(int sig)
     do
         num[sizeof(num) - 1 - n++] = (char)('0' + v % 10);
     while ((v /= 10) && n < (int)sizeof(num) - 1);
-    if (write(fd, head, sizeof(head) - 1) < 0 ||
-        write(fd, num + sizeof(num) - n, (size_t)n) < 0 || write(fd, ", backtrace:\n", 13) < 0)
+    if (write(fd, head, sizeof(head) - 1) < 0 || write(fd, num + sizeof(num) - n, (size_t)n) < 0 ||
+        write(fd, ", backtrace:\n", 13) < 0)
         (void)0;
     i = backtrace(frames, 64);
     backtrace_symbols_fd(frames, i, fd);
@@ -118,6 +163,10 @@ int main(int argc, char **argv)
         goto out;
     }
     crash_handlers();
+    if (stop_signals((int)hd_config_int(cfg, "shutdown.timeout")) < 0) {
+        fprintf(stderr, "hoardd: cannot set up the signal thread: %s\n", strerror(errno));
+        goto out;
+    }
     /* Per-request buffers (libcurl's 256 KiB transfer buffers in the relay and upstream
      * clients, relay windows, MHD pools) are freed and allocated again all the time; glibc's
      * defaults hand such blocks back to the kernel (mmap'ed chunks, trimmed arena tops) and
@@ -182,12 +231,9 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
     HD_LOG(HD_INFO, NULL, "hoardd %s listening on http://%s", role, hc.listen);
-    while (!stop)
-        pause();
-    HD_LOG(HD_INFO, NULL, "stopping");
+    while (sem_wait(&stop_sem) != 0)
+        ; /* the signal thread posts on SIGINT/SIGTERM */
     rc = 0;
 out:
     hd_http_stop(srv);
