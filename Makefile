@@ -47,7 +47,7 @@ FUZZ_SRC := $(wildcard test/fuzz/fuzz_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all deps test unit integration test-deploy chart-check image test-image lint format check-deps \
+.PHONY: all deps test unit integration test-deploy chart-check image test-image test-fresh lint format check-deps \
         bench run fuzz fuzz-run clean help
 all: $(BUILD)/bin/hoardd $(BUILD)/bin/hoard $(BUILD)/bin/hoard-bench
 
@@ -57,6 +57,7 @@ help:
 	@echo "make test-deploy    chart-check + multi-host test (network namespaces, needs root)"
 	@echo "make image          container image hoard:latest (deploy/docker/build.sh, needs root)"
 	@echo "make test-image     image + smoke test of 1 proxy + 2 targets from it"
+	@echo "make test-fresh     README's first run (make run, make unit) in a debootstrap'd Debian root (root; downloads hundreds of MB)"
 
 deps:
 	@bash deploy/local/install-deps.sh
@@ -112,6 +113,10 @@ chart-check: all
 
 image:
 	bash deploy/docker/build.sh
+
+# Not part of `make test`: run it whenever the build or install steps change
+test-fresh:
+	bash test/fresh/run.sh
 
 test-image: image
 	bash test/deploy/image_smoke.sh
