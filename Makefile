@@ -53,7 +53,7 @@ all: $(BUILD)/bin/hoardd $(BUILD)/bin/hoard $(BUILD)/bin/hoard-bench
 
 help:
 	@echo "make [all|deps|test|unit|integration|test-deploy|lint|format|check-deps|bench|run|fuzz|clean] [SAN=asan|tsan]"
-	@echo "make chart-check    helm lint/template, Kubernetes schema validation, yamllint (offline)"
+	@echo "make chart-check    test_chart.py only: helm lint/template, schemas, yamllint, hoard.conf vs hoardd (builds hoardd; helm etc. from make deps; no cluster, no network)"
 	@echo "make test-deploy    chart-check + multi-host test (network namespaces, needs root)"
 	@echo "make image          container image hoard:latest (deploy/docker/build.sh, needs root)"
 	@echo "make test-image     image + smoke test of 1 proxy + 2 targets from it"
