@@ -32,7 +32,7 @@ ifdef CI
 WARN += -Werror
 endif
 OPT ?= -O2
-CFLAGS = -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) $(SANFLAGS) -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS = -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) $(SANFLAGS) -I. $(PKG_CFLAGS) $(DEFS) $(EXTRA_CFLAGS)
 LDFLAGS := $(SANFLAGS) $(EXTRA_LDFLAGS)
 LIBS = $(PKG_LIBS) -lpthread -lm
 
@@ -75,6 +75,9 @@ $(BUILD)/lib/libhdroles.a: $(call obj,$(PROXY_SRC) $(TARGET_SRC))
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	$(AR) rcs $@ $^
+
+# hoard_build_info{commit}: the commit server/main.c was compiled at (`git describe`)
+$(BUILD)/obj/server/main.o: DEFS = -DHD_COMMIT='"$(shell git describe --always --dirty 2>/dev/null || echo unknown)"'
 
 $(BUILD)/bin/hoardd: $(call obj,$(SERVER_SRC)) $(BUILD)/lib/libhdroles.a $(BUILD)/lib/libhdcommon.a
 	@mkdir -p $(dir $@)

@@ -34,6 +34,8 @@ static const struct def defs[] = {
     {"http.max_conns", INT, "4096", 16, 1000000, 0, "concurrent connection limit"},
     {"http.mem_limit", INT, "65536", 8192, 1048576, 0,
      "per-connection memory (bounds the request header size)"},
+    {"metrics.buckets", INT, "64", 0, 1024, 0,
+     "buckets with /metrics series of their own; the rest count as bucket=\"_other\""},
     {"metrics.token", STR, "", 0, 0, 1,
      "bearer token GET /metrics requires (Prometheus authorization.credentials); empty = open"},
     {"shutdown.timeout", INT, "10", 1, 3600, 0,

@@ -549,8 +549,8 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
             return MHD_YES;
         }
         cl = hd_req_header(r, "Content-Length");
-        if (cl &&
-            (hd_req_header_count(r, "Content-Length") > 1 || hd_req_header(r, "Transfer-Encoding"))) {
+        if (cl && (hd_req_header_count(r, "Content-Length") > 1 ||
+                   hd_req_header(r, "Transfer-Encoding"))) {
             /* two framings of one body: the way request smuggling starts; the early answer
              * also closes the connection */
             hd_resp_err_msg(r, HD_EBADREQ,
@@ -625,8 +625,10 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     }
     if (!r->responded && body_check(r) < 0) {
         char addr[64];
-        HD_LOG(HD_WARN, NULL, "auth: node call %s %s from %s: the body does not match its "
-               "signature", r->method, r->raw_path, hd_req_remote(r, addr, sizeof(addr)));
+        HD_LOG(HD_WARN, NULL,
+               "auth: node call %s %s from %s: the body does not match its "
+               "signature",
+               r->method, r->raw_path, hd_req_remote(r, addr, sizeof(addr)));
         hd_stats_inc(HD_ST_AUTH_FAILED);
         hd_resp_err_msg(r, HD_EACCESS,
                         "The body does not match the node signature (X-Hoard-Content-Sha256).");
@@ -772,6 +774,30 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
     return queue(r, status, resp, size == UINT64_MAX ? 0 : size);
 }
 
+/* The bucket of a native object or bucket call (/v1/objects/B/..., /v1/buckets/B), for the
+ * per-bucket metrics; S3 calls have theirs set by the S3 front. Names that are not valid
+ * bucket names (a bad request) are not counted. */
+static void native_bucket(struct hd_req *r)
+{
+    static const char *const pre[] = {"/v1/objects/", "/v1/buckets/"};
+    const char *p = r->raw_path, *e;
+    size_t i, n;
+
+    for (i = 0; p && i < 2; i++) {
+        if (strncmp(p, pre[i], strlen(pre[i])) != 0)
+            continue;
+        p += strlen(pre[i]);
+        e = strchr(p, '/');
+        n = e ? (size_t)(e - p) : strlen(p);
+        if (n < 3 || n >= sizeof(r->bucket) ||
+            strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789.-") < n)
+            return;
+        memcpy(r->bucket, p, n);
+        r->bucket[n] = '\0';
+        return;
+    }
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -798,6 +824,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r->method) {
         secs = (double)(hd_now_ns() - r->t0_ns) / 1e9;
         hd_metrics_request(r->op, r->status, r->bytes_in, r->bytes_out, secs);
+        if (!r->bucket[0])
+            native_bucket(r);
+        if (r->bucket[0])
+            hd_metrics_bucket(r->bucket, r->op, r->bytes_in, r->bytes_out);
         hd_log_access(r->id, hd_req_remote(r, remote, sizeof(remote)), r->method, r->raw_uri,
                       r->status, r->bytes_in, r->bytes_out, secs);
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
@@ -907,14 +937,14 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
             MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    s->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_END);
+    s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+                            s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK,
+                            on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_END);
     if (!s->d) {
         close(fd);
         pthread_mutex_destroy(&s->park_mu);

@@ -1116,6 +1116,8 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         goto out;
     }
     r->op = metric_op(c.op);
+    if (bucket)
+        snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
     switch (c.op) {
     case HD_S3_PUT_OBJECT:
     case HD_S3_COPY_OBJECT:

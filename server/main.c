@@ -18,6 +18,8 @@
 #include "common/errors.h"
 #include "common/http.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/version.h"
 #include "proxy/proxy.h"
 #include "target/target.h"
 
@@ -163,6 +165,10 @@ int main(int argc, char **argv)
         goto out;
     }
     crash_handlers();
+#ifndef HD_COMMIT
+#define HD_COMMIT "unknown"
+#endif
+    hd_metrics_process_init(HD_VERSION, HD_COMMIT);
     if (stop_signals((int)hd_config_int(cfg, "shutdown.timeout")) < 0) {
         fprintf(stderr, "hoardd: cannot set up the signal thread: %s\n", strerror(errno));
         goto out;
@@ -206,6 +212,7 @@ int main(int argc, char **argv)
     }
     memset(&hc, 0, sizeof(hc));
     hd_http_metrics_token(hd_config_str(cfg, "metrics.token"));
+    hd_metrics_bucket_cap((int)hd_config_int(cfg, "metrics.buckets"));
     hc.listen = hd_config_str(cfg, "listen");
     hc.threads = (int)hd_config_int(cfg, "http.threads");
     if (hc.threads == 0 && t) {
