@@ -217,6 +217,17 @@ def test_restart_rebuilds_the_plan(s3rver, one):  # noqa: F811
     assert r.status_code == 200, r.text
     v = show(one, pid)
     assert v["epoch"] == 1 and v["cursor"] == 4 and v["read_in_epoch"] == 5, v
+    # an S3 GET through the proxy's relay, tagged with the Hoard-Plan header, advances it
+    order = hoard_plan.epoch_order(10, 11, 1)
+    s3 = one.s3()
+
+    def tag(request, **kw):
+        request.headers["Hoard-Plan"] = pid
+    s3.meta.events.register("before-sign.s3.GetObject", tag)
+    body = s3.get_object(Bucket=b, Key=keys[order[5]])["Body"].read()
+    assert body == helpers.pattern_bytes(OBJ, order[5])
+    v = show(one, pid)
+    assert v["epoch"] == 1 and v["cursor"] == 5 and v["read_in_epoch"] == 6, v
     r = one.api("POST", "/v1/plans/%s/cursor" % pid, body={"epoch": 9, "position": 0})
     assert r.status_code == 400, r.text
     assert one.api("DELETE", "/v1/plans/" + pid).status_code == 200
