@@ -297,3 +297,22 @@ def test_cli_plan_create_show_rm(s3rver, two, tmp_path):  # noqa: F811
     assert r.returncode == 2 and b"--epochs" in r.stderr, r.stderr
     r = hoard("plan", "create", b, "--prefix", "none/", "--epochs", "1", "--seed", "1")
     assert r.returncode == 1 and b"empty" in r.stderr, r.stderr
+
+
+def test_pytorch_sampler_and_dataset(s3rver, two):  # noqa: F811
+    """docs/examples/hoard_plan_torch.py: registers the plan, reads 2 epochs in the plan's
+    order through DataLoader workers, tagged with the plan."""
+    import subprocess
+    pytest.importorskip("torch")
+    b, keys = dataset(s3rver, two, 12)
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=C_KEYS[0], AWS_SECRET_ACCESS_KEY=C_KEYS[1])
+    r = subprocess.run(["/usr/bin/python3", os.path.join(REPO, "docs", "examples",
+                                                         "hoard_plan_torch.py"),
+                        "--endpoint", two.url, "--bucket", b, "--prefix", "s/", "--epochs", "2",
+                        "--seed", "9", "--plan", "torch-" + b, "--workers", "2"],
+                       capture_output=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    assert r.stdout.decode().split("\n")[:2] == [
+        "epoch %d: 12 samples, %d bytes" % (e, 12 * OBJ) for e in range(2)], r.stdout
+    v = show(two, "torch-" + b)
+    assert v["hits"] + v["misses"] == 24 and v["epoch"] == 2, v
