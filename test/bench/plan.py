@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,9 @@ import requests
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "docs", "examples"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hoard_plan  # noqa: E402
+from cache import api, port, wait_http  # noqa: E402  (test/bench/cache.py)
 
 BUILD = os.environ.get("HOARD_BUILD", "build")
 HOARDD = os.path.join(TOP, BUILD, "bin", "hoardd")
@@ -50,14 +51,6 @@ SEED = 20261127
 BUCKET = "plands"
 
 procs = []
-
-
-def port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def start(args, log, env=None):
@@ -81,27 +74,6 @@ def stop(p):
         p.wait()
     if p in procs:
         procs.remove(p)
-
-
-def wait_http(url, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1) as r:
-                if r.status == 200:
-                    return
-        except Exception:
-            pass
-        time.sleep(0.1)
-    raise SystemExit("bench plan: %s did not come up" % url)
-
-
-def api(method, url, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    with urllib.request.urlopen(req, timeout=300) as r:
-        text = r.read()
-    return json.loads(text) if text else None
 
 
 def metrics(turl):
