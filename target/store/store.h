@@ -182,6 +182,10 @@ uint64_t hd_store_count(struct hd_store *st);
  * (SELECT count(*): a scan of the catalog, about 5 ms per 100k objects when cached). */
 const char *hd_store_mp_path(const struct hd_store *st, size_t mpi);
 int hd_store_mp_count(struct hd_store *st, size_t mpi, uint64_t *out);
+/* Objects and bytes of one bucket in mountpath mpi's catalog (a range scan of the bucket's
+ * rows: `hoard bucket du`). */
+int hd_store_mp_bucket_usage(struct hd_store *st, size_t mpi, const char *bucket, uint64_t *objects,
+                             uint64_t *bytes);
 
 /* ---- space (store_space.c) ---- */
 
