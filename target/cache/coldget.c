@@ -1018,12 +1018,13 @@ static void gfn_done(struct hd_req *r, struct hd_acall *a)
         r->on_end(r);
 }
 
-/* The plan a read is tagged with: ?plan=ID (kept on the 307) or X-Hoard-Plan: ID. */
+/* The plan a read is tagged with: ?plan=ID (kept on the 307) or Hoard-Plan: ID (passed on
+ * by the S3 relay, which drops X-Hoard-* headers). */
 static const char *plan_tag(const struct hd_req *r)
 {
     const char *t = hd_req_param(r, "plan");
 
-    return t && *t ? t : hd_req_header(r, "X-Hoard-Plan");
+    return t && *t ? t : hd_req_header(r, "Hoard-Plan");
 }
 
 void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,

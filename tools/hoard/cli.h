@@ -64,6 +64,8 @@ enum hd_cli_optid {
     HD_CLI_OPT_JOBS,      /* many-object verbs (cmd_xfer.c); -j */
     HD_CLI_OPT_DELETE,    /* sync */
     HD_CLI_OPT_TTL,       /* auth token */
+    HD_CLI_OPT_EPOCHS,    /* cmd_plan.c */
+    HD_CLI_OPT_NO_PREFETCH,
     HD_CLI_OPT_COUNT
 };
 
@@ -149,6 +151,11 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_head(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_rm(struct hd_cli *cli, int argc, char **argv);
+/* cmd_plan.c */
+int hd_cli_plan_create(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_plan_ls(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_plan_show(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_plan_rm(struct hd_cli *cli, int argc, char **argv);
 /* cmd_cache.c */
 int hd_cli_cloud_create(struct hd_cli *cli, const char *name);
 int hd_cli_bucket_props(struct hd_cli *cli, int argc, char **argv);
