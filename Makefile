@@ -18,7 +18,7 @@ $(error SAN must be asan or tsan)
 endif
 
 CC ?= cc
-PKGS := libmicrohttpd libcurl openssl libuv sqlite3 jansson expat libxxhash libarchive zlib msgpack
+PKGS := libmicrohttpd gnutls libcurl openssl libuv sqlite3 jansson expat libxxhash libarchive zlib msgpack
 # Asked of pkg-config when first used, not when the Makefile is read: `make run` and `make
 # test` install the libraries (deps) before anything is compiled, and a missing library stops
 # the build here with a clear message instead of a link with half the flags.

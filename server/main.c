@@ -14,17 +14,38 @@
 #include "common/errors.h"
 #include "common/http.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "proxy/proxy.h"
 #include "target/target.h"
 
 extern char **environ;
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, reload;
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    stop = 1;
+    if (sig == SIGHUP)
+        reload = 1;
+    else
+        stop = 1;
+}
+
+/* SIGHUP: the certificate, key and CA are read again; new connections get them, open ones
+ * keep what they were set up with. A bad file leaves the old credentials in use. */
+static void tls_reload(struct hd_tls *tls)
+{
+    char err[512], desc[600];
+
+    if (!tls) {
+        HD_LOG(HD_INFO, NULL, "SIGHUP: TLS is off, nothing to reload");
+        return;
+    }
+    if (hd_tls_reload(tls, err, sizeof(err)) < 0) {
+        HD_LOG(HD_ERROR, NULL, "SIGHUP: TLS reload failed, the old certificate stays: %s", err);
+        return;
+    }
+    hd_tls_describe(tls, desc, sizeof(desc));
+    HD_LOG(HD_INFO, NULL, "SIGHUP: TLS certificate reloaded: %s", desc);
 }
 
 /* A crash leaves its evidence in the error log: the signal and a backtrace (addresses are
@@ -42,8 +63,8 @@ static void on_fatal(int sig)
     do
         num[sizeof(num) - 1 - n++] = (char)('0' + v % 10);
     while ((v /= 10) && n < (int)sizeof(num) - 1);
-    if (write(fd, head, sizeof(head) - 1) < 0 ||
-        write(fd, num + sizeof(num) - n, (size_t)n) < 0 || write(fd, ", backtrace:\n", 13) < 0)
+    if (write(fd, head, sizeof(head) - 1) < 0 || write(fd, num + sizeof(num) - n, (size_t)n) < 0 ||
+        write(fd, ", backtrace:\n", 13) < 0)
         (void)0;
     i = backtrace(frames, 64);
     backtrace_symbols_fd(frames, i, fd);
@@ -88,6 +109,7 @@ int main(int argc, char **argv)
     struct hd_http_server *srv = NULL;
     struct hd_target *t = NULL;
     struct hd_proxy *px = NULL;
+    struct hd_tls *tls = NULL;
     struct hd_http_cfg hc;
     enum hd_log_level lvl;
     char err[512];
@@ -122,9 +144,12 @@ int main(int argc, char **argv)
      * clients, relay windows, MHD pools) are freed and allocated again all the time; glibc's
      * defaults hand such blocks back to the kernel (mmap'ed chunks, trimmed arena tops) and
      * fault them in again, zeroed, on the next request. Measured on the S3 relay: page faults
-     * and zeroing were a quarter of the proxy's CPU. Keep them instead. */
+     * and zeroing were a quarter of the proxy's CPU. Keep them instead, up to 8 MiB free at
+     * an arena's top: above that a thread arena's top is only ever returned on a free (glibc's
+     * malloc_trim does not shrink thread arenas' tops), and a burst must not stay resident.
+     * What sits free inside the arenas goes back when the node is quiet (hd_http_idle_trim). */
     mallopt(M_MMAP_THRESHOLD, 16 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 8 << 20);
     {
         /* a server wants the descriptors it is allowed (connections, open content files) */
         struct rlimit rl;
@@ -144,6 +169,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "hoardd: auth.keys in a cluster needs cluster.secret too (the same "
                         "on every node)\n");
         goto out;
+    }
+    if (*hd_config_str(cfg, "tls.cert") || *hd_config_str(cfg, "tls.key")) {
+        /* before the roles: they build this node's URL with hd_tls_scheme() */
+        if (hd_tls_new(hd_config_str(cfg, "tls.cert"), hd_config_str(cfg, "tls.key"),
+                       hd_config_str(cfg, "tls.ca"), hd_config_bool(cfg, "tls.client_auth"), &tls,
+                       err, sizeof(err)) < 0) {
+            fprintf(stderr, "hoardd: %s\n", err);
+            goto out;
+        }
+        hd_tls_verify_host(tls, hd_config_bool(cfg, "tls.verify_host"));
+        hd_tls_use(tls);
+    } else if (hd_config_bool(cfg, "tls.client_auth") || *hd_config_str(cfg, "tls.ca")) {
+        /* the CA alone: this node serves plain http but calls https peers */
+        if (hd_config_bool(cfg, "tls.client_auth")) {
+            fprintf(stderr, "hoardd: tls.client_auth needs tls.cert and tls.key\n");
+            goto out;
+        }
     }
     if (role[0] == 'p' && (rc = hd_proxy_new(cfg, &px)) < 0) {
         fprintf(stderr, "hoardd: cannot start proxy: %s\n", hd_strerror(rc));
@@ -171,6 +213,7 @@ int main(int argc, char **argv)
     hc.mem_limit = (int)hd_config_int(cfg, "http.mem_limit");
     hc.handler = px ? hd_proxy_handle : hd_target_handle;
     hc.ctx = px ? (void *)px : (void *)t;
+    hc.tls = tls;
     if ((rc = hd_http_start(&hc, &srv)) < 0) {
         fprintf(stderr, "hoardd: cannot listen on %s: %s\n", hc.listen, hd_strerror(rc));
         rc = 1;
@@ -182,17 +225,39 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    HD_LOG(HD_INFO, NULL, "hoardd %s listening on http://%s", role, hc.listen);
-    while (!stop)
-        pause();
+    {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+    }
+    if (tls) {
+        char desc[600];
+        hd_tls_describe(tls, desc, sizeof(desc));
+        HD_LOG(HD_INFO, NULL, "hoardd %s listening on https://%s (%s%s)", role, hc.listen, desc,
+               hd_tls_client_auth() ? "; node calls need a client certificate" : "");
+    } else {
+        HD_LOG(HD_INFO, NULL, "hoardd %s listening on http://%s", role, hc.listen);
+    }
+    while (!stop) { /* a signal cuts the sleep short */
+        sleep(1);
+        hd_http_idle_trim();
+        if (reload) {
+            reload = 0;
+            tls_reload(tls);
+        }
+    }
     HD_LOG(HD_INFO, NULL, "stopping");
     rc = 0;
 out:
     hd_http_stop(srv);
     hd_proxy_free(px);
     hd_target_free(t);
+    hd_tls_use(NULL);
+    hd_tls_free(tls);
     hd_config_free(cfg);
     hd_log_close();
     return rc;

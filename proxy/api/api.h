@@ -8,6 +8,11 @@
 
 /* GET /v1/cluster/capacity */
 void hd_proxy_capacity_handle(struct hd_req *r, struct hd_proxy *p);
+/* GET /v1/buckets/B?summary (B's request already authorised): every target's objects and
+ * bytes of B per mountpath, and their sums. */
+void hd_proxy_bucket_summary(struct hd_req *r, struct hd_proxy *p, const char *bucket);
+/* /v1/plans[/ID[/cursor]] (plans.c) */
+void hd_proxy_plans_handle(struct hd_req *r, struct hd_proxy *p);
 /* GET|POST /v1/batch */
 void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p);
 /* /v1/buckets[/B] */

@@ -235,6 +235,8 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
     r->op = HD_OP_BUCKET;
     if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
         props_get(r, p, bucket);
+    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "summary")) {
+        hd_proxy_bucket_summary(r, p, bucket);
     } else if (strcmp(m, "PATCH") == 0) {
         props_patch(r, p, bucket, NULL);
     } else if (strcmp(m, "GET") == 0 && has_body(r)) {

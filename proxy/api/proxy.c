@@ -19,13 +19,14 @@
 #include "common/nodeauth.h"
 #include "common/relay.h"
 #include "common/sigv2.h"
+#include "common/tls.h"
 
 static char *default_url(const char *listen)
 {
     struct hd_buf b;
 
     hd_buf_init(&b);
-    hd_buf_printf(&b, "http://%s", listen);
+    hd_buf_printf(&b, "%s://%s", hd_tls_scheme(), listen);
     return hd_buf_steal(&b, NULL);
 }
 
@@ -178,6 +179,8 @@ void hd_proxy_handle(struct hd_req *r, void *ctx)
         hd_proxy_cluster_handle(r, p);
     } else if (strncmp(path, "/v1/jobs", 8) == 0 && (path[8] == '\0' || path[8] == '/')) {
         hd_proxy_jobs_handle(r, p);
+    } else if (strncmp(path, "/v1/plans", 9) == 0 && (path[9] == '\0' || path[9] == '/')) {
+        hd_proxy_plans_handle(r, p);
     } else if (strncmp(path, "/v1/objects/", 12) == 0) {
         r->api = HD_API_NATIVE;
         hd_proxy_route_object(r, p);
