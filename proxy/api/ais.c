@@ -295,7 +295,7 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
     unsigned char raw[1100];
     char msg[256], t64[1500];
     json_int_t page = PAGE_DEFAULT;
-    size_t i, n;
+    size_t i;
     int rc;
 
     r->op = HD_OP_LIST;
@@ -310,12 +310,10 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
     if (json_is_integer(ps) && json_integer_value(ps) > 0)
         page = json_integer_value(ps) > PAGE_MAX ? PAGE_MAX : json_integer_value(ps);
     if (tok && *tok) {
-        if (hd_b64_decode(tok, strlen(tok), raw, sizeof(raw) - 1, &n) < 0 || n == 0 ||
-            memchr(raw, 0, n)) {
+        if (hd_proxy_list_token(tok, raw, sizeof(raw)) < 0) {
             hd_resp_err(r, HD_EBADTOKEN);
             return;
         }
-        raw[n] = '\0';
         o.start_after = (const char *)raw;
     }
     o.prefix = prefix && *prefix ? prefix : NULL;
