@@ -851,6 +851,30 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
     return queue(r, status, resp, size == UINT64_MAX ? 0 : size);
 }
 
+/* The bucket of a native object or bucket call (/v1/objects/B/..., /v1/buckets/B), for the
+ * per-bucket metrics; S3 calls have theirs set by the S3 front. Names that are not valid
+ * bucket names (a bad request) are not counted. */
+static void native_bucket(struct hd_req *r)
+{
+    static const char *const pre[] = {"/v1/objects/", "/v1/buckets/"};
+    const char *p = r->raw_path, *e;
+    size_t i, n;
+
+    for (i = 0; p && i < 2; i++) {
+        if (strncmp(p, pre[i], strlen(pre[i])) != 0)
+            continue;
+        p += strlen(pre[i]);
+        e = strchr(p, '/');
+        n = e ? (size_t)(e - p) : strlen(p);
+        if (n < 3 || n >= sizeof(r->bucket) ||
+            strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789.-") < n)
+            return;
+        memcpy(r->bucket, p, n);
+        r->bucket[n] = '\0';
+        return;
+    }
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -877,6 +901,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r->method) {
         secs = (double)(hd_now_ns() - r->t0_ns) / 1e9;
         hd_metrics_request(r->op, r->status, r->bytes_in, r->bytes_out, secs);
+        if (!r->bucket[0])
+            native_bucket(r);
+        if (r->bucket[0])
+            hd_metrics_bucket(r->bucket, r->op, r->bytes_in, r->bytes_out);
         hd_log_access(r->id, hd_req_remote(r, remote, sizeof(remote)), r->method, r->raw_uri,
                       r->status, r->bytes_in, r->bytes_out, secs);
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

@@ -38,6 +38,7 @@ struct hd_req {
     struct MHD_Connection *conn;
     struct hd_http_server *srv;
     char id[17];           /* request id, also sent as x-amz-request-id */
+    char bucket[64];       /* bucket named by the request, for per-bucket metrics ("" none) */
     const char *method;    /* MHD-owned */
     char *raw_uri;         /* as sent on the wire: path?query (owned) */
     char *raw_path;        /* path part of raw_uri, still percent-encoded (owned) */

@@ -1,9 +1,15 @@
 /* hoardd: loads config, opens logs, starts the role (--role target | proxy) behind the HTTP
- * server, and waits for SIGINT/SIGTERM to stop cleanly. */
+ * server, and waits for SIGINT/SIGTERM to stop cleanly (SIGHUP reloads the TLS files). The stop
+ * is bounded: a watchdog ends the process (_exit) when the orderly stop takes longer than
+ * shutdown.timeout seconds or a second SIGINT/SIGTERM arrives, so a stuck request or thread can
+ * never keep a node alive. */
 #include <errno.h>
 #include <execinfo.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,20 +20,70 @@
 #include "common/errors.h"
 #include "common/http.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/tls.h"
+#include "common/version.h"
 #include "proxy/proxy.h"
 #include "target/target.h"
 
 extern char **environ;
 
-static volatile sig_atomic_t stop, reload;
+/* SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by one signal thread.
+ * SIGHUP asks main to reload the TLS files; the first SIGINT/SIGTERM starts the orderly stop
+ * (main waits on stop_sem, also while the node is still starting), and the stop is bounded by
+ * shutdown.timeout or a second signal. */
+static sigset_t all_sigs, stop_sigs;
+static sem_t stop_sem;
+static int stop_timeout_s;
+static atomic_int reload;
 
-static void on_signal(int sig)
+static void *signal_thread(void *arg)
 {
-    if (sig == SIGHUP)
-        reload = 1;
+    struct timespec ts;
+    siginfo_t si;
+    int sig = 0;
+
+    (void)arg;
+    for (;;) {
+        if (sigwait(&all_sigs, &sig) != 0)
+            continue;
+        if (sig != SIGHUP)
+            break;
+        atomic_store(&reload, 1);
+    }
+    HD_LOG(HD_INFO, NULL, "stopping (signal %d; at most %d s)", sig, stop_timeout_s);
+    sem_post(&stop_sem);
+    ts.tv_sec = stop_timeout_s;
+    ts.tv_nsec = 0;
+    do
+        sig = sigtimedwait(&stop_sigs, &si, &ts);
+    while (sig < 0 && errno == EINTR);
+    if (sig > 0)
+        HD_LOG(HD_WARN, NULL, "second signal %d while stopping: exiting now", sig);
     else
-        stop = 1;
+        HD_LOG(HD_WARN, NULL, "stop took longer than shutdown.timeout (%d s): exiting now",
+               stop_timeout_s);
+    _exit(1);
+    return NULL;
+}
+
+/* Blocks the signals (before any other thread exists, so every thread inherits the mask) and
+ * starts the thread that takes them. */
+static int stop_signals(int timeout_s)
+{
+    pthread_t th;
+
+    stop_timeout_s = timeout_s;
+    sigemptyset(&stop_sigs);
+    sigaddset(&stop_sigs, SIGINT);
+    sigaddset(&stop_sigs, SIGTERM);
+    all_sigs = stop_sigs;
+    sigaddset(&all_sigs, SIGHUP);
+    if (sem_init(&stop_sem, 0, 0) != 0 || pthread_sigmask(SIG_BLOCK, &all_sigs, NULL) != 0 ||
+        pthread_create(&th, NULL, signal_thread, NULL) != 0)
+        return -1;
+    pthread_detach(th);
+    return 0;
 }
 
 /* SIGHUP: the certificate, key and CA are read again; new connections get them, open ones
@@ -140,6 +196,14 @@ int main(int argc, char **argv)
         goto out;
     }
     crash_handlers();
+#ifndef HD_COMMIT
+#define HD_COMMIT "unknown"
+#endif
+    hd_metrics_process_init(HD_VERSION, HD_COMMIT);
+    if (stop_signals((int)hd_config_int(cfg, "shutdown.timeout")) < 0) {
+        fprintf(stderr, "hoardd: cannot set up the signal thread: %s\n", strerror(errno));
+        goto out;
+    }
     /* Per-request buffers (libcurl's 256 KiB transfer buffers in the relay and upstream
      * clients, relay windows, MHD pools) are freed and allocated again all the time; glibc's
      * defaults hand such blocks back to the kernel (mmap'ed chunks, trimmed arena tops) and
@@ -199,6 +263,7 @@ int main(int argc, char **argv)
     }
     memset(&hc, 0, sizeof(hc));
     hd_http_metrics_token(hd_config_str(cfg, "metrics.token"));
+    hd_metrics_bucket_cap((int)hd_config_int(cfg, "metrics.buckets"));
     hc.listen = hd_config_str(cfg, "listen");
     hc.threads = (int)hd_config_int(cfg, "http.threads");
     if (hc.threads == 0 && t) {
@@ -225,15 +290,6 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-    }
     if (tls) {
         char desc[600];
         hd_tls_describe(tls, desc, sizeof(desc));
@@ -242,15 +298,16 @@ int main(int argc, char **argv)
     } else {
         HD_LOG(HD_INFO, NULL, "hoardd %s listening on http://%s", role, hc.listen);
     }
-    while (!stop) { /* a signal cuts the sleep short */
-        sleep(1);
+    for (;;) { /* the signal thread posts on SIGINT/SIGTERM */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        if (sem_timedwait(&stop_sem, &ts) == 0)
+            break;
         hd_http_idle_trim();
-        if (reload) {
-            reload = 0;
+        if (atomic_exchange(&reload, 0))
             tls_reload(tls);
-        }
     }
-    HD_LOG(HD_INFO, NULL, "stopping");
     rc = 0;
 out:
     hd_http_stop(srv);

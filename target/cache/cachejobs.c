@@ -260,6 +260,7 @@ static void *pf_worker(void *arg)
             hd_job_error(p->j, "%s: %s", p->b->v[i], msg[0] ? msg : hd_strerror(rc));
         } else if (bytes) {
             atomic_fetch_add(&p->fetched, 1);
+            hd_cstat_add(HD_CS_MISS, 1); /* a fill from the upstream, as a cold GET's */
         } else {
             atomic_fetch_add(&p->cached, 1);
         }

@@ -445,7 +445,7 @@ static int ls_fetch_all(struct hd_cli *cli, const struct target *t, uint64_t lim
     struct hd_buf path;
     uint64_t have = 0;
     json_t *j = NULL;
-    int rc = 0;
+    int rc = 0, noted = 0;
 
     hd_cli_resp_init(&rs);
     hd_buf_init(&path);
@@ -492,6 +492,11 @@ static int ls_fetch_all(struct hd_cli *cli, const struct target *t, uint64_t lim
                              cli->endpoint, j ? "bad \"entries\"/\"prefixes\"" : jerr.text);
             goto out;
         }
+        if (json_is_true(json_object_get(j, "upstream_unavailable")) && !noted++)
+            fprintf(stderr,
+                    "hoard: note: %s: the upstream is unavailable; listing cached "
+                    "objects only\n",
+                    t->what.data);
         if ((e && json_array_extend(entries, e) != 0) ||
             (p && json_array_extend(prefixes, p) != 0)) {
             rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
