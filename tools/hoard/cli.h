@@ -63,7 +63,7 @@ enum hd_cli_optid {
     HD_CLI_OPT_RECURSIVE, /* object get; -r */
     HD_CLI_OPT_JOBS,      /* many-object verbs (cmd_xfer.c); -j */
     HD_CLI_OPT_DELETE,    /* sync */
-    HD_CLI_OPT_TTL, /* auth token */
+    HD_CLI_OPT_TTL,       /* auth token */
     HD_CLI_OPT_COUNT
 };
 
