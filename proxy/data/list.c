@@ -276,6 +276,17 @@ int hd_proxy_bucket_empty(struct hd_proxy *p, const char *bucket, char *msg, siz
     return rc;
 }
 
+int hd_proxy_list_token(const char *tok, unsigned char *raw, size_t max)
+{
+    size_t n;
+
+    if (max < 2 || hd_b64_decode(tok, strlen(tok), raw, max - 1, &n) < 0 || n == 0 ||
+        memchr(raw, 0, n))
+        return HD_EBADTOKEN;
+    raw[n] = '\0';
+    return 0;
+}
+
 void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *bucket)
 {
     const char *lim = hd_req_param(r, "limit"), *tok = hd_req_param(r, "token");
@@ -285,7 +296,7 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
     uint64_t limit = 1000;
     char msg[256];
     json_t *ents, *pfx, *j;
-    size_t i, n;
+    size_t i;
     int rc;
 
     r->op = HD_OP_LIST;
@@ -295,12 +306,10 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
         return;
     }
     if (tok && *tok) {
-        if (hd_b64_decode(tok, strlen(tok), raw, sizeof(raw) - 1, &n) < 0 || n == 0 ||
-            memchr(raw, 0, n)) {
+        if (hd_proxy_list_token(tok, raw, sizeof(raw)) < 0) {
             hd_resp_err(r, HD_EBADTOKEN);
             return;
         }
-        raw[n] = '\0';
         o.start_after = (const char *)raw;
     }
     o.prefix = hd_req_param(r, "prefix");
