@@ -83,6 +83,15 @@ static const struct def defs[] = {
     {"space.oos", INT, "95", 1, 100, 0, "writes fail with 507 at this % of capacity"},
     {"space.check_ms", INT, "5000", 50, 3600000, 0, "how often usage is checked"},
     {"prefetch.workers", INT, "8", 1, 256, 0, "parallel fetches per target in a prefetch job"},
+    {"writeback.workers", INT, "4", 1, 64, 0,
+     "parallel uploads per target from the write-back queue"},
+    {"writeback.max_bps", INT, "0", 0, 9223372036854775807LL, 0,
+     "write-back upload bandwidth per target, bytes/s (0 = unlimited)"},
+    {"writeback.dirty_max", INT, "0", 0, 9223372036854775807LL, 0,
+     "dirty bytes per target before write-back PUTs get 503 SlowDown (0 = half the capacity)"},
+    {"writeback.backoff_ms", INT, "500", 10, 3600000, 0, "first write-back retry delay (doubles)"},
+    {"writeback.backoff_max_ms", INT, "30000", 10, 86400000, 0,
+     "longest write-back retry delay (also the retry period of permanent failures)"},
 };
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
 
