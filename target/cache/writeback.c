@@ -139,7 +139,7 @@ static int wb_send(struct hd_wb *wb, const struct hd_wb_ent *e, struct hd_cbucke
     if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
         return rc;
     s3 = cb->s3;
-    s3.max_send_bps = wb->max_bps > 0 ? wb->max_bps / wb->workers : 0;
+    s3.max_send_bps = wb->max_bps > 0 ? wb->max_bps / (wb->workers ? wb->workers : 1) : 0;
     if (s3.max_send_bps == 0 && wb->max_bps > 0)
         s3.max_send_bps = 1;
     if (e->op == HD_WB_DELETE) {
@@ -153,7 +153,8 @@ static int wb_send(struct hd_wb *wb, const struct hd_wb_ent *e, struct hd_cbucke
     if ((rc = hd_store_lookup_mp(c->st, e->mpi, e->bucket, e->name, &m)) < 0)
         return rc == HD_ENOSUCHKEY ? 0 : rc; /* deleted: the delete's own entry follows */
     rl = e->rel ? strlen(e->rel) : 0;
-    if (!m.path || !e->rel || strlen(m.path) < rl || strcmp(m.path + strlen(m.path) - rl, e->rel) != 0) {
+    if (!m.path || !e->rel || strlen(m.path) < rl ||
+        strcmp(m.path + strlen(m.path) - rl, e->rel) != 0) {
         hd_obj_meta_cleanup(&m); /* overwritten: that write queued its own upload */
         return 0;
     }
@@ -330,8 +331,8 @@ int hd_wb_new(struct hd_cache *c, const struct hd_config *cfg, struct hd_wb **ou
     wb->dirty_max = (uint64_t)hd_config_int(cfg, "writeback.dirty_max");
     wb->backoff_ms = (long)hd_config_int(cfg, "writeback.backoff_ms");
     wb->backoff_max_ms = (long)hd_config_int(cfg, "writeback.backoff_max_ms");
-    wb->fl = calloc((size_t)wb->workers, sizeof(*wb->fl));
-    wb->thr = calloc((size_t)wb->workers, sizeof(*wb->thr));
+    wb->fl = calloc((size_t)wb->workers + 1, sizeof(*wb->fl));
+    wb->thr = calloc((size_t)wb->workers + 1, sizeof(*wb->thr));
     pthread_mutex_init(&wb->mu, NULL);
     pthread_cond_init(&wb->cv, NULL);
     if (!wb->fl || !wb->thr) {
