@@ -5,8 +5,9 @@
 #
 # Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
 #      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement),
-#      BENCH_ONLY=get|put|shard|cache|cluster (one part; cache = test/bench/cache.py, the caching
-#      tier; cluster = test/bench/cluster.py, GETs direct vs 307 vs S3 relay),
+#      BENCH_ONLY=get|put|shard|cache|cluster|checkpoint (one part; cache = test/bench/cache.py,
+#      the caching tier; cluster = test/bench/cluster.py, GETs direct vs 307 vs S3 relay;
+#      checkpoint = test/bench/checkpoint.py, a 1 GiB checkpoint: write-back vs write-through),
 #      BENCH_HOARDD (another hoardd binary, for A/B runs),
 #      BENCH_HOARD_ARGS (extra hoardd options, e.g. "--http.threads 16").
 # Never fails on a missed goal: benchmarks are not tests. See docs/performance.md.
@@ -35,6 +36,9 @@ declare -A PUT_SLOTS=([10k]=1000 [10m]=16)
 
 if [ "${BENCH_ONLY:-all}" = cache ]; then
     exec "$PY" "$HERE/cache.py"
+fi
+if [ "${BENCH_ONLY:-all}" = checkpoint ]; then # write-back vs write-through (issue 18)
+    exec "$PY" "$HERE/checkpoint.py"
 fi
 if [ "${BENCH_ONLY:-all}" = cluster ]; then # direct vs 307 vs S3 relay (issue 4)
     exec "$PY" "$HERE/cluster.py"
