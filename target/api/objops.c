@@ -381,12 +381,16 @@ static void put_end(struct hd_req *r)
             hd_resp_err(r, HD_EBADDIGEST);
             return;
         }
+        /* a dirty object of a write-back bucket moves with its dirty state: uploaded here */
+        a.writeback = hd_req_header(r, "X-Hoard-Dirty") != NULL;
         rc = hd_put_commit(pc->put, &a, &m);
         json_decref(hold);
         if (rc < 0) {
             hd_resp_err_msg(r, rc, rc == HD_EPRECONDITION ? "A newer copy is held." : NULL);
             return;
         }
+        if (a.writeback)
+            hd_cache_wb_kick(pc->t->cache);
         hd_resp_empty(r, 200);
         return;
     }

@@ -88,7 +88,7 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
 /* Sends one object to owner_url. 0 when the owner holds it (committed, or already held a
  * copy at least as new), else a negative code with msg filled. */
 static int send_object(CURL *cu, struct hd_rb *rb, const char *owner_url, const char *bucket,
-                       const char *key, const struct hd_obj_meta *m, int fd, char *msg,
+                       const char *key, const struct hd_obj_meta *m, int fd, int dirty, char *msg,
                        size_t msglen)
 {
     struct curl_slist *h = NULL;
@@ -112,6 +112,8 @@ static int send_object(CURL *cu, struct hd_rb *rb, const char *owner_url, const 
     }
     hd_buf_printf(&line, "X-Hoard-Obj-Meta: %s", xm);
     h = curl_slist_append(h, line.data);
+    if (dirty) /* write-back: the new owner queues its upload (and only it uploads it) */
+        h = curl_slist_append(h, "X-Hoard-Dirty: 1");
     h = curl_slist_append(h, "Expect:");
     h = curl_slist_append(h, "Content-Type: application/octet-stream");
     if (line.oom || !h || !(h = hd_peer_sign_curl(h, rb->cl, "PUT", url.data, sha))) {
@@ -454,7 +456,7 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
     struct hd_obj_meta m;
     struct hd_buf u;
     char msg[512];
-    int fd = -1, rc, remote;
+    int fd = -1, rc, remote, dirty;
 
     hd_buf_init(&u);
     hd_hrw_uname(&u, hd_hrw_provider(bi->provider), NULL, bi->name, name);
@@ -484,8 +486,9 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
         hd_obj_meta_cleanup(&m);
         return;
     }
+    dirty = remote && hd_store_wb_dirty(rb->st, mpi, bi->name, name) > 0;
     if (remote)
-        rc = send_object(w->cu, rb, owner->url, bi->name, name, &m, fd, msg, sizeof(msg));
+        rc = send_object(w->cu, rb, owner->url, bi->name, name, &m, fd, dirty, msg, sizeof(msg));
     else if ((rc = move_local(rb, bi->name, name, &m, fd)) < 0)
         snprintf(msg, sizeof(msg), "%s/%s: moving to its mountpath: %s", bi->name, name,
                  hd_strerror(rc));
@@ -493,7 +496,8 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
     if (rc < 0) {
         failed(w, bix, mpi, bi->name, name, msg);
     } else {
-        rc = hd_store_delete_if(rb->st, mpi, bi->name, name, m.etag, m.mtime_ms);
+        rc = dirty ? hd_store_delete_moved(rb->st, mpi, bi->name, name, m.etag, m.mtime_ms)
+                   : hd_store_delete_if(rb->st, mpi, bi->name, name, m.etag, m.mtime_ms);
         if (rc == 0 || rc == HD_EPRECONDITION) { /* HD_EPRECONDITION: overwritten here */
             if (remote)
                 w->moved++;

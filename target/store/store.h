@@ -231,6 +231,13 @@ struct hd_wb_ent {
 /* Deletes bucket/name here (every mountpath, as hd_store_delete) and queues an upstream
  * delete on its home mountpath, atomically with the row's removal there. */
 int hd_store_wb_delete(struct hd_store *st, const char *bucket, const char *name);
+/* 1 when bucket/name on mountpath mpi is dirty (an upload is queued), 0 when not. */
+int hd_store_wb_dirty(struct hd_store *st, size_t mpi, const char *bucket, const char *name);
+/* Rebalance moved a dirty object with its dirty state: deletes the row (while it has this etag
+ * and mtime, else HD_EPRECONDITION) and the name's queued entries here, in one transaction, so
+ * that only the new owner uploads it. */
+int hd_store_delete_moved(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                          const char *etag, int64_t mtime_ms);
 /* 1 when an upstream delete of bucket/name is queued (its upstream copy is about to go, so a
  * miss must not fetch it), 0 when not. */
 int hd_store_wb_deleting(struct hd_store *st, const char *bucket, const char *name);

@@ -298,3 +298,76 @@ int hd_store_wb_deleting(struct hd_store *st, const char *bucket, const char *na
     return with_stmt(st, hd_store_mp_index(st, bucket, name),
                      "SELECT 1 FROM wbq WHERE bucket = ?1 AND name = ?2 AND op = 1", exists_fn, k);
 }
+
+int hd_store_wb_dirty(struct hd_store *st, size_t mpi, const char *bucket, const char *name)
+{
+    const char *k[2] = {bucket, name};
+
+    return with_stmt(st, mpi, "SELECT 1 FROM wbq WHERE bucket = ?1 AND name = ?2 AND op = 0",
+                     exists_fn, k);
+}
+
+struct moved_arg {
+    const char *bucket, *name, *etag;
+    int64_t mtime;
+    char *file;
+};
+
+static int moved_fn(sqlite3 *db, sqlite3_stmt *q, void *arg)
+{
+    struct moved_arg *a = arg;
+    int s, rc = 0;
+
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return hd_store_sqlerr(db, sqlite3_errcode(db), "write-back queue: begin");
+    sqlite3_bind_text(q, 1, a->bucket, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, a->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, a->etag, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, a->mtime);
+    s = sqlite3_step(q);
+    if (s == SQLITE_ROW) {
+        a->file = hd_store_col_dup(q, 0);
+        s = sqlite3_step(q);
+    } else if (s == SQLITE_DONE) {
+        rc = HD_EPRECONDITION;
+    }
+    sqlite3_reset(q);
+    if (s != SQLITE_DONE)
+        rc = hd_store_sqlerr(db, s, "write-back queue: moved");
+    if (rc == 0) {
+        sqlite3_stmt *d = NULL;
+        if (sqlite3_prepare_v2(db, "DELETE FROM wbq WHERE bucket = ?1 AND name = ?2", -1, &d,
+                               NULL) != SQLITE_OK) {
+            rc = hd_store_sqlerr(db, sqlite3_errcode(db), "write-back queue: moved");
+        } else {
+            sqlite3_bind_text(d, 1, a->bucket, -1, SQLITE_STATIC);
+            sqlite3_bind_text(d, 2, a->name, -1, SQLITE_STATIC);
+            if ((s = sqlite3_step(d)) != SQLITE_DONE)
+                rc = hd_store_sqlerr(db, s, "write-back queue: moved");
+        }
+        sqlite3_finalize(d);
+    }
+    if (rc == 0 && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = hd_store_sqlerr(db, sqlite3_errcode(db), "write-back queue: commit");
+    if (rc < 0)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+int hd_store_delete_moved(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                          const char *etag, int64_t mtime_ms)
+{
+    struct moved_arg a = {bucket, name, etag, mtime_ms, NULL};
+    int rc = with_stmt(st, mpi,
+                       "DELETE FROM objects WHERE bucket = ?1 AND name = ?2 AND etag = ?3 AND "
+                       "mtime = ?4 RETURNING file",
+                       moved_fn, &a);
+
+    if (rc == 0) {
+        hd_mcache_drop(st->mc, bucket, name);
+        if (a.file)
+            hd_store_unlink_rel(&st->mp[mpi], a.file);
+    }
+    free(a.file);
+    return rc;
+}

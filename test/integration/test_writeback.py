@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 import helpers
-from cachefix import C_KEYS, HoardCluster, profiles, s3rver  # noqa: F401
+from cachefix import C_KEYS, CNode, HoardCluster, profiles, s3rver  # noqa: F401
 from conftest import BIN_DIR, _TARGETS
 
 WB_TARGET = ["--upstream.retries", "0", "--upstream.backoff_ms", "50",
@@ -327,3 +327,38 @@ def test_listing_shows_dirty_objects(paused, s3rver):  # noqa: F811
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]]
     assert keys == ["a", "m/d1", "m/d2", "m/up-only", "z/deep/x"]
     assert status(wb, b)["dirty_objects"] == 4
+
+
+def test_rebalance_moves_dirty_state(wb, s3rver, tmp_path_factory, log_dir):  # noqa: F811
+    """A target joins while dirty objects wait for a stopped upstream: the objects it now owns
+    move to it with their dirty state, and each object is uploaded by exactly one target."""
+    b = wb_bucket(wb, s3rver)
+    data = {"rb/%02d" % i: os.urandom(20000 + i) for i in range(24)}
+    before = wb.target_metric("hoard_writeback_uploads_total")
+    s3rver.stop()
+    t3 = None
+    try:
+        for k, v in data.items():
+            assert wb.api("PUT", wb.obj_path(b, k), body=v).status_code == 200
+        t3 = CNode("wb-t3", str(tmp_path_factory.mktemp("wb-t3")),
+                   os.path.join(log_dir, "wb-t3"), "target", wb.keys, wb.secret,
+                   lambda: wb.proxy.url, WB_TARGET, 2)
+        wb.nodes.append(t3)
+        _TARGETS.append(t3)
+        t3.start()
+        wb.targets.append(t3)
+        helpers.wait_until(lambda: len(wb.smap()["tmap"]) == 3, timeout=30, what="t3 joined")
+        helpers.wait_until(lambda: not wb.smap().get("rebalance_id")
+                           and t3.metric("hoard_writeback_dirty_objects") > 0,
+                           timeout=60, what="rebalance over, with dirty objects on t3")
+        assert status(wb, b)["dirty_objects"] == len(data)
+        for k, v in data.items():
+            assert wb.get(b, k).content == v
+    finally:
+        s3rver.start()
+    assert flush(wb, b)["state"] == "done"
+    for k, v in data.items():
+        assert upstream_bytes(s3rver, b, k) == v
+    # each object once: the old owner dropped its entry with the move
+    after = wb.target_metric("hoard_writeback_uploads_total")
+    assert after - before == len(data), (before, after)
