@@ -247,7 +247,10 @@ static int body_unread(const struct hd_req *r)
     return hd_req_header(r, "Transfer-Encoding") != NULL;
 }
 
-static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len)
+/* disown (may be NULL) runs before a response MHD refused is destroyed: hd_resp_stream uses
+ * it so that the caller, told of the failure, still owns its reader's state. */
+static int queue_ex(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len,
+                    void (*disown)(void *arg), void *arg)
 {
     size_t i;
     enum MHD_Result ok;
@@ -267,6 +270,12 @@ static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64
         r->deferred_status = status;
     } else {
         ok = MHD_queue_response(r->conn, (unsigned)status, resp);
+        if (ok != MHD_YES) {
+            HD_LOG(HD_WARN, r->id, "http: MHD refused the %d answer to %s %s", status, r->method,
+                   r->raw_path ? r->raw_path : "");
+            if (disown)
+                disown(arg);
+        }
         MHD_destroy_response(resp);
         if (ok != MHD_YES)
             return -EIO;
@@ -276,6 +285,11 @@ static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64
     if (strcmp(r->method, "HEAD") != 0 && status != 304 && status != 204)
         r->bytes_out = len;
     return 0;
+}
+
+static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len)
+{
+    return queue_ex(r, status, resp, len, NULL, NULL);
 }
 
 int hd_resp_buf(struct hd_req *r, int status, const char *ctype, char *data, size_t len)
@@ -549,8 +563,8 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
             return MHD_YES;
         }
         cl = hd_req_header(r, "Content-Length");
-        if (cl &&
-            (hd_req_header_count(r, "Content-Length") > 1 || hd_req_header(r, "Transfer-Encoding"))) {
+        if (cl && (hd_req_header_count(r, "Content-Length") > 1 ||
+                   hd_req_header(r, "Transfer-Encoding"))) {
             /* two framings of one body: the way request smuggling starts; the early answer
              * also closes the connection */
             hd_resp_err_msg(r, HD_EBADREQ,
@@ -625,8 +639,10 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     }
     if (!r->responded && body_check(r) < 0) {
         char addr[64];
-        HD_LOG(HD_WARN, NULL, "auth: node call %s %s from %s: the body does not match its "
-               "signature", r->method, r->raw_path, hd_req_remote(r, addr, sizeof(addr)));
+        HD_LOG(HD_WARN, NULL,
+               "auth: node call %s %s from %s: the body does not match its "
+               "signature",
+               r->method, r->raw_path, hd_req_remote(r, addr, sizeof(addr)));
         hd_stats_inc(HD_ST_AUTH_FAILED);
         hd_resp_err_msg(r, HD_EACCESS,
                         "The body does not match the node signature (X-Hoard-Content-Sha256).");
@@ -747,6 +763,13 @@ static void stream_free(void *cls)
     free(s);
 }
 
+static void stream_disown(void *arg)
+{
+    struct stream_cls *s = arg;
+
+    s->free_cb = NULL;
+}
+
 int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader, void *cls,
                    void (*free_cb)(void *cls))
 {
@@ -768,8 +791,11 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
         free(s);
         return -ENOMEM;
     }
-    /* from here the response owns s: free_cb runs when MHD drops it */
-    return queue(r, status, resp, size == UINT64_MAX ? 0 : size);
+    /* from here the response owns s: free_cb runs when MHD drops it, unless MHD refuses the
+     * response: then hd_resp_stream fails and cls stays the caller's (free_cb never runs;
+     * it used to run here too, and every caller freed cls again on the failure: a double
+     * free, e.g. of a relay, that corrupted the proxy's heap) */
+    return queue_ex(r, status, resp, size == UINT64_MAX ? 0 : size, stream_disown, s);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -907,14 +933,14 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
             MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    s->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_END);
+    s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+                            s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK,
+                            on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s, MHD_OPTION_END);
     if (!s->d) {
         close(fd);
         pthread_mutex_destroy(&s->park_mu);
