@@ -1,6 +1,7 @@
 #include "common/kdf.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
@@ -50,6 +51,52 @@ void hd_kdf_hmac_hex(const unsigned char *key, size_t klen, const void *msg, siz
 
     hd_hmac_sha256(key, klen, msg, len, mac);
     hd_hex(mac, sizeof(mac), out);
+}
+
+struct hd_hmac {
+    EVP_MAC_CTX *ctx; /* keyed; never updated itself, only duplicated */
+};
+
+struct hd_hmac *hd_hmac_new(const unsigned char *key, size_t klen)
+{
+    struct hd_hmac *h = calloc(1, sizeof(*h));
+    EVP_MAC *m = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    OSSL_PARAM p[2];
+
+    p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0);
+    p[1] = OSSL_PARAM_construct_end();
+    if (!h || !m || !(h->ctx = EVP_MAC_CTX_new(m)) || EVP_MAC_init(h->ctx, key, klen, p) != 1) {
+        EVP_MAC_free(m);
+        hd_hmac_free(h);
+        return NULL;
+    }
+    EVP_MAC_free(m); /* the context keeps its own reference */
+    return h;
+}
+
+void hd_hmac_free(struct hd_hmac *h)
+{
+    if (!h)
+        return;
+    EVP_MAC_CTX_free(h->ctx);
+    free(h);
+}
+
+int hd_hmac_hex(const struct hd_hmac *h, const void *msg, size_t len, char out[65])
+{
+    EVP_MAC_CTX *c = EVP_MAC_CTX_dup(h->ctx);
+    unsigned char mac[32];
+    size_t n = 0;
+    int ok = c && EVP_MAC_update(c, msg, len) == 1 && EVP_MAC_final(c, mac, &n, sizeof(mac)) == 1 &&
+             n == sizeof(mac);
+
+    EVP_MAC_CTX_free(c);
+    if (!ok) {
+        out[0] = '\0';
+        return -EIO;
+    }
+    hd_hex(mac, sizeof(mac), out);
+    return 0;
 }
 
 int hd_kdf_equal(const char *a, const char *b)

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,8 @@ struct stripe {
 
 struct key_entry {
     char id[HD_NODEAUTH_ID_MAX + 1];
-    int sidx; /* which secret */
-    unsigned char key[HD_KDF_KEY_LEN];
+    int sidx;           /* which secret */
+    struct hd_hmac *h; /* keyed with the node's key; lives as long as the cache */
 };
 
 struct hd_nodeauth {
@@ -50,8 +51,10 @@ struct hd_nodeauth {
     char *secrets[HD_NODEAUTH_SECRETS]; /* [0] signs; all are accepted */
     size_t nsecrets;
     char self[HD_NODEAUTH_ID_MAX + 1];
-    unsigned char self_key[HD_KDF_KEY_LEN];
+    struct hd_hmac *self_h; /* our signing key (secrets[0]) */
     uint64_t seed; /* of the nonce digests: an attacker cannot aim at collisions */
+    uint64_t nonce_base;          /* random per process start: nonces never repeat across */
+    _Atomic uint64_t nonce_count; /* ... starts, and within one a counter is enough */
 
     pthread_rwlock_t klock; /* the key cache */
     struct key_entry *keys;
@@ -90,12 +93,19 @@ int hd_nodeauth_new(const char *secret, const char *self, struct hd_nodeauth **o
         }
     }
     na->slen = na->nsecrets ? strlen(na->secrets[0]) : 0;
-    if (na->slen &&
-        hd_kdf_key(na->secrets[0], na->slen, KEY_LABEL, self, na->self_key) < 0) {
-        free(na->secret);
-        free(na);
-        return -EIO;
+    if (na->slen) {
+        unsigned char key[HD_KDF_KEY_LEN];
+        int bad = hd_kdf_key(na->secrets[0], na->slen, KEY_LABEL, self, key) < 0 ||
+                  !(na->self_h = hd_hmac_new(key, sizeof(key)));
+        memset(key, 0, sizeof(key));
+        if (bad) {
+            free(na->secret);
+            free(na);
+            return -EIO;
+        }
     }
+    if (RAND_bytes((unsigned char *)&na->nonce_base, sizeof(na->nonce_base)) != 1)
+        na->nonce_base = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     if (RAND_bytes((unsigned char *)&na->seed, sizeof(na->seed)) != 1)
         na->seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
     pthread_rwlock_init(&na->klock, NULL);
@@ -117,7 +127,10 @@ void hd_nodeauth_free(struct hd_nodeauth *na)
         pthread_mutex_destroy(&na->st[i].mu);
     }
     pthread_rwlock_destroy(&na->klock);
+    for (i = 0; (size_t)i < na->nkeys; i++)
+        hd_hmac_free(na->keys[i].h);
     free(na->keys);
+    hd_hmac_free(na->self_h);
     if (na->secret) /* strtok_r cut it into pieces: clear each */
         for (i = 0; (size_t)i < na->nsecrets; i++)
             memset(na->secrets[i], 0, strlen(na->secrets[i]));
@@ -180,31 +193,46 @@ int hd_nodeauth_sha256_fd(int fd, uint64_t off, uint64_t len, char hex[65])
 
 /* ---- keys ---- */
 
-/* The key of node id under secret sidx: cached for nodes of the map (cache = 1), derived
- * afresh for others. */
-static int node_key(struct hd_nodeauth *na, int sidx, const char *id, int cache,
-                    unsigned char key[HD_KDF_KEY_LEN])
+/* The keyed HMAC of node id under secret sidx: cached for nodes of the map (cache = 1:
+ * borrowed, *own = NULL), made afresh for others (*own set: free it after use). NULL on
+ * failure. */
+static const struct hd_hmac *node_mac(struct hd_nodeauth *na, int sidx, const char *id,
+                                      int cache, struct hd_hmac **own)
 {
+    unsigned char key[HD_KDF_KEY_LEN];
     struct key_entry *e;
+    struct hd_hmac *h;
     size_t i;
-    int rc;
 
-    if (sidx == 0 && strcmp(id, na->self) == 0) {
-        memcpy(key, na->self_key, HD_KDF_KEY_LEN);
-        return 0;
-    }
+    *own = NULL;
+    if (sidx == 0 && strcmp(id, na->self) == 0)
+        return na->self_h;
     pthread_rwlock_rdlock(&na->klock);
     for (i = 0; i < na->nkeys; i++)
         if (na->keys[i].sidx == sidx && strcmp(na->keys[i].id, id) == 0) {
-            memcpy(key, na->keys[i].key, HD_KDF_KEY_LEN);
+            h = na->keys[i].h;
             pthread_rwlock_unlock(&na->klock);
-            return 0;
+            return h;
         }
     pthread_rwlock_unlock(&na->klock);
-    if ((rc = hd_kdf_key(na->secrets[sidx], strlen(na->secrets[sidx]), KEY_LABEL, id, key)) < 0 ||
-        !cache)
-        return rc;
+    if (hd_kdf_key(na->secrets[sidx], strlen(na->secrets[sidx]), KEY_LABEL, id, key) < 0)
+        return NULL;
+    h = hd_hmac_new(key, sizeof(key));
+    memset(key, 0, sizeof(key));
+    if (!h)
+        return NULL;
+    if (!cache) {
+        *own = h;
+        return h;
+    }
     pthread_rwlock_wrlock(&na->klock);
+    for (i = 0; i < na->nkeys; i++) /* another thread was quicker */
+        if (na->keys[i].sidx == sidx && strcmp(na->keys[i].id, id) == 0) {
+            hd_hmac_free(h);
+            h = na->keys[i].h;
+            pthread_rwlock_unlock(&na->klock);
+            return h;
+        }
     if (na->nkeys == na->capkeys && na->capkeys < 4096) {
         size_t cap = na->capkeys ? na->capkeys * 2 : 16;
         e = realloc(na->keys, cap * sizeof(*e));
@@ -217,10 +245,12 @@ static int node_key(struct hd_nodeauth *na, int sidx, const char *id, int cache,
         e = &na->keys[na->nkeys++];
         snprintf(e->id, sizeof(e->id), "%s", id);
         e->sidx = sidx;
-        memcpy(e->key, key, HD_KDF_KEY_LEN);
+        e->h = h;
+    } else {
+        *own = h; /* the cache is full: used once */
     }
     pthread_rwlock_unlock(&na->klock);
-    return 0;
+    return h;
 }
 
 /* ---- the string to sign ---- */
@@ -297,7 +327,7 @@ static int signed_headers(struct hd_buf *b, const struct hd_kv *h, size_t n)
     return rc;
 }
 
-static int mac(const unsigned char key[HD_KDF_KEY_LEN], const char *method, const char *target,
+static int mac(const struct hd_hmac *key, const char *method, const char *target,
                const char *date, const char *nonce, const char *sha, const char *from,
                const char *to, const struct hd_kv *h, size_t nh, char out[65])
 {
@@ -311,7 +341,7 @@ static int mac(const unsigned char key[HD_KDF_KEY_LEN], const char *method, cons
     if (rc == 0 && b.oom)
         rc = -ENOMEM;
     if (rc == 0)
-        hd_kdf_hmac_hex(key, HD_KDF_KEY_LEN, b.data, b.len, out);
+        rc = hd_hmac_hex(key, b.data, b.len, out);
     hd_buf_cleanup(&b);
     return rc;
 }
@@ -321,7 +351,8 @@ int hd_nodeauth_sign(struct hd_nodeauth *na, const char *method, const char *url
                      struct hd_nodesig *out)
 {
     unsigned char rnd[16];
-    int rc;
+    uint64_t c;
+    int rc, i;
 
     memset(out, 0, sizeof(*out));
     out->kv[0] = (struct hd_kv){"X-Hoard-Node", na->self};
@@ -329,12 +360,17 @@ int hd_nodeauth_sign(struct hd_nodeauth *na, const char *method, const char *url
         out->n = 1;
         return 0;
     }
-    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
-        return -EIO;
+    /* unique, not secret (the MAC is what cannot be forged): a random base per start and a
+     * counter, so signing takes no lock and no trip to the random generator */
+    c = atomic_fetch_add(&na->nonce_count, 1);
+    for (i = 0; i < 8; i++) {
+        rnd[i] = (unsigned char)(na->nonce_base >> (8 * i));
+        rnd[8 + i] = (unsigned char)(c >> (8 * i));
+    }
     hd_hex(rnd, sizeof(rnd), out->nonce);
     snprintf(out->date, sizeof(out->date), "%lld", (long long)time(NULL));
     snprintf(out->sha, sizeof(out->sha), "%s", body_sha256 ? body_sha256 : HD_NODEAUTH_UNSIGNED);
-    rc = mac(na->self_key, method, request_target(url), out->date, out->nonce, out->sha, na->self,
+    rc = mac(na->self_h, method, request_target(url), out->date, out->nonce, out->sha, na->self,
              to ? to : HD_NODEAUTH_ANY, hdrs, nhdrs, out->sig);
     if (rc < 0)
         return rc;
@@ -465,7 +501,8 @@ int hd_nodeauth_verify(struct hd_nodeauth *na, struct hd_req *r, int flags,
     const char *sha = hd_req_header(r, "X-Hoard-Content-Sha256");
     const char *sig = hd_req_header(r, "X-Hoard-Signature");
     const char *to = NULL;
-    unsigned char key[HD_KDF_KEY_LEN];
+    const struct hd_hmac *key;
+    struct hd_hmac *own;
     char want[65];
     int64_t t, now = (int64_t)time(NULL);
     int is_known, rc, i;
@@ -508,7 +545,7 @@ int hd_nodeauth_verify(struct hd_nodeauth *na, struct hd_req *r, int flags,
     }
     /* signed for us, or (a join) for anyone; with any of our secrets (a rotation) */
     for (i = 0; !to && (size_t)i < na->nsecrets; i++) {
-        if (node_key(na, i, node, is_known, key) < 0)
+        if (!(key = node_mac(na, i, node, is_known, &own)))
             continue;
         if (mac(key, r->method, r->raw_uri, date, nonce, sha, node, na->self, r->hdrs, r->nhdrs,
                 want) == 0 &&
@@ -519,8 +556,8 @@ int hd_nodeauth_verify(struct hd_nodeauth *na, struct hd_req *r, int flags,
                                                want) == 0 &&
                  hd_kdf_equal(want, sig))
             to = HD_NODEAUTH_ANY;
+        hd_hmac_free(own);
     }
-    memset(key, 0, sizeof(key));
     if (!to) {
         *why = "The node signature does not match (wrong key, or the request was changed).";
         return HD_EACCESS;
@@ -554,7 +591,7 @@ int hd_nodeauth_verify(struct hd_nodeauth *na, struct hd_req *r, int flags,
 
 /* ---- responses ---- */
 
-static int resp_mac(const unsigned char *key, const char *nonce, long status, const void *body,
+static int resp_mac(const struct hd_hmac *key, const char *nonce, long status, const void *body,
                     size_t len, const char *from, char out[65])
 {
     char sha[65], msg[256];
@@ -564,8 +601,7 @@ static int resp_mac(const unsigned char *key, const char *nonce, long status, co
     n = snprintf(msg, sizeof(msg), "HOARD1-RESP\n%s\n%ld\n%s\n%s", nonce, status, sha, from);
     if (n < 0 || (size_t)n >= sizeof(msg))
         return -EINVAL;
-    hd_kdf_hmac_hex(key, HD_KDF_KEY_LEN, msg, (size_t)n, out);
-    return 0;
+    return hd_hmac_hex(key, msg, (size_t)n, out);
 }
 
 int hd_nodeauth_resp_sign(struct hd_nodeauth *na, struct hd_req *r, int status, const void *body,
@@ -576,7 +612,7 @@ int hd_nodeauth_resp_sign(struct hd_nodeauth *na, struct hd_req *r, int status, 
 
     if (!hd_nodeauth_on(na) || !nonce || strlen(nonce) > 64)
         return 0;
-    if (resp_mac(na->self_key, nonce, status, body, len, na->self, sig) < 0)
+    if (resp_mac(na->self_h, nonce, status, body, len, na->self, sig) < 0)
         return HD_EACCESS;
     if (hd_resp_header(r, "X-Hoard-Node", na->self) < 0 ||
         hd_resp_header(r, "X-Hoard-Signature", sig) < 0)
@@ -602,7 +638,8 @@ void hd_nodeauth_sign_answers(struct hd_nodeauth *na, struct hd_req *r)
 int hd_nodeauth_resp_verify(struct hd_nodeauth *na, const char *from, const char *nonce,
                             long status, const void *body, size_t len, const char *got_sig)
 {
-    unsigned char key[HD_KDF_KEY_LEN];
+    const struct hd_hmac *key;
+    struct hd_hmac *own;
     char want[65];
     int ok = 0, i;
 
@@ -610,11 +647,12 @@ int hd_nodeauth_resp_verify(struct hd_nodeauth *na, const char *from, const char
         return 0;
     if (!from || !nonce || !got_sig || !valid_id(from))
         return HD_EACCESS;
-    for (i = 0; !ok && (size_t)i < na->nsecrets; i++)
-        ok = node_key(na, i, from, 1, key) == 0 &&
-             resp_mac(key, nonce, status, body, len, from, want) == 0 &&
+    for (i = 0; !ok && (size_t)i < na->nsecrets; i++) {
+        key = node_mac(na, i, from, 1, &own);
+        ok = key && resp_mac(key, nonce, status, body, len, from, want) == 0 &&
              hd_kdf_equal(want, got_sig);
-    memset(key, 0, sizeof(key));
+        hd_hmac_free(own);
+    }
     return ok ? 0 : HD_EACCESS;
 }
 
@@ -696,10 +734,11 @@ int hd_nodeauth_sign_lines(struct hd_nodeauth *na, const char *method, const cha
 
 /* ---- the redirect capability ---- */
 
-static int psig_mac(const unsigned char *key, const char *method, const char *raw_path,
+static int psig_mac(const struct hd_hmac *key, const char *method, const char *raw_path,
                     long long ptime, const char *to, char out[65])
 {
     struct hd_buf b;
+    int rc;
 
     hd_buf_init(&b);
     hd_buf_printf(&b, "HOARD1-PSIG\n%s\n%s\n%lld\n%s", method, raw_path, ptime, to);
@@ -707,9 +746,9 @@ static int psig_mac(const unsigned char *key, const char *method, const char *ra
         hd_buf_cleanup(&b);
         return -ENOMEM;
     }
-    hd_kdf_hmac_hex(key, HD_KDF_KEY_LEN, b.data, b.len, out);
+    rc = hd_hmac_hex(key, b.data, b.len, out);
     hd_buf_cleanup(&b);
-    return 0;
+    return rc;
 }
 
 int hd_nodeauth_psig(struct hd_nodeauth *na, const char *method, const char *raw_path,
@@ -718,13 +757,14 @@ int hd_nodeauth_psig(struct hd_nodeauth *na, const char *method, const char *raw
     out[0] = '\0';
     if (!hd_nodeauth_on(na))
         return 0;
-    return psig_mac(na->self_key, method, raw_path, ptime, to, out);
+    return psig_mac(na->self_h, method, raw_path, ptime, to, out);
 }
 
 int hd_nodeauth_psig_check(struct hd_nodeauth *na, const char *pid, const char *method,
                            const char *raw_path, long long ptime, const char *sig)
 {
-    unsigned char key[HD_KDF_KEY_LEN];
+    const struct hd_hmac *key;
+    struct hd_hmac *own;
     char want[65];
     int ok = 0, i;
 
@@ -732,11 +772,12 @@ int hd_nodeauth_psig_check(struct hd_nodeauth *na, const char *pid, const char *
         return 0;
     if (!pid || !sig || !valid_id(pid))
         return HD_EACCESS;
-    for (i = 0; !ok && (size_t)i < na->nsecrets; i++)
-        ok = node_key(na, i, pid, 1, key) == 0 &&
-             psig_mac(key, method, raw_path, ptime, na->self, want) == 0 &&
+    for (i = 0; !ok && (size_t)i < na->nsecrets; i++) {
+        key = node_mac(na, i, pid, 1, &own);
+        ok = key && psig_mac(key, method, raw_path, ptime, na->self, want) == 0 &&
              hd_kdf_equal(want, sig);
-    memset(key, 0, sizeof(key));
+        hd_hmac_free(own);
+    }
     if (!ok)
         return HD_EACCESS;
     return ptime < (long long)time(NULL) ? HD_EEXPIRED : 0;
