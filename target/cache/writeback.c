@@ -86,28 +86,13 @@ int hd_wb_file_md5(int fd, unsigned char out[16])
     return rc;
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    return -1;
-}
-
 /* The MD5 of a single-PUT object is its ETag; 0 when etag is one. */
 static int etag_md5(const char *etag, unsigned char out[16])
 {
-    size_t i;
+    size_t n = 0;
 
-    if (!etag || strlen(etag) != 32)
+    if (!etag || strlen(etag) != 32 || hd_unhex(etag, 32, out, 16, &n) < 0 || n != 16)
         return -1;
-    for (i = 0; i < 16; i++) {
-        int h = hexval(etag[2 * i]), l = hexval(etag[2 * i + 1]);
-        if (h < 0 || l < 0)
-            return -1;
-        out[i] = (unsigned char)(h << 4 | l);
-    }
     return 0;
 }
 

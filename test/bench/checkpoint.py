@@ -20,13 +20,9 @@ import asyncio
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("HOARD_BUILD", "build")
@@ -36,9 +32,6 @@ REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
 MIB = 1024 * 1024
 SIZE = int(os.environ.get("BENCH_CKPT_MIB", "1024")) * MIB
 RATE = int(float(os.environ.get("BENCH_UP_MIBS", "100")) * MIB)
-
-procs = []
-
 
 # ---- the throttling relay (a process of its own) ----
 
@@ -98,56 +91,8 @@ def relay_main(lport, dport, rate):
 
 # ---- the benchmark ----
 
-def port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def start(args, log, env=None):
-    f = open(log, "ab")
-    p = subprocess.Popen(args, stdout=f, stderr=f, stdin=subprocess.DEVNULL, env=env,
-                         start_new_session=True)
-    procs.append(p)
-    return p
-
-
-def stop_all():
-    for p in reversed(procs):
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    for p in procs:
-        try:
-            p.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-
-
-def wait_http(url, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1) as r:
-                if r.status == 200:
-                    return
-        except Exception:
-            pass
-        time.sleep(0.1)
-    raise SystemExit("bench checkpoint: %s did not come up" % url)
-
-
-def api(method, url, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    with urllib.request.urlopen(req, timeout=600) as r:
-        text = r.read()
-    return json.loads(text) if text else None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cache import api, port, start, stop_all, wait_http  # noqa: E402  (same process helpers)
 
 
 def client(url):
