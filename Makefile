@@ -18,7 +18,7 @@ $(error SAN must be asan or tsan)
 endif
 
 CC ?= cc
-PKGS := libmicrohttpd libcurl openssl libuv sqlite3 jansson expat libxxhash libarchive zlib
+PKGS := libmicrohttpd gnutls libcurl openssl libuv sqlite3 jansson expat libxxhash libarchive zlib msgpack
 # Asked of pkg-config when first used, not when the Makefile is read: `make run` and `make
 # test` install the libraries (deps) before anything is compiled, and a missing library stops
 # the build here with a clear message instead of a link with half the flags.
@@ -32,7 +32,7 @@ ifdef CI
 WARN += -Werror
 endif
 OPT ?= -O2
-CFLAGS = -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) $(SANFLAGS) -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS = -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) $(SANFLAGS) -I. $(PKG_CFLAGS) $(DEFS) $(EXTRA_CFLAGS)
 LDFLAGS := $(SANFLAGS) $(EXTRA_LDFLAGS)
 LIBS = $(PKG_LIBS) -lpthread -lm
 
@@ -47,16 +47,17 @@ FUZZ_SRC := $(wildcard test/fuzz/fuzz_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all deps test unit integration test-deploy chart-check image test-image lint format check-deps \
+.PHONY: all deps test unit integration test-deploy chart-check image test-image test-fresh lint format check-deps \
         bench run fuzz fuzz-run clean help
 all: $(BUILD)/bin/hoardd $(BUILD)/bin/hoard $(BUILD)/bin/hoard-bench
 
 help:
 	@echo "make [all|deps|test|unit|integration|test-deploy|lint|format|check-deps|bench|run|fuzz|clean] [SAN=asan|tsan]"
-	@echo "make chart-check    helm lint/template, Kubernetes schema validation, yamllint (offline)"
+	@echo "make chart-check    test_chart.py only: helm lint/template, schemas, yamllint, hoard.conf vs hoardd (builds hoardd; helm etc. from make deps; no cluster, no network)"
 	@echo "make test-deploy    chart-check + multi-host test (network namespaces, needs root)"
 	@echo "make image          container image hoard:latest (deploy/docker/build.sh, needs root)"
 	@echo "make test-image     image + smoke test of 1 proxy + 2 targets from it"
+	@echo "make test-fresh     README's first run (make run, make unit) in a debootstrap'd Debian root (root; downloads hundreds of MB)"
 
 deps:
 	@bash deploy/local/install-deps.sh
@@ -74,6 +75,9 @@ $(BUILD)/lib/libhdroles.a: $(call obj,$(PROXY_SRC) $(TARGET_SRC))
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	$(AR) rcs $@ $^
+
+# hoard_build_info{commit}: the commit server/main.c was compiled at (`git describe`)
+$(BUILD)/obj/server/main.o: DEFS = -DHD_COMMIT='"$(shell git describe --always --dirty 2>/dev/null || echo unknown)"'
 
 $(BUILD)/bin/hoardd: $(call obj,$(SERVER_SRC)) $(BUILD)/lib/libhdroles.a $(BUILD)/lib/libhdcommon.a
 	@mkdir -p $(dir $@)
@@ -113,6 +117,10 @@ chart-check: all
 image:
 	bash deploy/docker/build.sh
 
+# Not part of `make test`: run it whenever the build or install steps change
+test-fresh:
+	bash test/fresh/run.sh
+
 test-image: image
 	bash test/deploy/image_smoke.sh
 
@@ -130,10 +138,12 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	HOARD_BUILD=$(BUILD) bash test/bench/run.sh
 
-# deps first, then a make of its own: the libraries exist when the flags are computed
+# deps first, then a make of its own: the libraries exist when the flags are computed.
+# exec: make passes a SIGTERM on to its recipe's process, which must be run.sh (it stops the
+# cluster), not a shell that would die and leave the nodes running
 run: deps
 	@$(MAKE) --no-print-directory all
-	HOARD_BUILD=$(BUILD) bash deploy/local/run.sh
+	HOARD_BUILD=$(BUILD) exec bash deploy/local/run.sh
 
 # libFuzzer drivers: make fuzz CC=clang; make fuzz-run FUZZ_SECONDS=60
 FUZZ_SECONDS ?= 60

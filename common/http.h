@@ -21,6 +21,7 @@
 
 struct MHD_Connection;
 struct hd_http_server;
+struct hd_tls;
 
 #ifndef HD_KV_DEFINED
 #define HD_KV_DEFINED
@@ -37,6 +38,7 @@ struct hd_req {
     struct MHD_Connection *conn;
     struct hd_http_server *srv;
     char id[17];           /* request id, also sent as x-amz-request-id */
+    char bucket[64];       /* bucket named by the request, for per-bucket metrics ("" none) */
     const char *method;    /* MHD-owned */
     char *raw_uri;         /* as sent on the wire: path?query (owned) */
     char *raw_path;        /* path part of raw_uri, still percent-encoded (owned) */
@@ -111,6 +113,7 @@ struct hd_http_cfg {
     int mem_limit;
     hd_http_handler_fn handler;
     void *ctx;
+    struct hd_tls *tls; /* serve https with these credentials (common/tls.h); NULL: http */
 };
 
 int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out);
@@ -209,5 +212,8 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
                    void (*free_cb)(void *cls));
 
 uint64_t hd_now_ns(void);
+/* Returns freed heap to the system (malloc_trim) after each 3 s window with fewer than 48
+ * requests. Call it from one periodic thread (hoardd's main thread, every second); 1 when it trimmed. */
+int hd_http_idle_trim(void);
 
 #endif

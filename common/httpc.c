@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 
 #include "common/log.h"
+#include "common/tls.h"
 
 #define CALL_MAGIC 0x68637431u /* "hct1" */
 
@@ -162,6 +163,7 @@ static int xfer_setup(struct xfer *x, struct hd_httpc_call *c)
     if (!x->hl)
         return -ENOMEM;
     curl_easy_setopt(e, CURLOPT_URL, c->url);
+    hd_tls_curl(e);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hl);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
@@ -202,13 +204,12 @@ static void xfer_finish(struct xfer *x, CURLcode res)
     if (res == CURLE_OK) {
         curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &c->status);
         if (c->na && c->signed_resp && hd_nodeauth_on(c->na) &&
-            hd_nodeauth_resp_verify(c->na,
-                                    c->to[0] ? c->to : c->resp_node,
-                                    c->sig.nonce, c->status, c->resp.data, c->resp.len,
-                                    c->resp_sig) != 0) {
+            hd_nodeauth_resp_verify(c->na, c->to[0] ? c->to : c->resp_node, c->sig.nonce, c->status,
+                                    c->resp.data, c->resp.len, c->resp_sig) != 0) {
             c->rc = -EACCES;
-            snprintf(c->err, sizeof(c->err), "%s %s: the answer (HTTP %ld) has no valid node signature",
-                     c->method, c->url, c->status);
+            snprintf(c->err, sizeof(c->err),
+                     "%s %s: the answer (HTTP %ld) has no valid node signature", c->method, c->url,
+                     c->status);
         }
     } else if (c->rc == 0) {
         switch (res) {

@@ -38,11 +38,21 @@ static inline void hd_stats_inc(enum hd_stat s)
     hd_stats_add(s, 1);
 }
 uint64_t hd_stats_get(enum hd_stat s);
+/* Per-bucket requests and bytes (bucket: a valid bucket name). At most the cap set with
+ * hd_metrics_bucket_cap (default 64) buckets get series of their own; the rest are counted
+ * under bucket="_other" (not a valid bucket name), so the cardinality stays bounded. */
+void hd_metrics_bucket(const char *bucket, int op, uint64_t bytes_in, uint64_t bytes_out);
+void hd_metrics_bucket_cap(int cap);
+/* Build and process series: version/commit of hoard_build_info; call once at startup (also
+ * records the start time). */
+void hd_metrics_process_init(const char *version, const char *commit);
 /* Appends the Prometheus exposition text. */
 void hd_metrics_render(struct hd_buf *b);
 /* A role's own series, appended by hd_metrics_render (one renderer; NULL removes it). Set
  * before the HTTP server starts or after it stopped. */
 typedef void (*hd_metrics_extra_fn)(struct hd_buf *b, void *arg);
 void hd_metrics_set_extra(hd_metrics_extra_fn fn, void *arg);
+/* A second renderer slot, for the jobs' progress gauges (same rules). */
+void hd_metrics_set_jobs(hd_metrics_extra_fn fn, void *arg);
 
 #endif

@@ -20,6 +20,7 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/kdf.h"
+#include "common/tls.h"
 
 #define NA_MAGIC 0x6e617531u /* "nau1" */
 #define STRIPES 16
@@ -509,6 +510,16 @@ int hd_nodeauth_verify(struct hd_nodeauth *na, struct hd_req *r, int flags,
 
     memset(who, 0, sizeof(*who));
     *why = NULL;
+    if ((sig || node) && hd_tls_client_auth() && hd_tls_peer_ok(r->conn, why) != 1) {
+        /* mutual TLS: a node call comes with a certificate of the cluster's CA */
+        static _Thread_local char msg[256];
+        snprintf(msg, sizeof(msg),
+                 "Node calls need a client certificate signed by the cluster's CA "
+                 "(tls.client_auth): %s.",
+                 *why ? *why : "plain http");
+        *why = msg;
+        return HD_EACCESS;
+    }
     if (!hd_nodeauth_on(na)) { /* dev mode: a node says who it is */
         if (!node)
             return HD_DECLINED;

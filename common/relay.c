@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/ring.h"
+#include "common/tls.h"
 
 #define RELAY_MAGIC 0x726c6179u
 
@@ -466,6 +467,7 @@ static void begin(struct hd_relay *l, struct relay *y)
     }
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, y->url);
+    hd_tls_curl(c);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, y->hdrs);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, y);

@@ -598,6 +598,7 @@ struct hd_s3_list_page {
     size_t n, cap;
     int truncated;
     char *next;
+    const char *warning; /* static text of a Warning header, or NULL */
 };
 
 int hd_s3_page_add(struct hd_s3_list_page *pg, const char *name, int is_prefix, uint64_t size,
@@ -634,6 +635,11 @@ void hd_s3_page_end(struct hd_s3_list_page *pg, int truncated, const char *next)
     pg->truncated = truncated;
     free(pg->next);
     pg->next = next ? strdup(next) : NULL;
+}
+
+void hd_s3_page_warn(struct hd_s3_list_page *pg, const char *warning)
+{
+    pg->warning = warning;
 }
 
 static void page_cleanup(struct hd_s3_list_page *pg)
@@ -680,6 +686,8 @@ static void list_objects(struct hd_req *r, const struct hd_s3_front *f, void *ct
                    page.next ? page.next
                    : page.n  ? page.items[page.n - 1].name
                              : NULL);
+    if (page.warning)
+        hd_resp_header(r, "Warning", page.warning);
     page_cleanup(&page);
     hd_resp_xml(r, 200, &b);
 }
@@ -1108,6 +1116,8 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         goto out;
     }
     r->op = metric_op(c.op);
+    if (bucket)
+        snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
     switch (c.op) {
     case HD_S3_PUT_OBJECT:
     case HD_S3_COPY_OBJECT:

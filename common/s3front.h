@@ -145,6 +145,8 @@ int hd_s3_page_add(struct hd_s3_list_page *pg, const char *name, int is_prefix, 
                    const char *etag, int64_t mtime_ms, const char *mtime_iso, const char *sclass);
 /* Whether more entries follow, and the name to continue after (NULL: the last added). */
 void hd_s3_page_end(struct hd_s3_list_page *pg, int truncated, const char *next);
+/* A Warning header for the listing's answer (static text, e.g. a degraded listing). */
+void hd_s3_page_warn(struct hd_s3_list_page *pg, const char *warning);
 
 /* The result document: items sorted, objects and common prefixes mixed; truncated: more
  * follow; next: the last name given (the next start key). Past q->max items the page is cut

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <curl/curl.h>
 #include <openssl/crypto.h>
 #include <sqlite3.h>
 
@@ -114,11 +115,33 @@ int hd_smap_node_from_json(const json_t *j, struct hd_node *out)
     return 0;
 }
 
+/* AIStore's NetInfo for url: {"node_hostname","daemon_port" (a string, as AIStore sends it),
+ * "direct_url"}; host and port come from libcurl's URL parser. */
+static json_t *net_info(const char *url)
+{
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL;
+    json_t *j;
+
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK) {
+        curl_url_get(u, CURLUPART_HOST, &host, 0);
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+    }
+    j = json_pack("{s:s, s:s, s:s}", "node_hostname", host ? host : "", "daemon_port",
+                  port ? port : "", "direct_url", url);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return j;
+}
+
 json_t *hd_smap_node_to_json(const struct hd_node *n)
 {
-    json_t *j = json_pack("{s:s, s:s, s:{s:s}, s:I}", "daemon_id", n->id, "daemon_type",
-                          n->type == HD_NODE_PROXY ? "proxy" : "target", "public_net", "direct_url",
-                          n->url, "flags", (json_int_t)n->flags);
+    /* one URL serves clients and nodes: the intra-cluster nets are the public one */
+    json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:o, s:I}", "daemon_id", n->id, "daemon_type",
+                          n->type == HD_NODE_PROXY ? "proxy" : "target", "public_net",
+                          net_info(n->url), "intra_control_net", net_info(n->url), "intra_data_net",
+                          net_info(n->url), "flags", (json_int_t)n->flags);
     size_t i;
 
     if (j && n->type == HD_NODE_TARGET) {
@@ -334,8 +357,12 @@ json_t *hd_smap_to_json(const struct hd_smap *s)
     json_t *j = json_pack("{s:I, s:I, s:s, s:s}", "version", (json_int_t)s->version, "term",
                           (json_int_t)s->term, "uuid", s->uuid, "primary", s->primary);
 
+    const struct hd_node *pr = hd_smap_find(s, s->primary);
+
     if (j && s->rebalance[0])
         json_object_set_new(j, "rebalance_id", json_string(s->rebalance));
+    if (j && pr) /* AIStore's field: the primary's node entry */
+        json_object_set_new(j, "proxy_si", hd_smap_node_to_json(pr));
     if (!j || add_map(j, "pmap", s, HD_NODE_PROXY, 0) < 0 ||
         add_map(j, "pmap_down", s, HD_NODE_PROXY, 1) < 0 ||
         add_map(j, "tmap", s, HD_NODE_TARGET, 0) < 0 ||
@@ -1015,8 +1042,10 @@ static int member_join(struct hd_smap_member *m, const char *base, const char *t
     }
     /* a primary of an older term than ours is one that lost an election: not it */
     if (cur && s->term < cur->term) {
-        HD_LOG(HD_WARN, NULL, "cluster: join at %s answered with term %lld, older than ours "
-               "(%lld): looking for the primary", base, (long long)s->term, (long long)cur->term);
+        HD_LOG(HD_WARN, NULL,
+               "cluster: join at %s answered with term %lld, older than ours "
+               "(%lld): looking for the primary",
+               base, (long long)s->term, (long long)cur->term);
         rc = HD_EUNAVAIL;
         goto out;
     }
@@ -1043,8 +1072,8 @@ static int pull(struct hd_smap_member *m, const char *base, const char *to, int 
     long status = 0;
     int rc;
 
-    rc = member_call(m, "GET", base, to, want_smap ? "/v1/cluster/smap" : "/v1/cluster/bmd",
-                     NULL, &status, &out);
+    rc = member_call(m, "GET", base, to, want_smap ? "/v1/cluster/smap" : "/v1/cluster/bmd", NULL,
+                     &status, &out);
     if (rc == 0 && (status != 200 || !out))
         rc = HD_EUNAVAIL;
     if (rc == 0 && want_smap) {
@@ -1098,7 +1127,8 @@ int hd_smap_member_tick(struct hd_smap_member *m)
     in = json_pack("{s:s, s:I, s:I, s:I, s:I}", "daemon_id", m->self->id, "smap_version",
                    (json_int_t)(s ? s->version : 0), "smap_term", (json_int_t)(s ? s->term : 0),
                    "bmd_version", (json_int_t)b->version, "bmd_term", (json_int_t)b->term);
-    rc = in ? member_call(m, "POST", base, to, "/v1/cluster/heartbeat", in, &status, &out) : -ENOMEM;
+    rc =
+        in ? member_call(m, "POST", base, to, "/v1/cluster/heartbeat", in, &status, &out) : -ENOMEM;
     if (rc == 0 && status == 404) {
         HD_LOG(HD_WARN, NULL, "cluster: primary at %s does not know %s; joining again", base,
                m->self->id);

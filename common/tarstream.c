@@ -17,6 +17,7 @@
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/tarindex.h"
+#include "common/tls.h"
 
 #define LOCAL_CHUNK (256 * 1024)
 #define ERRBODY_MAX 4096
@@ -223,6 +224,7 @@ static int start_remote(struct run *u, struct slot *s)
         s->hl = n;
     }
     curl_easy_setopt(s->eh, CURLOPT_URL, s->src.url);
+    hd_tls_curl(s->eh);
     curl_easy_setopt(s->eh, CURLOPT_HTTPHEADER, s->hl);
     curl_easy_setopt(s->eh, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(s->eh, CURLOPT_HEADERDATA, s);

@@ -1,9 +1,15 @@
 /* hoardd: loads config, opens logs, starts the role (--role target | proxy) behind the HTTP
- * server, and waits for SIGINT/SIGTERM to stop cleanly. */
+ * server, and waits for SIGINT/SIGTERM to stop cleanly (SIGHUP reloads the TLS files). The stop
+ * is bounded: a watchdog ends the process (_exit) when the orderly stop takes longer than
+ * shutdown.timeout seconds or a second SIGINT/SIGTERM arrives, so a stuck request or thread can
+ * never keep a node alive. */
 #include <errno.h>
 #include <execinfo.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +20,88 @@
 #include "common/errors.h"
 #include "common/http.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/tls.h"
+#include "common/version.h"
 #include "proxy/proxy.h"
 #include "target/target.h"
 
 extern char **environ;
 
-static volatile sig_atomic_t stop;
+/* SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by one signal thread.
+ * SIGHUP asks main to reload the TLS files; the first SIGINT/SIGTERM starts the orderly stop
+ * (main waits on stop_sem, also while the node is still starting), and the stop is bounded by
+ * shutdown.timeout or a second signal. */
+static sigset_t all_sigs, stop_sigs;
+static sem_t stop_sem;
+static int stop_timeout_s;
+static atomic_int reload;
 
-static void on_signal(int sig)
+static void *signal_thread(void *arg)
 {
-    (void)sig;
-    stop = 1;
+    struct timespec ts;
+    siginfo_t si;
+    int sig = 0;
+
+    (void)arg;
+    for (;;) {
+        if (sigwait(&all_sigs, &sig) != 0)
+            continue;
+        if (sig != SIGHUP)
+            break;
+        atomic_store(&reload, 1);
+    }
+    HD_LOG(HD_INFO, NULL, "stopping (signal %d; at most %d s)", sig, stop_timeout_s);
+    sem_post(&stop_sem);
+    ts.tv_sec = stop_timeout_s;
+    ts.tv_nsec = 0;
+    do
+        sig = sigtimedwait(&stop_sigs, &si, &ts);
+    while (sig < 0 && errno == EINTR);
+    if (sig > 0)
+        HD_LOG(HD_WARN, NULL, "second signal %d while stopping: exiting now", sig);
+    else
+        HD_LOG(HD_WARN, NULL, "stop took longer than shutdown.timeout (%d s): exiting now",
+               stop_timeout_s);
+    _exit(1);
+    return NULL;
+}
+
+/* Blocks the signals (before any other thread exists, so every thread inherits the mask) and
+ * starts the thread that takes them. */
+static int stop_signals(int timeout_s)
+{
+    pthread_t th;
+
+    stop_timeout_s = timeout_s;
+    sigemptyset(&stop_sigs);
+    sigaddset(&stop_sigs, SIGINT);
+    sigaddset(&stop_sigs, SIGTERM);
+    all_sigs = stop_sigs;
+    sigaddset(&all_sigs, SIGHUP);
+    if (sem_init(&stop_sem, 0, 0) != 0 || pthread_sigmask(SIG_BLOCK, &all_sigs, NULL) != 0 ||
+        pthread_create(&th, NULL, signal_thread, NULL) != 0)
+        return -1;
+    pthread_detach(th);
+    return 0;
+}
+
+/* SIGHUP: the certificate, key and CA are read again; new connections get them, open ones
+ * keep what they were set up with. A bad file leaves the old credentials in use. */
+static void tls_reload(struct hd_tls *tls)
+{
+    char err[512], desc[600];
+
+    if (!tls) {
+        HD_LOG(HD_INFO, NULL, "SIGHUP: TLS is off, nothing to reload");
+        return;
+    }
+    if (hd_tls_reload(tls, err, sizeof(err)) < 0) {
+        HD_LOG(HD_ERROR, NULL, "SIGHUP: TLS reload failed, the old certificate stays: %s", err);
+        return;
+    }
+    hd_tls_describe(tls, desc, sizeof(desc));
+    HD_LOG(HD_INFO, NULL, "SIGHUP: TLS certificate reloaded: %s", desc);
 }
 
 /* A crash leaves its evidence in the error log: the signal and a backtrace (addresses are
@@ -42,8 +119,8 @@ static void on_fatal(int sig)
     do
         num[sizeof(num) - 1 - n++] = (char)('0' + v % 10);
     while ((v /= 10) && n < (int)sizeof(num) - 1);
-    if (write(fd, head, sizeof(head) - 1) < 0 ||
-        write(fd, num + sizeof(num) - n, (size_t)n) < 0 || write(fd, ", backtrace:\n", 13) < 0)
+    if (write(fd, head, sizeof(head) - 1) < 0 || write(fd, num + sizeof(num) - n, (size_t)n) < 0 ||
+        write(fd, ", backtrace:\n", 13) < 0)
         (void)0;
     i = backtrace(frames, 64);
     backtrace_symbols_fd(frames, i, fd);
@@ -88,6 +165,7 @@ int main(int argc, char **argv)
     struct hd_http_server *srv = NULL;
     struct hd_target *t = NULL;
     struct hd_proxy *px = NULL;
+    struct hd_tls *tls = NULL;
     struct hd_http_cfg hc;
     enum hd_log_level lvl;
     char err[512];
@@ -118,13 +196,24 @@ int main(int argc, char **argv)
         goto out;
     }
     crash_handlers();
+#ifndef HD_COMMIT
+#define HD_COMMIT "unknown"
+#endif
+    hd_metrics_process_init(HD_VERSION, HD_COMMIT);
+    if (stop_signals((int)hd_config_int(cfg, "shutdown.timeout")) < 0) {
+        fprintf(stderr, "hoardd: cannot set up the signal thread: %s\n", strerror(errno));
+        goto out;
+    }
     /* Per-request buffers (libcurl's 256 KiB transfer buffers in the relay and upstream
      * clients, relay windows, MHD pools) are freed and allocated again all the time; glibc's
      * defaults hand such blocks back to the kernel (mmap'ed chunks, trimmed arena tops) and
      * fault them in again, zeroed, on the next request. Measured on the S3 relay: page faults
-     * and zeroing were a quarter of the proxy's CPU. Keep them instead. */
+     * and zeroing were a quarter of the proxy's CPU. Keep them instead, up to 8 MiB free at
+     * an arena's top: above that a thread arena's top is only ever returned on a free (glibc's
+     * malloc_trim does not shrink thread arenas' tops), and a burst must not stay resident.
+     * What sits free inside the arenas goes back when the node is quiet (hd_http_idle_trim). */
     mallopt(M_MMAP_THRESHOLD, 16 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 8 << 20);
     {
         /* a server wants the descriptors it is allowed (connections, open content files) */
         struct rlimit rl;
@@ -145,6 +234,23 @@ int main(int argc, char **argv)
                         "on every node)\n");
         goto out;
     }
+    if (*hd_config_str(cfg, "tls.cert") || *hd_config_str(cfg, "tls.key")) {
+        /* before the roles: they build this node's URL with hd_tls_scheme() */
+        if (hd_tls_new(hd_config_str(cfg, "tls.cert"), hd_config_str(cfg, "tls.key"),
+                       hd_config_str(cfg, "tls.ca"), hd_config_bool(cfg, "tls.client_auth"), &tls,
+                       err, sizeof(err)) < 0) {
+            fprintf(stderr, "hoardd: %s\n", err);
+            goto out;
+        }
+        hd_tls_verify_host(tls, hd_config_bool(cfg, "tls.verify_host"));
+        hd_tls_use(tls);
+    } else if (hd_config_bool(cfg, "tls.client_auth") || *hd_config_str(cfg, "tls.ca")) {
+        /* the CA alone: this node serves plain http but calls https peers */
+        if (hd_config_bool(cfg, "tls.client_auth")) {
+            fprintf(stderr, "hoardd: tls.client_auth needs tls.cert and tls.key\n");
+            goto out;
+        }
+    }
     if (role[0] == 'p' && (rc = hd_proxy_new(cfg, &px)) < 0) {
         fprintf(stderr, "hoardd: cannot start proxy: %s\n", hd_strerror(rc));
         rc = 1;
@@ -157,6 +263,7 @@ int main(int argc, char **argv)
     }
     memset(&hc, 0, sizeof(hc));
     hd_http_metrics_token(hd_config_str(cfg, "metrics.token"));
+    hd_metrics_bucket_cap((int)hd_config_int(cfg, "metrics.buckets"));
     hc.listen = hd_config_str(cfg, "listen");
     hc.threads = (int)hd_config_int(cfg, "http.threads");
     if (hc.threads == 0 && t) {
@@ -171,6 +278,7 @@ int main(int argc, char **argv)
     hc.mem_limit = (int)hd_config_int(cfg, "http.mem_limit");
     hc.handler = px ? hd_proxy_handle : hd_target_handle;
     hc.ctx = px ? (void *)px : (void *)t;
+    hc.tls = tls;
     if ((rc = hd_http_start(&hc, &srv)) < 0) {
         fprintf(stderr, "hoardd: cannot listen on %s: %s\n", hc.listen, hd_strerror(rc));
         rc = 1;
@@ -182,17 +290,31 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    HD_LOG(HD_INFO, NULL, "hoardd %s listening on http://%s", role, hc.listen);
-    while (!stop)
-        pause();
-    HD_LOG(HD_INFO, NULL, "stopping");
+    if (tls) {
+        char desc[600];
+        hd_tls_describe(tls, desc, sizeof(desc));
+        HD_LOG(HD_INFO, NULL, "hoardd %s listening on https://%s (%s%s)", role, hc.listen, desc,
+               hd_tls_client_auth() ? "; node calls need a client certificate" : "");
+    } else {
+        HD_LOG(HD_INFO, NULL, "hoardd %s listening on http://%s", role, hc.listen);
+    }
+    for (;;) { /* the signal thread posts on SIGINT/SIGTERM */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        if (sem_timedwait(&stop_sem, &ts) == 0)
+            break;
+        hd_http_idle_trim();
+        if (atomic_exchange(&reload, 0))
+            tls_reload(tls);
+    }
     rc = 0;
 out:
     hd_http_stop(srv);
     hd_proxy_free(px);
     hd_target_free(t);
+    hd_tls_use(NULL);
+    hd_tls_free(tls);
     hd_config_free(cfg);
     hd_log_close();
     return rc;

@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # A hoard cluster on loopback, in the background:
 #   deploy/local/cluster.sh up [--proxies N] [--targets N] [--mountpaths N] [--port BASE] [--dir DIR]
+#                              [--tls] [--mtls]
 #   deploy/local/cluster.sh down [--dir DIR]
 # Proxies listen on BASE, BASE+1, ...; targets on the ports after them. The first proxy is the
 # primary. S3 keys and the cluster secret are generated on the first start and kept in DIR
 # (credentials, secret); node state and logs live under DIR too, so `up` after `down` brings
-# the same cluster back. Needs curl.
+# the same cluster back. --tls: https everywhere, with a throwaway CA and node certificates
+# made by openssl in DIR/tls (ca.pem is the one clients need); --mtls: --tls plus client
+# certificates on node calls (tls.client_auth). Needs curl (and openssl for --tls).
 set -euo pipefail
 
 usage() {
-    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
 cmd="${1:-}"
 [ -n "$cmd" ] || usage
 shift
-proxies=1 targets=3 mps=2 base=8080 dir=".hoard/cluster"
+proxies=1 targets=3 mps=2 base=8080 dir=".hoard/cluster" tls=0 mtls=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --proxies) proxies="$2"; shift 2 ;;
@@ -24,6 +27,8 @@ while [ $# -gt 0 ]; do
     --mountpaths) mps="$2"; shift 2 ;;
     --port) base="$2"; shift 2 ;;
     --dir) dir="$2"; shift 2 ;;
+    --tls) tls=1; shift ;;
+    --mtls) tls=1 mtls=1; shift ;;
     -h | --help) usage ;;
     *) echo "cluster.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -67,7 +72,7 @@ down() {
 wait_ready() { # url name logfile
     local i
     for i in $(seq 1 300); do
-        if curl -sf -o /dev/null "$1/v1/health?ready=true"; then
+        if curl -sf "${cacert[@]}" -o /dev/null "$1/v1/health?ready=true"; then
             return 0
         fi
         if ! alive "$dir/pids/$2.pid"; then
@@ -85,9 +90,12 @@ start() { # name role port [args...]
     local name="$1" role="$2" port="$3"
     shift 3
     mkdir -p "$dir/$name" "$dir/logs" "$dir/pids"
+    tlsargs=()
+    [ "$tls" = 0 ] || tlsargs=(--tls.cert "$dir/tls/$name.pem" --tls.key "$dir/tls/$name.key"
+        --tls.ca "$dir/tls/ca.pem" --tls.client_auth "$([ "$mtls" = 1 ] && echo true || echo false)")
     setsid "$bin" --role "$role" --listen "127.0.0.1:$port" --data "$dir/$name" \
         --auth.keys "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" --cluster.secret "$secret" \
-        --log.error "$dir/logs/$name.log" "$@" </dev/null >>"$dir/logs/$name.out" 2>&1 &
+        --log.error "$dir/logs/$name.log" "${tlsargs[@]}" "$@" </dev/null >>"$dir/logs/$name.out" 2>&1 &
     echo $! >"$dir/pids/$name.pid"
 }
 
@@ -125,7 +133,15 @@ umask 022
 # shellcheck disable=SC1091
 . "$dir/credentials"
 secret="$(cat "$dir/secret")"
-primary="http://127.0.0.1:$base"
+scheme=http cacert=()
+if [ "$tls" = 1 ]; then
+    names=()
+    for i in $(seq 1 "$proxies"); do [ -s "$dir/tls/p$i.pem" ] || names+=("p$i"); done
+    for i in $(seq 1 "$targets"); do [ -s "$dir/tls/t$i.pem" ] || names+=("t$i"); done
+    [ ${#names[@]} = 0 ] || bash "$repo/deploy/local/mkcerts.sh" "$dir/tls" "${names[@]}"
+    scheme=https cacert=(--cacert "$dir/tls/ca.pem")
+fi
+primary="$scheme://127.0.0.1:$base"
 
 trap 'echo "cluster.sh: start failed; stopping what was started" >&2; down' ERR
 start p1 proxy "$base"
@@ -139,10 +155,10 @@ for i in $(seq 1 "$targets"); do
     start "t$i" target $((base + proxies + i - 1)) --cluster.join "$primary" --mountpaths "$m"
 done
 for i in $(seq 2 "$proxies"); do
-    wait_ready "http://127.0.0.1:$((base + i - 1))" "p$i" "$dir/logs/p$i.log"
+    wait_ready "$scheme://127.0.0.1:$((base + i - 1))" "p$i" "$dir/logs/p$i.log"
 done
 for i in $(seq 1 "$targets"); do
-    wait_ready "http://127.0.0.1:$((base + proxies + i - 1))" "t$i" "$dir/logs/t$i.log"
+    wait_ready "$scheme://127.0.0.1:$((base + proxies + i - 1))" "t$i" "$dir/logs/t$i.log"
 done
 trap - ERR
 
@@ -155,3 +171,8 @@ HOARD_ENDPOINT=$primary
 AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID
 AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY
 MSG
+if [ "$tls" = 1 ]; then
+    cat <<MSG
+AWS_CA_BUNDLE=$dir/tls/ca.pem   (aws CLI, boto3 and build/bin/hoard read it; curl --cacert)
+MSG
+fi

@@ -18,11 +18,11 @@ requests). Credentials: a bucket with the anonymous_read property needs none; ot
 AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY and requests to the proxy are SigV4-signed (the
 redirected request to the target carries the proxy's signature instead).
 
-    python3 hoard_webdataset.py --endpoint http://127.0.0.1:8080 --bucket ds --prefix train-
+    python3 hoard_webdataset.py --endpoint http://127.0.0.1:8080 --bucket shards --prefix train-
 
 The same shards work with the webdataset library through a pipe URL:
 
-    wds.WebDataset("pipe:curl -L -s http://127.0.0.1:8080/v1/objects/ds/train-{000000..000099}.tar")
+    wds.WebDataset("pipe:curl -L -s http://127.0.0.1:8080/v1/objects/shards/train-{000000..000099}.tar")
 """
 import argparse
 import hashlib

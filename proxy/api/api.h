@@ -8,6 +8,11 @@
 
 /* GET /v1/cluster/capacity */
 void hd_proxy_capacity_handle(struct hd_req *r, struct hd_proxy *p);
+/* GET /v1/buckets/B?summary (B's request already authorised): every target's objects and
+ * bytes of B per mountpath, and their sums. */
+void hd_proxy_bucket_summary(struct hd_req *r, struct hd_proxy *p, const char *bucket);
+/* /v1/plans[/ID[/cursor]] (plans.c) */
+void hd_proxy_plans_handle(struct hd_req *r, struct hd_proxy *p);
 /* GET|POST /v1/batch */
 void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p);
 /* /v1/buckets[/B] */
@@ -18,5 +23,18 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);
  * SigV4-authenticated bucket calls served from the BMD and merged listings; object calls are
  * redirected (s3.redirect) or relayed. */
 void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p);
+
+/* ais.c: AIStore's REST shapes (docs/aistore-compat.md). GET /v1/daemon?what=,
+ * GET /v1/cluster?what= */
+void hd_proxy_ais_daemon(struct hd_req *r, struct hd_proxy *p);
+/* POST /v1/users/NAME {"password"}: a bearer token (AuthN's login) */
+void hd_proxy_ais_login(struct hd_req *r, struct hd_proxy *p);
+/* GET /v1/buckets with {"action":"list"}: [{"name","provider","namespace"}] */
+void hd_proxy_ais_list_buckets(struct hd_req *r, struct hd_proxy *p);
+/* GET /v1/buckets/B with {"action":"list","value":{...}}: AIStore's list result */
+void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                               const json_t *value);
+/* GET /v1/ml/moss/B: AIStore's GetBatch (batch.c) */
+void hd_proxy_moss(struct hd_req *r, struct hd_proxy *p);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/batch.h"
+#include "common/json.h"
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/httputil.h"
@@ -67,9 +68,108 @@ out:
 struct pbatch {
     struct hd_proxy *p;
     struct hd_sigv4_auth a;
-    int rc; /* of hd_proxy_auth: 0, or HD_EMISSINGAUTH (anonymous: reads of anonymous_read
-             * buckets only) */
+    int rc;           /* of hd_proxy_auth: 0, or HD_EMISSINGAUTH (anonymous: reads of anonymous_read
+                       * buckets only) */
+    int moss;         /* AIStore's GetBatch body (/v1/ml/moss/B) */
+    char provider[8]; /* its ?provider= */
+    char *moss_bucket; /* B, "" when the path names none */
 };
+
+static void pbatch_free(void *arg)
+{
+    struct pbatch *pb = arg;
+
+    free(pb->moss_bucket);
+    free(pb);
+}
+
+/* AIStore's MossReq ({"in":[{"objname","bucket","provider","archpath","opaque"}],"mime",
+ * "coer","onob","strm"}) as a batch body (common/batch.h): member names <bucket>/<objname>
+ * (just <objname> with onob), then /<archpath> for an archive member, as AIStore names them.
+ * 0 with *out (a JSON text), or HD_EBADARG / HD_ENOTIMPL with msg. */
+static int moss_body(const struct pbatch *pb, const char *body, size_t len, char **out, char *msg,
+                     size_t msglen)
+{
+    json_t *j = json_loadb(body, len, 0, NULL), *in, *e, *ents = NULL, *b = NULL;
+    const char *mime;
+    size_t i;
+    int rc = HD_EBADARG;
+
+    *out = NULL;
+    in = json_object_get(j, "in");
+    if (!json_is_array(in) || json_array_size(in) == 0) {
+        snprintf(msg, msglen, "GetBatch: \"in\" must name at least one object.");
+        goto out;
+    }
+    mime = json_string_value(json_object_get(j, "mime"));
+    if (mime && *mime && strcmp(mime, ".tar") != 0 && strcmp(mime, "tar") != 0 &&
+        strcmp(mime, "application/x-tar") != 0) {
+        snprintf(msg, msglen, "GetBatch: only the tar output format is supported.");
+        rc = HD_ENOTIMPL;
+        goto out;
+    }
+    if (json_is_false(json_object_get(j, "strm"))) {
+        snprintf(msg, msglen,
+                 "GetBatch: only streaming answers (strm: true) are supported, not multipart.");
+        rc = HD_ENOTIMPL;
+        goto out;
+    }
+    ents = json_array();
+    json_array_foreach(in, i, e)
+    {
+        const char *on = json_string_value(json_object_get(e, "objname"));
+        const char *bk = json_string_value(json_object_get(e, "bucket"));
+        const char *ap = json_string_value(json_object_get(e, "archpath"));
+        const char *pv = json_string_value(json_object_get(e, "provider"));
+        json_t *x;
+        char *as;
+        if (!on || !*on) {
+            snprintf(msg, msglen, "GetBatch: entry %zu has no objname.", i);
+            goto out;
+        }
+        if (json_object_get(e, "start") || json_object_get(e, "length") ||
+            json_object_get(e, "uname")) {
+            snprintf(msg, msglen, "GetBatch: entry %zu: start, length and uname are not supported.",
+                     i);
+            rc = HD_ENOTIMPL;
+            goto out;
+        }
+        if (pv && *pv && strcmp(pv, "ais") != 0 && strcmp(pv, "aws") != 0 &&
+            strcmp(pv, "s3") != 0) {
+            snprintf(msg, msglen, "GetBatch: entry %zu: provider must be ais, aws or s3.", i);
+            goto out;
+        }
+        if (!bk || !*bk)
+            bk = pb->moss_bucket;
+        if (!bk || !*bk) {
+            snprintf(msg, msglen, "GetBatch: entry %zu names no bucket.", i);
+            goto out;
+        }
+        if (asprintf(&as, "%s%s%s%s%s", json_is_true(json_object_get(j, "onob")) ? "" : bk,
+                     json_is_true(json_object_get(j, "onob")) ? "" : "/", on, ap && *ap ? "/" : "",
+                     ap && *ap ? ap : "") < 0) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        x = json_pack("{s:s, s:s, s:s}", "bucket", bk, "name", on, "as", as);
+        free(as);
+        if (x && ap && *ap)
+            json_object_set_new(x, "archpath", json_string(ap));
+        if (!x || json_array_append_new(ents, x) < 0) {
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    b = json_pack("{s:O, s:b}", "entries", ents, "continue_on_error",
+                  json_is_true(json_object_get(j, "coer")));
+    *out = b ? json_dumps(b, JSON_COMPACT) : NULL;
+    rc = *out ? 0 : -ENOMEM;
+out:
+    json_decref(b);
+    json_decref(ents);
+    json_decref(j);
+    return rc;
+}
 
 /* May the caller read every bucket b names? (Its signature was verified already.) */
 static int authorize(const struct pbatch *pb, const struct hd_batch *b)
@@ -96,10 +196,17 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct pbatch *pb = arg;
     struct hd_batch *b = NULL;
-    char msg[256];
+    char msg[256], *mb = NULL;
     int rc;
 
-    if ((rc = hd_batch_parse(body, len, &b, msg, sizeof(msg))) < 0) {
+    if (pb->moss && (rc = moss_body(pb, body, len, &mb, msg, sizeof(msg))) < 0) {
+        hd_resp_err_msg(r, rc, msg);
+        return;
+    }
+    rc = mb ? hd_batch_parse(mb, strlen(mb), &b, msg, sizeof(msg))
+            : hd_batch_parse(body, len, &b, msg, sizeof(msg));
+    free(mb);
+    if (rc < 0) {
         hd_resp_err_msg(r, rc, msg);
         return;
     }
@@ -124,7 +231,32 @@ static int any_anonymous(struct hd_proxy *p)
     return yes;
 }
 
+static void start(struct hd_req *r, struct hd_proxy *p, const char *moss_bucket);
+
 void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p)
+{
+    start(r, p, NULL);
+}
+
+void hd_proxy_moss(struct hd_req *r, struct hd_proxy *p)
+{
+    const char *rest = r->raw_path + strlen("/v1/ml/moss");
+    char *bucket = NULL;
+    int rc = 0;
+
+    if (*rest == '/' && rest[1]) {
+        rest++;
+        rc = strchr(rest, '/') ? HD_ENOTFOUND : hd_bucket_decode(rest, strlen(rest), &bucket);
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    start(r, p, bucket ? bucket : "");
+    free(bucket);
+}
+
+static void start(struct hd_req *r, struct hd_proxy *p, const char *moss_bucket)
 {
     struct pbatch *pb;
 
@@ -138,18 +270,26 @@ void hd_proxy_batch(struct hd_req *r, struct hd_proxy *p)
         return;
     }
     pb->p = p;
+    if (moss_bucket) {
+        pb->moss = 1;
+        if (!(pb->moss_bucket = strdup(moss_bucket))) {
+            pbatch_free(pb);
+            hd_resp_err(r, -ENOMEM);
+            return;
+        }
+    }
     pb->rc = hd_proxy_auth(r, p, NULL, &pb->a);
     if ((pb->rc < 0 && pb->rc != HD_EMISSINGAUTH) ||
         (pb->rc == HD_EMISSINGAUTH && !any_anonymous(p))) {
         hd_resp_err(r, pb->rc);
-        free(pb);
+        pbatch_free(pb);
         return;
     }
     if (r->content_length == 0 ||
         (r->content_length < 0 && !hd_req_header(r, "Transfer-Encoding"))) {
-        free(pb);
+        pbatch_free(pb);
         hd_resp_err_msg(r, HD_EBADARG, "A batch needs a JSON body naming its entries.");
         return;
     }
-    hd_req_read_body(r, HD_BATCH_BODY_MAX, ready, pb, free);
+    hd_req_read_body(r, HD_BATCH_BODY_MAX, ready, pb, pbatch_free);
 }

@@ -22,6 +22,25 @@
 
 /* ---- native handlers ---- */
 
+/* Whether r carries a body (AIStore clients send their action messages as JSON bodies, on
+ * GET and DELETE too; hoard's own native calls send none there). */
+static int has_body(const struct hd_req *r)
+{
+    return r->content_length > 0 ||
+           (r->content_length < 0 && hd_req_header(r, "Transfer-Encoding"));
+}
+
+/* The "action" of an AIStore action message ({"action": A, "name", "value"}), or NULL. */
+static const char *action_of(const json_t *j)
+{
+    return json_string_value(json_object_get(j, "action"));
+}
+
+struct act_ctx {
+    struct hd_proxy *p;
+    char bucket[64];
+};
+
 static void list_buckets(struct hd_req *r, struct hd_proxy *p)
 {
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
@@ -36,6 +55,65 @@ static void list_buckets(struct hd_req *r, struct hd_proxy *p)
     }
     hd_bmd_unref(b);
     hd_resp_json(r, 200, json_pack("{s:o}", "buckets", arr));
+}
+
+static void list_buckets_end(struct hd_req *r, void *ctx, json_t *j)
+{
+    const char *act = action_of(j);
+
+    if (act && strcmp(act, "list") == 0)
+        hd_proxy_ais_list_buckets(r, ctx);
+    else if (act)
+        hd_resp_err_msg(r, HD_ENOTIMPL, "GET /v1/buckets takes the action \"list\" only.");
+    else
+        list_buckets(r, ctx);
+}
+
+/* GET /v1/buckets/B with an action message: AIStore's list objects. */
+static void bucket_get_end(struct hd_req *r, void *ctx, json_t *j)
+{
+    struct act_ctx *c = ctx;
+    const char *act = action_of(j);
+
+    if (!act)
+        hd_proxy_list_native(r, c->p, c->bucket);
+    else if (strcmp(act, "list") == 0)
+        hd_proxy_ais_list_objects(r, c->p, c->bucket, json_object_get(j, "value"));
+    else
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "This action is not supported on GET /v1/buckets/B "
+                        "(docs/aistore-compat.md).");
+}
+
+/* DELETE /v1/buckets/B with an action message: destroy-bck is the plain DELETE. */
+static void bucket_delete_end(struct hd_req *r, void *ctx, json_t *j)
+{
+    struct act_ctx *c = ctx;
+    const char *act = action_of(j);
+    char msg[256] = "";
+    int rc;
+
+    if (act && strcmp(act, "destroy-bck") != 0) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "This action is not supported on DELETE /v1/buckets/B "
+                        "(docs/aistore-compat.md).");
+        return;
+    }
+    rc = hd_proxy_bucket_destroy(c->p, c->bucket, msg, sizeof(msg));
+    rc < 0 ? hd_resp_err_msg(r, rc, msg[0] ? msg : NULL) : hd_resp_empty(r, act ? 200 : 204);
+}
+
+static void act_read(struct hd_req *r, struct hd_proxy *p, const char *bucket, hd_json_fn fn)
+{
+    struct act_ctx *c = calloc(1, sizeof(*c));
+
+    if (!c) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    c->p = p;
+    snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
+    hd_req_read_json(r, (size_t)64 << 10, fn, c, free);
 }
 
 static void props_get(struct hd_req *r, struct hd_proxy *p, const char *name)
@@ -77,8 +155,32 @@ struct props_ctx {
 static void create_end(struct hd_req *r, struct props_ctx *c, const char *body, size_t len)
 {
     char msg[256] = "", *props = NULL;
+    json_t *j = len ? json_loadb(body, len, 0, NULL) : NULL;
+    const char *act = action_of(j);
     int rc;
 
+    if (act) { /* an AIStore action message (the SDK's bucket.create()) */
+        if (strcmp(act, "create-bck") != 0) {
+            json_decref(j);
+            hd_resp_err_msg(r, HD_ENOTIMPL,
+                            "This action is not supported on POST /v1/buckets/B "
+                            "(docs/aistore-compat.md).");
+            return;
+        }
+        json_decref(j);
+        rc = hd_proxy_cloud_props(c->p, c->provider, NULL, &props, msg, sizeof(msg));
+        if (rc == 0)
+            rc = hd_proxy_bucket_create_props(c->p, c->bucket, c->provider, props);
+        free(props);
+        if (rc == HD_EBUCKETEXISTS) /* the SDK maps 409 naming PROVIDER://B to "exists" */
+            snprintf(msg, sizeof(msg), "bucket \"%s://%s\" already exists", c->provider, c->bucket);
+        if (rc < 0)
+            hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        else
+            hd_resp_empty(r, 200);
+        return;
+    }
+    json_decref(j);
     rc = hd_proxy_cloud_props(c->p, c->provider, len ? body : NULL, &props, msg, sizeof(msg));
     if (rc == 0)
         rc = hd_proxy_bucket_create_props(c->p, c->bucket, c->provider, props);
@@ -212,8 +314,12 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
         props_get(r, p, bucket);
     } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "writeback")) {
         writeback_get(r, p, bucket);
+    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "summary")) {
+        hd_proxy_bucket_summary(r, p, bucket);
     } else if (strcmp(m, "PATCH") == 0) {
         props_patch(r, p, bucket, NULL);
+    } else if (strcmp(m, "GET") == 0 && has_body(r)) {
+        act_read(r, p, bucket, bucket_get_end);
     } else if (strcmp(m, "GET") == 0) {
         hd_proxy_list_native(r, p, bucket);
     } else if (strcmp(m, "HEAD") == 0) {
@@ -229,6 +335,8 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
             return;
         }
         props_patch(r, p, bucket, pv && *pv ? pv : "ais"); /* the body may carry props */
+    } else if (strcmp(m, "DELETE") == 0 && has_body(r)) {
+        act_read(r, p, bucket, bucket_delete_end);
     } else if (strcmp(m, "DELETE") == 0) {
         rc = hd_proxy_bucket_destroy(p, bucket, msg, sizeof(msg));
         rc < 0 ? hd_resp_err_msg(r, rc, msg[0] ? msg : NULL) : hd_resp_empty(r, 204);
@@ -248,6 +356,8 @@ void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
     if (!*rest || strcmp(rest, "/") == 0) {
         if ((rc = hd_proxy_auth(r, p, NULL, &a)) < 0)
             hd_resp_err(r, rc);
+        else if (strcmp(r->method, "GET") == 0 && has_body(r))
+            hd_req_read_json(r, (size_t)64 << 10, list_buckets_end, p, NULL);
         else if (strcmp(r->method, "GET") == 0)
             list_buckets(r, p);
         else

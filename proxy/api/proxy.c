@@ -12,19 +12,21 @@
 
 #include "common/buf.h"
 #include "common/errors.h"
+#include "common/httputil.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/nodeauth.h"
 #include "common/relay.h"
 #include "common/sigv2.h"
+#include "common/tls.h"
 
 static char *default_url(const char *listen)
 {
     struct hd_buf b;
 
     hd_buf_init(&b);
-    hd_buf_printf(&b, "http://%s", listen);
+    hd_buf_printf(&b, "%s://%s", hd_tls_scheme(), listen);
     return hd_buf_steal(&b, NULL);
 }
 
@@ -126,6 +128,7 @@ void hd_proxy_free(struct hd_proxy *p)
 static void health(struct hd_req *r, struct hd_proxy *p)
 {
     const char *ready = hd_req_param(r, "ready");
+    const char *prr = hd_req_param(r, "prr"); /* AIStore: primary ready (SDK is_ready()) */
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     int ok = atomic_load(&p->ready) && s;
     json_t *j;
@@ -135,6 +138,10 @@ static void health(struct hd_req *r, struct hd_proxy *p)
                   "proxy", "id", p->self.id, "primary", p->primary, "smap_version",
                   (json_int_t)(s ? s->version : 0), "ready", ok);
     hd_smap_unref(s);
+    if (!ready && hd_query_find(&r->query, "readiness"))
+        ready = "true";
+    if (!ready && prr)
+        ready = prr;
     if (ready && strcmp(ready, "false") != 0 && !ok) {
         hd_resp_json(r, 503, j);
         return;
@@ -157,6 +164,14 @@ void hd_proxy_handle(struct hd_req *r, void *ctx)
         hd_resp_metrics(r);
     } else if (strcmp(path, "/v1/cluster/capacity") == 0) {
         hd_proxy_capacity_handle(r, p);
+    } else if (strcmp(path, "/v1/daemon") == 0 ||
+               (strcmp(path, "/v1/cluster") == 0 && hd_req_param(r, "what"))) {
+        hd_proxy_ais_daemon(r, p);
+    } else if (strncmp(path, "/v1/users/", 10) == 0) {
+        hd_proxy_ais_login(r, p);
+    } else if (strncmp(path, "/v1/ml/moss", 11) == 0 && (path[11] == '\0' || path[11] == '/')) {
+        r->api = HD_API_NATIVE;
+        hd_proxy_moss(r, p);
     } else if (strcmp(path, "/v1/cluster") == 0 || strncmp(path, "/v1/cluster/", 12) == 0 ||
                strcmp(path, "/v1/metasync") == 0) {
         r->api = HD_API_NATIVE;
@@ -164,6 +179,8 @@ void hd_proxy_handle(struct hd_req *r, void *ctx)
         hd_proxy_cluster_handle(r, p);
     } else if (strncmp(path, "/v1/jobs", 8) == 0 && (path[8] == '\0' || path[8] == '/')) {
         hd_proxy_jobs_handle(r, p);
+    } else if (strncmp(path, "/v1/plans", 9) == 0 && (path[9] == '\0' || path[9] == '/')) {
+        hd_proxy_plans_handle(r, p);
     } else if (strncmp(path, "/v1/objects/", 12) == 0) {
         r->api = HD_API_NATIVE;
         hd_proxy_route_object(r, p);

@@ -93,8 +93,11 @@ static int list(void *ctx, const char *bucket, const struct hd_s3_list_req *q,
     o.delimiter = q->delimiter;
     o.limit = q->max ? (size_t)q->max : 1;
     o.start_after = q->from;
+    o.cached_fallback = 1;
     if ((rc = hd_proxy_list(ctx, bucket, &o, &res, msg, msglen)) < 0)
         return rc;
+    if (res.upstream_failed)
+        hd_s3_page_warn(pg, HD_PLIST_WARNING);
     for (i = 0; rc == 0 && i < res.n; i++)
         rc = hd_s3_page_add(pg, res.items[i].name, res.items[i].is_prefix, res.items[i].size,
                             res.items[i].etag, 0, res.items[i].mtime, res.items[i].sclass);

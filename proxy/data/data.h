@@ -30,6 +30,7 @@ struct hd_plist_opts {
     const char *start_after; /* exclusive; NULL = from the start */
     size_t limit;            /* 1..10000 */
     int cached_only;         /* S3-backed buckets: only what the targets hold */
+    int cached_fallback;     /* S3-backed buckets: the cached objects when the upstream fails */
 };
 struct hd_plist_item {
     char *name;
@@ -44,8 +45,11 @@ struct hd_plist_res {
     struct hd_plist_item *items; /* sorted, unique */
     size_t n;
     int truncated;
-    char *last; /* name of the last item (the next start key), NULL when empty */
+    char *last;          /* name of the last item (the next start key), NULL when empty */
+    int upstream_failed; /* cached_fallback: the upstream did not answer; cached objects only */
 };
+/* The Warning header of a listing with upstream_failed (RFC 7234 code 199: miscellaneous). */
+#define HD_PLIST_WARNING "199 hoard \"upstream unavailable; listing cached objects only\""
 /* Asks every live target for `limit` entries after start_after and merges. HD_EUNAVAIL (msg
  * says which target) when a target is down or does not answer; HD_ENOSUCHBUCKET. For an
  * S3-backed bucket (unless cached_only) the upstream is listed instead, through one

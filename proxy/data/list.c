@@ -111,10 +111,24 @@ int hd_proxy_list(struct hd_proxy *p, const char *bucket, const struct hd_plist_
 {
     int cloud = hd_proxy_bucket_cloud(p, bucket), rc;
     size_t i;
+    char why[256];
 
-    if (cloud && !o->cached_only)
-        return hd_proxy_list_cloud(p, bucket, o, res, msg, msglen);
-    rc = hd_proxy_list_local(p, bucket, o, res, msg, msglen);
+    if (cloud && !o->cached_only) {
+        rc = hd_proxy_list_cloud(p, bucket, o, res, msg, msglen);
+        /* The upstream (or the target listing it) is unreachable: what the targets hold is
+         * still worth showing, marked as such (a Warning header; the CLI prints a note). A
+         * missing bucket, denied access and the like stay errors. */
+        if (!o->cached_fallback || rc != HD_EUNAVAIL)
+            return rc;
+        snprintf(why, sizeof(why), "%s", msg);
+        rc = hd_proxy_list_local(p, bucket, o, res, msg, msglen);
+        if (rc == 0) {
+            res->upstream_failed = 1;
+            HD_LOG(HD_WARN, NULL, "list %s: upstream unavailable (%s); listing cached objects",
+                   bucket, why[0] ? why : "no answer");
+        }
+    } else
+        rc = hd_proxy_list_local(p, bucket, o, res, msg, msglen);
     for (i = 0; rc == 0 && i < res->n; i++)
         res->items[i].cached = cloud && !res->items[i].is_prefix ? 1 : -1;
     return rc;
@@ -294,6 +308,7 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
     o.delimiter = hd_req_param(r, "delimiter");
     o.limit = (size_t)limit;
     o.cached_only = hd_req_param(r, "cached") && strcmp(hd_req_param(r, "cached"), "false") != 0;
+    o.cached_fallback = 1;
     if ((rc = hd_proxy_list(p, bucket, &o, &res, msg, sizeof(msg))) < 0) {
         hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
         return;
@@ -319,6 +334,10 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
         char t64[TOKEN_MAX];
         if (hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64, sizeof(t64)) == 0)
             json_object_set_new(j, "continuation_token", json_string(t64));
+    }
+    if (j && res.upstream_failed) {
+        json_object_set_new(j, "upstream_unavailable", json_true());
+        hd_resp_header(r, "Warning", HD_PLIST_WARNING);
     }
     hd_proxy_list_cleanup(&res);
     hd_resp_json(r, 200, j);

@@ -46,6 +46,8 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_s
 /* Admin calls (/v1/jobs): a proxy's signature, or a key with rw on every bucket (any key
  * for GET); open when auth.keys is empty. 0 or the error to answer with. */
 int hd_target_auth_admin(struct hd_req *r, struct hd_target *t);
+/* plans.c: /v1/plans[/ID[/cursor]] */
+void hd_target_plans(struct hd_req *r, struct hd_target *t);
 
 /* Object operations shared by both APIs; each answers r (now, or once a pool thread has
  * done the blocking part). `auth` is NULL for unauthenticated (native) requests; otherwise it

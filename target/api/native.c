@@ -126,6 +126,37 @@ static void props_get(struct hd_req *r, struct hd_target *t, const char *bucket)
                            "created", ts, "props", "anonymous_read", bi.anonymous_read));
 }
 
+/* GET /v1/buckets/B?summary: this target's objects and bytes of B, per mountpath
+ * ({"bucket","objects","bytes","mountpaths":[{"path","objects","bytes"}]}); a proxy sums the
+ * targets' answers (proxy/api/buckets.c). */
+static void summary_get(struct hd_req *r, struct hd_target *t, const char *bucket)
+{
+    uint64_t objs = 0, bytes = 0, o, b;
+    json_t *mps = json_array(), *j;
+    size_t i;
+    int rc;
+
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
+        json_decref(mps);
+        hd_resp_err(r, rc);
+        return;
+    }
+    for (i = 0; i < hd_store_nmp(t->st); i++) {
+        if ((rc = hd_store_mp_bucket_usage(t->st, i, bucket, &o, &b)) < 0) {
+            json_decref(mps);
+            hd_resp_err(r, rc);
+            return;
+        }
+        json_array_append_new(mps, json_pack("{s:s, s:I, s:I}", "path", hd_store_mp_path(t->st, i),
+                                             "objects", (json_int_t)o, "bytes", (json_int_t)b));
+        objs += o;
+        bytes += b;
+    }
+    j = json_pack("{s:s, s:I, s:I, s:o}", "bucket", bucket, "objects", (json_int_t)objs, "bytes",
+                  (json_int_t)bytes, "mountpaths", mps);
+    hd_resp_json(r, 200, j);
+}
+
 static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)
 {
     const char *m = r->method;
@@ -134,6 +165,8 @@ static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)
     r->op = HD_OP_BUCKET;
     if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
         props_get(r, t, bucket);
+    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "summary")) {
+        summary_get(r, t, bucket);
     } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "uploads")) {
         hd_mpu_list_uploads_json(r, t, bucket);
     } else if (strcmp(m, "PATCH") == 0) {

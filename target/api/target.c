@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "target/api/mpu.h"
+#include "target/cluster/copy.h"
 #include "target/cluster/shard.h"
 
 static int split_mountpaths(const char *spec, const char *data, char ***out, size_t *n)
@@ -125,7 +126,7 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     if ((rc = hd_tcluster_new(cfg, t->st, t->pool, &t->cl)) < 0) /* standalone too: the node id */
         goto fail;
     if ((rc = hd_rb_new(t->cl, t->jobs, &t->rb)) < 0 ||
-        (rc = hd_shard_register(t->jobs, t->cl)) < 0)
+        (rc = hd_shard_register(t->jobs, t->cl)) < 0 || (rc = hd_copy_register(t->jobs, t->cl)) < 0)
         goto fail;
     deps.cl = t->cl;
     deps.js = t->jobs;
@@ -206,6 +207,8 @@ void hd_target_handle(struct hd_req *r, void *ctx)
             hd_resp_err(r, rc);
         else
             hd_jobs_handle(r, t->jobs);
+    } else if (strncmp(p, "/v1/plans", 9) == 0 && (p[9] == '\0' || p[9] == '/')) {
+        hd_target_plans(r, t);
     } else if (strcmp(p, "/v1/daemon") == 0) {
         hd_daemon_handle(r, t);
     } else if (strcmp(p, "/v1/batch") == 0) {

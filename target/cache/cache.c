@@ -24,7 +24,7 @@ static const char *const cstat_names[HD_CS_COUNT] = {
     "hoard_cold_fills_total",      "hoard_cold_fills_failed_total", "hoard_cold_range_reads_total",
     "hoard_upstream_errors_total", "hoard_cache_validations_total", "hoard_cache_stale_total",
     "hoard_write_through_total",   "hoard_delete_through_total",    "hoard_evictions_total",
-    "hoard_evicted_bytes_total"};
+    "hoard_evicted_bytes_total",   "hoard_cold_passthrough_total"};
 static const char *const cstat_help[HD_CS_COUNT] = {
     "GETs of S3-backed objects served from local disks",
     "GETs of S3-backed objects that went to the upstream",
@@ -38,7 +38,8 @@ static const char *const cstat_help[HD_CS_COUNT] = {
     "PUTs written through to the upstream",
     "DELETEs written through to the upstream",
     "Cached objects evicted (LRU and evict jobs)",
-    "Bytes of cached objects evicted"};
+    "Bytes of cached objects evicted",
+    "Cold GETs served to the client without caching the object (no room for it)"};
 static _Atomic uint64_t cstats[HD_CS_COUNT];
 
 static const double cold_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,

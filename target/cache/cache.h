@@ -97,6 +97,7 @@ enum hd_cstat {
     HD_CS_DELETE_THROUGH, /* DELETEs written through */
     HD_CS_EVICTED,        /* objects evicted (LRU and evict jobs) */
     HD_CS_EVICTED_BYTES,
+    HD_CS_PASSTHROUGH, /* cold GETs served without caching (no room) */
     HD_CS_COUNT
 };
 void hd_cstat_add(enum hd_cstat s, uint64_t n);
@@ -114,6 +115,27 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *c
  * gets the bytes fetched (0 when it was cached). 0, or a code with msg filled. */
 int hd_cache_fetch_sync(struct hd_cache *c, struct hd_cbucket *cb, const char *key, int revalidate,
                         struct hd_job *j, uint64_t *bytes, char *msg, size_t msglen);
+
+/* ---- plan.c: epoch plans (docs/caching.md) ---- */
+
+struct json_t;
+/* Registers (or replaces) the plan of spec {"id","bucket","prefix"|"keys","epochs",
+ * "seed"|"order"}; the dataset is resolved here (a prefix is listed upstream): pool or job
+ * thread, never an HTTP worker. *out: {"id","total","owned","epochs"} (caller frees). 0, or
+ * HD_EBADARG/HD_ENOSUCHBUCKET/an upstream code with msg saying what is wrong. */
+int hd_plans_add(struct hd_cache *c, struct json_t *spec, struct json_t **out, char *msg,
+                 size_t msglen);
+/* This target's view of plan id ({"plans": [...]} for NULL), NULL when unknown. Any thread. */
+struct json_t *hd_plans_view(struct hd_cache *c, const char *id);
+/* 0 or HD_ENOSUCHKEY. Any thread. */
+int hd_plans_delete(struct hd_cache *c, const char *id);
+/* Sets the reader's place: epoch, last position read (-1: none). 0, HD_ENOSUCHKEY, HD_EBADARG. */
+int hd_plans_cursor(struct hd_cache *c, const char *id, uint32_t epoch, int64_t position);
+/* A GET of bucket/key was served (hit: from the cache), tagged with plan `tag` (NULL: none;
+ * an untagged read advances every plan that has the object, a tagged one only that plan).
+ * Any thread; cheap without plans. */
+void hd_plans_observe(struct hd_cache *c, const char *bucket, const char *key, int hit,
+                      const char *tag);
 
 /* ---- upstream.c (HTTP worker) ---- */
 

@@ -260,6 +260,7 @@ static void *pf_worker(void *arg)
             hd_job_error(p->j, "%s: %s", p->b->v[i], msg[0] ? msg : hd_strerror(rc));
         } else if (bytes) {
             atomic_fetch_add(&p->fetched, 1);
+            hd_cstat_add(HD_CS_MISS, 1); /* a fill from the upstream, as a cold GET's */
         } else {
             atomic_fetch_add(&p->cached, 1);
         }
@@ -441,54 +442,6 @@ out:
 
 /* ---- lru ---- */
 
-#define LRU_BATCH 256
-
-/* Evicts on mountpath mpi until it is at most `low` percent full. */
-static int lru_mp(struct hd_job *j, size_t mpi, const char *const *buckets, size_t nb, int low,
-                  int high, uint64_t *objs, uint64_t *bytes)
-{
-    struct hd_store *st = jc(j)->st;
-    struct hd_mp_usage u;
-    int rc, first = 1;
-
-    for (;;) {
-        struct hd_lru_ent *v = NULL;
-        size_t n = 0, i;
-        if (hd_job_stopped(j))
-            return -ECANCELED;
-        if ((rc = hd_store_mp_usage(st, mpi, &u)) < 0)
-            return rc;
-        if (!u.capacity || (double)u.used * 100.0 <= (double)u.capacity * low)
-            return 0;
-        if (first && (double)u.used * 100.0 <= (double)u.capacity * high)
-            return 0; /* between the marks: only a mountpath above high starts eviction */
-        first = 0;
-        if ((rc = hd_store_lru_batch(st, mpi, buckets, nb, LRU_BATCH, &v, &n)) < 0)
-            return rc;
-        if (n == 0) {
-            hd_job_error(j,
-                         "mountpath %s: %llu of %llu bytes used and nothing cached left to "
-                         "evict (native objects are never evicted)",
-                         u.path, (unsigned long long)u.used, (unsigned long long)u.capacity);
-            return 0;
-        }
-        for (i = 0; i < n && !hd_job_stopped(j); i++) {
-            if (hd_store_delete_if(st, mpi, v[i].bucket, v[i].name, v[i].etag, v[i].mtime_ms) < 0)
-                continue; /* rewritten or deleted meanwhile */
-            (*objs)++;
-            *bytes += v[i].size;
-            hd_job_add(j, 1, v[i].size);
-            hd_cstat_add(HD_CS_EVICTED, 1);
-            hd_cstat_add(HD_CS_EVICTED_BYTES, v[i].size);
-            if ((double)(u.used > v[i].size ? u.used - v[i].size : 0) * 100.0 <=
-                (double)u.capacity * low)
-                break; /* close enough: the next round reads the exact usage */
-            u.used = u.used > v[i].size ? u.used - v[i].size : 0;
-        }
-        hd_store_lru_free(v, n);
-    }
-}
-
 static int lru_run(struct hd_job *j, void *ctx)
 {
     char **buckets = NULL;
@@ -501,7 +454,8 @@ static int lru_run(struct hd_job *j, void *ctx)
     if ((rc = hd_cache_bucket_names(j->ctx, &buckets, &nb)) < 0)
         return rc;
     for (mpi = 0; mpi < hd_store_nmp(jc(j)->st) && rc == 0; mpi++)
-        rc = lru_mp(j, mpi, (const char *const *)buckets, nb, low, high, &objs, &bytes);
+        rc = hd_cache_evict_mp(j->ctx, j, mpi, (const char *const *)buckets, nb, low, high, 0,
+                               &objs, &bytes);
     hd_job_set_extra(j, "evicted", objs);
     HD_LOG(HD_INFO, NULL, "lru %s: evicted %llu objects, %llu bytes", j->id,
            (unsigned long long)objs, (unsigned long long)bytes);

@@ -58,6 +58,7 @@ struct fill {
     struct hd_cbucket *cb;
     char *key;
     int range; /* a client's range: never in the table, never committed */
+    int pass;  /* no room to keep it: served to the readers, never committed */
     char range_hdr[128];
     char if_match[48]; /* refetch of a changed object: If-Match on its new ETag */
     struct hd_task task;
@@ -247,10 +248,21 @@ static int fill_head(void *arg, const struct hd_s3c_obj *o)
                  f->cb->s3.endpoint, o->status);
         return HD_EUNAVAIL;
     }
-    if ((rc = hd_put_begin_sized(f->c->st, f->cb->name, f->key, want, &f->put)) < 0) {
-        snprintf(f->msg, sizeof(f->msg), "No space to cache %s/%s (%llu bytes) on this target.",
-                 f->cb->name, f->key, (unsigned long long)want);
+    rc = hd_put_begin_sized(f->c->st, f->cb->name, f->key, want, &f->put);
+    if (rc == -ENOSPC && !f->range) {
+        /* evict on the write path, then try again; failing that, the object goes through
+         * to the readers uncached: a read never fails for lack of cache space */
         hd_cache_kick(f->c);
+        hd_cache_make_room(f->c, f->cb->name, f->key, want);
+        rc = hd_put_begin_sized(f->c->st, f->cb->name, f->key, want, &f->put);
+    }
+    if (rc == -ENOSPC) {
+        f->pass = 1;
+        rc = hd_put_begin_pass(f->c->st, f->cb->name, f->key, &f->put);
+    }
+    if (rc < 0) {
+        snprintf(f->msg, sizeof(f->msg), "Cannot fetch %s/%s (%llu bytes) on this target: %s",
+                 f->cb->name, f->key, (unsigned long long)want, hd_strerror(rc));
         return rc;
     }
     if (f->range || (o->etag[0] && !hd_etag_is_md5(o->etag)))
@@ -283,7 +295,14 @@ static int fill_data(void *arg, const char *p, size_t n)
                  f->cb->s3.endpoint);
         return HD_EUNAVAIL;
     }
-    if ((rc = hd_put_write(f->put, p, n)) < 0) {
+    rc = hd_put_write(f->put, p, n);
+    if (rc == -ENOSPC && !f->range) { /* size unknown up front: pass the rest through */
+        hd_cache_kick(f->c);
+        f->pass = 1;
+        hd_put_lift_mark(f->put);
+        rc = hd_put_write(f->put, p, n);
+    }
+    if (rc < 0) {
         snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: %s", f->cb->name, f->key,
                  hd_strerror(rc));
         if (rc == -ENOSPC)
@@ -361,8 +380,16 @@ static int fill_commit(struct fill *f)
     if (rc == HD_EPRECONDITION)
         return 0; /* a copy at least as new is held: the readers got their bytes anyway */
     if (rc == 0) {
+        struct hd_mp_usage u;
+        int low, high;
         hd_store_touch(f->c->st, f->cb->name, f->key);
         hd_cstat_add(HD_CS_COLD_FILLS, 1);
+        /* past the high mark: evict now, not at the next timer tick */
+        hd_cache_space_marks(f->c, &low, &high);
+        if (hd_store_mp_usage(f->c->st, hd_store_mp_index(f->c->st, f->cb->name, f->key), &u) ==
+                0 &&
+            u.capacity && (double)u.used * 100.0 > (double)u.capacity * high)
+            hd_cache_kick(f->c);
     }
     return rc;
 }
@@ -434,8 +461,13 @@ static void fill_run(struct fill *f)
         wake_readers(f);
         pthread_mutex_unlock(&f->mu);
     }
-    if (rc == 0 && !f->range)
+    if (rc == 0 && !f->range && !f->pass)
         rc = fill_commit(f);
+    if (rc == 0 && f->pass) {
+        hd_cstat_add(HD_CS_PASSTHROUGH, 1);
+        HD_LOG(HD_DEBUG, NULL, "cold GET %s/%s: no room, served without caching", f->cb->name,
+               f->key);
+    }
     if (rc < 0 && !f->msg[0])
         snprintf(f->msg, sizeof(f->msg), "%s", err.msg[0] ? err.msg : hd_strerror(rc));
     /* a failed fill leaves the table before its readers hear of it: a GET that comes after
@@ -986,6 +1018,14 @@ static void gfn_done(struct hd_req *r, struct hd_acall *a)
         r->on_end(r);
 }
 
+/* The plan a read is tagged with: ?plan=ID (kept on the 307) or X-Hoard-Plan: ID. */
+static const char *plan_tag(const struct hd_req *r)
+{
+    const char *t = hd_req_param(r, "plan");
+
+    return t && *t ? t : hd_req_header(r, "X-Hoard-Plan");
+}
+
 void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
                       int head)
 {
@@ -994,6 +1034,8 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *c
 
     rc = head ? hd_store_lookup(c->st, cb->name, key, &m)
               : hd_store_open_object(c->st, cb->name, key, &m, &fd);
+    if (!head && (rc == 0 || rc == HD_ENOSUCHKEY))
+        hd_plans_observe(c, cb->name, key, rc == 0, plan_tag(r)); /* the reader's progress */
     if (rc == 0) {
         if (head || !cb->props.validate_warm_get || cb->props.write_back) {
             hd_cstat_add(HD_CS_HIT, 1);

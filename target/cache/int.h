@@ -36,6 +36,9 @@ struct hd_cache {
 
     atomic_int stopping;
     struct hd_fills *fills; /* cold GETs in progress (coldget.c) */
+    struct hd_plans *plans; /* epoch plans (plan.c) */
+
+    pthread_mutex_t evmu; /* one eviction at a time (evict.c) */
 
     /* housekeeping */
     pthread_t hk;
@@ -57,6 +60,35 @@ void *hd_cache_hk_main(void *arg);
 struct hd_fills;
 int hd_fills_new(struct hd_fills **out);
 void hd_fills_free(struct hd_fills *t);
+
+/* evict.c: drops cached objects on mountpath mpi (of the S3-backed `buckets`) until it is at
+ * most `low` percent full with `need` more bytes; starts only when it is above `high` (0:
+ * always). j: the job doing it, or NULL (a fill). Counts into *objs, *bytes. */
+int hd_cache_evict_mp(struct hd_cache *c, struct hd_job *j, size_t mpi, const char *const *buckets,
+                      size_t nb, int low, int high, uint64_t need, uint64_t *objs, uint64_t *bytes);
+/* Evicts synchronously so that bucket/key (need bytes) fits under the low mark. */
+int hd_cache_make_room(struct hd_cache *c, const char *bucket, const char *key, uint64_t need);
+
+/* plan.c: the plans' registry and prefetch threads; next use and eviction notices for
+ * evict.c. */
+struct hd_plans;
+/* How the prefetch threads fetch (hd_cache_fetch_sync: given here so that plan.c, which
+ * evict.c asks about next uses, does not call back into coldget.c). */
+typedef int (*hd_plans_fetch_fn)(struct hd_cache *c, struct hd_cbucket *cb, const char *key,
+                                 int revalidate, struct hd_job *j, uint64_t *bytes, char *msg,
+                                 size_t msglen);
+int hd_plans_new(struct hd_cache *c, const struct hd_config *cfg, hd_plans_fetch_fn fetch);
+int hd_plans_start(struct hd_cache *c);
+void hd_plans_stop(struct hd_cache *c); /* joins the prefetch threads */
+void hd_plans_free(struct hd_cache *c);
+/* Whether any plan is registered. */
+int hd_plans_live(struct hd_cache *c);
+/* How many plan positions from now bucket/key is read next across all plans (the nearest),
+ * HD_PLAN_NEVER when no plan reads it again. */
+#define HD_PLAN_NEVER UINT64_MAX
+uint64_t hd_plans_next_use(struct hd_cache *c, const char *bucket, const char *key);
+/* bucket/key (size bytes) was evicted. */
+void hd_plans_evicted(struct hd_cache *c, const char *bucket, const char *key, uint64_t size);
 
 /* cachejobs.c: registers the prefetch, evict and lru job kinds (ctx: the cache). */
 int hd_cache_jobs_register(struct hd_cache *c);

@@ -49,6 +49,7 @@ int hd_cache_new(const struct hd_config *cfg, const struct hd_cache_deps *deps,
     c->check_ms = (long)hd_config_int(cfg, "space.check_ms");
     pthread_rwlock_init(&c->rmu, NULL);
     pthread_mutex_init(&c->hmu, NULL);
+    pthread_mutex_init(&c->evmu, NULL);
     pthread_cond_init(&c->hcv, NULL);
     if (!c->cred_file) {
         hd_cache_free(c);
@@ -59,8 +60,9 @@ int hd_cache_new(const struct hd_config *cfg, const struct hd_cache_deps *deps,
         hd_cache_free(c);
         return -EINVAL;
     }
-    if (hd_fills_new(&c->fills) < 0 || hd_cache_jobs_register(c) < 0 ||
-        hd_wb_new(c, cfg, &c->wb) < 0 || hd_wb_jobs_register(c) < 0) {
+    if (hd_fills_new(&c->fills) < 0 || hd_plans_new(c, cfg, hd_cache_fetch_sync) < 0 ||
+        hd_cache_jobs_register(c) < 0 || hd_wb_new(c, cfg, &c->wb) < 0 ||
+        hd_wb_jobs_register(c) < 0) {
         hd_cache_free(c);
         return -ENOMEM;
     }
@@ -75,7 +77,9 @@ int hd_cache_start(struct hd_cache *c)
     if (pthread_create(&c->hk, NULL, hd_cache_hk_main, c) != 0)
         return -EAGAIN;
     c->hk_running = 1;
-    return hd_wb_start(c->wb);
+    if (hd_wb_start(c->wb) < 0)
+        return -EAGAIN;
+    return hd_plans_start(c);
 }
 
 void hd_cache_stop(struct hd_cache *c)
@@ -87,6 +91,7 @@ void hd_cache_stop(struct hd_cache *c)
     pthread_mutex_lock(&c->hmu);
     pthread_cond_broadcast(&c->hcv);
     pthread_mutex_unlock(&c->hmu);
+    hd_plans_stop(c);  /* its fetches end now */
     if (c->hk_running) /* it starts LRU jobs: gone before the jobs are */
         pthread_join(c->hk, NULL);
     c->hk_running = 0;
@@ -105,10 +110,12 @@ void hd_cache_free(struct hd_cache *c)
         hd_cbucket_unref(c->bks[i]);
     free(c->bks);
     free(c->cred_file);
+    hd_plans_free(c);
     hd_fills_free(c->fills);
     hd_wb_free(c->wb);
     pthread_rwlock_destroy(&c->rmu);
     pthread_mutex_destroy(&c->hmu);
+    pthread_mutex_destroy(&c->evmu);
     pthread_cond_destroy(&c->hcv);
     c->magic = 0;
     free(c);

@@ -17,6 +17,7 @@
 #include "common/pool.h"
 #include "common/smap.h"
 #include "common/ticker.h"
+#include "common/tls.h"
 #include "target/store/store.h"
 
 #define TCL_MAGIC 0x74636c31u /* "tcl1" */
@@ -133,7 +134,7 @@ static int self_entry(struct hd_tcluster *c, const struct hd_config *cfg)
     if (*url)
         hd_buf_puts(&b, url);
     else
-        hd_buf_printf(&b, "http://%s", hd_config_str(cfg, "listen"));
+        hd_buf_printf(&b, "%s://%s", hd_tls_scheme(), hd_config_str(cfg, "listen"));
     while (b.len && b.data[b.len - 1] == '/')
         b.data[--b.len] = '\0';
     if (b.oom || b.len >= sizeof(c->self.url)) {
@@ -328,8 +329,8 @@ static int node_verify(struct hd_tcluster *c, struct hd_req *r, int flags,
         return rc;
     node = hd_req_header(r, "X-Hoard-Node");
     hd_stats_inc(HD_ST_AUTH_FAILED);
-    HD_LOG(HD_WARN, NULL, "auth: node call %s %s from %s (X-Hoard-Node %s) refused: %s",
-           r->method, r->raw_path, hd_req_remote(r, addr, sizeof(addr)), node ? node : "-", why);
+    HD_LOG(HD_WARN, NULL, "auth: node call %s %s from %s (X-Hoard-Node %s) refused: %s", r->method,
+           r->raw_path, hd_req_remote(r, addr, sizeof(addr)), node ? node : "-", why);
     r->api = strncmp(r->raw_path, "/v1/", 4) == 0 ? HD_API_NATIVE : HD_API_S3;
     hd_resp_err_msg(r, rc, why);
     return HD_DONE;

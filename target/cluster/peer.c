@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include "common/log.h"
+#include "common/tls.h"
 
 int hd_peer_object_url(struct hd_tcluster *cl, const char *bucket, const char *name,
                        const char *archpath, char **url, int *self, char *msg, size_t msglen)
@@ -239,12 +240,13 @@ int hd_peer_get_range_into(struct hd_tcluster *cl, const char *node_url, const c
         }
     }
     h = hd_peer_sign_curl(h, cl, "GET", url.data, HD_NODEAUTH_EMPTY_SHA256); /* last: over the
-                                                                            * X-Hoard-* above */
+                                                                              * X-Hoard-* above */
     if (!h) {
         rc = -ENOMEM;
         goto out;
     }
     curl_easy_setopt(cu, CURLOPT_URL, url.data);
+    hd_tls_curl(cu);
     curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(cu, CURLOPT_HEADERFUNCTION, gfn_header);
     curl_easy_setopt(cu, CURLOPT_HEADERDATA, &g);

@@ -43,6 +43,7 @@
 #include "common/log.h"
 #include "common/nodeauth.h"
 #include "common/smap.h"
+#include "common/tls.h"
 #include "target/cluster/peer.h"
 #include "target/jobs/jobs.h"
 #include "target/object/object.h"
@@ -85,11 +86,9 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-/* Sends one object to owner_url. 0 when the owner holds it (committed, or already held a
- * copy at least as new), else a negative code with msg filled. */
-static int send_object(CURL *cu, struct hd_rb *rb, const char *owner_url, const char *bucket,
-                       const char *key, const struct hd_obj_meta *m, int fd, int dirty, char *msg,
-                       size_t msglen)
+int hd_rb_send_object(CURL *cu, struct hd_tcluster *cl, const char *owner_url, const char *bucket,
+                      const char *key, const struct hd_obj_meta *m, int fd, int dirty, char *msg,
+                      size_t msglen)
 {
     struct curl_slist *h = NULL;
     struct hd_buf url, line;
@@ -116,12 +115,13 @@ static int send_object(CURL *cu, struct hd_rb *rb, const char *owner_url, const 
         h = curl_slist_append(h, "X-Hoard-Dirty: 1");
     h = curl_slist_append(h, "Expect:");
     h = curl_slist_append(h, "Content-Type: application/octet-stream");
-    if (line.oom || !h || !(h = hd_peer_sign_curl(h, rb->cl, "PUT", url.data, sha))) {
+    if (line.oom || !h || !(h = hd_peer_sign_curl(h, cl, "PUT", url.data, sha))) {
         rc = -ENOMEM;
         goto out;
     }
     curl_easy_reset(cu);
     curl_easy_setopt(cu, CURLOPT_URL, url.data);
+    hd_tls_curl(cu);
     curl_easy_setopt(cu, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(cu, CURLOPT_INFILESIZE_LARGE, (curl_off_t)m->size);
     curl_easy_setopt(cu, CURLOPT_READFUNCTION, read_fd);
@@ -150,9 +150,8 @@ out:
     return rc;
 }
 
-/* Copies the object at (mpi, m, fd) to its HRW mountpath. */
-static int move_local(struct hd_rb *rb, const char *bucket, const char *key,
-                      const struct hd_obj_meta *m, int fd)
+int hd_rb_put_local(struct hd_store *st, const char *bucket, const char *key,
+                    const struct hd_obj_meta *m, int fd)
 {
     struct hd_put_attrs a;
     struct hd_put *p = NULL;
@@ -163,8 +162,7 @@ static int move_local(struct hd_rb *rb, const char *bucket, const char *key,
 
     if (!xm)
         return -ENOMEM;
-    if ((rc = hd_obj_meta_attrs(xm, &a, &hold)) < 0 ||
-        (rc = hd_put_begin(rb->st, bucket, key, &p)) < 0)
+    if ((rc = hd_obj_meta_attrs(xm, &a, &hold)) < 0 || (rc = hd_put_begin(st, bucket, key, &p)) < 0)
         goto out;
     while ((n = read(fd, buf, sizeof(buf))) != 0) {
         if (n < 0 && errno == EINTR)
@@ -488,8 +486,9 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
     }
     dirty = remote && hd_store_wb_dirty(rb->st, mpi, bi->name, name) > 0;
     if (remote)
-        rc = send_object(w->cu, rb, owner->url, bi->name, name, &m, fd, dirty, msg, sizeof(msg));
-    else if ((rc = move_local(rb, bi->name, name, &m, fd)) < 0)
+        rc = hd_rb_send_object(w->cu, rb->cl, owner->url, bi->name, name, &m, fd, dirty, msg,
+                               sizeof(msg));
+    else if ((rc = hd_rb_put_local(rb->st, bi->name, name, &m, fd)) < 0)
         snprintf(msg, sizeof(msg), "%s/%s: moving to its mountpath: %s", bi->name, name,
                  hd_strerror(rc));
     close(fd);

@@ -205,6 +205,54 @@ void hd_job_unref(struct hd_job *j)
         job_free(j);
 }
 
+/* Progress gauges of the running jobs (a handful at a time, so the series stay few) and the
+ * number running per kind, for /metrics. Ids other than [A-Za-z0-9._-] are left out. */
+static void jobs_render(struct hd_buf *b, void *arg)
+{
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+    struct hd_jobs *js = arg;
+    struct hd_job *j;
+    size_t k, running[MAX_KINDS] = {0};
+
+    hd_buf_puts(b, "# HELP hoard_job_objects Objects a running job has done (done=\"true\") "
+                   "and has to do in all (done=\"false\"; 0 = not known yet).\n"
+                   "# TYPE hoard_job_objects gauge\n");
+    pthread_mutex_lock(&js->mu);
+    for (j = js->head; j; j = j->next) {
+        pthread_mutex_lock(&j->mu);
+        if (j->state == HD_JOB_RUNNING) {
+            for (k = 0; k < js->nkinds && strcmp(js->kinds[k].name, j->kind) != 0; k++)
+                ;
+            if (k < js->nkinds)
+                running[k]++;
+            if (strspn(j->id, safe) == strlen(j->id))
+                hd_buf_printf(
+                    b,
+                    "hoard_job_objects{id=\"%s\",kind=\"%s\",bucket=\"%s\",done=\"true\"}"
+                    " %llu\n"
+                    "hoard_job_objects{id=\"%s\",kind=\"%s\",bucket=\"%s\",done=\"false\"}"
+                    " %llu\n",
+                    j->id, j->kind, j->bucket, (unsigned long long)j->objs, j->id, j->kind,
+                    j->bucket, (unsigned long long)j->total_objs);
+        }
+        pthread_mutex_unlock(&j->mu);
+    }
+    hd_buf_puts(b, "# HELP hoard_job_bytes Bytes a running job has done.\n"
+                   "# TYPE hoard_job_bytes gauge\n");
+    for (j = js->head; j; j = j->next) {
+        pthread_mutex_lock(&j->mu);
+        if (j->state == HD_JOB_RUNNING && strspn(j->id, safe) == strlen(j->id))
+            hd_buf_printf(b, "hoard_job_bytes{id=\"%s\",kind=\"%s\",bucket=\"%s\"} %llu\n", j->id,
+                          j->kind, j->bucket, (unsigned long long)j->bytes);
+        pthread_mutex_unlock(&j->mu);
+    }
+    pthread_mutex_unlock(&js->mu);
+    hd_buf_puts(b, "# HELP hoard_jobs_running Jobs running on this target, by kind.\n"
+                   "# TYPE hoard_jobs_running gauge\n");
+    for (k = 0; k < js->nkinds; k++)
+        hd_buf_printf(b, "hoard_jobs_running{kind=\"%s\"} %zu\n", js->kinds[k].name, running[k]);
+}
+
 int hd_jobs_new(const char *data_dir, struct hd_jobs **out)
 {
     struct hd_jobs *js = calloc(1, sizeof(*js));
@@ -234,6 +282,7 @@ int hd_jobs_new(const char *data_dir, struct hd_jobs **out)
         hd_jobs_free(js);
         return rc;
     }
+    hd_metrics_set_jobs(jobs_render, js);
     *out = js;
     return 0;
 }
@@ -504,6 +553,7 @@ void hd_jobs_free(struct hd_jobs *js)
 
     if (!js)
         return;
+    hd_metrics_set_jobs(NULL, NULL);
     atomic_store(&js->closing, 1);
     pthread_mutex_lock(&js->start_mu); /* a start in progress finishes first; none after */
     pthread_mutex_unlock(&js->start_mu);

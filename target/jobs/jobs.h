@@ -58,7 +58,8 @@ struct hd_job {
  * (aborted), or another negative code (failed). */
 typedef int (*hd_job_run_fn)(struct hd_job *j, void *ctx);
 
-/* Progress and errors; any thread. */
+/* Progress and errors; any thread. /metrics shows running jobs' progress (hoard_job_objects,
+ * hoard_job_bytes) and hoard_jobs_running by kind. */
 void hd_job_add(struct hd_job *j, uint64_t objs, uint64_t bytes);
 void hd_job_set_total(struct hd_job *j, uint64_t objs, uint64_t bytes);
 void hd_job_set_extra(struct hd_job *j, const char *key, uint64_t v);

@@ -15,6 +15,7 @@
 
 #include "common/cksum.h"
 #include "common/errors.h"
+#include "common/httputil.h"
 #include "common/json.h"
 #include "common/metrics.h"
 
@@ -282,10 +283,48 @@ void hd_wcond_error(struct hd_req *r, int rc, const char *cond)
 
 /* ---- GET / HEAD ---- */
 
+/* No control characters (a header value cannot carry them). */
+static int printable(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* AIStore's object property headers on the native API (the SDK's object.props): the MD5 is
+ * the checksum (multipart objects have none whole-object), the last write is the atime (as
+ * AIStore sends it: unix nanoseconds) and the ETag the version; bucket and object name come
+ * from the path /v1/objects/B/O. */
+static void add_ais_headers(struct hd_req *r, const struct hd_obj_meta *m)
+{
+    const char *rest = r->raw_path + strlen("/v1/objects/"), *slash;
+    char v[32], *b = NULL, *o = NULL;
+    int md5 = !strchr(m->etag, '-');
+
+    if (r->api != HD_API_NATIVE || strncmp(r->raw_path, "/v1/objects/", 12) != 0)
+        return;
+    hd_resp_header(r, "ais-checksum-type", md5 ? "md5" : "none");
+    hd_resp_header(r, "ais-checksum-value", md5 ? m->etag : "");
+    snprintf(v, sizeof(v), "%lld", (long long)m->mtime_ms * 1000000LL);
+    hd_resp_header(r, "ais-atime", v);
+    hd_resp_header(r, "ais-version", m->etag);
+    hd_resp_header(r, "ais-present", "true");
+    hd_resp_header(r, "ais-mirror-copies", "1");
+    if ((slash = strchr(rest, '/')) && hd_bucket_decode(rest, (size_t)(slash - rest), &b) == 0 &&
+        hd_url_decode_dup(slash + 1, strlen(slash + 1), &o, NULL) == 0 && printable(o)) {
+        hd_resp_header(r, "ais-bucket-name", b);
+        hd_resp_header(r, "ais-name", o);
+    }
+    free(b);
+    free(o);
+}
+
 static void add_object_headers(struct hd_req *r, const struct hd_obj_meta *m)
 {
     char v[64], date[32];
 
+    add_ais_headers(r, m);
     snprintf(v, sizeof(v), "\"%s\"", m->etag);
     hd_resp_header(r, "ETag", v);
     hd_http_date_format((time_t)(m->mtime_ms / 1000), date);

@@ -154,6 +154,33 @@ int hd_store_mp_count(struct hd_store *st, size_t mpi, uint64_t *out)
     return rc;
 }
 
+int hd_store_mp_bucket_usage(struct hd_store *st, size_t mpi, const char *bucket, uint64_t *objects,
+                             uint64_t *bytes)
+{
+    static const char sql[] =
+        "SELECT count(*), coalesce(sum(size), 0) FROM objects WHERE bucket = ?1";
+    sqlite3_stmt *q = NULL;
+    struct conn *c;
+    int rc = 0, s;
+
+    *objects = *bytes = 0;
+    if (mpi >= st->nmp)
+        return HD_EBADARG;
+    if ((rc = hd_store_conn_get(&st->mp[mpi], &c)) < 0)
+        return rc;
+    if ((s = sqlite3_prepare_v2(c->db, sql, -1, &q, NULL)) != SQLITE_OK ||
+        (s = sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC)) != SQLITE_OK ||
+        (s = sqlite3_step(q)) != SQLITE_ROW) {
+        rc = hd_store_sqlerr(c->db, s, "bucket usage");
+    } else {
+        *objects = (uint64_t)sqlite3_column_int64(q, 0);
+        *bytes = (uint64_t)sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+    hd_store_conn_put(&st->mp[mpi], c);
+    return rc;
+}
+
 uint64_t hd_store_count(struct hd_store *st)
 {
     uint64_t total = 0, n;

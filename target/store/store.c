@@ -761,8 +761,8 @@ int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, stru
     return hd_put_begin_sized(st, bucket, name, 0, out);
 }
 
-int hd_put_begin_sized(struct hd_store *st, const char *bucket, const char *name, uint64_t size,
-                       struct hd_put **out)
+static int put_begin(struct hd_store *st, const char *bucket, const char *name, uint64_t size,
+                     int marked, struct hd_put **out)
 {
     struct hd_put *p;
     char id[33];
@@ -778,7 +778,8 @@ int hd_put_begin_sized(struct hd_store *st, const char *bucket, const char *name
     p->fd = -1;
     p->st = st;
     p->mp = hd_store_mp_for(st, bucket, name);
-    if ((rc = hd_store_room(st, p->mp, size, &p->room)) < 0)
+    p->room = UINT64_MAX;
+    if (marked && (rc = hd_store_room(st, p->mp, size, &p->room)) < 0)
         goto fail;
     p->bucket = strdup(bucket);
     p->name = strdup(name);
@@ -806,6 +807,23 @@ int hd_put_begin_sized(struct hd_store *st, const char *bucket, const char *name
 fail:
     hd_put_free(p);
     return rc;
+}
+
+int hd_put_begin_sized(struct hd_store *st, const char *bucket, const char *name, uint64_t size,
+                       struct hd_put **out)
+{
+    return put_begin(st, bucket, name, size, 1, out);
+}
+
+int hd_put_begin_pass(struct hd_store *st, const char *bucket, const char *name,
+                      struct hd_put **out)
+{
+    return put_begin(st, bucket, name, 0, 0, out);
+}
+
+void hd_put_lift_mark(struct hd_put *p)
+{
+    p->room = UINT64_MAX;
 }
 
 static int flush_wbuf(struct hd_put *p)

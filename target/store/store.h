@@ -116,6 +116,12 @@ int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, stru
  * -ENOSPC too, so nothing partial is ever committed. */
 int hd_put_begin_sized(struct hd_store *st, const char *bucket, const char *name, uint64_t size,
                        struct hd_put **out);
+/* A pass-through: bytes that go through a temp file to readers and are never committed
+ * (a cold GET that cannot be cached). No out-of-space mark applies (the filesystem's own
+ * ENOSPC still does); lift_mark turns a begun put into one. */
+int hd_put_begin_pass(struct hd_store *st, const char *bucket, const char *name,
+                      struct hd_put **out);
+void hd_put_lift_mark(struct hd_put *p);
 int hd_put_write(struct hd_put *p, const void *data, size_t len);
 uint64_t hd_put_size(const struct hd_put *p);
 /* For readers of an object being written (cold GET): flush writes the buffered bytes to the
@@ -185,6 +191,10 @@ uint64_t hd_store_count(struct hd_store *st);
  * (SELECT count(*): a scan of the catalog, about 5 ms per 100k objects when cached). */
 const char *hd_store_mp_path(const struct hd_store *st, size_t mpi);
 int hd_store_mp_count(struct hd_store *st, size_t mpi, uint64_t *out);
+/* Objects and bytes of one bucket in mountpath mpi's catalog (a range scan of the bucket's
+ * rows: `hoard bucket du`). */
+int hd_store_mp_bucket_usage(struct hd_store *st, size_t mpi, const char *bucket, uint64_t *objects,
+                             uint64_t *bytes);
 
 /* ---- space (store_space.c) ---- */
 

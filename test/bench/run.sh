@@ -5,8 +5,9 @@
 #
 # Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
 #      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement),
-#      BENCH_ONLY=get|put|shard|cache|cluster|checkpoint (one part; cache = test/bench/cache.py,
-#      the caching tier; cluster = test/bench/cluster.py, GETs direct vs 307 vs S3 relay;
+#      BENCH_ONLY=get|put|shard|cache|cluster|tls|checkpoint (one part; cache = test/bench/cache.py,
+#      the caching tier; cluster = test/bench/cluster.py, GETs direct vs 307 vs S3 relay; tls =
+#      test/bench/tls.py, 10 MiB GETs over HTTPS vs nginx with the same certificate and cipher;
 #      checkpoint = test/bench/checkpoint.py, a 1 GiB checkpoint: write-back vs write-through),
 #      BENCH_HOARDD (another hoardd binary, for A/B runs),
 #      BENCH_HOARD_ARGS (extra hoardd options, e.g. "--http.threads 16").
@@ -42,6 +43,9 @@ if [ "${BENCH_ONLY:-all}" = checkpoint ]; then # write-back vs write-through (is
 fi
 if [ "${BENCH_ONLY:-all}" = cluster ]; then # direct vs 307 vs S3 relay (issue 4)
     exec "$PY" "$HERE/cluster.py"
+fi
+if [ "${BENCH_ONLY:-all}" = tls ]; then # HTTPS vs nginx (issue 12)
+    exec "$PY" "$HERE/tls.py"
 fi
 
 for t in wrk nginx curl taskset "$PY"; do
@@ -291,4 +295,5 @@ echo "bench: results in $B/results.md (raw rows in $RAW)"
 if [ "$ONLY" = all ]; then # the caching tier (issue 5) and the cluster data paths (issue 4)
     "$PY" "$HERE/cache.py" || echo "bench: the caching-tier benchmark failed" >&2
     "$PY" "$HERE/cluster.py" || echo "bench: the cluster benchmark failed" >&2
+    "$PY" "$HERE/tls.py" || echo "bench: the HTTPS benchmark failed" >&2
 fi

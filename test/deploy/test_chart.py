@@ -322,3 +322,67 @@ def test_operations_guide_names_every_metric(role, tmp_path):
         doc = f.read()
     missing = [n for n in names if n not in doc]
     assert not missing, "docs/operations.md Metrics lacks: %s" % missing
+
+
+def test_tls(tmp_path):
+    """tls.enabled: https URLs and probes, the Secret mounted and named in hoard.conf; with
+    cert-manager a Certificate whose names cover what nodes and clients connect to."""
+    objs = objects(None, "tls.enabled=true", "tls.existingSecret=mine", "tls.clientAuth=true")
+    conf = find(objs, "ConfigMap", "rel-hoard-config")["data"]["hoard.conf"]
+    for line in ("tls.cert = /etc/hoard/tls/tls.crt", "tls.key = /etc/hoard/tls/tls.key",
+                 "tls.ca = /etc/hoard/tls/ca.crt", "tls.client_auth = true",
+                 "tls.verify_host = false"):
+        assert line in conf, conf
+    t = find(objs, "StatefulSet", "rel-hoard-target")
+    p = find(objs, "StatefulSet", "rel-hoard-primary")
+    g = find(objs, "Deployment", "rel-hoard-proxy")
+    assert env_of(t)["HOARD_PUBLIC_URL"] == \
+        "https://$(POD_NAME).rel-hoard-target.ns.svc.cluster.local:8081"
+    assert env_of(t)["HOARD_CLUSTER_JOIN"] == "https://rel-hoard-primary.ns.svc.cluster.local:8080"
+    assert env_of(p)["HOARD_PUBLIC_URL"] == \
+        "https://$(POD_NAME).rel-hoard-primary.ns.svc.cluster.local:8080"
+    assert env_of(g)["HOARD_PUBLIC_URL"] == "https://$(POD_IP):8080"
+    for w in (t, p, g):
+        spec = w["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        assert all(c[k]["httpGet"]["scheme"] == "HTTPS"
+                   for k in ("startupProbe", "livenessProbe", "readinessProbe"))
+        assert {"name": "tls", "mountPath": "/etc/hoard/tls", "readOnly": True} in \
+            c["volumeMounts"]
+        vol = [v for v in spec["volumes"] if v["name"] == "tls"]
+        assert vol and vol[0]["secret"]["secretName"] == "mine"
+    assert not [o for o in objs if o["kind"] == "Certificate"]
+    # without TLS nothing of it is rendered
+    plain = objects()
+    assert "tls." not in find(plain, "ConfigMap", "rel-hoard-config")["data"]["hoard.conf"]
+    assert env_of(find(plain, "StatefulSet", "rel-hoard-target"))["HOARD_PUBLIC_URL"] == \
+        "http://$(POD_IP):8081"
+    # no certificate source: refused
+    r = template(None, "tls.enabled=true", check=False)
+    assert r.returncode != 0 and "tls.existingSecret or tls.certManager.enabled" in r.stderr
+    r = template(None, "tls.enabled=true", "tls.certManager.enabled=true", check=False)
+    assert r.returncode != 0 and "issuerRef.name is required" in r.stderr
+    # cert-manager
+    objs = objects(None, "tls.enabled=true", "tls.certManager.enabled=true",
+                   "tls.certManager.issuerRef.name=hoard-ca",
+                   "tls.certManager.issuerRef.kind=ClusterIssuer",
+                   "tls.certManager.dnsNames={s3.example.com}")
+    cert = find(objs, "Certificate", "rel-hoard")
+    assert cert["apiVersion"] == "cert-manager.io/v1"
+    spec = cert["spec"]
+    assert spec["secretName"] == "rel-hoard-tls"
+    assert spec["issuerRef"] == {"name": "hoard-ca", "kind": "ClusterIssuer",
+                                 "group": "cert-manager.io"}
+    assert {"server auth", "client auth"} <= set(spec["usages"])
+    d = "ns.svc.cluster.local"
+    for name in ("rel-hoard." + d, "rel-hoard-primary." + d, "*.rel-hoard-primary." + d,
+                 "*.rel-hoard-target." + d, "s3.example.com"):
+        assert name in spec["dnsNames"], spec["dnsNames"]
+    t = find(objs, "StatefulSet", "rel-hoard-target")
+    vol = [v for v in t["spec"]["template"]["spec"]["volumes"] if v["name"] == "tls"]
+    assert vol[0]["secret"]["secretName"] == "rel-hoard-tls"
+    # every other object passes the Kubernetes schemas (Certificate is a CRD they lack)
+    out = tmp_path / "rendered.yaml"
+    out.write_text(yaml.safe_dump_all([o for o in objs if o["kind"] != "Certificate"]))
+    r = run("node", os.path.join(HERE, "validate_k8s.mjs"), str(out), check=False)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -43,6 +43,19 @@ CLUSTER_KEYS = ",".join(["%s:%s" % (ACCESS_KEY, SECRET_KEY), "AKRO:secretRO:ro",
 _TARGETS = []
 
 
+def _pdeathsig_kill():
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def die_with_parent():
+    """preexec_fn for a node started by the tests: the kernel kills it (SIGKILL) when pytest
+    dies, even by SIGKILL. Only from the main thread: the signal follows the thread that
+    forked, and a worker thread ending would take the node with it."""
+    import threading
+    return _pdeathsig_kill if threading.current_thread() is threading.main_thread() else None
+
+
 def _free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -119,7 +132,8 @@ class Target:
                            (time.strftime("%H:%M:%S"), self.name, self.port)).encode())
                 err.flush()
                 self.proc = subprocess.Popen(self.cmdline(), stdin=subprocess.DEVNULL,
-                                             stdout=err, stderr=err, cwd=self.root)
+                                             stdout=err, stderr=err, cwd=self.root,
+                                             preexec_fn=die_with_parent())
             if self._wait_ready(timeout):
                 return self
             rc = self.proc.poll()
@@ -497,7 +511,54 @@ def s3cluster(tmp_path_factory, log_dir):
     _stop_nodes(nodes)
 
 
+def _stop_signal(signum, frame):
+    # SIGTERM/SIGHUP (timeout(1), a CI runner) end the run like Ctrl-C: fixture teardowns and
+    # pytest_sessionfinish run, so the processes the tests started are stopped
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
+def processes_under(prefix):
+    """pids of processes (not us) whose command line names a path under prefix."""
+    out, me = [], os.getpid()
+    key = prefix.rstrip("/").encode() + b"/"
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if key in cmd:
+            out.append(int(pid))
+    return out
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The last line of defence: every process still running with this session's temporary
+    directory on its command line (hoardd nodes, including those cluster.sh and `make run`
+    start in their own sessions, s3rver loops) is killed, whatever the tests did."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    try:
+        base = str(factory.getbasetemp())
+    except Exception:  # noqa: BLE001 - no temporary directory was made
+        return
+    left = processes_under(base)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if left:
+        sys.stderr.write("conftest: killed %d process(es) the tests left running: %s\n" %
+                         (len(left), left))
+
+
 def pytest_configure(config):
+    signal.signal(signal.SIGTERM, _stop_signal)
+    signal.signal(signal.SIGHUP, _stop_signal)
     config.addinivalue_line(
         "markers", "target_only: in a module with ENDPOINTS, run only against the standalone "
         "target (a comment says why)")

@@ -6,4 +6,9 @@ cd "$(dirname "$0")/../.."
 export HOARD_BUILD="${HOARD_BUILD:-build}"
 export HOARD_BIN="$PWD/$HOARD_BUILD/bin"
 export PYTHONDONTWRITEBYTECODE=1
-exec /usr/bin/python3 -m pytest -q -p no:cacheprovider test/integration "$@"
+# run.sh test/integration/test_X.py[::name] runs that file only; other arguments go to pytest
+where=test/integration
+for a in "$@"; do
+    case "$a" in test/* | *.py | *::*) where= ;; esac
+done
+exec /usr/bin/python3 -m pytest -q -p no:cacheprovider $where "$@"

@@ -236,7 +236,7 @@ def test_ranged_cold_get_refuses_a_malformed_upstream_content_range(scripted_s3,
 
 # ---- upstream stopped ----
 
-def test_upstream_stopped_warm_served_cold_503(s3rver, cache):
+def test_upstream_stopped_warm_served_cold_503_listing_cached(s3rver, cache):
     objs = {"w%d" % i: helpers.pattern_bytes(50000 + i, i) for i in range(4)}
     objs["c0"] = b"cold one"
     src = s3rver_bucket(s3rver, objs)
@@ -258,9 +258,31 @@ def test_upstream_stopped_warm_served_cold_503(s3rver, cache):
         assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
         r = cache.api("HEAD", cache.obj_path(b, "c0"))
         assert r.status_code == 503
+        # listing falls back to the cached objects, with a Warning header (native and S3)
+        # and a CLI note
+        warm = ["w0", "w1", "w2", "w3"]
         r = cache.api("GET", "/v1/buckets/%s" % b)
-        helpers.check_json_error(r, 503, "ServiceUnavailable")
-        assert cached_names(cache, b) == {"w0", "w1", "w2", "w3"}  # the local listing works
+        assert r.status_code == 200, r.text
+        assert r.headers["Warning"] == \
+            '199 hoard "upstream unavailable; listing cached objects only"'
+        assert r.json()["upstream_unavailable"] is True
+        assert [e["name"] for e in r.json()["entries"]] == warm
+        assert all(e["cached"] for e in r.json()["entries"])
+        page = cache.s3().list_objects_v2(Bucket=b)
+        assert [o["Key"] for o in page["Contents"]] == warm
+        assert "upstream unavailable" in page["ResponseMetadata"]["HTTPHeaders"]["warning"]
+        p = hoard(cache, "object", "ls", b)
+        assert p.returncode == 0, p.stderr
+        assert "upstream is unavailable; listing cached objects only" in p.stderr, p.stderr
+        assert [ln.split()[0] for ln in p.stdout.splitlines()[1:] if ln.strip()] == warm, \
+            p.stdout
+        out = subprocess.run(["aws", "--endpoint-url", cache.url, "s3", "ls", "s3://%s/" % b],
+                             capture_output=True, text=True, timeout=60, env=dict(
+                                 os.environ, AWS_ACCESS_KEY_ID=C_KEYS[0],
+                                 AWS_SECRET_ACCESS_KEY=C_KEYS[1],
+                                 AWS_DEFAULT_REGION="us-east-1"))
+        assert out.returncode == 0 and all(k in out.stdout for k in warm), out.stderr
+        assert cached_names(cache, b) == set(warm)  # the local listing works
     finally:
         s3rver.start()
     r = cache.get(b, "c0")

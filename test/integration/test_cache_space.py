@@ -235,3 +235,63 @@ def test_stop_with_requests_parked_on_a_stalled_upstream(s3rver, tiny2):  # noqa
     assert tiny2.api("PATCH", "/v1/buckets/" + b, body={"upstream": {
         "endpoint": s3rver.url, "profile": "s3rver"}}).status_code == 200
     assert tiny2.get(b, "k1").content == b"one"
+
+
+@pytest.fixture
+def cramped(tmp_path_factory, log_dir, profiles):  # noqa: F811
+    # eviction on the timer is slow here (check_ms 60 s): only the write path makes room
+    args = space_args(2 * MIB, 50, 80, 95)
+    args[args.index("--space.check_ms") + 1] = "60000"
+    c = HoardCluster("cramped", str(tmp_path_factory.mktemp("cramped")), log_dir, _TARGETS,
+                     C_KEYS, ntargets=1, mountpaths=1, target_extra=args)
+    c.start()
+    yield c
+    problems = c.stop()
+    assert not problems, problems
+
+
+def test_reads_never_fail_for_lack_of_space(s3rver, cramped):  # noqa: F811
+    """Issue 16, item 5: a dataset 4x the capacity read at full speed by 8 threads, and an
+    object larger than the whole cache: every GET succeeds with the upstream's bytes (evicted
+    on the write path, or passed through uncached), none answers 507."""
+    src = uname("cramped")
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    names = ["d%02d" % i for i in range(32)]  # 32 x 256 KiB = 8 MiB, capacity 2 MiB
+    for i, k in enumerate(names):
+        up.put_object(Bucket=src, Key=k, Body=helpers.pattern_bytes(OBJ, i))
+    up.put_object(Bucket=src, Key="huge", Body=helpers.pattern_bytes(3 * MIB, 77))
+    b = cramped.create_cloud_bucket(src, s3rver.url, "s3rver")
+    errors = []
+    s3 = cramped.s3()
+
+    def reader(t):
+        for rnd in range(2):
+            for j in range(len(names)):
+                i = (j * 7 + t * 5 + rnd) % len(names)
+                try:
+                    if (t + j) % 2:
+                        body = s3.get_object(Bucket=b, Key=names[i])["Body"].read()
+                    else:
+                        r = cramped.get(b, names[i])
+                        body = r.content if r.status_code == 200 else r.status_code
+                    if body != helpers.pattern_bytes(OBJ, i):
+                        errors.append((names[i], body if isinstance(body, int) else len(body)))
+                except Exception as e:
+                    errors.append((names[i], repr(e)))
+    ths = [threading.Thread(target=reader, args=(t,)) for t in range(8)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(300)
+    assert errors == [], errors[:5]
+    # larger than the cache: served through, not kept
+    p0 = cramped.target_metric("hoard_cold_passthrough_total")
+    for _ in range(2):
+        r = cramped.get(b, "huge")
+        assert r.status_code == 200 and r.content == helpers.pattern_bytes(3 * MIB, 77)
+    assert cramped.target_metric("hoard_cold_passthrough_total") - p0 == 2
+    assert "huge" not in cached(cramped, b)
+    assert used(cramped) <= 2 * MIB * 95 // 100
+    assert cramped.targets[0].tmp_files() == []
+    assert cramped.target_metric("hoard_evictions_total") > 0

@@ -494,8 +494,11 @@ def test_bad_usage(hoard, args):
 
 
 def test_noun_usage_names_its_verbs(hoard):
-    err = hoard("object", "put").stderr.decode()
+    # an unknown verb: the noun's verbs; a known verb used wrongly: that verb's usage only
+    err = hoard("object", "frob").stderr.decode()
     assert "object ls" in err and "bucket create" not in err
+    err = hoard("object", "put").stderr.decode()
+    assert "usage: hoard object put" in err and "object ls" not in err
 
 
 def test_help_and_version(hoard):

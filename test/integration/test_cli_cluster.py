@@ -437,8 +437,9 @@ def test_wait_failed_and_timeout(scripted):
     r = h("--json", "job", "wait", "j3")
     assert r.returncode == 1
     assert json.loads(r.stdout)["state"] == "failed"
-    assert r.stderr.decode().endswith("  t1: failed: No space left\n"
-                                      "hoard: job wait j3: the job failed\n"), r.stderr
+    err = r.stderr.decode().splitlines()  # --json: the failure is a JSON line
+    assert err[-2:] == ["  t1: failed: No space left",
+                        '{"error":"job wait j3: the job failed","code":"Error","exit":1}'], err
     h, _ = scripted(Script([(200, job_doc("j4", "running", 1, 4))]))
     r = h("job", "wait", "j4", "--timeout", "1")
     assert r.returncode == 4, r.stderr

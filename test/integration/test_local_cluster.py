@@ -70,17 +70,29 @@ def read_creds(path):
     return creds
 
 
-class Run:
-    """deploy/local/run.sh in its own process group, its output collected."""
+def make_cmd(*targets):
+    """make with this run's build directory (and its sanitizer), deps taken as done."""
+    cmd = ["make", "--no-print-directory", "-o", "deps", "BUILD=" + BUILD]
+    for san in ("asan", "tsan"):
+        if BUILD.endswith(san):
+            cmd.append("SAN=" + san)
+    return cmd + list(targets)
 
-    def __init__(self, tmp, port):
+
+class Run:
+    """deploy/local/run.sh (or `make run`) in its own process group, its output collected.
+    stop() always leaves no process behind: whatever the signal did, the group and the
+    cluster's nodes (they run in sessions of their own) are killed before it returns."""
+
+    def __init__(self, tmp, port, via_make=False):
         self.tmp, self.port = tmp, port
+        self.data = os.path.join(tmp, "hd", "cluster")
         self.out = open(os.path.join(tmp, "run.out"), "ab")
         env = dict(os.environ, HOARD_DIR=os.path.join(tmp, "hd"), HOARD_PORT=str(port),
                    HOARD_BUILD=BUILD)
-        self.p = subprocess.Popen(["bash", "deploy/local/run.sh"], cwd=REPO, env=env,
-                                  stdout=self.out, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        cmd = make_cmd("run") if via_make else ["bash", "deploy/local/run.sh"]
+        self.p = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=self.out,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
 
     def text(self):
         with open(os.path.join(self.tmp, "run.out"), "rb") as f:
@@ -91,11 +103,42 @@ class Run:
                            self.p.poll() is not None, timeout=90, what="make run banner")
         assert self.p.poll() is None, self.text()
 
+    def stop(self, sig, group):
+        """Sends sig to the process group (what a terminal does) or to the first process
+        only (a supervisor, kill PID); returns its exit code once it and every node are
+        gone. If they do not go in time, all are killed and the test fails."""
+        try:
+            if group:
+                os.killpg(self.p.pid, sig)
+            else:
+                self.p.send_signal(sig)
+            try:
+                rc = self.p.wait(timeout=120)
+                helpers.wait_until(lambda: hoardd_pids(self.data) == [], timeout=60,
+                                   what="the cluster's nodes to stop")
+            except Exception:
+                left = hoardd_pids(self.data)
+                self.kill_all()
+                raise AssertionError("signal %d did not stop `make run` (nodes left: %s)\n%s"
+                                     % (sig, left, self.text()[-2000:]))
+            return rc
+        finally:
+            self.out.close()
+
+    def kill_all(self):
+        try:
+            os.killpg(self.p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        for pid in hoardd_pids(self.data):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.p.wait()
+
     def ctrl_c(self):
-        os.killpg(self.p.pid, signal.SIGINT)  # what a terminal sends the foreground group
-        rc = self.p.wait(timeout=60)
-        self.out.close()
-        return rc
+        return self.stop(signal.SIGINT, group=True)  # what a terminal sends
 
 
 @pytest.mark.skipif(not os.path.exists(AWS), reason="aws CLI v2 not installed")
@@ -154,6 +197,33 @@ def test_make_run_cluster_foreground(tmp_path):
     finally:
         assert run.ctrl_c() == 0
     assert hoardd_pids(data) == []
+
+
+def test_make_run_stops_on_sigterm_to_make(tmp_path):
+    """A supervisor (or `kill PID`) stops `make run` with SIGTERM to make alone: make passes
+    it to its recipe, run.sh, which stops the nodes (they run in sessions of their own)."""
+    run = Run(str(tmp_path), free_base(4), via_make=True)
+    try:
+        run.wait_banner()
+        assert len(hoardd_pids(run.data)) == 4
+    except BaseException:
+        run.kill_all()
+        raise
+    run.stop(signal.SIGTERM, group=False)  # make's own exit code says "Terminated"
+    assert "stopped" in run.text(), run.text()[-2000:]
+
+
+def test_run_sh_stops_on_sighup(tmp_path):
+    """A closed terminal (SIGHUP) stops the cluster as Ctrl-C does."""
+    run = Run(str(tmp_path), free_base(4))
+    try:
+        run.wait_banner()
+        assert len(hoardd_pids(run.data)) == 4
+    except BaseException:
+        run.kill_all()
+        raise
+    assert run.stop(signal.SIGHUP, group=False) == 0
+    assert "stopped" in run.text(), run.text()[-2000:]
 
 
 def test_cluster_sh_up_down_up(tmp_path):

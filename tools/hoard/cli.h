@@ -31,6 +31,7 @@ enum hd_cli_optid {
     HD_CLI_OPT_JSON,
     HD_CLI_OPT_HELP,
     HD_CLI_OPT_VERSION,
+    HD_CLI_OPT_CFG_PROFILE, /* --profile: the config file's profile (cli_config.c) */
     HD_CLI_OPT_DELIMITER,
     HD_CLI_OPT_LIMIT,
     HD_CLI_OPT_TOKEN,
@@ -38,7 +39,7 @@ enum hd_cli_optid {
     HD_CLI_OPT_ACCESS_KEY,
     HD_CLI_OPT_SECRET_KEY,
     HD_CLI_OPT_UPSTREAM, /* caching tier (cmd_cache.c) */
-    HD_CLI_OPT_PROFILE,
+    HD_CLI_OPT_PROFILE,  /* --upstream-profile: bucket create s3://B */
     HD_CLI_OPT_REGION,
     HD_CLI_OPT_STYLE,
     HD_CLI_OPT_REMOTE,
@@ -58,6 +59,11 @@ enum hd_cli_optid {
     HD_CLI_OPT_ID,
     HD_CLI_OPT_NO_WAIT,
     HD_CLI_OPT_CONTINUE,
+    HD_CLI_OPT_CACHED,    /* object ls */
+    HD_CLI_OPT_RECURSIVE, /* object get; -r */
+    HD_CLI_OPT_JOBS,      /* many-object verbs (cmd_xfer.c); -j */
+    HD_CLI_OPT_DELETE,    /* sync */
+    HD_CLI_OPT_TTL, /* auth token */
     HD_CLI_OPT_COUNT
 };
 
@@ -81,9 +87,12 @@ struct hd_cli_cmd {
     const char *summary;    /* one line */
     /* Command options, terminated by HD_CLI_OPT_COUNT; NULL for none. */
     const enum hd_cli_optid *opts;
+    /* Those of opts the command cannot run without (help shows them unbracketed); NULL. */
+    const enum hd_cli_optid *req;
 };
 
-struct hd_cli_http; /* cli_http.h */
+struct hd_cli_http;   /* cli_http.h */
+struct hd_cli_config; /* cli_config.h */
 
 /* SigV4 credentials (strings borrowed from argv or the environment). access_key NULL: send
  * requests unsigned. */
@@ -103,10 +112,14 @@ struct hd_cli {
     const struct hd_cli_cmd *cmd;      /* the command being run */
     struct hd_cli_http *http;          /* lazily created connection state */
     struct hd_cli_cred cred;           /* from --access-key/--secret-key or AWS_* env */
+    struct hd_cli_config *config;      /* the config file's profile (never NULL in handlers) */
     char *endpoint_owned;
 };
 
 extern const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT];
+/* While set, hd_cli_fail and hd_cli_usage_error print nothing (a best-effort look-up whose
+ * failure is no failure of the command). Main thread only. */
+extern int hd_cli_mute_errors;
 /* Set by the SIGINT/SIGTERM handler; transfers poll it and abort. */
 extern volatile sig_atomic_t hd_cli_interrupted;
 
@@ -114,8 +127,12 @@ extern volatile sig_atomic_t hd_cli_interrupted;
  * returns HD_CLI_EXIT_USAGE. */
 int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Prints "hoard: <fmt>" to stderr and returns `code`. */
+/* Prints "hoard: <fmt>" to stderr and returns `code`. Under --json the line is a JSON object
+ * instead: {"error": "<fmt>", "code": "Usage|Connection|Timeout|Interrupted|Error", "exit": N}. */
 int hd_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* As hd_cli_fail with the JSON "code" given (the server's error code, e.g. "NoSuchKey"). */
+int hd_cli_fail_code(int exit_code, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Prints j indented (2 spaces) and a newline on stdout (the --json output of every command);
  * j NULL (a failed json_pack) is out of memory. Returns the exit code. */
 struct json_t;
@@ -125,6 +142,8 @@ int hd_cli_print_json(const struct json_t *j);
 int hd_cli_bucket_create(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_bucket_rm(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_bucket_du(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_bucket_cp(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_put(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_head(struct hd_cli *cli, int argc, char **argv);
@@ -141,10 +160,24 @@ int hd_cli_cluster_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_maintenance(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_decommission(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_rebalance(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_auth_token(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv);
+/* job wait with the totals the caller knows from the start (0: the job's own). */
+int hd_cli_job_wait_totals(struct hd_cli *cli, const char *id, uint64_t objs, uint64_t bytes);
 int hd_cli_job_stop(struct hd_cli *cli, int argc, char **argv);
+/* The command table (main.c), for completion. */
+const struct hd_cli_cmd *hd_cli_commands(size_t *n);
+/* cli_config.c */
+int hd_cli_config_show(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_config_profiles(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_completion(struct hd_cli *cli, int argc, char **argv);
+/* cmd_xfer.c: many objects at once on -j threads */
+int hd_cli_put_dir(struct hd_cli *cli, const char *dir, const char *dst);
+int hd_cli_get_recursive(struct hd_cli *cli, const char *src, const char *dir);
+int hd_cli_rm_many(struct hd_cli *cli, const char *arg);
+int hd_cli_sync(struct hd_cli *cli, int argc, char **argv);
 /* cmd_shard.c */
 int hd_cli_shard_create(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_shard_members(struct hd_cli *cli, int argc, char **argv);

@@ -464,6 +464,12 @@ int hd_cli_http_do(struct hd_cli *cli, const struct hd_cli_req *rq, struct hd_cl
         curl_easy_reset(cli->http->curl); /* keeps the connection cache */
     }
     x.curl = cli->http->curl;
+    {
+        /* a cluster with its own CA (cluster.sh up --tls): the same variable as the aws CLI */
+        const char *ca = getenv("AWS_CA_BUNDLE");
+        if (ca && *ca)
+            curl_easy_setopt(x.curl, CURLOPT_CAINFO, ca);
+    }
     if (rq->hash) {
         x.md = EVP_MD_CTX_new();
         if (!x.md || EVP_DigestInit_ex(x.md, EVP_md5(), NULL) != 1) {
@@ -620,11 +626,11 @@ int hd_cli_report(struct hd_cli *cli, const char *what, int rc, const struct hd_
         return hd_cli_fail(HD_CLI_EXIT_API, "%s: %s", what, strerror(-rc));
     hd_cli_resp_error(rs, code, sizeof(code), msg, sizeof(msg));
     if (rs->status == 403 && !cli->cred.access_key)
-        return hd_cli_fail(HD_CLI_EXIT_API,
-                           "%s: %s: %s (no credentials: set AWS_ACCESS_KEY_ID and "
-                           "AWS_SECRET_ACCESS_KEY, or pass --access-key and --secret-key)",
-                           what, code, msg);
-    return hd_cli_fail(HD_CLI_EXIT_API, "%s: %s: %s", what, code, msg);
+        return hd_cli_fail_code(HD_CLI_EXIT_API, code,
+                                "%s: %s: %s (no credentials: set AWS_ACCESS_KEY_ID and "
+                                "AWS_SECRET_ACCESS_KEY, or pass --access-key and --secret-key)",
+                                what, code, msg);
+    return hd_cli_fail_code(HD_CLI_EXIT_API, code, "%s: %s: %s", what, code, msg);
 }
 
 int hd_cli_json_do(struct hd_cli *cli, const char *method, const char *path, const char *body,

@@ -7,9 +7,11 @@
 
 #include <jansson.h>
 
+#include "common/brace.h"
 #include "tools/hoard/cli.h"
 #include "tools/hoard/cli_fmt.h"
 #include "tools/hoard/cli_http.h"
+#include "tools/hoard/cli_obj.h"
 
 static int print_json(json_t *j)
 {
@@ -244,6 +246,53 @@ out:
 
 /* ---- prefetch, evict ---- */
 
+/* The totals of a prefetch or evict known before it starts, so that its first progress line
+ * is right (the merged job view only learns them as each target reports its share): the
+ * number of names of --list or --template, the objects and bytes a listing finds under
+ * --prefix (evict: of what is cached; without a selection, all of it). 0, 0 when unknown;
+ * never an error (the job reports its own numbers at the end). */
+static void cache_job_totals(struct hd_cli *cli, const char *kind, const char *bucket,
+                             uint64_t *objs, uint64_t *bytes)
+{
+    const char *list = cli->opt[HD_CLI_OPT_LIST], *tmpl = cli->opt[HD_CLI_OPT_TEMPLATE];
+    const char *prefix = cli->opt[HD_CLI_OPT_PREFIX];
+    int evict = strcmp(kind, "evict") == 0;
+    json_t *ents, *e;
+    size_t i;
+
+    *objs = *bytes = 0;
+    if (list) {
+        for (*objs = 1; *list; list++)
+            *objs += *list == ',';
+        return;
+    }
+    if (tmpl) {
+        struct hd_brace *br = NULL;
+        char err[128];
+        if (hd_brace_parse(tmpl, &br, err, sizeof(err)) == 0)
+            *objs = hd_brace_count(br);
+        hd_brace_free(br);
+        if (!evict)
+            return;
+        *objs = 0; /* evict: only the cached ones count; a listing tells */
+    }
+    if (!(ents = json_array()))
+        return;
+    hd_cli_mute_errors = 1; /* the job itself reports what is wrong */
+    if (hd_cli_list_all(cli, bucket, prefix ? prefix : "", evict, "listing for the totals", ents) ==
+        0) {
+        json_array_foreach(ents, i, e)
+        {
+            *objs += 1;
+            *bytes += (uint64_t)json_integer_value(json_object_get(e, "size"));
+        }
+    }
+    hd_cli_mute_errors = 0;
+    if (tmpl) /* evict --template: names and cached objects differ; leave it to the job */
+        *objs = *bytes = 0;
+    json_decref(ents);
+}
+
 /* prefetch and evict: {"kind","bucket","args"} from the options. */
 static int start_cache_job(struct hd_cli *cli, const char *kind, const char *bucket)
 {
@@ -251,6 +300,7 @@ static int start_cache_job(struct hd_cli *cli, const char *kind, const char *buc
     const char *prefix = cli->opt[HD_CLI_OPT_PREFIX];
     json_t *args = json_object(), *body = NULL, *out = NULL;
     struct hd_buf what;
+    uint64_t tobjs = 0, tbytes = 0;
     const char *id;
     int rc;
 
@@ -288,6 +338,8 @@ static int start_cache_job(struct hd_cli *cli, const char *kind, const char *buc
         rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
         goto out;
     }
+    if (cli->opt[HD_CLI_OPT_WAIT])
+        cache_job_totals(cli, kind, bucket, &tobjs, &tbytes);
     if ((rc = call(cli, what.data, "POST", "/v1/jobs", body, &out)) != HD_CLI_EXIT_OK)
         goto out;
     id = json_string_value(json_object_get(out, "id"));
@@ -296,10 +348,9 @@ static int start_cache_job(struct hd_cli *cli, const char *kind, const char *buc
         goto out;
     }
     if (cli->opt[HD_CLI_OPT_WAIT]) { /* hoard job wait ID (cmd_job.c): progress, summary */
-        char *wargv[1] = {(char *)id};
         if (!cli->json)
             fprintf(stderr, "%s job %s started\n", kind, id);
-        rc = hd_cli_job_wait(cli, 1, wargv);
+        rc = hd_cli_job_wait_totals(cli, id, tobjs, tbytes);
     } else if (cli->json) {
         rc = print_json(out);
     } else {

@@ -353,3 +353,44 @@ out:
     json_decref(j);
     return rc;
 }
+
+/* hoard auth token: the AuthN-style login (POST /v1/users/ACCESS_KEY {"password"}) with the
+ * CLI's own credentials; prints the bearer token (docs/aistore-compat.md). */
+int hd_cli_auth_token(struct hd_cli *cli, int argc, char **argv)
+{
+    const char *ttl = cli->opt[HD_CLI_OPT_TTL], *tok;
+    json_t *j = NULL, *body;
+    char path[256], *text;
+    unsigned long long s = 0;
+    int rc;
+
+    if (!cli->cred.access_key || !cli->cred.secret_key)
+        return hd_cli_usage_error(cli, "auth token needs --access-key and --secret-key "
+                                       "(or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)");
+    if (ttl && (sscanf(ttl, "%llu", &s) != 1 || s == 0 || s > 86400))
+        return hd_cli_usage_error(cli, "--ttl takes seconds, 1..86400");
+    if (strlen(cli->cred.access_key) > 128 || strpbrk(cli->cred.access_key, "/%?#"))
+        return hd_cli_usage_error(cli, "the access key cannot be part of a URL path");
+    snprintf(path, sizeof(path), "/v1/users/%s", cli->cred.access_key);
+    body = json_pack("{s:s}", "password", cli->cred.secret_key);
+    if (body && s)
+        json_object_set_new(body, "expires_in", json_integer((json_int_t)s * 1000000000LL));
+    text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text)
+        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+    rc = hd_cli_json_do(cli, "POST", path, text, "auth token", &j);
+    free(text);
+    if (rc != HD_CLI_EXIT_OK)
+        goto out;
+    tok = json_string_value(json_object_get(j, "token"));
+    if (cli->json)
+        rc = hd_cli_print_json(j);
+    else if (tok)
+        printf("%s\n", tok);
+    else
+        rc = hd_cli_fail(HD_CLI_EXIT_API, "auth token: the answer has no token");
+out:
+    json_decref(j);
+    return rc;
+}

@@ -176,8 +176,12 @@ static void stats_line(const json_t *job, struct hd_buf *b)
     json_t *v;
 
     json_object_foreach(json_object_get(job, "stats"), k, v)
-    {
-        hd_buf_printf(b, "%s%s=%lld", b->len ? ", " : "", k, (long long)json_integer_value(v));
+    { /* "already_cached": "already cached 3" */
+        size_t i, n = strlen(k);
+        hd_buf_puts(b, b->len ? ", " : "");
+        for (i = 0; i < n; i++)
+            hd_buf_append(b, k[i] == '_' ? " " : &k[i], 1);
+        hd_buf_printf(b, " %lld", (long long)json_integer_value(v));
     }
 }
 
@@ -309,7 +313,8 @@ struct waiter {
     const char *id;
     const char *what;
     double t0, tline;
-    size_t drawn; /* length of the line drawn in place, 0 when none */
+    uint64_t known_objs, known_bytes; /* totals the caller knows (0: take the job's) */
+    size_t drawn;                     /* length of the line drawn in place, 0 when none */
     json_t *seen; /* each target's last document seen ("targets" of the merged view) */
 };
 
@@ -319,9 +324,13 @@ static void wait_progress(struct waiter *w, const json_t *job)
     char line[320], prog[256];
     double now = mono_s();
 
+    /* The merged view's totals grow as targets report their shares: a total known from the
+     * start (the caller's listing or plan) wins, so the first line is already right. */
     if (job)
-        hd_cli_fmt_job_progress(prog, sizeof(prog), u64(job, "objects"), u64(job, "total_objects"),
-                                u64(job, "bytes"), u64(job, "total_bytes"),
+        hd_cli_fmt_job_progress(prog, sizeof(prog), u64(job, "objects"),
+                                w->known_objs ? w->known_objs : u64(job, "total_objects"),
+                                u64(job, "bytes"),
+                                w->known_bytes ? w->known_bytes : u64(job, "total_bytes"),
                                 (double)took_ms(job) / 1000.0);
     /* a rebalance done everywhere it started, but still marked, is not over (wait_poll) */
     snprintf(line, sizeof(line), "%s %s%s%s", w->id, job ? "running" : "pending",
@@ -478,6 +487,12 @@ static int wait_report(struct waiter *w, json_t *job)
 
 int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv)
 {
+    (void)argc;
+    return hd_cli_job_wait_totals(cli, argv[0], 0, 0);
+}
+
+int hd_cli_job_wait_totals(struct hd_cli *cli, const char *id, uint64_t objs, uint64_t bytes)
+{
     struct timespec pause = {WAIT_POLL_MS / 1000, (WAIT_POLL_MS % 1000) * 1000000L};
     struct hd_buf path, what;
     struct hd_cli_resp rs;
@@ -490,7 +505,7 @@ int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv)
     hd_buf_init(&path);
     hd_buf_init(&what);
     hd_cli_resp_init(&rs);
-    if ((rc = job_paths(cli, argv[0], "wait", &path, &what)) != 0)
+    if ((rc = job_paths(cli, id, "wait", &path, &what)) != 0)
         goto out;
     if (cli->opt[HD_CLI_OPT_TIMEOUT] &&
         hd_cli_parse_count(cli->opt[HD_CLI_OPT_TIMEOUT], 1, WAIT_MAX_S, &timeout) < 0) {
@@ -499,7 +514,9 @@ int hd_cli_job_wait(struct hd_cli *cli, int argc, char **argv)
         goto out;
     }
     w.cli = cli;
-    w.id = argv[0];
+    w.id = id;
+    w.known_objs = objs;
+    w.known_bytes = bytes;
     w.what = what.data;
     w.t0 = mono_s();
     w.seen = json_object();

@@ -15,6 +15,7 @@
 #include "tools/hoard/cli.h"
 #include "tools/hoard/cli_fmt.h"
 #include "tools/hoard/cli_http.h"
+#include "tools/hoard/cli_obj.h"
 
 #define LIST_PAGE_MAX 10000 /* the server's largest page */
 
@@ -70,7 +71,7 @@ static int target_object(struct target *t, const char *verb)
     return 0;
 }
 
-static int etag_check(const char *what, const char *etag, const char *md5)
+int hd_cli_etag_check(const char *what, const char *etag, const char *md5)
 {
     if (hd_etag_is_md5(etag) && md5[0] && strcasecmp(etag, md5) != 0)
         return hd_cli_fail(
@@ -94,6 +95,8 @@ int hd_cli_object_put(struct hd_cli *cli, int argc, char **argv)
     FILE *f = NULL;
     int rc;
 
+    if (!is_stdin && stat(file, &st) == 0 && S_ISDIR(st.st_mode))
+        return hd_cli_put_dir(cli, file, argv[1]); /* every file under it */
     hd_cli_resp_init(&rs);
     rc = target_init(cli, &t, argv[1], 0);
     if (rc != 0)
@@ -151,7 +154,7 @@ int hd_cli_object_put(struct hd_cli *cli, int argc, char **argv)
         goto out;
     }
     hd_cli_etag_clean(hd_cli_resp_header(&rs, "ETag"), etag, sizeof(etag));
-    rc = etag_check(t.what.data, etag, rs.md5);
+    rc = hd_cli_etag_check(t.what.data, etag, rs.md5);
     if (rc != 0)
         goto out;
     if (cli->json) {
@@ -245,6 +248,11 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv)
     FILE *f = NULL;
     int rc;
 
+    if (cli->opt[HD_CLI_OPT_RECURSIVE]) {
+        if (to_stdout || cli->opt[HD_CLI_OPT_ARCHPATH])
+            return hd_cli_usage_error(cli, "-r downloads into a directory: no '-' or --archpath");
+        return hd_cli_get_recursive(cli, argv[0], arg ? arg : ".");
+    }
     hd_cli_resp_init(&rs);
     hd_buf_init(&dest);
     hd_buf_init(&tmp);
@@ -291,7 +299,7 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv)
         goto out;
     }
     hd_cli_etag_clean(hd_cli_resp_header(&rs, "ETag"), etag, sizeof(etag));
-    rc = etag_check(t.what.data, etag, rs.md5);
+    rc = hd_cli_etag_check(t.what.data, etag, rs.md5);
     if (rc != 0 || to_stdout)
         goto out;
     rc = fclose(f);
@@ -424,17 +432,20 @@ out:
 
 /* ---- ls ------------------------------------------------------------------------------- */
 
-static int ls_fetch_all(struct hd_cli *cli, const struct target *t, uint64_t limit, json_t *entries,
-                        json_t *prefixes, char **next_token)
+/* All pages of a listing (up to limit entries when limit > 0). user_opts: apply --delimiter,
+ * --token and --cached from the command line; else cached_only asks for cached objects. */
+static int ls_fetch_all(struct hd_cli *cli, const struct target *t, uint64_t limit, int user_opts,
+                        int cached_only, json_t *entries, json_t *prefixes, char **next_token)
 {
-    const char *delim = cli->opt[HD_CLI_OPT_DELIMITER];
-    char *token = cli->opt[HD_CLI_OPT_TOKEN] ? strdup(cli->opt[HD_CLI_OPT_TOKEN]) : NULL;
+    const char *delim = user_opts ? cli->opt[HD_CLI_OPT_DELIMITER] : NULL;
+    const char *tok0 = user_opts ? cli->opt[HD_CLI_OPT_TOKEN] : NULL;
+    char *token = tok0 ? strdup(tok0) : NULL;
     struct hd_cli_req rq = {.method = "GET"};
     struct hd_cli_resp rs;
     struct hd_buf path;
     uint64_t have = 0;
     json_t *j = NULL;
-    int rc = 0;
+    int rc = 0, noted = 0;
 
     hd_cli_resp_init(&rs);
     hd_buf_init(&path);
@@ -451,6 +462,8 @@ static int ls_fetch_all(struct hd_cli *cli, const struct target *t, uint64_t lim
             hd_cli_query_add(&path, "prefix", t->name);
         if (delim)
             hd_cli_query_add(&path, "delimiter", delim);
+        if ((user_opts && cli->opt[HD_CLI_OPT_CACHED]) || cached_only)
+            hd_cli_query_add(&path, "cached", "true");
         if (limit) {
             char n[24];
             uint64_t want = limit - have;
@@ -479,6 +492,11 @@ static int ls_fetch_all(struct hd_cli *cli, const struct target *t, uint64_t lim
                              cli->endpoint, j ? "bad \"entries\"/\"prefixes\"" : jerr.text);
             goto out;
         }
+        if (json_is_true(json_object_get(j, "upstream_unavailable")) && !noted++)
+            fprintf(stderr,
+                    "hoard: note: %s: the upstream is unavailable; listing cached "
+                    "objects only\n",
+                    t->what.data);
         if ((e && json_array_extend(entries, e) != 0) ||
             (p && json_array_extend(prefixes, p) != 0)) {
             rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
@@ -519,19 +537,26 @@ static const char *jstr(json_t *o, const char *k)
     return s ? s : "-";
 }
 
+/* NAME SIZE MODIFIED, and CACHED (yes/no) when the entries say (an S3-backed bucket). */
 static int ls_print_table(json_t *entries, json_t *prefixes)
 {
-    static const char *const headers[] = {"NAME", "SIZE", "MODIFIED"};
+    static const char *const headers[] = {"NAME", "SIZE", "CACHED", "MODIFIED"};
+    static const char *const headers3[] = {"NAME", "SIZE", "MODIFIED"};
     struct hd_cli_table tb;
-    size_t ie = 0, ip = 0, ne = json_array_size(entries), np = json_array_size(prefixes);
-    int rc;
+    size_t ie = 0, ip = 0, ne = json_array_size(entries), np = json_array_size(prefixes), k;
+    int rc, cached = 0;
+    json_t *x;
 
-    hd_cli_table_init(&tb, 3, headers, 1u << 1);
+    json_array_foreach(entries, k, x) cached |= json_object_get(x, "cached") != NULL;
+    if (cached)
+        hd_cli_table_init(&tb, 4, headers, 1u << 1);
+    else
+        hd_cli_table_init(&tb, 3, headers3, 1u << 1);
     /* Both arrays are in name order; merge so prefixes sit where they sort. */
     while (ie < ne || ip < np) {
         json_t *e = ie < ne ? json_array_get(entries, ie) : NULL;
         const char *pname = ip < np ? json_string_value(json_array_get(prefixes, ip)) : NULL;
-        const char *row[3];
+        const char *row[4];
         char size[32];
 
         if (ip < np && !pname) {
@@ -546,14 +571,18 @@ static int ls_print_table(json_t *entries, json_t *prefixes)
             else
                 snprintf(size, sizeof(size), "-");
             row[1] = size;
-            row[2] = jstr(e, "mtime");
+            row[2] = !json_object_get(e, "cached")                ? "-"
+                     : json_is_true(json_object_get(e, "cached")) ? "yes"
+                                                                  : "no";
+            row[3] = jstr(e, "mtime");
             ie++;
         } else {
             row[0] = pname;
-            row[1] = "-";
-            row[2] = "-";
+            row[1] = row[2] = row[3] = "-";
             ip++;
         }
+        if (!cached)
+            row[2] = row[3];
         hd_cli_table_add(&tb, row);
     }
     rc = hd_cli_table_print(&tb, stdout);
@@ -587,7 +616,7 @@ int hd_cli_object_ls(struct hd_cli *cli, int argc, char **argv)
         rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
         goto out;
     }
-    rc = ls_fetch_all(cli, &t, limit, entries, prefixes, &next);
+    rc = ls_fetch_all(cli, &t, limit, 1, 0, entries, prefixes, &next);
     if (rc != 0)
         goto out;
     if (cli->json) {
@@ -611,6 +640,31 @@ out:
     return rc;
 }
 
+int hd_cli_list_all(struct hd_cli *cli, const char *bucket, const char *prefix, int cached_only,
+                    const char *what, json_t *entries)
+{
+    json_t *prefixes = json_array();
+    char *next = NULL;
+    struct target t;
+    int rc;
+
+    memset(&t, 0, sizeof(t));
+    hd_buf_init(&t.path);
+    hd_buf_init(&t.what);
+    t.bucket = (char *)bucket;
+    t.name = (char *)(prefix ? prefix : "");
+    hd_buf_puts(&t.what, what);
+    if (!prefixes || t.what.oom)
+        rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+    else
+        rc = ls_fetch_all(cli, &t, 0, 0, cached_only, entries, prefixes, &next);
+    free(next);
+    json_decref(prefixes);
+    hd_buf_cleanup(&t.path);
+    hd_buf_cleanup(&t.what);
+    return rc;
+}
+
 /* ---- rm ------------------------------------------------------------------------------- */
 
 int hd_cli_object_rm(struct hd_cli *cli, int argc, char **argv)
@@ -620,6 +674,8 @@ int hd_cli_object_rm(struct hd_cli *cli, int argc, char **argv)
     struct target t;
     int rc;
 
+    if (cli->opt[HD_CLI_OPT_PREFIX] || cli->opt[HD_CLI_OPT_TEMPLATE])
+        return hd_cli_rm_many(cli, argv[0]);
     hd_cli_resp_init(&rs);
     rc = target_init(cli, &t, argv[0], 1);
     if (rc == 0)

@@ -109,23 +109,33 @@ static int read_list(struct hd_cli *cli, const char *file, json_t *arr)
     return rc;
 }
 
-static void progress_line(const json_t *j, double secs, int final)
+/* The job's progress; the totals come from the plan the create answer carried (objects,
+ * bytes, shards), known before any target reports: the merged job view only adds a target's
+ * share once it has reported, so its totals would grow during the first polls. */
+static void progress_line(const json_t *j, const json_t *plan, double secs, int final)
 {
     const json_t *st = json_object_get(j, "stats");
     char done[32], total[32], rate[32];
-    json_int_t objs = jint(j, "objects"), tobjs = jint(j, "total_objects");
+    json_int_t objs = jint(j, "objects"), tobjs = jint(plan, "objects");
+    json_int_t tbytes = jint(plan, "bytes"), tshards = jint(plan, "shards");
     json_int_t tar = jint(st, "tar_bytes_written");
 
+    if (tobjs <= 0)
+        tobjs = jint(j, "total_objects");
+    if (tbytes <= 0)
+        tbytes = jint(j, "total_bytes");
+    if (tshards <= 0)
+        tshards = jint(st, "shards_total");
     hd_cli_fmt_size((uint64_t)jint(j, "bytes"), done, sizeof(done));
-    hd_cli_fmt_size((uint64_t)jint(j, "total_bytes"), total, sizeof(total));
+    hd_cli_fmt_size((uint64_t)tbytes, total, sizeof(total));
     hd_cli_fmt_size(secs > 0 ? (uint64_t)((double)tar / secs) : 0, rate, sizeof(rate));
     fprintf(stderr,
             "\rshard %s: %lld/%lld objects (%s / %s), %lld samples, %lld/%lld shards, "
             "%s/s %s",
             json_string_value(json_object_get(j, "id")), (long long)objs, (long long)tobjs, done,
             total, (long long)jint(st, "samples_done"),
-            (long long)(jint(st, "shards_done") + jint(st, "shards_skipped")),
-            (long long)jint(st, "shards_total"), rate, final ? "\n" : "");
+            (long long)(jint(st, "shards_done") + jint(st, "shards_skipped")), (long long)tshards,
+            rate, final ? "\n" : "");
     fflush(stderr);
 }
 
@@ -162,11 +172,11 @@ static int watch(struct hd_cli *cli, const char *id, const json_t *started, cons
         if (strcmp(state, "running") != 0)
             break;
         if (cli->progress)
-            progress_line(j, now_s() - t0, 0);
+            progress_line(j, started, now_s() - t0, 0);
         nanosleep(&ts, NULL);
     }
     if (cli->progress)
-        progress_line(j, now_s() - t0, 1);
+        progress_line(j, started, now_s() - t0, 1);
     if (cli->json) {
         json_object_set(j, "created", (json_t *)started);
         rc = hd_cli_print_json(j);
@@ -409,6 +419,55 @@ out:
     return rc;
 }
 
+/* A fail-fast batch whose tar stream broke off after the 200: the server stops at the first
+ * entry it cannot read, and a stream cannot carry an error status. Asks for each entry in
+ * turn (bodies discarded at once) and reports the first that fails, by number and name, as
+ * the server error it is. 0 when every entry reads (the break was the network's). */
+#define BATCH_PROBE_MAX 10000
+static int batch_find_missing(struct hd_cli *cli, const char *text)
+{
+    json_t *body = json_loads(text, 0, NULL), *e;
+    struct hd_cli_req rq = {.method = "GET", .discard_success = 1};
+    struct hd_cli_resp rs;
+    struct hd_buf path, what;
+    size_t i;
+    int rc = 0;
+
+    hd_cli_resp_init(&rs);
+    hd_buf_init(&path);
+    hd_buf_init(&what);
+    json_array_foreach(json_object_get(body, "entries"), i, e)
+    {
+        const char *b = json_string_value(json_object_get(e, "bucket"));
+        const char *o = json_string_value(json_object_get(e, "name"));
+        const char *m = json_string_value(json_object_get(e, "archpath"));
+        if (!b || !o || i >= BATCH_PROBE_MAX || hd_cli_interrupted)
+            break;
+        hd_buf_reset(&path);
+        hd_buf_reset(&what);
+        hd_buf_puts(&path, "/v1/objects/");
+        hd_cli_path_encode(&path, b, 0);
+        hd_buf_puts(&path, "/");
+        hd_cli_path_encode(&path, o, 1);
+        if (m)
+            hd_cli_query_add(&path, "archpath", m);
+        hd_buf_printf(&what, "batch get: entry %zu (%s/%s%s%s)", i + 1, b, o, m ? " member " : "",
+                      m ? m : "");
+        if (path.oom || what.oom)
+            break;
+        rq.path = path.data;
+        if (hd_cli_http_do(cli, &rq, &rs) == 0 && rs.status >= 300) {
+            rc = hd_cli_report(cli, what.data, 0, &rs);
+            break;
+        }
+    }
+    json_decref(body);
+    hd_buf_cleanup(&what);
+    hd_buf_cleanup(&path);
+    hd_cli_resp_cleanup(&rs);
+    return rc;
+}
+
 int hd_cli_batch_get(struct hd_cli *cli, int argc, char **argv)
 {
     const char *dest = argv[1];
@@ -451,6 +510,14 @@ int hd_cli_batch_get(struct hd_cli *cli, int argc, char **argv)
     rq.content_type = "application/json";
     rq.download = out;
     rc = hd_cli_http_do(cli, &rq, &rs);
+    if (rc == HD_CLI_ECURL && rs.status >= 200 && rs.status < 300 &&
+        !cli->opt[HD_CLI_OPT_CONTINUE]) {
+        int found = batch_find_missing(cli, text);
+        if (found != 0) {
+            rc = found; /* the entry that stopped the stream, named */
+            goto out;
+        }
+    }
     if (rc != 0 || rs.status >= 300) {
         rc = hd_cli_report(cli, "batch get", rc, &rs);
         goto out;

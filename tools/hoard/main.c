@@ -13,11 +13,13 @@
 #include <jansson.h>
 
 #include "tools/hoard/cli.h"
+#include "tools/hoard/cli_config.h"
 #include "tools/hoard/cli_fmt.h"
 #include "tools/hoard/cli_http.h"
 #include "tools/hoard/cli_sign.h"
 
 volatile sig_atomic_t hd_cli_interrupted;
+int hd_cli_mute_errors;
 
 const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_ENDPOINT] = {"endpoint", 1, 1, "URL",
@@ -26,6 +28,8 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_JSON] = {"json", 0, 1, NULL, "print JSON for scripts instead of tables"},
     [HD_CLI_OPT_HELP] = {"help", 0, 1, NULL, "show usage and exit"},
     [HD_CLI_OPT_VERSION] = {"version", 0, 1, NULL, "print the version and exit"},
+    [HD_CLI_OPT_CFG_PROFILE] = {"profile", 1, 1, "NAME",
+                                "profile of the config file (env HOARD_PROFILE; see config show)"},
     [HD_CLI_OPT_DELIMITER] = {"delimiter", 1, 0, "D",
                               "group names sharing a prefix up to D into PREFIXES"},
     [HD_CLI_OPT_LIMIT] = {"limit", 1, 0, "N",
@@ -40,8 +44,9 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_UPSTREAM] = {"upstream", 1, 0, "URL",
                              "upstream S3 endpoint of an s3:// bucket (not --endpoint: that is "
                              "the hoard node)"},
-    [HD_CLI_OPT_PROFILE] = {"profile", 1, 0, "P",
-                            "credential profile the nodes use for the upstream"},
+    [HD_CLI_OPT_PROFILE] = {"upstream-profile", 1, 0, "P",
+                            "credential profile the nodes use for the upstream (also --profile "
+                            "after s3://B)"},
     [HD_CLI_OPT_REGION] = {"region", 1, 0, "R", "upstream region (default us-east-1)"},
     [HD_CLI_OPT_STYLE] = {"style", 1, 0, "S", "upstream addressing: path (default) | virtual"},
     [HD_CLI_OPT_REMOTE] = {"remote-bucket", 1, 0, "NAME",
@@ -71,11 +76,27 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_NO_WAIT] = {"no-wait", 0, 0, NULL, "start the job and print its id"},
     [HD_CLI_OPT_CONTINUE] = {"continue-on-error", 0, 0, NULL,
                              "record missing entries in the tar (__404__/NAME) and go on"},
+    [HD_CLI_OPT_CACHED] = {"cached", 0, 0, NULL,
+                           "S3-backed bucket: only the objects cached in the cluster"},
+    [HD_CLI_OPT_RECURSIVE] = {"recursive", 0, 0, NULL,
+                              "(-r) every object under B/PREFIX, into DIR (default .)"},
+    [HD_CLI_OPT_JOBS] = {"jobs", 1, 0, "N",
+                         "(-j) parallel transfers for many objects (default 4, at most 64)"},
+    [HD_CLI_OPT_DELETE] = {"delete", 0, 0, NULL,
+                           "also remove from the destination what the source does not have"},
+    [HD_CLI_OPT_TTL] = {"ttl", 1, 0, "S",
+                        "token lifetime in seconds (default 3600, at most 86400)"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
-                                            HD_CLI_OPT_TOKEN, HD_CLI_OPT_COUNT};
-static const enum hd_cli_optid put_opts[] = {HD_CLI_OPT_CONTENT_TYPE, HD_CLI_OPT_COUNT};
+                                            HD_CLI_OPT_TOKEN, HD_CLI_OPT_CACHED, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid put_opts[] = {HD_CLI_OPT_CONTENT_TYPE, HD_CLI_OPT_JOBS,
+                                             HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid rm_opts[] = {HD_CLI_OPT_PREFIX, HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_JOBS,
+                                            HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid cp_opts[] = {HD_CLI_OPT_PREFIX, HD_CLI_OPT_WAIT, HD_CLI_OPT_TIMEOUT,
+                                            HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid sync_opts[] = {HD_CLI_OPT_DELETE, HD_CLI_OPT_JOBS, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid create_opts[] = {HD_CLI_OPT_UPSTREAM, HD_CLI_OPT_PROFILE,
                                                 HD_CLI_OPT_REGION,   HD_CLI_OPT_STYLE,
                                                 HD_CLI_OPT_REMOTE,   HD_CLI_OPT_COUNT};
@@ -89,74 +110,172 @@ static const enum hd_cli_optid flush_opts[] = {HD_CLI_OPT_PREFIX, HD_CLI_OPT_WAI
                                                HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid off_opts[] = {HD_CLI_OPT_OFF, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid wait_opts[] = {HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
-static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_RECURSIVE,
+                                             HD_CLI_OPT_JOBS, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid shard_opts[] = {
     HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,  HD_CLI_OPT_SEED,     HD_CLI_OPT_KEY_RULE,
     HD_CLI_OPT_LIST,     HD_CLI_OPT_RANGE, HD_CLI_OPT_MANIFEST, HD_CLI_OPT_ID,
     HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid shard_req[] = {HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,
+                                              HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid batch_opts[] = {HD_CLI_OPT_CONTINUE, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid token_opts[] = {HD_CLI_OPT_TTL, HD_CLI_OPT_COUNT};
 
 /* The command table: one row per <noun> <verb>. Help text is generated from it. */
 static const struct hd_cli_cmd cmds[] = {
     {"bucket", "create", hd_cli_bucket_create, 1, 1, "B|s3://B",
-     "create bucket B, or S3-backed bucket B in front of an upstream", create_opts},
-    {"bucket", "ls", hd_cli_bucket_ls, 0, 0, "", "list buckets", NULL},
-    {"bucket", "rm", hd_cli_bucket_rm, 1, 1, "B", "remove bucket B (must be empty)", NULL},
+     "create bucket B, or S3-backed bucket B in front of an upstream", create_opts, NULL},
+    {"bucket", "ls", hd_cli_bucket_ls, 0, 0, "", "list buckets", NULL, NULL},
+    {"bucket", "rm", hd_cli_bucket_rm, 1, 1, "B", "remove bucket B (must be empty)", NULL, NULL},
+    {"bucket", "cp", hd_cli_bucket_cp, 2, 2, "SRC DST",
+     "copy SRC's objects (under --prefix) into DST as a job on every target", cp_opts, NULL},
+    {"bucket", "du", hd_cli_bucket_du, 0, 64, "[B...]",
+     "count and bytes stored per bucket (S3-backed: upstream and cached), per target mountpath",
+     NULL, NULL},
     {"bucket", "props", hd_cli_bucket_props, 1, 64, "B [KEY=VALUE...]",
      "show bucket properties, or set them (validate_warm_get=true, write_policy=back, "
      "upstream.profile=P)",
-     NULL},
+     NULL, NULL},
     {"bucket", "flush", hd_cli_bucket_flush, 1, 1, "B",
-     "upload what write-back bucket B holds dirty now (a job; --wait shows progress)", flush_opts},
+     "upload what write-back bucket B holds dirty now (a job; --wait shows progress)", flush_opts,
+     NULL},
     {"bucket", "show", hd_cli_bucket_show, 1, 1, "B",
-     "bucket properties and, for write-back, what is dirty (count, bytes) and upload lag", NULL},
-    {"object", "put", hd_cli_object_put, 2, 2, "FILE|- B/O",
-     "upload FILE (or stdin) as object O in bucket B", put_opts},
-    {"object", "get", hd_cli_object_get, 1, 2, "B/O [FILE|DIR|-]",
-     "download to FILE, into DIR, or to stdout (-); default ./NAME", get_opts},
+     "bucket properties and, for write-back, what is dirty (count, bytes) and upload lag", NULL,
+     NULL},
+    {"object", "put", hd_cli_object_put, 2, 2, "FILE|DIR|- B/O|B/PREFIX",
+     "upload FILE (or stdin) as object O in bucket B; a DIR: every file under it, -j at once",
+     put_opts, NULL},
+    {"object", "get", hd_cli_object_get, 1, 2, "B/O|B/PREFIX [FILE|DIR|-]",
+     "download to FILE, into DIR, or to stdout (-); default ./NAME; -r: every object under "
+     "PREFIX",
+     get_opts, NULL},
     {"object", "head", hd_cli_object_head, 1, 1, "B/O", "show an object's size, ETag and metadata",
-     NULL},
+     NULL, NULL},
     {"object", "ls", hd_cli_object_ls, 1, 1, "B[/PREFIX]",
-     "list objects (all pages unless --limit)", ls_opts},
-    {"object", "rm", hd_cli_object_rm, 1, 1, "B/O", "remove an object", NULL},
+     "list objects (all pages unless --limit)", ls_opts, NULL},
+    {"object", "rm", hd_cli_object_rm, 1, 1, "B/O|B",
+     "remove an object, or every object of B --prefix P or --template 'a-{00..99}.tar'", rm_opts,
+     NULL},
+    {"sync", "", hd_cli_sync, 2, 2, "DIR hoard://B[/P] | hoard://B[/P] DIR",
+     "copy to the second what it lacks or has different (size, older); -j at once", sync_opts,
+     NULL},
     {"prefetch", "", hd_cli_prefetch, 1, 1, "B",
-     "cache objects of S3-backed bucket B (a job on every target)", prefetch_opts},
+     "cache objects of S3-backed bucket B (a job on every target)", prefetch_opts, NULL},
     {"evict", "", hd_cli_evict, 1, 1, "B",
-     "drop cached objects of S3-backed bucket B (all without a selection)", evict_opts},
+     "drop cached objects of S3-backed bucket B (all without a selection)", evict_opts, NULL},
+    {"config", "show", hd_cli_config_show, 0, 0, "",
+     "the endpoint, profile, key and region the CLI would use, and where they come from", NULL,
+     NULL},
+    {"config", "profiles", hd_cli_config_profiles, 0, 0, "",
+     "the profiles of the config file (~/.config/hoard/config)", NULL, NULL},
+    {"completion", "", hd_cli_completion, 1, 1, "bash",
+     "print a bash completion script (source <(hoard completion bash))", NULL, NULL},
     {"cluster", "show", hd_cli_cluster_show, 0, 0, "",
-     "nodes, states, rebalance, and mountpath capacity per target", NULL},
+     "nodes, states, rebalance, and mountpath capacity per target", NULL, NULL},
     {"cluster", "maintenance", hd_cli_cluster_maintenance, 1, 1, "NODE",
-     "put target NODE in maintenance (no new objects; --off ends it)", off_opts},
+     "put target NODE in maintenance (no new objects; --off ends it)", off_opts, NULL},
     {"cluster", "decommission", hd_cli_cluster_decommission, 1, 1, "NODE",
-     "move target NODE's objects away, then remove it (--off cancels)", off_opts},
+     "move target NODE's objects away, then remove it (--off cancels)", off_opts, NULL},
     {"cluster", "rebalance", hd_cli_cluster_rebalance, 0, 0, "",
-     "start a rebalance now and print its job id", NULL},
-    {"job", "ls", hd_cli_job_ls, 0, 0, "", "list jobs (newest first)", NULL},
+     "start a rebalance now and print its job id", NULL, NULL},
+    {"auth", "token", hd_cli_auth_token, 0, 0, "",
+     "print a bearer token for your key (AIStore SDK clients: Client(URL, token=...))", token_opts,
+     NULL},
+    {"job", "ls", hd_cli_job_ls, 0, 0, "", "list jobs (newest first)", NULL, NULL},
     {"job", "show", hd_cli_job_show, 1, 1, "ID", "show a job: state, progress, per-target view",
-     NULL},
+     NULL, NULL},
     {"job", "wait", hd_cli_job_wait, 1, 1, "ID",
-     "wait for a job to end, with progress; exit 0 only if it had no errors", wait_opts},
-    {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "ask every target to stop a job", NULL},
+     "wait for a job to end, with progress; exit 0 only if it had no errors", wait_opts, NULL},
+    {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "ask every target to stop a job", NULL, NULL},
     {"shard", "create", hd_cli_shard_create, 2, 2, "B[/PREFIX] OUT",
-     "pack the objects of B into tar shards in bucket OUT (shows progress)", shard_opts},
+     "pack the objects of B into tar shards in bucket OUT (shows progress)", shard_opts, shard_req},
     {"shard", "ls-members", hd_cli_shard_members, 1, 1, "B/O", "list the members of a tar object",
-     NULL},
+     NULL, NULL},
     {"batch", "get", hd_cli_batch_get, 2, 2, "LIST|- FILE|-",
-     "fetch the objects and members LIST names as one tar (lines: B/O [TAB MEMBER])", batch_opts},
+     "fetch the objects and members LIST names as one tar (lines: B/O [TAB MEMBER])", batch_opts,
+     NULL},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+const struct hd_cli_cmd *hd_cli_commands(size_t *n)
+{
+    *n = NCMDS;
+    return cmds;
+}
+
+/* --json: failures are one JSON object on stderr instead of a text line (set before any
+ * parsing, so usage errors are JSON too). */
+static int json_errors;
+
+/* The "code" of a failure that has no server error code, from its exit code. */
+static const char *exit_code_name(int code)
+{
+    switch (code) {
+    case HD_CLI_EXIT_USAGE:
+        return "Usage";
+    case HD_CLI_EXIT_CONN:
+        return "Connection";
+    case HD_CLI_EXIT_TIMEOUT:
+        return "Timeout";
+    case HD_CLI_EXIT_INTR:
+        return "Interrupted";
+    default:
+        return "Error";
+    }
+}
+
+/* One failure: "hoard: MSG" or {"error": MSG, "code": CODE, "exit": N[, "usage": U]}. */
+static void emit_error(int exit_code, const char *code, const char *msg, const char *usage_line)
+{
+    json_t *j;
+
+    if (hd_cli_mute_errors)
+        return;
+    fflush(stdout);
+    if (!json_errors) {
+        fprintf(stderr, "hoard: %s\n", msg);
+        return;
+    }
+    j = json_pack("{s:s, s:s, s:i}", "error", msg, "code", code ? code : exit_code_name(exit_code),
+                  "exit", exit_code);
+    if (j && usage_line)
+        json_object_set_new(j, "usage", json_string(usage_line));
+    if (j && json_dumpf(j, stderr, JSON_COMPACT) == 0)
+        fputc('\n', stderr);
+    else
+        fprintf(stderr, "hoard: %s\n", msg);
+    json_decref(j);
+}
+
+static int vfail(int exit_code, const char *code, const char *fmt, va_list ap)
+{
+    char msg[2048];
+
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    emit_error(exit_code, code, msg, NULL);
+    return exit_code;
+}
 
 int hd_cli_fail(int code, const char *fmt, ...)
 {
     va_list ap;
+    int rc;
 
-    fflush(stdout);
-    fputs("hoard: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    rc = vfail(code, NULL, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    return code;
+    return rc;
+}
+
+int hd_cli_fail_code(int exit_code, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = vfail(exit_code, code, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 int hd_cli_print_json(const json_t *j)
@@ -179,18 +298,31 @@ static int noun_known(const char *noun)
     return 0;
 }
 
+static int opt_in(const enum hd_cli_optid *list, enum hd_cli_optid id)
+{
+    for (; list && *list != HD_CLI_OPT_COUNT; list++)
+        if (*list == id)
+            return 1;
+    return 0;
+}
+
+/* "noun verb ARGS --req R [--opt V]...": required options first, unbracketed. */
 static void cmd_line(const struct hd_cli_cmd *c, char *line, size_t len)
 {
     const enum hd_cli_optid *o;
-    int n;
+    int n, pass;
 
     n = snprintf(line, len, "%s%s%s%s%s", c->noun, *c->verb ? " " : "", c->verb,
                  *c->args ? " " : "", c->args);
-    for (o = c->opts; o && *o != HD_CLI_OPT_COUNT && n > 0 && (size_t)n < len; o++) {
-        const struct hd_cli_opt *d = &hd_cli_opts[*o];
-        n += snprintf(line + n, len - (size_t)n, " [--%s%s%s]", d->name, d->has_arg ? " " : "",
-                      d->has_arg ? d->arg_name : "");
-    }
+    for (pass = 0; pass < 2; pass++)
+        for (o = c->opts; o && *o != HD_CLI_OPT_COUNT && n > 0 && (size_t)n < len; o++) {
+            const struct hd_cli_opt *d = &hd_cli_opts[*o];
+            int req = opt_in(c->req, *o);
+            if (req != (pass == 0))
+                continue;
+            n += snprintf(line + n, len - (size_t)n, " %s--%s%s%s%s", req ? "" : "[", d->name,
+                          d->has_arg ? " " : "", d->has_arg ? d->arg_name : "", req ? "" : "]");
+        }
 }
 
 /* Commands of one noun (all when NULL): aligned "cmd  summary" rows, or the summary on its
@@ -244,6 +376,31 @@ static void print_cmd_options(FILE *out, const char *noun)
     }
 }
 
+static void print_global_options(FILE *out);
+
+/* Usage of one command: its line, summary, options (required ones marked). */
+static void usage_cmd(FILE *out, const struct hd_cli_cmd *c, int globals)
+{
+    const enum hd_cli_optid *o;
+    char line[512];
+
+    cmd_line(c, line, sizeof(line));
+    fprintf(out, "usage: hoard %s\n\n%s\n", line, c->summary);
+    if (c->opts && *c->opts != HD_CLI_OPT_COUNT)
+        fputs("\nOptions:\n", out);
+    for (o = c->opts; o && *o != HD_CLI_OPT_COUNT; o++) {
+        const struct hd_cli_opt *d = &hd_cli_opts[*o];
+        char flag[64];
+        snprintf(flag, sizeof(flag), "--%s%s%s", d->name, d->has_arg ? " " : "",
+                 d->has_arg ? d->arg_name : "");
+        fprintf(out, "  %-20s %s%s\n", flag, opt_in(c->req, *o) ? "(required) " : "", d->help);
+    }
+    if (globals)
+        print_global_options(out);
+    else
+        fputs("\nGlobal options: see `hoard --help`.\n", out);
+}
+
 static void print_global_options(FILE *out)
 {
     size_t i;
@@ -263,7 +420,8 @@ static void print_global_options(FILE *out)
 /* Usage of one noun's commands (or of all when noun is NULL). */
 static void usage(FILE *out, const char *noun)
 {
-    fputs("usage: hoard [--endpoint URL] [--json] [--access-key ID --secret-key KEY]\n"
+    fputs("usage: hoard [--endpoint URL | --profile NAME] [--json] [--access-key ID --secret-key "
+          "KEY]\n"
           "             <noun> <verb> [args] [options]\n\n",
           out);
     fputs("Commands:\n", out);
@@ -273,6 +431,8 @@ static void usage(FILE *out, const char *noun)
     if (!noun) {
         fputs("\nEnvironment:\n"
               "  HOARD_ENDPOINT     default for --endpoint\n"
+              "  HOARD_PROFILE      default for --profile (a profile of the config file)\n"
+              "  HOARD_CONFIG       config file (default ~/.config/hoard/config)\n"
               "  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\n"
               "                     credentials: requests are SigV4-signed when both are set\n"
               "  AWS_REGION, AWS_DEFAULT_REGION\n"
@@ -281,8 +441,10 @@ static void usage(FILE *out, const char *noun)
               "  HOARD_DEBUG=1      print libcurl's request/response trace on stderr\n"
               "\nExit codes: 0 ok, 1 server or API error (also local file errors; a job that\n"
               "  failed or had errors), 2 usage, 3 cannot reach the endpoint, 4 job wait timed\n"
-              "  out, 130 interrupted.\n"
-              "See `hoard <noun> --help`; full reference in docs/cli.md.\n",
+              "  out, 130 interrupted. With --json a failure is one JSON line on stderr:\n"
+              "  {\"error\": MESSAGE, \"code\": CODE, \"exit\": N}.\n"
+              "See `hoard <noun> --help`, `hoard <noun> <verb> --help`; full reference in\n"
+              "docs/cli.md.\n",
               out);
     }
 }
@@ -290,14 +452,26 @@ static void usage(FILE *out, const char *noun)
 int hd_cli_usage_error(struct hd_cli *cli, const char *fmt, ...)
 {
     va_list ap;
+    char msg[1024], line[512];
 
-    fflush(stdout);
-    fputs("hoard: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fputs("\n\n", stderr);
-    usage(stderr, cli ? cli->noun : NULL);
+    if (json_errors) {
+        line[0] = '\0';
+        if (cli && cli->cmd) {
+            snprintf(line, sizeof(line), "hoard ");
+            cmd_line(cli->cmd, line + 6, sizeof(line) - 6);
+        }
+        emit_error(HD_CLI_EXIT_USAGE, NULL, msg, line[0] ? line : NULL);
+        return HD_CLI_EXIT_USAGE;
+    }
+    emit_error(HD_CLI_EXIT_USAGE, NULL, msg, NULL);
+    fputc('\n', stderr);
+    if (cli && cli->cmd)
+        usage_cmd(stderr, cli->cmd, 0); /* only the verb that was meant */
+    else
+        usage(stderr, cli ? cli->noun : NULL);
     return HD_CLI_EXIT_USAGE;
 }
 
@@ -325,6 +499,18 @@ static int parse_opt(struct hd_cli *cli, int argc, char **argv, int *i, int *err
     *err = 0;
     if (strcmp(a, "-h") == 0) {
         cli->opt[HD_CLI_OPT_HELP] = "";
+        return 1;
+    }
+    if (strcmp(a, "-r") == 0)
+        a = "--recursive";
+    else if (strcmp(a, "-j") == 0)
+        a = "--jobs";
+    else if (strncmp(a, "-j", 2) == 0 && a[2] >= '0' && a[2] <= '9') { /* -j8 */
+        if (!opt_allowed(cli->cmd, HD_CLI_OPT_JOBS)) {
+            *err = hd_cli_usage_error(cli, "unknown option '-j'");
+            return 1;
+        }
+        cli->opt[HD_CLI_OPT_JOBS] = a + 2;
         return 1;
     }
     if (a[0] != '-' || strcmp(a, "-") == 0)
@@ -372,14 +558,23 @@ static void on_signal(int sig)
     hd_cli_interrupted = 1;
 }
 
-/* The flag, else the environment variable; NULL when neither is set or both are empty. */
-static const char *opt_or_env(struct hd_cli *cli, enum hd_cli_optid id, const char *var)
+/* A setting's value: the flag; else a profile named by --profile or HOARD_PROFILE; else the
+ * environment variable(s); else the config file's default profile. NULL when none is set. */
+static const char *pick(struct hd_cli *cli, enum hd_cli_optid id, int key, const char *var,
+                        const char *var2)
 {
-    const char *v = cli->opt[id];
+    const struct hd_cli_config *c = cli->config;
+    const char *v = id < HD_CLI_OPT_COUNT ? cli->opt[id] : NULL;
 
-    if (!v || !*v)
-        v = getenv(var);
-    return v && *v ? v : NULL;
+    if (v && *v)
+        return v;
+    if (c->chosen && c->val[key])
+        return c->val[key];
+    if ((v = getenv(var)) && *v)
+        return v;
+    if (var2 && (v = getenv(var2)) && *v)
+        return v;
+    return c->val[key];
 }
 
 /* Credentials: both halves or neither (then requests go unsigned). */
@@ -387,17 +582,18 @@ static int setup_cred(struct hd_cli *cli)
 {
     struct hd_cli_cred *c = &cli->cred;
 
-    c->access_key = opt_or_env(cli, HD_CLI_OPT_ACCESS_KEY, "AWS_ACCESS_KEY_ID");
-    c->secret_key = opt_or_env(cli, HD_CLI_OPT_SECRET_KEY, "AWS_SECRET_ACCESS_KEY");
-    c->region = getenv("AWS_REGION");
-    if (!c->region || !*c->region)
-        c->region = getenv("AWS_DEFAULT_REGION");
-    if (!c->region || !*c->region)
+    c->access_key =
+        pick(cli, HD_CLI_OPT_ACCESS_KEY, HD_CLI_PROF_ACCESS_KEY, "AWS_ACCESS_KEY_ID", NULL);
+    c->secret_key =
+        pick(cli, HD_CLI_OPT_SECRET_KEY, HD_CLI_PROF_SECRET_KEY, "AWS_SECRET_ACCESS_KEY", NULL);
+    c->region = pick(cli, HD_CLI_OPT_COUNT, HD_CLI_PROF_REGION, "AWS_REGION", "AWS_DEFAULT_REGION");
+    if (!c->region)
         c->region = HD_CLI_DEFAULT_REGION;
     if (!c->access_key != !c->secret_key)
         return hd_cli_usage_error(cli,
-                                  "%s but no %s: give both (--access-key/--secret-key or "
-                                  "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) or neither",
+                                  "%s but no %s: give both (--access-key/--secret-key, "
+                                  "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile) or "
+                                  "neither",
                                   c->access_key ? "access key" : "secret key",
                                   c->access_key ? "secret key" : "access key");
     return 0;
@@ -405,14 +601,18 @@ static int setup_cred(struct hd_cli *cli)
 
 static int setup_env(struct hd_cli *cli)
 {
-    const char *ep = cli->opt[HD_CLI_OPT_ENDPOINT], *p;
+    const char *ep, *p;
+    char err[512];
     int rc;
 
-    if (!ep) {
-        ep = getenv("HOARD_ENDPOINT");
-        if (!ep || !*ep)
-            ep = HD_CLI_DEFAULT_ENDPOINT;
-    }
+    rc = hd_cli_config_load(cli->config, cli->opt[HD_CLI_OPT_CFG_PROFILE], err, sizeof(err));
+    if (rc == -ENOMEM)
+        return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+    if (rc != 0)
+        return hd_cli_fail(HD_CLI_EXIT_USAGE, "%s", err);
+    ep = pick(cli, HD_CLI_OPT_ENDPOINT, HD_CLI_PROF_ENDPOINT, "HOARD_ENDPOINT", NULL);
+    if (!ep)
+        ep = HD_CLI_DEFAULT_ENDPOINT;
     rc = hd_cli_endpoint_normalize(ep, &cli->endpoint_owned);
     if (rc == -ENOMEM)
         return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
@@ -432,11 +632,14 @@ static int setup_env(struct hd_cli *cli)
 
 static int run(struct hd_cli *cli, int argc, char **argv)
 {
-    char **pos = NULL, *up_eq = NULL;
+    char **pos = NULL, *up_eq = NULL, *pr_eq = NULL;
     const char *noun = NULL, *verb = NULL;
     int npos = 0, i, err, only_pos = 0, rc;
     size_t k;
 
+    for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            json_errors = 1; /* usage errors found while parsing are JSON too */
     pos = calloc((size_t)argc + 1, sizeof(*pos));
     if (!pos)
         return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
@@ -455,6 +658,12 @@ static int run(struct hd_cli *cli, int argc, char **argv)
                      (up_eq = malloc(strlen(argv[i]) + 1))) {
                 snprintf(up_eq, strlen(argv[i]) + 1, "--upstream=%s", argv[i] + 11);
                 argv[i] = up_eq;
+            } else if (strcmp(argv[i], "--profile") == 0) { /* the upstream's, as before */
+                argv[i] = (char *)"--upstream-profile";
+            } else if (strncmp(argv[i], "--profile=", 10) == 0 && !pr_eq &&
+                       (pr_eq = malloc(strlen(argv[i]) + 10))) {
+                snprintf(pr_eq, strlen(argv[i]) + 10, "--upstream-profile=%s", argv[i] + 10);
+                argv[i] = pr_eq;
             }
         }
         if (!only_pos && parse_opt(cli, argc, argv, &i, &err)) {
@@ -510,6 +719,17 @@ static int run(struct hd_cli *cli, int argc, char **argv)
             rc = hd_cli_usage_error(cli, "no such noun '%s'", topic);
             goto out;
         }
+        if (topic && npos > 1) { /* hoard help object put */
+            for (k = 0; k < NCMDS; k++)
+                if (strcmp(cmds[k].noun, topic) == 0 && strcmp(cmds[k].verb, pos[1]) == 0) {
+                    usage_cmd(stdout, &cmds[k], 1);
+                    rc = HD_CLI_EXIT_OK;
+                    goto out;
+                }
+            cli->noun = topic;
+            rc = hd_cli_usage_error(cli, "unknown command '%s %s'", topic, pos[1]);
+            goto out;
+        }
         usage(stdout, topic);
         rc = HD_CLI_EXIT_OK;
         goto out;
@@ -519,7 +739,10 @@ static int run(struct hd_cli *cli, int argc, char **argv)
         goto out;
     }
     if (cli->opt[HD_CLI_OPT_HELP]) {
-        usage(stdout, noun);
+        if (cli->cmd)
+            usage_cmd(stdout, cli->cmd, 1); /* hoard object put --help */
+        else
+            usage(stdout, noun);
         rc = HD_CLI_EXIT_OK;
         goto out;
     }
@@ -540,16 +763,20 @@ static int run(struct hd_cli *cli, int argc, char **argv)
 out:
     free(pos);
     free(up_eq);
+    free(pr_eq);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
+    struct hd_cli_config cfg;
     struct hd_cli cli;
     struct sigaction sa;
     int rc;
 
     memset(&cli, 0, sizeof(cli));
+    memset(&cfg, 0, sizeof(cfg));
+    cli.config = &cfg;
     /* Character classes only (table column widths); numbers and messages stay in "C". */
     if (!setlocale(LC_CTYPE, "") || strcmp(nl_langinfo(CODESET), "UTF-8") != 0)
         setlocale(LC_CTYPE, "C.UTF-8");
@@ -565,6 +792,7 @@ int main(int argc, char **argv)
 
     hd_cli_http_free(cli.http);
     free(cli.endpoint_owned);
+    hd_cli_config_cleanup(&cfg);
     curl_global_cleanup();
     if (fflush(stdout) != 0 || ferror(stdout)) {
         if (rc == HD_CLI_EXIT_OK)

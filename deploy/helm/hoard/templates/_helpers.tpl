@@ -53,9 +53,29 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if or .Values.upstream.existingSecret .Values.upstream.profiles -}}true{{- end -}}
 {{- end -}}
 
+{{/* http or https (tls.enabled). */}}
+{{- define "hoard.scheme" -}}
+{{- ternary "https" "http" .Values.tls.enabled -}}
+{{- end -}}
+
+{{/* The Secret with tls.crt, tls.key and ca.crt: existingSecret, or cert-manager's. */}}
+{{- define "hoard.tlsSecretName" -}}
+{{- default (printf "%s-tls" (include "hoard.fullname" .)) .Values.tls.existingSecret -}}
+{{- end -}}
+
 {{/* The primary proxy's address: its headless Service, which names the one pod. */}}
 {{- define "hoard.joinURL" -}}
-{{- printf "http://%s-primary.%s.svc.%s:%d" (include "hoard.fullname" .) .Release.Namespace .Values.clusterDomain (int .Values.proxy.port) -}}
+{{- printf "%s://%s-primary.%s.svc.%s:%d" (include "hoard.scheme" .) (include "hoard.fullname" .) .Release.Namespace .Values.clusterDomain (int .Values.proxy.port) -}}
+{{- end -}}
+
+{{/* The primary's own URL: its pod's DNS name under the headless Service with TLS (a name
+     the certificate can hold), its pod IP without. */}}
+{{- define "hoard.primaryPublicURL" -}}
+{{- if .Values.tls.enabled -}}
+{{- printf "https://$(POD_NAME).%s-primary.%s.svc.%s:%d" (include "hoard.fullname" .) .Release.Namespace .Values.clusterDomain (int .Values.proxy.port) -}}
+{{- else -}}
+{{- printf "http://$(POD_IP):%d" (int .Values.proxy.port) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The URL a target advertises (public_url): what clients are redirected to. */}}
@@ -64,9 +84,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if $e.publicURL -}}
 {{- $e.publicURL -}}
 {{- else if eq $e.mode "hostNetwork" -}}
-{{- printf "http://$(HOST_IP):%d" (int .Values.target.port) -}}
+{{- printf "%s://$(HOST_IP):%d" (include "hoard.scheme" .) (int .Values.target.port) -}}
 {{- else if eq $e.mode "hostPort" -}}
-{{- printf "http://$(HOST_IP):%d" (int $e.hostPort) -}}
+{{- printf "%s://$(HOST_IP):%d" (include "hoard.scheme" .) (int $e.hostPort) -}}
+{{- else if .Values.tls.enabled -}}
+{{- printf "https://$(POD_NAME).%s-target.%s.svc.%s:%d" (include "hoard.fullname" .) .Release.Namespace .Values.clusterDomain (int .Values.target.port) -}}
 {{- else -}}
 {{- printf "http://$(POD_IP):%d" (int .Values.target.port) -}}
 {{- end -}}
@@ -89,6 +111,13 @@ s3.redirect = {{ not .Values.relay.s3 }}
 native.redirect = {{ not .Values.relay.native }}
 cluster.heartbeat_ms = {{ int .Values.cluster.heartbeatMs }}
 cluster.dead_after = {{ int .Values.cluster.deadAfter }}
+{{- if .Values.tls.enabled }}
+tls.cert = /etc/hoard/tls/tls.crt
+tls.key = /etc/hoard/tls/tls.key
+tls.ca = /etc/hoard/tls/ca.crt
+tls.client_auth = {{ .Values.tls.clientAuth }}
+tls.verify_host = {{ .Values.tls.verifyHostname }}
+{{- end }}
 {{- range $k, $v := .Values.config }}
 {{ $k }} = {{ $v }}
 {{- end }}
@@ -155,12 +184,14 @@ startupProbe:
   httpGet:
     path: /v1/health
     port: http
+    scheme: {{ ternary "HTTPS" "HTTP" .Values.tls.enabled }}
   periodSeconds: 2
   failureThreshold: 150
 livenessProbe:
   httpGet:
     path: /v1/health
     port: http
+    scheme: {{ ternary "HTTPS" "HTTP" .Values.tls.enabled }}
   periodSeconds: 10
   timeoutSeconds: 5
   failureThreshold: 6
@@ -168,6 +199,7 @@ readinessProbe:
   httpGet:
     path: /v1/health?ready=true
     port: http
+    scheme: {{ ternary "HTTPS" "HTTP" .Values.tls.enabled }}
   periodSeconds: 5
   timeoutSeconds: 3
   failureThreshold: 2
@@ -186,6 +218,12 @@ readinessProbe:
     secretName: {{ include "hoard.upstreamSecretName" . }}
     defaultMode: 0440
 {{- end }}
+{{- if .Values.tls.enabled }}
+- name: tls
+  secret:
+    secretName: {{ include "hoard.tlsSecretName" . }}
+    defaultMode: 0440
+{{- end }}
 {{- end -}}
 
 {{- define "hoard.commonMounts" -}}
@@ -198,6 +236,11 @@ readinessProbe:
 {{- if include "hoard.hasUpstream" . }}
 - name: upstream
   mountPath: /etc/hoard/aws
+  readOnly: true
+{{- end }}
+{{- if .Values.tls.enabled }}
+- name: tls
+  mountPath: /etc/hoard/tls
   readOnly: true
 {{- end }}
 {{- end -}}

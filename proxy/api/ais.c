@@ -1,0 +1,293 @@
+/* ais: the AIStore REST shapes the AIStore Python SDK sends and parses (docs/aistore-compat.md):
+ * cluster map queries (/v1/daemon?what=, /v1/cluster?what=), the AuthN-style login that issues
+ * bearer tokens (POST /v1/users/NAME), list-buckets and list-objects action messages with
+ * AIStore's list result (JSON, or msgpack on Accept: application/msgpack). HTTP workers. */
+#include "proxy/api/api.h"
+#include "proxy/cluster/cluster.h"
+#include "proxy/data/data.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/httputil.h"
+#include "common/jsonpack.h"
+#include "common/kdf.h"
+#include "common/keys.h"
+#include "common/metrics.h"
+#include "common/token.h"
+
+#define LOGIN_BODY_MAX 4096
+#define LS_CACHED 1u      /* AIStore's apc.LsCached: only what the cluster holds */
+#define LS_NAME_ONLY 16u  /* apc.LsNameOnly */
+#define LS_NAME_SIZE 32u  /* apc.LsNameSize */
+#define ENTRY_CACHED 64u  /* cmn.EntryIsCached in an entry's "f" */
+#define PAGE_DEFAULT 1000 /* pagesize 0 */
+#define PAGE_MAX 10000
+
+/* JSON, or msgpack when the client asks for it. Takes j. */
+static void answer(struct hd_req *r, int status, json_t *j)
+{
+    char *data;
+    size_t len;
+
+    if (j && hd_jsonpack_wanted(hd_req_header(r, "Accept")) && hd_jsonpack(j, &data, &len) == 0) {
+        json_decref(j);
+        hd_resp_buf(r, status, "application/msgpack", data, len);
+        return;
+    }
+    hd_resp_json(r, status, j);
+}
+
+/* ---- cluster map: GET /v1/daemon?what=X, GET /v1/cluster?what=X ---- */
+
+void hd_proxy_ais_daemon(struct hd_req *r, struct hd_proxy *p)
+{
+    const char *what = hd_req_param(r, "what");
+    struct hd_sigv4_auth a;
+    struct hd_smap *s;
+    struct hd_bmd *b;
+    const struct hd_node *me;
+    int rc;
+
+    r->api = HD_API_NATIVE;
+    r->op = HD_OP_ADMIN;
+    if (strcmp(r->method, "GET") != 0) {
+        hd_resp_err(r, HD_EMETHOD);
+        return;
+    }
+    if ((rc = hd_proxy_auth(r, p, NULL, &a)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (!what || !*what)
+        what = "smap";
+    if (strcmp(what, "bmd") == 0) {
+        b = hd_smap_state_bmd(p->cs);
+        hd_resp_json(r, 200, hd_bmd_to_json(b));
+        hd_bmd_unref(b);
+        return;
+    }
+    s = hd_smap_state_smap(p->cs);
+    if (!s) {
+        hd_resp_err_msg(r, HD_EUNAVAIL, "This proxy has not joined a cluster yet.");
+    } else if (strcmp(what, "smap") == 0) {
+        hd_resp_json(r, 200, hd_smap_to_json(s));
+    } else if (strcmp(what, "snode") == 0 && (me = hd_smap_find(s, p->self.id))) {
+        hd_resp_json(r, 200, hd_smap_node_to_json(me));
+    } else {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "what= supports smap, bmd and snode (docs/aistore-compat.md).");
+    }
+    hd_smap_unref(s);
+}
+
+/* ---- AuthN-style login: POST /v1/users/NAME {"password": SECRET, "expires_in": N} ---- */
+
+struct login {
+    struct hd_proxy *p;
+    char user[HD_SIGV4_AK_MAX];
+};
+
+static void login_end(struct hd_req *r, void *ctx, json_t *j)
+{
+    struct login *l = ctx;
+    struct hd_proxy *p = l->p;
+    const struct hd_key *k = hd_keys_find(&p->keys, l->user);
+    const char *pw = json_string_value(json_object_get(j, "password"));
+    json_t *ex = json_object_get(j, "expires_in");
+    char tok[HD_TOKEN_MAX];
+    long ttl = HD_TOKEN_TTL_DEFAULT;
+    double v;
+    int rc;
+
+    if (!k || !pw || !hd_kdf_equal(k->secret, pw)) {
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        hd_resp_err_msg(r, HD_EACCESS, "invalid credentials");
+        return;
+    }
+    if (json_is_number(ex) && (v = json_number_value(ex)) > 0)
+        ttl = v >= 1e9 ? (long)(v / 1e9) : (long)v; /* Go's time.Duration (ns), or seconds */
+    rc = hd_token_issue(p->secret, l->user, ttl, time(NULL), tok, sizeof(tok));
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_resp_json(r, 200, json_pack("{s:s}", "token", tok));
+}
+
+void hd_proxy_ais_login(struct hd_req *r, struct hd_proxy *p)
+{
+    const char *name = r->raw_path + strlen("/v1/users/");
+    struct login *l;
+
+    r->api = HD_API_NATIVE;
+    r->op = HD_OP_ADMIN;
+    if (strcmp(r->method, "POST") != 0) {
+        hd_resp_err(r, HD_EMETHOD);
+        return;
+    }
+    if (!*p->secret || p->keys.n == 0) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "Bearer tokens need auth.keys and cluster.secret (docs/security.md).");
+        return;
+    }
+    if (!*name || strlen(name) >= sizeof(l->user) || strchr(name, '/') || strchr(name, '%')) {
+        hd_resp_err_msg(r, HD_EACCESS, "invalid credentials");
+        return;
+    }
+    if (!(l = calloc(1, sizeof(*l)))) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    l->p = p;
+    snprintf(l->user, sizeof(l->user), "%s", name);
+    hd_req_read_json(r, LOGIN_BODY_MAX, login_end, l, free);
+}
+
+/* ---- list buckets: GET /v1/buckets {"action":"list"}?provider= ---- */
+
+void hd_proxy_ais_list_buckets(struct hd_req *r, struct hd_proxy *p)
+{
+    const char *pv = hd_req_param(r, "provider");
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    json_t *arr = json_array();
+    size_t i;
+
+    if (pv && strcmp(pv, "s3") == 0)
+        pv = "aws";
+    for (i = 0; b && i < b->n; i++) {
+        if (pv && *pv && strcmp(pv, b->b[i].provider) != 0)
+            continue;
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:{s:s, s:s}}", "name", b->b[i].name,
+                                             "provider", b->b[i].provider, "namespace", "uuid", "",
+                                             "name", ""));
+    }
+    hd_bmd_unref(b);
+    hd_resp_json(r, 200, arr);
+}
+
+/* ---- list objects: GET /v1/buckets/B {"action":"list","value":{ListObjectsMsg}} ---- */
+
+static int has_prop(const char *props, const char *name)
+{
+    size_t n = strlen(name);
+    const char *s = props;
+
+    while (s && *s) {
+        if (strncmp(s, name, n) == 0 && (s[n] == ',' || s[n] == '\0'))
+            return 1;
+        s = strchr(s, ',');
+        if (s)
+            s++;
+    }
+    return 0;
+}
+
+/* AIStore sends its flags as a decimal string; an integer is taken too. */
+static int flags_of(const json_t *v, unsigned long long *out)
+{
+    *out = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = (unsigned long long)json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        uint64_t u;
+        if (!*json_string_value(v))
+            return 0;
+        if (hd_parse_u64(json_string_value(v), &u) < 0)
+            return HD_EBADARG;
+        *out = u;
+        return 0;
+    }
+    return HD_EBADARG;
+}
+
+void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                               const json_t *value)
+{
+    const char *prefix = json_string_value(json_object_get(value, "prefix"));
+    const char *props = json_string_value(json_object_get(value, "props"));
+    const char *tok = json_string_value(json_object_get(value, "continuation_token"));
+    json_t *ps = json_object_get(value, "pagesize"), *ents, *j;
+    unsigned long long flags;
+    struct hd_plist_opts o;
+    struct hd_plist_res res;
+    unsigned char raw[1100];
+    char msg[256], t64[1500];
+    json_int_t page = PAGE_DEFAULT;
+    size_t i, n;
+    int rc;
+
+    r->op = HD_OP_LIST;
+    memset(&o, 0, sizeof(o));
+    if ((value && !json_is_object(value)) ||
+        flags_of(json_object_get(value, "flags"), &flags) < 0 || (ps && !json_is_integer(ps))) {
+        hd_resp_err_msg(r, HD_EBADARG,
+                        "list message: prefix, props and continuation_token are strings, "
+                        "pagesize an integer, flags a decimal string.");
+        return;
+    }
+    if (json_is_integer(ps) && json_integer_value(ps) > 0)
+        page = json_integer_value(ps) > PAGE_MAX ? PAGE_MAX : json_integer_value(ps);
+    if (tok && *tok) {
+        if (hd_b64_decode(tok, strlen(tok), raw, sizeof(raw) - 1, &n) < 0 || n == 0 ||
+            memchr(raw, 0, n)) {
+            hd_resp_err(r, HD_EBADTOKEN);
+            return;
+        }
+        raw[n] = '\0';
+        o.start_after = (const char *)raw;
+    }
+    o.prefix = prefix && *prefix ? prefix : NULL;
+    o.limit = (size_t)page;
+    o.cached_only = (flags & LS_CACHED) != 0;
+    if ((rc = hd_proxy_list(p, bucket, &o, &res, msg, sizeof(msg))) < 0) {
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
+    if (!props || !*props)
+        props = flags & LS_NAME_ONLY ? "name" : "name,size";
+    else if (flags & LS_NAME_ONLY)
+        props = "name";
+    else if (flags & LS_NAME_SIZE)
+        props = "name,size";
+    ents = json_array();
+    for (i = 0; i < res.n; i++) {
+        const struct hd_plist_item *it = &res.items[i];
+        json_t *e;
+        if (it->is_prefix)
+            continue;
+        e = json_pack("{s:s}", "n", it->name);
+        if (!e)
+            break;
+        if (has_prop(props, "size"))
+            json_object_set_new(e, "s", json_integer((json_int_t)it->size));
+        if (has_prop(props, "checksum") && it->etag[0])
+            json_object_set_new(e, "cs", json_string(it->etag));
+        if (has_prop(props, "atime") && it->mtime[0])
+            json_object_set_new(e, "a", json_string(it->mtime));
+        if (has_prop(props, "version") && it->etag[0])
+            json_object_set_new(e, "v", json_string(it->etag));
+        if (has_prop(props, "copies"))
+            json_object_set_new(e, "c", json_integer(1));
+        json_object_set_new(e, "f", json_integer(it->cached == 0 ? 0 : ENTRY_CACHED));
+        json_array_append_new(ents, e);
+    }
+    t64[0] = '\0';
+    if (res.truncated && res.last &&
+        hd_b64_encode((const unsigned char *)res.last, strlen(res.last), t64, sizeof(t64)) < 0)
+        t64[0] = '\0';
+    hd_proxy_list_cleanup(&res);
+    /* the names AIStore's msgp encoder writes (the SDK decodes these, msgpack or JSON) */
+    j = json_pack("{s:s, s:s, s:I, s:o}", "UUID", r->id, "ContinuationToken", t64, "Flags",
+                  (json_int_t)0, "Entries", ents);
+    answer(r, 200, j);
+}

@@ -1,0 +1,154 @@
+/* copy: the "copy" job (`hoard bucket cp SRC DST`): a proxy starts it on every target with
+ * bucket SRC and args {"to": DST, "prefix"?: P}. Each target walks the objects of SRC it
+ * holds, on each mountpath in name order, and writes each one (whose name starts with P) as
+ * DST/name to DST's HRW owner: itself (a local put), or another target with the node-signed
+ * PUT rebalance uses (rebalance.c), so the copy keeps the source's identity (ETag, mtime,
+ * Content-Type, user metadata) and a copy already there at least as new is left alone.
+ * Running it again copies nothing new twice. Resumable: a target that restarts runs it
+ * again. */
+#include "target/cluster/copy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "common/errors.h"
+#include "common/smap.h"
+#include "target/cluster/peer.h"
+#include "target/cluster/rebalance.h"
+
+#define COPY_SCAN_BATCH 256
+
+static void copy_result(struct hd_job *j, const char *what, const char *a)
+{
+    char msg[256];
+
+    snprintf(msg, sizeof(msg), "%s%s", what, a);
+    pthread_mutex_lock(&j->mu);
+    free(j->result);
+    j->result = strdup(msg);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* One object of SRC on mountpath mpi. 0, or a negative code with the error recorded. */
+static int copy_one(struct hd_job *j, struct hd_tcluster *cl, CURL *cu, size_t mpi, const char *dst,
+                    const char *name, uint64_t *bytes)
+{
+    struct hd_store *st = hd_tcluster_store(cl);
+    struct hd_obj_meta m;
+    char url[HD_NODE_URL_MAX], msg[512];
+    int fd, rc, elsewhere;
+
+    *bytes = 0;
+    if (hd_store_lookup_mp(st, mpi, j->bucket, name, &m) < 0)
+        return 0; /* deleted meanwhile */
+    fd = open(m.path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        hd_obj_meta_cleanup(&m);
+        return 0; /* replaced meanwhile: the new copy is scanned later */
+    }
+    elsewhere = hd_peer_owner_elsewhere(cl, dst, name, url, sizeof(url));
+    if (elsewhere == 0) {
+        rc = hd_rb_send_object(cu, cl, url, dst, name, &m, fd, 0, msg, sizeof(msg));
+    } else if (elsewhere == HD_EUNAVAIL) {
+        snprintf(msg, sizeof(msg), "%s/%s: the owner of %s/%s (%s) is down", j->bucket, name, dst,
+                 name, url);
+        rc = HD_EUNAVAIL;
+    } else if ((rc = hd_rb_put_local(st, dst, name, &m, fd)) < 0) {
+        snprintf(msg, sizeof(msg), "%s/%s -> %s: %s", j->bucket, name, dst, hd_strerror(rc));
+    }
+    close(fd);
+    if (rc < 0)
+        hd_job_error(j, "%s", msg);
+    else
+        *bytes = m.size;
+    hd_obj_meta_cleanup(&m);
+    return rc;
+}
+
+static int copy_run(struct hd_job *j, void *ctx)
+{
+    struct hd_tcluster *cl = ctx;
+    struct hd_store *st = hd_tcluster_store(cl);
+    const char *dst = json_string_value(json_object_get(j->args, "to"));
+    const char *prefix = json_string_value(json_object_get(j->args, "prefix"));
+    uint64_t tobjs = 0, tbytes = 0, o, b, copied = 0;
+    size_t mpi, i, n, plen = prefix ? strlen(prefix) : 0;
+    char **names = NULL, *after = NULL;
+    struct hd_bucket_info bi;
+    CURL *cu = NULL;
+    int rc = 0;
+
+    if (!dst || !*dst || strcmp(dst, j->bucket) == 0) {
+        copy_result(j, "args.to must name another bucket", "");
+        return HD_EBADARG;
+    }
+    if (hd_store_bucket_exists(st, j->bucket) < 0 || hd_store_bucket_exists(st, dst) < 0) {
+        copy_result(
+            j, "no such bucket: ", hd_store_bucket_exists(st, j->bucket) < 0 ? j->bucket : dst);
+        return HD_ENOSUCHBUCKET;
+    }
+    if (hd_store_bucket_get(st, dst, &bi) == 0 && strcmp(bi.provider, "aws") == 0) {
+        /* a local put would not reach the upstream: as CopyObject, not supported yet */
+        copy_result(j, "copying into an S3-backed bucket is not supported yet: ", dst);
+        return HD_ENOTIMPL;
+    }
+    if (!plen) { /* the totals are known up front: what this target holds of SRC */
+        for (mpi = 0; mpi < hd_store_nmp(st); mpi++)
+            if (hd_store_mp_bucket_usage(st, mpi, j->bucket, &o, &b) == 0) {
+                tobjs += o;
+                tbytes += b;
+            }
+        hd_job_set_total(j, tobjs, tbytes);
+    }
+    if (!(cu = curl_easy_init()))
+        return -ENOMEM;
+    for (mpi = 0; mpi < hd_store_nmp(st) && rc == 0; mpi++) {
+        free(after);
+        after = strdup(prefix && plen ? prefix : "");
+        if (after && plen) /* names sort after their prefix's predecessor: start just before */
+            after[plen - 1]--;
+        for (;;) {
+            if (!after) {
+                rc = -ENOMEM;
+                break;
+            }
+            if (hd_job_stopped(j)) {
+                rc = -ECANCELED;
+                break;
+            }
+            if ((rc = hd_store_scan(st, mpi, j->bucket, after, COPY_SCAN_BATCH, &names, &n)) < 0)
+                break;
+            for (i = 0; i < n && !hd_job_stopped(j); i++) {
+                if (plen && strncmp(names[i], prefix, plen) != 0)
+                    continue;
+                if (copy_one(j, cl, cu, mpi, dst, names[i], &b) == 0) {
+                    hd_job_add(j, 1, b);
+                    hd_job_set_extra(j, "copied", ++copied);
+                }
+            }
+            free(after);
+            after = n ? strdup(names[n - 1]) : NULL;
+            hd_store_names_free(names, n);
+            names = NULL;
+            if (n < COPY_SCAN_BATCH) /* this mountpath is done */
+                break;
+            if (plen && after && strncmp(after, prefix, plen) > 0)
+                break; /* past the prefix */
+        }
+    }
+    free(after);
+    curl_easy_cleanup(cu);
+    return rc;
+}
+
+int hd_copy_register(struct hd_jobs *js, struct hd_tcluster *cl)
+{
+    return hd_jobs_register(js, "copy", copy_run, cl, HD_JOB_RESUMABLE);
+}

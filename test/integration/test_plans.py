@@ -1,0 +1,262 @@
+"""Epoch plans (issue 16): a loader registers the order it will read a dataset in; targets
+prefetch ahead of the reader and evict by next use (Belady's MIN).
+
+A one-target cluster (ownership is then trivial, so the expected cache contents are exact)
+with a 1 MiB cache (low 50%, high 80%) over s3rver, plans prefetching at most 4 objects ahead
+with 2 workers; a two-target cluster for the split by owner. Orders come from the documented
+generator (docs/examples/hoard_plan.py), which the tests thereby check against hoardd's.
+"""
+import os
+import sys
+import time
+import uuid
+
+import pytest
+
+import helpers
+from cachefix import C_KEYS, HoardCluster, profiles, s3rver  # noqa: F401
+from conftest import REPO, _TARGETS
+
+sys.path.insert(0, os.path.join(REPO, "docs", "examples"))
+import hoard_plan  # noqa: E402
+
+KIB = 1024
+MIB = 1024 * KIB
+OBJ = 64 * KIB
+WINDOW = 4
+
+
+def uname(prefix):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:10])
+
+
+@pytest.fixture(scope="module")
+def one(tmp_path_factory, log_dir, profiles, s3rver):  # noqa: F811
+    c = HoardCluster("plan1", str(tmp_path_factory.mktemp("plan1")), log_dir, _TARGETS, C_KEYS,
+                     ntargets=1, mountpaths=1,
+                     target_extra=["--space.capacity", str(MIB), "--space.low", "50",
+                                   "--space.high", "80", "--space.oos", "95",
+                                   "--space.check_ms", "100", "--cache.atime_flush_ms", "100",
+                                   "--plan.window", str(WINDOW), "--plan.workers", "2"])
+    c.start()
+    yield c
+    problems = c.stop()
+    assert not problems, problems
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory, log_dir, profiles, s3rver):  # noqa: F811
+    c = HoardCluster("plan2", str(tmp_path_factory.mktemp("plan2")), log_dir, _TARGETS, C_KEYS,
+                     ntargets=2, mountpaths=1)
+    c.start()
+    yield c
+    problems = c.stop()
+    assert not problems, problems
+
+
+@pytest.fixture(autouse=True)
+def no_plans_left(request):
+    """Every test leaves no plan behind (a failed one would keep prefetching into the next)."""
+    yield
+    for name in ("one", "two"):
+        if name in request.fixturenames:
+            c = request.getfixturevalue(name)
+            for p in c.api("GET", "/v1/plans").json()["plans"]:
+                c.api("DELETE", "/v1/plans/" + p["id"])
+
+
+def dataset(s3rver, c, n, prefix="s/"):  # noqa: F811
+    src = uname("plan")
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    keys = ["%s%03d" % (prefix, i) for i in range(n)]
+    for i, k in enumerate(keys):
+        up.put_object(Bucket=src, Key=k, Body=helpers.pattern_bytes(OBJ, i))
+    return c.create_cloud_bucket(src, s3rver.url, "s3rver"), keys
+
+
+def cached(c, bucket):
+    j = c.listing(bucket, cached="true", limit=10000)
+    return {e["name"] for e in j["entries"]}
+
+
+def read(c, b, keys, i, plan=None):
+    path = c.obj_path(b, keys[i]) + ("?plan=" + plan if plan else "")
+    r = c.api("GET", path)
+    assert r.status_code == 200 and r.content == helpers.pattern_bytes(OBJ, i), r.status_code
+
+
+def register(c, body, status=201):
+    r = c.api("POST", "/v1/plans", body=body)
+    assert r.status_code == status, r.text
+    return r.json()
+
+
+def show(c, pid):
+    r = c.api("GET", "/v1/plans/" + pid)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_plan_prefetches_ahead_of_the_reader(s3rver, one):  # noqa: F811
+    b, keys = dataset(s3rver, one, 24)
+    pid = uname("pf")
+    j = register(one, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 2, "seed": 7})
+    assert j["total"] == 24 and j["targets"] and sum(j["targets"].values()) == 24, j
+    order = hoard_plan.epoch_order(24, 7, 0)
+    # the first WINDOW objects of the plan are fetched before anyone reads
+    helpers.wait_until(lambda: cached(one, b) == {keys[i] for i in order[:WINDOW]}, timeout=30,
+                       what="the plan's first %d objects prefetched" % WINDOW)
+    for p in range(6):
+        read(one, b, keys, order[p], plan=pid)
+    # read 6: the window moved: positions 6..9 are held too, nothing beyond
+    want = {keys[i] for i in order[:6 + WINDOW]}
+    helpers.wait_until(lambda: cached(one, b) == want, timeout=30,
+                       what="prefetch of positions 6..9")
+    v = helpers.wait_until(lambda: (lambda v: v if v["lead"] == WINDOW else None)(
+        show(one, pid)), timeout=30, what="a lead of %d objects" % WINDOW)
+    assert v["epoch"] == 0 and v["cursor"] == 5 and v["read_in_epoch"] == 6, v
+    # every object fetched so far was fetched by the plan, unless a read got there first
+    assert 4 + WINDOW <= v["prefetched"] <= 6 + WINDOW, v
+    assert v["prefetched_bytes"] == v["prefetched"] * OBJ, v
+    # the first WINDOW were held before the reads; the next ones may still have been in
+    # flight (a read then joins the prefetch: a miss that waits for it, not a second fetch)
+    assert v["hits"] + v["misses"] == 6 and v["hits"] >= WINDOW, v
+    assert v["wasted"] == 0, v
+    # listed, then deleted
+    assert pid in [p["id"] for p in one.api("GET", "/v1/plans").json()["plans"]]
+    assert one.api("DELETE", "/v1/plans/" + pid).status_code == 204
+    assert one.api("GET", "/v1/plans/" + pid).status_code == 404
+    assert one.api("DELETE", "/v1/plans/" + pid).status_code == 404
+
+
+def test_deleted_plan_stops_prefetching(s3rver, one):  # noqa: F811
+    b, keys = dataset(s3rver, one, 12)
+    pid = uname("del")
+    register(one, {"id": pid, "bucket": b, "keys": keys, "epochs": 1, "order": [
+        list(range(12))]})
+    helpers.wait_until(lambda: cached(one, b) == set(keys[:WINDOW]), timeout=30,
+                       what="first window prefetched")
+    assert one.api("DELETE", "/v1/plans/" + pid).status_code == 204
+    for i in range(3):
+        read(one, b, keys, i)
+    time.sleep(1.0)  # time for a prefetch that should not happen (workers poll every 0.2 s)
+    assert cached(one, b) == set(keys[:WINDOW]), cached(one, b)
+
+
+def test_eviction_honours_next_use(s3rver, one):  # noqa: F811
+    """20 objects of 64 KiB through a 1 MiB cache (evicting above 819 KiB down to 512 KiB),
+    read in the same order twice, prefetch off. LRU would keep the most recently read,
+    whose next use is furthest; MIN keeps the first ones of the order."""
+    b, keys = dataset(s3rver, one, 20)
+    pid = uname("min")
+    ident = list(range(20))
+    register(one, {"id": pid, "bucket": b, "keys": keys, "epochs": 2, "order": [ident, ident],
+                   "prefetch": False})
+    for i in range(20):
+        read(one, b, keys, i, plan=pid)
+    helpers.wait_until(lambda: one.targets[0].metric("hoard_mountpath_used_bytes",
+                                                     mountpath="0") <= 819 * KIB, timeout=30,
+                       what="eviction under the high mark")
+    helpers.wait_until(lambda: set(keys[:8]) <= cached(one, b), timeout=30,
+                       what="the first 8 of the order kept")
+    v = show(one, pid)
+    assert v["epoch"] == 1 and v["cursor"] == -1, v
+    h0 = v["hits"]
+    for i in range(8):
+        read(one, b, keys, i, plan=pid)
+    assert show(one, pid)["hits"] - h0 == 8
+    assert one.api("DELETE", "/v1/plans/" + pid).status_code == 204
+
+
+def test_two_plans_share_the_cache(s3rver, one):  # noqa: F811
+    """Plan A reads 0..19 in order, twice; plan B (not started) will read 19, 18, ... Reads
+    tagged with A advance A only; the nearest next use across both plans decides, so
+    eviction keeps A's next ones and B's first ones."""
+    b, keys = dataset(s3rver, one, 20)
+    pa, pb = uname("a"), uname("b")
+    ident = list(range(20))
+    register(one, {"id": pa, "bucket": b, "keys": keys, "epochs": 2, "order": [ident],
+                   "prefetch": False})
+    register(one, {"id": pb, "bucket": b, "keys": keys, "epochs": 1,
+                   "order": [ident[::-1]], "prefetch": False})
+    for i in range(20):
+        read(one, b, keys, i, plan=pa)
+    helpers.wait_until(lambda: one.targets[0].metric("hoard_mountpath_used_bytes",
+                                                     mountpath="0") <= 819 * KIB, timeout=30,
+                       what="eviction under the high mark")
+    # the last eviction ran with A at position 17..19 or in its epoch 1: the nearest uses
+    # are then A's 0..2 (next epoch) and B's 19..16 (its first reads); A alone would have
+    # dropped 16 and 17 (furthest for A), LRU would have dropped 0..2
+    want = set(keys[:3]) | set(keys[16:])  # (the last commits land just after the reads)
+    helpers.wait_until(lambda: want <= cached(one, b), timeout=30, what="kept: %s" % want)
+    va, vb = show(one, pa), show(one, pb)
+    assert va["epoch"] == 1 and vb["epoch"] == 0 and vb["read_in_epoch"] == 0, (va, vb)
+    plans = {p["id"] for p in one.api("GET", "/v1/plans").json()["plans"]}
+    assert {pa, pb} <= plans
+    for p in (pa, pb):
+        assert one.api("DELETE", "/v1/plans/" + p).status_code == 204
+
+
+def test_restart_rebuilds_the_plan(s3rver, one):  # noqa: F811
+    b, keys = dataset(s3rver, one, 10)
+    pid = uname("rs")
+    register(one, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 3, "seed": 11,
+                   "prefetch": False})
+    t = one.targets[0]
+    assert t.stop() == 0
+    t.start()
+    helpers.wait_until(lambda: one.api("GET", "/v1/plans/" + pid).status_code == 200,
+                       timeout=30, what="the plan rebuilt after the restart")
+    v = show(one, pid)
+    assert v["total"] == 10 and v["owned"] == 10 and v["epochs"] == 3, v
+    # the explicit cursor: the reader is at epoch 1, position 4
+    r = one.api("POST", "/v1/plans/%s/cursor" % pid, body={"epoch": 1, "position": 4})
+    assert r.status_code == 200, r.text
+    v = show(one, pid)
+    assert v["epoch"] == 1 and v["cursor"] == 4 and v["read_in_epoch"] == 5, v
+    r = one.api("POST", "/v1/plans/%s/cursor" % pid, body={"epoch": 9, "position": 0})
+    assert r.status_code == 400, r.text
+    assert one.api("DELETE", "/v1/plans/" + pid).status_code == 204
+
+
+def test_plan_split_by_owner(s3rver, two):  # noqa: F811
+    b, keys = dataset(s3rver, two, 30)
+    pid = uname("split")
+    j = register(two, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 1, "seed": 3})
+    assert j["total"] == 30 and len(j["targets"]) == 2 and sum(j["targets"].values()) == 30, j
+    v = show(two, pid)
+    assert v["owned"] == 30 and sorted(v["targets"]) == sorted(j["targets"]), v
+    for t, tv in v["targets"].items():
+        assert tv["owned"] == j["targets"][t], v
+    assert two.api("DELETE", "/v1/plans/" + pid).status_code == 204
+
+
+def test_bad_plans_get_clear_errors(s3rver, two):  # noqa: F811
+    b, keys = dataset(s3rver, two, 3)
+    nb = uname("native")
+    assert two.api("POST", "/v1/buckets/" + nb).status_code == 201
+    ok = {"bucket": b, "prefix": "s/", "epochs": 2, "seed": 1}
+
+    def bad(change, status, words):
+        body = dict(ok)
+        body.update(change)
+        body = {k: v for k, v in body.items() if v is not None}
+        r = two.api("POST", "/v1/plans", body=body)
+        assert r.status_code == status, (change, r.status_code, r.text)
+        assert words in r.json()["message"], (change, r.text)
+    bad({"bucket": uname("nope")}, 404, "No such bucket")
+    bad({"bucket": nb}, 400, "S3-backed")
+    bad({"prefix": "nothing-here/"}, 400, "empty")
+    bad({"epochs": 0}, 400, "epochs")
+    bad({"epochs": 10 ** 12}, 400, "epochs")
+    bad({"seed": -1}, 400, "seed")
+    bad({"order": [[0, 1, 2]]}, 400, "one of \"seed\" or \"order\"")
+    bad({"seed": None, "order": [[0, 1, 1]]}, 400, "order[0][2]")
+    bad({"seed": None, "order": [[0, 1]]}, 400, "order[0]")
+    bad({"prefix": None, "keys": ["a", ""]}, 400, "keys[1]")
+    bad({"prefix": None}, 400, "\"prefix\" or \"keys\"")
+    bad({"id": "a/b"}, 400, "plan id")
+    r = two.api("POST", "/v1/plans", body=b"not json")
+    assert r.status_code == 400
+    assert two.api("GET", "/v1/plans").json()["plans"] == []
