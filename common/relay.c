@@ -80,6 +80,7 @@ struct relay {
     CURL *easy;
     int inq, on_lazy;
     struct relay *qnext, *lazy_next, *run_prev, *run_next;
+    struct relay *wnext; /* on_async's own walk: qnext may be reused once inq is cleared */
 };
 
 /* A socket libcurl asked the loop to watch, kept by descriptor number for reuse: curl drops
@@ -554,13 +555,18 @@ static void on_async(uv_async_t *a)
     pthread_mutex_lock(&l->qmu);
     q = l->qhead;
     l->qhead = l->qtail = NULL;
-    for (y = q; y; y = y->qnext)
+    /* Once inq is 0 and the lock is let go, another thread may queue y again, which rewrites
+     * y->qnext: the walk below must not follow qnext, or it would run into the new queue and
+     * drop its entries' references a second time (a use-after-free, seen under ASan). */
+    for (y = q; y; y = y->qnext) {
+        y->wnext = y->qnext;
         y->inq = 0;
+    }
     stopping = l->stopping;
     pthread_mutex_unlock(&l->qmu);
     while (q) {
         y = q;
-        q = q->qnext;
+        q = q->wnext;
         service(l, y);
         relay_unref(y); /* the queue entry's */
     }

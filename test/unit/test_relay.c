@@ -2,7 +2,7 @@
  * hd_http server, driven by libcurl clients. Multi-MiB GET and PUT bodies arrive byte-exact
  * (both directions pass the relay window several times), HEAD and unknown-length answers pass
  * through, a 404 keeps its status and body, a backend body cut short fails the client's
- * transfer, 32 GETs run at once, hd_relay_start's extra headers reach the backend while a
+ * transfer, 32 GETs and 16 PUTs (three rounds) run at once, hd_relay_start's extra headers reach the backend while a
  * client's X-Hoard-* headers do not, a client that leaves mid-body ends its relay, a relay
  * past hd_relay_new's limit is refused with 503, and every relay is freed (inflight back to 0)
  * with the loop closing cleanly. */
@@ -418,6 +418,61 @@ HD_SUITE(relay_concurrent)
     CHECK_EQ_INT(ok, NCONC);
 out:
     fx_stop(&f);
+}
+
+#define NPUT 16
+#define PUT_ROUNDS 3
+
+/* Concurrent uploads: every MHD worker pokes the relay loop as body data arrives while the
+ * loop is working through its queue. A relay poked again while the loop walked the queue used
+ * to have its queue link rewritten under the walk: relays were skipped (a stalled upload) or
+ * serviced and released twice (a use-after-free under ASan). */
+HD_SUITE(relay_concurrent_puts)
+{
+    struct fx f;
+    struct ht_xfer xs[NPUT], *xp[NPUT];
+    unsigned char *data[NPUT];
+    char url[128], want[NPUT][128], hex[33];
+    size_t i, ok = 0, round;
+
+    memset(data, 0, sizeof(data));
+    CHECK_EQ_INT(fx_start(&f, 64), 0);
+    if (!f.ok)
+        goto out;
+    for (i = 0; i < NPUT; i++) {
+        size_t n = 2 * MIB + i * 4099;
+        data[i] = malloc(n);
+        CHECK(data[i] != NULL);
+        if (!data[i])
+            goto out;
+        ht_pat_fill(data[i], 100 + i, 0, n);
+        ht_md5_hex(data[i], n, hex);
+        snprintf(want[i], sizeof(want[i]), "size=%zu md5=%s", n, hex);
+    }
+    url_of(&f, "/put", url, sizeof(url));
+    for (round = 0; round < PUT_ROUNDS; round++) {
+        for (i = 0; i < NPUT; i++) {
+            ht_init(&xs[i], "PUT", url);
+            ht_body(&xs[i], data[i], 2 * MIB + i * 4099);
+            xp[i] = &xs[i];
+        }
+        CHECK_EQ_INT(ht_perform_all(xp, NPUT, NULL, NULL), 0);
+        for (i = 0; i < NPUT; i++) {
+            if (xs[i].cc == CURLE_OK && xs[i].status == 200 && xs[i].body &&
+                strcmp(xs[i].body, want[i]) == 0)
+                ok++;
+            else
+                fprintf(stderr, "  PUT %zu: curl %d, status %ld, %s\n", i, xs[i].cc,
+                        xs[i].status, xs[i].body ? xs[i].body : "(no body)");
+            ht_cleanup(&xs[i]);
+        }
+    }
+    CHECK_EQ_INT(ok, NPUT * PUT_ROUNDS);
+    CHECK(ht_wait(relays_gone, f.rl, WAIT_MS));
+out:
+    fx_stop(&f);
+    for (i = 0; i < NPUT; i++)
+        free(data[i]);
 }
 
 HD_SUITE(relay_client_abort)
