@@ -87,6 +87,11 @@ for m in dev dev/pts proc sys; do
     mount --bind "/$m" "$root/$m"
     mounts+=("$root/$m")
 done
+# downloaded .debs are kept between runs (the root itself is new each time)
+mkdir -p "$work/apt-archives/partial"
+mount --bind "$work/apt-archives" "$root/var/cache/apt/archives"
+mounts+=("$root/var/cache/apt/archives")
+rm -f "$root/etc/apt/apt.conf.d/docker-clean" # it would empty the kept archives
 hd_log "cloning $repo (committed HEAD $(git -C "$repo" rev-parse --short HEAD)) into the root"
 git clone -q --no-local "$repo" "$root/src/hoard"
 
@@ -98,7 +103,11 @@ in_root() { # command...: in the chroot, as root, with a plain login environment
 in_root update-ca-certificates >/dev/null
 
 hd_log "make run in the root (port $port; installs the dependencies: a while)"
-in_root bash -c "cd /src/hoard && HOARD_PORT=$port exec make run" >"$work/make-run.log" 2>&1 &
+# a simple command, not the function: $! must be make itself (chroot, env and bash exec)
+chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LANG=C.UTF-8 SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
+    NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
+    bash -c "cd /src/hoard && HOARD_PORT=$port exec make run" >"$work/make-run.log" 2>&1 &
 make_pid=$!
 ok=""
 for _ in $(seq 1 1800); do # 30 minutes at most for apt, npm and the build
