@@ -52,8 +52,9 @@ uint64_t hd_now_ns(void)
 /* Idle trim. glibc keeps what a burst freed in each thread's arena (server/main.c keeps the
  * thresholds high so busy paths do not fault pages in again; the proxy rested at 157 MiB
  * after a benchmark). Once a window of at least HD_TRIM_WINDOW_NS has seen requests at less
- * than HD_TRIM_QUIET per HD_TRIM_WINDOW_NS (heartbeats and probes keep coming: a quiet node is never fully idle), give the
- * free memory back. The caller is one periodic thread (hoardd's main thread). */
+ * than HD_TRIM_QUIET per HD_TRIM_WINDOW_NS (heartbeats and probes keep coming: a quiet node is
+ * never fully idle), give the free memory back. The caller is one periodic thread (hoardd's main
+ * thread). */
 #define HD_TRIM_WINDOW_NS (3 * 1000000000ull)
 #define HD_TRIM_QUIET 48
 
@@ -281,7 +282,10 @@ static int body_unread(const struct hd_req *r)
     return hd_req_header(r, "Transfer-Encoding") != NULL;
 }
 
-static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len)
+/* disown (may be NULL) runs before a response MHD refused is destroyed: hd_resp_stream uses
+ * it so that the caller, told of the failure, still owns its reader's state. */
+static int queue_ex(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len,
+                    void (*disown)(void *arg), void *arg)
 {
     size_t i;
     enum MHD_Result ok;
@@ -301,6 +305,12 @@ static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64
         r->deferred_status = status;
     } else {
         ok = MHD_queue_response(r->conn, (unsigned)status, resp);
+        if (ok != MHD_YES) {
+            HD_LOG(HD_WARN, r->id, "http: MHD refused the %d answer to %s %s", status, r->method,
+                   r->raw_path ? r->raw_path : "");
+            if (disown)
+                disown(arg);
+        }
         MHD_destroy_response(resp);
         if (ok != MHD_YES)
             return -EIO;
@@ -310,6 +320,11 @@ static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64
     if (strcmp(r->method, "HEAD") != 0 && status != 304 && status != 204)
         r->bytes_out = len;
     return 0;
+}
+
+static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len)
+{
+    return queue_ex(r, status, resp, len, NULL, NULL);
 }
 
 int hd_resp_buf(struct hd_req *r, int status, const char *ctype, char *data, size_t len)
@@ -826,6 +841,13 @@ static void stream_free(void *cls)
     free(s);
 }
 
+static void stream_disown(void *arg)
+{
+    struct stream_cls *s = arg;
+
+    s->free_cb = NULL;
+}
+
 int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader, void *cls,
                    void (*free_cb)(void *cls))
 {
@@ -847,8 +869,11 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
         free(s);
         return -ENOMEM;
     }
-    /* from here the response owns s: free_cb runs when MHD drops it */
-    return queue(r, status, resp, size == UINT64_MAX ? 0 : size);
+    /* from here the response owns s: free_cb runs when MHD drops it, unless MHD refuses the
+     * response: then hd_resp_stream fails and cls stays the caller's (free_cb never runs;
+     * it used to run here too, and every caller freed cls again on the failure: a double
+     * free, e.g. of a relay, that corrupted the proxy's heap) */
+    return queue_ex(r, status, resp, size == UINT64_MAX ? 0 : size, stream_disown, s);
 }
 
 /* The bucket of a native object or bucket call (/v1/objects/B/..., /v1/buckets/B), for the
@@ -980,6 +1005,21 @@ static int listen_socket(const struct sockaddr_storage *ss, socklen_t sl)
     return fd;
 }
 
+/* Under TLS every connection carries what its client certificate was found to be
+ * (common/tls.h), so a node call pays for the chain check once per connection. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)conn;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = hd_tls_conn_new();
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        hd_tls_conn_free(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
 int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
 {
     struct hd_http_server *s;
@@ -990,7 +1030,7 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     unsigned threads;
     unsigned flags;
     long n;
-    int fd;
+    int fd, attempt;
 
     if (parse_listen(cfg->listen, &ss, &sl) < 0)
         return -EINVAL;
@@ -1031,18 +1071,35 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
         }
         flags |= MHD_USE_TLS;
         tls_opts[k++] =
+            (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL};
+        tls_opts[k++] =
             (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, hd_tls_mhd_cert_callback()};
         if (trust) /* makes GnuTLS ask for a client certificate; hd_tls_peer_ok checks it */
             tls_opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)trust};
     }
-    s->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s,
-        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+    for (attempt = 0;; attempt++) {
+        s->d = MHD_start_daemon(
+            flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+            (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
+            MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape,
+            s, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        if (s->d || attempt == 1)
+            break;
+        /* seen once under heavy load, with nothing in libmicrohttpd's log: say what errno
+         * says and try once more on a fresh socket */
+        HD_LOG(HD_WARN, NULL, "http: libmicrohttpd did not start on %s (%s); trying again",
+               cfg->listen, strerror(errno));
+        close(fd);
+        usleep(100 * 1000);
+        if ((fd = listen_socket(&ss, sl)) < 0) {
+            pthread_mutex_destroy(&s->park_mu);
+            free(s);
+            return fd;
+        }
+    }
     if (!s->d) {
         close(fd);
         pthread_mutex_destroy(&s->park_mu);

@@ -1,11 +1,14 @@
 #include "common/httpc.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <curl/curl.h>
 
@@ -69,6 +72,7 @@ struct xfer {
     struct hd_httpc_call *c;
     CURL *e;
     struct curl_slist *hl;
+    char errbuf[CURL_ERROR_SIZE]; /* libcurl's detail (a TLS verification failure's reason) */
 };
 
 static size_t on_write(char *p, size_t sz, size_t nm, void *arg)
@@ -163,6 +167,7 @@ static int xfer_setup(struct xfer *x, struct hd_httpc_call *c)
     if (!x->hl)
         return -ENOMEM;
     curl_easy_setopt(e, CURLOPT_URL, c->url);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
     hd_tls_curl(e);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hl);
@@ -223,13 +228,20 @@ static void xfer_finish(struct xfer *x, CURLcode res)
         case CURLE_OUT_OF_MEMORY:
             c->rc = -ENOMEM;
             break;
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_SSL_CERTPROBLEM:
+        case CURLE_SSL_CACERT_BADFILE:
+            c->rc = -EPROTO; /* TLS: a certificate the other side or we do not accept */
+            break;
         default:
             c->rc = -EIO;
         }
     }
     if (c->rc < 0 && !c->err[0])
-        snprintf(c->err, sizeof(c->err), "%s %s: %s", c->method, c->url,
-                 res != CURLE_OK ? curl_easy_strerror(res) : strerror(-c->rc));
+        snprintf(c->err, sizeof(c->err), "%s %s: %.120s", c->method, c->url,
+                 res != CURLE_OK ? (x->errbuf[0] ? x->errbuf : curl_easy_strerror(res))
+                                 : strerror(-c->rc));
 }
 
 static void xfer_release(CURLM *m, struct xfer *x)
@@ -344,6 +356,13 @@ int hd_httpc_json(struct hd_nodeauth *na, const char *to, const char *method, co
     if (rc == 0) {
         if (c.resp.len)
             *out = json_loadb(c.resp.data, c.resp.len, 0, NULL);
+    } else if (rc == -EPROTO) {
+        /* a TLS setup error does not heal by itself: say it, but not on every retry */
+        static _Atomic int64_t last;
+        int64_t now = (int64_t)time(NULL), was = atomic_load(&last);
+        if (now - was >= 30 && atomic_compare_exchange_strong(&last, &was, now))
+            HD_LOG(HD_WARN, NULL, "httpc: TLS: %s (check tls.ca and the peer's certificate)",
+                   c.err);
     } else {
         HD_LOG(HD_DEBUG, NULL, "httpc: %s", c.err);
     }

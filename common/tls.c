@@ -390,20 +390,59 @@ const char *hd_tls_mhd_trust(const struct hd_tls *t)
     return t->client_auth && c ? c->ca_pem : NULL;
 }
 
+/* What a connection's client certificate was found to be, and against which set. */
+struct peer_memo {
+    struct creds *with;
+    int ok;
+    const char *why; /* static text or OpenSSL's (static) error strings */
+};
+
+void *hd_tls_conn_new(void)
+{
+    return calloc(1, sizeof(struct peer_memo));
+}
+
+void hd_tls_conn_free(void *ctx)
+{
+    free(ctx);
+}
+
+static int peer_check(struct MHD_Connection *conn, struct creds *c, const char **why);
+
 int hd_tls_peer_ok(struct MHD_Connection *conn, const char **why)
 {
     const union MHD_ConnectionInfo *ci =
-        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
+        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
+    struct peer_memo *m = ci ? ci->socket_context : NULL;
     struct creds *c = current();
-    const gnutls_datum_t *certs;
-    STACK_OF(X509) *chain = NULL;
-    X509 *leaf = NULL;
     const char *dummy;
-    unsigned n = 0, i;
-    int ok = 0;
+    int ok;
 
     if (!why)
         why = &dummy;
+    if (m && c && m->with == c) { /* TLS 1.3: the peer cannot change within a connection */
+        *why = m->why;
+        return m->ok;
+    }
+    ok = peer_check(conn, c, why);
+    if (m && c && ok >= 0) {
+        m->with = c;
+        m->ok = ok;
+        m->why = *why;
+    }
+    return ok;
+}
+
+static int peer_check(struct MHD_Connection *conn, struct creds *c, const char **why)
+{
+    const union MHD_ConnectionInfo *ci =
+        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
+    const gnutls_datum_t *certs;
+    STACK_OF(X509) *chain = NULL;
+    X509 *leaf = NULL;
+    unsigned n = 0, i;
+    int ok = 0;
+
     *why = NULL;
     if (!ci || !ci->tls_session || !c)
         return -1;

@@ -47,8 +47,14 @@ void *hd_tls_mhd_cert_callback(void);
 const char *hd_tls_mhd_trust(const struct hd_tls *t);
 
 /* The client certificate of a TLS connection verified against the CA in use: 1 when it
- * chains to it, 0 when absent or not (why says which; may be NULL), -1 when conn is not TLS. */
+ * chains to it, 0 when absent or not (why says which; may be NULL), -1 when conn is not TLS.
+ * The answer is kept with the connection (until the CA set changes) when the server gave
+ * connections a context from hd_tls_conn_new. */
 int hd_tls_peer_ok(struct MHD_Connection *conn, const char **why);
+/* Per-connection context for hd_tls_peer_ok's answer (MHD_OPTION_NOTIFY_CONNECTION's
+ * socket_context): NULL on OOM (then every call verifies again). Freed with _free. */
+void *hd_tls_conn_new(void);
+void hd_tls_conn_free(void *ctx);
 
 /* Sets up a libcurl easy handle for a call to another node: https is verified against the
  * CA (peer and host name), and the node's certificate is offered as a client certificate.

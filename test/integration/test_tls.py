@@ -326,3 +326,32 @@ def test_sighup_reloads_the_certificate_and_keeps_connections(cl, tmp_path):
                        what="the failed reload logged")
     assert peer_cn("127.0.0.1", t.port, cl["ca"]) == "t2-rotated"
     assert t.alive()
+
+
+def test_node_trusting_another_ca_cannot_call_the_cluster(cl):
+    """The other direction: a node verifies whom it calls. A target whose tls.ca is another CA
+    (with a certificate of that CA) cannot join: its call to the primary fails certificate
+    verification before any request is sent, and the primary never hears of it."""
+    other = cl["tmp"].mktemp("tls-other-ca2")
+    mkcerts(other, "stranger")
+    root = str(cl["tmp"].mktemp("tls-stranger"))
+    n = TLSNode("stranger", root, os.path.join(cl["log_dir"], "tls-stranger"), "target", other,
+                join=lambda: cl["p1"].url, extra=["--store.fsync", "false"])
+    _TARGETS.append(n)
+    before = cl["p1"].smap()
+    cl["p1"].mark_log()
+    try:
+        n.port = helpers_free_port()
+        with open(n.error_log, "ab") as err:
+            n.proc = subprocess.Popen(n.cmdline(), stdin=subprocess.DEVNULL, stdout=err,
+                                      stderr=err, cwd=n.root)
+        helpers.wait_until(lambda: "SSL certificate problem" in n.log_tail(100), timeout=60,
+                           what="the stranger's join failing on the primary's certificate")
+        assert "httpc: TLS: POST %s/v1/cluster/join" % cl["p1"].url in n.log_tail(100)
+        assert n.alive()
+        after = cl["p1"].smap()
+        assert after["version"] == before["version"] and len(after["tmap"]) == 2, after
+        assert "stranger" not in cl["p1"].log_tail(200, True)
+    finally:
+        n.kill9()
+        _TARGETS.remove(n)

@@ -161,6 +161,8 @@ int hd_cli_cloud_create(struct hd_cli *cli, const char *name);
 int hd_cli_bucket_props(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_prefetch(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_evict(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_bucket_flush(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_bucket_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_maintenance(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_decommission(struct hd_cli *cli, int argc, char **argv);

@@ -109,6 +109,8 @@ static const enum hd_cli_optid prefetch_opts[] = {
 static const enum hd_cli_optid evict_opts[] = {HD_CLI_OPT_LIST,    HD_CLI_OPT_TEMPLATE,
                                                HD_CLI_OPT_PREFIX,  HD_CLI_OPT_WAIT,
                                                HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid flush_opts[] = {HD_CLI_OPT_PREFIX, HD_CLI_OPT_WAIT,
+                                               HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid off_opts[] = {HD_CLI_OPT_OFF, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid wait_opts[] = {HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_RECURSIVE,
@@ -137,7 +139,14 @@ static const struct hd_cli_cmd cmds[] = {
      "count and bytes stored per bucket (S3-backed: upstream and cached), per target mountpath",
      NULL, NULL},
     {"bucket", "props", hd_cli_bucket_props, 1, 64, "B [KEY=VALUE...]",
-     "show bucket properties, or set them (validate_warm_get=true, upstream.profile=P)", NULL,
+     "show bucket properties, or set them (validate_warm_get=true, write_policy=back, "
+     "upstream.profile=P)",
+     NULL, NULL},
+    {"bucket", "flush", hd_cli_bucket_flush, 1, 1, "B",
+     "upload what write-back bucket B holds dirty now (a job; --wait shows progress)", flush_opts,
+     NULL},
+    {"bucket", "show", hd_cli_bucket_show, 1, 1, "B",
+     "bucket properties and, for write-back, what is dirty (count, bytes) and upload lag", NULL,
      NULL},
     {"object", "put", hd_cli_object_put, 2, 2, "FILE|DIR|- B/O|B/PREFIX",
      "upload FILE (or stdin) as object O in bucket B; a DIR: every file under it, -j at once",
