@@ -145,18 +145,19 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
     }
     if (!(spec = json_deep_copy(in)))
         goto oom;
-    if (!id) {
-        unsigned char rnd[8];
-        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-            memset(rnd, 0, sizeof(rnd));
-        memcpy(gen, "plan-", 5);
-        hd_hex(rnd, sizeof(rnd), gen + 5);
-        json_object_set_new(spec, "id", json_string(gen));
-        id = gen;
-    } else if (!json_is_string(json_object_get(in, "id"))) {
+    if (json_object_get(in, "id") && !id) {
         json_decref(spec);
         hd_resp_err_msg(r, HD_EBADARG, "\"id\" must be a string.");
         return;
+    }
+    if (!id) {
+        unsigned char rnd[8];
+        char hex[17];
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+            memset(rnd, 0, sizeof(rnd));
+        hd_hex(rnd, sizeof(rnd), hex);
+        snprintf(gen, sizeof(gen), "plan-%s", hex);
+        json_object_set_new(spec, "id", json_string(gen));
     }
     id = json_string_value(json_object_get(spec, "id"));
     if (!(text = json_dumps(spec, JSON_COMPACT)) || !(targets = json_object()))

@@ -298,7 +298,7 @@ static int list_prefix(struct hd_cbucket *cb, const char *prefix, struct dataset
     }
     free(after);
     free(token);
-    if (rc == 0)
+    if (rc == 0 && d->n)
         qsort(d->keys, d->n, sizeof(*d->keys), cmp_str); /* byte order, as S3 lists */
     return rc;
 }

@@ -270,6 +270,7 @@ def test_bad_plans_get_clear_errors(s3rver, two):  # noqa: F811
     bad({"prefix": None, "keys": ["a", ""]}, 400, "keys[1]")
     bad({"prefix": None}, 400, "\"prefix\" or \"keys\"")
     bad({"id": "a/b"}, 400, "plan id")
+    bad({"id": 7}, 400, "\"id\" must be a string")
     r = two.api("POST", "/v1/plans", body=b"not json")
     assert r.status_code == 400
     assert two.api("GET", "/v1/plans").json()["plans"] == []
