@@ -279,12 +279,6 @@ def test_cluster_sh_up_down_up(tmp_path):
         time.sleep(0.1)
 
 
-# Known issue (issue 12, TLS): started by cluster.sh from inside pytest, the first target's
-# libmicrohttpd refuses to start with TLS (MHD_start_daemon returns NULL, nothing in its log,
-# errno ENOENT), every time; the same command from a shell or a plain python subprocess
-# starts every node (checked by hand), and test_tls.py's TLS nodes start from pytest. Cause
-# not found yet; not strict so that the day it passes shows.
-@pytest.mark.xfail(reason="target TLS start fails under pytest (see comment)", strict=False)
 def test_cluster_sh_up_tls(tmp_path):
     """cluster.sh up --mtls: a throwaway CA and node certificates, every node on https with
     client certificates on node calls; the aws CLI with the printed AWS_CA_BUNDLE and curl -L
