@@ -161,6 +161,13 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
                 out->anonymous_read = json_is_true(v);
             else
                 out->validate_warm_get = json_is_true(v);
+        } else if (strcmp(k, "write_policy") == 0) {
+            const char *wp = json_string_value(v);
+            if (!wp || (strcmp(wp, "through") != 0 && strcmp(wp, "back") != 0)) {
+                rc = bad(err, errlen, "%s must be \"through\" or \"back\"", k);
+                break;
+            }
+            out->write_back = wp[0] == 'b';
         } else if (strcmp(k, "upstream") == 0) {
             if ((rc = parse_upstream(v, &out->up, err, errlen)) < 0)
                 break;
@@ -185,6 +192,8 @@ char *hd_bprops_dump(const struct hd_bprops *p)
         json_object_set_new(j, "anonymous_read", json_true());
     if (p->validate_warm_get)
         json_object_set_new(j, "validate_warm_get", json_true());
+    if (p->write_back)
+        json_object_set_new(j, "write_policy", json_string("back"));
     if (p->has_upstream) {
         u = json_pack("{s:s, s:s, s:s}", "endpoint", p->up.endpoint, "region", p->up.region,
                       "style", p->up.vhost ? "virtual" : "path");

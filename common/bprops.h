@@ -4,9 +4,13 @@
  *
  *   {"anonymous_read": bool,
  *    "validate_warm_get": bool,            S3-backed buckets: HEAD upstream on every warm GET
+ *    "write_policy": "through" | "back",   S3-backed buckets: PUT/DELETE reach the upstream
+ *                                          before the answer (default), or after it from a
+ *                                          durable queue on the owning target (write-back)
  *    "upstream": {"endpoint": "http://host:port", "region": "us-east-1",
  *                 "style": "path" | "virtual", "profile": "NAME", "bucket": "NAME"}}
  *
+ * "write_policy" "back" is for S3-backed buckets only: the proxy checks it with the provider.
  * "upstream" names where an S3-backed (provider "aws") bucket's objects come from. It never
  * holds credentials: "profile" names a credential set that each node resolves locally
  * (target/cache.c), so secrets are neither in the BMD nor in any log. */
@@ -29,6 +33,7 @@ struct hd_upstream {
 struct hd_bprops {
     int anonymous_read;
     int validate_warm_get;
+    int write_back; /* "write_policy": "back" */
     int has_upstream;
     struct hd_upstream up;
 };

@@ -108,6 +108,7 @@ static const struct hd_err_info table[] = {
      "This copy request is illegal because it is trying to copy an object to itself without "
      "changing the object's metadata, storage class, website redirect location or encryption "
      "attributes."},
+    {HD_ESLOWDOWN, 503, "SlowDown", "Please reduce your request rate."},
 };
 
 static const struct hd_err_info errno_rows[] = {

@@ -83,6 +83,7 @@ enum hd_err {
     HD_ENOVERSIONING,        /* 501 NotImplemented (versioning Enabled) */
     HD_EANONOVERRIDE,        /* 400 InvalidRequest (response-* on an unsigned GET) */
     HD_ECOPYSELF,            /* 400 InvalidRequest (CopyObject onto itself, nothing changed) */
+    HD_ESLOWDOWN,            /* 503 SlowDown (write-back: too many dirty bytes) */
     HD_ELAST
 };
 

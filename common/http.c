@@ -282,7 +282,10 @@ static int body_unread(const struct hd_req *r)
     return hd_req_header(r, "Transfer-Encoding") != NULL;
 }
 
-static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len)
+/* disown (may be NULL) runs before a response MHD refused is destroyed: hd_resp_stream uses
+ * it so that the caller, told of the failure, still owns its reader's state. */
+static int queue_ex(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len,
+                    void (*disown)(void *arg), void *arg)
 {
     size_t i;
     enum MHD_Result ok;
@@ -302,6 +305,12 @@ static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64
         r->deferred_status = status;
     } else {
         ok = MHD_queue_response(r->conn, (unsigned)status, resp);
+        if (ok != MHD_YES) {
+            HD_LOG(HD_WARN, r->id, "http: MHD refused the %d answer to %s %s", status, r->method,
+                   r->raw_path ? r->raw_path : "");
+            if (disown)
+                disown(arg);
+        }
         MHD_destroy_response(resp);
         if (ok != MHD_YES)
             return -EIO;
@@ -311,6 +320,11 @@ static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64
     if (strcmp(r->method, "HEAD") != 0 && status != 304 && status != 204)
         r->bytes_out = len;
     return 0;
+}
+
+static int queue(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len)
+{
+    return queue_ex(r, status, resp, len, NULL, NULL);
 }
 
 int hd_resp_buf(struct hd_req *r, int status, const char *ctype, char *data, size_t len)
@@ -827,6 +841,13 @@ static void stream_free(void *cls)
     free(s);
 }
 
+static void stream_disown(void *arg)
+{
+    struct stream_cls *s = arg;
+
+    s->free_cb = NULL;
+}
+
 int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader, void *cls,
                    void (*free_cb)(void *cls))
 {
@@ -848,8 +869,11 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
         free(s);
         return -ENOMEM;
     }
-    /* from here the response owns s: free_cb runs when MHD drops it */
-    return queue(r, status, resp, size == UINT64_MAX ? 0 : size);
+    /* from here the response owns s: free_cb runs when MHD drops it, unless MHD refuses the
+     * response: then hd_resp_stream fails and cls stays the caller's (free_cb never runs;
+     * it used to run here too, and every caller freed cls again on the failure: a double
+     * free, e.g. of a relay, that corrupted the proxy's heap) */
+    return queue_ex(r, status, resp, size == UINT64_MAX ? 0 : size, stream_disown, s);
 }
 
 /* The bucket of a native object or bucket call (/v1/objects/B/..., /v1/buckets/B), for the

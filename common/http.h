@@ -202,7 +202,8 @@ void hd_req_defer(struct hd_req *r, void (*on_undefer)(struct hd_req *r), void *
  * return bytes written, 0 after hd_req_suspend when no data is ready yet, HD_STREAM_END when
  * done (needed for unknown sizes), or HD_STREAM_ERROR to abort the connection). size may be
  * UINT64_MAX for unknown (chunked). free_cb runs when MHD drops the
- * response. */
+ * response. When it returns an error, free_cb has not run and never will: cls is still
+ * the caller's. */
 #define HD_BODY_WAIT 0x7fffffff
 #define HD_STREAM_END (-2)
 #define HD_STREAM_ERROR (-1)

@@ -430,6 +430,8 @@ static int prepare(struct call *k, CURL *e, struct curl_slist **hl, struct hd_bu
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, c->low_speed_bps);
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, c->low_speed_s);
     }
+    /* set on every call: the thread's handle is reused by calls with other limits */
+    curl_easy_setopt(e, CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)c->max_send_bps);
     curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, k);

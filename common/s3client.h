@@ -34,6 +34,7 @@ struct hd_s3c {
     long low_speed_s;   /* ... for this long */
     int retries;        /* extra attempts after the first */
     long backoff_ms;    /* first retry delay, doubled each time */
+    long max_send_bps;  /* upload rate limit per transfer, bytes/s (0 = none) */
 };
 
 /* The outcome of a call: 0, or a project code with a message for the client that names the

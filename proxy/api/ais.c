@@ -12,8 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "common/cksum.h"
 #include "common/errors.h"
+#include "common/httpc.h"
 #include "common/httputil.h"
 #include "common/jsonpack.h"
 #include "common/kdf.h"
@@ -22,11 +24,13 @@
 #include "common/token.h"
 
 #define LOGIN_BODY_MAX 4096
-#define LS_CACHED 1u      /* AIStore's apc.LsCached: only what the cluster holds */
-#define LS_NAME_ONLY 16u  /* apc.LsNameOnly */
-#define LS_NAME_SIZE 32u  /* apc.LsNameSize */
-#define ENTRY_CACHED 64u  /* cmn.EntryIsCached in an entry's "f" */
-#define PAGE_DEFAULT 1000 /* pagesize 0 */
+#define LS_CACHED 1u       /* AIStore's apc.LsCached: only what the cluster holds */
+#define LS_NAME_ONLY 16u   /* apc.LsNameOnly */
+#define LS_NAME_SIZE 32u   /* apc.LsNameSize */
+#define LS_ARCH_DIR 8u     /* apc.LsArchDir: list the members of archives as entries too */
+#define ENTRY_CACHED 64u   /* cmn.EntryIsCached in an entry's "f" */
+#define ENTRY_IN_ARCH 128u /* cmn.EntryInArch */
+#define PAGE_DEFAULT 1000  /* pagesize 0 */
 #define PAGE_MAX 10000
 
 /* JSON, or msgpack when the client asks for it. Takes j. */
@@ -210,6 +214,74 @@ static int flags_of(const json_t *v, unsigned long long *out)
     return HD_EBADARG;
 }
 
+/* The members of tar object name (GET ?members on its owner, signed): a JSON array of
+ * {"name","size"}, or NULL when it is not a tar hoard can read, or on any failure (the
+ * listing then shows the object alone). */
+static json_t *arch_members(struct hd_proxy *p, const char *bucket, const char *name)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    const struct hd_node *owner = NULL;
+    struct hd_httpc_call c;
+    struct hd_buf u;
+    char *uname = NULL;
+    size_t ulen;
+    json_t *j = NULL, *m = NULL;
+
+    hd_buf_init(&u);
+    if (!s || hd_proxy_uname(p, bucket, name, &uname, &ulen) < 0 ||
+        hd_smap_owner(s, uname, ulen, &owner) < 0 || !owner)
+        goto out;
+    hd_buf_printf(&u, "%s/v1/objects/", owner->url);
+    hd_uri_encode(&u, bucket, strlen(bucket), 0);
+    hd_buf_puts(&u, "/");
+    hd_uri_encode(&u, name, strlen(name), 1);
+    hd_buf_puts(&u, "?members");
+    if (u.oom)
+        goto out;
+    hd_httpc_call_init(&c, "GET", u.data);
+    hd_proxy_call_sign(p, &c);
+    c.total_ms = HD_PROXY_FANOUT_MS;
+    hd_httpc_run_all(&c, 1, 0);
+    if (c.rc == 0 && c.status == 200 && c.resp.len)
+        j = json_loadb(c.resp.data, c.resp.len, 0, NULL);
+    hd_httpc_call_cleanup(&c);
+    m = json_object_get(j, "members");
+    if (json_is_array(m))
+        json_incref(m);
+    else
+        m = NULL;
+out:
+    json_decref(j);
+    free(uname);
+    hd_buf_cleanup(&u);
+    hd_smap_unref(s);
+    return m;
+}
+
+/* Appends name's members as entries "name/member" (AIStore's list_archive). */
+static void add_members(struct hd_proxy *p, const char *bucket, const char *name, json_t *ents,
+                        int with_size)
+{
+    json_t *m = arch_members(p, bucket, name), *v;
+    size_t i;
+
+    json_array_foreach(m, i, v)
+    {
+        const char *mn = json_string_value(json_object_get(v, "name"));
+        char *full;
+        json_t *e;
+        if (!mn || asprintf(&full, "%s/%s", name, mn) < 0)
+            continue;
+        e = json_pack("{s:s, s:I}", "n", full, "f", (json_int_t)(ENTRY_CACHED | ENTRY_IN_ARCH));
+        free(full);
+        if (e && with_size)
+            json_object_set(e, "s", json_object_get(v, "size"));
+        if (e)
+            json_array_append_new(ents, e);
+    }
+    json_decref(m);
+}
+
 void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                                const json_t *value)
 {
@@ -223,7 +295,7 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
     unsigned char raw[1100];
     char msg[256], t64[1500];
     json_int_t page = PAGE_DEFAULT;
-    size_t i, n;
+    size_t i;
     int rc;
 
     r->op = HD_OP_LIST;
@@ -238,12 +310,10 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
     if (json_is_integer(ps) && json_integer_value(ps) > 0)
         page = json_integer_value(ps) > PAGE_MAX ? PAGE_MAX : json_integer_value(ps);
     if (tok && *tok) {
-        if (hd_b64_decode(tok, strlen(tok), raw, sizeof(raw) - 1, &n) < 0 || n == 0 ||
-            memchr(raw, 0, n)) {
+        if (hd_proxy_list_token(tok, raw, sizeof(raw)) < 0) {
             hd_resp_err(r, HD_EBADTOKEN);
             return;
         }
-        raw[n] = '\0';
         o.start_after = (const char *)raw;
     }
     o.prefix = prefix && *prefix ? prefix : NULL;
@@ -280,6 +350,9 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
             json_object_set_new(e, "c", json_integer(1));
         json_object_set_new(e, "f", json_integer(it->cached == 0 ? 0 : ENTRY_CACHED));
         json_array_append_new(ents, e);
+        if ((flags & LS_ARCH_DIR) && it->cached != 0 && strlen(it->name) > 4 &&
+            strcmp(it->name + strlen(it->name) - 4, ".tar") == 0)
+            add_members(p, bucket, it->name, ents, has_prop(props, "size"));
     }
     t64[0] = '\0';
     if (res.truncated && res.last &&

@@ -135,6 +135,8 @@ static void props_get(struct hd_req *r, struct hd_proxy *p, const char *name)
         json_object_set_new(props, "anonymous_read", json_false());
     if (strcmp(e->provider, "aws") == 0 && !json_object_get(props, "validate_warm_get"))
         json_object_set_new(props, "validate_warm_get", json_false());
+    if (strcmp(e->provider, "aws") == 0 && !json_object_get(props, "write_policy"))
+        json_object_set_new(props, "write_policy", json_string("through"));
     hd_iso8601((time_t)e->created, ts);
     hd_resp_json(r, 200,
                  json_pack("{s:s, s:s, s:s, s:o}", "name", e->name, "provider", e->provider,
@@ -225,6 +227,81 @@ static void props_patch(struct hd_req *r, struct hd_proxy *p, const char *bucket
     hd_req_read_body(r, 64u * 1024, props_end, c, free);
 }
 
+/* GET /v1/buckets/B?writeback: every target's write-back queue for B, summed (the oldest
+ * dirty age is the largest), with each target's own numbers under "targets". */
+static void writeback_get(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+{
+    static const char *const sums[] = {"dirty_objects", "dirty_bytes", "queue_depth", "failed",
+                                       NULL};
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    struct hd_proxy_fan f;
+    struct hd_buf path;
+    json_t *out = NULL, *targets;
+    double oldest = 0;
+    size_t i, k;
+    int rc;
+
+    hd_buf_init(&path);
+    if (!hd_bmd_find(b, bucket)) {
+        hd_resp_err(r, HD_ENOSUCHBUCKET);
+        goto done;
+    }
+    if (!s) {
+        hd_resp_err_msg(r, HD_EUNAVAIL, "This proxy has not joined a cluster yet.");
+        goto done;
+    }
+    hd_buf_puts(&path, "/v1/buckets/");
+    hd_uri_encode(&path, bucket, strlen(bucket), 0);
+    hd_buf_puts(&path, "?writeback=true");
+    if (path.oom) {
+        hd_resp_err(r, -ENOMEM);
+        goto done;
+    }
+    if ((rc = hd_proxy_fan_out(p, s, "GET", path.data, NULL, 1, HD_PROXY_SYNC_MS, &f)) < 0) {
+        hd_resp_err(r, rc);
+        goto done;
+    }
+    targets = json_object();
+    out = json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "bucket", bucket, "dirty_objects",
+                    (json_int_t)0, "dirty_bytes", (json_int_t)0, "queue_depth", (json_int_t)0,
+                    "failed", (json_int_t)0, "targets", targets);
+    for (i = 0, k = 0; out && i < s->n; i++) {
+        const struct hd_node *n = &s->nodes[i];
+        const struct hd_httpc_call *c = NULL;
+        json_t *j;
+        if (n->type != HD_NODE_TARGET)
+            continue;
+        if (k < f.n && f.nodes[k] == n)
+            c = &f.calls[k++];
+        j = c && c->rc == 0 && c->status == 200 ? hd_proxy_call_json(c) : NULL;
+        if (!json_is_object(j)) {
+            json_decref(j);
+            json_object_set_new(targets, n->id, json_pack("{s:s}", "error", "did not answer"));
+            json_object_set_new(out, "incomplete", json_true());
+            continue;
+        }
+        for (size_t q = 0; sums[q]; q++)
+            json_object_set_new(out, sums[q],
+                                json_integer(json_integer_value(json_object_get(out, sums[q])) +
+                                             json_integer_value(json_object_get(j, sums[q]))));
+        if (json_number_value(json_object_get(j, "oldest_dirty_seconds")) > oldest)
+            oldest = json_number_value(json_object_get(j, "oldest_dirty_seconds"));
+        json_object_set_new(targets, n->id, j);
+    }
+    hd_proxy_fan_cleanup(&f);
+    if (!out) {
+        hd_resp_err(r, -ENOMEM);
+        goto done;
+    }
+    json_object_set_new(out, "oldest_dirty_seconds", json_real(oldest));
+    hd_resp_json(r, 200, out);
+done:
+    hd_buf_cleanup(&path);
+    hd_bmd_unref(b);
+    hd_smap_unref(s);
+}
+
 static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
 {
     const char *m = r->method;
@@ -235,6 +312,8 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
     r->op = HD_OP_BUCKET;
     if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
         props_get(r, p, bucket);
+    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "writeback")) {
+        writeback_get(r, p, bucket);
     } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "summary")) {
         hd_proxy_bucket_summary(r, p, bucket);
     } else if (strcmp(m, "PATCH") == 0) {

@@ -257,10 +257,7 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id, const ch
     if (id && !found) {
         hd_resp_err_msg(r, HD_ENOTFOUND, "No such plan.");
     } else if (id && (body || strcmp(r->method, "DELETE") == 0)) {
-        if (body)
-            hd_resp_json(r, 200, json_pack("{s:s}", "id", id));
-        else
-            hd_resp_empty(r, 204);
+        hd_resp_json(r, 200, json_pack("{s:s, s:b}", "id", id, body ? "moved" : "deleted", 1));
     } else if (id) {
         json_t *m = json_object_get(merged, id);
         finish(m);

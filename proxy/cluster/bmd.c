@@ -91,6 +91,12 @@ static int do_props(struct hd_bmd *b, const void *arg)
         free(merged);
         return HD_EBADARG;
     }
+    if (bp.write_back && !bp.has_upstream) {
+        snprintf(a->msg, a->msglen, "%s",
+                 "write_policy \"back\" is for S3-backed buckets (an upstream to write to).");
+        free(merged);
+        return HD_EBADARG;
+    }
     rc = hd_bmd_put(b, a->name, provider, e->created, merged);
     free(merged);
     return rc;

@@ -115,6 +115,9 @@ int hd_proxy_cloud_props(struct hd_proxy *p, const char *provider, const char *b
     } else if (bp.has_upstream) {
         snprintf(msg, msglen, "Only S3-backed buckets (provider=aws) have an upstream.");
         return HD_EBADARG;
+    } else if (bp.write_back) {
+        snprintf(msg, msglen, "write_policy \"back\" is for S3-backed buckets (provider=aws).");
+        return HD_EBADARG;
     }
     *out = hd_bprops_dump(&bp);
     return *out ? 0 : -ENOMEM;

@@ -67,6 +67,9 @@ int hd_proxy_list_push(struct hd_plist_res *res, size_t *cap, const char *name, 
  * each entry marked cached or not. */
 int hd_proxy_list_cloud(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
                         struct hd_plist_res *res, char *msg, size_t msglen);
+/* A continuation token (base64 of the last name, no NUL) decoded into raw (max bytes, NUL
+ * added): 0 or HD_EBADTOKEN. */
+int hd_proxy_list_token(const char *tok, unsigned char *raw, size_t max);
 /* Native GET /v1/buckets/B?prefix&delimiter&limit&token */
 void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *bucket);
 /* 0 when no target holds an object of bucket, HD_EBUCKETNOTEMPTY, HD_EUNAVAIL. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bprops.h"
 #include "common/buf.h"
 #include "common/cksum.h"
 #include "common/errors.h"
@@ -276,6 +277,17 @@ int hd_proxy_bucket_empty(struct hd_proxy *p, const char *bucket, char *msg, siz
     return rc;
 }
 
+int hd_proxy_list_token(const char *tok, unsigned char *raw, size_t max)
+{
+    size_t n;
+
+    if (max < 2 || hd_b64_decode(tok, strlen(tok), raw, max - 1, &n) < 0 || n == 0 ||
+        memchr(raw, 0, n))
+        return HD_EBADTOKEN;
+    raw[n] = '\0';
+    return 0;
+}
+
 void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *bucket)
 {
     const char *lim = hd_req_param(r, "limit"), *tok = hd_req_param(r, "token");
@@ -285,7 +297,7 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
     uint64_t limit = 1000;
     char msg[256];
     json_t *ents, *pfx, *j;
-    size_t i, n;
+    size_t i;
     int rc;
 
     r->op = HD_OP_LIST;
@@ -295,12 +307,10 @@ void hd_proxy_list_native(struct hd_req *r, struct hd_proxy *p, const char *buck
         return;
     }
     if (tok && *tok) {
-        if (hd_b64_decode(tok, strlen(tok), raw, sizeof(raw) - 1, &n) < 0 || n == 0 ||
-            memchr(raw, 0, n)) {
+        if (hd_proxy_list_token(tok, raw, sizeof(raw)) < 0) {
             hd_resp_err(r, HD_EBADTOKEN);
             return;
         }
-        raw[n] = '\0';
         o.start_after = (const char *)raw;
     }
     o.prefix = hd_req_param(r, "prefix");
@@ -385,17 +395,57 @@ static char *upstream_after(const struct hd_plist_opts *o)
     return strdup(sa);
 }
 
+/* Appends a copy of item it to res (whose capacity is *cap). */
+static int push_copy(struct hd_plist_res *res, size_t *cap, const struct hd_plist_item *it)
+{
+    int rc = hd_proxy_list_push(res, cap, it->name, it->is_prefix, NULL);
+
+    if (rc == 0) {
+        struct hd_plist_item *n = &res->items[res->n - 1];
+        char *name = n->name;
+        *n = *it;
+        n->name = name;
+        n->cached = it->is_prefix ? -1 : 1;
+    }
+    return rc;
+}
+
+/* Write-back buckets: what the targets hold and the upstream does not have yet (dirty) is
+ * listed too: the items of add are merged into res, which is cut back to o->limit. */
+static int merge_held(const struct hd_plist_opts *o, struct hd_plist_res *res, size_t *cap,
+                      struct hd_plist_res *add, int *truncated)
+{
+    size_t i, limit = o->limit ? o->limit : 1000;
+    int rc = 0;
+
+    for (i = 0; i < add->n && rc == 0; i++)
+        rc = push_copy(res, cap, &add->items[i]);
+    if (rc < 0 || !add->n)
+        return rc;
+    qsort(res->items, res->n, sizeof(res->items[0]), cmp_name);
+    if (res->n > limit) {
+        for (i = limit; i < res->n; i++)
+            free(res->items[i].name);
+        res->n = limit;
+        *truncated = 1;
+    }
+    return 0;
+}
+
 /* Marks the entries of res the targets hold: the targets' merged listing over the same
- * range, page by page until it passes res's last name. */
+ * range, page by page until it passes res's last name. With `held` (a write-back bucket),
+ * held names in that range that res lacks are collected there. */
 static int mark_cached(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
-                       struct hd_plist_res *res, int upstream_done, char *msg, size_t msglen)
+                       struct hd_plist_res *res, int upstream_done, struct hd_plist_res *held,
+                       char *msg, size_t msglen)
 {
     struct hd_plist_opts lo = *o;
     const char *last = res->n ? res->items[res->n - 1].name : NULL;
     char *after = o->start_after ? strdup(o->start_after) : NULL;
+    size_t hcap = 0;
     int rc = 0;
 
-    if (!last)
+    if (!last && !(held && upstream_done))
         goto out;
     lo.limit = 1000;
     lo.cached_only = 1;
@@ -406,15 +456,15 @@ static int mark_cached(struct hd_proxy *p, const char *bucket, const struct hd_p
         lo.start_after = after;
         if ((rc = hd_proxy_list_local(p, bucket, &lo, &lr, msg, msglen)) < 0)
             break;
-        for (i = 0; i < lr.n; i++) {
+        for (i = 0; i < lr.n && rc == 0; i++) {
             struct hd_plist_item key = {.name = lr.items[i].name}, *hit;
-            if (lr.items[i].is_prefix)
-                continue;
-            hit = bsearch(&key, res->items, res->n, sizeof(key), cmp_name);
-            if (hit && !hit->is_prefix)
+            hit = res->n ? bsearch(&key, res->items, res->n, sizeof(key), cmp_name) : NULL;
+            if (hit && !hit->is_prefix && !lr.items[i].is_prefix)
                 hit->cached = 1;
+            else if (!hit && held && (upstream_done || strcmp(lr.items[i].name, last) < 0))
+                rc = push_copy(held, &hcap, &lr.items[i]);
         }
-        more = lr.truncated && lr.last && (upstream_done || strcmp(lr.last, last) < 0);
+        more = rc == 0 && lr.truncated && lr.last && (upstream_done || strcmp(lr.last, last) < 0);
         free(after);
         after = more ? strdup(lr.last) : NULL;
         hd_proxy_list_cleanup(&lr);
@@ -430,12 +480,25 @@ out:
     return rc;
 }
 
+/* Whether bucket's props say write_policy "back". */
+static int write_back(struct hd_proxy *p, const char *bucket)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
+    struct hd_bprops bp;
+    int wb = e && hd_bprops_parse(e->props, &bp, NULL, 0) == 0 && bp.write_back;
+
+    hd_bmd_unref(b);
+    return wb;
+}
+
 int hd_proxy_list_cloud(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
                         struct hd_plist_res *res, char *msg, size_t msglen)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     const struct hd_node *owner = NULL;
     struct hd_httpc_call call;
+    struct hd_plist_res held;
     struct hd_buf u, url;
     json_t *j = NULL, *e;
     char *after = NULL;
@@ -507,7 +570,13 @@ int hd_proxy_list_cloud(struct hd_proxy *p, const char *bucket, const struct hd_
     truncated = json_is_true(json_object_get(j, "truncated"));
     if (res->n)
         qsort(res->items, res->n, sizeof(res->items[0]), cmp_name);
-    if ((rc = mark_cached(p, bucket, o, res, !truncated, msg, msglen)) < 0)
+    memset(&held, 0, sizeof(held));
+    rc = mark_cached(p, bucket, o, res, !truncated, write_back(p, bucket) ? &held : NULL, msg,
+                     msglen);
+    if (rc == 0)
+        rc = merge_held(o, res, &cap, &held, &truncated);
+    hd_proxy_list_cleanup(&held);
+    if (rc < 0)
         goto out;
     res->truncated = truncated;
     if (res->n && !(res->last = strdup(res->items[res->n - 1].name)))

@@ -37,6 +37,7 @@ static const struct pkind pkinds[] = {
     {"rebalance", 1}, {"prefetch", 0}, /* S3-backed buckets: target/cachejobs.c */
     {"evict", 0},     {"shard", 0},    /* planned here first (proxy/shard.c) */
     {"copy", 0},                       /* bucket to bucket: target/cluster/copy.c */
+    {"flush", 0},                      /* write-back buckets: target/cache/writeback.c */
 };
 
 static const struct pkind *pkind_find(const char *name)

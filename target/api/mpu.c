@@ -1463,6 +1463,11 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
         rc = -ENOMEM;
         goto out;
     }
+    if (cc->cb && cc->cb->props.write_back &&
+        (rc = hd_cache_wb_admit(cc->t->cache, total, cc->msgbuf, sizeof(cc->msgbuf))) < 0) {
+        *msg = cc->msgbuf;
+        goto out;
+    }
     if ((rc = hd_put_begin(st, cc->bucket, cc->key, &p)) < 0)
         goto out;
     rc = copy_parts(p, mp, &sc);
@@ -1511,7 +1516,8 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
         a.ck_type = hd_cksum_name(res->ck);
         a.ck_val = res->ck_val;
     }
-    if (cc->cb) { /* S3-backed: complete_end writes it through, then commits */
+    a.writeback = cc->cb && cc->cb->props.write_back; /* queued with the commit */
+    if (cc->cb && !a.writeback) { /* S3-backed: complete_end writes it through, then commits */
         cc->res = *res;
         cc->a = a;
         cc->ctype = u.ctype ? strdup(u.ctype) : NULL;
@@ -1536,6 +1542,8 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
     if ((rc = hd_put_commit(p, &a, &m)) < 0)
         goto out;
     hd_obj_meta_cleanup(&m);
+    if (a.writeback)
+        hd_cache_wb_kick(cc->t->cache);
     rc = complete_finish(cc, mp, res);
 out:
     hd_put_free(p);

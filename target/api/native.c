@@ -178,6 +178,13 @@ static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)
         c->t = t;
         snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
         hd_req_read_body(r, 64u * 1024, props_end, c, free);
+    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "writeback")) {
+        json_t *st = NULL; /* this target's write-back queue for the bucket (proxy sums) */
+        if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
+            (rc = hd_cache_wb_status(t->cache, bucket, &st)) < 0)
+            hd_resp_err(r, rc);
+        else
+            hd_resp_json(r, 200, st);
     } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "upstream")) {
         struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket); /* proxy/cloud.c asks */
         if (cb)

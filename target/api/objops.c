@@ -381,16 +381,22 @@ static void put_end(struct hd_req *r)
             hd_resp_err(r, HD_EBADDIGEST);
             return;
         }
+        /* a dirty object of a write-back bucket moves with its dirty state: uploaded here */
+        a.writeback = hd_req_header(r, "X-Hoard-Dirty") != NULL;
         rc = hd_put_commit(pc->put, &a, &m);
         json_decref(hold);
         if (rc < 0) {
             hd_resp_err_msg(r, rc, rc == HD_EPRECONDITION ? "A newer copy is held." : NULL);
             return;
         }
+        if (a.writeback)
+            hd_cache_wb_kick(pc->t->cache);
         hd_resp_empty(r, 200);
         return;
     }
-    if (pc->cb && !pc->wt && (pc->wc.if_match || pc->wc.if_none_match)) {
+    if (pc->cb && pc->cb->props.write_back) { /* committed with its upload queued */
+        a.writeback = 1;
+    } else if (pc->cb && !pc->wt && (pc->wc.if_match || pc->wc.if_none_match)) {
         /* S3-backed: the upstream is written first, so look once more right before */
         struct hd_obj_meta old;
         const char *cond;
@@ -408,7 +414,7 @@ static void put_end(struct hd_req *r)
             return;
         }
     }
-    if (pc->cb) { /* S3-backed: committed here only once the upstream has it */
+    if (pc->cb && !a.writeback) { /* S3-backed: committed here only once the upstream has it */
         rc = hd_cache_put_through(r, pc->t->cache, pc->cb, pc->key, pc->put, 1, pc->ctype, pc->meta,
                                   pc->hdrs, &pc->wt, uetag, msg, sizeof(msg));
         if (rc == HD_AGAIN)
@@ -427,6 +433,8 @@ static void put_end(struct hd_req *r)
         hd_resp_err(r, rc);
         return;
     }
+    if (a.writeback)
+        hd_cache_wb_kick(pc->t->cache);
     hd_stats_add(HD_ST_PUT_BYTES, m.size);
     snprintf(etag, sizeof(etag), "\"%s\"", m.etag);
     hd_resp_header(r, "ETag", etag);
@@ -512,6 +520,8 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
     enum hd_payload pl = auth ? auth->payload : HD_PL_UNSIGNED;
     const char *cmsg, *cond;
     struct hd_obj_meta old;
+    char wmsg[512];
+    uint64_t size;
     int rc;
 
     r->op = HD_OP_PUT;
@@ -626,11 +636,16 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    if ((rc = hd_put_begin_sized(t->st, bucket, key,
-                                 pc->decoded_len >= 0    ? (uint64_t)pc->decoded_len
-                                 : r->content_length > 0 ? (uint64_t)r->content_length
-                                                         : 0,
-                                 &pc->put)) < 0) {
+    size = pc->decoded_len >= 0    ? (uint64_t)pc->decoded_len
+           : r->content_length > 0 ? (uint64_t)r->content_length
+                                   : 0;
+    if (pc->cb && pc->cb->props.write_back &&
+        (rc = hd_cache_wb_admit(t->cache, size, wmsg, sizeof(wmsg))) < 0) {
+        HD_LOG(HD_WARN, r->id, "%s", wmsg);
+        r->body_err = rc; /* answered after the body, as out of space is */
+        return;
+    }
+    if ((rc = hd_put_begin_sized(t->st, bucket, key, size, &pc->put)) < 0) {
         if (rc == -ENOSPC) {
             /* answered after the body was read (and dropped): an early answer makes the
              * client, or a relaying proxy, meet a reset while it is still sending */

@@ -18,6 +18,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "common/bprops.h"
 #include "common/config.h"
 #include "common/http.h"
@@ -154,5 +156,18 @@ void hd_cache_obj_delete(struct hd_req *r, struct hd_cache *c, struct hd_cbucket
 /* GET /v1/buckets/B?upstream=true&prefix&delimiter&limit&start_after on the target the proxy
  * designated: one page of the upstream listing as JSON {"entries","prefixes","truncated"}. */
 void hd_cache_list_upstream(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb);
+
+/* ---- writeback.c: write-back buckets (props.write_back) ---- */
+
+/* A write of size bytes to a write-back bucket may start: 0, or HD_ESLOWDOWN (msg filled)
+ * while the target's dirty bytes would pass writeback.dirty_max. HTTP workers. */
+int hd_cache_wb_admit(struct hd_cache *c, uint64_t size, char *msg, size_t msglen);
+/* Wakes the uploaders (after a commit that queued an upload). Any thread. */
+void hd_cache_wb_kick(struct hd_cache *c);
+/* DELETE in a write-back bucket: the local copy now, the upstream's from the queue. */
+int hd_cache_wb_delete(struct hd_cache *c, struct hd_cbucket *cb, const char *key);
+/* {"dirty_objects","dirty_bytes","queue_depth","failed","oldest_dirty_seconds"} of bucket
+ * (NULL = all) on this target. */
+int hd_cache_wb_status(struct hd_cache *c, const char *bucket, json_t **out);
 
 #endif

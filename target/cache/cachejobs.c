@@ -389,7 +389,7 @@ static int evict_run(struct hd_job *j, void *ctx)
     struct hd_cbucket *cb = job_bucket(j);
     struct names nm;
     struct batch b = {0};
-    uint64_t evicted = 0;
+    uint64_t evicted = 0, kept = 0;
     size_t i;
     int rc;
 
@@ -412,7 +412,12 @@ static int evict_run(struct hd_job *j, void *ctx)
                 size = m.size;
                 hd_obj_meta_cleanup(&m);
             }
-            rc = hd_store_delete(jc(j)->st, j->bucket, b.v[i]);
+            rc = hd_store_evict(jc(j)->st, j->bucket, b.v[i]);
+            if (rc == HD_EPRECONDITION) { /* dirty: never evicted before the upstream has it */
+                hd_job_set_extra(j, "dirty_kept", ++kept);
+                rc = 0;
+                continue;
+            }
             if (rc == 0) {
                 evicted++;
                 hd_job_add(j, 1, size);

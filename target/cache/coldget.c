@@ -1018,12 +1018,13 @@ static void gfn_done(struct hd_req *r, struct hd_acall *a)
         r->on_end(r);
 }
 
-/* The plan a read is tagged with: ?plan=ID (kept on the 307) or X-Hoard-Plan: ID. */
+/* The plan a read is tagged with: ?plan=ID (kept on the 307) or Hoard-Plan: ID (passed on
+ * by the S3 relay, which drops X-Hoard-* headers). */
 static const char *plan_tag(const struct hd_req *r)
 {
     const char *t = hd_req_param(r, "plan");
 
-    return t && *t ? t : hd_req_header(r, "X-Hoard-Plan");
+    return t && *t ? t : hd_req_header(r, "Hoard-Plan");
 }
 
 void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
@@ -1037,7 +1038,7 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *c
     if (!head && (rc == 0 || rc == HD_ENOSUCHKEY))
         hd_plans_observe(c, cb->name, key, rc == 0, plan_tag(r)); /* the reader's progress */
     if (rc == 0) {
-        if (head || !cb->props.validate_warm_get) {
+        if (head || !cb->props.validate_warm_get || cb->props.write_back) {
             hd_cstat_add(HD_CS_HIT, 1);
             hd_store_touch(c->st, cb->name, key);
             serve_held(r, c, cb, key, &m, fd, head);
@@ -1051,6 +1052,10 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *c
     }
     if (rc != HD_ENOSUCHKEY) {
         hd_resp_err(r, rc);
+        return;
+    }
+    if (cb->props.write_back && hd_store_wb_deleting(c->st, cb->name, key) > 0) {
+        hd_resp_err(r, HD_ENOSUCHKEY); /* deleted here; the upstream's copy goes next */
         return;
     }
     if (hd_rebalance_may_gfn(c->rb, cb->name, key))

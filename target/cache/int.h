@@ -46,6 +46,8 @@ struct hd_cache {
     pthread_mutex_t hmu;
     pthread_cond_t hcv;
     int kicked;
+
+    struct hd_wb *wb; /* write-back uploader (writeback.c) */
 };
 
 /* cache.c: the cache metrics (a hd_metrics_set_extra renderer; arg is the cache) and the
@@ -90,5 +92,16 @@ void hd_plans_evicted(struct hd_cache *c, const char *bucket, const char *key, u
 
 /* cachejobs.c: registers the prefetch, evict and lru job kinds (ctx: the cache). */
 int hd_cache_jobs_register(struct hd_cache *c);
+
+/* writeback.c: the write-back uploader threads, their metrics and the flush job kind. */
+struct hd_wb;
+int hd_wb_new(struct hd_cache *c, const struct hd_config *cfg, struct hd_wb **out);
+int hd_wb_start(struct hd_wb *wb);
+void hd_wb_stop(struct hd_wb *wb); /* after c->stopping is set */
+void hd_wb_free(struct hd_wb *wb);
+void hd_wb_render(struct hd_buf *b, struct hd_cache *c);
+int hd_wb_jobs_register(struct hd_cache *c);
+/* MD5 of a whole file (read with pread). */
+int hd_wb_file_md5(int fd, unsigned char out[16]);
 
 #endif

@@ -868,18 +868,24 @@ void hd_plans_evicted(struct hd_cache *c, const char *bucket, const char *key, u
 
 /* ---- prefetch workers ---- */
 
-/* The next object to prefetch (ps->mu held): marks it busy and copies its names. */
-static int pick(struct hd_plans *ps, char *id, char *bucket, char **key)
+/* The next object to prefetch (ps->mu held): marks it busy and copies its names. The window
+ * is plan.window objects, and at most half of what the cache holds at its low mark
+ * (cap_bytes) in objects of the plan's average size so far: a look-ahead larger than the
+ * cache would evict what it fetched before the reader gets there. */
+static int pick(struct hd_plans *ps, uint64_t cap_bytes, char *id, char *bucket, char **key)
 {
     struct plan *pl;
 
     for (pl = ps->list; pl; pl = pl->next) {
         struct walk w;
+        uint64_t avg = pl->pf_objs ? pl->pf_bytes / pl->pf_objs : 0, win = (uint64_t)ps->window;
         uint32_t i;
-        int n = 0;
+        uint64_t n = 0;
         if (!pl->prefetch || pl->epoch >= pl->epochs || walk_start(pl, &w) < 0)
             continue;
-        while (n++ < ps->window && (i = walk_next(pl, &w)) != NONE) {
+        if (cap_bytes && avg && cap_bytes / 2 / avg < win)
+            win = cap_bytes / 2 / avg > 0 ? cap_bytes / 2 / avg : 1;
+        while (n++ < win && (i = walk_next(pl, &w)) != NONE) {
             if (w.e == pl->epoch && pl->last[i] == pl->epoch)
                 continue; /* read already in this epoch */
             if (pl->pf[i] != PF_NONE)
@@ -932,6 +938,22 @@ static void throttle(struct hd_plans *ps, uint64_t bytes)
     }
 }
 
+/* What the cache holds at its low mark, all mountpaths (0: no capacity known). */
+static uint64_t cache_bytes(struct hd_cache *c)
+{
+    uint64_t sum = 0;
+    size_t i;
+    int low, high;
+
+    hd_cache_space_marks(c, &low, &high);
+    for (i = 0; i < hd_store_nmp(c->st); i++) {
+        struct hd_mp_usage u;
+        if (hd_store_mp_usage(c->st, i, &u) == 0)
+            sum += (uint64_t)((double)u.capacity * low / 100.0);
+    }
+    return sum;
+}
+
 static void *worker_main(void *arg)
 {
     struct hd_cache *c = arg;
@@ -944,7 +966,7 @@ static void *worker_main(void *arg)
         struct hd_obj_meta m;
         uint64_t bytes = 0;
         int rc, held;
-        if (!pick(ps, id, bucket, &key)) {
+        if (!pick(ps, cache_bytes(c), id, bucket, &key)) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_nsec += 200000000L;

@@ -10,6 +10,16 @@
 #include "common/log.h"
 #include "common/metrics.h"
 
+/* /metrics: the cache's, then the write-back queue's. */
+static void render(struct hd_buf *b, void *arg)
+{
+    struct hd_cache *c = arg;
+
+    hd_cache_render(b, c);
+    if (c && c->magic == CACHE_MAGIC)
+        hd_wb_render(b, c);
+}
+
 int hd_cache_new(const struct hd_config *cfg, const struct hd_cache_deps *deps,
                  struct hd_cache **out)
 {
@@ -51,12 +61,13 @@ int hd_cache_new(const struct hd_config *cfg, const struct hd_cache_deps *deps,
         return -EINVAL;
     }
     if (hd_fills_new(&c->fills) < 0 || hd_plans_new(c, cfg, hd_cache_fetch_sync) < 0 ||
-        hd_cache_jobs_register(c) < 0) {
+        hd_cache_jobs_register(c) < 0 || hd_wb_new(c, cfg, &c->wb) < 0 ||
+        hd_wb_jobs_register(c) < 0) {
         hd_cache_free(c);
         return -ENOMEM;
     }
     hd_cache_refresh(c);
-    hd_metrics_set_extra(hd_cache_render, c);
+    hd_metrics_set_extra(render, c);
     *out = c;
     return 0;
 }
@@ -66,6 +77,8 @@ int hd_cache_start(struct hd_cache *c)
     if (pthread_create(&c->hk, NULL, hd_cache_hk_main, c) != 0)
         return -EAGAIN;
     c->hk_running = 1;
+    if (hd_wb_start(c->wb) < 0)
+        return -EAGAIN;
     return hd_plans_start(c);
 }
 
@@ -82,6 +95,7 @@ void hd_cache_stop(struct hd_cache *c)
     if (c->hk_running) /* it starts LRU jobs: gone before the jobs are */
         pthread_join(c->hk, NULL);
     c->hk_running = 0;
+    hd_wb_stop(c->wb);
 }
 
 void hd_cache_free(struct hd_cache *c)
@@ -98,6 +112,7 @@ void hd_cache_free(struct hd_cache *c)
     free(c->cred_file);
     hd_plans_free(c);
     hd_fills_free(c->fills);
+    hd_wb_free(c->wb);
     pthread_rwlock_destroy(&c->rmu);
     pthread_mutex_destroy(&c->hmu);
     pthread_mutex_destroy(&c->evmu);

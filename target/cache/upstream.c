@@ -52,34 +52,6 @@ static void wtctx_free(void *arg)
     free(w);
 }
 
-static int file_md5(int fd, unsigned char out[16])
-{
-    struct hd_md5 m;
-    char *buf = malloc(1 << 20);
-    off_t off = 0;
-    ssize_t n;
-    int rc = 0;
-
-    if (!buf || hd_md5_init(&m) < 0) {
-        free(buf);
-        return -ENOMEM;
-    }
-    while ((n = pread(fd, buf, 1 << 20, off)) != 0) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = -errno;
-            break;
-        }
-        hd_md5_update(&m, buf, (size_t)n);
-        off += n;
-    }
-    hd_md5_final(&m, out);
-    hd_md5_cleanup(&m);
-    free(buf);
-    return rc;
-}
-
 static void wt_run(struct hd_acall *a)
 {
     struct wtctx *w = a->arg;
@@ -92,7 +64,7 @@ static void wt_run(struct hd_acall *a)
                  hd_strerror(a->rc));
         return;
     }
-    if (!w->md5_known && (a->rc = file_md5(fd, w->md5)) < 0) {
+    if (!w->md5_known && (a->rc = hd_wb_file_md5(fd, w->md5)) < 0) {
         snprintf(a->msg, sizeof(a->msg), "Cannot read the uploaded body back: %s",
                  hd_strerror(a->rc));
         close(fd);
@@ -236,8 +208,18 @@ static void delete_done(struct hd_req *r, struct hd_acall *a)
 void hd_cache_obj_delete(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                          const char *key)
 {
-    struct dctx *d = calloc(1, sizeof(*d));
+    struct dctx *d;
+    int rc;
 
+    if (cb->props.write_back) { /* the upstream's copy goes from the queue */
+        rc = hd_cache_wb_delete(c, cb, key);
+        if (rc < 0)
+            hd_resp_err(r, rc);
+        else
+            hd_resp_empty(r, 204);
+        return;
+    }
+    d = calloc(1, sizeof(*d));
     if (!d || !(d->key = strdup(key))) {
         free(d);
         hd_resp_err(r, -ENOMEM);

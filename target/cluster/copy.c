@@ -55,7 +55,7 @@ static int copy_one(struct hd_job *j, struct hd_tcluster *cl, CURL *cu, size_t m
     }
     elsewhere = hd_peer_owner_elsewhere(cl, dst, name, url, sizeof(url));
     if (elsewhere == 0) {
-        rc = hd_rb_send_object(cu, cl, url, dst, name, &m, fd, msg, sizeof(msg));
+        rc = hd_rb_send_object(cu, cl, url, dst, name, &m, fd, 0, msg, sizeof(msg));
     } else if (elsewhere == HD_EUNAVAIL) {
         snprintf(msg, sizeof(msg), "%s/%s: the owner of %s/%s (%s) is down", j->bucket, name, dst,
                  name, url);

@@ -87,7 +87,7 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
 }
 
 int hd_rb_send_object(CURL *cu, struct hd_tcluster *cl, const char *owner_url, const char *bucket,
-                      const char *key, const struct hd_obj_meta *m, int fd, char *msg,
+                      const char *key, const struct hd_obj_meta *m, int fd, int dirty, char *msg,
                       size_t msglen)
 {
     struct curl_slist *h = NULL;
@@ -111,6 +111,8 @@ int hd_rb_send_object(CURL *cu, struct hd_tcluster *cl, const char *owner_url, c
     }
     hd_buf_printf(&line, "X-Hoard-Obj-Meta: %s", xm);
     h = curl_slist_append(h, line.data);
+    if (dirty) /* write-back: the new owner queues its upload (and only it uploads it) */
+        h = curl_slist_append(h, "X-Hoard-Dirty: 1");
     h = curl_slist_append(h, "Expect:");
     h = curl_slist_append(h, "Content-Type: application/octet-stream");
     if (line.oom || !h || !(h = hd_peer_sign_curl(h, cl, "PUT", url.data, sha))) {
@@ -452,7 +454,7 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
     struct hd_obj_meta m;
     struct hd_buf u;
     char msg[512];
-    int fd = -1, rc, remote;
+    int fd = -1, rc, remote, dirty;
 
     hd_buf_init(&u);
     hd_hrw_uname(&u, hd_hrw_provider(bi->provider), NULL, bi->name, name);
@@ -482,8 +484,10 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
         hd_obj_meta_cleanup(&m);
         return;
     }
+    dirty = remote && hd_store_wb_dirty(rb->st, mpi, bi->name, name) > 0;
     if (remote)
-        rc = hd_rb_send_object(w->cu, rb->cl, owner->url, bi->name, name, &m, fd, msg, sizeof(msg));
+        rc = hd_rb_send_object(w->cu, rb->cl, owner->url, bi->name, name, &m, fd, dirty, msg,
+                               sizeof(msg));
     else if ((rc = hd_rb_put_local(rb->st, bi->name, name, &m, fd)) < 0)
         snprintf(msg, sizeof(msg), "%s/%s: moving to its mountpath: %s", bi->name, name,
                  hd_strerror(rc));
@@ -491,7 +495,8 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
     if (rc < 0) {
         failed(w, bix, mpi, bi->name, name, msg);
     } else {
-        rc = hd_store_delete_if(rb->st, mpi, bi->name, name, m.etag, m.mtime_ms);
+        rc = dirty ? hd_store_delete_moved(rb->st, mpi, bi->name, name, m.etag, m.mtime_ms)
+                   : hd_store_delete_if(rb->st, mpi, bi->name, name, m.etag, m.mtime_ms);
         if (rc == 0 || rc == HD_EPRECONDITION) { /* HD_EPRECONDITION: overwritten here */
             if (remote)
                 w->moved++;

@@ -22,10 +22,11 @@ void hd_rb_free(struct hd_rb *rb);
 /* Object moves, shared with the copy job (copy.c). hd_rb_send_object: a node-signed PUT of
  * the object (m, read from fd) as bucket/key to the target at owner_url, carrying its identity
  * (X-Hoard-Obj-Meta); 0 when the owner holds it (committed, or already held a copy at least
- * as new), else a negative code with msg filled. Blocks on the network. hd_rb_put_local: the
+ * as new), else a negative code with msg filled; dirty (write-back) makes the owner queue its
+ * upload (X-Hoard-Dirty). Blocks on the network. hd_rb_put_local: the
  * same into this target's store (its HRW mountpath); a newer copy there is no error. */
 int hd_rb_send_object(CURL *cu, struct hd_tcluster *cl, const char *owner_url, const char *bucket,
-                      const char *key, const struct hd_obj_meta *m, int fd, char *msg,
+                      const char *key, const struct hd_obj_meta *m, int fd, int dirty, char *msg,
                       size_t msglen);
 int hd_rb_put_local(struct hd_store *st, const char *bucket, const char *key,
                     const struct hd_obj_meta *m, int fd);

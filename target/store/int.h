@@ -31,6 +31,9 @@ enum {
     Q_TAR_STATE, /* tar index (store_tar.c) */
     Q_TAR_MEMBER,
     Q_TAR_LIST,
+    Q_WB_DROP, /* write-back queue (store_wbq.c) */
+    Q_WB_ADD,
+    Q_WB_HAS,
     Q_COUNT
 };
 
@@ -58,6 +61,10 @@ static const char *const sqls[Q_COUNT] = {
     [Q_TAR_STATE] = "SELECT members, status, msg FROM tar_index WHERE file = ?1",
     [Q_TAR_MEMBER] = "SELECT off, size FROM tar_members WHERE file = ?1 AND name = ?2",
     [Q_TAR_LIST] = "SELECT name, off, size FROM tar_members WHERE file = ?1 ORDER BY off",
+    [Q_WB_DROP] = "DELETE FROM wbq WHERE bucket = ?1 AND name = ?2",
+    [Q_WB_ADD] = "INSERT INTO wbq(bucket, name, op, file, size, etag, queued) "
+                 "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [Q_WB_HAS] = "SELECT 1 FROM wbq WHERE bucket = ?1 AND name = ?2 AND op = 0",
 };
 
 static const char schema[] =
@@ -93,7 +100,17 @@ static const char schema[] =
     " DELETE FROM tar_index WHERE file = old.file; END;"
     "CREATE TRIGGER IF NOT EXISTS tar_drop_del AFTER DELETE ON objects BEGIN"
     " DELETE FROM tar_members WHERE file = old.file;"
-    " DELETE FROM tar_index WHERE file = old.file; END;";
+    " DELETE FROM tar_index WHERE file = old.file; END;"
+    /* Write-back queue (store_wbq.c): uploads (op 0) and deletes (op 1) owed to the upstream
+     * of a write-back bucket, in commit order (seq). A row is added in the transaction that
+     * commits the object, and removed when the upstream has it or a newer write of the same
+     * name supersedes it; an object with an op-0 row is dirty. */
+    "CREATE TABLE IF NOT EXISTS wbq("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT, bucket TEXT NOT NULL, name TEXT NOT NULL,"
+    " op INTEGER NOT NULL, file TEXT, size INTEGER NOT NULL, etag TEXT, queued INTEGER NOT NULL,"
+    " attempts INTEGER NOT NULL DEFAULT 0, next_try INTEGER NOT NULL DEFAULT 0,"
+    " failed INTEGER NOT NULL DEFAULT 0, err TEXT);"
+    "CREATE INDEX IF NOT EXISTS wbq_key ON wbq(bucket, name);";
 
 /* Run once per mountpath at open: the usage row of a catalog created before it existed. */
 static const char usage_init[] =
@@ -173,6 +190,13 @@ void hd_store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t n);
  * len bytes of fd (from offset 0) with copy_file_range where the filesystem has it; the
  * put's MD5 then no longer describes the content, so commit with attrs->etag. */
 int hd_put_commit_file(struct hd_put *p, const char *rel);
+
+/* store_wbq.c, inside a catalog transaction: drops the queued entries of bucket/name and,
+ * with op >= 0, queues a new one (file, size, etag may be NULL/0 for a delete). */
+int hd_store_wb_requeue(struct conn *c, const char *bucket, const char *name, int op,
+                        const char *file, uint64_t size, const char *etag);
+/* 1 when bucket/name has a queued upload (dirty) on c's catalog, 0 when not. */
+int hd_store_wb_has(struct conn *c, const char *bucket, const char *name);
 
 /* store_space.c: bytes a new object of `need` bytes may take on mp before it reaches the
  * out-of-space mark (0 when it is already there); frees the batched atimes at close. */

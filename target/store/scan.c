@@ -83,7 +83,9 @@ int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, cons
                        const char *etag, int64_t mtime_ms)
 {
     static const char sql[] = "DELETE FROM objects WHERE bucket = ?1 AND name = ?2 AND "
-                              "etag = ?3 AND mtime = ?4 RETURNING file";
+                              "etag = ?3 AND mtime = ?4 AND NOT EXISTS (SELECT 1 FROM wbq "
+                              "WHERE wbq.bucket = ?1 AND wbq.name = ?2 AND op = 0) "
+                              "RETURNING file";
     struct mountpath *mp;
     sqlite3_stmt *q = NULL;
     struct conn *c;

@@ -250,6 +250,8 @@ int hd_store_lru_batch(struct hd_store *st, size_t mpi, const char *const *bucke
 {
     static const char sql[] = "SELECT bucket, name, size, atime, mtime, etag FROM objects "
                               "WHERE bucket IN (SELECT value FROM json_each(?1)) "
+                              "AND NOT EXISTS (SELECT 1 FROM wbq WHERE wbq.bucket = "
+                              "objects.bucket AND wbq.name = objects.name AND op = 0) "
                               "ORDER BY atime LIMIT ?2";
     struct mountpath *mp;
     struct hd_lru_ent *v = NULL;

@@ -674,14 +674,21 @@ rollback:
 struct del_arg {
     const char *bucket, *name;
     int found;
+    int keep_dirty; /* eviction: a dirty object stays (HD_EPRECONDITION) */
+    int queue;      /* write-back delete: queue the upstream delete here */
 };
 
 static int do_delete(struct conn *c, void *arg)
 {
     struct del_arg *a = arg;
     sqlite3_stmt *q = c->q[Q_DELETE];
-    int s;
+    int s, rc;
 
+    if (a->keep_dirty && (rc = hd_store_wb_has(c, a->bucket, a->name)) != 0)
+        return rc > 0 ? HD_EPRECONDITION : rc;
+    if ((rc = hd_store_wb_requeue(c, a->bucket, a->name, a->queue ? HD_WB_DELETE : -1, NULL, 0,
+                                  NULL)) < 0)
+        return rc;
     sqlite3_bind_text(q, 1, a->bucket, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, a->name, -1, SQLITE_STATIC);
     s = sqlite3_step(q);
@@ -692,9 +699,10 @@ static int do_delete(struct conn *c, void *arg)
     return 0;
 }
 
-static int delete_on(struct mountpath *mp, const char *bucket, const char *name, int *found)
+static int delete_on(struct mountpath *mp, const char *bucket, const char *name, int *found,
+                     int keep_dirty, int queue)
 {
-    struct del_arg a = {bucket, name, 0};
+    struct del_arg a = {bucket, name, 0, keep_dirty, queue};
     struct conn *c;
     char *old = NULL;
     int rc;
@@ -713,21 +721,39 @@ static int delete_on(struct mountpath *mp, const char *bucket, const char *name,
     return 0;
 }
 
-int hd_store_delete(struct hd_store *st, const char *bucket, const char *name)
+static int delete_all(struct hd_store *st, const char *bucket, const char *name, int keep_dirty,
+                      int queue)
 {
     struct mountpath *home = hd_store_mp_for(st, bucket, name);
     int found = 0, rc;
     size_t i;
 
-    rc = delete_on(home, bucket, name, &found);
+    rc = delete_on(home, bucket, name, &found, keep_dirty, queue);
     /* a copy left on another mountpath by a mountpath change must not resurface */
     for (i = 0; rc == 0 && i < st->nmp; i++)
         if (&st->mp[i] != home)
-            rc = delete_on(&st->mp[i], bucket, name, &found);
+            rc = delete_on(&st->mp[i], bucket, name, &found, keep_dirty, 0);
     hd_mcache_drop(st->mc, bucket, name);
     if (rc < 0)
         return rc;
     return found ? 0 : HD_ENOSUCHKEY;
+}
+
+int hd_store_delete(struct hd_store *st, const char *bucket, const char *name)
+{
+    return delete_all(st, bucket, name, 0, 0);
+}
+
+int hd_store_evict(struct hd_store *st, const char *bucket, const char *name)
+{
+    return delete_all(st, bucket, name, 1, 0);
+}
+
+int hd_store_wb_delete(struct hd_store *st, const char *bucket, const char *name)
+{
+    int rc = delete_all(st, bucket, name, 0, 1);
+
+    return rc == HD_ENOSUCHKEY ? 0 : rc;
 }
 
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out)
@@ -956,7 +982,10 @@ static int do_upsert(struct conn *c, void *arg)
     s = sqlite3_step(q);
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
-    return s == SQLITE_DONE ? 0 : hd_store_sqlerr(c->db, s, "upsert");
+    if (s != SQLITE_DONE)
+        return hd_store_sqlerr(c->db, s, "upsert");
+    return hd_store_wb_requeue(c, u->p->bucket, u->p->name, a && a->writeback ? HD_WB_PUT : -1,
+                               u->p->rel, u->p->size, u->etag);
 }
 
 /* Flushes, fsyncs and closes the temp file and renames it to <mountpath>/<rel> (creating

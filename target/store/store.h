@@ -81,6 +81,9 @@ int hd_store_open_object(struct hd_store *st, const char *bucket, const char *na
 int hd_store_open_object_shared(struct hd_store *st, const char *bucket, const char *name,
                                 struct hd_obj_meta *m, int *fd);
 int hd_store_delete(struct hd_store *st, const char *bucket, const char *name);
+/* Eviction: as hd_store_delete, but a dirty object (queued for write-back) is kept:
+ * HD_EPRECONDITION. */
+int hd_store_evict(struct hd_store *st, const char *bucket, const char *name);
 
 /* Streaming write. begin picks the mountpath (HRW) and creates a temp file; write appends and
  * updates the MD5; commit fsyncs, renames into place and upserts the catalog atomically with
@@ -102,6 +105,10 @@ struct hd_put_attrs {
      * before the body was read, so failing here means another write got in between. */
     const char *if_match;
     int if_none_match;
+    /* Write-back bucket: queue an upload of this object in the commit's transaction (the
+     * object is dirty until hd_store_wb_done). Any commit drops older queued entries of the
+     * same name (a newer write supersedes them). */
+    int writeback;
 };
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out);
 /* As hd_put_begin for an object of `size` bytes (0: unknown). -ENOSPC (507) when the chosen
@@ -173,6 +180,8 @@ void hd_store_names_free(char **names, size_t n);
 int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
                        struct hd_obj_meta *m);
 /* Deletes the row on mountpath mpi only while it still has this etag and mtime (nothing
+ * overwrote it meanwhile) and is not dirty (queued for write-back; then HD_EPRECONDITION).
+ * Formerly: (nothing
  * overwrote it meanwhile): 0 deleted, HD_EPRECONDITION changed, HD_ENOSUCHKEY gone. */
 int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
                        const char *etag, int64_t mtime_ms);
@@ -211,5 +220,60 @@ struct hd_lru_ent {
 int hd_store_lru_batch(struct hd_store *st, size_t mpi, const char *const *buckets, size_t nb,
                        size_t max, struct hd_lru_ent **out, size_t *n);
 void hd_store_lru_free(struct hd_lru_ent *v, size_t n);
+
+/* ---- write-back queue (store_wbq.c) ----
+ * Per mountpath, in the catalog (table wbq): what the upstream of a write-back bucket still
+ * has to get, in commit order. Entries are added by hd_put_commit (attrs->writeback) and
+ * hd_store_wb_delete, in the same transaction as the row they describe. */
+#define HD_WB_PUT 0
+#define HD_WB_DELETE 1
+struct hd_wb_ent {
+    int64_t seq;
+    size_t mpi;
+    char *bucket, *name;
+    int op;
+    char *rel;  /* content file (uploads) */
+    char *etag; /* of the object queued (uploads) */
+    uint64_t size;
+    int64_t queued_ms;
+    int attempts;
+};
+/* Deletes bucket/name here (every mountpath, as hd_store_delete) and queues an upstream
+ * delete on its home mountpath, atomically with the row's removal there. */
+int hd_store_wb_delete(struct hd_store *st, const char *bucket, const char *name);
+/* 1 when bucket/name on mountpath mpi is dirty (an upload is queued), 0 when not. */
+int hd_store_wb_dirty(struct hd_store *st, size_t mpi, const char *bucket, const char *name);
+/* Rebalance moved a dirty object with its dirty state: deletes the row (while it has this etag
+ * and mtime, else HD_EPRECONDITION) and the name's queued entries here, in one transaction, so
+ * that only the new owner uploads it. */
+int hd_store_delete_moved(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                          const char *etag, int64_t mtime_ms);
+/* 1 when an upstream delete of bucket/name is queued (its upstream copy is about to go, so a
+ * miss must not fetch it), 0 when not. */
+int hd_store_wb_deleting(struct hd_store *st, const char *bucket, const char *name);
+/* Up to max entries of mountpath mpi due at now_ms (next_try <= now_ms), by seq. */
+int hd_store_wb_next(struct hd_store *st, size_t mpi, int64_t now_ms, size_t max,
+                     struct hd_wb_ent **out, size_t *n);
+void hd_store_wb_free(struct hd_wb_ent *v, size_t n);
+/* The upstream has entry seq: removes it (0; it may have been superseded meanwhile). */
+int hd_store_wb_done(struct hd_store *st, size_t mpi, int64_t seq);
+/* The entry failed: try again at next_ms; failed != 0 marks a permanent error (reported,
+ * still retried at the longest backoff). */
+int hd_store_wb_retry(struct hd_store *st, size_t mpi, int64_t seq, int64_t next_ms, int failed,
+                      const char *err);
+/* Opens content file rel of mountpath mpi for reading (*fd is the caller's). */
+int hd_store_wb_open(struct hd_store *st, size_t mpi, const char *rel, int *fd);
+/* Queued entries of mountpath mpi (bucket and prefix NULL = all; max_seq 0 = all): uploads
+ * (objects, bytes), entries marked failed, all entries, the oldest queued time (0 = none)
+ * and the highest seq. */
+struct hd_wb_stats {
+    uint64_t objects, bytes, failed, entries;
+    int64_t oldest_ms, max_seq;
+};
+int hd_store_wb_stats(struct hd_store *st, size_t mpi, const char *bucket, const char *prefix,
+                      int64_t max_seq, struct hd_wb_stats *out);
+/* The error of the first failed entry in the same scope (*msg malloc'd, NULL when none). */
+int hd_store_wb_first_error(struct hd_store *st, size_t mpi, const char *bucket, const char *prefix,
+                            int64_t max_seq, char **name, char **msg);
 
 #endif

@@ -5,9 +5,12 @@
 #
 # Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
 #      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement),
-#      BENCH_ONLY=get|put|shard|cache|cluster|tls (one part; cache = test/bench/cache.py, the caching
-#      tier; cluster = test/bench/cluster.py, GETs direct vs 307 vs S3 relay; tls =
-#      test/bench/tls.py, 10 MiB GETs over HTTPS vs nginx with the same certificate and cipher),
+#      BENCH_ONLY=get|put|shard|cache|cluster|tls|plan|checkpoint (one part; cache =
+#      test/bench/cache.py, the caching tier; cluster = test/bench/cluster.py, GETs direct vs 307
+#      vs S3 relay; tls = test/bench/tls.py, 10 MiB GETs over HTTPS vs nginx with the same
+#      certificate and cipher; plan = test/bench/plan.py, epoch plans vs LRU, not in the default
+#      run: ~25 minutes; checkpoint = test/bench/checkpoint.py, a 1 GiB checkpoint: write-back vs
+#      write-through),
 #      BENCH_HOARDD (another hoardd binary, for A/B runs),
 #      BENCH_HOARD_ARGS (extra hoardd options, e.g. "--http.threads 16").
 # Never fails on a missed goal: benchmarks are not tests. See docs/performance.md.
@@ -36,6 +39,12 @@ declare -A PUT_SLOTS=([10k]=1000 [10m]=16)
 
 if [ "${BENCH_ONLY:-all}" = cache ]; then
     exec "$PY" "$HERE/cache.py"
+fi
+if [ "${BENCH_ONLY:-all}" = plan ]; then # epoch plans vs LRU vs simulated MIN (issue 16)
+    exec "$PY" "$HERE/plan.py"
+fi
+if [ "${BENCH_ONLY:-all}" = checkpoint ]; then # write-back vs write-through (issue 18)
+    exec "$PY" "$HERE/checkpoint.py"
 fi
 if [ "${BENCH_ONLY:-all}" = cluster ]; then # direct vs 307 vs S3 relay (issue 4)
     exec "$PY" "$HERE/cluster.py"

@@ -371,3 +371,26 @@ def test_get_batch(cluster, sdk, bucket):
     # a token is needed like everywhere else
     r = SdkClient(cluster.url).request("get", "ml/moss/" + bucket, json={"in": [{"objname": "s/1"}]})
     assert r.status_code == 403
+
+
+def test_list_archive(cluster, sdk, bucket):
+    # bucket.py list_archive(obj): list_all_objects(prefix=obj, flags=[ARCH_DIR]) and the
+    # entries past the archive itself
+    tbuf = io.BytesIO()
+    with tarfile.open(fileobj=tbuf, mode="w") as tf:
+        for n, d in (("x/1.jpg", b"11"), ("x/2.cls", b"222")):
+            ti = tarfile.TarInfo(n)
+            ti.size = len(d)
+            tf.addfile(ti, io.BytesIO(d))
+    put(sdk, bucket, "ds/shard-0.tar", tbuf.getvalue())
+    put(sdk, bucket, "ds/shard-0.tar.idx", b"not a member")
+    res = list_objects(sdk, bucket, prefix="ds/shard-0.tar", props="name,size",
+                       flags=str(1 << 3))
+    got = [(e["n"], e.get("s"), e["f"]) for e in res["Entries"]]
+    assert got == [("ds/shard-0.tar", len(tbuf.getvalue()), 64),
+                   ("ds/shard-0.tar/x/1.jpg", 2, 64 | 128),
+                   ("ds/shard-0.tar/x/2.cls", 3, 64 | 128),
+                   ("ds/shard-0.tar.idx", 12, 64)], got
+    # without the flag: objects only
+    res = list_objects(sdk, bucket, prefix="ds/", props="name")
+    assert [e["n"] for e in res["Entries"]] == ["ds/shard-0.tar", "ds/shard-0.tar.idx"]

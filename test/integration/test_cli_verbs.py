@@ -136,10 +136,17 @@ def test_recursive_put_get(hoard, bkt, tmp_path):
         m = re.match(r"(\d+) / 8 objects\s+(\S+ \S+) / (\S+ \S+)", d)
         assert m, draws
     assert draws[-1].startswith("8 / 8 objects")
+    m = re.match(r"8 / 8 objects\s+(\S+ \S+) / (\S+ \S+)\s+100%", draws[-1])
+    assert m and m.group(1) == m.group(2), draws[-1]  # every byte counted once
     assert names(hoard, bkt) == sorted("up/" + k for k in files)
     for k, v in files.items():
         assert hoard.ok("object", "get", "%s/up/%s" % (bkt, k), "-").stdout == v
     # -r: every object under the prefix, into DIR, names below the prefix
+    r = hoard.ok("object", "get", "-r", bkt + "/up/", str(tmp_path / "d0"), "-j8",
+                 env={"HOARD_PROGRESS": "1"})
+    last = [d.split("\x1b[K")[0].strip() for d in r.stderr.decode().split("\r") if d.strip()][-1]
+    m = re.match(r"8 / 8 objects\s+(\S+ \S+) / (\S+ \S+)\s+100%", last)
+    assert m and m.group(1) == m.group(2), last
     doc = hoard.json("object", "get", "-r", bkt + "/up/", str(tmp_path / "down"), "-j8")
     assert (doc["downloaded"], doc["failed"], doc["bytes"]) == (len(files), 0, total)
     assert read_tree(tmp_path / "down") == files

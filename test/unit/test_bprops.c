@@ -34,6 +34,19 @@ HD_SUITE(bprops)
                  0);
     CHECK_EQ_STR(hd_bprops_remote_bucket(&p, "mine"), "other-name");
 
+    /* write_policy: "back" on S3-backed buckets only */
+    CHECK_EQ_INT(hd_bprops_parse("{\"write_policy\":\"back\",\"upstream\":{\"endpoint\":"
+                                 "\"http://h\"}}",
+                                 &p, err, sizeof(err)),
+                 0);
+    CHECK(p.write_back);
+    s = hd_bprops_dump(&p);
+    CHECK(s && strstr(s, "\"write_policy\":\"back\""));
+    free(s);
+    CHECK_EQ_INT(hd_bprops_parse("{\"write_policy\":\"through\"}", &p, err, sizeof(err)), 0);
+    CHECK(!p.write_back);
+    CHECK_EQ_INT(hd_bprops_parse("{\"write_policy\":\"later\"}", &p, err, sizeof(err)), HD_EBADARG);
+
     /* refused, with a reason */
     CHECK_EQ_INT(hd_bprops_parse("{\"bogus\":1}", &p, err, sizeof(err)), HD_EBADARG);
     CHECK(strstr(err, "bogus"));

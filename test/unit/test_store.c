@@ -1556,3 +1556,38 @@ HD_SUITE(store_migration)
     hd_obj_meta_cleanup(&m);
     fx_close(&f);
 }
+
+/* hd_store_mp_bucket_usage (GET /v1/buckets/B?summary): one bucket's rows per mountpath, other
+ * buckets not counted, overwrites and deletes followed. */
+HD_SUITE(store_bucket_usage)
+{
+    uint64_t o, b, objs = 0, bytes = 0;
+    struct fx f;
+    size_t i;
+    char name[32];
+
+    if (fx_open(&f, 3, 0) < 0) {
+        CHECK(0);
+        return;
+    }
+    CHECK_EQ_INT(hd_store_bucket_create(f.st, "u1", "ais"), 0);
+    CHECK_EQ_INT(hd_store_bucket_create(f.st, "u2", "ais"), 0);
+    for (i = 0; i < 30; i++) {
+        snprintf(name, sizeof(name), "obj-%02zu", i);
+        CHECK_EQ_INT(put_str(f.st, "u1", name, i % 2 ? "odd" : "even!"), 0);
+    }
+    CHECK_EQ_INT(put_str(f.st, "u2", "other", "not counted in u1"), 0);
+    CHECK_EQ_INT(put_str(f.st, "u1", "obj-00", "longer than before"), 0); /* overwrite */
+    CHECK_EQ_INT(hd_store_delete(f.st, "u1", "obj-01"), 0);
+    for (i = 0; i < hd_store_nmp(f.st); i++) {
+        CHECK_EQ_INT(hd_store_mp_bucket_usage(f.st, i, "u1", &o, &b), 0);
+        objs += o;
+        bytes += b;
+    }
+    CHECK_EQ_INT(objs, 29);
+    CHECK_EQ_INT(bytes, 14 * 5 + 14 * 3 + 18); /* 14 even + 14 odd left, obj-00 rewritten */
+    CHECK_EQ_INT(hd_store_mp_bucket_usage(f.st, 0, "nosuch", &o, &b), 0);
+    CHECK_EQ_INT(o + b, 0);
+    CHECK_EQ_INT(hd_store_mp_bucket_usage(f.st, 3, "u1", &o, &b), HD_EBADARG);
+    fx_close(&f);
+}

@@ -63,7 +63,9 @@ enum hd_cli_optid {
     HD_CLI_OPT_RECURSIVE, /* object get; -r */
     HD_CLI_OPT_JOBS,      /* many-object verbs (cmd_xfer.c); -j */
     HD_CLI_OPT_DELETE,    /* sync */
-    HD_CLI_OPT_TTL, /* auth token */
+    HD_CLI_OPT_TTL,       /* auth token */
+    HD_CLI_OPT_EPOCHS,    /* cmd_plan.c */
+    HD_CLI_OPT_NO_PREFETCH,
     HD_CLI_OPT_COUNT
 };
 
@@ -149,11 +151,18 @@ int hd_cli_object_get(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_head(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_ls(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_object_rm(struct hd_cli *cli, int argc, char **argv);
+/* cmd_plan.c */
+int hd_cli_plan_create(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_plan_ls(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_plan_show(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_plan_rm(struct hd_cli *cli, int argc, char **argv);
 /* cmd_cache.c */
 int hd_cli_cloud_create(struct hd_cli *cli, const char *name);
 int hd_cli_bucket_props(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_prefetch(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_evict(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_bucket_flush(struct hd_cli *cli, int argc, char **argv);
+int hd_cli_bucket_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_show(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_maintenance(struct hd_cli *cli, int argc, char **argv);
 int hd_cli_cluster_decommission(struct hd_cli *cli, int argc, char **argv);

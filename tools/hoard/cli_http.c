@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -160,7 +161,16 @@ static size_t on_read(char *buf, size_t size, size_t n, void *p)
     if (x->md)
         EVP_DigestUpdate(x->md, buf, got);
     x->rs->bytes += got;
+    if (x->rq->moved)
+        atomic_fetch_add(x->rq->moved, got);
     return got;
+}
+
+/* The upload starts over: what it had moved no longer counts. */
+static void unmove(struct xfer *x)
+{
+    if (x->rq->moved)
+        atomic_fetch_sub(x->rq->moved, x->rs->bytes);
 }
 
 /* libcurl rewinds the body to resend it after a redirect; only a rewind to 0 is supported. */
@@ -172,6 +182,7 @@ static int on_seek(void *p, curl_off_t off, int origin)
         return CURL_SEEKFUNC_CANTSEEK;
     if (x->md)
         EVP_DigestInit_ex(x->md, EVP_md5(), NULL);
+    unmove(x);
     x->rs->bytes = 0;
     return CURL_SEEKFUNC_OK;
 }
@@ -196,6 +207,8 @@ static size_t on_write(char *data, size_t size, size_t n, void *p)
             if (x->md)
                 EVP_DigestUpdate(x->md, data, len);
             x->rs->bytes += len;
+            if (x->rq->moved)
+                atomic_fetch_add(x->rq->moved, len);
             return len;
         }
         if (x->rs->body.len + len > HD_CLI_BODY_MAX) {
@@ -389,6 +402,7 @@ static int rewind_upload(struct xfer *x)
         return HD_CLI_ENOREWIND;
     if (x->md && EVP_DigestInit_ex(x->md, EVP_md5(), NULL) != 1)
         return -ENOMEM;
+    unmove(x);
     x->rs->bytes = 0;
     return 0;
 }

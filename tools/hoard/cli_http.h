@@ -5,6 +5,7 @@
 #ifndef HD_CLI_HTTP_H
 #define HD_CLI_HTTP_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -37,8 +38,11 @@ struct hd_cli_req {
     int64_t upload_size; /* -1 when unknown (sent chunked; PUT only) */
     FILE *download;      /* sink for a 2xx body; NULL buffers it in resp->body */
     const char *content_type;
-    const char *body;    /* POST/PATCH body (a NUL-terminated text, e.g. JSON); NULL: empty */
-    int hash;            /* compute the MD5 of the uploaded or downloaded bytes */
+    const char *body; /* POST/PATCH body (a NUL-terminated text, e.g. JSON); NULL: empty */
+    int hash;         /* compute the MD5 of the uploaded or downloaded bytes */
+    /* When set, body bytes are added to it as they move (and taken back when an upload is
+     * rewound for a redirect): one progress total shared by parallel transfers. */
+    _Atomic uint64_t *moved;
     int discard_success; /* abort at once on a 2xx body (used to fetch error details) */
 };
 

@@ -373,3 +373,68 @@ int hd_cli_evict(struct hd_cli *cli, int argc, char **argv)
 {
     return start_cache_job(cli, "evict", argv[0]);
 }
+
+int hd_cli_bucket_flush(struct hd_cli *cli, int argc, char **argv)
+{
+    return start_cache_job(cli, "flush", argv[0]);
+}
+
+/* props, then the write-back queue summed over the targets (GET /v1/buckets/B?writeback). */
+int hd_cli_bucket_show(struct hd_cli *cli, int argc, char **argv)
+{
+    const char *bucket = argv[0];
+    json_t *wb = NULL, *props;
+    struct hd_buf path, what;
+    int rc;
+
+    hd_buf_init(&path);
+    hd_buf_init(&what);
+    hd_buf_printf(&what, "bucket show %s", bucket);
+    if (cli->json) { /* one document: {"props": ..., "writeback": ...} */
+        json_t *cur = NULL, *doc;
+        if (bucket_path(&path, bucket, "?props") < 0 || what.oom) {
+            rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+            goto out;
+        }
+        if ((rc = call(cli, what.data, "GET", path.data, NULL, &cur)) != HD_CLI_EXIT_OK)
+            goto out;
+        hd_buf_reset(&path);
+        bucket_path(&path, bucket, "?writeback");
+        if ((rc = call(cli, what.data, "GET", path.data, NULL, &wb)) != HD_CLI_EXIT_OK) {
+            json_decref(cur);
+            goto out;
+        }
+        doc = json_pack("{s:o, s:O}", "bucket", cur, "writeback", wb);
+        rc = doc ? print_json(doc) : hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+        json_decref(doc);
+        goto out;
+    }
+    {
+        char *pargv[1] = {(char *)bucket};
+        if ((rc = hd_cli_bucket_props(cli, 1, pargv)) != HD_CLI_EXIT_OK)
+            goto out;
+    }
+    if (bucket_path(&path, bucket, "?writeback") < 0 || what.oom) {
+        rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
+        goto out;
+    }
+    if ((rc = call(cli, what.data, "GET", path.data, NULL, &wb)) != HD_CLI_EXIT_OK)
+        goto out;
+    props = wb;
+    printf("%-22s %lld\n", "dirty_objects",
+           (long long)json_integer_value(json_object_get(props, "dirty_objects")));
+    printf("%-22s %lld\n", "dirty_bytes",
+           (long long)json_integer_value(json_object_get(props, "dirty_bytes")));
+    printf("%-22s %lld\n", "upload_queue",
+           (long long)json_integer_value(json_object_get(props, "queue_depth")));
+    printf("%-22s %lld\n", "upload_failed",
+           (long long)json_integer_value(json_object_get(props, "failed")));
+    printf("%-22s %.1f s\n", "upload_lag",
+           json_number_value(json_object_get(props, "oldest_dirty_seconds")));
+    rc = HD_CLI_EXIT_OK;
+out:
+    json_decref(wb);
+    hd_buf_cleanup(&path);
+    hd_buf_cleanup(&what);
+    return rc;
+}

@@ -48,7 +48,8 @@ struct xplan {
     struct xop *ops;
     size_t n, cap;
     atomic_size_t next;
-    atomic_uint_fast64_t done_ops, done_bytes;
+    atomic_uint_fast64_t done_ops;
+    _Atomic uint64_t done_bytes; /* body bytes moved so far, by every transfer (cli_http) */
 };
 
 static void plan_cleanup(struct xplan *p)
@@ -116,9 +117,10 @@ static void obj_path(struct hd_buf *path, const char *bucket, const char *name)
 
 /* ---- one operation (worker threads) ----------------------------------------------------- */
 
-static int op_put(struct hd_cli *cli, const char *bucket, struct xop *o, const char *what)
+static int op_put(struct hd_cli *cli, const char *bucket, struct xop *o, const char *what,
+                  _Atomic uint64_t *moved)
 {
-    struct hd_cli_req rq = {.method = "PUT", .hash = 1};
+    struct hd_cli_req rq = {.method = "PUT", .hash = 1, .moved = moved};
     struct hd_cli_resp rs;
     struct hd_buf path;
     struct stat st;
@@ -173,9 +175,10 @@ static int mkdirs_for(const char *file)
     return rc;
 }
 
-static int op_get(struct hd_cli *cli, const char *bucket, struct xop *o, const char *what)
+static int op_get(struct hd_cli *cli, const char *bucket, struct xop *o, const char *what,
+                  _Atomic uint64_t *moved)
 {
-    struct hd_cli_req rq = {.method = "GET", .hash = 1};
+    struct hd_cli_req rq = {.method = "GET", .hash = 1, .moved = moved};
     struct hd_cli_resp rs;
     struct hd_buf path, tmp;
     char etag[128];
@@ -268,7 +271,7 @@ static int op_del(struct hd_cli *cli, const char *bucket, struct xop *o, const c
     return rc;
 }
 
-static int op_run(struct hd_cli *cli, const char *bucket, struct xop *o)
+static int op_run(struct hd_cli *cli, const char *bucket, struct xop *o, _Atomic uint64_t *moved)
 {
     struct hd_buf what;
     int rc;
@@ -277,11 +280,11 @@ static int op_run(struct hd_cli *cli, const char *bucket, struct xop *o)
     switch (o->kind) {
     case XOP_PUT:
         hd_buf_printf(&what, "put %s -> %s/%s", o->local, bucket, o->name);
-        rc = what.oom ? -ENOMEM : op_put(cli, bucket, o, what.data);
+        rc = what.oom ? -ENOMEM : op_put(cli, bucket, o, what.data, moved);
         break;
     case XOP_GET:
         hd_buf_printf(&what, "get %s/%s -> %s", bucket, o->name, o->local);
-        rc = what.oom ? -ENOMEM : op_get(cli, bucket, o, what.data);
+        rc = what.oom ? -ENOMEM : op_get(cli, bucket, o, what.data, moved);
         break;
     case XOP_DEL:
         hd_buf_printf(&what, "rm %s/%s", bucket, o->name);
@@ -308,9 +311,7 @@ static void *worker(void *arg)
     cli.endpoint_owned = NULL;
     while (!hd_cli_interrupted && (i = atomic_fetch_add(&p->next, 1)) < p->n) {
         struct xop *o = &p->ops[i];
-        o->rc = op_run(&cli, p->bucket, o);
-        if (o->rc == 0)
-            atomic_fetch_add(&p->done_bytes, o->size);
+        o->rc = op_run(&cli, p->bucket, o, &p->done_bytes);
         atomic_fetch_add(&p->done_ops, 1);
     }
     hd_cli_http_free(cli.http);

@@ -86,6 +86,9 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
                            "also remove from the destination what the source does not have"},
     [HD_CLI_OPT_TTL] = {"ttl", 1, 0, "S",
                         "token lifetime in seconds (default 3600, at most 86400)"},
+    [HD_CLI_OPT_EPOCHS] = {"epochs", 1, 0, "N", "epochs the plan covers"},
+    [HD_CLI_OPT_NO_PREFETCH] = {"no-prefetch", 0, 0, NULL,
+                                "the plan only ranks evictions (no prefetch)"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
@@ -106,6 +109,8 @@ static const enum hd_cli_optid prefetch_opts[] = {
 static const enum hd_cli_optid evict_opts[] = {HD_CLI_OPT_LIST,    HD_CLI_OPT_TEMPLATE,
                                                HD_CLI_OPT_PREFIX,  HD_CLI_OPT_WAIT,
                                                HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid flush_opts[] = {HD_CLI_OPT_PREFIX, HD_CLI_OPT_WAIT,
+                                               HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid off_opts[] = {HD_CLI_OPT_OFF, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid wait_opts[] = {HD_CLI_OPT_TIMEOUT, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_RECURSIVE,
@@ -116,6 +121,9 @@ static const enum hd_cli_optid shard_opts[] = {
     HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid shard_req[] = {HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,
                                               HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid plan_opts[] = {
+    HD_CLI_OPT_PREFIX, HD_CLI_OPT_LIST,        HD_CLI_OPT_EPOCHS, HD_CLI_OPT_SEED,
+    HD_CLI_OPT_ID,     HD_CLI_OPT_NO_PREFETCH, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid batch_opts[] = {HD_CLI_OPT_CONTINUE, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid token_opts[] = {HD_CLI_OPT_TTL, HD_CLI_OPT_COUNT};
 
@@ -131,7 +139,14 @@ static const struct hd_cli_cmd cmds[] = {
      "count and bytes stored per bucket (S3-backed: upstream and cached), per target mountpath",
      NULL, NULL},
     {"bucket", "props", hd_cli_bucket_props, 1, 64, "B [KEY=VALUE...]",
-     "show bucket properties, or set them (validate_warm_get=true, upstream.profile=P)", NULL,
+     "show bucket properties, or set them (validate_warm_get=true, write_policy=back, "
+     "upstream.profile=P)",
+     NULL, NULL},
+    {"bucket", "flush", hd_cli_bucket_flush, 1, 1, "B",
+     "upload what write-back bucket B holds dirty now (a job; --wait shows progress)", flush_opts,
+     NULL},
+    {"bucket", "show", hd_cli_bucket_show, 1, 1, "B",
+     "bucket properties and, for write-back, what is dirty (count, bytes) and upload lag", NULL,
      NULL},
     {"object", "put", hd_cli_object_put, 2, 2, "FILE|DIR|- B/O|B/PREFIX",
      "upload FILE (or stdin) as object O in bucket B; a DIR: every file under it, -j at once",
@@ -178,6 +193,13 @@ static const struct hd_cli_cmd cmds[] = {
     {"job", "wait", hd_cli_job_wait, 1, 1, "ID",
      "wait for a job to end, with progress; exit 0 only if it had no errors", wait_opts, NULL},
     {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "ask every target to stop a job", NULL, NULL},
+    {"plan", "create", hd_cli_plan_create, 1, 1, "B",
+     "register an epoch plan over S3-backed bucket B (--prefix|--list, --epochs, --seed)",
+     plan_opts, NULL},
+    {"plan", "ls", hd_cli_plan_ls, 0, 0, "", "list epoch plans with their progress", NULL, NULL},
+    {"plan", "show", hd_cli_plan_show, 1, 1, "ID", "show a plan: progress, hits, prefetch", NULL,
+     NULL},
+    {"plan", "rm", hd_cli_plan_rm, 1, 1, "ID", "delete a plan (its prefetch stops)", NULL, NULL},
     {"shard", "create", hd_cli_shard_create, 2, 2, "B[/PREFIX] OUT",
      "pack the objects of B into tar shards in bucket OUT (shows progress)", shard_opts, shard_req},
     {"shard", "ls-members", hd_cli_shard_members, 1, 1, "B/O", "list the members of a tar object",

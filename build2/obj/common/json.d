@@ -1,0 +1,2 @@
+build2/obj/common/json.o: common/json.c common/json.h
+common/json.h:

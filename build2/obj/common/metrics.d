@@ -1,0 +1,4 @@
+build2/obj/common/metrics.o: common/metrics.c common/metrics.h \
+ common/buf.h
+common/metrics.h:
+common/buf.h:

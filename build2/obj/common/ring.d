@@ -1,0 +1,2 @@
+build2/obj/common/ring.o: common/ring.c common/ring.h
+common/ring.h:

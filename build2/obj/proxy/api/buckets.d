@@ -1,0 +1,28 @@
+build2/obj/proxy/api/buckets.o: proxy/api/buckets.c proxy/api/api.h \
+ proxy/core/core.h common/config.h common/http.h common/httputil.h \
+ common/buf.h common/httpc.h common/nodeauth.h common/keys.h \
+ common/pool.h common/relay.h common/sigv4.h common/smap.h \
+ common/ticker.h proxy/cluster/cluster.h proxy/data/data.h \
+ common/bprops.h common/errors.h common/json.h common/log.h \
+ common/metrics.h
+proxy/api/api.h:
+proxy/core/core.h:
+common/config.h:
+common/http.h:
+common/httputil.h:
+common/buf.h:
+common/httpc.h:
+common/nodeauth.h:
+common/keys.h:
+common/pool.h:
+common/relay.h:
+common/sigv4.h:
+common/smap.h:
+common/ticker.h:
+proxy/cluster/cluster.h:
+proxy/data/data.h:
+common/bprops.h:
+common/errors.h:
+common/json.h:
+common/log.h:
+common/metrics.h:

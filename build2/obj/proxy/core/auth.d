@@ -1,0 +1,24 @@
+build2/obj/proxy/core/auth.o: proxy/core/auth.c proxy/core/core.h \
+ common/config.h common/http.h common/httputil.h common/buf.h \
+ common/httpc.h common/nodeauth.h common/keys.h common/pool.h \
+ common/relay.h common/sigv4.h common/smap.h common/ticker.h \
+ common/errors.h common/log.h common/metrics.h common/sigv2.h \
+ common/token.h
+proxy/core/core.h:
+common/config.h:
+common/http.h:
+common/httputil.h:
+common/buf.h:
+common/httpc.h:
+common/nodeauth.h:
+common/keys.h:
+common/pool.h:
+common/relay.h:
+common/sigv4.h:
+common/smap.h:
+common/ticker.h:
+common/errors.h:
+common/log.h:
+common/metrics.h:
+common/sigv2.h:
+common/token.h:

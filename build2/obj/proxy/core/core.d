@@ -1,0 +1,19 @@
+build2/obj/proxy/core/core.o: proxy/core/core.c proxy/core/core.h \
+ common/config.h common/http.h common/httputil.h common/buf.h \
+ common/httpc.h common/nodeauth.h common/keys.h common/pool.h \
+ common/relay.h common/sigv4.h common/smap.h common/ticker.h \
+ common/errors.h
+proxy/core/core.h:
+common/config.h:
+common/http.h:
+common/httputil.h:
+common/buf.h:
+common/httpc.h:
+common/nodeauth.h:
+common/keys.h:
+common/pool.h:
+common/relay.h:
+common/sigv4.h:
+common/smap.h:
+common/ticker.h:
+common/errors.h:

@@ -1,0 +1,20 @@
+build2/obj/proxy/core/role.o: proxy/core/role.c proxy/core/core.h \
+ common/config.h common/http.h common/httputil.h common/buf.h \
+ common/httpc.h common/nodeauth.h common/keys.h common/pool.h \
+ common/relay.h common/sigv4.h common/smap.h common/ticker.h \
+ common/errors.h common/log.h
+proxy/core/core.h:
+common/config.h:
+common/http.h:
+common/httputil.h:
+common/buf.h:
+common/httpc.h:
+common/nodeauth.h:
+common/keys.h:
+common/pool.h:
+common/relay.h:
+common/sigv4.h:
+common/smap.h:
+common/ticker.h:
+common/errors.h:
+common/log.h:

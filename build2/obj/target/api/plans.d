@@ -1,0 +1,25 @@
+build2/obj/target/api/plans.o: target/api/plans.c target/api/internal.h \
+ common/http.h common/httputil.h common/buf.h common/keys.h common/pool.h \
+ common/sigv4.h target/cache/cache.h common/bprops.h common/config.h \
+ common/s3client.h common/s3resp.h target/cluster/cluster.h \
+ target/cluster/rebalance.h target/jobs/jobs.h target/store/store.h \
+ target/object/object.h target/target.h common/errors.h
+target/api/internal.h:
+common/http.h:
+common/httputil.h:
+common/buf.h:
+common/keys.h:
+common/pool.h:
+common/sigv4.h:
+target/cache/cache.h:
+common/bprops.h:
+common/config.h:
+common/s3client.h:
+common/s3resp.h:
+target/cluster/cluster.h:
+target/cluster/rebalance.h:
+target/jobs/jobs.h:
+target/store/store.h:
+target/object/object.h:
+target/target.h:
+common/errors.h:

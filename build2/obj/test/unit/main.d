@@ -1,0 +1,2 @@
+build2/obj/test/unit/main.o: test/unit/main.c test/unit/hd_test.h
+test/unit/hd_test.h:

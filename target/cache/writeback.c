@@ -1,0 +1,590 @@
+/* writeback: the burst buffer of write-back buckets (bucket prop write_policy "back").
+ *   - A PUT (or multipart Complete) is committed locally with an upload entry queued in the
+ *     same catalog transaction (store wbq.c); a DELETE removes the local copy and queues an
+ *     upstream delete the same way. The answer does not wait for the upstream.
+ *   - Uploader threads (writeback.workers) take due entries in commit order (oldest first
+ *     over the mountpaths), never two of one name at once, so the upstream sees a name's
+ *     writes in the order they were acknowledged. A success removes the entry (a newer write
+ *     that superseded it meanwhile keeps its own entry, uploaded next). A failure is retried
+ *     with exponential backoff (writeback.backoff_ms .. backoff_max_ms); a 4xx other than
+ *     408/429 is marked failed (reported by the metrics and flush jobs) and still retried at
+ *     the longest backoff, never dropped.
+ *   - Admission: PUTs to write-back buckets get 503 SlowDown while the target's dirty bytes
+ *     would pass writeback.dirty_max.
+ *   - The "flush" job kind: waits until every entry queued before it started (of a bucket,
+ *     optionally under a prefix) is gone, with progress.
+ * The queue is in the catalogs, so a restart (or kill -9) resumes it. Uploader threads and
+ * job threads block on the network; the entry points for HTTP workers only touch the disk. */
+#include "target/cache/int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/cksum.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "common/metrics.h"
+
+#define WB_BATCH 64
+
+struct inflight {
+    int busy;
+    size_t mpi;
+    int64_t seq;
+    char *bucket, *name;
+};
+
+struct hd_wb {
+    struct hd_cache *c;
+    int workers;
+    long max_bps, backoff_ms, backoff_max_ms;
+    uint64_t dirty_max;
+    pthread_t *thr;
+    int nthr;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* work may be due (kick), or an upload ended (flush waits) */
+    int kicked;
+    struct inflight *fl; /* one slot per worker */
+    _Atomic uint64_t uploads, upload_bytes, deletes, errors;
+};
+
+static int64_t now_ms(void)
+{
+    return (int64_t)(hd_now_ns() / 1000000ull);
+}
+
+int hd_wb_file_md5(int fd, unsigned char out[16])
+{
+    struct hd_md5 m;
+    char *buf = malloc(1 << 20);
+    off_t off = 0;
+    ssize_t n;
+    int rc = 0;
+
+    if (!buf || hd_md5_init(&m) < 0) {
+        free(buf);
+        return -ENOMEM;
+    }
+    while ((n = pread(fd, buf, 1 << 20, off)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
+        hd_md5_update(&m, buf, (size_t)n);
+        off += n;
+    }
+    hd_md5_final(&m, out);
+    hd_md5_cleanup(&m);
+    free(buf);
+    return rc;
+}
+
+/* The MD5 of a single-PUT object is its ETag; 0 when etag is one. */
+static int etag_md5(const char *etag, unsigned char out[16])
+{
+    size_t n = 0;
+
+    if (!etag || strlen(etag) != 32 || hd_unhex(etag, 32, out, 16, &n) < 0 || n != 16)
+        return -1;
+    return 0;
+}
+
+/* ---- one entry ---- */
+
+/* Whether an upload error is the upstream refusing (4xx but 408/429): permanent. */
+static int permanent(int rc, const struct hd_s3c_err *err)
+{
+    if (rc == HD_EACCESS || rc == HD_ENOSUCHBUCKET)
+        return 1;
+    return err->status >= 400 && err->status < 500 && err->status != 408 && err->status != 429;
+}
+
+/* Uploads (or deletes upstream) entry e: 0, or the error with msg filled. */
+static int wb_send(struct hd_wb *wb, const struct hd_wb_ent *e, struct hd_cbucket *cb, int *perm,
+                   char *msg, size_t msglen)
+{
+    struct hd_cache *c = wb->c;
+    struct hd_s3c_err err;
+    struct hd_obj_meta m;
+    struct hd_s3c s3;
+    unsigned char md5[16];
+    char etag[48];
+    size_t rl;
+    int rc, fd = -1;
+
+    memset(&err, 0, sizeof(err));
+    *perm = 0;
+    if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
+        return rc;
+    s3 = cb->s3;
+    s3.max_send_bps = wb->max_bps > 0 ? wb->max_bps / (wb->workers ? wb->workers : 1) : 0;
+    if (s3.max_send_bps == 0 && wb->max_bps > 0)
+        s3.max_send_bps = 1;
+    if (e->op == HD_WB_DELETE) {
+        rc = hd_s3c_delete_object(&s3, cb->remote, e->name, &err);
+        if (rc == HD_ENOSUCHKEY)
+            rc = 0;
+        if (rc == 0)
+            atomic_fetch_add(&wb->deletes, 1);
+        goto out;
+    }
+    if ((rc = hd_store_lookup_mp(c->st, e->mpi, e->bucket, e->name, &m)) < 0)
+        return rc == HD_ENOSUCHKEY ? 0 : rc; /* deleted: the delete's own entry follows */
+    rl = e->rel ? strlen(e->rel) : 0;
+    if (!m.path || !e->rel || strlen(m.path) < rl ||
+        strcmp(m.path + strlen(m.path) - rl, e->rel) != 0) {
+        hd_obj_meta_cleanup(&m); /* overwritten: that write queued its own upload */
+        return 0;
+    }
+    if ((rc = hd_store_wb_open(c->st, e->mpi, e->rel, &fd)) < 0) {
+        hd_obj_meta_cleanup(&m);
+        return rc == -ENOENT ? 0 : rc; /* replaced between the lookup and the open */
+    }
+    if (etag_md5(m.etag, md5) < 0 && (rc = hd_wb_file_md5(fd, md5)) < 0) {
+        snprintf(msg, msglen, "reading %s/%s back: %s", e->bucket, e->name, hd_strerror(rc));
+        hd_obj_meta_cleanup(&m);
+        close(fd);
+        return rc;
+    }
+    rc = hd_s3c_put_object(&s3, cb->remote, e->name, fd, m.size, md5, m.ctype, m.meta, m.hdrs, etag,
+                           &err);
+    if (rc == 0) {
+        atomic_fetch_add(&wb->uploads, 1);
+        atomic_fetch_add(&wb->upload_bytes, m.size);
+    }
+    hd_obj_meta_cleanup(&m);
+    close(fd);
+out:
+    if (rc < 0) {
+        *perm = permanent(rc, &err);
+        snprintf(msg, msglen, "%s", err.msg[0] ? err.msg : hd_strerror(rc));
+        hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
+    }
+    return rc;
+}
+
+static void wb_process(struct hd_wb *wb, const struct hd_wb_ent *e)
+{
+    struct hd_cache *c = wb->c;
+    struct hd_cbucket *cb = hd_cache_bucket(c, e->bucket);
+    char msg[512] = "";
+    int rc, perm = 0;
+
+    if (!cb) { /* the bucket is gone (destroyed): nothing to send it to */
+        HD_LOG(HD_WARN, NULL, "write-back: %s/%s: bucket is no longer S3-backed; dropped",
+               e->bucket, e->name);
+        hd_store_wb_done(c->st, e->mpi, e->seq);
+        return;
+    }
+    rc = wb_send(wb, e, cb, &perm, msg, sizeof(msg));
+    hd_cbucket_unref(cb);
+    if (rc == 0) {
+        hd_store_wb_done(c->st, e->mpi, e->seq);
+        return;
+    }
+    if (rc == -ECANCELED && atomic_load(&c->stopping))
+        return; /* shutting down: the entry stays for the next start */
+    {
+        int shift = e->attempts < 20 ? e->attempts : 20;
+        int64_t delay = (int64_t)wb->backoff_ms << shift;
+        if (perm || delay > wb->backoff_max_ms)
+            delay = wb->backoff_max_ms;
+        atomic_fetch_add(&wb->errors, 1);
+        HD_LOG(perm ? HD_ERROR : HD_WARN, NULL,
+               "write-back %s %s/%s (attempt %d): %s; retry in %lld ms%s",
+               e->op == HD_WB_DELETE ? "delete" : "upload", e->bucket, e->name, e->attempts + 1,
+               msg, (long long)delay, perm ? " (the upstream refuses it)" : "");
+        hd_store_wb_retry(c->st, e->mpi, e->seq, now_ms() + delay, perm, msg);
+    }
+}
+
+/* ---- the uploader ---- */
+
+static int busy_with(const struct hd_wb *wb, const struct hd_wb_ent *e)
+{
+    int i;
+
+    for (i = 0; i < wb->nthr; i++) {
+        const struct inflight *f = &wb->fl[i];
+        if (f->busy && ((f->mpi == e->mpi && f->seq == e->seq) ||
+                        (strcmp(f->bucket, e->bucket) == 0 && strcmp(f->name, e->name) == 0)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Under wb->mu: the oldest due entry no worker has and whose name no worker is sending,
+ * copied to *out (strings moved). 0 found, 1 none. */
+static int wb_claim(struct hd_wb *wb, struct hd_wb_ent *out)
+{
+    struct hd_cache *c = wb->c;
+    size_t mpi, nmp = hd_store_nmp(c->st), i;
+    struct hd_wb_ent *best = NULL, *lists[64] = {0};
+    size_t counts[64] = {0};
+    int64_t now = now_ms();
+
+    if (nmp > 64)
+        nmp = 64;
+    for (mpi = 0; mpi < nmp; mpi++) {
+        if (hd_store_wb_next(c->st, mpi, now, WB_BATCH, &lists[mpi], &counts[mpi]) < 0)
+            continue;
+        for (i = 0; i < counts[mpi]; i++) {
+            struct hd_wb_ent *e = &lists[mpi][i];
+            if (busy_with(wb, e))
+                continue;
+            if (!best || e->queued_ms < best->queued_ms)
+                best = e;
+            break; /* the first free one of a mountpath is its oldest */
+        }
+    }
+    if (best) {
+        *out = *best;
+        memset(best, 0, sizeof(*best));
+    }
+    for (mpi = 0; mpi < nmp; mpi++)
+        hd_store_wb_free(lists[mpi], counts[mpi]);
+    return best ? 0 : 1;
+}
+
+struct worker {
+    struct hd_wb *wb;
+    int slot;
+};
+
+static void *wb_main(void *arg)
+{
+    struct worker *w = arg;
+    struct hd_wb *wb = w->wb;
+    struct inflight *f = &wb->fl[w->slot];
+    struct hd_wb_ent e;
+
+    pthread_mutex_lock(&wb->mu);
+    while (!atomic_load(&wb->c->stopping)) {
+        if (wb_claim(wb, &e) != 0) {
+            struct timespec ts;
+            if (wb->kicked) {
+                wb->kicked = 0;
+                continue;
+            }
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 200 * 1000000L; /* due retries are found within this */
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&wb->cv, &wb->mu, &ts);
+            continue;
+        }
+        f->busy = 1;
+        f->mpi = e.mpi;
+        f->seq = e.seq;
+        f->bucket = e.bucket;
+        f->name = e.name;
+        pthread_mutex_unlock(&wb->mu);
+        wb_process(wb, &e);
+        pthread_mutex_lock(&wb->mu);
+        f->busy = 0;
+        f->bucket = f->name = NULL;
+        free(e.bucket);
+        free(e.name);
+        free(e.rel);
+        free(e.etag);
+        pthread_cond_broadcast(&wb->cv);
+        wb->kicked = 1; /* a newer entry of the same name may be waiting */
+    }
+    pthread_mutex_unlock(&wb->mu);
+    free(w);
+    return NULL;
+}
+
+int hd_wb_new(struct hd_cache *c, const struct hd_config *cfg, struct hd_wb **out)
+{
+    struct hd_wb *wb = calloc(1, sizeof(*wb));
+
+    if (!wb)
+        return -ENOMEM;
+    wb->c = c;
+    wb->workers = (int)hd_config_int(cfg, "writeback.workers");
+    wb->max_bps = (long)hd_config_int(cfg, "writeback.max_bps");
+    wb->dirty_max = (uint64_t)hd_config_int(cfg, "writeback.dirty_max");
+    wb->backoff_ms = (long)hd_config_int(cfg, "writeback.backoff_ms");
+    wb->backoff_max_ms = (long)hd_config_int(cfg, "writeback.backoff_max_ms");
+    wb->fl = calloc((size_t)wb->workers + 1, sizeof(*wb->fl));
+    wb->thr = calloc((size_t)wb->workers + 1, sizeof(*wb->thr));
+    pthread_mutex_init(&wb->mu, NULL);
+    pthread_cond_init(&wb->cv, NULL);
+    if (!wb->fl || !wb->thr) {
+        hd_wb_free(wb);
+        return -ENOMEM;
+    }
+    *out = wb;
+    return 0;
+}
+
+int hd_wb_start(struct hd_wb *wb)
+{
+    int i;
+
+    for (i = 0; i < wb->workers; i++) {
+        struct worker *w = malloc(sizeof(*w));
+        if (!w)
+            return -ENOMEM;
+        w->wb = wb;
+        w->slot = i;
+        wb->fl[i].busy = 0;
+        if (pthread_create(&wb->thr[i], NULL, wb_main, w) != 0) {
+            free(w);
+            return -EAGAIN;
+        }
+        wb->nthr++;
+    }
+    return 0;
+}
+
+/* The cache's stopping flag is set (and transfers aborted) before this. */
+void hd_wb_stop(struct hd_wb *wb)
+{
+    int i;
+
+    if (!wb)
+        return;
+    pthread_mutex_lock(&wb->mu);
+    pthread_cond_broadcast(&wb->cv);
+    pthread_mutex_unlock(&wb->mu);
+    for (i = 0; i < wb->nthr; i++)
+        pthread_join(wb->thr[i], NULL);
+    wb->nthr = 0;
+}
+
+void hd_wb_free(struct hd_wb *wb)
+{
+    if (!wb)
+        return;
+    hd_wb_stop(wb);
+    pthread_mutex_destroy(&wb->mu);
+    pthread_cond_destroy(&wb->cv);
+    free(wb->fl);
+    free(wb->thr);
+    free(wb);
+}
+
+void hd_cache_wb_kick(struct hd_cache *c)
+{
+    struct hd_wb *wb = c ? c->wb : NULL;
+
+    if (!wb)
+        return;
+    pthread_mutex_lock(&wb->mu);
+    wb->kicked = 1;
+    pthread_cond_broadcast(&wb->cv);
+    pthread_mutex_unlock(&wb->mu);
+}
+
+/* Sums the queue statistics of every mountpath in one scope. */
+static int wb_totals(struct hd_cache *c, const char *bucket, const char *prefix,
+                     const int64_t *max_seq, struct hd_wb_stats *t)
+{
+    size_t mpi, nmp = hd_store_nmp(c->st);
+    struct hd_wb_stats s;
+    int rc;
+
+    memset(t, 0, sizeof(*t));
+    for (mpi = 0; mpi < nmp; mpi++) {
+        if (max_seq && max_seq[mpi] <= 0)
+            continue;
+        if ((rc = hd_store_wb_stats(c->st, mpi, bucket, prefix, max_seq ? max_seq[mpi] : 0, &s)) <
+            0)
+            return rc;
+        t->objects += s.objects;
+        t->bytes += s.bytes;
+        t->failed += s.failed;
+        t->entries += s.entries;
+        if (s.oldest_ms && (!t->oldest_ms || s.oldest_ms < t->oldest_ms))
+            t->oldest_ms = s.oldest_ms;
+    }
+    return 0;
+}
+
+int hd_cache_wb_admit(struct hd_cache *c, uint64_t size, char *msg, size_t msglen)
+{
+    struct hd_wb_stats t;
+    uint64_t limit = c->wb->dirty_max;
+    size_t mpi;
+
+    if (!limit) { /* half of what the mountpaths can hold */
+        for (mpi = 0; mpi < hd_store_nmp(c->st); mpi++) {
+            struct hd_mp_usage u;
+            if (hd_store_mp_usage(c->st, mpi, &u) == 0)
+                limit += u.capacity / 2;
+        }
+    }
+    if (!limit || wb_totals(c, NULL, NULL, NULL, &t) < 0)
+        return 0;
+    if (t.bytes + size > limit) {
+        snprintf(msg, msglen,
+                 "Write-back: %llu dirty bytes are waiting for the upstream "
+                 "(writeback.dirty_max %llu); retry later.",
+                 (unsigned long long)t.bytes, (unsigned long long)limit);
+        return HD_ESLOWDOWN;
+    }
+    return 0;
+}
+
+int hd_cache_wb_delete(struct hd_cache *c, struct hd_cbucket *cb, const char *key)
+{
+    int rc = hd_store_wb_delete(c->st, cb->name, key);
+
+    if (rc == 0 && hd_rebalance_moving(c->rb))
+        hd_rebalance_delete_elsewhere(c->rb, cb->name, key);
+    hd_cache_wb_kick(c);
+    return rc;
+}
+
+int hd_cache_wb_status(struct hd_cache *c, const char *bucket, json_t **out)
+{
+    struct hd_wb_stats t;
+    int64_t now = now_ms();
+    int rc;
+
+    if ((rc = wb_totals(c, bucket, NULL, NULL, &t)) < 0)
+        return rc;
+    *out = json_pack("{s:I, s:I, s:I, s:I, s:f}", "dirty_objects", (json_int_t)t.objects,
+                     "dirty_bytes", (json_int_t)t.bytes, "queue_depth", (json_int_t)t.entries,
+                     "failed", (json_int_t)t.failed, "oldest_dirty_seconds",
+                     t.oldest_ms ? (double)(now - t.oldest_ms) / 1000.0 : 0.0);
+    return *out ? 0 : -ENOMEM;
+}
+
+void hd_wb_render(struct hd_buf *b, struct hd_cache *c)
+{
+    struct hd_wb *wb = c->wb;
+    struct hd_wb_stats t;
+
+    if (!wb || wb_totals(c, NULL, NULL, NULL, &t) < 0)
+        return;
+    hd_buf_printf(b,
+                  "# HELP hoard_writeback_dirty_objects Objects written here and not yet "
+                  "upstream (write-back).\n# TYPE hoard_writeback_dirty_objects gauge\n"
+                  "hoard_writeback_dirty_objects %llu\n"
+                  "# HELP hoard_writeback_dirty_bytes Bytes of those objects.\n"
+                  "# TYPE hoard_writeback_dirty_bytes gauge\nhoard_writeback_dirty_bytes %llu\n"
+                  "# HELP hoard_writeback_queue_depth Upload and delete entries queued.\n"
+                  "# TYPE hoard_writeback_queue_depth gauge\nhoard_writeback_queue_depth %llu\n"
+                  "# HELP hoard_writeback_failed Entries the upstream refuses (still retried).\n"
+                  "# TYPE hoard_writeback_failed gauge\nhoard_writeback_failed %llu\n"
+                  "# HELP hoard_writeback_oldest_dirty_seconds Age of the oldest queued entry.\n"
+                  "# TYPE hoard_writeback_oldest_dirty_seconds gauge\n"
+                  "hoard_writeback_oldest_dirty_seconds %.3f\n",
+                  (unsigned long long)t.objects, (unsigned long long)t.bytes,
+                  (unsigned long long)t.entries, (unsigned long long)t.failed,
+                  t.oldest_ms ? (double)(now_ms() - t.oldest_ms) / 1000.0 : 0.0);
+    hd_buf_printf(b,
+                  "# HELP hoard_writeback_uploads_total Objects uploaded from the queue.\n"
+                  "# TYPE hoard_writeback_uploads_total counter\n"
+                  "hoard_writeback_uploads_total %llu\n"
+                  "# HELP hoard_writeback_upload_bytes_total Bytes uploaded from the queue.\n"
+                  "# TYPE hoard_writeback_upload_bytes_total counter\n"
+                  "hoard_writeback_upload_bytes_total %llu\n"
+                  "# HELP hoard_writeback_deletes_total Deletes sent upstream from the queue.\n"
+                  "# TYPE hoard_writeback_deletes_total counter\n"
+                  "hoard_writeback_deletes_total %llu\n"
+                  "# HELP hoard_writeback_errors_total Failed upload or delete attempts.\n"
+                  "# TYPE hoard_writeback_errors_total counter\n"
+                  "hoard_writeback_errors_total %llu\n",
+                  (unsigned long long)atomic_load(&wb->uploads),
+                  (unsigned long long)atomic_load(&wb->upload_bytes),
+                  (unsigned long long)atomic_load(&wb->deletes),
+                  (unsigned long long)atomic_load(&wb->errors));
+}
+
+/* ---- the flush job ---- */
+
+/* args {"prefix": P} (optional). Waits until every queue entry of the bucket (under P) that
+ * existed when it started is gone. Fails when only entries the upstream refuses are left. */
+static int flush_run(struct hd_job *j, void *ctx)
+{
+    struct hd_cache *c = ctx;
+    struct hd_wb *wb = c->wb;
+    json_t *px = json_object_get(j->args, "prefix");
+    const char *prefix =
+        json_is_string(px) && *json_string_value(px) ? json_string_value(px) : NULL;
+    size_t mpi, nmp = hd_store_nmp(c->st);
+    int64_t *barrier = calloc(nmp ? nmp : 1, sizeof(*barrier));
+    struct hd_wb_stats t0, t;
+    uint64_t done = 0;
+    int rc;
+
+    if (!barrier)
+        return -ENOMEM;
+    if (px && !json_is_string(px)) {
+        hd_job_error(j, "prefix must be a string");
+        free(barrier);
+        return HD_EBADARG;
+    }
+    for (mpi = 0; mpi < nmp; mpi++) {
+        struct hd_wb_stats s;
+        if ((rc = hd_store_wb_stats(c->st, mpi, NULL, NULL, 0, &s)) < 0)
+            goto out;
+        barrier[mpi] = s.max_seq; /* 0: nothing queued there */
+    }
+    if ((rc = wb_totals(c, j->bucket, prefix, barrier, &t0)) < 0)
+        goto out;
+    hd_job_set_total(j, t0.entries, t0.bytes);
+    hd_cache_wb_kick(c);
+    for (;;) {
+        struct timespec ts;
+        if ((rc = wb_totals(c, j->bucket, prefix, barrier, &t)) < 0)
+            goto out;
+        if (t0.entries - t.entries > done) {
+            hd_job_add(j, t0.entries - t.entries - done, 0);
+            done = t0.entries - t.entries;
+        }
+        hd_job_set_extra(j, "remaining", t.entries);
+        hd_job_set_extra(j, "failed", t.failed);
+        if (t.entries == 0)
+            break;
+        if (t.failed && t.failed == t.entries) {
+            for (mpi = 0; mpi < nmp; mpi++) {
+                char *name = NULL, *msg = NULL;
+                if (barrier[mpi] > 0 &&
+                    hd_store_wb_first_error(c->st, mpi, j->bucket, prefix, barrier[mpi], &name,
+                                            &msg) == 0 &&
+                    name)
+                    hd_job_error(j, "%s: the upstream refuses it: %s", name, msg ? msg : "");
+                free(name);
+                free(msg);
+            }
+            rc = HD_EUNAVAIL;
+            goto out;
+        }
+        if (hd_job_stopped(j)) {
+            rc = -ECANCELED;
+            goto out;
+        }
+        pthread_mutex_lock(&wb->mu);
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 250 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&wb->cv, &wb->mu, &ts);
+        pthread_mutex_unlock(&wb->mu);
+    }
+    rc = 0;
+out:
+    free(barrier);
+    return rc;
+}
+
+int hd_wb_jobs_register(struct hd_cache *c)
+{
+    return hd_jobs_register(c->js, "flush", flush_run, c, HD_JOB_RESUMABLE);
+}
