@@ -1025,12 +1025,11 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     struct hd_http_server *s;
     struct sockaddr_storage ss;
     socklen_t sl;
-    struct MHD_OptionItem tls_opts[3] = {
-        {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}};
     unsigned threads;
     unsigned flags;
     long n;
     int fd, attempt;
+    const char *trust = cfg->tls ? hd_tls_mhd_trust(cfg->tls) : NULL;
 
     if (parse_listen(cfg->listen, &ss, &sl) < 0)
         return -EINVAL;
@@ -1060,8 +1059,6 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     if (cfg->tls) {
         /* GnuTLS inside libmicrohttpd asks for the certificate at every handshake
          * (common/tls.h): a reload reaches new connections only */
-        const char *trust = hd_tls_mhd_trust(cfg->tls);
-        size_t k = 0;
         if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
             MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES) {
             close(fd);
@@ -1070,22 +1067,35 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
             return -ENOTSUP;
         }
         flags |= MHD_USE_TLS;
-        tls_opts[k++] =
-            (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL};
-        tls_opts[k++] =
-            (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, hd_tls_mhd_cert_callback()};
-        if (trust) /* makes GnuTLS ask for a client certificate; hd_tls_peer_ok checks it */
-            tls_opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)trust};
+        /* with tls.client_auth, HTTPS_MEM_TRUST makes GnuTLS ask for a client certificate;
+         * hd_tls_peer_ok checks it */
     }
     for (attempt = 0;; attempt++) {
-        s->d = MHD_start_daemon(
-            flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-            (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-            MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
-            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape,
-            s, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        /* TLS options as arguments (an MHD_OPTION_ARRAY that lost its MHD_OPTION_END in a
+         * merge made libmicrohttpd read past it and fail to start, silently, in about half
+         * the processes with tls.client_auth) */
+        if (cfg->tls)
+            s->d = MHD_start_daemon(
+                flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
+                MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
+                no_unescape, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                MHD_OPTION_HTTPS_CERT_CALLBACK, hd_tls_mhd_cert_callback(),
+                trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, trust, MHD_OPTION_END);
+        else
+            s->d = MHD_start_daemon(
+                flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
+                MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
+                no_unescape, s, MHD_OPTION_END);
         if (s->d || attempt == 1)
             break;
         /* seen once under heavy load, with nothing in libmicrohttpd's log: say what errno
