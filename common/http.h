@@ -213,7 +213,8 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
 
 uint64_t hd_now_ns(void);
 /* Returns freed heap to the system (malloc_trim) after each 3 s window with fewer than 48
- * requests. Call it from one periodic thread (hoardd's main thread, every second); 1 when it trimmed. */
+ * requests. Call it from one periodic thread (hoardd's main thread, every second); 1 when it
+ * trimmed. */
 int hd_http_idle_trim(void);
 
 #endif

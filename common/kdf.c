@@ -30,8 +30,7 @@ int hd_kdf_key(const char *secret, size_t slen, const char *label, const char *i
     memcpy(info + ln + 1, id, in);
     p[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
     p[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)secret, slen);
-    p[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)SALT,
-                                             sizeof(SALT) - 1);
+    p[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)SALT, sizeof(SALT) - 1);
     p[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info, ln + 1 + in);
     p[4] = OSSL_PARAM_construct_end();
     kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);

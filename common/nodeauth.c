@@ -41,19 +41,19 @@ struct stripe {
 
 struct key_entry {
     char id[HD_NODEAUTH_ID_MAX + 1];
-    int sidx;           /* which secret */
+    int sidx;          /* which secret */
     struct hd_hmac *h; /* keyed with the node's key; lives as long as the cache */
 };
 
 struct hd_nodeauth {
     uint32_t magic;
-    char *secret;                      /* "new,old": the copy secrets[] point into */
-    size_t slen;                       /* 0: no secret (dev mode) */
+    char *secret;                       /* "new,old": the copy secrets[] point into */
+    size_t slen;                        /* 0: no secret (dev mode) */
     char *secrets[HD_NODEAUTH_SECRETS]; /* [0] signs; all are accepted */
     size_t nsecrets;
     char self[HD_NODEAUTH_ID_MAX + 1];
-    struct hd_hmac *self_h; /* our signing key (secrets[0]) */
-    uint64_t seed; /* of the nonce digests: an attacker cannot aim at collisions */
+    struct hd_hmac *self_h;       /* our signing key (secrets[0]) */
+    uint64_t seed;                /* of the nonce digests: an attacker cannot aim at collisions */
     uint64_t nonce_base;          /* random per process start: nonces never repeat across */
     _Atomic uint64_t nonce_count; /* ... starts, and within one a counter is enough */
 
@@ -197,8 +197,8 @@ int hd_nodeauth_sha256_fd(int fd, uint64_t off, uint64_t len, char hex[65])
 /* The keyed HMAC of node id under secret sidx: cached for nodes of the map (cache = 1:
  * borrowed, *own = NULL), made afresh for others (*own set: free it after use). NULL on
  * failure. */
-static const struct hd_hmac *node_mac(struct hd_nodeauth *na, int sidx, const char *id,
-                                      int cache, struct hd_hmac **own)
+static const struct hd_hmac *node_mac(struct hd_nodeauth *na, int sidx, const char *id, int cache,
+                                      struct hd_hmac **own)
 {
     unsigned char key[HD_KDF_KEY_LEN];
     struct key_entry *e;
@@ -328,9 +328,9 @@ static int signed_headers(struct hd_buf *b, const struct hd_kv *h, size_t n)
     return rc;
 }
 
-static int mac(const struct hd_hmac *key, const char *method, const char *target,
-               const char *date, const char *nonce, const char *sha, const char *from,
-               const char *to, const struct hd_kv *h, size_t nh, char out[65])
+static int mac(const struct hd_hmac *key, const char *method, const char *target, const char *date,
+               const char *nonce, const char *sha, const char *from, const char *to,
+               const struct hd_kv *h, size_t nh, char out[65])
 {
     struct hd_buf b;
     int rc;
@@ -562,9 +562,9 @@ int hd_nodeauth_verify(struct hd_nodeauth *na, struct hd_req *r, int flags,
                 want) == 0 &&
             hd_kdf_equal(want, sig))
             to = na->self;
-        else if ((flags & HD_NA_ANY_TO) && mac(key, r->method, r->raw_uri, date, nonce, sha,
-                                               node, HD_NODEAUTH_ANY, r->hdrs, r->nhdrs,
-                                               want) == 0 &&
+        else if ((flags & HD_NA_ANY_TO) &&
+                 mac(key, r->method, r->raw_uri, date, nonce, sha, node, HD_NODEAUTH_ANY, r->hdrs,
+                     r->nhdrs, want) == 0 &&
                  hd_kdf_equal(want, sig))
             to = HD_NODEAUTH_ANY;
         hd_hmac_free(own);

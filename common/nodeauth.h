@@ -36,7 +36,7 @@
 #define HD_NODEAUTH_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define HD_NODEAUTH_ANY "*" /* recipient of a join: the sender does not know the primary's id */
 #define HD_NODEAUTH_MAX_NONCES (8u << 20) /* remembered nonces; past this, 503 */
-#define HD_NODEAUTH_SECRETS 3 /* accepted at once (a rotation) */
+#define HD_NODEAUTH_SECRETS 3             /* accepted at once (a rotation) */
 
 struct hd_nodeauth;
 
@@ -102,9 +102,10 @@ struct hd_nodeauth_who {
     int any_recipient; /* signed for HD_NODEAUTH_ANY (a join) */
 };
 /* Flags of hd_nodeauth_verify. */
-#define HD_NA_ANY_TO 1   /* accept a request signed for HD_NODEAUTH_ANY (join, heartbeat, pulls) */
-#define HD_NA_UNKNOWN 2  /* accept a sender that known() does not know (a join: the caller then
-                          * checks that the body describes who->sender) */
+#define HD_NA_ANY_TO 1 /* accept a request signed for HD_NODEAUTH_ANY (join, heartbeat, pulls) */
+#define HD_NA_UNKNOWN                                                                              \
+    2 /* accept a sender that known() does not know (a join: the caller then                       \
+       * checks that the body describes who->sender) */
 /* Verifies r's node signature. known(arg, id) says whether id is a node this one knows.
  * On success the HTTP layer will check the body against the signed hash (r->body_sha256).
  * 0 with *who; HD_DECLINED when r carries no node signature (X-Hoard-Signature); else

@@ -159,8 +159,10 @@ void hd_proxy_lease_tick(struct hd_proxy *p)
     }
     lease_update(p, s, hd_now_ns());
     if (had && !hd_proxy_has_lease(p))
-        HD_LOG(HD_WARN, NULL, "cluster: lease lost: fewer than %zu of %zu voters answer; "
-               "refusing cluster changes until they do", hd_proxy_quorum(s), nv);
+        HD_LOG(HD_WARN, NULL,
+               "cluster: lease lost: fewer than %zu of %zu voters answer; "
+               "refusing cluster changes until they do",
+               hd_proxy_quorum(s), nv);
     else if (!had && hd_proxy_has_lease(p))
         HD_LOG(HD_INFO, NULL, "cluster: lease held (term %" PRId64 ")", term);
 out:
@@ -276,8 +278,8 @@ static void ask(struct hd_proxy *p, struct hd_smap *s, int64_t term, int prevote
     memset(bt, 0, sizeof(*bt));
     bt->grants = 1;
     {
-        json_t *j = json_pack("{s:I, s:s, s:b}", "term", (json_int_t)term, "candidate",
-                              p->self.id, "prevote", prevote);
+        json_t *j = json_pack("{s:I, s:s, s:b}", "term", (json_int_t)term, "candidate", p->self.id,
+                              "prevote", prevote);
         body = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
     }
@@ -382,8 +384,8 @@ unlock:
         HD_LOG(HD_WARN, NULL,
                "cluster: elected primary for term %" PRId64 " by %zu of %zu voters (was %s); "
                "smap v%lld, BMD v%lld",
-               term, bt->grants, hd_smap_count(s, HD_NODE_PROXY, 0),
-               old[0] ? old : "-", (long long)s->version, (long long)b->version);
+               term, bt->grants, hd_smap_count(s, HD_NODE_PROXY, 0), old[0] ? old : "-",
+               (long long)s->version, (long long)b->version);
         hd_proxy_sync_now(p); /* targets learn the new primary from this push */
     }
     hd_smap_unref(mine);

@@ -545,8 +545,10 @@ static void on_flag(struct hd_req *r, void *ctx, json_t *j)
     if (decomm && set && n->down) {
         hd_smap_remove(s, id); /* a dead target is forgotten: its objects are gone */
         char addr[64];
-        HD_LOG(HD_WARN, NULL, "cluster: down target %s decommissioned and forgotten (asked by %s "
-               "from %s)", id, r->principal[0] ? r->principal : "anyone (auth off)",
+        HD_LOG(HD_WARN, NULL,
+               "cluster: down target %s decommissioned and forgotten (asked by %s "
+               "from %s)",
+               id, r->principal[0] ? r->principal : "anyone (auth off)",
                hd_req_remote(r, addr, sizeof(addr)));
     } else {
         if ((rc = hd_smap_node_copy(&copy, n)) < 0)

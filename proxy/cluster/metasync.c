@@ -109,8 +109,7 @@ static int commit_to_voters(struct hd_proxy *p, struct hd_smap *cur, struct hd_s
         HD_LOG(HD_WARN, NULL,
                "cluster: smap v%lld / BMD v%lld not committed: %zu of %zu voters (%zu of %zu of "
                "the new map) hold it",
-               (long long)next->version, (long long)b->version, ack_old, cs.nold, ack_new,
-               cs.nnew);
+               (long long)next->version, (long long)b->version, ack_old, cs.nold, ack_new, cs.nnew);
         return HD_EUNAVAIL;
     }
     return 0;
@@ -126,7 +125,7 @@ int hd_proxy_commit(struct hd_proxy *p, struct hd_smap *s, struct hd_bmd *b)
     int rc;
 
     if (!hd_proxy_has_lease(p)) { /* not primary, or no majority answers it: it could not
-                                    * commit anyway */
+                                   * commit anyway */
         rc = HD_EUNAVAIL;
         goto out;
     }

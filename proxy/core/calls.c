@@ -87,9 +87,8 @@ void hd_proxy_call_sign(struct hd_proxy *p, struct hd_httpc_call *c)
     recipient(p, c->url, c->to, sizeof(c->to));
 }
 
-int hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url,
-                  const char *body_sha256, const struct hd_kv *hdrs, size_t nhdrs,
-                  struct hd_nodesig *sig)
+int hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url, const char *body_sha256,
+                  const struct hd_kv *hdrs, size_t nhdrs, struct hd_nodesig *sig)
 {
     char to[HD_NODE_ID_MAX];
 
@@ -139,8 +138,7 @@ int hd_proxy_primary_call(struct hd_proxy *p, const char *method, const char *pa
     snprintf(url, sizeof(url), "%s%s", prim ? prim->url : p->join, path);
     snprintf(to, sizeof(to), "%s", prim ? prim->id : "");
     hd_smap_unref(s);
-    rc = hd_httpc_json(p->na, to[0] ? to : NULL, method, url, in, HD_PROXY_FANOUT_MS, status,
-                       out);
+    rc = hd_httpc_json(p->na, to[0] ? to : NULL, method, url, in, HD_PROXY_FANOUT_MS, status, out);
     if (rc < 0)
         HD_LOG(HD_WARN, NULL, "cluster: call to the primary failed: %s %s: %s", method, url,
                hd_strerror(rc));

@@ -53,7 +53,7 @@ struct hd_proxy {
     struct hd_nodeauth *na;     /* this proxy's node signatures (common/nodeauth.h) */
     char *data_dir;
     char *region;
-    char *domain; /* s3.domain */
+    char *domain;       /* s3.domain */
     atomic_int primary; /* the primary of the current term (core/role.c) */
     long hb_ms;
     int dead_after;
@@ -163,9 +163,8 @@ void hd_proxy_call_sign(struct hd_proxy *p, struct hd_httpc_call *c);
  * batch sources): the recipient comes from the smap, body_sha256 NULL means an unsigned
  * (streamed) payload, hdrs are the other headers sent (X-Hoard-* ones are signed). 0 or
  * -ENOMEM/-EIO. */
-int hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url,
-                  const char *body_sha256, const struct hd_kv *hdrs, size_t nhdrs,
-                  struct hd_nodesig *sig);
+int hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url, const char *body_sha256,
+                  const struct hd_kv *hdrs, size_t nhdrs, struct hd_nodesig *sig);
 /* The owner of bucket/key (decoded names; provider: the request's provider query, NULL:
  * from the BMD) in the current smap: 0 with *url (its public URL, malloc'd), or
  * HD_EUNAVAIL/-ENOMEM with msg filled; id gets its node id. */

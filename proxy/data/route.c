@@ -25,8 +25,8 @@ static int owner_base(struct hd_req *r, struct hd_proxy *p, const char *bucket, 
                       char **base, char id[HD_NODE_ID_MAX])
 {
     char msg[256];
-    int rc = hd_proxy_owner(p, bucket, key, hd_req_param(r, "provider"), base, id, msg,
-                            sizeof(msg));
+    int rc =
+        hd_proxy_owner(p, bucket, key, hd_req_param(r, "provider"), base, id, msg, sizeof(msg));
 
     if (rc == 0)
         return HD_OK;

@@ -30,8 +30,7 @@ int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url, ch
  * (add them first) and the body's hex SHA-256 (NULL: unsigned). Returns the list, NULL on
  * failure (h is then freed). */
 struct curl_slist *hd_peer_sign_curl(struct curl_slist *h, struct hd_tcluster *cl,
-                                     const char *method, const char *url,
-                                     const char *body_sha256);
+                                     const char *method, const char *url, const char *body_sha256);
 /* Signs an intra-cluster call (c->url set) as this target, for the node c->url points to. */
 struct hd_httpc_call;
 void hd_peer_call_sign(struct hd_tcluster *cl, struct hd_httpc_call *c);

@@ -1,2 +1,0 @@
-build2/obj/common/buf.o: common/buf.c common/buf.h
-common/buf.h:

@@ -1,3 +1,0 @@
-build2/obj/common/cksum.o: common/cksum.c common/cksum.h common/errors.h
-common/cksum.h:
-common/errors.h:

@@ -1,5 +1,0 @@
-build2/obj/common/httputil.o: common/httputil.c common/httputil.h \
- common/buf.h common/errors.h
-common/httputil.h:
-common/buf.h:
-common/errors.h:

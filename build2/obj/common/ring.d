@@ -1,2 +1,0 @@
-build2/obj/common/ring.o: common/ring.c common/ring.h
-common/ring.h:

@@ -1,2 +1,0 @@
-build2/obj/test/unit/main.o: test/unit/main.c test/unit/hd_test.h
-test/unit/hd_test.h:

@@ -1,1 +1,0 @@
-build2/obj/tools/bench/hoard_bench.o: tools/bench/hoard_bench.c

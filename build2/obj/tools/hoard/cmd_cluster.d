@@ -1,7 +1,0 @@
-build2/obj/tools/hoard/cmd_cluster.o: tools/hoard/cmd_cluster.c \
- tools/hoard/cli.h tools/hoard/cli_fmt.h common/buf.h \
- tools/hoard/cli_http.h
-tools/hoard/cli.h:
-tools/hoard/cli_fmt.h:
-common/buf.h:
-tools/hoard/cli_http.h:
