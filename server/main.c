@@ -107,6 +107,7 @@ static void tls_reload(struct hd_tls *tls)
 /* A crash leaves its evidence in the error log: the signal and a backtrace (addresses are
  * resolved with addr2line -e hoardd when the binary has no symbols), then the default action
  * (a core file where the limits allow one). Not under ASan, which reports better itself. */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 static char altstack[64 * 1024];
 
 static void on_fatal(int sig)
@@ -127,6 +128,7 @@ static void on_fatal(int sig)
     signal(sig, SIG_DFL);
     raise(sig);
 }
+#endif
 
 static void crash_handlers(void)
 {
