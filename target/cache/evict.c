@@ -99,6 +99,8 @@ int hd_cache_evict_mp(struct hd_cache *c, struct hd_job *j, size_t mpi, const ch
                              "mountpath %s: %llu of %llu bytes used and nothing cached left to "
                              "evict (native objects are never evicted)",
                              u.path, (unsigned long long)u.used, (unsigned long long)u.capacity);
+            free(order);
+            hd_store_lru_free(v, n);
             break;
         }
         for (k = 0; k < n && !(j ? hd_job_stopped(j) : hd_cache_stopping(c)); k++) {

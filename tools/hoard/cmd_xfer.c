@@ -526,7 +526,8 @@ static int walk_dir(const char *what, const char *dir, struct walk *w)
         return hd_cli_fail(HD_CLI_EXIT_API, "out of memory");
     if (rc != 0)
         return hd_cli_fail(HD_CLI_EXIT_API, "%s: reading %s: %s", what, dir, strerror(errno));
-    qsort(w->f, w->n, sizeof(*w->f), lfile_cmp);
+    if (w->n) /* an empty directory: no array at all */
+        qsort(w->f, w->n, sizeof(*w->f), lfile_cmp);
     return 0;
 }
 
