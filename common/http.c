@@ -17,6 +17,7 @@
 
 #include <microhttpd.h>
 #include <openssl/crypto.h>
+#include <uv.h>
 #include <openssl/evp.h>
 
 #include "common/buf.h"
@@ -28,8 +29,34 @@
 #include "common/tls.h"
 #include "common/xml.h"
 
-struct hd_http_server {
+/* Loop mode (hd_http_cfg.loops): each worker thread owns a libmicrohttpd daemon in external
+ * epoll mode and a libuv loop that watches the daemon's epoll descriptor, so code running on
+ * the worker (the proxy's relay) can put its own sockets on the same loop. */
+#define LOOP_HOOKS 4
+
+struct hd_http_worker {
+    struct hd_http_server *s;
     struct MHD_Daemon *d;
+    pthread_t thr;
+    uv_loop_t uv;
+    uv_poll_t poll;    /* the daemon's epoll descriptor */
+    uv_timer_t timer;  /* the daemon's next timeout */
+    uv_prepare_t prep; /* re-arms `timer` before the loop blocks */
+    uv_async_t stop;   /* hd_http_stop */
+    uv_async_t wake;   /* a connection was resumed from another thread */
+    uv_idle_t soon;    /* a connection was resumed from this thread */
+    struct {
+        void (*fn)(void *arg);
+        void *arg;
+    } hooks[LOOP_HOOKS]; /* hd_http_loop_at_stop */
+    int nhooks;
+    int started; /* the thread runs */
+};
+
+struct hd_http_server {
+    struct MHD_Daemon *d; /* thread-pool mode; in loop mode the first worker's */
+    struct hd_http_worker *w;
+    unsigned nw;
     hd_http_handler_fn handler;
     void *ctx;
     pthread_mutex_t park_mu; /* the parked list and `stopping` */
@@ -37,6 +64,9 @@ struct hd_http_server {
     int stopping;
     int tls; /* serves https: file bodies go through read + encrypt, not sendfile */
 };
+
+static _Thread_local struct hd_http_worker *cur_worker;
+static void on_worker_soon(uv_idle_t *h);
 
 static _Atomic uint64_t req_seq;
 static uint64_t req_salt;
@@ -123,6 +153,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->magic = HD_REQ_MAGIC;
     r->conn = conn;
     r->srv = s;
+    r->worker = cur_worker;
     r->t0_ns = hd_now_ns();
     r->content_length = -1;
     id = (atomic_fetch_add(&req_seq, 1) + 1) * 0x9e3779b97f4a7c15ull ^ req_salt;
@@ -801,6 +832,15 @@ void hd_req_resume(struct hd_req *r)
     if (r->parked) { /* else hd_http_stop resumed it already */
         park_unlink(s, r);
         MHD_resume_connection(r->conn);
+        /* loop mode: the daemon processes resumed connections when it runs next, and its
+         * epoll descriptor does not say so: run it once the current callback returns (this
+         * thread) or wake its loop (another thread) */
+        if (r->worker && !s->stopping) {
+            if (r->worker == cur_worker)
+                uv_idle_start(&r->worker->soon, on_worker_soon);
+            else
+                uv_async_send(&r->worker->wake);
+        }
     }
     pthread_mutex_unlock(&s->park_mu);
 }
@@ -1020,6 +1060,224 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
 }
 
+/* MHD_OPTION_THREAD_POOL_SIZE, or (no pool: libmicrohttpd warns about a size of 0) the
+ * connection timeout once more */
+#define POOL_OPT(pool, cfg)                                                                        \
+    (pool) ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_CONNECTION_TIMEOUT,                          \
+        (pool) ? (pool) : (unsigned)(cfg)->timeout_s
+
+/* One libmicrohttpd daemon on listen socket fd: a thread pool of `pool` workers, or (pool 0)
+ * one in external epoll mode for a loop worker. */
+static struct MHD_Daemon *start_daemon(struct hd_http_server *s, const struct hd_http_cfg *cfg,
+                                       unsigned flags, int fd, unsigned pool, unsigned conns)
+{
+    const char *trust = cfg->tls ? hd_tls_mhd_trust(cfg->tls) : NULL;
+
+    /* TLS options as arguments (an MHD_OPTION_ARRAY that lost its MHD_OPTION_END in a
+     * merge made libmicrohttpd read past it and fail to start, silently, in about half
+     * the processes with tls.client_auth) */
+    if (cfg->tls)
+        return MHD_start_daemon(
+            flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+            MHD_OPTION_LISTEN_SOCKET, fd, POOL_OPT(pool, cfg), MHD_OPTION_CONNECTION_TIMEOUT,
+            (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT, conns,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
+            MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape,
+            s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_HTTPS_CERT_CALLBACK,
+            hd_tls_mhd_cert_callback(), trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, trust,
+            MHD_OPTION_END);
+    return MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+                            s, MHD_OPTION_LISTEN_SOCKET, fd, POOL_OPT(pool, cfg),
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+                            MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                            (size_t)cfg->mem_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED,
+                            on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s,
+                            MHD_OPTION_END);
+}
+
+/* ---- loop mode ---- */
+
+void *hd_http_loop(void)
+{
+    return cur_worker ? &cur_worker->uv : NULL;
+}
+
+int hd_http_loop_at_stop(void (*fn)(void *arg), void *arg)
+{
+    struct hd_http_worker *w = cur_worker;
+
+    if (!w || w->nhooks == LOOP_HOOKS)
+        return -ENOSPC;
+    w->hooks[w->nhooks].fn = fn;
+    w->hooks[w->nhooks].arg = arg;
+    w->nhooks++;
+    return 0;
+}
+
+static void worker_run(struct hd_http_worker *w)
+{
+    MHD_run(w->d);
+}
+
+static void on_worker_timer(uv_timer_t *t)
+{
+    worker_run(t->data);
+}
+
+static void on_worker_wake(uv_async_t *a)
+{
+    worker_run(a->data);
+}
+
+static void on_worker_soon(uv_idle_t *h)
+{
+    uv_idle_stop(h);
+    worker_run(h->data);
+}
+
+static void on_worker_poll(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    worker_run(p->data);
+}
+
+/* Before the loop blocks: wake up for the daemon's next timeout (0 while it has data
+ * already read and not processed: its epoll is edge-triggered). */
+static void on_worker_prepare(uv_prepare_t *h)
+{
+    struct hd_http_worker *w = h->data;
+    MHD_UNSIGNED_LONG_LONG ms;
+
+    if (MHD_get_timeout(w->d, &ms) == MHD_YES)
+        uv_timer_start(&w->timer, on_worker_timer, (uint64_t)ms, 0);
+    else
+        uv_timer_stop(&w->timer);
+}
+
+static void worker_close_all(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static void on_worker_stop(uv_async_t *a)
+{
+    struct hd_http_worker *w = a->data;
+    int i;
+
+    /* on this thread: the requests' on_done callbacks (e.g. a relay's) run where they ran
+     * all along, then the hooks tear down what they put on the loop */
+    uv_poll_stop(&w->poll); /* before the daemon closes the descriptor */
+    MHD_stop_daemon(w->d);
+    w->d = NULL;
+    for (i = 0; i < w->nhooks; i++)
+        w->hooks[i].fn(w->hooks[i].arg);
+    uv_close((uv_handle_t *)&w->poll, NULL);
+    uv_close((uv_handle_t *)&w->timer, NULL);
+    uv_close((uv_handle_t *)&w->prep, NULL);
+    uv_close((uv_handle_t *)&w->stop, NULL);
+    uv_close((uv_handle_t *)&w->wake, NULL);
+    uv_close((uv_handle_t *)&w->soon, NULL);
+}
+
+static void *worker_main(void *arg)
+{
+    struct hd_http_worker *w = arg;
+    int rc;
+
+    cur_worker = w;
+    uv_run(&w->uv, UV_RUN_DEFAULT); /* until on_worker_stop closed the handles */
+    if ((rc = uv_loop_close(&w->uv)) < 0) {
+        HD_LOG(HD_ERROR, NULL, "http: a worker loop closed with handles open: %s", uv_strerror(rc));
+        uv_walk(&w->uv, worker_close_all, NULL);
+        uv_run(&w->uv, UV_RUN_DEFAULT);
+        uv_loop_close(&w->uv);
+    }
+    cur_worker = NULL;
+    return NULL;
+}
+
+/* Starts w's daemon (on its own duplicate of the listen socket: each daemon closes its own)
+ * and thread. */
+static int worker_start(struct hd_http_worker *w, const struct hd_http_cfg *cfg, unsigned flags,
+                        int fd, unsigned conns)
+{
+    const union MHD_DaemonInfo *di;
+    int dfd = dup(fd);
+
+    if (dfd < 0)
+        return -errno;
+    w->d = start_daemon(w->s, cfg, flags, dfd, 0, conns);
+    if (!w->d) {
+        close(dfd);
+        return -EIO;
+    }
+    di = MHD_get_daemon_info(w->d, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!di || uv_loop_init(&w->uv) < 0) {
+        MHD_stop_daemon(w->d);
+        w->d = NULL;
+        return -EIO;
+    }
+    uv_poll_init(&w->uv, &w->poll, di->epoll_fd);
+    uv_timer_init(&w->uv, &w->timer);
+    uv_prepare_init(&w->uv, &w->prep);
+    uv_async_init(&w->uv, &w->stop, on_worker_stop);
+    uv_async_init(&w->uv, &w->wake, on_worker_wake);
+    uv_idle_init(&w->uv, &w->soon);
+    w->poll.data = w->timer.data = w->prep.data = w->stop.data = w->wake.data = w->soon.data = w;
+    uv_poll_start(&w->poll, UV_READABLE, on_worker_poll);
+    uv_prepare_start(&w->prep, on_worker_prepare);
+    if (pthread_create(&w->thr, NULL, worker_main, w) != 0) {
+        uv_async_send(&w->stop); /* run the teardown here */
+        worker_main(w);
+        return -EAGAIN;
+    }
+    w->started = 1;
+    return 0;
+}
+
+static void workers_stop(struct hd_http_server *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nw; i++)
+        if (s->w[i].started) {
+            uv_async_send(&s->w[i].stop);
+            pthread_join(s->w[i].thr, NULL);
+        }
+    free(s->w);
+    s->w = NULL;
+    s->nw = 0;
+}
+
+static int workers_start(struct hd_http_server *s, const struct hd_http_cfg *cfg, unsigned flags,
+                         int fd, unsigned threads)
+{
+    unsigned i, conns = (unsigned)cfg->max_conns / threads;
+    int rc = 0;
+
+    s->w = calloc(threads, sizeof(*s->w));
+    if (!s->w)
+        return -ENOMEM;
+    s->nw = threads;
+    for (i = 0; i < threads && rc == 0; i++) {
+        s->w[i].s = s;
+        rc = worker_start(&s->w[i], cfg, flags & ~(unsigned)MHD_USE_INTERNAL_POLLING_THREAD, fd,
+                          conns ? conns : 1);
+    }
+    if (rc < 0) {
+        workers_stop(s);
+        return rc;
+    }
+    s->d = s->w[0].d;
+    close(fd); /* every daemon has its own duplicate */
+    return 0;
+}
+
 int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
 {
     struct hd_http_server *s;
@@ -1029,7 +1287,6 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     unsigned flags;
     long n;
     int fd, attempt;
-    const char *trust = cfg->tls ? hd_tls_mhd_trust(cfg->tls) : NULL;
 
     if (parse_listen(cfg->listen, &ss, &sl) < 0)
         return -EINVAL;
@@ -1071,33 +1328,21 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
          * hd_tls_peer_ok checks it */
     }
     for (attempt = 0;; attempt++) {
-        /* TLS options as arguments (an MHD_OPTION_ARRAY that lost its MHD_OPTION_END in a
-         * merge made libmicrohttpd read past it and fail to start, silently, in about half
-         * the processes with tls.client_auth) */
-        if (cfg->tls)
-            s->d = MHD_start_daemon(
-                flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-                MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
-                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
-                no_unescape, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-                MHD_OPTION_HTTPS_CERT_CALLBACK, hd_tls_mhd_cert_callback(),
-                trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, trust, MHD_OPTION_END);
-        else
-            s->d = MHD_start_daemon(
-                flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-                MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
-                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
-                no_unescape, s, MHD_OPTION_END);
-        if (s->d || attempt == 1)
-            break;
+        if (cfg->loops) {
+            int rc = workers_start(s, cfg, flags, fd, threads);
+            if (rc == 0)
+                break;
+            if (attempt == 1) {
+                close(fd);
+                pthread_mutex_destroy(&s->park_mu);
+                free(s);
+                return rc;
+            }
+        } else {
+            s->d = start_daemon(s, cfg, flags, fd, threads, (unsigned)cfg->max_conns);
+            if (s->d || attempt == 1)
+                break;
+        }
         /* seen once under heavy load, with nothing in libmicrohttpd's log: say what errno
          * says and try once more on a fresh socket */
         HD_LOG(HD_WARN, NULL, "http: libmicrohttpd did not start on %s (%s); trying again",
@@ -1135,7 +1380,10 @@ void hd_http_stop(struct hd_http_server *s)
         MHD_resume_connection(r->conn);
     }
     pthread_mutex_unlock(&s->park_mu);
-    MHD_stop_daemon(s->d);
+    if (s->w)
+        workers_stop(s);
+    else
+        MHD_stop_daemon(s->d);
     pthread_mutex_destroy(&s->park_mu);
     free(s);
 }

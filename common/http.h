@@ -21,6 +21,7 @@
 
 struct MHD_Connection;
 struct hd_http_server;
+struct hd_http_worker;
 struct hd_tls;
 
 #ifndef HD_KV_DEFINED
@@ -101,6 +102,7 @@ struct hd_req {
     /* parked connections, so that hd_http_stop can resume them first (http.c only) */
     struct hd_req *park_prev, *park_next;
     int parked;
+    struct hd_http_worker *worker; /* loop mode: the worker whose daemon has the connection */
 };
 
 typedef void (*hd_http_handler_fn)(struct hd_req *r, void *ctx);
@@ -114,12 +116,24 @@ struct hd_http_cfg {
     hd_http_handler_fn handler;
     void *ctx;
     struct hd_tls *tls; /* serve https with these credentials (common/tls.h); NULL: http */
+    /* 1: each worker thread runs a libuv loop around its own libmicrohttpd daemon (external
+     * epoll mode); handlers may put their own sockets on it (hd_http_loop). 0: a
+     * libmicrohttpd thread pool. */
+    int loops;
 };
 
 int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out);
 void hd_http_stop(struct hd_http_server *s);
 /* The port the server listens on (what port 0 in cfg->listen became). */
 int hd_http_port(const struct hd_http_server *s);
+/* Loop mode: the libuv loop (uv_loop_t *) of the worker thread calling, NULL on any other
+ * thread or in thread-pool mode. Everything on it runs on that thread, between the
+ * daemon's callbacks. */
+void *hd_http_loop(void);
+/* Loop mode, on a worker thread: fn(arg) runs on that thread when the server stops, after
+ * every request of the worker has ended and before its loop closes (to close what the
+ * caller put on the loop). -ENOSPC when the worker has no slot left or this is no worker. */
+int hd_http_loop_at_stop(void (*fn)(void *arg), void *arg);
 
 /* Case-insensitive header lookup; first value or NULL. */
 const char *hd_req_header(const struct hd_req *r, const char *name);

@@ -35,13 +35,17 @@
 #define LAZY_MS 2
 /* Easy handles kept for reuse (each keeps libcurl's 256 KiB transfer buffer). */
 #define IDLE_MAX 32
+/* Freed relays kept per loop for reuse, with their RING_MIN windows and URL buffer: a small
+ * relay allocates nothing of its own but libcurl's header list. */
+#define POOL_MAX 64
 
-struct hd_relay;
+struct rloop;
 
 struct relay {
     uint32_t magic;
     atomic_int refs; /* request (on_done), response (free_cb), transfer, loop queue entry */
-    struct hd_relay *loop;
+    struct rloop *loop;
+    size_t url_cap;
     pthread_mutex_t mu; /* the fields both threads touch, down to `reqid` */
     struct hd_req *r;   /* NULL once the client side is finished */
     char *url;
@@ -88,23 +92,29 @@ struct relay {
 struct sock {
     uv_poll_t poll;
     curl_socket_t fd;
-    struct hd_relay *l;
+    struct rloop *l;
 };
 
-struct hd_relay {
-    pthread_t thr;
-    uv_loop_t uv;
-    uv_async_t async;  /* the queue has entries, or stop */
+/* One libuv loop driving one libcurl multi handle: an HTTP worker's own loop (loop mode,
+ * common/http.h: the client and node sides of a relay run on the same thread, no hand-off),
+ * or a thread of the relay's own (thread-pool mode). */
+struct rloop {
+    struct hd_relay *rl;
+    uv_loop_t *uv;    /* &own_uv, or the HTTP worker's */
+    uv_loop_t own_uv; /* own thread only */
+    int own_thread;
+    pthread_t thr;     /* the thread that runs uv */
+    uv_async_t async;  /* the queue has entries (from another thread), or stop */
+    uv_idle_t soon;    /* the queue has entries (from the loop's thread: no wake-up needed) */
     uv_timer_t timer;  /* libcurl's */
     uv_timer_t lazy_t; /* wakes the `lazy` list */
     CURLM *multi;
-    pthread_mutex_t qmu;
+    pthread_mutex_t qmu; /* the queue, `stopping`, the relay pool */
     struct relay *qhead, *qtail;
-    int stopping; /* under qmu */
-    int running;  /* the thread exists (under start_mu) */
-    pthread_mutex_t start_mu;
-    atomic_int inflight; /* relays started and not yet freed */
-    int max;             /* relays at once (each may hold two windows) */
+    int stopping;
+    struct relay *pool; /* freed relays kept for reuse, with their small windows */
+    int npool;
+    struct rloop *next; /* in rl->loops */
     /* loop thread only */
     struct relay *lazy, *run;
     CURL *idle[IDLE_MAX];
@@ -113,12 +123,43 @@ struct hd_relay {
     size_t nsocks;
 };
 
+struct hd_relay {
+    pthread_mutex_t mu; /* `shared`, `loops` */
+    struct rloop *shared;
+    int shared_running;
+    struct rloop *loops; /* one per HTTP worker loop that relayed (loop mode) */
+    atomic_int inflight; /* relays started and not yet freed */
+    int max;             /* relays at once (each may hold two windows) */
+};
+
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+/* Keeps a ring's buffer for the next relay if it is still at its first size. */
+static void ring_keep(struct hd_ring *g)
+{
+    if (g->cap > RING_MIN)
+        hd_ring_cleanup(g);
+    g->head = g->len = 0;
+}
+
+/* A ring ready for a new relay: the kept buffer, or a new one. */
+static int ring_ready(struct hd_ring *g, size_t max)
+{
+    if (g->buf && g->cap) {
+        g->head = g->len = 0;
+        g->max = max > g->cap ? max : g->cap;
+        return 0;
+    }
+    return hd_ring_init(g, RING_MIN, max);
+}
 
 static void relay_unref(struct relay *y)
 {
-    struct hd_relay *l = y->loop;
-    size_t i;
+    struct rloop *l = y->loop;
+    struct hd_relay *rl = l->rl;
+    struct hd_ring up, down;
+    char *url;
+    size_t i, url_cap;
 
     if (atomic_fetch_sub(&y->refs, 1) != 1)
         return;
@@ -127,22 +168,77 @@ static void relay_unref(struct relay *y)
         free((char *)y->rh[i].v);
     }
     free(y->rh);
-    hd_ring_cleanup(&y->up);
-    hd_ring_cleanup(&y->down);
     curl_slist_free_all(y->hdrs);
-    free(y->url);
     pthread_mutex_destroy(&y->mu);
-    y->magic = 0;
-    free(y);
-    atomic_fetch_sub(&l->inflight, 1);
+    up = y->up;
+    down = y->down;
+    url = y->url;
+    url_cap = y->url_cap;
+    ring_keep(&up);
+    ring_keep(&down);
+    pthread_mutex_lock(&l->qmu);
+    if (l->npool < POOL_MAX && !l->stopping) {
+        memset(y, 0, sizeof(*y)); /* magic 0 too */
+        y->up = up;
+        y->down = down;
+        y->url = url;
+        y->url_cap = url_cap;
+        y->loop = l;
+        y->qnext = l->pool;
+        l->pool = y;
+        l->npool++;
+        y = NULL;
+    }
+    pthread_mutex_unlock(&l->qmu);
+    if (y) {
+        hd_ring_cleanup(&up);
+        hd_ring_cleanup(&down);
+        free(url);
+        y->magic = 0;
+        free(y);
+    }
+    atomic_fetch_sub(&rl->inflight, 1);
     hd_stats_inc(HD_ST_RELAY_ENDED);
 }
+
+/* A relay from l's pool, or a new one (zeroed but for kept buffers). */
+static struct relay *relay_get(struct rloop *l)
+{
+    struct relay *y;
+
+    pthread_mutex_lock(&l->qmu);
+    y = l->pool;
+    if (y) {
+        l->pool = y->qnext;
+        l->npool--;
+        y->qnext = NULL;
+    }
+    pthread_mutex_unlock(&l->qmu);
+    if (!y && (y = calloc(1, sizeof(*y))))
+        y->loop = l;
+    return y;
+}
+
+static void pool_free(struct rloop *l)
+{
+    while (l->pool) {
+        struct relay *y = l->pool;
+        l->pool = y->qnext;
+        hd_ring_cleanup(&y->up);
+        hd_ring_cleanup(&y->down);
+        free(y->url);
+        free(y);
+    }
+    l->npool = 0;
+}
+
+static void on_soon(uv_idle_t *h);
 
 /* Any thread: asks the loop to look at y (start it, unpause it, abort it, or put it on the
  * lazy list). -1 when the loop is stopping (the request is dropped). */
 static int poke(struct relay *y)
 {
-    struct hd_relay *l = y->loop;
+    struct rloop *l = y->loop;
     int send = 0, rc = 0;
 
     pthread_mutex_lock(&l->qmu);
@@ -160,8 +256,15 @@ static int poke(struct relay *y)
         send = 1;
     }
     pthread_mutex_unlock(&l->qmu);
-    if (send)
-        uv_async_send(&l->async); /* coalesces: one eventfd write while the loop is busy */
+    if (!send)
+        return rc;
+    /* from the loop's own thread (an HTTP worker's loop): the queue is served once the
+     * current callback returns, without a wake-up; from any other thread, the async
+     * coalesces: one eventfd write while the loop is busy */
+    if (!l->own_thread && pthread_equal(l->thr, pthread_self()))
+        uv_idle_start(&l->soon, on_soon);
+    else
+        uv_async_send(&l->async);
     return rc;
 }
 
@@ -169,7 +272,7 @@ static int poke(struct relay *y)
 
 static void on_lazy(uv_timer_t *t);
 
-static void lazy_add(struct hd_relay *l, struct relay *y)
+static void lazy_add(struct rloop *l, struct relay *y)
 {
     if (y->on_lazy)
         return;
@@ -377,7 +480,7 @@ static size_t on_read(char *p, size_t size, size_t n, void *arg)
     return got;
 }
 
-static void run_unlink(struct hd_relay *l, struct relay *y)
+static void run_unlink(struct rloop *l, struct relay *y)
 {
     if (y->run_prev)
         y->run_prev->run_next = y->run_next;
@@ -388,7 +491,7 @@ static void run_unlink(struct hd_relay *l, struct relay *y)
     y->run_prev = y->run_next = NULL;
 }
 
-static void lazy_remove(struct hd_relay *l, struct relay *y)
+static void lazy_remove(struct rloop *l, struct relay *y)
 {
     struct relay **pp;
 
@@ -426,7 +529,7 @@ static void end_transfer(struct relay *y, CURLcode cc, const char *msg)
     relay_unref(y);
 }
 
-static void finish(struct hd_relay *l, struct relay *y, CURLcode cc, const char *msg)
+static void finish(struct rloop *l, struct relay *y, CURLcode cc, const char *msg)
 {
     curl_multi_remove_handle(l->multi, y->easy);
     if (l->nidle < IDLE_MAX)
@@ -439,7 +542,7 @@ static void finish(struct hd_relay *l, struct relay *y, CURLcode cc, const char 
     end_transfer(y, cc, msg);
 }
 
-static void collect(struct hd_relay *l)
+static void collect(struct rloop *l)
 {
     CURLMsg *m;
     int left;
@@ -458,7 +561,7 @@ static void collect(struct hd_relay *l)
     }
 }
 
-static void begin(struct hd_relay *l, struct relay *y)
+static void begin(struct rloop *l, struct relay *y)
 {
     CURL *c = l->nidle ? l->idle[--l->nidle] : curl_easy_init();
 
@@ -516,7 +619,7 @@ static void begin(struct hd_relay *l, struct relay *y)
 }
 
 /* A queue entry: start y, abort it (client gone), unpause it, or watch a trickling upload. */
-static void service(struct hd_relay *l, struct relay *y)
+static void service(struct rloop *l, struct relay *y)
 {
     int unpause, lazy, gone;
 
@@ -544,11 +647,11 @@ static void service(struct hd_relay *l, struct relay *y)
     }
 }
 
-static void shutdown_loop(struct hd_relay *l);
+static void shutdown_loop(struct rloop *l);
 
-static void on_async(uv_async_t *a)
+/* Serves the queue (and stops the loop when asked). Loop thread. */
+static void drain(struct rloop *l)
 {
-    struct hd_relay *l = a->data;
     struct relay *q, *y;
     int stopping;
 
@@ -575,10 +678,21 @@ static void on_async(uv_async_t *a)
         shutdown_loop(l);
 }
 
+static void on_async(uv_async_t *a)
+{
+    drain(a->data);
+}
+
+static void on_soon(uv_idle_t *h)
+{
+    uv_idle_stop(h);
+    drain(h->data);
+}
+
 /* The lazy list: client sides parked on less than WAKE_MIN, uploads paused on a trickle. */
 static void on_lazy(uv_timer_t *t)
 {
-    struct hd_relay *l = t->data;
+    struct rloop *l = t->data;
     struct relay *y = l->lazy, *next;
 
     l->lazy = NULL;
@@ -604,7 +718,7 @@ static void on_lazy(uv_timer_t *t)
 
 static void on_timeout(uv_timer_t *t)
 {
-    struct hd_relay *l = t->data;
+    struct rloop *l = t->data;
     int running;
 
     curl_multi_socket_action(l->multi, CURL_SOCKET_TIMEOUT, 0, &running);
@@ -613,7 +727,7 @@ static void on_timeout(uv_timer_t *t)
 
 static int on_curl_timer(CURLM *m, long ms, void *arg)
 {
-    struct hd_relay *l = arg;
+    struct rloop *l = arg;
 
     (void)m;
     if (ms < 0)
@@ -640,7 +754,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
 
 static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp)
 {
-    struct hd_relay *l = arg;
+    struct rloop *l = arg;
     struct sock *s;
     int ev = 0;
 
@@ -668,7 +782,7 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp
     }
     if (!s) {
         s = calloc(1, sizeof(*s));
-        if (!s || uv_poll_init_socket(&l->uv, &s->poll, fd) < 0) {
+        if (!s || uv_poll_init_socket(l->uv, &s->poll, fd) < 0) {
             free(s);
             return -1;
         }
@@ -690,7 +804,7 @@ static void on_closed(uv_handle_t *h)
         free(h->data);
 }
 
-static void shutdown_loop(struct hd_relay *l)
+static void shutdown_loop(struct rloop *l)
 {
     size_t i;
 
@@ -707,18 +821,19 @@ static void shutdown_loop(struct hd_relay *l)
     l->socks = NULL;
     l->nsocks = 0;
     uv_close((uv_handle_t *)&l->async, on_closed);
+    uv_close((uv_handle_t *)&l->soon, on_closed);
     uv_close((uv_handle_t *)&l->timer, on_closed);
     uv_close((uv_handle_t *)&l->lazy_t, on_closed);
 }
 
 static void *loop_main(void *arg)
 {
-    struct hd_relay *l = arg;
+    struct rloop *l = arg;
     int rc;
 
-    uv_run(&l->uv, UV_RUN_DEFAULT); /* until shutdown_loop closed every handle */
+    uv_run(l->uv, UV_RUN_DEFAULT); /* until shutdown_loop closed every handle */
     /* every handle and every transfer is gone, or this is a leak (EBUSY) */
-    if ((rc = uv_loop_close(&l->uv)) < 0)
+    if ((rc = uv_loop_close(l->uv)) < 0)
         HD_LOG(HD_ERROR, NULL, "relay: the loop closed with handles open: %s", uv_strerror(rc));
     return NULL;
 }
@@ -730,40 +845,36 @@ static void curl_init_once(void)
 
 int hd_relay_new(int max, struct hd_relay **out)
 {
-    struct hd_relay *l = calloc(1, sizeof(*l));
+    struct hd_relay *rl = calloc(1, sizeof(*rl));
 
-    if (!l)
+    if (!rl)
         return -ENOMEM;
-    pthread_mutex_init(&l->qmu, NULL);
-    pthread_mutex_init(&l->start_mu, NULL);
-    l->max = max > 0 ? max : 1;
-    *out = l;
+    pthread_mutex_init(&rl->mu, NULL);
+    rl->max = max > 0 ? max : 1;
+    *out = rl;
     return 0;
 }
 
-int hd_relay_inflight(struct hd_relay *l)
+int hd_relay_inflight(struct hd_relay *rl)
 {
-    return atomic_load(&l->inflight);
+    return atomic_load(&rl->inflight);
 }
 
-/* The loop, started on first use. NULL if it cannot be started. */
-static struct hd_relay *loop_get(struct hd_relay *l)
+/* Sets up l on uv (called on the thread that runs uv, or before it starts): 0, or -ENOMEM
+ * with nothing left to close. */
+static int rloop_init(struct rloop *l, struct hd_relay *rl, uv_loop_t *uv)
 {
-    struct hd_relay *ret = l;
-    int uv_ok = 0;
-
-    pthread_mutex_lock(&l->start_mu);
-    if (l->running)
-        goto out;
     pthread_once(&curl_once, curl_init_once);
-    if (uv_loop_init(&l->uv) < 0) {
-        ret = NULL;
-        goto out;
-    }
-    uv_ok = 1;
+    l->rl = rl;
+    l->uv = uv;
     l->multi = curl_multi_init();
     if (!l->multi)
-        goto fail;
+        return -ENOMEM;
+    if (uv_async_init(uv, &l->async, on_async) < 0) {
+        curl_multi_cleanup(l->multi);
+        l->multi = NULL;
+        return -ENOMEM;
+    }
     curl_multi_setopt(l->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(l->multi, CURLMOPT_SOCKETDATA, l);
     curl_multi_setopt(l->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
@@ -771,51 +882,135 @@ static struct hd_relay *loop_get(struct hd_relay *l)
     /* keep-alive connections to every target, as many per target as relays need */
     curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, 1024L);
     curl_multi_setopt(l->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
-    uv_async_init(&l->uv, &l->async, on_async);
-    uv_timer_init(&l->uv, &l->timer);
-    uv_timer_init(&l->uv, &l->lazy_t);
-    l->async.data = l->timer.data = l->lazy_t.data = l;
+    uv_idle_init(uv, &l->soon);
+    uv_timer_init(uv, &l->timer);
+    uv_timer_init(uv, &l->lazy_t);
+    l->async.data = l->soon.data = l->timer.data = l->lazy_t.data = l;
+    return 0;
+}
+
+/* Thread-pool mode: the relay's own loop thread, started on first use. NULL if it cannot be
+ * started. */
+static struct rloop *shared_get(struct hd_relay *rl)
+{
+    struct rloop *l;
+
+    pthread_mutex_lock(&rl->mu);
+    if (rl->shared_running) {
+        l = rl->shared;
+        goto out;
+    }
+    l = rl->shared;
+    if (!l) {
+        if (!(l = rl->shared = calloc(1, sizeof(*l))))
+            goto out;
+        pthread_mutex_init(&l->qmu, NULL);
+    }
+    l->own_thread = 1;
+    if (uv_loop_init(&l->own_uv) < 0) {
+        l = NULL;
+        goto out;
+    }
+    if (rloop_init(l, rl, &l->own_uv) < 0) {
+        uv_loop_close(&l->own_uv);
+        l = NULL;
+        goto out;
+    }
     pthread_mutex_lock(&l->qmu);
     l->stopping = 0;
     pthread_mutex_unlock(&l->qmu);
     if (pthread_create(&l->thr, NULL, loop_main, l) != 0) {
+        curl_multi_cleanup(l->multi);
+        l->multi = NULL;
         uv_close((uv_handle_t *)&l->async, NULL);
+        uv_close((uv_handle_t *)&l->soon, NULL);
         uv_close((uv_handle_t *)&l->timer, NULL);
         uv_close((uv_handle_t *)&l->lazy_t, NULL);
-        uv_run(&l->uv, UV_RUN_DEFAULT);
-        goto fail;
+        uv_run(&l->own_uv, UV_RUN_DEFAULT);
+        uv_loop_close(&l->own_uv);
+        l = NULL;
+        goto out;
     }
-    l->running = 1;
-    goto out;
-fail:
-    if (l->multi)
-        curl_multi_cleanup(l->multi);
-    l->multi = NULL;
-    if (uv_ok)
-        uv_loop_close(&l->uv);
-    ret = NULL;
+    rl->shared_running = 1;
 out:
-    pthread_mutex_unlock(&l->start_mu);
-    return ret;
+    pthread_mutex_unlock(&rl->mu);
+    return l;
 }
 
-void hd_relay_free(struct hd_relay *l)
+/* The HTTP server stops (on the worker's thread, every request of the worker ended): end
+ * what is left and close l's handles; the worker's loop runs their close callbacks. */
+static void rloop_stop(void *arg)
 {
-    if (!l)
-        return;
-    pthread_mutex_lock(&l->start_mu);
-    if (l->running) {
-        pthread_mutex_lock(&l->qmu);
+    struct rloop *l = arg;
+
+    pthread_mutex_lock(&l->qmu);
+    l->stopping = 1;
+    pthread_mutex_unlock(&l->qmu);
+    if (l->multi)
+        drain(l);
+}
+
+/* Loop mode: the calling HTTP worker's relay loop, set up on its first relay. NULL if it
+ * cannot be. */
+static struct rloop *worker_get(struct hd_relay *rl, uv_loop_t *uv)
+{
+    struct rloop *l;
+
+    pthread_mutex_lock(&rl->mu);
+    for (l = rl->loops; l && l->uv != uv; l = l->next)
+        ;
+    if (l || !(l = calloc(1, sizeof(*l))))
+        goto out;
+    pthread_mutex_init(&l->qmu, NULL);
+    l->rl = rl;
+    l->uv = uv;
+    l->thr = pthread_self();
+    l->next = rl->loops;
+    rl->loops = l; /* freed by hd_relay_free, working or not */
+    if (hd_http_loop_at_stop(rloop_stop, l) < 0 || rloop_init(l, rl, uv) < 0) {
+        HD_LOG(HD_ERROR, NULL, "relay: cannot set up on the HTTP worker's loop");
         l->stopping = 1;
-        pthread_mutex_unlock(&l->qmu);
-        uv_async_send(&l->async);
-        pthread_join(l->thr, NULL);
-        l->running = 0;
     }
-    pthread_mutex_unlock(&l->start_mu);
-    pthread_mutex_destroy(&l->qmu);
-    pthread_mutex_destroy(&l->start_mu);
-    free(l);
+out:
+    if (l && l->stopping)
+        l = NULL;
+    pthread_mutex_unlock(&rl->mu);
+    return l;
+}
+
+void hd_relay_free(struct hd_relay *rl)
+{
+    struct rloop *l;
+
+    if (!rl)
+        return;
+    pthread_mutex_lock(&rl->mu);
+    if ((l = rl->shared)) {
+        if (rl->shared_running) {
+            pthread_mutex_lock(&l->qmu);
+            l->stopping = 1;
+            pthread_mutex_unlock(&l->qmu);
+            uv_async_send(&l->async);
+            pthread_join(l->thr, NULL);
+            rl->shared_running = 0;
+        }
+        pool_free(l);
+        pthread_mutex_destroy(&l->qmu);
+        free(l);
+    }
+    while ((l = rl->loops)) {
+        rl->loops = l->next;
+        if (!l->stopping) /* its handles are on a loop that still runs: leave them */
+            HD_LOG(HD_ERROR, NULL, "relay: freed before the HTTP server stopped");
+        else {
+            pool_free(l);
+            pthread_mutex_destroy(&l->qmu);
+            free(l);
+        }
+    }
+    pthread_mutex_unlock(&rl->mu);
+    pthread_mutex_destroy(&rl->mu);
+    free(rl);
 }
 
 /* ---- client side (HTTP worker thread) ---- */
@@ -1030,29 +1225,36 @@ static int add_header(struct curl_slist **l, const char *k, const char *v)
 int hd_relay_start(struct hd_relay *rl, struct hd_req *r, const char *url,
                    const struct hd_kv *extra, size_t nextra)
 {
-    struct hd_relay *l = loop_get(rl);
+    uv_loop_t *uv = hd_http_loop();
+    struct rloop *l = uv ? worker_get(rl, uv) : shared_get(rl);
     struct relay *y;
-    size_t i;
+    size_t i, ulen = strlen(url) + 1;
     int rc = -ENOMEM;
 
     if (!l)
         return HD_EUNAVAIL;
-    if (atomic_fetch_add(&l->inflight, 1) >= l->max) {
-        atomic_fetch_sub(&l->inflight, 1);
+    if (atomic_fetch_add(&rl->inflight, 1) >= rl->max) {
+        atomic_fetch_sub(&rl->inflight, 1);
         return HD_EUNAVAIL;
     }
-    y = calloc(1, sizeof(*y));
+    y = relay_get(l);
     if (!y) {
-        atomic_fetch_sub(&l->inflight, 1);
+        atomic_fetch_sub(&rl->inflight, 1);
         return -ENOMEM;
     }
     hd_stats_inc(HD_ST_RELAY_STARTED);
     y->magic = RELAY_MAGIC;
-    y->loop = l;
     pthread_mutex_init(&y->mu, NULL);
     atomic_init(&y->refs, 2); /* request + transfer */
     y->r = r;
-    y->url = strdup(url);
+    if (ulen > y->url_cap) {
+        free(y->url);
+        y->url_cap = 0;
+        if ((y->url = malloc(ulen)))
+            y->url_cap = ulen;
+    }
+    if (y->url)
+        memcpy(y->url, url, ulen);
     y->resp_len = -1;
     snprintf(y->method, sizeof(y->method), "%s", r->method);
     if (r->content_length >= 0)
@@ -1061,8 +1263,8 @@ int hd_relay_start(struct hd_relay *rl, struct hd_req *r, const char *url,
     else
         y->has_body = hd_req_header(r, "Transfer-Encoding") != NULL;
     y->body_len = r->content_length;
-    if (!y->url || hd_ring_init(&y->down, RING_MIN, HD_RELAY_BUF + DOWN_SLACK) < 0 ||
-        (y->has_body && hd_ring_init(&y->up, RING_MIN, HD_RELAY_BUF) < 0))
+    if (!y->url || ring_ready(&y->down, HD_RELAY_BUF + DOWN_SLACK) < 0 ||
+        (y->has_body && ring_ready(&y->up, HD_RELAY_BUF) < 0))
         goto fail;
     for (i = 0; i < r->nhdrs; i++)
         if (!skip_request_header(r->hdrs[i].k) &&

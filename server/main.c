@@ -278,6 +278,9 @@ int main(int argc, char **argv)
     hc.timeout_s = (int)hd_config_int(cfg, "http.timeout");
     hc.max_conns = (int)hd_config_int(cfg, "http.max_conns");
     hc.mem_limit = (int)hd_config_int(cfg, "http.mem_limit");
+    /* the proxy's S3 relay drives its node transfers from each HTTP worker's own loop
+     * (common/relay.c): no thread hand-off per request */
+    hc.loops = px != NULL;
     hc.handler = px ? hd_proxy_handle : hd_target_handle;
     hc.ctx = px ? (void *)px : (void *)t;
     hc.tls = tls;

@@ -21,12 +21,19 @@
 int ht_server_start(hd_http_handler_fn handler, void *ctx, int threads, struct hd_http_server **out,
                     int *port)
 {
+    return ht_server_start_mode(handler, ctx, threads, 0, out, port);
+}
+
+int ht_server_start_mode(hd_http_handler_fn handler, void *ctx, int threads, int loops,
+                         struct hd_http_server **out, int *port)
+{
     struct hd_http_cfg hc;
     int rc;
 
     memset(&hc, 0, sizeof(hc));
     hc.listen = "127.0.0.1:0";
     hc.threads = threads;
+    hc.loops = loops;
     hc.timeout_s = 60;    /* http.timeout */
     hc.max_conns = 4096;  /* http.max_conns */
     hc.mem_limit = 65536; /* http.mem_limit */

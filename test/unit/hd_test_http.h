@@ -14,6 +14,9 @@
  * (common/config.c), threads workers. 0 or a negative code; *port gets the bound port. */
 int ht_server_start(hd_http_handler_fn handler, void *ctx, int threads, struct hd_http_server **out,
                     int *port);
+/* The same, in loop mode (hd_http_cfg.loops) when loops is 1. */
+int ht_server_start_mode(hd_http_handler_fn handler, void *ctx, int threads, int loops,
+                         struct hd_http_server **out, int *port);
 
 /* One client transfer: the request as set up by ht_init/ht_header/ht_body, then the answer.
  * The download is aborted (curl error) once stop_after bytes arrived, when it is not 0. */

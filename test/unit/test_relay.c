@@ -2,10 +2,10 @@
  * hd_http server, driven by libcurl clients. Multi-MiB GET and PUT bodies arrive byte-exact
  * (both directions pass the relay window several times), HEAD and unknown-length answers pass
  * through, a 404 keeps its status and body, a backend body cut short fails the client's
- * transfer, 32 GETs and 16 PUTs (three rounds) run at once, hd_relay_start's extra headers reach the backend while a
- * client's X-Hoard-* headers do not, a client that leaves mid-body ends its relay, a relay
- * past hd_relay_new's limit is refused with 503, and every relay is freed (inflight back to 0)
- * with the loop closing cleanly. */
+ * transfer, 32 GETs and 16 PUTs (three rounds) run at once, hd_relay_start's extra headers reach
+ * the backend while a client's X-Hoard-* headers do not, a client that leaves mid-body ends its
+ * relay, a relay past hd_relay_new's limit is refused with 503, and every relay is freed (inflight
+ * back to 0) with the loop closing cleanly. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -218,6 +218,10 @@ static void front(struct hd_req *r, void *ctx)
         hd_resp_err(r, rc);
 }
 
+/* 1: the front server runs in loop mode (what hoardd's proxy runs), so the relay drives its
+ * transfers from the HTTP workers' own loops; 0: a thread pool and the relay's own thread. */
+static int fx_loops;
+
 static int fx_start(struct fx *f, int max)
 {
     memset(f, 0, sizeof(*f));
@@ -229,7 +233,7 @@ static int fx_start(struct fx *f, int max)
     if (hd_log_open(f->log, "", HD_INFO) < 0)
         return -1;
     if (ht_server_start(backend, f, 2, &f->be, &f->be_port) < 0 || hd_relay_new(max, &f->rl) < 0 ||
-        ht_server_start(front, f, 2, &f->front, &f->front_port) < 0)
+        ht_server_start_mode(front, f, 2, fx_loops, &f->front, &f->front_port) < 0)
         return -1;
     f->ok = 1;
     return 0;
@@ -462,8 +466,8 @@ HD_SUITE(relay_concurrent_puts)
                 strcmp(xs[i].body, want[i]) == 0)
                 ok++;
             else
-                fprintf(stderr, "  PUT %zu: curl %d, status %ld, %s\n", i, xs[i].cc,
-                        xs[i].status, xs[i].body ? xs[i].body : "(no body)");
+                fprintf(stderr, "  PUT %zu: curl %d, status %ld, %s\n", i, xs[i].cc, xs[i].status,
+                        xs[i].body ? xs[i].body : "(no body)");
             ht_cleanup(&xs[i]);
         }
     }
@@ -574,4 +578,19 @@ HD_SUITE(relay_cut_chunked)
     ht_cleanup(&x);
 out:
     fx_stop(&f);
+}
+
+/* Every suite above again, with the relay on the HTTP workers' loops (hoardd's proxy). */
+HD_SUITE(relay_loops)
+{
+    fx_loops = 1;
+    suite_relay_get_put();
+    suite_relay_errors();
+    suite_relay_headers();
+    suite_relay_concurrent();
+    suite_relay_concurrent_puts();
+    suite_relay_client_abort();
+    suite_relay_limit();
+    suite_relay_cut_chunked();
+    fx_loops = 0;
 }
