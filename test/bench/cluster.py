@@ -126,18 +126,40 @@ def proc_usage(pid):
     return cpu, cs
 
 
-def bench(urls_file, follow, proxy_pid):
-    """One hoard-bench run; adds the proxy's CPU microseconds and context switches per
-    request, sampled over the measured window (after the 1 s warm-up)."""
+def usage_of(pids):
+    """Summed (CPU seconds, context switches) of processes: the proxy, or nginx's workers."""
+    cpu = cs = 0
+    for pid in pids:
+        try:
+            c, s = proc_usage(pid)
+        except OSError:
+            continue
+        cpu += c
+        cs += s
+    return cpu, cs
+
+
+def nginx_workers(master):
+    """nginx's worker processes (the master only forks them)."""
+    try:
+        with open("/proc/%d/task/%d/children" % (master, master)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def bench(urls_file, follow, proxy_pids):
+    """One hoard-bench run; adds the proxy's (or nginx's workers') CPU microseconds and context
+    switches per request, sampled over the measured window (after the 1 s warm-up)."""
     cmd = [os.path.join(BIN, "hoard-bench"), "--urls", urls_file, "--conns", str(CONNS),
            "--threads", "2", "--secs", str(SECS), "--warmup", "1"]
     if follow:
         cmd.append("--follow")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)
-    u0 = proc_usage(proxy_pid) if proxy_pid else (0, 0)
+    u0 = usage_of(proxy_pids)
     time.sleep(SECS)
-    u1 = proc_usage(proxy_pid) if proxy_pid else (0, 0)
+    u1 = usage_of(proxy_pids)
     out, err = p.communicate(timeout=SECS + 120)
     if p.returncode != 0:
         raise RuntimeError("hoard-bench failed (rc %d): %s %s" % (p.returncode, err, out))
@@ -255,13 +277,13 @@ def main():
                         f.write("\n".join(location(u) for u in
                                           open(lists[(name, "redirect")]).read().split()) + "\n")
             for name in SETS:
-                bench(lists[(name, "direct")], False, procs[0].pid)  # warm cache, connections
+                bench(lists[(name, "direct")], False, [procs[0].pid])  # warm cache, connections
                 for k in range(len(order)):
                     mode = order[(rep + k) % len(order)]
-                    # the "proxy" whose CPU is sampled: nginx's workers are not the master's
-                    # process, so nginx rows report no proxy CPU
+                    # the "proxy" whose CPU is sampled: hoard's proxy, or nginx's workers
                     r = bench(lists[(name, mode)], mode in ("redirect", "nginx-307"),
-                              procs[0].pid if not mode.startswith("nginx") else None)
+                              nginx_workers(ngx.pid) if mode.startswith("nginx")
+                              else [procs[0].pid])
                     rows.setdefault((name, mode), []).append(r)
                     print("bench-cluster: %s %-8s rep %d: %8.0f req/s %8.1f MiB/s errors %d "
                           "proxy %.0f us/req %.2f cs/req" %
