@@ -152,7 +152,7 @@ def bench(urls_file, follow, proxy_pids):
     """One hoard-bench run; adds the proxy's (or nginx's workers') CPU microseconds and context
     switches per request, sampled over the measured window (after the 1 s warm-up)."""
     cmd = [os.path.join(BIN, "hoard-bench"), "--urls", urls_file, "--conns", str(CONNS),
-           "--threads", "2", "--secs", str(SECS), "--warmup", "1"]
+           "--threads", "2", "--secs", str(SECS), "--warmup", "1", "--json"]
     if follow:
         cmd.append("--follow")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
