@@ -49,7 +49,8 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     if (hd_nodeauth_on(p->na)) {
         long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
         char sig[65];
-        hd_nodeauth_psig(p->na, r->method, path, ptime, owner, sig);
+        hd_nodeauth_psig(p->na, r->method, path, ptime, owner,
+                         hd_req_header(r, "x-amz-copy-source"), sig);
         hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
     }
     if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)

@@ -43,8 +43,9 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
                         const char *bucket);
 
-/* Admin calls (/v1/jobs): a proxy's signature, or a key with rw on every bucket (any key
- * for GET); open when auth.keys is empty. 0 or the error to answer with. */
+/* Admin calls (/v1/jobs, /v1/plans, /v1/daemon): a proxy's node signature (another target's
+ * is refused: targets never send these), or on a standalone target a key with rw on every
+ * bucket (any key for GET); open when auth.keys is empty. 0 or the error to answer with. */
 int hd_target_auth_admin(struct hd_req *r, struct hd_target *t);
 /* plans.c: /v1/plans[/ID[/cursor]] */
 void hd_target_plans(struct hd_req *r, struct hd_target *t);
