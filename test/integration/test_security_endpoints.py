@@ -434,6 +434,10 @@ def test_redirect_copy_source_not_widened(sc):
     r = requests.put(loc, headers={"x-amz-copy-source": "/%s/secret" % HIDDEN}, timeout=10)
     assert r.status_code == 403, (r.status_code, r.text)
     assert b"top secret" not in r.content
+    # UploadPartCopy: the query is not part of the capability, the copy source is
+    r = requests.put(loc + "&partNumber=1&uploadId=x",
+                     headers={"x-amz-copy-source": "/%s/secret" % HIDDEN}, timeout=10)
+    assert r.status_code == 403 and b"top secret" not in r.content, (r.status_code, r.text)
     assert obj(sc, A, key).status_code == 404
     # the same through the proxy is refused there
     h = helpers.sign_headers("PUT", u, MIX[0], MIX[1], {"x-amz-copy-source": "/%s/secret" % HIDDEN})
@@ -448,6 +452,33 @@ def test_redirect_copy_source_not_widened(sc):
     r = requests.put(u, headers=h, timeout=10)
     assert r.status_code == 200, r.text
     assert obj(sc, A, key).content == b"mine"
+
+
+def test_redirect_header_injection(sc):
+    """A client following a 307 to a target cannot pass for a node: X-Hoard-Obj-Meta (a
+    rebalance push's metadata) and X-Hoard-Local are ignored, node-signature headers next to
+    the capability are refused, and the capability of an object path opens no admin
+    endpoint (plans, jobs, daemon) at that target."""
+    key = "inject-" + TAG
+    u = "%s/v1/objects/%s/%s" % (sc.p1.url, A, key)
+    r = signed("PUT", u, keys=MIX, follow=False)
+    assert r.status_code == 307, r.text
+    loc = r.headers["Location"]
+    forged = json.dumps({"etag": "forged", "size": 3, "mtime": 1}).encode()
+    r = requests.put(loc, data=b"mine", headers={"X-Hoard-Obj-Meta": forged,
+                                                 "X-Hoard-Local": "1"}, timeout=10)
+    assert r.status_code == 200, r.text
+    g = obj(sc, A, key)
+    assert g.content == b"mine" and "forged" not in g.headers["ETag"], g.headers
+    h = helpers.node_sign("wrong", node_id(sc.p1), "PUT", loc, body=b"x")
+    r = requests.put(loc, data=b"x", headers=h, timeout=10)
+    assert r.status_code == 403, r.text
+    assert obj(sc, A, key).content == b"mine"
+    parts = urllib.parse.urlsplit(loc)
+    for method, path in (("GET", "/v1/plans"), ("GET", "/v1/daemon"), ("GET", "/v1/jobs")):
+        r = requests.request(method, "%s://%s%s?%s" % (parts.scheme, parts.netloc, path,
+                                                     parts.query), timeout=10)
+        assert r.status_code == 403, (path, r.status_code, r.text)
 
 
 def test_sigv4_replay_within_skew(sc):
