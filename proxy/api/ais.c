@@ -114,8 +114,11 @@ static void login_end(struct hd_req *r, void *ctx, json_t *j)
         hd_resp_err_msg(r, HD_EACCESS, "invalid credentials");
         return;
     }
-    if (json_is_number(ex) && (v = json_number_value(ex)) > 0)
-        ttl = v >= 1e9 ? (long)(v / 1e9) : (long)v; /* Go's time.Duration (ns), or seconds */
+    if (json_is_number(ex) && (v = json_number_value(ex)) > 0) {
+        v = v >= 1e9 ? v / 1e9 : v; /* Go's time.Duration (ns), or seconds */
+        /* capped before the conversion: a double past LONG_MAX is undefined as a long */
+        ttl = v >= HD_TOKEN_TTL_MAX ? HD_TOKEN_TTL_MAX : (long)v;
+    }
     rc = hd_token_issue(p->secret, l->user, ttl, time(NULL), tok, sizeof(tok));
     if (rc < 0) {
         hd_resp_err(r, rc);

@@ -247,6 +247,11 @@ def test_readonly_and_bucket_keys_refused(sc):
     assert state(sc) == before
 
 
+def b64url(s):
+    import base64
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
 def test_login(sc):
     """POST /v1/users/KEY: a wrong password, an unknown user, a malformed or oversized body
     are refused clearly; a good one gets a token that works, and a tampered token does not."""
@@ -274,6 +279,15 @@ def test_login(sc):
     good = requests.get(sc.p1.url + "/v1/plans", headers={"Authorization": "Bearer " + tok},
                         timeout=10)
     assert good.status_code == 200, good.text
+    # expires_in past every limit: capped at 24 hours, not wrapped into the past
+    for ex in (1e300, 1e30, 2 ** 62, 10 ** 30):
+        r = requests.post(url, json={"password": ADMIN[1], "expires_in": ex}, timeout=10)
+        if isinstance(ex, int) and ex >= 2 ** 63:  # past jansson's integers: not JSON to it
+            assert r.status_code == 400 and "JSON" in r.json()["message"], r.text
+            continue
+        assert r.status_code == 200, r.text
+        claims = json.loads(b64url(r.json()["token"].split(".")[1]))
+        assert 86400 - 60 <= claims["exp"] - claims["iat"] <= 86400, claims
     h, p, s = tok.split(".")
     forged = h + "." + p + "." + ("A" if s[0] != "A" else "B") + s[1:]
     json_err(requests.get(sc.p1.url + "/v1/plans", timeout=10,
