@@ -313,17 +313,29 @@ def test_targets_refuse_clients(sc):
                 ("GET", "/v1/buckets/%s?writeback" % CLOUD, None),
                 ("PUT", "/v1/objects/%s/planted" % A, b"planted"),
                 ("PUT", "/%s/planted" % A, b"planted"),
-                ("GET", "/v1/objects/%s/secret" % HIDDEN, None)]:
+                ("GET", "/v1/objects/%s/secret" % HIDDEN, None),
+                ("PATCH", "/v1/buckets/" + A, {"anonymous_read": True}),
+                ("GET", "/v1/buckets/%s?upstream" % CLOUD, None),
+                ("DELETE", "/v1/jobs/x", None),
+                ("PUT", "/v1/metasync", {"smap": {"version": 999}, "bmd": {"version": 999}})]:
             u = "http://127.0.0.1:%d%s" % (t.port, path)
             data = body_of(body)
+            tid = node_id(t)
+            rebalance = {"X-Hoard-Obj-Meta": json.dumps({"etag": "x", "size": 7})}
             for h in ({}, helpers.sign_headers(method, u, ADMIN[0], ADMIN[1]),
-                      helpers.node_sign("wrong-secret", "p1", method, u, to="*",
-                                        body=data or b"")):
+                      helpers.node_sign("wrong-secret", node_id(sc.p1), method, u, to=tid,
+                                        body=data or b""),
+                      helpers.node_sign(SECRET, "pnobody", method, u, to=tid,
+                                        body=data or b""),
+                      helpers.node_sign("wrong-secret", node_id(sc.t2), method, u, to=tid,
+                                        body=data or b"", headers=rebalance)):
                 r = requests.request(method, u, data=data, headers=h, timeout=30)
-                assert r.status_code == 403, (t.name, method, path, r.status_code, r.text)
+                assert r.status_code == 403, (t.name, method, path, h, r.status_code, r.text)
                 assert b"top secret" not in r.content
                 no_internal_headers(r)
     assert state(sc) == before
+    props = signed("GET", "%s/v1/buckets/%s?props" % (sc.p1.url, A)).json()["props"]
+    assert not props.get("anonymous_read"), props
     all_alive(sc)
 
 
