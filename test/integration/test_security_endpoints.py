@@ -375,6 +375,15 @@ def test_plan_push_replay_and_forgery(sc):
         assert r.status_code == 200, r.text
         cur = sc.rec.captured("POST", "/v1/plans/plan-sec-%s/cursor" % TAG)[-1]
         assert send_raw(t1u, cur.raw)[0] == 403
+        # cursors outside the plan or past every integer: 400, the plan stays
+        for bad in ({"epoch": -1, "position": 0}, {"epoch": 2 ** 32, "position": 0},
+                    {"epoch": 0, "position": -2 ** 63}, {"epoch": 0, "position": 2 ** 63 - 1},
+                    {"epoch": 10 ** 6, "position": 0}, {"epoch": 0.5, "position": 0},
+                    {"epoch": "0", "position": 0}, {"epoch": 0}):
+            r = signed("POST", sc.p1.url + "/v1/plans/plan-sec-%s/cursor" % TAG, body=bad)
+            assert r.status_code == 400, (bad, r.status_code, r.text)
+        r = signed("GET", sc.p1.url + "/v1/plans/plan-sec-" + TAG)
+        assert r.status_code == 200 and r.json()["epoch"] == 0, r.text
     finally:
         r = signed("DELETE", sc.p1.url + "/v1/plans/plan-sec-" + TAG)
     assert r.status_code == 200, r.text
