@@ -625,3 +625,19 @@ def test_bad_input(sc):
         s.close()
     assert state(sc) == before
     all_alive(sc)
+
+
+def test_metrics_open_and_free_of_secrets(sc):
+    """/metrics is open by default on every port (docs/security.md) and shows counters only:
+    no secrets, keys or paths; the refusals above are counted in auth_failed."""
+    for n in sc.nodes:
+        r = requests.get("http://127.0.0.1:%d/v1/plans" % n.port, timeout=10)
+        assert r.status_code == 403, r.text  # one refusal to count, at least
+        r = requests.get("http://127.0.0.1:%d/metrics" % n.port, timeout=10)
+        assert r.status_code == 200, (n.name, r.status_code)
+        no_internal_headers(r)
+        text = r.text
+        for s in (SECRET, ADMIN[1], RO[1], MIX[1], MIX[0], RO[0], ADMIN[0], n.data_dir):
+            assert s not in text, (n.name, s)
+        failed = [ln for ln in text.splitlines() if ln.startswith("hoard_auth_failures_total")]
+        assert failed and float(failed[0].split()[-1]) > 0, (n.name, failed)
