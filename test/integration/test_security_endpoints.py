@@ -641,3 +641,19 @@ def test_metrics_open_and_free_of_secrets(sc):
             assert s not in text, (n.name, s)
         failed = [ln for ln in text.splitlines() if ln.startswith("hoard_auth_failures_total")]
         assert failed and float(failed[0].split()[-1]) > 0, (n.name, failed)
+
+
+def test_keys_without_secret_refused(tmp_path):
+    """hoardd refuses auth.keys without cluster.secret on a proxy and on a target that joins
+    a cluster (a target could not tell a proxy's redirect from a forged one)."""
+    import subprocess
+    from conftest import BIN_DIR
+    for role, extra in (("proxy", []), ("target", ["--cluster.join", "http://127.0.0.1:9"])):
+        d = tmp_path / role
+        d.mkdir()
+        p = subprocess.run([os.path.join(BIN_DIR, "hoardd"), "--role", role, "--listen",
+                            "127.0.0.1:%d" % _free_port(), "--data", str(d),
+                            "--auth.keys", "AK:SK"] + extra,
+                           capture_output=True, timeout=30)
+        assert p.returncode != 0, (role, p.stdout, p.stderr)
+        assert b"needs cluster.secret" in p.stderr, p.stderr
