@@ -418,6 +418,18 @@ def test_relay_replay_and_header_injection(sc):
     assert r.status == 200
     assert send_raw("http://127.0.0.1:%d" % sc.t1.port, got.raw)[0] == 403
     assert obj(sc, A, key).content == b"version-2"
+    # the native API's relay (p2: native.redirect = false) drops them as well
+    u = "%s/v1/objects/%s/%s" % (sc.p2.url, A, key)
+    r = signed("PUT", u, body=b"version-3", follow=False, headers={
+        "X-Hoard-Obj-Meta": '{"etag":"forged","size":9}', "X-Hoard-Local": "1",
+        "X-Hoard-Vhost": HIDDEN})
+    assert r.status_code == 200, r.text
+    no_internal_headers(r)
+    sent = {k.lower(): v for k, v in sc.rec.captured("PUT", "/v1/objects/%s/%s" % (A, key))[-1]
+            .headers}
+    assert sent.get("x-hoard-node") == node_id(sc.p2) and "x-hoard-obj-meta" not in sent
+    g = obj(sc, A, key)
+    assert g.content == b"version-3" and "forged" not in g.headers["ETag"], g.headers
 
 
 def owner(c, bucket, key):
