@@ -28,6 +28,7 @@ from conftest import _TARGETS, _free_port
 from recorder import Recorder, send_raw
 
 SECRET = "sec-endpoints-secret"
+DOMAIN = "s3.sec.test"  # s3.domain of every node: virtual-host requests
 ADMIN = C_KEYS
 RO = ("AKRO", "secretRO")
 MIX = ("AKMIX", "secretMIX")
@@ -62,7 +63,7 @@ def sc(tmp_path_factory, log_dir, profiles, s3rver):  # noqa: F811
 
     def make(name, role, join=None, extra=()):
         n = CNode(name, os.path.join(root, name), os.path.join(log_dir, "secep-" + name), role,
-                  ADMIN, SECRET, join, list(extra), 1)
+                  ADMIN, SECRET, join, list(extra) + ["--s3.domain", DOMAIN], 1)
         n.auth_keys = KEYS
         nodes.append(n)
         _TARGETS.append(n)
@@ -499,6 +500,31 @@ def test_redirect_copy_source_not_widened(sc):
     r = requests.put(u, headers=h, timeout=10)
     assert r.status_code == 200, r.text
     assert obj(sc, A, key).content == b"mine"
+
+
+def test_redirect_host_not_reinterpreted(sc):
+    """The 307 for a path-style PUT of A/KEY authorises bucket A. Following it with a Host
+    naming another bucket in virtual-host style (HIDDEN.<s3.domain>) must not make the target
+    read the path as HIDDEN's key "A/KEY": neither a write into HIDDEN nor a read of it."""
+    key = "vh-" + TAG
+    r = signed("PUT", "%s/v1/objects/%s/%s/%s" % (sc.p1.url, HIDDEN, A, key),
+               body=b"hidden under A/")
+    assert r.status_code == 200, r.text
+    u = "%s/%s/%s" % (sc.p2.url, A, key)
+    for method, body in (("PUT", b"planted"), ("GET", None)):
+        r = requests.request(method, u, data=body, allow_redirects=False, timeout=10,
+                             headers=helpers.sign_headers(method, u, MIX[0], MIX[1]))
+        assert r.status_code == 307, r.text
+        loc = urllib.parse.urlsplit(r.headers["Location"])
+        r = requests.request(method, "http://127.0.0.1:%d%s?%s" % (
+            sc.t1.port if loc.port == urllib.parse.urlsplit(sc.rec.url).port else loc.port,
+            loc.path, loc.query), data=body, timeout=10,
+            headers={"Host": "%s.%s:%d" % (HIDDEN, DOMAIN, loc.port)})
+        assert b"hidden under A/" not in r.content, (method, r.status_code)
+        if method == "PUT":
+            assert r.status_code in (200, 403), r.text
+    g = obj(sc, HIDDEN, "%s/%s" % (A, key))
+    assert g.content == b"hidden under A/", g.content
 
 
 def test_redirect_header_injection(sc):
