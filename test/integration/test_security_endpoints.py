@@ -644,6 +644,18 @@ def test_bad_input(sc):
         r = signed("DELETE", "%s/v1/objects/%s/%s" % (url, A, name), keys=MIX)
         assert r.status_code == 204, r.text
     assert obj(sc, HIDDEN, "secret").content == b"top secret"
+    # raw dot segments in S3 paths, through the relay (p1) and the 307 (p2), with the key of A
+    for px in (sc.p1, sc.p2):
+        mraw = helpers.S3Raw("127.0.0.1", px.port, MIX[0], MIX[1])
+        for path in ("/%s/../%s/secret" % (A, HIDDEN), "/%s/%%2e%%2e/%s/secret" % (A, HIDDEN),
+                     "/%s/..%%2f%s%%2fsecret" % (A, HIDDEN), "/s3/%s/../../%s/secret" % (A, HIDDEN),
+                     "/%s/./../%s/secret" % (A, HIDDEN)):
+            r = mraw.request("GET", path)
+            if r.status == 307:
+                loc = urllib.parse.urlsplit(r.header("Location"))
+                r = helpers.raw_request("127.0.0.1", loc.port, "GET", loc.path + "?" + loc.query)
+            assert b"top secret" not in r.body, (px.name, path, r)
+            assert r.status in (403, 404, 400), (px.name, path, r)
     # oversized headers: one huge, many small
     for h in ({"X-Big": "a" * 200000}, {"X-H%d" % i: "v" * 100 for i in range(2000)}):
         try:
