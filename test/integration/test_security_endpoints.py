@@ -36,7 +36,9 @@ TAG = uuid.uuid4().hex[:8]
 A = "seca-" + TAG        # AKMIX may write here
 HIDDEN = "sech-" + TAG   # AKMIX may not read here
 CLOUD = "secc-" + TAG    # S3-backed (s3rver), write-back
-KEYS = ",".join(["%s:%s" % ADMIN, "%s:%s:ro" % RO, "%s:%s:%s=rw" % (MIX[0], MIX[1], A)])
+MINE = "secm-" + TAG     # AKMIX may write here too; not created by the fixture
+KEYS = ",".join(["%s:%s" % ADMIN, "%s:%s:ro" % RO,
+                 "%s:%s:%s=rw;%s=rw" % (MIX[0], MIX[1], A, MINE)])
 
 
 class Cl:
@@ -552,6 +554,31 @@ def test_redirect_header_injection(sc):
         r = requests.request(method, "%s://%s%s?%s" % (parts.scheme, parts.netloc, path,
                                                      parts.query), timeout=10)
         assert r.status_code == 403, (path, r.status_code, r.text)
+
+
+def test_upstream_needs_admin(sc, s3rver):  # noqa: F811
+    """Choosing an S3-backed bucket's upstream (endpoint, profile, upstream bucket) needs a
+    key with rw on every bucket: a key with rights on its own buckets cannot point one at
+    another upstream bucket with the nodes' credentials (or at any address), neither when
+    creating it nor by PATCH; its other props and native buckets stay its own business."""
+    up = {"upstream": {"endpoint": s3rver.url, "profile": "s3rver", "bucket": CLOUD}}
+    for px in (sc.p1, sc.p2):
+        r = signed("POST", "%s/v1/buckets/%s?provider=aws" % (px.url, MINE), keys=MIX, body=up)
+        json_err(r, 403, "AccessDenied")
+        assert "upstream" in r.json()["message"]
+        r = signed("PATCH", "%s/v1/buckets/%s" % (px.url, A), keys=MIX, body=up)
+        json_err(r, 403, "AccessDenied")
+        r = signed("HEAD", "%s/v1/buckets/%s" % (px.url, MINE))
+        assert r.status_code == 404, r.status_code
+    props = signed("GET", "%s/v1/buckets/%s?props" % (sc.p1.url, A)).json()
+    assert props["provider"] == "ais" and "upstream" not in props["props"], props
+    r = signed("PATCH", "%s/v1/buckets/%s" % (sc.p2.url, A), keys=MIX,
+               body={"anonymous_read": False})
+    assert r.status_code == 200, r.text
+    r = signed("POST", "%s/v1/buckets/%s" % (sc.p2.url, MINE), keys=MIX)
+    assert r.status_code == 201, r.text
+    r = signed("DELETE", "%s/v1/buckets/%s" % (sc.p1.url, MINE), keys=MIX)
+    assert r.status_code == 204, r.text
 
 
 def test_sigv4_replay_within_skew(sc):
