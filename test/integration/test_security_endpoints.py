@@ -10,7 +10,11 @@ s3rver upstream backs the S3-backed bucket that plans, write-back and flush need
 
 Covered, endpoint by endpoint: refused without credentials (clear JSON/S3 error, nothing
 changes), node-signed traffic cannot be replayed or forged on the target port, SigV4 replays
-behave as documented, no X-Hoard-* header leaks out or gets in, and bad input gets a 4xx."""
+behave as documented, no X-Hoard-* header leaks out or gets in, and bad input gets a 4xx.
+Bugs these tests found (fixed with them): a 307 capability did not bind x-amz-copy-source
+(CopyObject from any bucket) nor the Host (virtual-host reinterpretation into another
+bucket); target admin endpoints took other targets' and 307 capabilities; a key with rw on
+one bucket could choose that bucket's upstream (endpoint, profile)."""
 
 import json
 import os
