@@ -1,0 +1,239 @@
+"""hoardd --prestop, a target's Kubernetes preStop hook (docs/operations.md, "Upgrades and
+rolling restarts"), against a real cluster (1 proxy, 3 targets on loopback):
+
+- the hook puts its own target into maintenance for a restart (flags MAINT|RESTART, signed as
+  the target), waits for the rebalance that moves its objects away, and exits 0; with the
+  target then stopped every object still reads back, and readers running throughout see no
+  error; when the target starts again it leaves maintenance by itself and gets its objects
+  back;
+- maintenance an operator set stays after such a restart;
+- bad input, an unreachable cluster and a wrong cluster secret end the hook with exit 1 and a
+  message that says what is wrong, within its timeout.
+
+The same sequence on the chart's pods (preStop, SIGTERM, start, readiness, for every target
+under a GET load) is in test/deploy/test_multihost.py.
+"""
+import hashlib
+import os
+import subprocess
+import threading
+import time
+import urllib.parse
+import uuid
+
+import pytest
+import requests
+
+import helpers
+from conftest import ACCESS_KEY, SECRET_KEY, _stop_nodes, start_cluster
+
+MAINT, RESTART = 1, 4
+
+
+@pytest.fixture(scope="module")
+def pcluster(tmp_path_factory, log_dir):
+    nodes, ep = start_cluster(tmp_path_factory, log_dir, "ps-", 3)
+    yield ep
+    _stop_nodes(nodes)
+
+
+def api(method, url, data=None, follow=True, timeout=30):
+    h = helpers.sign_headers(method, url, ACCESS_KEY, SECRET_KEY)
+    return requests.request(method, url, data=data, headers=h, allow_redirects=follow,
+                            timeout=timeout)
+
+
+def prestop(t, *extra, timeout=120):
+    """Runs `hoardd --prestop` with target t's own settings (as the pod's preStop does)."""
+    return subprocess.run(t.cmdline() + ["--prestop"] + list(extra), capture_output=True,
+                          text=True, timeout=timeout, cwd=t.root)
+
+
+def tid(t):
+    return t.health()["id"]
+
+
+def smap(ep):
+    return ep.proxy.smap()
+
+
+def wait_settled(ep, what):
+    helpers.wait_until(lambda: "rebalance_id" not in smap(ep), timeout=60, interval=0.2,
+                       what=what)
+
+
+@pytest.fixture(scope="module")
+def objects(pcluster):
+    ep = pcluster
+    bucket = "ps-" + uuid.uuid4().hex[:10]
+    r = api("POST", ep.url + "/v1/buckets/" + bucket)
+    assert r.status_code == 201, r.text
+    objs = {}
+    for i in range(60):
+        body = os.urandom(1000 + 131 * i)
+        url = "%s/v1/objects/%s/o%03d" % (ep.url, bucket, i)
+        r = api("PUT", url, data=body)
+        assert r.status_code == 200, r.text
+        objs[url] = hashlib.md5(body).hexdigest()
+    return objs
+
+
+def read_ok(url, md5):
+    r = api("GET", url, timeout=30)
+    if r.status_code == 200 and hashlib.md5(r.content).hexdigest() == md5:
+        return True
+    return (url.rsplit("/", 1)[1], r.status_code, r.text[:200])
+
+
+class Readers:
+    """Two threads reading the objects in turn until stop(); every failure is kept."""
+
+    def __init__(self, objs):
+        self.objs = sorted(objs.items())
+        self.ok, self.failures = 0, []
+        self.ev = threading.Event()
+        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
+                        for i in range(2)]
+        for t in self.threads:
+            t.start()
+
+    def run(self, i):
+        while not self.ev.is_set():
+            url, md5 = self.objs[i % len(self.objs)]
+            try:
+                r = read_ok(url, md5)
+            except requests.RequestException as e:
+                r = repr(e)
+            if r is True:
+                self.ok += 1
+            else:
+                self.failures.append((time.strftime("%H:%M:%S"), r))
+            i += 2
+            time.sleep(0.005)
+
+    def stop(self):
+        self.ev.set()
+        for t in self.threads:
+            t.join(60)
+
+
+def owned_by(ep, objs, t):
+    return [u for u in objs if ep.owner(*urllib.parse.unquote(
+        u.split("/v1/objects/", 1)[1]).split("/", 1)) == t.url]
+
+
+def test_prestop_restart_no_failed_reads(pcluster, objects):
+    ep = pcluster
+    victim = ep.storage[1]
+    vid = tid(victim)
+    mine = owned_by(ep, objects, victim)
+    assert mine, "the victim should own some of the objects"
+    readers = Readers(objects)
+    try:
+        r = prestop(victim, "--prestop-timeout", "90")
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert "in maintenance until it rejoins" in r.stdout and "done in" in r.stdout, r.stdout
+        s = smap(ep)
+        assert s["tmap"][vid]["flags"] == MAINT | RESTART, s["tmap"][vid]
+        assert "rebalance_id" not in s, "prestop returned before the rebalance finished"
+        assert not owned_by(ep, objects, victim), "reads still go to the target in maintenance"
+        # the kubelet's SIGTERM: the objects it owned are served by the others meanwhile
+        assert victim.stop() == 0, victim.log_tail()
+        helpers.wait_until(lambda: vid in smap(ep).get("tmap_down", {}), timeout=30,
+                           what="the primary to notice the stop")
+        for u in mine:
+            assert read_ok(u, objects[u]) is True, read_ok(u, objects[u])
+        victim.start()  # same id, same data: it rejoins and leaves maintenance by itself
+        helpers.wait_until(lambda: smap(ep)["tmap"].get(vid, {}).get("flags") == 0, timeout=30,
+                           what="maintenance to end on rejoin")
+        wait_settled(ep, "the rebalance bringing the objects back")
+    finally:
+        readers.stop()
+    assert readers.ok > 20, readers.ok
+    assert not readers.failures, "reads failed: %r" % readers.failures[:10]
+    assert sorted(owned_by(ep, objects, victim)) == sorted(mine)
+    for u, md5 in objects.items():
+        assert read_ok(u, md5) is True
+
+
+def test_operator_maintenance_outlives_the_restart(pcluster, objects):
+    ep = pcluster
+    victim = ep.storage[0]
+    vid = tid(victim)
+    url = "%s/v1/cluster/maintenance/%s" % (ep.url, vid)
+    r = api("POST", url, data=b'{"on": true}')
+    assert r.status_code == 200, r.text
+    try:
+        r = prestop(victim, "--prestop-timeout", "90")
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert smap(ep)["tmap"][vid]["flags"] == MAINT
+        assert victim.restart() == 0
+        helpers.wait_until(lambda: vid in smap(ep)["tmap"] and "rebalance_id" not in smap(ep),
+                           timeout=30, what="the rejoin")
+        assert smap(ep)["tmap"][vid]["flags"] == MAINT, "the operator's maintenance stays"
+        # an operator's "off" ends it (and would end a restart's maintenance too)
+        r = api("POST", url, data=b'{"on": false}')
+        assert r.status_code == 200, r.text
+        assert smap(ep)["tmap"][vid]["flags"] == 0
+    finally:
+        api("POST", url, data=b'{"on": false}')
+        wait_settled(ep, "the rebalance after maintenance off")
+    for u, md5 in objects.items():
+        assert read_ok(u, md5) is True
+
+
+def test_prestop_refused_and_bad_input(pcluster, tmp_path):
+    ep = pcluster
+    t = ep.storage[2]
+    vid = tid(t)
+    hoardd = t.binary
+    v0 = smap(ep)["version"]
+
+    def run(*args, timeout=60):
+        return subprocess.run([hoardd] + list(args), capture_output=True, text=True,
+                              timeout=timeout, cwd=str(tmp_path))
+
+    # the cluster cannot be reached: bounded by the timeout, and says where it tried
+    t0 = time.monotonic()
+    r = run("--prestop", "--role", "target", "--node.id", "t-x", "--data", str(tmp_path / "d"),
+            "--cluster.join", "http://127.0.0.1:9", "--prestop-timeout", "2")
+    assert r.returncode == 1 and "http://127.0.0.1:9/v1/cluster/smap" in r.stderr, r.stderr
+    assert "refused" in r.stderr.lower(), r.stderr
+    assert time.monotonic() - t0 < 50, "the wait is bounded by --prestop-timeout"
+    # another cluster secret: the primary does not take it
+    args = [a for a in t.cmdline()]
+    args[args.index("--cluster.secret") + 1] = "not-the-cluster-secret"
+    r = run(*(args[1:] + ["--prestop", "--prestop-timeout", "3"]))
+    assert r.returncode == 1 and "refused (HTTP 403" in r.stderr, r.stderr
+    assert "cluster.secret differs" in r.stderr, r.stderr
+    assert smap(ep)["tmap"][vid]["flags"] == 0
+    # a node id the cluster does not know
+    args = t.cmdline()[1:] + ["--node.id", "t-not-in-the-map", "--prestop", "--prestop-timeout",
+                              "5"]
+    r = run(*args)
+    assert r.returncode == 1 and "does not know node t-not-in-the-map" in r.stderr, r.stderr
+    # bad arguments
+    for bad, msg in [(["--prestop", "--prestop-timeout", "0"], "--prestop-timeout takes"),
+                     (["--prestop", "--prestop-timeout", "x"], "--prestop-timeout takes"),
+                     (["--prestop-timeout", "5"], "goes with --prestop"),
+                     (["--prestop", "--role", "proxy"], "only a target")]:
+        r = run(*bad)
+        assert r.returncode == 1 and msg in r.stderr, (bad, r.stderr)
+    # nothing changed in the cluster
+    s = smap(ep)
+    assert all(e["flags"] == 0 for e in s["tmap"].values()), s["tmap"]
+    assert s["version"] >= v0
+    # a target may ask maintenance only for itself: signed by t for another target, refused
+    other = tid(ep.storage[0])
+    url = "%s/v1/cluster/maintenance/%s" % (ep.url, other)
+    body = b'{"on": true, "restart": true}'
+    r = requests.post(url, data=body, timeout=10, headers=helpers.node_sign(
+        t.secret, vid, "POST", url, to=tid(ep.proxy), body=body))
+    assert r.status_code == 403, r.text
+    # "restart" only goes with maintenance on
+    r = api("POST", "%s/v1/cluster/maintenance/%s" % (ep.url, vid),
+            data=b'{"on": false, "restart": true}')
+    assert r.status_code == 400 and "restart" in r.text, r.text
+    r = api("POST", "%s/v1/cluster/maintenance/%s" % (ep.url, vid), data=b'{"restart": 1}')
+    assert r.status_code == 400, r.text
+    assert smap(ep)["tmap"][vid]["flags"] == 0
