@@ -7,8 +7,8 @@ status.podIP/hostIP, secretKeyRef and configMapKeyRef against the rendered Secre
 ConfigMaps), volumeMounts (configMap and secret volumes are written out as files, every other
 volume, PVCs and emptyDirs, is a directory of the pod's own), the pod's runAsUser/runAsGroup,
 the httpGet probes, and the kubelet's stop (the preStop exec hook, SIGTERM, SIGKILL after
-terminationGracePeriodSeconds). The image's ENTRYPOINT (hoardd) is the binary under test; a mount path
-inside the container becomes the pod's directory on the host, in env values too.
+terminationGracePeriodSeconds). The image's ENTRYPOINT (hoardd) is the binary under test; a
+mount path inside the container becomes the pod's directory on the host, in env values too.
 
 Network: one namespace per pod ("node"), a veth pair to a bridge in a hub namespace where the
 test's clients live. Addresses exist only inside these namespaces; nothing is configured in the

@@ -454,10 +454,10 @@ def test_rolling_update_with_prestop(cluster):
     print("rolling update with preStop: %d reads, %d writes, %d+%d failures; hooks: %s" % (
         nread, writes.ok, len(failed), len(writes.failures),
         "; ".join("%s: %s" % (n, h[1].strip().splitlines()[-1]) for n, h in hooks.items())))
-    assert nread > 100 and writes.ok > 20, (nread, writes.ok)
     assert not failed, "reads failed during the rolling update: %r" % failed[:10]
     assert not writes.failures, "writes failed during the rolling update: %r" % \
         writes.failures[:10]
+    assert nread > 100 and writes.ok > 20, (nread, writes.ok)
     for k in sorted(c.objects):
         r = c.net.call(c.get_ok, k)
         assert r is True, "lost after the rolling update: %r" % (r,)
