@@ -139,6 +139,18 @@ static int fetch_smap(struct hd_nodeauth *na, const char *base, long long deadli
     return 0;
 }
 
+/* Whether a live target other than id, without flags, is in s (one to take its objects). */
+static int others_in_service(const struct hd_smap *s, const char *id)
+{
+    size_t i;
+
+    for (i = 0; i < s->n; i++)
+        if (s->nodes[i].type == HD_NODE_TARGET && !s->nodes[i].down && !s->nodes[i].flags &&
+            strcmp(s->nodes[i].id, id) != 0)
+            return 1;
+    return 0;
+}
+
 int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, char *err,
                         size_t errlen)
 {
@@ -171,6 +183,15 @@ int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, 
     if (!self || self->type != HD_NODE_TARGET) {
         fail(err, errlen, "%s is not a target of the cluster map that %s holds (smap v%lld)", id,
              join, (long long)s->version);
+        goto out;
+    }
+    if (!others_in_service(s, id)) {
+        /* maintenance would leave its objects with no owner at all, before the stop too */
+        fprintf(out,
+                "prestop: no other target in service can take over %s's objects: "
+                "stopping without maintenance (they answer 503 until it is back)\n",
+                id);
+        rc = 0;
         goto out;
     }
     prim = hd_smap_find(s, s->primary);

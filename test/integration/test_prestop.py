@@ -7,6 +7,8 @@ rolling restarts"), against a real cluster (1 proxy, 3 targets on loopback):
   error; when the target starts again it leaves maintenance by itself and gets its objects
   back;
 - maintenance an operator set stays after such a restart;
+- without another target in service the hook sets no maintenance (which would leave the
+  objects with no owner at all);
 - bad input, an unreachable cluster and a wrong cluster secret end the hook with exit 1 and a
   message that says what is wrong, within its timeout.
 
@@ -237,3 +239,23 @@ def test_prestop_refused_and_bad_input(pcluster, tmp_path):
     r = api("POST", "%s/v1/cluster/maintenance/%s" % (ep.url, vid), data=b'{"restart": 1}')
     assert r.status_code == 400, r.text
     assert smap(ep)["tmap"][vid]["flags"] == 0
+
+
+def test_prestop_without_another_target_in_service(pcluster):
+    """When no other target could take the objects over (the rest in maintenance), the hook
+    sets no maintenance: that would leave its objects without any owner before the stop."""
+    ep = pcluster
+    t = ep.storage[2]
+    others = [tid(o) for o in ep.storage[:2]]
+    try:
+        for o in others:
+            r = api("POST", "%s/v1/cluster/maintenance/%s" % (ep.url, o), data=b'{"on": true}')
+            assert r.status_code == 200, r.text
+        r = prestop(t, "--prestop-timeout", "30")
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert "no other target in service" in r.stdout, r.stdout
+        assert smap(ep)["tmap"][tid(t)]["flags"] == 0
+    finally:
+        for o in others:
+            api("POST", "%s/v1/cluster/maintenance/%s" % (ep.url, o), data=b'{"on": false}')
+        wait_settled(ep, "the rebalance after maintenance off")
