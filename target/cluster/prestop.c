@@ -23,6 +23,7 @@
 
 #define PRESTOP_CALL_MS 5000L
 #define PRESTOP_POLL_MS 500L
+#define PRESTOP_REFUSED (-2) /* a call refused with an unsigned answer */
 
 static long long now_ms(void)
 {
@@ -51,7 +52,8 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* One signed JSON call, repeated while the node cannot be reached or answers 5xx, until the
- * deadline. 0 with *status and *out (the last answer), or -1 with why in err. */
+ * deadline. 0 with *status and *out (the last answer), or -1 with why in err (-2: refused
+ * with an unsigned answer: an unknown node or another cluster.secret). */
 static int call(struct hd_nodeauth *na, const char *to, const char *method, const char *url,
                 const json_t *in, long long deadline, long *status, json_t **out, char *err,
                 size_t errlen)
@@ -70,11 +72,13 @@ static int call(struct hd_nodeauth *na, const char *to, const char *method, cons
         rc = hd_httpc_json(na, to, method, url, in, ms, status, out);
         if (rc == 0 && *status < 500)
             return 0;
-        if (rc == -EACCES) /* a refusal, which does not heal by waiting */
-            return fail(err, errlen,
-                        "%s %s: refused (HTTP %ld, an unsigned answer): the cluster does not "
-                        "know node %s, or its cluster.secret differs from this one",
-                        method, url, *status, hd_nodeauth_self(na));
+        if (rc == -EACCES) { /* a refusal, which does not heal by waiting */
+            fail(err, errlen,
+                 "%s %s: refused (HTTP %ld, an unsigned answer): the cluster does not know node "
+                 "%s, or its cluster.secret differs from this one",
+                 method, url, *status, hd_nodeauth_self(na));
+            return PRESTOP_REFUSED;
+        }
         if (rc == 0) {
             const char *m = json_string_value(json_object_get(*out, "message"));
             snprintf(why, sizeof(why), "HTTP %ld%s%s", *status, m ? ": " : "", m ? m : "");
@@ -118,7 +122,23 @@ static int node_id(const struct hd_config *cfg, char id[HD_NODE_ID_MAX], char *e
     return 0;
 }
 
-/* The smap some proxy behind base holds (any proxy will do). */
+/* Whether the primary behind join answers a heartbeat from id with "unknown node" (404,
+ * signed): id is no member (decommissioned, or never joined), but the secret is right. */
+static int not_member(struct hd_nodeauth *na, const char *join, const char *id, long long deadline)
+{
+    char url[HD_NODE_URL_MAX + 32], err[256];
+    json_t *in = json_pack("{s:s}", "daemon_id", id), *j = NULL;
+    long status = 0;
+    int rc;
+
+    snprintf(url, sizeof(url), "%s/v1/cluster/heartbeat", join);
+    rc = in ? call(na, "", "POST", url, in, deadline, &status, &j, err, sizeof(err)) : -1;
+    json_decref(in);
+    json_decref(j);
+    return rc == 0 && status == 404;
+}
+
+/* The smap some proxy behind base holds (any proxy will do). 0, -1 or -2 as call(). */
 static int fetch_smap(struct hd_nodeauth *na, const char *base, long long deadline,
                       struct hd_smap **s, char *err, size_t errlen)
 {
@@ -127,8 +147,10 @@ static int fetch_smap(struct hd_nodeauth *na, const char *base, long long deadli
     long status;
 
     snprintf(url, sizeof(url), "%s/v1/cluster/smap", base);
-    if (call(na, "", "GET", url, NULL, deadline, &status, &j, err, errlen) < 0)
-        return -1;
+    int rc = call(na, "", "GET", url, NULL, deadline, &status, &j, err, errlen);
+
+    if (rc < 0)
+        return rc;
     if (status != 200 || hd_smap_from_json(j, s) < 0) {
         const char *m = json_string_value(json_object_get(j, "message"));
         json_decref(j);
@@ -177,8 +199,20 @@ int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, 
         return -1;
     if (hd_nodeauth_new(hd_config_str(cfg, "cluster.secret"), id, &na) < 0)
         return fail(err, errlen, "out of memory");
-    if (fetch_smap(na, join, deadline, &s, err, errlen) < 0)
+    if ((rc = fetch_smap(na, join, deadline, &s, err, errlen)) < 0) {
+        if (rc == PRESTOP_REFUSED && not_member(na, join, id, deadline)) {
+            /* after a decommission: the primary forgot it, and its objects live elsewhere */
+            fprintf(out,
+                    "prestop: %s is not in the cluster map (decommissioned?): nothing to "
+                    "hand over\n",
+                    id);
+            rc = 0;
+        } else {
+            rc = -1;
+        }
         goto out;
+    }
+    rc = -1;
     self = hd_smap_find(s, id);
     if (!self || self->type != HD_NODE_TARGET) {
         fail(err, errlen, "%s is not a target of the cluster map that %s holds (smap v%lld)", id,
