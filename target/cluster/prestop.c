@@ -161,6 +161,31 @@ static int fetch_smap(struct hd_nodeauth *na, const char *base, long long deadli
     return 0;
 }
 
+/* The wait failed with the objects perhaps not all moved: maintenance that we set (ours) is
+ * taken back, so that while the target is away its objects answer 503 (down, retry) from the
+ * proxies instead of 404 from a new owner that has no copy. Appends the outcome to err. */
+static void take_back(struct hd_nodeauth *na, const char *url, const char *to, int ours, char *err,
+                      size_t errlen)
+{
+    json_t *in, *j = NULL;
+    char why[256] = "out of memory";
+    long status = 0;
+    size_t len = strlen(err);
+
+    if (!ours)
+        return;
+    in = json_pack("{s:b}", "on", 0);
+    if (in && call(na, to, "POST", url, in, now_ms() + 10000, &status, &j, why, sizeof(why)) == 0 &&
+        status == 200)
+        snprintf(err + len, errlen - len,
+                 "; maintenance taken back: its objects answer 503 while it is away, not 404");
+    else
+        snprintf(err + len, errlen - len, "; taking maintenance back failed too (%s)",
+                 in && status ? "refused" : why);
+    json_decref(in);
+    json_decref(j);
+}
+
 /* Whether a live target other than id, without flags, is in s (one to take its objects). */
 static int others_in_service(const struct hd_smap *s, const char *id)
 {
@@ -177,14 +202,15 @@ int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, 
                         size_t errlen)
 {
     long long t0 = now_ms(), deadline = t0 + (long long)timeout_s * 1000, next_note;
-    char join[HD_NODE_URL_MAX], id[HD_NODE_ID_MAX], url[HD_NODE_URL_MAX * 2], rb[HD_NODE_ID_MAX];
+    char join[HD_NODE_URL_MAX], id[HD_NODE_ID_MAX], url[HD_NODE_URL_MAX * 2], rb[HD_NODE_ID_MAX],
+        pid[HD_NODE_ID_MAX];
     struct hd_nodeauth *na = NULL;
     struct hd_smap *s = NULL;
     const struct hd_node *self, *prim;
     json_t *in = NULL, *ans = NULL;
     int64_t v;
     long status;
-    int rc = -1;
+    int rc = -1, ours;
 
     if (timeout_s <= 0)
         return fail(err, errlen, "--prestop-timeout must be a positive number of seconds");
@@ -234,8 +260,9 @@ int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, 
         goto out;
     }
     snprintf(url, sizeof(url), "%s/v1/cluster/maintenance/%s", prim->url, id);
+    snprintf(pid, sizeof(pid), "%s", prim->id);
     in = json_pack("{s:b, s:b}", "on", 1, "restart", 1);
-    if (!in || call(na, prim->id, "POST", url, in, deadline, &status, &ans, err, errlen) < 0)
+    if (!in || call(na, pid, "POST", url, in, deadline, &status, &ans, err, errlen) < 0)
         goto out;
     if (status != 200 || !json_is_integer(json_object_get(ans, "version"))) {
         const char *m = json_string_value(json_object_get(ans, "message"));
@@ -244,6 +271,9 @@ int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, 
         goto out;
     }
     v = (int64_t)json_integer_value(json_object_get(ans, "version"));
+    ours = (json_integer_value(
+                json_object_get(json_object_get(json_object_get(ans, "tmap"), id), "flags")) &
+            HD_NODE_RESTART) != 0;
     snprintf(rb, sizeof(rb), "%s",
              json_string_value(json_object_get(ans, "rebalance_id"))
                  ? json_string_value(json_object_get(ans, "rebalance_id"))
@@ -257,8 +287,10 @@ int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, 
     for (;;) {
         hd_smap_unref(s);
         s = NULL;
-        if (fetch_smap(na, join, deadline, &s, err, errlen) < 0)
+        if (fetch_smap(na, join, deadline, &s, err, errlen) < 0) {
+            take_back(na, url, pid, ours, err, errlen);
             goto out;
+        }
         if (s->version > v && !s->rebalance[0])
             break;
         if (now_ms() >= deadline) {
@@ -266,6 +298,7 @@ int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, 
                  "timed out after %ld s waiting for the rebalance (smap v%lld, %s) to finish: "
                  "some of %s's objects may not be elsewhere yet",
                  timeout_s, (long long)s->version, *s->rebalance ? s->rebalance : "marked", id);
+            take_back(na, url, pid, ours, err, errlen);
             goto out;
         }
         if (now_ms() >= next_note) {

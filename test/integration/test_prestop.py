@@ -7,6 +7,7 @@ rolling restarts"), against a real cluster (1 proxy, 3 targets on loopback):
   error; when the target starts again it leaves maintenance by itself and gets its objects
   back;
 - maintenance an operator set stays after such a restart;
+- a wait that ends in its timeout takes the maintenance back (503 while away, not 404);
 - without another target in service the hook sets no maintenance (which would leave the
   objects with no owner at all);
 - bad input, an unreachable cluster and a wrong cluster secret end the hook with exit 1 and a
@@ -262,3 +263,73 @@ def test_prestop_without_another_target_in_service(pcluster):
         for o in others:
             api("POST", "%s/v1/cluster/maintenance/%s" % (ep.url, o), data=b'{"on": false}')
         wait_settled(ep, "the rebalance after maintenance off")
+
+
+class OneSmapThen503:
+    """A stand-in for cluster.join: relays the first GET /v1/cluster/smap to the real proxy
+    (node signatures cover the path, not the host), then answers 503 to everything, so that
+    the hook's wait for the rebalance can only end in its timeout."""
+
+    def __init__(self, upstream):
+        import http.server
+
+        outer = self
+        self.upstream, self.served = upstream, 0
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _any(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                if outer.served == 0 and self.path == "/v1/cluster/smap":
+                    outer.served += 1
+                    hdrs = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                    r = requests.request(self.command, outer.upstream + self.path, data=body,
+                                         headers=hdrs, timeout=10)
+                    self.send_response(r.status_code)
+                    for k, v in r.headers.items():
+                        if k.lower() not in ("transfer-encoding", "connection",
+                                             "content-length"):
+                            self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(r.content)))
+                    self.end_headers()
+                    self.wfile.write(r.content)
+                    return
+                self.send_response(503)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            do_GET = do_POST = _any
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        self.th = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.th.start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def test_prestop_timeout_takes_maintenance_back(pcluster):
+    """A wait that ends in its timeout (here: the cluster map cannot be read again) takes the
+    maintenance it set back, exit 1: while the target is away its objects then answer 503
+    (retry) rather than 404 from a new owner that may lack them."""
+    ep = pcluster
+    t = ep.storage[1]
+    vid = tid(t)
+    fake = OneSmapThen503(ep.url)
+    try:
+        args = t.cmdline()
+        args[args.index("--cluster.join") + 1] = fake.url
+        r = subprocess.run(args + ["--prestop", "--prestop-timeout", "3"], capture_output=True,
+                           text=True, timeout=120, cwd=t.root)
+    finally:
+        fake.close()
+    assert fake.served == 1
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "in maintenance until it rejoins" in r.stdout, r.stdout
+    assert "HTTP 503" in r.stderr and "maintenance taken back" in r.stderr, r.stderr
+    assert smap(ep)["tmap"][vid]["flags"] == 0
+    wait_settled(ep, "the rebalance after maintenance off")
