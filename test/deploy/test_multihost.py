@@ -329,6 +329,14 @@ def test_target_down_and_back(cluster):
     assert {e["name"] for e in r.json()["entries"]} == set(c.objects)
 
 
+def phase_reader(c, keys, phase):
+    """A Loader function reading keys in turn; a failure names the phase it happened in."""
+    def reader(i):
+        r = c.get_ok(keys[i % len(keys)])
+        return r if r is True else r + (phase[0],)
+    return reader
+
+
 def test_rolling_restart_with_maintenance(cluster):
     """StatefulSet order (highest ordinal first), one target at a time: maintenance on,
     rebalance its objects away, SIGTERM, start the same pod again, readiness, maintenance off,
@@ -338,9 +346,7 @@ def test_rolling_restart_with_maintenance(cluster):
     written = []
     phase = ["start"]
 
-    def reader(i):
-        r = c.get_ok(keys[i % len(keys)])
-        return r if r is True else r + (phase[0],)
+    reader = phase_reader(c, keys, phase)
 
     def writer(i):
         k = "rolling/w-%05d" % i
@@ -413,9 +419,7 @@ def test_rolling_update_with_prestop(cluster):
     newbin = c.targets[0].binary + "-new"
     shutil.copy2(c.targets[0].binary, newbin)
 
-    def reader(i):
-        r = c.get_ok(keys[i % len(keys)])
-        return r if r is True else r + (phase[0],)
+    reader = phase_reader(c, keys, phase)
 
     def writer(i):
         k = "rolling/u-%05d" % i

@@ -89,6 +89,11 @@ def read_ok(url, md5):
     return (url.rsplit("/", 1)[1], r.status_code, r.text[:200])
 
 
+def all_readable(objs):
+    for u, md5 in objs.items():
+        assert read_ok(u, md5) is True, read_ok(u, md5)
+
+
 class Readers:
     """Two threads reading the objects in turn until stop(); every failure is kept."""
 
@@ -165,8 +170,7 @@ def test_prestop_restart_no_failed_reads(pcluster, objects):
     assert readers.ok > 20, readers.ok
     assert not readers.failures, "reads failed: %r" % readers.failures[:10]
     assert sorted(owned_by(ep, objects, victim)) == sorted(mine)
-    for u, md5 in objects.items():
-        assert read_ok(u, md5) is True
+    all_readable(objects)
 
 
 def test_operator_maintenance_outlives_the_restart(pcluster, objects):
@@ -191,8 +195,7 @@ def test_operator_maintenance_outlives_the_restart(pcluster, objects):
     finally:
         api("POST", url, data=b'{"on": false}')
         wait_settled(ep, "the rebalance after maintenance off")
-    for u, md5 in objects.items():
-        assert read_ok(u, md5) is True
+    all_readable(objects)
 
 
 def test_prestop_refused_and_bad_input(pcluster, tmp_path):
