@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "common/errors.h"
+#include "common/http.h"
 #include "common/httpc.h"
 #include "common/nodeauth.h"
 #include "common/smap.h"
@@ -27,10 +28,7 @@
 
 static long long now_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (long long)(hd_now_ns() / 1000000u);
 }
 
 static void nap_ms(long ms)

@@ -2,10 +2,11 @@
 rolling restarts"), against a real cluster (1 proxy, 3 targets on loopback):
 
 - the hook puts its own target into maintenance for a restart (flags MAINT|RESTART, signed as
-  the target), waits for the rebalance that moves its objects away, and exits 0; with the
-  target then stopped every object still reads back, and readers running throughout see no
-  error, and listings stay complete (no 503 for the missing target); when the target starts
-  again it leaves maintenance by itself and gets its objects back;
+  the target; `hoard cluster show` says maintenance-restart), waits for the rebalance that
+  moves its objects away, and exits 0; with the target then stopped every object still reads
+  back, readers running throughout see no error, and listings stay complete (no 503 for the
+  missing target); when the target starts again it leaves maintenance by itself and gets its
+  objects back;
 - maintenance an operator set stays after such a restart;
 - a wait that ends in its timeout takes the maintenance back (503 while away, not 404);
 - without another target in service the hook sets no maintenance (which would leave the
@@ -30,6 +31,7 @@ import requests
 
 import helpers
 from conftest import ACCESS_KEY, SECRET_KEY, _stop_nodes, start_cluster
+from test_cli import Hoard
 
 MAINT, RESTART = 1, 4
 
@@ -131,7 +133,7 @@ def owned_by(ep, objs, t):
         u.split("/v1/objects/", 1)[1]).split("/", 1)) == t.url]
 
 
-def test_prestop_restart_no_failed_reads(pcluster, objects):
+def test_prestop_restart_no_failed_reads(pcluster, objects, tmp_path):
     ep = pcluster
     victim = ep.storage[1]
     vid = tid(victim)
@@ -146,6 +148,10 @@ def test_prestop_restart_no_failed_reads(pcluster, objects):
         assert s["tmap"][vid]["flags"] == MAINT | RESTART, s["tmap"][vid]
         assert "rebalance_id" not in s, "prestop returned before the rebalance finished"
         assert not owned_by(ep, objects, victim), "reads still go to the target in maintenance"
+        nodes = {n["id"]: n for n in Hoard(ep.proxy, str(tmp_path)).json("cluster", "show")[
+            "nodes"]}
+        assert (nodes[vid]["state"], nodes[vid]["flags"]) == ("maintenance-restart", 5), \
+            nodes[vid]
         # the kubelet's SIGTERM: the objects it owned are served by the others meanwhile
         assert victim.stop() == 0, victim.log_tail()
         bucket = urllib.parse.urlsplit(next(iter(objects))).path.split("/")[3]
