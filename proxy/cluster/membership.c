@@ -518,10 +518,28 @@ static void vote_end(struct hd_req *r, void *ctx, json_t *j)
     hd_proxy_on_vote(r, ctx, j);
 }
 
+/* Whether r was authenticated by the signature of node id itself (self_maintenance). */
+static int by_itself(const struct hd_req *r, const char *id)
+{
+    return strncmp(r->principal, "node ", 5) == 0 && strcmp(r->principal + 5, id) == 0;
+}
+
+/* Whether target id is in maintenance for a restart (flag 4) in our smap. */
+static int restart_flagged(struct hd_proxy *p, const char *id)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    const struct hd_node *n = s ? hd_smap_find(s, id) : NULL;
+    int yes = n && (n->flags & HD_NODE_RESTART);
+
+    hd_smap_unref(s);
+    return yes;
+}
+
 /* POST /v1/cluster/{maintenance,decommission}/<id> {"on": bool, "restart": bool}. "restart"
  * (maintenance on only; what hoardd --prestop sends): the maintenance ends by itself when the
  * target joins again, unless it was in maintenance or decommissioning already; its objects
- * move away now (a rebalance), so that they are served while it restarts. */
+ * move away now (a rebalance), so that they are served while it restarts. A target signed as
+ * itself may only ask that, or take it back (hoardd --prestop after a failed wait). */
 static void on_flag(struct hd_req *r, void *ctx, json_t *j)
 {
     struct hd_proxy *p = ctx;
@@ -535,16 +553,22 @@ static void on_flag(struct hd_req *r, void *ctx, json_t *j)
     int rc = 0, set = on ? json_is_true(on) : 1, moves = 0, rs = json_is_true(restart);
     unsigned nflags = 0;
 
-    if (!p->primary) {
-        forward(r, p, j);
-        return;
-    }
     if ((on && !json_is_boolean(on)) || (restart && !json_is_boolean(restart))) {
         hd_resp_err_msg(r, HD_EBADARG, "Expected {\"on\": true|false, \"restart\": true|false}.");
         return;
     }
     if (rs && (decomm || !set)) {
         hd_resp_err_msg(r, HD_EBADARG, "\"restart\" goes with maintenance on only.");
+        return;
+    }
+    if (by_itself(r, id) && !(set ? rs : restart_flagged(p, id))) {
+        hd_resp_err_msg(r, HD_EACCESS,
+                        "A target may only ask maintenance for its own restart "
+                        "({\"on\": true, \"restart\": true}) and take that back.");
+        return;
+    }
+    if (!p->primary) {
+        forward(r, p, j);
         return;
     }
     pthread_mutex_lock(&p->mu);

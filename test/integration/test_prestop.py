@@ -254,6 +254,12 @@ def test_prestop_refused_and_bad_input(pcluster, tmp_path):
     r = requests.post(url, data=body, timeout=10, headers=helpers.node_sign(
         t.secret, vid, "POST", url, to=tid(ep.proxy), body=body))
     assert r.status_code == 403, r.text
+    # and for itself only its restart's maintenance, or taking that back
+    url = "%s/v1/cluster/maintenance/%s" % (ep.url, vid)
+    for body in (b'{"on": true}', b'{"on": false}', b'{}'):
+        r = requests.post(url, data=body, timeout=10, headers=helpers.node_sign(
+            t.secret, vid, "POST", url, to=tid(ep.proxy), body=body))
+        assert r.status_code == 403 and "its own restart" in r.text, (body, r.text)
     # "restart" only goes with maintenance on
     r = api("POST", "%s/v1/cluster/maintenance/%s" % (ep.url, vid),
             data=b'{"on": false, "restart": true}')
