@@ -181,11 +181,10 @@ static int tls_setup(const struct hd_config *cfg, struct hd_tls **tls)
         hd_tls_verify_host(*tls, hd_config_bool(cfg, "tls.verify_host"));
         hd_tls_use(*tls);
     } else if (hd_config_bool(cfg, "tls.client_auth") || *hd_config_str(cfg, "tls.ca")) {
-        /* the CA alone: this node serves plain http but calls https peers */
-        if (hd_config_bool(cfg, "tls.client_auth")) {
-            fprintf(stderr, "hoardd: tls.client_auth needs tls.cert and tls.key\n");
-            return -1;
-        }
+        /* a cluster is all TLS or none: a CA alone would do nothing */
+        fprintf(stderr, "hoardd: %s needs tls.cert and tls.key\n",
+                hd_config_bool(cfg, "tls.client_auth") ? "tls.client_auth" : "tls.ca");
+        return -1;
     }
     return 0;
 }
