@@ -157,6 +157,12 @@ int hd_target_start(struct hd_target *t)
     return rc;
 }
 
+int hd_target_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, char *err,
+                      size_t errlen)
+{
+    return hd_tcluster_prestop(cfg, timeout_s, out, err, errlen);
+}
+
 void hd_target_free(struct hd_target *t)
 {
     if (!t)

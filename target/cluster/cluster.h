@@ -65,4 +65,11 @@ int hd_tcluster_joined(const struct hd_tcluster *c);
 struct hd_nodeauth;
 struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c);
 
+/* hoardd --prestop (prestop.c): puts this target (cfg: its configuration) into maintenance
+ * until it rejoins and waits, at most timeout_s seconds, until its objects are served by the
+ * other targets. Progress lines go to out. 0, or -1 with why in err. Blocks. */
+#include <stdio.h>
+int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, char *err,
+                        size_t errlen);
+
 #endif
