@@ -255,6 +255,9 @@ int hd_store_wb_deleting(struct hd_store *st, const char *bucket, const char *na
 int hd_store_wb_next(struct hd_store *st, size_t mpi, int64_t now_ms, size_t max,
                      struct hd_wb_ent **out, size_t *n);
 void hd_store_wb_free(struct hd_wb_ent *v, size_t n);
+/* 1 while entry seq of mountpath mpi is queued, 0 once it is gone (uploaded, or superseded by
+ * a newer write or delete of its name, or moved away by rebalance). */
+int hd_store_wb_queued(struct hd_store *st, size_t mpi, int64_t seq);
 /* The upstream has entry seq: removes it (0; it may have been superseded meanwhile). */
 int hd_store_wb_done(struct hd_store *st, size_t mpi, int64_t seq);
 /* The entry failed: try again at next_ms; failed != 0 marks a permanent error (reported,

@@ -12,10 +12,10 @@
 #include "common/errors.h"
 #include "target/store/int.h"
 
-int hd_store_wb_requeue(struct conn *c, const char *bucket, const char *name, int op,
-                        const char *file, uint64_t size, const char *etag)
+/* Steps c's prepared statement which (bound to bucket, name) once: the sqlite3_step code. */
+static int step_key(struct conn *c, int which, const char *bucket, const char *name)
 {
-    sqlite3_stmt *q = c->q[Q_WB_DROP];
+    sqlite3_stmt *q = c->q[which];
     int s;
 
     sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
@@ -23,6 +23,15 @@ int hd_store_wb_requeue(struct conn *c, const char *bucket, const char *name, in
     s = sqlite3_step(q);
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
+    return s;
+}
+
+int hd_store_wb_requeue(struct conn *c, const char *bucket, const char *name, int op,
+                        const char *file, uint64_t size, const char *etag)
+{
+    sqlite3_stmt *q;
+    int s = step_key(c, Q_WB_DROP, bucket, name);
+
     if (s != SQLITE_DONE)
         return hd_store_sqlerr(c->db, s, "write-back queue: drop");
     if (op < 0)
@@ -49,14 +58,8 @@ int hd_store_wb_requeue(struct conn *c, const char *bucket, const char *name, in
 
 int hd_store_wb_has(struct conn *c, const char *bucket, const char *name)
 {
-    sqlite3_stmt *q = c->q[Q_WB_HAS];
-    int s;
+    int s = step_key(c, Q_WB_HAS, bucket, name);
 
-    sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
-    s = sqlite3_step(q);
-    sqlite3_reset(q);
-    sqlite3_clear_bindings(q);
     if (s == SQLITE_ROW)
         return 1;
     return s == SQLITE_DONE ? 0 : hd_store_sqlerr(c->db, s, "write-back queue: lookup");
@@ -179,6 +182,22 @@ int hd_store_wb_done(struct hd_store *st, size_t mpi, int64_t seq)
     struct upd_arg a = {seq, 0, 0, NULL};
 
     return with_stmt(st, mpi, "DELETE FROM wbq WHERE seq = ?1", done_fn, &a);
+}
+
+static int seq_fn(sqlite3 *db, sqlite3_stmt *q, void *arg)
+{
+    int s;
+
+    sqlite3_bind_int64(q, 1, *(const int64_t *)arg);
+    s = sqlite3_step(q);
+    if (s == SQLITE_ROW)
+        return 1;
+    return s == SQLITE_DONE ? 0 : hd_store_sqlerr(db, s, "write-back queue: lookup");
+}
+
+int hd_store_wb_queued(struct hd_store *st, size_t mpi, int64_t seq)
+{
+    return with_stmt(st, mpi, "SELECT 1 FROM wbq WHERE seq = ?1", seq_fn, &seq);
 }
 
 int hd_store_wb_retry(struct hd_store *st, size_t mpi, int64_t seq, int64_t next_ms, int failed,

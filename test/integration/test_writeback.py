@@ -362,3 +362,89 @@ def test_rebalance_moves_dirty_state(wb, s3rver, tmp_path_factory, log_dir):  # 
     # each object once: the old owner dropped its entry with the move
     after = wb.target_metric("hoard_writeback_uploads_total")
     assert after - before == len(data), (before, after)
+
+
+# ---- multipart to the upstream, stopping superseded uploads ----
+
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory, log_dir, profiles):  # noqa: F811
+    """One target whose single uploader is held to 6 MiB/s and sends objects over 5 MiB as
+    upstream multipart uploads of 5 MiB parts (so an upload stays in flight for seconds)."""
+    c = HoardCluster("wbs", str(tmp_path_factory.mktemp("wbs")), log_dir, _TARGETS, C_KEYS,
+                     ntargets=1,
+                     target_extra=WB_TARGET + ["--writeback.workers", "1",
+                                               "--writeback.max_bps", str(6 * MiB),
+                                               "--writeback.multipart_threshold", str(5 * MiB),
+                                               "--writeback.part_size", str(5 * MiB),
+                                               "--writeback.dirty_max", str(512 * MiB)])
+    c.start()
+    yield c
+    problems = c.stop()
+    assert not problems, problems
+
+
+def test_multipart_upload_to_upstream(slow, s3rver):  # noqa: F811
+    """Objects over writeback.multipart_threshold reach the upstream as multipart uploads,
+    byte-identical: one written here as a single PUT (cut into writeback.part_size parts) and
+    one written by boto3 in parts (sent with its own parts). Small ones stay single PUTs. The
+    ETag a client sees through hoard does not change when the upload happens."""
+    from boto3.s3.transfer import TransferConfig
+    b = wb_bucket(slow, s3rver)
+    single = os.urandom(12 * MiB + 1)
+    parts = os.urandom(13 * MiB + 7)
+    small = os.urandom(100000)
+    s3 = slow.s3()
+    before = slow.target_metric("hoard_writeback_multipart_uploads_total")
+    ups = slow.target_metric("hoard_writeback_uploads_total")
+    s3.put_object(Bucket=b, Key="big/single", Body=single)
+    s3.put_object(Bucket=b, Key="small", Body=small)
+    import io
+    s3.upload_fileobj(io.BytesIO(parts), b, "big/parts",
+                      Config=TransferConfig(multipart_threshold=5 * MiB,
+                                            multipart_chunksize=6 * MiB, max_concurrency=2))
+    etags = {k: s3.head_object(Bucket=b, Key=k)["ETag"] for k in ("big/single", "big/parts")}
+    assert etags["big/single"] == '"%s"' % md5(single)
+    assert etags["big/parts"].endswith('-3"'), etags
+    j = flush(slow, b)
+    assert j["state"] == "done", j
+    assert md5(upstream_bytes(s3rver, b, "big/single")) == md5(single)
+    assert md5(upstream_bytes(s3rver, b, "big/parts")) == md5(parts)
+    assert upstream_bytes(s3rver, b, "small") == small
+    assert slow.target_metric("hoard_writeback_multipart_uploads_total") - before == 2
+    assert slow.target_metric("hoard_writeback_uploads_total") - ups == 3
+    assert {k: s3.head_object(Bucket=b, Key=k)["ETag"] for k in etags} == etags
+    assert md5(s3.get_object(Bucket=b, Key="big/parts")["Body"].read()) == md5(parts)
+
+
+def wait_uploading(c, bucket):
+    helpers.wait_until(lambda: status(c, bucket)["uploading"] >= 1, timeout=60, interval=0.05,
+                       what="an upload of %s in flight" % bucket)
+
+
+def test_newer_write_stops_inflight_upload(slow, s3rver):  # noqa: F811
+    """An overwrite that arrives while the previous version is being uploaded (slowly, in
+    parts) stops that upload; after flush the upstream holds the newer bytes. A DELETE during
+    an upload stops it too, and the name ends absent upstream."""
+    b = wb_bucket(slow, s3rver)
+    old, new = os.urandom(24 * MiB), os.urandom(3 * MiB)
+    s3 = slow.s3()
+    stopped = slow.target_metric("hoard_writeback_superseded_total")
+    s3.put_object(Bucket=b, Key="ckpt.pt", Body=old)
+    wait_uploading(slow, b)
+    s3.put_object(Bucket=b, Key="ckpt.pt", Body=new)
+    j = flush(slow, b)
+    assert j["state"] == "done", j
+    assert md5(upstream_bytes(s3rver, b, "ckpt.pt")) == md5(new)
+    assert slow.target_metric("hoard_writeback_superseded_total") - stopped == 1
+
+    s3.put_object(Bucket=b, Key="gone.pt", Body=old)
+    wait_uploading(slow, b)
+    assert slow.api("DELETE", slow.obj_path(b, "gone.pt")).status_code == 204
+    j = flush(slow, b)
+    assert j["state"] == "done", j
+    assert upstream_keys(s3rver, b) == ["ckpt.pt"]
+    assert slow.target_metric("hoard_writeback_superseded_total") - stopped == 2
+    assert status(slow, b)["dirty_objects"] == 0
