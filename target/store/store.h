@@ -180,9 +180,8 @@ void hd_store_names_free(char **names, size_t n);
 int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
                        struct hd_obj_meta *m);
 /* Deletes the row on mountpath mpi only while it still has this etag and mtime (nothing
- * overwrote it meanwhile) and is not dirty (queued for write-back; then HD_EPRECONDITION).
- * Formerly: (nothing
- * overwrote it meanwhile): 0 deleted, HD_EPRECONDITION changed, HD_ENOSUCHKEY gone. */
+ * overwrote it meanwhile) and is not dirty (queued for write-back; a dirty row is moved with
+ * hd_store_delete_moved): 0 deleted, HD_EPRECONDITION changed or dirty, HD_ENOSUCHKEY gone. */
 int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
                        const char *etag, int64_t mtime_ms);
 /* Objects held, over every bucket and mountpath. */

@@ -448,3 +448,57 @@ def test_newer_write_stops_inflight_upload(slow, s3rver):  # noqa: F811
     assert upstream_keys(s3rver, b) == ["ckpt.pt"]
     assert slow.target_metric("hoard_writeback_superseded_total") - stopped == 2
     assert status(slow, b)["dirty_objects"] == 0
+
+
+def test_mountpath_move_keeps_one_dirty_copy(tmp_path_factory, log_dir, profiles,  # noqa: F811
+                                             s3rver):  # noqa: F811
+    """A target restarted with a second mountpath: the rebalance moves dirty objects whose
+    HRW mountpath is now the new one with their upload entries, and leaves no stale copy on
+    the old mountpath; the upload then happens once, from the new place."""
+    c = HoardCluster("wbmp", str(tmp_path_factory.mktemp("wbmp")), log_dir, _TARGETS, C_KEYS,
+                     ntargets=1, mountpaths=1,
+                     target_extra=WB_TARGET + ["--writeback.workers", "0"])
+    c.start()
+    try:
+        t = c.targets[0]
+        b = wb_bucket(c, s3rver)
+        data = {"mp/%02d" % i: os.urandom(10000 + i) for i in range(16)}
+        for k, v in data.items():
+            assert c.api("PUT", c.obj_path(b, k), body=v).status_code == 200
+
+        def objects():
+            return sum(t.metric("hoard_mountpath_objects", mountpath=str(i)) for i in range(2))
+
+        def moved():
+            if c.smap().get("rebalance_id"):
+                return False
+            return t.metric("hoard_mountpath_objects", mountpath="1") > 0
+
+        full = os.path.dirname(t.mountpaths[0])
+        t.stop()
+        t.mountpaths = [os.path.join(full, "mp1"), os.path.join(full, "mp2")]
+        t.start()
+        helpers.wait_until(lambda: len(c.smap()["tmap"]) == 1, timeout=30, what="target back")
+        r = c.api("POST", "/v1/cluster/rebalance")
+        assert r.status_code in (200, 201, 202), r.text
+        helpers.wait_until(moved, timeout=60, what="the rebalance over, objects on mp2")
+        helpers.wait_until(lambda: objects() == len(data), timeout=30,
+                           what="one copy per object (%s)" % objects())
+        st = status(c, b)
+        assert (st["dirty_objects"], st["queue_depth"]) == (len(data), len(data)), st
+        for k, v in data.items():
+            assert c.get(b, k).content == v
+        t.stop()
+        t.extra = [x if x != "0" or t.extra[i - 1] != "--writeback.workers" else "2"
+                   for i, x in enumerate(t.extra)]
+        t.start()
+        helpers.wait_until(lambda: len(c.smap()["tmap"]) == 1, timeout=30, what="target back")
+        assert flush(c, b)["state"] == "done"
+        for k, v in data.items():
+            assert upstream_bytes(s3rver, b, k) == v
+        assert c.target_metric("hoard_writeback_uploads_total") == len(data)
+        assert objects() == len(data)
+        assert status(c, b)["dirty_objects"] == 0
+    finally:
+        problems = c.stop()
+    assert not problems, problems
