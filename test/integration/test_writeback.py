@@ -22,7 +22,8 @@ import uuid
 import pytest
 
 import helpers
-from cachefix import C_KEYS, S3RVER_KEY, CNode, HoardCluster, profiles, s3rver  # noqa: F401
+from cachefix import (C_KEYS, S3RVER_KEY, UP_KEYS, CNode, HoardCluster, profiles,  # noqa: F401
+                      s3rver)
 from conftest import BIN_DIR, REPO, _TARGETS
 
 WB_TARGET = ["--upstream.retries", "0", "--upstream.backoff_ms", "50",
@@ -463,6 +464,54 @@ def test_newer_write_stops_inflight_upload(slow, s3rver):  # noqa: F811
     assert upstream_keys(s3rver, b) == ["ckpt.pt"]
     assert slow.target_metric("hoard_writeback_superseded_total") - stopped == 2
     assert status(slow, b)["dirty_objects"] == 0
+
+
+def test_hoard_upstream_same_etag_and_no_orphan_parts(slow, s3rver, tmp_path_factory,  # noqa: F811
+                                                      log_dir):
+    """With an upstream that computes ETags as AWS S3 does (another hoard cluster, which also
+    implements AbortMultipartUpload and ListMultipartUploads): an object written in parts
+    ends upstream with the very ETag hoard gave the client; one written as a single PUT past
+    the threshold gets a multipart ETag upstream (documented); an upload stopped by an
+    overwrite is aborted upstream, so no incomplete upload is left behind."""
+    from boto3.s3.transfer import TransferConfig
+    import io
+    up = HoardCluster("wbup", str(tmp_path_factory.mktemp("wbup")), log_dir, _TARGETS, UP_KEYS,
+                      ntargets=1)
+    up.start()
+    try:
+        b = uname("wbh")
+        ups3 = up.s3()
+        ups3.create_bucket(Bucket=b)
+        slow.create_cloud_bucket(b, up.url, "hoardup", {"write_policy": "back"})
+        s3 = slow.s3()
+        parts, single = os.urandom(13 * MiB + 7), os.urandom(12 * MiB + 1)
+        s3.upload_fileobj(io.BytesIO(parts), b, "parts",
+                          Config=TransferConfig(multipart_threshold=5 * MiB,
+                                                multipart_chunksize=7 * MiB))
+        s3.put_object(Bucket=b, Key="single", Body=single)
+        local = {k: s3.head_object(Bucket=b, Key=k)["ETag"] for k in ("parts", "single")}
+        assert local["parts"].endswith('-2"') and local["single"] == '"%s"' % md5(single)
+        assert flush(slow, b)["state"] == "done"
+        remote = {k: ups3.head_object(Bucket=b, Key=k)["ETag"] for k in local}
+        assert remote["parts"] == local["parts"], (local, remote)
+        assert remote["single"].endswith('-3"'), remote
+        assert md5(ups3.get_object(Bucket=b, Key="parts")["Body"].read()) == md5(parts)
+        assert md5(ups3.get_object(Bucket=b, Key="single")["Body"].read()) == md5(single)
+
+        stopped = slow.target_metric("hoard_writeback_superseded_total")
+        s3.put_object(Bucket=b, Key="ckpt", Body=os.urandom(24 * MiB))
+        wait_uploading(slow, b)
+        helpers.wait_until(lambda: ups3.list_multipart_uploads(Bucket=b).get("Uploads"),
+                           timeout=60, what="the upstream multipart upload begun")
+        newer = os.urandom(1000)
+        s3.put_object(Bucket=b, Key="ckpt", Body=newer)
+        assert flush(slow, b)["state"] == "done"
+        assert slow.target_metric("hoard_writeback_superseded_total") - stopped == 1
+        assert ups3.get_object(Bucket=b, Key="ckpt")["Body"].read() == newer
+        assert ups3.list_multipart_uploads(Bucket=b).get("Uploads", []) == []
+    finally:
+        problems = up.stop()
+    assert not problems, problems
 
 
 def test_mountpath_move_keeps_one_dirty_copy(tmp_path_factory, log_dir, profiles,  # noqa: F811
