@@ -32,6 +32,7 @@
 #include "target/object/object.h"
 
 #define WB_BATCH 64
+#define WB_REAP_MS 30000         /* how often interrupted multipart uploads are looked for */
 #define S3_MIN_PART (5ull << 20) /* the upstream's rules for multipart uploads */
 #define S3_MAX_PART (5ull << 30)
 #define S3_MAX_PARTS 10000
@@ -48,6 +49,8 @@ struct hd_wb {
     int workers;
     long max_bps, backoff_ms, backoff_max_ms;
     uint64_t dirty_max, mp_threshold, part_size;
+    int64_t gen;     /* this process's id in wbmpu */
+    int64_t reap_ms; /* when wb_reap runs next (worker 0) */
     pthread_t *thr;
     int nthr;
     pthread_mutex_t mu;
@@ -175,15 +178,32 @@ static int wb_layout(const struct hd_wb *wb, const struct hd_obj_meta *m, uint64
     return 0;
 }
 
+/* Aborts upload_id of remote/name upstream (not stopped by what stopped the upload, not
+ * held to the bandwidth cap): 0, or the error (none left to abort is success). */
+static int wb_abort(const struct hd_s3c *s3, const char *remote, const char *name,
+                    const char *upload_id, struct hd_s3c_err *err)
+{
+    struct hd_s3c a = *s3;
+    int rc;
+
+    a.stop = NULL;
+    a.max_send_bps = 0;
+    rc = hd_s3c_mpu_abort(&a, remote, name, upload_id, err);
+    return rc == HD_ENOSUCHUPLOAD || rc == HD_ENOSUCHKEY ? 0 : rc;
+}
+
 /* Sends fd (m's content) to the upstream as a multipart upload of the parts sizes[0..n);
- * etag gets the upstream's ETag. On failure the upstream's upload is aborted, so no parts are
- * left behind (best effort: an upstream that cannot abort keeps them until its lifecycle
- * rule). */
-static int wb_put_parts(const struct hd_s3c *s3, const char *remote, const char *name,
-                        const struct hd_obj_meta *m, int fd, const uint64_t *sizes, size_t n,
-                        char etag[48], struct hd_s3c_err *err)
+ * etag gets the upstream's ETag. The upload id is recorded (wbmpu) until it is completed or
+ * aborted; on failure it is aborted at once, so no parts are left behind. An abort that
+ * fails (the upstream down, or without AbortMultipartUpload) is retried by wb_reap, as are
+ * the uploads a crash cut short. */
+static int wb_put_parts(struct hd_wb *wb, const struct hd_wb_ent *e, const struct hd_s3c *s3,
+                        const char *remote, const struct hd_obj_meta *m, int fd,
+                        const uint64_t *sizes, size_t n, char etag[48], struct hd_s3c_err *err)
 {
     char id[1024], (*etags)[48] = calloc(n, sizeof(*etags));
+    struct hd_store *st = wb->c->st;
+    struct hd_s3c_err aerr;
     unsigned char md5[16];
     uint64_t off = 0;
     size_t i;
@@ -191,35 +211,75 @@ static int wb_put_parts(const struct hd_s3c *s3, const char *remote, const char 
 
     if (!etags)
         return -ENOMEM;
-    if ((rc = hd_s3c_mpu_create(s3, remote, name, m->ctype, m->meta, m->hdrs, id, sizeof(id),
+    if ((rc = hd_s3c_mpu_create(s3, remote, e->name, m->ctype, m->meta, m->hdrs, id, sizeof(id),
                                 err)) < 0) {
         free(etags);
         return rc;
     }
+    hd_store_wb_mpu_begun(st, e->mpi, e->bucket, e->name, id, wb->gen);
     for (i = 0; i < n && rc == 0; off += sizes[i++]) {
         if ((rc = range_md5(fd, off, sizes[i], md5)) < 0) {
             snprintf(err->msg, sizeof(err->msg), "reading part %zu back: %s", i + 1,
                      hd_strerror(rc));
             break;
         }
-        rc = hd_s3c_mpu_part(s3, remote, name, id, (int)i + 1, fd, off, sizes[i], md5, etags[i],
+        rc = hd_s3c_mpu_part(s3, remote, e->name, id, (int)i + 1, fd, off, sizes[i], md5, etags[i],
                              err);
     }
     if (rc == 0)
-        rc = hd_s3c_mpu_complete(s3, remote, name, id, (const char(*)[48])etags, n, etag, err);
-    if (rc < 0) {
-        struct hd_s3c a = *s3; /* not stopped by what stopped the upload */
-        struct hd_s3c_err aerr;
-        a.stop = NULL;
-        a.max_send_bps = 0;
-        if (hd_s3c_mpu_abort(&a, remote, name, id, &aerr) < 0 && aerr.code != HD_ENOSUCHUPLOAD)
-            HD_LOG(HD_WARN, NULL,
-                   "write-back %s/%s: aborting the upstream's multipart upload %s failed "
-                   "(its parts stay until the upstream's lifecycle rule removes them): %s",
-                   remote, name, id, aerr.msg);
+        rc = hd_s3c_mpu_complete(s3, remote, e->name, id, (const char(*)[48])etags, n, etag, err);
+    if (rc == 0) {
+        hd_store_wb_mpu_ended(st, e->mpi, e->bucket, e->name, id, 0);
+    } else if (wb_abort(s3, remote, e->name, id, &aerr) == 0) {
+        hd_store_wb_mpu_ended(st, e->mpi, e->bucket, e->name, id, 0);
+    } else {
+        HD_LOG(HD_WARN, NULL,
+               "write-back %s/%s: aborting the upstream's multipart upload %s failed (tried "
+               "again later): %s",
+               remote, e->name, id, aerr.msg);
+        hd_store_wb_mpu_ended(st, e->mpi, e->bucket, e->name, id, 1);
     }
     free(etags);
     return rc;
+}
+
+/* Aborts the upstream multipart uploads that a crash (or a failed abort) left behind: those
+ * recorded by another process, or marked orphan. Each stays recorded until its abort
+ * succeeds (or its bucket is no longer S3-backed). */
+static void wb_reap(struct hd_wb *wb)
+{
+    struct hd_cache *c = wb->c;
+    size_t mpi, i, n;
+
+    for (mpi = 0; mpi < hd_store_nmp(c->st) && !atomic_load(&c->stopping); mpi++) {
+        struct hd_wb_mpu *v = NULL;
+        if (hd_store_wb_mpu_stale(c->st, mpi, wb->gen, 64, &v, &n) < 0)
+            continue;
+        for (i = 0; i < n && !atomic_load(&c->stopping); i++) {
+            struct hd_cbucket *cb = hd_cache_bucket(c, v[i].bucket);
+            struct hd_s3c_err err;
+            int rc = 0;
+            if (cb) {
+                rc = wb_abort(&cb->s3, cb->remote, v[i].name, v[i].upload_id, &err);
+                if (rc < 0 && permanent(rc, &err) && err.status != 404)
+                    HD_LOG(HD_WARN, NULL,
+                           "write-back %s/%s: aborting the upstream's multipart upload %s: %s "
+                           "(its parts stay until the upstream's lifecycle rule removes them)",
+                           cb->remote, v[i].name, v[i].upload_id, err.msg);
+                if (rc < 0 && (permanent(rc, &err) || err.status == 404))
+                    rc = 0; /* the upstream will not do it (405, 403, ...): stop asking */
+                hd_cbucket_unref(cb);
+            }
+            if (rc == 0) {
+                HD_LOG(HD_INFO, NULL,
+                       "write-back %s/%s: multipart upload %s left by an interrupted upload "
+                       "aborted",
+                       v[i].bucket, v[i].name, v[i].upload_id);
+                hd_store_wb_mpu_ended(c->st, mpi, v[i].bucket, v[i].name, v[i].upload_id, 0);
+            }
+        }
+        hd_store_wb_mpu_free(v, n);
+    }
 }
 
 /* Uploads (or deletes upstream) entry e: 0, or the error with msg filled. */
@@ -274,7 +334,7 @@ static int wb_send(struct hd_wb *wb, const struct hd_wb_ent *e, struct hd_cbucke
         goto done;
     }
     if (nparts) {
-        rc = wb_put_parts(&s3, cb->remote, e->name, &m, fd, sizes, nparts, etag, &err);
+        rc = wb_put_parts(wb, e, &s3, cb->remote, &m, fd, sizes, nparts, etag, &err);
         if (rc == 0) {
             atomic_fetch_add(&wb->multipart, 1);
             if (strcmp(etag, m.etag) != 0)
@@ -421,6 +481,13 @@ static void *wb_main(void *arg)
 
     pthread_mutex_lock(&wb->mu);
     while (!atomic_load(&wb->c->stopping)) {
+        if (w->slot == 0 && now_ms() >= wb->reap_ms) {
+            wb->reap_ms = now_ms() + WB_REAP_MS;
+            pthread_mutex_unlock(&wb->mu);
+            wb_reap(wb);
+            pthread_mutex_lock(&wb->mu);
+            continue;
+        }
         if (wb_claim(wb, &e) != 0) {
             struct timespec ts;
             if (wb->kicked) {
@@ -468,6 +535,11 @@ int hd_wb_new(struct hd_cache *c, const struct hd_config *cfg, struct hd_wb **ou
     wb->workers = (int)hd_config_int(cfg, "writeback.workers");
     wb->max_bps = (long)hd_config_int(cfg, "writeback.max_bps");
     wb->dirty_max = (uint64_t)hd_config_int(cfg, "writeback.dirty_max");
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        wb->gen = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    }
     wb->mp_threshold = (uint64_t)hd_config_int(cfg, "writeback.multipart_threshold");
     wb->part_size = (uint64_t)hd_config_int(cfg, "writeback.part_size");
     wb->backoff_ms = (long)hd_config_int(cfg, "writeback.backoff_ms");

@@ -472,7 +472,8 @@ def test_hoard_upstream_same_etag_and_no_orphan_parts(slow, s3rver, tmp_path_fac
     implements AbortMultipartUpload and ListMultipartUploads): an object written in parts
     ends upstream with the very ETag hoard gave the client; one written as a single PUT past
     the threshold gets a multipart ETag upstream (documented); an upload stopped by an
-    overwrite is aborted upstream, so no incomplete upload is left behind."""
+    overwrite is aborted upstream, and one cut short by kill -9 is aborted after the restart,
+    so no incomplete upload is left behind."""
     from boto3.s3.transfer import TransferConfig
     import io
     up = HoardCluster("wbup", str(tmp_path_factory.mktemp("wbup")), log_dir, _TARGETS, UP_KEYS,
@@ -509,6 +510,22 @@ def test_hoard_upstream_same_etag_and_no_orphan_parts(slow, s3rver, tmp_path_fac
         assert slow.target_metric("hoard_writeback_superseded_total") - stopped == 1
         assert ups3.get_object(Bucket=b, Key="ckpt")["Body"].read() == newer
         assert ups3.list_multipart_uploads(Bucket=b).get("Uploads", []) == []
+
+        # kill -9 in the middle of a multipart upload: after the restart the upload is sent
+        # again and the one the crash interrupted is aborted upstream
+        big = os.urandom(24 * MiB)
+        s3.put_object(Bucket=b, Key="crash", Body=big)
+        wait_uploading(slow, b)
+        first = helpers.wait_until(lambda: ups3.list_multipart_uploads(Bucket=b).get("Uploads"),
+                                   timeout=60, what="the upstream multipart upload begun")
+        t = slow.targets[0]
+        t.kill9()
+        t.start()
+        helpers.wait_until(lambda: len(slow.smap()["tmap"]) == 1, timeout=30, what="target back")
+        assert flush(slow, b)["state"] == "done"
+        assert md5(ups3.get_object(Bucket=b, Key="crash")["Body"].read()) == md5(big)
+        helpers.wait_until(lambda: not ups3.list_multipart_uploads(Bucket=b).get("Uploads"),
+                           timeout=60, what="no incomplete upload left (was %s)" % first)
     finally:
         problems = up.stop()
     assert not problems, problems
