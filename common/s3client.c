@@ -22,7 +22,7 @@
 #include "common/sigv4.h"
 #include "common/xml.h"
 
-#define ERRBODY_MAX (64u * 1024)
+#define ERRBODY_MAX ((size_t)64 * 1024)
 #define LISTBODY_MAX (8u << 20)
 #define MAX_HDRS 24
 

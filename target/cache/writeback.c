@@ -228,9 +228,7 @@ static int wb_put_parts(struct hd_wb *wb, const struct hd_wb_ent *e, const struc
     }
     if (rc == 0)
         rc = hd_s3c_mpu_complete(s3, remote, e->name, id, (const char(*)[48])etags, n, etag, err);
-    if (rc == 0) {
-        hd_store_wb_mpu_ended(st, e->mpi, e->bucket, e->name, id, 0);
-    } else if (wb_abort(s3, remote, e->name, id, &aerr) == 0) {
+    if (rc == 0 || wb_abort(s3, remote, e->name, id, &aerr) == 0) { /* completed, or aborted */
         hd_store_wb_mpu_ended(st, e->mpi, e->bucket, e->name, id, 0);
     } else {
         HD_LOG(HD_WARN, NULL,

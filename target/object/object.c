@@ -367,7 +367,7 @@ int hd_obj_part_sizes(const struct hd_obj_meta *m, uint64_t **sizes, size_t *n)
         rc = HD_EINTERNAL; /* sizes that do not add up: never serve past the file */
 out:
     json_decref(a);
-    if (rc < 0) {
+    if (rc < 0 || !cnt) { /* runs of count 0 only: not uploaded in parts either */
         free(out);
         return rc;
     }
