@@ -268,8 +268,8 @@ static void props_patch(struct hd_req *r, struct hd_proxy *p, const char *bucket
  * dirty age is the largest), with each target's own numbers under "targets". */
 static void writeback_get(struct hd_req *r, struct hd_proxy *p, const char *bucket)
 {
-    static const char *const sums[] = {"dirty_objects", "dirty_bytes", "queue_depth", "failed",
-                                       NULL};
+    static const char *const sums[] = {"dirty_objects", "dirty_bytes", "queue_depth",
+                                       "failed",        "uploading",   NULL};
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
     struct hd_proxy_fan f;
@@ -300,9 +300,9 @@ static void writeback_get(struct hd_req *r, struct hd_proxy *p, const char *buck
         goto done;
     }
     targets = json_object();
-    out = json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "bucket", bucket, "dirty_objects",
+    out = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "bucket", bucket, "dirty_objects",
                     (json_int_t)0, "dirty_bytes", (json_int_t)0, "queue_depth", (json_int_t)0,
-                    "failed", (json_int_t)0, "targets", targets);
+                    "failed", (json_int_t)0, "uploading", (json_int_t)0, "targets", targets);
     for (i = 0, k = 0; out && i < s->n; i++) {
         const struct hd_node *n = &s->nodes[i];
         const struct hd_httpc_call *c = NULL;

@@ -110,7 +110,13 @@ static const char schema[] =
     " op INTEGER NOT NULL, file TEXT, size INTEGER NOT NULL, etag TEXT, queued INTEGER NOT NULL,"
     " attempts INTEGER NOT NULL DEFAULT 0, next_try INTEGER NOT NULL DEFAULT 0,"
     " failed INTEGER NOT NULL DEFAULT 0, err TEXT);"
-    "CREATE INDEX IF NOT EXISTS wbq_key ON wbq(bucket, name);";
+    "CREATE INDEX IF NOT EXISTS wbq_key ON wbq(bucket, name);"
+    /* Upstream multipart uploads the uploader has begun and not yet completed or aborted
+     * (store_wbq.c): what a crash leaves is aborted after the restart. */
+    "CREATE TABLE IF NOT EXISTS wbmpu("
+    " upload_id TEXT NOT NULL, bucket TEXT NOT NULL, name TEXT NOT NULL,"
+    " gen INTEGER NOT NULL, orphan INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(bucket, name, upload_id));";
 
 /* Run once per mountpath at open: the usage row of a catalog created before it existed. */
 static const char usage_init[] =
