@@ -131,7 +131,7 @@ struct mountpath {
     int dirfd; /* O_PATH descriptor of path: content files are opened relative to it */
     uint64_t digest;
     pthread_mutex_t mu;
-    struct conn *free;     /* idle connections */
+    struct conn *free; /* idle connections */
     /* group commit of PUTs (store.c: hd_put_commit): rows queued while a leader commits are
      * committed together by the next leader, in one transaction */
     pthread_mutex_t gmu;
