@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/batch.h"
 #include "common/json.h"
@@ -192,6 +193,77 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b)
     return 0;
 }
 
+/* Batch GET served by a target (issue 14): the owner of most entries (the designated target)
+ * gets the client by a 307 to /v1/batch/<SHA-256 of the body>, signed like an object
+ * redirect. It reads its own entries from disk and fetches the others from their owners in
+ * parallel, so a mini-batch streams like a shard instead of every sample taking an HTTP hop
+ * through the proxy. The body's hash in the signed path keeps the capability to this body
+ * (the proxy authorised its buckets). HD_DONE when r was answered, HD_DECLINED to stream
+ * here (an entry without an available owner: the stream reports it as before). */
+static int batch_redirect(struct hd_req *r, struct hd_proxy *p, const struct hd_batch *b,
+                          const char *body, size_t len)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    struct hd_bmd *bmd = hd_smap_state_bmd(p->cs);
+    const struct hd_node **nodes = NULL, *best = NULL;
+    size_t *counts = NULL, nn = 0, i, j;
+    char hex[65], path[80];
+    struct hd_buf loc;
+    int rc = HD_DECLINED;
+
+    if (!s || !(nodes = calloc(s->n, sizeof(*nodes))) || !(counts = calloc(s->n, sizeof(*counts))))
+        goto out;
+    for (i = 0; i < b->n; i++) {
+        const struct hd_node *owner = NULL;
+        char *uname = NULL;
+        size_t ulen;
+        int ok = hd_bmd_find(bmd, b->e[i].bucket) && /* else the stream here reports it */
+                 hd_proxy_uname(p, b->e[i].bucket, b->e[i].name, &uname, &ulen) == 0 &&
+                 hd_smap_owner(s, uname, ulen, &owner) == 0 && owner && !owner->down;
+        free(uname);
+        if (!ok)
+            goto out;
+        for (j = 0; j < nn && nodes[j] != owner; j++)
+            ;
+        if (j == nn) {
+            if (nn == s->n)
+                goto out;
+            nodes[nn++] = owner;
+        }
+        counts[j]++;
+    }
+    for (j = 0; j < nn; j++) /* the first of the most, so that ties are decided by order */
+        if (!best || counts[j] > counts[0]) {
+            best = nodes[j];
+            nodes[0] = nodes[j];
+            counts[0] = counts[j];
+        }
+    if (!best)
+        goto out;
+    hd_nodeauth_sha256_hex(body, len, hex);
+    snprintf(path, sizeof(path), "/v1/batch/%s", hex);
+    hd_buf_init(&loc);
+    hd_buf_printf(&loc, "%s%s?pid=%s", best->url, path, p->self.id);
+    if (hd_nodeauth_on(p->na)) {
+        long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
+        char sig[65];
+        hd_nodeauth_psig(p->na, r->method, path, ptime, best->id, sig);
+        hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
+    }
+    if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)
+        hd_resp_err(r, -ENOMEM);
+    else
+        hd_resp_empty(r, 307);
+    hd_buf_cleanup(&loc);
+    rc = HD_DONE;
+out:
+    free(nodes);
+    free(counts);
+    hd_smap_unref(s);
+    hd_bmd_unref(bmd);
+    return rc;
+}
+
 static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct pbatch *pb = arg;
@@ -213,6 +285,10 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
     if ((rc = authorize(pb, b)) < 0 || (rc = hd_batch_check_payload(&pb->a, body, len)) < 0) {
         hd_batch_free(b);
         hd_resp_err(r, rc);
+        return;
+    }
+    if (!pb->moss && pb->p->native_redirect && batch_redirect(r, pb->p, b, body, len) == HD_DONE) {
+        hd_batch_free(b);
         return;
     }
     hd_batch_respond(r, b, resolve, pb->p, NULL);

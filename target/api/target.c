@@ -214,7 +214,7 @@ void hd_target_handle(struct hd_req *r, void *ctx)
         hd_target_plans(r, t);
     } else if (strcmp(p, "/v1/daemon") == 0) {
         hd_daemon_handle(r, t);
-    } else if (strcmp(p, "/v1/batch") == 0) {
+    } else if (strcmp(p, "/v1/batch") == 0 || strncmp(p, "/v1/batch/", 10) == 0) {
         hd_target_batch(r, t);
     } else if (strncmp(p, "/v1/", 4) == 0) {
         hd_native_handle(r, t);
