@@ -288,8 +288,10 @@ def curl_batch(proxy, bucket, names, per, conns, cfg, seed):
                           fb)
             if k:
                 f.write("next\n")
+            # per transfer: "next" resets every option but the global ones
             f.write('url = "%s/v1/batch"\ndata-binary = "@%s"\noutput = "/dev/null"\n'
-                     'header = "Content-Type: application/json"\n' % (proxy, body))
+                     'header = "Content-Type: application/json"\nlocation\nfail\nsilent\n'
+                     'show-error\nwrite-out = "%%{size_download}\\n"\n' % (proxy, body))
     t0 = time.monotonic()
     p = subprocess.run(["curl", "-s", "-S", "-f", "-L", "-Z", "--parallel-max", str(conns),
                         "--parallel-immediate", "-w", "%{size_download}\\n", "-K", cfg],
