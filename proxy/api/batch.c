@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/batch.h"
 #include "common/json.h"
@@ -18,6 +17,7 @@
 #include "common/httputil.h"
 #include "common/metrics.h"
 #include "common/nodeauth.h"
+#include "proxy/data/data.h"
 
 static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
 {
@@ -208,7 +208,6 @@ static int batch_redirect(struct hd_req *r, struct hd_proxy *p, const struct hd_
     const struct hd_node **nodes = NULL, *best = NULL;
     size_t *counts = NULL, nn = 0, i, j;
     char hex[65], path[80];
-    struct hd_buf loc;
     int rc = HD_DECLINED;
 
     if (!s || !(nodes = calloc(s->n, sizeof(*nodes))) || !(counts = calloc(s->n, sizeof(*counts))))
@@ -242,19 +241,7 @@ static int batch_redirect(struct hd_req *r, struct hd_proxy *p, const struct hd_
         goto out;
     hd_nodeauth_sha256_hex(body, len, hex);
     snprintf(path, sizeof(path), "/v1/batch/%s", hex);
-    hd_buf_init(&loc);
-    hd_buf_printf(&loc, "%s%s?pid=%s", best->url, path, p->self.id);
-    if (hd_nodeauth_on(p->na)) {
-        long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
-        char sig[65];
-        hd_nodeauth_psig(p->na, r->method, path, ptime, best->id, sig);
-        hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
-    }
-    if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)
-        hd_resp_err(r, -ENOMEM);
-    else
-        hd_resp_empty(r, 307);
-    hd_buf_cleanup(&loc);
+    hd_proxy_redirect_to(r, p, best->url, best->id, path, "");
     rc = HD_DONE;
 out:
     free(nodes);

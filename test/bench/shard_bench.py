@@ -256,20 +256,26 @@ def warm(cl):
                         pass
 
 
-def curl_read(urls, conns, cfg):
-    """Fetches every URL with one curl: parallel, keep-alive, following 307s. Seconds."""
-    with open(cfg, "w") as f:
-        for u in urls:
-            f.write('url = "%s"\noutput = "/dev/null"\n' % u)
+def run_curl(cfg, conns, what):
+    """One curl over the transfers in config file cfg: parallel, keep-alive, following
+    307s. Seconds and the bytes curl reports."""
     t0 = time.monotonic()
     p = subprocess.run(["curl", "-s", "-S", "-f", "-L", "-Z", "--parallel-max", str(conns),
                         "--parallel-immediate", "-w", "%{size_download}\\n", "-K", cfg],
                        capture_output=True)
     secs = time.monotonic() - t0
     if p.returncode != 0:
-        raise SystemExit("shard bench: curl failed (%d): %s" % (p.returncode,
-                                                             p.stderr.decode()[-500:]))
+        raise SystemExit("shard bench: %s curl failed (%d): %s" % (what, p.returncode,
+                                                                p.stderr.decode()[-500:]))
     return secs, sum(int(x) for x in p.stdout.split())
+
+
+def curl_read(urls, conns, cfg):
+    """Fetches every URL with one curl. Seconds, bytes."""
+    with open(cfg, "w") as f:
+        for u in urls:
+            f.write('url = "%s"\noutput = "/dev/null"\n' % u)
+    return run_curl(cfg, conns, "read")
 
 
 def curl_batch(proxy, bucket, names, per, conns, cfg, seed):
@@ -292,15 +298,7 @@ def curl_batch(proxy, bucket, names, per, conns, cfg, seed):
             f.write('url = "%s/v1/batch"\ndata-binary = "@%s"\noutput = "/dev/null"\n'
                      'header = "Content-Type: application/json"\nlocation\nfail\nsilent\n'
                      'show-error\nwrite-out = "%%{size_download}\\n"\n' % (proxy, body))
-    t0 = time.monotonic()
-    p = subprocess.run(["curl", "-s", "-S", "-f", "-L", "-Z", "--parallel-max", str(conns),
-                        "--parallel-immediate", "-w", "%{size_download}\\n", "-K", cfg],
-                       capture_output=True)
-    secs = time.monotonic() - t0
-    if p.returncode != 0:
-        raise SystemExit("shard bench: batch curl failed (%d): %s" % (p.returncode,
-                                                                   p.stderr.decode()[-500:]))
-    return secs, sum(int(x) for x in p.stdout.split())
+    return run_curl(cfg, conns, "batch")
 
 
 def fmt(vals, nd=0):
