@@ -205,12 +205,16 @@ static int batch_redirect(struct hd_req *r, struct hd_proxy *p, const struct hd_
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     struct hd_bmd *bmd = hd_smap_state_bmd(p->cs);
-    const struct hd_node **nodes = NULL, *best = NULL;
-    size_t *counts = NULL, nn = 0, i, j;
+    struct owner_count {
+        const struct hd_node *node;
+        size_t n;
+    } *oc = NULL;
+    const struct hd_node *best = NULL;
+    size_t nn = 0, i, j, most = 0;
     char hex[65], path[80];
     int rc = HD_DECLINED;
 
-    if (!s || !(nodes = calloc(s->n, sizeof(*nodes))) || !(counts = calloc(s->n, sizeof(*counts))))
+    if (!s || !(oc = calloc(s->n, sizeof(*oc))))
         goto out;
     for (i = 0; i < b->n; i++) {
         const struct hd_node *owner = NULL;
@@ -222,20 +226,19 @@ static int batch_redirect(struct hd_req *r, struct hd_proxy *p, const struct hd_
         free(uname);
         if (!ok)
             goto out;
-        for (j = 0; j < nn && nodes[j] != owner; j++)
+        for (j = 0; j < nn && oc[j].node != owner; j++)
             ;
         if (j == nn) {
             if (nn == s->n)
                 goto out;
-            nodes[nn++] = owner;
+            oc[nn++].node = owner;
         }
-        counts[j]++;
+        oc[j].n++;
     }
     for (j = 0; j < nn; j++) /* the first of the most, so that ties are decided by order */
-        if (!best || counts[j] > counts[0]) {
-            best = nodes[j];
-            nodes[0] = nodes[j];
-            counts[0] = counts[j];
+        if (oc[j].n > most) {
+            best = oc[j].node;
+            most = oc[j].n;
         }
     if (!best)
         goto out;
@@ -244,8 +247,7 @@ static int batch_redirect(struct hd_req *r, struct hd_proxy *p, const struct hd_
     hd_proxy_redirect_to(r, p, best->url, best->id, path, "");
     rc = HD_DONE;
 out:
-    free(nodes);
-    free(counts);
+    free(oc);
     hd_smap_unref(s);
     hd_bmd_unref(bmd);
     return rc;

@@ -530,7 +530,7 @@ static void put_end(struct hd_req *r)
         a.etag = uetag;
     }
     if (!pc->hooks.commit && pc->t->disk && (!pc->cb || a.writeback)) {
-        if ((rc = commit_start(r, pc, &a)) == 0) {
+        if (commit_start(r, pc, &a) == 0) {
             put_end(r); /* parks, or answers when the commit is already done */
             return;
         }

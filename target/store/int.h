@@ -17,7 +17,7 @@
 #define MAX_MP 64
 #define WBUF (256 * 1024)
 /* Puts announced at least this large hash on the hash pool (hpipe.h). */
-#define HPIPE_MIN (1024 * 1024)
+#define HPIPE_MIN (1u << 20)
 
 /* Prepared statements of one catalog connection. */
 enum {

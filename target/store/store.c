@@ -801,7 +801,7 @@ static int put_begin(struct hd_store *st, const char *bucket, const char *name, 
     }
     hd_md5_init(&p->md5);
     if (size >= HPIPE_MIN && st->hash_pool &&
-        (rc = hd_hpipe_new(st->hash_pool, &p->md5, p->wbuf, WBUF, &p->hp)) < 0)
+        (rc = hd_hpipe_new(st->hash_pool, &p->md5, p->wbuf, (size_t)WBUF, &p->hp)) < 0)
         goto fail;
     snprintf(p->rel, sizeof(p->rel), "objs/%.2s/%.2s/%s", id, id + 2, id);
     snprintf(p->tmp, sizeof(p->tmp), "%s/tmp/%s", p->mp->path, id);
