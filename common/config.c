@@ -53,6 +53,9 @@ static const struct def defs[] = {
     {"log.error", STR, "-", 0, 0, 0, "error log file (- = stderr)"},
     {"log.access", STR, "", 0, 0, 0, "access log file (- = stdout, empty = off)"},
     {"store.fsync", BOOL, "true", 0, 0, 0, "fsync objects before acknowledging a PUT"},
+    {"store.commit_workers", INT, "16", 0, 1024, 0,
+     "threads that commit PUTs (fsync, rename, catalog) while the connection waits; 0 = on "
+     "the HTTP worker"},
     {"store.max_object", INT, "5497558138880", 0, 5497558138880LL, 0, "largest object, bytes"},
     {"store.meta_cache", INT, "200000", 0, 100000000, 0,
      "catalog rows of recently read objects kept in memory for GET/HEAD (0 = off)"},

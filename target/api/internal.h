@@ -32,6 +32,7 @@ struct hd_target {
     struct hd_rb *rb;       /* rebalance, get-from-neighbour, deletes while objects move */
     struct hd_cache *cache; /* S3-backed buckets: upstreams, cold GET, LRU (cache.h) */
     struct hd_pool *pool;   /* blocking work off the HTTP workers (upstream, other nodes) */
+    struct hd_pool *disk;   /* PUT commits (fsync, rename, catalog): store.commit_workers */
 };
 
 /* Who is asking: 0 with *a filled for a verified request (a->anonymous for a request without
