@@ -976,7 +976,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (!r->bucket[0])
             native_bucket(r);
         if (r->bucket[0])
-            hd_metrics_bucket(r->bucket, r->op, r->bytes_in, r->bytes_out);
+            hd_metrics_bucket(r->bucket, r->op, r->status, r->bytes_in, r->bytes_out);
         hd_log_access(r->id, hd_req_remote(r, remote, sizeof(remote)), r->method, r->raw_uri,
                       r->status, r->bytes_in, r->bytes_out, secs);
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
@@ -1293,7 +1293,7 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     unsigned threads;
     unsigned flags;
     long n;
-    int fd, attempt;
+    int fd;
 
     if (parse_listen(cfg->listen, &ss, &sl) < 0)
         return -EINVAL;
@@ -1334,33 +1334,16 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
         /* with tls.client_auth, HTTPS_MEM_TRUST makes GnuTLS ask for a client certificate;
          * hd_tls_peer_ok checks it */
     }
-    for (attempt = 0;; attempt++) {
-        if (cfg->loops) {
-            int rc = workers_start(s, cfg, flags, fd, threads);
-            if (rc == 0)
-                break;
-            if (attempt == 1) {
-                close(fd);
-                pthread_mutex_destroy(&s->park_mu);
-                free(s);
-                return rc;
-            }
-        } else {
-            s->d = start_daemon(s, cfg, flags, fd, threads, (unsigned)cfg->max_conns);
-            if (s->d || attempt == 1)
-                break;
-        }
-        /* seen once under heavy load, with nothing in libmicrohttpd's log: say what errno
-         * says and try once more on a fresh socket */
-        HD_LOG(HD_WARN, NULL, "http: libmicrohttpd did not start on %s (%s); trying again",
-               cfg->listen, strerror(errno));
-        close(fd);
-        usleep(100 * 1000);
-        if ((fd = listen_socket(&ss, sl)) < 0) {
+    if (cfg->loops) {
+        int rc = workers_start(s, cfg, flags, fd, threads);
+        if (rc < 0) {
+            close(fd);
             pthread_mutex_destroy(&s->park_mu);
             free(s);
-            return fd;
+            return rc;
         }
+    } else {
+        s->d = start_daemon(s, cfg, flags, fd, threads, (unsigned)cfg->max_conns);
     }
     if (!s->d) {
         close(fd);

@@ -60,7 +60,7 @@ static int copy_one(struct hd_job *j, struct hd_tcluster *cl, CURL *cu, size_t m
         snprintf(msg, sizeof(msg), "%s/%s: the owner of %s/%s (%s) is down", j->bucket, name, dst,
                  name, url);
         rc = HD_EUNAVAIL;
-    } else if ((rc = hd_rb_put_local(st, dst, name, &m, fd)) < 0) {
+    } else if ((rc = hd_rb_put_local(st, dst, name, &m, fd, 0)) < 0) {
         snprintf(msg, sizeof(msg), "%s/%s -> %s: %s", j->bucket, name, dst, hd_strerror(rc));
     }
     close(fd);
@@ -85,6 +85,11 @@ static int copy_run(struct hd_job *j, void *ctx)
     CURL *cu = NULL;
     int rc = 0;
 
+    if (!prefix && !json_is_null(json_object_get(j->args, "prefix")) &&
+        json_object_get(j->args, "prefix")) {
+        copy_result(j, "args.prefix must be a string", "");
+        return HD_EBADARG;
+    }
     if (!dst || !*dst || strcmp(dst, j->bucket) == 0) {
         copy_result(j, "args.to must name another bucket", "");
         return HD_EBADARG;
