@@ -888,7 +888,7 @@ static void stream_disown(void *arg)
     s->free_cb = NULL;
 }
 
-#define STREAM_BLOCK (256u * 1024)
+#define STREAM_BLOCK ((size_t)256 * 1024)
 
 int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader, void *cls,
                    void (*free_cb)(void *cls))
