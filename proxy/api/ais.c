@@ -110,7 +110,8 @@ static void login_end(struct hd_req *r, void *ctx, json_t *j)
     double v;
     int rc;
 
-    if (!k || !pw || !hd_kdf_equal(k->secret, pw)) {
+    /* an unknown key costs the same comparison as a wrong password */
+    if (!hd_kdf_equal(k ? k->secret : "-unknown-key-", pw) || !k) {
         hd_stats_inc(HD_ST_AUTH_FAILED);
         hd_resp_err_msg(r, HD_EACCESS, "invalid credentials");
         return;
