@@ -22,7 +22,8 @@ import pytest
 import requests
 
 import helpers
-from conftest import (ACCESS_KEY, BIN_DIR, CLUSTER_SECRET, SECRET_KEY, _stop_nodes,
+from cachefix import profiles, s3rver  # noqa: F401 (fixtures)
+from conftest import (ACCESS_KEY, BIN_DIR, CLUSTER_SECRET, PERM_BUCKETS, SECRET_KEY, _stop_nodes,
                       start_cluster)
 
 SDK_UA = "ais/python/1.16.0"  # const.py USER_AGENT_BASE "ais/python" + "/" + version
@@ -63,7 +64,7 @@ def forge_token(secret, claims):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, log_dir):
+def cluster(tmp_path_factory, log_dir, profiles):  # noqa: F811 (s3rver's profile for targets)
     nodes, ep = start_cluster(tmp_path_factory, log_dir, "ais-", 2)
     yield ep
     _stop_nodes(nodes)
@@ -394,3 +395,299 @@ def test_list_archive(cluster, sdk, bucket):
     # without the flag: objects only
     res = list_objects(sdk, bucket, prefix="ds/", props="name")
     assert [e["n"] for e in res["Entries"]] == ["ds/shard-0.tar", "ds/shard-0.tar.idx"]
+
+
+# ---- jobs (job.py, bucket.py, multiobj/object_group.py) ----
+
+def action(act, value=None):
+    # types.py ActionMsg(action, name="", value).dict()
+    return {"action": act, "name": "", "value": value}
+
+
+def job_status(sdk, job_id, kind=""):
+    # job.py status(): GET cluster ?what=status, json JobArgs.as_dict() -> JobStatus
+    r = sdk.request("get", "cluster", params={"what": "status"},
+                    json={"ID": job_id, "Kind": kind, "DaemonID": "", "Bck": None,
+                          "Buckets": None})
+    assert r.status_code == 200, r.text
+    st = r.json()
+    # types.py JobStatus: uuid str, err str, end_time int (ns), aborted bool
+    assert st["uuid"] == job_id and isinstance(st["err"], str)
+    assert isinstance(st["end_time"], int) and isinstance(st["aborted"], bool)
+    return st
+
+
+def job_wait(sdk, job_id, kind="", timeout=120):
+    """job.py wait(): status() until end_time != 0 (then err/aborted are logged, not raised)."""
+    box = {}
+
+    def done():
+        box["st"] = job_status(sdk, job_id, kind)
+        return box["st"]["end_time"] != 0
+    helpers.wait_until(done, timeout=timeout, what="job %s to finish" % job_id)
+    assert box["st"]["end_time"] > 10**18  # unix nanoseconds
+    return box["st"]
+
+
+def job_details(sdk, job_id):
+    # job.py get_details(): GET cluster ?what=qryxstats -> AggregatedJobSnap
+    # {node id: [JobSnap {id, kind, start-time, end-time, bck, stats {loc-objs, ...},
+    #  aborted, is_idle, abort-err}]}
+    r = sdk.request("get", "cluster", params={"what": "qryxstats"},
+                    json={"ID": job_id, "Kind": "", "DaemonID": "", "Bck": None,
+                          "Buckets": None})
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert isinstance(d, dict) and d
+    for node, snaps in d.items():
+        assert isinstance(node, str) and isinstance(snaps, list)
+        for sn in snaps:
+            assert sn["id"] == job_id and isinstance(sn["kind"], str)
+            for k in ("start-time", "end-time"):
+                assert isinstance(sn[k], str) and sn[k].endswith("Z")
+            assert isinstance(sn["bck"]["name"], str)
+            assert all(isinstance(sn["stats"][k], int) for k in ("loc-objs", "loc-bytes"))
+            assert isinstance(sn["aborted"], bool) and isinstance(sn["is_idle"], bool)
+    return d
+
+
+def cached_flags(sdk, bucket):
+    v = {"prefix": "", "pagesize": 0, "uuid": "", "props": "name", "continuation_token": "",
+         "flags": "0", "target": ""}
+    r = sdk.request("get", "buckets/" + bucket, params={"provider": "aws"},
+                    json=action("list", v))
+    assert r.status_code == 200, r.text
+    return {e["n"]: bool(e["f"] & (1 << 6)) for e in r.json()["Entries"]}
+
+
+def test_prefetch_and_evict_jobs(cluster, sdk, s3rver):  # noqa: F811
+    src = "aisup-" + uuid.uuid4().hex[:8]
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    objs = {"o%d" % i: helpers.pattern_bytes(1000 + i, i) for i in range(4)}
+    objs.update({"t-%d" % i: b"t%d" % i for i in range(3)})
+    for k, v in objs.items():
+        up.put_object(Bucket=src, Key=k, Body=v)
+    # hoard's own create for an S3-backed bucket (the SDK cannot create remote buckets)
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+    assert r.status_code == 201, r.text
+    assert not any(cached_flags(sdk, src).values())
+    # object_group.py prefetch() with obj_names: POST buckets/B ?provider=aws,
+    # ActionMsg prefetch-listrange, value PrefetchMsg {"objnames", "coer", "latest-ver"}
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json=action("prefetch-listrange", {"objnames": ["o0", "o1"], "coer": False,
+                                                       "latest-ver": False}))
+    assert r.status_code == 200, r.text
+    jid = r.text  # the job id as the body, what the SDK returns (.text)
+    assert jid and "{" not in jid
+    st = job_wait(sdk, jid, "prefetch-listrange")
+    assert st["err"] == "" and not st["aborted"]
+    d = job_details(sdk, jid)
+    snaps = [sn for v in d.values() for sn in v]
+    assert len(d) == 2 and all(sn["kind"] == "prefetch-listrange" for sn in snaps)
+    assert all(sn["bck"] == {"name": src, "provider": "aws", "namespace": {"uuid": "", "name": ""}}
+               for sn in snaps)
+    assert sum(sn["stats"]["loc-objs"] for sn in snaps) == 2
+    assert all(sn["end-time"] != "0001-01-01T00:00:00Z" for sn in snaps)
+    c = cached_flags(sdk, src)
+    assert {k for k, v in c.items() if v} == {"o0", "o1"}, c
+    # with a template (ObjectRange / obj_template: "t-{0..2}") and with a prefix-only template
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json=action("prefetch-listrange", {"template": "t-{0..2}", "coer": True,
+                                                       "latest-ver": False}))
+    assert r.status_code == 200, r.text
+    job_wait(sdk, r.text)
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json=action("prefetch-listrange", {"template": "o", "coer": True,
+                                                       "latest-ver": False}))
+    assert r.status_code == 200, r.text
+    job_wait(sdk, r.text)
+    assert all(cached_flags(sdk, src).values())
+    # object_group.py evict(): DELETE buckets/B, ActionMsg evict-listrange, value {"objnames"}
+    r = sdk.request("delete", "buckets/" + src, params={"provider": "aws"},
+                    json=action("evict-listrange", {"objnames": ["o1", "t-0"]}))
+    assert r.status_code == 200, r.text
+    job_wait(sdk, r.text, "evict-listrange")
+    c = cached_flags(sdk, src)
+    assert {k for k, v in c.items() if not v} == {"o1", "t-0"}, c
+    # bucket.py evict(keep_md): DELETE buckets/B ?provider=aws&keep_md=..., evict-remote-bck
+    r = sdk.request("delete", "buckets/" + src, params={"provider": "aws", "keep_md": "True"},
+                    json=action("evict-remote-bck"))
+    assert r.status_code == 200, r.text
+    job_wait(sdk, r.text)
+    assert not any(cached_flags(sdk, src).values())
+    # reads still come from the upstream (the bucket stays registered)
+    r = sdk.request("get", "objects/%s/o2" % src, params={"provider": "aws"})
+    assert r.status_code == 200 and r.content == objs["o2"]
+    # bad selections: clear 400s; a native bucket cannot be prefetched; unknown job: 404
+    for v in ({"objnames": "o1"}, {"objnames": ["o1"], "template": "t-{0..1}"},
+              {"objnames": [""]}):
+        r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                        json=action("prefetch-listrange", v))
+        assert r.status_code == 400, (v, r.text)
+    nat = "ais-" + uuid.uuid4().hex[:10]
+    assert sdk.request("post", "buckets/" + nat, params={"provider": "ais"},
+                       json=action("create-bck")).status_code == 200
+    r = sdk.request("post", "buckets/" + nat, params={"provider": "ais"},
+                    json=action("prefetch-listrange", {"objnames": ["x"]}))
+    assert r.status_code == 400 and "remote" in r.json()["message"], r.text
+    sdk.request("delete", "buckets/" + nat, json=action("destroy-bck"))
+    r = sdk.request("get", "cluster", params={"what": "status"}, json={"ID": "no-such-job"})
+    assert r.status_code == 404, r.text
+    r = sdk.request("get", "cluster", params={"what": "status"}, json={"Kind": "copy-bck"})
+    assert r.status_code == 400, r.text
+
+
+def test_copy_bck_job(cluster, sdk, bucket):
+    names = ["a/%d" % i for i in range(5)] + ["b/x"]
+    for n in names:
+        put(sdk, bucket, n, n.encode() * 100)
+    dst = "ais-" + uuid.uuid4().hex[:10]
+    # bucket.py copy(to_bck): POST buckets/SRC ?provider=ais&bck_to=ais/@#/DST/,
+    # ActionMsg copy-bck, value CopyBckMsg.as_dict()
+    value = {"prefix": "", "prepend": "", "dry_run": False, "force": False, "latest-ver": False,
+             "synchronize": False}
+    r = sdk.request("post", "buckets/" + bucket,
+                    params={"provider": "ais", "bck_to": "ais/@#/%s/" % dst},
+                    json=action("copy-bck", value))
+    assert r.status_code == 200, r.text
+    st = job_wait(sdk, r.text, "copy-bck")
+    assert st["err"] == "" and not st["aborted"]
+    try:
+        got = [e["n"] for e in list_objects(sdk, dst)["Entries"]]
+        assert got == sorted(names)
+        r = sdk.request("get", "objects/%s/a/3" % dst, params={"provider": "ais"})
+        assert r.content == b"a/3" * 100
+        d = job_details(sdk, st["uuid"])
+        assert {sn["kind"] for v in d.values() for sn in v} == {"copy-bck"}
+        # a prefix copies only the names under it
+        dst2 = "ais-" + uuid.uuid4().hex[:10]
+        r = sdk.request("post", "buckets/" + bucket,
+                        params={"provider": "ais", "bck_to": "ais/@#/%s/" % dst2},
+                        json=action("copy-bck", dict(value, prefix="b/")))
+        assert r.status_code == 200, r.text
+        job_wait(sdk, r.text)
+        assert [e["n"] for e in list_objects(sdk, dst2)["Entries"]] == ["b/x"]
+        for o in ("b/x",):
+            sdk.request("delete", "objects/%s/%s" % (dst2, o), params={"provider": "ais"})
+        sdk.request("delete", "buckets/" + dst2, json=action("destroy-bck"))
+        # malformed or unsupported: 400 / 501, nothing started
+        for q, v, code in (("ais/@#/", value, 400), ("ais/@uuid#ns/x1x/", value, 400),
+                           ("gcp/@#/x1x/", value, 400), ("ais/@#/" + bucket + "/", value, 400),
+                           ("aws/@#/x1x/", value, 501),
+                           ("ais/@#/x1x/", dict(value, prepend="p/"), 501),
+                           ("ais/@#/x1x/", dict(value, dry_run=True), 501)):
+            r = sdk.request("post", "buckets/" + bucket, params={"provider": "ais", "bck_to": q},
+                            json=action("copy-bck", v))
+            assert r.status_code == code, (q, v, r.text)
+        assert sdk.request("head", "buckets/x1x").status_code == 404
+        r = sdk.request("post", "buckets/no-such-src",
+                        params={"provider": "ais", "bck_to": "ais/@#/x1x/"},
+                        json=action("copy-bck", value))
+        assert r.status_code == 404, r.text
+        # bucket.py rename(): move-bck is not done by hoard
+        r = sdk.request("post", "buckets/" + bucket,
+                        params={"provider": "ais", "bck_to": "ais/@#/x1x/"},
+                        json=action("move-bck"))
+        assert r.status_code == 501 and "copy-bck" in r.json()["message"], r.text
+    finally:
+        for n in names:
+            sdk.request("delete", "objects/%s/%s" % (dst, n), params={"provider": "ais"})
+        sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
+
+
+def test_summary_bck(cluster, sdk, bucket):
+    sizes = [100, 2000, 30000]
+    for i, n in enumerate(sizes):
+        put(sdk, bucket, "s%d" % i, b"x" * n)
+    # bucket.py summary(): GET buckets/B with ActionMsg summary-bck, value BsummCtrlMsg
+    # {uuid, prefix, cached, present}: 202 and the job id, then the same with that uuid
+    # until 200 with a JSON list whose [0] is the summary
+    msg = {"uuid": "", "prefix": "", "cached": True, "present": True}
+    r = sdk.request("get", "buckets/" + bucket, params={"provider": "ais"},
+                    json=action("summary-bck", msg))
+    assert r.status_code == 202, r.text
+    msg["uuid"] = r.text.strip('"')
+    assert msg["uuid"]
+    r = sdk.request("get", "buckets/" + bucket, params={"provider": "ais"},
+                    json=action("summary-bck", msg))
+    assert r.status_code == 200, r.text
+    s = json.loads(r.content.decode("utf-8"))[0]
+    assert s["name"] == bucket and s["provider"] == "ais"
+    assert s["obj_count_present"] == "3" and s["size_all_present_objs"] == str(sum(sizes))
+    assert s["obj_avg_size"] == sum(sizes) // 3
+    r = sdk.request("get", "buckets/" + bucket, params={"provider": "ais"},
+                    json=action("summary-bck", dict(msg, prefix="s1")))
+    assert r.status_code == 501, r.text
+    r = sdk.request("get", "buckets/nope-" + uuid.uuid4().hex[:6], params={"provider": "ais"},
+                    json=action("summary-bck", msg))
+    assert r.status_code == 404, r.text
+
+
+def test_job_actions_need_a_good_token(cluster, sdk, bucket):
+    """Every new action and query refuses requests without a token, with a forged, tampered
+    or expired one (before the body is read), and a key without the permission."""
+    put(sdk, bucket, "k", b"v")
+    r = sdk.request("post", "buckets/" + bucket,
+                    params={"provider": "ais", "bck_to": "ais/@#/%sc/" % bucket},
+                    json=action("copy-bck", {}))
+    assert r.status_code == 200, r.text
+    jid = r.text
+    job_wait(sdk, jid)
+    now = int(time.time())
+    tokens = {
+        "none": None,
+        "tampered": sdk.token[:-4] + ("AAAA" if not sdk.token.endswith("AAAA") else "BBBB"),
+        "expired": forge_token(CLUSTER_SECRET, {"username": ACCESS_KEY, "iat": now - 7200,
+                                                "exp": now - 3600}),
+        "forged": forge_token("another-secret", {"username": ACCESS_KEY, "iat": now,
+                                                 "exp": now + 600}),
+    }
+    calls = [
+        ("post", "buckets/" + bucket, {"provider": "ais", "bck_to": "ais/@#/zz-never/"},
+         action("copy-bck", {})),
+        ("post", "buckets/" + bucket, {"provider": "aws"},
+         action("prefetch-listrange", {"objnames": ["k"]})),
+        ("delete", "buckets/" + bucket, {"provider": "aws"},
+         action("evict-listrange", {"objnames": ["k"]})),
+        ("delete", "buckets/" + bucket, {"provider": "aws"}, action("evict-remote-bck")),
+        ("get", "buckets/" + bucket, {"provider": "ais"},
+         action("summary-bck", {"uuid": "", "prefix": "", "cached": True, "present": True})),
+        ("get", "cluster", {"what": "status"}, {"ID": jid}),
+        ("get", "cluster", {"what": "qryxstats"}, {"ID": jid}),
+    ]
+    for name, t in tokens.items():
+        c = SdkClient(cluster.url, t)
+        for method, path, params, body in calls:
+            r = c.request(method, path, params=params, json=body)
+            assert r.status_code == 403, (name, method, path, body, r.status_code, r.text)
+            assert jid not in r.text
+    # the read-only key: may ask for status and summaries, not start jobs
+    ro = SdkClient(cluster.url)
+    ro.token = ro.request("post", "users/AKRO", json={"password": "secretRO"}).json()["token"]
+    for method, path, params, body in calls:
+        r = ro.request(method, path, params=params, json=body)
+        assert r.status_code == (202 if "summary-bck" in str(body) else
+                                 200 if path == "cluster" else 403), (method, body, r.text)
+    # AKMIX may write PERM_BUCKETS["rw"] and read PERM_BUCKETS["ro"]: copying rw -> ro is
+    # refused for the destination, and nothing is created
+    for b in (PERM_BUCKETS["rw"], PERM_BUCKETS["ro"]):
+        sdk.request("post", "buckets/" + b, params={"provider": "ais"},
+                    json=action("create-bck"))
+    mix = SdkClient(cluster.url)
+    mix.token = mix.request("post", "users/AKMIX",
+                            json={"password": "secretMIX"}).json()["token"]
+    r = mix.request("post", "buckets/" + PERM_BUCKETS["rw"],
+                    params={"provider": "ais", "bck_to": "ais/@#/%s/" % PERM_BUCKETS["ro"]},
+                    json=action("copy-bck", {}))
+    assert r.status_code == 403, r.text
+    r = mix.request("post", "buckets/" + PERM_BUCKETS["rw"],
+                    params={"provider": "ais", "bck_to": "ais/@#/zz-mix-new/"},
+                    json=action("copy-bck", {}))
+    assert r.status_code == 403, r.text
+    assert sdk.request("head", "buckets/zz-mix-new").status_code == 404
+    sdk.request("delete", "objects/%s/k" % (bucket + "c"), params={"provider": "ais"})
+    sdk.request("delete", "buckets/" + bucket + "c", json=action("destroy-bck"))
+    for b in (PERM_BUCKETS["rw"], PERM_BUCKETS["ro"]):
+        sdk.request("delete", "buckets/" + b, json=action("destroy-bck"))
