@@ -550,3 +550,8 @@ struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c)
 {
     return c->na;
 }
+
+const char *hd_tcluster_secret(const struct hd_tcluster *c)
+{
+    return c && c->secret ? c->secret : "";
+}

@@ -60,5 +60,7 @@ int hd_tcluster_joined(const struct hd_tcluster *c);
 /* This node's signer and verifier (common/nodeauth.h). */
 struct hd_nodeauth;
 struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c);
+/* cluster.secret ("" when unset): the key material bearer tokens are verified with. */
+const char *hd_tcluster_secret(const struct hd_tcluster *c);
 
 #endif
