@@ -365,11 +365,11 @@ def test_get_batch(cluster, sdk, bucket):
     r = sdk.request("get", "ml/moss", json=req)
     with tarfile.open(fileobj=io.BytesIO(r.content), mode="r|") as tf:
         assert [m.name for m in tf] == ["s/1"]
-    # without coer a missing object fails the batch; zip and multipart are refused clearly
+    # without coer a missing object fails the batch; zip and byte ranges are refused clearly
     req = {"in": [{"objname": "missing"}], "strm": True}
     assert sdk.request("get", "ml/moss/" + bucket, json=req).status_code == 404
-    for extra in ({"mime": ".zip"}, {"strm": False}):
-        req = dict({"in": [{"objname": "s/1"}]}, **extra)
+    for extra in ({"mime": ".zip"}, {"in": [{"objname": "s/1", "start": 1, "length": 2}]}):
+        req = dict({"in": [{"objname": "s/1"}], "strm": True}, **extra)
         r = sdk.request("get", "ml/moss/" + bucket, json=req)
         assert r.status_code == 501, r.text
     # a token is needed like everywhere else
@@ -750,3 +750,78 @@ def test_redirected_token_is_checked_by_the_target(cluster, sdk, bucket):
     base = loc.split("/v1/")[0]
     r = requests.get(base + "/v1/objects/%s/t/obj" % bucket, headers=hdr, timeout=30)
     assert r.status_code == 403, r.text
+
+
+def sdk_multipart_parts(r):
+    """What batch/multipart/multipart_decoder.py does (non-streaming): boundary from the
+    Content-Type, content split on "--" + boundary, each part split at the first blank line
+    into headers and body (the body keeps the CRLF before the next delimiter)."""
+    import re
+    ct = r.headers["Content-Type"]
+    assert "multipart" in ct.lower()
+    boundary = re.search(r"boundary=([^;]+)", ct, re.IGNORECASE).group(1).strip("\"'")
+    parts = []
+    for part in r.content.split(b"--" + boundary.encode())[1:]:
+        if not part.strip() or part.strip() == b"--":
+            continue
+        headers, body = part.split(b"\r\n\r\n", 1)
+        parts.append((headers, body))
+    return parts
+
+
+def test_get_batch_multipart(cluster, sdk, bucket):
+    """batch.py get() with streaming_get=False: MossReq "strm": false; the answer is multipart:
+    a MossResp JSON part ({"out": [MossOut], "uuid"}), then the tar, paired by index."""
+    objs = {"m/%d" % i: helpers.pattern_bytes(300 + i, i) for i in range(3)}
+    for n, d in objs.items():
+        put(sdk, bucket, n, d)
+    tbuf = io.BytesIO()
+    with tarfile.open(fileobj=tbuf, mode="w") as tf:
+        ti = tarfile.TarInfo("in/two.txt")
+        ti.size = 3
+        tf.addfile(ti, io.BytesIO(b"two"))
+    put(sdk, bucket, "mp.tar", tbuf.getvalue())
+    opaque = base64.urlsafe_b64encode(b"user-7").decode()
+    req = {"in": [{"objname": "m/2", "opaque": opaque}, {"objname": "nope"},
+                  {"objname": "mp.tar", "archpath": "in/two.txt"},
+                  {"objname": "m/0", "bucket": bucket, "provider": "ais"}],
+           "mime": ".tar", "coer": True, "strm": False}
+    r = sdk.request("get", "ml/moss/" + bucket, params={"provider": "ais"}, json=req,
+                    stream=True)
+    assert r.status_code == 200, r.text
+    parts = sdk_multipart_parts(r)
+    assert len(parts) == 2
+    assert b"application/json" in parts[0][0] and b"application/x-tar" in parts[1][0]
+    resp = json.loads(parts[0][1].decode("utf-8"))  # MossResp.parse_raw
+    out = resp["out"]
+    assert isinstance(resp["uuid"], str) and len(out) == 4
+    # MossOut: objname, bucket, provider str; size int; archpath, opaque, err_msg optional
+    for o in out:
+        assert o["bucket"] == bucket and o["provider"] == "ais" and isinstance(o["size"], int)
+    assert [o["objname"] for o in out] == ["m/2", "nope", "mp.tar", "m/0"]
+    assert out[0]["opaque"] == opaque and base64.urlsafe_b64decode(out[0]["opaque"]) == b"user-7"
+    assert out[0]["size"] == len(objs["m/2"]) and "err_msg" not in out[0]
+    assert out[1]["err_msg"] and out[1]["size"] == 0
+    assert out[2]["archpath"] == "in/two.txt" and out[2]["size"] == 3
+    # tar_stream_extractor.py: the i-th file of the archive goes with out[i]
+    with tarfile.open(fileobj=io.BytesIO(parts[1][1]), mode="r|*") as tf:
+        members = [(m.name, tf.extractfile(m).read()) for m in tf if m.isfile()]
+    assert [m[0] for m in members] == ["%s/m/2" % bucket, "__404__/%s/nope" % bucket,
+                                       "%s/mp.tar/in/two.txt" % bucket, "%s/m/0" % bucket]
+    assert members[0][1] == objs["m/2"] and members[2][1] == b"two"
+    assert members[3][1] == objs["m/0"]
+    # AIStore's default (no "strm") is the multipart answer too
+    r = sdk.request("get", "ml/moss/" + bucket, json={"in": [{"objname": "m/1"}], "onob": True})
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("multipart/form-data")
+    parts = sdk_multipart_parts(r)
+    with tarfile.open(fileobj=io.BytesIO(parts[1][1]), mode="r|*") as tf:
+        assert [(m.name, tf.extractfile(m).read()) for m in tf] == [("m/1", objs["m/1"])]
+    # without coer a missing entry anywhere is a plain 404 (nothing was sent yet)
+    r = sdk.request("get", "ml/moss/" + bucket,
+                    json={"in": [{"objname": "m/1"}, {"objname": "nope"}], "strm": False})
+    assert r.status_code == 404 and r.json()["code"] == "NoSuchKey", r.text
+    # no token, a bad token: refused before anything is read
+    r = SdkClient(cluster.url).request("get", "ml/moss/" + bucket, json=req)
+    assert r.status_code == 403
+    r = SdkClient(cluster.url, "a.b.c").request("get", "ml/moss/" + bucket, json=req)
+    assert r.status_code == 401
