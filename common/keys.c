@@ -181,8 +181,10 @@ int hd_keys_verify(const struct hd_keys *ks, const struct hd_req *r, struct hd_s
     return 0;
 }
 
-int hd_keys_bearer(const char *secrets, struct hd_req *r, struct hd_sigv4_auth *a)
+int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, struct hd_req *r,
+                   struct hd_sigv4_auth *a)
 {
+    char id[65];
     const char *h = hd_req_header(r, "Authorization"), *why = "no cluster.secret: no tokens";
     char addr[64];
     int rc = HD_EACCESS;
@@ -196,6 +198,10 @@ int hd_keys_bearer(const char *secrets, struct hd_req *r, struct hd_sigv4_auth *
     if (secrets && *secrets)
         rc = hd_token_verify(secrets, h, time(NULL), a->access_key, sizeof(a->access_key), NULL,
                              &why);
+    if (rc == 0 && revoked && (hd_token_id(h, id) < 0 || revoked(arg, id))) {
+        rc = HD_EACCESS;
+        why = "the token was revoked";
+    }
     if (rc < 0) {
         memset(a, 0, sizeof(*a));
         a->anonymous = 1;

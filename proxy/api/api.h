@@ -32,6 +32,8 @@ void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p);
 void hd_proxy_ais_daemon(struct hd_req *r, struct hd_proxy *p);
 /* POST /v1/users/NAME {"password"}: a bearer token (AuthN's login) */
 void hd_proxy_ais_login(struct hd_req *r, struct hd_proxy *p);
+/* DELETE /v1/tokens {"token"}: revokes a bearer token (AuthN's logout/revoke) */
+void hd_proxy_ais_tokens(struct hd_req *r, struct hd_proxy *p);
 /* GET /v1/buckets with {"action":"list"}: [{"name","provider","namespace"}] */
 void hd_proxy_ais_list_buckets(struct hd_req *r, struct hd_proxy *p);
 /* GET /v1/buckets/B with {"action":"list","value":{...}}: AIStore's list result */

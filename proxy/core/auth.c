@@ -91,6 +91,17 @@ static int cluster_trusted(struct hd_req *r, struct hd_proxy *p)
     return rc;
 }
 
+/* Whether a token was revoked: the revocation list travels in the BMD. */
+static int token_revoked(void *arg, const char *id)
+{
+    struct hd_proxy *p = arg;
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    int yes = hd_bmd_is_revoked(b, id, (int64_t)time(NULL));
+
+    hd_bmd_unref(b);
+    return yes;
+}
+
 int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, struct hd_sigv4_auth *a)
 {
     int write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
@@ -102,7 +113,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     a->anonymous = 1;
     if (p->keys.n == 0)
         return 0; /* auth off: credentials, if any, are ignored (as on targets) */
-    if ((rc = hd_keys_bearer(p->secret, r, a)) != HD_DECLINED)
+    if ((rc = hd_keys_bearer(p->secret, token_revoked, p, r, a)) != HD_DECLINED)
         return rc < 0 ? rc : hd_keys_authorize(&p->keys, r, a, bucket);
     rc = hd_keys_verify(&p->keys, r, a);
     if (rc == HD_DECLINED) { /* no credentials */

@@ -22,7 +22,8 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
     /* a bearer token is checked wherever it arrives: a client following a proxy's 307 may
      * keep its Authorization header (a proxy's own calls carry its node signature instead) */
     if (r->trusted != HD_TRUST_NODE &&
-        (rc = hd_keys_bearer(hd_tcluster_secret(t->cl), r, a)) != HD_DECLINED)
+        (rc = hd_keys_bearer(hd_tcluster_secret(t->cl), hd_tcluster_token_revoked, t->cl, r, a)) !=
+            HD_DECLINED)
         return rc;
     if (r->trusted) {
         /* a proxy verified the client already; a redirected client may even re-send

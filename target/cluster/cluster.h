@@ -62,5 +62,8 @@ struct hd_nodeauth;
 struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c);
 /* cluster.secret ("" when unset): the key material bearer tokens are verified with. */
 const char *hd_tcluster_secret(const struct hd_tcluster *c);
+/* Whether bearer token id (hd_token_id) is revoked in this target's BMD (arg: the
+ * hd_tcluster; an hd_token_revoked_fn). */
+int hd_tcluster_token_revoked(void *arg, const char *id);
 
 #endif

@@ -825,3 +825,69 @@ def test_get_batch_multipart(cluster, sdk, bucket):
     assert r.status_code == 403
     r = SdkClient(cluster.url, "a.b.c").request("get", "ml/moss/" + bucket, json=req)
     assert r.status_code == 401
+
+
+# ---- AuthN token revocation (authn/token_manager.py, authn_client.py logout()) ----
+
+def test_token_revocation(cluster, sdk, bucket):
+    put(sdk, bucket, "rv", b"revoke me")
+
+    def login(user, pw):
+        r = SdkClient(cluster.url).request("post", "users/" + user, json={"password": pw})
+        assert r.status_code == 200, r.text
+        return r.json()["token"]
+
+    t1, t2 = login(ACCESS_KEY, SECRET_KEY), login(ACCESS_KEY, SECRET_KEY)
+    ro1, ro2 = login("AKRO", "secretRO"), login("AKRO", "secretRO")
+    assert len({t1, t2, ro1, ro2, sdk.token}) == 5  # a random "jti": every login differs
+    c1 = SdkClient(cluster.url, t1)
+    loc = c1.request("get", "objects/%s/rv" % bucket, allow_redirects=False).headers["Location"]
+    assert requests.get(loc, headers={"Authorization": "Bearer " + t1}, timeout=30).status_code \
+        == 200
+    # refused: no credentials (403), a garbage token in the body (400), another key's token
+    # by a key that is not an admin (403)
+    r = SdkClient(cluster.url).request("delete", "tokens", json={"token": t1})
+    assert r.status_code == 403, r.text
+    r = c1.request("delete", "tokens", json={"token": "x.y.z"})
+    assert r.status_code == 400, r.text
+    r = c1.request("delete", "tokens", json={"nottoken": t1})
+    assert r.status_code == 400, r.text
+    r = SdkClient(cluster.url, ro1).request("delete", "tokens", json={"token": t1})
+    assert r.status_code == 403, r.text
+    assert c1.request("get", "daemon", params={"what": "smap"}).status_code == 200
+    # AuthNClient.logout(): DELETE tokens {"token": own token} with that token as Bearer
+    r = c1.request("delete", "tokens", json={"token": t1})
+    assert r.status_code == 200, r.text
+    # the revoked token is refused by the proxy and, through a redirect, by the target
+    r = c1.request("get", "daemon", params={"what": "smap"})
+    assert r.status_code == 401 and r.headers["WWW-Authenticate"].startswith("Bearer"), r.text
+    helpers.wait_until(lambda: requests.get(loc, headers={"Authorization": "Bearer " + t1},
+                                            timeout=30).status_code == 401,
+                       timeout=30, what="the target to refuse the revoked token")
+    # the revocation is in the BMD every node holds: the token's SHA-256, until its expiry
+    bmd = sdk.request("get", "daemon", params={"what": "bmd"}).json()
+    claims = json.loads(base64.urlsafe_b64decode(t1.split(".")[1] + "=="))
+    assert "revoked" in bmd, bmd
+    assert {"id": hashlib.sha256(t1.encode()).hexdigest(), "exp": claims["exp"]} in \
+        bmd["revoked"]
+    # other tokens of the key keep working
+    assert SdkClient(cluster.url, t2).request("get", "daemon",
+                                              params={"what": "smap"}).status_code == 200
+    # an admin key revokes another key's token; a key its own
+    r = SdkClient(cluster.url, t2).request("delete", "tokens", json={"token": ro1})
+    assert r.status_code == 200, r.text
+    r = SdkClient(cluster.url, ro2).request("delete", "tokens", json={"token": ro2})
+    assert r.status_code == 200, r.text
+    for t in (ro1, ro2):
+        r = SdkClient(cluster.url, t).request("get", "daemon", params={"what": "smap"})
+        assert r.status_code == 401, r.text
+    # an expired token needs no revoking
+    now = int(time.time())
+    expired = forge_token(CLUSTER_SECRET, {"username": ACCESS_KEY, "iat": now - 7200,
+                                           "exp": now - 3600})
+    r = SdkClient(cluster.url, t2).request("delete", "tokens", json={"token": expired})
+    assert r.status_code == 200, r.text
+    # the login still hands out new, working tokens
+    t3 = login(ACCESS_KEY, SECRET_KEY)
+    assert SdkClient(cluster.url, t3).request("get", "daemon",
+                                              params={"what": "smap"}).status_code == 200
