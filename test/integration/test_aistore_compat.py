@@ -891,3 +891,35 @@ def test_token_revocation(cluster, sdk, bucket):
     t3 = login(ACCESS_KEY, SECRET_KEY)
     assert SdkClient(cluster.url, t3).request("get", "daemon",
                                               params={"what": "smap"}).status_code == 200
+
+
+def test_second_proxy_forwards_jobs_and_revocations(tmp_path_factory, log_dir):
+    """Through a proxy that is not the primary: copy-bck (its destination is created by the
+    primary), Job.wait(), and a revocation (forwarded to the primary, then refused by both
+    proxies)."""
+    nodes, ep = start_cluster(tmp_path_factory, log_dir, "ais2p-", 1, redirect_proxy=True)
+    try:
+        p2 = ep.redirect_proxy.url
+        r = SdkClient(p2).request("post", "users/" + ACCESS_KEY, json={"password": SECRET_KEY})
+        assert r.status_code == 200, r.text
+        c2 = SdkClient(p2, r.json()["token"])
+        src, dst = "ais-" + uuid.uuid4().hex[:10], "ais-" + uuid.uuid4().hex[:10]
+        assert c2.request("post", "buckets/" + src, params={"provider": "ais"},
+                          json=action("create-bck")).status_code == 200
+        put(c2, src, "x", b"xx")
+        r = c2.request("post", "buckets/" + src, params={"provider": "ais",
+                                                           "bck_to": "ais/@#/%s/" % dst},
+                       json=action("copy-bck", {}))
+        assert r.status_code == 200, r.text
+        job_wait(c2, r.text)
+        c1 = SdkClient(ep.url, c2.token)
+        assert c1.request("get", "objects/%s/x" % dst, params={"provider": "ais"}).content == b"xx"
+        # revoke through the second proxy: the primary records it, both refuse it
+        r = c2.request("delete", "tokens", json={"token": c2.token})
+        assert r.status_code == 200, r.text
+        for c in (c2, c1):
+            helpers.wait_until(lambda c=c: c.request("get", "daemon", params={"what": "smap"})
+                               .status_code == 401, timeout=30,
+                               what="the revoked token refused by %s" % c.base)
+    finally:
+        _stop_nodes(nodes)
