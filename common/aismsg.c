@@ -62,7 +62,7 @@ int hd_ais_selection_args(const json_t *value, int whole_ok, json_t **out, char 
     tmpl = json_object_get(value, "template");
     if (json_is_null(names))
         names = NULL;
-    if (tmpl && json_is_string(tmpl) && !*json_string_value(tmpl) && names)
+    if (json_is_string(tmpl) && !*json_string_value(tmpl) && names)
         tmpl = NULL; /* the SDK's ObjectNames sends no template; an empty one is no selection */
     if (names && tmpl)
         return bad(msg, msglen, "give objnames or template, not both");

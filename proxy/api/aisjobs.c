@@ -263,10 +263,9 @@ void hd_proxy_ais_bucket_job(struct hd_req *r, struct hd_proxy *p, const char *b
     r->op = HD_OP_BUCKET;
     if (!act) {
         hd_resp_err_msg(r, HD_EBADARG, "An action message has a string \"action\".");
-    } else if (strcmp(m, "POST") == 0 && strcmp(act, "prefetch-listrange") == 0) {
-        cache_job(r, p, bucket, act, value);
-    } else if (strcmp(m, "DELETE") == 0 &&
-               (strcmp(act, "evict-listrange") == 0 || strcmp(act, "evict-remote-bck") == 0)) {
+    } else if ((strcmp(m, "POST") == 0 && strcmp(act, "prefetch-listrange") == 0) ||
+               (strcmp(m, "DELETE") == 0 &&
+                (strcmp(act, "evict-listrange") == 0 || strcmp(act, "evict-remote-bck") == 0))) {
         cache_job(r, p, bucket, act, value);
     } else if (strcmp(m, "POST") == 0 && strcmp(act, "copy-bck") == 0) {
         copy_bck(r, p, bucket, a, value);
