@@ -247,11 +247,10 @@ int main(int argc, char **argv)
         hd_tls_verify_host(tls, hd_config_bool(cfg, "tls.verify_host"));
         hd_tls_use(tls);
     } else if (hd_config_bool(cfg, "tls.client_auth") || *hd_config_str(cfg, "tls.ca")) {
-        /* the CA alone: this node serves plain http but calls https peers */
-        if (hd_config_bool(cfg, "tls.client_auth")) {
-            fprintf(stderr, "hoardd: tls.client_auth needs tls.cert and tls.key\n");
-            goto out;
-        }
+        /* a cluster is all TLS or none: a CA alone would do nothing */
+        fprintf(stderr, "hoardd: %s needs tls.cert and tls.key\n",
+                hd_config_bool(cfg, "tls.client_auth") ? "tls.client_auth" : "tls.ca");
+        goto out;
     }
     if (role[0] == 'p' && (rc = hd_proxy_new(cfg, &px)) < 0) {
         fprintf(stderr, "hoardd: cannot start proxy: %s\n", hd_strerror(rc));

@@ -19,6 +19,7 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/httpc.h"
+#include "common/httputil.h"
 #include "common/log.h"
 #include "common/metrics.h"
 
@@ -124,7 +125,7 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
     json_t *spec = NULL, *targets = NULL;
     json_int_t total = -1, owned = 0;
     char gen[40], *text = NULL;
-    size_t i;
+    size_t i, accepted = 0;
     int rc;
 
     if (!json_is_object(in)) {
@@ -145,9 +146,11 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
     }
     if (!(spec = json_deep_copy(in)))
         goto oom;
-    if (json_object_get(in, "id") && !id) {
+    if (json_object_get(in, "id") && hd_id_check(id) < 0) {
+        /* checked here too: the id goes into the URLs of the undo and of every later call */
         json_decref(spec);
-        hd_resp_err_msg(r, HD_EBADARG, "\"id\" must be a string.");
+        hd_resp_err_msg(r, HD_EBADARG,
+                        "A plan id is a string of 1-48 characters of A-Z a-z 0-9 . _ -");
         return;
     }
     if (!id) {
@@ -168,6 +171,8 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
     }
     if (fan(r, p, s, "POST", "/v1/plans", text, PLAN_ADD_MS, &f) < 0)
         goto out;
+    for (i = 0; i < f.n; i++)
+        accepted += f.calls[i].status == 201;
     for (i = 0; i < f.n; i++) {
         json_t *j = hd_proxy_call_json(&f.calls[i]);
         if (f.calls[i].status != 201) { /* the first target's word on what is wrong */
@@ -176,7 +181,10 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
             hd_resp_err_msg(r, rc, m);
             json_decref(j);
             hd_proxy_fan_cleanup(&f);
-            undo(p, s, id);
+            /* a target that refused kept what it had (an earlier plan of this id stays
+             * whole when every target refused); one that took it would leave half a plan */
+            if (accepted)
+                undo(p, s, id);
             goto out;
         }
         total = json_integer_value(json_object_get(j, "total"));

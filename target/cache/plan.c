@@ -43,7 +43,6 @@
 #define MAX_ORDER_ENTRIES 50000000u
 #define NONE UINT32_MAX
 #define LIST_PAGE 1000
-#define IDCHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
 enum { PF_NONE, PF_BUSY, PF_HELD, PF_FAILED };
 
@@ -388,7 +387,7 @@ static int plan_build(struct hd_cache *c, json_t *spec, struct plan **out, char 
     *out = NULL;
     if (!json_is_object(spec))
         BAD("A plan is a JSON object.");
-    if (!id || !*id || strlen(id) > 48 || strspn(id, IDCHARS) != strlen(id))
+    if (hd_id_check(id) < 0)
         BAD("A plan id is 1-48 characters of A-Z a-z 0-9 . _ -");
     if (!bucket || hd_bucket_name_check(bucket) < 0)
         BAD("\"bucket\" must name an S3-backed bucket.");
@@ -785,7 +784,7 @@ int hd_plans_cursor(struct hd_cache *c, const char *id, uint32_t epoch, int64_t 
     pthread_mutex_lock(&ps->mu);
     if (!(pl = find(ps, id))) {
         rc = HD_ENOSUCHKEY;
-    } else if (epoch > pl->epochs || position < -1 || (uint64_t)(position + 1) > pl->total) {
+    } else if (epoch > pl->epochs || position < -1 || (uint64_t)position >= pl->total) {
         rc = HD_EBADARG;
     } else {
         struct eslot *s = epoch < pl->epochs ? slot_of(pl, epoch) : NULL;

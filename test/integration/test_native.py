@@ -14,6 +14,7 @@ from botocore.auth import S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+import helpers
 from helpers import (REGION, REQUEST_ID_RE, check_json_error, md5_b64, md5_hex, pattern_bytes,
                      sign_headers)
 
@@ -373,17 +374,25 @@ def test_metrics_format(target, http):
 
 
 def test_metrics_counters_grow(target, http, nb):
+    # a request is counted when libmicrohttpd reports it complete, which may be just after
+    # the client has the response: poll for the counts (they must then be exact)
+    def metrics_when(check):
+        return helpers.wait_until(lambda: (lambda m: m if check(m) else None)(target.metrics()),
+                                  timeout=30, what="the request counters")
+
     data = pattern_bytes(12345, seed=13)
     url = obj_url(target, nb, "counted")
     m0 = target.metrics()
     assert http.put(url, data=data).status_code == 200
-    m1 = target.metrics()
+    m1 = metrics_when(lambda m: m.get(req_series("put", 200), 0) >
+                      m0.get(req_series("put", 200), 0))
     assert m1.get(req_series("put", 200), 0) == m0.get(req_series("put", 200), 0) + 1
     assert m1["hoard_put_bytes_total"] == m0.get("hoard_put_bytes_total", 0) + len(data)
     assert m1["hoard_http_bytes_in_total"] >= m0.get("hoard_http_bytes_in_total", 0) + len(data)
 
     assert http.get(url).content == data
-    m2 = target.metrics()
+    m2 = metrics_when(lambda m: m.get(req_series("get", 200), 0) >
+                      m1.get(req_series("get", 200), 0))
     assert m2.get(req_series("get", 200), 0) == m1.get(req_series("get", 200), 0) + 1
     assert m2["hoard_get_bytes_total"] == m1.get("hoard_get_bytes_total", 0) + len(data)
     assert m2["hoard_http_bytes_out_total"] >= m1.get("hoard_http_bytes_out_total", 0) + len(data)
@@ -392,13 +401,16 @@ def test_metrics_counters_grow(target, http, nb):
     assert http.head(url).status_code == 200
     assert http.get(obj_url(target, nb, "absent")).status_code == 404
     assert http.delete(url).status_code == 204
-    m3 = target.metrics()
-    for op, st in (("get", 206), ("head", 200), ("get", 404), ("delete", 204)):
+    sts = (("get", 206), ("head", 200), ("get", 404), ("delete", 204))
+    m3 = metrics_when(lambda m: all(m.get(req_series(op, st), 0) > m2.get(req_series(op, st), 0)
+                                    for op, st in sts))
+    for op, st in sts:
         assert m3.get(req_series(op, st), 0) == m2.get(req_series(op, st), 0) + 1, (op, st)
     assert m3["hoard_get_bytes_total"] == m2["hoard_get_bytes_total"] + 10
 
     assert http.get("%s/v1/buckets/%s" % (target.url, nb)).status_code == 200
-    m4 = target.metrics()
+    m4 = metrics_when(lambda m: m.get(req_series("list", 200), 0) >
+                      m3.get(req_series("list", 200), 0))
     assert m4.get(req_series("list", 200), 0) == m3.get(req_series("list", 200), 0) + 1
 
 
@@ -422,7 +434,10 @@ def test_s3_metrics_count_too(target, s3, bucket):
     m0 = target.metrics()
     s3.put_object(Bucket=bucket, Key="m", Body=b"abc")
     s3.get_object(Bucket=bucket, Key="m")["Body"].read()
-    m1 = target.metrics()
+    # counted on completion, which may be just after the client has the response
+    m1 = helpers.wait_until(
+        lambda: (lambda m: m if m.get(req_series("get", 200), 0) > m0.get(req_series("get", 200), 0)
+                 else None)(target.metrics()), timeout=30, what="the GET counted")
     assert m1.get(req_series("put", 200), 0) == m0.get(req_series("put", 200), 0) + 1
     assert m1.get(req_series("get", 200), 0) == m0.get(req_series("get", 200), 0) + 1
 
