@@ -129,6 +129,9 @@ static json_t *net_info(const char *url)
     }
     j = json_pack("{s:s, s:s, s:s}", "node_hostname", host ? host : "", "daemon_port",
                   port ? port : "", "direct_url", url);
+    if (!j) /* a host that decodes to bytes that are not UTF-8 ("127.0.%A0.1"): none */
+        j = json_pack("{s:s, s:s, s:s}", "node_hostname", "", "daemon_port", port ? port : "",
+                      "direct_url", url);
     curl_free(host);
     curl_free(port);
     curl_url_cleanup(u);
