@@ -97,6 +97,24 @@ void hd_proxy_ais_daemon(struct hd_req *r, struct hd_proxy *p)
     hd_smap_unref(s);
 }
 
+/* The checks of the AuthN-style calls: the method, and tokens configured. 0, or -1 when r
+ * was answered. */
+static int tokens_call(struct hd_req *r, struct hd_proxy *p, const char *method)
+{
+    r->api = HD_API_NATIVE;
+    r->op = HD_OP_ADMIN;
+    if (strcmp(r->method, method) != 0) {
+        hd_resp_err(r, HD_EMETHOD);
+        return -1;
+    }
+    if (!*p->secret || p->keys.n == 0) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "Bearer tokens need auth.keys and cluster.secret (docs/security.md).");
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- AuthN-style login: POST /v1/users/NAME {"password": SECRET, "expires_in": N} ---- */
 
 struct login {
@@ -138,17 +156,8 @@ void hd_proxy_ais_login(struct hd_req *r, struct hd_proxy *p)
     const char *name = r->raw_path + strlen("/v1/users/");
     struct login *l;
 
-    r->api = HD_API_NATIVE;
-    r->op = HD_OP_ADMIN;
-    if (strcmp(r->method, "POST") != 0) {
-        hd_resp_err(r, HD_EMETHOD);
+    if (tokens_call(r, p, "POST") < 0)
         return;
-    }
-    if (!*p->secret || p->keys.n == 0) {
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "Bearer tokens need auth.keys and cluster.secret (docs/security.md).");
-        return;
-    }
     if (!*name || strlen(name) >= sizeof(l->user) || strchr(name, '/') || strchr(name, '%')) {
         hd_resp_err_msg(r, HD_EACCESS, "invalid credentials");
         return;
@@ -215,21 +224,8 @@ void hd_proxy_ais_tokens(struct hd_req *r, struct hd_proxy *p)
     struct revoke *c;
     int rc;
 
-    r->api = HD_API_NATIVE;
-    r->op = HD_OP_ADMIN;
-    if (strcmp(r->raw_path, "/v1/tokens") != 0) {
-        hd_resp_err(r, HD_ENOTFOUND);
+    if (tokens_call(r, p, "DELETE") < 0)
         return;
-    }
-    if (strcmp(r->method, "DELETE") != 0) {
-        hd_resp_err(r, HD_EMETHOD);
-        return;
-    }
-    if (!*p->secret || p->keys.n == 0) {
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "Bearer tokens need auth.keys and cluster.secret (docs/security.md).");
-        return;
-    }
     if (!(c = calloc(1, sizeof(*c)))) {
         hd_resp_err(r, -ENOMEM);
         return;

@@ -119,12 +119,28 @@ static void pull_bmd(struct hd_proxy *p)
     json_decref(out);
 }
 
+/* METHOD path on the primary (a BMD change); then its BMD. 0 or the primary's error. */
+static int forward(struct hd_proxy *p, const char *method, const char *path, const json_t *body)
+{
+    json_t *out = NULL;
+    long status = 0;
+    int rc = hd_proxy_primary_call(p, method, path, body, &status, &out);
+
+    if (rc < 0) {
+        json_decref(out);
+        return HD_EUNAVAIL;
+    }
+    rc = hd_proxy_err_from_json(status, out);
+    json_decref(out);
+    if (rc == 0)
+        pull_bmd(p);
+    return rc;
+}
+
 static int via_primary(struct hd_proxy *p, const char *method, const char *name, const char *query,
                        const json_t *body)
 {
     struct hd_buf path;
-    json_t *out = NULL;
-    long status = 0;
     int rc;
 
     hd_buf_init(&path);
@@ -136,14 +152,8 @@ static int via_primary(struct hd_proxy *p, const char *method, const char *name,
         hd_buf_cleanup(&path);
         return -ENOMEM;
     }
-    rc = hd_proxy_primary_call(p, method, path.data, body, &status, &out);
+    rc = forward(p, method, path.data, body);
     hd_buf_cleanup(&path);
-    if (rc < 0)
-        return HD_EUNAVAIL;
-    rc = hd_proxy_err_from_json(status, out);
-    json_decref(out);
-    if (rc == 0)
-        pull_bmd(p);
     return rc;
 }
 
@@ -243,23 +253,14 @@ static int do_revoke(struct hd_bmd *b, const void *arg)
 int hd_proxy_token_revoke(struct hd_proxy *p, const char *token, const char *id, int64_t exp)
 {
     struct revoke_arg a = {id, exp};
-    json_t *body, *out = NULL;
-    long status = 0;
+    json_t *body;
     int rc;
 
     if (p->primary)
         return bmd_change(p, do_revoke, &a);
     if (!(body = json_pack("{s:s}", "token", token)))
         return -ENOMEM;
-    rc = hd_proxy_primary_call(p, "DELETE", "/v1/tokens", body, &status, &out);
+    rc = forward(p, "DELETE", "/v1/tokens", body);
     json_decref(body);
-    if (rc < 0) {
-        json_decref(out);
-        return HD_EUNAVAIL;
-    }
-    rc = hd_proxy_err_from_json(status, out);
-    json_decref(out);
-    if (rc == 0)
-        pull_bmd(p);
     return rc;
 }
