@@ -51,6 +51,10 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r);
 struct hd_smap;
 struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c);
 const char *hd_tcluster_id(const struct hd_tcluster *c);
+/* Whether r, a node call (r->trusted == HD_TRUST_NODE), was signed by a proxy of our map
+ * (always true without a secret, the dev mode where nothing is checked). Admin endpoints
+ * (plans, jobs, daemon) take node calls from proxies only: targets never send them. */
+int hd_tcluster_from_proxy(struct hd_tcluster *c, struct hd_req *r);
 /* Waits up to ms for this start's join to complete (a proxy may send us clients as soon as
  * it has added us, before its answer to our join has been applied here). 1 when joined or
  * standalone. Blocks: pool and job threads only. */
@@ -65,5 +69,12 @@ const char *hd_tcluster_secret(const struct hd_tcluster *c);
 /* Whether bearer token id (hd_token_id) is revoked in this target's BMD (arg: the
  * hd_tcluster; an hd_token_revoked_fn). */
 int hd_tcluster_token_revoked(void *arg, const char *id);
+
+/* hoardd --prestop (prestop.c): puts this target (cfg: its configuration) into maintenance
+ * until it rejoins and waits, at most timeout_s seconds, until its objects are served by the
+ * other targets. Progress lines go to out. 0, or -1 with why in err. Blocks. */
+#include <stdio.h>
+int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, char *err,
+                        size_t errlen);
 
 #endif

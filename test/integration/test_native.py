@@ -16,7 +16,7 @@ from botocore.credentials import Credentials
 
 import helpers
 from helpers import (REGION, REQUEST_ID_RE, check_json_error, md5_b64, md5_hex, pattern_bytes,
-                     sign_headers)
+                     sign_headers, wait_until)
 
 ISO_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
@@ -188,6 +188,46 @@ def test_object_chunked_put_and_overwrite(target, http, nb):
     assert r.status_code == 200
     g = http.get(url, timeout=5)
     assert g.content == b"short now" and g.headers["Content-Length"] == "9"
+
+
+def test_concurrent_puts_pipeline(target, nb):
+    """The PUT pipeline (issue 14): large bodies hash on the hash pool beside their writes,
+    commits run on the disk workers and are grouped in the catalog. Concurrent large and small
+    PUTs, overwrites of shared keys and Content-MD5 checks all end with the right ETags and
+    bytes, a wrong Content-MD5 commits nothing, and no temp file stays."""
+    import concurrent.futures
+    big = [pattern_bytes(2 * 1024 * 1024 + 1000 * i + 7, seed=40 + i) for i in range(4)]
+    small = [pattern_bytes(10240 + i, seed=60 + i) for i in range(24)]
+
+    def put(name, data, md5=None):
+        with session(target.access_key, target.secret_key) as s:
+            h = {"Content-MD5": md5} if md5 else {}
+            r = s.put(obj_url(target, nb, name), data=data, headers=h, timeout=120)
+            return r.status_code, r.headers.get("ETag"), r.content
+
+    jobs = [("big-%d" % i, d, md5_b64(d) if i % 2 else None) for i, d in enumerate(big)]
+    jobs += [("small-%d" % i, d, None) for i, d in enumerate(small)]
+    jobs += [("shared-%d" % (i % 3), d, None) for i, d in enumerate(small[:12])]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as ex:
+        res = list(ex.map(lambda j: put(*j), jobs))
+    for (name, data, _), (status, etag, body) in zip(jobs, res):
+        assert status == 200, (name, body)
+        assert etag == '"%s"' % md5_hex(data), name
+    with session(target.access_key, target.secret_key) as s:
+        for name, data, _ in jobs:
+            if name.startswith("shared-"):
+                continue
+            g = s.get(obj_url(target, nb, name), timeout=60)
+            assert g.status_code == 200 and g.content == data, name
+        for k in range(3):  # one of the overwrites, whole
+            g = s.get(obj_url(target, nb, "shared-%d" % k), timeout=10)
+            assert g.status_code == 200
+            assert g.headers["ETag"] in ['"%s"' % md5_hex(d) for d in small[:12]]
+            assert g.headers["ETag"] == '"%s"' % md5_hex(g.content)
+        status, _, body = put("bad-md5", big[0], md5_b64(big[1]))
+        assert status == 400 and b"BadDigest" in body
+        assert s.head(obj_url(target, nb, "bad-md5"), timeout=10).status_code == 404
+    wait_until(lambda: target.tmp_files() == [], timeout=30, what="no temp files")
 
 
 def test_object_names_are_decoded(target, http, nb):
