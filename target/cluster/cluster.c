@@ -560,3 +560,22 @@ struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c)
 {
     return c->na;
 }
+
+const char *hd_tcluster_secret(const struct hd_tcluster *c)
+{
+    return c && c->secret ? c->secret : "";
+}
+
+int hd_tcluster_token_revoked(void *arg, const char *id)
+{
+    struct hd_tcluster *c = arg;
+    struct hd_bmd *b;
+    int yes;
+
+    if (!c || c->standalone)
+        return 0;
+    b = hd_smap_state_bmd(c->cs);
+    yes = hd_bmd_is_revoked(b, id, (int64_t)time(NULL));
+    hd_bmd_unref(b);
+    return yes;
+}

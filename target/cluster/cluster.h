@@ -64,6 +64,11 @@ int hd_tcluster_joined(const struct hd_tcluster *c);
 /* This node's signer and verifier (common/nodeauth.h). */
 struct hd_nodeauth;
 struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c);
+/* cluster.secret ("" when unset): the key material bearer tokens are verified with. */
+const char *hd_tcluster_secret(const struct hd_tcluster *c);
+/* Whether bearer token id (hd_token_id) is revoked in this target's BMD (arg: the
+ * hd_tcluster; an hd_token_revoked_fn). */
+int hd_tcluster_token_revoked(void *arg, const char *id);
 
 /* hoardd --prestop (prestop.c): puts this target (cfg: its configuration) into maintenance
  * until it rejoins and waits, at most timeout_s seconds, until its objects are served by the
