@@ -108,6 +108,9 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
 /* Admin calls (maintenance, decommission): another proxy's node signature, or a key with rw
  * on all buckets; open when neither cluster.secret nor auth.keys is set. */
 int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p);
+/* The cluster-wide views (jobs, plans): any valid key may GET, the rest needs an admin.
+ * r->api is set to native; on a refusal r has been answered and the code is returned. */
+int hd_proxy_auth_view_or_admin(struct hd_req *r, struct hd_proxy *p);
 /* Checks r's node signature (flags: HD_NA_*): 0 with *who (r's answers are then signed),
  * HD_DECLINED when r has none, or HD_DONE after refusing r (403, logged). */
 int hd_proxy_node_verify(struct hd_req *r, struct hd_proxy *p, int flags,

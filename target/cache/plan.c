@@ -303,21 +303,6 @@ static int list_prefix(struct hd_cbucket *cb, const char *prefix, struct dataset
     return rc;
 }
 
-static int owns(struct hd_cache *c, struct hd_smap *s, const char *bucket, const char *name)
-{
-    const struct hd_node *owner = NULL;
-    struct hd_buf u;
-
-    if (!s)
-        return 1;
-    hd_buf_init(&u);
-    hd_hrw_uname(&u, "aws", NULL, bucket, name);
-    if (!u.oom)
-        hd_smap_owner(s, u.data, u.len, &owner);
-    hd_buf_cleanup(&u);
-    return owner && strcmp(owner->id, hd_tcluster_id(c->cl)) == 0;
-}
-
 #define BAD(...)                                                                                   \
     do {                                                                                           \
         snprintf(msg, msglen, __VA_ARGS__);                                                        \
@@ -446,7 +431,7 @@ static int plan_build(struct hd_cache *c, json_t *spec, struct plan **out, char 
     s = hd_tcluster_smap(c->cl);
     for (i = 0; i < d.n; i++) {
         own_of[i] = NONE;
-        if (owns(c, s, bucket, d.keys[i]))
+        if (hd_tcluster_owns(c->cl, s, "aws", bucket, d.keys[i]))
             own_of[i] = pl->nown++;
     }
     pl->keys = calloc(pl->nown ? pl->nown : 1, sizeof(*pl->keys));

@@ -51,6 +51,10 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r);
 struct hd_smap;
 struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c);
 const char *hd_tcluster_id(const struct hd_tcluster *c);
+/* 1 when this node owns provider/bucket/name under smap s by HRW (always when s is NULL:
+ * standalone). Any thread. */
+int hd_tcluster_owns(const struct hd_tcluster *c, const struct hd_smap *s, const char *provider,
+                     const char *bucket, const char *name);
 /* Waits up to ms for this start's join to complete (a proxy may send us clients as soon as
  * it has added us, before its answer to our join has been applied here). 1 when joined or
  * standalone. Blocks: pool and job threads only. */
