@@ -21,8 +21,7 @@ HD_SUITE(kdf)
     char h[65], mac[65];
 
     /* openssl kdf -keylen 32 -kdfopt digest:SHA256 -kdfopt key:test-secret-please-change-0123456789
-     *   -kdfopt salt:hoard/v1 -kdfopt hexinfo:686f617264206e6f6465206b657900703161326233633464 HKDF
-     */
+     *   -kdfopt salt:hoard/v1 -kdfopt hexinfo:686f617264206e6f6465206b657900703161326233633464 HKDF */
     CHECK_EQ_INT(hd_kdf_key(secret, sizeof(secret) - 1, "hoard node key", "p1a2b3c4d", k1), 0);
     hex(k1, h);
     CHECK_EQ_STR(h, "7885599e3d717a0a92dba8cc334981191fe3ae95e8974e2bce19b0af9f0343b9");

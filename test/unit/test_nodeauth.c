@@ -68,8 +68,9 @@ HD_SUITE(nodeauth_roundtrip)
     known_set = "p1 t1 t2";
 
     /* a relay-style request with an X-Hoard-* header, for t1 */
-    CHECK_EQ_INT(
-        hd_nodeauth_sign(p1, "GET", "http://127.0.0.1:81/o/k?x=1", "t1", NULL, &vh, 1, &sig), 0);
+    CHECK_EQ_INT(hd_nodeauth_sign(p1, "GET", "http://127.0.0.1:81/o/k?x=1", "t1", NULL, &vh, 1,
+                                  &sig),
+                 0);
     CHECK_EQ_INT(sig.n, 5);
     fake_req(&f, "GET", "/o/k?x=1", &sig, &vh, 1);
     CHECK_EQ_INT(verify(t1, &f, 0, &who), 0);
@@ -80,8 +81,9 @@ HD_SUITE(nodeauth_roundtrip)
     CHECK_EQ_INT(verify(t1, &f, 0, &who), HD_EACCESS);
 
     /* each change fails (fresh signatures, so the nonce is not what fails) */
-    CHECK_EQ_INT(
-        hd_nodeauth_sign(p1, "GET", "http://127.0.0.1:81/o/k?x=1", "t1", NULL, &vh, 1, &sig), 0);
+    CHECK_EQ_INT(hd_nodeauth_sign(p1, "GET", "http://127.0.0.1:81/o/k?x=1", "t1", NULL, &vh, 1,
+                                  &sig),
+                 0);
     fake_req(&f, "GET", "/o/k?x=1", &sig, &vh, 1);
     CHECK_EQ_INT(verify(t2, &f, 0, &who), HD_EACCESS); /* another recipient */
     fake_req(&f, "GET", "/o/k?x=2", &sig, &vh, 1);
@@ -150,8 +152,9 @@ HD_SUITE(nodeauth_time_and_form)
                                   HD_NODEAUTH_EMPTY_SHA256, NULL, 0, &sig),
                  0);
     /* the string to sign, as docs/security.md writes it */
-    snprintf(str, sizeof(str), "HOARD1-HMAC-SHA256\nPUT\n/v1/metasync\n%s\n%s\n%s\np1\nt1\n",
-             sig.date, sig.nonce, HD_NODEAUTH_EMPTY_SHA256);
+    snprintf(str, sizeof(str),
+             "HOARD1-HMAC-SHA256\nPUT\n/v1/metasync\n%s\n%s\n%s\np1\nt1\n", sig.date, sig.nonce,
+             HD_NODEAUTH_EMPTY_SHA256);
     CHECK_EQ_INT(hd_kdf_key(SECRET, strlen(SECRET), "hoard node key", "p1", key), 0);
     hd_kdf_hmac_hex(key, 32, str, strlen(str), want);
     CHECK_EQ_STR(sig.sig, want);
@@ -159,8 +162,8 @@ HD_SUITE(nodeauth_time_and_form)
 
     /* a date out of the window, re-signed so only the date is wrong */
     snprintf(date, sizeof(date), "%lld", (long long)time(NULL) - HD_NODEAUTH_SKEW_S - 5);
-    snprintf(str, sizeof(str), "HOARD1-HMAC-SHA256\nPUT\n/v1/metasync\n%s\n%s\n%s\np1\nt1\n", date,
-             sig.nonce, HD_NODEAUTH_EMPTY_SHA256);
+    snprintf(str, sizeof(str), "HOARD1-HMAC-SHA256\nPUT\n/v1/metasync\n%s\n%s\n%s\np1\nt1\n",
+             date, sig.nonce, HD_NODEAUTH_EMPTY_SHA256);
     hd_kdf_hmac_hex(key, 32, str, strlen(str), want);
     sig.kv[1].v = date;
     sig.kv[4].v = want;

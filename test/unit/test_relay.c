@@ -2,10 +2,10 @@
  * hd_http server, driven by libcurl clients. Multi-MiB GET and PUT bodies arrive byte-exact
  * (both directions pass the relay window several times), HEAD and unknown-length answers pass
  * through, a 404 keeps its status and body, a backend body cut short fails the client's
- * transfer, 32 GETs and 16 PUTs (three rounds) run at once, hd_relay_start's extra headers reach
- * the backend while a client's X-Hoard-* headers do not, a client that leaves mid-body ends its
- * relay, a relay past hd_relay_new's limit is refused with 503, and every relay is freed (inflight
- * back to 0) with the loop closing cleanly. */
+ * transfer, 32 GETs and 16 PUTs (three rounds) run at once, hd_relay_start's extra headers reach the backend while a
+ * client's X-Hoard-* headers do not, a client that leaves mid-body ends its relay, a relay
+ * past hd_relay_new's limit is refused with 503, and every relay is freed (inflight back to 0)
+ * with the loop closing cleanly. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -462,8 +462,8 @@ HD_SUITE(relay_concurrent_puts)
                 strcmp(xs[i].body, want[i]) == 0)
                 ok++;
             else
-                fprintf(stderr, "  PUT %zu: curl %d, status %ld, %s\n", i, xs[i].cc, xs[i].status,
-                        xs[i].body ? xs[i].body : "(no body)");
+                fprintf(stderr, "  PUT %zu: curl %d, status %ld, %s\n", i, xs[i].cc,
+                        xs[i].status, xs[i].body ? xs[i].body : "(no body)");
             ht_cleanup(&xs[i]);
         }
     }
