@@ -94,6 +94,12 @@ struct hd_proxy {
     uint64_t rb_next_ns;             /* loop thread: next poll of the targets */
     char rb_started[HD_NODE_ID_MAX]; /* loop thread: the last rebalance id started */
     char rb_stopped[HD_NODE_ID_MAX]; /* loop thread: the last one found stopped on request */
+
+    /* epoch plans split again after placement moved (primary; cluster/plansplit.c) */
+    _Atomic int64_t plans_want;     /* the smap version whose placement plans must follow */
+    _Atomic int64_t plans_done;     /* the last one they follow */
+    atomic_int plans_busy;          /* a split runs on the pool */
+    _Atomic uint64_t plans_next_ns; /* not before (after a failed split) */
 };
 
 /* ---- auth.c ---- */

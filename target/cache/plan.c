@@ -536,13 +536,53 @@ static void unlink_plan(struct hd_plans *ps, struct plan *pl)
         }
 }
 
-static int add_built(struct hd_cache *c, struct plan *pl, int persist)
+/* The reader's place: epoch, last position read (-1: none); everything up to it counts as
+ * read in that epoch (ps->mu held; checked by the caller). */
+static void set_cursor(struct plan *pl, uint32_t epoch, int64_t position)
+{
+    struct eslot *s = epoch < pl->epochs ? slot_of(pl, epoch) : NULL;
+    uint32_t i;
+
+    pl->epoch = epoch;
+    pl->cursor = position;
+    pl->nread = 0;
+    for (i = 0; i < pl->nown; i++) {
+        pl->last[i] = s && (int64_t)s->pos[i] <= position ? epoch : NONE;
+        pl->nread += pl->last[i] == epoch;
+        if (pl->pf[i] == PF_FAILED)
+            pl->pf[i] = PF_NONE;
+    }
+    pl->last_read_ms = (uint64_t)time(NULL) * 1000;
+}
+
+/* A re-split plan (hd_plans_split) goes on where the reader is. */
+struct carry {
+    uint32_t epoch;
+    int64_t cursor;
+};
+
+/* Adds pl, replacing a plan of the same id; with k (a re-split), pl keeps the old one's
+ * counters and starts at k's place. */
+static int add_built(struct hd_cache *c, struct plan *pl, int persist, const struct carry *k)
 {
     struct hd_plans *ps = c->plans;
     struct plan *old;
 
     pthread_mutex_lock(&ps->mu);
-    if ((old = find(ps, pl->id)) != NULL) { /* registered again: the new spec wins */
+    old = find(ps, pl->id);
+    if (k) {
+        if (old) {
+            pl->hits = old->hits;
+            pl->misses = old->misses;
+            pl->pf_objs = old->pf_objs;
+            pl->pf_bytes = old->pf_bytes;
+            pl->wasted = old->wasted;
+            pl->wasted_bytes = old->wasted_bytes;
+        }
+        set_cursor(pl, k->epoch > pl->epochs ? pl->epochs : k->epoch,
+                   k->cursor < -1 || (uint64_t)(k->cursor + 1) > pl->total ? -1 : k->cursor);
+    }
+    if (old) { /* registered again: the new spec wins */
         unlink_plan(ps, old);
         plan_free(old);
     }
@@ -569,7 +609,44 @@ int hd_plans_add(struct hd_cache *c, json_t *spec, json_t **out, char *msg, size
                      (json_int_t)pl->nown, "epochs", (json_int_t)pl->epochs);
     HD_LOG(HD_INFO, NULL, "plan %s: %s, %llu objects (%u here), %u epochs", pl->id, pl->bucket,
            (unsigned long long)pl->total, pl->nown, pl->epochs);
-    return add_built(c, pl, 1);
+    return add_built(c, pl, 1, NULL);
+}
+
+/* The version of this target's cluster map (-1: none, 0 standalone). */
+static int64_t smap_version(struct hd_cache *c)
+{
+    struct hd_smap *s = hd_tcluster_smap(c->cl);
+    int64_t v = s ? s->version : -1;
+
+    hd_smap_unref(s);
+    return v;
+}
+
+int hd_plans_split(struct hd_cache *c, json_t *spec, uint32_t epoch, int64_t cursor,
+                   int64_t smap_ver, json_t **out, char *msg, size_t msglen)
+{
+    struct carry k = {epoch, cursor};
+    struct timespec ts = {0, 50 * 1000000L};
+    struct plan *pl;
+    int waited, rc;
+
+    msg[0] = '\0';
+    *out = NULL;
+    /* the proxy asks once it pushed the new map: it may not have arrived here yet */
+    for (waited = 0; smap_version(c) < smap_ver && waited < 10000; waited += 50)
+        nanosleep(&ts, NULL);
+    if (smap_version(c) < smap_ver) {
+        snprintf(msg, msglen, "This target has not received cluster map v%lld yet.",
+                 (long long)smap_ver);
+        return HD_EUNAVAIL;
+    }
+    if ((rc = plan_build(c, spec, &pl, msg, msglen)) < 0)
+        return rc;
+    *out = json_pack("{s:s, s:I, s:I, s:I}", "id", pl->id, "total", (json_int_t)pl->total, "owned",
+                     (json_int_t)pl->nown, "epochs", (json_int_t)pl->epochs);
+    HD_LOG(HD_INFO, NULL, "plan %s: split again for map v%lld: %u of %llu objects here", pl->id,
+           (long long)smap_ver, pl->nown, (unsigned long long)pl->total);
+    return add_built(c, pl, 1, &k);
 }
 
 int hd_plans_delete(struct hd_cache *c, const char *id)
@@ -646,7 +723,7 @@ static uint32_t lead(struct plan *pl)
     return n;
 }
 
-static json_t *view(struct plan *pl)
+static json_t *view(struct plan *pl, int with_spec)
 {
     json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b}", "id", pl->id, "bucket", pl->bucket,
                           "epochs", (json_int_t)pl->epochs, "total", (json_int_t)pl->total, "owned",
@@ -668,10 +745,12 @@ static json_t *view(struct plan *pl)
     json_object_set_new(j, "lead", json_integer(lead(pl)));
     json_object_set_new(j, "idle_ms",
                         json_integer((json_int_t)((uint64_t)time(NULL) * 1000 - pl->last_read_ms)));
+    if (with_spec)
+        json_object_set(j, "spec", pl->spec);
     return j;
 }
 
-json_t *hd_plans_view(struct hd_cache *c, const char *id)
+json_t *hd_plans_view(struct hd_cache *c, const char *id, int with_spec)
 {
     struct hd_plans *ps = c->plans;
     struct plan *pl;
@@ -680,11 +759,11 @@ json_t *hd_plans_view(struct hd_cache *c, const char *id)
     pthread_mutex_lock(&ps->mu);
     if (id) {
         if ((pl = find(ps, id)) != NULL)
-            out = view(pl);
+            out = view(pl, with_spec);
     } else {
         json_t *a = json_array();
         for (pl = ps->list; pl && a; pl = pl->next)
-            json_array_append_new(a, view(pl));
+            json_array_append_new(a, view(pl, with_spec));
         out = a ? json_pack("{s:o}", "plans", a) : NULL;
     }
     pthread_mutex_unlock(&ps->mu);
@@ -764,7 +843,6 @@ int hd_plans_cursor(struct hd_cache *c, const char *id, uint32_t epoch, int64_t 
 {
     struct hd_plans *ps = c->plans;
     struct plan *pl;
-    uint32_t i;
     int rc = 0;
 
     pthread_mutex_lock(&ps->mu);
@@ -773,18 +851,7 @@ int hd_plans_cursor(struct hd_cache *c, const char *id, uint32_t epoch, int64_t 
     } else if (epoch > pl->epochs || position < -1 || (uint64_t)(position + 1) > pl->total) {
         rc = HD_EBADARG;
     } else {
-        struct eslot *s = epoch < pl->epochs ? slot_of(pl, epoch) : NULL;
-        pl->epoch = epoch;
-        pl->cursor = position;
-        pl->nread = 0;
-        for (i = 0; i < pl->nown; i++) {
-            /* everything up to the cursor counts as read in this epoch */
-            pl->last[i] = s && (int64_t)s->pos[i] <= position ? epoch : NONE;
-            pl->nread += pl->last[i] == epoch;
-            if (pl->pf[i] == PF_FAILED)
-                pl->pf[i] = PF_NONE;
-        }
-        pl->last_read_ms = (uint64_t)time(NULL) * 1000;
+        set_cursor(pl, epoch, position);
         pthread_cond_broadcast(&ps->cv);
     }
     pthread_mutex_unlock(&ps->mu);
@@ -1018,7 +1085,7 @@ static void *first_main(void *arg)
         if (!(spec = json_load_file(path, 0, NULL)))
             continue;
         if (plan_build(c, spec, &pl, msg, sizeof(msg)) == 0) {
-            add_built(c, pl, 0);
+            add_built(c, pl, 0, NULL);
             HD_LOG(HD_INFO, NULL, "plan %s: rebuilt (%u objects here)", pl->id, pl->nown);
         } else {
             HD_LOG(HD_WARN, NULL, "plan in %s: cannot rebuild: %s", path, msg);

@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 import helpers
-from cachefix import C_KEYS, HoardCluster, profiles, s3rver  # noqa: F401
+from cachefix import C_KEYS, CNode, HoardCluster, profiles, s3rver  # noqa: F401
 from conftest import REPO, _TARGETS
 
 sys.path.insert(0, os.path.join(REPO, "docs", "examples"))
@@ -317,3 +317,88 @@ def test_pytorch_sampler_and_dataset(s3rver, two):  # noqa: F811
         "epoch %d: 12 samples, %d bytes" % (e, 12 * OBJ) for e in range(2)], r.stdout
     v = show(two, "torch-" + b)
     assert v["hits"] + v["misses"] == 24 and v["epoch"] == 2, v
+
+
+def _owners(c, b, keys, ids_by_url):
+    """Who owns each key now, as the proxy routes a GET (the 307's Location)."""
+    out = {}
+    for k in keys:
+        r = c.api("GET", c.obj_path(b, k), follow=False)
+        assert r.status_code == 307, r.text
+        loc = r.headers["Location"]
+        out[k] = next(i for u, i in ids_by_url.items() if loc.startswith(u + "/"))
+    return out
+
+
+def _shares_follow_placement(c, b, keys, pid, ids_by_url):
+    """The plan's per-target shares when they are what placement says, else None."""
+    own = _owners(c, b, keys, ids_by_url)
+    want = {}
+    for k, t in own.items():
+        want[t] = want.get(t, 0) + 1
+    v = show(c, pid)
+    got = {t: tv["owned"] for t, tv in v["targets"].items() if tv["owned"]}
+    return (v, own) if got == want and v["owned"] == len(keys) else None
+
+
+def test_plan_split_again_when_targets_join_and_leave(s3rver, profiles, tmp_path_factory,
+                                                       log_dir):  # noqa: F811
+    """A target joins, then one leaves by decommission: the proxy splits the plan again by
+    HRW, every target's share is what placement says, and the reader's place carries over
+    (also to the new target, which then follows the reads it serves)."""
+    root = str(tmp_path_factory.mktemp("plansplit"))
+    c = HoardCluster("plansplit", root, log_dir, _TARGETS, C_KEYS, ntargets=2, mountpaths=1,
+                     target_extra=["--plan.workers", "1", "--plan.window", "2"])
+    try:
+        c.start()
+        b, keys = dataset(s3rver, c, 40)
+        pid = uname("resplit")
+        register(c, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 3, "seed": 5})
+        order = hoard_plan.epoch_order(40, 5, 0)
+        pos = {keys[d]: p for p, d in enumerate(order)}
+        for p in range(10):
+            read(c, b, keys, order[p], plan=pid)
+        assert show(c, pid)["cursor"] == 9
+
+        # a third target joins
+        t3 = CNode("plansplit-t3", os.path.join(root, "t3"), os.path.join(log_dir, "plansplit-t3"),
+                   "target", C_KEYS, c.secret, lambda: c.proxy.url, [], 1)
+        c.nodes.append(t3)
+        c.registry.append(t3)
+        c.targets.append(t3)
+        t3.start()
+        helpers.wait_until(lambda: len(c.smap()["tmap"]) == 3, timeout=30, what="t3 joined")
+        ids = {n["public_net"]["direct_url"]: i for i, n in c.smap()["tmap"].items()}
+        t3id = ids[t3.url]
+        v, own = helpers.wait_until(lambda: _shares_follow_placement(c, b, keys, pid, ids),
+                                    timeout=60, what="the plan split again over 3 targets")
+        mine = [k for k, t in own.items() if t == t3id]
+        assert mine and len(v["targets"]) == 3, v
+        tv = v["targets"][t3id]
+        # the new target starts where the reader is: positions 0..9 count as read there
+        assert tv["epoch"] == 0 and tv["cursor"] == 9, tv
+        assert tv["read_in_epoch"] == sum(1 for k in mine if pos[k] <= 9), tv
+        # and follows the reads it serves from now on
+        for p in range(10, 20):
+            read(c, b, keys, order[p], plan=pid)
+        tv = show(c, pid)["targets"][t3id]
+        served = sum(1 for p in range(10, 20) if own[keys[order[p]]] == t3id)
+        assert tv["hits"] + tv["misses"] == served, (tv, served)
+        assert tv["read_in_epoch"] == sum(1 for k in mine if pos[k] <= 19), tv
+
+        # an original target leaves (decommission): its share goes to the others
+        leaver = sorted(i for i in ids.values() if i != t3id)[0]
+        r = c.api("POST", "/v1/cluster/decommission/" + leaver, body={"on": True})
+        assert r.status_code == 200, r.text
+        left = {u: i for u, i in ids.items() if i != leaver}
+        v, own = helpers.wait_until(lambda: _shares_follow_placement(c, b, keys, pid, left),
+                                    timeout=90, what="the plan split again without the leaver")
+        assert leaver not in set(own.values())
+        for t, tv in v["targets"].items():
+            if t != leaver:
+                assert tv["epoch"] == 0 and tv["cursor"] == 19, (t, tv)
+        assert sum(tv["owned"] for tv in v["targets"].values()) == 40, v
+        assert c.api("DELETE", "/v1/plans/" + pid).status_code == 200
+    finally:
+        problems = c.stop()
+    assert not problems, problems
