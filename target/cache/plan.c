@@ -920,6 +920,18 @@ void hd_plans_evicted(struct hd_cache *c, const char *bucket, const char *key, u
 
 /* ---- prefetch workers ---- */
 
+/* The look-ahead of pl in objects (ps->mu held): plan.window, and at most half of what the
+ * cache holds at its low mark (cap_bytes, 0: unknown) in objects of the plan's average size
+ * so far. */
+static uint64_t window_of(const struct hd_plans *ps, const struct plan *pl, uint64_t cap_bytes)
+{
+    uint64_t avg = pl->pf_objs ? pl->pf_bytes / pl->pf_objs : 0, win = (uint64_t)ps->window;
+
+    if (cap_bytes && avg && cap_bytes / 2 / avg < win)
+        win = cap_bytes / 2 / avg > 0 ? cap_bytes / 2 / avg : 1;
+    return win;
+}
+
 /* The next object to prefetch (ps->mu held): marks it busy and copies its names. The window
  * is plan.window objects, and at most half of what the cache holds at its low mark
  * (cap_bytes) in objects of the plan's average size so far: a look-ahead larger than the
@@ -930,13 +942,11 @@ static int pick(struct hd_plans *ps, uint64_t cap_bytes, char *id, char *bucket,
 
     for (pl = ps->list; pl; pl = pl->next) {
         struct walk w;
-        uint64_t avg = pl->pf_objs ? pl->pf_bytes / pl->pf_objs : 0, win = (uint64_t)ps->window;
+        uint64_t win = window_of(ps, pl, cap_bytes);
         uint32_t i;
         uint64_t n = 0;
         if (!pl->prefetch || pl->epoch >= pl->epochs || walk_start(pl, &w) < 0)
             continue;
-        if (cap_bytes && avg && cap_bytes / 2 / avg < win)
-            win = cap_bytes / 2 / avg > 0 ? cap_bytes / 2 / avg : 1;
         while (n++ < win && (i = walk_next(pl, &w)) != NONE) {
             if (w.e == pl->epoch && pl->last[i] == pl->epoch)
                 continue; /* read already in this epoch */
@@ -1004,6 +1014,121 @@ static uint64_t cache_bytes(struct hd_cache *c)
             sum += (uint64_t)((double)u.capacity * low / 100.0);
     }
     return sum;
+}
+
+/* ---- /metrics: per-plan series (setup.c's renderer calls this) ---- */
+
+#define RENDER_MAX 64 /* plans with series of their own: bounded cardinality */
+
+struct pseries {
+    char id[49], bucket[64];
+    uint64_t v[12];
+    double ratio;
+};
+
+enum {
+    PS_HITS,
+    PS_MISSES,
+    PS_PF,
+    PS_PFB,
+    PS_WASTED,
+    PS_WASTEDB,
+    PS_EPOCH,
+    PS_CURSOR,
+    PS_LEAD,
+    PS_LAG,
+    PS_WINDOW,
+    PS_OWNED
+};
+
+static const struct {
+    const char *name, *type, *help;
+} pmetrics[] = {
+    {"hoard_plan_hits_total", "counter", "Reads of the plan's objects served from the cache"},
+    {"hoard_plan_misses_total", "counter",
+     "Reads of the plan's objects that waited for the upstream (reader stalls)"},
+    {"hoard_plan_prefetched_total", "counter", "Objects the plan's prefetch fetched"},
+    {"hoard_plan_prefetched_bytes_total", "counter", "Bytes the plan's prefetch fetched"},
+    {"hoard_plan_wasted_total", "counter", "Prefetched objects evicted before anyone read them"},
+    {"hoard_plan_wasted_bytes_total", "counter", "Bytes of those"},
+    {"hoard_plan_epoch", "gauge", "The reader's epoch (from 0; = epochs when finished)"},
+    {"hoard_plan_cursor", "gauge", "The furthest position read in that epoch (-1: none)"},
+    {"hoard_plan_lead", "gauge", "Upcoming objects in a row already held (prefetch lead)"},
+    {"hoard_plan_lag", "gauge", "Objects in the look-ahead window not held yet (prefetch lag)"},
+    {"hoard_plan_window", "gauge", "The look-ahead window in objects"},
+    {"hoard_plan_objects", "gauge", "Objects of the plan's dataset this target owns"},
+};
+
+/* Held objects among the next win upcoming ones (ps->mu held). */
+static uint64_t held_ahead(struct plan *pl, uint64_t win)
+{
+    struct walk w;
+    uint64_t n = 0, held = 0;
+    uint32_t i;
+
+    if (walk_start(pl, &w) < 0)
+        return 0;
+    while (n < win && (i = walk_next(pl, &w)) != NONE) {
+        if (w.e == pl->epoch && pl->last[i] == pl->epoch)
+            continue; /* read already: not ahead */
+        n++;
+        held += pl->pf[i] == PF_HELD;
+    }
+    return held + (win - n); /* past the plan's end nothing is missing */
+}
+
+void hd_plans_render(struct hd_buf *b, struct hd_cache *c)
+{
+    struct hd_plans *ps = c ? c->plans : NULL;
+    struct pseries *v;
+    struct plan *pl;
+    uint64_t cap;
+    size_t n = 0, i, m;
+
+    if (!ps || !ps->n)
+        return;
+    cap = cache_bytes(c);
+    if (!(v = calloc(RENDER_MAX, sizeof(*v))))
+        return;
+    pthread_mutex_lock(&ps->mu);
+    for (pl = ps->list; pl && n < RENDER_MAX; pl = pl->next, n++) {
+        uint64_t win = window_of(ps, pl, cap), live = pl->prefetch && pl->epoch < pl->epochs;
+        snprintf(v[n].id, sizeof(v[n].id), "%s", pl->id);
+        snprintf(v[n].bucket, sizeof(v[n].bucket), "%s", pl->bucket);
+        v[n].v[PS_HITS] = pl->hits;
+        v[n].v[PS_MISSES] = pl->misses;
+        v[n].v[PS_PF] = pl->pf_objs;
+        v[n].v[PS_PFB] = pl->pf_bytes;
+        v[n].v[PS_WASTED] = pl->wasted;
+        v[n].v[PS_WASTEDB] = pl->wasted_bytes;
+        v[n].v[PS_EPOCH] = pl->epoch;
+        v[n].v[PS_CURSOR] = (uint64_t)pl->cursor; /* printed signed */
+        v[n].v[PS_LEAD] = lead(pl);
+        v[n].v[PS_WINDOW] = live ? win : 0;
+        v[n].v[PS_LAG] = live ? win - held_ahead(pl, win) : 0;
+        v[n].v[PS_OWNED] = pl->nown;
+        v[n].ratio =
+            pl->hits + pl->misses ? (double)pl->hits / (double)(pl->hits + pl->misses) : 0.0;
+    }
+    pthread_mutex_unlock(&ps->mu);
+    for (m = 0; m < sizeof(pmetrics) / sizeof(pmetrics[0]); m++) {
+        hd_buf_printf(b, "# HELP %s %s.\n# TYPE %s %s\n", pmetrics[m].name, pmetrics[m].help,
+                      pmetrics[m].name, pmetrics[m].type);
+        for (i = 0; i < n; i++) {
+            if (m == PS_CURSOR)
+                hd_buf_printf(b, "%s{plan=\"%s\",bucket=\"%s\"} %lld\n", pmetrics[m].name, v[i].id,
+                              v[i].bucket, (long long)(int64_t)v[i].v[m]);
+            else
+                hd_buf_printf(b, "%s{plan=\"%s\",bucket=\"%s\"} %llu\n", pmetrics[m].name, v[i].id,
+                              v[i].bucket, (unsigned long long)v[i].v[m]);
+        }
+    }
+    hd_buf_printf(b, "# HELP hoard_plan_hit_ratio Hits over reads of the plan's objects.\n"
+                     "# TYPE hoard_plan_hit_ratio gauge\n");
+    for (i = 0; i < n; i++)
+        hd_buf_printf(b, "hoard_plan_hit_ratio{plan=\"%s\",bucket=\"%s\"} %.6f\n", v[i].id,
+                      v[i].bucket, v[i].ratio);
+    free(v);
 }
 
 static void *worker_main(void *arg)

@@ -130,6 +130,45 @@ def test_plan_prefetches_ahead_of_the_reader(s3rver, one):  # noqa: F811
     assert one.api("DELETE", "/v1/plans/" + pid).status_code == 404
 
 
+def test_plan_prometheus_series(s3rver, one):  # noqa: F811
+    """Per-plan series at a target's /metrics agree with the plans API, and go with the plan."""
+    b, keys = dataset(s3rver, one, 24)
+    pid = uname("prom")
+    register(one, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 2, "seed": 11})
+    order = hoard_plan.epoch_order(24, 11, 0)
+    t = one.targets[0]
+
+    def m(name):
+        return t.metrics().get(t.series(name, plan=pid, bucket=b))
+
+    # before any read: the window is full, nothing lags, the reader is before the start
+    helpers.wait_until(lambda: m("hoard_plan_lead") == WINDOW, timeout=30,
+                       what="a lead of %d in /metrics" % WINDOW)
+    assert m("hoard_plan_window") == WINDOW and m("hoard_plan_lag") == 0
+    assert m("hoard_plan_cursor") == -1 and m("hoard_plan_epoch") == 0
+    assert m("hoard_plan_objects") == 24
+    assert m("hoard_plan_prefetched_total") == WINDOW
+    assert m("hoard_plan_prefetched_bytes_total") == WINDOW * OBJ
+    for p in range(6):
+        read(one, b, keys, order[p], plan=pid)
+    v = helpers.wait_until(lambda: (lambda v: v if v["lead"] == WINDOW else None)(
+        show(one, pid)), timeout=30, what="a lead of %d objects" % WINDOW)
+    ms = t.metrics()
+
+    def g(name):
+        return ms[t.series(name, plan=pid, bucket=b)]
+
+    assert g("hoard_plan_cursor") == 5 == v["cursor"]
+    assert g("hoard_plan_hits_total") == v["hits"] and g("hoard_plan_misses_total") == v["misses"]
+    assert g("hoard_plan_hits_total") + g("hoard_plan_misses_total") == 6
+    assert abs(g("hoard_plan_hit_ratio") - v["hits"] / 6) < 1e-6
+    assert g("hoard_plan_prefetched_total") == v["prefetched"]
+    assert g("hoard_plan_prefetched_bytes_total") == v["prefetched_bytes"]
+    assert g("hoard_plan_wasted_total") == 0 and g("hoard_plan_lag") == 0
+    assert one.api("DELETE", "/v1/plans/" + pid).status_code == 200
+    assert not [k for k in t.metrics() if 'plan="%s"' % pid in k]
+
+
 def test_deleted_plan_stops_prefetching(s3rver, one):  # noqa: F811
     b, keys = dataset(s3rver, one, 12)
     pid = uname("del")
