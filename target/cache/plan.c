@@ -42,6 +42,7 @@
 #define MAX_EPOCHS 1000000u
 #define MAX_ORDER_ENTRIES 50000000u
 #define NONE UINT32_MAX
+#define OPEN_SHARDS 16 /* shard plans: reads of these shards are member reads */
 #define LIST_PAGE 1000
 #define IDCHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
@@ -62,6 +63,7 @@ struct plan {
     uint64_t total; /* dataset size: positions per epoch */
     int seeded;
     int prefetch; /* 0: the plan only ranks evictions */
+    int shards;   /* the objects are tar shards read member by member (?archpath=) */
     uint64_t seed;
     uint32_t norder; /* explicit: epochs given (cycled) */
     uint32_t *xpos;  /* explicit: [e * nown + i] position of owned i in order e */
@@ -80,6 +82,8 @@ struct plan {
     uint8_t *pf;    /* by owned index: PF_* */
     uint8_t *by_pf; /* by owned index: held because we prefetched it, not read since */
     uint64_t last_read_ms;
+    uint32_t open[OPEN_SHARDS]; /* shard plans: the shards started last (NONE: empty) */
+    unsigned nopen;             /* next slot of open (a ring) */
 
     /* metrics */
     uint64_t hits, misses, pf_objs, pf_bytes, wasted, wasted_bytes;
@@ -362,6 +366,7 @@ static int plan_build(struct hd_cache *c, json_t *spec, struct plan **out, char 
     json_t *prefix = json_object_get(spec, "prefix"), *keys = json_object_get(spec, "keys");
     json_t *epochs = json_object_get(spec, "epochs"), *seed = json_object_get(spec, "seed");
     json_t *order = json_object_get(spec, "order"), *pf = json_object_get(spec, "prefetch");
+    json_t *shards = json_object_get(spec, "shards");
     struct hd_cbucket *cb = NULL;
     struct hd_smap *s = NULL;
     struct dataset d = {0};
@@ -390,6 +395,8 @@ static int plan_build(struct hd_cache *c, json_t *spec, struct plan **out, char 
         BAD("\"seed\" must be a non-negative integer (below 2^63).");
     if (pf && !json_is_boolean(pf))
         BAD("\"prefetch\" must be true or false.");
+    if (shards && !json_is_boolean(shards))
+        BAD("\"shards\" must be true or false.");
     if (prefix) {
         if (!json_is_string(prefix))
             BAD("\"prefix\" must be a string.");
@@ -424,6 +431,8 @@ static int plan_build(struct hd_cache *c, json_t *spec, struct plan **out, char 
     pl->total = d.n;
     pl->seeded = seed != NULL;
     pl->prefetch = !pf || json_is_true(pf);
+    pl->shards = json_is_true(shards);
+    memset(pl->open, 0xff, sizeof(pl->open));
     pl->seed = seed ? (uint64_t)json_integer_value(seed) : 0;
     pl->cursor = -1;
     pl->slot[0].epoch = pl->slot[1].epoch = NONE;
@@ -546,6 +555,7 @@ static void set_cursor(struct plan *pl, uint32_t epoch, int64_t position)
     pl->epoch = epoch;
     pl->cursor = position;
     pl->nread = 0;
+    memset(pl->open, 0xff, sizeof(pl->open)); /* the reader starts over: no shard open */
     for (i = 0; i < pl->nown; i++) {
         pl->last[i] = s && (int64_t)s->pos[i] <= position ? epoch : NONE;
         pl->nread += pl->last[i] == epoch;
@@ -730,6 +740,8 @@ static json_t *view(struct plan *pl, int with_spec)
                           (json_int_t)pl->nown, "seeded", pl->seeded);
     if (j)
         json_object_set_new(j, "prefetch", json_boolean(pl->prefetch));
+    if (j)
+        json_object_set_new(j, "shards", json_boolean(pl->shards));
 
     if (!j)
         return NULL;
@@ -784,6 +796,17 @@ static void advance_epoch(struct plan *pl)
             pl->pf[i] = PF_NONE;
 }
 
+/* Shard plans: 1 when shard i is among the ones started last (being read member by member). */
+static int is_open(const struct plan *pl, uint32_t i)
+{
+    unsigned k;
+
+    for (k = 0; pl->shards && k < OPEN_SHARDS; k++)
+        if (pl->open[k] == i)
+            return 1;
+    return 0;
+}
+
 /* A read of owned object i (ps->mu held). */
 static void observe(struct plan *pl, uint32_t i, int hit)
 {
@@ -797,6 +820,12 @@ static void observe(struct plan *pl, uint32_t i, int hit)
     pl->by_pf[i] = 0;
     if (pl->epoch >= pl->epochs)
         return; /* finished: reads count, the order no longer says anything */
+    if (is_open(pl, i))
+        return; /* another member of a shard being read: the reader is where it was */
+    if (pl->shards) {
+        pl->open[pl->nopen] = i;
+        pl->nopen = (pl->nopen + 1) % OPEN_SHARDS;
+    }
     if (pl->last[i] == pl->epoch) {
         /* read again in this epoch: the reader is in the next one when it had read at least
          * half of this one (else a re-read, e.g. a retry) */
@@ -880,6 +909,10 @@ uint64_t hd_plans_next_use(struct hd_cache *c, const char *bucket, const char *k
             continue;
         if (pl->epoch >= pl->epochs || !(s = slot_of(pl, pl->epoch)))
             continue;
+        if (is_open(pl, i)) {
+            best = 0; /* a shard being read member by member: in use now */
+            break;
+        }
         cur = pl->cursor < 0 ? 0 : (uint64_t)pl->cursor;
         if (pl->last[i] != pl->epoch) { /* still to be read in this epoch */
             d = s->pos[i] > cur ? s->pos[i] - cur : 0;

@@ -169,6 +169,67 @@ def test_plan_prometheus_series(s3rver, one):  # noqa: F811
     assert not [k for k in t.metrics() if 'plan="%s"' % pid in k]
 
 
+def _tar(members):
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_shard_plan_members_advance_it(s3rver, one):  # noqa: F811
+    """A plan over tar shards: the prefetch fetches whole shards in plan order, every member
+    read (?archpath=) counts, and reading a shard member by member neither moves the reader
+    past it nor starts the next epoch early (it would after half the shards)."""
+    nshards, nmem, msize = 8, 4, 4 * KIB
+    src = uname("plansh")
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    shards = ["sh/shard-%03d.tar" % i for i in range(nshards)]
+
+    def member(i, k):
+        return helpers.pattern_bytes(msize, i * 100 + k)
+    for i, sh in enumerate(shards):
+        up.put_object(Bucket=src, Key=sh,
+                      Body=_tar([("%02d/%d.bin" % (i, k), member(i, k)) for k in range(nmem)]))
+    b = one.create_cloud_bucket(src, s3rver.url, "s3rver")
+    pid = uname("shards")
+    register(one, {"id": pid, "bucket": b, "prefix": "sh/", "epochs": 2, "seed": 9,
+                   "shards": True})
+    order = hoard_plan.epoch_order(nshards, 9, 0)
+    # whole shards, the first WINDOW of the plan, before anyone reads
+    helpers.wait_until(lambda: cached(one, b) == {shards[i] for i in order[:WINDOW]},
+                       timeout=30, what="the plan's first %d shards prefetched" % WINDOW)
+
+    def read_members(p):
+        i = order[p]
+        for k in range(nmem):
+            path = "%s?archpath=%s&plan=%s" % (one.obj_path(b, shards[i]),
+                                              "%02d/%d.bin" % (i, k), pid)
+            r = one.api("GET", path)
+            assert r.status_code == 200 and r.content == member(i, k), (r.status_code, r.text)
+    for p in range(6):  # past half of the shards, member by member
+        read_members(p)
+        v = show(one, pid)
+        assert v["epoch"] == 0 and v["cursor"] == p and v["read_in_epoch"] == p + 1, (p, v)
+    assert v["shards"] is True and v["hits"] + v["misses"] == 6 * nmem, v
+    # the window moved with the shards: positions 6..7 held too, whole
+    helpers.wait_until(lambda: cached(one, b) == set(shards), timeout=30,
+                       what="prefetch of the remaining shards")
+    for p in (6, 7):
+        read_members(p)
+    # every shard read: the next epoch begins, and the last shard's further members do not
+    # count as reads of the new epoch
+    v = show(one, pid)
+    assert v["epoch"] == 1 and v["cursor"] == -1 and v["read_in_epoch"] == 0, v
+    assert v["hits"] + v["misses"] == nshards * nmem and v["wasted"] == 0, v
+    assert one.api("DELETE", "/v1/plans/" + pid).status_code == 200
+
+
 def test_deleted_plan_stops_prefetching(s3rver, one):  # noqa: F811
     b, keys = dataset(s3rver, one, 12)
     pid = uname("del")
@@ -327,6 +388,11 @@ def test_cli_plan_create_show_rm(s3rver, two, tmp_path):  # noqa: F811
     assert pid in out and "5 objects" in out and "epoch 0 of 3" in out, out
     assert pid in hoard.ok("plan", "ls").stdout.decode()
     assert hoard.json("plan", "show", pid)["prefetch"] is False
+    assert hoard.json("plan", "show", pid)["shards"] is False
+    j = hoard.json("plan", "create", b, "--prefix", "s/", "--epochs", "1", "--seed", "2",
+                   "--id", pid + "-sh", "--shards")
+    assert hoard.json("plan", "show", pid + "-sh")["shards"] is True
+    hoard.ok("plan", "rm", pid + "-sh")
     j = hoard.json("plan", "create", b, "--list", ",".join(keys[:2]), "--epochs", "1",
                    "--seed", "0")
     assert j["total"] == 2, j
