@@ -1028,7 +1028,7 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
     unsigned threads;
     unsigned flags;
     long n;
-    int fd, attempt;
+    int fd;
     const char *trust = cfg->tls ? hd_tls_mhd_trust(cfg->tls) : NULL;
 
     if (parse_listen(cfg->listen, &ss, &sl) < 0)
@@ -1070,46 +1070,19 @@ int hd_http_start(const struct hd_http_cfg *cfg, struct hd_http_server **out)
         /* with tls.client_auth, HTTPS_MEM_TRUST makes GnuTLS ask for a client certificate;
          * hd_tls_peer_ok checks it */
     }
-    for (attempt = 0;; attempt++) {
-        /* TLS options as arguments (an MHD_OPTION_ARRAY that lost its MHD_OPTION_END in a
-         * merge made libmicrohttpd read past it and fail to start, silently, in about half
-         * the processes with tls.client_auth) */
-        if (cfg->tls)
-            s->d = MHD_start_daemon(
-                flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-                MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
-                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
-                no_unescape, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-                MHD_OPTION_HTTPS_CERT_CALLBACK, hd_tls_mhd_cert_callback(),
-                trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, trust, MHD_OPTION_END);
-        else
-            s->d = MHD_start_daemon(
-                flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
-                MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
-                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
-                no_unescape, s, MHD_OPTION_END);
-        if (s->d || attempt == 1)
-            break;
-        /* seen once under heavy load, with nothing in libmicrohttpd's log: say what errno
-         * says and try once more on a fresh socket */
-        HD_LOG(HD_WARN, NULL, "http: libmicrohttpd did not start on %s (%s); trying again",
-               cfg->listen, strerror(errno));
-        close(fd);
-        usleep(100 * 1000);
-        if ((fd = listen_socket(&ss, sl)) < 0) {
-            pthread_mutex_destroy(&s->park_mu);
-            free(s);
-            return fd;
-        }
-    }
+    /* TLS options as arguments, cut off by an early MHD_OPTION_END without TLS (an
+     * MHD_OPTION_ARRAY that lost its MHD_OPTION_END in a merge made libmicrohttpd read past
+     * it and fail to start, silently, in about half the processes with tls.client_auth) */
+    s->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->mem_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, s,
+        cfg->tls ? MHD_OPTION_NOTIFY_CONNECTION : MHD_OPTION_END, on_connection, s,
+        MHD_OPTION_HTTPS_CERT_CALLBACK, hd_tls_mhd_cert_callback(),
+        trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, trust, MHD_OPTION_END);
     if (!s->d) {
         close(fd);
         pthread_mutex_destroy(&s->park_mu);

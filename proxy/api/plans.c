@@ -23,6 +23,7 @@
 #include "common/metrics.h"
 
 #define PLAN_BODY_MAX (256u << 20)
+#define PLAN_IDCHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 #define PLAN_ADD_MS 600000 /* targets list the dataset's prefix upstream */
 
 static const char *const sums[] = {"owned",  "read_in_epoch", "hits",
@@ -124,7 +125,7 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
     json_t *spec = NULL, *targets = NULL;
     json_int_t total = -1, owned = 0;
     char gen[40], *text = NULL;
-    size_t i;
+    size_t i, accepted = 0;
     int rc;
 
     if (!json_is_object(in)) {
@@ -145,9 +146,12 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
     }
     if (!(spec = json_deep_copy(in)))
         goto oom;
-    if (json_object_get(in, "id") && !id) {
+    if (json_object_get(in, "id") &&
+        (!id || !*id || strlen(id) > 48 || strspn(id, PLAN_IDCHARS) != strlen(id))) {
+        /* checked here too: the id goes into the URLs of the undo and of every later call */
         json_decref(spec);
-        hd_resp_err_msg(r, HD_EBADARG, "\"id\" must be a string.");
+        hd_resp_err_msg(r, HD_EBADARG,
+                        "A plan id is a string of 1-48 characters of A-Z a-z 0-9 . _ -");
         return;
     }
     if (!id) {
@@ -168,6 +172,8 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
     }
     if (fan(r, p, s, "POST", "/v1/plans", text, PLAN_ADD_MS, &f) < 0)
         goto out;
+    for (i = 0; i < f.n; i++)
+        accepted += f.calls[i].status == 201;
     for (i = 0; i < f.n; i++) {
         json_t *j = hd_proxy_call_json(&f.calls[i]);
         if (f.calls[i].status != 201) { /* the first target's word on what is wrong */
@@ -176,7 +182,10 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
             hd_resp_err_msg(r, rc, m);
             json_decref(j);
             hd_proxy_fan_cleanup(&f);
-            undo(p, s, id);
+            /* a target that refused kept what it had (an earlier plan of this id stays
+             * whole when every target refused); one that took it would leave half a plan */
+            if (accepted)
+                undo(p, s, id);
             goto out;
         }
         total = json_integer_value(json_object_get(j, "total"));

@@ -877,7 +877,7 @@ int hd_plans_cursor(struct hd_cache *c, const char *id, uint32_t epoch, int64_t 
     pthread_mutex_lock(&ps->mu);
     if (!(pl = find(ps, id))) {
         rc = HD_ENOSUCHKEY;
-    } else if (epoch > pl->epochs || position < -1 || (uint64_t)(position + 1) > pl->total) {
+    } else if (epoch > pl->epochs || position < -1 || (uint64_t)position >= pl->total) {
         rc = HD_EBADARG;
     } else {
         set_cursor(pl, epoch, position);

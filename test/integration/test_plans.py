@@ -370,10 +370,35 @@ def test_bad_plans_get_clear_errors(s3rver, two):  # noqa: F811
     bad({"prefix": None, "keys": ["a", ""]}, 400, "keys[1]")
     bad({"prefix": None}, 400, "\"prefix\" or \"keys\"")
     bad({"id": "a/b"}, 400, "plan id")
-    bad({"id": 7}, 400, "\"id\" must be a string")
+    bad({"id": 7}, 400, "plan id")
+    bad({"id": "p?x=1"}, 400, "plan id")
+    bad({"id": "x" * 49}, 400, "plan id")
     r = two.api("POST", "/v1/plans", body=b"not json")
     assert r.status_code == 400
     assert two.api("GET", "/v1/plans").json()["plans"] == []
+    # a failed registration again of an id leaves the registered plan as it was, also when
+    # the bad id would name it in a URL
+    pid = uname("keep")
+    register(two, dict(ok, id=pid))
+    bad({"id": pid, "prefix": "nothing-here/"}, 400, "empty")
+    bad({"id": pid + "?x=1"}, 400, "plan id")
+    bad({"id": pid + "/cursor"}, 400, "plan id")
+    v = show(two, pid)
+    assert v["total"] == 3 and v["owned"] == 3 and v["epochs"] == 2, v
+    # cursors out of the plan or of the wrong type: 400, and the plan does not move
+    for body in ({"epoch": 0, "position": 2 ** 63 - 1}, {"epoch": 0, "position": 3},
+                 {"epoch": 0, "position": -2}, {"epoch": -1, "position": 0},
+                 {"epoch": 2 ** 32, "position": 0}, {"epoch": 3, "position": 0},
+                 {"epoch": "0", "position": 0}, {"epoch": 0}, [0, 0]):
+        r = two.api("POST", "/v1/plans/%s/cursor" % pid, body=body)
+        assert r.status_code == 400, (body, r.status_code, r.text)
+    r = two.api("POST", "/v1/plans/%s/cursor" % pid, body=b"{")
+    assert r.status_code == 400, r.text
+    v = show(two, pid)
+    assert v["epoch"] == 0 and v["cursor"] == -1, v
+    r = two.api("POST", "/v1/plans/%s/cursor" % uname("none"), body={"epoch": 0, "position": 0})
+    assert r.status_code == 404, r.text
+    assert two.api("DELETE", "/v1/plans/" + pid).status_code == 200
 
 
 def test_cli_plan_create_show_rm(s3rver, two, tmp_path):  # noqa: F811
