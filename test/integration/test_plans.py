@@ -138,17 +138,18 @@ def test_plan_prometheus_series(s3rver, one):  # noqa: F811
     order = hoard_plan.epoch_order(24, 11, 0)
     t = one.targets[0]
 
-    def m(name):
-        return t.metrics().get(t.series(name, plan=pid, bucket=b))
+    def snap():
+        ms = t.metrics()
+        return {k.split("{")[0]: v for k, v in ms.items() if 'plan="%s"' % pid in k}
 
     # before any read: the window is full, nothing lags, the reader is before the start
-    helpers.wait_until(lambda: m("hoard_plan_lead") == WINDOW, timeout=30,
-                       what="a lead of %d in /metrics" % WINDOW)
-    assert m("hoard_plan_window") == WINDOW and m("hoard_plan_lag") == 0
-    assert m("hoard_plan_cursor") == -1 and m("hoard_plan_epoch") == 0
-    assert m("hoard_plan_objects") == 24
-    assert m("hoard_plan_prefetched_total") == WINDOW
-    assert m("hoard_plan_prefetched_bytes_total") == WINDOW * OBJ
+    m = helpers.wait_until(lambda: (lambda m: m if m.get("hoard_plan_lead") == WINDOW else None)(
+        snap()), timeout=30, what="a lead of %d in /metrics" % WINDOW)
+    assert m["hoard_plan_window"] == WINDOW and m["hoard_plan_lag"] == 0, m
+    assert m["hoard_plan_cursor"] == -1 and m["hoard_plan_epoch"] == 0, m
+    assert m["hoard_plan_objects"] == 24, m
+    assert m["hoard_plan_prefetched_total"] >= WINDOW, m
+    assert m["hoard_plan_prefetched_bytes_total"] == m["hoard_plan_prefetched_total"] * OBJ, m
     for p in range(6):
         read(one, b, keys, order[p], plan=pid)
     v = helpers.wait_until(lambda: (lambda v: v if v["lead"] == WINDOW else None)(
@@ -164,7 +165,9 @@ def test_plan_prometheus_series(s3rver, one):  # noqa: F811
     assert abs(g("hoard_plan_hit_ratio") - v["hits"] / 6) < 1e-6
     assert g("hoard_plan_prefetched_total") == v["prefetched"]
     assert g("hoard_plan_prefetched_bytes_total") == v["prefetched_bytes"]
-    assert g("hoard_plan_wasted_total") == 0 and g("hoard_plan_lag") == 0
+    # (the module's small cache is shared with earlier tests: eviction may waste some)
+    assert g("hoard_plan_wasted_total") == v["wasted"]
+    assert g("hoard_plan_wasted_bytes_total") == v["wasted_bytes"]
     assert one.api("DELETE", "/v1/plans/" + pid).status_code == 200
     assert not [k for k in t.metrics() if 'plan="%s"' % pid in k]
 
