@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,8 @@ struct plan {
     uint8_t *pf;    /* by owned index: PF_* */
     uint8_t *by_pf; /* by owned index: held because we prefetched it, not read since */
     uint64_t last_read_ms;
+    uint64_t rd_last_ns;        /* the reader's last step (a position read for the first time) */
+    double rd_ival_s;           /* mean time between steps (EWMA; 0: not measured yet) */
     uint32_t open[OPEN_SHARDS]; /* shard plans: the shards started last (NONE: empty) */
     unsigned nopen;             /* next slot of open (a ring) */
 
@@ -97,7 +100,8 @@ struct hd_plans {
     atomic_size_t n; /* plans in list (read without mu by the GET path) */
     char dir[4096];
     hd_plans_fetch_fn fetch;
-    int window, workers;
+    int window, window_max, workers;
+    double fetch_s; /* a prefetch worker's time per fetched object, throttle included (EWMA) */
     uint64_t max_bps;
     long idle_s;
     pthread_t *th;
@@ -733,7 +737,11 @@ static uint32_t lead(struct plan *pl)
     return n;
 }
 
-static json_t *view(struct plan *pl, int with_spec)
+static uint64_t window_of(const struct hd_plans *ps, const struct plan *pl, uint64_t cap_bytes);
+static uint64_t cache_bytes(struct hd_cache *c);
+static double read_rate(const struct plan *pl, uint64_t now);
+
+static json_t *view(const struct hd_plans *ps, struct plan *pl, int with_spec, uint64_t cap)
 {
     json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b}", "id", pl->id, "bucket", pl->bucket,
                           "epochs", (json_int_t)pl->epochs, "total", (json_int_t)pl->total, "owned",
@@ -757,6 +765,12 @@ static json_t *view(struct plan *pl, int with_spec)
     json_object_set_new(j, "lead", json_integer(lead(pl)));
     json_object_set_new(j, "idle_ms",
                         json_integer((json_int_t)((uint64_t)time(NULL) * 1000 - pl->last_read_ms)));
+    json_object_set_new(j, "window",
+                        json_integer(pl->prefetch && pl->epoch < pl->epochs
+                                         ? (json_int_t)window_of(ps, pl, cap)
+                                         : 0));
+    json_object_set_new(j, "read_rate", json_real(read_rate(pl, hd_now_ns())));
+    json_object_set_new(j, "fetch_s", json_real(ps->fetch_s));
     if (with_spec)
         json_object_set(j, "spec", pl->spec);
     return j;
@@ -765,17 +779,18 @@ static json_t *view(struct plan *pl, int with_spec)
 json_t *hd_plans_view(struct hd_cache *c, const char *id, int with_spec)
 {
     struct hd_plans *ps = c->plans;
+    uint64_t cap = cache_bytes(c);
     struct plan *pl;
     json_t *out = NULL;
 
     pthread_mutex_lock(&ps->mu);
     if (id) {
         if ((pl = find(ps, id)) != NULL)
-            out = view(pl, with_spec);
+            out = view(ps, pl, with_spec, cap);
     } else {
         json_t *a = json_array();
         for (pl = ps->list; pl && a; pl = pl->next)
-            json_array_append_new(a, view(pl, with_spec));
+            json_array_append_new(a, view(ps, pl, with_spec, cap));
         out = a ? json_pack("{s:o}", "plans", a) : NULL;
     }
     pthread_mutex_unlock(&ps->mu);
@@ -794,6 +809,29 @@ static void advance_epoch(struct plan *pl)
     for (i = 0; i < pl->nown; i++)
         if (pl->pf[i] == PF_FAILED)
             pl->pf[i] = PF_NONE;
+}
+
+#define EWMA 0.2 /* weight of a new sample in the measured means */
+
+/* The reader read a position for the first time: its pace (ps->mu held). */
+static void step(struct plan *pl)
+{
+    uint64_t now = hd_now_ns();
+
+    if (pl->rd_last_ns) {
+        double dt = (double)(now - pl->rd_last_ns) / 1e9;
+        pl->rd_ival_s = pl->rd_ival_s > 0 ? (1 - EWMA) * pl->rd_ival_s + EWMA * dt : dt;
+    }
+    pl->rd_last_ns = now;
+}
+
+/* The reader's pace, objects/s of this target (0: not measured). A pause does not shrink
+ * it: a reader that stops for a while (evaluation between epochs) comes back at its pace, and
+ * the prefetch may use the pause to fill the window. */
+static double read_rate(const struct plan *pl, uint64_t now)
+{
+    (void)now;
+    return pl->rd_ival_s > 0 ? 1 / pl->rd_ival_s : 0;
 }
 
 /* Shard plans: 1 when shard i is among the ones started last (being read member by member). */
@@ -839,6 +877,7 @@ static void observe(struct plan *pl, uint32_t i, int hit)
         return;
     pl->last[i] = pl->epoch;
     pl->nread++;
+    step(pl);
     if ((int64_t)s->pos[i] > pl->cursor)
         pl->cursor = (int64_t)s->pos[i];
     if (pl->nread == pl->nown)
@@ -953,12 +992,25 @@ void hd_plans_evicted(struct hd_cache *c, const char *bucket, const char *key, u
 
 /* ---- prefetch workers ---- */
 
-/* The look-ahead of pl in objects (ps->mu held): plan.window, and at most half of what the
- * cache holds at its low mark (cap_bytes, 0: unknown) in objects of the plan's average size
- * so far. */
+/* The look-ahead of pl in objects (ps->mu held; docs/caching.md, "Prefetch"). While a worker
+ * fetches one object (fetch_s, throttle included) the reader takes rate * fetch_s more: the
+ * window is twice that plus the objects in flight (one per worker),
+ *     need = ceil(2 * rate * fetch_s) + workers,
+ * kept within plan.window .. plan.window_max (plan.window until both are measured), and at
+ * most half of what the cache holds at its low mark (cap_bytes, 0: unknown) in objects of the
+ * plan's average size so far. */
 static uint64_t window_of(const struct hd_plans *ps, const struct plan *pl, uint64_t cap_bytes)
 {
     uint64_t avg = pl->pf_objs ? pl->pf_bytes / pl->pf_objs : 0, win = (uint64_t)ps->window;
+    double rate = read_rate(pl, hd_now_ns());
+
+    if (rate > 0 && ps->fetch_s > 0) {
+        double need = ceil(2 * rate * ps->fetch_s) + ps->workers;
+        if (need > (double)ps->window_max)
+            win = (uint64_t)ps->window_max;
+        else if (need > (double)win)
+            win = (uint64_t)need;
+    }
 
     if (cap_bytes && avg && cap_bytes / 2 / avg < win)
         win = cap_bytes / 2 / avg > 0 ? cap_bytes / 2 / avg : 1;
@@ -1174,7 +1226,7 @@ static void *worker_main(void *arg)
         char id[49], bucket[64], msg[512], *key = NULL;
         struct hd_cbucket *cb;
         struct hd_obj_meta m;
-        uint64_t bytes = 0;
+        uint64_t bytes = 0, t0;
         int rc, held;
         if (!pick(ps, cache_bytes(c), id, bucket, &key)) {
             struct timespec ts;
@@ -1188,6 +1240,7 @@ static void *worker_main(void *arg)
             continue;
         }
         pthread_mutex_unlock(&ps->mu);
+        t0 = hd_now_ns();
         rc = HD_ENOSUCHBUCKET;
         if ((cb = hd_cache_bucket(c, bucket)) != NULL) {
             rc = ps->fetch(c, cb, key, 0, NULL, &bytes, msg, sizeof(msg));
@@ -1200,6 +1253,10 @@ static void *worker_main(void *arg)
             HD_LOG(HD_DEBUG, NULL, "plan %s: prefetch %s/%s: %s", id, bucket, key, msg);
         throttle(ps, bytes);
         pthread_mutex_lock(&ps->mu);
+        if (bytes) { /* a fetch from the upstream: the prefetch's pace */
+            double dt = (double)(hd_now_ns() - t0) / 1e9;
+            ps->fetch_s = ps->fetch_s > 0 ? (1 - EWMA) * ps->fetch_s + EWMA * dt : dt;
+        }
         done_one(ps, id, key, held, bytes);
         free(key);
     }
@@ -1287,6 +1344,9 @@ int hd_plans_new(struct hd_cache *c, const struct hd_config *cfg, hd_plans_fetch
     if (data && *data)
         snprintf(ps->dir, sizeof(ps->dir), "%s/plans", data);
     ps->window = (int)hd_config_int(cfg, "plan.window");
+    ps->window_max = (int)hd_config_int(cfg, "plan.window_max");
+    if (ps->window_max < ps->window)
+        ps->window_max = ps->window;
     ps->workers = (int)hd_config_int(cfg, "plan.workers");
     ps->max_bps = (uint64_t)hd_config_int(cfg, "plan.max_bps");
     ps->idle_s = (long)hd_config_int(cfg, "plan.idle_expire_s");

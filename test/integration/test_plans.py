@@ -6,6 +6,7 @@ with a 1 MiB cache (low 50%, high 80%) over s3rver, plans prefetching at most 4 
 with 2 workers; a two-target cluster for the split by owner. Orders come from the documented
 generator (docs/examples/hoard_plan.py), which the tests thereby check against hoardd's.
 """
+import math
 import os
 import sys
 import time
@@ -37,7 +38,8 @@ def one(tmp_path_factory, log_dir, profiles, s3rver):  # noqa: F811
                      target_extra=["--space.capacity", str(MIB), "--space.low", "50",
                                    "--space.high", "80", "--space.oos", "95",
                                    "--space.check_ms", "100", "--cache.atime_flush_ms", "100",
-                                   "--plan.window", str(WINDOW), "--plan.workers", "2"])
+                                   "--plan.window", str(WINDOW), "--plan.window_max", str(WINDOW),
+                                   "--plan.workers", "2"])
     c.start()
     yield c
     problems = c.stop()
@@ -231,6 +233,52 @@ def test_shard_plan_members_advance_it(s3rver, one):  # noqa: F811
     assert v["epoch"] == 1 and v["cursor"] == -1 and v["read_in_epoch"] == 0, v
     assert v["hits"] + v["misses"] == nshards * nmem and v["wasted"] == 0, v
     assert one.api("DELETE", "/v1/plans/" + pid).status_code == 200
+
+
+def test_window_grows_with_the_reader_against_a_slow_upstream(s3rver, profiles,
+                                                              tmp_path_factory,
+                                                              log_dir):  # noqa: F811
+    """The look-ahead is sized from measured rates (docs/caching.md, "Prefetch"): before any
+    read it is plan.window; a reader that reads faster than the throttled prefetch grows it
+    (need = ceil(2 * read_rate * fetch_s) + workers, within plan.window..plan.window_max),
+    and the objects held ahead follow it. One prefetch worker at 128 KiB/s, so a 64 KiB fetch
+    takes at least 0.5 s; the reader reads back to back (at least 2 objects/s even on a
+    loaded machine), so the need is above the floor of 2."""
+    floor, wmax = 2, 6
+    c = HoardCluster("planwin", str(tmp_path_factory.mktemp("planwin")), log_dir, _TARGETS,
+                     C_KEYS, ntargets=1, mountpaths=1,
+                     target_extra=["--plan.window", str(floor), "--plan.window_max", str(wmax),
+                                   "--plan.workers", "1", "--plan.max_bps", str(128 * KIB)])
+    try:
+        c.start()
+        b, keys = dataset(s3rver, c, 40)
+        pid = uname("win")
+        register(c, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 1, "seed": 4})
+        order = hoard_plan.epoch_order(40, 4, 0)
+        v = show(c, pid)
+        assert v["window"] == floor, v  # nothing measured yet
+        helpers.wait_until(lambda: cached(c, b) == {keys[i] for i in order[:floor]},
+                           timeout=30, what="the first %d objects prefetched" % floor)
+        for p in range(12):
+            read(c, b, keys, order[p], plan=pid)
+        v = show(c, pid)
+        tv = next(iter(v["targets"].values()))
+        need = math.ceil(2 * tv["read_rate"] * tv["fetch_s"]) + 1
+        assert tv["fetch_s"] >= 0.4 and tv["read_rate"] > 0, tv
+        # the documented formula, from the numbers the same answer reports
+        assert tv["window"] == max(floor, min(wmax, need)), (tv, need)
+        assert tv["window"] > floor, tv
+        # a pause keeps the pace: the prefetch fills the grown window while the reader waits
+        # (fetch_s moves with each fetch, so the window is asked for again)
+        def ahead():
+            held = cached(c, b)
+            n = sum(1 for p in range(12, 40) if keys[order[p]] in held)
+            return n if n > floor and n == show(c, pid)["window"] else None
+        helpers.wait_until(ahead, timeout=60, what="the window held ahead")
+        assert c.api("DELETE", "/v1/plans/" + pid).status_code == 200
+    finally:
+        problems = c.stop()
+    assert not problems, problems
 
 
 def test_deleted_plan_stops_prefetching(s3rver, one):  # noqa: F811
