@@ -6,9 +6,10 @@
  * explicit, or generated from a seed (splitmix64 Fisher-Yates, below). This target keeps only
  * the objects it owns (HRW) with their global positions. It follows the reader by the GETs it
  * serves (hd_plans_observe) or an explicit cursor, and uses the plan for
- *   - prefetch: plan.workers threads fetch the upcoming owned objects in plan order, at most
- *     plan.window objects ahead of the reader, at most plan.max_bps bytes/s (joining client
- *     GETs of the same object: single-flight through hd_cache_fetch_sync);
+ *   - prefetch: plan.workers threads fetch the upcoming owned objects in plan order, within a
+ *     window ahead of the reader sized from its measured pace and the fetches' (window_of),
+ *     at most plan.max_bps bytes/s (joining client GETs of the same object: single-flight
+ *     through hd_cache_fetch_sync);
  *   - eviction by next use (hd_plans_next_use, for evict.c: Belady's MIN).
  * Plans are kept as their specs in DATA/plans/ID.json and rebuilt after a restart (progress
  * starts again from the reads that follow). A plan that sees no read for plan.idle_expire_s
