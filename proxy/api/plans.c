@@ -40,7 +40,9 @@ static void merge(json_t *m, const char *t, json_t *v, int per_target)
         const char *k;
         json_object_foreach(v, k, x)
         {
-            if (strcmp(k, "cursor") != 0 && strcmp(k, "epoch") != 0 && strcmp(k, "idle_ms") != 0)
+            if (strcmp(k, "cursor") != 0 && strcmp(k, "epoch") != 0 && strcmp(k, "idle_ms") != 0 &&
+                strcmp(k, "window") != 0 && strcmp(k, "read_rate") != 0 &&
+                strcmp(k, "fetch_s") != 0) /* per target only */
                 json_object_set(m, k, x);
         }
         json_object_set_new(m, "epoch", json_integer(0));

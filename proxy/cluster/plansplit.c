@@ -4,7 +4,8 @@
  * so the primary asks every target for its plans' specs and the reader's place, then sends
  * each plan to every target of the new map (POST /v1/plans/ID/split), which rebuilds its
  * share there and goes on from that place. Until every target took every plan it tries
- * again (every 2 s). The loop thread decides, a pool thread does the calls (a prefix plan
+ * again (after 2 s, doubling up to a minute); a plan a target refuses (4xx: its bucket is
+ * gone) is not retried. The loop thread decides, a pool thread does the calls (a prefix plan
  * is listed upstream again: slow for large datasets). */
 #include "proxy/cluster/cluster.h"
 
@@ -16,8 +17,9 @@
 #include "common/errors.h"
 #include "common/log.h"
 
-#define SPLIT_MS 600000 /* targets list the dataset's prefix upstream */
-#define RETRY_NS 2000000000ull
+#define SPLIT_MS 600000             /* targets list the dataset's prefix upstream */
+#define RETRY_NS 2000000000ull      /* the first retry; doubles */
+#define RETRY_MAX_NS 60000000000ull /* up to a minute */
 
 /* The plans held by any target of s: {id: {"spec", "epoch", "cursor"}} with the furthest
  * place any target saw the reader at. NULL: out of memory or no answer. */
@@ -71,7 +73,9 @@ static json_t *collect(struct hd_proxy *p, struct hd_smap *s)
     return plans;
 }
 
-/* Sends plan id to every target of s. 0 when each answered and the shares add up. */
+/* Sends plan id to every target of s. 0 when each answered and the shares add up, 1 when a
+ * target refused the plan for good (4xx: its bucket is gone, its dataset is empty now), an
+ * error to try again (a target did not answer, or the shares disagree). */
 static int split_one(struct hd_proxy *p, struct hd_smap *s, const char *id, json_t *m)
 {
     struct hd_proxy_fan f;
@@ -92,11 +96,14 @@ static int split_one(struct hd_proxy *p, struct hd_smap *s, const char *id, json
         json_t *j = hd_proxy_call_json(&f.calls[i]);
         if (f.calls[i].rc < 0 || f.calls[i].status != 200) {
             const char *msg = json_string_value(json_object_get(j, "message"));
-            if (!f.nodes[i]->flags) { /* an owner: try again */
-                HD_LOG(HD_WARN, NULL, "plan %s: split on %s failed: %s", id, f.nodes[i]->id,
-                       f.calls[i].rc < 0 ? f.calls[i].err
-                       : msg             ? msg
-                                         : "?");
+            const char *why = f.calls[i].rc < 0 ? f.calls[i].err : msg ? msg : "?";
+            if (f.calls[i].rc == 0 && f.calls[i].status >= 400 && f.calls[i].status < 500) {
+                HD_LOG(HD_WARN, NULL, "plan %s: %s cannot split it again: %s", id, f.nodes[i]->id,
+                       why);
+                if (rc == 0)
+                    rc = 1; /* not retried: the plan stays as it was where it was */
+            } else if (!f.nodes[i]->flags) { /* an owner: try again */
+                HD_LOG(HD_WARN, NULL, "plan %s: split on %s failed: %s", id, f.nodes[i]->id, why);
                 rc = HD_EUNAVAIL;
             }
         } else {
@@ -107,6 +114,8 @@ static int split_one(struct hd_proxy *p, struct hd_smap *s, const char *id, json
     }
     hd_proxy_fan_cleanup(&f);
     free(body);
+    if (rc == 1)
+        return 1;
     if (rc == 0 && owned != total) {
         HD_LOG(HD_WARN, NULL, "plan %s: shares add up to %lld of %lld objects: again later", id,
                (long long)owned, (long long)total);
@@ -147,10 +156,15 @@ static void split_run(struct hd_task *task)
             HD_LOG(HD_INFO, NULL, "plans: %zu plan(s) split again for cluster map v%lld", ok,
                    (long long)s->version);
         atomic_store(&p->plans_done, t->want);
+        p->plans_retry_ns = 0;
     } else {
-        HD_LOG(HD_WARN, NULL, "plans: split for cluster map v%lld not complete: again in 2 s",
-               s ? (long long)s->version : -1LL);
-        atomic_store(&p->plans_next_ns, hd_now_ns() + RETRY_NS);
+        p->plans_retry_ns = p->plans_retry_ns ? p->plans_retry_ns * 2 : RETRY_NS;
+        if (p->plans_retry_ns > RETRY_MAX_NS)
+            p->plans_retry_ns = RETRY_MAX_NS;
+        HD_LOG(HD_WARN, NULL, "plans: split for cluster map v%lld not complete: again in %llu s",
+               s ? (long long)s->version : -1LL,
+               (unsigned long long)(p->plans_retry_ns / 1000000000ull));
+        atomic_store(&p->plans_next_ns, hd_now_ns() + p->plans_retry_ns);
     }
     json_decref(plans);
     hd_smap_unref(s);

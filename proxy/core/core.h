@@ -100,6 +100,7 @@ struct hd_proxy {
     _Atomic int64_t plans_done;     /* the last one they follow */
     atomic_int plans_busy;          /* a split runs on the pool */
     _Atomic uint64_t plans_next_ns; /* not before (after a failed split) */
+    uint64_t plans_retry_ns;        /* the pool task's: the next retry's delay */
 };
 
 /* ---- auth.c ---- */
