@@ -5,14 +5,16 @@ Setup: 2,000 objects of 64 KiB in an S3-backed bucket over s3rver, one proxy and
 (one mountpath). The upstream runs in a network namespace of its own behind a veth pair, with
 a tc token bucket (tbf) of BENCH_PLAN_RATE (default 100mbit) on its side, towards hoard (needs
 root and `ip`/`tc`; without them, or with BENCH_PLAN_RATE=none, s3rver runs on loopback with
-no limiter, and the output says so; this VM's kernel has no netem, so no delay is added). The cache has the cache capacity set so that the high
+no limiter, and the output says so; this VM's kernel has no netem, so no delay is added).
+The cache capacity is set so that the high
 watermark holds a fraction F of the dataset (space.capacity = F x dataset / 0.90, high 90%,
 low 85%, oos 95%). 8 reader threads read each epoch in a fresh permutation (the plan's seeded
 order, docs/examples/hoard_plan.py), taking positions from one shared counter, with GETs on
 the proxy that follow the 307 to the target (keep-alive sessions), tagged ?plan=ID.
 Modes, on a fresh cluster each: "lru" (no plan registered, the same order), "plan" (the
 plan registered before epoch 0), and once per repeat "warm" (capacity twice the dataset, no
-plan: epochs 1.. are all hits, the all-warm baseline of the p99 goal). Per epoch: hit ratio (target metrics), upstream bytes as a
+plan: epochs 1.. are all hits, the all-warm baseline of the p99 goal). Per epoch: hit ratio
+(target metrics), upstream bytes as a
 fraction of the dataset (hoard_cold_get_bytes_total, prefetch included), wall time, reader
 p50/p99 GET latency; and the simulated Belady MIN and LRU hit ratios for the same order and
 a cache of F x dataset objects. Medians of BENCH_REPEATS runs (default 3).
@@ -315,7 +317,8 @@ def main():
            "%s, %d objects x 64 KiB over s3rver (%s), 1 proxy + 1 target, %d "
            "readers, %d epochs (fresh permutation each), median of %d runs; load %s at start, "
            "%s at end" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), N,
-                          "in a netns, tc tbf %s towards hoard" % RATE if host else "loopback, no limiter", THREADS,
+                          "in a netns, tc tbf %s towards hoard" % RATE if host
+                          else "loopback, no limiter", THREADS,
                           EPOCHS, REPEATS, " ".join(load0),
                           " ".join(open("/proc/loadavg").read().split()[:3])), "",
            "| F | epoch | hit LRU | hit plan | sim LRU | sim MIN | upstream/dataset LRU | "

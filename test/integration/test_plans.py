@@ -6,6 +6,7 @@ with a 1 MiB cache (low 50%, high 80%) over s3rver, plans prefetching at most 4 
 with 2 workers; a two-target cluster for the split by owner. Orders come from the documented
 generator (docs/examples/hoard_plan.py), which the tests thereby check against hoardd's.
 """
+import contextlib
 import math
 import os
 import sys
@@ -65,6 +66,21 @@ def no_plans_left(request):
             c = request.getfixturevalue(name)
             for p in c.api("GET", "/v1/plans").json()["plans"]:
                 c.api("DELETE", "/v1/plans/" + p["id"])
+
+
+@contextlib.contextmanager
+def fresh(tmp_path_factory, log_dir, name, ntargets, extra):
+    """A cluster of its own for one test (one mountpath per target), stopped afterwards."""
+    root = str(tmp_path_factory.mktemp(name))
+    c = HoardCluster(name, root, log_dir, _TARGETS, C_KEYS, ntargets=ntargets, mountpaths=1,
+                     target_extra=extra)
+    c.root = root
+    try:
+        c.start()
+        yield c
+    finally:
+        problems = c.stop()
+    assert not problems, problems
 
 
 def dataset(s3rver, c, n, prefix="s/"):  # noqa: F811
@@ -245,12 +261,9 @@ def test_window_grows_with_the_reader_against_a_slow_upstream(s3rver, profiles,
     takes at least 0.5 s; the reader reads back to back (at least 2 objects/s even on a
     loaded machine), so the need is above the floor of 2."""
     floor, wmax = 2, 6
-    c = HoardCluster("planwin", str(tmp_path_factory.mktemp("planwin")), log_dir, _TARGETS,
-                     C_KEYS, ntargets=1, mountpaths=1,
-                     target_extra=["--plan.window", str(floor), "--plan.window_max", str(wmax),
-                                   "--plan.workers", "1", "--plan.max_bps", str(128 * KIB)])
-    try:
-        c.start()
+    extra = ["--plan.window", str(floor), "--plan.window_max", str(wmax), "--plan.workers", "1",
+             "--plan.max_bps", str(128 * KIB)]
+    with fresh(tmp_path_factory, log_dir, "planwin", 1, extra) as c:
         b, keys = dataset(s3rver, c, 40)
         pid = uname("win")
         register(c, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 1, "seed": 4})
@@ -276,9 +289,6 @@ def test_window_grows_with_the_reader_against_a_slow_upstream(s3rver, profiles,
             return n if n > floor and n == show(c, pid)["window"] else None
         helpers.wait_until(ahead, timeout=60, what="the window held ahead")
         assert c.api("DELETE", "/v1/plans/" + pid).status_code == 200
-    finally:
-        problems = c.stop()
-    assert not problems, problems
 
 
 def test_deleted_plan_stops_prefetching(s3rver, one):  # noqa: F811
@@ -527,11 +537,8 @@ def test_plan_split_again_when_targets_join_and_leave(s3rver, profiles, tmp_path
     """A target joins, then one leaves by decommission: the proxy splits the plan again by
     HRW, every target's share is what placement says, and the reader's place carries over
     (also to the new target, which then follows the reads it serves)."""
-    root = str(tmp_path_factory.mktemp("plansplit"))
-    c = HoardCluster("plansplit", root, log_dir, _TARGETS, C_KEYS, ntargets=2, mountpaths=1,
-                     target_extra=["--plan.workers", "1", "--plan.window", "2"])
-    try:
-        c.start()
+    with fresh(tmp_path_factory, log_dir, "plansplit", 2,
+               ["--plan.workers", "1", "--plan.window", "2"]) as c:
         b, keys = dataset(s3rver, c, 40)
         pid = uname("resplit")
         register(c, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 3, "seed": 5})
@@ -542,8 +549,9 @@ def test_plan_split_again_when_targets_join_and_leave(s3rver, profiles, tmp_path
         assert show(c, pid)["cursor"] == 9
 
         # a third target joins
-        t3 = CNode("plansplit-t3", os.path.join(root, "t3"), os.path.join(log_dir, "plansplit-t3"),
-                   "target", C_KEYS, c.secret, lambda: c.proxy.url, [], 1)
+        t3 = CNode("plansplit-t3", os.path.join(c.root, "t3"),
+                   os.path.join(log_dir, "plansplit-t3"), "target", C_KEYS, c.secret,
+                   lambda: c.proxy.url, [], 1)
         c.nodes.append(t3)
         c.registry.append(t3)
         c.targets.append(t3)
@@ -580,6 +588,3 @@ def test_plan_split_again_when_targets_join_and_leave(s3rver, profiles, tmp_path
                 assert tv["epoch"] == 0 and tv["cursor"] == 19, (t, tv)
         assert sum(tv["owned"] for tv in v["targets"].values()) == 40, v
         assert c.api("DELETE", "/v1/plans/" + pid).status_code == 200
-    finally:
-        problems = c.stop()
-    assert not problems, problems
