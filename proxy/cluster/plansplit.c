@@ -142,7 +142,7 @@ static void split_run(struct hd_task *task)
 
     json_object_foreach(plans, id, m)
     {
-        if (hd_pool_stopping(p->pool)) {
+        if (!s || hd_pool_stopping(p->pool)) {
             rc = HD_EUNAVAIL;
             break;
         }
