@@ -65,7 +65,6 @@ struct plan {
     uint64_t total; /* dataset size: positions per epoch */
     int seeded;
     int prefetch; /* 0: the plan only ranks evictions */
-    int shards;   /* the objects are tar shards read member by member (?archpath=) */
     uint64_t seed;
     uint32_t norder; /* explicit: epochs given (cycled) */
     uint32_t *xpos;  /* explicit: [e * nown + i] position of owned i in order e */
@@ -88,6 +87,7 @@ struct plan {
     double rd_ival_s;           /* mean time between steps (EWMA; 0: not measured yet) */
     uint32_t open[OPEN_SHARDS]; /* shard plans: the shards started last (NONE: empty) */
     unsigned nopen;             /* next slot of open (a ring) */
+    int shards;                 /* the objects are tar shards read member by member */
 
     /* metrics */
     uint64_t hits, misses, pf_objs, pf_bytes, wasted, wasted_bytes;
