@@ -929,7 +929,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (!r->bucket[0])
             native_bucket(r);
         if (r->bucket[0])
-            hd_metrics_bucket(r->bucket, r->op, r->bytes_in, r->bytes_out);
+            hd_metrics_bucket(r->bucket, r->op, r->status, r->bytes_in, r->bytes_out);
         hd_log_access(r->id, hd_req_remote(r, remote, sizeof(remote)), r->method, r->raw_uri,
                       r->status, r->bytes_in, r->bytes_out, secs);
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

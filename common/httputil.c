@@ -686,6 +686,14 @@ static int looks_like_ipv4(const char *s)
     }
 }
 
+int hd_id_check(const char *id)
+{
+    static const char ok[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
+    size_t n = id ? strlen(id) : 0;
+
+    return n && n <= HD_ID_MAX && strspn(id, ok) == n ? 0 : -1;
+}
+
 int hd_bucket_name_check(const char *name)
 {
     static const char *const bad_prefix[] = {"xn--", "sthree-", "amzn-s3-demo-"};

@@ -124,6 +124,10 @@ char *hd_s3_vhost_path(const char *host, const char *domain, const char *path);
  * "amzn-s3-demo-"; not ending with "-s3alias", "--ol-s3", ".mrap", "--x-s3" or
  * "--table-s3". 0 or HD_EBADBUCKETNAME (also for NULL). */
 int hd_bucket_name_check(const char *name);
+/* A job or plan id, which goes into URL paths: 1..HD_ID_MAX chars of A-Z a-z 0-9 . _ -.
+ * 0 or -1 (also for NULL). */
+#define HD_ID_MAX 48
+int hd_id_check(const char *id);
 /* S3 object key: 1..1024 bytes of valid UTF-8 (no overlongs, surrogates or > U+10FFFF), no
  * NUL. "../a", "a//b" and control characters are valid: keys never become file paths.
  * 0, HD_EKEYTOOLONG or HD_EBADKEY. */

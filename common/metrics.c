@@ -74,7 +74,7 @@ void hd_metrics_bucket_cap(int cap)
     bucket_cap = cap < 0 ? 0 : cap > BUCKETS_MAX ? BUCKETS_MAX : cap;
 }
 
-static struct bstat *bucket_slot(const char *bucket)
+static struct bstat *bucket_slot(const char *bucket, int may_add)
 {
     int i, n = atomic_load_explicit(&n_buckets, memory_order_acquire);
 
@@ -86,7 +86,7 @@ static struct bstat *bucket_slot(const char *bucket)
     for (i = 1; i <= n && strcmp(bstats[i].name, bucket) != 0; i++)
         ;
     if (i > n) {
-        if (n < bucket_cap) {
+        if (may_add && n < bucket_cap) {
             snprintf(bstats[n + 1].name, sizeof(bstats[n + 1].name), "%s", bucket);
             atomic_store_explicit(&n_buckets, n + 1, memory_order_release);
         } else
@@ -96,9 +96,10 @@ static struct bstat *bucket_slot(const char *bucket)
     return &bstats[i];
 }
 
-void hd_metrics_bucket(const char *bucket, int op, uint64_t bytes_in, uint64_t bytes_out)
+void hd_metrics_bucket(const char *bucket, int op, int status, uint64_t bytes_in,
+                       uint64_t bytes_out)
 {
-    struct bstat *b = bucket_slot(bucket);
+    struct bstat *b = bucket_slot(bucket, status >= 200 && status < 400);
 
     if (op < 0 || op >= HD_OP_COUNT)
         op = HD_OP_OTHER;

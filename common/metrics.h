@@ -40,8 +40,11 @@ static inline void hd_stats_inc(enum hd_stat s)
 uint64_t hd_stats_get(enum hd_stat s);
 /* Per-bucket requests and bytes (bucket: a valid bucket name). At most the cap set with
  * hd_metrics_bucket_cap (default 64) buckets get series of their own; the rest are counted
- * under bucket="_other" (not a valid bucket name), so the cardinality stays bounded. */
-void hd_metrics_bucket(const char *bucket, int op, uint64_t bytes_in, uint64_t bytes_out);
+ * under bucket="_other" (not a valid bucket name), so the cardinality stays bounded. Only a
+ * request that succeeded (status 2xx/3xx) gives a bucket its series: refused requests for
+ * made-up names (no credentials, no such bucket) cannot use up the slots. */
+void hd_metrics_bucket(const char *bucket, int op, int status, uint64_t bytes_in,
+                       uint64_t bytes_out);
 void hd_metrics_bucket_cap(int cap);
 /* Build and process series: version/commit of hoard_build_info; call once at startup (also
  * records the start time). */

@@ -32,6 +32,7 @@
 #define ENTRY_IN_ARCH 128u /* cmn.EntryInArch */
 #define PAGE_DEFAULT 1000  /* pagesize 0 */
 #define PAGE_MAX 10000
+#define PAGE_ARCH_MAX 100 /* with ARCH_DIR: each shard costs a call for its members */
 
 /* JSON, or msgpack when the client asks for it. Takes j. */
 static void answer(struct hd_req *r, int status, json_t *j)
@@ -114,8 +115,10 @@ static void login_end(struct hd_req *r, void *ctx, json_t *j)
         hd_resp_err_msg(r, HD_EACCESS, "invalid credentials");
         return;
     }
-    if (json_is_number(ex) && (v = json_number_value(ex)) > 0)
-        ttl = v >= 1e9 ? (long)(v / 1e9) : (long)v; /* Go's time.Duration (ns), or seconds */
+    if (json_is_number(ex) && (v = json_number_value(ex)) > 0) {
+        v = v >= 1e9 ? v / 1e9 : v; /* Go's time.Duration (ns), or seconds */
+        ttl = v >= HD_TOKEN_TTL_MAX ? HD_TOKEN_TTL_MAX : v < 1 ? 1 : (long)v;
+    }
     rc = hd_token_issue(p->secret, l->user, ttl, time(NULL), tok, sizeof(tok));
     if (rc < 0) {
         hd_resp_err(r, rc);
@@ -282,6 +285,14 @@ static void add_members(struct hd_proxy *p, const char *bucket, const char *name
     json_decref(m);
 }
 
+/* 1 when o[key] is a string, JSON null or absent. */
+static int string_or_absent(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+
+    return !v || json_is_string(v) || json_is_null(v);
+}
+
 void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                                const json_t *value)
 {
@@ -301,7 +312,9 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
     r->op = HD_OP_LIST;
     memset(&o, 0, sizeof(o));
     if ((value && !json_is_object(value)) ||
-        flags_of(json_object_get(value, "flags"), &flags) < 0 || (ps && !json_is_integer(ps))) {
+        flags_of(json_object_get(value, "flags"), &flags) < 0 || (ps && !json_is_integer(ps)) ||
+        !string_or_absent(value, "prefix") || !string_or_absent(value, "props") ||
+        !string_or_absent(value, "continuation_token")) {
         hd_resp_err_msg(r, HD_EBADARG,
                         "list message: prefix, props and continuation_token are strings, "
                         "pagesize an integer, flags a decimal string.");
@@ -309,6 +322,8 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
     }
     if (json_is_integer(ps) && json_integer_value(ps) > 0)
         page = json_integer_value(ps) > PAGE_MAX ? PAGE_MAX : json_integer_value(ps);
+    if ((flags & LS_ARCH_DIR) && page > PAGE_ARCH_MAX) /* one call to a target per shard */
+        page = PAGE_ARCH_MAX;
     if (tok && *tok) {
         if (hd_proxy_list_token(tok, raw, sizeof(raw)) < 0) {
             hd_resp_err(r, HD_EBADTOKEN);

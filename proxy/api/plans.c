@@ -19,11 +19,11 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/httpc.h"
+#include "common/httputil.h"
 #include "common/log.h"
 #include "common/metrics.h"
 
 #define PLAN_BODY_MAX (256u << 20)
-#define PLAN_IDCHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 #define PLAN_ADD_MS 600000 /* targets list the dataset's prefix upstream */
 
 static const char *const sums[] = {"owned",  "read_in_epoch", "hits",
@@ -148,8 +148,7 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
     }
     if (!(spec = json_deep_copy(in)))
         goto oom;
-    if (json_object_get(in, "id") &&
-        (!id || !*id || strlen(id) > 48 || strspn(id, PLAN_IDCHARS) != strlen(id))) {
+    if (json_object_get(in, "id") && hd_id_check(id) < 0) {
         /* checked here too: the id goes into the URLs of the undo and of every later call */
         json_decref(spec);
         hd_resp_err_msg(r, HD_EBADARG,

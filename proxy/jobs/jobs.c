@@ -23,6 +23,7 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/httpc.h"
+#include "common/httputil.h"
 #include "common/log.h"
 
 #define BODY_MAX (4u << 20)
@@ -146,6 +147,29 @@ static void random_hex(char *out, size_t nbytes)
     hd_hex(r, nbytes, out);
 }
 
+/* A copy job's arguments, checked before any target starts it (a bad one would fail on
+ * every target later): 1 when r was answered with the error. */
+static int copy_args_bad(struct hd_req *r, struct hd_proxy *p, const char *bucket, json_t *args)
+{
+    const char *to = json_string_value(json_object_get(args, "to"));
+    json_t *prefix = json_object_get(args, "prefix");
+
+    if (!bucket || hd_proxy_bucket_known(p, bucket) < 0) {
+        hd_resp_err_msg(r, HD_ENOSUCHBUCKET, "No such bucket.");
+    } else if (!to || strcmp(to, bucket) == 0) {
+        hd_resp_err_msg(r, HD_EBADARG, "args.to must name another bucket.");
+    } else if (hd_proxy_bucket_known(p, to) < 0) {
+        hd_resp_err_msg(r, HD_ENOSUCHBUCKET, "No such bucket: args.to.");
+    } else if (hd_proxy_bucket_cloud(p, to)) {
+        hd_resp_err_msg(r, HD_ENOTIMPL, "Copying into an S3-backed bucket is not supported yet.");
+    } else if (prefix && !json_is_string(prefix) && !json_is_null(prefix)) {
+        hd_resp_err_msg(r, HD_EBADARG, "args.prefix must be a string.");
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 static void start_end(struct hd_req *r, void *ctx, json_t *in)
 {
     struct hd_proxy *p = ctx;
@@ -173,8 +197,9 @@ static void start_end(struct hd_req *r, void *ctx, json_t *in)
         hd_proxy_rebalance_reply(r, p);
         goto out;
     }
-    if (cid && (!*cid || strlen(cid) > 48 || strchr(cid, '/'))) {
-        hd_resp_err_msg(r, HD_EBADARG, "A job id is 1-48 characters without '/'.");
+    if (json_object_get(in, "id") && hd_id_check(cid) < 0) {
+        hd_resp_err_msg(r, HD_EBADARG,
+                        "A job id is a string of 1-48 characters of A-Z a-z 0-9 . _ -");
         goto out;
     }
     if (cid) {
@@ -184,6 +209,8 @@ static void start_end(struct hd_req *r, void *ctx, json_t *in)
         random_hex(hex, 8);
         snprintf(id, sizeof(id), "%.20s-%s", kind, hex);
     }
+    if (strcmp(kind, "copy") == 0 && copy_args_bad(r, p, bucket, args))
+        goto out;
     if (strcmp(kind, "shard") == 0) { /* plans, writes the manifest, then starts it */
         hd_proxy_shard_start(r, p, id, bucket ? bucket : "", args);
         goto out;

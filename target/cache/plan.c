@@ -46,7 +46,6 @@
 #define NONE UINT32_MAX
 #define OPEN_SHARDS 16 /* shard plans: reads of these shards are member reads */
 #define LIST_PAGE 1000
-#define IDCHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
 enum { PF_NONE, PF_BUSY, PF_HELD, PF_FAILED };
 
@@ -383,7 +382,7 @@ static int plan_build(struct hd_cache *c, json_t *spec, struct plan **out, char 
     *out = NULL;
     if (!json_is_object(spec))
         BAD("A plan is a JSON object.");
-    if (!id || !*id || strlen(id) > 48 || strspn(id, IDCHARS) != strlen(id))
+    if (hd_id_check(id) < 0)
         BAD("A plan id is 1-48 characters of A-Z a-z 0-9 . _ -");
     if (!bucket || hd_bucket_name_check(bucket) < 0)
         BAD("\"bucket\" must name an S3-backed bucket.");

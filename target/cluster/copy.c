@@ -85,6 +85,11 @@ static int copy_run(struct hd_job *j, void *ctx)
     CURL *cu = NULL;
     int rc = 0;
 
+    if (!prefix && !json_is_null(json_object_get(j->args, "prefix")) &&
+        json_object_get(j->args, "prefix")) {
+        copy_result(j, "args.prefix must be a string", "");
+        return HD_EBADARG;
+    }
     if (!dst || !*dst || strcmp(dst, j->bucket) == 0) {
         copy_result(j, "args.to must name another bucket", "");
         return HD_EBADARG;

@@ -113,6 +113,18 @@ def test_login_and_bearer_tokens(cluster, token):
     for user, pw in ((ACCESS_KEY, "wrong"), ("NOBODY", SECRET_KEY)):
         r = c.request("post", "users/" + user, json={"password": pw})
         assert r.status_code == 403 and "token" not in r.text, r.text
+    # malformed login bodies: refused, no token
+    for body in ({"password": 5}, {"password": None}, [SECRET_KEY], "x"):
+        r = c.request("post", "users/" + ACCESS_KEY, json=body)
+        assert r.status_code in (400, 403) and "token" not in r.text, (body, r.text)
+    # lifetimes: huge ones are capped at 24 hours, tiny ones last at least a second
+    for ex, life in ((1e300, 86400), (1e30, 86400), (48 * 3600, 86400), (0.5, 1),
+                     (120 * 10 ** 9, 120)):
+        r = c.request("post", "users/" + ACCESS_KEY, json={"password": SECRET_KEY,
+                                                            "expires_in": ex})
+        assert r.status_code == 200, r.text
+        claims = json.loads(base64.urlsafe_b64decode(r.json()["token"].split(".")[1] + "=="))
+        assert claims["exp"] - claims["iat"] == life, (ex, claims)
     # no token, a tampered one, an expired one (signed with the right key), one signed with
     # another secret: all refused
     r = c.request("get", "daemon", params={"what": "smap"})
@@ -324,6 +336,12 @@ def test_list_objects(cluster, sdk, bucket):
     r = sdk.request("get", "buckets/" + bucket, params={"provider": "ais"},
                     json={"action": "list", "value": {"flags": "x1"}})
     assert r.status_code == 400, r.text
+    # fields of the wrong type are refused, not ignored (a numeric prefix is not "all")
+    for v in ({"prefix": 7}, {"props": ["name"]}, {"continuation_token": 1},
+              {"pagesize": "3"}):
+        r = sdk.request("get", "buckets/" + bucket, params={"provider": "ais"},
+                        json={"action": "list", "value": v})
+        assert r.status_code == 400, (v, r.text)
     # hoard's own listing shape without an action message (the hoard CLI)
     r = sdk.request("get", "buckets/" + bucket, params={"prefix": "b/"})
     assert [e["name"] for e in r.json()["entries"]] == ["b/x"]

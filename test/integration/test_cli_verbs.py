@@ -623,8 +623,19 @@ def test_bucket_cp_job(cl, hoard, bkt, tmp_path, s3rver):  # noqa: F811
     cb = cloud_bucket(cl, s3rver, {"x": b"x"})
     r = hoard("--json", "bucket", "cp", bkt, cb)
     assert r.returncode == 1 and json_err(r)["code"] == "NotImplemented"
-    # the job itself refuses too (a client that posts it directly)
-    r = cl.api("POST", "/v1/jobs", body={"kind": "copy", "bucket": bkt, "args": {"to": cb}})
-    assert r.status_code == 201, r.text
-    out = hoard("job", "wait", r.json()["id"])
-    assert out.returncode == 1 and b"S3-backed bucket is not supported" in out.stderr, out.stderr
+    # the job API refuses bad arguments before any target starts (a client posting directly)
+    before = names(hoard, dst2)
+    for args, status in (({"to": cb}, 501), ({"to": bkt}, 400), ({}, 400), ({"to": 5}, 400),
+                         ({"to": "nosuch-" + uuid.uuid4().hex[:6]}, 404),
+                         ({"to": dst2, "prefix": ["a/"]}, 400),
+                         ({"to": dst2, "prefix": 7}, 400)):
+        r = cl.api("POST", "/v1/jobs", body={"kind": "copy", "bucket": bkt, "args": args})
+        assert r.status_code == status, (args, r.status_code, r.text)
+    r = cl.api("POST", "/v1/jobs", body={"kind": "copy", "bucket": "nosuch-" + uuid.uuid4().hex[:6],
+                                         "args": {"to": dst2}})
+    assert r.status_code == 404, r.text
+    for jid in ("a/b", "a?b", "", "x" * 49, 7):
+        r = cl.api("POST", "/v1/jobs", body={"kind": "copy", "bucket": bkt, "id": jid,
+                                             "args": {"to": dst2}})
+        assert r.status_code == 400 and "job id" in r.json()["message"], (jid, r.text)
+    assert names(hoard, dst2) == before

@@ -723,6 +723,17 @@ HD_SUITE(httputil_names)
     }
     CHECK_EQ_INT(hd_bucket_name_check(NULL), HD_EBADBUCKETNAME);
 
+    /* job and plan ids: they go into URL paths */
+    CHECK_EQ_INT(hd_id_check("plan-1.a_B"), 0);
+    CHECK_EQ_INT(hd_id_check("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), 0); /* 48 */
+    CHECK_EQ_INT(hd_id_check("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), -1);
+    CHECK_EQ_INT(hd_id_check(""), -1);
+    CHECK_EQ_INT(hd_id_check(NULL), -1);
+    CHECK_EQ_INT(hd_id_check("a/b"), -1);
+    CHECK_EQ_INT(hd_id_check("a?x=1"), -1);
+    CHECK_EQ_INT(hd_id_check("a%2f"), -1);
+    CHECK_EQ_INT(hd_id_check("a b"), -1);
+
     static const struct {
         const char *name;
         size_t len; /* 0: strlen */
