@@ -20,8 +20,9 @@
 #include "common/httputil.h"
 #include "common/log.h"
 #include "common/sigv4.h"
+#include "common/xml.h"
 
-#define ERRBODY_MAX (64u * 1024)
+#define ERRBODY_MAX ((size_t)64 * 1024)
 #define LISTBODY_MAX (8u << 20)
 #define MAX_HDRS 24
 
@@ -96,8 +97,9 @@ struct call {
     const char *query;        /* raw, encoded; "" for none */
     struct hd_kv hdrs[MAX_HDRS];
     size_t nh;
-    int fd; /* PUT body, -1 for none */
-    uint64_t size, sent;
+    int fd;           /* PUT body: size bytes of fd from off, -1 for none */
+    const char *body; /* or a body in memory (size bytes), NULL for none */
+    uint64_t off, size, sent;
     const struct hd_s3c_get *g;
     struct hd_buf *sink; /* 2xx body collected here when no g->data (listing) */
     size_t sink_max;
@@ -302,8 +304,13 @@ static size_t on_read(char *buf, size_t size, size_t n, void *arg)
         return 0;
     if (want > k->size - k->sent)
         want = (size_t)(k->size - k->sent);
+    if (k->body) {
+        memcpy(buf, k->body + k->sent, want);
+        k->sent += want;
+        return want;
+    }
     do
-        got = pread(k->fd, buf, want, (off_t)k->sent);
+        got = pread(k->fd, buf, want, (off_t)(k->off + k->sent));
     while (got < 0 && errno == EINTR);
     if (got <= 0) {
         k->abort_code = got < 0 ? -errno : -EIO;
@@ -317,7 +324,8 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 {
     struct call *k = arg;
 
-    if (atomic_load(&abort_gen) != k->gen || (k->g && k->g->stop && k->g->stop(k->g->arg))) {
+    if (atomic_load(&abort_gen) != k->gen || (k->g && k->g->stop && k->g->stop(k->g->arg)) ||
+        (k->c->stop && k->c->stop(k->c->stop_arg))) {
         k->abort_code = -ECANCELED;
         return 1;
     }
@@ -438,8 +446,10 @@ static int prepare(struct call *k, CURL *e, struct curl_slist **hl, struct hd_bu
     if (strcmp(k->method, "HEAD") == 0) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
         curl_easy_setopt(e, CURLOPT_TIMEOUT, c->meta_s > 0 ? c->meta_s : 30L);
-    } else if (strcmp(k->method, "PUT") == 0) {
+    } else if (strcmp(k->method, "PUT") == 0 || strcmp(k->method, "POST") == 0) {
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+        if (strcmp(k->method, "POST") == 0)
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "POST");
         curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
         curl_easy_setopt(e, CURLOPT_READDATA, k);
         curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)k->size);
@@ -622,7 +632,7 @@ static int run(struct call *k, struct hd_s3c_err *err)
             }
         }
         if (!retry || attempt >= c->retries || atomic_load(&abort_gen) != k->gen ||
-            (k->g && k->g->stop && k->g->stop(k->g->arg)))
+            (k->g && k->g->stop && k->g->stop(k->g->arg)) || (c->stop && c->stop(c->stop_arg)))
             break;
         HD_LOG(HD_DEBUG, NULL, "upstream %s %s/%s: %s; retry %d in %ld ms", k->method,
                k->bucket ? k->bucket : "", k->key ? k->key : "", err->msg, attempt + 1, backoff);
@@ -693,17 +703,51 @@ int hd_s3c_head_object(const struct hd_s3c *c, const char *bucket, const char *k
     return rc;
 }
 
+/* The object's headers of a PUT or CreateMultipartUpload: Content-Type, the standard
+ * headers of hdrs_json and x-amz-meta-* of meta_json (names kept in names, the JSON in *keep
+ * until the call is done). */
+struct objhdrs {
+    json_t *meta, *hdrs;
+    char names[MAX_HDRS - 10][300];
+};
+
+static void add_obj_hdrs(struct call *k, struct objhdrs *h, const char *ctype,
+                         const char *meta_json, const char *hdrs_json)
+{
+    const char *name;
+    size_t nm = 0;
+    json_t *v;
+
+    h->meta = meta_json ? json_loads(meta_json, 0, NULL) : NULL;
+    h->hdrs = hdrs_json ? json_loads(hdrs_json, 0, NULL) : NULL;
+    add_hdr(k, "content-type", ctype && *ctype ? ctype : "application/octet-stream");
+    for (int i = 0; std_hdrs[i]; i++)
+        if (json_is_string(v = json_object_get(h->hdrs, std_hdrs[i])))
+            add_hdr(k, std_hdrs[i], json_string_value(v));
+    json_object_foreach(h->meta, name, v)
+    {
+        if (!json_is_string(v) || nm >= sizeof(h->names) / sizeof(h->names[0]))
+            continue;
+        snprintf(h->names[nm], sizeof(h->names[nm]), "x-amz-meta-%s", name);
+        add_hdr(k, h->names[nm], json_string_value(v));
+        nm++;
+    }
+}
+
+static void objhdrs_cleanup(struct objhdrs *h)
+{
+    json_decref(h->meta);
+    json_decref(h->hdrs);
+}
+
 int hd_s3c_put_object(const struct hd_s3c *c, const char *bucket, const char *key, int fd,
                       uint64_t size, const unsigned char md5[16], const char *ctype,
                       const char *meta_json, const char *hdrs_json, char etag_out[48],
                       struct hd_s3c_err *err)
 {
-    char b64[32], names[MAX_HDRS - 10][300];
-    json_t *meta = meta_json ? json_loads(meta_json, 0, NULL) : NULL, *v;
-    json_t *hdrs = hdrs_json ? json_loads(hdrs_json, 0, NULL) : NULL;
-    const char *name;
+    struct objhdrs h;
     struct call k;
-    size_t nm = 0;
+    char b64[32];
     int rc;
 
     call_init(&k, c, "PUT", bucket, key, NULL);
@@ -711,24 +755,176 @@ int hd_s3c_put_object(const struct hd_s3c *c, const char *bucket, const char *ke
     k.size = size;
     hd_b64_encode(md5, 16, b64, sizeof(b64));
     add_hdr(&k, "content-md5", b64);
-    add_hdr(&k, "content-type", ctype && *ctype ? ctype : "application/octet-stream");
-    for (int i = 0; std_hdrs[i]; i++)
-        if (json_is_string(v = json_object_get(hdrs, std_hdrs[i])))
-            add_hdr(&k, std_hdrs[i], json_string_value(v));
-    json_object_foreach(meta, name, v)
-    {
-        if (!json_is_string(v) || nm >= sizeof(names) / sizeof(names[0]))
-            continue;
-        snprintf(names[nm], sizeof(names[nm]), "x-amz-meta-%s", name);
-        add_hdr(&k, names[nm], json_string_value(v));
-        nm++;
-    }
+    add_obj_hdrs(&k, &h, ctype, meta_json, hdrs_json);
     rc = run(&k, err);
     if (rc == 0 && etag_out)
         snprintf(etag_out, 48, "%s", k.obj.etag);
     take_obj(&k, NULL);
-    json_decref(meta);
-    json_decref(hdrs);
+    objhdrs_cleanup(&h);
+    return rc;
+}
+
+/* ---- multipart upload ---- */
+
+/* An answer body of a multipart call: sink collects it; field is the text of one child of
+ * root. A 200 whose body is <Error> (Complete can fail that way) is that error. */
+static int mpu_answer(struct call *k, struct hd_buf *body, const char *root, const char *field,
+                      char *out, size_t outlen, struct hd_s3c_err *err)
+{
+    char code[64];
+
+    if (body->oom)
+        return err->code = -ENOMEM;
+    if (hd_s3resp_parse_field(body->data ? body->data : "", body->len, root, field, out, outlen) ==
+            0 &&
+        *out)
+        return 0;
+    err->code = HD_EUNAVAIL;
+    if (hd_s3resp_parse_error(body->data ? body->data : "", body->len, code, sizeof(code), err->msg,
+                              sizeof(err->msg)) == 0)
+        snprintf(err->msg + strlen(err->msg), sizeof(err->msg) - strlen(err->msg), " (%s)", code);
+    else
+        snprintf(err->msg, sizeof(err->msg), "Upstream %.200s answered %s without %s.",
+                 k->c->endpoint, root, field);
+    return err->code;
+}
+
+int hd_s3c_mpu_create(const struct hd_s3c *c, const char *bucket, const char *key,
+                      const char *ctype, const char *meta_json, const char *hdrs_json,
+                      char *upload_id, size_t idlen, struct hd_s3c_err *err)
+{
+    struct objhdrs h;
+    struct hd_buf body;
+    struct call k;
+    int rc;
+
+    hd_buf_init(&body);
+    call_init(&k, c, "POST", bucket, key, "uploads");
+    k.body = "";
+    k.sink = &body;
+    k.sink_max = ERRBODY_MAX;
+    add_obj_hdrs(&k, &h, ctype, meta_json, hdrs_json);
+    rc = run(&k, err);
+    take_obj(&k, NULL);
+    objhdrs_cleanup(&h);
+    if (rc == 0)
+        rc = mpu_answer(&k, &body, "InitiateMultipartUploadResult", "UploadId", upload_id, idlen,
+                        err);
+    hd_buf_cleanup(&body);
+    return rc;
+}
+
+static void mpu_query(struct hd_buf *q, const char *upload_id, int part)
+{
+    if (part > 0)
+        hd_buf_printf(q, "partNumber=%d&", part);
+    hd_buf_puts(q, "uploadId=");
+    hd_uri_encode(q, upload_id, strlen(upload_id), 0);
+}
+
+int hd_s3c_mpu_part(const struct hd_s3c *c, const char *bucket, const char *key,
+                    const char *upload_id, int part, int fd, uint64_t off, uint64_t len,
+                    const unsigned char md5[16], char etag_out[48], struct hd_s3c_err *err)
+{
+    struct hd_buf q;
+    struct call k;
+    char b64[32];
+    int rc;
+
+    hd_buf_init(&q);
+    mpu_query(&q, upload_id, part);
+    if (q.oom) {
+        hd_buf_cleanup(&q);
+        return err->code = -ENOMEM;
+    }
+    call_init(&k, c, "PUT", bucket, key, q.data);
+    k.fd = fd;
+    k.off = off;
+    k.size = len;
+    hd_b64_encode(md5, 16, b64, sizeof(b64));
+    add_hdr(&k, "content-md5", b64);
+    rc = run(&k, err);
+    if (rc == 0)
+        snprintf(etag_out, 48, "%s", k.obj.etag);
+    if (rc == 0 && !*etag_out) {
+        snprintf(err->msg, sizeof(err->msg), "Upstream %.200s answered UploadPart without ETag.",
+                 c->endpoint);
+        rc = err->code = HD_EUNAVAIL;
+    }
+    take_obj(&k, NULL);
+    hd_buf_cleanup(&q);
+    return rc;
+}
+
+int hd_s3c_mpu_complete(const struct hd_s3c *c, const char *bucket, const char *key,
+                        const char *upload_id, const char (*etags)[48], size_t nparts,
+                        char etag_out[48], struct hd_s3c_err *err)
+{
+    struct hd_buf q, x, body;
+    struct call k;
+    char tmp[64];
+    size_t i;
+    int rc;
+
+    hd_buf_init(&q);
+    hd_buf_init(&x);
+    hd_buf_init(&body);
+    mpu_query(&q, upload_id, 0);
+    hd_xml_open(&x, "CompleteMultipartUpload");
+    for (i = 0; i < nparts; i++) {
+        hd_xml_open(&x, "Part");
+        hd_xml_elemf(&x, "PartNumber", "%zu", i + 1);
+        snprintf(tmp, sizeof(tmp), "\"%s\"", etags[i]);
+        hd_xml_elem(&x, "ETag", tmp);
+        hd_xml_close(&x, "Part");
+    }
+    hd_xml_close(&x, "CompleteMultipartUpload");
+    if (q.oom || x.oom) {
+        rc = err->code = -ENOMEM;
+        goto out;
+    }
+    call_init(&k, c, "POST", bucket, key, q.data);
+    k.body = x.data;
+    k.size = x.len;
+    k.sink = &body;
+    k.sink_max = ERRBODY_MAX;
+    add_hdr(&k, "content-type", "application/xml");
+    rc = run(&k, err);
+    take_obj(&k, NULL);
+    if (rc == 0 && (rc = mpu_answer(&k, &body, "CompleteMultipartUploadResult", "ETag", tmp,
+                                    sizeof(tmp), err)) == 0) {
+        const char *t = tmp;
+        size_t n = strlen(t);
+        if (n >= 2 && t[0] == '"' && t[n - 1] == '"') {
+            t++;
+            n -= 2;
+        }
+        snprintf(etag_out, 48, "%.*s", (int)n, t);
+    }
+out:
+    hd_buf_cleanup(&q);
+    hd_buf_cleanup(&x);
+    hd_buf_cleanup(&body);
+    return rc;
+}
+
+int hd_s3c_mpu_abort(const struct hd_s3c *c, const char *bucket, const char *key,
+                     const char *upload_id, struct hd_s3c_err *err)
+{
+    struct hd_buf q;
+    struct call k;
+    int rc;
+
+    hd_buf_init(&q);
+    mpu_query(&q, upload_id, 0);
+    if (q.oom) {
+        hd_buf_cleanup(&q);
+        return err->code = -ENOMEM;
+    }
+    call_init(&k, c, "DELETE", bucket, key, q.data);
+    rc = run(&k, err);
+    take_obj(&k, NULL);
+    hd_buf_cleanup(&q);
     return rc;
 }
 

@@ -18,6 +18,8 @@
 
 #define HD_S3C_SECRET_MAX 256
 
+typedef int (*hd_s3c_stop_fn)(void *arg);
+
 /* An upstream and how to reach it (copied by value; no allocations). */
 struct hd_s3c {
     char endpoint[256]; /* scheme://host[:port] */
@@ -26,15 +28,18 @@ struct hd_s3c {
     int anonymous; /* send requests unsigned */
     char access_key[129];
     char secret[HD_S3C_SECRET_MAX];
-    char token[1024];   /* session token ("" = none), sent as x-amz-security-token */
-    long connect_ms;    /* connect timeout */
-    long total_s;       /* whole transfer (GET/PUT of an object) */
-    long meta_s;        /* HEAD, DELETE, listing */
-    long low_speed_bps; /* abort when slower than this ... */
-    long low_speed_s;   /* ... for this long */
-    int retries;        /* extra attempts after the first */
-    long backoff_ms;    /* first retry delay, doubled each time */
-    long max_send_bps;  /* upload rate limit per transfer, bytes/s (0 = none) */
+    char token[1024];    /* session token ("" = none), sent as x-amz-security-token */
+    long connect_ms;     /* connect timeout */
+    long total_s;        /* whole transfer (GET/PUT of an object) */
+    long meta_s;         /* HEAD, DELETE, listing */
+    long low_speed_bps;  /* abort when slower than this ... */
+    long low_speed_s;    /* ... for this long */
+    int retries;         /* extra attempts after the first */
+    long backoff_ms;     /* first retry delay, doubled each time */
+    long max_send_bps;   /* upload rate limit per transfer, bytes/s (0 = none) */
+    hd_s3c_stop_fn stop; /* when set, polled during every call: nonzero aborts it with
+                          * -ECANCELED (no retry) */
+    void *stop_arg;
 };
 
 /* The outcome of a call: 0, or a project code with a message for the client that names the
@@ -69,7 +74,6 @@ void hd_s3c_obj_cleanup(struct hd_s3c_obj *o);
  * given, is polled during the transfer and aborts it (code -ECANCELED). Returns err->code. */
 typedef int (*hd_s3c_head_fn)(void *arg, const struct hd_s3c_obj *o);
 typedef int (*hd_s3c_data_fn)(void *arg, const char *p, size_t n);
-typedef int (*hd_s3c_stop_fn)(void *arg);
 struct hd_s3c_get {
     const char *range;
     const char *if_match;
@@ -89,6 +93,23 @@ int hd_s3c_put_object(const struct hd_s3c *c, const char *bucket, const char *ke
                       uint64_t size, const unsigned char md5[16], const char *ctype,
                       const char *meta_json, const char *hdrs_json, char etag_out[48],
                       struct hd_s3c_err *err);
+/* Multipart upload. create: CreateMultipartUpload with the object's Content-Type, meta and
+ * headers (as hd_s3c_put_object); upload_id gets the id (HD_EUNAVAIL if the answer has none
+ * or does not fit idlen). part: UploadPart number part (1..10000) of len bytes of fd from
+ * off, with Content-MD5; etag_out gets the part's ETag. complete: CompleteMultipartUpload of
+ * parts 1..nparts with those ETags (unquoted); etag_out gets the object's ETag (a 200 whose
+ * body is an <Error> is that error). abort: AbortMultipartUpload. */
+int hd_s3c_mpu_create(const struct hd_s3c *c, const char *bucket, const char *key,
+                      const char *ctype, const char *meta_json, const char *hdrs_json,
+                      char *upload_id, size_t idlen, struct hd_s3c_err *err);
+int hd_s3c_mpu_part(const struct hd_s3c *c, const char *bucket, const char *key,
+                    const char *upload_id, int part, int fd, uint64_t off, uint64_t len,
+                    const unsigned char md5[16], char etag_out[48], struct hd_s3c_err *err);
+int hd_s3c_mpu_complete(const struct hd_s3c *c, const char *bucket, const char *key,
+                        const char *upload_id, const char (*etags)[48], size_t nparts,
+                        char etag_out[48], struct hd_s3c_err *err);
+int hd_s3c_mpu_abort(const struct hd_s3c *c, const char *bucket, const char *key,
+                     const char *upload_id, struct hd_s3c_err *err);
 int hd_s3c_delete_object(const struct hd_s3c *c, const char *bucket, const char *key,
                          struct hd_s3c_err *err);
 /* ListObjectsV2: one page of at most max (1..1000) keys. token (a NextContinuationToken)

@@ -197,29 +197,36 @@ out:
     return rc;
 }
 
+int hd_s3resp_parse_field(const char *body, size_t len, const char *root, const char *field,
+                          char *out, size_t outlen)
+{
+    struct hd_xnode *r = NULL;
+    const char *t;
+    int rc;
+
+    if (outlen)
+        out[0] = '\0';
+    if ((rc = hd_xml_parse(body, len, &r)) < 0)
+        return rc;
+    if (strcmp(r->name, root) != 0) {
+        hd_xnode_free(r);
+        return HD_EMALFORMEDXML;
+    }
+    t = hd_xnode_child_text(r, field);
+    if (outlen)
+        snprintf(out, outlen, "%s", t ? t : "");
+    hd_xnode_free(r);
+    return 0;
+}
+
 int hd_s3resp_parse_error(const char *body, size_t len, char *code, size_t codelen, char *msg,
                           size_t msglen)
 {
-    struct hd_xnode *root = NULL;
-    const char *c, *m;
-    int rc;
+    int rc = hd_s3resp_parse_field(body, len, "Error", "Code", code, codelen);
 
-    if (codelen)
-        code[0] = '\0';
-    if (msglen)
+    if (rc == 0)
+        rc = hd_s3resp_parse_field(body, len, "Error", "Message", msg, msglen);
+    else if (msglen)
         msg[0] = '\0';
-    if ((rc = hd_xml_parse(body, len, &root)) < 0)
-        return rc;
-    if (strcmp(root->name, "Error") != 0) {
-        hd_xnode_free(root);
-        return HD_EMALFORMEDXML;
-    }
-    c = hd_xnode_child_text(root, "Code");
-    m = hd_xnode_child_text(root, "Message");
-    if (codelen)
-        snprintf(code, codelen, "%s", c ? c : "");
-    if (msglen)
-        snprintf(msg, msglen, "%s", m ? m : "");
-    hd_xnode_free(root);
-    return 0;
+    return rc;
 }

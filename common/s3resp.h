@@ -36,6 +36,12 @@ void hd_s3_list_cleanup(struct hd_s3_list *l);
 int hd_s3resp_parse_error(const char *body, size_t len, char *code, size_t codelen, char *msg,
                           size_t msglen);
 
+/* A document whose root element is root: copies the text of its child field (truncated,
+ * NUL-terminated; "" when absent), e.g. InitiateMultipartUploadResult/UploadId. 0, or
+ * HD_EMALFORMEDXML for another document. */
+int hd_s3resp_parse_field(const char *body, size_t len, const char *root, const char *field,
+                          char *out, size_t outlen);
+
 /* ISO 8601 "2009-10-12T17:50:30.000Z" (fraction optional) to milliseconds since the epoch.
  * 0 or HD_EBADARG. */
 int hd_s3resp_parse_iso8601(const char *s, int64_t *ms);

@@ -26,6 +26,9 @@ struct hd_kv {
 /* smap node flags */
 #define HD_NODE_MAINT 1u  /* maintenance: no placement */
 #define HD_NODE_DECOMM 2u /* decommissioning: no placement */
+/* with HD_NODE_MAINT: maintenance for a restart (hoardd --prestop), which ends by itself when
+ * the node joins again */
+#define HD_NODE_RESTART 4u
 
 enum hd_node_type { HD_NODE_PROXY, HD_NODE_TARGET };
 

@@ -1,8 +1,8 @@
 /* hoardd: loads config, opens logs, starts the role (--role target | proxy) behind the HTTP
- * server, and waits for SIGINT/SIGTERM to stop cleanly (SIGHUP reloads the TLS files). The stop
- * is bounded: a watchdog ends the process (_exit) when the orderly stop takes longer than
- * shutdown.timeout seconds or a second SIGINT/SIGTERM arrives, so a stuck request or thread can
- * never keep a node alive. */
+ * server (or, with --prestop, runs a target's preStop hook: target/target.h), and waits for
+ * SIGINT/SIGTERM to stop cleanly (SIGHUP reloads the TLS files). The stop is bounded: a watchdog
+ * ends the process (_exit) when the orderly stop takes longer than shutdown.timeout seconds or a
+ * second SIGINT/SIGTERM arrives, so a stuck request or thread can never keep a node alive. */
 #include <errno.h>
 #include <execinfo.h>
 #include <malloc.h>
@@ -157,8 +157,96 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: hoardd [--config FILE] [--KEY VALUE | --KEY=VALUE ...] [--print-config]\n"
+            "       hoardd --prestop [--prestop-timeout SECONDS] [same settings as the target]\n"
             "  e.g. hoardd --role target --listen 127.0.0.1:8080 --data ./.hoard/data\n"
-            "  every setting (see --print-config) may also come from HOARD_<KEY> env vars\n");
+            "  every setting (see --print-config) may also come from HOARD_<KEY> env vars\n"
+            "  --prestop: a target's preStop hook: maintenance until it rejoins, then waits\n"
+            "  (default 600 s) until its objects are served by the other targets\n");
+}
+
+/* The TLS files of cfg, in use for this process's calls (and its server): 0, or -1 after
+ * printing why. */
+static int tls_setup(const struct hd_config *cfg, struct hd_tls **tls)
+{
+    char err[512];
+
+    if (*hd_config_str(cfg, "tls.cert") || *hd_config_str(cfg, "tls.key")) {
+        /* before the roles: they build this node's URL with hd_tls_scheme() */
+        if (hd_tls_new(hd_config_str(cfg, "tls.cert"), hd_config_str(cfg, "tls.key"),
+                       hd_config_str(cfg, "tls.ca"), hd_config_bool(cfg, "tls.client_auth"), tls,
+                       err, sizeof(err)) < 0) {
+            fprintf(stderr, "hoardd: %s\n", err);
+            return -1;
+        }
+        hd_tls_verify_host(*tls, hd_config_bool(cfg, "tls.verify_host"));
+        hd_tls_use(*tls);
+    } else if (hd_config_bool(cfg, "tls.client_auth") || *hd_config_str(cfg, "tls.ca")) {
+        /* a cluster is all TLS or none: a CA alone would do nothing */
+        fprintf(stderr, "hoardd: %s needs tls.cert and tls.key\n",
+                hd_config_bool(cfg, "tls.client_auth") ? "tls.client_auth" : "tls.ca");
+        return -1;
+    }
+    return 0;
+}
+
+/* Takes --prestop and --prestop-timeout S (or =S) out of argv (the rest are settings): 1 with
+ * *timeout_s when --prestop is there, 0 when not, -1 after printing what is wrong. */
+static int prestop_args(int *argc, char **argv, long *timeout_s)
+{
+    int i, n = 0, on = 0, given = 0;
+
+    *timeout_s = 600;
+    for (i = 0; i < *argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        char *end;
+        if (i > 0 && strcmp(a, "--prestop") == 0) {
+            on = 1;
+            continue;
+        }
+        if (i > 0 && strncmp(a, "--prestop-timeout", 17) == 0 && (!a[17] || a[17] == '=')) {
+            v = a[17] ? a + 18 : (i + 1 < *argc ? argv[++i] : "");
+            errno = 0;
+            *timeout_s = strtol(v, &end, 10);
+            if (!*v || *end || errno || *timeout_s <= 0 || *timeout_s > 86400) {
+                fprintf(stderr,
+                        "hoardd: --prestop-timeout takes seconds (1 to 86400), not "
+                        "'%s'\n",
+                        v);
+                return -1;
+            }
+            given = 1;
+            continue;
+        }
+        argv[n++] = argv[i];
+    }
+    *argc = n;
+    argv[n] = NULL;
+    if (given && !on) {
+        fprintf(stderr, "hoardd: --prestop-timeout goes with --prestop\n");
+        return -1;
+    }
+    return on;
+}
+
+/* hoardd --prestop: exit status 0 when the target's objects are elsewhere. */
+static int prestop(const struct hd_config *cfg, long timeout_s, struct hd_tls **tls)
+{
+    char err[512];
+
+    if (strcmp(hd_config_str(cfg, "role"), "target") != 0) {
+        fprintf(stderr,
+                "hoardd --prestop: only a target hands over objects (role is '%s'); "
+                "proxies stop without it\n",
+                hd_config_str(cfg, "role"));
+        return 1;
+    }
+    if (tls_setup(cfg, tls) < 0)
+        return 1;
+    if (hd_target_prestop(cfg, timeout_s, stdout, err, sizeof(err)) < 0) {
+        fprintf(stderr, "hoardd --prestop: %s\n", err);
+        return 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -171,7 +259,8 @@ int main(int argc, char **argv)
     struct hd_http_cfg hc;
     enum hd_log_level lvl;
     char err[512];
-    int print = 0, rc = 1, i;
+    int print = 0, rc = 1, i, pre;
+    long pre_timeout;
     const char *role;
 
     for (i = 1; i < argc; i++)
@@ -179,6 +268,8 @@ int main(int argc, char **argv)
             usage();
             return 0;
         }
+    if ((pre = prestop_args(&argc, argv, &pre_timeout)) < 0)
+        goto out;
     if (!cfg || hd_config_load(cfg, argc, argv, environ, &print, err, sizeof(err)) < 0) {
         fprintf(stderr, "hoardd: %s\n", cfg ? err : "out of memory");
         usage();
@@ -187,6 +278,10 @@ int main(int argc, char **argv)
     if (print) {
         hd_config_print(cfg, stdout);
         rc = 0;
+        goto out;
+    }
+    if (pre) {
+        rc = prestop(cfg, pre_timeout, &tls);
         goto out;
     }
     if (hd_log_level_parse(hd_config_str(cfg, "log.level"), &lvl) < 0) {
@@ -236,23 +331,8 @@ int main(int argc, char **argv)
                         "on every node)\n");
         goto out;
     }
-    if (*hd_config_str(cfg, "tls.cert") || *hd_config_str(cfg, "tls.key")) {
-        /* before the roles: they build this node's URL with hd_tls_scheme() */
-        if (hd_tls_new(hd_config_str(cfg, "tls.cert"), hd_config_str(cfg, "tls.key"),
-                       hd_config_str(cfg, "tls.ca"), hd_config_bool(cfg, "tls.client_auth"), &tls,
-                       err, sizeof(err)) < 0) {
-            fprintf(stderr, "hoardd: %s\n", err);
-            goto out;
-        }
-        hd_tls_verify_host(tls, hd_config_bool(cfg, "tls.verify_host"));
-        hd_tls_use(tls);
-    } else if (hd_config_bool(cfg, "tls.client_auth") || *hd_config_str(cfg, "tls.ca")) {
-        /* the CA alone: this node serves plain http but calls https peers */
-        if (hd_config_bool(cfg, "tls.client_auth")) {
-            fprintf(stderr, "hoardd: tls.client_auth needs tls.cert and tls.key\n");
-            goto out;
-        }
-    }
+    if (tls_setup(cfg, &tls) < 0)
+        goto out;
     if (role[0] == 'p' && (rc = hd_proxy_new(cfg, &px)) < 0) {
         fprintf(stderr, "hoardd: cannot start proxy: %s\n", hd_strerror(rc));
         rc = 1;

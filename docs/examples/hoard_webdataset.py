@@ -37,6 +37,10 @@ import requests
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
+# SigV4 stays importable from here (hoard_webdataset.SigV4)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hoard_auth import SigV4, default_auth  # noqa: E402,F401
+
 INT_EXTS = ("cls", "cls2", "idx", "id", "index")
 
 
@@ -57,29 +61,6 @@ def decode(ext, data):
     if ext == "json":
         return json.loads(data)
     return data
-
-
-class SigV4:
-    """requests auth: SigV4 for the first hop only (requests drops Authorization on the
-    redirect to another host; the target trusts the proxy's signature in the Location)."""
-
-    def __init__(self, access_key, secret_key, region="us-east-1"):
-        from botocore.auth import SigV4Auth
-        from botocore.credentials import Credentials
-        self.auth = SigV4Auth(Credentials(access_key, secret_key), "s3", region)
-
-    def __call__(self, r):
-        from botocore.awsrequest import AWSRequest
-        req = AWSRequest(method=r.method, url=r.url,
-                         headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
-        self.auth.add_auth(req)
-        r.headers.update(dict(req.headers.items()))
-        return r
-
-
-def default_auth():
-    ak, sk = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
-    return SigV4(ak, sk, os.environ.get("AWS_REGION", "us-east-1")) if ak and sk else None
 
 
 class HoardShards(IterableDataset):

@@ -17,6 +17,7 @@
 #include "common/httputil.h"
 #include "common/metrics.h"
 #include "common/nodeauth.h"
+#include "proxy/data/data.h"
 
 static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
 {
@@ -192,6 +193,66 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b)
     return 0;
 }
 
+/* Batch GET served by a target (issue 14): the owner of most entries (the designated target)
+ * gets the client by a 307 to /v1/batch/<SHA-256 of the body>, signed like an object
+ * redirect. It reads its own entries from disk and fetches the others from their owners in
+ * parallel, so a mini-batch streams like a shard instead of every sample taking an HTTP hop
+ * through the proxy. The body's hash in the signed path keeps the capability to this body
+ * (the proxy authorised its buckets). HD_DONE when r was answered, HD_DECLINED to stream
+ * here (an entry without an available owner: the stream reports it as before). */
+static int batch_redirect(struct hd_req *r, struct hd_proxy *p, const struct hd_batch *b,
+                          const char *body, size_t len)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    struct hd_bmd *bmd = hd_smap_state_bmd(p->cs);
+    struct owner_count {
+        const struct hd_node *node;
+        size_t n;
+    } *oc = NULL;
+    const struct hd_node *best = NULL;
+    size_t nn = 0, i, j, most = 0;
+    char hex[65], path[80];
+    int rc = HD_DECLINED;
+
+    if (!s || !(oc = calloc(s->n, sizeof(*oc))))
+        goto out;
+    for (i = 0; i < b->n; i++) {
+        const struct hd_node *owner = NULL;
+        char *uname = NULL;
+        size_t ulen;
+        int ok = hd_bmd_find(bmd, b->e[i].bucket) && /* else the stream here reports it */
+                 hd_proxy_uname(p, b->e[i].bucket, b->e[i].name, &uname, &ulen) == 0 &&
+                 hd_smap_owner(s, uname, ulen, &owner) == 0 && owner && !owner->down;
+        free(uname);
+        if (!ok)
+            goto out;
+        for (j = 0; j < nn && oc[j].node != owner; j++)
+            ;
+        if (j == nn) {
+            if (nn == s->n)
+                goto out;
+            oc[nn++].node = owner;
+        }
+        oc[j].n++;
+    }
+    for (j = 0; j < nn; j++) /* the first of the most, so that ties are decided by order */
+        if (oc[j].n > most) {
+            best = oc[j].node;
+            most = oc[j].n;
+        }
+    if (!best)
+        goto out;
+    hd_nodeauth_sha256_hex(body, len, hex);
+    snprintf(path, sizeof(path), "/v1/batch/%s", hex);
+    hd_proxy_redirect_to(r, p, best->url, best->id, path, "");
+    rc = HD_DONE;
+out:
+    free(oc);
+    hd_smap_unref(s);
+    hd_bmd_unref(bmd);
+    return rc;
+}
+
 static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct pbatch *pb = arg;
@@ -213,6 +274,10 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
     if ((rc = authorize(pb, b)) < 0 || (rc = hd_batch_check_payload(&pb->a, body, len)) < 0) {
         hd_batch_free(b);
         hd_resp_err(r, rc);
+        return;
+    }
+    if (!pb->moss && pb->p->native_redirect && batch_redirect(r, pb->p, b, body, len) == HD_DONE) {
+        hd_batch_free(b);
         return;
     }
     hd_batch_respond(r, b, resolve, pb->p, NULL);

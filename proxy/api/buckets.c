@@ -148,8 +148,42 @@ struct props_ctx {
     struct hd_proxy *p;
     char bucket[64];
     int create; /* POST /v1/buckets/B[?provider=aws] with a props body */
+    int admin;  /* may set "upstream" (see may_set_upstream) */
     char provider[8];
 };
+
+/* An S3-backed bucket's upstream (endpoint, profile, upstream bucket) decides which of the
+ * nodes' credentials are used against which server: only an admin (a key with rw on every
+ * bucket, or another proxy) may choose it. A key with rw on bucket B alone could otherwise
+ * point B at another team's upstream bucket with that team's profile, or at any address the
+ * targets can reach. a: what hd_proxy_auth said about the request. */
+static int may_set_upstream(const struct hd_proxy *p, const struct hd_sigv4_auth *a)
+{
+    const struct hd_key *k;
+
+    if (p->keys.n == 0)
+        return 1; /* auth off */
+    if (!a->anonymous && !a->access_key[0])
+        return 1; /* another proxy of the cluster (its node signature) */
+    k = !a->anonymous ? hd_keys_find(&p->keys, a->access_key) : NULL;
+    return k && k->all == HD_PERM_RW;
+}
+
+/* 0, or HD_EACCESS (answered) when body sets "upstream" and the caller may not. */
+static int upstream_check(struct hd_req *r, const struct props_ctx *c, const char *body, size_t len)
+{
+    json_t *j = !c->admin && len ? json_loadb(body, len, 0, NULL) : NULL;
+    int set = j && json_object_get(j, "upstream") != NULL;
+
+    json_decref(j);
+    if (!set)
+        return 0;
+    hd_stats_inc(HD_ST_AUTH_FAILED);
+    hd_resp_err_msg(r, HD_EACCESS,
+                    "Only a key with rw on every bucket may set a bucket's upstream (endpoint, "
+                    "profile, bucket): it decides which credentials the cluster uses where.");
+    return HD_EACCESS;
+}
 
 /* Creates c->bucket with the props in the body (S3-backed buckets: the upstream). */
 static void create_end(struct hd_req *r, struct props_ctx *c, const char *body, size_t len)
@@ -197,6 +231,8 @@ static void props_end(struct hd_req *r, void *ctx, const char *body, size_t len)
     char msg[256];
     int rc;
 
+    if (upstream_check(r, c, body, len) < 0)
+        return;
     if (c->create) {
         create_end(r, c, body, len);
         return;
@@ -209,7 +245,7 @@ static void props_end(struct hd_req *r, void *ctx, const char *body, size_t len)
 }
 
 static void props_patch(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                        const char *create_provider)
+                        const struct hd_sigv4_auth *a, const char *create_provider)
 {
     struct props_ctx *c = calloc(1, sizeof(*c));
 
@@ -223,6 +259,7 @@ static void props_patch(struct hd_req *r, struct hd_proxy *p, const char *bucket
                  strcmp(create_provider, "s3") == 0 ? "aws" : create_provider);
     }
     c->p = p;
+    c->admin = may_set_upstream(p, a);
     snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
     hd_req_read_body(r, 64u * 1024, props_end, c, free);
 }
@@ -231,8 +268,8 @@ static void props_patch(struct hd_req *r, struct hd_proxy *p, const char *bucket
  * dirty age is the largest), with each target's own numbers under "targets". */
 static void writeback_get(struct hd_req *r, struct hd_proxy *p, const char *bucket)
 {
-    static const char *const sums[] = {"dirty_objects", "dirty_bytes", "queue_depth", "failed",
-                                       NULL};
+    static const char *const sums[] = {"dirty_objects", "dirty_bytes", "queue_depth",
+                                       "failed",        "uploading",   NULL};
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
     struct hd_proxy_fan f;
@@ -263,9 +300,9 @@ static void writeback_get(struct hd_req *r, struct hd_proxy *p, const char *buck
         goto done;
     }
     targets = json_object();
-    out = json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "bucket", bucket, "dirty_objects",
+    out = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "bucket", bucket, "dirty_objects",
                     (json_int_t)0, "dirty_bytes", (json_int_t)0, "queue_depth", (json_int_t)0,
-                    "failed", (json_int_t)0, "targets", targets);
+                    "failed", (json_int_t)0, "uploading", (json_int_t)0, "targets", targets);
     for (i = 0, k = 0; out && i < s->n; i++) {
         const struct hd_node *n = &s->nodes[i];
         const struct hd_httpc_call *c = NULL;
@@ -302,7 +339,8 @@ done:
     hd_smap_unref(s);
 }
 
-static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                      const struct hd_sigv4_auth *a)
 {
     const char *m = r->method;
     struct hd_bmd *b;
@@ -317,7 +355,7 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
     } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "summary")) {
         hd_proxy_bucket_summary(r, p, bucket);
     } else if (strcmp(m, "PATCH") == 0) {
-        props_patch(r, p, bucket, NULL);
+        props_patch(r, p, bucket, a, NULL);
     } else if (strcmp(m, "GET") == 0 && has_body(r)) {
         act_read(r, p, bucket, bucket_get_end);
     } else if (strcmp(m, "GET") == 0) {
@@ -334,7 +372,7 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket)
             hd_resp_err_msg(r, HD_EBADARG, "provider must be ais (native) or aws (S3-backed).");
             return;
         }
-        props_patch(r, p, bucket, pv && *pv ? pv : "ais"); /* the body may carry props */
+        props_patch(r, p, bucket, a, pv && *pv ? pv : "ais"); /* the body may carry props */
     } else if (strcmp(m, "DELETE") == 0 && has_body(r)) {
         act_read(r, p, bucket, bucket_delete_end);
     } else if (strcmp(m, "DELETE") == 0) {
@@ -377,6 +415,6 @@ void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, rc);
     else if ((strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) ||
              hd_proxy_autoreg(r, p, bucket) != HD_AGAIN) /* default upstream: first access */
-        bucket_op(r, p, bucket);
+        bucket_op(r, p, bucket, &a);
     free(bucket);
 }

@@ -388,6 +388,12 @@ static void on_join(struct hd_req *r, void *ctx, json_t *j)
     /* new, coming back, or with other mountpaths (objects move between them) */
     moves = n.type == HD_NODE_TARGET && (!old || old->down || !same_mountpaths(old, &n));
     n.flags = old ? old->flags : 0; /* maintenance survives a restart */
+    if ((n.flags & HD_NODE_RESTART) && !(n.flags & HD_NODE_DECOMM)) {
+        /* back from the restart its preStop asked maintenance for: its objects return */
+        n.flags &= ~(HD_NODE_MAINT | HD_NODE_RESTART);
+        moves = n.type == HD_NODE_TARGET;
+        HD_LOG(HD_INFO, NULL, "cluster: %s rejoined after its restart: maintenance off", n.id);
+    }
     n.down = 0;
     if ((rc = hd_smap_put(s, &n)) < 0)
         goto unlock;
@@ -514,25 +520,57 @@ static void vote_end(struct hd_req *r, void *ctx, json_t *j)
     hd_proxy_on_vote(r, ctx, j);
 }
 
-/* POST /v1/cluster/{maintenance,decommission}/<id> {"on": bool} */
+/* Whether r was authenticated by the signature of node id itself (self_maintenance). */
+static int by_itself(const struct hd_req *r, const char *id)
+{
+    return strncmp(r->principal, "node ", 5) == 0 && strcmp(r->principal + 5, id) == 0;
+}
+
+/* Whether target id is in maintenance for a restart (flag 4) in our smap. */
+static int restart_flagged(struct hd_proxy *p, const char *id)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    const struct hd_node *n = s ? hd_smap_find(s, id) : NULL;
+    int yes = n && (n->flags & HD_NODE_RESTART);
+
+    hd_smap_unref(s);
+    return yes;
+}
+
+/* POST /v1/cluster/{maintenance,decommission}/<id> {"on": bool, "restart": bool}. "restart"
+ * (maintenance on only; what hoardd --prestop sends): the maintenance ends by itself when the
+ * target joins again, unless it was in maintenance or decommissioning already; its objects
+ * move away now (a rebalance), so that they are served while it restarts. A target signed as
+ * itself may only ask that, or take it back (hoardd --prestop after a failed wait). */
 static void on_flag(struct hd_req *r, void *ctx, json_t *j)
 {
     struct hd_proxy *p = ctx;
     int decomm = strncmp(r->raw_path, "/v1/cluster/decommission/", 25) == 0;
     const char *id = strrchr(r->raw_path, '/') + 1;
-    json_t *on = json_object_get(j, "on");
+    json_t *on = json_object_get(j, "on"), *restart = json_object_get(j, "restart");
     unsigned flag = decomm ? HD_NODE_DECOMM : HD_NODE_MAINT;
     struct hd_smap *cur = NULL, *s = NULL;
     const struct hd_node *n;
     struct hd_node copy;
-    int rc = 0, set = on ? json_is_true(on) : 1, moves = 0;
+    int rc = 0, set = on ? json_is_true(on) : 1, moves = 0, rs = json_is_true(restart);
+    unsigned nflags = 0;
 
-    if (!p->primary) {
-        forward(r, p, j);
+    if ((on && !json_is_boolean(on)) || (restart && !json_is_boolean(restart))) {
+        hd_resp_err_msg(r, HD_EBADARG, "Expected {\"on\": true|false, \"restart\": true|false}.");
         return;
     }
-    if (on && !json_is_boolean(on)) {
-        hd_resp_err_msg(r, HD_EBADARG, "Expected {\"on\": true|false}.");
+    if (rs && (decomm || !set)) {
+        hd_resp_err_msg(r, HD_EBADARG, "\"restart\" goes with maintenance on only.");
+        return;
+    }
+    if (by_itself(r, id) && !(set ? rs : restart_flagged(p, id))) {
+        hd_resp_err_msg(r, HD_EACCESS,
+                        "A target may only ask maintenance for its own restart "
+                        "({\"on\": true, \"restart\": true}) and take that back.");
+        return;
+    }
+    if (!p->primary) {
+        forward(r, p, j);
         return;
     }
     pthread_mutex_lock(&p->mu);
@@ -555,16 +593,25 @@ static void on_flag(struct hd_req *r, void *ctx, json_t *j)
     } else {
         if ((rc = hd_smap_node_copy(&copy, n)) < 0)
             goto unlock;
-        copy.flags = set ? copy.flags | flag : copy.flags & ~flag;
-        moves = decomm || !set; /* objects leave a decommissioned target, return after
-                                 * maintenance */
+        if (rs && !copy.flags)
+            copy.flags = HD_NODE_MAINT | HD_NODE_RESTART;
+        else if (!rs)
+            copy.flags =
+                set ? copy.flags | flag : copy.flags & ~(flag | (decomm ? 0u : HD_NODE_RESTART));
+        /* objects leave a decommissioned target or one about to restart, return after
+         * maintenance */
+        moves = decomm || !set || rs;
+        nflags = copy.flags;
         rc = hd_smap_put(s, &copy);
         hd_smap_node_cleanup(&copy);
         if (rc < 0)
             goto unlock;
         char addr[64];
-        HD_LOG(HD_INFO, NULL, "cluster: %s %s %s (asked by %s from %s)", id,
+        HD_LOG(HD_INFO, NULL, "cluster: %s %s %s%s (asked by %s from %s)", id,
                decomm ? "decommissioning" : "maintenance", set ? "on" : "off",
+               !rs                        ? ""
+               : nflags & HD_NODE_RESTART ? " until it rejoins after its restart"
+                                          : " (already flagged: kept after its restart)",
                r->principal[0] ? r->principal : "anyone (auth off)",
                hd_req_remote(r, addr, sizeof(addr)));
     }
@@ -586,6 +633,26 @@ unlock:
     }
     hd_smap_unref(cur);
     hd_smap_unref(s);
+}
+
+/* POST /v1/cluster/maintenance/<id> signed by target <id> itself (hoardd --prestop): 0 when
+ * the signature is good, HD_DONE after refusing r, HD_DECLINED when r is no such call. */
+static int self_maintenance(struct hd_req *r, struct hd_proxy *p, const char *id)
+{
+    struct hd_nodeauth_who who;
+    struct hd_smap *s;
+    const struct hd_node *n;
+    int target;
+
+    if (!hd_nodeauth_on(p->na) || strcmp(sender_of(r), id) != 0)
+        return HD_DECLINED;
+    s = hd_smap_state_smap(p->cs);
+    n = s ? hd_smap_find(s, id) : NULL;
+    target = n && n->type == HD_NODE_TARGET;
+    hd_smap_unref(s);
+    if (!target)
+        return HD_DECLINED;
+    return hd_proxy_node_verify(r, p, 0, &who); /* its sender is the X-Hoard-Node checked */
 }
 
 /* Cluster reads (smap, BMD): a node's signature, or any valid client key (none needed with
@@ -644,11 +711,16 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p)
     if (strcmp(m, "POST") == 0 &&
         ((strncmp(path, "/v1/cluster/maintenance/", 24) == 0 && path[24]) ||
          (strncmp(path, "/v1/cluster/decommission/", 25) == 0 && path[25]))) {
-        rc = hd_proxy_auth_admin(r, p);
+        rc = path[12] == 'm' ? self_maintenance(r, p, path + 24) : HD_DECLINED;
+        if (rc == HD_DONE)
+            return;
+        if (rc == HD_DECLINED)
+            rc = hd_proxy_auth_admin(r, p);
         if (rc < 0)
             hd_resp_err_msg(r, rc,
                             "Cluster administration needs another proxy's signature or a key "
-                            "with rw access to all buckets.");
+                            "with rw access to all buckets (a target may ask maintenance for "
+                            "itself).");
         else
             hd_req_read_json(r, BODY_MAX, on_flag, p, NULL);
         return;

@@ -134,6 +134,14 @@ int hd_proxy_list(struct hd_proxy *p, const char *bucket, const struct hd_plist_
     return rc;
 }
 
+/* A target in maintenance for a restart (hoardd --prestop, smap flag 4) that is down or does
+ * not answer has stopped after its hook moved its objects to the other targets: a listing
+ * is complete without it. */
+static int handed_over(const struct hd_node *t)
+{
+    return (t->flags & HD_NODE_RESTART) && !(t->flags & HD_NODE_DECOMM);
+}
+
 int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_plist_opts *o,
                         struct hd_plist_res *res, char *msg, size_t msglen)
 {
@@ -159,7 +167,7 @@ int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_
         goto out;
     }
     for (i = 0; i < s->n; i++)
-        if (s->nodes[i].type == HD_NODE_TARGET && s->nodes[i].down) {
+        if (s->nodes[i].type == HD_NODE_TARGET && s->nodes[i].down && !handed_over(&s->nodes[i])) {
             snprintf(msg, msglen,
                      "Target %s is down: a listing without it would be incomplete; retry "
                      "when it is back (or decommission it).",
@@ -187,7 +195,7 @@ int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_
     }
     for (i = 0; i < s->n; i++) {
         const struct hd_node *t = &s->nodes[i];
-        if (t->type != HD_NODE_TARGET)
+        if (t->type != HD_NODE_TARGET || t->down)
             continue;
         hd_buf_init(&urls[n]);
         hd_buf_printf(&urls[n], "%s/v1/buckets/", t->url);
@@ -207,6 +215,8 @@ int hd_proxy_list_local(struct hd_proxy *p, const char *bucket, const struct hd_
     hd_httpc_run_all(calls, n, 0);
     for (i = 0; i < n && rc == 0; i++) {
         json_t *j = NULL;
+        if (calls[i].rc < 0 && handed_over(tg[i]))
+            continue; /* stopped after its preStop hook, before the primary noticed */
         if (calls[i].rc < 0) {
             snprintf(msg, msglen, "Target %s did not answer the listing: %s", tg[i]->id,
                      hd_strerror(calls[i].rc));

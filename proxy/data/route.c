@@ -33,23 +33,18 @@ static int owner_base(struct hd_req *r, struct hd_proxy *p, const char *bucket, 
     hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     return HD_DONE;
 }
-void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
-                       const char *path)
+void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base, const char *owner,
+                          const char *path, const char *query)
 {
     struct hd_buf loc;
-    char *base, owner[HD_NODE_ID_MAX];
 
-    if (owner_base(r, p, bucket, key, &base, owner) == HD_DONE)
-        return;
-    if (!path)
-        path = r->raw_path;
     hd_buf_init(&loc);
-    hd_buf_printf(&loc, "%s%s?%s%spid=%s", base, path, r->raw_query, *r->raw_query ? "&" : "",
-                  p->self.id);
+    hd_buf_printf(&loc, "%s%s?%s%spid=%s", base, path, query, *query ? "&" : "", p->self.id);
     if (hd_nodeauth_on(p->na)) {
         long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
         char sig[65];
-        hd_nodeauth_psig(p->na, r->method, path, ptime, owner, sig);
+        hd_nodeauth_psig(p->na, r->method, path, ptime, owner,
+                         hd_req_header(r, "x-amz-copy-source"), sig);
         hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
     }
     if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)
@@ -57,6 +52,16 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     else
         hd_resp_empty(r, 307);
     hd_buf_cleanup(&loc);
+}
+
+void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                       const char *path)
+{
+    char *base, owner[HD_NODE_ID_MAX];
+
+    if (owner_base(r, p, bucket, key, &base, owner) == HD_DONE)
+        return;
+    hd_proxy_redirect_to(r, p, base, owner, path ? path : r->raw_path, r->raw_query);
     free(base);
 }
 

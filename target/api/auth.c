@@ -62,7 +62,15 @@ int hd_target_auth_admin(struct hd_req *r, struct hd_target *t)
     const struct hd_key *k;
     int rc;
 
-    if (r->trusted || t->keys.n == 0)
+    if (r->trusted == HD_TRUST_NODE) { /* only proxies call admin endpoints */
+        if (hd_tcluster_from_proxy(t->cl, r))
+            return 0;
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        return HD_EACCESS;
+    }
+    if (r->trusted == HD_TRUST_REDIRECT) /* a 307 capability is for object paths only */
+        return HD_EACCESS;
+    if (t->keys.n == 0)
         return 0;
     rc = hd_target_authenticate(r, t, &a);
     if (rc < 0)

@@ -14,6 +14,7 @@
 #include "common/batch.h"
 #include "common/errors.h"
 #include "common/metrics.h"
+#include "common/nodeauth.h"
 #include "common/tarstream.h"
 #include "target/object/archive.h"
 #include "target/cluster/peer.h"
@@ -22,6 +23,7 @@
 struct tbatch {
     struct hd_target *t;
     struct hd_sigv4_auth a;
+    char body_sha256[65]; /* /v1/batch/<hex>: a proxy's 307 for this body only; "" none */
 };
 
 /* Local bytes of e, when this target holds them: 0 with src filled, HD_ENOSUCHKEY when the
@@ -61,6 +63,16 @@ static int resolve_local(struct hd_target *t, const struct hd_batch_ent *e, stru
     return rc;
 }
 
+/* Whether bucket is cached from an upstream: an object of it that this target owns but does
+ * not hold yet is fetched through this target's own GET (a cold GET), as a proxy's batch
+ * would have had it fetched (batches come here by the proxy's 307). */
+static int s3_backed(struct hd_target *t, const char *bucket)
+{
+    struct hd_bucket_info bi;
+
+    return hd_store_bucket_get(t->st, bucket, &bi) == 0 && strcmp(bi.provider, "ais") != 0;
+}
+
 static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
 {
     struct tbatch *tb = ctx;
@@ -77,7 +89,7 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
     /* not held here: in a cluster its owner may have it (or fetch it: its normal GET) */
     rc = hd_peer_object_url(tb->t->cl, e->bucket, e->name, e->archpath, &src->url, &self, src->msg,
                             sizeof(src->msg));
-    if (rc == 0 && self) {
+    if (rc == 0 && self && !s3_backed(tb->t, e->bucket)) {
         free(src->url);
         src->url = NULL;
         rc = HD_ENOSUCHKEY;
@@ -104,6 +116,16 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
     size_t i;
     int rc;
 
+    if (tb->body_sha256[0]) { /* the body the proxy authorised, not another one */
+        char hex[65];
+        hd_nodeauth_sha256_hex(body, len, hex);
+        if (strcmp(hex, tb->body_sha256) != 0) {
+            hd_resp_err_msg(r, HD_EACCESS,
+                            "The batch body is not the one the proxy redirected: send it to "
+                            "the proxy again.");
+            return;
+        }
+    }
     if ((rc = hd_batch_parse(body, len, &b, msg, sizeof(msg))) < 0) {
         hd_resp_err_msg(r, rc, msg);
         goto fail;
@@ -149,6 +171,18 @@ void hd_target_batch(struct hd_req *r, struct hd_target *t)
         return;
     }
     tb->t = t;
+    if (r->raw_path[9] == '/') { /* /v1/batch/<SHA-256 hex of the body> (proxy/api/batch.c) */
+        const char *h = r->raw_path + 10;
+        size_t i;
+        for (i = 0; i < 64 && ((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f')); i++)
+            ;
+        if (i != 64 || h[64]) {
+            free(tb);
+            hd_resp_err(r, HD_ENOTFOUND);
+            return;
+        }
+        memcpy(tb->body_sha256, h, 65);
+    }
     if ((rc = hd_target_authenticate(r, t, &tb->a)) < 0) {
         free(tb);
         hd_resp_err(r, rc);

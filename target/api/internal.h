@@ -32,6 +32,7 @@ struct hd_target {
     struct hd_rb *rb;       /* rebalance, get-from-neighbour, deletes while objects move */
     struct hd_cache *cache; /* S3-backed buckets: upstreams, cold GET, LRU (cache.h) */
     struct hd_pool *pool;   /* blocking work off the HTTP workers (upstream, other nodes) */
+    struct hd_pool *disk;   /* PUT commits (fsync, rename, catalog): store.commit_workers */
 };
 
 /* Who is asking: 0 with *a filled for a verified request (a->anonymous for a request without
@@ -43,8 +44,9 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
                         const char *bucket);
 
-/* Admin calls (/v1/jobs): a proxy's signature, or a key with rw on every bucket (any key
- * for GET); open when auth.keys is empty. 0 or the error to answer with. */
+/* Admin calls (/v1/jobs, /v1/plans, /v1/daemon): a proxy's node signature (another target's
+ * is refused: targets never send these), or on a standalone target a key with rw on every
+ * bucket (any key for GET); open when auth.keys is empty. 0 or the error to answer with. */
 int hd_target_auth_admin(struct hd_req *r, struct hd_target *t);
 /* plans.c: /v1/plans[/ID[/cursor]] */
 void hd_target_plans(struct hd_req *r, struct hd_target *t);

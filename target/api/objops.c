@@ -225,7 +225,103 @@ struct put_ctx {
     struct hd_cbucket *cb; /* S3-backed bucket: written through first */
     char *key;
     struct hd_wt *wt;
+    struct hd_acall *commit; /* the commit on the disk workers (commit_job), once started */
 };
+
+/* The commit (fsync, rename, catalog) of a PUT that runs on the target's disk workers while
+ * its connection is suspended, so the fsyncs of many connections are in flight together
+ * instead of at most one per HTTP worker. The job owns the put and copies of what the
+ * attributes point to: a request that ends first (the client left) leaves it to finish or
+ * fail on its own, and a put that is not committed removes its temp file as before. */
+struct commit_job {
+    struct hd_put *put;
+    struct hd_put_attrs a;
+    char *ctype, *meta, *hdrs, *if_match;
+    char ck_val[HD_CK_B64_MAX];
+    struct hd_obj_meta m;
+};
+
+static void commit_run(struct hd_acall *ac)
+{
+    struct commit_job *j = ac->arg;
+
+    ac->rc = hd_put_commit(j->put, &j->a, &j->m);
+}
+
+static void commit_free(void *arg)
+{
+    struct commit_job *j = arg;
+
+    hd_put_free(j->put); /* removes the temp file unless committed */
+    free(j->ctype);
+    free(j->meta);
+    free(j->hdrs);
+    free(j->if_match);
+    free(j);
+}
+
+static char *dup_opt(const char *s, int *oom)
+{
+    char *d = s ? strdup(s) : NULL;
+
+    if (s && !d)
+        *oom = 1;
+    return d;
+}
+
+/* Hands pc's put to the disk workers with a's attributes: 0 (r parked, put_end runs again
+ * when the commit is done) or a negative code (nothing started, pc->put still pc's). */
+static int commit_start(struct hd_req *r, struct put_ctx *pc, const struct hd_put_attrs *a)
+{
+    struct commit_job *j = calloc(1, sizeof(*j));
+    int oom = 0;
+
+    if (!j)
+        return -ENOMEM;
+    j->a = *a;
+    j->a.ctype = j->ctype = dup_opt(a->ctype, &oom);
+    j->a.meta = j->meta = dup_opt(a->meta, &oom);
+    j->a.hdrs = j->hdrs = dup_opt(a->hdrs, &oom);
+    j->a.if_match = j->if_match = dup_opt(a->if_match, &oom);
+    if (a->ck_val) {
+        snprintf(j->ck_val, sizeof(j->ck_val), "%s", a->ck_val);
+        j->a.ck_val = j->ck_val;
+    }
+    if (oom) {
+        commit_free(j); /* j->put is NULL */
+        return -ENOMEM;
+    }
+    if (!(pc->commit = hd_acall_new(pc->t->disk, commit_run, j, commit_free)))
+        return -ENOMEM;
+    j->put = pc->put; /* the job's from here on */
+    pc->put = NULL;
+    if (hd_acall_submit(pc->commit, r) < 0)
+        return 0; /* finished with the error: answered by the park below */
+    return 0;
+}
+
+/* The answer to a committed (or failed) PUT. */
+static void put_answer(struct hd_req *r, struct put_ctx *pc, int rc, const struct hd_obj_meta *m,
+                       int writeback)
+{
+    char etag[64];
+
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (writeback)
+        hd_cache_wb_kick(pc->t->cache);
+    hd_stats_add(HD_ST_PUT_BYTES, m->size);
+    snprintf(etag, sizeof(etag), "\"%s\"", m->etag);
+    hd_resp_header(r, "ETag", etag);
+    if (pc->ck_type != HD_CK_NONE) {
+        hd_resp_header(r, hd_cksum_header(pc->ck_type), pc->ck_b64);
+        if (!pc->hooks.commit)
+            hd_resp_header(r, "x-amz-checksum-type", "FULL_OBJECT");
+    }
+    hd_resp_empty(r, 200);
+}
 
 static int put_sink(void *arg, const char *p, size_t n)
 {
@@ -257,7 +353,8 @@ static void put_done(struct hd_req *r)
         return;
     if (r->status != 200)
         hd_stats_inc(HD_ST_PUT_ABORTED);
-    hd_put_free(pc->put); /* removes the temp file unless committed */
+    hd_put_free(pc->put);         /* removes the temp file unless committed */
+    hd_acall_release(pc->commit); /* a commit still running finishes on its own */
     hd_awschunked_free(pc->dec);
     if (pc->ck_type != HD_CK_NONE)
         hd_cksum_cleanup(&pc->ck);
@@ -335,9 +432,16 @@ static void put_end(struct hd_req *r)
     struct put_ctx *pc = r->data;
     struct hd_put_attrs a;
     struct hd_obj_meta m;
-    char *ck_b64 = pc->ck_b64, etag[64], uetag[48], msg[512];
+    char *ck_b64 = pc->ck_b64, uetag[48], msg[512];
     int rc;
 
+    if (pc->commit) { /* again, once the disk worker is done */
+        struct commit_job *j = pc->commit->arg;
+        if (hd_acall_park(pc->commit, r) == HD_AGAIN)
+            return;
+        put_answer(r, pc, pc->commit->rc, &j->m, j->a.writeback);
+        return;
+    }
     if (r->body_err) {
         hd_resp_err(r, r->body_err);
         return;
@@ -425,25 +529,19 @@ static void put_end(struct hd_req *r)
         }
         a.etag = uetag;
     }
+    if (!pc->hooks.commit && pc->t->disk && (!pc->cb || a.writeback)) {
+        if (commit_start(r, pc, &a) == 0) {
+            put_end(r); /* parks, or answers when the commit is already done */
+            return;
+        }
+        hd_acall_release(pc->commit); /* could not start: commit here */
+        pc->commit = NULL;
+    }
     if (pc->hooks.commit)
         rc = pc->hooks.commit(pc->put, &a, &m, pc->hooks.arg);
     else
         rc = hd_put_commit(pc->put, &a, &m);
-    if (rc < 0) {
-        hd_resp_err(r, rc);
-        return;
-    }
-    if (a.writeback)
-        hd_cache_wb_kick(pc->t->cache);
-    hd_stats_add(HD_ST_PUT_BYTES, m.size);
-    snprintf(etag, sizeof(etag), "\"%s\"", m.etag);
-    hd_resp_header(r, "ETag", etag);
-    if (pc->ck_type != HD_CK_NONE) {
-        hd_resp_header(r, hd_cksum_header(pc->ck_type), ck_b64);
-        if (!pc->hooks.commit)
-            hd_resp_header(r, "x-amz-checksum-type", "FULL_OBJECT");
-    }
-    hd_resp_empty(r, 200);
+    put_answer(r, pc, rc, &m, a.writeback);
 }
 
 /* The x-amz-checksum-* the request announces (a header, a trailer, or only the algorithm),

@@ -28,6 +28,10 @@ static char *vhost_path(struct hd_req *r, void *ctx, const char *path)
         hd_buf_printf(&b, "/%s%s", vh, path);
         return b.oom ? (hd_buf_cleanup(&b), NULL) : hd_buf_steal(&b, NULL);
     }
+    if (r->trusted == HD_TRUST_REDIRECT)
+        /* a proxy's 307 names the path-style path it authorised (proxy/data/route.c): a
+         * Host the client chose must not turn /A/K into bucket H's key "A/K" */
+        return NULL;
     return hd_s3_vhost_path(hd_req_header(r, "Host"), t->domain, path);
 }
 

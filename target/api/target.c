@@ -121,6 +121,8 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
         goto fail;
     /* the layers bottom up; each registers its job kinds and hooks with the ones below */
     if ((rc = hd_pool_new((int)hd_config_int(cfg, "upstream.workers"), &t->pool)) < 0 ||
+        (hd_config_int(cfg, "store.commit_workers") > 0 &&
+         (rc = hd_pool_new((int)hd_config_int(cfg, "store.commit_workers"), &t->disk)) < 0) ||
         (rc = hd_jobs_new(hd_config_str(cfg, "data"), &t->jobs)) < 0)
         goto fail;
     if ((rc = hd_tcluster_new(cfg, t->st, t->pool, &t->cl)) < 0) /* standalone too: the node id */
@@ -157,6 +159,12 @@ int hd_target_start(struct hd_target *t)
     return rc;
 }
 
+int hd_target_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, char *err,
+                      size_t errlen)
+{
+    return hd_tcluster_prestop(cfg, timeout_s, out, err, errlen);
+}
+
 void hd_target_free(struct hd_target *t)
 {
     if (!t)
@@ -166,6 +174,7 @@ void hd_target_free(struct hd_target *t)
     hd_pool_stop(t->pool);   /* and so do the pool's */
     hd_jobs_free(t->jobs);   /* jobs use the cache, the cluster state and the store */
     hd_pool_free(t->pool);   /* its tasks use the cache, the cluster state and the store */
+    hd_pool_free(t->disk);   /* commits still queued run to the end */
     hd_cache_free(t->cache);
     hd_rb_free(t->rb);
     hd_tcluster_free(t->cl);
@@ -211,7 +220,7 @@ void hd_target_handle(struct hd_req *r, void *ctx)
         hd_target_plans(r, t);
     } else if (strcmp(p, "/v1/daemon") == 0) {
         hd_daemon_handle(r, t);
-    } else if (strcmp(p, "/v1/batch") == 0) {
+    } else if (strcmp(p, "/v1/batch") == 0 || strncmp(p, "/v1/batch/", 10) == 0) {
         hd_target_batch(r, t);
     } else if (strncmp(p, "/v1/", 4) == 0) {
         hd_native_handle(r, t);

@@ -29,8 +29,13 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "target/object/object.h"
 
 #define WB_BATCH 64
+#define WB_REAP_MS 30000         /* how often interrupted multipart uploads are looked for */
+#define S3_MIN_PART (5ull << 20) /* the upstream's rules for multipart uploads */
+#define S3_MAX_PART (5ull << 30)
+#define S3_MAX_PARTS 10000
 
 struct inflight {
     int busy;
@@ -43,14 +48,16 @@ struct hd_wb {
     struct hd_cache *c;
     int workers;
     long max_bps, backoff_ms, backoff_max_ms;
-    uint64_t dirty_max;
+    uint64_t dirty_max, mp_threshold, part_size;
+    int64_t gen;     /* this process's id in wbmpu */
+    int64_t reap_ms; /* when wb_reap runs next (worker 0) */
     pthread_t *thr;
     int nthr;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* work may be due (kick), or an upload ended (flush waits) */
     int kicked;
     struct inflight *fl; /* one slot per worker */
-    _Atomic uint64_t uploads, upload_bytes, deletes, errors;
+    _Atomic uint64_t uploads, upload_bytes, deletes, errors, multipart, superseded;
 };
 
 static int64_t now_ms(void)
@@ -58,11 +65,11 @@ static int64_t now_ms(void)
     return (int64_t)(hd_now_ns() / 1000000ull);
 }
 
-int hd_wb_file_md5(int fd, unsigned char out[16])
+/* The MD5 of len bytes of fd from off (UINT64_MAX: to the end). */
+static int range_md5(int fd, uint64_t off, uint64_t len, unsigned char out[16])
 {
     struct hd_md5 m;
     char *buf = malloc(1 << 20);
-    off_t off = 0;
     ssize_t n;
     int rc = 0;
 
@@ -70,7 +77,8 @@ int hd_wb_file_md5(int fd, unsigned char out[16])
         free(buf);
         return -ENOMEM;
     }
-    while ((n = pread(fd, buf, 1 << 20, off)) != 0) {
+    while (len &&
+           (n = pread(fd, buf, len < (1u << 20) ? (size_t)len : (1u << 20), (off_t)off)) != 0) {
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -78,12 +86,20 @@ int hd_wb_file_md5(int fd, unsigned char out[16])
             break;
         }
         hd_md5_update(&m, buf, (size_t)n);
-        off += n;
+        off += (uint64_t)n;
+        len -= len == UINT64_MAX ? 0 : (uint64_t)n;
     }
+    if (rc == 0 && len && len != UINT64_MAX)
+        rc = -EIO; /* the file is shorter than its row says */
     hd_md5_final(&m, out);
     hd_md5_cleanup(&m);
     free(buf);
     return rc;
+}
+
+int hd_wb_file_md5(int fd, unsigned char out[16])
+{
+    return range_md5(fd, 0, UINT64_MAX, out);
 }
 
 /* The MD5 of a single-PUT object is its ETag; 0 when etag is one. */
@@ -106,15 +122,175 @@ static int permanent(int rc, const struct hd_s3c_err *err)
     return err->status >= 400 && err->status < 500 && err->status != 408 && err->status != 429;
 }
 
+/* Polled during an upload: nonzero once its entry has left the queue (a newer write or a
+ * delete of the name superseded it, or rebalance moved it away), which aborts the upload. */
+struct wb_stop {
+    struct hd_wb *wb;
+    const struct hd_wb_ent *e;
+    int64_t next_ms;
+    int superseded;
+};
+
+static int wb_stopped(void *arg)
+{
+    struct wb_stop *s = arg;
+    int64_t now = now_ms();
+
+    if (s->superseded || now < s->next_ms)
+        return s->superseded;
+    s->next_ms = now + 200;
+    if (hd_store_wb_queued(s->wb->c->st, s->e->mpi, s->e->seq) == 0)
+        s->superseded = 1;
+    return s->superseded;
+}
+
+/* The parts of m's upload into *sizes (*n of them; 0: one PUT). An object written here in
+ * parts that suit the upstream's rules (all but the last >= 5 MiB, none > 5 GiB) keeps them,
+ * so that the upstream computes the same multipart ETag; any other object larger than
+ * writeback.multipart_threshold goes in writeback.part_size parts (doubled until at most
+ * 10000). */
+static int wb_layout(const struct hd_wb *wb, const struct hd_obj_meta *m, uint64_t **sizes,
+                     size_t *n)
+{
+    uint64_t part = wb->part_size, left;
+    size_t i;
+
+    if (hd_obj_part_sizes(m, sizes, n) == 0 && *n) {
+        for (i = 0; i < *n; i++)
+            if ((*sizes)[i] > S3_MAX_PART || (i + 1 < *n && (*sizes)[i] < S3_MIN_PART))
+                break;
+        if (i == *n)
+            return 0;
+    }
+    free(*sizes);
+    *sizes = NULL;
+    *n = 0;
+    if (m->size <= wb->mp_threshold)
+        return 0;
+    while (part < S3_MAX_PART && (m->size + part - 1) / part > S3_MAX_PARTS)
+        part *= 2;
+    if ((m->size + part - 1) / part > S3_MAX_PARTS)
+        return HD_ETOOLARGE;
+    if (!(*sizes = calloc((size_t)((m->size + part - 1) / part), sizeof(**sizes))))
+        return -ENOMEM;
+    for (left = m->size; left; left -= (*sizes)[(*n)++])
+        (*sizes)[*n] = left < part ? left : part;
+    return 0;
+}
+
+/* Aborts upload_id of remote/name upstream (not stopped by what stopped the upload, not
+ * held to the bandwidth cap): 0, or the error (none left to abort is success). */
+static int wb_abort(const struct hd_s3c *s3, const char *remote, const char *name,
+                    const char *upload_id, struct hd_s3c_err *err)
+{
+    struct hd_s3c a = *s3;
+    int rc;
+
+    a.stop = NULL;
+    a.max_send_bps = 0;
+    rc = hd_s3c_mpu_abort(&a, remote, name, upload_id, err);
+    return rc == HD_ENOSUCHUPLOAD || rc == HD_ENOSUCHKEY ? 0 : rc;
+}
+
+/* Sends fd (m's content) to the upstream as a multipart upload of the parts sizes[0..n);
+ * etag gets the upstream's ETag. The upload id is recorded (wbmpu) until it is completed or
+ * aborted; on failure it is aborted at once, so no parts are left behind. An abort that
+ * fails (the upstream down, or without AbortMultipartUpload) is retried by wb_reap, as are
+ * the uploads a crash cut short. */
+static int wb_put_parts(struct hd_wb *wb, const struct hd_wb_ent *e, const struct hd_s3c *s3,
+                        const char *remote, const struct hd_obj_meta *m, int fd,
+                        const uint64_t *sizes, size_t n, char etag[48], struct hd_s3c_err *err)
+{
+    char id[1024], (*etags)[48] = calloc(n, sizeof(*etags));
+    struct hd_store *st = wb->c->st;
+    struct hd_s3c_err aerr;
+    unsigned char md5[16];
+    uint64_t off = 0;
+    size_t i;
+    int rc;
+
+    if (!etags)
+        return -ENOMEM;
+    if ((rc = hd_s3c_mpu_create(s3, remote, e->name, m->ctype, m->meta, m->hdrs, id, sizeof(id),
+                                err)) < 0) {
+        free(etags);
+        return rc;
+    }
+    hd_store_wb_mpu_begun(st, e->mpi, e->bucket, e->name, id, wb->gen);
+    for (i = 0; i < n && rc == 0; off += sizes[i++]) {
+        if ((rc = range_md5(fd, off, sizes[i], md5)) < 0) {
+            snprintf(err->msg, sizeof(err->msg), "reading part %zu back: %s", i + 1,
+                     hd_strerror(rc));
+            break;
+        }
+        rc = hd_s3c_mpu_part(s3, remote, e->name, id, (int)i + 1, fd, off, sizes[i], md5, etags[i],
+                             err);
+    }
+    if (rc == 0)
+        rc = hd_s3c_mpu_complete(s3, remote, e->name, id, (const char(*)[48])etags, n, etag, err);
+    if (rc == 0 || wb_abort(s3, remote, e->name, id, &aerr) == 0) { /* completed, or aborted */
+        hd_store_wb_mpu_ended(st, e->mpi, e->bucket, e->name, id, 0);
+    } else {
+        HD_LOG(HD_WARN, NULL,
+               "write-back %s/%s: aborting the upstream's multipart upload %s failed (tried "
+               "again later): %s",
+               remote, e->name, id, aerr.msg);
+        hd_store_wb_mpu_ended(st, e->mpi, e->bucket, e->name, id, 1);
+    }
+    free(etags);
+    return rc;
+}
+
+/* Aborts the upstream multipart uploads that a crash (or a failed abort) left behind: those
+ * recorded by another process, or marked orphan. Each stays recorded until its abort
+ * succeeds (or its bucket is no longer S3-backed). */
+static void wb_reap(struct hd_wb *wb)
+{
+    struct hd_cache *c = wb->c;
+    size_t mpi, i, n;
+
+    for (mpi = 0; mpi < hd_store_nmp(c->st) && !atomic_load(&c->stopping); mpi++) {
+        struct hd_wb_mpu *v = NULL;
+        if (hd_store_wb_mpu_stale(c->st, mpi, wb->gen, 64, &v, &n) < 0)
+            continue;
+        for (i = 0; i < n && !atomic_load(&c->stopping); i++) {
+            struct hd_cbucket *cb = hd_cache_bucket(c, v[i].bucket);
+            struct hd_s3c_err err;
+            int rc = 0;
+            if (cb) {
+                rc = wb_abort(&cb->s3, cb->remote, v[i].name, v[i].upload_id, &err);
+                if (rc < 0 && permanent(rc, &err) && err.status != 404)
+                    HD_LOG(HD_WARN, NULL,
+                           "write-back %s/%s: aborting the upstream's multipart upload %s: %s "
+                           "(its parts stay until the upstream's lifecycle rule removes them)",
+                           cb->remote, v[i].name, v[i].upload_id, err.msg);
+                if (rc < 0 && (permanent(rc, &err) || err.status == 404))
+                    rc = 0; /* the upstream will not do it (405, 403, ...): stop asking */
+                hd_cbucket_unref(cb);
+            }
+            if (rc == 0) {
+                HD_LOG(HD_INFO, NULL,
+                       "write-back %s/%s: multipart upload %s left by an interrupted upload "
+                       "aborted",
+                       v[i].bucket, v[i].name, v[i].upload_id);
+                hd_store_wb_mpu_ended(c->st, mpi, v[i].bucket, v[i].name, v[i].upload_id, 0);
+            }
+        }
+        hd_store_wb_mpu_free(v, n);
+    }
+}
+
 /* Uploads (or deletes upstream) entry e: 0, or the error with msg filled. */
-static int wb_send(struct hd_wb *wb, const struct hd_wb_ent *e, struct hd_cbucket *cb, int *perm,
-                   char *msg, size_t msglen)
+static int wb_send(struct hd_wb *wb, const struct hd_wb_ent *e, struct hd_cbucket *cb,
+                   struct wb_stop *stop, int *perm, char *msg, size_t msglen)
 {
     struct hd_cache *c = wb->c;
     struct hd_s3c_err err;
     struct hd_obj_meta m;
     struct hd_s3c s3;
     unsigned char md5[16];
+    uint64_t *sizes = NULL;
+    size_t nparts = 0;
     char etag[48];
     size_t rl;
     int rc, fd = -1;
@@ -135,6 +311,8 @@ static int wb_send(struct hd_wb *wb, const struct hd_wb_ent *e, struct hd_cbucke
             atomic_fetch_add(&wb->deletes, 1);
         goto out;
     }
+    s3.stop = wb_stopped;
+    s3.stop_arg = stop;
     if ((rc = hd_store_lookup_mp(c->st, e->mpi, e->bucket, e->name, &m)) < 0)
         return rc == HD_ENOSUCHKEY ? 0 : rc; /* deleted: the delete's own entry follows */
     rl = e->rel ? strlen(e->rel) : 0;
@@ -147,19 +325,40 @@ static int wb_send(struct hd_wb *wb, const struct hd_wb_ent *e, struct hd_cbucke
         hd_obj_meta_cleanup(&m);
         return rc == -ENOENT ? 0 : rc; /* replaced between the lookup and the open */
     }
-    if (etag_md5(m.etag, md5) < 0 && (rc = hd_wb_file_md5(fd, md5)) < 0) {
-        snprintf(msg, msglen, "reading %s/%s back: %s", e->bucket, e->name, hd_strerror(rc));
-        hd_obj_meta_cleanup(&m);
-        close(fd);
-        return rc;
+    if ((rc = wb_layout(wb, &m, &sizes, &nparts)) < 0) {
+        snprintf(msg, msglen, "%s/%s (%llu bytes) does not fit an upstream multipart upload",
+                 e->bucket, e->name, (unsigned long long)m.size);
+        *perm = 1;
+        goto done;
     }
-    rc = hd_s3c_put_object(&s3, cb->remote, e->name, fd, m.size, md5, m.ctype, m.meta, m.hdrs, etag,
-                           &err);
+    if (nparts) {
+        rc = wb_put_parts(wb, e, &s3, cb->remote, &m, fd, sizes, nparts, etag, &err);
+        if (rc == 0) {
+            atomic_fetch_add(&wb->multipart, 1);
+            if (strcmp(etag, m.etag) != 0)
+                HD_LOG(HD_DEBUG, NULL,
+                       "write-back %s/%s: the upstream's ETag %s differs from the local %s",
+                       e->bucket, e->name, etag, m.etag);
+        }
+    } else if (etag_md5(m.etag, md5) < 0 && (rc = hd_wb_file_md5(fd, md5)) < 0) {
+        snprintf(msg, msglen, "reading %s/%s back: %s", e->bucket, e->name, hd_strerror(rc));
+        goto done;
+    } else {
+        rc = hd_s3c_put_object(&s3, cb->remote, e->name, fd, m.size, md5, m.ctype, m.meta, m.hdrs,
+                               etag, &err);
+    }
     if (rc == 0) {
         atomic_fetch_add(&wb->uploads, 1);
         atomic_fetch_add(&wb->upload_bytes, m.size);
     }
+    if (rc < 0 && stop->superseded) {
+        hd_obj_meta_cleanup(&m);
+        free(sizes);
+        close(fd);
+        return -ECANCELED;
+    }
     hd_obj_meta_cleanup(&m);
+    free(sizes);
     close(fd);
 out:
     if (rc < 0) {
@@ -168,12 +367,18 @@ out:
         hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
     }
     return rc;
+done:
+    hd_obj_meta_cleanup(&m);
+    free(sizes);
+    close(fd);
+    return rc;
 }
 
 static void wb_process(struct hd_wb *wb, const struct hd_wb_ent *e)
 {
     struct hd_cache *c = wb->c;
     struct hd_cbucket *cb = hd_cache_bucket(c, e->bucket);
+    struct wb_stop stop = {wb, e, 0, 0};
     char msg[512] = "";
     int rc, perm = 0;
 
@@ -183,10 +388,17 @@ static void wb_process(struct hd_wb *wb, const struct hd_wb_ent *e)
         hd_store_wb_done(c->st, e->mpi, e->seq);
         return;
     }
-    rc = wb_send(wb, e, cb, &perm, msg, sizeof(msg));
+    rc = wb_send(wb, e, cb, &stop, &perm, msg, sizeof(msg));
     hd_cbucket_unref(cb);
     if (rc == 0) {
         hd_store_wb_done(c->st, e->mpi, e->seq);
+        return;
+    }
+    if (stop.superseded) { /* its entry is gone: the newer one is uploaded next */
+        atomic_fetch_add(&wb->superseded, 1);
+        HD_LOG(HD_INFO, NULL,
+               "write-back %s/%s: upload stopped, a newer write or delete of it came", e->bucket,
+               e->name);
         return;
     }
     if (rc == -ECANCELED && atomic_load(&c->stopping))
@@ -267,6 +479,13 @@ static void *wb_main(void *arg)
 
     pthread_mutex_lock(&wb->mu);
     while (!atomic_load(&wb->c->stopping)) {
+        if (w->slot == 0 && now_ms() >= wb->reap_ms) {
+            wb->reap_ms = now_ms() + WB_REAP_MS;
+            pthread_mutex_unlock(&wb->mu);
+            wb_reap(wb);
+            pthread_mutex_lock(&wb->mu);
+            continue;
+        }
         if (wb_claim(wb, &e) != 0) {
             struct timespec ts;
             if (wb->kicked) {
@@ -314,6 +533,13 @@ int hd_wb_new(struct hd_cache *c, const struct hd_config *cfg, struct hd_wb **ou
     wb->workers = (int)hd_config_int(cfg, "writeback.workers");
     wb->max_bps = (long)hd_config_int(cfg, "writeback.max_bps");
     wb->dirty_max = (uint64_t)hd_config_int(cfg, "writeback.dirty_max");
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        wb->gen = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    }
+    wb->mp_threshold = (uint64_t)hd_config_int(cfg, "writeback.multipart_threshold");
+    wb->part_size = (uint64_t)hd_config_int(cfg, "writeback.part_size");
     wb->backoff_ms = (long)hd_config_int(cfg, "writeback.backoff_ms");
     wb->backoff_max_ms = (long)hd_config_int(cfg, "writeback.backoff_max_ms");
     wb->fl = calloc((size_t)wb->workers + 1, sizeof(*wb->fl));
@@ -453,11 +679,20 @@ int hd_cache_wb_status(struct hd_cache *c, const char *bucket, json_t **out)
     int64_t now = now_ms();
     int rc;
 
+    json_int_t uploading = 0;
+    int i;
+
     if ((rc = wb_totals(c, bucket, NULL, NULL, &t)) < 0)
         return rc;
-    *out = json_pack("{s:I, s:I, s:I, s:I, s:f}", "dirty_objects", (json_int_t)t.objects,
+    if (c->wb) {
+        pthread_mutex_lock(&c->wb->mu);
+        for (i = 0; i < c->wb->nthr; i++)
+            uploading += c->wb->fl[i].busy && (!bucket || strcmp(c->wb->fl[i].bucket, bucket) == 0);
+        pthread_mutex_unlock(&c->wb->mu);
+    }
+    *out = json_pack("{s:I, s:I, s:I, s:I, s:I, s:f}", "dirty_objects", (json_int_t)t.objects,
                      "dirty_bytes", (json_int_t)t.bytes, "queue_depth", (json_int_t)t.entries,
-                     "failed", (json_int_t)t.failed, "oldest_dirty_seconds",
+                     "failed", (json_int_t)t.failed, "uploading", uploading, "oldest_dirty_seconds",
                      t.oldest_ms ? (double)(now - t.oldest_ms) / 1000.0 : 0.0);
     return *out ? 0 : -ENOMEM;
 }
@@ -497,11 +732,20 @@ void hd_wb_render(struct hd_buf *b, struct hd_cache *c)
                   "hoard_writeback_deletes_total %llu\n"
                   "# HELP hoard_writeback_errors_total Failed upload or delete attempts.\n"
                   "# TYPE hoard_writeback_errors_total counter\n"
-                  "hoard_writeback_errors_total %llu\n",
+                  "hoard_writeback_errors_total %llu\n"
+                  "# HELP hoard_writeback_multipart_uploads_total Uploads sent as upstream "
+                  "multipart uploads.\n# TYPE hoard_writeback_multipart_uploads_total counter\n"
+                  "hoard_writeback_multipart_uploads_total %llu\n"
+                  "# HELP hoard_writeback_superseded_total Uploads stopped because a newer write "
+                  "or delete of the name came.\n"
+                  "# TYPE hoard_writeback_superseded_total counter\n"
+                  "hoard_writeback_superseded_total %llu\n",
                   (unsigned long long)atomic_load(&wb->uploads),
                   (unsigned long long)atomic_load(&wb->upload_bytes),
                   (unsigned long long)atomic_load(&wb->deletes),
-                  (unsigned long long)atomic_load(&wb->errors));
+                  (unsigned long long)atomic_load(&wb->errors),
+                  (unsigned long long)atomic_load(&wb->multipart),
+                  (unsigned long long)atomic_load(&wb->superseded));
 }
 
 /* ---- the flush job ---- */

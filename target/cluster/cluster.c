@@ -347,6 +347,15 @@ static int sender_is_proxy(struct hd_tcluster *c, const char *id)
     return yes;
 }
 
+int hd_tcluster_from_proxy(struct hd_tcluster *c, struct hd_req *r)
+{
+    const char *node = hd_req_header(r, "X-Hoard-Node"); /* verified, taken once */
+
+    if (!*c->secret)
+        return 1;
+    return r->trusted == HD_TRUST_NODE && node && sender_is_proxy(c, node);
+}
+
 static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
 {
     const char *p = r->raw_path, *m = r->method;
@@ -451,7 +460,8 @@ static int check_psig(struct hd_tcluster *c, struct hd_req *r)
 
     if (!pid || !pt || !ps || hd_parse_i64(pt, &ptime) < 0 || !sender_is_proxy(c, pid))
         return HD_EACCESS;
-    return hd_nodeauth_psig_check(c->na, pid, r->method, r->raw_path, (long long)ptime, ps);
+    return hd_nodeauth_psig_check(c->na, pid, r->method, r->raw_path, (long long)ptime,
+                                  hd_req_header(r, "x-amz-copy-source"), ps);
 }
 
 static void wait_join(void *arg)

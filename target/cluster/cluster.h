@@ -55,6 +55,10 @@ const char *hd_tcluster_id(const struct hd_tcluster *c);
  * standalone). Any thread. */
 int hd_tcluster_owns(const struct hd_tcluster *c, const struct hd_smap *s, const char *provider,
                      const char *bucket, const char *name);
+/* Whether r, a node call (r->trusted == HD_TRUST_NODE), was signed by a proxy of our map
+ * (always true without a secret, the dev mode where nothing is checked). Admin endpoints
+ * (plans, jobs, daemon) take node calls from proxies only: targets never send them. */
+int hd_tcluster_from_proxy(struct hd_tcluster *c, struct hd_req *r);
 /* Waits up to ms for this start's join to complete (a proxy may send us clients as soon as
  * it has added us, before its answer to our join has been applied here). 1 when joined or
  * standalone. Blocks: pool and job threads only. */
@@ -64,5 +68,12 @@ int hd_tcluster_joined(const struct hd_tcluster *c);
 /* This node's signer and verifier (common/nodeauth.h). */
 struct hd_nodeauth;
 struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c);
+
+/* hoardd --prestop (prestop.c): puts this target (cfg: its configuration) into maintenance
+ * until it rejoins and waits, at most timeout_s seconds, until its objects are served by the
+ * other targets. Progress lines go to out. 0, or -1 with why in err. Blocks. */
+#include <stdio.h>
+int hd_tcluster_prestop(const struct hd_config *cfg, long timeout_s, FILE *out, char *err,
+                        size_t errlen);
 
 #endif

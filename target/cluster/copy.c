@@ -60,7 +60,7 @@ static int copy_one(struct hd_job *j, struct hd_tcluster *cl, CURL *cu, size_t m
         snprintf(msg, sizeof(msg), "%s/%s: the owner of %s/%s (%s) is down", j->bucket, name, dst,
                  name, url);
         rc = HD_EUNAVAIL;
-    } else if ((rc = hd_rb_put_local(st, dst, name, &m, fd)) < 0) {
+    } else if ((rc = hd_rb_put_local(st, dst, name, &m, fd, 0)) < 0) {
         snprintf(msg, sizeof(msg), "%s/%s -> %s: %s", j->bucket, name, dst, hd_strerror(rc));
     }
     close(fd);

@@ -151,7 +151,7 @@ out:
 }
 
 int hd_rb_put_local(struct hd_store *st, const char *bucket, const char *key,
-                    const struct hd_obj_meta *m, int fd)
+                    const struct hd_obj_meta *m, int fd, int dirty)
 {
     struct hd_put_attrs a;
     struct hd_put *p = NULL;
@@ -164,6 +164,7 @@ int hd_rb_put_local(struct hd_store *st, const char *bucket, const char *key,
         return -ENOMEM;
     if ((rc = hd_obj_meta_attrs(xm, &a, &hold)) < 0 || (rc = hd_put_begin(st, bucket, key, &p)) < 0)
         goto out;
+    a.writeback = dirty;
     while ((n = read(fd, buf, sizeof(buf))) != 0) {
         if (n < 0 && errno == EINTR)
             continue;
@@ -484,11 +485,11 @@ static void one(struct walk *w, struct hd_smap *s, const struct hd_bucket_info *
         hd_obj_meta_cleanup(&m);
         return;
     }
-    dirty = remote && hd_store_wb_dirty(rb->st, mpi, bi->name, name) > 0;
+    dirty = hd_store_wb_dirty(rb->st, mpi, bi->name, name) > 0;
     if (remote)
         rc = hd_rb_send_object(w->cu, rb->cl, owner->url, bi->name, name, &m, fd, dirty, msg,
                                sizeof(msg));
-    else if ((rc = hd_rb_put_local(rb->st, bi->name, name, &m, fd)) < 0)
+    else if ((rc = hd_rb_put_local(rb->st, bi->name, name, &m, fd, dirty)) < 0)
         snprintf(msg, sizeof(msg), "%s/%s: moving to its mountpath: %s", bi->name, name,
                  hd_strerror(rc));
     close(fd);

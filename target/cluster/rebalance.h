@@ -24,12 +24,13 @@ void hd_rb_free(struct hd_rb *rb);
  * (X-Hoard-Obj-Meta); 0 when the owner holds it (committed, or already held a copy at least
  * as new), else a negative code with msg filled; dirty (write-back) makes the owner queue its
  * upload (X-Hoard-Dirty). Blocks on the network. hd_rb_put_local: the
- * same into this target's store (its HRW mountpath); a newer copy there is no error. */
+ * same into this target's store (its HRW mountpath; dirty queues the upload there); a newer
+ * copy there is no error. */
 int hd_rb_send_object(CURL *cu, struct hd_tcluster *cl, const char *owner_url, const char *bucket,
                       const char *key, const struct hd_obj_meta *m, int fd, int dirty, char *msg,
                       size_t msglen);
 int hd_rb_put_local(struct hd_store *st, const char *bucket, const char *key,
-                    const struct hd_obj_meta *m, int fd);
+                    const struct hd_obj_meta *m, int fd, int dirty);
 
 /* Whether a GET of bucket/key that missed here may find it on another target now: this
  * target has not joined yet (its map may be behind), or objects are moving (a rebalance in

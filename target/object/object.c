@@ -334,48 +334,72 @@ static void add_object_headers(struct hd_req *r, const struct hd_obj_meta *m)
     hd_obj_hdrs_headers(r, m->hdrs);
 }
 
-/* Part n of the object (1-based) as a byte range: *count is the number of parts (0 when it
- * was not a multipart upload: then part 1 is the whole object). HD_EPARTNUM past the last.
- * m->parts holds runs [size, count] (a bare size counts once). */
-static int part_range(const struct hd_obj_meta *m, uint64_t n, uint64_t *off, uint64_t *len,
-                      size_t *count)
+int hd_obj_part_sizes(const struct hd_obj_meta *m, uint64_t **sizes, size_t *n)
 {
     json_t *a = m->parts ? json_loads(m->parts, 0, NULL) : NULL, *v;
-    uint64_t o = 0, seen = 0, sz, k, total = 0;
-    int rc = 0, found = 0;
-    size_t i;
+    uint64_t sz, k, total = 0, *out = NULL;
+    size_t i, cnt = 0;
+    int rc = 0;
 
-    *off = 0;
-    *len = m->size;
+    *sizes = NULL;
+    *n = 0;
     json_array_foreach(a, i, v)
     {
         json_t *s = json_is_array(v) ? json_array_get(v, 0) : v;
         json_t *c = json_is_array(v) ? json_array_get(v, 1) : NULL;
+        uint64_t *grown;
         sz = json_is_integer(s) ? (uint64_t)json_integer_value(s) : 0;
         k = c ? (json_is_integer(c) ? (uint64_t)json_integer_value(c) : 0) : 1;
-        if (!found && n > seen && n <= seen + k) {
-            *off = o + (n - seen - 1) * sz;
-            *len = sz;
-            found = 1;
+        if (k > 10000 || cnt + k > 10000 || (sz && k > m->size / sz)) {
+            rc = HD_EINTERNAL;
+            goto out;
         }
-        o += sz * k;
-        seen += k;
-        total += sz * k;
+        if (!(grown = realloc(out, (cnt + k + 1) * sizeof(*out)))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        out = grown;
+        while (k--)
+            out[cnt++] = sz;
+        total += sz * (c ? (uint64_t)json_integer_value(c) : 1);
     }
-    *count = (size_t)seen;
-    if (!seen) { /* not uploaded in parts: part 1 is the object */
-        rc = n == 1 ? 0 : HD_EPARTNUM;
-        goto out;
-    }
-    if (!found) {
-        rc = HD_EPARTNUM;
-        goto out;
-    }
-    if (total != m->size || *off > m->size || *len > m->size - *off)
+    if (cnt && total != m->size)
         rc = HD_EINTERNAL; /* sizes that do not add up: never serve past the file */
 out:
     json_decref(a);
-    return rc;
+    if (rc < 0 || !cnt) { /* runs of count 0 only: not uploaded in parts either */
+        free(out);
+        return rc;
+    }
+    *sizes = out;
+    *n = cnt;
+    return 0;
+}
+
+/* Part n of the object (1-based) as a byte range: *count is the number of parts (0 when it
+ * was not a multipart upload: then part 1 is the whole object). HD_EPARTNUM past the last. */
+static int part_range(const struct hd_obj_meta *m, uint64_t n, uint64_t *off, uint64_t *len,
+                      size_t *count)
+{
+    uint64_t *sizes;
+    size_t i;
+    int rc;
+
+    *off = 0;
+    *len = m->size;
+    if ((rc = hd_obj_part_sizes(m, &sizes, count)) < 0)
+        return rc;
+    if (!*count) /* not uploaded in parts: part 1 is the object */
+        return n == 1 ? 0 : HD_EPARTNUM;
+    if (n > *count) {
+        free(sizes);
+        return HD_EPARTNUM;
+    }
+    for (i = 0; i + 1 < n; i++)
+        *off += sizes[i];
+    *len = sizes[n - 1];
+    free(sizes);
+    return 0;
 }
 
 /* GET/HEAD ?partNumber=N: 206 with the part's bytes, or answers an error itself (< 0). */

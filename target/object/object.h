@@ -57,6 +57,10 @@ void hd_wcond_error(struct hd_req *r, int rc, const char *cond);
  * part sizes are left out past HD_OBJ_PARTS_MAX bytes (thousands of distinct sizes), so the
  * header stays within what a node takes (http.mem_limit). */
 #define HD_OBJ_PARTS_MAX 8192
+/* The part sizes of a multipart object, in order (m->parts holds runs [size, count]; a bare
+ * size counts once): *sizes malloc'd, *n parts; 0 parts (and NULL) when it was not uploaded
+ * in parts. HD_EINTERNAL when they are more than 10000 or do not add up to m->size. */
+int hd_obj_part_sizes(const struct hd_obj_meta *m, uint64_t **sizes, size_t *n);
 char *hd_obj_meta_json(const struct hd_obj_meta *m);
 /* Parses such a header into attrs for hd_put_commit (keep_newer set). The strings point into
  * *hold (json_decref it after the commit). HD_EBADHEADER when malformed. */

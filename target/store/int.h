@@ -11,10 +11,13 @@
 #include <sqlite3.h>
 
 #include "common/cksum.h"
+#include "target/store/hpipe.h"
 #include "target/store/store.h"
 
 #define MAX_MP 64
 #define WBUF (256 * 1024)
+/* Puts announced at least this large hash on the hash pool (hpipe.h). */
+#define HPIPE_MIN (1u << 20)
 
 /* Prepared statements of one catalog connection. */
 enum {
@@ -110,7 +113,13 @@ static const char schema[] =
     " op INTEGER NOT NULL, file TEXT, size INTEGER NOT NULL, etag TEXT, queued INTEGER NOT NULL,"
     " attempts INTEGER NOT NULL DEFAULT 0, next_try INTEGER NOT NULL DEFAULT 0,"
     " failed INTEGER NOT NULL DEFAULT 0, err TEXT);"
-    "CREATE INDEX IF NOT EXISTS wbq_key ON wbq(bucket, name);";
+    "CREATE INDEX IF NOT EXISTS wbq_key ON wbq(bucket, name);"
+    /* Upstream multipart uploads the uploader has begun and not yet completed or aborted
+     * (store_wbq.c): what a crash leaves is aborted after the restart. */
+    "CREATE TABLE IF NOT EXISTS wbmpu("
+    " upload_id TEXT NOT NULL, bucket TEXT NOT NULL, name TEXT NOT NULL,"
+    " gen INTEGER NOT NULL, orphan INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(bucket, name, upload_id));";
 
 /* Run once per mountpath at open: the usage row of a catalog created before it existed. */
 static const char usage_init[] =
@@ -128,7 +137,13 @@ struct mountpath {
     int dirfd; /* O_PATH descriptor of path: content files are opened relative to it */
     uint64_t digest;
     pthread_mutex_t mu;
-    struct conn *free;     /* idle connections */
+    struct conn *free; /* idle connections */
+    /* group commit of PUTs (store.c: hd_put_commit): rows queued while a leader commits are
+     * committed together by the next leader, in one transaction */
+    pthread_mutex_t gmu;
+    pthread_cond_t gcv;
+    struct gcommit *gq, **gtail;
+    int gleader;
     atomic_int mpu_schema; /* target/api/mpu.c: its tables are created and current */
 };
 
@@ -149,7 +164,8 @@ struct hd_store {
     pthread_rwlock_t bmu;
     struct hd_bucket_info *buckets;
     size_t nbuckets;
-    struct hd_mcache *mc; /* cached catalog rows (store_mcache.c); NULL = off */
+    struct hd_mcache *mc;      /* cached catalog rows (store_mcache.c); NULL = off */
+    struct hd_pool *hash_pool; /* MD5 of large puts beside their writes (hpipe.c) */
 };
 
 struct hd_put {
@@ -166,7 +182,8 @@ struct hd_put {
     unsigned char digest[16];
     char *wbuf;
     size_t wlen;
-    uint64_t room; /* bytes this put may write before the mountpath is out of space */
+    struct hd_hpipe *hp; /* MD5 on the hash pool (large puts); NULL: hashed as written */
+    uint64_t room;       /* bytes this put may write before the mountpath is out of space */
 };
 
 int64_t hd_store_now_ms(void);

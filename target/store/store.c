@@ -106,6 +106,11 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
     st->capacity = cfg->capacity;
     if ((rc = hd_mcache_new(cfg->meta_cache, cfg->open_files, &st->mc)) < 0)
         goto fail;
+    {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN); /* MD5 is CPU work: two per core at most */
+        if ((rc = hd_pool_new(ncpu > 0 ? (int)ncpu * 2 : 2, &st->hash_pool)) < 0)
+            goto fail;
+    }
     st->oos_pct = cfg->oos_pct > 0 && cfg->oos_pct <= 100 ? cfg->oos_pct : 100;
     st->data_dir = strdup(cfg->data_dir);
     if (!st->data_dir) {
@@ -136,6 +141,9 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
             goto fail;
         }
         pthread_mutex_init(&mp->mu, NULL);
+        pthread_mutex_init(&mp->gmu, NULL);
+        pthread_cond_init(&mp->gcv, NULL);
+        mp->gtail = &mp->gq;
         st->nmp++;
         mp->digest = hd_hrw_digest(mp->path, strlen(mp->path));
         st->mp_digest[i] = mp->digest;
@@ -191,10 +199,13 @@ void hd_store_close(struct hd_store *st)
     for (i = 0; i < st->nmp; i++) {
         hd_store_conns_close(&st->mp[i]);
         pthread_mutex_destroy(&st->mp[i].mu);
+        pthread_mutex_destroy(&st->mp[i].gmu);
+        pthread_cond_destroy(&st->mp[i].gcv);
         free(st->mp[i].path);
         close(st->mp[i].dirfd);
     }
     hd_mcache_free(st->mc);
+    hd_pool_free(st->hash_pool);
     sqlite3_close(st->node);
     hd_store_atime_free(st);
     pthread_mutex_destroy(&st->amu);
@@ -789,6 +800,9 @@ static int put_begin(struct hd_store *st, const char *bucket, const char *name, 
         goto fail;
     }
     hd_md5_init(&p->md5);
+    if (size >= HPIPE_MIN && st->hash_pool &&
+        (rc = hd_hpipe_new(st->hash_pool, &p->md5, p->wbuf, (size_t)WBUF, &p->hp)) < 0)
+        goto fail;
     snprintf(p->rel, sizeof(p->rel), "objs/%.2s/%.2s/%s", id, id + 2, id);
     snprintf(p->tmp, sizeof(p->tmp), "%s/tmp/%s", p->mp->path, id);
     p->fd = open(p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -826,12 +840,12 @@ void hd_put_lift_mark(struct hd_put *p)
     p->room = UINT64_MAX;
 }
 
-static int flush_wbuf(struct hd_put *p)
+static int write_all(int fd, const char *b, size_t len)
 {
     size_t off = 0;
 
-    while (off < p->wlen) {
-        ssize_t w = write(p->fd, p->wbuf + off, p->wlen - off);
+    while (off < len) {
+        ssize_t w = write(fd, b + off, len - off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -839,8 +853,27 @@ static int flush_wbuf(struct hd_put *p)
         }
         off += (size_t)w;
     }
-    p->wlen = 0;
     return 0;
+}
+
+/* Writes the buffered bytes. With a hash pipe they go to the MD5 on the hash pool first, so
+ * the hash runs while this thread writes them and fills the next buffer (the pipe only reads
+ * a buffer, and gives it back no earlier than the next push). */
+static int flush_wbuf(struct hd_put *p)
+{
+    const char *b = p->wbuf;
+    size_t n = p->wlen;
+
+    if (n == 0)
+        return 0;
+    if (p->hp) {
+        char *next = hd_hpipe_push(p->hp, p->wbuf, n);
+        if (!next)
+            return -ENOMEM;
+        p->wbuf = next;
+    }
+    p->wlen = 0;
+    return write_all(p->fd, b, n);
 }
 
 int hd_put_write(struct hd_put *p, const void *data, size_t len)
@@ -850,7 +883,7 @@ int hd_put_write(struct hd_put *p, const void *data, size_t len)
 
     if (p->size + len > p->room)
         return -ENOSPC; /* the mountpath would pass its out-of-space mark */
-    if (!p->no_md5)
+    if (!p->no_md5 && !p->hp)
         hd_md5_update(&p->md5, data, len);
     p->size += len;
     while (len) {
@@ -869,8 +902,11 @@ int hd_put_write(struct hd_put *p, const void *data, size_t len)
 
 void hd_put_skip_md5(struct hd_put *p)
 {
-    if (p->size == 0)
+    if (p->size == 0) {
         p->no_md5 = 1;
+        hd_hpipe_free(p->hp, p->wbuf); /* nothing pushed yet */
+        p->hp = NULL;
+    }
 }
 
 int hd_put_flush(struct hd_put *p)
@@ -905,6 +941,11 @@ const char *hd_put_name(const struct hd_put *p)
 
 void hd_put_md5(struct hd_put *p, unsigned char out[16])
 {
+    if (!p->md5_done && p->hp) { /* the rest to the pipe, then wait for it */
+        if (flush_wbuf(p) < 0)
+            memset(p->digest, 0, sizeof(p->digest)); /* the put fails at its commit */
+        hd_hpipe_drain(p->hp);
+    }
     if (!p->md5_done) {
         hd_md5_final(&p->md5, p->digest);
         p->md5_done = 1;
@@ -1053,8 +1094,7 @@ int hd_put_append_file(struct hd_put *p, int fd, uint64_t len)
         } else {
             n = pread(fd, p->wbuf, want > (size_t)WBUF ? (size_t)WBUF : want, in);
             if (n > 0) {
-                p->wlen = (size_t)n;
-                if ((rc = flush_wbuf(p)) < 0)
+                if ((rc = write_all(p->fd, p->wbuf, (size_t)n)) < 0)
                     return rc;
                 in += n;
             }
@@ -1072,12 +1112,126 @@ int hd_put_append_file(struct hd_put *p, int fd, uint64_t len)
     return 0;
 }
 
+/* ---- group commit ----
+ * Each PUT's row used to be its own BEGIN IMMEDIATE ... COMMIT; with many PUTs finishing
+ * together (the disk workers) they queued on SQLite's write lock, whose busy handler sleeps
+ * 1, 2, 5 ... ms. Now the first committer of a mountpath becomes the leader and commits its
+ * row and every row queued meanwhile in one transaction, each inside a savepoint (so one
+ * failing condition undoes only its own row); the others wait for their result. The content
+ * files are already fsynced and renamed at that point, as before; a crash before the COMMIT
+ * leaves them unreferenced (the scan removes or re-adopts them), never a half row. */
+struct gcommit {
+    struct upsert_arg *u;
+    char *old; /* the replaced content file, on success */
+    int rc, done;
+    struct gcommit *next;
+};
+
+static int exec_sql(struct conn *c, const char *sql)
+{
+    int s = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+
+    return s == SQLITE_OK ? 0 : hd_store_sqlerr(c->db, s, sql);
+}
+
+/* One row inside the group's transaction: its own savepoint. */
+static int group_row(struct conn *c, struct gcommit *g)
+{
+    sqlite3_stmt *q = c->q[Q_FILE];
+    int s, rc;
+
+    if ((rc = exec_sql(c, "SAVEPOINT put")) < 0)
+        return rc;
+    sqlite3_bind_text(q, 1, g->u->p->bucket, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, g->u->p->name, -1, SQLITE_STATIC);
+    s = sqlite3_step(q);
+    if (s == SQLITE_ROW)
+        g->old = hd_store_col_dup(q, 0);
+    sqlite3_reset(q);
+    if (s != SQLITE_ROW && s != SQLITE_DONE)
+        rc = hd_store_sqlerr(c->db, s, "select file");
+    else
+        rc = do_upsert(c, g->u);
+    if (rc < 0) {
+        exec_sql(c, "ROLLBACK TO put");
+        free(g->old);
+        g->old = NULL;
+    }
+    exec_sql(c, "RELEASE put");
+    return rc;
+}
+
+/* Commits the rows of list in one transaction; sets each one's rc. */
+static void group_run(struct mountpath *mp, struct gcommit *list)
+{
+    struct gcommit *g;
+    struct conn *c;
+    int s, rc;
+
+    if ((rc = hd_store_conn_get(mp, &c)) < 0)
+        goto fail;
+    s = sqlite3_step(c->q[Q_BEGIN]);
+    sqlite3_reset(c->q[Q_BEGIN]);
+    if (s != SQLITE_DONE) {
+        rc = hd_store_sqlerr(c->db, s, "begin");
+        hd_store_conn_put(mp, c);
+        goto fail;
+    }
+    for (g = list; g; g = g->next)
+        g->rc = group_row(c, g);
+    s = sqlite3_step(c->q[Q_COMMIT]);
+    sqlite3_reset(c->q[Q_COMMIT]);
+    if (s != SQLITE_DONE) {
+        rc = hd_store_sqlerr(c->db, s, "commit");
+        sqlite3_step(c->q[Q_ROLLBACK]);
+        sqlite3_reset(c->q[Q_ROLLBACK]);
+        hd_store_conn_put(mp, c);
+        goto fail;
+    }
+    hd_store_conn_put(mp, c);
+    return;
+fail:
+    for (g = list; g; g = g->next) {
+        g->rc = rc;
+        free(g->old);
+        g->old = NULL;
+    }
+}
+
+static int group_commit(struct mountpath *mp, struct upsert_arg *u, char **old)
+{
+    struct gcommit me = {.u = u}, *list, *g, *next;
+
+    pthread_mutex_lock(&mp->gmu);
+    *mp->gtail = &me;
+    mp->gtail = &me.next;
+    while (!me.done && mp->gleader)
+        pthread_cond_wait(&mp->gcv, &mp->gmu);
+    while (!me.done) { /* lead: commit what is queued (this row included), then hand over */
+        mp->gleader = 1;
+        list = mp->gq;
+        mp->gq = NULL;
+        mp->gtail = &mp->gq;
+        pthread_mutex_unlock(&mp->gmu);
+        group_run(mp, list);
+        pthread_mutex_lock(&mp->gmu);
+        for (g = list; g; g = next) {
+            next = g->next; /* g may be gone once done is seen */
+            g->done = 1;
+        }
+        mp->gleader = 0;
+        pthread_cond_broadcast(&mp->gcv);
+    }
+    pthread_mutex_unlock(&mp->gmu);
+    *old = me.old;
+    return me.rc;
+}
+
 int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_obj_meta *out)
 {
     char final[PATH_MAX], etag[48], *old = NULL;
     unsigned char md5[16];
     struct upsert_arg u;
-    struct conn *c;
     int rc;
 
     if ((rc = put_place(p, p->rel, final)) < 0)
@@ -1092,11 +1246,7 @@ int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_
     u.a = attrs;
     u.etag = etag;
     u.mtime = attrs && attrs->mtime_ms > 0 ? attrs->mtime_ms : hd_store_now_ms();
-    if ((rc = hd_store_conn_get(p->mp, &c)) < 0)
-        goto undo;
-    rc = swap_row(c, p->bucket, p->name, do_upsert, &u, &old);
-    hd_store_conn_put(p->mp, c);
-    if (rc < 0)
+    if ((rc = group_commit(p->mp, &u, &old)) < 0)
         goto undo;
     hd_mcache_drop(p->st->mc, p->bucket, p->name);
     if (old) {
@@ -1132,6 +1282,7 @@ void hd_put_free(struct hd_put *p)
         close(p->fd);
     if (p->tmp[0])
         unlink(p->tmp);
+    hd_hpipe_free(p->hp, p->wbuf); /* before the MD5 it feeds goes */
     hd_md5_cleanup(&p->md5);
     free(p->wbuf);
     free(p->bucket);

@@ -180,9 +180,8 @@ void hd_store_names_free(char **names, size_t n);
 int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
                        struct hd_obj_meta *m);
 /* Deletes the row on mountpath mpi only while it still has this etag and mtime (nothing
- * overwrote it meanwhile) and is not dirty (queued for write-back; then HD_EPRECONDITION).
- * Formerly: (nothing
- * overwrote it meanwhile): 0 deleted, HD_EPRECONDITION changed, HD_ENOSUCHKEY gone. */
+ * overwrote it meanwhile) and is not dirty (queued for write-back; a dirty row is moved with
+ * hd_store_delete_moved): 0 deleted, HD_EPRECONDITION changed or dirty, HD_ENOSUCHKEY gone. */
 int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
                        const char *etag, int64_t mtime_ms);
 /* Objects held, over every bucket and mountpath. */
@@ -255,6 +254,23 @@ int hd_store_wb_deleting(struct hd_store *st, const char *bucket, const char *na
 int hd_store_wb_next(struct hd_store *st, size_t mpi, int64_t now_ms, size_t max,
                      struct hd_wb_ent **out, size_t *n);
 void hd_store_wb_free(struct hd_wb_ent *v, size_t n);
+/* Upstream multipart uploads begun by the uploader (table wbmpu of mountpath mpi): begun
+ * records one with gen (an id of the running process); ended removes it, or with orphan
+ * keeps it marked (its abort failed); stale lists up to max that are marked or were begun
+ * under another gen (by a process that has since died), to be aborted. */
+struct hd_wb_mpu {
+    char *bucket, *name, *upload_id;
+};
+int hd_store_wb_mpu_begun(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                          const char *upload_id, int64_t gen);
+int hd_store_wb_mpu_ended(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                          const char *upload_id, int orphan);
+int hd_store_wb_mpu_stale(struct hd_store *st, size_t mpi, int64_t gen, size_t max,
+                          struct hd_wb_mpu **out, size_t *n);
+void hd_store_wb_mpu_free(struct hd_wb_mpu *v, size_t n);
+/* 1 while entry seq of mountpath mpi is queued, 0 once it is gone (uploaded, or superseded by
+ * a newer write or delete of its name, or moved away by rebalance). */
+int hd_store_wb_queued(struct hd_store *st, size_t mpi, int64_t seq);
 /* The upstream has entry seq: removes it (0; it may have been superseded meanwhile). */
 int hd_store_wb_done(struct hd_store *st, size_t mpi, int64_t seq);
 /* The entry failed: try again at next_ms; failed != 0 marks a permanent error (reported,

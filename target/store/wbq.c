@@ -12,10 +12,10 @@
 #include "common/errors.h"
 #include "target/store/int.h"
 
-int hd_store_wb_requeue(struct conn *c, const char *bucket, const char *name, int op,
-                        const char *file, uint64_t size, const char *etag)
+/* Steps c's prepared statement which (bound to bucket, name) once: the sqlite3_step code. */
+static int step_key(struct conn *c, int which, const char *bucket, const char *name)
 {
-    sqlite3_stmt *q = c->q[Q_WB_DROP];
+    sqlite3_stmt *q = c->q[which];
     int s;
 
     sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
@@ -23,6 +23,15 @@ int hd_store_wb_requeue(struct conn *c, const char *bucket, const char *name, in
     s = sqlite3_step(q);
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
+    return s;
+}
+
+int hd_store_wb_requeue(struct conn *c, const char *bucket, const char *name, int op,
+                        const char *file, uint64_t size, const char *etag)
+{
+    sqlite3_stmt *q;
+    int s = step_key(c, Q_WB_DROP, bucket, name);
+
     if (s != SQLITE_DONE)
         return hd_store_sqlerr(c->db, s, "write-back queue: drop");
     if (op < 0)
@@ -49,14 +58,8 @@ int hd_store_wb_requeue(struct conn *c, const char *bucket, const char *name, in
 
 int hd_store_wb_has(struct conn *c, const char *bucket, const char *name)
 {
-    sqlite3_stmt *q = c->q[Q_WB_HAS];
-    int s;
+    int s = step_key(c, Q_WB_HAS, bucket, name);
 
-    sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
-    s = sqlite3_step(q);
-    sqlite3_reset(q);
-    sqlite3_clear_bindings(q);
     if (s == SQLITE_ROW)
         return 1;
     return s == SQLITE_DONE ? 0 : hd_store_sqlerr(c->db, s, "write-back queue: lookup");
@@ -181,6 +184,22 @@ int hd_store_wb_done(struct hd_store *st, size_t mpi, int64_t seq)
     return with_stmt(st, mpi, "DELETE FROM wbq WHERE seq = ?1", done_fn, &a);
 }
 
+static int seq_fn(sqlite3 *db, sqlite3_stmt *q, void *arg)
+{
+    int s;
+
+    sqlite3_bind_int64(q, 1, *(const int64_t *)arg);
+    s = sqlite3_step(q);
+    if (s == SQLITE_ROW)
+        return 1;
+    return s == SQLITE_DONE ? 0 : hd_store_sqlerr(db, s, "write-back queue: lookup");
+}
+
+int hd_store_wb_queued(struct hd_store *st, size_t mpi, int64_t seq)
+{
+    return with_stmt(st, mpi, "SELECT 1 FROM wbq WHERE seq = ?1", seq_fn, &seq);
+}
+
 int hd_store_wb_retry(struct hd_store *st, size_t mpi, int64_t seq, int64_t next_ms, int failed,
                       const char *err)
 {
@@ -190,6 +209,103 @@ int hd_store_wb_retry(struct hd_store *st, size_t mpi, int64_t seq, int64_t next
                      "UPDATE wbq SET attempts = attempts + 1, next_try = ?2, failed = ?3, "
                      "err = ?4 WHERE seq = ?1",
                      done_fn, &a);
+}
+
+/* ---- upstream multipart uploads in progress ---- */
+
+struct mpu_arg {
+    const char *bucket, *name, *id;
+    int64_t num;
+    struct hd_wb_mpu *v;
+    size_t n, max;
+};
+
+static int mpu_exec_fn(sqlite3 *db, sqlite3_stmt *q, void *arg)
+{
+    struct mpu_arg *a = arg;
+    int s;
+
+    sqlite3_bind_text(q, 1, a->bucket, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, a->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, a->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, a->num);
+    s = sqlite3_step(q);
+    return s == SQLITE_DONE ? 0 : hd_store_sqlerr(db, s, "write-back multipart uploads");
+}
+
+int hd_store_wb_mpu_begun(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                          const char *upload_id, int64_t gen)
+{
+    struct mpu_arg a = {bucket, name, upload_id, gen, NULL, 0, 0};
+
+    return with_stmt(st, mpi,
+                     "INSERT OR REPLACE INTO wbmpu(bucket, name, upload_id, gen) "
+                     "VALUES(?1, ?2, ?3, ?4)",
+                     mpu_exec_fn, &a);
+}
+
+int hd_store_wb_mpu_ended(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                          const char *upload_id, int orphan)
+{
+    struct mpu_arg a = {bucket, name, upload_id, orphan, NULL, 0, 0};
+
+    return with_stmt(st, mpi,
+                     orphan ? "UPDATE wbmpu SET orphan = ?4 WHERE bucket = ?1 AND name = ?2 AND "
+                              "upload_id = ?3"
+                            : "DELETE FROM wbmpu WHERE bucket = ?1 AND name = ?2 AND "
+                              "upload_id = ?3",
+                     mpu_exec_fn, &a);
+}
+
+static int mpu_list_fn(sqlite3 *db, sqlite3_stmt *q, void *arg)
+{
+    struct mpu_arg *a = arg;
+    int s;
+
+    sqlite3_bind_int64(q, 1, a->num);
+    sqlite3_bind_int64(q, 2, (sqlite3_int64)a->max);
+    if (!(a->v = calloc(a->max ? a->max : 1, sizeof(*a->v))))
+        return -ENOMEM;
+    while ((s = sqlite3_step(q)) == SQLITE_ROW && a->n < a->max) {
+        struct hd_wb_mpu *m = &a->v[a->n++];
+        m->bucket = hd_store_col_dup(q, 0);
+        m->name = hd_store_col_dup(q, 1);
+        m->upload_id = hd_store_col_dup(q, 2);
+        if (!m->bucket || !m->name || !m->upload_id)
+            return -ENOMEM;
+    }
+    return s == SQLITE_ROW || s == SQLITE_DONE ? 0 : hd_store_sqlerr(db, s, "write-back queue");
+}
+
+int hd_store_wb_mpu_stale(struct hd_store *st, size_t mpi, int64_t gen, size_t max,
+                          struct hd_wb_mpu **out, size_t *n)
+{
+    struct mpu_arg a = {NULL, NULL, NULL, gen, NULL, 0, max};
+    int rc = with_stmt(st, mpi,
+                       "SELECT bucket, name, upload_id FROM wbmpu WHERE orphan <> 0 OR "
+                       "gen <> ?1 LIMIT ?2",
+                       mpu_list_fn, &a);
+
+    if (rc < 0) {
+        hd_store_wb_mpu_free(a.v, a.n);
+        a.v = NULL;
+        a.n = 0;
+    }
+    *out = a.v;
+    *n = a.n;
+    return rc;
+}
+
+void hd_store_wb_mpu_free(struct hd_wb_mpu *v, size_t n)
+{
+    size_t i;
+
+    for (i = 0; v && i < n; i++) {
+        free(v[i].bucket);
+        free(v[i].name);
+        free(v[i].upload_id);
+    }
+    free(v);
 }
 
 int hd_store_wb_open(struct hd_store *st, size_t mpi, const char *rel, int *fd)

@@ -164,7 +164,8 @@ GOALS = {
     ("get", "100k"): ("rps", 0.90, ">= 90% of nginx req/s"),
     ("get", "10m"): ("mibs", 0.95, ">= 95% of nginx MiB/s"),
     ("put", "10k"): ("rps", 0.80, ">= 80% of raw write+fsync files/s"),
-    ("put", "10m"): ("mibs", 0.80, ">= 80% of raw write+fsync MiB/s"),
+    # issue 14: MD5 (ETag) at ~760 MB/s per core bounds 10 MiB PUTs on 2 cores
+    ("put", "10m"): ("mibs", 0.60, ">= 60% of raw write+fsync MiB/s (MD5-bound)"),
 }
 LABEL = {"10k": "10 KiB", "100k": "100 KiB", "10m": "10 MiB"}
 

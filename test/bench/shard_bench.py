@@ -33,6 +33,8 @@ M64 = (1 << 64) - 1
 SETS = [("10k", 10 * 1024, 32768), ("100k", 100 * 1024, 4096)]
 SHARD_SIZE = 8 << 20
 GOAL = 5.0  # shards at least 5x faster (samples/s) for 10 KiB samples
+BATCH_PER = 100  # samples per batch GET (issue 14: a loader's random mini-batch)
+BATCH_GOAL = 0.8  # batch GET samples/s >= 0.8 of whole shards
 
 
 def free_port():
@@ -254,20 +256,49 @@ def warm(cl):
                         pass
 
 
-def curl_read(urls, conns, cfg):
-    """Fetches every URL with one curl: parallel, keep-alive, following 307s. Seconds."""
-    with open(cfg, "w") as f:
-        for u in urls:
-            f.write('url = "%s"\noutput = "/dev/null"\n' % u)
+def run_curl(cfg, conns, what):
+    """One curl over the transfers in config file cfg: parallel, keep-alive, following
+    307s. Seconds and the bytes curl reports."""
     t0 = time.monotonic()
     p = subprocess.run(["curl", "-s", "-S", "-f", "-L", "-Z", "--parallel-max", str(conns),
                         "--parallel-immediate", "-w", "%{size_download}\\n", "-K", cfg],
                        capture_output=True)
     secs = time.monotonic() - t0
     if p.returncode != 0:
-        raise SystemExit("shard bench: curl failed (%d): %s" % (p.returncode,
-                                                             p.stderr.decode()[-500:]))
+        raise SystemExit("shard bench: %s curl failed (%d): %s" % (what, p.returncode,
+                                                                p.stderr.decode()[-500:]))
     return secs, sum(int(x) for x in p.stdout.split())
+
+
+def curl_read(urls, conns, cfg):
+    """Fetches every URL with one curl. Seconds, bytes."""
+    with open(cfg, "w") as f:
+        for u in urls:
+            f.write('url = "%s"\noutput = "/dev/null"\n' % u)
+    return run_curl(cfg, conns, "read")
+
+
+def curl_batch(proxy, bucket, names, per, conns, cfg, seed):
+    """Reads every sample once as batch GETs of `per` random samples (POST /v1/batch, one
+    curl, parallel, keep-alive, following 307s like the other modes). Seconds, bytes."""
+    import random
+    order = list(names)
+    random.Random(seed).shuffle(order)
+    bdir = cfg + ".d"
+    os.makedirs(bdir, exist_ok=True)
+    with open(cfg, "w") as f:
+        for k, i in enumerate(range(0, len(order), per)):
+            body = os.path.join(bdir, "b-%05d.json" % k)
+            with open(body, "w") as fb:
+                json.dump({"bucket": bucket, "entries": [{"name": n} for n in order[i:i + per]]},
+                          fb)
+            if k:
+                f.write("next\n")
+            # per transfer: "next" resets every option but the global ones
+            f.write('url = "%s/v1/batch"\ndata-binary = "@%s"\noutput = "/dev/null"\n'
+                     'header = "Content-Type: application/json"\nlocation\nfail\nsilent\n'
+                     'show-error\nwrite-out = "%%{size_download}\\n"\n' % (proxy, body))
+    return run_curl(cfg, conns, "batch")
 
 
 def fmt(vals, nd=0):
@@ -284,6 +315,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--conns", default="4,16")
     ap.add_argument("--out")
+    ap.add_argument("--no-batch", action="store_true", help="skip the batch GET rows")
+    ap.add_argument("--only-10k", action="store_true", help="the 10 KiB set only")
     a = ap.parse_args()
     conns = [int(c) for c in a.conns.split(",")]
     os.makedirs(a.dir, exist_ok=True)
@@ -292,8 +325,10 @@ def main():
     try:
         cl.start()
         load0 = open("/proc/loadavg").read().split()[:3]
-        rows = []
+        rows, brows = [], []
         for sname, size, count in SETS:
+            if a.only_10k and sname != "10k":
+                continue
             t0 = time.monotonic()
             names, up = load(cl, "bench" + sname, size, count)
             print("shard bench: %s: %d samples (%d uploaded in %.1fs)" % (
@@ -310,11 +345,23 @@ def main():
             sh_bytes = sizes(cl.proxy, out, shards)
             cfg = os.path.join(a.dir, "urls.curl")
             for c in conns:
-                res = {"objects": [], "shards": []}
+                res = {"objects": [], "shards": [], "batch": []}
                 for rep in range(a.repeats):
                     order = ["objects", "shards"] if rep % 2 == 0 else ["shards", "objects"]
+                    if sname == "10k" and not a.no_batch:  # issue 14: batch GET vs shards
+                        order.insert(1, "batch")
                     for mode in order:
                         warm(cl)
+                        if mode == "batch":
+                            secs, got = curl_batch(cl.proxy, "bench" + sname, names,
+                                                   BATCH_PER, c, cfg, rep)
+                            if got < count * size:  # tar headers on top of every sample
+                                raise SystemExit("shard bench: batch: %d bytes read, expected"
+                                                 " > %d" % (got, count * size))
+                            res[mode].append(secs)
+                            print("shard bench: %s c=%d batch rep %d: %.0f samples/s" % (
+                                sname, c, rep + 1, count / secs), file=sys.stderr)
+                            continue
                         secs, got = curl_read(obj_urls if mode == "objects" else sh_urls, c,
                                               cfg)
                         want = count * size if mode == "objects" else sh_bytes
@@ -330,6 +377,13 @@ def main():
                 ratio = statistics.median(sps["shards"]) / statistics.median(sps["objects"])
                 goal = ">= %.0fx" % GOAL if sname == "10k" else "-"
                 verdict = ("PASS" if ratio >= GOAL else "MISS") if sname == "10k" else "-"
+                if res["batch"]:
+                    bsps = [count / x for x in res["batch"]]
+                    bratio = statistics.median(bsps) / statistics.median(sps["shards"])
+                    bpaired = [s_ / b_ for s_, b_ in zip(res["shards"], res["batch"])]
+                    brows.append("| %d | %d | %s | %s | **%.2f** (%.2f-%.2f) | >= %.1f | %s |" % (
+                        BATCH_PER, c, fmt(bsps), fmt(sps["shards"]), bratio, min(bpaired),
+                        max(bpaired), BATCH_GOAL, "PASS" if bratio >= BATCH_GOAL else "MISS"))
                 rows.append("| %s | %d | %s | %s | %s | %s | **%.1fx** (%.1f-%.1f) | %s | %s |" % (
                     "10 KiB" if sname == "10k" else "100 KiB", c, fmt(sps["objects"]),
                     fmt(mibs["objects"], 1), fmt(sps["shards"]), fmt(mibs["shards"], 1), ratio,
@@ -343,6 +397,15 @@ def main():
                      "| shards MiB/s | shards/objects (paired min-max) | Goal | Result |")
         lines.append("|---|---:|---:|---:|---:|---:|---:|---|---|")
         lines += rows
+        if brows:
+            lines.append("")
+            lines.append("Batch GET (POST /v1/batch to the proxy, random samples, same curl -Z -L) "
+                         "vs whole shards, 10 KiB samples (issue 14):")
+            lines.append("")
+            lines.append("| Samples per batch | Conns | batch samples/s | shards samples/s "
+                         "| batch/shards (paired min-max) | Goal | Result |")
+            lines.append("|---:|---:|---:|---:|---:|---|---|")
+            lines += brows
         lines.append("")
         lines += ["- " + n for n in notes]
     finally:

@@ -6,8 +6,9 @@ expansion in list order, fieldRef for metadata.name/namespace/labels['...pod-ind
 status.podIP/hostIP, secretKeyRef and configMapKeyRef against the rendered Secrets and
 ConfigMaps), volumeMounts (configMap and secret volumes are written out as files, every other
 volume, PVCs and emptyDirs, is a directory of the pod's own), the pod's runAsUser/runAsGroup,
-and the httpGet probes. The image's ENTRYPOINT (hoardd) is the binary under test; a mount path
-inside the container becomes the pod's directory on the host, in env values too.
+the httpGet probes, and the kubelet's stop (the preStop exec hook, SIGTERM, SIGKILL after
+terminationGracePeriodSeconds). The image's ENTRYPOINT (hoardd) is the binary under test; a
+mount path inside the container becomes the pod's directory on the host, in env values too.
 
 Network: one namespace per pod ("node"), a veth pair to a bridge in a hub namespace where the
 test's clients live. Addresses exist only inside these namespaces; nothing is configured in the
@@ -305,6 +306,17 @@ class Pod:
         self.log = os.path.join(logdir, spec.name + ".log")
         self.proc = None
 
+    def _exec(self, argv):
+        """argv as the container runs it: in the pod's namespace, as its user, with only its
+        environment; the image's hoardd is the binary under test."""
+        s = self.spec
+        if os.path.basename(argv[0]) != "hoardd":
+            raise ValueError("command %r not emulated (the image's binary is hoardd)" % argv)
+        env = ["%s=%s" % kv for kv in sorted(s.env.items())]
+        return ["ip", "netns", "exec", self.netns, "setpriv", "--reuid=%d" % s.uid,
+                "--regid=%d" % s.gid, "--clear-groups", "env", "-i"] + env + [self.binary] + \
+            list(argv[1:])
+
     def start(self):
         s = self.spec
         for host in s.mounts.values():
@@ -314,9 +326,7 @@ class Pod:
                     for n in dirs + files:
                         os.chown(os.path.join(dirpath, n), s.uid, s.gid)
         os.chown(s.root, s.uid, s.gid)
-        env = ["%s=%s" % kv for kv in sorted(s.env.items())]
-        cmd = ["ip", "netns", "exec", self.netns, "setpriv", "--reuid=%d" % s.uid,
-               "--regid=%d" % s.gid, "--clear-groups", "env", "-i"] + env + [self.binary]
+        cmd = self._exec(["hoardd"])
         with open(self.log, "ab") as out:
             out.write(b"==== start %s\n" % time.strftime("%H:%M:%S").encode())
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
@@ -338,6 +348,31 @@ class Pod:
             self.proc.wait()
             return "killed"
 
+    def terminate(self):
+        """The kubelet's stop of a pod: the container's preStop hook (exec, as the container
+        runs: namespace, user, environment), then SIGTERM, then SIGKILL when
+        terminationGracePeriodSeconds, which counts the hook too, has run out (with the
+        kubelet's 2 s more when the hook used it all). Returns (hook, exit code): hook is None
+        without one, else (exit status or "timeout", its output)."""
+        grace = self.spec.pod.get("terminationGracePeriodSeconds", 30)
+        hook, t0 = None, time.monotonic()
+        pre = self.spec.container.get("lifecycle", {}).get("preStop")
+        if pre and self.alive():
+            cmd = self._exec(pre["exec"]["command"])
+            with open(self.log, "ab") as out:
+                out.write(b"==== preStop %s\n" % time.strftime("%H:%M:%S").encode())
+            try:
+                r = subprocess.run(cmd, capture_output=True, timeout=grace, cwd=self.spec.root,
+                                   stdin=subprocess.DEVNULL)
+                hook = (r.returncode, (r.stdout + r.stderr).decode(errors="replace"))
+            except subprocess.TimeoutExpired as e:
+                hook = ("timeout", ((e.stdout or b"") + (e.stderr or b"")).decode(
+                    errors="replace"))
+            with open(self.log, "ab") as out:
+                out.write(("==== preStop ended: %r\n" % (hook,)).encode())
+        left = max(grace - (time.monotonic() - t0), 2)
+        return hook, self.stop(left)
+
     def tail(self, n=30):
         try:
             with open(self.log, "rb") as f:
@@ -347,12 +382,7 @@ class Pod:
 
     def print_config(self):
         """hoardd --print-config with the pod's environment, in its namespace."""
-        s = self.spec
-        env = ["%s=%s" % kv for kv in sorted(s.env.items())]
-        r = sh("ip", "netns", "exec", self.netns, "setpriv", "--reuid=%d" % s.uid,
-               "--regid=%d" % s.gid, "--clear-groups", "env", "-i", *env, self.binary,
-               "--print-config", cwd=s.root)
-        return r.stdout
+        return sh(*self._exec(["hoardd", "--print-config"]), cwd=self.spec.root).stdout
 
 
 def wait_for(pred, timeout, what, interval=0.1):

@@ -6,6 +6,7 @@ doing what docs/operations.md says, and the values reference in docs/operations.
 every value.
 """
 import glob
+import json
 import os
 import re
 import subprocess
@@ -125,6 +126,8 @@ def test_values_files_yamllint():
     (["auth.keys[0].accessKey=a:b", "auth.keys[0].secretKey=s"], "':' in a key"),
     (["target.antiAffinity=always"], "unknown anti-affinity"),
     (["tagret.replicas=3"], "misspelt top-level key"),
+    (["target.prestop.timeoutSeconds=0"], "a preStop wait of nothing"),
+    (["target.prestop.wait=1"], "misspelt prestop key"),
 ])
 def test_schema_refuses(sets, why):
     r = template(None, *sets, check=False)
@@ -205,6 +208,30 @@ def test_default_layout():
     assert "s3.redirect = false" in conf and "native.redirect = true" in conf
     sec = find(objs, "Secret", "rel-hoard-cluster")
     assert len(sec["data"]["cluster.secret"]) >= 48
+
+
+def test_prestop_hook():
+    """Targets update one at a time by default, each with the preStop hook (hoardd --prestop,
+    the image's entrypoint) inside a grace period that covers it; the chart refuses a grace
+    period shorter than the hook's wait."""
+    t = find(objects(), "StatefulSet", "rel-hoard-target")
+    spec = t["spec"]["template"]["spec"]
+    assert t["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+    cmd = spec["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
+    with open(os.path.join(REPO, "deploy", "docker", "Dockerfile")) as f:
+        entry = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", f.read(), re.M).group(1))
+    assert cmd == entry + ["--prestop", "--prestop-timeout", "600"], cmd
+    assert spec["terminationGracePeriodSeconds"] >= 600 + 15
+    t = find(objects(None, "target.prestop.timeoutSeconds=30",
+                     "target.terminationGracePeriodSeconds=45"), "StatefulSet", "rel-hoard-target")
+    assert t["spec"]["template"]["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"][
+        "command"][-1] == "30"
+    t = find(objects(None, "target.prestop.enabled=false",
+                     "target.terminationGracePeriodSeconds=30"), "StatefulSet", "rel-hoard-target")
+    assert "lifecycle" not in t["spec"]["template"]["spec"]["containers"][0]
+    r = template(None, "target.terminationGracePeriodSeconds=100", check=False)
+    assert r.returncode != 0 and "at least target.prestop.timeoutSeconds + 15" in r.stderr, \
+        r.stderr
 
 
 def test_expose_modes():

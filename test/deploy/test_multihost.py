@@ -7,7 +7,9 @@ hub namespace, like a host on the pod network.
 Checks: redirects point at the targets' own addresses and work; the S3 relay works; a
 target's link taken down and back: its objects (and listings) answer 503 while it is down,
 the rest keeps working, and it rejoins with everything; rolling restart of every target
-(maintenance, rebalance, restart, rejoin, maintenance off) loses nothing and keeps serving.
+(maintenance, rebalance, restart, rejoin, maintenance off) loses nothing and keeps serving;
+the chart's RollingUpdate with its preStop hook (hoardd --prestop), as the kubelet runs it,
+gives readers and writers no error and needs no operator.
 """
 import hashlib
 import json
@@ -327,6 +329,14 @@ def test_target_down_and_back(cluster):
     assert {e["name"] for e in r.json()["entries"]} == set(c.objects)
 
 
+def phase_reader(c, keys, phase):
+    """A Loader function reading keys in turn; a failure names the phase it happened in."""
+    def reader(i):
+        r = c.get_ok(keys[i % len(keys)])
+        return r if r is True else r + (phase[0],)
+    return reader
+
+
 def test_rolling_restart_with_maintenance(cluster):
     """StatefulSet order (highest ordinal first), one target at a time: maintenance on,
     rebalance its objects away, SIGTERM, start the same pod again, readiness, maintenance off,
@@ -336,9 +346,7 @@ def test_rolling_restart_with_maintenance(cluster):
     written = []
     phase = ["start"]
 
-    def reader(i):
-        r = c.get_ok(keys[i % len(keys)])
-        return r if r is True else r + (phase[0],)
+    reader = phase_reader(c, keys, phase)
 
     def writer(i):
         k = "rolling/w-%05d" % i
@@ -361,7 +369,8 @@ def test_rolling_restart_with_maintenance(cluster):
             c.admin("/v1/cluster/rebalance")
             c.wait_rebalanced(v)
             phase[0] = name + ": restart"
-            rc = t.stop()
+            hook, rc = t.terminate()  # `kubectl delete pod`: its preStop hook runs too
+            assert hook and hook[0] == 0, "%s preStop: %r" % (name, hook)
             assert rc == 0, "%s exited with %r on SIGTERM:\n%s" % (name, rc, t.tail())
             t.start()
             c.wait_ready(t)
@@ -390,3 +399,90 @@ def test_rolling_restart_with_maintenance(cluster):
         spread[c.owner(k).spec.name] = spread.get(c.owner(k).spec.name, 0) + 1
     assert len(spread) == 3, spread
 
+
+
+def test_rolling_update_with_prestop(cluster):
+    """The chart's default, RollingUpdate with the preStop hook, as the StatefulSet controller
+    and the kubelet run it: highest ordinal first, for each target the preStop hook
+    (`hoardd --prestop`: maintenance until it rejoins, its objects moved away), SIGTERM, the
+    pod started again with the new image (another copy of hoardd) on the same volumes, and
+    the next one only once it is Ready. Nobody calls the admin API: the maintenance ends by
+    itself on rejoin. Readers (a fixed object set), a writer and a lister run throughout: zero
+    failed reads, writes and listings, every object readable after, placement back on all
+    three targets."""
+    c = cluster
+    assert c.targets[0].spec.container["lifecycle"]["preStop"]["exec"]["command"][1] == \
+        "--prestop", "the chart's targets have the preStop hook"
+    keys = sorted(k for k in c.objects if not k.startswith("rolling/"))
+    assert len(keys) >= 30, len(keys)
+    phase = ["start"]
+    newbin = c.targets[0].binary + "-new"
+    shutil.copy2(c.targets[0].binary, newbin)
+
+    reader = phase_reader(c, keys, phase)
+
+    def writer(i):
+        k = "rolling/u-%05d" % i
+        r = c.put(k, ("written during the rolling update %d" % i).encode() * 30)
+        return True if r.status_code == 200 else (k, r.status_code, r.text[:200], phase[0])
+
+    def lister(i):
+        r = c._req("GET", c.primary.spec.url + "/v1/buckets/" + BUCKET + "?limit=10000")
+        if r.status_code != 200:
+            return ("list", r.status_code, r.text[:200], phase[0])
+        missing = set(keys) - {e["name"] for e in r.json()["entries"]}
+        if missing:  # an object in flight between two targets may be missed by one listing
+            misses.append((phase[0], sorted(missing)[:3]))
+        return True
+
+    misses = []
+    loaders = [Loader(c.net, reader), Loader(c.net, reader), Loader(c.net, reader),
+               Loader(c.net, writer), Loader(c.net, lister)]
+    for ld in loaders:
+        ld.start()
+    hooks = {}
+    try:
+        for t in reversed(c.targets):
+            name = t.spec.name
+            phase[0] = name + ": preStop and SIGTERM"
+            hook, rc = t.terminate()
+            hooks[name] = hook
+            assert hook and hook[0] == 0, "%s preStop failed: %r" % (name, hook)
+            assert rc == 0, "%s exited with %r on SIGTERM:\n%s" % (name, rc, t.tail())
+            s = c.smap()
+            assert s["tmap"].get(name, s.get("tmap_down", {}).get(name, {})).get("flags") == 5, \
+                "in maintenance for its restart while away: %r" % s
+            phase[0] = name + ": new pod, same volumes"
+            t.binary = newbin
+            t.start()
+            c.wait_ready(t)
+            wait_for(lambda: c.smap()["tmap"][name]["flags"] == 0, 30,
+                     "%s to leave maintenance on rejoin" % name)
+        phase[0] = "done: last rebalance back"
+        wait_for(lambda: not c.smap().get("rebalance_id"), 90, "the last rebalance to finish")
+    finally:
+        for ld in loaders:
+            ld.stop()
+    readers, writes, lists = loaders[:3], loaders[3], loaders[4]
+    nread = sum(r.ok for r in readers)
+    failed = [f for r in readers for f in r.failures]
+    print("rolling update with preStop: %d reads, %d writes, %d listings (%d missed an object "
+          "in flight), %d+%d+%d failures; hooks: %s" % (
+              nread, writes.ok, lists.ok, len(misses), len(failed), len(writes.failures),
+              len(lists.failures),
+              "; ".join("%s: %s" % (n, h[1].strip().splitlines()[-1]) for n, h in hooks.items())))
+    assert not failed, "reads failed during the rolling update: %r" % failed[:10]
+    assert not lists.failures, "listings failed during the rolling update: %r" % \
+        lists.failures[:10]
+    assert not writes.failures, "writes failed during the rolling update: %r" % \
+        writes.failures[:10]
+    assert nread > 100 and writes.ok > 20, (nread, writes.ok)
+    for k in sorted(c.objects):
+        r = c.net.call(c.get_ok, k)
+        assert r is True, "lost after the rolling update: %r" % (r,)
+    s = c.smap()
+    assert all(s["tmap"][t.spec.name]["flags"] == 0 for t in c.targets), s["tmap"]
+    spread = {}
+    for k in keys[:30]:
+        spread[c.owner(k).spec.name] = spread.get(c.owner(k).spec.name, 0) + 1
+    assert len(spread) == 3, spread

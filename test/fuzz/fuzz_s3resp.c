@@ -1,5 +1,5 @@
-/* libFuzzer driver for what upstream S3 servers answer (common/s3resp): ListObjectsV2 pages
- * and <Error> bodies. */
+/* libFuzzer driver for what upstream S3 servers answer (common/s3resp): ListObjectsV2 pages,
+ * <Error> bodies and the fields of multipart answers. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (hd_s3resp_parse_error(body, size, code, sizeof(code), msg, sizeof(msg)) == 0 &&
         (strlen(code) >= sizeof(code) || strlen(msg) >= sizeof(msg)))
+        __builtin_trap();
+    if (hd_s3resp_parse_field(body, size, "InitiateMultipartUploadResult", "UploadId", msg,
+                              sizeof(msg)) == 0 &&
+        strlen(msg) >= sizeof(msg))
         __builtin_trap();
     s = malloc(size + 1);
     if (s) {

@@ -488,7 +488,10 @@ def node_sign(secret, sender, method, url, to="*", body=b"", headers=None, date=
     return h
 
 
-def redirect_sig(secret, pid, method, raw_path, ptime, to):
-    """A proxy's 307 capability (psig) for target `to`."""
+def redirect_sig(secret, pid, method, raw_path, ptime, to, copy_src=None):
+    """A proxy's 307 capability (psig) for target `to` (copy_src: the x-amz-copy-source the
+    proxy authorised, bound into it)."""
     msg = "HOARD1-PSIG\n%s\n%s\n%d\n%s" % (method, raw_path, ptime, to)
+    if copy_src:
+        msg += "\ncopy-source:" + copy_src
     return hmac.new(node_key(secret, pid), msg.encode(), hashlib.sha256).hexdigest()

@@ -692,3 +692,24 @@ def test_tar_member_of_uncached_shard(s3rver, cache):
     assert cached_names(cache, b) == {"shard-0.tar"}
     r = cache.api("GET", cache.obj_path(b, "shard-0.tar") + "?archpath=s1.jpg")
     assert r.status_code == 200 and r.content == b"jpeg bytes", r.text
+
+
+def test_batch_get_of_uncached_objects(s3rver, cache):
+    """Batch GET of an S3-backed bucket whose objects are not cached yet (issue 14): the
+    proxy sends the batch by a 307 to the target owning most entries; that target fetches the
+    ones it owns through its own cold GET and the others from their owners, so every entry
+    comes back whole, in order, and ends up cached."""
+    import io
+    import tarfile
+    objs = {"b/%02d" % i: helpers.pattern_bytes(3000 + 517 * i, 70 + i) for i in range(12)}
+    src = s3rver_bucket(s3rver, objs)
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    names = sorted(objs)[::-1]
+    r = cache.api("POST", "/v1/batch", body={"bucket": b, "entries": [{"name": n}
+                                                                     for n in names]})
+    assert r.status_code == 200, r.text
+    assert [h.status_code for h in r.history] == [307]
+    with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:") as tf:
+        got = [(m.name, tf.extractfile(m).read()) for m in tf.getmembers()]
+    assert got == [(n, objs[n]) for n in names]
+    wait_cached(cache, b, objs)

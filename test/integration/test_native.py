@@ -14,8 +14,9 @@ from botocore.auth import S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+import helpers
 from helpers import (REGION, REQUEST_ID_RE, check_json_error, md5_b64, md5_hex, pattern_bytes,
-                     sign_headers)
+                     sign_headers, wait_until)
 
 ISO_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
@@ -187,6 +188,46 @@ def test_object_chunked_put_and_overwrite(target, http, nb):
     assert r.status_code == 200
     g = http.get(url, timeout=5)
     assert g.content == b"short now" and g.headers["Content-Length"] == "9"
+
+
+def test_concurrent_puts_pipeline(target, nb):
+    """The PUT pipeline (issue 14): large bodies hash on the hash pool beside their writes,
+    commits run on the disk workers and are grouped in the catalog. Concurrent large and small
+    PUTs, overwrites of shared keys and Content-MD5 checks all end with the right ETags and
+    bytes, a wrong Content-MD5 commits nothing, and no temp file stays."""
+    import concurrent.futures
+    big = [pattern_bytes(2 * 1024 * 1024 + 1000 * i + 7, seed=40 + i) for i in range(4)]
+    small = [pattern_bytes(10240 + i, seed=60 + i) for i in range(24)]
+
+    def put(name, data, md5=None):
+        with session(target.access_key, target.secret_key) as s:
+            h = {"Content-MD5": md5} if md5 else {}
+            r = s.put(obj_url(target, nb, name), data=data, headers=h, timeout=120)
+            return r.status_code, r.headers.get("ETag"), r.content
+
+    jobs = [("big-%d" % i, d, md5_b64(d) if i % 2 else None) for i, d in enumerate(big)]
+    jobs += [("small-%d" % i, d, None) for i, d in enumerate(small)]
+    jobs += [("shared-%d" % (i % 3), d, None) for i, d in enumerate(small[:12])]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as ex:
+        res = list(ex.map(lambda j: put(*j), jobs))
+    for (name, data, _), (status, etag, body) in zip(jobs, res):
+        assert status == 200, (name, body)
+        assert etag == '"%s"' % md5_hex(data), name
+    with session(target.access_key, target.secret_key) as s:
+        for name, data, _ in jobs:
+            if name.startswith("shared-"):
+                continue
+            g = s.get(obj_url(target, nb, name), timeout=60)
+            assert g.status_code == 200 and g.content == data, name
+        for k in range(3):  # one of the overwrites, whole
+            g = s.get(obj_url(target, nb, "shared-%d" % k), timeout=10)
+            assert g.status_code == 200
+            assert g.headers["ETag"] in ['"%s"' % md5_hex(d) for d in small[:12]]
+            assert g.headers["ETag"] == '"%s"' % md5_hex(g.content)
+        status, _, body = put("bad-md5", big[0], md5_b64(big[1]))
+        assert status == 400 and b"BadDigest" in body
+        assert s.head(obj_url(target, nb, "bad-md5"), timeout=10).status_code == 404
+    wait_until(lambda: target.tmp_files() == [], timeout=30, what="no temp files")
 
 
 def test_object_names_are_decoded(target, http, nb):
@@ -373,17 +414,25 @@ def test_metrics_format(target, http):
 
 
 def test_metrics_counters_grow(target, http, nb):
+    # a request is counted when libmicrohttpd reports it complete, which may be just after
+    # the client has the response: poll for the counts (they must then be exact)
+    def metrics_when(check):
+        return helpers.wait_until(lambda: (lambda m: m if check(m) else None)(target.metrics()),
+                                  timeout=30, what="the request counters")
+
     data = pattern_bytes(12345, seed=13)
     url = obj_url(target, nb, "counted")
     m0 = target.metrics()
     assert http.put(url, data=data).status_code == 200
-    m1 = target.metrics()
+    m1 = metrics_when(lambda m: m.get(req_series("put", 200), 0) >
+                      m0.get(req_series("put", 200), 0))
     assert m1.get(req_series("put", 200), 0) == m0.get(req_series("put", 200), 0) + 1
     assert m1["hoard_put_bytes_total"] == m0.get("hoard_put_bytes_total", 0) + len(data)
     assert m1["hoard_http_bytes_in_total"] >= m0.get("hoard_http_bytes_in_total", 0) + len(data)
 
     assert http.get(url).content == data
-    m2 = target.metrics()
+    m2 = metrics_when(lambda m: m.get(req_series("get", 200), 0) >
+                      m1.get(req_series("get", 200), 0))
     assert m2.get(req_series("get", 200), 0) == m1.get(req_series("get", 200), 0) + 1
     assert m2["hoard_get_bytes_total"] == m1.get("hoard_get_bytes_total", 0) + len(data)
     assert m2["hoard_http_bytes_out_total"] >= m1.get("hoard_http_bytes_out_total", 0) + len(data)
@@ -392,13 +441,16 @@ def test_metrics_counters_grow(target, http, nb):
     assert http.head(url).status_code == 200
     assert http.get(obj_url(target, nb, "absent")).status_code == 404
     assert http.delete(url).status_code == 204
-    m3 = target.metrics()
-    for op, st in (("get", 206), ("head", 200), ("get", 404), ("delete", 204)):
+    sts = (("get", 206), ("head", 200), ("get", 404), ("delete", 204))
+    m3 = metrics_when(lambda m: all(m.get(req_series(op, st), 0) > m2.get(req_series(op, st), 0)
+                                    for op, st in sts))
+    for op, st in sts:
         assert m3.get(req_series(op, st), 0) == m2.get(req_series(op, st), 0) + 1, (op, st)
     assert m3["hoard_get_bytes_total"] == m2["hoard_get_bytes_total"] + 10
 
     assert http.get("%s/v1/buckets/%s" % (target.url, nb)).status_code == 200
-    m4 = target.metrics()
+    m4 = metrics_when(lambda m: m.get(req_series("list", 200), 0) >
+                      m3.get(req_series("list", 200), 0))
     assert m4.get(req_series("list", 200), 0) == m3.get(req_series("list", 200), 0) + 1
 
 
@@ -422,7 +474,10 @@ def test_s3_metrics_count_too(target, s3, bucket):
     m0 = target.metrics()
     s3.put_object(Bucket=bucket, Key="m", Body=b"abc")
     s3.get_object(Bucket=bucket, Key="m")["Body"].read()
-    m1 = target.metrics()
+    # counted on completion, which may be just after the client has the response
+    m1 = helpers.wait_until(
+        lambda: (lambda m: m if m.get(req_series("get", 200), 0) > m0.get(req_series("get", 200), 0)
+                 else None)(target.metrics()), timeout=30, what="the GET counted")
     assert m1.get(req_series("put", 200), 0) == m0.get(req_series("put", 200), 0) + 1
     assert m1.get(req_series("get", 200), 0) == m0.get(req_series("get", 200), 0) + 1
 

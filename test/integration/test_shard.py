@@ -411,6 +411,17 @@ def test_batch_get(cl, proxy, dataset):
     r = batch(proxy, {"entries": entries})
     assert r.status_code == 200, r.text
     assert r.headers["Content-Type"] == "application/x-tar"
+    # served by a target (issue 14): the proxy's 307 names the body's hash, so the signed
+    # redirect reads this body and no other
+    assert [h.status_code for h in r.history] == [307]
+    loc = r.history[0].headers["Location"]
+    digest = hashlib.sha256(json.dumps({"entries": entries}).encode()).hexdigest()
+    assert "/v1/batch/%s?" % digest in loc
+    other = json.dumps({"entries": [{"bucket": sk.LIMITED, "name": "ok.bin"}]}).encode()
+    helpers.check_json_error(requests.post(loc, data=other, timeout=60), 403, "AccessDenied")
+    bad = loc.replace(digest, digest[:-1] + ("0" if digest[-1] != "0" else "1"))
+    helpers.check_json_error(requests.post(bad, data=json.dumps({"entries": entries}),
+                                           timeout=60), 403, "AccessDenied")
     got = sk.read_tar(r.content)
     want = []
     for e in entries:

@@ -22,8 +22,8 @@ import requests
 from botocore.config import Config
 
 import helpers
-from conftest import (_TARGETS, ACCESS_KEY, CLUSTER_KEYS, REGION, REPO, SECRET_KEY, ClusterNode,
-                      _stop_nodes)
+from conftest import (_TARGETS, ACCESS_KEY, BIN_DIR, CLUSTER_KEYS, REGION, REPO, SECRET_KEY,
+                      ClusterNode, _stop_nodes)
 
 MKCERTS = os.path.join(REPO, "deploy", "local", "mkcerts.sh")
 BUCKET = "tls-bucket"
@@ -355,3 +355,15 @@ def test_node_trusting_another_ca_cannot_call_the_cluster(cl):
     finally:
         n.kill9()
         _TARGETS.remove(n)
+
+
+def test_tls_settings_without_a_certificate_are_refused(cl, tmp_path):
+    """A CA or client_auth without tls.cert/tls.key would serve plain http while the operator
+    thinks TLS is on: hoardd refuses to start and says which setting needs what."""
+    for extra, word in ((["--tls.ca", os.path.join(cl["certs"], "ca.pem")], b"tls.ca"),
+                        (["--tls.client_auth", "true"], b"tls.client_auth")):
+        p = subprocess.run([os.path.join(BIN_DIR, "hoardd"), "--role", "target", "--listen",
+                            "127.0.0.1:%d" % helpers_free_port(), "--data",
+                            str(tmp_path / "data")] + extra, capture_output=True, timeout=60)
+        assert p.returncode != 0, p.stderr
+        assert word + b" needs tls.cert and tls.key" in p.stderr, p.stderr

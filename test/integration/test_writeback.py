@@ -6,10 +6,15 @@ acknowledged while the upstream is stopped, listed and readable, uploaded byte-i
 it returns, with the flush job as the barrier; 503 SlowDown past writeback.dirty_max; kill -9
 of every target before the uploads and a restart (nothing lost); overwrite ordering (the
 upstream ends with the last write); DELETE of a dirty object (never uploaded) and of an
-uploaded one (gone upstream); eviction keeps dirty objects; status and metrics.
+uploaded one (gone upstream); eviction keeps dirty objects; status and metrics. With one
+slow uploader (writeback.max_bps): multipart uploads to the upstream (the client's own parts,
+or writeback.part_size parts past writeback.multipart_threshold) with unchanged local ETags;
+an overwrite or DELETE during an upload stops it. A dirty object moved to a new mountpath
+leaves no stale copy. The checkpoint example (docs/examples/hoard_checkpoint.py) end to end.
 """
 import hashlib
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -17,8 +22,9 @@ import uuid
 import pytest
 
 import helpers
-from cachefix import C_KEYS, CNode, HoardCluster, profiles, s3rver  # noqa: F401
-from conftest import BIN_DIR, _TARGETS
+from cachefix import (C_KEYS, S3RVER_KEY, UP_KEYS, CNode, HoardCluster, profiles,  # noqa: F401
+                      s3rver)
+from conftest import BIN_DIR, REPO, _TARGETS
 
 WB_TARGET = ["--upstream.retries", "0", "--upstream.backoff_ms", "50",
              "--upstream.connect_timeout_ms", "1000", "--upstream.meta_timeout", "5",
@@ -362,3 +368,240 @@ def test_rebalance_moves_dirty_state(wb, s3rver, tmp_path_factory, log_dir):  # 
     # each object once: the old owner dropped its entry with the move
     after = wb.target_metric("hoard_writeback_uploads_total")
     assert after - before == len(data), (before, after)
+
+
+# ---- multipart to the upstream, stopping superseded uploads ----
+
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory, log_dir, profiles):  # noqa: F811
+    """One target whose single uploader is held to 6 MiB/s and sends objects over 5 MiB as
+    upstream multipart uploads of 5 MiB parts (so an upload stays in flight for seconds)."""
+    c = HoardCluster("wbs", str(tmp_path_factory.mktemp("wbs")), log_dir, _TARGETS, C_KEYS,
+                     ntargets=1,
+                     target_extra=WB_TARGET + ["--writeback.workers", "1",
+                                               "--writeback.max_bps", str(6 * MiB),
+                                               "--writeback.multipart_threshold", str(5 * MiB),
+                                               "--writeback.part_size", str(5 * MiB),
+                                               "--writeback.dirty_max", str(512 * MiB)])
+    c.start()
+    yield c
+    problems = c.stop()
+    assert not problems, problems
+
+
+def test_multipart_upload_to_upstream(slow, s3rver):  # noqa: F811
+    """Objects over writeback.multipart_threshold reach the upstream as multipart uploads,
+    byte-identical: one written here as a single PUT (cut into writeback.part_size parts) and
+    one written by boto3 in parts (sent with its own parts). Small ones stay single PUTs. The
+    ETag a client sees through hoard does not change when the upload happens."""
+    from boto3.s3.transfer import TransferConfig
+    b = wb_bucket(slow, s3rver)
+    single = os.urandom(12 * MiB + 1)
+    parts = os.urandom(13 * MiB + 7)
+    small = os.urandom(100000)
+    s3 = slow.s3()
+    before = slow.target_metric("hoard_writeback_multipart_uploads_total")
+    ups = slow.target_metric("hoard_writeback_uploads_total")
+    s3.put_object(Bucket=b, Key="big/single", Body=single)
+    s3.put_object(Bucket=b, Key="small", Body=small)
+    import io
+    s3.upload_fileobj(io.BytesIO(parts), b, "big/parts",
+                      Config=TransferConfig(multipart_threshold=5 * MiB,
+                                            multipart_chunksize=7 * MiB, max_concurrency=2))
+    etags = {k: s3.head_object(Bucket=b, Key=k)["ETag"] for k in ("big/single", "big/parts")}
+    assert etags["big/single"] == '"%s"' % md5(single)
+    assert etags["big/parts"].endswith('-2"'), etags
+    j = flush(slow, b)
+    assert j["state"] == "done", j
+    assert md5(upstream_bytes(s3rver, b, "big/single")) == md5(single)
+    assert md5(upstream_bytes(s3rver, b, "big/parts")) == md5(parts)
+    assert upstream_bytes(s3rver, b, "small") == small
+    assert slow.target_metric("hoard_writeback_multipart_uploads_total") - before == 2
+    assert slow.target_metric("hoard_writeback_uploads_total") - ups == 3
+    assert {k: s3.head_object(Bucket=b, Key=k)["ETag"] for k in etags} == etags
+    assert md5(s3.get_object(Bucket=b, Key="big/parts")["Body"].read()) == md5(parts)
+    # the parts the upstream received, per upload: boto3's own 2 parts (7 MiB + 6 MiB) for
+    # big/parts, so an S3 upstream computes the same ETag; 3 of writeback.part_size (5 MiB)
+    # for big/single
+    ids = {}
+    with open(s3rver.log, errors="replace") as f:
+        for line in f:
+            m = re.search(r'Stored part (\d+) of (\w+) in bucket "%s"' % b, line)
+            if m:
+                ids[m.group(2)] = max(ids.get(m.group(2), 0), int(m.group(1)))
+    assert sorted(ids.values()) == [2, 3], ids
+
+
+def wait_uploading(c, bucket):
+    helpers.wait_until(lambda: status(c, bucket)["uploading"] >= 1, timeout=60, interval=0.05,
+                       what="an upload of %s in flight" % bucket)
+
+
+def test_newer_write_stops_inflight_upload(slow, s3rver):  # noqa: F811
+    """An overwrite that arrives while the previous version is being uploaded (slowly, in
+    parts) stops that upload; after flush the upstream holds the newer bytes. A DELETE during
+    an upload stops it too, and the name ends absent upstream."""
+    b = wb_bucket(slow, s3rver)
+    old, new = os.urandom(24 * MiB), os.urandom(3 * MiB)
+    s3 = slow.s3()
+    stopped = slow.target_metric("hoard_writeback_superseded_total")
+    s3.put_object(Bucket=b, Key="ckpt.pt", Body=old)
+    wait_uploading(slow, b)
+    s3.put_object(Bucket=b, Key="ckpt.pt", Body=new)
+    j = flush(slow, b)
+    assert j["state"] == "done", j
+    assert md5(upstream_bytes(s3rver, b, "ckpt.pt")) == md5(new)
+    assert slow.target_metric("hoard_writeback_superseded_total") - stopped == 1
+
+    s3.put_object(Bucket=b, Key="gone.pt", Body=old)
+    wait_uploading(slow, b)
+    assert slow.api("DELETE", slow.obj_path(b, "gone.pt")).status_code == 204
+    j = flush(slow, b)
+    assert j["state"] == "done", j
+    assert upstream_keys(s3rver, b) == ["ckpt.pt"]
+    assert slow.target_metric("hoard_writeback_superseded_total") - stopped == 2
+    assert status(slow, b)["dirty_objects"] == 0
+
+
+def test_hoard_upstream_same_etag_and_no_orphan_parts(slow, s3rver, tmp_path_factory,  # noqa: F811
+                                                      log_dir):
+    """With an upstream that computes ETags as AWS S3 does (another hoard cluster, which also
+    implements AbortMultipartUpload and ListMultipartUploads): an object written in parts
+    ends upstream with the very ETag hoard gave the client; one written as a single PUT past
+    the threshold gets a multipart ETag upstream (documented); an upload stopped by an
+    overwrite is aborted upstream, and one cut short by kill -9 is aborted after the restart,
+    so no incomplete upload is left behind."""
+    from boto3.s3.transfer import TransferConfig
+    import io
+    up = HoardCluster("wbup", str(tmp_path_factory.mktemp("wbup")), log_dir, _TARGETS, UP_KEYS,
+                      ntargets=1)
+    up.start()
+    try:
+        b = uname("wbh")
+        ups3 = up.s3()
+        ups3.create_bucket(Bucket=b)
+        slow.create_cloud_bucket(b, up.url, "hoardup", {"write_policy": "back"})
+        s3 = slow.s3()
+        parts, single = os.urandom(13 * MiB + 7), os.urandom(12 * MiB + 1)
+        s3.upload_fileobj(io.BytesIO(parts), b, "parts",
+                          Config=TransferConfig(multipart_threshold=5 * MiB,
+                                                multipart_chunksize=7 * MiB))
+        s3.put_object(Bucket=b, Key="single", Body=single)
+        local = {k: s3.head_object(Bucket=b, Key=k)["ETag"] for k in ("parts", "single")}
+        assert local["parts"].endswith('-2"') and local["single"] == '"%s"' % md5(single)
+        assert flush(slow, b)["state"] == "done"
+        remote = {k: ups3.head_object(Bucket=b, Key=k)["ETag"] for k in local}
+        assert remote["parts"] == local["parts"], (local, remote)
+        assert remote["single"].endswith('-3"'), remote
+        assert md5(ups3.get_object(Bucket=b, Key="parts")["Body"].read()) == md5(parts)
+        assert md5(ups3.get_object(Bucket=b, Key="single")["Body"].read()) == md5(single)
+
+        stopped = slow.target_metric("hoard_writeback_superseded_total")
+        s3.put_object(Bucket=b, Key="ckpt", Body=os.urandom(24 * MiB))
+        wait_uploading(slow, b)
+        helpers.wait_until(lambda: ups3.list_multipart_uploads(Bucket=b).get("Uploads"),
+                           timeout=60, what="the upstream multipart upload begun")
+        newer = os.urandom(1000)
+        s3.put_object(Bucket=b, Key="ckpt", Body=newer)
+        assert flush(slow, b)["state"] == "done"
+        assert slow.target_metric("hoard_writeback_superseded_total") - stopped == 1
+        assert ups3.get_object(Bucket=b, Key="ckpt")["Body"].read() == newer
+        assert ups3.list_multipart_uploads(Bucket=b).get("Uploads", []) == []
+
+        # kill -9 in the middle of a multipart upload: after the restart the upload is sent
+        # again and the one the crash interrupted is aborted upstream
+        big = os.urandom(24 * MiB)
+        s3.put_object(Bucket=b, Key="crash", Body=big)
+        wait_uploading(slow, b)
+        first = helpers.wait_until(lambda: ups3.list_multipart_uploads(Bucket=b).get("Uploads"),
+                                   timeout=60, what="the upstream multipart upload begun")
+        t = slow.targets[0]
+        t.kill9()
+        t.start()
+        helpers.wait_until(lambda: len(slow.smap()["tmap"]) == 1, timeout=30, what="target back")
+        assert flush(slow, b)["state"] == "done"
+        assert md5(ups3.get_object(Bucket=b, Key="crash")["Body"].read()) == md5(big)
+        helpers.wait_until(lambda: not ups3.list_multipart_uploads(Bucket=b).get("Uploads"),
+                           timeout=60, what="no incomplete upload left (was %s)" % first)
+    finally:
+        problems = up.stop()
+    assert not problems, problems
+
+
+def test_mountpath_move_keeps_one_dirty_copy(tmp_path_factory, log_dir, profiles,  # noqa: F811
+                                             s3rver):  # noqa: F811
+    """A target restarted with a second mountpath: the rebalance moves dirty objects whose
+    HRW mountpath is now the new one with their upload entries, and leaves no stale copy on
+    the old mountpath; the upload then happens once, from the new place."""
+    c = HoardCluster("wbmp", str(tmp_path_factory.mktemp("wbmp")), log_dir, _TARGETS, C_KEYS,
+                     ntargets=1, mountpaths=1,
+                     target_extra=WB_TARGET + ["--writeback.workers", "0"])
+    c.start()
+    try:
+        t = c.targets[0]
+        b = wb_bucket(c, s3rver)
+        data = {"mp/%02d" % i: os.urandom(10000 + i) for i in range(16)}
+        for k, v in data.items():
+            assert c.api("PUT", c.obj_path(b, k), body=v).status_code == 200
+
+        def objects():
+            return sum(t.metric("hoard_mountpath_objects", mountpath=str(i)) for i in range(2))
+
+        def moved():
+            if c.smap().get("rebalance_id"):
+                return False
+            return t.metric("hoard_mountpath_objects", mountpath="1") > 0
+
+        full = os.path.dirname(t.mountpaths[0])
+        t.stop()
+        t.mountpaths = [os.path.join(full, "mp1"), os.path.join(full, "mp2")]
+        t.start()
+        helpers.wait_until(lambda: len(c.smap()["tmap"]) == 1, timeout=30, what="target back")
+        r = c.api("POST", "/v1/cluster/rebalance")
+        assert r.status_code in (200, 201, 202), r.text
+        helpers.wait_until(moved, timeout=60, what="the rebalance over, objects on mp2")
+        helpers.wait_until(lambda: objects() == len(data), timeout=30,
+                           what="one copy per object (%s)" % objects())
+        st = status(c, b)
+        assert (st["dirty_objects"], st["queue_depth"]) == (len(data), len(data)), st
+        for k, v in data.items():
+            assert c.get(b, k).content == v
+        t.stop()
+        t.extra = [x if x != "0" or t.extra[i - 1] != "--writeback.workers" else "2"
+                   for i, x in enumerate(t.extra)]
+        t.start()
+        helpers.wait_until(lambda: len(c.smap()["tmap"]) == 1, timeout=30, what="target back")
+        assert flush(c, b)["state"] == "done"
+        for k, v in data.items():
+            assert upstream_bytes(s3rver, b, k) == v
+        assert c.target_metric("hoard_writeback_uploads_total") == len(data)
+        assert objects() == len(data)
+        assert status(c, b)["dirty_objects"] == 0
+    finally:
+        problems = c.stop()
+    assert not problems, problems
+
+
+def test_checkpoint_example(wb, s3rver):  # noqa: F811
+    """docs/examples/hoard_checkpoint.py: checkpoints saved through hoard with boto3
+    (torch.save when python3-torch is installed, pickle otherwise), one flush job, then each
+    one loaded back from the upstream directly and compared."""
+    b = wb_bucket(wb, s3rver)
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=C_KEYS[0], AWS_SECRET_ACCESS_KEY=C_KEYS[1],
+               UPSTREAM_ACCESS_KEY_ID=S3RVER_KEY, UPSTREAM_SECRET_ACCESS_KEY=S3RVER_KEY)
+    r = subprocess.run(["/usr/bin/python3",
+                        os.path.join(REPO, "docs", "examples", "hoard_checkpoint.py"),
+                        "--endpoint", wb.url, "--bucket", b, "--prefix", "run7/",
+                        "--upstream", s3rver.url, "--steps", "3"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert [x.split(":")[0] for x in lines if x.startswith("saved")] == [
+        "saved run7/step-%06d.pt" % i for i in (1, 2, 3)], r.stdout
+    assert any(x.startswith("flush ") and "done" in x for x in lines), r.stdout
+    assert [x for x in lines if x.startswith("loaded")] == [
+        "loaded run7/step-%06d.pt from the upstream: identical" % i for i in (1, 2, 3)], r.stdout
+    assert upstream_keys(s3rver, b) == ["run7/step-%06d.pt" % i for i in (1, 2, 3)]

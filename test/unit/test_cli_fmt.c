@@ -268,6 +268,8 @@ HD_SUITE(cli_node_state)
     CHECK_EQ_STR(hd_cli_node_state(1, 0), "maintenance");
     CHECK_EQ_STR(hd_cli_node_state(2, 0), "decommissioning");
     CHECK_EQ_STR(hd_cli_node_state(3, 0), "decommissioning");
+    CHECK_EQ_STR(hd_cli_node_state(5, 0), "maintenance-restart");
+    CHECK_EQ_STR(hd_cli_node_state(7, 0), "decommissioning");
     CHECK_EQ_STR(hd_cli_node_state(0, 1), "down");
     CHECK_EQ_STR(hd_cli_node_state(1, 1), "down");
 }

@@ -68,9 +68,8 @@ HD_SUITE(nodeauth_roundtrip)
     known_set = "p1 t1 t2";
 
     /* a relay-style request with an X-Hoard-* header, for t1 */
-    CHECK_EQ_INT(hd_nodeauth_sign(p1, "GET", "http://127.0.0.1:81/o/k?x=1", "t1", NULL, &vh, 1,
-                                  &sig),
-                 0);
+    CHECK_EQ_INT(
+        hd_nodeauth_sign(p1, "GET", "http://127.0.0.1:81/o/k?x=1", "t1", NULL, &vh, 1, &sig), 0);
     CHECK_EQ_INT(sig.n, 5);
     fake_req(&f, "GET", "/o/k?x=1", &sig, &vh, 1);
     CHECK_EQ_INT(verify(t1, &f, 0, &who), 0);
@@ -81,9 +80,8 @@ HD_SUITE(nodeauth_roundtrip)
     CHECK_EQ_INT(verify(t1, &f, 0, &who), HD_EACCESS);
 
     /* each change fails (fresh signatures, so the nonce is not what fails) */
-    CHECK_EQ_INT(hd_nodeauth_sign(p1, "GET", "http://127.0.0.1:81/o/k?x=1", "t1", NULL, &vh, 1,
-                                  &sig),
-                 0);
+    CHECK_EQ_INT(
+        hd_nodeauth_sign(p1, "GET", "http://127.0.0.1:81/o/k?x=1", "t1", NULL, &vh, 1, &sig), 0);
     fake_req(&f, "GET", "/o/k?x=1", &sig, &vh, 1);
     CHECK_EQ_INT(verify(t2, &f, 0, &who), HD_EACCESS); /* another recipient */
     fake_req(&f, "GET", "/o/k?x=2", &sig, &vh, 1);
@@ -152,9 +150,8 @@ HD_SUITE(nodeauth_time_and_form)
                                   HD_NODEAUTH_EMPTY_SHA256, NULL, 0, &sig),
                  0);
     /* the string to sign, as docs/security.md writes it */
-    snprintf(str, sizeof(str),
-             "HOARD1-HMAC-SHA256\nPUT\n/v1/metasync\n%s\n%s\n%s\np1\nt1\n", sig.date, sig.nonce,
-             HD_NODEAUTH_EMPTY_SHA256);
+    snprintf(str, sizeof(str), "HOARD1-HMAC-SHA256\nPUT\n/v1/metasync\n%s\n%s\n%s\np1\nt1\n",
+             sig.date, sig.nonce, HD_NODEAUTH_EMPTY_SHA256);
     CHECK_EQ_INT(hd_kdf_key(SECRET, strlen(SECRET), "hoard node key", "p1", key), 0);
     hd_kdf_hmac_hex(key, 32, str, strlen(str), want);
     CHECK_EQ_STR(sig.sig, want);
@@ -162,8 +159,8 @@ HD_SUITE(nodeauth_time_and_form)
 
     /* a date out of the window, re-signed so only the date is wrong */
     snprintf(date, sizeof(date), "%lld", (long long)time(NULL) - HD_NODEAUTH_SKEW_S - 5);
-    snprintf(str, sizeof(str), "HOARD1-HMAC-SHA256\nPUT\n/v1/metasync\n%s\n%s\n%s\np1\nt1\n",
-             date, sig.nonce, HD_NODEAUTH_EMPTY_SHA256);
+    snprintf(str, sizeof(str), "HOARD1-HMAC-SHA256\nPUT\n/v1/metasync\n%s\n%s\n%s\np1\nt1\n", date,
+             sig.nonce, HD_NODEAUTH_EMPTY_SHA256);
     hd_kdf_hmac_hex(key, 32, str, strlen(str), want);
     sig.kv[1].v = date;
     sig.kv[4].v = want;
@@ -213,16 +210,24 @@ HD_SUITE(nodeauth_psig_answers_dev)
     CHECK_EQ_INT(hd_nodeauth_new(SECRET, "p1", &p1), 0);
     CHECK_EQ_INT(hd_nodeauth_new(SECRET, "t1", &t1), 0);
     CHECK_EQ_INT(hd_nodeauth_new(SECRET, "t2", &t2), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/v1/objects/b/o", later, "t1", ps), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", later, ps), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", later, ps), 0);
-    CHECK(hd_nodeauth_psig_check(t2, "p1", "GET", "/v1/objects/b/o", later, ps) < 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p2", "GET", "/v1/objects/b/o", later, ps) < 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/v1/objects/b/o", later, ps) < 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/x", later, ps) < 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", later + 1, ps) < 0);
-    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/o", 1000, "t1", ps), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/o", 1000, ps), HD_EEXPIRED);
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/v1/objects/b/o", later, "t1", NULL, ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", later, NULL, ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", later, NULL, ps), 0);
+    CHECK(hd_nodeauth_psig_check(t2, "p1", "GET", "/v1/objects/b/o", later, NULL, ps) < 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p2", "GET", "/v1/objects/b/o", later, NULL, ps) < 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/v1/objects/b/o", later, NULL, ps) < 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/x", later, NULL, ps) < 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", later + 1, NULL, ps) < 0);
+    /* a copy source is bound: none may be added to, changed in or dropped from a PUT's 307 */
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "PUT", "/b/o", later, "t1", NULL, ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", later, "", ps), 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", later, "/secret/o", ps) < 0);
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "PUT", "/b/o", later, "t1", "/b/src", ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", later, "/b/src", ps), 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", later, "/secret/o", ps) < 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", later, NULL, ps) < 0);
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/o", 1000, "t1", NULL, ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/o", 1000, NULL, ps), HD_EEXPIRED);
 
     /* an answer signature binds the request's nonce, the status and the body */
     CHECK_EQ_INT(hd_nodeauth_sign(p1, "POST", "/v1/cluster/vote", "t1", NULL, NULL, 0, &sig), 0);
@@ -328,9 +333,10 @@ HD_SUITE(nodeauth_rotation)
     fake_req(&f, "GET", "/z", &sig, NULL, 0);
     CHECK_EQ_INT(verify(old_only, &f, 0, &who), HD_EACCESS);
     /* redirect capabilities follow the same rule */
-    CHECK_EQ_INT(hd_nodeauth_psig(old_only, "GET", "/o", 4102444800LL, "t1", ps), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig_check(both_new_first, "p1", "GET", "/o", 4102444800LL, ps), 0);
-    CHECK(hd_nodeauth_psig_check(new_only, "p1", "GET", "/o", 4102444800LL, ps) < 0);
+    CHECK_EQ_INT(hd_nodeauth_psig(old_only, "GET", "/o", 4102444800LL, "t1", NULL, ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(both_new_first, "p1", "GET", "/o", 4102444800LL, NULL, ps),
+                 0);
+    CHECK(hd_nodeauth_psig_check(new_only, "p1", "GET", "/o", 4102444800LL, NULL, ps) < 0);
     hd_nodeauth_free(old_only);
     hd_nodeauth_free(both_old_first);
     hd_nodeauth_free(both_new_first);

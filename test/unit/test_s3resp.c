@@ -1,5 +1,5 @@
 /* Unit tests for common/s3resp: ListObjectsV2 answers (plain and url-encoded), <Error>
- * bodies, ISO 8601 times, and malformed answers. */
+ * bodies, multipart answers' fields, ISO 8601 times, and malformed answers. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +80,38 @@ HD_SUITE(s3resp)
     CHECK_EQ_STR(msg, "no way");
     CHECK_EQ_INT(ERRB("<html/>", code, msg), HD_EMALFORMEDXML);
     CHECK_EQ_STR(code, "");
+    CHECK_EQ_STR(msg, "");
+
+    /* multipart answers */
+    {
+        static const char init[] = "<?xml version=\"1.0\"?><InitiateMultipartUploadResult "
+                                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                                   "<Bucket>b</Bucket><Key>k</Key><UploadId>VXBsb2Fk-ID</UploadId>"
+                                   "</InitiateMultipartUploadResult>";
+        static const char done[] = "<CompleteMultipartUploadResult><ETag>&quot;3858f62230ac3c915f3"
+                                   "00c664312c11f-9&quot;</ETag></CompleteMultipartUploadResult>";
+        char id[16];
+        CHECK_EQ_INT(hd_s3resp_parse_field(init, strlen(init), "InitiateMultipartUploadResult",
+                                           "UploadId", msg, sizeof(msg)),
+                     0);
+        CHECK_EQ_STR(msg, "VXBsb2Fk-ID");
+        CHECK_EQ_INT(hd_s3resp_parse_field(done, strlen(done), "CompleteMultipartUploadResult",
+                                           "ETag", msg, sizeof(msg)),
+                     0);
+        CHECK_EQ_STR(msg, "\"3858f62230ac3c915f300c664312c11f-9\"");
+        /* absent field: "", truncated when long, another root refused */
+        CHECK_EQ_INT(hd_s3resp_parse_field(init, strlen(init), "InitiateMultipartUploadResult",
+                                           "Nope", msg, sizeof(msg)),
+                     0);
+        CHECK_EQ_STR(msg, "");
+        CHECK_EQ_INT(hd_s3resp_parse_field(init, strlen(init), "InitiateMultipartUploadResult",
+                                           "UploadId", id, 4),
+                     0);
+        CHECK_EQ_STR(id, "VXB");
+        CHECK_EQ_INT(hd_s3resp_parse_field(init, strlen(init), "Error", "Code", msg, sizeof(msg)),
+                     HD_EMALFORMEDXML);
+        CHECK_EQ_INT(hd_s3resp_parse_field("<a", 2, "a", "b", msg, sizeof(msg)), HD_EMALFORMEDXML);
+    }
 
     CHECK_EQ_INT(hd_s3resp_parse_iso8601("1970-01-01T00:00:01Z", &ms), 0);
     CHECK_EQ_INT(ms, 1000);

@@ -55,6 +55,13 @@ HD_SUITE(smap_owner)
     t2 = (struct hd_node *)hd_smap_find(c, "t2");
     t2->flags = HD_NODE_MAINT;
     CHECK_EQ_STR(owner_of(c, "ais/@#/demo/a.txt", &rc), "t3"); /* next by weight */
+    /* maintenance for a restart (hoardd --prestop), also once it is down: skipped, and the
+     * next owner serves */
+    t2->flags = HD_NODE_MAINT | HD_NODE_RESTART;
+    t2->down = 1;
+    CHECK_EQ_STR(owner_of(c, "ais/@#/demo/a.txt", &rc), "t3");
+    CHECK_EQ_INT(rc, 0);
+    t2->down = 0;
     /* down: still the owner, but unavailable */
     t2->flags = 0;
     t2->down = 1;

@@ -104,6 +104,8 @@ const char *hd_cli_node_state(unsigned flags, int down)
         return "down";
     if (flags & 2u)
         return "decommissioning";
+    if ((flags & 5u) == 5u)
+        return "maintenance-restart"; /* hoardd --prestop: ends when it rejoins */
     if (flags & 1u)
         return "maintenance";
     return "online";

@@ -429,6 +429,8 @@ int hd_cli_bucket_show(struct hd_cli *cli, int argc, char **argv)
            (long long)json_integer_value(json_object_get(props, "queue_depth")));
     printf("%-22s %lld\n", "upload_failed",
            (long long)json_integer_value(json_object_get(props, "failed")));
+    printf("%-22s %lld\n", "uploading",
+           (long long)json_integer_value(json_object_get(props, "uploading")));
     printf("%-22s %.1f s\n", "upload_lag",
            json_number_value(json_object_get(props, "oldest_dirty_seconds")));
     rc = HD_CLI_EXIT_OK;

@@ -68,11 +68,11 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
                              "sample key: first_dot (default), last_dot, dir, name"},
     [HD_CLI_OPT_LIST] = {"list", 1, 0, "L",
                          "object names: a FILE of them, one a line (shard), or A,B,.. (prefetch, "
-                         "evict)"},
+                         "evict, plan)"},
     [HD_CLI_OPT_RANGE] = {"range", 1, 0, "T",
                           "shard only names in a range, e.g. 'a-{000..999}.jpg'"},
     [HD_CLI_OPT_MANIFEST] = {"manifest", 1, 0, "NAME", "manifest object name in OUT"},
-    [HD_CLI_OPT_ID] = {"id", 1, 0, "ID", "job id (default: generated)"},
+    [HD_CLI_OPT_ID] = {"id", 1, 0, "ID", "job or plan id (default: generated)"},
     [HD_CLI_OPT_NO_WAIT] = {"no-wait", 0, 0, NULL, "start the job and print its id"},
     [HD_CLI_OPT_CONTINUE] = {"continue-on-error", 0, 0, NULL,
                              "record missing entries in the tar (__404__/NAME) and go on"},
@@ -123,6 +123,7 @@ static const enum hd_cli_optid shard_opts[] = {
     HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid shard_req[] = {HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,
                                               HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid plan_req[] = {HD_CLI_OPT_EPOCHS, HD_CLI_OPT_SEED, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid plan_opts[] = {
     HD_CLI_OPT_PREFIX, HD_CLI_OPT_LIST,        HD_CLI_OPT_EPOCHS, HD_CLI_OPT_SEED,
     HD_CLI_OPT_ID,     HD_CLI_OPT_NO_PREFETCH, HD_CLI_OPT_SHARDS, HD_CLI_OPT_COUNT};
@@ -197,7 +198,7 @@ static const struct hd_cli_cmd cmds[] = {
     {"job", "stop", hd_cli_job_stop, 1, 1, "ID", "ask every target to stop a job", NULL, NULL},
     {"plan", "create", hd_cli_plan_create, 1, 1, "B",
      "register an epoch plan over S3-backed bucket B (--prefix|--list, --epochs, --seed)",
-     plan_opts, NULL},
+     plan_opts, plan_req},
     {"plan", "ls", hd_cli_plan_ls, 0, 0, "", "list epoch plans with their progress", NULL, NULL},
     {"plan", "show", hd_cli_plan_show, 1, 1, "ID", "show a plan: progress, hits, prefetch", NULL,
      NULL},
