@@ -61,6 +61,12 @@ void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p);
 void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s);
 /* Primary's loop thread: starts a requested rebalance, watches the one in progress. */
 void hd_proxy_rebalance_tick(struct hd_proxy *p);
+
+/* ---- plansplit.c ---- */
+
+/* Primary's loop thread: when placement moved (hd_proxy_rebalance_mark), splits the epoch
+ * plans again on a pool thread, until every target took every plan. */
+void hd_proxy_plans_tick(struct hd_proxy *p);
 /* 1 when id left the cluster by decommission (it may not join again). */
 int hd_proxy_decommissioned(struct hd_proxy *p, const char *id);
 

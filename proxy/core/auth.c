@@ -129,6 +129,22 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     return hd_keys_authorize(&p->keys, r, a, bucket);
 }
 
+int hd_proxy_auth_view_or_admin(struct hd_req *r, struct hd_proxy *p)
+{
+    int rc;
+
+    r->api = HD_API_NATIVE;
+    if (strcmp(r->method, "GET") == 0) {
+        struct hd_sigv4_auth a;
+        rc = hd_proxy_auth(r, p, NULL, &a); /* any valid key may look */
+    } else {
+        rc = hd_proxy_auth_admin(r, p);
+    }
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    return rc;
+}
+
 int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p)
 {
     struct hd_sigv4_auth a;

@@ -358,19 +358,9 @@ out:
 void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p)
 {
     const char *rest = r->raw_path + strlen("/v1/jobs");
-    int rc;
 
-    r->api = HD_API_NATIVE;
-    if (strcmp(r->method, "GET") == 0) {
-        struct hd_sigv4_auth a;
-        rc = hd_proxy_auth(r, p, NULL, &a); /* any valid key may watch */
-    } else {
-        rc = hd_proxy_auth_admin(r, p);
-    }
-    if (rc < 0) {
-        hd_resp_err(r, rc);
+    if (hd_proxy_auth_view_or_admin(r, p) < 0)
         return;
-    }
     if (*rest == '\0' || strcmp(rest, "/") == 0) {
         if (strcmp(r->method, "GET") == 0) {
             query(r, p, NULL);
