@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,15 @@ struct run {
     char msg[512];
     size_t failed;
     char reqid[17];
+    /* multipart (non-streaming) answers: the archive in memory, per-entry outcomes */
+    hd_batch_meta_fn meta;
+    struct hd_buf tar;
+    uint64_t *sizes;
+    char **errs;
+    char *head; /* the parts before the archive's bytes */
+    size_t head_len;
+    char tail[48]; /* the closing delimiter after them */
+    size_t tail_len;
 };
 
 static void run_unref(struct run *u)
@@ -215,6 +225,12 @@ static void run_unref(struct run *u)
     for (i = 0; u->names && i < u->b->n; i++)
         free(u->names[i]);
     free(u->names);
+    for (i = 0; u->errs && i < u->b->n; i++)
+        free(u->errs[i]);
+    free(u->errs);
+    free(u->sizes);
+    free(u->head);
+    hd_buf_cleanup(&u->tar);
     hd_batch_free(u->b);
     hd_ring_cleanup(&u->ring);
     pthread_cond_destroy(&u->cv);
@@ -252,6 +268,11 @@ static int ts_sink(void *ctx, const void *buf, size_t n)
     struct run *u = ctx;
     size_t done = 0;
 
+    if (u->meta) { /* multipart: the whole archive first */
+        if (u->tar.len + n > HD_BATCH_MULTIPART_MAX)
+            return HD_ETOOLARGE;
+        return hd_buf_append(&u->tar, buf, n) < 0 ? -ENOMEM : 0;
+    }
     pthread_mutex_lock(&u->mu);
     while (done < n) {
         size_t k;
@@ -279,7 +300,17 @@ static int ts_failed(void *ctx, size_t i, int code, const char *msg)
     u->failed++;
     HD_LOG(HD_INFO, u->reqid, "batch entry %zu (%s/%s): %s", i, u->b->e[i].bucket, u->b->e[i].name,
            msg);
+    if (u->errs && !u->errs[i])
+        u->errs[i] = strdup(msg && *msg ? msg : hd_strerror(code));
     return u->b->continue_on_error ? 0 : code;
+}
+
+static void ts_written(void *ctx, size_t i, uint64_t bytes)
+{
+    struct run *u = ctx;
+
+    if (u->sizes)
+        u->sizes[i] = bytes;
 }
 
 static int ts_stopped(void *ctx)
@@ -295,14 +326,19 @@ static int ts_stopped(void *ctx)
 
 static void *run_main(void *arg)
 {
-    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name, ts_sink,
-                                                ts_failed,  NULL,    ts_stopped};
+    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name,    ts_sink,
+                                                ts_failed,  ts_written, ts_stopped};
     struct run *u = arg;
     struct hd_tarstream_cfg cfg = {u->b->n, FETCH_WINDOW, ENTRY_BUF};
     char msg[512];
     int rc;
 
     rc = hd_tarstream_run(&cfg, &ops, u, msg, sizeof(msg));
+    if (rc == HD_ETOOLARGE)
+        snprintf(msg, sizeof(msg),
+                 "The batch is larger than %u MiB: too large for a non-streaming answer; ask for "
+                 "a streaming one.",
+                 HD_BATCH_MULTIPART_MAX >> 20);
     if (rc < 0 && rc != -ECONNRESET)
         HD_LOG(HD_WARN, u->reqid, "batch of %zu entries stopped: %s", u->b->n, msg);
     pthread_mutex_lock(&u->mu);
@@ -343,6 +379,79 @@ static void stream_free(void *cls)
     run_unref(cls);
 }
 
+/* The multipart answer: head (JSON part, the archive part's headers), the archive, tail. */
+static long mp_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct run *u = cls;
+    size_t n = 0, tlen = u->tail_len;
+    const char *tail = u->tail;
+
+    while (n < max) {
+        uint64_t p = pos + n;
+        const char *src;
+        size_t avail;
+        if (p < u->head_len) {
+            src = u->head + p;
+            avail = u->head_len - (size_t)p;
+        } else if (p < u->head_len + u->tar.len) {
+            src = u->tar.data + (p - u->head_len);
+            avail = u->tar.len - (size_t)(p - u->head_len);
+        } else if (p < u->head_len + u->tar.len + tlen) {
+            src = tail + (p - u->head_len - u->tar.len);
+            avail = tlen - (size_t)(p - u->head_len - u->tar.len);
+        } else {
+            break;
+        }
+        if (avail > max - n)
+            avail = max - n;
+        memcpy(buf + n, src, avail);
+        n += avail;
+    }
+    return n ? (long)n : HD_STREAM_END;
+}
+
+/* Answers a finished multipart run: 0, or a negative code (nothing answered). */
+static int mp_answer(struct hd_req *r, struct run *u)
+{
+    unsigned char rnd[12];
+    char bnd[32], ctype[80];
+    json_t *meta;
+    char *js;
+    struct hd_buf h;
+    int rc;
+
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        memset(rnd, 0x5a, sizeof(rnd));
+    hd_hex(rnd, sizeof(rnd), bnd);
+    meta = u->meta(u->ctx, u->b, u->sizes, u->errs);
+    js = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
+    json_decref(meta);
+    if (!js)
+        return -ENOMEM;
+    hd_buf_init(&h);
+    hd_buf_printf(&h,
+                  "--%s\r\nContent-Type: application/json\r\n\r\n%s\r\n--%s\r\n"
+                  "Content-Type: application/x-tar\r\n\r\n",
+                  bnd, js, bnd);
+    free(js);
+    if (h.oom) {
+        hd_buf_cleanup(&h);
+        return -ENOMEM;
+    }
+    u->head_len = h.len;
+    u->head = hd_buf_steal(&h, NULL);
+    u->tail_len = (size_t)snprintf(u->tail, sizeof(u->tail), "\r\n--%s--\r\n", bnd);
+    snprintf(ctype, sizeof(ctype), "multipart/form-data; boundary=%s", bnd);
+    hd_resp_header(r, "Content-Type", ctype);
+    pthread_mutex_lock(&u->mu);
+    u->refs++; /* the response's */
+    pthread_mutex_unlock(&u->mu);
+    rc = hd_resp_stream(r, 200, u->head_len + u->tar.len + u->tail_len, mp_read, u, stream_free);
+    if (rc < 0)
+        run_unref(u);
+    return rc;
+}
+
 static void batch_done(struct hd_req *r)
 {
     struct run *u = r->data;
@@ -371,16 +480,21 @@ static void batch_end(struct hd_req *r)
     done = u->done;
     rc = u->rc;
     snprintf(msg, sizeof(msg), "%s", u->msg);
-    if (!started && !done) {
+    if (!done && (!started || u->meta)) { /* multipart: answered once the archive is whole */
         u->waiting = 1;
         hd_req_suspend(r);
         pthread_mutex_unlock(&u->mu);
         return;
     }
-    if (started)
+    if (started && !u->meta)
         u->refs++; /* the response's */
     pthread_mutex_unlock(&u->mu);
-    if (!started) {
+    if (u->meta && rc == 0) {
+        if (mp_answer(r, u) < 0)
+            hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    if (!started || u->meta) {
         hd_resp_err_msg(r, rc < 0 ? rc : HD_EINTERNAL, msg[0] ? msg : NULL);
         return;
     }
@@ -408,8 +522,8 @@ static char *out_name(const struct hd_batch_ent *e)
     return hd_buf_steal(&b, NULL);
 }
 
-void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
-                      void (*ctx_free)(void *ctx))
+static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
+                    void (*ctx_free)(void *ctx), hd_batch_meta_fn meta)
 {
     struct run *u;
     pthread_t th;
@@ -444,7 +558,15 @@ void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn 
     u->ctx = ctx;
     u->ctx_free = ctx_free;
     snprintf(u->reqid, sizeof(u->reqid), "%s", r->id);
+    u->meta = meta;
+    hd_buf_init(&u->tar);
     rc = hd_ring_init(&u->ring, 64u * 1024, HD_BATCH_RING);
+    if (rc == 0 && meta) {
+        u->sizes = calloc(b->n, sizeof(*u->sizes));
+        u->errs = calloc(b->n, sizeof(*u->errs));
+        if (!u->sizes || !u->errs)
+            rc = -ENOMEM;
+    }
     u->names = calloc(b->n, sizeof(*u->names));
     for (i = 0; rc == 0 && u->names && i < b->n; i++)
         if (!(u->names[i] = out_name(&b->e[i])))
@@ -468,4 +590,16 @@ void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn 
         return; /* batch_done drops the request's reference */
     }
     batch_end(r);
+}
+
+void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
+                      void (*ctx_free)(void *ctx))
+{
+    respond(r, b, resolve, ctx, ctx_free, NULL);
+}
+
+void hd_batch_respond_multipart(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
+                                void *ctx, void (*ctx_free)(void *ctx), hd_batch_meta_fn meta)
+{
+    respond(r, b, resolve, ctx, ctx_free, meta);
 }

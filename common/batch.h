@@ -19,6 +19,9 @@
 #define HD_BATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
 
 #include "common/http.h"
 #include "common/sigv4.h"
@@ -27,6 +30,7 @@
 #define HD_BATCH_BODY_MAX (16u << 20)
 #define HD_BATCH_MAX_ENTRIES 100000
 #define HD_BATCH_RING (1u << 20)
+#define HD_BATCH_MULTIPART_MAX (64u << 20) /* archive bytes of a non-streaming answer */
 
 struct hd_batch_ent {
     const char *bucket; /* into the batch's JSON document */
@@ -59,5 +63,17 @@ typedef void (*hd_batch_resolve_fn)(void *ctx, const struct hd_batch_ent *e,
  * and ctx (ctx_free(ctx) runs when the stream is over) whatever happens. */
 void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
                       void (*ctx_free)(void *ctx));
+
+/* The non-streaming answer of AIStore's GetBatch (strm: false): the archive is built in memory
+ * (at most HD_BATCH_MULTIPART_MAX bytes, else the answer is 400 EntityTooLarge) and sent
+ * as multipart/form-data: first a JSON part, meta(ctx, b, sizes, errs) (sizes[i]: bytes of
+ * entry i's data, errs[i]: why entry i failed, or NULL), then an application/x-tar part.
+ * Because nothing is sent before the archive is whole, any failure (a missing entry without
+ * continue_on_error too) is a plain error answer. meta runs on an HTTP worker; it returns a
+ * new JSON value (NULL: 500). Otherwise as hd_batch_respond. */
+typedef json_t *(*hd_batch_meta_fn)(void *ctx, const struct hd_batch *b, const uint64_t *sizes,
+                                    char *const *errs);
+void hd_batch_respond_multipart(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
+                                void *ctx, void (*ctx_free)(void *ctx), hd_batch_meta_fn meta);
 
 #endif

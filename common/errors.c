@@ -109,6 +109,7 @@ static const struct hd_err_info table[] = {
      "changing the object's metadata, storage class, website redirect location or encryption "
      "attributes."},
     {HD_ESLOWDOWN, 503, "SlowDown", "Please reduce your request rate."},
+    {HD_ETOKEN, 401, "Unauthorized", "The bearer token is invalid or has expired."},
 };
 
 static const struct hd_err_info errno_rows[] = {

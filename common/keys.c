@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "common/errors.h"
@@ -13,6 +14,7 @@
 #include "common/metrics.h"
 #include "common/sigv2.h"
 #include "common/sigv4.h"
+#include "common/token.h"
 
 /* "rw" | "ro" | "bucket=ro;bucket2=rw" */
 static int parse_perms(struct hd_key *k, char *spec)
@@ -176,6 +178,45 @@ int hd_keys_verify(const struct hd_keys *ks, const struct hd_req *r, struct hd_s
         return rc;
     }
     a->anonymous = 0;
+    return 0;
+}
+
+int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, struct hd_req *r,
+                   struct hd_sigv4_auth *a)
+{
+    char id[65];
+    const char *h = hd_req_header(r, "Authorization"), *why = "no cluster.secret: no tokens";
+    char addr[64];
+    int rc = HD_EACCESS;
+
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return HD_DECLINED;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    memset(a, 0, sizeof(*a));
+    if (secrets && *secrets)
+        rc = hd_token_verify(secrets, h, time(NULL), a->access_key, sizeof(a->access_key), NULL,
+                             &why);
+    if (rc == 0 && revoked && (hd_token_id(h, id) < 0 || revoked(arg, id))) {
+        rc = HD_EACCESS;
+        why = "the token was revoked";
+    }
+    if (rc < 0) {
+        memset(a, 0, sizeof(*a));
+        a->anonymous = 1;
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+        HD_LOG(HD_WARN, r->id, "auth: bearer token for %s %s from %s refused: %s", r->method,
+               r->raw_path, hd_req_remote(r, addr, sizeof(addr)), why);
+        hd_resp_header(r, "WWW-Authenticate",
+                       rc == HD_EEXPIRED
+                           ? "Bearer error=\"invalid_token\", error_description=\"expired\""
+                           : "Bearer error=\"invalid_token\"");
+        return HD_ETOKEN;
+    }
+    a->anonymous = 0;
+    a->payload = HD_PL_UNSIGNED;
+    snprintf(r->principal, sizeof(r->principal), "token %s", a->access_key);
     return 0;
 }
 

@@ -47,6 +47,17 @@ int hd_key_allows_copy_source(const struct hd_key *k, const char *src);
 struct hd_req;
 struct hd_sigv4_auth;
 int hd_keys_verify(const struct hd_keys *ks, const struct hd_req *r, struct hd_sigv4_auth *a);
+/* "Authorization: Bearer T" (AIStore AuthN style, common/token.h) verified against the
+ * cluster secrets: 0 with a filled (access_key, not anonymous, payload unsigned: a token
+ * covers the request, not its body, as TLS does) and r->principal "token KEY";
+ * HD_DECLINED when r carries no bearer token; HD_ETOKEN (401, with WWW-Authenticate: Bearer
+ * error="invalid_token" added to r's answer) for a bad or expired one, counted and logged
+ * with the reason. revoked(arg, id) (may be NULL) says whether the token with that id
+ * (hd_token_id) was revoked (DELETE /v1/tokens): such a token is refused the same way.
+ * Proxies and targets share it. */
+typedef int (*hd_token_revoked_fn)(void *arg, const char *id);
+int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, struct hd_req *r,
+                   struct hd_sigv4_auth *a);
 /* Whether the verified caller a may do r's method to bucket (NULL: the service, e.g.
  * ListBuckets: any known key), and read a CopyObject's source: 0, HD_ENOACCESSKEY or
  * HD_EACCESS (counted as a failed authentication). */

@@ -129,6 +129,9 @@ static json_t *net_info(const char *url)
     }
     j = json_pack("{s:s, s:s, s:s}", "node_hostname", host ? host : "", "daemon_port",
                   port ? port : "", "direct_url", url);
+    if (!j) /* a host that decodes to bytes that are not UTF-8 ("127.0.%A0.1"): none */
+        j = json_pack("{s:s, s:s, s:s}", "node_hostname", "", "daemon_port", port ? port : "",
+                      "direct_url", url);
     curl_free(host);
     curl_free(port);
     curl_url_cleanup(u);
@@ -462,7 +465,52 @@ void hd_bmd_unref(struct hd_bmd *b)
     for (i = 0; i < b->n; i++)
         free(b->b[i].props);
     free(b->b);
+    free(b->rv);
     free(b);
+}
+
+static int revoked_id_ok(const char *id)
+{
+    size_t i;
+
+    for (i = 0; id && i < 64; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+            return 0;
+    return id && id[64] == '\0';
+}
+
+int hd_bmd_revoke(struct hd_bmd *b, const char *id, int64_t exp, int64_t now)
+{
+    struct hd_bmd_revoked *nv;
+    size_t i, k;
+
+    if (!revoked_id_ok(id))
+        return HD_EBADARG;
+    for (i = 0, k = 0; i < b->nrv; i++) /* drop what has expired */
+        if (b->rv[i].exp > now)
+            b->rv[k++] = b->rv[i];
+    b->nrv = k;
+    if (hd_bmd_is_revoked(b, id, now) || exp <= now)
+        return 0;
+    if (b->nrv >= HD_BMD_REVOKED_MAX)
+        return HD_EBADARG;
+    if (!(nv = realloc(b->rv, (b->nrv + 1) * sizeof(*nv))))
+        return -ENOMEM;
+    b->rv = nv;
+    snprintf(nv[b->nrv].id, sizeof(nv[b->nrv].id), "%s", id);
+    nv[b->nrv].exp = exp;
+    b->nrv++;
+    return 0;
+}
+
+int hd_bmd_is_revoked(const struct hd_bmd *b, const char *id, int64_t now)
+{
+    size_t i;
+
+    for (i = 0; b && i < b->nrv; i++)
+        if (b->rv[i].exp > now && strcmp(b->rv[i].id, id) == 0)
+            return 1;
+    return 0;
 }
 
 int hd_bmd_put(struct hd_bmd *b, const char *name, const char *provider, int64_t created,
@@ -539,6 +587,14 @@ int hd_bmd_clone(const struct hd_bmd *b, struct hd_bmd **out)
             hd_bmd_unref(c);
             return -ENOMEM;
         }
+    if (b->nrv) {
+        if (!(c->rv = malloc(b->nrv * sizeof(*c->rv)))) {
+            hd_bmd_unref(c);
+            return -ENOMEM;
+        }
+        memcpy(c->rv, b->rv, b->nrv * sizeof(*c->rv));
+        c->nrv = b->nrv;
+    }
     *out = c;
     return 0;
 }
@@ -563,14 +619,27 @@ json_t *hd_bmd_to_json(const struct hd_bmd *b)
                                       props ? props : json_object()));
     }
     json_object_set_new(j, "buckets", bk);
+    if (b->nrv) {
+        json_t *rv = json_array();
+        for (i = 0; rv && i < b->nrv; i++)
+            json_array_append_new(
+                rv, json_pack("{s:s, s:I}", "id", b->rv[i].id, "exp", (json_int_t)b->rv[i].exp));
+        if (!rv || json_array_size(rv) != b->nrv) {
+            json_decref(rv);
+            json_decref(j);
+            return NULL;
+        }
+        json_object_set_new(j, "revoked", rv);
+    }
     return j;
 }
 
 int hd_bmd_from_json(const json_t *j, struct hd_bmd **out)
 {
-    json_t *v = json_object_get(j, "version"), *bk = json_object_get(j, "buckets"), *e;
+    json_t *v = json_object_get(j, "version"), *bk = json_object_get(j, "buckets"), *e, *rv;
     struct hd_bmd *b;
     const char *k;
+    size_t i;
 
     if (!json_is_integer(v) || json_integer_value(v) < 0 || (bk && !json_is_object(bk)))
         return HD_EBADARG;
@@ -601,6 +670,29 @@ int hd_bmd_from_json(const json_t *j, struct hd_bmd **out)
             hd_bmd_unref(b);
             return rc;
         }
+    }
+    rv = json_object_get(j, "revoked");
+    if (rv && (!json_is_array(rv) || json_array_size(rv) > HD_BMD_REVOKED_MAX)) {
+        hd_bmd_unref(b);
+        return HD_EBADARG;
+    }
+    json_array_foreach(rv, i, e)
+    {
+        const char *id = json_string_value(json_object_get(e, "id"));
+        json_t *exp = json_object_get(e, "exp");
+        struct hd_bmd_revoked *nv;
+        if (!revoked_id_ok(id) || !json_is_integer(exp)) {
+            hd_bmd_unref(b);
+            return HD_EBADARG;
+        }
+        if (!(nv = realloc(b->rv, (b->nrv + 1) * sizeof(*nv)))) {
+            hd_bmd_unref(b);
+            return -ENOMEM;
+        }
+        b->rv = nv;
+        snprintf(nv[b->nrv].id, sizeof(nv[b->nrv].id), "%s", id);
+        nv[b->nrv].exp = (int64_t)json_integer_value(exp);
+        b->nrv++;
     }
     *out = b;
     return 0;

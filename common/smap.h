@@ -95,15 +95,30 @@ struct hd_bmd_bucket {
     char *props;     /* compact JSON object, NULL = {} */
 };
 
+/* A revoked bearer token (DELETE /v1/tokens): its id (common/token.h hd_token_id) until it
+ * would have expired anyway. */
+#define HD_BMD_REVOKED_MAX 10000
+struct hd_bmd_revoked {
+    char id[65];
+    int64_t exp; /* unix seconds */
+};
+
 struct hd_bmd {
     int refs;
     int64_t term;
     int64_t version;
     struct hd_bmd_bucket *b; /* sorted by name */
     size_t n;
+    struct hd_bmd_revoked *rv; /* revoked tokens, JSON "revoked": [{"id","exp"}] */
+    size_t nrv;
 };
 
 struct hd_bmd *hd_bmd_new(void);
+/* Adds token id (64 hex digits) to b's revoked tokens until exp, dropping those expired by
+ * now. 0, HD_EBADARG (bad id, or HD_BMD_REVOKED_MAX live revocations already), -ENOMEM. */
+int hd_bmd_revoke(struct hd_bmd *b, const char *id, int64_t exp, int64_t now);
+/* Whether token id is revoked in b (and not expired by now). */
+int hd_bmd_is_revoked(const struct hd_bmd *b, const char *id, int64_t now);
 struct hd_bmd *hd_bmd_ref(struct hd_bmd *b);
 void hd_bmd_unref(struct hd_bmd *b);
 int hd_bmd_clone(const struct hd_bmd *b, struct hd_bmd **out);

@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <jansson.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 
 #include "common/cksum.h"
 #include "common/errors.h"
@@ -80,13 +82,17 @@ int hd_token_issue(const char *secrets, const char *access, long ttl, time_t now
                    size_t outlen)
 {
     char *copy, *v[SECRETS], *claims = NULL;
-    char h64[64], c64[HD_TOKEN_MAX], m64[64];
+    char h64[64], c64[HD_TOKEN_MAX], m64[64], jti[17];
+    unsigned char rnd[8];
     size_t alen = access ? strlen(access) : 0, used;
     json_t *j;
     int rc = 0;
 
     if (!secrets || !access || alen == 0 || alen > 128)
         return -EINVAL;
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return -EIO;
+    hd_hex(rnd, sizeof(rnd), jti); /* every token differs: one can be revoked alone */
     if (!(copy = strdup(secrets)))
         return -ENOMEM;
     if (split(copy, v) == 0) {
@@ -97,8 +103,9 @@ int hd_token_issue(const char *secrets, const char *access, long ttl, time_t now
         ttl = HD_TOKEN_TTL_DEFAULT;
     if (ttl > HD_TOKEN_TTL_MAX)
         ttl = HD_TOKEN_TTL_MAX;
-    j = json_pack("{s:s, s:s, s:I, s:I, s:s}", "username", access, "sub", access, "iat",
-                  (json_int_t)now, "exp", (json_int_t)now + (json_int_t)ttl, "iss", "hoard");
+    j = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s}", "username", access, "sub", access, "iat",
+                  (json_int_t)now, "exp", (json_int_t)now + (json_int_t)ttl, "iss", "hoard", "jti",
+                  jti);
     claims = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(j);
     if (!claims) {
@@ -198,4 +205,16 @@ out:
     json_decref(j);
     json_decref(hj);
     return rc;
+}
+
+int hd_token_id(const char *token, char out[65])
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+
+    if (!EVP_Digest(token, strlen(token), md, &n, EVP_sha256(), NULL) || n != sizeof(md))
+        return -ENOMEM;
+    hd_hex(md, sizeof(md), out);
+    out[64] = '\0';
+    return 0;
 }

@@ -3,7 +3,8 @@
  *   base64url({"alg":"HS256","typ":"JWT"}) "." base64url(claims) "." base64url(HMAC-SHA256)
  *
  * with claims {"username": ACCESS_KEY, "sub": ACCESS_KEY, "iat": unix, "exp": unix,
- * "iss": "hoard"}. The HMAC key is derived from the cluster secret (common/kdf.h, label
+ * "iss": "hoard", "jti": 16 random hex digits (so every token differs and can be revoked
+ * alone)}. The HMAC key is derived from the cluster secret (common/kdf.h, label
  * "hoard token key", id ""), never the secret itself; during a secret rotation (a
  * comma-separated list, common/nodeauth.h) the first secret signs and any verifies, so tokens
  * issued before the rotation keep working until they expire. A token says who the caller is;
@@ -30,5 +31,9 @@ int hd_token_issue(const char *secrets, const char *access, long ttl, time_t now
  * / HD_EEXPIRED. */
 int hd_token_verify(const char *secrets, const char *token, time_t now, char *access, size_t accmax,
                     time_t *exp, const char **why);
+
+/* A token's id for revocation lists: the SHA-256 of the whole token, 64 hex digits and NUL.
+ * 0 or -ENOMEM. */
+int hd_token_id(const char *token, char out[65]);
 
 #endif

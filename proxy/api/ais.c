@@ -20,6 +20,7 @@
 #include "common/jsonpack.h"
 #include "common/kdf.h"
 #include "common/keys.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/token.h"
 
@@ -71,6 +72,10 @@ void hd_proxy_ais_daemon(struct hd_req *r, struct hd_proxy *p)
     }
     if (!what || !*what)
         what = "smap";
+    if (strcmp(what, "status") == 0 || strcmp(what, "qryxstats") == 0) { /* aisjobs.c */
+        hd_proxy_ais_xact(r, p, what);
+        return;
+    }
     if (strcmp(what, "bmd") == 0) {
         b = hd_smap_state_bmd(p->cs);
         hd_resp_json(r, 200, hd_bmd_to_json(b));
@@ -86,9 +91,28 @@ void hd_proxy_ais_daemon(struct hd_req *r, struct hd_proxy *p)
         hd_resp_json(r, 200, hd_smap_node_to_json(me));
     } else {
         hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "what= supports smap, bmd and snode (docs/aistore-compat.md).");
+                        "what= supports smap, bmd, snode, status and qryxstats "
+                        "(docs/aistore-compat.md).");
     }
     hd_smap_unref(s);
+}
+
+/* The checks of the AuthN-style calls: the method, and tokens configured. 0, or -1 when r
+ * was answered. */
+static int tokens_call(struct hd_req *r, struct hd_proxy *p, const char *method)
+{
+    r->api = HD_API_NATIVE;
+    r->op = HD_OP_ADMIN;
+    if (strcmp(r->method, method) != 0) {
+        hd_resp_err(r, HD_EMETHOD);
+        return -1;
+    }
+    if (!*p->secret || p->keys.n == 0) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "Bearer tokens need auth.keys and cluster.secret (docs/security.md).");
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- AuthN-style login: POST /v1/users/NAME {"password": SECRET, "expires_in": N} ---- */
@@ -110,7 +134,8 @@ static void login_end(struct hd_req *r, void *ctx, json_t *j)
     double v;
     int rc;
 
-    if (!k || !pw || !hd_kdf_equal(k->secret, pw)) {
+    /* an unknown key costs the same comparison as a wrong password */
+    if (!hd_kdf_equal(k ? k->secret : "-unknown-key-", pw) || !k) {
         hd_stats_inc(HD_ST_AUTH_FAILED);
         hd_resp_err_msg(r, HD_EACCESS, "invalid credentials");
         return;
@@ -132,17 +157,8 @@ void hd_proxy_ais_login(struct hd_req *r, struct hd_proxy *p)
     const char *name = r->raw_path + strlen("/v1/users/");
     struct login *l;
 
-    r->api = HD_API_NATIVE;
-    r->op = HD_OP_ADMIN;
-    if (strcmp(r->method, "POST") != 0) {
-        hd_resp_err(r, HD_EMETHOD);
+    if (tokens_call(r, p, "POST") < 0)
         return;
-    }
-    if (!*p->secret || p->keys.n == 0) {
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "Bearer tokens need auth.keys and cluster.secret (docs/security.md).");
-        return;
-    }
     if (!*name || strlen(name) >= sizeof(l->user) || strchr(name, '/') || strchr(name, '%')) {
         hd_resp_err_msg(r, HD_EACCESS, "invalid credentials");
         return;
@@ -154,6 +170,74 @@ void hd_proxy_ais_login(struct hd_req *r, struct hd_proxy *p)
     l->p = p;
     snprintf(l->user, sizeof(l->user), "%s", name);
     hd_req_read_json(r, LOGIN_BODY_MAX, login_end, l, free);
+}
+
+/* ---- AuthN-style revocation: DELETE /v1/tokens {"token": T} (AuthNClient.logout(),
+ * TokenManager.revoke()) ---- */
+
+struct revoke {
+    struct hd_proxy *p;
+    struct hd_sigv4_auth a; /* who asks */
+};
+
+static void revoke_end(struct hd_req *r, void *ctx, json_t *j)
+{
+    struct revoke *c = ctx;
+    const char *tok = json_string_value(json_object_get(j, "token")), *why = NULL;
+    const struct hd_key *k;
+    char user[HD_SIGV4_AK_MAX], id[65];
+    time_t exp = 0;
+    int rc;
+
+    if (!tok || json_string_length(json_object_get(j, "token")) >= HD_TOKEN_MAX ||
+        strlen(tok) != json_string_length(json_object_get(j, "token"))) {
+        hd_resp_err_msg(r, HD_EBADARG, "Expected {\"token\": TOKEN}.");
+        return;
+    }
+    rc = hd_token_verify(c->p->secret, tok, time(NULL), user, sizeof(user), &exp, &why);
+    if (rc == HD_EEXPIRED) { /* nothing left to revoke */
+        hd_resp_empty(r, 200);
+        return;
+    }
+    if (rc < 0) {
+        hd_resp_err_msg(r, HD_EBADARG, "Not a token of this cluster.");
+        return;
+    }
+    /* a key revokes its own tokens; a key with rw on every bucket any (another proxy
+     * forwarding to the primary was authorised there) */
+    if ((c->a.anonymous || c->a.access_key[0]) && strcmp(user, c->a.access_key) != 0 &&
+        !((k = hd_keys_find(&c->p->keys, c->a.access_key)) && k->all == HD_PERM_RW)) {
+        hd_resp_err_msg(r, HD_EACCESS, "Only the token's own key or an admin key may revoke it.");
+        return;
+    }
+    if ((rc = hd_token_id(tok, id)) < 0 ||
+        (rc = hd_proxy_token_revoke(c->p, tok, id, (int64_t)exp)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    HD_LOG(HD_INFO, r->id, "auth: a token of %s revoked by %s", user,
+           r->principal[0] ? r->principal : "a proxy");
+    hd_resp_empty(r, 200);
+}
+
+void hd_proxy_ais_tokens(struct hd_req *r, struct hd_proxy *p)
+{
+    struct revoke *c;
+    int rc;
+
+    if (tokens_call(r, p, "DELETE") < 0)
+        return;
+    if (!(c = calloc(1, sizeof(*c)))) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    c->p = p;
+    if ((rc = hd_proxy_auth(r, p, NULL, &c->a)) < 0) { /* before the body is read */
+        free(c);
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_req_read_json(r, LOGIN_BODY_MAX, revoke_end, c, free);
 }
 
 /* ---- list buckets: GET /v1/buckets {"action":"list"}?provider= ---- */

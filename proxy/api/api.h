@@ -11,6 +11,9 @@ void hd_proxy_capacity_handle(struct hd_req *r, struct hd_proxy *p);
 /* GET /v1/buckets/B?summary (B's request already authorised): every target's objects and
  * bytes of B per mountpath, and their sums. */
 void hd_proxy_bucket_summary(struct hd_req *r, struct hd_proxy *p, const char *bucket);
+/* The same document: 0 with *res (the caller's), HD_ENOSUCHBUCKET, HD_EUNAVAIL (no smap yet),
+ * -ENOMEM. Blocks on the network (bounded). */
+int hd_proxy_bucket_summary_json(struct hd_proxy *p, const char *bucket, json_t **res);
 /* /v1/plans[/ID[/cursor]] (plans.c) */
 void hd_proxy_plans_handle(struct hd_req *r, struct hd_proxy *p);
 /* GET|POST /v1/batch */
@@ -29,11 +32,21 @@ void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p);
 void hd_proxy_ais_daemon(struct hd_req *r, struct hd_proxy *p);
 /* POST /v1/users/NAME {"password"}: a bearer token (AuthN's login) */
 void hd_proxy_ais_login(struct hd_req *r, struct hd_proxy *p);
+/* DELETE /v1/tokens {"token"}: revokes a bearer token (AuthN's logout/revoke) */
+void hd_proxy_ais_tokens(struct hd_req *r, struct hd_proxy *p);
 /* GET /v1/buckets with {"action":"list"}: [{"name","provider","namespace"}] */
 void hd_proxy_ais_list_buckets(struct hd_req *r, struct hd_proxy *p);
 /* GET /v1/buckets/B with {"action":"list","value":{...}}: AIStore's list result */
 void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                                const json_t *value);
+/* aisjobs.c: an AIStore job action on /v1/buckets/B (prefetch-listrange, evict-listrange,
+ * evict-remote-bck, copy-bck, summary-bck; move-bck and others 501), body msg already read,
+ * the request authenticated as a and authorised for B. */
+void hd_proxy_ais_bucket_job(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                             const struct hd_sigv4_auth *a, const json_t *msg);
+/* GET /v1/cluster?what=status|qryxstats (authenticated): reads {"ID"} and answers AIStore's
+ * job status or snapshots. */
+void hd_proxy_ais_xact(struct hd_req *r, struct hd_proxy *p, const char *what);
 /* GET /v1/ml/moss/B: AIStore's GetBatch (batch.c) */
 void hd_proxy_moss(struct hd_req *r, struct hd_proxy *p);
 

@@ -87,9 +87,10 @@ static void pbatch_free(void *arg)
 /* AIStore's MossReq ({"in":[{"objname","bucket","provider","archpath","opaque"}],"mime",
  * "coer","onob","strm"}) as a batch body (common/batch.h): member names <bucket>/<objname>
  * (just <objname> with onob), then /<archpath> for an archive member, as AIStore names them.
- * 0 with *out (a JSON text), or HD_EBADARG / HD_ENOTIMPL with msg. */
-static int moss_body(const struct pbatch *pb, const char *body, size_t len, char **out, char *msg,
-                     size_t msglen)
+ * 0 with *out (a JSON text) and *in (the request's "in", for the multipart answer's MossResp;
+ * NULL for a streaming request), or HD_EBADARG / HD_ENOTIMPL with msg. */
+static int moss_body(const struct pbatch *pb, const char *body, size_t len, char **out,
+                     json_t **in_out, char *msg, size_t msglen)
 {
     json_t *j = json_loadb(body, len, 0, NULL), *in, *e, *ents = NULL, *b = NULL;
     const char *mime;
@@ -97,6 +98,7 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
     int rc = HD_EBADARG;
 
     *out = NULL;
+    *in_out = NULL;
     in = json_object_get(j, "in");
     if (!json_is_array(in) || json_array_size(in) == 0) {
         snprintf(msg, msglen, "GetBatch: \"in\" must name at least one object.");
@@ -106,12 +108,6 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
     if (mime && *mime && strcmp(mime, ".tar") != 0 && strcmp(mime, "tar") != 0 &&
         strcmp(mime, "application/x-tar") != 0) {
         snprintf(msg, msglen, "GetBatch: only the tar output format is supported.");
-        rc = HD_ENOTIMPL;
-        goto out;
-    }
-    if (json_is_false(json_object_get(j, "strm"))) {
-        snprintf(msg, msglen,
-                 "GetBatch: only streaming answers (strm: true) are supported, not multipart.");
         rc = HD_ENOTIMPL;
         goto out;
     }
@@ -165,6 +161,8 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
                   json_is_true(json_object_get(j, "coer")));
     *out = b ? json_dumps(b, JSON_COMPACT) : NULL;
     rc = *out ? 0 : -ENOMEM;
+    if (rc == 0 && !json_is_true(json_object_get(j, "strm"))) /* AIStore's default: multipart */
+        *in_out = json_incref(in);
 out:
     json_decref(b);
     json_decref(ents);
@@ -191,6 +189,56 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b)
             return k ? HD_EACCESS : HD_EMISSINGAUTH;
     }
     return 0;
+}
+
+/* A non-streaming GetBatch: what MossResp needs besides the outcomes. */
+struct moss_mp {
+    struct hd_proxy *p;
+    json_t *in; /* the request's "in" */
+};
+
+static void moss_mp_free(void *arg)
+{
+    struct moss_mp *m = arg;
+
+    json_decref(m->in);
+    free(m);
+}
+
+static void moss_resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
+{
+    resolve(((struct moss_mp *)ctx)->p, e, src);
+}
+
+/* AIStore's MossResp {"out": [MossOut per entry, in order], "uuid"}: MossOut {"objname",
+ * "archpath"?, "bucket", "provider", "opaque"? (echoed), "err_msg"?, "size"}. */
+static json_t *moss_meta(void *ctx, const struct hd_batch *b, const uint64_t *sizes,
+                         char *const *errs)
+{
+    struct moss_mp *m = ctx;
+    struct hd_bmd *bmd = hd_smap_state_bmd(m->p->cs);
+    json_t *out = json_array(), *e;
+    size_t i;
+
+    for (i = 0; out && i < b->n; i++) {
+        json_t *x = json_array_get(m->in, i);
+        const struct hd_bmd_bucket *bk = hd_bmd_find(bmd, b->e[i].bucket);
+        const char *pv = bk ? bk->provider : "ais";
+        e = json_pack("{s:s, s:s, s:s, s:I}", "objname", b->e[i].name, "bucket", b->e[i].bucket,
+                      "provider", pv, "size", (json_int_t)(errs[i] ? 0 : sizes[i]));
+        if (e && b->e[i].archpath)
+            json_object_set_new(e, "archpath", json_string(b->e[i].archpath));
+        if (e && json_is_string(json_object_get(x, "opaque")))
+            json_object_set(e, "opaque", json_object_get(x, "opaque"));
+        if (e && errs[i])
+            json_object_set_new(e, "err_msg", json_string(errs[i]));
+        if (!e || json_array_append_new(out, e) < 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    hd_bmd_unref(bmd);
+    return out ? json_pack("{s:o, s:s}", "out", out, "uuid", "") : NULL;
 }
 
 /* Batch GET served by a target (issue 14): the owner of most entries (the designated target)
@@ -257,10 +305,12 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct pbatch *pb = arg;
     struct hd_batch *b = NULL;
+    struct moss_mp *mm = NULL;
+    json_t *in = NULL;
     char msg[256], *mb = NULL;
     int rc;
 
-    if (pb->moss && (rc = moss_body(pb, body, len, &mb, msg, sizeof(msg))) < 0) {
+    if (pb->moss && (rc = moss_body(pb, body, len, &mb, &in, msg, sizeof(msg))) < 0) {
         hd_resp_err_msg(r, rc, msg);
         return;
     }
@@ -268,19 +318,34 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
             : hd_batch_parse(body, len, &b, msg, sizeof(msg));
     free(mb);
     if (rc < 0) {
+        json_decref(in);
         hd_resp_err_msg(r, rc, msg);
         return;
     }
     if ((rc = authorize(pb, b)) < 0 || (rc = hd_batch_check_payload(&pb->a, body, len)) < 0) {
+        json_decref(in);
         hd_batch_free(b);
         hd_resp_err(r, rc);
         return;
     }
-    if (!pb->moss && pb->p->native_redirect && batch_redirect(r, pb->p, b, body, len) == HD_DONE) {
-        hd_batch_free(b);
+    if (!in) {
+        if (!pb->moss && pb->p->native_redirect &&
+            batch_redirect(r, pb->p, b, body, len) == HD_DONE) {
+            hd_batch_free(b);
+            return;
+        }
+        hd_batch_respond(r, b, resolve, pb->p, NULL);
         return;
     }
-    hd_batch_respond(r, b, resolve, pb->p, NULL);
+    if (!(mm = calloc(1, sizeof(*mm)))) {
+        json_decref(in);
+        hd_batch_free(b);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    mm->p = pb->p;
+    mm->in = in;
+    hd_batch_respond_multipart(r, b, moss_resolve, mm, moss_mp_free, moss_meta);
 }
 
 /* Whether any bucket allows anonymous reads (else an unsigned batch is refused unread). */

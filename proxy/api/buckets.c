@@ -39,6 +39,7 @@ static const char *action_of(const json_t *j)
 struct act_ctx {
     struct hd_proxy *p;
     char bucket[64];
+    struct hd_sigv4_auth a; /* who asked (copy-bck authorises its destination too) */
 };
 
 static void list_buckets(struct hd_req *r, struct hd_proxy *p)
@@ -80,9 +81,7 @@ static void bucket_get_end(struct hd_req *r, void *ctx, json_t *j)
     else if (strcmp(act, "list") == 0)
         hd_proxy_ais_list_objects(r, c->p, c->bucket, json_object_get(j, "value"));
     else
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "This action is not supported on GET /v1/buckets/B "
-                        "(docs/aistore-compat.md).");
+        hd_proxy_ais_bucket_job(r, c->p, c->bucket, &c->a, j);
 }
 
 /* DELETE /v1/buckets/B with an action message: destroy-bck is the plain DELETE. */
@@ -94,16 +93,15 @@ static void bucket_delete_end(struct hd_req *r, void *ctx, json_t *j)
     int rc;
 
     if (act && strcmp(act, "destroy-bck") != 0) {
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "This action is not supported on DELETE /v1/buckets/B "
-                        "(docs/aistore-compat.md).");
+        hd_proxy_ais_bucket_job(r, c->p, c->bucket, &c->a, j); /* evict */
         return;
     }
     rc = hd_proxy_bucket_destroy(c->p, c->bucket, msg, sizeof(msg));
     rc < 0 ? hd_resp_err_msg(r, rc, msg[0] ? msg : NULL) : hd_resp_empty(r, act ? 200 : 204);
 }
 
-static void act_read(struct hd_req *r, struct hd_proxy *p, const char *bucket, hd_json_fn fn)
+static void act_read(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                     const struct hd_sigv4_auth *a, hd_json_fn fn)
 {
     struct act_ctx *c = calloc(1, sizeof(*c));
 
@@ -112,6 +110,7 @@ static void act_read(struct hd_req *r, struct hd_proxy *p, const char *bucket, h
         return;
     }
     c->p = p;
+    c->a = *a;
     snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
     hd_req_read_json(r, (size_t)64 << 10, fn, c, free);
 }
@@ -150,6 +149,7 @@ struct props_ctx {
     int create; /* POST /v1/buckets/B[?provider=aws] with a props body */
     int admin;  /* may set "upstream" (see may_set_upstream) */
     char provider[8];
+    struct hd_sigv4_auth a; /* who asked (AIStore job actions) */
 };
 
 /* An S3-backed bucket's upstream (endpoint, profile, upstream bucket) decides which of the
@@ -194,11 +194,9 @@ static void create_end(struct hd_req *r, struct props_ctx *c, const char *body, 
     int rc;
 
     if (act) { /* an AIStore action message (the SDK's bucket.create()) */
-        if (strcmp(act, "create-bck") != 0) {
+        if (strcmp(act, "create-bck") != 0) { /* prefetch, copy: jobs (aisjobs.c) */
+            hd_proxy_ais_bucket_job(r, c->p, c->bucket, &c->a, j);
             json_decref(j);
-            hd_resp_err_msg(r, HD_ENOTIMPL,
-                            "This action is not supported on POST /v1/buckets/B "
-                            "(docs/aistore-compat.md).");
             return;
         }
         json_decref(j);
@@ -253,6 +251,7 @@ static void props_patch(struct hd_req *r, struct hd_proxy *p, const char *bucket
         hd_resp_err(r, -ENOMEM);
         return;
     }
+    c->a = *a;
     if (create_provider) {
         c->create = 1;
         snprintf(c->provider, sizeof(c->provider), "%s",
@@ -357,7 +356,7 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     } else if (strcmp(m, "PATCH") == 0) {
         props_patch(r, p, bucket, a, NULL);
     } else if (strcmp(m, "GET") == 0 && has_body(r)) {
-        act_read(r, p, bucket, bucket_get_end);
+        act_read(r, p, bucket, a, bucket_get_end);
     } else if (strcmp(m, "GET") == 0) {
         hd_proxy_list_native(r, p, bucket);
     } else if (strcmp(m, "HEAD") == 0) {
@@ -374,7 +373,7 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket,
         }
         props_patch(r, p, bucket, a, pv && *pv ? pv : "ais"); /* the body may carry props */
     } else if (strcmp(m, "DELETE") == 0 && has_body(r)) {
-        act_read(r, p, bucket, bucket_delete_end);
+        act_read(r, p, bucket, a, bucket_delete_end);
     } else if (strcmp(m, "DELETE") == 0) {
         rc = hd_proxy_bucket_destroy(p, bucket, msg, sizeof(msg));
         rc < 0 ? hd_resp_err_msg(r, rc, msg[0] ? msg : NULL) : hd_resp_empty(r, 204);

@@ -91,7 +91,7 @@ out:
     hd_smap_unref(s);
 }
 
-void hd_proxy_bucket_summary(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+int hd_proxy_bucket_summary_json(struct hd_proxy *p, const char *bucket, json_t **res)
 {
     const struct hd_bmd_bucket *e;
     struct hd_smap *s = NULL;
@@ -101,29 +101,28 @@ void hd_proxy_bucket_summary(struct hd_req *r, struct hd_proxy *p, const char *b
     json_t *out = NULL, *targets;
     uint64_t objs = 0, bytes = 0;
     size_t i, k, errs = 0;
-    int rc;
+    int rc = 0;
 
+    *res = NULL;
     hd_buf_init(&path);
     b = hd_smap_state_bmd(p->cs);
     if (!(e = hd_bmd_find(b, bucket))) {
-        hd_resp_err(r, HD_ENOSUCHBUCKET);
+        rc = HD_ENOSUCHBUCKET;
         goto out;
     }
     if (!(s = hd_smap_state_smap(p->cs))) {
-        hd_resp_err_msg(r, HD_EUNAVAIL, "This proxy has not joined a cluster yet.");
+        rc = HD_EUNAVAIL;
         goto out;
     }
     hd_buf_puts(&path, "/v1/buckets/");
     hd_uri_encode(&path, bucket, strlen(bucket), 0);
     hd_buf_puts(&path, "?summary");
     if (path.oom) {
-        hd_resp_err(r, -ENOMEM);
+        rc = -ENOMEM;
         goto out;
     }
-    if ((rc = hd_proxy_fan_out(p, s, "GET", path.data, NULL, 1, HD_PROXY_SYNC_MS, &f)) < 0) {
-        hd_resp_err(r, rc);
+    if ((rc = hd_proxy_fan_out(p, s, "GET", path.data, NULL, 1, HD_PROXY_SYNC_MS, &f)) < 0)
         goto out;
-    }
     targets = json_object();
     out =
         json_pack("{s:s, s:s, s:o}", "bucket", bucket, "provider", e->provider, "targets", targets);
@@ -150,12 +149,26 @@ void hd_proxy_bucket_summary(struct hd_req *r, struct hd_proxy *p, const char *b
         json_object_set_new(out, "objects", json_integer((json_int_t)objs));
         json_object_set_new(out, "bytes", json_integer((json_int_t)bytes));
         json_object_set_new(out, "errors", json_integer((json_int_t)errs));
-        hd_resp_json(r, 200, out);
+        *res = out;
     } else {
-        hd_resp_err(r, -ENOMEM);
+        rc = -ENOMEM;
     }
 out:
     hd_buf_cleanup(&path);
     hd_bmd_unref(b);
     hd_smap_unref(s);
+    return rc;
+}
+
+void hd_proxy_bucket_summary(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+{
+    json_t *j;
+    int rc = hd_proxy_bucket_summary_json(p, bucket, &j);
+
+    if (rc == HD_EUNAVAIL)
+        hd_resp_err_msg(r, rc, "This proxy has not joined a cluster yet.");
+    else if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        hd_resp_json(r, 200, j);
 }

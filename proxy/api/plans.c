@@ -40,7 +40,9 @@ static void merge(json_t *m, const char *t, json_t *v, int per_target)
         const char *k;
         json_object_foreach(v, k, x)
         {
-            if (strcmp(k, "cursor") != 0 && strcmp(k, "epoch") != 0 && strcmp(k, "idle_ms") != 0)
+            if (strcmp(k, "cursor") != 0 && strcmp(k, "epoch") != 0 && strcmp(k, "idle_ms") != 0 &&
+                strcmp(k, "window") != 0 && strcmp(k, "read_rate") != 0 &&
+                strcmp(k, "fetch_s") != 0) /* per target only */
                 json_object_set(m, k, x);
         }
         json_object_set_new(m, "epoch", json_integer(0));
@@ -309,20 +311,10 @@ void hd_proxy_plans_handle(struct hd_req *r, struct hd_proxy *p)
     const char *rest = r->raw_path + strlen("/v1/plans");
     const char *slash;
     char id[64];
-    int rc;
 
-    r->api = HD_API_NATIVE;
     r->op = HD_OP_ADMIN;
-    if (strcmp(r->method, "GET") == 0) {
-        struct hd_sigv4_auth a;
-        rc = hd_proxy_auth(r, p, NULL, &a); /* any valid key may look */
-    } else {
-        rc = hd_proxy_auth_admin(r, p);
-    }
-    if (rc < 0) {
-        hd_resp_err(r, rc);
+    if (hd_proxy_auth_view_or_admin(r, p) < 0)
         return;
-    }
     if (*rest == '\0' || strcmp(rest, "/") == 0) {
         if (strcmp(r->method, "GET") == 0)
             query(r, p, NULL, NULL);

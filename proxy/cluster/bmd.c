@@ -102,12 +102,45 @@ static int do_props(struct hd_bmd *b, const void *arg)
     return rc;
 }
 
+/* The primary pushes a new BMD to proxies in the background: take it now, so this client's
+ * next call through us sees its change. */
+static void pull_bmd(struct hd_proxy *p)
+{
+    json_t *out = NULL;
+    long status = 0;
+
+    if (hd_proxy_primary_call(p, "GET", "/v1/cluster/bmd", NULL, &status, &out) == 0 &&
+        status == 200 && out) {
+        struct hd_bmd *b = NULL;
+        if (hd_bmd_from_json(out, &b) == 0)
+            hd_smap_state_set_bmd(p->cs, b, 0, NULL);
+        hd_bmd_unref(b);
+    }
+    json_decref(out);
+}
+
+/* METHOD path on the primary (a BMD change); then its BMD. 0 or the primary's error. */
+static int forward(struct hd_proxy *p, const char *method, const char *path, const json_t *body)
+{
+    json_t *out = NULL;
+    long status = 0;
+    int rc = hd_proxy_primary_call(p, method, path, body, &status, &out);
+
+    if (rc < 0) {
+        json_decref(out);
+        return HD_EUNAVAIL;
+    }
+    rc = hd_proxy_err_from_json(status, out);
+    json_decref(out);
+    if (rc == 0)
+        pull_bmd(p);
+    return rc;
+}
+
 static int via_primary(struct hd_proxy *p, const char *method, const char *name, const char *query,
                        const json_t *body)
 {
     struct hd_buf path;
-    json_t *out = NULL;
-    long status = 0;
     int rc;
 
     hd_buf_init(&path);
@@ -119,23 +152,8 @@ static int via_primary(struct hd_proxy *p, const char *method, const char *name,
         hd_buf_cleanup(&path);
         return -ENOMEM;
     }
-    rc = hd_proxy_primary_call(p, method, path.data, body, &status, &out);
+    rc = forward(p, method, path.data, body);
     hd_buf_cleanup(&path);
-    if (rc < 0)
-        return HD_EUNAVAIL;
-    rc = hd_proxy_err_from_json(status, out);
-    json_decref(out);
-    out = NULL;
-    /* the primary pushes the new BMD to proxies in the background: take it now, so this
-     * client's next call through us sees its change */
-    if (rc == 0 && hd_proxy_primary_call(p, "GET", "/v1/cluster/bmd", NULL, &status, &out) == 0 &&
-        status == 200 && out) {
-        struct hd_bmd *b = NULL;
-        if (hd_bmd_from_json(out, &b) == 0)
-            hd_smap_state_set_bmd(p->cs, b, 0, NULL);
-        hd_bmd_unref(b);
-    }
-    json_decref(out);
     return rc;
 }
 
@@ -217,5 +235,32 @@ int hd_proxy_bucket_props_msg(struct hd_proxy *p, const char *name, const char *
     else
         rc = bmd_change(p, do_props, &a);
     json_decref(in);
+    return rc;
+}
+
+struct revoke_arg {
+    const char *id;
+    int64_t exp;
+};
+
+static int do_revoke(struct hd_bmd *b, const void *arg)
+{
+    const struct revoke_arg *a = arg;
+
+    return hd_bmd_revoke(b, a->id, a->exp, (int64_t)time(NULL));
+}
+
+int hd_proxy_token_revoke(struct hd_proxy *p, const char *token, const char *id, int64_t exp)
+{
+    struct revoke_arg a = {id, exp};
+    json_t *body;
+    int rc;
+
+    if (p->primary)
+        return bmd_change(p, do_revoke, &a);
+    if (!(body = json_pack("{s:s}", "token", token)))
+        return -ENOMEM;
+    rc = forward(p, "DELETE", "/v1/tokens", body);
+    json_decref(body);
     return rc;
 }

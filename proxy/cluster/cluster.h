@@ -61,12 +61,22 @@ void hd_proxy_rebalance_reply(struct hd_req *r, struct hd_proxy *p);
 void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s);
 /* Primary's loop thread: starts a requested rebalance, watches the one in progress. */
 void hd_proxy_rebalance_tick(struct hd_proxy *p);
+
+/* ---- plansplit.c ---- */
+
+/* Primary's loop thread: when placement moved (hd_proxy_rebalance_mark), splits the epoch
+ * plans again on a pool thread, until every target took every plan. */
+void hd_proxy_plans_tick(struct hd_proxy *p);
 /* 1 when id left the cluster by decommission (it may not join again). */
 int hd_proxy_decommissioned(struct hd_proxy *p, const char *id);
 
 /* ---- bmd.c: BMD changes (the primary does them; others ask the primary) ---- */
 
 int hd_proxy_bucket_create(struct hd_proxy *p, const char *name, const char *provider);
+/* Revokes bearer token (already verified; id its hd_token_id, exp its expiry): the primary
+ * adds it to the BMD's revocation list and pushes that to every node; another proxy forwards
+ * DELETE /v1/tokens to the primary. 0 or a code. Blocks (bounded). */
+int hd_proxy_token_revoke(struct hd_proxy *p, const char *token, const char *id, int64_t exp);
 /* As above with props (JSON text, already validated; NULL = none). */
 int hd_proxy_bucket_create_props(struct hd_proxy *p, const char *name, const char *provider,
                                  const char *props);

@@ -227,6 +227,7 @@ static void on_tick(void *arg)
         detect_failures(p);
         hd_proxy_push_pending(p, 0);
         hd_proxy_rebalance_tick(p);
+        hd_proxy_plans_tick(p);
     } else if (!hd_proxy_elect_tick(p) && !p->primary) {
         hd_smap_member_tick(&p->member);
         atomic_store(&p->ready, p->member.joined);
@@ -240,6 +241,7 @@ static void on_wake(void *arg)
     if (hd_proxy_has_lease(p)) {
         hd_proxy_push_pending(p, 0);
         hd_proxy_rebalance_tick(p);
+        hd_proxy_plans_tick(p);
     }
 }
 

@@ -63,6 +63,7 @@ void hd_proxy_rebalance_mark(struct hd_proxy *p, struct hd_smap *s)
 {
     snprintf(s->rebalance, sizeof(s->rebalance), "rebalance-v%lld", (long long)s->version);
     atomic_store(&p->rb_pending, 1);
+    atomic_store(&p->plans_want, s->version); /* placement moves: plans follow */
 }
 
 /* Sets the smap's rebalance mark to id, or clears it (id "") if it still is `expect` (a

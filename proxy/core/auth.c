@@ -1,10 +1,10 @@
-/* auth: who is asking a proxy and may they (SigV4/SigV2 against auth.keys, anonymous reads of
- * anonymous_read buckets, another proxy's node signature). HTTP workers. */
+/* auth: who is asking a proxy and may they (SigV4/SigV2 against auth.keys, bearer tokens
+ * (hd_keys_bearer), anonymous reads of anonymous_read buckets, another proxy's node
+ * signature). HTTP workers. */
 #include "proxy/core/core.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "common/errors.h"
@@ -12,7 +12,6 @@
 #include "common/metrics.h"
 #include "common/nodeauth.h"
 #include "common/sigv2.h"
-#include "common/token.h"
 
 int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket)
 {
@@ -92,31 +91,15 @@ static int cluster_trusted(struct hd_req *r, struct hd_proxy *p)
     return rc;
 }
 
-/* "Authorization: Bearer T" (AIStore's AuthN style, common/token.h): 0 with a->access_key
- * set, HD_DECLINED when r has no bearer token, or the error (logged, counted). */
-static int bearer(struct hd_req *r, struct hd_proxy *p, struct hd_sigv4_auth *a)
+/* Whether a token was revoked: the revocation list travels in the BMD. */
+static int token_revoked(void *arg, const char *id)
 {
-    const char *h = hd_req_header(r, "Authorization"), *why = NULL;
-    char addr[64];
-    int rc;
+    struct hd_proxy *p = arg;
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    int yes = hd_bmd_is_revoked(b, id, (int64_t)time(NULL));
 
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-        return HD_DECLINED;
-    h += 7;
-    while (*h == ' ')
-        h++;
-    rc =
-        hd_token_verify(p->secret, h, time(NULL), a->access_key, sizeof(a->access_key), NULL, &why);
-    if (rc < 0) {
-        hd_stats_inc(HD_ST_AUTH_FAILED);
-        HD_LOG(HD_WARN, NULL, "auth: bearer token for %s %s from %s refused: %s", r->method,
-               r->raw_path, hd_req_remote(r, addr, sizeof(addr)), why);
-        return rc;
-    }
-    a->anonymous = 0;
-    a->payload = HD_PL_UNSIGNED; /* a token covers the request, not its body (as TLS does) */
-    snprintf(r->principal, sizeof(r->principal), "token %s", a->access_key);
-    return 0;
+    hd_bmd_unref(b);
+    return yes;
 }
 
 int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, struct hd_sigv4_auth *a)
@@ -130,7 +113,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     a->anonymous = 1;
     if (p->keys.n == 0)
         return 0; /* auth off: credentials, if any, are ignored (as on targets) */
-    if ((rc = bearer(r, p, a)) != HD_DECLINED)
+    if ((rc = hd_keys_bearer(p->secret, token_revoked, p, r, a)) != HD_DECLINED)
         return rc < 0 ? rc : hd_keys_authorize(&p->keys, r, a, bucket);
     rc = hd_keys_verify(&p->keys, r, a);
     if (rc == HD_DECLINED) { /* no credentials */
@@ -144,6 +127,22 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     snprintf(r->principal, sizeof(r->principal), "key %s", a->access_key);
     /* the targets trust our signature (and skip this, CopyObject's source included) */
     return hd_keys_authorize(&p->keys, r, a, bucket);
+}
+
+int hd_proxy_auth_view_or_admin(struct hd_req *r, struct hd_proxy *p)
+{
+    int rc;
+
+    r->api = HD_API_NATIVE;
+    if (strcmp(r->method, "GET") == 0) {
+        struct hd_sigv4_auth a;
+        rc = hd_proxy_auth(r, p, NULL, &a); /* any valid key may look */
+    } else {
+        rc = hd_proxy_auth_admin(r, p);
+    }
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    return rc;
 }
 
 int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p)

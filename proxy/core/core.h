@@ -94,6 +94,13 @@ struct hd_proxy {
     uint64_t rb_next_ns;             /* loop thread: next poll of the targets */
     char rb_started[HD_NODE_ID_MAX]; /* loop thread: the last rebalance id started */
     char rb_stopped[HD_NODE_ID_MAX]; /* loop thread: the last one found stopped on request */
+
+    /* epoch plans split again after placement moved (primary; cluster/plansplit.c) */
+    _Atomic int64_t plans_want;     /* the smap version whose placement plans must follow */
+    _Atomic int64_t plans_done;     /* the last one they follow */
+    atomic_int plans_busy;          /* a split runs on the pool */
+    _Atomic uint64_t plans_next_ns; /* not before (after a failed split) */
+    uint64_t plans_retry_ns;        /* the pool task's: the next retry's delay */
 };
 
 /* ---- auth.c ---- */
@@ -108,6 +115,9 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
 /* Admin calls (maintenance, decommission): another proxy's node signature, or a key with rw
  * on all buckets; open when neither cluster.secret nor auth.keys is set. */
 int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p);
+/* The cluster-wide views (jobs, plans): any valid key may GET, the rest needs an admin.
+ * r->api is set to native; on a refusal r has been answered and the code is returned. */
+int hd_proxy_auth_view_or_admin(struct hd_req *r, struct hd_proxy *p);
 /* Checks r's node signature (flags: HD_NA_*): 0 with *who (r's answers are then signed),
  * HD_DECLINED when r has none, or HD_DONE after refusing r (403, logged). */
 int hd_proxy_node_verify(struct hd_req *r, struct hd_proxy *p, int flags,

@@ -147,6 +147,14 @@ static void random_hex(char *out, size_t nbytes)
     hd_hex(r, nbytes, out);
 }
 
+void hd_proxy_jobs_new_id(const char *kind, char *out, size_t outlen)
+{
+    char hex[17];
+
+    random_hex(hex, 8);
+    snprintf(out, outlen, "%.20s-%s", kind, hex);
+}
+
 /* A copy job's arguments, checked before any target starts it (a bad one would fail on
  * every target later): 1 when r was answered with the error. */
 static int copy_args_bad(struct hd_req *r, struct hd_proxy *p, const char *bucket, json_t *args)
@@ -205,9 +213,7 @@ static void start_end(struct hd_req *r, void *ctx, json_t *in)
     if (cid) {
         snprintf(id, sizeof(id), "%s", cid);
     } else {
-        char hex[17];
-        random_hex(hex, 8);
-        snprintf(id, sizeof(id), "%.20s-%s", kind, hex);
+        hd_proxy_jobs_new_id(kind, id, sizeof(id));
     }
     if (strcmp(kind, "copy") == 0 && copy_args_bad(r, p, bucket, args))
         goto out;
@@ -230,41 +236,44 @@ out:
     hd_smap_unref(s);
 }
 
-/* GET /v1/jobs[/ID], DELETE /v1/jobs/ID: fan out and merge. */
-static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
+/* METHOD /v1/jobs[/ID] on every target, merged: *merged maps job ids to merged views (with
+ * "targets" when id is given). 0, or a code with msg filled (a target that did not answer). */
+static int merged_query(struct hd_proxy *p, const char *method, const char *id, json_t **merged,
+                        char *msg, size_t msglen)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     char path[160];
-    json_t *merged = json_object(), *out;
     struct hd_proxy_fan f;
     size_t i;
     int rc;
 
-    if (!s || !merged) {
-        hd_resp_err(r, s ? -ENOMEM : HD_EUNAVAIL);
-        goto out;
+    *merged = NULL;
+    msg[0] = '\0';
+    if (!s) {
+        snprintf(msg, msglen, "This proxy has not joined a cluster yet.");
+        return HD_EUNAVAIL;
+    }
+    if (!(*merged = json_object())) {
+        hd_smap_unref(s);
+        return -ENOMEM;
     }
     snprintf(path, sizeof(path), "/v1/jobs%s%s", id ? "/" : "", id ? id : "");
-    if ((rc = hd_proxy_fan_out(p, s, r->method, path, NULL, 1, HD_PROXY_FANOUT_MS, &f)) < 0) {
-        hd_resp_err(r, rc);
+    if ((rc = hd_proxy_fan_out(p, s, method, path, NULL, 1, HD_PROXY_FANOUT_MS, &f)) < 0)
         goto out;
-    }
     for (i = 0; i < f.n; i++) {
         json_t *j = hd_proxy_call_json(&f.calls[i]), *e;
         size_t k;
         if (f.calls[i].rc < 0) {
-            char m[400];
-            snprintf(m, sizeof(m), "Target %s did not answer: %s", f.nodes[i]->id, f.calls[i].err);
-            hd_proxy_fan_cleanup(&f);
-            hd_resp_err_msg(r, HD_EUNAVAIL, m);
+            snprintf(msg, msglen, "Target %s did not answer: %s", f.nodes[i]->id, f.calls[i].err);
             json_decref(j);
-            goto out;
+            rc = HD_EUNAVAIL;
+            break;
         }
         if (id && f.calls[i].status == 200 && json_is_object(j)) {
-            json_t *m = json_object_get(merged, id);
+            json_t *m = json_object_get(*merged, id);
             if (!m) {
                 m = json_object();
-                json_object_set_new(merged, id, m);
+                json_object_set_new(*merged, id, m);
             }
             merge_one(m, f.nodes[i]->id, j, 1);
         } else if (!id && f.calls[i].status == 200) {
@@ -274,10 +283,10 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
                 json_t *m;
                 if (!jid)
                     continue;
-                m = json_object_get(merged, jid);
+                m = json_object_get(*merged, jid);
                 if (!m) {
                     m = json_object();
-                    json_object_set_new(merged, jid, m);
+                    json_object_set_new(*merged, jid, m);
                 }
                 merge_one(m, f.nodes[i]->id, e, 0);
             }
@@ -285,6 +294,44 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
         json_decref(j);
     }
     hd_proxy_fan_cleanup(&f);
+out:
+    if (rc < 0) {
+        json_decref(*merged);
+        *merged = NULL;
+    }
+    hd_smap_unref(s);
+    return rc;
+}
+
+int hd_proxy_jobs_view(struct hd_proxy *p, const char *id, json_t **out, char *msg, size_t msglen)
+{
+    json_t *merged, *m;
+    int rc = merged_query(p, "GET", id, &merged, msg, msglen);
+
+    *out = NULL;
+    if (rc < 0)
+        return rc;
+    if (!(m = json_object_get(merged, id))) {
+        json_decref(merged);
+        return HD_ENOSUCHJOB;
+    }
+    finish_view(m);
+    *out = json_incref(m);
+    json_decref(merged);
+    return 0;
+}
+
+/* GET /v1/jobs[/ID], DELETE /v1/jobs/ID: fan out and merge. */
+static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
+{
+    json_t *merged, *out;
+    char msg[400];
+    int rc;
+
+    if ((rc = merged_query(p, r->method, id, &merged, msg, sizeof(msg))) < 0) {
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
     if (id) {
         json_t *m = json_object_get(merged, id);
         if (!m) {
@@ -306,25 +353,14 @@ static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
     }
 out:
     json_decref(merged);
-    hd_smap_unref(s);
 }
 
 void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p)
 {
     const char *rest = r->raw_path + strlen("/v1/jobs");
-    int rc;
 
-    r->api = HD_API_NATIVE;
-    if (strcmp(r->method, "GET") == 0) {
-        struct hd_sigv4_auth a;
-        rc = hd_proxy_auth(r, p, NULL, &a); /* any valid key may watch */
-    } else {
-        rc = hd_proxy_auth_admin(r, p);
-    }
-    if (rc < 0) {
-        hd_resp_err(r, rc);
+    if (hd_proxy_auth_view_or_admin(r, p) < 0)
         return;
-    }
     if (*rest == '\0' || strcmp(rest, "/") == 0) {
         if (strcmp(r->method, "GET") == 0) {
             query(r, p, NULL);

@@ -9,6 +9,13 @@
 /* /v1/jobs[/ID] */
 void hd_proxy_jobs_handle(struct hd_req *r, struct hd_proxy *p);
 
+/* A new job id for kind: "KIND-" and 16 random hex digits. */
+void hd_proxy_jobs_new_id(const char *kind, char *out, size_t outlen);
+/* Job id merged over every target ("state", "finished_ms", "errors", ..., "targets":
+ * {node: that target's job}): 0 with *out (the caller's), HD_ENOSUCHJOB, HD_EUNAVAIL with
+ * msg filled (no smap yet, a target that did not answer), -ENOMEM. Blocks (bounded). */
+int hd_proxy_jobs_view(struct hd_proxy *p, const char *id, json_t **out, char *msg, size_t msglen);
+
 /* shard.c: a shard job request (POST /v1/jobs, kind "shard"), from the jobs body handler:
  * plans it on a thread of its own (listing, grouping, packing), writes the manifest object,
  * starts the job on every target and answers r (parked meanwhile). args is copied. */

@@ -1,4 +1,4 @@
-/* auth: who is asking (SigV4/SigV2) and may they do this to that bucket (per-key
+/* auth: who is asking (SigV4/SigV2, bearer tokens) and may they do this to that bucket (per-key
  * permissions, anonymous-read buckets). Shared by the S3 and native APIs. */
 #include "target/api/internal.h"
 
@@ -19,6 +19,12 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
     a->anonymous = 1;
     if (t->keys.n == 0)
         return 0; /* auth disabled: credentials, if any, are ignored */
+    /* a bearer token is checked wherever it arrives: a client following a proxy's 307 may
+     * keep its Authorization header (a proxy's own calls carry its node signature instead) */
+    if (r->trusted != HD_TRUST_NODE &&
+        (rc = hd_keys_bearer(hd_tcluster_secret(t->cl), hd_tcluster_token_revoked, t->cl, r, a)) !=
+            HD_DECLINED)
+        return rc;
     if (r->trusted) {
         /* a proxy verified the client already; a redirected client may even re-send
          * credentials signed for the proxy's Host, which fail here */

@@ -125,8 +125,16 @@ struct json_t;
  * HD_EBADARG/HD_ENOSUCHBUCKET/an upstream code with msg saying what is wrong. */
 int hd_plans_add(struct hd_cache *c, struct json_t *spec, struct json_t **out, char *msg,
                  size_t msglen);
-/* This target's view of plan id ({"plans": [...]} for NULL), NULL when unknown. Any thread. */
-struct json_t *hd_plans_view(struct hd_cache *c, const char *id);
+/* The same plan split again after a change of the cluster map (the proxy asks every target,
+ * docs/caching.md): waits (up to 10 s) until this target holds map smap_ver, rebuilds the
+ * share under it, keeps the counters of the plan it replaces and starts at the reader's
+ * place (epoch, last position read). Pool thread. As hd_plans_add, HD_EUNAVAIL when the map
+ * did not come. */
+int hd_plans_split(struct hd_cache *c, struct json_t *spec, uint32_t epoch, int64_t cursor,
+                   int64_t smap_ver, struct json_t **out, char *msg, size_t msglen);
+/* This target's view of plan id ({"plans": [...]} for NULL), NULL when unknown; with_spec:
+ * each view also has the plan's "spec" as registered. Any thread. */
+struct json_t *hd_plans_view(struct hd_cache *c, const char *id, int with_spec);
 /* 0 or HD_ENOSUCHKEY. Any thread. */
 int hd_plans_delete(struct hd_cache *c, const char *id);
 /* Sets the reader's place: epoch, last position read (-1: none). 0, HD_ENOSUCHKEY, HD_EBADARG. */

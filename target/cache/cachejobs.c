@@ -216,24 +216,6 @@ static int next_local(struct hd_job *j, struct names *nm, struct batch *b)
     return rc;
 }
 
-/* ---- ownership ---- */
-
-/* 1 when this target owns bucket/name under s (always, standalone). */
-static int owns(struct hd_cache *c, struct hd_smap *s, const char *bucket, const char *name)
-{
-    const struct hd_node *owner = NULL;
-    struct hd_buf u;
-
-    if (!s)
-        return 1;
-    hd_buf_init(&u);
-    hd_hrw_uname(&u, "aws", NULL, bucket, name);
-    if (!u.oom)
-        hd_smap_owner(s, u.data, u.len, &owner);
-    hd_buf_cleanup(&u);
-    return owner && strcmp(owner->id, hd_tcluster_id(c->cl)) == 0;
-}
-
 /* ---- prefetch ---- */
 
 struct pf {
@@ -293,7 +275,7 @@ static void keep_owned(struct hd_job *j, struct hd_smap *s, struct batch *b)
     size_t i, w = 0;
 
     for (i = 0; i < b->n; i++) {
-        if (owns(j->ctx, s, j->bucket, b->v[i])) {
+        if (hd_tcluster_owns(jc(j)->cl, s, "aws", j->bucket, b->v[i])) {
             b->v[w] = b->v[i];
             b->sizes[w++] = b->sizes[i];
         } else {

@@ -81,6 +81,9 @@ int hd_plans_new(struct hd_cache *c, const struct hd_config *cfg, hd_plans_fetch
 int hd_plans_start(struct hd_cache *c);
 void hd_plans_stop(struct hd_cache *c); /* joins the prefetch threads */
 void hd_plans_free(struct hd_cache *c);
+/* /metrics: per-plan series (hoard_plan_*{plan,bucket}; the first 64 plans). Any thread. */
+struct hd_buf;
+void hd_plans_render(struct hd_buf *b, struct hd_cache *c);
 /* Whether any plan is registered. */
 int hd_plans_live(struct hd_cache *c);
 /* How many plan positions from now bucket/key is read next across all plans (the nearest),

@@ -6,9 +6,10 @@
  * explicit, or generated from a seed (splitmix64 Fisher-Yates, below). This target keeps only
  * the objects it owns (HRW) with their global positions. It follows the reader by the GETs it
  * serves (hd_plans_observe) or an explicit cursor, and uses the plan for
- *   - prefetch: plan.workers threads fetch the upcoming owned objects in plan order, at most
- *     plan.window objects ahead of the reader, at most plan.max_bps bytes/s (joining client
- *     GETs of the same object: single-flight through hd_cache_fetch_sync);
+ *   - prefetch: plan.workers threads fetch the upcoming owned objects in plan order, within a
+ *     window ahead of the reader sized from its measured pace and the fetches' (window_of),
+ *     at most plan.max_bps bytes/s (joining client GETs of the same object: single-flight
+ *     through hd_cache_fetch_sync);
  *   - eviction by next use (hd_plans_next_use, for evict.c: Belady's MIN).
  * Plans are kept as their specs in DATA/plans/ID.json and rebuilt after a restart (progress
  * starts again from the reads that follow). A plan that sees no read for plan.idle_expire_s
@@ -21,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,7 @@
 #define MAX_EPOCHS 1000000u
 #define MAX_ORDER_ENTRIES 50000000u
 #define NONE UINT32_MAX
+#define OPEN_SHARDS 16 /* shard plans: reads of these shards are member reads */
 #define LIST_PAGE 1000
 
 enum { PF_NONE, PF_BUSY, PF_HELD, PF_FAILED };
@@ -79,6 +82,11 @@ struct plan {
     uint8_t *pf;    /* by owned index: PF_* */
     uint8_t *by_pf; /* by owned index: held because we prefetched it, not read since */
     uint64_t last_read_ms;
+    uint64_t rd_last_ns;        /* the reader's last step (a position read for the first time) */
+    double rd_ival_s;           /* mean time between steps (EWMA; 0: not measured yet) */
+    uint32_t open[OPEN_SHARDS]; /* shard plans: the shards started last (NONE: empty) */
+    unsigned nopen;             /* next slot of open (a ring) */
+    int shards;                 /* the objects are tar shards read member by member */
 
     /* metrics */
     uint64_t hits, misses, pf_objs, pf_bytes, wasted, wasted_bytes;
@@ -92,7 +100,8 @@ struct hd_plans {
     atomic_size_t n; /* plans in list (read without mu by the GET path) */
     char dir[4096];
     hd_plans_fetch_fn fetch;
-    int window, workers;
+    int window, window_max, workers;
+    double fetch_s; /* a prefetch worker's time per fetched object, throttle included (EWMA) */
     uint64_t max_bps;
     long idle_s;
     pthread_t *th;
@@ -302,21 +311,6 @@ static int list_prefix(struct hd_cbucket *cb, const char *prefix, struct dataset
     return rc;
 }
 
-static int owns(struct hd_cache *c, struct hd_smap *s, const char *bucket, const char *name)
-{
-    const struct hd_node *owner = NULL;
-    struct hd_buf u;
-
-    if (!s)
-        return 1;
-    hd_buf_init(&u);
-    hd_hrw_uname(&u, "aws", NULL, bucket, name);
-    if (!u.oom)
-        hd_smap_owner(s, u.data, u.len, &owner);
-    hd_buf_cleanup(&u);
-    return owner && strcmp(owner->id, hd_tcluster_id(c->cl)) == 0;
-}
-
 #define BAD(...)                                                                                   \
     do {                                                                                           \
         snprintf(msg, msglen, __VA_ARGS__);                                                        \
@@ -376,6 +370,7 @@ static int plan_build(struct hd_cache *c, json_t *spec, struct plan **out, char 
     json_t *prefix = json_object_get(spec, "prefix"), *keys = json_object_get(spec, "keys");
     json_t *epochs = json_object_get(spec, "epochs"), *seed = json_object_get(spec, "seed");
     json_t *order = json_object_get(spec, "order"), *pf = json_object_get(spec, "prefetch");
+    json_t *shards = json_object_get(spec, "shards");
     struct hd_cbucket *cb = NULL;
     struct hd_smap *s = NULL;
     struct dataset d = {0};
@@ -404,6 +399,8 @@ static int plan_build(struct hd_cache *c, json_t *spec, struct plan **out, char 
         BAD("\"seed\" must be a non-negative integer (below 2^63).");
     if (pf && !json_is_boolean(pf))
         BAD("\"prefetch\" must be true or false.");
+    if (shards && !json_is_boolean(shards))
+        BAD("\"shards\" must be true or false.");
     if (prefix) {
         if (!json_is_string(prefix))
             BAD("\"prefix\" must be a string.");
@@ -438,6 +435,8 @@ static int plan_build(struct hd_cache *c, json_t *spec, struct plan **out, char 
     pl->total = d.n;
     pl->seeded = seed != NULL;
     pl->prefetch = !pf || json_is_true(pf);
+    pl->shards = json_is_true(shards);
+    memset(pl->open, 0xff, sizeof(pl->open));
     pl->seed = seed ? (uint64_t)json_integer_value(seed) : 0;
     pl->cursor = -1;
     pl->slot[0].epoch = pl->slot[1].epoch = NONE;
@@ -445,7 +444,7 @@ static int plan_build(struct hd_cache *c, json_t *spec, struct plan **out, char 
     s = hd_tcluster_smap(c->cl);
     for (i = 0; i < d.n; i++) {
         own_of[i] = NONE;
-        if (owns(c, s, bucket, d.keys[i]))
+        if (hd_tcluster_owns(c->cl, s, "aws", bucket, d.keys[i]))
             own_of[i] = pl->nown++;
     }
     pl->keys = calloc(pl->nown ? pl->nown : 1, sizeof(*pl->keys));
@@ -550,13 +549,54 @@ static void unlink_plan(struct hd_plans *ps, struct plan *pl)
         }
 }
 
-static int add_built(struct hd_cache *c, struct plan *pl, int persist)
+/* The reader's place: epoch, last position read (-1: none); everything up to it counts as
+ * read in that epoch (ps->mu held; checked by the caller). */
+static void set_cursor(struct plan *pl, uint32_t epoch, int64_t position)
+{
+    struct eslot *s = epoch < pl->epochs ? slot_of(pl, epoch) : NULL;
+    uint32_t i;
+
+    pl->epoch = epoch;
+    pl->cursor = position;
+    pl->nread = 0;
+    memset(pl->open, 0xff, sizeof(pl->open)); /* the reader starts over: no shard open */
+    for (i = 0; i < pl->nown; i++) {
+        pl->last[i] = s && (int64_t)s->pos[i] <= position ? epoch : NONE;
+        pl->nread += pl->last[i] == epoch;
+        if (pl->pf[i] == PF_FAILED)
+            pl->pf[i] = PF_NONE;
+    }
+    pl->last_read_ms = (uint64_t)time(NULL) * 1000;
+}
+
+/* A re-split plan (hd_plans_split) goes on where the reader is. */
+struct carry {
+    uint32_t epoch;
+    int64_t cursor;
+};
+
+/* Adds pl, replacing a plan of the same id; with k (a re-split), pl keeps the old one's
+ * counters and starts at k's place. */
+static int add_built(struct hd_cache *c, struct plan *pl, int persist, const struct carry *k)
 {
     struct hd_plans *ps = c->plans;
     struct plan *old;
 
     pthread_mutex_lock(&ps->mu);
-    if ((old = find(ps, pl->id)) != NULL) { /* registered again: the new spec wins */
+    old = find(ps, pl->id);
+    if (k) {
+        if (old) {
+            pl->hits = old->hits;
+            pl->misses = old->misses;
+            pl->pf_objs = old->pf_objs;
+            pl->pf_bytes = old->pf_bytes;
+            pl->wasted = old->wasted;
+            pl->wasted_bytes = old->wasted_bytes;
+        }
+        set_cursor(pl, k->epoch > pl->epochs ? pl->epochs : k->epoch,
+                   k->cursor < -1 || (uint64_t)(k->cursor + 1) > pl->total ? -1 : k->cursor);
+    }
+    if (old) { /* registered again: the new spec wins */
         unlink_plan(ps, old);
         plan_free(old);
     }
@@ -583,7 +623,44 @@ int hd_plans_add(struct hd_cache *c, json_t *spec, json_t **out, char *msg, size
                      (json_int_t)pl->nown, "epochs", (json_int_t)pl->epochs);
     HD_LOG(HD_INFO, NULL, "plan %s: %s, %llu objects (%u here), %u epochs", pl->id, pl->bucket,
            (unsigned long long)pl->total, pl->nown, pl->epochs);
-    return add_built(c, pl, 1);
+    return add_built(c, pl, 1, NULL);
+}
+
+/* The version of this target's cluster map (-1: none, 0 standalone). */
+static int64_t smap_version(struct hd_cache *c)
+{
+    struct hd_smap *s = hd_tcluster_smap(c->cl);
+    int64_t v = s ? s->version : -1;
+
+    hd_smap_unref(s);
+    return v;
+}
+
+int hd_plans_split(struct hd_cache *c, json_t *spec, uint32_t epoch, int64_t cursor,
+                   int64_t smap_ver, json_t **out, char *msg, size_t msglen)
+{
+    struct carry k = {epoch, cursor};
+    struct timespec ts = {0, 50 * 1000000L};
+    struct plan *pl;
+    int waited, rc;
+
+    msg[0] = '\0';
+    *out = NULL;
+    /* the proxy asks once it pushed the new map: it may not have arrived here yet */
+    for (waited = 0; smap_version(c) < smap_ver && waited < 10000; waited += 50)
+        nanosleep(&ts, NULL);
+    if (smap_version(c) < smap_ver) {
+        snprintf(msg, msglen, "This target has not received cluster map v%lld yet.",
+                 (long long)smap_ver);
+        return HD_EUNAVAIL;
+    }
+    if ((rc = plan_build(c, spec, &pl, msg, msglen)) < 0)
+        return rc;
+    *out = json_pack("{s:s, s:I, s:I, s:I}", "id", pl->id, "total", (json_int_t)pl->total, "owned",
+                     (json_int_t)pl->nown, "epochs", (json_int_t)pl->epochs);
+    HD_LOG(HD_INFO, NULL, "plan %s: split again for map v%lld: %u of %llu objects here", pl->id,
+           (long long)smap_ver, pl->nown, (unsigned long long)pl->total);
+    return add_built(c, pl, 1, &k);
 }
 
 int hd_plans_delete(struct hd_cache *c, const char *id)
@@ -660,13 +737,19 @@ static uint32_t lead(struct plan *pl)
     return n;
 }
 
-static json_t *view(struct plan *pl)
+static uint64_t window_of(const struct hd_plans *ps, const struct plan *pl, uint64_t cap_bytes);
+static uint64_t cache_bytes(struct hd_cache *c);
+static double read_rate(const struct plan *pl, uint64_t now);
+
+static json_t *view(const struct hd_plans *ps, struct plan *pl, int with_spec, uint64_t cap)
 {
     json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b}", "id", pl->id, "bucket", pl->bucket,
                           "epochs", (json_int_t)pl->epochs, "total", (json_int_t)pl->total, "owned",
                           (json_int_t)pl->nown, "seeded", pl->seeded);
     if (j)
         json_object_set_new(j, "prefetch", json_boolean(pl->prefetch));
+    if (j)
+        json_object_set_new(j, "shards", json_boolean(pl->shards));
 
     if (!j)
         return NULL;
@@ -682,23 +765,32 @@ static json_t *view(struct plan *pl)
     json_object_set_new(j, "lead", json_integer(lead(pl)));
     json_object_set_new(j, "idle_ms",
                         json_integer((json_int_t)((uint64_t)time(NULL) * 1000 - pl->last_read_ms)));
+    json_object_set_new(j, "window",
+                        json_integer(pl->prefetch && pl->epoch < pl->epochs
+                                         ? (json_int_t)window_of(ps, pl, cap)
+                                         : 0));
+    json_object_set_new(j, "read_rate", json_real(read_rate(pl, hd_now_ns())));
+    json_object_set_new(j, "fetch_s", json_real(ps->fetch_s));
+    if (with_spec)
+        json_object_set(j, "spec", pl->spec);
     return j;
 }
 
-json_t *hd_plans_view(struct hd_cache *c, const char *id)
+json_t *hd_plans_view(struct hd_cache *c, const char *id, int with_spec)
 {
     struct hd_plans *ps = c->plans;
+    uint64_t cap = cache_bytes(c);
     struct plan *pl;
     json_t *out = NULL;
 
     pthread_mutex_lock(&ps->mu);
     if (id) {
         if ((pl = find(ps, id)) != NULL)
-            out = view(pl);
+            out = view(ps, pl, with_spec, cap);
     } else {
         json_t *a = json_array();
         for (pl = ps->list; pl && a; pl = pl->next)
-            json_array_append_new(a, view(pl));
+            json_array_append_new(a, view(ps, pl, with_spec, cap));
         out = a ? json_pack("{s:o}", "plans", a) : NULL;
     }
     pthread_mutex_unlock(&ps->mu);
@@ -719,6 +811,40 @@ static void advance_epoch(struct plan *pl)
             pl->pf[i] = PF_NONE;
 }
 
+#define EWMA 0.2 /* weight of a new sample in the measured means */
+
+/* The reader read a position for the first time: its pace (ps->mu held). */
+static void step(struct plan *pl)
+{
+    uint64_t now = hd_now_ns();
+
+    if (pl->rd_last_ns) {
+        double dt = (double)(now - pl->rd_last_ns) / 1e9;
+        pl->rd_ival_s = pl->rd_ival_s > 0 ? (1 - EWMA) * pl->rd_ival_s + EWMA * dt : dt;
+    }
+    pl->rd_last_ns = now;
+}
+
+/* The reader's pace, objects/s of this target (0: not measured). A pause does not shrink
+ * it: a reader that stops for a while (evaluation between epochs) comes back at its pace, and
+ * the prefetch may use the pause to fill the window. */
+static double read_rate(const struct plan *pl, uint64_t now)
+{
+    (void)now;
+    return pl->rd_ival_s > 0 ? 1 / pl->rd_ival_s : 0;
+}
+
+/* Shard plans: 1 when shard i is among the ones started last (being read member by member). */
+static int is_open(const struct plan *pl, uint32_t i)
+{
+    unsigned k;
+
+    for (k = 0; pl->shards && k < OPEN_SHARDS; k++)
+        if (pl->open[k] == i)
+            return 1;
+    return 0;
+}
+
 /* A read of owned object i (ps->mu held). */
 static void observe(struct plan *pl, uint32_t i, int hit)
 {
@@ -732,6 +858,12 @@ static void observe(struct plan *pl, uint32_t i, int hit)
     pl->by_pf[i] = 0;
     if (pl->epoch >= pl->epochs)
         return; /* finished: reads count, the order no longer says anything */
+    if (is_open(pl, i))
+        return; /* another member of a shard being read: the reader is where it was */
+    if (pl->shards) {
+        pl->open[pl->nopen] = i;
+        pl->nopen = (pl->nopen + 1) % OPEN_SHARDS;
+    }
     if (pl->last[i] == pl->epoch) {
         /* read again in this epoch: the reader is in the next one when it had read at least
          * half of this one (else a re-read, e.g. a retry) */
@@ -745,6 +877,7 @@ static void observe(struct plan *pl, uint32_t i, int hit)
         return;
     pl->last[i] = pl->epoch;
     pl->nread++;
+    step(pl);
     if ((int64_t)s->pos[i] > pl->cursor)
         pl->cursor = (int64_t)s->pos[i];
     if (pl->nread == pl->nown)
@@ -778,7 +911,6 @@ int hd_plans_cursor(struct hd_cache *c, const char *id, uint32_t epoch, int64_t 
 {
     struct hd_plans *ps = c->plans;
     struct plan *pl;
-    uint32_t i;
     int rc = 0;
 
     pthread_mutex_lock(&ps->mu);
@@ -787,18 +919,7 @@ int hd_plans_cursor(struct hd_cache *c, const char *id, uint32_t epoch, int64_t 
     } else if (epoch > pl->epochs || position < -1 || (uint64_t)position >= pl->total) {
         rc = HD_EBADARG;
     } else {
-        struct eslot *s = epoch < pl->epochs ? slot_of(pl, epoch) : NULL;
-        pl->epoch = epoch;
-        pl->cursor = position;
-        pl->nread = 0;
-        for (i = 0; i < pl->nown; i++) {
-            /* everything up to the cursor counts as read in this epoch */
-            pl->last[i] = s && (int64_t)s->pos[i] <= position ? epoch : NONE;
-            pl->nread += pl->last[i] == epoch;
-            if (pl->pf[i] == PF_FAILED)
-                pl->pf[i] = PF_NONE;
-        }
-        pl->last_read_ms = (uint64_t)time(NULL) * 1000;
+        set_cursor(pl, epoch, position);
         pthread_cond_broadcast(&ps->cv);
     }
     pthread_mutex_unlock(&ps->mu);
@@ -827,6 +948,10 @@ uint64_t hd_plans_next_use(struct hd_cache *c, const char *bucket, const char *k
             continue;
         if (pl->epoch >= pl->epochs || !(s = slot_of(pl, pl->epoch)))
             continue;
+        if (is_open(pl, i)) {
+            best = 0; /* a shard being read member by member: in use now */
+            break;
+        }
         cur = pl->cursor < 0 ? 0 : (uint64_t)pl->cursor;
         if (pl->last[i] != pl->epoch) { /* still to be read in this epoch */
             d = s->pos[i] > cur ? s->pos[i] - cur : 0;
@@ -867,6 +992,31 @@ void hd_plans_evicted(struct hd_cache *c, const char *bucket, const char *key, u
 
 /* ---- prefetch workers ---- */
 
+/* The look-ahead of pl in objects (ps->mu held; docs/caching.md, "Prefetch"). While a worker
+ * fetches one object (fetch_s, throttle included) the reader takes rate * fetch_s more: the
+ * window is twice that plus the objects in flight (one per worker),
+ *     need = ceil(2 * rate * fetch_s) + workers,
+ * kept within plan.window .. plan.window_max (plan.window until both are measured), and at
+ * most half of what the cache holds at its low mark (cap_bytes, 0: unknown) in objects of the
+ * plan's average size so far. */
+static uint64_t window_of(const struct hd_plans *ps, const struct plan *pl, uint64_t cap_bytes)
+{
+    uint64_t avg = pl->pf_objs ? pl->pf_bytes / pl->pf_objs : 0, win = (uint64_t)ps->window;
+    double rate = read_rate(pl, hd_now_ns());
+
+    if (rate > 0 && ps->fetch_s > 0) {
+        double need = ceil(2 * rate * ps->fetch_s) + ps->workers;
+        if (need > (double)ps->window_max)
+            win = (uint64_t)ps->window_max;
+        else if (need > (double)win)
+            win = (uint64_t)need;
+    }
+
+    if (cap_bytes && avg && cap_bytes / 2 / avg < win)
+        win = cap_bytes / 2 / avg > 0 ? cap_bytes / 2 / avg : 1;
+    return win;
+}
+
 /* The next object to prefetch (ps->mu held): marks it busy and copies its names. The window
  * is plan.window objects, and at most half of what the cache holds at its low mark
  * (cap_bytes) in objects of the plan's average size so far: a look-ahead larger than the
@@ -877,13 +1027,11 @@ static int pick(struct hd_plans *ps, uint64_t cap_bytes, char *id, char *bucket,
 
     for (pl = ps->list; pl; pl = pl->next) {
         struct walk w;
-        uint64_t avg = pl->pf_objs ? pl->pf_bytes / pl->pf_objs : 0, win = (uint64_t)ps->window;
+        uint64_t win = window_of(ps, pl, cap_bytes);
         uint32_t i;
         uint64_t n = 0;
         if (!pl->prefetch || pl->epoch >= pl->epochs || walk_start(pl, &w) < 0)
             continue;
-        if (cap_bytes && avg && cap_bytes / 2 / avg < win)
-            win = cap_bytes / 2 / avg > 0 ? cap_bytes / 2 / avg : 1;
         while (n++ < win && (i = walk_next(pl, &w)) != NONE) {
             if (w.e == pl->epoch && pl->last[i] == pl->epoch)
                 continue; /* read already in this epoch */
@@ -953,6 +1101,121 @@ static uint64_t cache_bytes(struct hd_cache *c)
     return sum;
 }
 
+/* ---- /metrics: per-plan series (setup.c's renderer calls this) ---- */
+
+#define RENDER_MAX 64 /* plans with series of their own: bounded cardinality */
+
+struct pseries {
+    char id[49], bucket[64];
+    uint64_t v[12];
+    double ratio;
+};
+
+enum {
+    PS_HITS,
+    PS_MISSES,
+    PS_PF,
+    PS_PFB,
+    PS_WASTED,
+    PS_WASTEDB,
+    PS_EPOCH,
+    PS_CURSOR,
+    PS_LEAD,
+    PS_LAG,
+    PS_WINDOW,
+    PS_OWNED
+};
+
+static const struct {
+    const char *name, *type, *help;
+} pmetrics[] = {
+    {"hoard_plan_hits_total", "counter", "Reads of the plan's objects served from the cache"},
+    {"hoard_plan_misses_total", "counter",
+     "Reads of the plan's objects that waited for the upstream (reader stalls)"},
+    {"hoard_plan_prefetched_total", "counter", "Objects the plan's prefetch fetched"},
+    {"hoard_plan_prefetched_bytes_total", "counter", "Bytes the plan's prefetch fetched"},
+    {"hoard_plan_wasted_total", "counter", "Prefetched objects evicted before anyone read them"},
+    {"hoard_plan_wasted_bytes_total", "counter", "Bytes of those"},
+    {"hoard_plan_epoch", "gauge", "The reader's epoch (from 0; = epochs when finished)"},
+    {"hoard_plan_cursor", "gauge", "The furthest position read in that epoch (-1: none)"},
+    {"hoard_plan_lead", "gauge", "Upcoming objects in a row already held (prefetch lead)"},
+    {"hoard_plan_lag", "gauge", "Objects in the look-ahead window not held yet (prefetch lag)"},
+    {"hoard_plan_window", "gauge", "The look-ahead window in objects"},
+    {"hoard_plan_objects", "gauge", "Objects of the plan's dataset this target owns"},
+};
+
+/* Held objects among the next win upcoming ones (ps->mu held). */
+static uint64_t held_ahead(struct plan *pl, uint64_t win)
+{
+    struct walk w;
+    uint64_t n = 0, held = 0;
+    uint32_t i;
+
+    if (walk_start(pl, &w) < 0)
+        return 0;
+    while (n < win && (i = walk_next(pl, &w)) != NONE) {
+        if (w.e == pl->epoch && pl->last[i] == pl->epoch)
+            continue; /* read already: not ahead */
+        n++;
+        held += pl->pf[i] == PF_HELD;
+    }
+    return held + (win - n); /* past the plan's end nothing is missing */
+}
+
+void hd_plans_render(struct hd_buf *b, struct hd_cache *c)
+{
+    struct hd_plans *ps = c ? c->plans : NULL;
+    struct pseries *v;
+    struct plan *pl;
+    uint64_t cap;
+    size_t n = 0, i, m;
+
+    if (!ps || !ps->n)
+        return;
+    cap = cache_bytes(c);
+    if (!(v = calloc(RENDER_MAX, sizeof(*v))))
+        return;
+    pthread_mutex_lock(&ps->mu);
+    for (pl = ps->list; pl && n < RENDER_MAX; pl = pl->next, n++) {
+        uint64_t win = window_of(ps, pl, cap), live = pl->prefetch && pl->epoch < pl->epochs;
+        snprintf(v[n].id, sizeof(v[n].id), "%s", pl->id);
+        snprintf(v[n].bucket, sizeof(v[n].bucket), "%s", pl->bucket);
+        v[n].v[PS_HITS] = pl->hits;
+        v[n].v[PS_MISSES] = pl->misses;
+        v[n].v[PS_PF] = pl->pf_objs;
+        v[n].v[PS_PFB] = pl->pf_bytes;
+        v[n].v[PS_WASTED] = pl->wasted;
+        v[n].v[PS_WASTEDB] = pl->wasted_bytes;
+        v[n].v[PS_EPOCH] = pl->epoch;
+        v[n].v[PS_CURSOR] = (uint64_t)pl->cursor; /* printed signed */
+        v[n].v[PS_LEAD] = lead(pl);
+        v[n].v[PS_WINDOW] = live ? win : 0;
+        v[n].v[PS_LAG] = live ? win - held_ahead(pl, win) : 0;
+        v[n].v[PS_OWNED] = pl->nown;
+        v[n].ratio =
+            pl->hits + pl->misses ? (double)pl->hits / (double)(pl->hits + pl->misses) : 0.0;
+    }
+    pthread_mutex_unlock(&ps->mu);
+    for (m = 0; m < sizeof(pmetrics) / sizeof(pmetrics[0]); m++) {
+        hd_buf_printf(b, "# HELP %s %s.\n# TYPE %s %s\n", pmetrics[m].name, pmetrics[m].help,
+                      pmetrics[m].name, pmetrics[m].type);
+        for (i = 0; i < n; i++) {
+            if (m == PS_CURSOR)
+                hd_buf_printf(b, "%s{plan=\"%s\",bucket=\"%s\"} %lld\n", pmetrics[m].name, v[i].id,
+                              v[i].bucket, (long long)(int64_t)v[i].v[m]);
+            else
+                hd_buf_printf(b, "%s{plan=\"%s\",bucket=\"%s\"} %llu\n", pmetrics[m].name, v[i].id,
+                              v[i].bucket, (unsigned long long)v[i].v[m]);
+        }
+    }
+    hd_buf_printf(b, "# HELP hoard_plan_hit_ratio Hits over reads of the plan's objects.\n"
+                     "# TYPE hoard_plan_hit_ratio gauge\n");
+    for (i = 0; i < n; i++)
+        hd_buf_printf(b, "hoard_plan_hit_ratio{plan=\"%s\",bucket=\"%s\"} %.6f\n", v[i].id,
+                      v[i].bucket, v[i].ratio);
+    free(v);
+}
+
 static void *worker_main(void *arg)
 {
     struct hd_cache *c = arg;
@@ -963,7 +1226,7 @@ static void *worker_main(void *arg)
         char id[49], bucket[64], msg[512], *key = NULL;
         struct hd_cbucket *cb;
         struct hd_obj_meta m;
-        uint64_t bytes = 0;
+        uint64_t bytes = 0, t0;
         int rc, held;
         if (!pick(ps, cache_bytes(c), id, bucket, &key)) {
             struct timespec ts;
@@ -977,6 +1240,7 @@ static void *worker_main(void *arg)
             continue;
         }
         pthread_mutex_unlock(&ps->mu);
+        t0 = hd_now_ns();
         rc = HD_ENOSUCHBUCKET;
         if ((cb = hd_cache_bucket(c, bucket)) != NULL) {
             rc = ps->fetch(c, cb, key, 0, NULL, &bytes, msg, sizeof(msg));
@@ -989,6 +1253,10 @@ static void *worker_main(void *arg)
             HD_LOG(HD_DEBUG, NULL, "plan %s: prefetch %s/%s: %s", id, bucket, key, msg);
         throttle(ps, bytes);
         pthread_mutex_lock(&ps->mu);
+        if (bytes) { /* a fetch from the upstream: the prefetch's pace */
+            double dt = (double)(hd_now_ns() - t0) / 1e9;
+            ps->fetch_s = ps->fetch_s > 0 ? (1 - EWMA) * ps->fetch_s + EWMA * dt : dt;
+        }
         done_one(ps, id, key, held, bytes);
         free(key);
     }
@@ -1032,7 +1300,7 @@ static void *first_main(void *arg)
         if (!(spec = json_load_file(path, 0, NULL)))
             continue;
         if (plan_build(c, spec, &pl, msg, sizeof(msg)) == 0) {
-            add_built(c, pl, 0);
+            add_built(c, pl, 0, NULL);
             HD_LOG(HD_INFO, NULL, "plan %s: rebuilt (%u objects here)", pl->id, pl->nown);
         } else {
             HD_LOG(HD_WARN, NULL, "plan in %s: cannot rebuild: %s", path, msg);
@@ -1076,6 +1344,9 @@ int hd_plans_new(struct hd_cache *c, const struct hd_config *cfg, hd_plans_fetch
     if (data && *data)
         snprintf(ps->dir, sizeof(ps->dir), "%s/plans", data);
     ps->window = (int)hd_config_int(cfg, "plan.window");
+    ps->window_max = (int)hd_config_int(cfg, "plan.window_max");
+    if (ps->window_max < ps->window)
+        ps->window_max = ps->window;
     ps->workers = (int)hd_config_int(cfg, "plan.workers");
     ps->max_bps = (uint64_t)hd_config_int(cfg, "plan.max_bps");
     ps->idle_s = (long)hd_config_int(cfg, "plan.idle_expire_s");

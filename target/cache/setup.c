@@ -10,14 +10,16 @@
 #include "common/log.h"
 #include "common/metrics.h"
 
-/* /metrics: the cache's, then the write-back queue's. */
+/* /metrics: the cache's, then the write-back queue's and the epoch plans'. */
 static void render(struct hd_buf *b, void *arg)
 {
     struct hd_cache *c = arg;
 
     hd_cache_render(b, c);
-    if (c && c->magic == CACHE_MAGIC)
+    if (c && c->magic == CACHE_MAGIC) {
         hd_wb_render(b, c);
+        hd_plans_render(b, c);
+    }
 }
 
 int hd_cache_new(const struct hd_config *cfg, const struct hd_cache_deps *deps,

@@ -10,6 +10,7 @@
 
 #include "common/buf.h"
 #include "common/errors.h"
+#include "common/hrw.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -556,7 +557,42 @@ const char *hd_tcluster_id(const struct hd_tcluster *c)
     return c->self.id;
 }
 
+int hd_tcluster_owns(const struct hd_tcluster *c, const struct hd_smap *s, const char *provider,
+                     const char *bucket, const char *name)
+{
+    const struct hd_node *owner = NULL;
+    struct hd_buf u;
+
+    if (!s)
+        return 1;
+    hd_buf_init(&u);
+    hd_hrw_uname(&u, provider, NULL, bucket, name);
+    if (!u.oom)
+        hd_smap_owner(s, u.data, u.len, &owner);
+    hd_buf_cleanup(&u);
+    return owner && strcmp(owner->id, c->self.id) == 0;
+}
+
 struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c)
 {
     return c->na;
+}
+
+const char *hd_tcluster_secret(const struct hd_tcluster *c)
+{
+    return c && c->secret ? c->secret : "";
+}
+
+int hd_tcluster_token_revoked(void *arg, const char *id)
+{
+    struct hd_tcluster *c = arg;
+    struct hd_bmd *b;
+    int yes;
+
+    if (!c || c->standalone)
+        return 0;
+    b = hd_smap_state_bmd(c->cs);
+    yes = hd_bmd_is_revoked(b, id, (int64_t)time(NULL));
+    hd_bmd_unref(b);
+    return yes;
 }

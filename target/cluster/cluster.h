@@ -51,6 +51,10 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r);
 struct hd_smap;
 struct hd_smap *hd_tcluster_smap(struct hd_tcluster *c);
 const char *hd_tcluster_id(const struct hd_tcluster *c);
+/* 1 when this node owns provider/bucket/name under smap s by HRW (always when s is NULL:
+ * standalone). Any thread. */
+int hd_tcluster_owns(const struct hd_tcluster *c, const struct hd_smap *s, const char *provider,
+                     const char *bucket, const char *name);
 /* Whether r, a node call (r->trusted == HD_TRUST_NODE), was signed by a proxy of our map
  * (always true without a secret, the dev mode where nothing is checked). Admin endpoints
  * (plans, jobs, daemon) take node calls from proxies only: targets never send them. */
@@ -64,6 +68,11 @@ int hd_tcluster_joined(const struct hd_tcluster *c);
 /* This node's signer and verifier (common/nodeauth.h). */
 struct hd_nodeauth;
 struct hd_nodeauth *hd_tcluster_nodeauth(const struct hd_tcluster *c);
+/* cluster.secret ("" when unset): the key material bearer tokens are verified with. */
+const char *hd_tcluster_secret(const struct hd_tcluster *c);
+/* Whether bearer token id (hd_token_id) is revoked in this target's BMD (arg: the
+ * hd_tcluster; an hd_token_revoked_fn). */
+int hd_tcluster_token_revoked(void *arg, const char *id);
 
 /* hoardd --prestop (prestop.c): puts this target (cfg: its configuration) into maintenance
  * until it rejoins and waits, at most timeout_s seconds, until its objects are served by the

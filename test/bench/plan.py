@@ -1,14 +1,20 @@
 #!/usr/bin/python3
 """`make bench BENCH_ONLY=plan`: epoch plans (issue 16) against plain LRU, side by side.
 
-Setup: 2,000 objects of 64 KiB in an S3-backed bucket over s3rver (loopback, no bandwidth
-limiter), one proxy and one target (one mountpath), the cache capacity set so that the high
+Setup: 2,000 objects of 64 KiB in an S3-backed bucket over s3rver, one proxy and one target
+(one mountpath). The upstream runs in a network namespace of its own behind a veth pair, with
+a tc token bucket (tbf) of BENCH_PLAN_RATE (default 100mbit) on its side, towards hoard (needs
+root and `ip`/`tc`; without them, or with BENCH_PLAN_RATE=none, s3rver runs on loopback with
+no limiter, and the output says so; this VM's kernel has no netem, so no delay is added).
+The cache capacity is set so that the high
 watermark holds a fraction F of the dataset (space.capacity = F x dataset / 0.90, high 90%,
 low 85%, oos 95%). 8 reader threads read each epoch in a fresh permutation (the plan's seeded
 order, docs/examples/hoard_plan.py), taking positions from one shared counter, with GETs on
 the proxy that follow the 307 to the target (keep-alive sessions), tagged ?plan=ID.
-Modes, on a fresh cluster each: "lru" (no plan registered, the same order) and "plan" (the
-plan registered before epoch 0). Per epoch: hit ratio (target metrics), upstream bytes as a
+Modes, on a fresh cluster each: "lru" (no plan registered, the same order), "plan" (the
+plan registered before epoch 0), and once per repeat "warm" (capacity twice the dataset, no
+plan: epochs 1.. are all hits, the all-warm baseline of the p99 goal). Per epoch: hit ratio
+(target metrics), upstream bytes as a
 fraction of the dataset (hoard_cold_get_bytes_total, prefetch included), wall time, reader
 p50/p99 GET latency; and the simulated Belady MIN and LRU hit ratios for the same order and
 a cache of F x dataset objects. Medians of BENCH_REPEATS runs (default 3).
@@ -50,7 +56,10 @@ THREADS = 8
 SEED = 20261127
 BUCKET = "plands"
 
+RATE = os.environ.get("BENCH_PLAN_RATE", "100mbit")
+
 procs = []
+netns = {}  # name, host veth, upstream address: set while the limited link exists
 
 
 def start(args, log, env=None):
@@ -133,7 +142,7 @@ def run(mode, frac, rep, purl_env, surl):
     os.makedirs(d)
     env = dict(os.environ, HOARD_S3_PROFILE_S3RVER="S3RVER:S3RVER")
     pport, tport = port(), port()
-    cap = int(frac * N * OBJ / 0.90) + OBJ // 2
+    cap = int((2.0 if mode == "warm" else frac) * N * OBJ / 0.90) + OBJ // 2
     p = start([HOARDD, "--role", "proxy", "--listen", "127.0.0.1:%d" % pport, "--data",
                os.path.join(d, "p"), "--log.level", "warn"], os.path.join(d, "proxy.log"), env)
     purl = "http://127.0.0.1:%d" % pport
@@ -208,6 +217,48 @@ def run(mode, frac, rep, purl_env, surl):
     return rows
 
 
+def sh(*args):
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def link_up():
+    """A network namespace for the upstream behind a veth pair with netem (delay each way,
+    rate towards hoard). Returns the upstream's address, or None (no root, no ip/tc)."""
+    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
+        print("bench plan: no root or no ip/tc: s3rver on loopback, no limiter")
+        return None
+    k = os.getpid() % 10000
+    name, hv, nv = "hbplan%d" % k, "hbp%dh" % k, "hbp%dn" % k
+    used = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True).stdout
+    net = next(n for n in ("10.213.%d" % x for x in list(range(k % 200 + 20, 250)) + [19])
+               if n + "." not in used)
+    sh("ip", "netns", "add", name)
+    netns.update(name=name, hv=hv)
+    sh("ip", "link", "add", hv, "type", "veth", "peer", "name", nv)
+    sh("ip", "link", "set", nv, "netns", name)
+    sh("ip", "addr", "add", net + ".1/30", "dev", hv)
+    sh("ip", "link", "set", hv, "mtu", "65535", "up")
+    sh("ip", "netns", "exec", name, "ip", "addr", "add", net + ".2/30", "dev", nv)
+    sh("ip", "netns", "exec", name, "ip", "link", "set", nv, "mtu", "65535", "up")
+    sh("ip", "netns", "exec", name, "ip", "link", "set", "lo", "up")
+    # the answers (the data) at RATE: a token bucket on the upstream's side of the pair (this
+    # kernel has no netem, so no added delay)
+    sh("ip", "netns", "exec", name, "tc", "qdisc", "add", "dev", nv, "root", "tbf", "rate", RATE,
+       "burst", "256k", "latency", "200ms")
+    route = subprocess.run(["ip", "route", "get", net + ".2"], capture_output=True,
+                           text=True).stdout
+    if "dev " + hv not in route:  # never send anything off the machine
+        raise SystemExit("bench plan: %s.2 does not route through %s: %s" % (net, hv, route))
+    return net + ".2"
+
+
+def link_down():
+    if netns:
+        subprocess.run(["ip", "netns", "del", netns["name"]], stderr=subprocess.DEVNULL)
+        subprocess.run(["ip", "link", "del", netns["hv"]], stderr=subprocess.DEVNULL)
+        netns.clear()
+
+
 def main():
     s3rver_exe = os.path.join(TOP, "node_modules", ".bin", "s3rver")
     if not os.access(HOARDD, os.X_OK) or not os.access(s3rver_exe, os.X_OK):
@@ -217,10 +268,16 @@ def main():
         if x.startswith("run-"):
             shutil.rmtree(os.path.join(B, x), ignore_errors=True)
     sport = port()
-    start(["bash", "-c", "while true; do NODE_OPTIONS=--openssl-legacy-provider '%s' -d '%s' "
-           "-a 127.0.0.1 -p %d --no-vhost-buckets; sleep 0.2; done"
-           % (s3rver_exe, os.path.join(B, "s3rver"), sport)], os.path.join(B, "s3rver.log"))
-    surl = "http://127.0.0.1:%d" % sport
+    host = link_up() if RATE != "none" else None
+    loop = "while true; do NODE_OPTIONS=--openssl-legacy-provider '%s' -d '%s' -a %s -p %d " \
+        "--no-vhost-buckets; sleep 0.2; done" % (s3rver_exe, os.path.join(B, "s3rver"),
+                                                 host or "127.0.0.1", sport)
+    if host:
+        start(["ip", "netns", "exec", netns["name"], "bash", "-c", loop],
+              os.path.join(B, "s3rver.log"))
+    else:
+        start(["bash", "-c", loop], os.path.join(B, "s3rver.log"))
+    surl = "http://%s:%d" % (host or "127.0.0.1", sport)
     wait_http(surl + "/")
     import boto3
     s3 = boto3.client("s3", endpoint_url=surl, aws_access_key_id="S3RVER",
@@ -245,16 +302,23 @@ def main():
         res[("min", frac)] = per_epoch(sim_min(seq, k))
         res[("simlru", frac)] = per_epoch(sim_lru(seq, k))
         for rep in range(REPEATS):
-            for mode in (("lru", "plan") if rep % 2 == 0 else ("plan", "lru")):
+            modes = ("lru", "plan") if rep % 2 == 0 else ("plan", "lru")
+            if frac == FRACS[0]:
+                modes += ("warm",)
+            for mode in modes:
                 rows = run(mode, frac, rep, None, surl)
                 res.setdefault((mode, frac), []).append(rows)
+                if mode == "warm":
+                    res.setdefault("warm", []).append(rows)
                 print("  %s F=%g rep %d: hit %s up %s" % (
                     mode, frac, rep, " ".join("%.2f" % r["hit"] for r in rows),
                     " ".join("%.2f" % r["up"] for r in rows)), flush=True)
     out = ["# epoch plans vs LRU (test/bench/plan.py)", "",
-           "%s, %d objects x 64 KiB over s3rver (loopback, no limiter), 1 proxy + 1 target, %d "
+           "%s, %d objects x 64 KiB over s3rver (%s), 1 proxy + 1 target, %d "
            "readers, %d epochs (fresh permutation each), median of %d runs; load %s at start, "
-           "%s at end" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), N, THREADS,
+           "%s at end" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), N,
+                          "in a netns, tc tbf %s towards hoard" % RATE if host
+                          else "loopback, no limiter", THREADS,
                           EPOCHS, REPEATS, " ".join(load0),
                           " ".join(open("/proc/loadavg").read().split()[:3])), "",
            "| F | epoch | hit LRU | hit plan | sim LRU | sim MIN | upstream/dataset LRU | "
@@ -273,6 +337,25 @@ def main():
                            med("plan", "up"), med("lru", "wall"), med("plan", "wall"),
                            med("lru", "p50"), med("plan", "p50"), med("lru", "p99"),
                            med("plan", "p99"), errs))
+    # the p99 goal: epochs 1.. against the all-warm epochs (1..) of the warm runs
+    warm = [r[e]["p99"] for r in res.get("warm", []) for e in range(1, EPOCHS)]
+    if warm:
+        w99 = statistics.median(warm)
+        whit = statistics.median(r[e]["hit"] for r in res["warm"] for e in range(1, EPOCHS))
+        out += ["", "All-warm baseline (capacity 2x the dataset, epochs 1-%d of %d runs): p99 "
+                "%.1f ms (median; range %.1f-%.1f), p50 %.1f ms, hit %.3f." % (
+                    EPOCHS - 1, len(res["warm"]), w99, min(warm), max(warm),
+                    statistics.median(r[e]["p50"] for r in res["warm"]
+                                      for e in range(1, EPOCHS)), whit), "",
+                "| F | mode | p99 ms epochs 1-%d (median of runs, per epoch) | / warm p99 |"
+                % (EPOCHS - 1), "|---|---|---|---|"]
+        for frac in FRACS:
+            for mode in ("lru", "plan"):
+                ps = [statistics.median(r[e]["p99"] for r in res[(mode, frac)])
+                      for e in range(1, EPOCHS)]
+                out.append("| %.2f | %s | %s | %s |" % (
+                    frac, mode, " / ".join("%.1f" % x for x in ps),
+                    " / ".join("%.2f" % (x / w99) for x in ps)))
     text = "\n".join(out) + "\n"
     with open(os.path.join(B, "..", "plan.md"), "w") as f:
         f.write(text)
@@ -285,3 +368,4 @@ if __name__ == "__main__":
     finally:
         for p in list(procs):
             stop(p)
+        link_down()

@@ -22,7 +22,8 @@ import pytest
 import requests
 
 import helpers
-from conftest import (ACCESS_KEY, BIN_DIR, CLUSTER_SECRET, SECRET_KEY, _stop_nodes,
+from cachefix import profiles, s3rver  # noqa: F401 (fixtures)
+from conftest import (ACCESS_KEY, BIN_DIR, CLUSTER_SECRET, PERM_BUCKETS, SECRET_KEY, _stop_nodes,
                       start_cluster)
 
 SDK_UA = "ais/python/1.16.0"  # const.py USER_AGENT_BASE "ais/python" + "/" + version
@@ -63,7 +64,7 @@ def forge_token(secret, claims):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, log_dir):
+def cluster(tmp_path_factory, log_dir, profiles):  # noqa: F811 (s3rver's profile for targets)
     nodes, ep = start_cluster(tmp_path_factory, log_dir, "ais-", 2)
     yield ep
     _stop_nodes(nodes)
@@ -136,9 +137,12 @@ def test_login_and_bearer_tokens(cluster, token):
     other = forge_token("another-secret", {"username": ACCESS_KEY, "iat": now, "exp": now + 600})
     for t in (bad, expired, other, "not.a.jwt", "x"):
         r = SdkClient(cluster.url, t).request("get", "daemon", params={"what": "smap"})
-        assert r.status_code == 403, (t, r.text)
+        # 401 with RFC 6750's challenge, as AIStore answers a bad token
+        assert r.status_code == 401, (t, r.text)
+        assert r.headers["WWW-Authenticate"].startswith('Bearer error="invalid_token"')
+        assert r.json()["code"] == "Unauthorized"
     assert "expired" in SdkClient(cluster.url, expired).request(
-        "get", "daemon", params={"what": "smap"}).json()["message"]
+        "get", "daemon", params={"what": "smap"}).headers["WWW-Authenticate"]
     # a valid forged token proves the key derivation documented in docs/security.md
     good = forge_token(CLUSTER_SECRET, {"username": ACCESS_KEY, "iat": now, "exp": now + 600})
     assert SdkClient(cluster.url, good).request(
@@ -379,11 +383,11 @@ def test_get_batch(cluster, sdk, bucket):
     r = sdk.request("get", "ml/moss", json=req)
     with tarfile.open(fileobj=io.BytesIO(r.content), mode="r|") as tf:
         assert [m.name for m in tf] == ["s/1"]
-    # without coer a missing object fails the batch; zip and multipart are refused clearly
+    # without coer a missing object fails the batch; zip and byte ranges are refused clearly
     req = {"in": [{"objname": "missing"}], "strm": True}
     assert sdk.request("get", "ml/moss/" + bucket, json=req).status_code == 404
-    for extra in ({"mime": ".zip"}, {"strm": False}):
-        req = dict({"in": [{"objname": "s/1"}]}, **extra)
+    for extra in ({"mime": ".zip"}, {"in": [{"objname": "s/1", "start": 1, "length": 2}]}):
+        req = dict({"in": [{"objname": "s/1"}], "strm": True}, **extra)
         r = sdk.request("get", "ml/moss/" + bucket, json=req)
         assert r.status_code == 501, r.text
     # a token is needed like everywhere else
@@ -412,3 +416,528 @@ def test_list_archive(cluster, sdk, bucket):
     # without the flag: objects only
     res = list_objects(sdk, bucket, prefix="ds/", props="name")
     assert [e["n"] for e in res["Entries"]] == ["ds/shard-0.tar", "ds/shard-0.tar.idx"]
+
+
+# ---- jobs (job.py, bucket.py, multiobj/object_group.py) ----
+
+def action(act, value=None):
+    # types.py ActionMsg(action, name="", value).dict()
+    return {"action": act, "name": "", "value": value}
+
+
+def job_status(sdk, job_id, kind=""):
+    # job.py status(): GET cluster ?what=status, json JobArgs.as_dict() -> JobStatus
+    r = sdk.request("get", "cluster", params={"what": "status"},
+                    json={"ID": job_id, "Kind": kind, "DaemonID": "", "Bck": None,
+                          "Buckets": None})
+    assert r.status_code == 200, r.text
+    st = r.json()
+    # types.py JobStatus: uuid str, err str, end_time int (ns), aborted bool
+    assert st["uuid"] == job_id and isinstance(st["err"], str)
+    assert isinstance(st["end_time"], int) and isinstance(st["aborted"], bool)
+    return st
+
+
+def job_wait(sdk, job_id, kind="", timeout=120):
+    """job.py wait(): status() until end_time != 0 (then err/aborted are logged, not raised)."""
+    box = {}
+
+    def done():
+        box["st"] = job_status(sdk, job_id, kind)
+        return box["st"]["end_time"] != 0
+    helpers.wait_until(done, timeout=timeout, what="job %s to finish" % job_id)
+    assert box["st"]["end_time"] > 10**18  # unix nanoseconds
+    return box["st"]
+
+
+def job_details(sdk, job_id):
+    # job.py get_details(): GET cluster ?what=qryxstats -> AggregatedJobSnap
+    # {node id: [JobSnap {id, kind, start-time, end-time, bck, stats {loc-objs, ...},
+    #  aborted, is_idle, abort-err}]}
+    r = sdk.request("get", "cluster", params={"what": "qryxstats"},
+                    json={"ID": job_id, "Kind": "", "DaemonID": "", "Bck": None,
+                          "Buckets": None})
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert isinstance(d, dict) and d
+    for node, snaps in d.items():
+        assert isinstance(node, str) and isinstance(snaps, list)
+        for sn in snaps:
+            assert sn["id"] == job_id and isinstance(sn["kind"], str)
+            for k in ("start-time", "end-time"):
+                assert isinstance(sn[k], str) and sn[k].endswith("Z")
+            assert isinstance(sn["bck"]["name"], str)
+            assert all(isinstance(sn["stats"][k], int) for k in ("loc-objs", "loc-bytes"))
+            assert isinstance(sn["aborted"], bool) and isinstance(sn["is_idle"], bool)
+    return d
+
+
+def cached_flags(sdk, bucket):
+    v = {"prefix": "", "pagesize": 0, "uuid": "", "props": "name", "continuation_token": "",
+         "flags": "0", "target": ""}
+    r = sdk.request("get", "buckets/" + bucket, params={"provider": "aws"},
+                    json=action("list", v))
+    assert r.status_code == 200, r.text
+    return {e["n"]: bool(e["f"] & (1 << 6)) for e in r.json()["Entries"]}
+
+
+def test_prefetch_and_evict_jobs(cluster, sdk, s3rver):  # noqa: F811
+    src = "aisup-" + uuid.uuid4().hex[:8]
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    objs = {"o%d" % i: helpers.pattern_bytes(1000 + i, i) for i in range(4)}
+    objs.update({"t-%d" % i: b"t%d" % i for i in range(3)})
+    for k, v in objs.items():
+        up.put_object(Bucket=src, Key=k, Body=v)
+    # hoard's own create for an S3-backed bucket (the SDK cannot create remote buckets)
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+    assert r.status_code == 201, r.text
+    assert not any(cached_flags(sdk, src).values())
+    # object_group.py prefetch() with obj_names: POST buckets/B ?provider=aws,
+    # ActionMsg prefetch-listrange, value PrefetchMsg {"objnames", "coer", "latest-ver"}
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json=action("prefetch-listrange", {"objnames": ["o0", "o1"], "coer": False,
+                                                       "latest-ver": False}))
+    assert r.status_code == 200, r.text
+    jid = r.text  # the job id as the body, what the SDK returns (.text)
+    assert jid and "{" not in jid
+    st = job_wait(sdk, jid, "prefetch-listrange")
+    assert st["err"] == "" and not st["aborted"]
+    d = job_details(sdk, jid)
+    snaps = [sn for v in d.values() for sn in v]
+    assert len(d) == 2 and all(sn["kind"] == "prefetch-listrange" for sn in snaps)
+    assert all(sn["bck"] == {"name": src, "provider": "aws", "namespace": {"uuid": "", "name": ""}}
+               for sn in snaps)
+    assert sum(sn["stats"]["loc-objs"] for sn in snaps) == 2
+    assert all(sn["end-time"] != "0001-01-01T00:00:00Z" for sn in snaps)
+    c = cached_flags(sdk, src)
+    assert {k for k, v in c.items() if v} == {"o0", "o1"}, c
+    # with a template (ObjectRange / obj_template: "t-{0..2}") and with a prefix-only template
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json=action("prefetch-listrange", {"template": "t-{0..2}", "coer": True,
+                                                       "latest-ver": False}))
+    assert r.status_code == 200, r.text
+    job_wait(sdk, r.text)
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json=action("prefetch-listrange", {"template": "o", "coer": True,
+                                                       "latest-ver": False}))
+    assert r.status_code == 200, r.text
+    job_wait(sdk, r.text)
+    assert all(cached_flags(sdk, src).values())
+    # object_group.py evict(): DELETE buckets/B, ActionMsg evict-listrange, value {"objnames"}
+    r = sdk.request("delete", "buckets/" + src, params={"provider": "aws"},
+                    json=action("evict-listrange", {"objnames": ["o1", "t-0"]}))
+    assert r.status_code == 200, r.text
+    job_wait(sdk, r.text, "evict-listrange")
+    c = cached_flags(sdk, src)
+    assert {k for k, v in c.items() if not v} == {"o1", "t-0"}, c
+    # bucket.py evict(keep_md): DELETE buckets/B ?provider=aws&keep_md=..., evict-remote-bck
+    r = sdk.request("delete", "buckets/" + src, params={"provider": "aws", "keep_md": "True"},
+                    json=action("evict-remote-bck"))
+    assert r.status_code == 200, r.text
+    job_wait(sdk, r.text)
+    assert not any(cached_flags(sdk, src).values())
+    # reads still come from the upstream (the bucket stays registered)
+    r = sdk.request("get", "objects/%s/o2" % src, params={"provider": "aws"})
+    assert r.status_code == 200 and r.content == objs["o2"]
+    # bad selections: clear 400s; a native bucket cannot be prefetched; unknown job: 404
+    for v in ({"objnames": "o1"}, {"objnames": ["o1"], "template": "t-{0..1}"},
+              {"objnames": [""]}):
+        r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                        json=action("prefetch-listrange", v))
+        assert r.status_code == 400, (v, r.text)
+    nat = "ais-" + uuid.uuid4().hex[:10]
+    assert sdk.request("post", "buckets/" + nat, params={"provider": "ais"},
+                       json=action("create-bck")).status_code == 200
+    r = sdk.request("post", "buckets/" + nat, params={"provider": "ais"},
+                    json=action("prefetch-listrange", {"objnames": ["x"]}))
+    assert r.status_code == 400 and "remote" in r.json()["message"], r.text
+    sdk.request("delete", "buckets/" + nat, json=action("destroy-bck"))
+    r = sdk.request("get", "cluster", params={"what": "status"}, json={"ID": "no-such-job"})
+    assert r.status_code == 404, r.text
+    r = sdk.request("get", "cluster", params={"what": "status"}, json={"Kind": "copy-bck"})
+    assert r.status_code == 400, r.text
+
+
+def test_copy_bck_job(cluster, sdk, bucket):
+    names = ["a/%d" % i for i in range(5)] + ["b/x"]
+    for n in names:
+        put(sdk, bucket, n, n.encode() * 100)
+    dst = "ais-" + uuid.uuid4().hex[:10]
+    # bucket.py copy(to_bck): POST buckets/SRC ?provider=ais&bck_to=ais/@#/DST/,
+    # ActionMsg copy-bck, value CopyBckMsg.as_dict()
+    value = {"prefix": "", "prepend": "", "dry_run": False, "force": False, "latest-ver": False,
+             "synchronize": False}
+    r = sdk.request("post", "buckets/" + bucket,
+                    params={"provider": "ais", "bck_to": "ais/@#/%s/" % dst},
+                    json=action("copy-bck", value))
+    assert r.status_code == 200, r.text
+    st = job_wait(sdk, r.text, "copy-bck")
+    assert st["err"] == "" and not st["aborted"]
+    try:
+        got = [e["n"] for e in list_objects(sdk, dst)["Entries"]]
+        assert got == sorted(names)
+        r = sdk.request("get", "objects/%s/a/3" % dst, params={"provider": "ais"})
+        assert r.content == b"a/3" * 100
+        d = job_details(sdk, st["uuid"])
+        assert {sn["kind"] for v in d.values() for sn in v} == {"copy-bck"}
+        # a prefix copies only the names under it
+        dst2 = "ais-" + uuid.uuid4().hex[:10]
+        r = sdk.request("post", "buckets/" + bucket,
+                        params={"provider": "ais", "bck_to": "ais/@#/%s/" % dst2},
+                        json=action("copy-bck", dict(value, prefix="b/")))
+        assert r.status_code == 200, r.text
+        job_wait(sdk, r.text)
+        assert [e["n"] for e in list_objects(sdk, dst2)["Entries"]] == ["b/x"]
+        for o in ("b/x",):
+            sdk.request("delete", "objects/%s/%s" % (dst2, o), params={"provider": "ais"})
+        sdk.request("delete", "buckets/" + dst2, json=action("destroy-bck"))
+        # malformed or unsupported: 400 / 501, nothing started
+        for q, v, code in (("ais/@#/", value, 400), ("ais/@uuid#ns/x1x/", value, 400),
+                           ("gcp/@#/x1x/", value, 400), ("ais/@#/" + bucket + "/", value, 400),
+                           ("aws/@#/x1x/", value, 501),
+                           ("ais/@#/x1x/", dict(value, prepend="p/"), 501),
+                           ("ais/@#/x1x/", dict(value, dry_run=True), 501)):
+            r = sdk.request("post", "buckets/" + bucket, params={"provider": "ais", "bck_to": q},
+                            json=action("copy-bck", v))
+            assert r.status_code == code, (q, v, r.text)
+        assert sdk.request("head", "buckets/x1x").status_code == 404
+        r = sdk.request("post", "buckets/no-such-src",
+                        params={"provider": "ais", "bck_to": "ais/@#/x1x/"},
+                        json=action("copy-bck", value))
+        assert r.status_code == 404, r.text
+        # bucket.py rename(): move-bck is not done by hoard
+        r = sdk.request("post", "buckets/" + bucket,
+                        params={"provider": "ais", "bck_to": "ais/@#/x1x/"},
+                        json=action("move-bck"))
+        assert r.status_code == 501 and "copy-bck" in r.json()["message"], r.text
+    finally:
+        for n in names:
+            sdk.request("delete", "objects/%s/%s" % (dst, n), params={"provider": "ais"})
+        sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
+
+
+def test_summary_bck(cluster, sdk, bucket):
+    sizes = [100, 2000, 30000]
+    for i, n in enumerate(sizes):
+        put(sdk, bucket, "s%d" % i, b"x" * n)
+    # bucket.py summary(): GET buckets/B with ActionMsg summary-bck, value BsummCtrlMsg
+    # {uuid, prefix, cached, present}: 202 and the job id, then the same with that uuid
+    # until 200 with a JSON list whose [0] is the summary
+    msg = {"uuid": "", "prefix": "", "cached": True, "present": True}
+    r = sdk.request("get", "buckets/" + bucket, params={"provider": "ais"},
+                    json=action("summary-bck", msg))
+    assert r.status_code == 202, r.text
+    msg["uuid"] = r.text.strip('"')
+    assert msg["uuid"]
+    r = sdk.request("get", "buckets/" + bucket, params={"provider": "ais"},
+                    json=action("summary-bck", msg))
+    assert r.status_code == 200, r.text
+    s = json.loads(r.content.decode("utf-8"))[0]
+    assert s["name"] == bucket and s["provider"] == "ais"
+    assert s["obj_count_present"] == "3" and s["size_all_present_objs"] == str(sum(sizes))
+    assert s["obj_avg_size"] == sum(sizes) // 3
+    r = sdk.request("get", "buckets/" + bucket, params={"provider": "ais"},
+                    json=action("summary-bck", dict(msg, prefix="s1")))
+    assert r.status_code == 501, r.text
+    r = sdk.request("get", "buckets/nope-" + uuid.uuid4().hex[:6], params={"provider": "ais"},
+                    json=action("summary-bck", msg))
+    assert r.status_code == 404, r.text
+
+
+def test_job_actions_need_a_good_token(cluster, sdk, bucket):
+    """Every new action and query refuses requests without a token (403), with a forged,
+    tampered or expired one (401; before the body is read), and a key without the
+    permission (403)."""
+    put(sdk, bucket, "k", b"v")
+    r = sdk.request("post", "buckets/" + bucket,
+                    params={"provider": "ais", "bck_to": "ais/@#/%sc/" % bucket},
+                    json=action("copy-bck", {}))
+    assert r.status_code == 200, r.text
+    jid = r.text
+    job_wait(sdk, jid)
+    now = int(time.time())
+    tokens = {
+        "none": None,
+        "tampered": sdk.token[:-4] + ("AAAA" if not sdk.token.endswith("AAAA") else "BBBB"),
+        "expired": forge_token(CLUSTER_SECRET, {"username": ACCESS_KEY, "iat": now - 7200,
+                                                "exp": now - 3600}),
+        "forged": forge_token("another-secret", {"username": ACCESS_KEY, "iat": now,
+                                                 "exp": now + 600}),
+    }
+    calls = [
+        ("post", "buckets/" + bucket, {"provider": "ais", "bck_to": "ais/@#/zz-never/"},
+         action("copy-bck", {})),
+        ("post", "buckets/" + bucket, {"provider": "aws"},
+         action("prefetch-listrange", {"objnames": ["k"]})),
+        ("delete", "buckets/" + bucket, {"provider": "aws"},
+         action("evict-listrange", {"objnames": ["k"]})),
+        ("delete", "buckets/" + bucket, {"provider": "aws"}, action("evict-remote-bck")),
+        ("get", "buckets/" + bucket, {"provider": "ais"},
+         action("summary-bck", {"uuid": "", "prefix": "", "cached": True, "present": True})),
+        ("get", "cluster", {"what": "status"}, {"ID": jid}),
+        ("get", "cluster", {"what": "qryxstats"}, {"ID": jid}),
+    ]
+    for name, t in tokens.items():
+        c = SdkClient(cluster.url, t)
+        for method, path, params, body in calls:
+            r = c.request(method, path, params=params, json=body)
+            assert r.status_code == (403 if t is None else 401), (name, method, path, body,
+                                                                  r.status_code, r.text)
+            assert jid not in r.text
+    # the read-only key: may ask for status and summaries, not start jobs
+    ro = SdkClient(cluster.url)
+    ro.token = ro.request("post", "users/AKRO", json={"password": "secretRO"}).json()["token"]
+    for method, path, params, body in calls:
+        r = ro.request(method, path, params=params, json=body)
+        assert r.status_code == (202 if "summary-bck" in str(body) else
+                                 200 if path == "cluster" else 403), (method, body, r.text)
+    # AKMIX may write PERM_BUCKETS["rw"] and read PERM_BUCKETS["ro"]: copying rw -> ro is
+    # refused for the destination, and nothing is created
+    for b in (PERM_BUCKETS["rw"], PERM_BUCKETS["ro"]):
+        sdk.request("post", "buckets/" + b, params={"provider": "ais"},
+                    json=action("create-bck"))
+    mix = SdkClient(cluster.url)
+    mix.token = mix.request("post", "users/AKMIX",
+                            json={"password": "secretMIX"}).json()["token"]
+    r = mix.request("post", "buckets/" + PERM_BUCKETS["rw"],
+                    params={"provider": "ais", "bck_to": "ais/@#/%s/" % PERM_BUCKETS["ro"]},
+                    json=action("copy-bck", {}))
+    assert r.status_code == 403, r.text
+    r = mix.request("post", "buckets/" + PERM_BUCKETS["rw"],
+                    params={"provider": "ais", "bck_to": "ais/@#/zz-mix-new/"},
+                    json=action("copy-bck", {}))
+    assert r.status_code == 403, r.text
+    assert sdk.request("head", "buckets/zz-mix-new").status_code == 404
+    sdk.request("delete", "objects/%s/k" % (bucket + "c"), params={"provider": "ais"})
+    sdk.request("delete", "buckets/" + bucket + "c", json=action("destroy-bck"))
+    for b in (PERM_BUCKETS["rw"], PERM_BUCKETS["ro"]):
+        sdk.request("delete", "buckets/" + b, json=action("destroy-bck"))
+
+
+# ---- targets verify bearer tokens too ----
+
+def test_redirected_token_is_checked_by_the_target(cluster, sdk, bucket):
+    """A client that keeps Authorization: Bearer when it follows the proxy's 307 (curl
+    --location-trusted, clients that keep headers across ports) is served by the target when
+    the token is good, refused with 401 when it is not; without the header the proxy's
+    signature in the redirect is enough (what `requests`, and so the SDK, does)."""
+    data = helpers.pattern_bytes(5000, 3)
+    put(sdk, bucket, "t/obj", data)
+    now = int(time.time())
+    bad = {
+        "tampered": sdk.token[:-4] + ("AAAA" if not sdk.token.endswith("AAAA") else "BBBB"),
+        "expired": forge_token(CLUSTER_SECRET, {"username": ACCESS_KEY, "iat": now - 7200,
+                                                "exp": now - 3600}),
+        "forged": forge_token("another-secret", {"username": ACCESS_KEY, "iat": now,
+                                                 "exp": now + 600}),
+        "garbage": "x.y.z",
+    }
+
+    def location(method, path, **kw):
+        r = sdk.request(method, path, params={"provider": "ais"}, allow_redirects=False, **kw)
+        assert r.status_code == 307, r.text
+        loc = r.headers["Location"]
+        assert not loc.startswith(cluster.url)  # a target
+        return loc
+
+    hdr = {"Authorization": "Bearer " + sdk.token, "User-Agent": SDK_UA}
+    # GET and HEAD: good token kept -> served; bad token -> 401 from the target; none -> served
+    loc = location("get", "objects/%s/t/obj" % bucket)
+    r = requests.get(loc, headers=hdr, timeout=30)
+    assert r.status_code == 200 and r.content == data, r.text
+    for name, t in bad.items():
+        r = requests.get(loc, headers={"Authorization": "Bearer " + t}, timeout=30)
+        assert r.status_code == 401, (name, r.status_code, r.text)
+        assert r.headers["WWW-Authenticate"].startswith('Bearer error="invalid_token"')
+        assert r.content != data
+    assert requests.get(loc, timeout=30).content == data
+    # PUT through the redirect: good token writes, bad token writes nothing
+    loc = location("put", "objects/%s/t/new" % bucket, data=b"first")
+    r = requests.put(loc, headers=hdr, data=b"first", timeout=30)
+    assert r.status_code == 200, r.text
+    loc = location("put", "objects/%s/t/new" % bucket, data=b"second")
+    r = requests.put(loc, headers={"Authorization": "Bearer " + bad["expired"]}, data=b"second",
+                     timeout=30)
+    assert r.status_code == 401, r.text
+    assert sdk.request("get", "objects/%s/t/new" % bucket,
+                       params={"provider": "ais"}).content == b"first"
+    # the target without a proxy's signature: refused whatever the token
+    # (clients go through a proxy, docs/aistore-compat.md)
+    base = loc.split("/v1/")[0]
+    r = requests.get(base + "/v1/objects/%s/t/obj" % bucket, headers=hdr, timeout=30)
+    assert r.status_code == 403, r.text
+
+
+def sdk_multipart_parts(r):
+    """What batch/multipart/multipart_decoder.py does (non-streaming): boundary from the
+    Content-Type, content split on "--" + boundary, each part split at the first blank line
+    into headers and body (the body keeps the CRLF before the next delimiter)."""
+    import re
+    ct = r.headers["Content-Type"]
+    assert "multipart" in ct.lower()
+    boundary = re.search(r"boundary=([^;]+)", ct, re.IGNORECASE).group(1).strip("\"'")
+    parts = []
+    for part in r.content.split(b"--" + boundary.encode())[1:]:
+        if not part.strip() or part.strip() == b"--":
+            continue
+        headers, body = part.split(b"\r\n\r\n", 1)
+        parts.append((headers, body))
+    return parts
+
+
+def test_get_batch_multipart(cluster, sdk, bucket):
+    """batch.py get() with streaming_get=False: MossReq "strm": false; the answer is multipart:
+    a MossResp JSON part ({"out": [MossOut], "uuid"}), then the tar, paired by index."""
+    objs = {"m/%d" % i: helpers.pattern_bytes(300 + i, i) for i in range(3)}
+    for n, d in objs.items():
+        put(sdk, bucket, n, d)
+    tbuf = io.BytesIO()
+    with tarfile.open(fileobj=tbuf, mode="w") as tf:
+        ti = tarfile.TarInfo("in/two.txt")
+        ti.size = 3
+        tf.addfile(ti, io.BytesIO(b"two"))
+    put(sdk, bucket, "mp.tar", tbuf.getvalue())
+    opaque = base64.urlsafe_b64encode(b"user-7").decode()
+    req = {"in": [{"objname": "m/2", "opaque": opaque}, {"objname": "nope"},
+                  {"objname": "mp.tar", "archpath": "in/two.txt"},
+                  {"objname": "m/0", "bucket": bucket, "provider": "ais"}],
+           "mime": ".tar", "coer": True, "strm": False}
+    r = sdk.request("get", "ml/moss/" + bucket, params={"provider": "ais"}, json=req,
+                    stream=True)
+    assert r.status_code == 200, r.text
+    parts = sdk_multipart_parts(r)
+    assert len(parts) == 2
+    assert b"application/json" in parts[0][0] and b"application/x-tar" in parts[1][0]
+    resp = json.loads(parts[0][1].decode("utf-8"))  # MossResp.parse_raw
+    out = resp["out"]
+    assert isinstance(resp["uuid"], str) and len(out) == 4
+    # MossOut: objname, bucket, provider str; size int; archpath, opaque, err_msg optional
+    for o in out:
+        assert o["bucket"] == bucket and o["provider"] == "ais" and isinstance(o["size"], int)
+    assert [o["objname"] for o in out] == ["m/2", "nope", "mp.tar", "m/0"]
+    assert out[0]["opaque"] == opaque and base64.urlsafe_b64decode(out[0]["opaque"]) == b"user-7"
+    assert out[0]["size"] == len(objs["m/2"]) and "err_msg" not in out[0]
+    assert out[1]["err_msg"] and out[1]["size"] == 0
+    assert out[2]["archpath"] == "in/two.txt" and out[2]["size"] == 3
+    # tar_stream_extractor.py: the i-th file of the archive goes with out[i]
+    with tarfile.open(fileobj=io.BytesIO(parts[1][1]), mode="r|*") as tf:
+        members = [(m.name, tf.extractfile(m).read()) for m in tf if m.isfile()]
+    assert [m[0] for m in members] == ["%s/m/2" % bucket, "__404__/%s/nope" % bucket,
+                                       "%s/mp.tar/in/two.txt" % bucket, "%s/m/0" % bucket]
+    assert members[0][1] == objs["m/2"] and members[2][1] == b"two"
+    assert members[3][1] == objs["m/0"]
+    # AIStore's default (no "strm") is the multipart answer too
+    r = sdk.request("get", "ml/moss/" + bucket, json={"in": [{"objname": "m/1"}], "onob": True})
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("multipart/form-data")
+    parts = sdk_multipart_parts(r)
+    with tarfile.open(fileobj=io.BytesIO(parts[1][1]), mode="r|*") as tf:
+        assert [(m.name, tf.extractfile(m).read()) for m in tf] == [("m/1", objs["m/1"])]
+    # without coer a missing entry anywhere is a plain 404 (nothing was sent yet)
+    r = sdk.request("get", "ml/moss/" + bucket,
+                    json={"in": [{"objname": "m/1"}, {"objname": "nope"}], "strm": False})
+    assert r.status_code == 404 and r.json()["code"] == "NoSuchKey", r.text
+    # no token, a bad token: refused before anything is read
+    r = SdkClient(cluster.url).request("get", "ml/moss/" + bucket, json=req)
+    assert r.status_code == 403
+    r = SdkClient(cluster.url, "a.b.c").request("get", "ml/moss/" + bucket, json=req)
+    assert r.status_code == 401
+
+
+# ---- AuthN token revocation (authn/token_manager.py, authn_client.py logout()) ----
+
+def test_token_revocation(cluster, sdk, bucket):
+    put(sdk, bucket, "rv", b"revoke me")
+
+    def login(user, pw):
+        r = SdkClient(cluster.url).request("post", "users/" + user, json={"password": pw})
+        assert r.status_code == 200, r.text
+        return r.json()["token"]
+
+    t1, t2 = login(ACCESS_KEY, SECRET_KEY), login(ACCESS_KEY, SECRET_KEY)
+    ro1, ro2 = login("AKRO", "secretRO"), login("AKRO", "secretRO")
+    assert len({t1, t2, ro1, ro2, sdk.token}) == 5  # a random "jti": every login differs
+    c1 = SdkClient(cluster.url, t1)
+    loc = c1.request("get", "objects/%s/rv" % bucket, allow_redirects=False).headers["Location"]
+    assert requests.get(loc, headers={"Authorization": "Bearer " + t1}, timeout=30).status_code \
+        == 200
+    # refused: no credentials (403), a garbage token in the body (400), another key's token
+    # by a key that is not an admin (403)
+    r = SdkClient(cluster.url).request("delete", "tokens", json={"token": t1})
+    assert r.status_code == 403, r.text
+    r = c1.request("delete", "tokens", json={"token": "x.y.z"})
+    assert r.status_code == 400, r.text
+    r = c1.request("delete", "tokens", json={"nottoken": t1})
+    assert r.status_code == 400, r.text
+    r = SdkClient(cluster.url, ro1).request("delete", "tokens", json={"token": t1})
+    assert r.status_code == 403, r.text
+    assert c1.request("get", "daemon", params={"what": "smap"}).status_code == 200
+    # AuthNClient.logout(): DELETE tokens {"token": own token} with that token as Bearer
+    r = c1.request("delete", "tokens", json={"token": t1})
+    assert r.status_code == 200, r.text
+    # the revoked token is refused by the proxy and, through a redirect, by the target
+    r = c1.request("get", "daemon", params={"what": "smap"})
+    assert r.status_code == 401 and r.headers["WWW-Authenticate"].startswith("Bearer"), r.text
+    helpers.wait_until(lambda: requests.get(loc, headers={"Authorization": "Bearer " + t1},
+                                            timeout=30).status_code == 401,
+                       timeout=30, what="the target to refuse the revoked token")
+    # the revocation is in the BMD every node holds: the token's SHA-256, until its expiry
+    bmd = sdk.request("get", "daemon", params={"what": "bmd"}).json()
+    claims = json.loads(base64.urlsafe_b64decode(t1.split(".")[1] + "=="))
+    assert "revoked" in bmd, bmd
+    assert {"id": hashlib.sha256(t1.encode()).hexdigest(), "exp": claims["exp"]} in \
+        bmd["revoked"]
+    # other tokens of the key keep working
+    assert SdkClient(cluster.url, t2).request("get", "daemon",
+                                              params={"what": "smap"}).status_code == 200
+    # an admin key revokes another key's token; a key its own
+    r = SdkClient(cluster.url, t2).request("delete", "tokens", json={"token": ro1})
+    assert r.status_code == 200, r.text
+    r = SdkClient(cluster.url, ro2).request("delete", "tokens", json={"token": ro2})
+    assert r.status_code == 200, r.text
+    for t in (ro1, ro2):
+        r = SdkClient(cluster.url, t).request("get", "daemon", params={"what": "smap"})
+        assert r.status_code == 401, r.text
+    # an expired token needs no revoking
+    now = int(time.time())
+    expired = forge_token(CLUSTER_SECRET, {"username": ACCESS_KEY, "iat": now - 7200,
+                                           "exp": now - 3600})
+    r = SdkClient(cluster.url, t2).request("delete", "tokens", json={"token": expired})
+    assert r.status_code == 200, r.text
+    # the login still hands out new, working tokens
+    t3 = login(ACCESS_KEY, SECRET_KEY)
+    assert SdkClient(cluster.url, t3).request("get", "daemon",
+                                              params={"what": "smap"}).status_code == 200
+
+
+def test_second_proxy_forwards_jobs_and_revocations(tmp_path_factory, log_dir):
+    """Through a proxy that is not the primary: copy-bck (its destination is created by the
+    primary), Job.wait(), and a revocation (forwarded to the primary, then refused by both
+    proxies)."""
+    nodes, ep = start_cluster(tmp_path_factory, log_dir, "ais2p-", 1, redirect_proxy=True)
+    try:
+        p2 = ep.redirect_proxy.url
+        r = SdkClient(p2).request("post", "users/" + ACCESS_KEY, json={"password": SECRET_KEY})
+        assert r.status_code == 200, r.text
+        c2 = SdkClient(p2, r.json()["token"])
+        src, dst = "ais-" + uuid.uuid4().hex[:10], "ais-" + uuid.uuid4().hex[:10]
+        assert c2.request("post", "buckets/" + src, params={"provider": "ais"},
+                          json=action("create-bck")).status_code == 200
+        put(c2, src, "x", b"xx")
+        r = c2.request("post", "buckets/" + src, params={"provider": "ais",
+                                                           "bck_to": "ais/@#/%s/" % dst},
+                       json=action("copy-bck", {}))
+        assert r.status_code == 200, r.text
+        job_wait(c2, r.text)
+        c1 = SdkClient(ep.url, c2.token)
+        assert c1.request("get", "objects/%s/x" % dst, params={"provider": "ais"}).content == b"xx"
+        # revoke through the second proxy: the primary records it, both refuse it
+        r = c2.request("delete", "tokens", json={"token": c2.token})
+        assert r.status_code == 200, r.text
+        for c in (c2, c1):
+            helpers.wait_until(lambda c=c: c.request("get", "daemon", params={"what": "smap"})
+                               .status_code == 401, timeout=30,
+                               what="the revoked token refused by %s" % c.base)
+    finally:
+        _stop_nodes(nodes)

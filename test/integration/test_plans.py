@@ -6,6 +6,8 @@ with a 1 MiB cache (low 50%, high 80%) over s3rver, plans prefetching at most 4 
 with 2 workers; a two-target cluster for the split by owner. Orders come from the documented
 generator (docs/examples/hoard_plan.py), which the tests thereby check against hoardd's.
 """
+import contextlib
+import math
 import os
 import sys
 import time
@@ -14,7 +16,7 @@ import uuid
 import pytest
 
 import helpers
-from cachefix import C_KEYS, HoardCluster, profiles, s3rver  # noqa: F401
+from cachefix import C_KEYS, CNode, HoardCluster, profiles, s3rver  # noqa: F401
 from conftest import REPO, _TARGETS
 
 sys.path.insert(0, os.path.join(REPO, "docs", "examples"))
@@ -37,7 +39,8 @@ def one(tmp_path_factory, log_dir, profiles, s3rver):  # noqa: F811
                      target_extra=["--space.capacity", str(MIB), "--space.low", "50",
                                    "--space.high", "80", "--space.oos", "95",
                                    "--space.check_ms", "100", "--cache.atime_flush_ms", "100",
-                                   "--plan.window", str(WINDOW), "--plan.workers", "2"])
+                                   "--plan.window", str(WINDOW), "--plan.window_max", str(WINDOW),
+                                   "--plan.workers", "2"])
     c.start()
     yield c
     problems = c.stop()
@@ -63,6 +66,21 @@ def no_plans_left(request):
             c = request.getfixturevalue(name)
             for p in c.api("GET", "/v1/plans").json()["plans"]:
                 c.api("DELETE", "/v1/plans/" + p["id"])
+
+
+@contextlib.contextmanager
+def fresh(tmp_path_factory, log_dir, name, ntargets, extra):
+    """A cluster of its own for one test (one mountpath per target), stopped afterwards."""
+    root = str(tmp_path_factory.mktemp(name))
+    c = HoardCluster(name, root, log_dir, _TARGETS, C_KEYS, ntargets=ntargets, mountpaths=1,
+                     target_extra=extra)
+    c.root = root
+    try:
+        c.start()
+        yield c
+    finally:
+        problems = c.stop()
+    assert not problems, problems
 
 
 def dataset(s3rver, c, n, prefix="s/"):  # noqa: F811
@@ -128,6 +146,151 @@ def test_plan_prefetches_ahead_of_the_reader(s3rver, one):  # noqa: F811
     assert one.api("DELETE", "/v1/plans/" + pid).status_code == 200
     assert one.api("GET", "/v1/plans/" + pid).status_code == 404
     assert one.api("DELETE", "/v1/plans/" + pid).status_code == 404
+
+
+def test_plan_prometheus_series(s3rver, one):  # noqa: F811
+    """Per-plan series at a target's /metrics agree with the plans API, and go with the plan."""
+    b, keys = dataset(s3rver, one, 24)
+    pid = uname("prom")
+    register(one, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 2, "seed": 11})
+    order = hoard_plan.epoch_order(24, 11, 0)
+    t = one.targets[0]
+
+    def snap():
+        ms = t.metrics()
+        return {k.split("{")[0]: v for k, v in ms.items() if 'plan="%s"' % pid in k}
+
+    # before any read: the window is full, nothing lags, the reader is before the start
+    m = helpers.wait_until(lambda: (lambda m: m if m.get("hoard_plan_lead") == WINDOW else None)(
+        snap()), timeout=30, what="a lead of %d in /metrics" % WINDOW)
+    assert m["hoard_plan_window"] == WINDOW and m["hoard_plan_lag"] == 0, m
+    assert m["hoard_plan_cursor"] == -1 and m["hoard_plan_epoch"] == 0, m
+    assert m["hoard_plan_objects"] == 24, m
+    assert m["hoard_plan_prefetched_total"] >= WINDOW, m
+    assert m["hoard_plan_prefetched_bytes_total"] == m["hoard_plan_prefetched_total"] * OBJ, m
+    for p in range(6):
+        read(one, b, keys, order[p], plan=pid)
+    v = helpers.wait_until(lambda: (lambda v: v if v["lead"] == WINDOW else None)(
+        show(one, pid)), timeout=30, what="a lead of %d objects" % WINDOW)
+    ms = t.metrics()
+
+    def g(name):
+        return ms[t.series(name, plan=pid, bucket=b)]
+
+    assert g("hoard_plan_cursor") == 5 == v["cursor"]
+    assert g("hoard_plan_hits_total") == v["hits"] and g("hoard_plan_misses_total") == v["misses"]
+    assert g("hoard_plan_hits_total") + g("hoard_plan_misses_total") == 6
+    assert abs(g("hoard_plan_hit_ratio") - v["hits"] / 6) < 1e-6
+    assert g("hoard_plan_prefetched_total") == v["prefetched"]
+    assert g("hoard_plan_prefetched_bytes_total") == v["prefetched_bytes"]
+    # (the module's small cache is shared with earlier tests: eviction may waste some)
+    assert g("hoard_plan_wasted_total") == v["wasted"]
+    assert g("hoard_plan_wasted_bytes_total") == v["wasted_bytes"]
+    assert one.api("DELETE", "/v1/plans/" + pid).status_code == 200
+    assert not [k for k in t.metrics() if 'plan="%s"' % pid in k]
+
+
+def _tar(members):
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_shard_plan_members_advance_it(s3rver, one):  # noqa: F811
+    """A plan over tar shards: the prefetch fetches whole shards in plan order, every member
+    read (?archpath=) counts, and reading a shard member by member neither moves the reader
+    past it nor starts the next epoch early (it would after half the shards)."""
+    nshards, nmem, msize = 8, 4, 4 * KIB
+    src = uname("plansh")
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    shards = ["sh/shard-%03d.tar" % i for i in range(nshards)]
+
+    def member(i, k):
+        return helpers.pattern_bytes(msize, i * 100 + k)
+    for i, sh in enumerate(shards):
+        up.put_object(Bucket=src, Key=sh,
+                      Body=_tar([("%02d/%d.bin" % (i, k), member(i, k)) for k in range(nmem)]))
+    b = one.create_cloud_bucket(src, s3rver.url, "s3rver")
+    pid = uname("shards")
+    register(one, {"id": pid, "bucket": b, "prefix": "sh/", "epochs": 2, "seed": 9,
+                   "shards": True})
+    order = hoard_plan.epoch_order(nshards, 9, 0)
+    # whole shards, the first WINDOW of the plan, before anyone reads
+    helpers.wait_until(lambda: cached(one, b) == {shards[i] for i in order[:WINDOW]},
+                       timeout=30, what="the plan's first %d shards prefetched" % WINDOW)
+
+    def read_members(p):
+        i = order[p]
+        for k in range(nmem):
+            path = "%s?archpath=%s&plan=%s" % (one.obj_path(b, shards[i]),
+                                              "%02d/%d.bin" % (i, k), pid)
+            r = one.api("GET", path)
+            assert r.status_code == 200 and r.content == member(i, k), (r.status_code, r.text)
+    for p in range(6):  # past half of the shards, member by member
+        read_members(p)
+        v = show(one, pid)
+        assert v["epoch"] == 0 and v["cursor"] == p and v["read_in_epoch"] == p + 1, (p, v)
+    assert v["shards"] is True and v["hits"] + v["misses"] == 6 * nmem, v
+    # the window moved with the shards: positions 6..7 held too, whole
+    helpers.wait_until(lambda: cached(one, b) == set(shards), timeout=30,
+                       what="prefetch of the remaining shards")
+    for p in (6, 7):
+        read_members(p)
+    # every shard read: the next epoch begins, and the last shard's further members do not
+    # count as reads of the new epoch
+    v = show(one, pid)
+    assert v["epoch"] == 1 and v["cursor"] == -1 and v["read_in_epoch"] == 0, v
+    assert v["hits"] + v["misses"] == nshards * nmem and v["wasted"] == 0, v
+    assert one.api("DELETE", "/v1/plans/" + pid).status_code == 200
+
+
+def test_window_grows_with_the_reader_against_a_slow_upstream(s3rver, profiles,
+                                                              tmp_path_factory,
+                                                              log_dir):  # noqa: F811
+    """The look-ahead is sized from measured rates (docs/caching.md, "Prefetch"): before any
+    read it is plan.window; a reader that reads faster than the throttled prefetch grows it
+    (need = ceil(2 * read_rate * fetch_s) + workers, within plan.window..plan.window_max),
+    and the objects held ahead follow it. One prefetch worker at 128 KiB/s, so a 64 KiB fetch
+    takes at least 0.5 s; the reader reads back to back (at least 2 objects/s even on a
+    loaded machine), so the need is above the floor of 2."""
+    floor, wmax = 2, 6
+    extra = ["--plan.window", str(floor), "--plan.window_max", str(wmax), "--plan.workers", "1",
+             "--plan.max_bps", str(128 * KIB)]
+    with fresh(tmp_path_factory, log_dir, "planwin", 1, extra) as c:
+        b, keys = dataset(s3rver, c, 40)
+        pid = uname("win")
+        register(c, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 1, "seed": 4})
+        order = hoard_plan.epoch_order(40, 4, 0)
+        v = show(c, pid)
+        assert "window" not in v, v  # per target only (one here)
+        assert next(iter(v["targets"].values()))["window"] == floor, v  # nothing measured yet
+        helpers.wait_until(lambda: cached(c, b) == {keys[i] for i in order[:floor]},
+                           timeout=30, what="the first %d objects prefetched" % floor)
+        for p in range(12):
+            read(c, b, keys, order[p], plan=pid)
+        v = show(c, pid)
+        tv = next(iter(v["targets"].values()))
+        need = math.ceil(2 * tv["read_rate"] * tv["fetch_s"]) + 1
+        assert tv["fetch_s"] >= 0.4 and tv["read_rate"] > 0, tv
+        # the documented formula, from the numbers the same answer reports
+        assert tv["window"] == max(floor, min(wmax, need)), (tv, need)
+        assert tv["window"] > floor, tv
+        # a pause keeps the pace: the prefetch fills the grown window while the reader waits
+        # (fetch_s moves with each fetch, so the window is asked for again)
+        def ahead():
+            held = cached(c, b)
+            n = sum(1 for p in range(12, 40) if keys[order[p]] in held)
+            w = next(iter(show(c, pid)["targets"].values()))["window"]
+            return n if n > floor and n == w else None
+        helpers.wait_until(ahead, timeout=60, what="the window held ahead")
+        assert c.api("DELETE", "/v1/plans/" + pid).status_code == 200
 
 
 def test_deleted_plan_stops_prefetching(s3rver, one):  # noqa: F811
@@ -313,6 +476,11 @@ def test_cli_plan_create_show_rm(s3rver, two, tmp_path):  # noqa: F811
     assert pid in out and "5 objects" in out and "epoch 0 of 3" in out, out
     assert pid in hoard.ok("plan", "ls").stdout.decode()
     assert hoard.json("plan", "show", pid)["prefetch"] is False
+    assert hoard.json("plan", "show", pid)["shards"] is False
+    j = hoard.json("plan", "create", b, "--prefix", "s/", "--epochs", "1", "--seed", "2",
+                   "--id", pid + "-sh", "--shards")
+    assert hoard.json("plan", "show", pid + "-sh")["shards"] is True
+    hoard.ok("plan", "rm", pid + "-sh")
     j = hoard.json("plan", "create", b, "--list", ",".join(keys[:2]), "--epochs", "1",
                    "--seed", "0")
     assert j["total"] == 2, j
@@ -342,3 +510,83 @@ def test_pytorch_sampler_and_dataset(s3rver, two):  # noqa: F811
         "epoch %d: 12 samples, %d bytes" % (e, 12 * OBJ) for e in range(2)], r.stdout
     v = show(two, "torch-" + b)
     assert v["hits"] + v["misses"] == 24 and v["epoch"] == 2, v
+
+
+def _owners(c, b, keys, ids_by_url):
+    """Who owns each key now, as the proxy routes a GET (the 307's Location)."""
+    out = {}
+    for k in keys:
+        r = c.api("GET", c.obj_path(b, k), follow=False)
+        assert r.status_code == 307, r.text
+        loc = r.headers["Location"]
+        out[k] = next(i for u, i in ids_by_url.items() if loc.startswith(u + "/"))
+    return out
+
+
+def _shares_follow_placement(c, b, keys, pid, ids_by_url):
+    """The plan's per-target shares when they are what placement says, else None."""
+    own = _owners(c, b, keys, ids_by_url)
+    want = {}
+    for k, t in own.items():
+        want[t] = want.get(t, 0) + 1
+    v = show(c, pid)
+    got = {t: tv["owned"] for t, tv in v["targets"].items() if tv["owned"]}
+    return (v, own) if got == want and v["owned"] == len(keys) else None
+
+
+def test_plan_split_again_when_targets_join_and_leave(s3rver, profiles, tmp_path_factory,
+                                                       log_dir):  # noqa: F811
+    """A target joins, then one leaves by decommission: the proxy splits the plan again by
+    HRW, every target's share is what placement says, and the reader's place carries over
+    (also to the new target, which then follows the reads it serves)."""
+    with fresh(tmp_path_factory, log_dir, "plansplit", 2,
+               ["--plan.workers", "1", "--plan.window", "2"]) as c:
+        b, keys = dataset(s3rver, c, 40)
+        pid = uname("resplit")
+        register(c, {"id": pid, "bucket": b, "prefix": "s/", "epochs": 3, "seed": 5})
+        order = hoard_plan.epoch_order(40, 5, 0)
+        pos = {keys[d]: p for p, d in enumerate(order)}
+        for p in range(10):
+            read(c, b, keys, order[p], plan=pid)
+        assert show(c, pid)["cursor"] == 9
+
+        # a third target joins
+        t3 = CNode("plansplit-t3", os.path.join(c.root, "t3"),
+                   os.path.join(log_dir, "plansplit-t3"), "target", C_KEYS, c.secret,
+                   lambda: c.proxy.url, [], 1)
+        c.nodes.append(t3)
+        c.registry.append(t3)
+        c.targets.append(t3)
+        t3.start()
+        helpers.wait_until(lambda: len(c.smap()["tmap"]) == 3, timeout=30, what="t3 joined")
+        ids = {n["public_net"]["direct_url"]: i for i, n in c.smap()["tmap"].items()}
+        t3id = ids[t3.url]
+        v, own = helpers.wait_until(lambda: _shares_follow_placement(c, b, keys, pid, ids),
+                                    timeout=60, what="the plan split again over 3 targets")
+        mine = [k for k, t in own.items() if t == t3id]
+        assert mine and len(v["targets"]) == 3, v
+        tv = v["targets"][t3id]
+        # the new target starts where the reader is: positions 0..9 count as read there
+        assert tv["epoch"] == 0 and tv["cursor"] == 9, tv
+        assert tv["read_in_epoch"] == sum(1 for k in mine if pos[k] <= 9), tv
+        # and follows the reads it serves from now on
+        for p in range(10, 20):
+            read(c, b, keys, order[p], plan=pid)
+        tv = show(c, pid)["targets"][t3id]
+        served = sum(1 for p in range(10, 20) if own[keys[order[p]]] == t3id)
+        assert tv["hits"] + tv["misses"] == served, (tv, served)
+        assert tv["read_in_epoch"] == sum(1 for k in mine if pos[k] <= 19), tv
+
+        # an original target leaves (decommission): its share goes to the others
+        leaver = sorted(i for i in ids.values() if i != t3id)[0]
+        r = c.api("POST", "/v1/cluster/decommission/" + leaver, body={"on": True})
+        assert r.status_code == 200, r.text
+        left = {u: i for u, i in ids.items() if i != leaver}
+        v, own = helpers.wait_until(lambda: _shares_follow_placement(c, b, keys, pid, left),
+                                    timeout=90, what="the plan split again without the leaver")
+        assert leaver not in set(own.values())
+        for t, tv in v["targets"].items():
+            if t != leaver:
+                assert tv["epoch"] == 0 and tv["cursor"] == 19, (t, tv)
+        assert sum(tv["owned"] for tv in v["targets"].values()) == 40, v
+        assert c.api("DELETE", "/v1/plans/" + pid).status_code == 200

@@ -205,8 +205,8 @@ def state(c):
 
 @pytest.mark.parametrize("proxy", ["p1", "p2"])
 def test_unauthenticated_refused(sc, proxy):
-    """No credentials, a wrong secret, a forged or expired bearer token: 403 with a JSON error
-    on every new endpoint of both proxies, and nothing changes."""
+    """No credentials, a wrong secret (403), a forged or expired bearer token (401): a JSON
+    error on every new endpoint of both proxies, and nothing changes."""
     url = getattr(sc, proxy).url
     before = state(sc)
     bad_tok = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJ1c2VybmFtZSI6IkFLSURURVNUIn0."
@@ -224,7 +224,9 @@ def test_unauthenticated_refused(sc, proxy):
         assert json_err(r, 403)["code"] == "InvalidAccessKeyId", (what, r.text)
         r = requests.request(method, url + path, data=body_of(body), allow_redirects=False,
                              headers={"Authorization": "Bearer " + bad_tok}, timeout=30)
-        json_err(r, 403)
+        # a bad bearer token is 401 with the RFC 6750 challenge (as AIStore answers it)
+        assert json_err(r, 401)["code"] == "Unauthorized", (what, r.text)
+        assert r.headers["WWW-Authenticate"].startswith('Bearer error="invalid_token"')
     assert state(sc) == before
     all_alive(sc)
 
@@ -298,7 +300,7 @@ def test_login(sc):
     h, p, s = tok.split(".")
     forged = h + "." + p + "." + ("A" if s[0] != "A" else "B") + s[1:]
     json_err(requests.get(sc.p1.url + "/v1/plans", timeout=10,
-                          headers={"Authorization": "Bearer " + forged}), 403)
+                          headers={"Authorization": "Bearer " + forged}), 401)
     all_alive(sc)
 
 

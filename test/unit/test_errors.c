@@ -72,6 +72,7 @@ static const struct {
     {HD_ENOVERSIONING, 501, "NotImplemented"},
     {HD_EANONOVERRIDE, 400, "InvalidRequest"},
     {HD_ECOPYSELF, 400, "InvalidRequest"},
+    {HD_ETOKEN, 401, "Unauthorized"},
 };
 #define NWANT (sizeof(want) / sizeof(want[0]))
 

@@ -243,3 +243,44 @@ HD_SUITE(smap_find_url)
     CHECK(hd_smap_find_url(NULL, "http://127.0.0.1:81/x") == NULL);
     hd_smap_unref(s);
 }
+
+HD_SUITE(smap_bmd_revoked)
+{
+    static const char id1[] = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881";
+    static const char id2[] = "0000000000000000000000000000000000000000000000000000000000000000";
+    struct hd_bmd *b = hd_bmd_new(), *c = NULL, *d = NULL;
+    json_t *j;
+
+    CHECK_EQ_INT(hd_bmd_revoke(b, id1, 2000, 1000), 0);
+    CHECK_EQ_INT(hd_bmd_revoke(b, id1, 2000, 1000), 0); /* once */
+    CHECK_EQ_INT((int)b->nrv, 1);
+    CHECK(hd_bmd_is_revoked(b, id1, 1500));
+    CHECK(!hd_bmd_is_revoked(b, id1, 2000)); /* expired: nothing to refuse any more */
+    CHECK(!hd_bmd_is_revoked(b, id2, 1500));
+    CHECK_EQ_INT(hd_bmd_revoke(b, "not-hex", 2000, 1000), HD_EBADARG);
+    CHECK_EQ_INT(hd_bmd_revoke(b, id2, 900, 1000), 0); /* already expired: not kept */
+    CHECK_EQ_INT((int)b->nrv, 1);
+    /* clone and the JSON round trip keep the list */
+    CHECK_EQ_INT(hd_bmd_clone(b, &c), 0);
+    CHECK(hd_bmd_is_revoked(c, id1, 1500));
+    j = hd_bmd_to_json(c);
+    CHECK(j && json_array_size(json_object_get(j, "revoked")) == 1);
+    CHECK_EQ_INT(hd_bmd_from_json(j, &d), 0);
+    CHECK(d && hd_bmd_is_revoked(d, id1, 1500));
+    json_decref(j);
+    /* a later revocation drops the expired ones */
+    CHECK_EQ_INT(hd_bmd_revoke(d, id2, 5000, 3000), 0);
+    CHECK_EQ_INT((int)d->nrv, 1);
+    CHECK(hd_bmd_is_revoked(d, id2, 3000));
+    /* malformed lists are refused */
+    j = json_loads("{\"version\":1,\"revoked\":[{\"id\":\"xyz\",\"exp\":1}]}", 0, NULL);
+    hd_bmd_unref(c);
+    c = NULL;
+    CHECK_EQ_INT(hd_bmd_from_json(j, &c), HD_EBADARG);
+    json_decref(j);
+    j = json_loads("{\"version\":1,\"revoked\":{}}", 0, NULL);
+    CHECK_EQ_INT(hd_bmd_from_json(j, &c), HD_EBADARG);
+    json_decref(j);
+    hd_bmd_unref(b);
+    hd_bmd_unref(d);
+}

@@ -90,6 +90,8 @@ int hd_cli_plan_create(struct hd_cli *cli, int argc, char **argv)
         json_object_set_new(body, "id", json_string(cli->opt[HD_CLI_OPT_ID]));
     if (cli->opt[HD_CLI_OPT_NO_PREFETCH])
         json_object_set_new(body, "prefetch", json_false());
+    if (cli->opt[HD_CLI_OPT_SHARDS])
+        json_object_set_new(body, "shards", json_true());
     text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (!text)

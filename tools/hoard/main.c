@@ -89,6 +89,8 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
     [HD_CLI_OPT_EPOCHS] = {"epochs", 1, 0, "N", "epochs the plan covers"},
     [HD_CLI_OPT_NO_PREFETCH] = {"no-prefetch", 0, 0, NULL,
                                 "the plan only ranks evictions (no prefetch)"},
+    [HD_CLI_OPT_SHARDS] = {"shards", 0, 0, NULL,
+                           "the objects are tar shards read member by member (?archpath=)"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
@@ -124,7 +126,7 @@ static const enum hd_cli_optid shard_req[] = {HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SI
 static const enum hd_cli_optid plan_req[] = {HD_CLI_OPT_EPOCHS, HD_CLI_OPT_SEED, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid plan_opts[] = {
     HD_CLI_OPT_PREFIX, HD_CLI_OPT_LIST,        HD_CLI_OPT_EPOCHS, HD_CLI_OPT_SEED,
-    HD_CLI_OPT_ID,     HD_CLI_OPT_NO_PREFETCH, HD_CLI_OPT_COUNT};
+    HD_CLI_OPT_ID,     HD_CLI_OPT_NO_PREFETCH, HD_CLI_OPT_SHARDS, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid batch_opts[] = {HD_CLI_OPT_CONTINUE, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid token_opts[] = {HD_CLI_OPT_TTL, HD_CLI_OPT_COUNT};
 

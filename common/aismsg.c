@@ -1,0 +1,119 @@
+/* aismsg: AIStore action-message pieces mapped onto hoard job arguments (aismsg.h). */
+#include "common/aismsg.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/httputil.h"
+
+static int bad(char *msg, size_t msglen, const char *why)
+{
+    snprintf(msg, msglen, "%s", why);
+    return HD_EBADARG;
+}
+
+int hd_ais_bck_parse(const char *s, char *provider, size_t plen, char *name, size_t nlen, char *msg,
+                     size_t msglen)
+{
+    const char *slash, *nm, *end;
+    size_t pl, n;
+
+    if (!s || !(slash = strchr(s, '/')))
+        return bad(msg, msglen, "a bucket is PROVIDER/@#/NAME/");
+    pl = (size_t)(slash - s);
+    if (pl == 3 && strncmp(s, "ais", 3) == 0)
+        snprintf(provider, plen, "ais");
+    else if ((pl == 3 && strncmp(s, "aws", 3) == 0) || (pl == 2 && strncmp(s, "s3", 2) == 0))
+        snprintf(provider, plen, "aws");
+    else
+        return bad(msg, msglen, "the bucket's provider must be ais, aws or s3");
+    nm = slash + 1;
+    if (*nm == '@') { /* namespace "@UUID#NAME": only the global one */
+        if (strncmp(nm, "@#/", 3) != 0)
+            return bad(msg, msglen, "hoard has one global namespace (@#)");
+        nm += 3;
+    }
+    end = strchr(nm, '/');
+    n = end ? (size_t)(end - nm) : strlen(nm);
+    if (end && end[1] != '\0')
+        return bad(msg, msglen, "a bucket is PROVIDER/@#/NAME/");
+    if (n == 0 || n >= nlen)
+        return bad(msg, msglen, "invalid bucket name");
+    memcpy(name, nm, n);
+    name[n] = '\0';
+    if (hd_bucket_name_check(name) < 0)
+        return bad(msg, msglen, "invalid bucket name");
+    return 0;
+}
+
+int hd_ais_selection_args(const json_t *value, int whole_ok, json_t **out, char *msg, size_t msglen)
+{
+    const json_t *names, *tmpl;
+    json_t *args, *arr;
+    const char *t;
+    size_t i;
+
+    *out = NULL;
+    if (value && !json_is_null(value) && !json_is_object(value))
+        return bad(msg, msglen, "the action's value must be an object");
+    names = json_object_get(value, "objnames");
+    tmpl = json_object_get(value, "template");
+    if (json_is_null(names))
+        names = NULL;
+    if (json_is_string(tmpl) && !*json_string_value(tmpl) && names)
+        tmpl = NULL; /* the SDK's ObjectNames sends no template; an empty one is no selection */
+    if (names && tmpl)
+        return bad(msg, msglen, "give objnames or template, not both");
+    if (!(args = json_object()))
+        return -ENOMEM;
+    if (names) {
+        if (!json_is_array(names) || json_array_size(names) == 0 ||
+            json_array_size(names) > HD_AIS_NAMES_MAX) {
+            json_decref(args);
+            return bad(msg, msglen, "objnames must be a list of 1 to 100000 object names");
+        }
+        if (!(arr = json_array()) || json_object_set_new(args, "names", arr) < 0) {
+            json_decref(args);
+            return -ENOMEM;
+        }
+        for (i = 0; i < json_array_size(names); i++) {
+            const char *n = json_string_value(json_array_get(names, i));
+            if (!n || hd_object_name_check(n, json_string_length(json_array_get(names, i))) < 0) {
+                json_decref(args);
+                snprintf(msg, msglen, "objnames[%zu] is not a valid object name", i);
+                return HD_EBADARG;
+            }
+            if (json_array_append(arr, json_array_get(names, i)) < 0) {
+                json_decref(args);
+                return -ENOMEM;
+            }
+        }
+    } else if (tmpl) {
+        if (!json_is_string(tmpl) || json_string_length(tmpl) != strlen(json_string_value(tmpl))) {
+            json_decref(args);
+            return bad(msg, msglen, "template must be a string");
+        }
+        t = json_string_value(tmpl);
+        if (!*t && !whole_ok) {
+            json_decref(args);
+            return bad(msg, msglen, "an empty template selects the whole bucket: not here");
+        }
+        /* AIStore takes a template without a range as a prefix ("" the whole bucket) */
+        if (json_object_set_new(args, strchr(t, '{') ? "template" : "prefix", json_string(t)) < 0) {
+            json_decref(args);
+            return -ENOMEM;
+        }
+    } else if (!whole_ok) {
+        json_decref(args);
+        return bad(msg, msglen, "the action's value needs objnames or template");
+    } else if (json_object_set_new(args, "prefix", json_string("")) < 0) {
+        json_decref(args);
+        return -ENOMEM;
+    }
+    if (json_is_true(json_object_get(value, "latest-ver")))
+        json_object_set_new(args, "revalidate", json_true());
+    *out = args;
+    return 0;
+}

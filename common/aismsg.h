@@ -1,0 +1,34 @@
+/* aismsg: pieces of AIStore's action messages that hoard maps onto its own jobs
+ * (docs/aistore-compat.md): a bucket as the AIStore SDK names it in a query (?bck_to=
+ * "PROVIDER/@UUID#NAMESPACE/BUCKET/"), and a multi-object selection ({"objnames": [..]} or
+ * {"template": T}) turned into the args of a hoard prefetch/evict job. Both arrive over the
+ * network: fuzzed by test/fuzz/fuzz_aismsg.c. Pure; any thread. */
+#ifndef HD_AISMSG_H
+#define HD_AISMSG_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#define HD_AIS_NAMES_MAX 100000 /* objnames in one selection */
+
+/* Parses "PROVIDER/@UUID#NS/NAME/" (the trailing '/' optional; "PROVIDER/NAME" too).
+ * provider: "ais", "aws" ("s3" is taken as "aws"); the namespace must be the global one
+ * ("@#" or none: hoard has no namespaces); NAME must pass hd_bucket_name_check. 0 with
+ * provider (at least 4 bytes) and name (at least 64 bytes) filled, or HD_EBADARG with a
+ * reason in msg. */
+int hd_ais_bck_parse(const char *s, char *provider, size_t plen, char *name, size_t nlen, char *msg,
+                     size_t msglen);
+
+/* The args of a hoard prefetch/evict job for an AIStore selection value:
+ * {"objnames": [N..]} -> {"names": [..]}; {"template": T} with a brace group ->
+ * {"template": T}, without one (AIStore's prefix form) -> {"prefix": T}; "latest-ver": true ->
+ * "revalidate": true (prefetch). Other AIStore fields (coer, blob-threshold, num-workers) are
+ * accepted and ignored. *out is a new object; HD_EBADARG with a reason in msg when value is
+ * not an object, has both or neither selection, a name is not a valid object name, or there
+ * are more than HD_AIS_NAMES_MAX names; -ENOMEM. whole_ok: no selection at all means the
+ * whole bucket ({"prefix": ""}), as does an empty template. */
+int hd_ais_selection_args(const json_t *value, int whole_ok, json_t **out, char *msg,
+                          size_t msglen);
+
+#endif

@@ -1,0 +1,407 @@
+/* aisjobs: AIStore's job actions and job queries mapped onto hoard's cluster jobs
+ * (docs/aistore-compat.md#jobs):
+ *
+ *   POST   /v1/buckets/B {"action":"prefetch-listrange","value":{objnames|template,...}}
+ *   DELETE /v1/buckets/B {"action":"evict-listrange","value":{objnames|template}}
+ *   DELETE /v1/buckets/B {"action":"evict-remote-bck"}              -> hoard "evict" (whole)
+ *   POST   /v1/buckets/B?bck_to=ais/@#/DST/ {"action":"copy-bck","value":{"prefix",...}}
+ *   GET    /v1/buckets/B {"action":"summary-bck","value":{"uuid",...}}  202 id, then 200 [..]
+ *   GET    /v1/cluster?what=status    {"ID": id}  -> {"uuid","kind","err","end_time","aborted"}
+ *   GET    /v1/cluster?what=qryxstats {"ID": id}  -> {TARGET: [snapshot]}
+ *
+ * A started job answers its id as text, as AIStore does; its status comes from the targets'
+ * job documents (proxy/jobs). Requests arrive here authenticated (and authorised for B); the
+ * body is read after that. HTTP workers (the fan-outs are bounded). */
+#include "proxy/api/api.h"
+#include "proxy/cluster/cluster.h"
+#include "proxy/jobs/jobs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/aismsg.h"
+#include "common/errors.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/metrics.h"
+
+#define XACT_BODY_MAX 4096
+
+/* hoard job kinds as AIStore names them (xact kinds the SDK knows) */
+static const char *ais_kind(const char *kind, const json_t *args)
+{
+    if (!kind)
+        return "";
+    if (strcmp(kind, "prefetch") == 0)
+        return "prefetch-listrange";
+    if (strcmp(kind, "evict") == 0)
+        return json_object_size(args) == 0 ? "evict-remote-bck" : "evict-listrange";
+    if (strcmp(kind, "copy") == 0)
+        return "copy-bck";
+    return kind;
+}
+
+/* The job id as AIStore answers a started job: the id as the body. */
+static void answer_id(struct hd_req *r, int status, const char *id)
+{
+    hd_resp_copy(r, status, "text/plain; charset=utf-8", id, strlen(id));
+}
+
+/* Starts kind on every target for bucket and answers its id. Takes args. */
+static void start(struct hd_req *r, struct hd_proxy *p, const char *kind, const char *bucket,
+                  json_t *args)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    char id[64], msg[512] = "";
+    int rc;
+
+    if (!s) {
+        hd_resp_err_msg(r, HD_EUNAVAIL, "This proxy has not joined a cluster yet.");
+        json_decref(args);
+        return;
+    }
+    hd_proxy_jobs_new_id(kind, id, sizeof(id));
+    rc = hd_proxy_jobs_start_all(p, s, id, kind, bucket, args, 0, msg, sizeof(msg));
+    hd_smap_unref(s);
+    json_decref(args);
+    if (rc < 0) {
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
+    HD_LOG(HD_INFO, r->id, "aistore: %s job %s on %s started for %s", kind, id, bucket,
+           r->principal[0] ? r->principal : "-");
+    answer_id(r, 200, id);
+}
+
+/* 0 when bucket is S3-backed; otherwise answers (404, or 400 for a native bucket). */
+static int need_cloud(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *act)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
+    char msg[160];
+    int rc = 0;
+
+    if (!e) {
+        rc = HD_ENOSUCHBUCKET;
+        hd_resp_err(r, rc);
+    } else if (strcmp(e->provider, "aws") != 0) {
+        rc = HD_EBADARG;
+        snprintf(msg, sizeof(msg), "%s: bucket \"%s\" is not a remote (S3-backed) bucket", act,
+                 bucket);
+        hd_resp_err_msg(r, rc, msg);
+    }
+    hd_bmd_unref(b);
+    return rc;
+}
+
+/* prefetch-listrange, evict-listrange, evict-remote-bck */
+static void cache_job(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *act,
+                      const json_t *value)
+{
+    const char *kind = strcmp(act, "prefetch-listrange") == 0 ? "prefetch" : "evict";
+    json_t *args = NULL;
+    char msg[256];
+    int rc;
+
+    if (need_cloud(r, p, bucket, act) < 0)
+        return;
+    if (strcmp(act, "evict-remote-bck") == 0) {
+        args = json_object(); /* the whole bucket; it stays registered (keep_md or not) */
+        rc = args ? 0 : -ENOMEM;
+        msg[0] = '\0';
+    } else {
+        rc = hd_ais_selection_args(value, 1, &args, msg, sizeof(msg));
+    }
+    if (rc < 0) {
+        hd_resp_err_msg(r, rc, rc == HD_EBADARG ? msg : NULL);
+        return;
+    }
+    start(r, p, kind, bucket, args);
+}
+
+/* Whether the caller authenticated as a may write bucket (copy-bck's destination). */
+static int may_write(struct hd_req *r, struct hd_proxy *p, const struct hd_sigv4_auth *a,
+                     const char *bucket)
+{
+    if (p->keys.n == 0 || (!a->anonymous && !a->access_key[0]))
+        return 0; /* auth off, or another proxy of the cluster (which authorised it) */
+    if (a->anonymous)
+        return HD_EMISSINGAUTH;
+    return hd_keys_authorize(&p->keys, r, a, bucket);
+}
+
+/* copy-bck: ?bck_to=PROVIDER/@#/DST/, value {"prefix","prepend","dry_run","force",
+ * "latest-ver","synchronize"}. DST (native) is created when missing, as AIStore does. */
+static void copy_bck(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                     const struct hd_sigv4_auth *a, const json_t *value)
+{
+    const char *to = hd_req_param(r, "bck_to");
+    const char *prefix = json_string_value(json_object_get(value, "prefix"));
+    const char *prepend = json_string_value(json_object_get(value, "prepend"));
+    char prov[8], dst[256], msg[256] = "";
+    struct hd_bmd *b;
+    json_t *args;
+    int rc, exists;
+
+    if (value && !json_is_null(value) && !json_is_object(value)) {
+        hd_resp_err_msg(r, HD_EBADARG, "copy-bck: the value must be an object");
+        return;
+    }
+    if (hd_ais_bck_parse(to, prov, sizeof(prov), dst, sizeof(dst), msg, sizeof(msg)) < 0) {
+        char m[300];
+        snprintf(m, sizeof(m), "copy-bck: bck_to: %s", msg);
+        hd_resp_err_msg(r, HD_EBADARG, m);
+        return;
+    }
+    if (strcmp(prov, "ais") != 0 || strcmp(dst, bucket) == 0) {
+        hd_resp_err_msg(r, strcmp(prov, "ais") != 0 ? HD_ENOTIMPL : HD_EBADARG,
+                        strcmp(prov, "ais") != 0
+                            ? "copy-bck: hoard copies into native (ais) buckets only"
+                            : "copy-bck: the destination must be another bucket");
+        return;
+    }
+    if ((prepend && *prepend) || json_is_true(json_object_get(value, "dry_run"))) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "copy-bck: prepend and dry_run are not supported (docs/aistore-compat.md)");
+        return;
+    }
+    if ((rc = may_write(r, p, a, dst)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    b = hd_smap_state_bmd(p->cs);
+    rc = hd_bmd_find(b, bucket) ? 0 : HD_ENOSUCHBUCKET;
+    exists = hd_bmd_find(b, dst) != NULL;
+    hd_bmd_unref(b);
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (!exists && (rc = hd_proxy_bucket_create(p, dst, "ais")) < 0 && rc != HD_EBUCKETEXISTS) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    args = json_pack("{s:s}", "to", dst);
+    if (args && prefix && *prefix)
+        json_object_set_new(args, "prefix", json_string(prefix));
+    if (!args) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    start(r, p, "copy", bucket, args);
+}
+
+/* AIStore's BsummResult ([0] of the answer) from hoard's summary of bucket. */
+static json_t *bsumm(const char *bucket, const json_t *sum)
+{
+    const char *prov = json_string_value(json_object_get(sum, "provider"));
+    json_int_t objs = json_integer_value(json_object_get(sum, "objects"));
+    json_int_t bytes = json_integer_value(json_object_get(sum, "bytes"));
+    char no[24], nb[24];
+
+    /* AIStore encodes these uint64 counts as strings (Go's ",string" tag) */
+    snprintf(no, sizeof(no), "%lld", (long long)objs);
+    snprintf(nb, sizeof(nb), "%lld", (long long)bytes);
+    return json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:s, "
+                     "s:I, s:b}",
+                     "name", bucket, "provider", prov ? prov : "ais", "namespace", "uuid", "",
+                     "name", "", "obj_count_present", no, "obj_count_remote", "0", "obj_min_size",
+                     (json_int_t)0, "obj_max_size", (json_int_t)0, "obj_avg_size",
+                     (json_int_t)(objs ? bytes / objs : 0), "size_on_disk", nb,
+                     "size_all_present_objs", nb, "size_all_remote_objs", "0", "total_disks_size",
+                     "0", "used_pct", (json_int_t)0, "is_present", 1);
+}
+
+/* summary-bck: the SDK asks once without a uuid (202 with an id), then polls with it until
+ * 200 [BsummResult]. hoard's summary is immediate: the second call answers it. */
+static void summary_bck(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                        const json_t *value)
+{
+    const char *uuid = json_string_value(json_object_get(value, "uuid"));
+    const char *prefix = json_string_value(json_object_get(value, "prefix"));
+    json_t *sum, *out;
+    char id[64];
+    int rc;
+
+    if (value && !json_is_null(value) && !json_is_object(value)) {
+        hd_resp_err_msg(r, HD_EBADARG, "summary-bck: the value must be an object");
+        return;
+    }
+    if (prefix && *prefix) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "summary-bck: hoard summarises whole buckets only (no prefix)");
+        return;
+    }
+    if ((rc = hd_proxy_bucket_summary_json(p, bucket, &sum)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (!uuid || !*uuid) {
+        json_decref(sum);
+        hd_proxy_jobs_new_id("summary-bck", id, sizeof(id));
+        answer_id(r, 202, id);
+        return;
+    }
+    out = json_array();
+    if (out)
+        json_array_append_new(out, bsumm(bucket, sum));
+    json_decref(sum);
+    hd_resp_json(r, 200, out);
+}
+
+void hd_proxy_ais_bucket_job(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                             const struct hd_sigv4_auth *a, const json_t *msg)
+{
+    const char *act = json_string_value(json_object_get(msg, "action"));
+    const json_t *value = json_object_get(msg, "value");
+    const char *m = r->method;
+
+    r->api = HD_API_NATIVE;
+    r->op = HD_OP_BUCKET;
+    if (!act) {
+        hd_resp_err_msg(r, HD_EBADARG, "An action message has a string \"action\".");
+    } else if ((strcmp(m, "POST") == 0 && strcmp(act, "prefetch-listrange") == 0) ||
+               (strcmp(m, "DELETE") == 0 &&
+                (strcmp(act, "evict-listrange") == 0 || strcmp(act, "evict-remote-bck") == 0))) {
+        cache_job(r, p, bucket, act, value);
+    } else if (strcmp(m, "POST") == 0 && strcmp(act, "copy-bck") == 0) {
+        copy_bck(r, p, bucket, a, value);
+    } else if (strcmp(m, "GET") == 0 && strcmp(act, "summary-bck") == 0) {
+        summary_bck(r, p, bucket, value);
+    } else if (strcmp(act, "move-bck") == 0) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "move-bck: hoard does not rename buckets; copy-bck to the new name, "
+                        "then delete the old bucket (docs/aistore-compat.md)");
+    } else {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "This action is not supported on this method of /v1/buckets/B "
+                        "(docs/aistore-compat.md).");
+    }
+}
+
+/* ---- GET /v1/cluster?what=status|qryxstats {"ID","Kind","DaemonID","Bck","Buckets"} ---- */
+
+/* RFC 3339 UTC of a unix millisecond time, Go's zero time for 0 (AIStore's unfinished). */
+static void rfc3339(json_int_t ms, char out[64])
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+
+    if (ms <= 0 || !gmtime_r(&t, &tm)) {
+        snprintf(out, 64, "0001-01-01T00:00:00Z");
+        return;
+    }
+    snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+/* AIStore's xact snapshot (core.Snap as the SDK's JobSnap reads it) of one target's job. */
+static json_t *snap(const json_t *job, const char *provider)
+{
+    const char *st = json_string_value(json_object_get(job, "state"));
+    const char *bucket = json_string_value(json_object_get(job, "bucket"));
+    const json_t *args = json_object_get(job, "args");
+    json_int_t objs = json_integer_value(json_object_get(job, "objects"));
+    json_int_t bytes = json_integer_value(json_object_get(job, "bytes"));
+    json_int_t fin = json_integer_value(json_object_get(job, "finished_ms"));
+    char t0[64], t1[64];
+    int running = st && strcmp(st, "running") == 0;
+    int aborted = st && (strcmp(st, "aborted") == 0 || strcmp(st, "failed") == 0);
+    json_t *s, *err = json_array_get(json_object_get(job, "errors"), 0);
+
+    rfc3339(json_integer_value(json_object_get(job, "started_ms")), t0);
+    rfc3339(running ? 0 : fin, t1);
+    s = json_pack("{s:O, s:s, s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:{s:I, s:I, s:I, s:I, s:I, "
+                  "s:I}, s:b, s:b, s:s}",
+                  "id", json_object_get(job, "id"), "kind",
+                  ais_kind(json_string_value(json_object_get(job, "kind")), args), "start-time", t0,
+                  "end-time", t1, "bck", "name", bucket ? bucket : "", "provider", provider,
+                  "namespace", "uuid", "", "name", "", "stats", "loc-objs", objs, "loc-bytes",
+                  bytes, "out-objs", (json_int_t)0, "out-bytes", (json_int_t)0, "in-objs",
+                  (json_int_t)0, "in-bytes", (json_int_t)0, "aborted", aborted, "is_idle", !running,
+                  "abort-err", aborted && json_is_string(err) ? json_string_value(err) : "");
+    return s;
+}
+
+struct xact_ctx {
+    struct hd_proxy *p;
+    char what[16];
+};
+
+static void xact_end(struct hd_req *r, void *ctx, json_t *in)
+{
+    struct xact_ctx *c = ctx;
+    const char *id = json_string_value(json_object_get(in, "ID"));
+    json_t *v = NULL, *out;
+    const struct hd_bmd_bucket *e;
+    struct hd_bmd *b;
+    char msg[400], prov[16];
+    int rc;
+
+    if (!id)
+        id = json_string_value(json_object_get(in, "id"));
+    if (!json_is_object(in) || !id || !*id || strlen(id) > 63 || strchr(id, '/')) {
+        hd_resp_err_msg(r, HD_EBADARG,
+                        "what=status and what=qryxstats take {\"ID\": JOB_ID} (one job; hoard "
+                        "does not query jobs by kind)");
+        return;
+    }
+    if ((rc = hd_proxy_jobs_view(c->p, id, &v, msg, sizeof(msg))) < 0) {
+        hd_resp_err_msg(r, rc, rc == HD_EUNAVAIL && msg[0] ? msg : NULL);
+        return;
+    }
+    b = hd_smap_state_bmd(c->p->cs);
+    e = json_is_string(json_object_get(v, "bucket"))
+            ? hd_bmd_find(b, json_string_value(json_object_get(v, "bucket")))
+            : NULL;
+    snprintf(prov, sizeof(prov), "%s", e ? e->provider : "ais");
+    hd_bmd_unref(b);
+    if (strcmp(c->what, "status") == 0) {
+        /* AIStore's nl.Status: what Job.wait() polls (end_time 0 while running) */
+        const char *st = json_string_value(json_object_get(v, "state"));
+        int running = st && strcmp(st, "running") == 0;
+        int failed = st && strcmp(st, "failed") == 0;
+        json_int_t fin = json_integer_value(json_object_get(v, "finished_ms"));
+        json_t *err = json_array_get(json_object_get(v, "errors"), 0);
+        out = json_pack(
+            "{s:O, s:s, s:s, s:I, s:b, s:{s:s, s:s, s:{s:s, s:s}}}", "uuid",
+            json_object_get(v, "id"), "kind",
+            ais_kind(json_string_value(json_object_get(v, "kind")), json_object_get(v, "args")),
+            "err", failed && json_is_string(err) ? json_string_value(err) : "", "end_time",
+            running ? (json_int_t)0 : (fin > 0 ? fin : 1) * 1000000, "aborted",
+            st && strcmp(st, "aborted") == 0, "bck", "name",
+            json_string_value(json_object_get(v, "bucket"))
+                ? json_string_value(json_object_get(v, "bucket"))
+                : "",
+            "provider", prov, "namespace", "uuid", "", "name", "");
+    } else { /* qryxstats: {TARGET_ID: [snapshot]} (AggregatedJobSnap) */
+        const char *node;
+        json_t *job;
+        out = json_object();
+        json_object_foreach(json_object_get(v, "targets"), node, job)
+        {
+            json_t *one = json_array();
+            if (one)
+                json_array_append_new(one, snap(job, prov));
+            json_object_set_new(out, node, one);
+        }
+    }
+    json_decref(v);
+    hd_resp_json(r, 200, out);
+}
+
+void hd_proxy_ais_xact(struct hd_req *r, struct hd_proxy *p, const char *what)
+{
+    struct xact_ctx *c = calloc(1, sizeof(*c));
+
+    if (!c) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    c->p = p;
+    snprintf(c->what, sizeof(c->what), "%s", what);
+    hd_req_read_json(r, XACT_BODY_MAX, xact_end, c, free);
+}

@@ -1,0 +1,44 @@
+/* libFuzzer driver for common/aismsg: AIStore bucket paths (?bck_to= of copy-bck) and the
+ * multi-object selections of prefetch/evict action messages. The input is tried as a bucket
+ * path (a parsed name must be NUL-terminated inside its buffer and pass the bucket rules) and
+ * as a JSON action value (args produced must hold exactly one of names/template/prefix). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/aismsg.h"
+#include "common/httputil.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char prov[8], name[64], msg[256], *buf;
+    json_t *v, *args = NULL;
+    int n;
+
+    if (!(buf = malloc(size + 1)))
+        return 0;
+    memcpy(buf, data, size);
+    buf[size] = '\0';
+    if (hd_ais_bck_parse(buf, prov, sizeof(prov), name, sizeof(name), msg, sizeof(msg)) == 0 &&
+        (strlen(name) >= sizeof(name) || hd_bucket_name_check(name) != 0 ||
+         (strcmp(prov, "ais") != 0 && strcmp(prov, "aws") != 0)))
+        abort();
+    free(buf);
+    if (!(v = json_loadb((const char *)data, size, JSON_ALLOW_NUL, NULL)))
+        return 0;
+    if (hd_ais_selection_args(v, size & 1, &args, msg, sizeof(msg)) == 0) {
+        n = (json_object_get(args, "names") != NULL) + (json_object_get(args, "template") != NULL) +
+            (json_object_get(args, "prefix") != NULL);
+        if (n != 1)
+            abort();
+    } else if (args) {
+        abort(); /* nothing is handed out on an error */
+    }
+    json_decref(args);
+    json_decref(v);
+    return 0;
+}

@@ -1,0 +1,108 @@
+/* Unit tests for common/aismsg: AIStore bucket paths (?bck_to=) and multi-object selections
+ * as hoard job args. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/aismsg.h"
+#include "common/errors.h"
+#include "test/unit/hd_test.h"
+
+static int sel(const char *value_json, int whole_ok, char *out, size_t outlen)
+{
+    json_t *v = value_json ? json_loads(value_json, JSON_ALLOW_NUL, NULL) : NULL, *args = NULL;
+    char msg[256] = "";
+    char *dump;
+    int rc = hd_ais_selection_args(v, whole_ok, &args, msg, sizeof(msg));
+
+    out[0] = '\0';
+    if (rc == 0) {
+        dump = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+        snprintf(out, outlen, "%s", dump ? dump : "");
+        free(dump);
+    } else {
+        snprintf(out, outlen, "%s", msg);
+    }
+    json_decref(args);
+    json_decref(v);
+    return rc;
+}
+
+HD_SUITE(aismsg)
+{
+    char prov[8], name[64], msg[256], out[512];
+
+    /* bck_to as the SDK's Bucket.get_path() writes it, and the short forms */
+    CHECK_EQ_INT(
+        hd_ais_bck_parse("ais/@#/dst/", prov, sizeof(prov), name, sizeof(name), msg, sizeof(msg)),
+        0);
+    CHECK_EQ_STR(prov, "ais");
+    CHECK_EQ_STR(name, "dst");
+    CHECK_EQ_INT(
+        hd_ais_bck_parse("s3/b-1.x", prov, sizeof(prov), name, sizeof(name), msg, sizeof(msg)), 0);
+    CHECK_EQ_STR(prov, "aws");
+    CHECK_EQ_STR(name, "b-1.x");
+    CHECK_EQ_INT(
+        hd_ais_bck_parse("aws/@#/abc", prov, sizeof(prov), name, sizeof(name), msg, sizeof(msg)),
+        0);
+    CHECK_EQ_STR(prov, "aws");
+    /* refused: namespaces, other providers, bad names, extra segments, empty, NULL */
+    {
+        static const char *const bad[] = {"ais/@uuid#ns/dst/",
+                                          "ais/@#ns/dst/",
+                                          "gcp/@#/dst/",
+                                          "ais/@#/",
+                                          "ais/@#/Dst/",
+                                          "ais/@#/a/b/",
+                                          "ais",
+                                          "ais/@#/ab/",
+                                          "/dst",
+                                          "",
+                                          "ais/@#/..x/",
+                                          NULL};
+        size_t i;
+        for (i = 0; bad[i]; i++)
+            CHECK_EQ_INT(
+                hd_ais_bck_parse(bad[i], prov, sizeof(prov), name, sizeof(name), msg, sizeof(msg)),
+                HD_EBADARG);
+        CHECK_EQ_INT(
+            hd_ais_bck_parse(NULL, prov, sizeof(prov), name, sizeof(name), msg, sizeof(msg)),
+            HD_EBADARG);
+    }
+    /* a name longer than the caller's buffer */
+    CHECK_EQ_INT(
+        hd_ais_bck_parse("ais/@#/abcdefgh/", prov, sizeof(prov), name, 5, msg, sizeof(msg)),
+        HD_EBADARG);
+
+    /* selections */
+    CHECK_EQ_INT(sel("{\"objnames\":[\"a\",\"b/c\"],\"coer\":true,\"latest-ver\":false}", 1, out,
+                     sizeof(out)),
+                 0);
+    CHECK_EQ_STR(out, "{\"names\":[\"a\",\"b/c\"]}");
+    CHECK_EQ_INT(sel("{\"template\":\"s-{00..09}.tar\",\"latest-ver\":true}", 1, out, sizeof(out)),
+                 0);
+    CHECK_EQ_STR(out, "{\"revalidate\":true,\"template\":\"s-{00..09}.tar\"}");
+    CHECK_EQ_INT(sel("{\"template\":\"imgs/\"}", 1, out, sizeof(out)), 0);
+    CHECK_EQ_STR(out, "{\"prefix\":\"imgs/\"}");
+    CHECK_EQ_INT(sel("{\"template\":\"\"}", 1, out, sizeof(out)), 0);
+    CHECK_EQ_STR(out, "{\"prefix\":\"\"}");
+    CHECK_EQ_INT(sel(NULL, 1, out, sizeof(out)), 0);
+    CHECK_EQ_STR(out, "{\"prefix\":\"\"}");
+    CHECK_EQ_INT(sel("{}", 0, out, sizeof(out)), HD_EBADARG);
+    CHECK_EQ_INT(sel("{\"template\":\"\"}", 0, out, sizeof(out)), HD_EBADARG);
+    CHECK_EQ_INT(sel("{\"objnames\":[\"a\"],\"template\":\"t{0..1}\"}", 1, out, sizeof(out)),
+                 HD_EBADARG);
+    CHECK_EQ_INT(sel("{\"objnames\":\"a\"}", 1, out, sizeof(out)), HD_EBADARG);
+    CHECK_EQ_INT(sel("{\"objnames\":[]}", 1, out, sizeof(out)), HD_EBADARG);
+    CHECK_EQ_INT(sel("{\"objnames\":[\"\"]}", 1, out, sizeof(out)), HD_EBADARG);
+    CHECK_EQ_INT(sel("{\"objnames\":[\"ok\",3]}", 1, out, sizeof(out)), HD_EBADARG);
+    CHECK(strstr(out, "objnames[1]") != NULL);
+    CHECK_EQ_INT(sel("{\"objnames\":[\"a\\u0000b\"]}", 1, out, sizeof(out)), HD_EBADARG);
+    CHECK_EQ_INT(sel("{\"template\":5}", 1, out, sizeof(out)), HD_EBADARG);
+    CHECK_EQ_INT(sel("[1]", 1, out, sizeof(out)), HD_EBADARG);
+    /* the SDK's ObjectNames with an empty template beside the names */
+    CHECK_EQ_INT(sel("{\"objnames\":[\"a\"],\"template\":\"\"}", 1, out, sizeof(out)), 0);
+    CHECK_EQ_STR(out, "{\"names\":[\"a\"]}");
+}
