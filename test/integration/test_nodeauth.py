@@ -61,6 +61,10 @@ def rec(tmp_path_factory, log_dir):
                        what="a rebalance push to t2")
     helpers.wait_until(lambda: to_primary.captured("POST", "/v1/cluster/heartbeat"),
                        timeout=30, what="a heartbeat")
+    # the tests compare the nodes' maps before and after: the rebalance must be over (its end
+    # changes the map), seen by every node
+    c.wait_smap(lambda s: "rebalance_id" not in s, timeout=120, what="the rebalance to end")
+    c.wait_converged(timeout=60)
     yield c, to_primary, to_t2
     to_primary.close()
     to_t2.close()
