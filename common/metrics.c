@@ -108,6 +108,19 @@ void hd_metrics_bucket(const char *bucket, int op, int status, uint64_t bytes_in
     atomic_fetch_add_explicit(&b->out, bytes_out, memory_order_relaxed);
 }
 
+/* One bytes counter per bucket slot (in: request bodies, else response bodies). */
+static void render_bucket_bytes(struct hd_buf *b, const char *name, const char *help, int n,
+                                int other_used, int in)
+{
+    int i;
+
+    hd_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    for (i = 0; i <= n; i++)
+        if (i || other_used)
+            hd_buf_printf(b, "%s{bucket=\"%s\"} %llu\n", name, i ? bstats[i].name : "_other",
+                          (unsigned long long)atomic_load(in ? &bstats[i].in : &bstats[i].out));
+}
+
 static void render_buckets(struct hd_buf *b)
 {
     int i, n = atomic_load_explicit(&n_buckets, memory_order_acquire), other_used = 0;
@@ -126,20 +139,10 @@ static void render_buckets(struct hd_buf *b)
                 hd_buf_printf(b, "hoard_bucket_requests_total{bucket=\"%s\",op=\"%s\"} %llu\n",
                               i ? bstats[i].name : "_other", op_names[o], (unsigned long long)v);
         }
-    hd_buf_puts(b, "# HELP hoard_bucket_bytes_in_total Request body bytes by bucket.\n"
-                   "# TYPE hoard_bucket_bytes_in_total counter\n");
-    for (i = 0; i <= n; i++)
-        if (i || other_used)
-            hd_buf_printf(b, "hoard_bucket_bytes_in_total{bucket=\"%s\"} %llu\n",
-                          i ? bstats[i].name : "_other",
-                          (unsigned long long)atomic_load(&bstats[i].in));
-    hd_buf_puts(b, "# HELP hoard_bucket_bytes_out_total Response body bytes by bucket.\n"
-                   "# TYPE hoard_bucket_bytes_out_total counter\n");
-    for (i = 0; i <= n; i++)
-        if (i || other_used)
-            hd_buf_printf(b, "hoard_bucket_bytes_out_total{bucket=\"%s\"} %llu\n",
-                          i ? bstats[i].name : "_other",
-                          (unsigned long long)atomic_load(&bstats[i].out));
+    render_bucket_bytes(b, "hoard_bucket_bytes_in_total", "Request body bytes by bucket.", n,
+                        other_used, 1);
+    render_bucket_bytes(b, "hoard_bucket_bytes_out_total", "Response body bytes by bucket.", n,
+                        other_used, 0);
 }
 
 /* ---- build and process ---- */
