@@ -2,7 +2,9 @@
 """`make bench BENCH_ONLY=coldget`: cold and warm GETs of an S3-backed bucket against nginx
 `proxy_cache` in front of the same s3rver upstream (issue 14), side by side in one run.
 
-  - cold GET, 1 MiB and 10 MiB objects, 8 transfers at a time (one curl, keep-alive,
+  - cold GET, 1 MiB and 10 MiB objects (hoard twice: with the default MD5 check of the bytes
+    against s3rver's ETags, and from a second bucket over the same upstream bucket with
+    "validate_cold_get": false, which checks the size only, as nginx does), 8 transfers at a time (one curl, keep-alive,
     `--parallel-max 8`, every object read once): hoard's proxy (native API, 307 followed to the
     target, which fetches from s3rver while streaming) vs nginx with `proxy_cache` (cache
     emptied and nginx restarted before each of its cold repeats; hoard's copies evicted
@@ -12,7 +14,8 @@
 Repetitions alternate which side goes first. Prints a Markdown table (medians, min-max, ratio
 of medians) and writes it to $BUILD/bench/coldget.md. Never fails on a missed goal.
 Env: HOARD_BUILD, BENCH_REPEATS (default 3), BENCH_SECS (warm seconds, default 3),
-BENCH_COLDGET_SIZES (default "1,10": MiB sizes to run).
+BENCH_COLDGET_SIZES (default "1,10": MiB sizes to run), BENCH_PERF=1 (a system-wide
+`perf record -a -g` of every cold read, in $BUILD/bench/coldget/perf-cold-*.data).
 """
 import os
 import shutil
@@ -124,14 +127,21 @@ def main():
     wait_http("http://127.0.0.1:%d/v1/health?ready=true" % tport)
     api("POST", purl + "/v1/buckets/cgb?provider=aws",
         {"upstream": {"endpoint": surl, "profile": "s3rver"}})
+    # the same upstream bucket without the MD5 check of cold GETs (size only, as nginx)
+    api("POST", purl + "/v1/buckets/cgbsz?provider=aws",
+        {"upstream": {"endpoint": surl, "profile": "s3rver", "bucket": "cgb"},
+         "validate_cold_get": False})
 
-    def evict():
-        j = api("POST", purl + "/v1/jobs", {"kind": "evict", "bucket": "cgb", "args": {}})
+    def bucket(who):
+        return "cgbsz" if who == "hoard-size" else "cgb"
+
+    def evict(who):
+        j = api("POST", purl + "/v1/jobs", {"kind": "evict", "bucket": bucket(who), "args": {}})
         while api("GET", purl + "/v1/jobs/" + j["id"])["state"] == "running":
             time.sleep(0.1)
 
     def urls(who, size):
-        base = nurl + "/cgb" if who == "nginx" else purl + "/v1/objects/cgb"
+        base = nurl + "/cgb" if who == "nginx" else purl + "/v1/objects/" + bucket(who)
         return ["%s/%s" % (base, k) for k in objs[size]]
 
     def warm(who, size):
@@ -156,19 +166,29 @@ def main():
           % (surl, nurl, purl, REPEATS))
     for rep in range(1, REPEATS + 1):
         for size in SIZES:
-            for who in (["hoard", "nginx"] if rep % 2 else ["nginx", "hoard"]):
+            for who in (["hoard", "hoard-size", "nginx"] if rep % 2
+                        else ["nginx", "hoard-size", "hoard"]):
                 if who == "nginx":
                     nginx_restart(True)
                 else:
-                    evict()
+                    evict(who)
+                prof = None
+                if os.environ.get("BENCH_PERF"):  # system-wide profile of the cold read
+                    prof = subprocess.Popen(["perf", "record", "-a", "-g", "-q", "-o", os.path.join(
+                        B, "perf-cold-%s-%d-r%d.data" % (who, size, rep))],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    time.sleep(0.5)
                 secs = curl_all(urls(who, size), PAR, os.path.join(B, "urls.curl"))
+                if prof:
+                    prof.send_signal(2)
+                    prof.wait(60)
                 mibs = len(objs[size]) * size / secs
                 rows.setdefault(("cold", size, who), []).append(mibs)
-                print("  cold %2d MiB %-5s rep %d: %7.1f MiB/s" % (size, who, rep, mibs))
+                print("  cold %2d MiB %-10s rep %d: %7.1f MiB/s" % (size, who, rep, mibs))
             for who in (["hoard", "nginx"] if rep % 2 else ["nginx", "hoard"]):
                 mibs = warm(who, size)
                 rows.setdefault(("warm", size, who), []).append(mibs)
-                print("  warm %2d MiB %-5s rep %d: %7.1f MiB/s" % (size, who, rep, mibs))
+                print("  warm %2d MiB %-10s rep %d: %7.1f MiB/s" % (size, who, rep, mibs))
 
     out = ["# hoard cold/warm GET of an S3-backed bucket vs nginx proxy_cache", "",
            "%s, %d CPUs, %d repetitions, hoard %s; load average %s at start, %s at end"
@@ -178,12 +198,14 @@ def main():
               " ".join(load0), " ".join(open("/proc/loadavg").read().split()[:3])), "",
            "| test | P | hoard MiB/s | nginx proxy_cache MiB/s | ratio (medians) |",
            "|---|---|---|---|---|"]
-    for kind in ("cold", "warm"):
+    for kind, who, label in (("cold", "hoard", "cold GET %d MiB (MD5 checked, default)"),
+                             ("cold", "hoard-size", "cold GET %d MiB (validate_cold_get=false)"),
+                             ("warm", "hoard", "warm GET %d MiB (307 followed)")):
         for size in SIZES:
-            h, n = rows.get((kind, size, "hoard"), []), rows.get((kind, size, "nginx"), [])
+            h, n = rows.get((kind, size, who), []), rows.get((kind, size, "nginx"), [])
             ratio = statistics.median(h) / statistics.median(n) if h and n else 0
-            out.append("| %s GET %d MiB | %d | %s | %s | %.2f |"
-                       % (kind, size, PAR, stat(h), stat(n), ratio))
+            out.append("| %s | %d | %s | %s | %.2f |"
+                       % (label % size, PAR, stat(h), stat(n), ratio))
     text = "\n".join(out) + "\n"
     with open(os.path.join(TOP, BUILD, "bench", "coldget.md"), "w") as f:
         f.write(text)
