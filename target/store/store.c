@@ -886,6 +886,8 @@ int hd_put_write(struct hd_put *p, const void *data, size_t len)
     if (!p->no_md5 && !p->hp)
         hd_md5_update(&p->md5, data, len);
     p->size += len;
+    if (!p->hp && p->wlen == 0 && len >= (size_t)WBUF) /* a buffer's worth or more: no copy */
+        return write_all(p->fd, d, len);
     while (len) {
         size_t n = WBUF - p->wlen;
         if (n > len)
