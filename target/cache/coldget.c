@@ -291,6 +291,8 @@ static int fill_head(void *arg, const struct hd_s3c_obj *o)
     f->check_md5 = !f->range && hd_etag_is_md5(o->etag) && !f->cb->props.cold_get_unchecked;
     if (f->range || (o->etag[0] && !f->check_md5))
         hd_put_skip_md5(f->put); /* nothing to check it against: save a pass over the bytes */
+    else /* hashed from the window's chunks as they fill (no copy, no hand-off) */
+        hd_put_md5_inline(f->put);
     f->rfd = open(hd_put_tmp_path(f->put), O_RDONLY | O_CLOEXEC);
     if (f->rfd < 0) {
         rc = -errno;

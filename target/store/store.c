@@ -911,6 +911,14 @@ void hd_put_skip_md5(struct hd_put *p)
     }
 }
 
+void hd_put_md5_inline(struct hd_put *p)
+{
+    if (p->size == 0 && p->hp) {
+        hd_hpipe_free(p->hp, p->wbuf); /* nothing pushed yet */
+        p->hp = NULL;
+    }
+}
+
 int hd_put_flush(struct hd_put *p)
 {
     return flush_wbuf(p);
