@@ -459,7 +459,8 @@ static void help(void)
         "  --urls FILE         one URL per line ('#' comments and blank lines skipped)\n"
         "  --base URL          with --objects N: the keys URL/obj-000000 .. URL/obj-(N-1)\n"
         "                      (native: http://proxy/v1/objects/BUCKET, S3: http://proxy/BUCKET)\n"
-        "  --seq               keys in order (each thread walks the list) instead of random\n"
+        "  --seq               keys in order (each thread walks its part of the list) instead\n"
+        "                      of random; with --requests N on N URLs: each URL once\n"
         "workload:\n"
         "  --put PCT           share of requests that are PUTs, 0-100 (default 0: GET only)\n"
         "  --size SPEC         PUT body size: SIZE (10KiB, 1MiB, 4096), LO-HI (uniform, e.g.\n"
@@ -701,9 +702,12 @@ int main(int argc, char **argv)
         w[t].c = &c;
         w[t].t_meas = t0;
         w[t].seed = 0x9e3779b97f4a7c15ull * (uint64_t)(t + 1) ^ (uint64_t)time(NULL);
-        /* --seq: threads start at different offsets so they do not read the same keys */
-        w[t].next = c.nurls * (uint64_t)t / (uint64_t)c.threads;
         w[t].quota = c.requests ? c.requests / c.threads + (t < c.requests % c.threads) : -1;
+        /* --seq: threads start at different offsets so they do not read the same keys; with
+         * --requests each starts where the one before ends, so --seq --requests N on N URLs
+         * asks for every URL exactly once */
+        w[t].next = c.requests ? (t ? w[t - 1].next + (uint64_t)w[t - 1].quota : 0)
+                               : c.nurls * (uint64_t)t / (uint64_t)c.threads;
         if (pthread_create(&w[t].thr, NULL, run, &w[t]) != 0) {
             fprintf(stderr, "hoard-bench: cannot start a thread\n");
             return 1;
