@@ -4,8 +4,8 @@
 
   - cold GET, 1 MiB and 10 MiB objects (hoard twice: with the default MD5 check of the bytes
     against s3rver's ETags, and from a second bucket over the same upstream bucket with
-    "validate_cold_get": false, which checks the size only, as nginx does), 8 transfers at a time (one curl, keep-alive,
-    `--parallel-max 8`, every object read once): hoard's proxy (native API, 307 followed to the
+    "validate_cold_get": false, which checks the size only, as nginx does), 8 transfers at a time (hoard-bench, keep-alive,
+    8 connections, `--seq --requests N`: every object read once): hoard's proxy (native API, 307 followed to the
     target, which fetches from s3rver while streaming) vs nginx with `proxy_cache` (cache
     emptied and nginx restarted before each of its cold repeats; hoard's copies evicted
     before each of its cold repeats with an evict job). Both read from the same s3rver.
@@ -26,8 +26,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cache  # noqa: E402  (helpers: port, start, stop_all, wait_http, api, curl_all, stat)
-from cache import api, curl_all, port, start, stat, stop_all, wait_http  # noqa: E402
+import cache  # noqa: E402  (helpers: port, start, stop_all, wait_http, api, hoard_bench, stat)
+from cache import api, port, start, stat, stop_all, wait_http  # noqa: E402
 
 TOP, BUILD, HOARDD, MIB = cache.TOP, cache.BUILD, cache.HOARDD, cache.MIB
 B = os.path.join(TOP, BUILD, "bench", "coldget")
@@ -200,7 +200,9 @@ def main():
                     time.sleep(0.5)
                 pids = [ngx[0].pid] if who == "nginx" else [p.pid for p in hoard_procs]
                 cpu0 = cpu_secs(pids)
-                secs = curl_all(urls(who, size), PAR, os.path.join(B, "urls.curl"))
+                r = cache.hoard_bench(urls(who, size), PAR, os.path.join(B, "hb.out"),
+                                      once=True, follow=True)
+                secs = r["secs"] if r["gets"] == len(objs[size]) else float("inf")
                 # CPU seconds per GiB served: the server's own cost, steadier than MiB/s
                 # on a shared machine
                 rows.setdefault(("cpu", size, who), []).append(
