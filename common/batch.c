@@ -188,6 +188,7 @@ struct run {
     struct hd_req *r; /* NULL once the client side is over */
     struct hd_batch *b;
     hd_batch_resolve_fn resolve;
+    const struct hd_batch_groups *gops; /* NULL: no groups */
     void *ctx;
     void (*ctx_free)(void *ctx);
     char **names; /* output member names */
@@ -254,6 +255,25 @@ static void ts_resolve(void *ctx, size_t i, struct hd_tar_src *src)
     struct run *u = ctx;
 
     u->resolve(u->ctx, &u->b->e[i], src);
+}
+
+static int ts_group(void *ctx, size_t g, struct hd_tar_group *req)
+{
+    struct run *u = ctx;
+
+    return u->gops ? u->gops->group(u->ctx, g, req) : -EINVAL;
+}
+
+static void ts_fallback(void *ctx, size_t i, struct hd_tar_src *src)
+{
+    struct run *u = ctx;
+
+    if (u->gops) {
+        u->gops->fallback(u->ctx, &u->b->e[i], src);
+    } else {
+        src->err = HD_EINTERNAL;
+        snprintf(src->msg, sizeof(src->msg), "no source");
+    }
 }
 
 static const char *ts_name(void *ctx, size_t i)
@@ -326,8 +346,8 @@ static int ts_stopped(void *ctx)
 
 static void *run_main(void *arg)
 {
-    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name,    ts_sink,
-                                                ts_failed,  ts_written, ts_stopped};
+    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name,    ts_sink,  ts_failed,
+                                                ts_written, ts_stopped, ts_group, ts_fallback};
     struct run *u = arg;
     struct hd_tarstream_cfg cfg = {u->b->n, FETCH_WINDOW, ENTRY_BUF};
     char msg[512];
@@ -522,8 +542,9 @@ static char *out_name(const struct hd_batch_ent *e)
     return hd_buf_steal(&b, NULL);
 }
 
-static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
-                    void (*ctx_free)(void *ctx), hd_batch_meta_fn meta)
+static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
+                    const struct hd_batch_groups *gops, void *ctx, void (*ctx_free)(void *ctx),
+                    hd_batch_meta_fn meta)
 {
     struct run *u;
     pthread_t th;
@@ -555,6 +576,7 @@ static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn re
     u->r = r;
     u->b = b;
     u->resolve = resolve;
+    u->gops = gops;
     u->ctx = ctx;
     u->ctx_free = ctx_free;
     snprintf(u->reqid, sizeof(u->reqid), "%s", r->id);
@@ -595,11 +617,18 @@ static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn re
 void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
                       void (*ctx_free)(void *ctx))
 {
-    respond(r, b, resolve, ctx, ctx_free, NULL);
+    respond(r, b, resolve, NULL, ctx, ctx_free, NULL);
+}
+
+void hd_batch_respond_groups(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
+                             const struct hd_batch_groups *gops, void *ctx,
+                             void (*ctx_free)(void *ctx))
+{
+    respond(r, b, resolve, gops, ctx, ctx_free, NULL);
 }
 
 void hd_batch_respond_multipart(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
                                 void *ctx, void (*ctx_free)(void *ctx), hd_batch_meta_fn meta)
 {
-    respond(r, b, resolve, ctx, ctx_free, meta);
+    respond(r, b, resolve, NULL, ctx, ctx_free, meta);
 }

@@ -59,10 +59,23 @@ int hd_batch_check_payload(const struct hd_sigv4_auth *a, const char *body, size
 typedef void (*hd_batch_resolve_fn)(void *ctx, const struct hd_batch_ent *e,
                                     struct hd_tar_src *src);
 
+/* Entries fetched in groups (common/tarstream.h): the resolver may name a group in src
+ * (src->group = g + 1) for an entry another node holds; group(ctx, g, req) then says how to
+ * ask that node for all of the group's entries at once, and fallback fills src for one
+ * entry the node did not answer (a plain GET). Both run on the batch thread. */
+struct hd_batch_groups {
+    int (*group)(void *ctx, size_t g, struct hd_tar_group *req);
+    void (*fallback)(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src);
+};
+
 /* Answers r with the tar stream of b. Call from ready (the request's last callback). Takes b
  * and ctx (ctx_free(ctx) runs when the stream is over) whatever happens. */
 void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
                       void (*ctx_free)(void *ctx));
+/* The same with groups (gops: static, not copied). */
+void hd_batch_respond_groups(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
+                             const struct hd_batch_groups *gops, void *ctx,
+                             void (*ctx_free)(void *ctx));
 
 /* The non-streaming answer of AIStore's GetBatch (strm: false): the archive is built in memory
  * (at most HD_BATCH_MULTIPART_MAX bytes, else the answer is 400 EntityTooLarge) and sent

@@ -55,7 +55,8 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
         goto out;
     }
     src->url = hd_buf_steal(&u, NULL);
-    if (hd_nodeauth_sign_lines(p->na, "GET", src->url, owner->id, &src->hdrs, &src->nhdrs) < 0)
+    if (hd_nodeauth_sign_lines(p->na, "GET", src->url, owner->id, HD_NODEAUTH_EMPTY_SHA256,
+                               &src->hdrs, &src->nhdrs) < 0)
         src->err = -ENOMEM;
 out:
     free(uname);
