@@ -58,6 +58,8 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
     if (hd_nodeauth_sign_lines(p->na, "GET", src->url, owner->id, HD_NODEAUTH_EMPTY_SHA256,
                                &src->hdrs, &src->nhdrs) < 0)
         src->err = -ENOMEM;
+    else
+        hd_stats_inc(HD_ST_BATCH_ALONE);
 out:
     free(uname);
     hd_buf_cleanup(&u);

@@ -120,6 +120,8 @@ static void resolve_remote(struct tbatch *tb, const struct hd_batch_ent *e, int 
     }
     if (rc == 0)
         rc = hd_peer_sign(tb->t->cl, "GET", src->url, NULL, &src->hdrs, &src->nhdrs);
+    if (rc == 0)
+        hd_stats_inc(HD_ST_BATCH_ALONE);
     if (rc < 0) {
         free(src->url);
         src->url = NULL;
@@ -416,6 +418,8 @@ static void sub_ready(struct hd_req *r, void *arg, const char *body, size_t len)
         hd_resp_err(r, -ENOMEM);
         goto out;
     }
+    hd_stats_inc(HD_ST_BATCH_SUB_SERVED);
+    hd_stats_add(HD_ST_BATCH_SUB_ENTRIES, b->n);
     sb = NULL; /* the response's */
 out:
     if (sb)
