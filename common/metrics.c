@@ -12,9 +12,10 @@
 static const char *const op_names[HD_OP_COUNT] = {"other",  "get",  "put",    "head",
                                                   "delete", "list", "bucket", "admin"};
 static const char *const stat_names[HD_ST_COUNT] = {
-    "hoard_put_bytes_total",     "hoard_get_bytes_total",     "hoard_put_aborted_total",
-    "hoard_auth_failures_total", "hoard_relay_started_total", "hoard_relay_ended_total",
-    "hoard_relay_aborted_total", "hoard_batch_sub_served_total",
+    "hoard_put_bytes_total",         "hoard_get_bytes_total",
+    "hoard_put_aborted_total",       "hoard_auth_failures_total",
+    "hoard_relay_started_total",     "hoard_relay_ended_total",
+    "hoard_relay_aborted_total",     "hoard_batch_sub_served_total",
     "hoard_batch_sub_entries_total", "hoard_batch_fetched_alone_total"};
 static const char *const stat_help[HD_ST_COUNT] = {
     "Object bytes stored by PUT",

@@ -455,8 +455,7 @@ static struct group *group_get(struct run *u, size_t gi)
         rc = -EINVAL;
     g->x.nocap = g->req.n * 400 + 64; /* the index line is taken whole */
     if (rc == 0)
-        rc = xfer_start(u, &g->x, g->req.url, g->req.hdrs, g->req.nhdrs, g->req.body,
-                        g->req.blen);
+        rc = xfer_start(u, &g->x, g->req.url, g->req.hdrs, g->req.nhdrs, g->req.body, g->req.blen);
     if (rc < 0) {
         g->state = G_FAILED;
         snprintf(g->why, sizeof(g->why), "cannot start the group request");
@@ -523,8 +522,7 @@ static void group_poll(struct run *u, size_t gi)
         if (x->status && x->status != 200 && x->cc == CURLE_OK)
             hd_tarstream_http_err(x->status, x->buf.data, x->buf.len, g->why, sizeof(g->why));
         else
-            snprintf(g->why, sizeof(g->why), "%s",
-                     x->err[0] ? x->err : curl_easy_strerror(x->cc));
+            snprintf(g->why, sizeof(g->why), "%s", x->err[0] ? x->err : curl_easy_strerror(x->cc));
         g->state = G_FAILED;
         group_settled(u, gi);
         return;
@@ -534,8 +532,8 @@ static void group_poll(struct run *u, size_t gi)
     nl = memchr(x->buf.data, '\n', x->buf.len);
     if (!nl && !x->finished && x->buf.len < x->nocap)
         return;
-    if (!nl || hd_tarstream_group_parse(x->buf.data, (size_t)(nl - x->buf.data), g->req.n,
-                                        &g->recs) < 0) {
+    if (!nl ||
+        hd_tarstream_group_parse(x->buf.data, (size_t)(nl - x->buf.data), g->req.n, &g->recs) < 0) {
         g->state = G_FAILED;
         snprintf(g->why, sizeof(g->why), "the group answer's index is malformed");
         group_settled(u, gi);
@@ -727,8 +725,8 @@ static int step_group(struct run *u, struct slot *s, char *msg, size_t msglen)
             rc = entry_failed(u, s, rec->err, rec->msg, msg, msglen);
             return rc < 0 ? rc : 1;
         }
-        rc = hd_tar_write_header(u->a, name, rec->size, rec->mtime ? rec->mtime : time(NULL),
-                                 msg, msglen);
+        rc = hd_tar_write_header(u->a, name, rec->size, rec->mtime ? rec->mtime : time(NULL), msg,
+                                 msglen);
         if (rc < 0)
             return rc;
         s->in_archive = 1;

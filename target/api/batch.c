@@ -146,8 +146,7 @@ static void plan(struct tbatch *tb)
         return;
     for (i = 0; i < b->n; i++) {
         struct tgroup *tg;
-        if (hd_peer_owner_elsewhere(tb->t->cl, b->e[i].bucket, b->e[i].name, url, sizeof(url)) <
-            0)
+        if (hd_peer_owner_elsewhere(tb->t->cl, b->e[i].bucket, b->e[i].name, url, sizeof(url)) < 0)
             continue; /* ours, standalone, or its owner is down: resolved alone */
         for (g = tb->ngroups; g > 0; g--)
             if (strcmp(tb->groups[g - 1].url, url) == 0)
@@ -299,8 +298,8 @@ struct sub {
     size_t n;
     char *index; /* the index line */
     size_t index_len;
-    uint64_t pos; /* answer bytes produced */
-    size_t k;     /* record being sent */
+    uint64_t pos;  /* answer bytes produced */
+    size_t k;      /* record being sent */
     uint64_t done; /* of it */
 };
 
@@ -375,8 +374,7 @@ static void sub_ready(struct hd_req *r, void *arg, const char *body, size_t len)
         goto out;
     }
     if (!(sb = calloc(1, sizeof(*sb))) || !(sb->recs = calloc(b->n, sizeof(*sb->recs))) ||
-        !(sb->fd = malloc(b->n * sizeof(*sb->fd))) ||
-        !(sb->off = calloc(b->n, sizeof(*sb->off)))) {
+        !(sb->fd = malloc(b->n * sizeof(*sb->fd))) || !(sb->off = calloc(b->n, sizeof(*sb->off)))) {
         hd_resp_err(r, -ENOMEM);
         goto out;
     }
