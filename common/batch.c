@@ -628,7 +628,8 @@ void hd_batch_respond_groups(struct hd_req *r, struct hd_batch *b, hd_batch_reso
 }
 
 void hd_batch_respond_multipart(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
-                                void *ctx, void (*ctx_free)(void *ctx), hd_batch_meta_fn meta)
+                                const struct hd_batch_groups *gops, void *ctx,
+                                void (*ctx_free)(void *ctx), hd_batch_meta_fn meta)
 {
-    respond(r, b, resolve, NULL, ctx, ctx_free, meta);
+    respond(r, b, resolve, gops, ctx, ctx_free, meta);
 }

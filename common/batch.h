@@ -83,10 +83,11 @@ void hd_batch_respond_groups(struct hd_req *r, struct hd_batch *b, hd_batch_reso
  * entry i's data, errs[i]: why entry i failed, or NULL), then an application/x-tar part.
  * Because nothing is sent before the archive is whole, any failure (a missing entry without
  * continue_on_error too) is a plain error answer. meta runs on an HTTP worker; it returns a
- * new JSON value (NULL: 500). Otherwise as hd_batch_respond. */
+ * new JSON value (NULL: 500). Otherwise as hd_batch_respond_groups (gops may be NULL). */
 typedef json_t *(*hd_batch_meta_fn)(void *ctx, const struct hd_batch *b, const uint64_t *sizes,
                                     char *const *errs);
 void hd_batch_respond_multipart(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
-                                void *ctx, void (*ctx_free)(void *ctx), hd_batch_meta_fn meta);
+                                const struct hd_batch_groups *gops, void *ctx,
+                                void (*ctx_free)(void *ctx), hd_batch_meta_fn meta);
 
 #endif

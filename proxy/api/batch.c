@@ -1,8 +1,10 @@
 /* batch: GET|POST /v1/batch on a proxy (common/batch.h). The proxy authorises the read of
- * every bucket the body names, then streams one tar: each entry is fetched from the target
- * that owns it (HRW over the current cluster map) with the proxy's signature, up to 16 at
- * once, and written in request order. The HTTP worker only reads the body and drains the
- * response; the fetching runs on the batch thread. */
+ * every bucket the body names, then sends the client by a 307 to the target that owns most
+ * entries, or (AIStore's moss, batches it cannot place, native.redirect false) streams one
+ * tar itself: each target's entries are asked of it in sub-batches (POST /v1/batch/sub with
+ * the proxy's signature, target/api/batch.c), all targets at once, and written in request
+ * order; an entry a target does not hold is fetched alone with a GET. The HTTP worker only
+ * reads the body and drains the response; the fetching runs on the batch thread. */
 #include "proxy/api/api.h"
 
 #include <errno.h>
@@ -19,9 +21,8 @@
 #include "common/nodeauth.h"
 #include "proxy/data/data.h"
 
-static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
+static void resolve_alone(struct hd_proxy *p, const struct hd_batch_ent *e, struct hd_tar_src *src)
 {
-    struct hd_proxy *p = ctx;
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     struct hd_bmd *bmd = hd_smap_state_bmd(p->cs);
     const struct hd_node *owner = NULL;
@@ -66,6 +67,146 @@ out:
     hd_smap_unref(s);
     hd_bmd_unref(bmd);
 }
+
+#define SUB_MAX 128 /* entries per sub-batch (as target/api/batch.c) */
+
+/* The entries one target owns, asked of it in one sub-batch. */
+struct pgroup {
+    char url[HD_NODE_URL_MAX];
+    char id[HD_NODE_ID_MAX];
+    size_t *idx;
+    size_t n;
+};
+
+/* A batch the proxy streams: its groups (planned on the batch thread at the first entry),
+ * and for a non-streaming GetBatch the request's "in" (for MossResp). */
+struct pctx {
+    struct hd_proxy *p;
+    const struct hd_batch *b;
+    json_t *in;
+    int planned;
+    size_t *grp; /* per entry: group + 1, or 0 */
+    struct pgroup *g;
+    size_t ng;
+};
+
+static void pctx_free(void *arg)
+{
+    struct pctx *c = arg;
+    size_t k;
+
+    for (k = 0; k < c->ng; k++)
+        free(c->g[k].idx);
+    free(c->g);
+    free(c->grp);
+    json_decref(c->in);
+    free(c);
+}
+
+/* Groups every entry whose bucket is known and whose owner is up by owner. */
+static void plan(struct pctx *c)
+{
+    struct hd_smap *s = hd_smap_state_smap(c->p->cs);
+    struct hd_bmd *bmd = hd_smap_state_bmd(c->p->cs);
+    size_t i, g;
+
+    c->planned = 1;
+    if (!s || !(c->grp = calloc(c->b->n, sizeof(*c->grp))))
+        goto out;
+    for (i = 0; i < c->b->n; i++) {
+        const struct hd_batch_ent *e = &c->b->e[i];
+        const struct hd_node *owner = NULL;
+        struct pgroup *pg;
+        char *uname = NULL;
+        size_t ulen;
+        int ok = hd_bmd_find(bmd, e->bucket) &&
+                 hd_proxy_uname(c->p, e->bucket, e->name, &uname, &ulen) == 0 &&
+                 hd_smap_owner(s, uname, ulen, &owner) == 0 && owner && !owner->down;
+        free(uname);
+        if (!ok)
+            continue; /* resolved alone: the stream reports why */
+        for (g = c->ng; g > 0 && strcmp(c->g[g - 1].id, owner->id) != 0; g--)
+            ;
+        if (g == 0 || c->g[g - 1].n == SUB_MAX) {
+            struct pgroup *ng = realloc(c->g, (c->ng + 1) * sizeof(*ng));
+            if (!ng)
+                continue;
+            c->g = ng;
+            pg = &ng[c->ng];
+            memset(pg, 0, sizeof(*pg));
+            snprintf(pg->url, sizeof(pg->url), "%s", owner->url);
+            snprintf(pg->id, sizeof(pg->id), "%s", owner->id);
+            if (!(pg->idx = calloc(SUB_MAX, sizeof(*pg->idx))))
+                continue;
+            g = ++c->ng;
+        }
+        pg = &c->g[g - 1];
+        pg->idx[pg->n++] = i;
+        c->grp[i] = g;
+    }
+out:
+    hd_smap_unref(s);
+    hd_bmd_unref(bmd);
+}
+
+static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
+{
+    struct pctx *c = ctx;
+    size_t i = (size_t)(e - c->b->e);
+
+    if (!c->planned)
+        plan(c);
+    if (c->grp && c->grp[i])
+        src->group = c->grp[i];
+    else
+        resolve_alone(c->p, e, src);
+}
+
+static void fallback(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
+{
+    resolve_alone(((struct pctx *)ctx)->p, e, src);
+}
+
+/* Group g's request: POST <owner>/v1/batch/sub, signed by this proxy over the body. */
+static int group_req(void *ctx, size_t g, struct hd_tar_group *req)
+{
+    struct pctx *c = ctx;
+    const struct pgroup *pg;
+    json_t *ents = json_array(), *doc = NULL;
+    char sha[65];
+    size_t k;
+    int rc = -ENOMEM;
+
+    if (g >= c->ng || !ents) {
+        json_decref(ents);
+        return -EINVAL;
+    }
+    pg = &c->g[g];
+    for (k = 0; k < pg->n; k++) {
+        const struct hd_batch_ent *e = &c->b->e[pg->idx[k]];
+        json_t *o = json_pack("{s:s, s:s}", "bucket", e->bucket, "name", e->name);
+        if (o && e->archpath)
+            json_object_set_new(o, "archpath", json_string(e->archpath));
+        if (!o || json_array_append_new(ents, o) < 0)
+            goto out;
+    }
+    if (!(doc = json_pack("{s:O}", "entries", ents)) ||
+        !(req->body = json_dumps(doc, JSON_COMPACT)) ||
+        asprintf(&req->url, "%s/v1/batch/sub", pg->url) < 0) {
+        req->url = NULL;
+        goto out;
+    }
+    req->blen = strlen(req->body);
+    req->n = pg->n;
+    hd_nodeauth_sha256_hex(req->body, req->blen, sha);
+    rc = hd_nodeauth_sign_lines(c->p->na, "POST", req->url, pg->id, sha, &req->hdrs, &req->nhdrs);
+out:
+    json_decref(doc);
+    json_decref(ents);
+    return rc;
+}
+
+static const struct hd_batch_groups groups_ops = {group_req, fallback};
 
 /* Who asks, decided before the body is read (authentication first: a request with bad
  * credentials costs no parsing). */
@@ -194,31 +335,12 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b)
     return 0;
 }
 
-/* A non-streaming GetBatch: what MossResp needs besides the outcomes. */
-struct moss_mp {
-    struct hd_proxy *p;
-    json_t *in; /* the request's "in" */
-};
-
-static void moss_mp_free(void *arg)
-{
-    struct moss_mp *m = arg;
-
-    json_decref(m->in);
-    free(m);
-}
-
-static void moss_resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
-{
-    resolve(((struct moss_mp *)ctx)->p, e, src);
-}
-
 /* AIStore's MossResp {"out": [MossOut per entry, in order], "uuid"}: MossOut {"objname",
  * "archpath"?, "bucket", "provider", "opaque"? (echoed), "err_msg"?, "size"}. */
 static json_t *moss_meta(void *ctx, const struct hd_batch *b, const uint64_t *sizes,
                          char *const *errs)
 {
-    struct moss_mp *m = ctx;
+    struct pctx *m = ctx;
     struct hd_bmd *bmd = hd_smap_state_bmd(m->p->cs);
     json_t *out = json_array(), *e;
     size_t i;
@@ -308,7 +430,7 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct pbatch *pb = arg;
     struct hd_batch *b = NULL;
-    struct moss_mp *mm = NULL;
+    struct pctx *c = NULL;
     json_t *in = NULL;
     char msg[256], *mb = NULL;
     int rc;
@@ -331,24 +453,24 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
         hd_resp_err(r, rc);
         return;
     }
-    if (!in) {
-        if (!pb->moss && pb->p->native_redirect &&
-            batch_redirect(r, pb->p, b, body, len) == HD_DONE) {
-            hd_batch_free(b);
-            return;
-        }
-        hd_batch_respond(r, b, resolve, pb->p, NULL);
+    if (!in && !pb->moss && pb->p->native_redirect &&
+        batch_redirect(r, pb->p, b, body, len) == HD_DONE) {
+        hd_batch_free(b);
         return;
     }
-    if (!(mm = calloc(1, sizeof(*mm)))) {
+    if (!(c = calloc(1, sizeof(*c)))) {
         json_decref(in);
         hd_batch_free(b);
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    mm->p = pb->p;
-    mm->in = in;
-    hd_batch_respond_multipart(r, b, moss_resolve, mm, moss_mp_free, moss_meta);
+    c->p = pb->p;
+    c->b = b; /* freed after c (common/batch.c frees the context first) */
+    c->in = in;
+    if (!in)
+        hd_batch_respond_groups(r, b, resolve, &groups_ops, c, pctx_free);
+    else
+        hd_batch_respond_multipart(r, b, resolve, &groups_ops, c, pctx_free, moss_meta);
 }
 
 /* Whether any bucket allows anonymous reads (else an unsigned batch is refused unread). */

@@ -493,10 +493,10 @@ def test_batch_get(cl, proxy, dataset):
 
 
 def batch_counters(cl):
-    """Sum over the targets of the batch counters (sub-batches served, entries in them,
+    """Sum over the nodes of the batch counters (sub-batches served, entries in them,
     entries fetched with a GET of their own)."""
     out = collections.Counter()
-    for t in cl.targets:
+    for t in cl.targets + cl.proxies:
         m = t.metrics()
         for k in ("hoard_batch_sub_served_total", "hoard_batch_sub_entries_total",
                   "hoard_batch_fetched_alone_total"):
@@ -548,6 +548,21 @@ def test_batch_groups_entries_by_owner(cl, proxy, dataset):
     r = batch(proxy, {"bucket": SRC, "entries": [{"name": n} for n in [missing] + picks[:20]]})
     helpers.check_json_error(r, 404, "NoSuchKey")
     assert missing in r.json()["message"]
+
+    # a batch the proxy streams itself (it names a bucket the proxy does not know): the
+    # proxy asks each target for its entries in sub-batches the same way
+    before = batch_counters(cl)
+    r = batch(proxy, {"bucket": SRC, "continue_on_error": True, "entries": [
+        {"name": n} for n in picks[:60]] + [{"bucket": "no-such-bucket-q", "name": "x"}]})
+    assert r.status_code == 200 and not r.history, r.text  # no 307: streamed by the proxy
+    got = sk.read_tar(r.content)
+    assert [n for n, _, _ in got] == picks[:60] + ["__404__/x"]
+    assert all(d == sk.content(n) for n, d, _ in got[:60])
+    delta = batch_counters(cl) - before
+    owners = {hrw_owner("ais/@#/%s/%s" % (SRC, n), list(ids)) for n in picks[:60]}
+    assert delta["hoard_batch_sub_served_total"] == len(owners) == 3, delta
+    assert delta["hoard_batch_sub_entries_total"] == 60, delta
+    assert delta["hoard_batch_fetched_alone_total"] == 0, delta
 
 
 def test_sub_batch_is_for_nodes_only(cl, proxy, dataset):
