@@ -14,6 +14,7 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/nodeauth.h"
 #include "common/ring.h"
 #include "common/tarindex.h"
 
@@ -156,6 +157,88 @@ void hd_batch_free(struct hd_batch *b)
     json_decref(b->doc);
     free(b->e);
     free(b);
+}
+
+/* ---- sub-batches ---- */
+
+int hd_batch_plan_init(struct hd_batch_plan *p, size_t n)
+{
+    memset(p, 0, sizeof(*p));
+    return (p->grp = calloc(n, sizeof(*p->grp))) ? 0 : -ENOMEM;
+}
+
+int hd_batch_plan_add(struct hd_batch_plan *p, const char *url, const char *id, size_t i)
+{
+    struct hd_batch_group *g;
+    size_t k;
+
+    if (!p->grp)
+        return -ENOMEM;
+    for (k = p->ng; k > 0 && strcmp(p->g[k - 1].url, url) != 0; k--)
+        ;
+    if (k == 0 || p->g[k - 1].n == HD_BATCH_SUB_MAX) {
+        struct hd_batch_group *ng = realloc(p->g, (p->ng + 1) * sizeof(*ng));
+        if (!ng)
+            return -ENOMEM;
+        p->g = ng;
+        g = &ng[p->ng];
+        memset(g, 0, sizeof(*g));
+        snprintf(g->url, sizeof(g->url), "%s", url);
+        snprintf(g->id, sizeof(g->id), "%s", id ? id : "");
+        if (!(g->idx = calloc(HD_BATCH_SUB_MAX, sizeof(*g->idx))))
+            return -ENOMEM;
+        k = ++p->ng;
+    }
+    g = &p->g[k - 1];
+    g->idx[g->n++] = i;
+    p->grp[i] = k;
+    return 0;
+}
+
+void hd_batch_plan_cleanup(struct hd_batch_plan *p)
+{
+    size_t k;
+
+    for (k = 0; k < p->ng; k++)
+        free(p->g[k].idx);
+    free(p->g);
+    free(p->grp);
+    memset(p, 0, sizeof(*p));
+}
+
+int hd_batch_sub_req(const struct hd_batch *b, const struct hd_batch_plan *p, size_t g,
+                     struct hd_tar_group *req, char sha[65])
+{
+    json_t *ents = json_array(), *doc = NULL;
+    size_t k;
+    int rc = -ENOMEM;
+
+    if (g >= p->ng || !ents) {
+        json_decref(ents);
+        return ents ? -EINVAL : -ENOMEM;
+    }
+    for (k = 0; k < p->g[g].n; k++) {
+        const struct hd_batch_ent *e = &b->e[p->g[g].idx[k]];
+        json_t *o = json_pack("{s:s, s:s}", "bucket", e->bucket, "name", e->name);
+        if (o && e->archpath)
+            json_object_set_new(o, "archpath", json_string(e->archpath));
+        if (!o || json_array_append_new(ents, o) < 0)
+            goto out;
+    }
+    if (!(doc = json_pack("{s:O}", "entries", ents)) ||
+        !(req->body = json_dumps(doc, JSON_COMPACT)) ||
+        asprintf(&req->url, "%s/v1/batch/sub", p->g[g].url) < 0) {
+        req->url = NULL;
+        goto out;
+    }
+    req->blen = strlen(req->body);
+    req->n = p->g[g].n;
+    hd_nodeauth_sha256_hex(req->body, req->blen, sha);
+    rc = 0;
+out:
+    json_decref(doc);
+    json_decref(ents);
+    return rc;
 }
 
 /* ---- reading the body ---- */

@@ -25,6 +25,7 @@
 
 #include "common/http.h"
 #include "common/sigv4.h"
+#include "common/smap.h"
 #include "common/tarstream.h"
 
 #define HD_BATCH_BODY_MAX (16u << 20)
@@ -67,6 +68,31 @@ struct hd_batch_groups {
     int (*group)(void *ctx, size_t g, struct hd_tar_group *req);
     void (*fallback)(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src);
 };
+
+/* Sub-batches (POST /v1/batch/sub on a target, docs/sharding.md): the entries each other node
+ * owns, grouped by node in request order, HD_BATCH_SUB_MAX at most per group. */
+#define HD_BATCH_SUB_MAX 128 /* each holds an open file on its owner while it streams */
+struct hd_batch_group {
+    char url[HD_NODE_URL_MAX]; /* the owner's */
+    char id[HD_NODE_ID_MAX];   /* its id ("" when the caller signs by URL) */
+    size_t *idx;               /* entries, in request order */
+    size_t n;
+};
+struct hd_batch_plan {
+    size_t *grp; /* per entry: its group + 1 (struct hd_tar_src's group), or 0 */
+    struct hd_batch_group *g;
+    size_t ng;
+};
+/* 0 or -ENOMEM (the plan is then empty: every entry resolved alone). */
+int hd_batch_plan_init(struct hd_batch_plan *p, size_t n);
+/* Entry i goes to the last group of the node at url (a new one when it is full). 0, or
+ * -ENOMEM (i stays ungrouped). */
+int hd_batch_plan_add(struct hd_batch_plan *p, const char *url, const char *id, size_t i);
+void hd_batch_plan_cleanup(struct hd_batch_plan *p);
+/* Group g's request without its signature: url "<owner>/v1/batch/sub", the body naming its
+ * entries, n; sha gets the body's hex SHA-256 (to sign). 0, -EINVAL or -ENOMEM. */
+int hd_batch_sub_req(const struct hd_batch *b, const struct hd_batch_plan *p, size_t g,
+                     struct hd_tar_group *req, char sha[65]);
 
 /* Answers r with the tar stream of b. Call from ready (the request's last callback). Takes b
  * and ctx (ctx_free(ctx) runs when the stream is over) whatever happens. */

@@ -68,16 +68,6 @@ out:
     hd_bmd_unref(bmd);
 }
 
-#define SUB_MAX 128 /* entries per sub-batch (as target/api/batch.c) */
-
-/* The entries one target owns, asked of it in one sub-batch. */
-struct pgroup {
-    char url[HD_NODE_URL_MAX];
-    char id[HD_NODE_ID_MAX];
-    size_t *idx;
-    size_t n;
-};
-
 /* A batch the proxy streams: its groups (planned on the batch thread at the first entry),
  * and for a non-streaming GetBatch the request's "in" (for MossResp). */
 struct pctx {
@@ -85,20 +75,14 @@ struct pctx {
     const struct hd_batch *b;
     json_t *in;
     int planned;
-    size_t *grp; /* per entry: group + 1, or 0 */
-    struct pgroup *g;
-    size_t ng;
+    struct hd_batch_plan plan;
 };
 
 static void pctx_free(void *arg)
 {
     struct pctx *c = arg;
-    size_t k;
 
-    for (k = 0; k < c->ng; k++)
-        free(c->g[k].idx);
-    free(c->g);
-    free(c->grp);
+    hd_batch_plan_cleanup(&c->plan);
     json_decref(c->in);
     free(c);
 }
@@ -108,41 +92,21 @@ static void plan(struct pctx *c)
 {
     struct hd_smap *s = hd_smap_state_smap(c->p->cs);
     struct hd_bmd *bmd = hd_smap_state_bmd(c->p->cs);
-    size_t i, g;
+    size_t i;
 
     c->planned = 1;
-    if (!s || !(c->grp = calloc(c->b->n, sizeof(*c->grp))))
+    if (!s || hd_batch_plan_init(&c->plan, c->b->n) < 0)
         goto out;
     for (i = 0; i < c->b->n; i++) {
         const struct hd_batch_ent *e = &c->b->e[i];
         const struct hd_node *owner = NULL;
-        struct pgroup *pg;
         char *uname = NULL;
         size_t ulen;
-        int ok = hd_bmd_find(bmd, e->bucket) &&
-                 hd_proxy_uname(c->p, e->bucket, e->name, &uname, &ulen) == 0 &&
-                 hd_smap_owner(s, uname, ulen, &owner) == 0 && owner && !owner->down;
-        free(uname);
-        if (!ok)
-            continue; /* resolved alone: the stream reports why */
-        for (g = c->ng; g > 0 && strcmp(c->g[g - 1].id, owner->id) != 0; g--)
-            ;
-        if (g == 0 || c->g[g - 1].n == SUB_MAX) {
-            struct pgroup *ng = realloc(c->g, (c->ng + 1) * sizeof(*ng));
-            if (!ng)
-                continue;
-            c->g = ng;
-            pg = &ng[c->ng];
-            memset(pg, 0, sizeof(*pg));
-            snprintf(pg->url, sizeof(pg->url), "%s", owner->url);
-            snprintf(pg->id, sizeof(pg->id), "%s", owner->id);
-            if (!(pg->idx = calloc(SUB_MAX, sizeof(*pg->idx))))
-                continue;
-            g = ++c->ng;
-        }
-        pg = &c->g[g - 1];
-        pg->idx[pg->n++] = i;
-        c->grp[i] = g;
+        if (hd_bmd_find(bmd, e->bucket) &&
+            hd_proxy_uname(c->p, e->bucket, e->name, &uname, &ulen) == 0 &&
+            hd_smap_owner(s, uname, ulen, &owner) == 0 && owner && !owner->down)
+            hd_batch_plan_add(&c->plan, owner->url, owner->id, i);
+        free(uname); /* not grouped: resolved alone, and the stream reports why */
     }
 out:
     hd_smap_unref(s);
@@ -156,8 +120,8 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
 
     if (!c->planned)
         plan(c);
-    if (c->grp && c->grp[i])
-        src->group = c->grp[i];
+    if (c->plan.grp && c->plan.grp[i])
+        src->group = c->plan.grp[i];
     else
         resolve_alone(c->p, e, src);
 }
@@ -171,39 +135,12 @@ static void fallback(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src 
 static int group_req(void *ctx, size_t g, struct hd_tar_group *req)
 {
     struct pctx *c = ctx;
-    const struct pgroup *pg;
-    json_t *ents = json_array(), *doc = NULL;
     char sha[65];
-    size_t k;
-    int rc = -ENOMEM;
+    int rc = hd_batch_sub_req(c->b, &c->plan, g, req, sha);
 
-    if (g >= c->ng || !ents) {
-        json_decref(ents);
-        return -EINVAL;
-    }
-    pg = &c->g[g];
-    for (k = 0; k < pg->n; k++) {
-        const struct hd_batch_ent *e = &c->b->e[pg->idx[k]];
-        json_t *o = json_pack("{s:s, s:s}", "bucket", e->bucket, "name", e->name);
-        if (o && e->archpath)
-            json_object_set_new(o, "archpath", json_string(e->archpath));
-        if (!o || json_array_append_new(ents, o) < 0)
-            goto out;
-    }
-    if (!(doc = json_pack("{s:O}", "entries", ents)) ||
-        !(req->body = json_dumps(doc, JSON_COMPACT)) ||
-        asprintf(&req->url, "%s/v1/batch/sub", pg->url) < 0) {
-        req->url = NULL;
-        goto out;
-    }
-    req->blen = strlen(req->body);
-    req->n = pg->n;
-    hd_nodeauth_sha256_hex(req->body, req->blen, sha);
-    rc = hd_nodeauth_sign_lines(c->p->na, "POST", req->url, pg->id, sha, &req->hdrs, &req->nhdrs);
-out:
-    json_decref(doc);
-    json_decref(ents);
-    return rc;
+    return rc < 0 ? rc
+                  : hd_nodeauth_sign_lines(c->p->na, "POST", req->url, c->plan.g[g].id, sha,
+                                           &req->hdrs, &req->nhdrs);
 }
 
 static const struct hd_batch_groups groups_ops = {group_req, fallback};

@@ -24,35 +24,20 @@
 #include "target/cluster/peer.h"
 #include "target/store/tar.h"
 
-#define SUB_MAX 128 /* entries per group request (each holds an open file on its owner) */
-
-/* The entries one other target owns, asked of it in one request. */
-struct tgroup {
-    char url[HD_NODE_URL_MAX]; /* the owner's */
-    size_t *idx;               /* entries, in request order */
-    size_t n;
-};
-
 struct tbatch {
     struct hd_target *t;
     struct hd_sigv4_auth a;
     char body_sha256[65];     /* /v1/batch/<hex>: a proxy's 307 for this body only; "" none */
     const struct hd_batch *b; /* the run's (batch thread) */
     int planned;
-    size_t *grp; /* per entry: its group + 1, or 0 (resolved here) */
-    struct tgroup *groups;
-    size_t ngroups;
+    struct hd_batch_plan plan; /* the entries other targets own */
 };
 
 static void tbatch_free(void *arg)
 {
     struct tbatch *tb = arg;
-    size_t g;
 
-    for (g = 0; g < tb->ngroups; g++)
-        free(tb->groups[g].idx);
-    free(tb->groups);
-    free(tb->grp);
+    hd_batch_plan_cleanup(&tb->plan);
     free(tb);
 }
 
@@ -133,42 +118,21 @@ static void resolve_remote(struct tbatch *tb, const struct hd_batch_ent *e, int 
     }
 }
 
-/* Groups the entries that another (live) target owns by owner, SUB_MAX at most per group.
- * Without memory for it nothing is grouped: every entry is then resolved alone. */
+/* Groups the entries that another (live) target owns by owner. Without memory for it an
+ * entry is not grouped: it is then resolved alone. */
 static void plan(struct tbatch *tb)
 {
     const struct hd_batch *b = tb->b;
     char url[HD_NODE_URL_MAX];
-    size_t i, g;
+    size_t i;
 
     tb->planned = 1;
-    if (!(tb->grp = calloc(b->n, sizeof(*tb->grp))))
+    if (hd_batch_plan_init(&tb->plan, b->n) < 0)
         return;
-    for (i = 0; i < b->n; i++) {
-        struct tgroup *tg;
-        if (hd_peer_owner_elsewhere(tb->t->cl, b->e[i].bucket, b->e[i].name, url, sizeof(url)) < 0)
-            continue; /* ours, standalone, or its owner is down: resolved alone */
-        for (g = tb->ngroups; g > 0; g--)
-            if (strcmp(tb->groups[g - 1].url, url) == 0)
-                break;
-        if (g == 0 || tb->groups[g - 1].n == SUB_MAX) {
-            struct tgroup *ng = realloc(tb->groups, (tb->ngroups + 1) * sizeof(*ng));
-            if (!ng)
-                continue;
-            tb->groups = ng;
-            tg = &ng[tb->ngroups++];
-            memset(tg, 0, sizeof(*tg));
-            snprintf(tg->url, sizeof(tg->url), "%s", url);
-            if (!(tg->idx = calloc(SUB_MAX, sizeof(*tg->idx)))) {
-                tb->ngroups--;
-                continue;
-            }
-            g = tb->ngroups;
-        }
-        tg = &tb->groups[g - 1];
-        tg->idx[tg->n++] = i;
-        tb->grp[i] = g;
-    }
+    for (i = 0; i < b->n; i++)
+        if (hd_peer_owner_elsewhere(tb->t->cl, b->e[i].bucket, b->e[i].name, url, sizeof(url)) ==
+            0) /* else ours, standalone, or its owner is down: resolved alone */
+            hd_batch_plan_add(&tb->plan, url, NULL, i);
 }
 
 static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
@@ -179,8 +143,8 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
 
     if (!tb->planned)
         plan(tb);
-    if (tb->grp && tb->grp[i]) {
-        src->group = tb->grp[i];
+    if (tb->plan.grp && tb->plan.grp[i]) {
+        src->group = tb->plan.grp[i];
         return;
     }
     rc = hd_store_bucket_exists(tb->t->st, e->bucket);
@@ -199,43 +163,14 @@ static void fallback(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src 
     resolve_remote(ctx, e, HD_ENOSUCHKEY, src);
 }
 
-/* Group g's request: POST <owner>/v1/batch/sub with its entries, node-signed over the body. */
+/* Group g's request: POST <owner>/v1/batch/sub, node-signed over the body. */
 static int group_req(void *ctx, size_t g, struct hd_tar_group *req)
 {
     struct tbatch *tb = ctx;
-    const struct tgroup *tg;
-    json_t *ents = json_array(), *doc = NULL;
     char sha[65];
-    size_t k;
-    int rc = -ENOMEM;
+    int rc = hd_batch_sub_req(tb->b, &tb->plan, g, req, sha);
 
-    if (g >= tb->ngroups || !ents) {
-        json_decref(ents);
-        return -EINVAL;
-    }
-    tg = &tb->groups[g];
-    for (k = 0; k < tg->n; k++) {
-        const struct hd_batch_ent *e = &tb->b->e[tg->idx[k]];
-        json_t *o = json_pack("{s:s, s:s}", "bucket", e->bucket, "name", e->name);
-        if (o && e->archpath)
-            json_object_set_new(o, "archpath", json_string(e->archpath));
-        if (!o || json_array_append_new(ents, o) < 0)
-            goto out;
-    }
-    if (!(doc = json_pack("{s:O}", "entries", ents)) ||
-        !(req->body = json_dumps(doc, JSON_COMPACT)) ||
-        asprintf(&req->url, "%s/v1/batch/sub", tg->url) < 0) {
-        req->url = NULL;
-        goto out;
-    }
-    req->blen = strlen(req->body);
-    req->n = tg->n;
-    hd_nodeauth_sha256_hex(req->body, req->blen, sha);
-    rc = hd_peer_sign(tb->t->cl, "POST", req->url, sha, &req->hdrs, &req->nhdrs);
-out:
-    json_decref(doc);
-    json_decref(ents);
-    return rc;
+    return rc < 0 ? rc : hd_peer_sign(tb->t->cl, "POST", req->url, sha, &req->hdrs, &req->nhdrs);
 }
 
 static const struct hd_batch_groups groups_ops = {group_req, fallback};
@@ -369,7 +304,7 @@ static void sub_ready(struct hd_req *r, void *arg, const char *body, size_t len)
         hd_resp_err_msg(r, rc, msg);
         goto out;
     }
-    if (b->n > 4 * SUB_MAX) {
+    if (b->n > 4 * HD_BATCH_SUB_MAX) {
         hd_resp_err_msg(r, HD_EBADARG, "Too many entries for a sub-batch.");
         goto out;
     }
