@@ -152,15 +152,18 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
     }
     json_object_foreach(j, k, v)
     {
-        if (strcmp(k, "anonymous_read") == 0 || strcmp(k, "validate_warm_get") == 0) {
+        if (strcmp(k, "anonymous_read") == 0 || strcmp(k, "validate_warm_get") == 0 ||
+            strcmp(k, "validate_cold_get") == 0) {
             if (!json_is_boolean(v)) {
                 rc = bad(err, errlen, "%s must be true or false", k);
                 break;
             }
             if (k[0] == 'a')
                 out->anonymous_read = json_is_true(v);
-            else
+            else if (strcmp(k, "validate_warm_get") == 0)
                 out->validate_warm_get = json_is_true(v);
+            else
+                out->cold_get_unchecked = !json_is_true(v);
         } else if (strcmp(k, "write_policy") == 0) {
             const char *wp = json_string_value(v);
             if (!wp || (strcmp(wp, "through") != 0 && strcmp(wp, "back") != 0)) {
@@ -192,6 +195,8 @@ char *hd_bprops_dump(const struct hd_bprops *p)
         json_object_set_new(j, "anonymous_read", json_true());
     if (p->validate_warm_get)
         json_object_set_new(j, "validate_warm_get", json_true());
+    if (p->cold_get_unchecked) /* true is the default */
+        json_object_set_new(j, "validate_cold_get", json_false());
     if (p->write_back)
         json_object_set_new(j, "write_policy", json_string("back"));
     if (p->has_upstream) {

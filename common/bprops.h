@@ -4,6 +4,9 @@
  *
  *   {"anonymous_read": bool,
  *    "validate_warm_get": bool,            S3-backed buckets: HEAD upstream on every warm GET
+ *    "validate_cold_get": bool,            S3-backed buckets: a cold GET checks the bytes
+ *                                          against a plain-MD5 ETag (default true; false:
+ *                                          size only, which saves a full MD5 pass)
  *    "write_policy": "through" | "back",   S3-backed buckets: PUT/DELETE reach the upstream
  *                                          before the answer (default), or after it from a
  *                                          durable queue on the owning target (write-back)
@@ -33,6 +36,7 @@ struct hd_upstream {
 struct hd_bprops {
     int anonymous_read;
     int validate_warm_get;
+    int cold_get_unchecked; /* "validate_cold_get": false */
     int write_back; /* "write_policy": "back" */
     int has_upstream;
     struct hd_upstream up;

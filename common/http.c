@@ -83,17 +83,22 @@ uint64_t hd_now_ns(void)
  * thresholds high so busy paths do not fault pages in again; the proxy rested at 157 MiB
  * after a benchmark). Once a window of at least HD_TRIM_WINDOW_NS has seen requests at less
  * than HD_TRIM_QUIET per HD_TRIM_WINDOW_NS (heartbeats and probes keep coming: a quiet node is
- * never fully idle), give the free memory back. The caller is one periodic thread (hoardd's main
- * thread). */
+ * never fully idle), give the free memory back. A node that is never that quiet (the primary
+ * of a large cluster gets a heartbeat per node per second; a steady trickle of clients) trims
+ * anyway every HD_TRIM_FORCE windows: one trim costs a few milliseconds and the page faults
+ * of refilling what is in use, nothing next to 15 s of serving. The caller is one periodic
+ * thread (hoardd's main thread). */
 #define HD_TRIM_WINDOW_NS (3 * 1000000000ull)
 #define HD_TRIM_QUIET 48
+#define HD_TRIM_FORCE 5
 
 int hd_http_idle_trim(void)
 {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static uint64_t seen, since;
+    static unsigned busy; /* windows since the last trim */
     uint64_t seq = atomic_load(&req_seq), now = hd_now_ns();
-    int quiet = 0;
+    int trim = 0;
 
     pthread_mutex_lock(&mu);
     if (!since) {
@@ -101,14 +106,18 @@ int hd_http_idle_trim(void)
         seen = seq;
     } else if (now - since >= HD_TRIM_WINDOW_NS) {
         /* a rate: a slow tick (heartbeats timing out) makes a long window */
-        quiet = (seq - seen) * HD_TRIM_WINDOW_NS < (uint64_t)HD_TRIM_QUIET * (now - since);
+        trim = (seq - seen) * HD_TRIM_WINDOW_NS < (uint64_t)HD_TRIM_QUIET * (now - since);
+        if (!trim && ++busy >= HD_TRIM_FORCE)
+            trim = 2;
+        if (trim)
+            busy = 0;
         since = now;
         seen = seq;
     }
     pthread_mutex_unlock(&mu);
-    if (quiet)
+    if (trim)
         malloc_trim(0);
-    return quiet;
+    return trim;
 }
 
 static void req_free(struct hd_req *r)

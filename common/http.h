@@ -227,8 +227,9 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
 
 uint64_t hd_now_ns(void);
 /* Returns freed heap to the system (malloc_trim) after each 3 s window with fewer than 48
- * requests. Call it from one periodic thread (hoardd's main thread, every second); 1 when it
- * trimmed. */
+ * requests, and every fifth window (15 s) whatever the load. Call it from one periodic thread
+ * (hoardd's main thread, every second); 1 when it trimmed because the node was quiet, 2 when
+ * it trimmed after five busy windows, 0 when it did not trim. */
 int hd_http_idle_trim(void);
 
 #endif

@@ -38,6 +38,10 @@
 /* Freed relays kept per loop for reuse, with their RING_MIN windows and URL buffer: a small
  * relay allocates nothing of its own but libcurl's header list. */
 #define POOL_MAX 64
+/* Every TRIM_MS each loop frees the idle handles and pooled relays beyond the most transfers
+ * it ran at once in that period: a burst's buffers do not stay for good (a quiet loop keeps
+ * none), and the allocator can give them back (common/http.c, hd_http_idle_trim). */
+#define TRIM_MS 3000
 
 struct rloop;
 
@@ -108,6 +112,7 @@ struct rloop {
     uv_idle_t soon;    /* the queue has entries (from the loop's thread: no wake-up needed) */
     uv_timer_t timer;  /* libcurl's */
     uv_timer_t lazy_t; /* wakes the `lazy` list */
+    uv_timer_t trim_t; /* drops what the last TRIM_MS did not need */
     CURLM *multi;
     pthread_mutex_t qmu; /* the queue, `stopping`, the relay pool */
     struct relay *qhead, *qtail;
@@ -117,6 +122,7 @@ struct rloop {
     struct rloop *next; /* in rl->loops */
     /* loop thread only */
     struct relay *lazy, *run;
+    int nrun, peak; /* transfers running; most at once since the last trim */
     CURL *idle[IDLE_MAX];
     int nidle;
     struct sock **socks;
@@ -538,6 +544,7 @@ static void finish(struct rloop *l, struct relay *y, CURLcode cc, const char *ms
         curl_easy_cleanup(y->easy);
     y->easy = NULL;
     run_unlink(l, y);
+    l->nrun--;
     lazy_remove(l, y);
     end_transfer(y, cc, msg);
 }
@@ -616,6 +623,8 @@ static void begin(struct rloop *l, struct relay *y)
     if (l->run)
         l->run->run_prev = y;
     l->run = y;
+    if (++l->nrun > l->peak)
+        l->peak = l->nrun;
 }
 
 /* A queue entry: start y, abort it (client gone), unpause it, or watch a trickling upload. */
@@ -798,6 +807,33 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp
     return uv_poll_start(&s->poll, ev, on_poll) < 0 ? -1 : 0;
 }
 
+static void on_trim(uv_timer_t *t)
+{
+    struct rloop *l = t->data;
+    struct relay *drop = NULL, *y;
+    int keep = l->peak;
+
+    while (l->nidle > keep)
+        curl_easy_cleanup(l->idle[--l->nidle]);
+    pthread_mutex_lock(&l->qmu);
+    while (l->npool > keep) {
+        y = l->pool;
+        l->pool = y->qnext;
+        l->npool--;
+        y->qnext = drop;
+        drop = y;
+    }
+    pthread_mutex_unlock(&l->qmu);
+    while ((y = drop)) {
+        drop = y->qnext;
+        hd_ring_cleanup(&y->up);
+        hd_ring_cleanup(&y->down);
+        free(y->url);
+        free(y);
+    }
+    l->peak = l->nrun;
+}
+
 static void on_closed(uv_handle_t *h)
 {
     if (h->type == UV_POLL)
@@ -824,6 +860,7 @@ static void shutdown_loop(struct rloop *l)
     uv_close((uv_handle_t *)&l->soon, on_closed);
     uv_close((uv_handle_t *)&l->timer, on_closed);
     uv_close((uv_handle_t *)&l->lazy_t, on_closed);
+    uv_close((uv_handle_t *)&l->trim_t, on_closed);
 }
 
 static void *loop_main(void *arg)
@@ -885,7 +922,10 @@ static int rloop_init(struct rloop *l, struct hd_relay *rl, uv_loop_t *uv)
     uv_idle_init(uv, &l->soon);
     uv_timer_init(uv, &l->timer);
     uv_timer_init(uv, &l->lazy_t);
-    l->async.data = l->soon.data = l->timer.data = l->lazy_t.data = l;
+    uv_timer_init(uv, &l->trim_t);
+    l->async.data = l->soon.data = l->timer.data = l->lazy_t.data = l->trim_t.data = l;
+    uv_timer_start(&l->trim_t, on_trim, TRIM_MS, TRIM_MS);
+    uv_unref((uv_handle_t *)&l->trim_t); /* housekeeping: keeps no loop alive */
     return 0;
 }
 

@@ -857,8 +857,8 @@ int hd_s3c_mpu_part(const struct hd_s3c *c, const char *bucket, const char *key,
 }
 
 int hd_s3c_mpu_complete(const struct hd_s3c *c, const char *bucket, const char *key,
-                        const char *upload_id, const char (*etags)[48], size_t nparts,
-                        char etag_out[48], struct hd_s3c_err *err)
+                        const char *upload_id, const unsigned *nums, const char (*etags)[48],
+                        size_t nparts, char etag_out[48], struct hd_s3c_err *err)
 {
     struct hd_buf q, x, body;
     struct call k;
@@ -873,7 +873,7 @@ int hd_s3c_mpu_complete(const struct hd_s3c *c, const char *bucket, const char *
     hd_xml_open(&x, "CompleteMultipartUpload");
     for (i = 0; i < nparts; i++) {
         hd_xml_open(&x, "Part");
-        hd_xml_elemf(&x, "PartNumber", "%zu", i + 1);
+        hd_xml_elemf(&x, "PartNumber", "%u", nums ? nums[i] : (unsigned)i + 1);
         snprintf(tmp, sizeof(tmp), "\"%s\"", etags[i]);
         hd_xml_elem(&x, "ETag", tmp);
         hd_xml_close(&x, "Part");

@@ -97,8 +97,8 @@ int hd_s3c_put_object(const struct hd_s3c *c, const char *bucket, const char *ke
  * headers (as hd_s3c_put_object); upload_id gets the id (HD_EUNAVAIL if the answer has none
  * or does not fit idlen). part: UploadPart number part (1..10000) of len bytes of fd from
  * off, with Content-MD5; etag_out gets the part's ETag. complete: CompleteMultipartUpload of
- * parts 1..nparts with those ETags (unquoted); etag_out gets the object's ETag (a 200 whose
- * body is an <Error> is that error). abort: AbortMultipartUpload. */
+ * the parts nums[0..nparts) (NULL: 1..nparts) with those ETags (unquoted); etag_out gets the
+ * object's ETag (a 200 whose body is an <Error> is that error). abort: AbortMultipartUpload. */
 int hd_s3c_mpu_create(const struct hd_s3c *c, const char *bucket, const char *key,
                       const char *ctype, const char *meta_json, const char *hdrs_json,
                       char *upload_id, size_t idlen, struct hd_s3c_err *err);
@@ -106,8 +106,8 @@ int hd_s3c_mpu_part(const struct hd_s3c *c, const char *bucket, const char *key,
                     const char *upload_id, int part, int fd, uint64_t off, uint64_t len,
                     const unsigned char md5[16], char etag_out[48], struct hd_s3c_err *err);
 int hd_s3c_mpu_complete(const struct hd_s3c *c, const char *bucket, const char *key,
-                        const char *upload_id, const char (*etags)[48], size_t nparts,
-                        char etag_out[48], struct hd_s3c_err *err);
+                        const char *upload_id, const unsigned *nums, const char (*etags)[48],
+                        size_t nparts, char etag_out[48], struct hd_s3c_err *err);
 int hd_s3c_mpu_abort(const struct hd_s3c *c, const char *bucket, const char *key,
                      const char *upload_id, struct hd_s3c_err *err);
 int hd_s3c_delete_object(const struct hd_s3c *c, const char *bucket, const char *key,

@@ -134,6 +134,8 @@ static void props_get(struct hd_req *r, struct hd_proxy *p, const char *name)
         json_object_set_new(props, "anonymous_read", json_false());
     if (strcmp(e->provider, "aws") == 0 && !json_object_get(props, "validate_warm_get"))
         json_object_set_new(props, "validate_warm_get", json_false());
+    if (strcmp(e->provider, "aws") == 0 && !json_object_get(props, "validate_cold_get"))
+        json_object_set_new(props, "validate_cold_get", json_true());
     if (strcmp(e->provider, "aws") == 0 && !json_object_get(props, "write_policy"))
         json_object_set_new(props, "write_policy", json_string("through"));
     hd_iso8601((time_t)e->created, ts);

@@ -64,6 +64,9 @@ void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const
  * store a multipart part). On success the response is 200 with ETag and the checksum
  * header. arg is freed with arg_free when the request ends, whatever happened. */
 struct hd_put_hooks {
+    /* optional, before commit: HD_AGAIN parks r (it runs again when r resumes), 0 goes on, a
+     * negative code is answered (with msg when filled) */
+    int (*through)(struct hd_req *r, struct hd_put *p, void *arg, char *msg, size_t msglen);
     int (*commit)(struct hd_put *p, const struct hd_put_attrs *a, struct hd_obj_meta *out,
                   void *arg);
     void *arg;

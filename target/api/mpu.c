@@ -45,12 +45,12 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS mpu_uploads("
     " id TEXT PRIMARY KEY, bucket TEXT NOT NULL, name TEXT NOT NULL, created INTEGER NOT NULL,"
     " ctype TEXT, meta TEXT, ck_algo TEXT, ck_type TEXT, state INTEGER NOT NULL DEFAULT 0,"
-    " etag TEXT, ck_val TEXT, done INTEGER, hdrs TEXT) WITHOUT ROWID;"
+    " etag TEXT, ck_val TEXT, done INTEGER, hdrs TEXT, up_id TEXT) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS mpu_uploads_bn ON mpu_uploads(bucket, name, created);"
     "CREATE INDEX IF NOT EXISTS mpu_uploads_done ON mpu_uploads(done) WHERE state = 1;"
     "CREATE TABLE IF NOT EXISTS mpu_parts("
     " id TEXT NOT NULL, part INTEGER NOT NULL, size INTEGER NOT NULL, etag TEXT NOT NULL,"
-    " ck_type TEXT, ck_val TEXT, mtime INTEGER NOT NULL, file TEXT NOT NULL,"
+    " ck_type TEXT, ck_val TEXT, mtime INTEGER NOT NULL, file TEXT NOT NULL, up_etag TEXT,"
     " PRIMARY KEY(id, part)) WITHOUT ROWID;";
 
 /* ---- catalog helpers ---- */
@@ -60,30 +60,40 @@ struct db {
     struct conn *c;
 };
 
-/* Uploads created before a column existed get it: the headers stored with the object (and its
- * storage class) came later. */
-static int has_hdrs(sqlite3 *db)
+/* Catalogs made before a column existed get it: the headers stored with the object (and its
+ * storage class), then the upstream's twin of a write-through upload (up_id) and its parts'
+ * ETags (up_etag). */
+static int has_col(sqlite3 *db, const char *table, const char *col)
 {
+    char sql[64];
     sqlite3_stmt *s;
     int found = 0;
 
-    if (sqlite3_prepare_v2(db, "PRAGMA table_info(mpu_uploads)", -1, &s, NULL) != SQLITE_OK)
+    snprintf(sql, sizeof(sql), "PRAGMA table_info(%s)", table);
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
         return 0;
     while (!found && sqlite3_step(s) == SQLITE_ROW)
         found = sqlite3_column_text(s, 1) &&
-                strcmp((const char *)sqlite3_column_text(s, 1), "hdrs") == 0;
+                strcmp((const char *)sqlite3_column_text(s, 1), col) == 0;
     sqlite3_finalize(s);
     return found;
 }
 
 static int migrate(sqlite3 *db)
 {
-    if (has_hdrs(db) ||
-        sqlite3_exec(db, "ALTER TABLE mpu_uploads ADD COLUMN hdrs TEXT", NULL, NULL, NULL) ==
-            SQLITE_OK ||
-        has_hdrs(db)) /* another connection added it meanwhile */
-        return SQLITE_OK;
-    return SQLITE_ERROR;
+    static const char *const cols[][2] = {
+        {"mpu_uploads", "hdrs"}, {"mpu_uploads", "up_id"}, {"mpu_parts", "up_etag"}};
+    char sql[96];
+    size_t i;
+
+    for (i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+        snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s TEXT", cols[i][0], cols[i][1]);
+        if (!has_col(db, cols[i][0], cols[i][1]) &&
+            sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK &&
+            !has_col(db, cols[i][0], cols[i][1])) /* another connection added it meanwhile */
+            return SQLITE_ERROR;
+    }
+    return SQLITE_OK;
 }
 
 static int db_open(struct mountpath *mp, struct db *d)
@@ -245,6 +255,7 @@ struct upload {
     char *ctype;
     char *meta;
     char *hdrs;      /* Cache-Control ... storage class, for the object (hd_collect_hdrs) */
+    char *up_id;     /* write-through: the upstream's twin upload (NULL: none) */
     char etag[48];   /* once completed */
     char ck_val[64]; /* once completed: final checksum ("b64-N" when composite) */
 };
@@ -254,7 +265,8 @@ static void upload_cleanup(struct upload *u)
     free(u->ctype);
     free(u->meta);
     free(u->hdrs);
-    u->ctype = u->meta = u->hdrs = NULL;
+    free(u->up_id);
+    u->ctype = u->meta = u->hdrs = u->up_id = NULL;
 }
 
 /* Upload ids are ours only if they look like ours: they name a directory. */
@@ -279,7 +291,7 @@ static int upload_get(struct db *d, const char *id, const char *bucket, const ch
 
     memset(u, 0, sizeof(*u));
     rc = db_prep(d,
-                 "SELECT created, state, ck_algo, ck_type, ctype, meta, etag, ck_val, hdrs "
+                 "SELECT created, state, ck_algo, ck_type, ctype, meta, etag, ck_val, hdrs, up_id "
                  "FROM mpu_uploads WHERE id = ?1 AND bucket = ?2 AND name = ?3",
                  &s);
     if (rc < 0)
@@ -300,8 +312,10 @@ static int upload_get(struct db *d, const char *id, const char *bucket, const ch
         hd_store_col_copy(s, 6, u->etag, sizeof(u->etag));
         hd_store_col_copy(s, 7, u->ck_val, sizeof(u->ck_val));
         u->hdrs = hd_store_col_dup(s, 8);
+        u->up_id = hd_store_col_dup(s, 9);
         rc = (u->ctype || !sqlite3_column_text(s, 4)) && (u->meta || !sqlite3_column_text(s, 5)) &&
-                     (u->hdrs || !sqlite3_column_text(s, 8))
+                     (u->hdrs || !sqlite3_column_text(s, 8)) &&
+                     (u->up_id || !sqlite3_column_text(s, 9))
                  ? 0
                  : -ENOMEM;
     } else if (st == SQLITE_DONE) {
@@ -364,17 +378,115 @@ static void prune_done(struct db *d)
 
 /* ---- CreateMultipartUpload ---- */
 
+/* An upload to create: recorded at once, or (write-through buckets) once its twin exists at
+ * the upstream, from a pool thread. */
+struct create_arg {
+    struct hd_cbucket *cb; /* write-through: the twin's bucket */
+    struct mountpath *mp;
+    char *bucket, *key, *ctype, *meta, *hdrs;
+    enum hd_ck_type ck;
+    int full;
+    char id[MPU_ID_HEX + 1];
+    char up_id[1024];
+};
+
+static void create_free(void *arg)
+{
+    struct create_arg *ca = arg;
+
+    if (!ca)
+        return;
+    hd_cbucket_unref(ca->cb);
+    free(ca->bucket);
+    free(ca->key);
+    free(ca->ctype);
+    free(ca->meta);
+    free(ca->hdrs);
+    free(ca);
+}
+
+static int create_insert(struct create_arg *ca)
+{
+    struct db d = {0};
+    sqlite3_stmt *s;
+    int rc;
+
+    if ((rc = db_open(ca->mp, &d)) < 0)
+        return rc;
+    prune_done(&d);
+    rc = db_prep(&d,
+                 "INSERT INTO mpu_uploads(id, bucket, name, created, ctype, meta, ck_algo, "
+                 "ck_type, state, hdrs, up_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10)",
+                 &s);
+    if (rc == 0) {
+        sqlite3_bind_text(s, 1, ca->id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 2, ca->bucket, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 3, ca->key, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(s, 4, hd_store_now_ms());
+        bind_text_or_null(s, 5, ca->ctype);
+        bind_text_or_null(s, 6, ca->meta);
+        bind_text_or_null(s, 7, ca->ck == HD_CK_NONE ? NULL : hd_cksum_name(ca->ck));
+        bind_text_or_null(s, 8,
+                          ca->ck == HD_CK_NONE ? NULL : ca->full ? "FULL_OBJECT" : "COMPOSITE");
+        bind_text_or_null(s, 9, ca->hdrs);
+        bind_text_or_null(s, 10, ca->up_id);
+        rc = db_run(&d, s, "multipart create");
+    }
+    db_close(&d);
+    return rc;
+}
+
+static void create_answer(struct hd_req *r, const struct create_arg *ca)
+{
+    struct hd_buf b;
+
+    if (ca->ck != HD_CK_NONE) {
+        hd_resp_header(r, "x-amz-checksum-algorithm", hd_cksum_name(ca->ck));
+        hd_resp_header(r, "x-amz-checksum-type", ca->full ? "FULL_OBJECT" : "COMPOSITE");
+    }
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_xml_open_ns(&b, "InitiateMultipartUploadResult", HD_XML_S3_NS);
+    hd_xml_elem(&b, "Bucket", ca->bucket);
+    hd_xml_elem(&b, "Key", ca->key);
+    hd_xml_elem(&b, "UploadId", ca->id);
+    hd_xml_close(&b, "InitiateMultipartUploadResult");
+    hd_resp_xml(r, 200, &b);
+}
+
+/* Pool: the twin at the upstream first, then the local record (else the twin goes again). */
+static void create_run(struct hd_acall *a)
+{
+    struct create_arg *ca = a->arg;
+    char msg[512];
+
+    a->rc = hd_cache_mpu_up_create(ca->cb, ca->key, ca->ctype, ca->meta, ca->hdrs, ca->up_id,
+                                   sizeof(ca->up_id), a->msg, sizeof(a->msg));
+    if (a->rc < 0)
+        return;
+    a->msg[0] = '\0';
+    if ((a->rc = create_insert(ca)) < 0 &&
+        hd_cache_mpu_up_abort(ca->cb, ca->key, ca->up_id, msg, sizeof(msg)) < 0)
+        HD_LOG(HD_WARN, a->rid, "multipart %s: aborting the upstream's upload %s: %s", ca->id,
+               ca->up_id, msg);
+}
+
+static void create_done(struct hd_req *r, struct hd_acall *a)
+{
+    if (a->rc < 0)
+        hd_resp_err_msg(r, a->rc, a->msg[0] ? a->msg : NULL);
+    else
+        create_answer(r, a->arg);
+}
+
 void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
 {
     const char *algo = hd_req_header(r, "x-amz-checksum-algorithm");
     const char *ctyp = hd_req_header(r, "x-amz-checksum-type");
     const char *ctype = hd_req_header(r, "Content-Type");
     const char *msg = NULL;
+    struct create_arg *ca = NULL;
     enum hd_ck_type ck = HD_CK_NONE;
-    char id[MPU_ID_HEX + 1], *meta = NULL, *hdrs = NULL;
-    struct db d = {0};
-    sqlite3_stmt *s;
-    struct hd_buf b;
     int full = 0, rc;
 
     r->op = HD_OP_PUT;
@@ -417,52 +529,38 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
         msg = "The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm.";
         goto out;
     }
-    if ((rc = hd_collect_meta(r, &meta)) < 0) {
+    if (!(ca = calloc(1, sizeof(*ca)))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    ca->ck = ck;
+    ca->full = full;
+    ca->mp = hd_store_mp_for(t->st, bucket, key);
+    if ((rc = hd_collect_meta(r, &ca->meta)) < 0) {
         msg = "x-amz-meta-* headers are invalid or larger than 2 KiB.";
         goto out;
     }
-    if ((rc = hd_collect_hdrs(r, &hdrs)) < 0)
+    if ((rc = hd_collect_hdrs(r, &ca->hdrs)) < 0)
         goto out;
-    if ((rc = hd_store_random_hex(id, MPU_ID_BYTES)) < 0)
+    ca->bucket = strdup(bucket);
+    ca->key = strdup(key);
+    ca->ctype = ctype ? strdup(ctype) : NULL;
+    if (!ca->bucket || !ca->key || (ctype && !ca->ctype)) {
+        rc = -ENOMEM;
         goto out;
-    if ((rc = db_open(hd_store_mp_for(t->st, bucket, key), &d)) < 0)
-        goto out;
-    prune_done(&d);
-    rc = db_prep(&d,
-                 "INSERT INTO mpu_uploads(id, bucket, name, created, ctype, meta, ck_algo, "
-                 "ck_type, state, hdrs) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)",
-                 &s);
-    if (rc < 0)
-        goto out;
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, bucket, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 4, hd_store_now_ms());
-    bind_text_or_null(s, 5, ctype);
-    bind_text_or_null(s, 6, meta);
-    bind_text_or_null(s, 7, ck == HD_CK_NONE ? NULL : hd_cksum_name(ck));
-    bind_text_or_null(s, 8, ck == HD_CK_NONE ? NULL : full ? "FULL_OBJECT" : "COMPOSITE");
-    bind_text_or_null(s, 9, hdrs);
-    if ((rc = db_run(&d, s, "multipart create")) < 0)
-        goto out;
-    db_close(&d);
-
-    if (ck != HD_CK_NONE) {
-        hd_resp_header(r, "x-amz-checksum-algorithm", hd_cksum_name(ck));
-        hd_resp_header(r, "x-amz-checksum-type", full ? "FULL_OBJECT" : "COMPOSITE");
     }
-    hd_buf_init(&b);
-    hd_xml_decl(&b);
-    hd_xml_open_ns(&b, "InitiateMultipartUploadResult", HD_XML_S3_NS);
-    hd_xml_elem(&b, "Bucket", bucket);
-    hd_xml_elem(&b, "Key", key);
-    hd_xml_elem(&b, "UploadId", id);
-    hd_xml_close(&b, "InitiateMultipartUploadResult");
-    hd_resp_xml(r, 200, &b);
+    if ((rc = hd_store_random_hex(ca->id, MPU_ID_BYTES)) < 0)
+        goto out;
+    ca->cb = hd_cache_bucket(t->cache, bucket);
+    if (ca->cb && !ca->cb->props.write_back) { /* write-through: the twin first */
+        hd_acall_request(r, t->pool, create_run, create_done, ca, create_free);
+        return;
+    }
+    if ((rc = create_insert(ca)) < 0)
+        goto out;
+    create_answer(r, ca);
 out:
-    db_close(&d);
-    free(meta);
-    free(hdrs);
+    create_free(ca);
     if (rc < 0)
         hd_resp_err_msg(r, rc, msg);
 }
@@ -476,6 +574,12 @@ struct part_arg {
     char id[MPU_ID_HEX + 1];
     unsigned part;
     enum hd_ck_type ck; /* the upload's algorithm: every part must carry it */
+    /* write-through: the part goes to the upload's twin (up_id) first */
+    struct hd_cache *cache;
+    struct hd_cbucket *cb;
+    char *up_id;
+    struct hd_wt *wt;
+    char up_etag[48];
 };
 
 static void part_arg_free(void *arg)
@@ -484,6 +588,9 @@ static void part_arg_free(void *arg)
 
     if (!pa)
         return;
+    hd_cache_wt_free(pa->wt);
+    hd_cbucket_unref(pa->cb);
+    free(pa->up_id);
     free(pa->bucket);
     free(pa->key);
     free(pa);
@@ -521,7 +628,7 @@ static int part_record(struct part_arg *pa, const char *rel, uint64_t size, cons
     sqlite3_finalize(s);
     rc = db_prep(&d,
                  "INSERT OR REPLACE INTO mpu_parts(id, part, size, etag, ck_type, ck_val, mtime, "
-                 "file) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 "file, up_etag) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                  &s);
     if (rc < 0)
         goto out;
@@ -533,6 +640,7 @@ static int part_record(struct part_arg *pa, const char *rel, uint64_t size, cons
     bind_text_or_null(s, 6, a->ck_type && *a->ck_type ? a->ck_val : NULL);
     sqlite3_bind_int64(s, 7, mtime);
     sqlite3_bind_text(s, 8, rel, -1, SQLITE_TRANSIENT);
+    bind_text_or_null(s, 9, pa->up_etag);
     rc = db_run(&d, s, "multipart part insert");
     s = NULL;
     if (rc < 0)
@@ -585,6 +693,15 @@ static int part_commit(struct hd_put *p, const struct hd_put_attrs *a, struct hd
         snprintf(out->ck_val, sizeof(out->ck_val), "%s", a->ck_val ? a->ck_val : "");
     }
     return 0;
+}
+
+/* Write-through: the verified part goes to the twin before it is recorded here. */
+static int part_through(struct hd_req *r, struct hd_put *p, void *arg, char *msg, size_t msglen)
+{
+    struct part_arg *pa = arg;
+
+    return hd_cache_part_through(r, pa->cache, pa->cb, pa->key, pa->up_id, pa->part, p, &pa->wt,
+                                 pa->up_etag, msg, msglen);
 }
 
 /* The checksum algorithm the request's headers announce (as the PUT pipeline reads them). */
@@ -651,13 +768,22 @@ void hd_mpu_upload_part(struct hd_req *r, struct hd_target *t, const char *bucke
     if (rc < 0)
         goto out;
     pa->ck = u.ck;
+    pa->up_id = u.up_id;
+    u.up_id = NULL;
     upload_cleanup(&u);
+    if (pa->up_id && !(pa->cb = hd_cache_bucket(t->cache, bucket))) {
+        rc = HD_EUNAVAIL; /* the bucket stopped being S3-backed */
+        msg = "The bucket is no longer backed by the upstream this upload was started at.";
+        goto out;
+    }
+    pa->cache = t->cache;
     if (pa->ck != HD_CK_NONE && request_ck(r) != pa->ck) {
         rc = HD_EBADREQ;
         msg = "Checksum type mismatch: the upload was created with a checksum algorithm that "
               "this part does not carry.";
         goto out;
     }
+    hooks.through = pa->up_id ? part_through : NULL;
     hooks.commit = part_commit;
     hooks.arg = pa;
     hooks.arg_free = part_arg_free;
@@ -1060,17 +1186,20 @@ struct complete_ctx {
     char *bucket, *key;
     char id[MPU_ID_HEX + 1];
     struct hd_buf body;
-    /* S3-backed buckets: the assembled object goes to the upstream (parking the request)
-     * before it is committed here */
+    /* S3-backed buckets: the upload's twin at the upstream is completed (parking the
+     * request) before the assembled object is committed here */
     struct hd_cbucket *cb;
     struct hd_put *p;
     struct hd_put_attrs a;
-    char *ctype, *meta, *hdrs, *parts;
+    char *ctype, *meta, *hdrs, *parts, *up_id;
+    struct hd_cache_upart *uparts;
+    size_t nuparts;
     struct complete_res res;
     struct hd_wt *wt;
     struct hd_wcond wc; /* If-Match / If-None-Match: * on the object (pointing into r) */
     const char *cond;   /* the condition that failed (412) */
     char msgbuf[256];   /* an error message made for this request */
+    char twin_msg[512];
 };
 
 /* The checked parts of a Complete, in order: content files (relative) and sizes. They are
@@ -1079,20 +1208,23 @@ struct complete_ctx {
 struct src {
     struct strv files;
     uint64_t *sizes;
+    struct hd_cache_upart *up; /* numbers, MD5s and the twin's ETags ("": it has none) */
 };
 
 static void src_cleanup(struct src *sc)
 {
     strv_free(&sc->files);
     free(sc->sizes);
+    free(sc->up);
     sc->sizes = NULL;
+    sc->up = NULL;
 }
 
 /* Checks one listed part against its row (s positioned on it) and folds it into the
  * multipart ETag and checksum. */
 static int check_part(const struct upload *u, const struct hd_complete_part *cp, sqlite3_stmt *s,
                       int first, int last, struct hd_md5 *md5, struct hd_cksum *comp, uint64_t *crc,
-                      const char **msg)
+                      struct hd_cache_upart *up, const char **msg)
 {
     const char *etag = (const char *)sqlite3_column_text(s, 1);
     const char *pck = (const char *)sqlite3_column_text(s, 2);
@@ -1115,6 +1247,10 @@ static int check_part(const struct upload *u, const struct hd_complete_part *cp,
     if (hd_unhex(etag, strlen(etag), raw, sizeof(raw), &n) < 0 || n != 16)
         return HD_EINTERNAL;
     hd_md5_update(md5, raw, 16);
+    up->num = cp->part_number;
+    up->size = size;
+    memcpy(up->md5, raw, 16);
+    hd_store_col_copy(s, 5, up->up_etag, sizeof(up->up_etag));
     if (u->ck == HD_CK_NONE)
         return 0;
     if (!pck || hd_cksum_type_from_name(pck) != u->ck || !pval) {
@@ -1149,7 +1285,8 @@ static int complete_prepare(struct complete_ctx *cc, struct db *d, const struct 
     int rc, st, comp_on = 0;
 
     sc->sizes = malloc(req->n * sizeof(*sc->sizes));
-    if (!sc->sizes)
+    sc->up = calloc(req->n, sizeof(*sc->up));
+    if (!sc->sizes || !sc->up)
         return -ENOMEM;
     if ((rc = hd_md5_init(&md5)) < 0)
         goto out;
@@ -1159,7 +1296,7 @@ static int complete_prepare(struct complete_ctx *cc, struct db *d, const struct 
         comp_on = 1;
     }
     rc = db_prep(d,
-                 "SELECT size, etag, ck_type, ck_val, file FROM mpu_parts "
+                 "SELECT size, etag, ck_type, ck_val, file, up_etag FROM mpu_parts "
                  "WHERE id = ?1 AND part = ?2",
                  &s);
     if (rc < 0)
@@ -1179,7 +1316,7 @@ static int complete_prepare(struct complete_ctx *cc, struct db *d, const struct 
             rc = hd_store_sqlerr(d->c->db, st, "multipart part lookup");
             goto out;
         }
-        rc = check_part(u, cp, s, i == 0, i + 1 == req->n, &md5, &comp, &crc, msg);
+        rc = check_part(u, cp, s, i == 0, i + 1 == req->n, &md5, &comp, &crc, &sc->up[i], msg);
         if (rc < 0)
             goto out;
         sc->sizes[i] = (uint64_t)sqlite3_column_int64(s, 0);
@@ -1414,6 +1551,35 @@ static char *parts_json(const struct src *sc)
     return hd_buf_steal(&b, NULL);
 }
 
+/* Starts completing u's twin with the parts of sc (or, for an upload begun before twins,
+ * making one and sending them all): complete_end waits for it. */
+static int twin_start(struct hd_req *r, struct complete_ctx *cc, struct upload *u,
+                      struct mountpath *mp, const struct src *sc, const char **msg)
+{
+    char path[PATH_MAX], uetag[48];
+    size_t i;
+    int rc;
+
+    cc->up_id = u->up_id;
+    u->up_id = NULL;
+    if (!(cc->uparts = calloc(sc->files.n, sizeof(*cc->uparts))))
+        return -ENOMEM;
+    for (cc->nuparts = 0; cc->nuparts < sc->files.n; cc->nuparts++) {
+        i = cc->nuparts;
+        cc->uparts[i] = sc->up[i];
+        snprintf(path, sizeof(path), "%s/%s", mp->path, sc->files.v[i]);
+        if (!(cc->uparts[i].path = strdup(path)))
+            return -ENOMEM;
+    }
+    rc = hd_cache_mpu_through(r, cc->t->cache, cc->cb, cc->key, cc->up_id, u->ctype, u->meta,
+                              u->hdrs, cc->uparts, cc->nuparts, &cc->wt, uetag, cc->twin_msg,
+                              sizeof(cc->twin_msg));
+    if (rc == HD_AGAIN)
+        return 0;
+    *msg = cc->twin_msg[0] ? cc->twin_msg : NULL;
+    return rc < 0 ? rc : HD_EINTERNAL; /* a first call only starts */
+}
+
 static int complete_run(struct hd_req *r, struct complete_ctx *cc,
                         const struct hd_complete_req *req, struct complete_res *res,
                         const char **msg)
@@ -1470,7 +1636,19 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
     }
     if ((rc = hd_put_begin(st, cc->bucket, cc->key, &p)) < 0)
         goto out;
+    /* write-through: the twin is completed while the parts are assembled here (unless a
+     * full-object checksum is to be checked on the assembled bytes first) */
+    if (cc->cb && !cc->cb->props.write_back && vt == HD_CK_NONE &&
+        (rc = twin_start(r, cc, &u, mp, &sc, msg)) < 0)
+        goto out;
     rc = copy_parts(p, mp, &sc);
+    if (rc < 0 && cc->wt) { /* the upstream's answer decides; the cache goes without */
+        HD_LOG(HD_WARN, r->id, "multipart %s: assembling %s/%s: %s (not cached)", cc->id,
+               cc->bucket, cc->key, hd_strerror(rc));
+        cc->res = *res;
+        rc = 0;
+        goto out;
+    }
     if (rc == -ENOENT) {
         /* a part vanished: replaced (the listed ETag is stale), aborted, or a racing
          * Complete of the same upload finished first (then answer as it did) */
@@ -1534,9 +1712,10 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
         cc->a.hdrs = cc->hdrs;
         cc->a.parts = cc->parts;
         cc->a.ck_val = a.ck_type ? cc->res.ck_val : NULL;
+        if (!cc->wt && (rc = twin_start(r, cc, &u, mp, &sc, msg)) < 0)
+            goto out;
         cc->p = p;
         p = NULL;
-        rc = 0;
         goto out;
     }
     if ((rc = hd_put_commit(p, &a, &m)) < 0)
@@ -1569,7 +1748,7 @@ static void complete_end(struct hd_req *r)
         hd_resp_err(r, r->body_err);
         return;
     }
-    if (cc->p) /* back from the upstream */
+    if (cc->wt) /* back from the upstream */
         goto through;
     rc = hd_xml_parse_complete(cc->body.data ? cc->body.data : "", cc->body.len, &req);
     if (rc < 0) {
@@ -1583,24 +1762,31 @@ static void complete_end(struct hd_req *r)
         }
     if ((rc = complete_run(r, cc, &req, &res, &msg)) < 0)
         goto out;
-    if (cc->p) {
+    if (cc->wt) {
         struct hd_obj_meta m;
         hd_xml_complete_cleanup(&req);
     through:
-        rc = hd_cache_put_through(r, cc->t->cache, cc->cb, cc->key, cc->p, 0, cc->ctype, cc->meta,
-                                  cc->hdrs, &cc->wt, uetag, wmsg, sizeof(wmsg));
+        rc = hd_cache_mpu_through(r, cc->t->cache, cc->cb, cc->key, cc->up_id, cc->ctype, cc->meta,
+                                  cc->hdrs, cc->uparts, cc->nuparts, &cc->wt, uetag, wmsg,
+                                  sizeof(wmsg));
         if (rc == HD_AGAIN)
             return; /* parked: complete_end runs again when the upload is done */
         if (rc < 0) {
             msg = wmsg[0] ? wmsg : NULL;
             goto out;
         }
-        /* the upstream took it as one object: its ETag is the object's from now on */
+        /* the upstream completed its twin: its ETag is the object's from now on */
         cc->a.etag = uetag;
         snprintf(cc->res.etag, sizeof(cc->res.etag), "%s", uetag);
-        if ((rc = hd_put_commit(cc->p, &cc->a, &m)) < 0)
-            goto out;
-        hd_obj_meta_cleanup(&m);
+        if (cc->p) {
+            if ((rc = hd_put_commit(cc->p, &cc->a, &m)) < 0)
+                goto out;
+            hd_obj_meta_cleanup(&m);
+        } else { /* not assembled here: an older copy must not stay */
+            rc = hd_store_delete(cc->t->st, cc->bucket, cc->key);
+            if (rc < 0 && rc != HD_ENOSUCHKEY)
+                goto out;
+        }
         rc = complete_finish(cc, hd_store_mp_for(cc->t->st, cc->bucket, cc->key), &cc->res);
         if (rc < 0)
             goto out;
@@ -1663,6 +1849,10 @@ static void complete_done(struct hd_req *r)
     free(cc->meta);
     free(cc->hdrs);
     free(cc->parts);
+    free(cc->up_id);
+    for (; cc->nuparts; cc->nuparts--)
+        free(cc->uparts[cc->nuparts - 1].path);
+    free(cc->uparts);
     free(cc->bucket);
     free(cc->key);
     free(cc);
@@ -1718,25 +1908,17 @@ void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, 
 
 /* ---- AbortMultipartUpload ---- */
 
-void hd_mpu_abort(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+/* Drops the upload's rows and then its part files. */
+static int abort_local(struct mountpath *mp, const char *id, const char *bucket, const char *key)
 {
-    const char *id = hd_req_param(r, "uploadId");
-    struct mountpath *mp = hd_store_mp_for(t->st, bucket, key);
     struct strv files = {0};
     struct upload u;
     struct db d = {0};
     sqlite3_stmt *s;
     int rc;
 
-    r->op = HD_OP_DELETE;
-    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
-        goto out;
-    if (!id_valid(id)) {
-        rc = HD_ENOSUCHUPLOAD;
-        goto out;
-    }
     if ((rc = db_open(mp, &d)) < 0)
-        goto out;
+        return rc;
     if ((rc = db_tx(&d, Q_BEGIN)) < 0)
         goto out;
     if ((rc = upload_active(&d, id, bucket, key, &u)) < 0)
@@ -1753,10 +1935,105 @@ void hd_mpu_abort(struct hd_req *r, struct hd_target *t, const char *bucket, con
         goto out;
     db_close(&d);
     remove_files(mp, id, &files);
-    hd_resp_empty(r, 204);
 out:
     db_close(&d);
     strv_free(&files);
+    return rc;
+}
+
+/* An abort of a write-through upload: the twin at the upstream, then the local upload. */
+struct abort_arg {
+    struct hd_cache *cache;
+    struct hd_cbucket *cb;
+    struct mountpath *mp;
+    char *bucket, *key, *up_id;
+    char id[MPU_ID_HEX + 1];
+};
+
+static void abort_free(void *arg)
+{
+    struct abort_arg *aa = arg;
+
+    hd_cbucket_unref(aa->cb);
+    free(aa->bucket);
+    free(aa->key);
+    free(aa->up_id);
+    free(aa);
+}
+
+/* Pool. A twin the upstream would not abort (down, or no AbortMultipartUpload) is recorded
+ * for the write-back uploader, which tries again later: the local abort goes on. */
+static void abort_run(struct hd_acall *a)
+{
+    struct abort_arg *aa = a->arg;
+    char msg[512];
+
+    if (aa->cb && hd_cache_mpu_up_abort(aa->cb, aa->key, aa->up_id, msg, sizeof(msg)) < 0) {
+        HD_LOG(HD_WARN, a->rid, "multipart %s: aborting the upstream's upload %s (tried again "
+               "later): %s", aa->id, aa->up_id, msg);
+        hd_cache_wb_orphan(aa->cache, aa->bucket, aa->key, aa->up_id);
+    }
+    a->rc = abort_local(aa->mp, aa->id, aa->bucket, aa->key);
+}
+
+static void abort_done(struct hd_req *r, struct hd_acall *a)
+{
+    if (a->rc < 0)
+        hd_resp_err(r, a->rc);
+    else
+        hd_resp_empty(r, 204);
+}
+
+void hd_mpu_abort(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+{
+    const char *id = hd_req_param(r, "uploadId");
+    struct mountpath *mp = hd_store_mp_for(t->st, bucket, key);
+    struct abort_arg *aa;
+    struct upload u;
+    struct db d = {0};
+    int rc;
+
+    r->op = HD_OP_DELETE;
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
+        goto out;
+    if (!id_valid(id)) {
+        rc = HD_ENOSUCHUPLOAD;
+        goto out;
+    }
+    if ((rc = db_open(mp, &d)) < 0)
+        goto out;
+    rc = upload_active(&d, id, bucket, key, &u);
+    db_close(&d);
+    if (rc < 0)
+        goto out;
+    if (!u.up_id) {
+        upload_cleanup(&u);
+        if ((rc = abort_local(mp, id, bucket, key)) == 0)
+            hd_resp_empty(r, 204);
+        goto out;
+    }
+    if (!(aa = calloc(1, sizeof(*aa)))) {
+        upload_cleanup(&u);
+        rc = -ENOMEM;
+        goto out;
+    }
+    aa->cache = t->cache;
+    aa->cb = hd_cache_bucket(t->cache, bucket); /* NULL: no longer S3-backed, local only */
+    aa->mp = mp;
+    aa->up_id = u.up_id;
+    u.up_id = NULL;
+    upload_cleanup(&u);
+    snprintf(aa->id, sizeof(aa->id), "%s", id);
+    aa->bucket = strdup(bucket);
+    aa->key = strdup(key);
+    if (!aa->bucket || !aa->key) {
+        abort_free(aa);
+        rc = -ENOMEM;
+        goto out;
+    }
+    hd_acall_request(r, t->pool, abort_run, abort_done, aa, abort_free);
+    return;
+out:
     if (rc < 0)
         hd_resp_err(r, rc);
 }

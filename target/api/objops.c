@@ -529,6 +529,15 @@ static void put_end(struct hd_req *r)
         }
         a.etag = uetag;
     }
+    if (pc->hooks.through) {
+        rc = pc->hooks.through(r, pc->put, pc->hooks.arg, msg, sizeof(msg));
+        if (rc == HD_AGAIN)
+            return; /* parked; put_end runs again when it is done */
+        if (rc < 0) {
+            hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+            return;
+        }
+    }
     if (!pc->hooks.commit && pc->t->disk && (!pc->cb || a.writeback)) {
         if (commit_start(r, pc, &a) == 0) {
             put_end(r); /* parks, or answers when the commit is already done */

@@ -158,6 +158,37 @@ int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket
                          const char *meta, const char *hdrs, struct hd_wt **wt, char etag_out[48],
                          char *msg, size_t msglen);
 void hd_cache_wt_free(struct hd_wt *wt);
+/* Write-through multipart (docs/caching.md): a multipart upload to a write-through bucket has
+ * a twin upload at the upstream; each part goes up as it arrives and Complete completes the
+ * twin. As hd_cache_put_through, for part `part` (p's verified body) of the twin up_id;
+ * etag_out gets the upstream's part ETag. */
+int hd_cache_part_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
+                          const char *key, const char *up_id, unsigned part, struct hd_put *p,
+                          struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen);
+/* A part of a Complete: its number, the upstream's ETag when the twin has it ("" otherwise:
+ * sent first from path, size bytes with MD5 md5). */
+struct hd_cache_upart {
+    unsigned num;
+    char up_etag[48];
+    unsigned char md5[16];
+    char *path;
+    uint64_t size;
+};
+/* Completes the twin up_id (NULL or "": created first, with ctype, meta and hdrs) from
+ * parts[0..n) (copied); etag_out gets the object's upstream ETag. As hd_cache_put_through,
+ * but the first call only starts the work (HD_AGAIN, r not parked), so that the caller can
+ * do its own meanwhile; the next calls park r or give the result. */
+int hd_cache_mpu_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
+                         const char *key, const char *up_id, const char *ctype, const char *meta,
+                         const char *hdrs, const struct hd_cache_upart *parts, size_t n,
+                         struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen);
+/* Blocking (pool threads, never HTTP workers): creates the twin (up_id gets its id) and
+ * aborts it (none left is success). 0, or the error with msg filled. */
+int hd_cache_mpu_up_create(struct hd_cbucket *cb, const char *key, const char *ctype,
+                           const char *meta, const char *hdrs, char *up_id, size_t idlen,
+                           char *msg, size_t msglen);
+int hd_cache_mpu_up_abort(struct hd_cbucket *cb, const char *key, const char *up_id, char *msg,
+                          size_t msglen);
 /* DELETE through to the upstream, then locally; answers r. */
 void hd_cache_obj_delete(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                          const char *key);
@@ -174,6 +205,10 @@ int hd_cache_wb_admit(struct hd_cache *c, uint64_t size, char *msg, size_t msgle
 void hd_cache_wb_kick(struct hd_cache *c);
 /* DELETE in a write-back bucket: the local copy now, the upstream's from the queue. */
 int hd_cache_wb_delete(struct hd_cache *c, struct hd_cbucket *cb, const char *key);
+/* Records upload_id of bucket/key at the upstream as left behind (its abort failed): the
+ * uploader aborts it later, as it does its own. Any thread. */
+void hd_cache_wb_orphan(struct hd_cache *c, const char *bucket, const char *key,
+                        const char *upload_id);
 /* {"dirty_objects","dirty_bytes","queue_depth","failed","oldest_dirty_seconds"} of bucket
  * (NULL = all) on this target. */
 int hd_cache_wb_status(struct hd_cache *c, const char *bucket, json_t **out);

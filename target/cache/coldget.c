@@ -59,6 +59,7 @@ struct fill {
     char *key;
     int range; /* a client's range: never in the table, never committed */
     int pass;  /* no room to keep it: served to the readers, never committed */
+    int check_md5; /* a plain-MD5 ETag checked against the bytes (fill thread only) */
     char range_hdr[128];
     char if_match[48]; /* refetch of a changed object: If-Match on its new ETag */
     struct hd_task task;
@@ -265,7 +266,9 @@ static int fill_head(void *arg, const struct hd_s3c_obj *o)
                  f->cb->name, f->key, (unsigned long long)want, hd_strerror(rc));
         return rc;
     }
-    if (f->range || (o->etag[0] && !hd_etag_is_md5(o->etag)))
+    /* the bucket's validate_cold_get (default on) */
+    f->check_md5 = !f->range && hd_etag_is_md5(o->etag) && !f->cb->props.cold_get_unchecked;
+    if (f->range || (o->etag[0] && !f->check_md5))
         hd_put_skip_md5(f->put); /* nothing to check it against: save a pass over the bytes */
     f->rfd = open(hd_put_tmp_path(f->put), O_RDONLY | O_CLOEXEC);
     if (f->rfd < 0) {
@@ -342,7 +345,7 @@ static int fill_verify(struct fill *f)
                  (unsigned long long)f->obj.length);
         return HD_EUNAVAIL;
     }
-    if (!hd_etag_is_md5(f->obj.etag))
+    if (!f->check_md5)
         return 0; /* size only */
     hd_put_md5(f->put, md5);
     hd_hex(md5, 16, hex);

@@ -3,6 +3,8 @@
  *     with its Content-MD5 from a pool thread; only when the upstream accepted it is the
  *     object committed locally, with the upstream's ETag. A refused or failed upload leaves
  *     nothing behind here and answers the upstream's error.
+ *   - multipart: a local upload has an upstream twin; each part goes up the same way as a
+ *     PUT (before it is recorded here), and Complete completes the twin (target/api/mpu.c).
  *   - DELETE: deleted upstream first, then the cached copy.
  *   - listing: one page of the upstream's ListObjectsV2 for the proxy (which merges in what
  *     is cached, proxy/cloud.c).
@@ -24,24 +26,31 @@
 
 /* ---- PUT ---- */
 
-#define WT_MAX (5ull << 30) /* S3's limit for one PUT */
+#define WT_MAX (5ull << 30) /* S3's limit for one PUT (and for one part) */
 
 struct hd_wt {
     struct hd_acall *a;
 };
 
+/* One call to the upstream on the pool: a whole object (PUT), one part of an upload
+ * (UploadPart), or the end of an upload (its missing parts, then Complete). */
 struct wtctx {
     struct hd_cbucket *cb;
     char *key, *path, *ctype, *meta, *hdrs;
     uint64_t size;
     unsigned char md5[16];
-    int md5_known; /* else computed from the file first (an assembled multipart object) */
+    int md5_known; /* else computed from the file first */
+    char *up_id;   /* UploadPart and Complete: the upstream's upload ("" for Complete: none yet) */
+    unsigned part; /* UploadPart */
+    struct hd_cache_upart *parts; /* Complete */
+    size_t nparts;
     char etag[48];
 };
 
 static void wtctx_free(void *arg)
 {
     struct wtctx *w = arg;
+    size_t i;
 
     hd_cbucket_unref(w->cb);
     free(w->key);
@@ -49,85 +58,138 @@ static void wtctx_free(void *arg)
     free(w->ctype);
     free(w->meta);
     free(w->hdrs);
+    free(w->up_id);
+    for (i = 0; i < w->nparts; i++)
+        free(w->parts[i].path);
+    free(w->parts);
     free(w);
+}
+
+static void wt_err(struct hd_acall *a, int rc, const char *what)
+{
+    a->rc = rc;
+    snprintf(a->msg, sizeof(a->msg), "%s: %s", what, hd_strerror(rc));
+}
+
+/* Sends size bytes of path as a PUT (part 0) or as part `part` of upload up_id. */
+static int send_file(struct hd_acall *a, struct wtctx *w, const char *path, uint64_t size,
+                     const unsigned char *md5_in, const char *up_id, unsigned part, char etag[48])
+{
+    struct hd_s3c_err err;
+    unsigned char md5[16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+    if (fd < 0) {
+        wt_err(a, -errno, "Cannot read the uploaded body back");
+        return a->rc;
+    }
+    if (!md5_in && (rc = hd_wb_file_md5(fd, md5)) < 0) {
+        wt_err(a, rc, "Cannot read the uploaded body back");
+        close(fd);
+        return rc;
+    }
+    if (!md5_in)
+        md5_in = md5;
+    memset(&err, 0, sizeof(err));
+    if (part)
+        rc = hd_s3c_mpu_part(&w->cb->s3, w->cb->remote, w->key, up_id, (int)part, fd, 0, size,
+                             md5_in, etag, &err);
+    else
+        rc = hd_s3c_put_object(&w->cb->s3, w->cb->remote, w->key, fd, size, md5_in, w->ctype,
+                               w->meta, w->hdrs, etag, &err);
+    close(fd);
+    if (!part && md5_in == md5)
+        memcpy(w->md5, md5, 16); /* the ETag when the upstream sends none */
+    a->rc = rc;
+    snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
+    return rc;
 }
 
 static void wt_run(struct hd_acall *a)
 {
     struct wtctx *w = a->arg;
-    struct hd_s3c_err err;
-    int fd = open(w->path, O_RDONLY | O_CLOEXEC);
 
-    if (fd < 0) {
-        a->rc = -errno;
-        snprintf(a->msg, sizeof(a->msg), "Cannot read the uploaded body back: %s",
-                 hd_strerror(a->rc));
-        return;
-    }
-    if (!w->md5_known && (a->rc = hd_wb_file_md5(fd, w->md5)) < 0) {
-        snprintf(a->msg, sizeof(a->msg), "Cannot read the uploaded body back: %s",
-                 hd_strerror(a->rc));
-        close(fd);
-        return;
-    }
-    memset(&err, 0, sizeof(err));
-    a->rc = hd_s3c_put_object(&w->cb->s3, w->cb->remote, w->key, fd, w->size, w->md5, w->ctype,
-                              w->meta, w->hdrs, w->etag, &err);
-    snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
-    close(fd);
-    if (a->rc < 0)
+    if (send_file(a, w, w->path, w->size, w->md5_known ? w->md5 : NULL, w->up_id, w->part,
+                  w->etag) < 0)
         hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
 }
 
-int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
-                         const char *key, struct hd_put *p, int md5_known, const char *ctype,
-                         const char *meta, const char *hdrs, struct hd_wt **wt, char etag_out[48],
-                         char *msg, size_t msglen)
+/* The end of a write-through multipart upload: the upstream's twin is created when there is
+ * none yet, the parts it does not have are sent from their files, then it is completed. A
+ * twin made here is aborted again when that fails. */
+static void mpu_run(struct hd_acall *a)
+{
+    struct wtctx *w = a->arg;
+    struct hd_s3c_err err;
+    char id[1024], (*etags)[48] = calloc(w->nparts, sizeof(*etags));
+    unsigned *nums = calloc(w->nparts, sizeof(*nums));
+    int made = 0;
+    size_t i;
+
+    memset(&err, 0, sizeof(err));
+    if (!etags || !nums) {
+        wt_err(a, -ENOMEM, "Completing the upstream's upload");
+        goto out;
+    }
+    snprintf(id, sizeof(id), "%s", w->up_id);
+    if (!id[0]) {
+        a->rc = hd_s3c_mpu_create(&w->cb->s3, w->cb->remote, w->key, w->ctype, w->meta, w->hdrs,
+                                  id, sizeof(id), &err);
+        snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
+        if (a->rc < 0)
+            goto out;
+        made = 1;
+    }
+    for (i = 0; i < w->nparts; i++) {
+        struct hd_cache_upart *pt = &w->parts[i];
+        nums[i] = pt->num;
+        if (pt->up_etag[0])
+            snprintf(etags[i], sizeof(etags[i]), "%s", pt->up_etag);
+        else if (send_file(a, w, pt->path, pt->size, pt->md5, id, pt->num, etags[i]) < 0)
+            goto out;
+    }
+    memset(&err, 0, sizeof(err));
+    a->rc = hd_s3c_mpu_complete(&w->cb->s3, w->cb->remote, w->key, id, nums,
+                                (const char(*)[48])etags, w->nparts, w->etag, &err);
+    snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
+out:
+    if (a->rc < 0) {
+        hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
+        if (made && hd_s3c_mpu_abort(&w->cb->s3, w->cb->remote, w->key, id, &err) < 0)
+            HD_LOG(HD_WARN, a->rid, "upstream %s/%s: aborting multipart upload %s failed: %s",
+                   w->cb->remote, w->key, id, err.msg);
+    }
+    free(etags);
+    free(nums);
+}
+
+static int dup_or(const char *s, char **out)
+{
+    *out = s ? strdup(s) : NULL;
+    return s && !*out ? -ENOMEM : 0;
+}
+
+/* Starts the call of w for r (the first time: then only starts it with submit_only), or
+ * parks r until it is done; then etag_out. */
+static int through(struct hd_req *r, struct hd_cache *c, struct wtctx *w, hd_acall_fn run,
+                   int submit_only, struct hd_wt **wt, char etag_out[48], char *msg,
+                   size_t msglen)
 {
     struct hd_acall *a;
-    struct wtctx *w;
     char hex[33];
-    int rc;
 
-    msg[0] = '\0';
-    if (!*wt) {
-        if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
-            return rc;
-        if (hd_put_size(p) > WT_MAX) {
-            snprintf(msg, msglen,
-                     "Objects over 5 GiB cannot be written through to an "
-                     "upstream yet (one PUT).");
-            return HD_ETOOLARGE;
-        }
-        if ((rc = hd_put_flush(p)) < 0)
-            return rc;
-        w = calloc(1, sizeof(*w));
+    if (w) {
         *wt = calloc(1, sizeof(**wt));
-        if (!w || !*wt) {
-            free(w);
-            return -ENOMEM;
-        }
-        atomic_fetch_add(&cb->refs, 1);
-        w->cb = cb;
-        w->key = strdup(key);
-        w->path = strdup(hd_put_tmp_path(p));
-        w->ctype = ctype ? strdup(ctype) : NULL;
-        w->meta = meta ? strdup(meta) : NULL;
-        w->hdrs = hdrs ? strdup(hdrs) : NULL;
-        w->size = hd_put_size(p);
-        w->md5_known = md5_known;
-        if (md5_known)
-            hd_put_md5(p, w->md5);
-        if (!w->key || !w->path || (ctype && !w->ctype) || (meta && !w->meta) ||
-            (hdrs && !w->hdrs)) {
+        if (!*wt) {
             wtctx_free(w);
             return -ENOMEM;
         }
-        a = hd_acall_new(c->pool, wt_run, w, wtctx_free);
-        if (!a)
+        if (!(a = hd_acall_new(c->pool, run, w, wtctx_free)))
             return -ENOMEM;
         (*wt)->a = a;
-        hd_acall_submit(a, r);
+        hd_acall_submit(a, r); /* a failure finishes a with it: answered below */
+        if (submit_only)
+            return HD_AGAIN;
     }
     a = (*wt)->a;
     if (hd_acall_park(a, r) == HD_AGAIN)
@@ -146,12 +208,161 @@ int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket
     return 0;
 }
 
+/* A call for key of cb with the object's attributes; NULL when out of memory. */
+static struct wtctx *wt_new(struct hd_cbucket *cb, const char *key, const char *ctype,
+                            const char *meta, const char *hdrs, const char *up_id)
+{
+    struct wtctx *w = calloc(1, sizeof(*w));
+
+    if (!w)
+        return NULL;
+    atomic_fetch_add(&cb->refs, 1);
+    w->cb = cb;
+    if (dup_or(key, &w->key) < 0 || dup_or(ctype, &w->ctype) < 0 || dup_or(meta, &w->meta) < 0 ||
+        dup_or(hdrs, &w->hdrs) < 0 || dup_or(up_id, &w->up_id) < 0) {
+        wtctx_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* The put's verified body, flushed, as a call's file. */
+static int wt_body(struct wtctx *w, struct hd_put *p, int md5_known, char *msg, size_t msglen)
+{
+    int rc;
+
+    w->size = hd_put_size(p);
+    if (w->size > WT_MAX) {
+        snprintf(msg, msglen, "%s", w->up_id ? "Parts over 5 GiB cannot be uploaded to S3."
+                                             : "Objects over 5 GiB cannot be written through "
+                                               "to an upstream in one PUT: use a multipart "
+                                               "upload.");
+        return HD_ETOOLARGE;
+    }
+    if ((rc = hd_put_flush(p)) < 0)
+        return rc;
+    if (!(w->path = strdup(hd_put_tmp_path(p))))
+        return -ENOMEM;
+    w->md5_known = md5_known;
+    if (md5_known)
+        hd_put_md5(p, w->md5);
+    return 0;
+}
+
+static int put_or_part(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
+                       const char *key, const char *up_id, unsigned part, struct hd_put *p,
+                       int md5_known, const char *ctype, const char *meta, const char *hdrs,
+                       struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen)
+{
+    struct wtctx *w = NULL;
+    int rc;
+
+    msg[0] = '\0';
+    if (!*wt) {
+        if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
+            return rc;
+        if (!(w = wt_new(cb, key, ctype, meta, hdrs, up_id)))
+            return -ENOMEM;
+        w->part = part;
+        if ((rc = wt_body(w, p, md5_known, msg, msglen)) < 0) {
+            wtctx_free(w);
+            return rc;
+        }
+    }
+    return through(r, c, w, wt_run, 0, wt, etag_out, msg, msglen);
+}
+
+int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
+                         const char *key, struct hd_put *p, int md5_known, const char *ctype,
+                         const char *meta, const char *hdrs, struct hd_wt **wt, char etag_out[48],
+                         char *msg, size_t msglen)
+{
+    return put_or_part(r, c, cb, key, NULL, 0, p, md5_known, ctype, meta, hdrs, wt, etag_out, msg,
+                       msglen);
+}
+
+int hd_cache_part_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
+                          const char *key, const char *up_id, unsigned part, struct hd_put *p,
+                          struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen)
+{
+    return put_or_part(r, c, cb, key, up_id, part, p, 1, NULL, NULL, NULL, wt, etag_out, msg,
+                       msglen);
+}
+
+int hd_cache_mpu_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
+                         const char *key, const char *up_id, const char *ctype, const char *meta,
+                         const char *hdrs, const struct hd_cache_upart *parts, size_t n,
+                         struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen)
+{
+    struct wtctx *w = NULL;
+    size_t i;
+    int rc;
+
+    msg[0] = '\0';
+    if (!*wt) {
+        if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
+            return rc;
+        if (!(w = wt_new(cb, key, ctype, meta, hdrs, up_id ? up_id : "")) ||
+            !(w->parts = calloc(n, sizeof(*w->parts)))) {
+            if (w)
+                wtctx_free(w);
+            return -ENOMEM;
+        }
+        for (w->nparts = 0; w->nparts < n; w->nparts++) {
+            i = w->nparts;
+            w->parts[i] = parts[i];
+            if (parts[i].path && !(w->parts[i].path = strdup(parts[i].path))) {
+                wtctx_free(w);
+                return -ENOMEM;
+            }
+        }
+    }
+    return through(r, c, w, mpu_run, 1, wt, etag_out, msg, msglen);
+}
+
 void hd_cache_wt_free(struct hd_wt *wt)
 {
     if (!wt)
         return;
     hd_acall_release(wt->a);
     free(wt);
+}
+
+/* ---- write-through multipart: the blocking calls (pool threads) ---- */
+
+int hd_cache_mpu_up_create(struct hd_cbucket *cb, const char *key, const char *ctype,
+                           const char *meta, const char *hdrs, char *up_id, size_t idlen,
+                           char *msg, size_t msglen)
+{
+    struct hd_s3c_err err;
+    int rc;
+
+    memset(&err, 0, sizeof(err));
+    if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
+        return rc;
+    rc = hd_s3c_mpu_create(&cb->s3, cb->remote, key, ctype, meta, hdrs, up_id, idlen, &err);
+    snprintf(msg, msglen, "%s", err.msg);
+    if (rc < 0)
+        hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
+    return rc;
+}
+
+int hd_cache_mpu_up_abort(struct hd_cbucket *cb, const char *key, const char *up_id, char *msg,
+                          size_t msglen)
+{
+    struct hd_s3c_err err;
+    int rc;
+
+    memset(&err, 0, sizeof(err));
+    if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
+        return rc;
+    rc = hd_s3c_mpu_abort(&cb->s3, cb->remote, key, up_id, &err);
+    snprintf(msg, msglen, "%s", err.msg);
+    if (rc == HD_ENOSUCHUPLOAD || rc == HD_ENOSUCHKEY)
+        return 0; /* none left to abort */
+    if (rc < 0)
+        hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
+    return rc;
 }
 
 /* ---- DELETE ---- */

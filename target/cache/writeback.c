@@ -227,7 +227,8 @@ static int wb_put_parts(struct hd_wb *wb, const struct hd_wb_ent *e, const struc
                              err);
     }
     if (rc == 0)
-        rc = hd_s3c_mpu_complete(s3, remote, e->name, id, (const char(*)[48])etags, n, etag, err);
+        rc = hd_s3c_mpu_complete(s3, remote, e->name, id, NULL, (const char(*)[48])etags, n, etag,
+                                 err);
     if (rc == 0 || wb_abort(s3, remote, e->name, id, &aerr) == 0) { /* completed, or aborted */
         hd_store_wb_mpu_ended(st, e->mpi, e->bucket, e->name, id, 0);
     } else {
@@ -661,6 +662,15 @@ int hd_cache_wb_admit(struct hd_cache *c, uint64_t size, char *msg, size_t msgle
         return HD_ESLOWDOWN;
     }
     return 0;
+}
+
+void hd_cache_wb_orphan(struct hd_cache *c, const char *bucket, const char *key,
+                        const char *upload_id)
+{
+    size_t mpi = hd_store_mp_index(c->st, bucket, key);
+
+    if (hd_store_wb_mpu_begun(c->st, mpi, bucket, key, upload_id, c->wb->gen) == 0)
+        hd_store_wb_mpu_ended(c->st, mpi, bucket, key, upload_id, 1);
 }
 
 int hd_cache_wb_delete(struct hd_cache *c, struct hd_cbucket *cb, const char *key)

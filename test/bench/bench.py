@@ -6,8 +6,10 @@
   bench.py load HOST:PORT BUCKET DIR              upload DIR's dataset files missing from hoard
   bench.py fsyncw THREADS SIZE SECS DIR SLOTS     reference writer: write+fsync+rename loop
   bench.py report RAW.tsv OUT.md                  turn the raw measurements into the Markdown table
+  bench.py urls PATHS PREFIX OUT                  write OUT: PREFIX + each line of PATHS
+  bench.py hbline JSON                            hoard-bench's --json report as a BENCH line
 
-Measurement lines printed by the wrk Lua scripts and by fsyncw share one format:
+Measurement lines (from hoard-bench's report via hbline, and from fsyncw) share one format:
   BENCH requests=N duration_us=N bytes=N errors=N
 """
 import http.client
@@ -170,6 +172,27 @@ GOALS = {
 LABEL = {"10k": "10 KiB", "100k": "100 KiB", "10m": "10 MiB"}
 
 
+def cmd_urls(args):
+    paths, prefix, out = args
+    with open(paths) as f, open(out, "w") as o:
+        o.write("".join(prefix + line.strip() + "\n" for line in f if line.strip()))
+
+
+def cmd_hbline(args):
+    """hoard-bench --json output (file) -> the BENCH line record() in run.sh reads; nothing
+    (and the file on stderr) when it holds no report."""
+    try:
+        with open(args[0]) as f:
+            r = json.loads(f.read().strip().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        with open(args[0], errors="replace") as f:
+            sys.stderr.write(f.read())
+        return
+    print("BENCH requests=%d duration_us=%d bytes=%d errors=%d p50_us=%d p99_us=%d" %
+          (r["requests"], r["secs"] * 1e6, r["bytes"], r["errors"], r["p50_ms"] * 1e3,
+           r["p99_ms"] * 1e3))
+
+
 def fmt_num(v):
     if v >= 100:
         return "%d" % round(v)
@@ -249,7 +272,7 @@ def main():
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
     cmd = {"port": cmd_port, "mkdata": cmd_mkdata, "load": cmd_load, "fsyncw": cmd_fsyncw,
-           "report": cmd_report}.get(sys.argv[1])
+           "report": cmd_report, "urls": cmd_urls, "hbline": cmd_hbline}.get(sys.argv[1])
     if not cmd:
         raise SystemExit(__doc__)
     cmd(sys.argv[2:])

@@ -2,14 +2,14 @@
 """`make bench BENCH_ONLY=cache`: the caching tier against direct reads of its upstream, side by
 side in one run (Debian /usr/bin/python3; boto3 from python3-boto3 only to fill s3rver).
 
-  1. cold GET, 10 MiB objects: curl reading objects through hoard the first time (hoard fetches
-     them from the upstream while streaming) vs the same curl reading them straight from the
-     upstream. Upstream: nginx serving files path-style (a fast upstream; hoard reaches it
+  1. cold GET, 10 MiB objects: hoard-bench reading objects through hoard the first time (hoard
+     fetches them from the upstream while streaming) vs the same hoard-bench reading them
+     straight from the upstream (--seq --requests N: each name exactly once). Upstream: nginx serving files path-style (a fast upstream; hoard reaches it
      as an anonymous S3 endpoint). Every repetition reads names never read before. Also with
      the upstream limited to 50 MiB/s per connection (nginx limit_rate), a remote S3's pace,
      and from a standalone hoard target (S3 with MD5 ETags, so fills also compute the MD5;
      nginx's ETags are not MD5s, so fills from it check the size only).
-  2. warm GET, 100 KiB objects: wrk against hoard (cached) vs wrk against s3rver directly.
+  2. warm GET, 100 KiB objects: hoard-bench against hoard (cached) vs against s3rver directly.
   3. prefetch: a prefetch job of 10 MiB objects from nginx vs curl fetching the same objects
      directly with the same parallelism.
 Prints a Markdown table (medians, min-max, ratios) and writes it to $BUILD/bench/cache.md.
@@ -30,6 +30,7 @@ import urllib.request
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("HOARD_BUILD", "build")
 HOARDD = os.path.join(TOP, BUILD, "bin", "hoardd")
+HB = os.path.join(TOP, BUILD, "bin", "hoard-bench")
 B = os.path.join(TOP, BUILD, "bench", "cache")
 HERE = os.path.join(TOP, "test", "bench")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -108,16 +109,24 @@ def curl_all(urls, parallel, outfile):
     return time.monotonic() - t0
 
 
-def wrk(url, paths_file, prefix, conns, outfile):
-    env = dict(os.environ, BENCH_PATHS=paths_file, BENCH_PREFIX=prefix)
+def hoard_bench(urls, conns, outfile, once=False):
+    """hoard-bench on URLS (the same client for hoard and its references): for SECS, or with
+    once=True every URL exactly once (--seq --requests). Returns its JSON report."""
+    with open(outfile + ".urls", "w") as f:
+        f.write("".join(u + "\n" for u in urls))
+    args = [HB, "--urls", outfile + ".urls", "--conns", str(conns), "--threads",
+            str(min(2, conns)), "--warmup", "0", "--json", "--timeout", "120"]
+    args += ["--seq", "--requests", str(len(urls))] if once else ["--secs", str(SECS)]
     with open(outfile, "w") as f:
-        subprocess.run(["wrk", "-t2", "-c%d" % conns, "-d%ds" % SECS, "--timeout", "30s", "-s",
-                        os.path.join(HERE, "get.lua"), url], stdout=f, stderr=f, env=env)
-    for line in open(outfile):
-        if line.startswith("BENCH "):
-            v = dict(kv.split("=") for kv in line.split()[1:])
-            return int(v["requests"]) / (int(v["duration_us"]) / 1e6), int(v["errors"])
-    return 0.0, -1
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=f, text=True)
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        raise RuntimeError("hoard-bench failed (rc %d): %s" % (p.returncode, open(outfile).read()))
+    if r["errors"]:
+        print("  hoard-bench: %d errors (%s)" % (r["errors"], r.get("first_error")),
+              file=sys.stderr)
+    return r
 
 
 def stat(vals):
@@ -128,11 +137,11 @@ def stat(vals):
 
 
 def main():
-    for t in ("nginx", "wrk", "curl"):
+    for t in ("nginx", "curl"):
         if not shutil.which(t):
             raise SystemExit("bench cache: %s not found (make deps)" % t)
     s3rver_exe = os.path.join(TOP, "node_modules", ".bin", "s3rver")
-    if not os.access(HOARDD, os.X_OK) or not os.access(s3rver_exe, os.X_OK):
+    if not all(os.access(x, os.X_OK) for x in (HOARDD, HB, s3rver_exe)):
         raise SystemExit("bench cache: build hoardd and run make deps first")
     os.makedirs(B, exist_ok=True)
     for d in ("cluster", "s3rver"):  # state from an earlier run: start afresh (names repeat)
@@ -226,9 +235,6 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
     body = os.urandom(100 * 1024)
     for i in range(WARM_N):
         s3.put_object(Bucket="warm-s3rver", Key="o-%03d" % i, Body=body)
-    wpaths = os.path.join(B, "warm-paths.txt")
-    with open(wpaths, "w") as f:
-        f.write("\n".join("o-%03d" % i for i in range(WARM_N)) + "\n")
 
     rows = {}
     load0 = open("/proc/loadavg").read().split()[:3]
@@ -241,9 +247,9 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
         (cold: names never read before), in an order that alternates with rep."""
         for who in (["hoard", "direct"] if rep % 2 else ["direct", "hoard"]):
             base = direct_base if who == "direct" else "%s/v1/objects/%s" % (turl, hoard_bucket)
-            secs = curl_all(["%s/%s" % (base, o) for o in objs], conc,
-                            os.path.join(B, "urls.curl"))
-            mibs = len(objs) * 10 / secs
+            r = hoard_bench(["%s/%s" % (base, o) for o in objs], conc,
+                            os.path.join(B, "hb.out"), once=True)
+            mibs = r["mibs"] if r["gets"] == len(objs) else 0.0
             rows.setdefault((label, conc, who), []).append(mibs)
             print("  %s c=%d %-6s rep %d: %7.1f MiB/s" % (label, conc, who, rep, mibs))
 
@@ -275,11 +281,10 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
              os.path.join(B, "urls.curl"))  # page cache warm
     for rep in range(1, REPEATS + 1):
         for who in (["hoard", "s3rver"] if rep % 2 else ["s3rver", "hoard"]):
-            if who == "hoard":
-                rps, errs = wrk(turl, wpaths, "/v1/objects/warm-s3rver/", 16,
-                                os.path.join(B, "wrk.out"))
-            else:
-                rps, errs = wrk(surl, wpaths, "/warm-s3rver/", 16, os.path.join(B, "wrk.out"))
+            base = turl + "/v1/objects/warm-s3rver/" if who == "hoard" else surl + "/warm-s3rver/"
+            r = hoard_bench([base + "o-%03d" % i for i in range(WARM_N)], 16,
+                            os.path.join(B, "hb.out"))
+            rps, errs = r["rps"], r["errors"]
             rows.setdefault(("warm GET 100 KiB", 16, who), []).append(rps)
             print("  warm  c=16 %-6s rep %d: %9.0f req/s%s" % (who, rep, rps,
                                                               " errors=%d" % errs if errs else ""))

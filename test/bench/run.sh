@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make bench`: warm GET and PUT throughput of one hoard target, side by side in one run with
+# `make bench`: warm GET and PUT throughput of one hoard target (load: build/bin/hoard-bench, the
+# same client for hoard and nginx), side by side in one run with
 # references on this machine (nginx serving the same files; a write+fsync loop on the same
 # filesystem). Prints a Markdown table and writes it to $HOARD_BUILD/bench/results.md.
 #
@@ -53,10 +54,12 @@ if [ "${BENCH_ONLY:-all}" = tls ]; then # HTTPS vs nginx (issue 12)
     exec "$PY" "$HERE/tls.py"
 fi
 
-for t in wrk nginx curl taskset "$PY"; do
+for t in nginx curl taskset "$PY"; do
     command -v "$t" >/dev/null || { echo "bench: $t not found (run make deps)" >&2; exit 1; }
 done
 [ -x "$HOARDD" ] || { echo "bench: $HOARDD not built" >&2; exit 1; }
+HB="$TOP/$BUILD/bin/hoard-bench"
+[ -x "$HB" ] || { echo "bench: $HB not built" >&2; exit 1; }
 NCPU=$(nproc)
 ALLCPUS="0-$((NCPU - 1))"
 PIN=1
@@ -150,6 +153,9 @@ curl -sf -o /dev/null -X POST "http://127.0.0.1:$HPORT/v1/buckets/benchput" || t
 for s in "${GET_SETS[@]}"; do
     sed "s|.*|url = \"http://127.0.0.1:$HPORT/v1/objects/bench/&\"\noutput = \"/dev/null\"|" \
         "$B/www/paths-$s.txt" >"$B/warm-hoard-$s.curl"
+    # the same keys for hoard-bench, on either server
+    bench_py urls "$B/www/paths-$s.txt" "http://127.0.0.1:$HPORT/v1/objects/bench/" "$B/urls-hoard-$s.txt"
+    bench_py urls "$B/www/paths-$s.txt" "http://127.0.0.1:$NPORT/" "$B/urls-nginx-$s.txt"
 done
 
 echo "bench: nginx 127.0.0.1:$NPORT (pid $NPID), hoardd 127.0.0.1:$HPORT (pid $HPID);" \
@@ -198,15 +204,20 @@ record() { # kind set conc server rep outfile
         }' <<<"$line" >>"$RAW"
 }
 
-# wrk with the right thread count; c=1 runs pin the server to CPU 0 and wrk to CPU 1.
-run_wrk() { # server conc script url outfile
-    local srv=$1 c=$2 t=2 pre=()
+# hoard-bench (the same client for hoard and nginx) with the right thread count; its report
+# becomes a BENCH line in OUTFILE. c=1 runs pin the server to CPU 0 and the client to CPU 1.
+run_load() { # server conc outfile hoard-bench-args...
+    local srv=$1 c=$2 out=$3 t=2 pre=()
+    shift 3
     [ "$c" -lt 2 ] && t=1
     if [ "$c" = 1 ] && [ "$PIN" = 1 ]; then
         pin_server "$srv" 0
         pre=(taskset -c 1)
     fi
-    "${pre[@]}" wrk -t"$t" -c"$c" -d"${SECS}s" --timeout 30s -s "$3" "$4" >"$5" 2>&1 || true
+    "${pre[@]}" "$HB" --conns "$c" --threads "$t" --secs "$SECS" --warmup 0 --timeout 30 \
+        --json "$@" >"$out.json" 2>"$out.err" || true
+    bench_py hbline "$out.json" >"$out" 2>&1
+    cat "$out.err" >>"$out"
     [ "$c" = 1 ] && [ "$PIN" = 1 ] && pin_server "$srv" "$ALLCPUS"
     return 0
 }
@@ -224,13 +235,7 @@ for s in "${GET_SETS[@]}"; do
             [ $((rep % 2)) = 0 ] && order=(nginx hoard)
             for srv in "${order[@]}"; do
                 warm "$srv" "$s"
-                if [ "$srv" = hoard ]; then
-                    BENCH_PATHS="$B/www/paths-$s.txt" BENCH_PREFIX="/v1/objects/bench/" \
-                        run_wrk hoard "$c" "$HERE/get.lua" "http://127.0.0.1:$HPORT" "$OUT"
-                else
-                    BENCH_PATHS="$B/www/paths-$s.txt" BENCH_PREFIX="/" \
-                        run_wrk nginx "$c" "$HERE/get.lua" "http://127.0.0.1:$NPORT" "$OUT"
-                fi
+                run_load "$srv" "$c" "$OUT" --urls "$B/urls-$srv-$s.txt"
                 record get "$s" "$c" "$srv" "$rep" "$OUT"
             done
         done
@@ -244,8 +249,8 @@ run_ref() { # set conc outfile
     "${pre[@]}" "$PY" "$HERE/bench.py" fsyncw "$2" "${SIZE[$1]}" "$SECS" "$B/ref/$1" "${PUT_SLOTS[$1]}" >"$3" 2>&1 || true
 }
 run_put() { # set conc outfile
-    BENCH_BODY="$B/www/body-$1" BENCH_PREFIX="/v1/objects/benchput/$1/k-" BENCH_SLOTS="${PUT_SLOTS[$1]}" \
-        run_wrk hoard "$2" "$HERE/put.lua" "http://127.0.0.1:$HPORT" "$3"
+    run_load hoard "$2" "$3" --base "http://127.0.0.1:$HPORT/v1/objects/benchput/$1" \
+        --objects "${PUT_SLOTS[$1]}" --put 100 --size "${SIZE[$1]}"
 }
 PUT_SETS=(10k 10m)
 [ "$ONLY" = get ] && PUT_SETS=()
@@ -278,7 +283,7 @@ done
     echo
     echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n), $NCPU CPUs, $REPEATS x ${SECS}s per measurement," \
         "hoard $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nginx $(nginx -v 2>&1 | sed 's|.*/||')," \
-        "wrk $(wrk -v 2>&1 | awk 'NR==1{print $2}')"
+        "load: hoard-bench (libcurl $(curl-config --version 2>/dev/null | cut -d' ' -f2 || echo '?'))"
     echo
     echo "hoardd: $HOARDD ${BENCH_HOARD_ARGS:-}; load average at start $LOAD0, at end" \
         "$(cut -d' ' -f1-3 /proc/loadavg) (the VM is shared: compare ratios, not absolutes)"

@@ -2,12 +2,14 @@
 """`make bench` HTTPS row (issue 12): warm 10 MiB GETs from one hoard target over TLS against
 nginx serving the same files over TLS, with the same certificate (ECDSA P-256 from
 deploy/local/mkcerts.sh) and the same cipher (TLS 1.3 TLS_AES_256_GCM_SHA384, checked on
-both before measuring). Load: wrk (OpenSSL), keep-alive, c=1 (server pinned to CPU 0, wrk to
-CPU 1, as the plain rows) and c=16. Goal: hoard >= 0.9 x nginx MiB/s.
+both before measuring). Load: build/bin/hoard-bench (libcurl on OpenSSL, verifying with the
+bench CA), keep-alive, c=1 (server pinned to CPU 0, the client to CPU 1, as the plain rows) and
+c=16. Goal: hoard >= 0.9 x nginx MiB/s.
 
 Env: HOARD_BUILD, BENCH_REPEATS (default 3), BENCH_SECS (default 5), BENCH_QUICK=1,
      BENCH_HOARDD (another binary). Writes $HOARD_BUILD/bench/results-tls.md.
 """
+import json
 import os
 import shutil
 import socket
@@ -62,24 +64,31 @@ def pin(pids, cpus):
         subprocess.run(["taskset", "-a", "-p", "-c", cpus, str(p)], capture_output=True)
 
 
-def wrk(url, prefix, paths, c):
-    env = dict(os.environ, BENCH_PATHS=paths, BENCH_PREFIX=prefix)
+def hoard_bench(url, prefix, paths, c, ca):
+    """MiB/s of 10 MiB GETs by build/bin/hoard-bench (libcurl on OpenSSL, verifying the
+    server with the bench CA), the same client for both servers."""
+    urls = os.path.join(OUT, "urls.txt")
+    with open(paths) as f, open(urls, "w") as o:
+        o.write("".join(url + prefix + line.strip() + "\n" for line in f if line.strip()))
     pre = ["taskset", "-c", "1"] if c == 1 and os.cpu_count() >= 2 else []
-    cmd = pre + ["wrk", "-t%d" % (1 if c == 1 else 2), "-c%d" % c, "-d%ds" % SECS,
-                 "--timeout", "30s", "-s", os.path.join(TOP, "test", "bench", "get.lua"), url]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True).stdout
-    line = [x for x in out.splitlines() if x.startswith("BENCH ")]
-    if not line:
-        print("bench tls: no result from %s c=%d:\n%s" % (url, c, out), file=sys.stderr)
+    cmd = pre + [os.path.join(TOP, BUILD, "bin", "hoard-bench"), "--urls", urls, "--conns",
+                 str(c), "--threads", "1" if c == 1 else "2", "--secs", str(SECS), "--warmup",
+                 "0", "--timeout", "30", "--cacert", ca, "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        print("bench tls: no result from %s c=%d:\n%s%s" % (url, c, p.stdout, p.stderr),
+              file=sys.stderr)
         return None
-    v = dict(kv.split("=") for kv in line[-1].split()[1:])
-    if int(v["errors"]):
-        print("bench tls: %s errors from %s c=%d" % (v["errors"], url, c), file=sys.stderr)
-    return int(v["requests"]) / (int(v["duration_us"]) / 1e6) * SIZE / 1048576
+    if r["errors"]:
+        print("bench tls: %d errors from %s c=%d (%s)" % (r["errors"], url, c,
+                                                          r.get("first_error")), file=sys.stderr)
+    return r["mibs"]
 
 
 def main():
-    for t in ("wrk", "nginx", "curl", "taskset", "openssl"):
+    for t in ("nginx", "curl", "taskset", "openssl"):
         if not shutil.which(t) and not os.path.exists("/usr/sbin/" + t):
             raise SystemExit("bench tls: %s not found" % t)
     shutil.rmtree(OUT, ignore_errors=True)
@@ -155,7 +164,7 @@ http {
                     pids = pids_of(proc, name == "nginx")
                     if c == 1:
                         pin(pids, "0")
-                    mibs = wrk(url, prefix, paths, c)
+                    mibs = hoard_bench(url, prefix, paths, c, ca)
                     if c == 1:
                         pin(pids, "0-%d" % (os.cpu_count() - 1))
                     if mibs is not None:

@@ -654,8 +654,9 @@ def test_cli_bucket_prefetch_evict_jobs(s3rver, cache):
 
 
 def test_write_through_multipart(upstream, cache):
-    """A multipart upload to an S3-backed bucket: assembled on the owner, written through as
-    one object, committed with the upstream's ETag."""
+    """A multipart upload to an S3-backed bucket by boto3's transfer manager: the parts go to
+    the upstream's twin upload as they arrive, Complete completes it, and the object is
+    committed with the upstream's ETag."""
     from boto3.s3.transfer import TransferConfig
     import io
     ub = uname("mpu")
@@ -669,9 +670,120 @@ def test_write_through_multipart(upstream, cache):
                               ExtraArgs={"Metadata": {"m": "1"}})
     o = u.get_object(Bucket=ub, Key="parts.bin")
     assert o["Body"].read() == body and o["Metadata"] == {"m": "1"}
+    assert o["ETag"].strip('"').endswith("-3")  # completed from 3 parts, not one PUT
     h = cache.s3().head_object(Bucket=b, Key="parts.bin")
     assert h["ETag"] == o["ETag"] and h["ContentLength"] == len(body)
     assert cached_names(cache, b) == {"parts.bin"}
+    assert u.list_multipart_uploads(Bucket=ub).get("Uploads", []) == []
+
+
+def up_uploads(u, bucket):
+    return [(x["Key"], x["UploadId"]) for x in u.list_multipart_uploads(Bucket=bucket)
+            .get("Uploads", [])]
+
+
+def test_write_through_parts_reach_the_upstream_before_complete(upstream, cache):
+    """Each part is at the upstream once UploadPart answers (the twin upload exists from
+    CreateMultipartUpload on), so Complete only completes; parts 1 and 3 of 3 make the object."""
+    ub = uname("twin")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    s3 = cache.s3()
+    up = s3.create_multipart_upload(Bucket=b, Key="ck/model.pt", ContentType="application/x-pt",
+                                    Metadata={"step": "7"})
+    twins = up_uploads(u, ub)
+    assert [k for k, _ in twins] == ["ck/model.pt"]
+    assert twins[0][1] != up["UploadId"]  # the upstream's own id, not ours
+    p1 = helpers.pattern_bytes(5 * 1024 * 1024, 21)
+    p2 = helpers.pattern_bytes(5 * 1024 * 1024, 22)
+    p3 = helpers.pattern_bytes(1234, 23)
+    etags = {}
+    for n, data in ((1, p1), (2, p2), (3, p3)):
+        r = s3.upload_part(Bucket=b, Key="ck/model.pt", UploadId=up["UploadId"], PartNumber=n,
+                           Body=data)
+        etags[n] = r["ETag"]
+        assert r["ETag"] == '"%s"' % md5(data)
+    got = u.list_parts(Bucket=ub, Key="ck/model.pt", UploadId=twins[0][1])["Parts"]
+    assert [(x["PartNumber"], x["Size"], x["ETag"]) for x in got] == \
+        [(1, len(p1), etags[1]), (2, len(p2), etags[2]), (3, len(p3), etags[3])]
+    with pytest.raises(Exception):  # not there yet
+        u.head_object(Bucket=ub, Key="ck/model.pt")
+    r = s3.complete_multipart_upload(
+        Bucket=b, Key="ck/model.pt", UploadId=up["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etags[1]},
+                                   {"PartNumber": 3, "ETag": etags[3]}]})
+    o = u.get_object(Bucket=ub, Key="ck/model.pt")
+    assert o["Body"].read() == p1 + p3
+    assert o["ContentType"] == "application/x-pt" and o["Metadata"] == {"step": "7"}
+    assert r["ETag"] == o["ETag"]
+    assert s3.get_object(Bucket=b, Key="ck/model.pt")["Body"].read() == p1 + p3
+    assert up_uploads(u, ub) == []
+
+
+def test_write_through_abort_and_copied_part(upstream, cache):
+    """Abort removes the twin upload too. A part made by UploadPartCopy (not forwarded as it
+    is made) reaches the upstream at Complete."""
+    ub = uname("twab")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    s3 = cache.s3()
+    up = s3.create_multipart_upload(Bucket=b, Key="gone")
+    s3.upload_part(Bucket=b, Key="gone", UploadId=up["UploadId"], PartNumber=1, Body=b"x" * 100)
+    assert len(up_uploads(u, ub)) == 1
+    s3.abort_multipart_upload(Bucket=b, Key="gone", UploadId=up["UploadId"])
+    assert up_uploads(u, ub) == []
+    with pytest.raises(Exception) as e:
+        s3.list_parts(Bucket=b, Key="gone", UploadId=up["UploadId"])
+    assert e.value.response["Error"]["Code"] == "NoSuchUpload"
+
+    src = helpers.pattern_bytes(6 * 1024 * 1024, 31)
+    s3.put_object(Bucket=b, Key="src", Body=src)
+    up = s3.create_multipart_upload(Bucket=b, Key="copied")
+    r1 = s3.upload_part_copy(Bucket=b, Key="copied", UploadId=up["UploadId"], PartNumber=1,
+                             CopySource={"Bucket": b, "Key": "src"},
+                             CopySourceRange="bytes=0-%d" % (5 * 1024 * 1024 - 1))
+    r2 = s3.upload_part(Bucket=b, Key="copied", UploadId=up["UploadId"], PartNumber=2,
+                        Body=b"tail")
+    s3.complete_multipart_upload(
+        Bucket=b, Key="copied", UploadId=up["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": r1["CopyPartResult"]["ETag"]},
+                                   {"PartNumber": 2, "ETag": r2["ETag"]}]})
+    assert u.get_object(Bucket=ub, Key="copied")["Body"].read() == src[:5 * 1024 * 1024] + b"tail"
+    assert up_uploads(u, ub) == []
+
+
+def test_write_through_part_with_upstream_down(s3rver, cache):
+    """A part the upstream cannot take is refused and not recorded; sent again once the
+    upstream is back, the upload completes. s3rver has no AbortMultipartUpload: an abort there
+    still ends the local upload."""
+    src = s3rver_bucket(s3rver, {})
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    s3 = cache.s3()
+    up = s3.create_multipart_upload(Bucket=b, Key="k")
+    body = helpers.pattern_bytes(300 * 1024, 41)
+    s3rver.stop()
+    try:
+        with pytest.raises(Exception) as e:
+            s3.upload_part(Bucket=b, Key="k", UploadId=up["UploadId"], PartNumber=1, Body=body)
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+    finally:
+        s3rver.start()
+    assert s3.list_parts(Bucket=b, Key="k", UploadId=up["UploadId"]).get("Parts", []) == []
+    r = s3.upload_part(Bucket=b, Key="k", UploadId=up["UploadId"], PartNumber=1, Body=body)
+    s3.complete_multipart_upload(Bucket=b, Key="k", UploadId=up["UploadId"],
+                                 MultipartUpload={"Parts": [{"PartNumber": 1,
+                                                             "ETag": r["ETag"]}]})
+    assert s3rver.client().get_object(Bucket=src, Key="k")["Body"].read() == body
+    up = s3.create_multipart_upload(Bucket=b, Key="k2")
+    s3.upload_part(Bucket=b, Key="k2", UploadId=up["UploadId"], PartNumber=1, Body=b"abc")
+    s3.abort_multipart_upload(Bucket=b, Key="k2", UploadId=up["UploadId"])
+    with pytest.raises(Exception) as e:
+        s3.list_parts(Bucket=b, Key="k2", UploadId=up["UploadId"])
+    assert e.value.response["Error"]["Code"] == "NoSuchUpload"
+    for t in cache.targets:
+        assert t.tmp_files() == [], t.tmp_files()
 
 
 def test_tar_member_of_uncached_shard(s3rver, cache):

@@ -89,4 +89,20 @@ HD_SUITE(bprops)
     CHECK_EQ_INT(hd_bprops_merge(NULL, "{\"validate_warm_get\":3}", &s, err, sizeof(err)),
                  HD_EBADARG);
     CHECK(s == NULL);
+
+    /* validate_cold_get: true by default, so only false is kept */
+    CHECK_EQ_INT(hd_bprops_parse("{}", &p, err, sizeof(err)), 0);
+    CHECK(!p.cold_get_unchecked);
+    CHECK_EQ_INT(hd_bprops_merge(NULL, "{\"validate_cold_get\":false}", &s, err, sizeof(err)), 0);
+    CHECK_EQ_STR(s, "{\"validate_cold_get\":false}");
+    CHECK_EQ_INT(hd_bprops_parse(s, &p, err, sizeof(err)), 0);
+    CHECK(p.cold_get_unchecked);
+    free(s);
+    CHECK_EQ_INT(hd_bprops_merge(NULL, "{\"validate_cold_get\":true}", &s, err, sizeof(err)), 0);
+    CHECK_EQ_STR(s, "{}");
+    free(s);
+    s = NULL;
+    CHECK_EQ_INT(hd_bprops_merge(NULL, "{\"validate_cold_get\":\"no\"}", &s, err, sizeof(err)),
+                 HD_EBADARG);
+    CHECK(s == NULL);
 }

@@ -142,7 +142,8 @@ static const struct hd_cli_cmd cmds[] = {
      "count and bytes stored per bucket (S3-backed: upstream and cached), per target mountpath",
      NULL, NULL},
     {"bucket", "props", hd_cli_bucket_props, 1, 64, "B [KEY=VALUE...]",
-     "show bucket properties, or set them (validate_warm_get=true, write_policy=back, "
+     "show bucket properties, or set them (validate_warm_get=true, validate_cold_get=false, "
+     "write_policy=back, "
      "upstream.profile=P)",
      NULL, NULL},
     {"bucket", "flush", hd_cli_bucket_flush, 1, 1, "B",
