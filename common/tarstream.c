@@ -725,6 +725,13 @@ static int step_group(struct run *u, struct slot *s, char *msg, size_t msglen)
             rc = entry_failed(u, s, rec->err, rec->msg, msg, msglen);
             return rc < 0 ? rc : 1;
         }
+        if (x->finished && x->buf.len - x->off < rec->size) {
+            /* the group's answer was cut before this record: it and the rest, alone */
+            g->state = G_FAILED;
+            snprintf(g->why, sizeof(g->why), "the group answer was cut short");
+            group_settled(u, s->src.group - 1); /* s included */
+            return 0;
+        }
         rc = hd_tar_write_header(u->a, name, rec->size, rec->mtime ? rec->mtime : time(NULL), msg,
                                  msglen);
         if (rc < 0)
