@@ -14,6 +14,7 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/nodeauth.h"
 #include "common/ring.h"
 #include "common/tarindex.h"
 
@@ -158,6 +159,88 @@ void hd_batch_free(struct hd_batch *b)
     free(b);
 }
 
+/* ---- sub-batches ---- */
+
+int hd_batch_plan_init(struct hd_batch_plan *p, size_t n)
+{
+    memset(p, 0, sizeof(*p));
+    return (p->grp = calloc(n, sizeof(*p->grp))) ? 0 : -ENOMEM;
+}
+
+int hd_batch_plan_add(struct hd_batch_plan *p, const char *url, const char *id, size_t i)
+{
+    struct hd_batch_group *g;
+    size_t k;
+
+    if (!p->grp)
+        return -ENOMEM;
+    for (k = p->ng; k > 0 && strcmp(p->g[k - 1].url, url) != 0; k--)
+        ;
+    if (k == 0 || p->g[k - 1].n == HD_BATCH_SUB_MAX) {
+        struct hd_batch_group *ng = realloc(p->g, (p->ng + 1) * sizeof(*ng));
+        if (!ng)
+            return -ENOMEM;
+        p->g = ng;
+        g = &ng[p->ng];
+        memset(g, 0, sizeof(*g));
+        snprintf(g->url, sizeof(g->url), "%s", url);
+        snprintf(g->id, sizeof(g->id), "%s", id ? id : "");
+        if (!(g->idx = calloc(HD_BATCH_SUB_MAX, sizeof(*g->idx))))
+            return -ENOMEM;
+        k = ++p->ng;
+    }
+    g = &p->g[k - 1];
+    g->idx[g->n++] = i;
+    p->grp[i] = k;
+    return 0;
+}
+
+void hd_batch_plan_cleanup(struct hd_batch_plan *p)
+{
+    size_t k;
+
+    for (k = 0; k < p->ng; k++)
+        free(p->g[k].idx);
+    free(p->g);
+    free(p->grp);
+    memset(p, 0, sizeof(*p));
+}
+
+int hd_batch_sub_req(const struct hd_batch *b, const struct hd_batch_plan *p, size_t g,
+                     struct hd_tar_group *req, char sha[65])
+{
+    json_t *ents = json_array(), *doc = NULL;
+    size_t k;
+    int rc = -ENOMEM;
+
+    if (g >= p->ng || !ents) {
+        json_decref(ents);
+        return ents ? -EINVAL : -ENOMEM;
+    }
+    for (k = 0; k < p->g[g].n; k++) {
+        const struct hd_batch_ent *e = &b->e[p->g[g].idx[k]];
+        json_t *o = json_pack("{s:s, s:s}", "bucket", e->bucket, "name", e->name);
+        if (o && e->archpath)
+            json_object_set_new(o, "archpath", json_string(e->archpath));
+        if (!o || json_array_append_new(ents, o) < 0)
+            goto out;
+    }
+    if (!(doc = json_pack("{s:O}", "entries", ents)) ||
+        !(req->body = json_dumps(doc, JSON_COMPACT)) ||
+        asprintf(&req->url, "%s/v1/batch/sub", p->g[g].url) < 0) {
+        req->url = NULL;
+        goto out;
+    }
+    req->blen = strlen(req->body);
+    req->n = p->g[g].n;
+    hd_nodeauth_sha256_hex(req->body, req->blen, sha);
+    rc = 0;
+out:
+    json_decref(doc);
+    json_decref(ents);
+    return rc;
+}
+
 /* ---- reading the body ---- */
 
 int hd_batch_check_payload(const struct hd_sigv4_auth *a, const char *body, size_t len)
@@ -188,6 +271,7 @@ struct run {
     struct hd_req *r; /* NULL once the client side is over */
     struct hd_batch *b;
     hd_batch_resolve_fn resolve;
+    const struct hd_batch_groups *gops; /* NULL: no groups */
     void *ctx;
     void (*ctx_free)(void *ctx);
     char **names; /* output member names */
@@ -254,6 +338,25 @@ static void ts_resolve(void *ctx, size_t i, struct hd_tar_src *src)
     struct run *u = ctx;
 
     u->resolve(u->ctx, &u->b->e[i], src);
+}
+
+static int ts_group(void *ctx, size_t g, struct hd_tar_group *req)
+{
+    struct run *u = ctx;
+
+    return u->gops ? u->gops->group(u->ctx, g, req) : -EINVAL;
+}
+
+static void ts_fallback(void *ctx, size_t i, struct hd_tar_src *src)
+{
+    struct run *u = ctx;
+
+    if (u->gops) {
+        u->gops->fallback(u->ctx, &u->b->e[i], src);
+    } else {
+        src->err = HD_EINTERNAL;
+        snprintf(src->msg, sizeof(src->msg), "no source");
+    }
 }
 
 static const char *ts_name(void *ctx, size_t i)
@@ -326,8 +429,8 @@ static int ts_stopped(void *ctx)
 
 static void *run_main(void *arg)
 {
-    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name,    ts_sink,
-                                                ts_failed,  ts_written, ts_stopped};
+    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name,    ts_sink,  ts_failed,
+                                                ts_written, ts_stopped, ts_group, ts_fallback};
     struct run *u = arg;
     struct hd_tarstream_cfg cfg = {u->b->n, FETCH_WINDOW, ENTRY_BUF};
     char msg[512];
@@ -522,8 +625,9 @@ static char *out_name(const struct hd_batch_ent *e)
     return hd_buf_steal(&b, NULL);
 }
 
-static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
-                    void (*ctx_free)(void *ctx), hd_batch_meta_fn meta)
+static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
+                    const struct hd_batch_groups *gops, void *ctx, void (*ctx_free)(void *ctx),
+                    hd_batch_meta_fn meta)
 {
     struct run *u;
     pthread_t th;
@@ -555,6 +659,7 @@ static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn re
     u->r = r;
     u->b = b;
     u->resolve = resolve;
+    u->gops = gops;
     u->ctx = ctx;
     u->ctx_free = ctx_free;
     snprintf(u->reqid, sizeof(u->reqid), "%s", r->id);
@@ -595,11 +700,19 @@ static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn re
 void hd_batch_respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve, void *ctx,
                       void (*ctx_free)(void *ctx))
 {
-    respond(r, b, resolve, ctx, ctx_free, NULL);
+    respond(r, b, resolve, NULL, ctx, ctx_free, NULL);
+}
+
+void hd_batch_respond_groups(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
+                             const struct hd_batch_groups *gops, void *ctx,
+                             void (*ctx_free)(void *ctx))
+{
+    respond(r, b, resolve, gops, ctx, ctx_free, NULL);
 }
 
 void hd_batch_respond_multipart(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn resolve,
-                                void *ctx, void (*ctx_free)(void *ctx), hd_batch_meta_fn meta)
+                                const struct hd_batch_groups *gops, void *ctx,
+                                void (*ctx_free)(void *ctx), hd_batch_meta_fn meta)
 {
-    respond(r, b, resolve, ctx, ctx_free, meta);
+    respond(r, b, resolve, gops, ctx, ctx_free, meta);
 }

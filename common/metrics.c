@@ -12,9 +12,11 @@
 static const char *const op_names[HD_OP_COUNT] = {"other",  "get",  "put",    "head",
                                                   "delete", "list", "bucket", "admin"};
 static const char *const stat_names[HD_ST_COUNT] = {
-    "hoard_put_bytes_total",     "hoard_get_bytes_total",     "hoard_put_aborted_total",
-    "hoard_auth_failures_total", "hoard_relay_started_total", "hoard_relay_ended_total",
-    "hoard_relay_aborted_total"};
+    "hoard_put_bytes_total",         "hoard_get_bytes_total",
+    "hoard_put_aborted_total",       "hoard_auth_failures_total",
+    "hoard_relay_started_total",     "hoard_relay_ended_total",
+    "hoard_relay_aborted_total",     "hoard_batch_sub_served_total",
+    "hoard_batch_sub_entries_total", "hoard_batch_fetched_alone_total"};
 static const char *const stat_help[HD_ST_COUNT] = {
     "Object bytes stored by PUT",
     "Object bytes served by GET",
@@ -22,7 +24,10 @@ static const char *const stat_help[HD_ST_COUNT] = {
     "Requests refused by authentication",
     "Relayed requests begun (proxy; started minus ended is the number in flight)",
     "Relayed requests finished and released",
-    "Relayed transfers cut short because the client left or the proxy stopped"};
+    "Relayed transfers cut short because the client left or the proxy stopped",
+    "Sub-batches answered for another target's batch GET (one request per owner)",
+    "Entries of the sub-batches answered",
+    "Batch GET entries fetched from another node with a GET of their own"};
 
 /* Status codes get their own series; anything else is "other". */
 static const int statuses[] = {200, 201, 204, 206, 304, 400, 403, 404, 405,

@@ -25,9 +25,12 @@ enum hd_stat {
     HD_ST_GET_BYTES,
     HD_ST_PUT_ABORTED,
     HD_ST_AUTH_FAILED,
-    HD_ST_RELAY_STARTED, /* common/relay.c: relays begun */
-    HD_ST_RELAY_ENDED,   /* ... and released (transfer over, client side gone) */
-    HD_ST_RELAY_ABORTED, /* ... transfers cut short because the client left or we stopped */
+    HD_ST_RELAY_STARTED,     /* common/relay.c: relays begun */
+    HD_ST_RELAY_ENDED,       /* ... and released (transfer over, client side gone) */
+    HD_ST_RELAY_ABORTED,     /* ... transfers cut short because the client left or we stopped */
+    HD_ST_BATCH_SUB_SERVED,  /* target: sub-batches answered for another target's batch */
+    HD_ST_BATCH_SUB_ENTRIES, /* ... and the entries they held */
+    HD_ST_BATCH_ALONE,       /* batch entries fetched from another node alone (one GET each) */
     HD_ST_COUNT
 };
 

@@ -718,7 +718,7 @@ out:
 }
 
 int hd_nodeauth_sign_lines(struct hd_nodeauth *na, const char *method, const char *url,
-                           const char *to, char ***lines, size_t *n)
+                           const char *to, const char *body_sha256, char ***lines, size_t *n)
 {
     struct hd_nodesig sig;
     char **v;
@@ -727,7 +727,7 @@ int hd_nodeauth_sign_lines(struct hd_nodeauth *na, const char *method, const cha
 
     *lines = NULL;
     *n = 0;
-    if ((rc = hd_nodeauth_sign(na, method, url, to, NULL, NULL, 0, &sig)) < 0)
+    if ((rc = hd_nodeauth_sign(na, method, url, to, body_sha256, NULL, 0, &sig)) < 0)
         return rc;
     if (!(v = calloc(sig.n, sizeof(*v))))
         return -ENOMEM;

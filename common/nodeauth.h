@@ -74,9 +74,9 @@ struct curl_slist *hd_nodeauth_sign_curl(struct hd_nodeauth *na, struct curl_sli
                                          const char *method, const char *url, const char *to,
                                          const char *body_sha256);
 /* The signature lines as "Name: value" strings (malloc'd array of malloc'd strings, the form
- * common/tarstream.h takes). 0 or -ENOMEM/-EIO. */
+ * common/tarstream.h takes), body_sha256 as in hd_nodeauth_sign. 0 or -ENOMEM/-EIO. */
 int hd_nodeauth_sign_lines(struct hd_nodeauth *na, const char *method, const char *url,
-                           const char *to, char ***lines, size_t *n);
+                           const char *to, const char *body_sha256, char ***lines, size_t *n);
 
 /* The redirect capability: a proxy that answers 307 appends pid=<its id>&ptime=<expiry>&
  * psig=<HMAC(K_pid, "HOARD1-PSIG\n" METHOD "\n" raw path "\n" ptime "\n" target id

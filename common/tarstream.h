@@ -6,6 +6,11 @@
  * stays near window x entry_buf whatever the entry sizes, and the order is kept. The archive
  * (libarchive, pax-restricted) goes to a sink that may block for back-pressure.
  *
+ * Entries may also come in groups: one POST to another node answers many entries at once (a
+ * group answer, below), so a batch's 50 samples on another target cost one request instead
+ * of 50. Each group streams into its own buffer of `entry_buf` bytes (paused when full) while
+ * the entries before its next one are written; its records are taken in entry order.
+ *
  * Used by shard jobs (sink: a put session) and batch GET (sink: the response ring). Runs on
  * the calling thread, which it blocks: a job or batch thread, never an HTTP worker. */
 #ifndef HD_TARSTREAM_H
@@ -19,7 +24,7 @@
 /* Where entry i's bytes come from, filled by the resolve callback. Exactly one of: a local
  * file range (fd >= 0; the engine closes fd), a URL to GET (malloc'd, with extra request
  * headers in hdrs, each "Name: value", malloc'd array of malloc'd strings; the engine frees
- * all), or a failure (err < 0 with msg). */
+ * all), the next record of a group (group = g + 1), or a failure (err < 0 with msg). */
 struct hd_tar_src {
     int fd;
     uint64_t off, len;
@@ -27,9 +32,43 @@ struct hd_tar_src {
     char *url;
     char **hdrs;
     size_t nhdrs;
+    size_t group; /* > 0: the next record of group `group - 1` (ops->group) */
     int err;
     char msg[300];
 };
+
+/* A group's request, filled by ops->group: a POST of body to url with extra headers hdrs
+ * (all malloc'd; the engine frees them), answering n records. */
+struct hd_tar_group {
+    char *url;
+    char **hdrs;
+    size_t nhdrs;
+    char *body;
+    size_t blen;
+    size_t n;
+};
+
+/* A group answer (200, Content-Length known) is one index line, a JSON array of n records
+ * and "\n", then the data records' bytes back to back, in order. Record kinds: */
+enum hd_grec_kind {
+    HD_GREC_DATA,  /* {"s": size, "t": mtime seconds}: size bytes follow */
+    HD_GREC_ERR,   /* {"e": project code (< 0), "m": message}: the entry failed there */
+    HD_GREC_FETCH, /* {"f": 1}: not held there: fetch the entry alone (ops->fallback) */
+};
+struct hd_tar_grec {
+    enum hd_grec_kind kind;
+    uint64_t size;
+    int64_t mtime;
+    int err;
+    char *msg; /* HD_GREC_ERR: malloc'd */
+};
+/* Appends the index line of recs[0..n) to out. 0 or -ENOMEM. */
+struct hd_buf;
+int hd_tarstream_group_index(const struct hd_tar_grec *recs, size_t n, struct hd_buf *out);
+/* Parses an index line (without its "\n") of exactly n records: 0 with *recs (free with
+ * hd_tarstream_grecs_free), or HD_EBADARG. */
+int hd_tarstream_group_parse(const char *line, size_t len, size_t n, struct hd_tar_grec **recs);
+void hd_tarstream_grecs_free(struct hd_tar_grec *recs, size_t n);
 
 struct hd_tarstream_ops {
     /* Fills src for entry i (it arrives with fd = -1, url = NULL, err = 0). Called in entry
@@ -48,6 +87,14 @@ struct hd_tarstream_ops {
     void (*written)(void *ctx, size_t i, uint64_t bytes);
     /* Polled between steps: non-zero stops the run with -ECANCELED. May be NULL. */
     int (*stopped)(void *ctx);
+    /* Group g's request (see struct hd_tar_group), asked once, when its first entry is
+     * resolved: 0, or a negative code (its entries then go through fallback). NULL when
+     * resolve never names a group. */
+    int (*group)(void *ctx, size_t g, struct hd_tar_group *req);
+    /* Entry i, named in a group, must be fetched alone (the group's node answered "fetch" for
+     * it, or the group's request failed before its index): fills src as resolve does, never
+     * with a group. */
+    void (*fallback)(void *ctx, size_t i, struct hd_tar_src *src);
 };
 
 struct hd_tarstream_cfg {

@@ -1,8 +1,10 @@
 /* batch: GET|POST /v1/batch on a proxy (common/batch.h). The proxy authorises the read of
- * every bucket the body names, then streams one tar: each entry is fetched from the target
- * that owns it (HRW over the current cluster map) with the proxy's signature, up to 16 at
- * once, and written in request order. The HTTP worker only reads the body and drains the
- * response; the fetching runs on the batch thread. */
+ * every bucket the body names, then sends the client by a 307 to the target that owns most
+ * entries, or (AIStore's moss, batches it cannot place, native.redirect false) streams one
+ * tar itself: each target's entries are asked of it in sub-batches (POST /v1/batch/sub with
+ * the proxy's signature, target/api/batch.c), all targets at once, and written in request
+ * order; an entry a target does not hold is fetched alone with a GET. The HTTP worker only
+ * reads the body and drains the response; the fetching runs on the batch thread. */
 #include "proxy/api/api.h"
 
 #include <errno.h>
@@ -19,9 +21,8 @@
 #include "common/nodeauth.h"
 #include "proxy/data/data.h"
 
-static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
+static void resolve_alone(struct hd_proxy *p, const struct hd_batch_ent *e, struct hd_tar_src *src)
 {
-    struct hd_proxy *p = ctx;
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     struct hd_bmd *bmd = hd_smap_state_bmd(p->cs);
     const struct hd_node *owner = NULL;
@@ -55,14 +56,94 @@ static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *
         goto out;
     }
     src->url = hd_buf_steal(&u, NULL);
-    if (hd_nodeauth_sign_lines(p->na, "GET", src->url, owner->id, &src->hdrs, &src->nhdrs) < 0)
+    if (hd_nodeauth_sign_lines(p->na, "GET", src->url, owner->id, HD_NODEAUTH_EMPTY_SHA256,
+                               &src->hdrs, &src->nhdrs) < 0)
         src->err = -ENOMEM;
+    else
+        hd_stats_inc(HD_ST_BATCH_ALONE);
 out:
     free(uname);
     hd_buf_cleanup(&u);
     hd_smap_unref(s);
     hd_bmd_unref(bmd);
 }
+
+/* A batch the proxy streams: its groups (planned on the batch thread at the first entry),
+ * and for a non-streaming GetBatch the request's "in" (for MossResp). */
+struct pctx {
+    struct hd_proxy *p;
+    const struct hd_batch *b;
+    json_t *in;
+    int planned;
+    struct hd_batch_plan plan;
+};
+
+static void pctx_free(void *arg)
+{
+    struct pctx *c = arg;
+
+    hd_batch_plan_cleanup(&c->plan);
+    json_decref(c->in);
+    free(c);
+}
+
+/* Groups every entry whose bucket is known and whose owner is up by owner. */
+static void plan(struct pctx *c)
+{
+    struct hd_smap *s = hd_smap_state_smap(c->p->cs);
+    struct hd_bmd *bmd = hd_smap_state_bmd(c->p->cs);
+    size_t i;
+
+    c->planned = 1;
+    if (!s || hd_batch_plan_init(&c->plan, c->b->n) < 0)
+        goto out;
+    for (i = 0; i < c->b->n; i++) {
+        const struct hd_batch_ent *e = &c->b->e[i];
+        const struct hd_node *owner = NULL;
+        char *uname = NULL;
+        size_t ulen;
+        if (hd_bmd_find(bmd, e->bucket) &&
+            hd_proxy_uname(c->p, e->bucket, e->name, &uname, &ulen) == 0 &&
+            hd_smap_owner(s, uname, ulen, &owner) == 0 && owner && !owner->down)
+            hd_batch_plan_add(&c->plan, owner->url, owner->id, i);
+        free(uname); /* not grouped: resolved alone, and the stream reports why */
+    }
+out:
+    hd_smap_unref(s);
+    hd_bmd_unref(bmd);
+}
+
+static void resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
+{
+    struct pctx *c = ctx;
+    size_t i = (size_t)(e - c->b->e);
+
+    if (!c->planned)
+        plan(c);
+    if (c->plan.grp && c->plan.grp[i])
+        src->group = c->plan.grp[i];
+    else
+        resolve_alone(c->p, e, src);
+}
+
+static void fallback(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
+{
+    resolve_alone(((struct pctx *)ctx)->p, e, src);
+}
+
+/* Group g's request: POST <owner>/v1/batch/sub, signed by this proxy over the body. */
+static int group_req(void *ctx, size_t g, struct hd_tar_group *req)
+{
+    struct pctx *c = ctx;
+    char sha[65];
+    int rc = hd_batch_sub_req(c->b, &c->plan, g, req, sha);
+
+    return rc < 0 ? rc
+                  : hd_nodeauth_sign_lines(c->p->na, "POST", req->url, c->plan.g[g].id, sha,
+                                           &req->hdrs, &req->nhdrs);
+}
+
+static const struct hd_batch_groups groups_ops = {group_req, fallback};
 
 /* Who asks, decided before the body is read (authentication first: a request with bad
  * credentials costs no parsing). */
@@ -191,31 +272,12 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b)
     return 0;
 }
 
-/* A non-streaming GetBatch: what MossResp needs besides the outcomes. */
-struct moss_mp {
-    struct hd_proxy *p;
-    json_t *in; /* the request's "in" */
-};
-
-static void moss_mp_free(void *arg)
-{
-    struct moss_mp *m = arg;
-
-    json_decref(m->in);
-    free(m);
-}
-
-static void moss_resolve(void *ctx, const struct hd_batch_ent *e, struct hd_tar_src *src)
-{
-    resolve(((struct moss_mp *)ctx)->p, e, src);
-}
-
 /* AIStore's MossResp {"out": [MossOut per entry, in order], "uuid"}: MossOut {"objname",
  * "archpath"?, "bucket", "provider", "opaque"? (echoed), "err_msg"?, "size"}. */
 static json_t *moss_meta(void *ctx, const struct hd_batch *b, const uint64_t *sizes,
                          char *const *errs)
 {
-    struct moss_mp *m = ctx;
+    struct pctx *m = ctx;
     struct hd_bmd *bmd = hd_smap_state_bmd(m->p->cs);
     json_t *out = json_array(), *e;
     size_t i;
@@ -305,7 +367,7 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct pbatch *pb = arg;
     struct hd_batch *b = NULL;
-    struct moss_mp *mm = NULL;
+    struct pctx *c = NULL;
     json_t *in = NULL;
     char msg[256], *mb = NULL;
     int rc;
@@ -328,24 +390,24 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
         hd_resp_err(r, rc);
         return;
     }
-    if (!in) {
-        if (!pb->moss && pb->p->native_redirect &&
-            batch_redirect(r, pb->p, b, body, len) == HD_DONE) {
-            hd_batch_free(b);
-            return;
-        }
-        hd_batch_respond(r, b, resolve, pb->p, NULL);
+    if (!in && !pb->moss && pb->p->native_redirect &&
+        batch_redirect(r, pb->p, b, body, len) == HD_DONE) {
+        hd_batch_free(b);
         return;
     }
-    if (!(mm = calloc(1, sizeof(*mm)))) {
+    if (!(c = calloc(1, sizeof(*c)))) {
         json_decref(in);
         hd_batch_free(b);
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    mm->p = pb->p;
-    mm->in = in;
-    hd_batch_respond_multipart(r, b, moss_resolve, mm, moss_mp_free, moss_meta);
+    c->p = pb->p;
+    c->b = b; /* freed after c (common/batch.c frees the context first) */
+    c->in = in;
+    if (!in)
+        hd_batch_respond_groups(r, b, resolve, &groups_ops, c, pctx_free);
+    else
+        hd_batch_respond_multipart(r, b, resolve, &groups_ops, c, pctx_free, moss_meta);
 }
 
 /* Whether any bucket allows anonymous reads (else an unsigned batch is refused unread). */

@@ -78,14 +78,14 @@ static void recipient(struct hd_tcluster *cl, const char *url, char to[HD_NODE_I
     hd_smap_unref(s);
 }
 
-int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url, char ***hdrs,
-                 size_t *n)
+int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url,
+                 const char *body_sha256, char ***hdrs, size_t *n)
 {
     char to[HD_NODE_ID_MAX];
 
     recipient(cl, url, to);
-    return hd_nodeauth_sign_lines(hd_tcluster_nodeauth(cl), method, url, to[0] ? to : NULL, hdrs,
-                                  n);
+    return hd_nodeauth_sign_lines(hd_tcluster_nodeauth(cl), method, url, to[0] ? to : NULL,
+                                  body_sha256 ? body_sha256 : HD_NODEAUTH_EMPTY_SHA256, hdrs, n);
 }
 
 void hd_peer_call_sign(struct hd_tcluster *cl, struct hd_httpc_call *c)

@@ -22,10 +22,11 @@ struct curl_slist;
  * no target is eligible (msg says which). */
 int hd_peer_object_url(struct hd_tcluster *cl, const char *bucket, const char *name,
                        const char *archpath, char **url, int *self, char *msg, size_t msglen);
-/* Node signature headers for METHOD url as "Name: value" strings (malloc'd array of malloc'd
- * strings, for struct hd_tar_src). 0 or -ENOMEM. */
-int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url, char ***hdrs,
-                 size_t *n);
+/* Node signature headers for METHOD url with a body of hex SHA-256 body_sha256 (NULL: an
+ * empty body) as "Name: value" strings (malloc'd array of malloc'd strings, for struct
+ * hd_tar_src). 0 or -ENOMEM. */
+int hd_peer_sign(struct hd_tcluster *cl, const char *method, const char *url,
+                 const char *body_sha256, char ***hdrs, size_t *n);
 /* The same appended to a libcurl header list, signing the X-Hoard-* lines already in it
  * (add them first) and the body's hex SHA-256 (NULL: unsigned). Returns the list, NULL on
  * failure (h is then freed). */

@@ -236,7 +236,7 @@ static void b_resolve(void *ctx, size_t i, struct hd_tar_src *src)
     rc =
         hd_peer_object_url(cl, b->sj->in, name, NULL, &src->url, &self, src->msg, sizeof(src->msg));
     if (rc == 0)
-        rc = hd_peer_sign(cl, "GET", src->url, &src->hdrs, &src->nhdrs);
+        rc = hd_peer_sign(cl, "GET", src->url, NULL, &src->hdrs, &src->nhdrs);
     if (rc < 0) {
         src->err = rc;
         if (!src->msg[0])
@@ -317,8 +317,11 @@ static void index_shard(struct sjob *sj, const char *name)
 /* One attempt at writing shard m: 0, or a negative code with msg filled. */
 static int build_try(struct sjob *sj, struct mshard *m, char *msg, size_t msglen)
 {
-    static const struct hd_tarstream_ops ops = {b_resolve, b_name,    b_sink,
-                                                NULL,      b_written, b_stopped};
+    static const struct hd_tarstream_ops ops = {.resolve = b_resolve,
+                                                .name = b_name,
+                                                .sink = b_sink,
+                                                .written = b_written,
+                                                .stopped = b_stopped};
     struct hd_tarstream_cfg cfg = {m->nobjs, FETCH_WINDOW, ENTRY_BUF};
     struct build b = {.sj = sj, .m = m};
     struct hd_put_attrs a;

@@ -1,7 +1,9 @@
 /* libFuzzer driver for the request bodies and arguments of batch GET and shard jobs:
- * hd_batch_parse (JSON bodies from clients), name templates and sample-key rules
+ * hd_batch_parse (JSON bodies from clients), the index line of a sub-batch answer from
+ * another target (hd_tarstream_group_parse), name templates and sample-key rules
  * (common/shardplan). The first byte picks the parser; the rest is its input. Parsed batches
- * must hold only valid names; template names must parse back to the same name. */
+ * must hold only valid names; parsed indexes must hold n records of a known kind that encode
+ * back to an index that parses the same; template names must parse back to the same name. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/shardplan.h"
+#include "common/tarstream.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -60,6 +63,35 @@ static void tmpl(const char *s)
             __builtin_trap();
 }
 
+static void group_index(const char *s, size_t len, size_t n)
+{
+    struct hd_tar_grec *recs = NULL, *again = NULL;
+    struct hd_buf b;
+    size_t i;
+
+    if (hd_tarstream_group_parse(s, len, n, &recs) < 0) {
+        if (recs)
+            __builtin_trap();
+        return;
+    }
+    for (i = 0; i < n; i++)
+        if (recs[i].kind > HD_GREC_FETCH || (recs[i].kind == HD_GREC_ERR && recs[i].err >= 0))
+            __builtin_trap();
+    hd_buf_init(&b);
+    if (hd_tarstream_group_index(recs, n, &b) == 0 && !b.oom) {
+        if (b.len == 0 || b.data[b.len - 1] != '\n' ||
+            hd_tarstream_group_parse(b.data, b.len - 1, n, &again) < 0)
+            __builtin_trap();
+        for (i = 0; i < n; i++)
+            if (again[i].kind != recs[i].kind || again[i].size != recs[i].size ||
+                again[i].err != recs[i].err)
+                __builtin_trap();
+    }
+    hd_tarstream_grecs_free(again, n);
+    hd_tarstream_grecs_free(recs, n);
+    hd_buf_cleanup(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *s;
@@ -71,7 +103,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(s, data + 1, size - 1);
     s[size - 1] = '\0';
-    if (data[0] & 1)
+    if ((data[0] & 3) == 2)
+        group_index(s, size - 1, (size_t)(data[0] >> 2) + 1); /* 1 to 64 records */
+    else if (data[0] & 1)
         batch(s, size - 1);
     else
         tmpl(s);

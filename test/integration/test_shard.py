@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import os
+import random
 import sqlite3
 import subprocess
 import tarfile
@@ -25,7 +26,7 @@ from botocore.config import Config
 import helpers
 import shardkit as sk
 from conftest import ACCESS_KEY, BIN_DIR, REPO, SECRET_KEY
-from test_cluster import hrw_owner, target_keys
+from test_cluster import hrw_owner, node_headers, target_keys
 
 SRC = "shard-src"
 KEYS = sk.sample_keys()
@@ -489,6 +490,123 @@ def test_batch_get(cl, proxy, dataset):
         assert why in r.json()["message"], (bad, r.json()["message"])
     r = sk.api("POST", proxy.url + "/v1/batch")
     helpers.check_json_error(r, 400, "InvalidArgument")
+
+
+def batch_counters(cl):
+    """Sum over the nodes of the batch counters (sub-batches served, entries in them,
+    entries fetched with a GET of their own)."""
+    out = collections.Counter()
+    for t in cl.targets + cl.proxies:
+        m = t.metrics()
+        for k in ("hoard_batch_sub_served_total", "hoard_batch_sub_entries_total",
+                  "hoard_batch_fetched_alone_total"):
+            out[k] += m.get(k, 0)
+    return out
+
+
+def test_batch_groups_entries_by_owner(cl, proxy, dataset):
+    """Issue 14: the target a batch is redirected to asks every other owner for all of its
+    entries in one node-signed sub-batch (at most 128 entries each), in parallel, and the
+    answer keeps the request order with identical bytes. An entry its owner does not hold is
+    fetched alone (the normal GET) and reported as documented: a __404__ member with
+    continue_on_error, a cut stream without it, a plain 404 when it comes first."""
+    ids = sk.target_ids(cl)
+    by_owner = collections.defaultdict(list)
+    for n in NAMES[1000:9000]:
+        if n.endswith(".cls"):
+            by_owner[hrw_owner("ais/@#/%s/%s" % (SRC, n), list(ids))].append(n)
+    big, mid, small = sorted(by_owner, key=lambda t: -len(by_owner[t]))
+    # the designated target owns the most; the others: 140 entries (two sub-batches, 128 +
+    # 12) and 10 entries (one)
+    picks = by_owner[big][:150] + by_owner[mid][:140] + by_owner[small][:10]
+    missing = next("d/nope-%d.cls" % i for i in range(1000)
+                   if hrw_owner("ais/@#/%s/d/nope-%d.cls" % (SRC, i), list(ids)) == small)
+    random.Random(14).shuffle(picks)
+    names = picks[:200] + [missing] + picks[200:]
+    before = batch_counters(cl)
+    r = batch(proxy, {"bucket": SRC, "continue_on_error": True,
+                      "entries": [{"name": n} for n in names]})
+    assert r.status_code == 200, r.text
+    got = sk.read_tar(r.content)
+    assert [n for n, _, _ in got] == [("__404__/" + n) if n == missing else n for n in names]
+    for n, data, _ in got:
+        if n.startswith("__404__/"):
+            assert b"does not exist" in data, data
+        else:
+            assert data == sk.content(n), n
+    delta = batch_counters(cl) - before
+    assert delta["hoard_batch_sub_served_total"] == 3, delta
+    assert delta["hoard_batch_sub_entries_total"] == 140 + 10 + 1, delta
+    assert delta["hoard_batch_fetched_alone_total"] == 1, delta  # the missing one only
+
+    # without continue_on_error: the missing entry (on another target) cuts the stream ...
+    r = batch(proxy, {"bucket": SRC, "entries": [{"name": n} for n in names]}, stream=True)
+    assert r.status_code == 200
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):
+        r.content
+    # ... and, first, is a plain 404 naming it
+    r = batch(proxy, {"bucket": SRC, "entries": [{"name": n} for n in [missing] + picks[:20]]})
+    helpers.check_json_error(r, 404, "NoSuchKey")
+    assert missing in r.json()["message"]
+
+    # a batch the proxy streams itself (it names a bucket the proxy does not know): the
+    # proxy asks each target for its entries in sub-batches the same way
+    before = batch_counters(cl)
+    r = batch(proxy, {"bucket": SRC, "continue_on_error": True, "entries": [
+        {"name": n} for n in picks[:60]] + [{"bucket": "no-such-bucket-q", "name": "x"}]})
+    assert r.status_code == 200 and not r.history, r.text  # no 307: streamed by the proxy
+    got = sk.read_tar(r.content)
+    assert [n for n, _, _ in got] == picks[:60] + ["__404__/x"]
+    assert all(d == sk.content(n) for n, d, _ in got[:60])
+    delta = batch_counters(cl) - before
+    owners = {hrw_owner("ais/@#/%s/%s" % (SRC, n), list(ids)) for n in picks[:60]}
+    assert delta["hoard_batch_sub_served_total"] == len(owners) == 3, delta
+    assert delta["hoard_batch_sub_entries_total"] == 60, delta
+    assert delta["hoard_batch_fetched_alone_total"] == 0, delta
+
+
+def test_sub_batch_is_for_nodes_only(cl, proxy, dataset):
+    """POST /v1/batch/sub answers a target's own entries without checking the caller's
+    permissions, so only a node of the cluster (node signature over the body) may ask: a
+    client, with or without credentials, with made-up X-Hoard-* headers, or with a proxy's
+    redirect capability for a batch, is refused. A signed call gets the group answer: an
+    index line (data, fetch-alone and error records), then the data in order."""
+    ids = sk.target_ids(cl)
+    tid, t = sorted(ids.items())[0]
+    other = sorted(ids)[1]
+    mine = [n for n in NAMES[:3000] if n.endswith(".cls")
+            and hrw_owner("ais/@#/%s/%s" % (SRC, n), list(ids)) == tid][:3]
+    body = json.dumps({"entries": [{"bucket": SRC, "name": mine[0]},
+                                   {"bucket": SRC, "name": "d/nope.cls"},
+                                   {"bucket": SRC, "name": mine[1], "archpath": "x"},
+                                   {"bucket": SRC, "name": mine[2]}]}).encode()
+    url = t.url + "/v1/batch/sub"
+    for h in ({}, {"X-Hoard-Node": other, "X-Hoard-Signature": "0" * 64,
+                   "X-Hoard-Date": str(int(time.time())), "X-Hoard-Nonce": "1" * 32}):
+        r = requests.post(url, data=body, headers=h, timeout=60)
+        helpers.check_json_error(r, 403, "AccessDenied")
+    r = sk.api("POST", url, data=body)  # a client's valid SigV4 credentials: still no
+    helpers.check_json_error(r, 403, "AccessDenied")
+    # a proxy's signed redirect for a batch body does not open the sub-batch path
+    r = requests.post(proxy.url + "/v1/batch", data=body, timeout=60, allow_redirects=False,
+                      headers=helpers.sign_headers("POST", proxy.url + "/v1/batch", ACCESS_KEY,
+                                                   SECRET_KEY, None,
+                                                   payload=hashlib.sha256(body).hexdigest()))
+    assert r.status_code == 307, r.text
+    loc = urllib.parse.urlsplit(r.headers["Location"])
+    forged = "%s://%s/v1/batch/sub?%s" % (loc.scheme, loc.netloc, loc.query)
+    helpers.check_json_error(requests.post(forged, data=body, timeout=60), 403, "AccessDenied")
+    # signed by another target: the group answer
+    r = requests.post(url, data=body, timeout=60,
+                      headers=node_headers("POST", url, tid, other, body=body))
+    assert r.status_code == 200, r.text
+    line, _, rest = r.content.partition(b"\n")
+    idx = json.loads(line)
+    assert len(idx) == 4
+    assert idx[0]["s"] == len(sk.content(mine[0])) and idx[3]["s"] == len(sk.content(mine[2]))
+    assert idx[1] == {"f": 1}  # not held here: the asker fetches it alone
+    assert idx[2]["e"] < 0 and "not" in idx[2]["m"].lower(), idx[2]  # no tar: an error
+    assert rest == sk.content(mine[0]) + sk.content(mine[2])
 
 
 def vm_hwm_kib(pid):
