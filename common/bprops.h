@@ -37,7 +37,7 @@ struct hd_bprops {
     int anonymous_read;
     int validate_warm_get;
     int cold_get_unchecked; /* "validate_cold_get": false */
-    int write_back; /* "write_policy": "back" */
+    int write_back;         /* "write_policy": "back" */
     int has_upstream;
     struct hd_upstream up;
 };

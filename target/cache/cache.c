@@ -19,12 +19,21 @@
 
 /* ---- metrics ---- */
 
-static const char *const cstat_names[HD_CS_COUNT] = {
-    "hoard_cache_hits_total",      "hoard_cache_misses_total",      "hoard_cold_get_bytes_total",
-    "hoard_cold_fills_total",      "hoard_cold_fills_failed_total", "hoard_cold_range_reads_total",
-    "hoard_upstream_errors_total", "hoard_cache_validations_total", "hoard_cache_stale_total",
-    "hoard_write_through_total",   "hoard_delete_through_total",    "hoard_evictions_total",
-    "hoard_evicted_bytes_total",   "hoard_cold_passthrough_total"};
+static const char *const cstat_names[HD_CS_COUNT] = {"hoard_cache_hits_total",
+                                                     "hoard_cache_misses_total",
+                                                     "hoard_cold_get_bytes_total",
+                                                     "hoard_cold_fills_total",
+                                                     "hoard_cold_fills_failed_total",
+                                                     "hoard_cold_range_reads_total",
+                                                     "hoard_upstream_errors_total",
+                                                     "hoard_cache_validations_total",
+                                                     "hoard_cache_stale_total",
+                                                     "hoard_write_through_total",
+                                                     "hoard_delete_through_total",
+                                                     "hoard_evictions_total",
+                                                     "hoard_evicted_bytes_total",
+                                                     "hoard_cold_passthrough_total",
+                                                     "hoard_cold_get_readback_bytes_total"};
 static const char *const cstat_help[HD_CS_COUNT] = {
     "GETs of S3-backed objects served from local disks",
     "GETs of S3-backed objects that went to the upstream",
@@ -39,7 +48,8 @@ static const char *const cstat_help[HD_CS_COUNT] = {
     "DELETEs written through to the upstream",
     "Cached objects evicted (LRU and evict jobs)",
     "Bytes of cached objects evicted",
-    "Cold GETs served to the client without caching the object (no room for it)"};
+    "Cold GETs served to the client without caching the object (no room for it)",
+    "Bytes cold GETs read back from the cache file (clients behind the fill's memory window)"};
 static _Atomic uint64_t cstats[HD_CS_COUNT];
 
 static const double cold_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,

@@ -44,6 +44,8 @@
 #define FILL_MAGIC 0x66696c6cu   /* "fill" */
 #define READER_MAGIC 0x72656164u /* "read" */
 #define FLUSH_AT (128u * 1024)   /* readers see new bytes at least every this many */
+#define WCH ((size_t)256 * 1024) /* a window chunk: the store's write unit (WBUF) */
+#define NWCH 8                   /* chunks in a fill's window: its last 2 MiB in memory */
 #define NSLOT 256
 #define RANGE_JOIN_SLACK (8ull << 20) /* a range this close to a fill's front waits for it */
 
@@ -51,14 +53,26 @@ enum { F_PENDING, F_HEAD, F_DONE, F_FAILED };
 
 struct reader;
 
+/* A piece of a fill's window: bytes [base, base + cap) of the fill's file, in memory. The fill
+ * writes a chunk into the temp file once it is full, and recycles it (or, while a reader is
+ * still copying out of it, leaves it to that reader to free) only after that, so a byte that
+ * has left the window is always in the file. */
+struct wchunk {
+    uint64_t base;
+    size_t cap;
+    int users;  /* readers copying out of it right now (f->mu) */
+    int orphan; /* out of the window while in use: the last user frees it (f->mu) */
+    char buf[];
+};
+
 struct fill {
     uint32_t magic;
     atomic_int refs;
     struct hd_cache *c;
     struct hd_cbucket *cb;
     char *key;
-    int range; /* a client's range: never in the table, never committed */
-    int pass;  /* no room to keep it: served to the readers, never committed */
+    int range;     /* a client's range: never in the table, never committed */
+    int pass;      /* no room to keep it: served to the readers, never committed */
     int check_md5; /* a plain-MD5 ETag checked against the bytes (fill thread only) */
     char range_hdr[128];
     char if_match[48]; /* refetch of a changed object: If-Match on its new ETag */
@@ -72,9 +86,14 @@ struct fill {
     int err;
     char msg[512];
     struct hd_s3c_obj obj; /* the upstream's answer (read-only once state >= F_HEAD) */
-    uint64_t filled;       /* bytes readers may pread from rfd */
+    uint64_t filled;       /* bytes readers may have (from the window or from rfd) */
+    uint64_t on_disk;      /* bytes written to the temp file, readable with pread from rfd */
     int rfd;
-    struct hd_put *put; /* fill thread only */
+    int local;                /* served from a committed copy: no window, nothing fetched */
+    struct wchunk *win[NWCH]; /* the window, by (base / WCH) % NWCH (f->mu) */
+    struct wchunk *cur;       /* the chunk being filled (fill thread; in win) */
+    size_t cur_len;           /* bytes in cur (fill thread) */
+    struct hd_put *put;       /* fill thread only */
     struct reader *waiters;
     uint64_t t0_ns;
     uint64_t fetched; /* body bytes received */
@@ -129,6 +148,8 @@ static void fill_unref(struct fill *f)
         return;
     if (f->rfd >= 0)
         close(f->rfd);
+    for (size_t i = 0; i < NWCH; i++)
+        free(f->win[i]); /* no reader left: none is in use */
     hd_put_free(f->put);
     hd_s3c_obj_cleanup(&f->obj);
     hd_cbucket_unref(f->cb);
@@ -270,6 +291,8 @@ static int fill_head(void *arg, const struct hd_s3c_obj *o)
     f->check_md5 = !f->range && hd_etag_is_md5(o->etag) && !f->cb->props.cold_get_unchecked;
     if (f->range || (o->etag[0] && !f->check_md5))
         hd_put_skip_md5(f->put); /* nothing to check it against: save a pass over the bytes */
+    else /* hashed from the window's chunks as they fill (no copy, no hand-off) */
+        hd_put_md5_inline(f->put);
     f->rfd = open(hd_put_tmp_path(f->put), O_RDONLY | O_CLOEXEC);
     if (f->rfd < 0) {
         rc = -errno;
@@ -288,9 +311,87 @@ static int fill_head(void *arg, const struct hd_s3c_obj *o)
     return 0;
 }
 
+/* Writes cur[from, cur_len) to the temp file (fill thread). */
+static int chunk_write(struct fill *f, size_t from)
+{
+    int rc = hd_put_write(f->put, f->cur->buf + from, f->cur_len - from);
+
+    if (rc == -ENOSPC && !f->range) { /* size unknown up front: pass the rest through */
+        hd_cache_kick(f->c);
+        f->pass = 1;
+        hd_put_lift_mark(f->put);
+        rc = hd_put_write(f->put, f->cur->buf + from, f->cur_len - from);
+    }
+    if (rc == 0)
+        rc = hd_put_flush(f->put); /* a no-op for whole chunks: they fill the store's buffer */
+    if (rc < 0) {
+        snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: %s", f->cb->name, f->key,
+                 hd_strerror(rc));
+        if (rc == -ENOSPC)
+            hd_cache_kick(f->c);
+    }
+    return rc;
+}
+
+/* Makes the next chunk of the window, for the bytes from f->fetched on (fill thread): the one
+ * it replaces has been written to the file; a reader still copying out of that one frees it. */
+static int chunk_next(struct fill *f)
+{
+    uint64_t base = f->fetched;
+    size_t i = (size_t)((base / WCH) % NWCH), cap = WCH;
+    struct wchunk *old, *c = NULL;
+
+    if (f->obj.have_length && f->obj.length - base < cap)
+        cap = (size_t)(f->obj.length - base); /* the object's last chunk */
+    pthread_mutex_lock(&f->mu);
+    old = f->win[i];
+    f->win[i] = NULL;
+    if (old && old->users)
+        old->orphan = 1;
+    else if (old && old->cap >= cap)
+        c = old;
+    else
+        free(old);
+    pthread_mutex_unlock(&f->mu);
+    if (!c && !(c = malloc(sizeof(*c) + cap))) {
+        snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: out of memory", f->cb->name, f->key);
+        return -ENOMEM;
+    }
+    c->base = base;
+    c->cap = cap;
+    c->users = 0;
+    c->orphan = 0;
+    pthread_mutex_lock(&f->mu);
+    f->win[i] = c;
+    f->on_disk = hd_put_flushed(f->put); /* covers every chunk that has left the window */
+    pthread_mutex_unlock(&f->mu);
+    f->cur = c;
+    f->cur_len = 0;
+    return 0;
+}
+
+/* Lets the readers have what was fetched (the last byte waits for the size and ETag checks:
+ * a client never gets the whole body of an object that then fails them). */
+static void publish(struct fill *f)
+{
+    uint64_t fl = f->fetched;
+
+    if (f->obj.have_length && fl >= f->obj.length && fl > 0)
+        fl = f->obj.length - 1;
+    pthread_mutex_lock(&f->mu);
+    f->filled = fl;
+    f->on_disk = hd_put_flushed(f->put);
+    wake_readers(f);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* The upstream's bytes go into the window, where readers copy them from, and from there into
+ * the temp file a chunk at a time: one pass, no reading the file back for readers that keep
+ * up with the fill (within the window's 2 MiB). */
 static int fill_data(void *arg, const char *p, size_t n)
 {
     struct fill *f = arg;
+    uint64_t before = f->fetched;
     int rc;
 
     if (f->obj.have_length && f->fetched + n > f->obj.length) {
@@ -298,38 +399,24 @@ static int fill_data(void *arg, const char *p, size_t n)
                  f->cb->s3.endpoint);
         return HD_EUNAVAIL;
     }
-    rc = hd_put_write(f->put, p, n);
-    if (rc == -ENOSPC && !f->range) { /* size unknown up front: pass the rest through */
-        hd_cache_kick(f->c);
-        f->pass = 1;
-        hd_put_lift_mark(f->put);
-        rc = hd_put_write(f->put, p, n);
-    }
-    if (rc < 0) {
-        snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: %s", f->cb->name, f->key,
-                 hd_strerror(rc));
-        if (rc == -ENOSPC)
-            hd_cache_kick(f->c);
-        return rc;
-    }
-    f->fetched += n;
-    hd_cstat_add(HD_CS_COLD_BYTES, n);
-    if (hd_put_size(f->put) - hd_put_flushed(f->put) >= FLUSH_AT) {
-        if ((rc = hd_put_flush(f->put)) < 0) {
-            snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: %s", f->cb->name, f->key,
-                     hd_strerror(rc));
+    while (n) {
+        size_t k;
+        if ((!f->cur || f->cur_len == f->cur->cap) && (rc = chunk_next(f)) < 0)
             return rc;
-        }
-        uint64_t fl = hd_put_flushed(f->put);
-        /* the last byte waits for the size and ETag checks: a client never gets the
-         * whole body of an object that then fails them */
-        if (f->obj.have_length && fl >= f->obj.length && fl > 0)
-            fl = f->obj.length - 1;
-        pthread_mutex_lock(&f->mu);
-        f->filled = fl;
-        wake_readers(f);
-        pthread_mutex_unlock(&f->mu);
+        k = f->cur->cap - f->cur_len;
+        if (k > n)
+            k = n;
+        memcpy(f->cur->buf + f->cur_len, p, k);
+        f->cur_len += k;
+        f->fetched += k;
+        p += k;
+        n -= k;
+        if (f->cur_len == f->cur->cap && (rc = chunk_write(f, 0)) < 0)
+            return rc;
     }
+    hd_cstat_add(HD_CS_COLD_BYTES, f->fetched - before);
+    if (f->fetched - f->filled >= FLUSH_AT)
+        publish(f);
     return 0;
 }
 
@@ -409,6 +496,7 @@ static int fill_from_local(struct fill *f)
         return 0;
     pthread_mutex_lock(&f->mu);
     f->rfd = fd;
+    f->local = 1;
     f->obj.status = 200;
     f->obj.length = f->obj.size = m.size;
     f->obj.have_length = 1;
@@ -419,7 +507,7 @@ static int fill_from_local(struct fill *f)
     f->obj.meta = m.meta;
     f->obj.hdrs = m.hdrs;
     m.meta = m.hdrs = NULL;
-    f->filled = m.size;
+    f->filled = f->on_disk = m.size;
     f->state = F_DONE;
     wake_readers(f);
     pthread_cond_broadcast(&f->cv);
@@ -448,9 +536,8 @@ static void fill_run(struct fill *f)
     memset(&err, 0, sizeof(err));
     if ((rc = hd_cbucket_check(f->cb, err.msg, sizeof(err.msg))) == 0)
         rc = hd_s3c_get_object(&f->cb->s3, f->cb->remote, f->key, &g, NULL, &err);
-    if (rc == 0 && (rc = hd_put_flush(f->put)) < 0)
-        snprintf(f->msg, sizeof(f->msg), "Cannot cache %s/%s: %s", f->cb->name, f->key,
-                 hd_strerror(rc));
+    if (rc == 0 && f->cur && f->cur_len < f->cur->cap)
+        rc = chunk_write(f, 0); /* the last, partial chunk */
     if (rc == 0 && f->range && f->obj.have_length && hd_put_size(f->put) != f->obj.length) {
         snprintf(f->msg, sizeof(f->msg), "Upstream %s sent %llu of %llu bytes.", f->cb->s3.endpoint,
                  (unsigned long long)hd_put_size(f->put), (unsigned long long)f->obj.length);
@@ -460,7 +547,7 @@ static void fill_run(struct fill *f)
         rc = fill_verify(f);
     if (rc == 0) { /* verified: the readers may have the last bytes while we commit */
         pthread_mutex_lock(&f->mu);
-        f->filled = hd_put_size(f->put);
+        f->filled = f->on_disk = hd_put_size(f->put);
         wake_readers(f);
         pthread_mutex_unlock(&f->mu);
     }
@@ -480,7 +567,7 @@ static void fill_run(struct fill *f)
     pthread_mutex_lock(&f->mu);
     if (rc == 0) {
         f->state = F_DONE;
-        f->filled = hd_put_size(f->put);
+        f->filled = f->on_disk = hd_put_size(f->put);
     } else {
         f->state = F_FAILED;
         f->err = rc;
@@ -564,6 +651,7 @@ static long reader_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct reader *rd = cls;
     struct fill *f = rd->f;
+    struct wchunk *c;
     uint64_t at, n;
     ssize_t got;
 
@@ -573,17 +661,36 @@ static long reader_read(void *cls, uint64_t pos, char *buf, size_t max)
     pthread_mutex_lock(&f->mu);
     if (at < f->filled) {
         n = f->filled - at;
-        pthread_mutex_unlock(&f->mu);
         if (n > max)
             n = max;
         if (n > rd->len - pos)
             n = rd->len - pos;
-        do
-            got = pread(f->rfd, buf, (size_t)n, (off_t)at);
-        while (got < 0 && errno == EINTR);
-        return got > 0 ? (long)got : HD_STREAM_ERROR;
+        c = f->win[(at / WCH) % NWCH];
+        if (c && at >= c->base && at < c->base + c->cap) { /* in the window: from memory */
+            if (n > c->base + c->cap - at)
+                n = c->base + c->cap - at;
+            c->users++;
+            pthread_mutex_unlock(&f->mu);
+            memcpy(buf, c->buf + (at - c->base), (size_t)n); /* below filled: not written to */
+            pthread_mutex_lock(&f->mu);
+            if (--c->users == 0 && c->orphan)
+                free(c);
+            pthread_mutex_unlock(&f->mu);
+            return (long)n;
+        }
+        if (at < f->on_disk) { /* behind the window (or a committed copy): from the file */
+            if (n > f->on_disk - at)
+                n = f->on_disk - at;
+            pthread_mutex_unlock(&f->mu);
+            do
+                got = pread(f->rfd, buf, (size_t)n, (off_t)at);
+            while (got < 0 && errno == EINTR);
+            if (got > 0 && !f->local)
+                hd_cstat_add(HD_CS_COLD_READBACK, (uint64_t)got);
+            return got > 0 ? (long)got : HD_STREAM_ERROR;
+        }
     }
-    if (f->state == F_FAILED || f->state == F_DONE || !rd->r) {
+    if (f->state == F_FAILED || (f->state == F_DONE && at >= f->filled) || !rd->r) {
         pthread_mutex_unlock(&f->mu);
         return HD_STREAM_ERROR; /* aborts the connection: the client sees a short body */
     }

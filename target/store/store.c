@@ -886,6 +886,8 @@ int hd_put_write(struct hd_put *p, const void *data, size_t len)
     if (!p->no_md5 && !p->hp)
         hd_md5_update(&p->md5, data, len);
     p->size += len;
+    if (!p->hp && p->wlen == 0 && len >= (size_t)WBUF) /* a buffer's worth or more: no copy */
+        return write_all(p->fd, d, len);
     while (len) {
         size_t n = WBUF - p->wlen;
         if (n > len)
@@ -904,6 +906,14 @@ void hd_put_skip_md5(struct hd_put *p)
 {
     if (p->size == 0) {
         p->no_md5 = 1;
+        hd_hpipe_free(p->hp, p->wbuf); /* nothing pushed yet */
+        p->hp = NULL;
+    }
+}
+
+void hd_put_md5_inline(struct hd_put *p)
+{
+    if (p->size == 0 && p->hp) {
         hd_hpipe_free(p->hp, p->wbuf); /* nothing pushed yet */
         p->hp = NULL;
     }

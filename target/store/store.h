@@ -131,6 +131,10 @@ int hd_put_flush(struct hd_put *p);
 /* Before any write: no MD5 is computed (hd_put_md5 is then meaningless); for a commit with
  * attrs->etag, e.g. a cached object whose upstream ETag is not an MD5. */
 void hd_put_skip_md5(struct hd_put *p);
+/* Before any write: the MD5 is computed on the writing thread, from the caller's buffers,
+ * instead of on the hash pool (no copy into the put's buffer for writes of 256 KiB and more;
+ * for writers that are many at a time anyway, e.g. cold GET fills). */
+void hd_put_md5_inline(struct hd_put *p);
 uint64_t hd_put_flushed(const struct hd_put *p);
 const char *hd_put_tmp_path(const struct hd_put *p);
 /* The bucket and object name the put was begun for (owned by p). */

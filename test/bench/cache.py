@@ -109,14 +109,16 @@ def curl_all(urls, parallel, outfile):
     return time.monotonic() - t0
 
 
-def hoard_bench(urls, conns, outfile, once=False):
+def hoard_bench(urls, conns, outfile, once=False, follow=False):
     """hoard-bench on URLS (the same client for hoard and its references): for SECS, or with
-    once=True every URL exactly once (--seq --requests). Returns its JSON report."""
+    once=True every URL exactly once (--seq --requests); follow: follow 307s. Returns its
+    JSON report."""
     with open(outfile + ".urls", "w") as f:
         f.write("".join(u + "\n" for u in urls))
     args = [HB, "--urls", outfile + ".urls", "--conns", str(conns), "--threads",
             str(min(2, conns)), "--warmup", "0", "--json", "--timeout", "120"]
     args += ["--seq", "--requests", str(len(urls))] if once else ["--secs", str(SECS)]
+    args += ["--follow"] if follow else []
     with open(outfile, "w") as f:
         p = subprocess.run(args, stdout=subprocess.PIPE, stderr=f, text=True)
     try:

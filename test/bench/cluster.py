@@ -223,6 +223,35 @@ http {
     raise RuntimeError("nginx did not start: see %s/error.log" % d)
 
 
+def rss_mib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def memory_report(proxy, targets, nginx):
+    """Resting RSS after the run (issue 14: the proxy under 64 MiB once the load stops):
+    right after the last measurement, then once the proxy has trimmed (polled up to 30 s)."""
+    at_end = rss_mib(proxy)
+    end = time.time() + 30
+    while time.time() < end and rss_mib(proxy) >= 64:
+        time.sleep(1)
+    time.sleep(4)  # one more trim window
+    text = ("Resident memory (VmRSS) after the run: proxy %.1f MiB right after the last "
+            "measurement, %.1f MiB at rest (goal < 64); targets at rest %s MiB; nginx (master "
+            "and workers) %.1f MiB" % (at_end, rss_mib(proxy),
+                                       ", ".join("%.1f" % rss_mib(t) for t in targets),
+                                       sum(rss_mib(n) for n in nginx)))
+    print("\n" + text)
+    with open(os.path.join(OUT, "results.md"), "a") as f:
+        f.write("\n" + text + "\n")
+
+
 def main():
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(OUT)
@@ -290,6 +319,8 @@ def main():
                           (name, mode, rep + 1, r["rps"], r["mibs"], r["errors"], r["proxy_us"],
                            r["proxy_cs"]), flush=True)
         report(rows)
+        memory_report(procs[0].pid, [p.pid for p in procs[1:4]],
+                      nginx_workers(ngx.pid) + [ngx.pid] if ngx else [])
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)

@@ -4,15 +4,16 @@
 
   - cold GET, 1 MiB and 10 MiB objects (hoard twice: with the default MD5 check of the bytes
     against s3rver's ETags, and from a second bucket over the same upstream bucket with
-    "validate_cold_get": false, which checks the size only, as nginx does), 8 transfers at a time (one curl, keep-alive,
-    `--parallel-max 8`, every object read once): hoard's proxy (native API, 307 followed to the
+    "validate_cold_get": false, which checks the size only, as nginx does), 8 transfers at a time (hoard-bench, keep-alive,
+    8 connections, `--seq --requests N`: every object read once): hoard's proxy (native API, 307 followed to the
     target, which fetches from s3rver while streaming) vs nginx with `proxy_cache` (cache
     emptied and nginx restarted before each of its cold repeats; hoard's copies evicted
     before each of its cold repeats with an evict job). Both read from the same s3rver.
   - warm GET of the same objects (all cached): hoard-bench --follow (8 connections) against
     hoard's proxy vs hoard-bench against nginx (cache hits).
 Repetitions alternate which side goes first. Prints a Markdown table (medians, min-max, ratio
-of medians) and writes it to $BUILD/bench/coldget.md. Never fails on a missed goal.
+of medians, each repetition's own ratio) and the servers' CPU seconds per GiB of cold GETs (from
+/proc, steadier than MiB/s on a shared machine), and writes it to $BUILD/bench/coldget.md. Never fails on a missed goal.
 Env: HOARD_BUILD, BENCH_REPEATS (default 3), BENCH_SECS (warm seconds, default 3),
 BENCH_COLDGET_SIZES (default "1,10": MiB sizes to run), BENCH_PERF=1 (a system-wide
 `perf record -a -g` of every cold read, in $BUILD/bench/coldget/perf-cold-*.data).
@@ -25,8 +26,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cache  # noqa: E402  (helpers: port, start, stop_all, wait_http, api, curl_all, stat)
-from cache import api, curl_all, port, start, stat, stop_all, wait_http  # noqa: E402
+import cache  # noqa: E402  (helpers: port, start, stop_all, wait_http, api, hoard_bench, stat)
+from cache import api, port, start, stat, stop_all, wait_http  # noqa: E402
 
 TOP, BUILD, HOARDD, MIB = cache.TOP, cache.BUILD, cache.HOARDD, cache.MIB
 B = os.path.join(TOP, BUILD, "bench", "coldget")
@@ -54,6 +55,22 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
       proxy_set_header Connection ""; proxy_cache cg; proxy_cache_valid 200 1d;
       proxy_cache_lock on; proxy_buffers 32 64k; proxy_busy_buffers_size 256k; } } }
 """ % ("user root;" if os.getuid() == 0 else "", B, B, B, B, B, sport, nport))
+
+
+def cpu_secs(pids):
+    """utime + stime of the processes pids and their children (nginx workers), in seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    want, total = set(pids), 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            f = open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(d) in want or int(f[1]) in want:  # f[1]: ppid
+            total += int(f[11]) + int(f[12])
+    return total / tick
 
 
 def main():
@@ -117,13 +134,16 @@ def main():
     pport, tport = port(), port()
     env = dict(os.environ, HOARD_S3_PROFILE_S3RVER="S3RVER:S3RVER")
     cdir = os.path.join(B, "cluster")
-    start([HOARDD, "--role", "proxy", "--listen", "127.0.0.1:%d" % pport, "--data",
-           os.path.join(cdir, "p"), "--log.level", "warn"], os.path.join(B, "proxy.log"), env)
+    hoard_procs = []
+    hoard_procs.append(start([HOARDD, "--role", "proxy", "--listen", "127.0.0.1:%d" % pport, "--data",
+           os.path.join(cdir, "p"), "--log.level", "warn"], os.path.join(B, "proxy.log"), env))
     purl = "http://127.0.0.1:%d" % pport
     wait_http(purl + "/v1/health")
-    start([HOARDD, "--role", "target", "--listen", "127.0.0.1:%d" % tport, "--data",
-           os.path.join(cdir, "t"), "--log.level", "warn", "--cluster.join", purl]
-          + os.environ.get("BENCH_HOARD_ARGS", "").split(), os.path.join(B, "target.log"), env)
+    hoard_procs.append(start([HOARDD, "--role", "target", "--listen", "127.0.0.1:%d" % tport,
+                              "--data", os.path.join(cdir, "t"), "--log.level", "warn",
+                              "--cluster.join", purl]
+                             + os.environ.get("BENCH_HOARD_ARGS", "").split(),
+                             os.path.join(B, "target.log"), env))
     wait_http("http://127.0.0.1:%d/v1/health?ready=true" % tport)
     api("POST", purl + "/v1/buckets/cgb?provider=aws",
         {"upstream": {"endpoint": surl, "profile": "s3rver"}})
@@ -178,7 +198,15 @@ def main():
                         B, "perf-cold-%s-%d-r%d.data" % (who, size, rep))],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     time.sleep(0.5)
-                secs = curl_all(urls(who, size), PAR, os.path.join(B, "urls.curl"))
+                pids = [ngx[0].pid] if who == "nginx" else [p.pid for p in hoard_procs]
+                cpu0 = cpu_secs(pids)
+                r = cache.hoard_bench(urls(who, size), PAR, os.path.join(B, "hb.out"),
+                                      once=True, follow=True)
+                secs = r["secs"] if r["gets"] == len(objs[size]) else float("inf")
+                # CPU seconds per GiB served: the server's own cost, steadier than MiB/s
+                # on a shared machine
+                rows.setdefault(("cpu", size, who), []).append(
+                    (cpu_secs(pids) - cpu0) / (len(objs[size]) * size / 1024.0))
                 if prof:
                     prof.send_signal(2)
                     prof.wait(60)
@@ -196,16 +224,26 @@ def main():
               subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True).stdout.strip() or "?",
               " ".join(load0), " ".join(open("/proc/loadavg").read().split()[:3])), "",
-           "| test | P | hoard MiB/s | nginx proxy_cache MiB/s | ratio (medians) |",
-           "|---|---|---|---|---|"]
+           "| test | P | hoard MiB/s | nginx proxy_cache MiB/s | ratio (medians) | paired ratios |",
+           "|---|---|---|---|---|---|"]
     for kind, who, label in (("cold", "hoard", "cold GET %d MiB (MD5 checked, default)"),
                              ("cold", "hoard-size", "cold GET %d MiB (validate_cold_get=false)"),
                              ("warm", "hoard", "warm GET %d MiB (307 followed)")):
         for size in SIZES:
             h, n = rows.get((kind, size, who), []), rows.get((kind, size, "nginx"), [])
             ratio = statistics.median(h) / statistics.median(n) if h and n else 0
-            out.append("| %s | %d | %s | %s | %.2f |"
-                       % (label % size, PAR, stat(h), stat(n), ratio))
+            pr = sorted(a / b for a, b in zip(h, n) if b)  # each repetition's own ratio
+            out.append("| %s | %d | %s | %s | %.2f | %s |"
+                       % (label % size, PAR, stat(h), stat(n), ratio,
+                          "%.2f-%.2f" % (pr[0], pr[-1]) if pr else "-"))
+    out += ["", "Server CPU seconds per GiB of cold GETs (hoard: proxy + target; nginx: all its "
+            "processes), medians (min-max):", "",
+            "| size | hoard (MD5 checked) | hoard (validate_cold_get=false) | nginx proxy_cache |",
+            "|---|---|---|---|"]
+    for size in SIZES:
+        out.append("| %d MiB | %s | %s | %s |" % (size, *(
+            "%.2f (%.2f-%.2f)" % (statistics.median(v), min(v), max(v)) if v else "-"
+            for v in (rows.get(("cpu", size, w), []) for w in ("hoard", "hoard-size", "nginx")))))
     text = "\n".join(out) + "\n"
     with open(os.path.join(TOP, BUILD, "bench", "coldget.md"), "w") as f:
         f.write(text)

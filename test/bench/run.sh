@@ -6,8 +6,9 @@
 #
 # Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
 #      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement),
-#      BENCH_ONLY=get|put|shard|cache|cluster|tls|plan|checkpoint (one part; cache =
-#      test/bench/cache.py, the caching tier; cluster = test/bench/cluster.py, GETs direct vs 307
+#      BENCH_ONLY=get|put|shard|cache|coldget|cluster|tls|plan|checkpoint (one part; cache =
+#      test/bench/cache.py, the caching tier; coldget = test/bench/coldget.py, cold and warm
+#      GETs of an S3-backed bucket vs nginx proxy_cache over the same s3rver; cluster = test/bench/cluster.py, GETs direct vs 307
 #      vs S3 relay; tls = test/bench/tls.py, 10 MiB GETs over HTTPS vs nginx with the same
 #      certificate and cipher; plan = test/bench/plan.py, epoch plans vs LRU, not in the default
 #      run: ~25 minutes; checkpoint = test/bench/checkpoint.py, a 1 GiB checkpoint: write-back vs
@@ -40,6 +41,9 @@ declare -A PUT_SLOTS=([10k]=1000 [10m]=16)
 
 if [ "${BENCH_ONLY:-all}" = cache ]; then
     exec "$PY" "$HERE/cache.py"
+fi
+if [ "${BENCH_ONLY:-all}" = coldget ]; then # cold/warm GET vs nginx proxy_cache (issue 14)
+    exec "$PY" "$HERE/coldget.py"
 fi
 if [ "${BENCH_ONLY:-all}" = plan ]; then # epoch plans vs LRU vs simulated MIN (issue 16)
     exec "$PY" "$HERE/plan.py"
@@ -304,6 +308,7 @@ echo
 echo "bench: results in $B/results.md (raw rows in $RAW)"
 if [ "$ONLY" = all ]; then # the caching tier (issue 5) and the cluster data paths (issue 4)
     "$PY" "$HERE/cache.py" || echo "bench: the caching-tier benchmark failed" >&2
+    "$PY" "$HERE/coldget.py" || echo "bench: the cold GET vs nginx proxy_cache benchmark failed" >&2
     "$PY" "$HERE/cluster.py" || echo "bench: the cluster benchmark failed" >&2
     "$PY" "$HERE/tls.py" || echo "bench: the HTTPS benchmark failed" >&2
 fi

@@ -754,6 +754,31 @@ def test_write_through_abort_and_copied_part(upstream, cache):
     assert up_uploads(u, ub) == []
 
 
+def test_write_through_upload_survives_kill9(upstream, cache):
+    """The twin's id is in the owner's catalog: after kill -9 of every target and a restart,
+    the upload goes on and completes at the upstream."""
+    ub = uname("twk9")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    s3 = cache.s3()
+    up = s3.create_multipart_upload(Bucket=b, Key="k9")
+    p1 = helpers.pattern_bytes(5 * 1024 * 1024, 51)
+    e1 = s3.upload_part(Bucket=b, Key="k9", UploadId=up["UploadId"], PartNumber=1, Body=p1)
+    for t in cache.targets:
+        t.kill9()
+    for t in cache.targets:
+        t.start()
+    helpers.wait_until(lambda: len(cache.smap()["tmap"]) == 2, timeout=30, what="targets back")
+    e2 = s3.upload_part(Bucket=b, Key="k9", UploadId=up["UploadId"], PartNumber=2, Body=b"end")
+    s3.complete_multipart_upload(
+        Bucket=b, Key="k9", UploadId=up["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1["ETag"]},
+                                   {"PartNumber": 2, "ETag": e2["ETag"]}]})
+    assert u.get_object(Bucket=ub, Key="k9")["Body"].read() == p1 + b"end"
+    assert up_uploads(u, ub) == []
+
+
 def test_write_through_part_with_upstream_down(s3rver, cache):
     """A part the upstream cannot take is refused and not recorded; sent again once the
     upstream is back, the upload completes. s3rver has no AbortMultipartUpload: an abort there
