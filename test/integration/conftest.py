@@ -243,8 +243,9 @@ class Target:
                 text = f.read().decode("utf-8", "replace")
         except OSError:
             return []
-        return re.findall(r"^.*(?:ERROR: (?:Address|Leak|Thread)Sanitizer|runtime error:).*$",
-                          text, re.M)
+        # ThreadSanitizer reports races as WARNINGs
+        return re.findall(r"^.*(?:ERROR: (?:Address|Leak|Thread)Sanitizer|"
+                          r"WARNING: ThreadSanitizer|runtime error:).*$", text, re.M)
 
     def tmp_files(self):
         return helpers.tmp_files(self.mountpaths)
