@@ -682,13 +682,18 @@ def up_uploads(u, bucket):
             .get("Uploads", [])]
 
 
+def wt_bucket(upstream, cache, prefix):
+    """A new bucket at the hoard upstream, its client and the S3-backed bucket in front of it."""
+    ub = uname(prefix)
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    return ub, u, cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+
+
 def test_write_through_parts_reach_the_upstream_before_complete(upstream, cache):
     """Each part is at the upstream once UploadPart answers (the twin upload exists from
     CreateMultipartUpload on), so Complete only completes; parts 1 and 3 of 3 make the object."""
-    ub = uname("twin")
-    u = up_client(upstream)
-    u.create_bucket(Bucket=ub)
-    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    ub, u, b = wt_bucket(upstream, cache, "twin")
     s3 = cache.s3()
     up = s3.create_multipart_upload(Bucket=b, Key="ck/model.pt", ContentType="application/x-pt",
                                     Metadata={"step": "7"})
@@ -724,10 +729,7 @@ def test_write_through_parts_reach_the_upstream_before_complete(upstream, cache)
 def test_write_through_abort_and_copied_part(upstream, cache):
     """Abort removes the twin upload too. A part made by UploadPartCopy (not forwarded as it
     is made) reaches the upstream at Complete."""
-    ub = uname("twab")
-    u = up_client(upstream)
-    u.create_bucket(Bucket=ub)
-    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    ub, u, b = wt_bucket(upstream, cache, "twab")
     s3 = cache.s3()
     up = s3.create_multipart_upload(Bucket=b, Key="gone")
     s3.upload_part(Bucket=b, Key="gone", UploadId=up["UploadId"], PartNumber=1, Body=b"x" * 100)
@@ -757,10 +759,7 @@ def test_write_through_abort_and_copied_part(upstream, cache):
 def test_write_through_upload_survives_kill9(upstream, cache):
     """The twin's id is in the owner's catalog: after kill -9 of every target and a restart,
     the upload goes on and completes at the upstream."""
-    ub = uname("twk9")
-    u = up_client(upstream)
-    u.create_bucket(Bucket=ub)
-    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    ub, u, b = wt_bucket(upstream, cache, "twk9")
     s3 = cache.s3()
     up = s3.create_multipart_upload(Bucket=b, Key="k9")
     p1 = helpers.pattern_bytes(5 * 1024 * 1024, 51)
