@@ -7,6 +7,7 @@
 #include "proxy/data/data.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "common/buf.h"
 #include "common/cksum.h"
 #include "common/errors.h"
+#include "common/hrw.h"
 #include "common/httpc.h"
 #include "common/httputil.h"
 #include "common/jsonpack.h"
@@ -117,9 +119,60 @@ static int tokens_call(struct hd_req *r, struct hd_proxy *p, const char *method)
 
 /* ---- AuthN-style login: POST /v1/users/NAME {"password": SECRET, "expires_in": N} ---- */
 
+/* Refused logins per client address: after LOGIN_FAIL_MAX in one window of LOGIN_WINDOW_S
+ * seconds, every login from that address is refused (503 SlowDown with Retry-After) until the
+ * window ends, so guessing a secret is slow, while other addresses log in as usual. The table
+ * is small and fixed: an address takes its hash's slot once the window there has ended (two
+ * addresses that share a live slot share its count). */
+#define LOGIN_FAIL_MAX 10
+#define LOGIN_WINDOW_S 60
+#define LOGIN_SLOTS 1024
+
+static struct login_slot {
+    char addr[64];
+    time_t start;
+    int fails;
+} login_slots[LOGIN_SLOTS];
+static pthread_mutex_t login_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct login_slot *login_slot(const char *addr, time_t now)
+{
+    struct login_slot *sl = &login_slots[hd_hrw_digest(addr, strlen(addr)) % LOGIN_SLOTS];
+
+    if (now - sl->start >= LOGIN_WINDOW_S || now < sl->start) {
+        snprintf(sl->addr, sizeof(sl->addr), "%s", addr);
+        sl->start = now;
+        sl->fails = 0;
+    }
+    return sl;
+}
+
+/* Seconds until addr may log in again (0: now). */
+static long login_wait(const char *addr)
+{
+    time_t now = time(NULL);
+    struct login_slot *sl;
+    long wait = 0;
+
+    pthread_mutex_lock(&login_mu);
+    sl = login_slot(addr, now);
+    if (sl->fails >= LOGIN_FAIL_MAX)
+        wait = (long)(sl->start + LOGIN_WINDOW_S - now);
+    pthread_mutex_unlock(&login_mu);
+    return wait;
+}
+
+static void login_refused(const char *addr)
+{
+    pthread_mutex_lock(&login_mu);
+    login_slot(addr, time(NULL))->fails++;
+    pthread_mutex_unlock(&login_mu);
+}
+
 struct login {
     struct hd_proxy *p;
     char user[HD_SIGV4_AK_MAX];
+    char addr[64];
 };
 
 static void login_end(struct hd_req *r, void *ctx, json_t *j)
@@ -137,6 +190,7 @@ static void login_end(struct hd_req *r, void *ctx, json_t *j)
     /* an unknown key costs the same comparison as a wrong password */
     if (!hd_kdf_equal(k ? k->secret : "-unknown-key-", pw) || !k) {
         hd_stats_inc(HD_ST_AUTH_FAILED);
+        login_refused(l->addr);
         hd_resp_err_msg(r, HD_EACCESS, "invalid credentials");
         return;
     }
@@ -156,9 +210,21 @@ void hd_proxy_ais_login(struct hd_req *r, struct hd_proxy *p)
 {
     const char *name = r->raw_path + strlen("/v1/users/");
     struct login *l;
+    char ra[64], addr[64], after[24];
+    long wait;
 
     if (tokens_call(r, p, "POST") < 0)
         return;
+    snprintf(addr, sizeof(addr), "%s", hd_req_remote(r, ra, sizeof(ra)));
+    if ((wait = login_wait(addr)) > 0) {
+        HD_LOG(HD_WARN, r->id, "login from %s refused: %d refused logins in %d s", addr,
+               LOGIN_FAIL_MAX, LOGIN_WINDOW_S);
+        snprintf(after, sizeof(after), "%ld", wait);
+        hd_resp_header(r, "Retry-After", after);
+        hd_resp_err_msg(r, HD_ESLOWDOWN,
+                        "Too many refused logins from this address: try again later.");
+        return;
+    }
     if (!*name || strlen(name) >= sizeof(l->user) || strchr(name, '/') || strchr(name, '%')) {
         hd_resp_err_msg(r, HD_EACCESS, "invalid credentials");
         return;
@@ -169,6 +235,7 @@ void hd_proxy_ais_login(struct hd_req *r, struct hd_proxy *p)
     }
     l->p = p;
     snprintf(l->user, sizeof(l->user), "%s", name);
+    snprintf(l->addr, sizeof(l->addr), "%s", addr);
     hd_req_read_json(r, LOGIN_BODY_MAX, login_end, l, free);
 }
 

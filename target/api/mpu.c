@@ -73,8 +73,8 @@ static int has_col(sqlite3 *db, const char *table, const char *col)
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
         return 0;
     while (!found && sqlite3_step(s) == SQLITE_ROW)
-        found = sqlite3_column_text(s, 1) &&
-                strcmp((const char *)sqlite3_column_text(s, 1), col) == 0;
+        found =
+            sqlite3_column_text(s, 1) && strcmp((const char *)sqlite3_column_text(s, 1), col) == 0;
     sqlite3_finalize(s);
     return found;
 }
@@ -427,7 +427,9 @@ static int create_insert(struct create_arg *ca)
         bind_text_or_null(s, 6, ca->meta);
         bind_text_or_null(s, 7, ca->ck == HD_CK_NONE ? NULL : hd_cksum_name(ca->ck));
         bind_text_or_null(s, 8,
-                          ca->ck == HD_CK_NONE ? NULL : ca->full ? "FULL_OBJECT" : "COMPOSITE");
+                          ca->ck == HD_CK_NONE ? NULL
+                          : ca->full           ? "FULL_OBJECT"
+                                               : "COMPOSITE");
         bind_text_or_null(s, 9, ca->hdrs);
         bind_text_or_null(s, 10, ca->up_id);
         rc = db_run(&d, s, "multipart create");
@@ -1969,8 +1971,10 @@ static void abort_run(struct hd_acall *a)
     char msg[512];
 
     if (aa->cb && hd_cache_mpu_up_abort(aa->cb, aa->key, aa->up_id, msg, sizeof(msg)) < 0) {
-        HD_LOG(HD_WARN, a->rid, "multipart %s: aborting the upstream's upload %s (tried again "
-               "later): %s", aa->id, aa->up_id, msg);
+        HD_LOG(HD_WARN, a->rid,
+               "multipart %s: aborting the upstream's upload %s (tried again "
+               "later): %s",
+               aa->id, aa->up_id, msg);
         hd_cache_wb_orphan(aa->cache, aa->bucket, aa->key, aa->up_id);
     }
     a->rc = abort_local(aa->mp, aa->id, aa->bucket, aa->key);

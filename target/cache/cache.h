@@ -186,8 +186,8 @@ int hd_cache_mpu_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket
 /* Blocking (pool threads, never HTTP workers): creates the twin (up_id gets its id) and
  * aborts it (none left is success). 0, or the error with msg filled. */
 int hd_cache_mpu_up_create(struct hd_cbucket *cb, const char *key, const char *ctype,
-                           const char *meta, const char *hdrs, char *up_id, size_t idlen,
-                           char *msg, size_t msglen);
+                           const char *meta, const char *hdrs, char *up_id, size_t idlen, char *msg,
+                           size_t msglen);
 int hd_cache_mpu_up_abort(struct hd_cbucket *cb, const char *key, const char *up_id, char *msg,
                           size_t msglen);
 /* DELETE through to the upstream, then locally; answers r. */

@@ -133,8 +133,8 @@ static void mpu_run(struct hd_acall *a)
     }
     snprintf(id, sizeof(id), "%s", w->up_id);
     if (!id[0]) {
-        a->rc = hd_s3c_mpu_create(&w->cb->s3, w->cb->remote, w->key, w->ctype, w->meta, w->hdrs,
-                                  id, sizeof(id), &err);
+        a->rc = hd_s3c_mpu_create(&w->cb->s3, w->cb->remote, w->key, w->ctype, w->meta, w->hdrs, id,
+                                  sizeof(id), &err);
         snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
         if (a->rc < 0)
             goto out;
@@ -172,8 +172,7 @@ static int dup_or(const char *s, char **out)
 /* Starts the call of w for r (the first time: then only starts it with submit_only), or
  * parks r until it is done; then etag_out. */
 static int through(struct hd_req *r, struct hd_cache *c, struct wtctx *w, hd_acall_fn run,
-                   int submit_only, struct hd_wt **wt, char etag_out[48], char *msg,
-                   size_t msglen)
+                   int submit_only, struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen)
 {
     struct hd_acall *a;
     char hex[33];
@@ -233,10 +232,11 @@ static int wt_body(struct wtctx *w, struct hd_put *p, int md5_known, char *msg, 
 
     w->size = hd_put_size(p);
     if (w->size > WT_MAX) {
-        snprintf(msg, msglen, "%s", w->up_id ? "Parts over 5 GiB cannot be uploaded to S3."
-                                             : "Objects over 5 GiB cannot be written through "
-                                               "to an upstream in one PUT: use a multipart "
-                                               "upload.");
+        snprintf(msg, msglen, "%s",
+                 w->up_id ? "Parts over 5 GiB cannot be uploaded to S3."
+                          : "Objects over 5 GiB cannot be written through "
+                            "to an upstream in one PUT: use a multipart "
+                            "upload.");
         return HD_ETOOLARGE;
     }
     if ((rc = hd_put_flush(p)) < 0)
@@ -249,10 +249,10 @@ static int wt_body(struct wtctx *w, struct hd_put *p, int md5_known, char *msg, 
     return 0;
 }
 
-static int put_or_part(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
-                       const char *key, const char *up_id, unsigned part, struct hd_put *p,
-                       int md5_known, const char *ctype, const char *meta, const char *hdrs,
-                       struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen)
+static int put_or_part(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
+                       const char *up_id, unsigned part, struct hd_put *p, int md5_known,
+                       const char *ctype, const char *meta, const char *hdrs, struct hd_wt **wt,
+                       char etag_out[48], char *msg, size_t msglen)
 {
     struct wtctx *w = NULL;
     int rc;
@@ -331,8 +331,8 @@ void hd_cache_wt_free(struct hd_wt *wt)
 /* ---- write-through multipart: the blocking calls (pool threads) ---- */
 
 int hd_cache_mpu_up_create(struct hd_cbucket *cb, const char *key, const char *ctype,
-                           const char *meta, const char *hdrs, char *up_id, size_t idlen,
-                           char *msg, size_t msglen)
+                           const char *meta, const char *hdrs, char *up_id, size_t idlen, char *msg,
+                           size_t msglen)
 {
     struct hd_s3c_err err;
     int rc;

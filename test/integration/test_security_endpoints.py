@@ -304,6 +304,36 @@ def test_login(sc):
     all_alive(sc)
 
 
+def login_from(url, src, password):
+    """POST a login from source address src (any 127/8 address reaches a loopback listener)."""
+    import http.client
+    u = urllib.parse.urlsplit(url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=10, source_address=(src, 0))
+    try:
+        c.request("POST", u.path, body=json.dumps({"password": password}),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        c.close()
+
+
+def test_login_guessing_is_slowed(sc):
+    """Ten refused logins from one address in a minute: every login from it (even with the
+    right secret) gets 503 SlowDown with Retry-After for the rest of the minute, while another
+    address still logs in."""
+    url = sc.p1.url + "/v1/users/" + ADMIN[0]
+    for _ in range(10):
+        st, _, body = login_from(url, "127.0.0.7", "guess")
+        assert st == 403, body
+    st, h, body = login_from(url, "127.0.0.7", ADMIN[1])
+    assert st == 503 and b"SlowDown" in body and b"token" not in body, (st, body)
+    assert 0 < int(h["Retry-After"]) <= 60, h
+    st, _, body = login_from(url, "127.0.0.8", ADMIN[1])
+    assert st == 200 and json.loads(body)["token"], body
+    all_alive(sc)
+
+
 def test_targets_refuse_clients(sc):
     """On a target's own port every endpoint but health and metrics wants a node signature or
     a proxy's redirect capability: a client with a valid key, without one, or with a forged
