@@ -1556,7 +1556,8 @@ static char *parts_json(const struct src *sc)
 /* Starts completing u's twin with the parts of sc (or, for an upload begun before twins,
  * making one and sending them all): complete_end waits for it. */
 static int twin_start(struct hd_req *r, struct complete_ctx *cc, struct upload *u,
-                      struct mountpath *mp, const struct src *sc, const char **msg)
+                      struct mountpath *mp, const struct src *sc, const char *etag,
+                      const char **msg)
 {
     char path[PATH_MAX], uetag[48];
     size_t i;
@@ -1574,7 +1575,7 @@ static int twin_start(struct hd_req *r, struct complete_ctx *cc, struct upload *
             return -ENOMEM;
     }
     rc = hd_cache_mpu_through(r, cc->t->cache, cc->cb, cc->key, cc->up_id, u->ctype, u->meta,
-                              u->hdrs, cc->uparts, cc->nuparts, &cc->wt, uetag, cc->twin_msg,
+                              u->hdrs, cc->uparts, cc->nuparts, etag, &cc->wt, uetag, cc->twin_msg,
                               sizeof(cc->twin_msg));
     if (rc == HD_AGAIN)
         return 0;
@@ -1641,7 +1642,7 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
     /* write-through: the twin is completed while the parts are assembled here (unless a
      * full-object checksum is to be checked on the assembled bytes first) */
     if (cc->cb && !cc->cb->props.write_back && vt == HD_CK_NONE &&
-        (rc = twin_start(r, cc, &u, mp, &sc, msg)) < 0)
+        (rc = twin_start(r, cc, &u, mp, &sc, res->etag, msg)) < 0)
         goto out;
     rc = copy_parts(p, mp, &sc);
     if (rc < 0 && cc->wt) { /* the upstream's answer decides; the cache goes without */
@@ -1714,7 +1715,7 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
         cc->a.hdrs = cc->hdrs;
         cc->a.parts = cc->parts;
         cc->a.ck_val = a.ck_type ? cc->res.ck_val : NULL;
-        if (!cc->wt && (rc = twin_start(r, cc, &u, mp, &sc, msg)) < 0)
+        if (!cc->wt && (rc = twin_start(r, cc, &u, mp, &sc, res->etag, msg)) < 0)
             goto out;
         cc->p = p;
         p = NULL;
@@ -1769,7 +1770,7 @@ static void complete_end(struct hd_req *r)
         hd_xml_complete_cleanup(&req);
     through:
         rc = hd_cache_mpu_through(r, cc->t->cache, cc->cb, cc->key, cc->up_id, cc->ctype, cc->meta,
-                                  cc->hdrs, cc->uparts, cc->nuparts, &cc->wt, uetag, wmsg,
+                                  cc->hdrs, cc->uparts, cc->nuparts, NULL, &cc->wt, uetag, wmsg,
                                   sizeof(wmsg));
         if (rc == HD_AGAIN)
             return; /* parked: complete_end runs again when the upload is done */

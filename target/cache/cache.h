@@ -176,13 +176,16 @@ struct hd_cache_upart {
     uint64_t size;
 };
 /* Completes the twin up_id (NULL or "": created first, with ctype, meta and hdrs) from
- * parts[0..n) (copied); etag_out gets the object's upstream ETag. As hd_cache_put_through,
+ * parts[0..n) (copied); etag_out gets the object's upstream ETag. An upstream multipart ETag
+ * other than expect_etag (the ETag the parts make) is HD_EINVALIDPART: the upstream answered
+ * a repeated Complete with other parts than these. As hd_cache_put_through,
  * but the first call only starts the work (HD_AGAIN, r not parked), so that the caller can
  * do its own meanwhile; the next calls park r or give the result. */
 int hd_cache_mpu_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                          const char *key, const char *up_id, const char *ctype, const char *meta,
                          const char *hdrs, const struct hd_cache_upart *parts, size_t n,
-                         struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen);
+                         const char *expect_etag, struct hd_wt **wt, char etag_out[48], char *msg,
+                         size_t msglen);
 /* Blocking (pool threads, never HTTP workers): creates the twin (up_id gets its id) and
  * aborts it (none left is success). 0, or the error with msg filled. */
 int hd_cache_mpu_up_create(struct hd_cbucket *cb, const char *key, const char *ctype,

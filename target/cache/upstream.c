@@ -11,11 +11,13 @@
  * Entry points run on HTTP workers; the upstream calls on pool threads (hd_acall). */
 #include "target/cache/int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common/cksum.h"
@@ -44,6 +46,7 @@ struct wtctx {
     unsigned part; /* UploadPart */
     struct hd_cache_upart *parts; /* Complete */
     size_t nparts;
+    char expect[48]; /* Complete: the ETag the parts make ("md5-N") */
     char etag[48];
 };
 
@@ -114,6 +117,22 @@ static void wt_run(struct hd_acall *a)
         hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
 }
 
+/* An S3 multipart ETag, "<md5 hex>-<parts>": the MD5 of the parts' MD5s, comparable to ours. */
+static int multipart_etag(const char *e)
+{
+    size_t i;
+
+    for (i = 0; i < 32; i++)
+        if (!isxdigit((unsigned char)e[i]))
+            return 0;
+    if (e[32] != '-' || !e[33])
+        return 0;
+    for (i = 33; e[i]; i++)
+        if (!isdigit((unsigned char)e[i]))
+            return 0;
+    return 1;
+}
+
 /* The end of a write-through multipart upload: the upstream's twin is created when there is
  * none yet, the parts it does not have are sent from their files, then it is completed. A
  * twin made here is aborted again when that fails. */
@@ -152,6 +171,14 @@ static void mpu_run(struct hd_acall *a)
     a->rc = hd_s3c_mpu_complete(&w->cb->s3, w->cb->remote, w->key, id, nums,
                                 (const char(*)[48])etags, w->nparts, w->etag, &err);
     snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
+    if (a->rc == 0 && multipart_etag(w->etag) && strcasecmp(w->etag, w->expect) != 0) {
+        /* an upstream answering a repeated Complete (S3 does) with what it was given first */
+        a->rc = HD_EINVALIDPART;
+        snprintf(a->msg, sizeof(a->msg),
+                 "The upstream completed this upload with other parts: its object's ETag is "
+                 "%s, the parts listed make %s.",
+                 w->etag, w->expect);
+    }
 out:
     if (a->rc < 0) {
         hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
@@ -292,7 +319,8 @@ int hd_cache_part_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucke
 int hd_cache_mpu_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,
                          const char *key, const char *up_id, const char *ctype, const char *meta,
                          const char *hdrs, const struct hd_cache_upart *parts, size_t n,
-                         struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen)
+                         const char *expect_etag, struct hd_wt **wt, char etag_out[48], char *msg,
+                         size_t msglen)
 {
     struct wtctx *w = NULL;
     size_t i;
@@ -308,6 +336,7 @@ int hd_cache_mpu_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket
                 wtctx_free(w);
             return -ENOMEM;
         }
+        snprintf(w->expect, sizeof(w->expect), "%s", expect_etag ? expect_etag : "");
         for (w->nparts = 0; w->nparts < n; w->nparts++) {
             i = w->nparts;
             w->parts[i] = parts[i];

@@ -778,6 +778,37 @@ def test_write_through_upload_survives_kill9(upstream, cache):
     assert up_uploads(u, ub) == []
 
 
+def test_write_through_complete_after_the_twin_completed(upstream, cache):
+    """A Complete whose twin the upstream already completed (an earlier try that timed out at
+    the client, or a target that died between the upstream's commit and its own): an
+    upstream that answers a repeated Complete with its first answer (hoard does, as S3 does
+    for a while) is believed only when its ETag is the one these parts make; otherwise the
+    Complete is refused and nothing is cached."""
+    ub, u, b = wt_bucket(upstream, cache, "twre")
+    s3 = cache.s3()
+    parts = [helpers.pattern_bytes(5 * 1024 * 1024, 61), b"tail"]
+    for key, upto in (("same", 2), ("other", 1)):
+        up = s3.create_multipart_upload(Bucket=b, Key=key)
+        etags = [s3.upload_part(Bucket=b, Key=key, UploadId=up["UploadId"], PartNumber=i + 1,
+                                Body=p)["ETag"] for i, p in enumerate(parts)]
+        twin = [i for k, i in up_uploads(u, ub) if k == key][0]
+        listed = [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]
+        u.complete_multipart_upload(Bucket=ub, Key=key, UploadId=twin,
+                                    MultipartUpload={"Parts": listed[:upto]})
+        if upto == 2:
+            r = s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=up["UploadId"],
+                                             MultipartUpload={"Parts": listed})
+            assert r["ETag"] == u.head_object(Bucket=ub, Key=key)["ETag"]
+            assert s3.get_object(Bucket=b, Key=key)["Body"].read() == b"".join(parts)
+            assert key in cached_names(cache, b)
+        else:  # the upstream holds something else: not ours to claim
+            with pytest.raises(Exception) as e:
+                s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=up["UploadId"],
+                                             MultipartUpload={"Parts": listed})
+            assert e.value.response["Error"]["Code"] == "InvalidPart", e.value.response
+            assert key not in cached_names(cache, b)
+
+
 def test_write_through_part_with_upstream_down(s3rver, cache):
     """A part the upstream cannot take is refused and not recorded; sent again once the
     upstream is back, the upload completes. s3rver has no AbortMultipartUpload: an abort there
