@@ -404,9 +404,8 @@ static int parse_sizes(const char *s, struct cfg *c)
     char buf[512], *save = NULL, *tok;
     size_t i;
 
-    if (strlen(s) >= sizeof(buf))
+    if ((size_t)snprintf(buf, sizeof(buf), "%s", s) >= sizeof(buf))
         return -1;
-    strcpy(buf, s);
     c->nsizes = 0;
     c->wsum = 0;
     c->size_max = 0;
