@@ -105,9 +105,29 @@ def client(url):
 
 
 def timed_upload(s3, path, bucket, key):
+    """Seconds for the whole upload; prints the parts phase and CompleteMultipartUpload's."""
+    marks = {}
+
+    def before(**_):
+        marks["c0"] = time.monotonic()
+
+    def after(**_):
+        marks["c1"] = time.monotonic()
+
+    ev = "call.s3.CompleteMultipartUpload"
+    s3.meta.events.register("before-" + ev, before)
+    s3.meta.events.register("after-" + ev, after)
     t0 = time.monotonic()
-    s3.upload_file(path, bucket, key)
-    return time.monotonic() - t0
+    try:
+        s3.upload_file(path, bucket, key)
+    finally:
+        s3.meta.events.unregister("before-" + ev, before)
+        s3.meta.events.unregister("after-" + ev, after)
+    t = time.monotonic() - t0
+    if "c1" in marks:
+        print("    %s: parts %.2f s, complete %.2f s"
+              % (bucket, marks["c0"] - t0, marks["c1"] - marks["c0"]), flush=True)
+    return t
 
 
 def flush_time(purl, bucket, t_start):
