@@ -203,8 +203,12 @@ static int tmpfile_with(const char *data, size_t n)
 
 HD_SUITE(tarstream_local)
 {
-    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name,    ts_sink,
-                                                ts_failed,  ts_written, ts_stopped};
+    static const struct hd_tarstream_ops ops = {.resolve = ts_resolve,
+                                                .name = ts_name,
+                                                .sink = ts_sink,
+                                                .failed = ts_failed,
+                                                .written = ts_written,
+                                                .stopped = ts_stopped};
     struct hd_tarstream_cfg cfg = {3, 2, 4096};
     struct ts t;
     struct members ms;
