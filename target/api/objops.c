@@ -61,6 +61,7 @@ struct objcall {
     struct hd_target *t;
     char *bucket, *key;
     int head, quiet_missing;
+    int64_t rterm, rversion; /* the map the request was routed by */
 };
 
 static void objcall_free(void *arg)
@@ -88,6 +89,8 @@ static void objcall_start(struct hd_req *r, struct hd_target *t, const char *buc
     o->t = t;
     o->head = head;
     o->quiet_missing = quiet_missing;
+    o->rterm = r->routed_term;
+    o->rversion = r->routed_version;
     hd_acall_request(r, t->pool, run, done, o, objcall_free);
 }
 
@@ -97,7 +100,7 @@ static void gfn_run(struct hd_acall *a)
 {
     struct objcall *o = a->arg;
 
-    a->rc = hd_rebalance_gfn(o->t->rb, o->bucket, o->key);
+    a->rc = hd_rebalance_gfn(o->t->rb, o->rterm, o->rversion, o->bucket, o->key);
 }
 
 /* Looks again either way: the old owner may also have pushed the object here since the
@@ -133,7 +136,7 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
         return;
     }
     rc = open_local(r, t, bucket, key, head, &m, &fd);
-    if (rc == HD_ENOSUCHKEY && !local_probe(r) && hd_rebalance_may_gfn(t->rb, bucket, key)) {
+    if (rc == HD_ENOSUCHKEY && !local_probe(r) && hd_rebalance_may_gfn(t->rb, r, bucket, key)) {
         /* while the cluster map changes another target may hold it (gfn copies it here) */
         objcall_start(r, t, bucket, key, head, 0, gfn_run, gfn_done);
         return;
