@@ -932,6 +932,23 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
     return queue_ex(r, status, resp, size == UINT64_MAX ? 0 : size, stream_disown, s);
 }
 
+int hd_resp_mem(struct hd_req *r, int status, const void *data, size_t len,
+                void (*free_cb)(void *cls), void *cls)
+{
+    struct MHD_Response *resp;
+
+    resp = r->responded ? NULL
+                        : MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)data,
+                                                                                 free_cb, cls);
+    if (!resp) {
+        if (free_cb)
+            free_cb(cls);
+        return r->responded ? -EALREADY : -ENOMEM;
+    }
+    /* a response MHD refuses is destroyed in queue_ex, which runs free_cb */
+    return queue(r, status, resp, len);
+}
+
 /* The bucket of a native object or bucket call (/v1/objects/B/..., /v1/buckets/B), for the
  * per-bucket metrics; S3 calls have theirs set by the S3 front. Names that are not valid
  * bucket names (a bad request) are not counted. */
