@@ -337,6 +337,11 @@ static int queue_ex(struct hd_req *r, int status, struct MHD_Response *resp, uin
     for (i = 0; i < r->nrh; i++)
         if (!overridden(r, status, r->rh[i].k))
             add_header(resp, r->rh[i].k, r->rh[i].v);
+    for (i = 0; i < r->nxh; i++)
+        if (!overridden(r, status, r->xh[i].k))
+            add_header(resp, r->xh[i].k, r->xh[i].v);
+    r->xh = NULL;
+    r->nxh = 0;
     for (i = 0; i < r->novr; i++)
         if (overridden(r, status, r->ovr[i].k))
             add_header(resp, r->ovr[i].k, r->ovr[i].v);

@@ -83,6 +83,10 @@ struct hd_req {
      * hd_resp_override) */
     struct hd_kv *ovr;
     size_t novr;
+    /* more response headers, borrowed: added after rh by the next response queued (and
+     * forgotten then); the caller clears them if nothing was queued */
+    const struct hd_kv *xh;
+    size_t nxh;
 
     /* handler hooks and state.
      * on_body returns 0 when it took all of data, a negative code on error, or, for flow
