@@ -621,24 +621,17 @@ static void collect(struct rloop *l)
     }
 }
 
-static void begin(struct rloop *l, struct relay *y)
+/* A new easy handle with the options every relay shares (begin sets the rest each time:
+ * a handle is reused without curl_easy_reset). */
+static CURL *handle_new(void)
 {
-    CURL *c = l->nidle ? l->idle[--l->nidle] : curl_easy_init();
+    CURL *c = curl_easy_init();
 
-    if (!c) {
-        end_transfer(y, CURLE_OUT_OF_MEMORY, "out of memory");
-        return;
-    }
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, y->url);
-    hd_tls_curl(c);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, y->hdrs);
+    if (!c)
+        return NULL;
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, y);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, y);
-    curl_easy_setopt(c, CURLOPT_PRIVATE, y);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, y->err);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
@@ -651,19 +644,42 @@ static void begin(struct rloop *l, struct relay *y)
     curl_easy_setopt(c, CURLOPT_BUFFERSIZE, CURL_BUF);
     curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, CURL_BUF);
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    return c;
+}
+
+static void begin(struct rloop *l, struct relay *y)
+{
+    CURL *c = l->nidle ? l->idle[--l->nidle] : handle_new();
+    const char *custom = NULL;
+
+    if (!c) {
+        end_transfer(y, CURLE_OUT_OF_MEMORY, "out of memory");
+        return;
+    }
+    curl_easy_setopt(c, CURLOPT_URL, y->url);
+    hd_tls_curl(c); /* each time: a reload (SIGHUP) applies to the next transfer */
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, y->hdrs);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, y);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, y);
+    curl_easy_setopt(c, CURLOPT_READDATA, y);
+    curl_easy_setopt(c, CURLOPT_PRIVATE, y);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, y->err);
+    /* the method, undoing the last transfer's: NOBODY 0 and UPLOAD 0 make it a GET */
+    curl_easy_setopt(c, CURLOPT_NOBODY, 0L);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 0L);
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)-1);
     if (strcmp(y->method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (y->has_body) {
         curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(c, CURLOPT_READDATA, y);
         if (y->body_len >= 0)
             curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)y->body_len);
         if (strcmp(y->method, "PUT") != 0)
-            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, y->method);
+            custom = y->method;
     } else if (strcmp(y->method, "GET") != 0) {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, y->method);
+        custom = y->method;
     }
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, custom);
     y->easy = c;
     if (curl_multi_add_handle(l->multi, c) != CURLM_OK) {
         y->easy = NULL;
