@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <uv.h>
@@ -108,6 +109,8 @@ struct sock {
     uv_poll_t poll;
     curl_socket_t fd;
     struct rloop *l;
+    int ev;     /* the events watched now, 0 when stopped */
+    int parked; /* dropped by curl (a cached keep-alive connection) but still watched */
 };
 
 /* One libuv loop driving one libcurl multi handle: an HTTP worker's own loop (loop mode,
@@ -621,14 +624,19 @@ static void collect(struct rloop *l)
     }
 }
 
+static int on_close_socket(void *arg, curl_socket_t fd);
+
 /* A new easy handle with the options every relay shares (begin sets the rest each time:
  * a handle is reused without curl_easy_reset). */
-static CURL *handle_new(void)
+static CURL *handle_new(struct rloop *l)
 {
     CURL *c = curl_easy_init();
 
     if (!c)
         return NULL;
+    /* connections remember these from the handle that opened them */
+    curl_easy_setopt(c, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+    curl_easy_setopt(c, CURLOPT_CLOSESOCKETDATA, l);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
@@ -649,7 +657,7 @@ static CURL *handle_new(void)
 
 static void begin(struct rloop *l, struct relay *y)
 {
-    CURL *c = l->nidle ? l->idle[--l->nidle] : handle_new();
+    CURL *c = l->nidle ? l->idle[--l->nidle] : handle_new(l);
     const char *custom = NULL;
 
     if (!c) {
@@ -820,6 +828,12 @@ static void on_poll(uv_poll_t *p, int status, int events)
     struct sock *s = p->data;
     int flags = 0, running;
 
+    if (s->parked) { /* a cached connection closed by the peer, or stray data: curl finds out
+                        when it would reuse it; stop watching */
+        uv_poll_stop(&s->poll);
+        s->ev = s->parked = 0;
+        return;
+    }
     if (status < 0)
         flags = CURL_CSELECT_ERR;
     if (events & UV_READABLE)
@@ -853,9 +867,18 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp
         l->nsocks = n;
     }
     s = l->socks[fd];
+    /* Every uv_poll_start or _stop is an epoll_ctl (two for a start: libuv deletes the
+     * descriptor first), and libcurl drops its watch each time a keep-alive connection goes
+     * back to its cache and asks for it again when the connection is reused: a connection
+     * parked while watched for reading stays watched, so that the next request on it costs
+     * no epoll_ctl. on_close_socket stops the watch before libcurl closes the descriptor. */
     if (what == CURL_POLL_REMOVE) {
-        if (s)
+        if (s && s->ev == UV_READABLE) {
+            s->parked = 1;
+        } else if (s && s->ev) {
             uv_poll_stop(&s->poll); /* kept: the descriptor number comes back */
+            s->ev = 0;
+        }
         return 0;
     }
     if (!s) {
@@ -873,7 +896,34 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp
         ev |= UV_READABLE;
     if (what & CURL_POLL_OUT)
         ev |= UV_WRITABLE;
-    return uv_poll_start(&s->poll, ev, on_poll) < 0 ? -1 : 0;
+    s->parked = 0;
+    if (ev == s->ev)
+        return 0;
+    if (!ev) {
+        uv_poll_stop(&s->poll);
+        s->ev = 0;
+        return 0;
+    }
+    if (uv_poll_start(&s->poll, ev, on_poll) < 0) {
+        s->ev = 0;
+        return -1;
+    }
+    s->ev = ev;
+    return 0;
+}
+
+/* libcurl closes a connection's descriptor: stop watching it first (it may still be watched
+ * while parked), so that the number, reused for another socket, starts afresh. */
+static int on_close_socket(void *arg, curl_socket_t fd)
+{
+    struct rloop *l = arg;
+    struct sock *s = fd >= 0 && (size_t)fd < l->nsocks ? l->socks[fd] : NULL;
+
+    if (s && s->ev) {
+        uv_poll_stop(&s->poll);
+        s->ev = s->parked = 0;
+    }
+    return close(fd);
 }
 
 static void on_trim(uv_timer_t *t)
