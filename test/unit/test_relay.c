@@ -436,6 +436,45 @@ out:
     fx_stop(&f);
 }
 
+/* Keep-alive connections to a node stay watched while libcurl has them parked in its cache:
+ * when the node goes away and a new one answers, the dead connections are noticed and closed,
+ * and the new ones (often on the same descriptor numbers) are watched afresh. */
+HD_SUITE(relay_node_restart)
+{
+    struct fx f;
+    struct ht_xfer xs[8], *xp[8];
+    char url[128];
+    size_t i, round;
+
+    CHECK_EQ_INT(fx_start(&f, 64), 0);
+    if (!f.ok)
+        goto out;
+    for (round = 0; round < 3; round++) {
+        for (i = 0; i < 8; i++) {
+            snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/%zu", f.front_port, 1000 + i);
+            ht_init(&xs[i], "GET", url);
+            xp[i] = &xs[i];
+        }
+        CHECK_EQ_INT(ht_perform_all(xp, 8, NULL, NULL), 0);
+        for (i = 0; i < 8; i++) {
+            CHECK_EQ_INT(xs[i].status, 200);
+            CHECK(xs[i].len == 1000 + i && ht_pat_equal(xs[i].body, SEED, 0, xs[i].len));
+            ht_cleanup(&xs[i]);
+        }
+        if (round == 2)
+            break;
+        /* the node restarts (on another port): every parked connection is closed by it */
+        CHECK(ht_wait(relays_gone, f.rl, WAIT_MS));
+        hd_http_stop(f.be);
+        f.be = NULL;
+        CHECK_EQ_INT(ht_server_start(backend, &f, 2, &f.be, &f.be_port), 0);
+        if (!f.be)
+            break;
+    }
+out:
+    fx_stop(&f);
+}
+
 #define NCONC 32
 
 HD_SUITE(relay_concurrent)
