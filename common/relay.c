@@ -704,16 +704,15 @@ static void begin(struct rloop *l, struct relay *y)
         l->peak = l->nrun;
 }
 
-/* A queue entry: start y, abort it (client gone), unpause it, or watch a trickling upload.
- * 1 when a transfer was started. */
-static int service(struct rloop *l, struct relay *y)
+/* A queue entry: start y, abort it (client gone), unpause it, or watch a trickling upload. */
+static void service(struct rloop *l, struct relay *y)
 {
     int unpause, lazy, gone;
 
     pthread_mutex_lock(&y->mu);
     if (y->done) {
         pthread_mutex_unlock(&y->mu);
-        return 0;
+        return;
     }
     gone = !y->r;
     unpause = y->unpause;
@@ -725,7 +724,6 @@ static int service(struct rloop *l, struct relay *y)
             end_transfer(y, CURLE_ABORTED_BY_CALLBACK, NULL);
         else
             begin(l, y);
-        return y->easy != NULL;
     } else if (gone) {
         finish(l, y, CURLE_ABORTED_BY_CALLBACK, NULL);
     } else if (unpause) {
@@ -733,7 +731,6 @@ static int service(struct rloop *l, struct relay *y)
     } else if (lazy) {
         lazy_add(l, y);
     }
-    return 0;
 }
 
 static void shutdown_loop(struct rloop *l);
@@ -742,7 +739,7 @@ static void shutdown_loop(struct rloop *l);
 static void drain(struct rloop *l)
 {
     struct relay *q, *y;
-    int stopping, started = 0, running;
+    int stopping;
 
     pthread_mutex_lock(&l->qmu);
     q = l->qhead;
@@ -759,13 +756,9 @@ static void drain(struct rloop *l)
     while (q) {
         y = q;
         q = q->wnext;
-        started |= service(l, y);
+        service(l, y);
         relay_unref(y); /* the queue entry's */
     }
-    /* new transfers go out now (connection reuse, the request sent), not from libcurl's 0 ms
-     * timer on the next turn of the loop: one loop turn less per relayed request */
-    if (started && !stopping)
-        curl_multi_socket_action(l->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     collect(l);
     if (stopping)
         shutdown_loop(l);
