@@ -765,7 +765,7 @@ static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn re
     snprintf(u->reqid, sizeof(u->reqid), "%s", r->id);
     u->meta = meta;
     hd_buf_init(&u->tar);
-    rc = hd_ring_init(&u->ring, 64u * 1024, HD_BATCH_RING);
+    rc = hd_ring_init(&u->ring, HD_BATCH_RING, HD_BATCH_RING); /* no growing: copies */
     if (rc == 0 && meta) {
         u->sizes = calloc(b->n, sizeof(*u->sizes));
         u->errs = calloc(b->n, sizeof(*u->errs));
