@@ -62,6 +62,8 @@ struct hd_req {
     int trusted;                   /* carries a valid proxy authorisation (cluster): 0, or
                                     * HD_TRUST_REDIRECT (a client sent by a proxy's 307) or
                                     * HD_TRUST_NODE (a proxy's relay or another node's call) */
+    int64_t routed_term;           /* the cluster map version a proxy routed r by (its */
+    int64_t routed_version;        /* signed psv or X-Hoard-Smap), 0.0 when none */
     int dispatched;                /* the role handler has run */
     int early;                     /* inside MHD's first call (headers only, body not read) */
     struct MHD_Response *deferred; /* an early answer held until the body is drained */

@@ -746,7 +746,8 @@ int hd_nodeauth_sign_lines(struct hd_nodeauth *na, const char *method, const cha
 /* ---- the redirect capability ---- */
 
 static int psig_mac(const struct hd_hmac *key, const char *method, const char *raw_path,
-                    long long ptime, const char *to, const char *copy_src, char out[65])
+                    long long ptime, const char *to, const char *copy_src, const char *smapv,
+                    char out[65])
 {
     struct hd_buf b;
     int rc;
@@ -755,6 +756,8 @@ static int psig_mac(const struct hd_hmac *key, const char *method, const char *r
     hd_buf_printf(&b, "HOARD1-PSIG\n%s\n%s\n%lld\n%s", method, raw_path, ptime, to);
     if (copy_src && *copy_src) /* what a CopyObject reads, authorised by the proxy */
         hd_buf_printf(&b, "\ncopy-source:%s", copy_src);
+    if (smapv && *smapv) /* the map the proxy routed by: the target waits to hold it */
+        hd_buf_printf(&b, "\nsmap:%s", smapv);
     if (b.oom) {
         hd_buf_cleanup(&b);
         return -ENOMEM;
@@ -765,17 +768,18 @@ static int psig_mac(const struct hd_hmac *key, const char *method, const char *r
 }
 
 int hd_nodeauth_psig(struct hd_nodeauth *na, const char *method, const char *raw_path,
-                     long long ptime, const char *to, const char *copy_src, char out[65])
+                     long long ptime, const char *to, const char *copy_src, const char *smapv,
+                     char out[65])
 {
     out[0] = '\0';
     if (!hd_nodeauth_on(na))
         return 0;
-    return psig_mac(na->self_h, method, raw_path, ptime, to, copy_src, out);
+    return psig_mac(na->self_h, method, raw_path, ptime, to, copy_src, smapv, out);
 }
 
 int hd_nodeauth_psig_check(struct hd_nodeauth *na, const char *pid, const char *method,
                            const char *raw_path, long long ptime, const char *copy_src,
-                           const char *sig)
+                           const char *smapv, const char *sig)
 {
     const struct hd_hmac *key;
     struct hd_hmac *own;
@@ -788,7 +792,7 @@ int hd_nodeauth_psig_check(struct hd_nodeauth *na, const char *pid, const char *
         return HD_EACCESS;
     for (i = 0; !ok && (size_t)i < na->nsecrets; i++) {
         key = node_mac(na, i, pid, 1, &own);
-        ok = key && psig_mac(key, method, raw_path, ptime, na->self, copy_src, want) == 0 &&
+        ok = key && psig_mac(key, method, raw_path, ptime, na->self, copy_src, smapv, want) == 0 &&
              hd_kdf_equal(want, sig);
         hd_hmac_free(own);
     }

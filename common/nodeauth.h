@@ -80,19 +80,24 @@ int hd_nodeauth_sign_lines(struct hd_nodeauth *na, const char *method, const cha
 
 /* The redirect capability: a proxy that answers 307 appends pid=<its id>&ptime=<expiry>&
  * psig=<HMAC(K_pid, "HOARD1-PSIG\n" METHOD "\n" raw path "\n" ptime "\n" target id
- * ["\ncopy-source:" x-amz-copy-source])> to the Location, and the target (the recipient)
+ * ["\ncopy-source:" x-amz-copy-source] ["\nsmap:" psv])> to the Location (and psv=<term>.<version>
+ * of the cluster map it routed by, when it has one), and the target (the recipient)
  * checks it. Unlike a request signature it may be used more than once until it expires (a
  * client may follow the same redirect again): it is a bearer token for one method on one path
  * at one target, like a presigned URL. copy_src (NULL or "": none) is the request's
  * x-amz-copy-source, which the proxy authorised: without it in the MAC a client could add a
- * copy source the proxy never saw to the redirected PUT and read any bucket through it. */
+ * copy source the proxy never saw to the redirected PUT and read any bucket through it.
+ * smapv (NULL or "": none) is psv: signed, so a client cannot make a target wait for a map
+ * that does not exist. */
 int hd_nodeauth_psig(struct hd_nodeauth *na, const char *method, const char *raw_path,
-                     long long ptime, const char *to, const char *copy_src, char out[65]);
+                     long long ptime, const char *to, const char *copy_src, const char *smapv,
+                     char out[65]);
 /* 0 when sig is pid's signature for us; HD_EACCESS otherwise (an expired ptime included:
- * HD_EEXPIRED). copy_src: the x-amz-copy-source of the request that carries it. */
+ * HD_EEXPIRED). copy_src: the x-amz-copy-source of the request that carries it; smapv: its
+ * psv. */
 int hd_nodeauth_psig_check(struct hd_nodeauth *na, const char *pid, const char *method,
                            const char *raw_path, long long ptime, const char *copy_src,
-                           const char *sig);
+                           const char *smapv, const char *sig);
 
 /* hex SHA-256 of a body (an empty one for len 0). */
 void hd_nodeauth_sha256_hex(const void *body, size_t len, char hex[65]);

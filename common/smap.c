@@ -21,6 +21,7 @@
 #include "common/hrw.h"
 #include "common/http.h"
 #include "common/httpc.h"
+#include "common/httputil.h"
 #include "common/log.h"
 #include "common/nodeauth.h"
 
@@ -176,6 +177,28 @@ int hd_smap_vcmp(int64_t ta, int64_t va, int64_t tb, int64_t vb)
     if (ta != tb)
         return ta < tb ? -1 : 1;
     return va < vb ? -1 : va > vb;
+}
+
+void hd_smap_vstr(const struct hd_smap *s, char out[HD_SMAP_VSTR_MAX])
+{
+    out[0] = '\0';
+    if (s)
+        snprintf(out, HD_SMAP_VSTR_MAX, "%lld.%lld", (long long)s->term, (long long)s->version);
+}
+
+int hd_smap_vparse(const char *str, int64_t *term, int64_t *version)
+{
+    char t[24];
+    const char *dot = str ? strchr(str, '.') : NULL;
+
+    if (!dot || dot == str || (size_t)(dot - str) >= sizeof(t))
+        return HD_EBADARG;
+    memcpy(t, str, (size_t)(dot - str));
+    t[dot - str] = '\0';
+    if (hd_parse_i64(t, term) < 0 || hd_parse_i64(dot + 1, version) < 0 || *term < 0 ||
+        *version < 0)
+        return HD_EBADARG;
+    return 0;
 }
 
 struct hd_smap *hd_smap_new(void)

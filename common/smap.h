@@ -65,6 +65,13 @@ void hd_smap_node_cleanup(struct hd_node *n);
  * newer than (tb, vb). */
 int hd_smap_vcmp(int64_t ta, int64_t va, int64_t tb, int64_t vb);
 
+/* A map's version as "<term>.<version>", the form a proxy's redirect (psv) and relay
+ * (X-Hoard-Smap) carry, so the target can tell it routes by an older map than the proxy. */
+#define HD_SMAP_VSTR_MAX 48
+void hd_smap_vstr(const struct hd_smap *s, char out[HD_SMAP_VSTR_MAX]);
+/* Parses that form (network bytes): 0, or HD_EBADARG. */
+int hd_smap_vparse(const char *str, int64_t *term, int64_t *version);
+
 /* Snapshots start with one reference; _unref(NULL) is a no-op. */
 struct hd_smap *hd_smap_new(void);
 struct hd_smap *hd_smap_ref(struct hd_smap *s);

@@ -354,7 +354,7 @@ static int batch_redirect(struct hd_req *r, struct hd_proxy *p, const struct hd_
         goto out;
     hd_nodeauth_sha256_hex(body, len, hex);
     snprintf(path, sizeof(path), "/v1/batch/%s", hex);
-    hd_proxy_redirect_to(r, p, best->url, best->id, path, "");
+    hd_proxy_redirect_to(r, p, best->url, best->id, NULL, path, "");
     rc = HD_DONE;
 out:
     free(oc);

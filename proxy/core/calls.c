@@ -224,7 +224,8 @@ int hd_proxy_jobs_start_all(struct hd_proxy *p, struct hd_smap *s, const char *i
 }
 
 int hd_proxy_owner(struct hd_proxy *p, const char *bucket, const char *key, const char *provider,
-                   char **url, char id[HD_NODE_ID_MAX], char *msg, size_t msglen)
+                   char **url, char id[HD_NODE_ID_MAX], char smapv[HD_SMAP_VSTR_MAX], char *msg,
+                   size_t msglen)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
     const struct hd_node *owner = NULL;
@@ -261,6 +262,8 @@ int hd_proxy_owner(struct hd_proxy *p, const char *bucket, const char *key, cons
     if (!(*url = strdup(owner->url)))
         rc = -ENOMEM;
     snprintf(id, HD_NODE_ID_MAX, "%s", owner->id);
+    if (smapv)
+        hd_smap_vstr(s, smapv);
 out:
     hd_buf_cleanup(&uname);
     hd_smap_unref(s);

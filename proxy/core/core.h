@@ -177,9 +177,11 @@ int hd_proxy_sign(struct hd_proxy *p, const char *method, const char *url, const
                   const struct hd_kv *hdrs, size_t nhdrs, struct hd_nodesig *sig);
 /* The owner of bucket/key (decoded names; provider: the request's provider query, NULL:
  * from the BMD) in the current smap: 0 with *url (its public URL, malloc'd), or
- * HD_EUNAVAIL/-ENOMEM with msg filled; id gets its node id. */
+ * HD_EUNAVAIL/-ENOMEM with msg filled; id gets its node id, smapv (NULL: not wanted) the
+ * version of the map that decided (hd_smap_vstr). */
 int hd_proxy_owner(struct hd_proxy *p, const char *bucket, const char *key, const char *provider,
-                   char **url, char id[HD_NODE_ID_MAX], char *msg, size_t msglen);
+                   char **url, char id[HD_NODE_ID_MAX], char smapv[HD_SMAP_VSTR_MAX], char *msg,
+                   size_t msglen);
 
 /* One call per live target of s (flagged ones too when all): METHOD path (absolute, with
  * query) with the proxy's signature and an optional JSON body, all in parallel; returns when

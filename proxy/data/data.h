@@ -15,9 +15,10 @@
 void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
                        const char *path);
 /* Answers r with 307 to base (a target's public URL) + path?query&pid=..., signed for the
- * target `owner` over r's method and path (the redirect capability a target checks). */
+ * target `owner` over r's method and path (the redirect capability a target checks), and
+ * over smapv (NULL: none), the map version that chose the owner, sent as psv. */
 void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base, const char *owner,
-                          const char *path, const char *query);
+                          const char *smapv, const char *path, const char *query);
 /* Streams r to the owner of bucket/key and the answer back (common/relay.c), authorised
  * with the proxy's signature; the client's own headers (Host, SigV4) pass unchanged.
  * vbucket: the bucket of a virtual-host request (the proxy's reading of Host), or NULL. The

@@ -19,14 +19,14 @@
 #include "common/metrics.h"
 #include "common/nodeauth.h"
 
-/* The owner of r's object: HD_OK with *base (its public URL, malloc'd) and its id, or HD_DONE
- * after answering r (no owner available). */
+/* The owner of r's object: HD_OK with *base (its public URL, malloc'd), its id and the version
+ * of the map that named it, or HD_DONE after answering r (no owner available). */
 static int owner_base(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
-                      char **base, char id[HD_NODE_ID_MAX])
+                      char **base, char id[HD_NODE_ID_MAX], char smapv[HD_SMAP_VSTR_MAX])
 {
     char msg[256];
-    int rc =
-        hd_proxy_owner(p, bucket, key, hd_req_param(r, "provider"), base, id, msg, sizeof(msg));
+    int rc = hd_proxy_owner(p, bucket, key, hd_req_param(r, "provider"), base, id, smapv, msg,
+                            sizeof(msg));
 
     if (rc == 0)
         return HD_OK;
@@ -34,17 +34,19 @@ static int owner_base(struct hd_req *r, struct hd_proxy *p, const char *bucket, 
     return HD_DONE;
 }
 void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base, const char *owner,
-                          const char *path, const char *query)
+                          const char *smapv, const char *path, const char *query)
 {
     struct hd_buf loc;
 
     hd_buf_init(&loc);
     hd_buf_printf(&loc, "%s%s?%s%spid=%s", base, path, query, *query ? "&" : "", p->self.id);
+    if (smapv && *smapv) /* a target behind this map waits for it (target/cluster) */
+        hd_buf_printf(&loc, "&psv=%s", smapv);
     if (hd_nodeauth_on(p->na)) {
         long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
         char sig[65];
         hd_nodeauth_psig(p->na, r->method, path, ptime, owner,
-                         hd_req_header(r, "x-amz-copy-source"), sig);
+                         hd_req_header(r, "x-amz-copy-source"), smapv, sig);
         hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
     }
     if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)
@@ -57,11 +59,11 @@ void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base
 void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
                        const char *path)
 {
-    char *base, owner[HD_NODE_ID_MAX];
+    char *base, owner[HD_NODE_ID_MAX], smapv[HD_SMAP_VSTR_MAX];
 
-    if (owner_base(r, p, bucket, key, &base, owner) == HD_DONE)
+    if (owner_base(r, p, bucket, key, &base, owner, smapv) == HD_DONE)
         return;
-    hd_proxy_redirect_to(r, p, base, owner, path ? path : r->raw_path, r->raw_query);
+    hd_proxy_redirect_to(r, p, base, owner, smapv, path ? path : r->raw_path, r->raw_query);
     free(base);
 }
 
@@ -69,13 +71,13 @@ void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, co
                     const char *vbucket)
 {
     struct hd_nodesig sig;
-    struct hd_kv extra[7];
+    struct hd_kv extra[8];
     struct hd_buf url;
-    char *base, owner[HD_NODE_ID_MAX];
+    char *base, owner[HD_NODE_ID_MAX], smapv[HD_SMAP_VSTR_MAX];
     size_t n = 0, i;
     int rc;
 
-    if (owner_base(r, p, bucket, key, &base, owner) == HD_DONE)
+    if (owner_base(r, p, bucket, key, &base, owner, smapv) == HD_DONE)
         return;
     hd_buf_init(&url);
     hd_buf_printf(&url, "%s%s%s%s", base, r->raw_path, *r->raw_query ? "?" : "", r->raw_query);
@@ -87,6 +89,8 @@ void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, co
     }
     if (vbucket) /* a virtual-host request: the target reads the bucket from here */
         extra[n++] = (struct hd_kv){"X-Hoard-Vhost", vbucket};
+    if (*smapv) /* signed with the rest: a target behind this map waits for it */
+        extra[n++] = (struct hd_kv){"X-Hoard-Smap", smapv};
     /* the client's body streams through unhashed (UNSIGNED-PAYLOAD): the nonce stops a
      * replay, TLS an on-path rewrite, and the client's own SigV4 covers it end to end */
     if (hd_nodeauth_sign(p->na, r->method, url.data, owner, NULL, extra, n, &sig) < 0) {

@@ -923,7 +923,8 @@ struct vctx {
     char etag[48];    /* cached copy's */
     int64_t mtime_ms; /* cached copy's */
     int head;
-    struct hd_s3c_obj obj; /* the upstream's HEAD answer */
+    int64_t rterm, rversion; /* the map the request was routed by */
+    struct hd_s3c_obj obj;   /* the upstream's HEAD answer */
 };
 
 static void vctx_free(void *arg)
@@ -1072,6 +1073,8 @@ static int start_acall(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *
     atomic_fetch_add(&cb->refs, 1);
     v->cb = cb;
     v->head = head;
+    v->rterm = r->routed_term;
+    v->rversion = r->routed_version;
     if (m) {
         snprintf(v->etag, sizeof(v->etag), "%s", m->etag);
         v->mtime_ms = m->mtime_ms;
@@ -1098,7 +1101,7 @@ static void gfn_run(struct hd_acall *a)
 {
     struct vctx *v = a->arg;
 
-    a->rc = hd_rebalance_gfn(v->c->rb, v->cb->name, v->key);
+    a->rc = hd_rebalance_gfn(v->c->rb, v->rterm, v->rversion, v->cb->name, v->key);
 }
 
 static void gfn_done(struct hd_req *r, struct hd_acall *a)
@@ -1168,7 +1171,7 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *c
         hd_resp_err(r, HD_ENOSUCHKEY); /* deleted here; the upstream's copy goes next */
         return;
     }
-    if (hd_rebalance_may_gfn(c->rb, cb->name, key))
+    if (hd_rebalance_may_gfn(c->rb, r, cb->name, key))
         start_acall(r, c, cb, key, NULL, head, gfn_run, gfn_done);
     else
         miss(r, c, cb, key, head);

@@ -417,7 +417,7 @@ static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
     hd_req_read_json(r, BODY_MAX, metasync_end, c, NULL);
 }
 
-/* Removes pid, ptime and psig from the raw query (in place: it lives in r->raw_uri) and
+/* Removes pid, ptime, psig and psv from the raw query (in place: it lives in r->raw_uri) and
  * parses the rest again, so SigV4 sees the query the client signed. */
 static int strip_sig(struct hd_req *r)
 {
@@ -428,9 +428,9 @@ static int strip_sig(struct hd_req *r)
         return 0;
     while (*rd) {
         size_t n = strcspn(rd, "&"), k = strcspn(rd, "=&");
-        int drop = (k == 3 && strncmp(rd, "pid", 3) == 0) ||
-                   (k == 5 && strncmp(rd, "ptime", 5) == 0) ||
-                   (k == 4 && strncmp(rd, "psig", 4) == 0);
+        int drop =
+            (k == 3 && strncmp(rd, "pid", 3) == 0) || (k == 5 && strncmp(rd, "ptime", 5) == 0) ||
+            (k == 4 && strncmp(rd, "psig", 4) == 0) || (k == 3 && strncmp(rd, "psv", 3) == 0);
         if (drop) {
             found = 1;
         } else if (n) {
@@ -450,8 +450,8 @@ static int strip_sig(struct hd_req *r)
     return hd_query_parse(r->raw_query, &r->query);
 }
 
-/* A redirect's capability (pid, ptime, psig in the query): 0 when a proxy of our map signed
- * it for us and it has not expired; HD_EEXPIRED; HD_EACCESS. */
+/* A redirect's capability (pid, ptime, psig, psv in the query): 0 when a proxy of our map
+ * signed it for us and it has not expired; HD_EEXPIRED; HD_EACCESS. */
 static int check_psig(struct hd_tcluster *c, struct hd_req *r)
 {
     const char *pid = hd_req_param(r, "pid"), *pt = hd_req_param(r, "ptime");
@@ -461,7 +461,20 @@ static int check_psig(struct hd_tcluster *c, struct hd_req *r)
     if (!pid || !pt || !ps || hd_parse_i64(pt, &ptime) < 0 || !sender_is_proxy(c, pid))
         return HD_EACCESS;
     return hd_nodeauth_psig_check(c->na, pid, r->method, r->raw_path, (long long)ptime,
-                                  hd_req_header(r, "x-amz-copy-source"), ps);
+                                  hd_req_header(r, "x-amz-copy-source"), hd_req_param(r, "psv"),
+                                  ps);
+}
+
+/* The map version the proxy routed r by (authenticated with the rest), for a GET that misses
+ * while this target's map is older (target/cluster/rebalance.c: it waits for that map). */
+static void routed_by(struct hd_req *r, const char *v)
+{
+    int64_t t, n;
+
+    if (v && hd_smap_vparse(v, &t, &n) == 0) {
+        r->routed_term = t;
+        r->routed_version = n;
+    }
 }
 
 static void wait_join(void *arg)
@@ -500,6 +513,7 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
         return HD_DONE;
     if (rc == 0) {
         r->trusted = HD_TRUST_NODE;
+        routed_by(r, hd_req_header(r, "X-Hoard-Smap"));
         return HD_OK;
     }
     /* a client sent here by a proxy's 307 */
@@ -524,6 +538,7 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
     }
     /* without a secret (dev mode, which main() allows only without auth.keys) nothing is
      * checked: a redirect is taken as such */
+    routed_by(r, hd_req_param(r, "psv"));
     if ((rc = strip_sig(r)) < 0) {
         hd_resp_err_msg(r, rc, "The query string is malformed.");
         return HD_DONE;

@@ -661,13 +661,30 @@ out:
     return rc;
 }
 
-int hd_rebalance_may_gfn(struct hd_rb *rb, const char *bucket, const char *key)
+/* Whether our map is older than (term, version), the one a request was routed by. */
+static int map_behind(struct hd_rb *rb, int64_t term, int64_t version)
+{
+    struct hd_smap *s;
+    int behind;
+
+    if (!term && !version)
+        return 0;
+    s = hd_tcluster_smap(rb->cl);
+    behind = s && hd_smap_vcmp(s->term, s->version, term, version) < 0;
+    hd_smap_unref(s);
+    return behind;
+}
+
+int hd_rebalance_may_gfn(struct hd_rb *rb, const struct hd_req *r, const char *bucket,
+                         const char *key)
 {
     struct hd_smap *s;
     int yes;
 
     if (!hd_tcluster_joined(rb->cl))
         return 1; /* the map may be behind: gfn waits for the join, then decides */
+    if (map_behind(rb, r->routed_term, r->routed_version))
+        return 1; /* the same: gfn waits for the proxy's map (its metasync is on the way) */
     if (!(s = moving_smap(rb)))
         return 0;
     yes = self_owns(rb, s, bucket, key) && !hd_rebalance_deleted_since(rb, bucket, key, 0);
@@ -683,14 +700,23 @@ int hd_rebalance_moving(struct hd_rb *rb)
     return s != NULL;
 }
 
-int hd_rebalance_gfn(struct hd_rb *rb, const char *bucket, const char *key)
+int hd_rebalance_gfn(struct hd_rb *rb, int64_t rterm, int64_t rversion, const char *bucket,
+                     const char *key)
 {
+    struct timespec tick = {0, 5 * 1000000L};
     struct hd_smap *s;
     const char *self = hd_tcluster_id(rb->cl);
     size_t i;
-    int rc = HD_ENOSUCHKEY;
+    int rc = HD_ENOSUCHKEY, ms;
 
     hd_tcluster_wait_joined(rb->cl, 10000);
+    for (ms = 0; ms < HD_RB_MAP_WAIT_MS && map_behind(rb, rterm, rversion); ms += 5)
+        nanosleep(&tick, NULL);
+    if (ms)
+        HD_LOG(ms < HD_RB_MAP_WAIT_MS ? HD_DEBUG : HD_WARN, NULL,
+               "rebalance: %s/%s was routed by map %lld.%lld; %s after %d ms", bucket, key,
+               (long long)rterm, (long long)rversion,
+               ms < HD_RB_MAP_WAIT_MS ? "it arrived" : "still older here", ms);
     s = moving_smap(rb);
     if (!s || !self_owns(rb, s, bucket, key) || hd_rebalance_deleted_since(rb, bucket, key, 0))
         goto out;

@@ -33,14 +33,19 @@ int hd_rb_put_local(struct hd_store *st, const char *bucket, const char *key,
                     const struct hd_obj_meta *m, int fd, int dirty);
 
 /* Whether a GET of bucket/key that missed here may find it on another target now: this
- * target has not joined yet (its map may be behind), or objects are moving (a rebalance in
- * progress, or a target in maintenance) and we own it. Does not block. */
-int hd_rebalance_may_gfn(struct hd_rb *rb, const char *bucket, const char *key);
+ * target has not joined yet, or r was routed by a newer map than ours (a proxy applied it
+ * first: we may own the object by it), or objects are moving (a rebalance in progress, or a
+ * target in maintenance) and we own it. Does not block. */
+int hd_rebalance_may_gfn(struct hd_rb *rb, const struct hd_req *r, const char *bucket,
+                         const char *key);
 /* Get from neighbour: an object missing here may still sit on its previous owner while the
  * cluster map changes: asks the other targets and stores the first copy found. 0 when the
  * object is now held locally, else HD_ENOSUCHKEY. Waits for this start's join (up to 10 s)
- * and blocks on the network: a pool thread. */
-int hd_rebalance_gfn(struct hd_rb *rb, const char *bucket, const char *key);
+ * and for the map the request was routed by (rterm.rversion, 0.0: none; up to
+ * HD_RB_MAP_WAIT_MS), and blocks on the network: a pool thread. */
+#define HD_RB_MAP_WAIT_MS 5000
+int hd_rebalance_gfn(struct hd_rb *rb, int64_t rterm, int64_t rversion, const char *bucket,
+                     const char *key);
 /* Whether delete-elsewhere has work: objects are moving now. Does not block. */
 int hd_rebalance_moving(struct hd_rb *rb);
 /* After a client's delete on the owner while objects move: deletes the copies other targets

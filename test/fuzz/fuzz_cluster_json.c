@@ -1,7 +1,7 @@
 /* libFuzzer driver for the JSON that nodes send each other (common/smap: smap, BMD, node
  * entries, metasync bodies; common/mpulist: ListMultipartUploads entries; common/httputil:
- * x-amz-copy-source; common/cksum: base64 as in Content-MD5 and x-amz-checksum-*). Anything
- * accepted must serialise and parse back to the same thing. */
+ * x-amz-copy-source and a map version (psv); common/cksum: base64 as in Content-MD5 and
+ * x-amz-checksum-*). Anything accepted must serialise and parse back to the same thing. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct hd_mpul l = {0};
     struct hd_node n;
     char *str, *cb, *ck;
+    int64_t vt, vv;
 
     if (j) {
         smap_roundtrip(j);
@@ -89,6 +90,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 __builtin_trap();
             free(cb);
             free(ck);
+        }
+        /* ... and as a map version (a redirect's psv, a relay's X-Hoard-Smap): what parses
+         * prints back the same, leading zeros and signs aside */
+        if (hd_smap_vparse(str, &vt, &vv) == 0) {
+            struct hd_smap vs = {.term = vt, .version = vv};
+            char back[HD_SMAP_VSTR_MAX];
+            int64_t t2, v2;
+            hd_smap_vstr(&vs, back);
+            if (hd_smap_vparse(back, &t2, &v2) != 0 || t2 != vt || v2 != vv)
+                __builtin_trap();
         }
         free(str);
     }

@@ -144,9 +144,9 @@ def node_id(node):
     return node.health()["id"]
 
 
-def psig(method, raw_path, ptime, to, pid):
+def psig(method, raw_path, ptime, to, pid, smapv=None):
     """The redirect capability proxy `pid` gives a client for target `to`."""
-    return helpers.redirect_sig(SECRET, pid, method, raw_path, ptime, to)
+    return helpers.redirect_sig(SECRET, pid, method, raw_path, ptime, to, smapv=smapv)
 
 
 def node_headers(method, url, to, sender, body=b"", headers=None):
@@ -399,10 +399,19 @@ def test_redirect_location_and_clients(cluster, cbucket, tmp_path):
     q = urllib.parse.parse_qs(urllib.parse.urlsplit(loc).query)
     ptime = int(q["ptime"][0])
     assert time.time() < ptime < time.time() + 3600
-    assert q["psig"][0] == psig("GET", raw_path, ptime, node_id(owner), node_id(cluster.proxies[1]))
+    # psv: the map the proxy routed by, bound into the signature
+    s = cluster.proxies[1].smap()
+    assert q["psv"][0] == "%d.%d" % (s.get("term", 0), s["version"]), (q, s)
+    assert q["psig"][0] == psig("GET", raw_path, ptime, node_id(owner), node_id(cluster.proxies[1]),
+                                q["psv"][0])
     # the Location works as is, unsigned (the psig is the authorisation)
     r = requests.get(loc, timeout=10)
     assert r.status_code == 200 and r.content == body
+    # ... and not with a later map version (a client cannot make the target wait for one)
+    t_, v_ = q["psv"][0].split(".")
+    r = requests.get(loc.replace("psv=" + q["psv"][0], "psv=%s.%d" % (t_, int(v_) + 1)),
+                     timeout=10)
+    assert r.status_code == 403, r.text
     # requests follows it
     r = api("GET", url)
     assert r.status_code == 200 and r.content == body
@@ -757,6 +766,52 @@ def test_maintenance_flag(cluster, cbucket):
     assert cluster.primary.smap()["tmap"][tid]["flags"] == 0
     r = api("POST", "%s/v1/cluster/maintenance/nosuch" % cluster.primary.url, data=b"{}")
     assert r.status_code == 404
+
+
+def test_target_behind_the_proxys_map_waits_for_it(cluster, cbucket):
+    """A proxy routes by a map the new owner has not received yet (metasync is on its way):
+    the target must not answer 404 for an object that is still moving to it, but wait for
+    that map (the proxy's version rides on the relay as signed X-Hoard-Smap, on a 307 as
+    psv) and then get it from its neighbour."""
+    ids = cluster.ids()
+    key = "behind-" + uuid.uuid4().hex[:8]
+    body = os.urandom(3000)
+    url = "%s/v1/objects/%s/%s" % (cluster.primary.url, cbucket, key)
+    assert api("PUT", url, data=body).status_code == 200
+    owner = hrw_owner("ais/@#/%s/%s" % (cbucket, key), list(ids))
+    nxt = hrw_owner("ais/@#/%s/%s" % (cbucket, key), [i for i in ids if i != owner])
+    s = cluster.primary.smap()
+    ahead = "%d.%d" % (s.get("term", 0), s["version"] + 1)  # the map maintenance makes
+    turl = ids[nxt].url + "/v1/objects/%s/%s" % (cbucket, key)
+    pid = node_id(cluster.primary)
+    out = {}
+
+    def read():
+        # as the primary's relay sends it, signed for the next owner
+        h = node_headers("GET", turl, nxt, pid, headers={"X-Hoard-Smap": ahead})
+        out["r"] = requests.get(turl, headers=h, timeout=60)
+    th = threading.Thread(target=read)
+    th.start()
+    murl = "%s/v1/cluster/maintenance/%s" % (cluster.primary.url, owner)
+    try:
+        time.sleep(0.3)  # the read is (most likely) waiting at the next owner by now
+        r = api("POST", murl, data=b'{"on": true}')
+        assert r.status_code == 200, r.text
+        th.join(60)
+        assert not th.is_alive()
+        r = out["r"]
+        assert r.status_code == 200, (r.status_code, r.text)
+        assert r.content == body
+    finally:
+        th.join(60)
+        assert api("POST", murl, data=b'{"on": false}').status_code == 200
+        cluster.wait_converged()
+        helpers.wait_until(lambda: "rebalance_id" not in cluster.primary.smap(), timeout=60,
+                           what="the rebalance after maintenance")
+    # an unsigned or forged version is refused like any forged node call
+    h = node_headers("GET", turl, nxt, pid, headers={"X-Hoard-Smap": "1.1"})
+    h["X-Hoard-Smap"] = "9.999"
+    assert requests.get(turl, headers=h, timeout=10).status_code == 403
 
 
 # ---- failures and restarts (last: they disturb the cluster) ----

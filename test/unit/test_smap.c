@@ -284,3 +284,30 @@ HD_SUITE(smap_bmd_revoked)
     hd_bmd_unref(b);
     hd_bmd_unref(d);
 }
+
+/* the version a redirect (psv) and a relay (X-Hoard-Smap) carry */
+HD_SUITE(smap_vstr)
+{
+    struct hd_smap s = {.term = 3, .version = 41};
+    char v[HD_SMAP_VSTR_MAX];
+    int64_t t = -1, n = -1;
+
+    hd_smap_vstr(&s, v);
+    CHECK_EQ_STR(v, "3.41");
+    CHECK_EQ_INT(hd_smap_vparse(v, &t, &n), 0);
+    CHECK(t == 3 && n == 41);
+    hd_smap_vstr(NULL, v);
+    CHECK_EQ_STR(v, "");
+    CHECK_EQ_INT(hd_smap_vparse("0.0", &t, &n), 0);
+    CHECK(t == 0 && n == 0);
+    CHECK_EQ_INT(hd_smap_vparse("", &t, &n), HD_EBADARG);
+    CHECK_EQ_INT(hd_smap_vparse(NULL, &t, &n), HD_EBADARG);
+    CHECK_EQ_INT(hd_smap_vparse("41", &t, &n), HD_EBADARG);
+    CHECK_EQ_INT(hd_smap_vparse(".41", &t, &n), HD_EBADARG);
+    CHECK_EQ_INT(hd_smap_vparse("3.", &t, &n), HD_EBADARG);
+    CHECK_EQ_INT(hd_smap_vparse("3.4.1", &t, &n), HD_EBADARG);
+    CHECK_EQ_INT(hd_smap_vparse("-1.4", &t, &n), HD_EBADARG);
+    CHECK_EQ_INT(hd_smap_vparse("3.x", &t, &n), HD_EBADARG);
+    CHECK_EQ_INT(hd_smap_vparse("99999999999999999999999.1", &t, &n), HD_EBADARG);
+    CHECK_EQ_INT(hd_smap_vparse("1.99999999999999999999", &t, &n), HD_EBADARG);
+}
