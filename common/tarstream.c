@@ -19,7 +19,7 @@
 #include "common/tarindex.h"
 #include "common/tls.h"
 
-#define LOCAL_CHUNK (256 * 1024)
+#define LOCAL_CHUNK ((size_t)256 * 1024)
 #define ERRBODY_MAX 4096
 
 enum slot_state { S_FREE, S_LOCAL, S_REMOTE, S_FAILED, S_GROUP };
