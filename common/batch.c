@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -22,6 +23,7 @@
 #define MAX_BATCHES 64       /* streams in flight per process */
 #define FETCH_WINDOW 16      /* remote entries fetched at once per stream */
 #define ENTRY_BUF (1u << 20) /* bytes buffered per entry in flight */
+#define REFS 64              /* local members handed to the HTTP worker ahead of it */
 
 /* ---- the request body ---- */
 
@@ -263,6 +265,15 @@ int hd_batch_check_payload(const struct hd_sigv4_auth *a, const char *body, size
 
 static atomic_int nbatches;
 
+/* A local member's data, handed over by reference (struct hd_tarstream_ops's local): the HTTP
+ * worker preads it straight into the response once it has sent the ring's bytes up to `at`
+ * (the member's header), so 10 KiB samples skip two copies through the ring. */
+struct ref {
+    int fd;
+    uint64_t off, len, done;
+    uint64_t at; /* ring bytes before it */
+};
+
 struct run {
     uint32_t magic;
     pthread_mutex_t mu;
@@ -276,6 +287,10 @@ struct run {
     void (*ctx_free)(void *ctx);
     char **names; /* output member names */
     struct hd_ring ring;
+    uint64_t put, got;      /* ring bytes in and out so far */
+    struct ref lrefs[REFS]; /* queue: [rhead, rhead + nrefs) mod REFS; under mu except the
+                             * head's fd/off/len/done, which only the HTTP worker touches */
+    size_t rhead, nrefs;
     int waiting;     /* the client side is parked for data */
     int out_started; /* bytes went into the ring */
     int done;
@@ -314,6 +329,8 @@ static void run_unref(struct run *u)
     free(u->errs);
     free(u->sizes);
     free(u->head);
+    for (i = 0; i < u->nrefs; i++)
+        close(u->lrefs[(u->rhead + i) % REFS].fd);
     hd_buf_cleanup(&u->tar);
     hd_batch_free(u->b);
     hd_ring_cleanup(&u->ring);
@@ -385,6 +402,7 @@ static int ts_sink(void *ctx, const void *buf, size_t n)
         }
         k = hd_ring_put(&u->ring, (const char *)buf + done, n - done);
         done += k;
+        u->put += k;
         if (k) {
             u->out_started = 1;
             wake_client(u);
@@ -392,6 +410,34 @@ static int ts_sink(void *ctx, const void *buf, size_t n)
         if (done < n)
             pthread_cond_wait(&u->cv, &u->mu);
     }
+    pthread_mutex_unlock(&u->mu);
+    return 0;
+}
+
+static int ts_local(void *ctx, size_t i, int fd, uint64_t off, uint64_t len)
+{
+    struct run *u = ctx;
+    struct ref *f;
+
+    (void)i;
+    if (u->meta)
+        return 1; /* multipart: the archive is built in memory */
+    pthread_mutex_lock(&u->mu);
+    while (u->r && u->nrefs == REFS)
+        pthread_cond_wait(&u->cv, &u->mu);
+    if (!u->r) {
+        pthread_mutex_unlock(&u->mu);
+        return -ECONNRESET;
+    }
+    f = &u->lrefs[(u->rhead + u->nrefs) % REFS];
+    f->fd = fd;
+    f->off = off;
+    f->len = len;
+    f->done = 0;
+    f->at = u->put;
+    u->nrefs++;
+    u->out_started = 1;
+    wake_client(u);
     pthread_mutex_unlock(&u->mu);
     return 0;
 }
@@ -429,8 +475,15 @@ static int ts_stopped(void *ctx)
 
 static void *run_main(void *arg)
 {
-    static const struct hd_tarstream_ops ops = {ts_resolve, ts_name,    ts_sink,  ts_failed,
-                                                ts_written, ts_stopped, ts_group, ts_fallback};
+    static const struct hd_tarstream_ops ops = {.resolve = ts_resolve,
+                                                .name = ts_name,
+                                                .sink = ts_sink,
+                                                .failed = ts_failed,
+                                                .written = ts_written,
+                                                .stopped = ts_stopped,
+                                                .group = ts_group,
+                                                .fallback = ts_fallback,
+                                                .local = ts_local};
     struct run *u = arg;
     struct hd_tarstream_cfg cfg = {u->b->n, FETCH_WINDOW, ENTRY_BUF};
     char msg[512];
@@ -454,27 +507,74 @@ static void *run_main(void *arg)
     return NULL;
 }
 
+/* The head ref's data into buf (HTTP worker, without mu: the batch thread only appends). Bytes
+ * read, or -1 when the file is shorter than recorded or unreadable (the stream is cut). */
+static long ref_read(struct ref *f, char *buf, size_t max)
+{
+    uint64_t left = f->len - f->done;
+    ssize_t got;
+
+    do
+        got = pread(f->fd, buf, left < max ? (size_t)left : max, (off_t)(f->off + f->done));
+    while (got < 0 && errno == EINTR);
+    if (got <= 0)
+        return -1;
+    f->done += (uint64_t)got;
+    return (long)got;
+}
+
 static long stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct run *u = cls;
-    long n;
+    size_t n = 0;
 
     (void)pos;
     pthread_mutex_lock(&u->mu);
-    n = (long)hd_ring_get(&u->ring, buf, max);
+    while (n < max) {
+        struct ref *f = u->nrefs ? &u->lrefs[u->rhead] : NULL;
+        size_t k, want = max - n;
+        if (f && u->got == f->at) { /* the member's data, read straight into buf */
+            long got = 0;
+            if (f->done < f->len) {
+                pthread_mutex_unlock(&u->mu);
+                got = ref_read(f, buf + n, want);
+                pthread_mutex_lock(&u->mu);
+            }
+            if (got < 0) {
+                HD_LOG(HD_WARN, u->reqid, "batch: a local copy is shorter than recorded");
+                pthread_mutex_unlock(&u->mu);
+                return HD_STREAM_ERROR; /* cut: readers see a truncated tar */
+            }
+            n += (size_t)got;
+            if (f->done == f->len) {
+                close(f->fd);
+                u->rhead = (u->rhead + 1) % REFS;
+                u->nrefs--;
+            }
+            continue;
+        }
+        if (f && f->at - u->got < want)
+            want = (size_t)(f->at - u->got);
+        k = hd_ring_get(&u->ring, buf + n, want);
+        if (!k)
+            break;
+        n += k;
+        u->got += k;
+    }
     if (n > 0) {
         pthread_cond_broadcast(&u->cv);
     } else if (u->done) {
-        n = u->rc < 0 ? HD_STREAM_ERROR : HD_STREAM_END; /* an error cuts the stream */
+        pthread_mutex_unlock(&u->mu);
+        return u->rc < 0 ? HD_STREAM_ERROR : HD_STREAM_END; /* an error cuts the stream */
     } else if (u->r) {
         u->waiting = 1;
         hd_req_suspend(u->r);
-        n = 0;
     } else {
-        n = HD_STREAM_ERROR;
+        pthread_mutex_unlock(&u->mu);
+        return HD_STREAM_ERROR;
     }
     pthread_mutex_unlock(&u->mu);
-    return n;
+    return (long)n;
 }
 
 static void stream_free(void *cls)
@@ -665,7 +765,7 @@ static void respond(struct hd_req *r, struct hd_batch *b, hd_batch_resolve_fn re
     snprintf(u->reqid, sizeof(u->reqid), "%s", r->id);
     u->meta = meta;
     hd_buf_init(&u->tar);
-    rc = hd_ring_init(&u->ring, 64u * 1024, HD_BATCH_RING);
+    rc = hd_ring_init(&u->ring, HD_BATCH_RING, HD_BATCH_RING); /* no growing: copies */
     if (rc == 0 && meta) {
         u->sizes = calloc(b->n, sizeof(*u->sizes));
         u->errs = calloc(b->n, sizeof(*u->errs));

@@ -11,8 +11,10 @@
  * Member names: "as" when given, else O, or O/M for an archive member.
  *
  * The stream is produced by a thread of its own (tarstream: window of parallel fetches,
- * bounded buffers) into a 1 MiB ring that the HTTP worker drains, parking the connection
- * while the ring is empty. The 200 is sent once the first bytes exist, so a batch whose first
+ * bounded buffers) into a 256 KiB ring that the HTTP worker drains, parking the connection
+ * while the ring is empty. A local member's data does not go through the ring: the thread
+ * hands its file range over (tarstream's local op; up to 64 ahead) and the HTTP worker
+ * preads it straight into the response after the member's header. The 200 is sent once the first bytes exist, so a batch whose first
  * entry fails (without continue_on_error) gets a plain error answer; a later failure cuts the
  * stream (no end-of-archive blocks: readers see a truncated tar). */
 #ifndef HD_BATCH_H
@@ -30,7 +32,7 @@
 
 #define HD_BATCH_BODY_MAX (16u << 20)
 #define HD_BATCH_MAX_ENTRIES 100000
-#define HD_BATCH_RING (1u << 20)
+#define HD_BATCH_RING (256u << 10)
 #define HD_BATCH_MULTIPART_MAX (64u << 20) /* archive bytes of a non-streaming answer */
 
 struct hd_batch_ent {

@@ -19,7 +19,7 @@
 #include "common/tarindex.h"
 #include "common/tls.h"
 
-#define LOCAL_CHUNK (256 * 1024)
+#define LOCAL_CHUNK ((size_t)256 * 1024)
 #define ERRBODY_MAX 4096
 
 enum slot_state { S_FREE, S_LOCAL, S_REMOTE, S_FAILED, S_GROUP };
@@ -75,6 +75,7 @@ struct run {
     size_t ngroups;
     int sink_err;
     int discard; /* after an error: output is dropped */
+    int skip;    /* data handed over by reference (ops->local): libarchive's copy is dropped */
     char *lbuf;  /* LOCAL_CHUNK */
 };
 
@@ -112,8 +113,8 @@ static long out_write(void *arg, const void *buf, size_t n)
     struct run *u = arg;
     int rc;
 
-    if (u->discard)
-        return (long)n; /* closing after an error: nothing more reaches the sink */
+    if (u->discard || u->skip)
+        return (long)n; /* closing after an error, or data the sink's owner already has */
     if (u->sink_err)
         return -1;
     if ((rc = u->ops->sink(u->ctx, buf, n)) < 0) {
@@ -605,6 +606,27 @@ static int write_local(struct run *u, struct slot *s, char *msg, size_t msglen)
                              s->src.mtime ? s->src.mtime : (int64_t)time(NULL), msg, msglen);
     if (rc < 0)
         return rc;
+    if (u->ops->local &&
+        (rc = u->ops->local(u->ctx, s->i, s->src.fd, s->src.off, s->src.len)) <= 0) {
+        if (rc < 0) {
+            snprintf(msg, msglen, "%.300s: handing the local copy over failed", name);
+            return rc;
+        }
+        s->src.fd = -1; /* the owner's now */
+        /* libarchive counts the member's bytes (and pads after them): it gets lbuf's bytes in
+         * their place, which out_write drops (no copy: the writer has no blocking) */
+        u->skip = 1;
+        while (rc == 0 && done < s->src.len) {
+            size_t want =
+                s->src.len - done > LOCAL_CHUNK ? LOCAL_CHUNK : (size_t)(s->src.len - done);
+            rc = put_data(u, u->lbuf, want, msg, msglen);
+            done += want;
+        }
+        u->skip = 0;
+        if (rc == 0 && u->ops->written)
+            u->ops->written(u->ctx, s->i, done);
+        return rc;
+    }
     while (done < s->src.len) {
         size_t want = s->src.len - done > LOCAL_CHUNK ? LOCAL_CHUNK : (size_t)(s->src.len - done);
         ssize_t n = pread(s->src.fd, u->lbuf, want, (off_t)(s->src.off + done));
@@ -795,7 +817,7 @@ int hd_tarstream_run(const struct hd_tarstream_cfg *cfg, const struct hd_tarstre
         goto out;
     }
     u.slots = calloc(cfg->window, sizeof(*u.slots));
-    u.lbuf = malloc(LOCAL_CHUNK);
+    u.lbuf = calloc(1, LOCAL_CHUNK);
     u.m = curl_multi_init();
     u.a = hd_tar_writer_new(out_write, &u);
     if (!u.slots || !u.lbuf || !u.m || !u.a) {

@@ -95,6 +95,13 @@ struct hd_tarstream_ops {
      * it, or the group's request failed before its index): fills src as resolve does, never
      * with a group. */
     void (*fallback)(void *ctx, size_t i, struct hd_tar_src *src);
+    /* Local entry i's data by reference (batch GET: the HTTP worker preads it straight into
+     * the response, no copies through the sink): called after the member's header went to
+     * the sink; the owner inserts bytes [off, off + len) of fd at that point of the output
+     * (everything after them, the member's padding included, still comes through the sink).
+     * Return 0 when taken (fd is then the owner's to close), 1 to have the engine write the
+     * data through the sink as usual, or a negative code to stop. NULL: always written. */
+    int (*local)(void *ctx, size_t i, int fd, uint64_t off, uint64_t len);
 };
 
 struct hd_tarstream_cfg {

@@ -301,6 +301,16 @@ def curl_batch(proxy, bucket, names, per, conns, cfg, seed):
     return run_curl(cfg, conns, "batch")
 
 
+def cpu_secs(procs):
+    """utime + stime of these processes so far, seconds (/proc/PID/stat)."""
+    tot = 0
+    for p in procs:
+        with open("/proc/%d/stat" % p.pid) as f:
+            st = f.read().rsplit(")", 1)[1].split()
+        tot += int(st[11]) + int(st[12])
+    return tot / os.sysconf("SC_CLK_TCK")
+
+
 def fmt(vals, nd=0):
     med = statistics.median(vals)
     f = "%%.%df" % nd
@@ -346,12 +356,14 @@ def main():
             cfg = os.path.join(a.dir, "urls.curl")
             for c in conns:
                 res = {"objects": [], "shards": [], "batch": []}
+                tcpu = {"objects": [], "shards": [], "batch": []}  # the targets' CPU per run
                 for rep in range(a.repeats):
                     order = ["objects", "shards"] if rep % 2 == 0 else ["shards", "objects"]
                     if sname == "10k" and not a.no_batch:  # issue 14: batch GET vs shards
                         order.insert(1, "batch")
                     for mode in order:
                         warm(cl)
+                        c0 = cpu_secs(cl.procs[1:])
                         if mode == "batch":
                             secs, got = curl_batch(cl.proxy, "bench" + sname, names,
                                                    BATCH_PER, c, cfg, rep)
@@ -359,8 +371,10 @@ def main():
                                 raise SystemExit("shard bench: batch: %d bytes read, expected"
                                                  " > %d" % (got, count * size))
                             res[mode].append(secs)
-                            print("shard bench: %s c=%d batch rep %d: %.0f samples/s" % (
-                                sname, c, rep + 1, count / secs), file=sys.stderr)
+                            tcpu[mode].append(cpu_secs(cl.procs[1:]) - c0)
+                            print("shard bench: %s c=%d batch rep %d: %.0f samples/s, targets' "
+                                  "CPU %.2f s" % (sname, c, rep + 1, count / secs,
+                                                  tcpu[mode][-1]), file=sys.stderr)
                             continue
                         secs, got = curl_read(obj_urls if mode == "objects" else sh_urls, c,
                                               cfg)
@@ -369,8 +383,10 @@ def main():
                             raise SystemExit("shard bench: %s %s: %d bytes read, expected %d"
                                              % (sname, mode, got, want))
                         res[mode].append(secs)
-                        print("shard bench: %s c=%d %s rep %d: %.0f samples/s" % (
-                            sname, c, mode, rep + 1, count / secs), file=sys.stderr)
+                        tcpu[mode].append(cpu_secs(cl.procs[1:]) - c0)
+                        print("shard bench: %s c=%d %s rep %d: %.0f samples/s, targets' CPU "
+                              "%.2f s" % (sname, c, mode, rep + 1, count / secs,
+                                          tcpu[mode][-1]), file=sys.stderr)
                 sps = {m: [count / s for s in v] for m, v in res.items()}
                 mibs = {m: [count * size / s / 1048576 for s in v] for m, v in res.items()}
                 paired = [o / s for o, s in zip(res["objects"], res["shards"])]
@@ -384,6 +400,12 @@ def main():
                     brows.append("| %d | %d | %s | %s | **%.2f** (%.2f-%.2f) | >= %.1f | %s |" % (
                         BATCH_PER, c, fmt(bsps), fmt(sps["shards"]), bratio, min(bpaired),
                         max(bpaired), BATCH_GOAL, "PASS" if bratio >= BATCH_GOAL else "MISS"))
+                    notes.append("%s c=%d: the targets' CPU (utime+stime) per run of the %d "
+                                 "samples: batch %s s (**%.0f us** per sample), shards %s s, "
+                                 "objects %s s" % (
+                                     sname, c, count, fmt(tcpu["batch"], 2),
+                                     statistics.median(tcpu["batch"]) / count * 1e6,
+                                     fmt(tcpu["shards"], 2), fmt(tcpu["objects"], 2)))
                 rows.append("| %s | %d | %s | %s | %s | %s | **%.1fx** (%.1f-%.1f) | %s | %s |" % (
                     "10 KiB" if sname == "10k" else "100 KiB", c, fmt(sps["objects"]),
                     fmt(mibs["objects"], 1), fmt(sps["shards"]), fmt(mibs["shards"], 1), ratio,
