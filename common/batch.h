@@ -14,9 +14,10 @@
  * bounded buffers) into a 256 KiB ring that the HTTP worker drains, parking the connection
  * while the ring is empty. A local member's data does not go through the ring: the thread
  * hands its file range over (tarstream's local op; up to 64 ahead) and the HTTP worker
- * preads it straight into the response after the member's header. The 200 is sent once the first bytes exist, so a batch whose first
- * entry fails (without continue_on_error) gets a plain error answer; a later failure cuts the
- * stream (no end-of-archive blocks: readers see a truncated tar). */
+ * preads it straight into the response after the member's header. The 200 is sent once the first
+ * bytes exist, so a batch whose first entry fails (without continue_on_error) gets a plain error
+ * answer; a later failure cuts the stream (no end-of-archive blocks: readers see a truncated tar).
+ */
 #ifndef HD_BATCH_H
 #define HD_BATCH_H
 

@@ -141,6 +141,11 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
         objcall_start(r, t, bucket, key, head, 0, gfn_run, gfn_done);
         return;
     }
+    if (rc == HD_ENOSUCHKEY && !local_probe(r) && hd_rebalance_stale_route(t->rb, r, bucket, key)) {
+        hd_resp_err_msg(r, HD_EUNAVAIL,
+                        "The cluster map changed while this request was routed; retry.");
+        return;
+    }
     if (rc < 0) {
         hd_resp_err(r, rc);
         return;

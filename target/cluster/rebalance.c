@@ -692,6 +692,21 @@ int hd_rebalance_may_gfn(struct hd_rb *rb, const struct hd_req *r, const char *b
     return yes;
 }
 
+int hd_rebalance_stale_route(struct hd_rb *rb, const struct hd_req *r, const char *bucket,
+                             const char *key)
+{
+    struct hd_smap *s;
+    int stale;
+
+    if (!r->routed_term && !r->routed_version)
+        return 0;
+    s = hd_tcluster_smap(rb->cl);
+    stale = s && hd_smap_vcmp(r->routed_term, r->routed_version, s->term, s->version) < 0 &&
+            !self_owns(rb, s, bucket, key);
+    hd_smap_unref(s);
+    return stale;
+}
+
 int hd_rebalance_moving(struct hd_rb *rb)
 {
     struct hd_smap *s = moving_smap(rb);

@@ -46,6 +46,11 @@ int hd_rebalance_may_gfn(struct hd_rb *rb, const struct hd_req *r, const char *b
 #define HD_RB_MAP_WAIT_MS 5000
 int hd_rebalance_gfn(struct hd_rb *rb, int64_t rterm, int64_t rversion, const char *bucket,
                      const char *key);
+/* Whether r, a miss here, was routed by a map older than ours that names another owner
+ * (a proxy not yet told of the change): the object may well exist, so the answer is 503
+ * (retry: the proxy will know by then), never 404. Does not block. */
+int hd_rebalance_stale_route(struct hd_rb *rb, const struct hd_req *r, const char *bucket,
+                             const char *key);
 /* Whether delete-elsewhere has work: objects are moving now. Does not block. */
 int hd_rebalance_moving(struct hd_rb *rb);
 /* After a client's delete on the owner while objects move: deletes the copies other targets

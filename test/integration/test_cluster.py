@@ -814,6 +814,39 @@ def test_target_behind_the_proxys_map_waits_for_it(cluster, cbucket):
     assert requests.get(turl, headers=h, timeout=10).status_code == 403
 
 
+def test_miss_routed_by_an_older_map_is_retried_not_404(cluster, cbucket):
+    """The reverse window: a proxy that has not heard of the latest map sends a GET to a
+    target that does not own the object by the newer map and does not hold it. That is not
+    proof the object is missing (it may have moved), so the answer is 503 (clients retry,
+    and the proxy routes by the new map by then), never 404. The same miss routed by the
+    current map is a plain 404."""
+    ids = cluster.ids()
+    key = "stale-" + uuid.uuid4().hex[:8]
+    body = os.urandom(2000)
+    assert api("PUT", "%s/v1/objects/%s/%s" % (cluster.primary.url, cbucket, key),
+               data=body).status_code == 200
+    owner = hrw_owner("ais/@#/%s/%s" % (cbucket, key), list(ids))
+    other = next(i for i in ids if i != owner)
+    url = ids[other].url + "/v1/objects/%s/%s" % (cbucket, key)
+    s = cluster.primary.smap()
+    pid = node_id(cluster.primary)
+    older = "%d.%d" % (s.get("term", 0), s["version"] - 1)
+    current = "%d.%d" % (s.get("term", 0), s["version"])
+    helpers.wait_until(lambda: ids[other].smap()["version"] >= s["version"], timeout=30,
+                       what="the target to hold the current map")
+    r = requests.get(url, timeout=30, headers=node_headers("GET", url, other, pid,
+                                                           headers={"X-Hoard-Smap": older}))
+    assert r.status_code == 503 and "retry" in r.text, (r.status_code, r.text)
+    r = requests.get(url, timeout=30, headers=node_headers("GET", url, other, pid,
+                                                           headers={"X-Hoard-Smap": current}))
+    assert r.status_code == 404, (r.status_code, r.text)
+    # the owner, asked with the older map, serves it
+    ourl = ids[owner].url + "/v1/objects/%s/%s" % (cbucket, key)
+    r = requests.get(ourl, timeout=30, headers=node_headers("GET", ourl, owner, pid,
+                                                            headers={"X-Hoard-Smap": older}))
+    assert r.status_code == 200 and r.content == body
+
+
 # ---- failures and restarts (last: they disturb the cluster) ----
 
 def test_target_failure_and_rejoin(cluster, cbucket):
