@@ -1,6 +1,7 @@
 """The rest of docs/s3-compatibility.md on a standalone target and through a cluster proxy:
 CopyObject, DeleteObjects, ListObjectVersions, SigV2 (presigned and header), anonymous-read
 buckets, per-key permissions, virtual-host addressing, rclone; the proxy's s3.redirect mode."""
+import datetime
 import json
 import os
 import shutil
@@ -98,6 +99,39 @@ def test_copy_object_same_owner(endpoint, s3, bucket):
         s3.copy_object(Bucket=bucket, Key=dst, CopySource={"Bucket": bucket, "Key": "same/src"},
                        CopySourceIfNoneMatch='"%s"' % md5_hex(data))
     assert client_error(ei)[:2] == (412, "PreconditionFailed")
+
+
+@pytest.mark.parametrize("same", [True, False], ids=["same-owner", "other-owner"])
+def test_copy_source_if_modified_since(endpoint, s3, bucket, same):
+    """x-amz-copy-source-if-modified-since / -if-unmodified-since on CopyObject and
+    UploadPartCopy, whether the source is on the destination's target or not: a date after
+    the source's Last-Modified fails modified-since (412, not 304), one before it fails
+    unmodified-since; the copy happens otherwise."""
+    s3.put_object(Bucket=bucket, Key="ims/src", Body=b"dated source")
+    lm = s3.head_object(Bucket=bucket, Key="ims/src")["LastModified"]
+    later, earlier = lm + datetime.timedelta(days=1), lm - datetime.timedelta(days=1)
+    dst = helpers.placed_key(endpoint, bucket, "ims/dst", (bucket, "ims/src"), same=same)
+    src = {"Bucket": bucket, "Key": "ims/src"}
+    for kw in ({"CopySourceIfModifiedSince": later},
+               {"CopySourceIfUnmodifiedSince": earlier}):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            s3.copy_object(Bucket=bucket, Key=dst, CopySource=src, **kw)
+        assert client_error(ei)[:2] == (412, "PreconditionFailed"), kw
+    with pytest.raises(botocore.exceptions.ClientError):
+        s3.head_object(Bucket=bucket, Key=dst)
+    s3.copy_object(Bucket=bucket, Key=dst, CopySource=src, CopySourceIfModifiedSince=earlier,
+                   CopySourceIfUnmodifiedSince=later)
+    assert s3.get_object(Bucket=bucket, Key=dst)["Body"].read() == b"dated source"
+    up = s3.create_multipart_upload(Bucket=bucket, Key=dst)["UploadId"]
+    try:
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            s3.upload_part_copy(Bucket=bucket, Key=dst, UploadId=up, PartNumber=1,
+                                CopySource=src, CopySourceIfModifiedSince=later)
+        assert client_error(ei)[:2] == (412, "PreconditionFailed")
+        s3.upload_part_copy(Bucket=bucket, Key=dst, UploadId=up, PartNumber=1, CopySource=src,
+                            CopySourceIfModifiedSince=earlier)
+    finally:
+        s3.abort_multipart_upload(Bucket=bucket, Key=dst, UploadId=up)
 
 
 # ---------------------------------------------------------------- DeleteObjects
