@@ -862,6 +862,38 @@ static int acl_headers(struct hd_req *r)
     return HD_OK;
 }
 
+/* Headers asking a write for a feature hoard does not have (server-side encryption, object
+ * tags, object lock, website redirects): the first one's name, or NULL. Dropping them would
+ * be a silent success (the client believes its object is encrypted, tagged or locked).
+ * x-amz-tagging empty (no tags) and x-amz-bucket-object-lock-enabled false are harmless. */
+static const char *unsupported_write_header(struct hd_req *r, enum hd_s3_op op)
+{
+    static const char *const sse[] = {"x-amz-server-side-encryption",
+                                      "x-amz-copy-source-server-side-encryption", NULL};
+    const char *k, *v;
+    size_t i, j;
+
+    for (i = 0; i < r->nhdrs; i++) {
+        k = r->hdrs[i].k;
+        v = r->hdrs[i].v ? r->hdrs[i].v : "";
+        for (j = 0; sse[j]; j++)
+            if (op != HD_S3_CREATE_BUCKET && hd_str_case_prefix(k, sse[j]))
+                return k;
+        if (op == HD_S3_CREATE_BUCKET) {
+            if (strcasecmp(k, "x-amz-bucket-object-lock-enabled") == 0 && strcasecmp(v, "false"))
+                return k;
+            continue;
+        }
+        if (op == HD_S3_UPLOAD_PART || op == HD_S3_UPLOAD_PART_COPY)
+            continue;
+        if (hd_str_case_prefix(k, "x-amz-object-lock-") ||
+            strcasecmp(k, "x-amz-website-redirect-location") == 0 ||
+            (strcasecmp(k, "x-amz-tagging") == 0 && *v))
+            return k;
+    }
+    return NULL;
+}
+
 /* An AccessControlPolicy body: 0 when it grants the owner FULL_CONTROL and nobody anything
  * else (what GET ?acl answers, and what s3cmd copies from object to object). */
 static int acl_body_check(const char *body, size_t len, const char *owner)
@@ -1073,7 +1105,7 @@ static void expired(struct hd_req *r, const struct hd_sigv4_auth *a)
 void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front *f, void *ctx)
 {
     struct hd_s3_call c;
-    const char *rest, *slash;
+    const char *rest, *slash, *hname;
     char *bucket = NULL, *key = NULL, *vpath;
     enum level level;
     int rc;
@@ -1127,6 +1159,20 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
     case HD_S3_PUT_OBJECT_ACL:
         if (acl_headers(r) == HD_DONE)
             goto out;
+        if (c.op == HD_S3_PUT_BUCKET_ACL || c.op == HD_S3_PUT_OBJECT_ACL)
+            break;
+        /* fall through */
+    case HD_S3_UPLOAD_PART:
+    case HD_S3_UPLOAD_PART_COPY:
+        if ((hname = unsupported_write_header(r, c.op))) {
+            struct hd_kv ex = {"Header", hname};
+            hd_resp_err_ex(r, HD_ENOTIMPL,
+                           "A header you provided implies functionality that is not "
+                           "implemented: hoard has no server-side encryption, object tags, "
+                           "object lock or website redirects.",
+                           &ex, 1);
+            goto out;
+        }
         break;
     case HD_S3_GET_OBJECT:
     case HD_S3_HEAD_OBJECT:
