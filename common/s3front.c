@@ -399,6 +399,8 @@ static void delete_result_xml(struct hd_buf *b, const struct hd_delete_req *dr, 
             const struct hd_err_info *e = hd_err_info(err[i]);
             hd_xml_open(b, "Error");
             hd_xml_elem(b, "Key", k);
+            if (dr->objs[i].version_id)
+                hd_xml_elem(b, "VersionId", dr->objs[i].version_id);
             hd_xml_elem(b, "Code", e->s3_code);
             hd_xml_elem(b, "Message", e->message);
             hd_xml_close(b, "Error");
@@ -770,8 +772,12 @@ static void delete_end(struct hd_req *r, void *arg, const char *body, size_t len
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    for (i = 0; i < dr.n; i++)
+    for (i = 0; i < dr.n; i++) {
+        const char *v = dr.objs[i].version_id;
         err[i] = hd_object_name_check(dr.objs[i].key, strlen(dr.objs[i].key));
+        if (err[i] == 0 && v && strcmp(v, "null") != 0)
+            err[i] = HD_EBADVERSION; /* every object is version null (see version_check) */
+    }
     if ((rc = bc->f->delete_keys(bc->ctx, bc->bucket, &dr, err)) < 0) {
         free(err);
         hd_xml_delete_cleanup(&dr);
@@ -892,6 +898,47 @@ static const char *unsupported_write_header(struct hd_req *r, enum hd_s3_op op)
             return k;
     }
     return NULL;
+}
+
+/* Buckets are unversioned: every object is version "null". A versionId naming another
+ * version (of the object, or of a copy source) is AWS's 400 InvalidArgument, never a read,
+ * copy or delete of the current object. HD_OK, or HD_DONE when answered. */
+static int version_check(struct hd_req *r, enum hd_s3_op op)
+{
+    const char *v = NULL, *src, *q;
+    struct hd_query sq = {0};
+    int rc = HD_OK;
+
+    switch (op) {
+    case HD_S3_GET_OBJECT:
+    case HD_S3_HEAD_OBJECT:
+    case HD_S3_DELETE_OBJECT:
+    case HD_S3_GET_OBJECT_ACL:
+    case HD_S3_PUT_OBJECT_ACL:
+        v = hd_query_get(&r->query, "versionId");
+        break;
+    case HD_S3_COPY_OBJECT:
+    case HD_S3_UPLOAD_PART_COPY:
+        src = hd_req_header(r, "x-amz-copy-source");
+        if (src && (q = strchr(src, '?'))) {
+            if (hd_query_parse(q + 1, &sq) < 0) {
+                hd_resp_err(r, HD_EBADARG);
+                return HD_DONE;
+            }
+            v = hd_query_get(&sq, "versionId");
+        }
+        break;
+    default:
+        break;
+    }
+    if (v && strcmp(v, "null") != 0) {
+        struct hd_kv ex[] = {{"ArgumentName", "versionId"}, {"ArgumentValue", v}};
+        hd_resp_err_ex(r, HD_EBADVERSION, *v ? NULL : "Version id cannot be the empty string", ex,
+                       2);
+        rc = HD_DONE;
+    }
+    hd_query_free(&sq);
+    return rc;
 }
 
 /* An AccessControlPolicy body: 0 when it grants the owner FULL_CONTROL and nobody anything
@@ -1150,6 +1197,8 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
     r->op = metric_op(c.op);
     if (bucket)
         snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
+    if (version_check(r, c.op) == HD_DONE)
+        goto out;
     switch (c.op) {
     case HD_S3_PUT_OBJECT:
     case HD_S3_COPY_OBJECT:
