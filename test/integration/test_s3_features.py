@@ -212,6 +212,41 @@ def test_list_object_versions(s3, bucket):
     assert [v["Key"] for v in r["Versions"]] == ["b/1", "b/2"]
 
 
+def test_version_ids(raw, s3, bucket):
+    """Every object is version "null": versionId=null reads, copies and deletes the object;
+    any other versionId (of the object, a copy source or a DeleteObjects entry) is AWS's 400
+    InvalidArgument "Invalid version id specified" and touches nothing (it used to be
+    ignored, so deleting an "old version" deleted the current object)."""
+    s3.put_object(Bucket=bucket, Key="v", Body=b"current")
+    other = "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY"
+    for method in ("GET", "DELETE"):
+        r = raw.request(method, "/%s/v?versionId=%s" % (bucket, urllib.parse.quote(other, "")))
+        err = check_s3_error(r, 400, "InvalidArgument")
+        assert err["Message"] == "Invalid version id specified"
+        assert err.get("ArgumentName") == "versionId" and err.get("ArgumentValue") == other
+    r = raw.request("GET", "/%s/v?versionId=" % bucket)
+    assert check_s3_error(r, 400, "InvalidArgument")["Message"] == \
+        "Version id cannot be the empty string"
+    assert raw.request("HEAD", "/%s/v?versionId=%s" % (bucket, other)).status == 400
+    for call in (lambda: s3.get_object(Bucket=bucket, Key="v", VersionId=other),
+                 lambda: s3.copy_object(Bucket=bucket, Key="v2", CopySource={
+                     "Bucket": bucket, "Key": "v", "VersionId": other})):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            call()
+        assert client_error(ei)[:2] == (400, "InvalidArgument")
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "v", "VersionId": other}]})
+    assert not r.get("Deleted") and r["Errors"][0]["Code"] == "InvalidArgument"
+    assert r["Errors"][0]["VersionId"] == other
+    assert s3.get_object(Bucket=bucket, Key="v", VersionId="null")["Body"].read() == b"current"
+    s3.copy_object(Bucket=bucket, Key="v2", CopySource={"Bucket": bucket, "Key": "v",
+                                                         "VersionId": "null"})
+    assert s3.get_object(Bucket=bucket, Key="v2")["Body"].read() == b"current"
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "v2", "VersionId": "null"}]})
+    assert r["Deleted"] == [{"Key": "v2", "VersionId": "null"}]
+    s3.delete_object(Bucket=bucket, Key="v", VersionId="null")
+    assert not s3.list_objects_v2(Bucket=bucket).get("Contents")
+
+
 # ---------------------------------------------------------------- SigV2
 
 def test_sigv2_presigned_urls(endpoint, bucket, s3):
