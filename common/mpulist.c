@@ -152,6 +152,16 @@ int hd_mpul_xml(struct hd_buf *b, const char *bucket, const struct hd_mpul_opts 
         hd_xml_open(b, "Upload");
         hd_xml_key_elem(b, "Key", e->key, o->url);
         hd_xml_elem(b, "UploadId", e->id);
+        if (o->owner) { /* uploads keep no initiator: the caller's key, as for ListObjects */
+            hd_xml_open(b, "Initiator");
+            hd_xml_elem(b, "ID", o->owner);
+            hd_xml_elem(b, "DisplayName", o->owner);
+            hd_xml_close(b, "Initiator");
+            hd_xml_open(b, "Owner");
+            hd_xml_elem(b, "ID", o->owner);
+            hd_xml_elem(b, "DisplayName", o->owner);
+            hd_xml_close(b, "Owner");
+        }
         hd_xml_elem(b, "StorageClass", "STANDARD");
         hd_iso8601_ms(e->created, ts);
         hd_xml_elem(b, "Initiated", ts);

@@ -34,6 +34,7 @@ struct hd_mpul_opts {
     const char *id_marker;  /* NULL unless key_marker */
     uint64_t max;           /* max-uploads, at most HD_MPUL_MAX */
     int url;                /* encoding-type=url */
+    const char *owner;      /* the caller (Owner and Initiator of each upload); NULL: left out */
 };
 
 #define HD_MPUL_MAX 1000

@@ -2271,7 +2271,8 @@ static int list_uploads(struct hd_target *t, const char *bucket, const struct hd
     return 0;
 }
 
-void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *bucket)
+void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *bucket,
+                         const char *owner)
 {
     struct hd_mpul_opts o;
     struct hd_mpul l = {0};
@@ -2281,7 +2282,9 @@ void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *buck
 
     r->op = HD_OP_LIST;
     hd_buf_init(&b);
-    if ((rc = hd_mpul_opts_parse(r, &o, &msg)) < 0 || (rc = list_uploads(t, bucket, &o, &l)) < 0 ||
+    if ((rc = hd_mpul_opts_parse(r, &o, &msg)) == 0)
+        o.owner = owner;
+    if (rc < 0 || (rc = list_uploads(t, bucket, &o, &l)) < 0 ||
         (rc = hd_mpul_xml(&b, bucket, &o, &l)) < 0) {
         hd_buf_cleanup(&b);
         hd_resp_err_msg(r, rc, msg);

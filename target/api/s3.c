@@ -135,7 +135,7 @@ static int delete_keys(void *ctx, const char *bucket, const struct hd_delete_req
 
 static void list_uploads(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
-    hd_mpu_list_uploads(r, ctx, c->bucket);
+    hd_mpu_list_uploads(r, ctx, c->bucket, c->owner);
 }
 
 /* ---- objects ---- */

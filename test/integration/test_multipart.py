@@ -243,11 +243,15 @@ def test_list_parts_pagination(s3, bucket):
     s3.abort_multipart_upload(Bucket=bucket, Key="lp", UploadId=uid)
 
 
-def test_list_multipart_uploads(s3, bucket):
+def test_list_multipart_uploads(endpoint, s3, bucket):
     keys = ["a/1", "a/2", "b", "c/x/y", "a/1"]
     ids = [s3.create_multipart_upload(Bucket=bucket, Key=k)["UploadId"] for k in keys]
     r = s3.list_multipart_uploads(Bucket=bucket)
     got = [(u["Key"], u["UploadId"]) for u in r["Uploads"]]
+    # every upload names its Owner and Initiator (the caller's key; s3-tests
+    # test_list_multipart_upload_owner reads both)
+    me = {"ID": endpoint.access_key, "DisplayName": endpoint.access_key}
+    assert all(u["Owner"] == me and u["Initiator"] == me for u in r["Uploads"]), r["Uploads"]
     # sorted by key, then initiation time (a/1 twice, in creation order)
     assert [k for k, _ in got] == ["a/1", "a/1", "a/2", "b", "c/x/y"]
     assert got[0][1] == ids[0] and got[1][1] == ids[4]
