@@ -1152,7 +1152,7 @@ static void expired(struct hd_req *r, const struct hd_sigv4_auth *a)
 void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front *f, void *ctx)
 {
     struct hd_s3_call c;
-    const char *rest, *slash, *hname;
+    const char *rest, *slash, *hname, *ctype;
     char *bucket = NULL, *key = NULL, *vpath;
     enum level level;
     int rc;
@@ -1173,6 +1173,17 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
             hd_resp_err(r, rc);
             goto out;
         }
+    }
+    /* POST Object (an HTML form upload, its policy signed inside the form, so the request
+     * itself is unsigned): a feature hoard lacks, said before authentication would answer
+     * 403 AccessDenied to a request that could never be made to pass */
+    if (bucket && !key && strcmp(r->method, "POST") == 0 &&
+        (ctype = hd_req_header(r, "Content-Type")) &&
+        hd_str_case_prefix(ctype, "multipart/form-data")) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "POST Object (browser-based uploads with an HTML form) is not "
+                        "supported; use PutObject or a presigned PUT URL.");
+        goto out;
     }
     rc = f->authenticate(r, ctx, bucket, key, &c.auth);
     if (rc == HD_AGAIN)

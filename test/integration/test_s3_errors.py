@@ -501,6 +501,18 @@ def test_unsupported_write_headers(endpoint, raw, s3, bucket, header, value):
         s3.abort_multipart_upload(Bucket=bucket, Key="obj", UploadId=up)
 
 
+def test_post_object_form_upload(endpoint, raw, s3, bucket):
+    """POST Object (an HTML form upload, unsigned with the policy in the form; ceph s3-tests
+    test_post_object_*): 501 NotImplemented, not 403 AccessDenied or 405; nothing written.
+    A POST to the bucket without a form is still an ordinary (signed) call."""
+    r = requests.post("%s/%s" % (endpoint.url, bucket), timeout=30,
+                      files={"key": (None, "posted"), "file": ("f.txt", b"form data")})
+    check_s3_error(from_requests(r), 501, "NotImplemented")
+    assert_absent(raw, bucket, "posted")
+    r = raw.request("POST", "/%s" % bucket, sign=False)
+    check_s3_error(r, 403, "AccessDenied")
+
+
 def test_harmless_write_headers(raw, s3, bucket):
     """An empty x-amz-tagging (no tags) and object lock left off at CreateBucket are not
     requests for a missing feature: accepted; object lock on at CreateBucket is 501."""
