@@ -241,14 +241,22 @@ struct commit_job {
     struct hd_put_attrs a;
     char *ctype, *meta, *hdrs, *if_match;
     char ck_val[HD_CK_B64_MAX];
+    char etag[48]; /* a.etag's: a write-through object's upstream ETag */
     struct hd_obj_meta m;
+    /* a put hook's commit (a multipart part), with its argument, the job's once started */
+    int (*hook)(struct hd_put *p, const struct hd_put_attrs *a, struct hd_obj_meta *out, void *arg);
+    void *hook_arg;
+    void (*hook_free)(void *arg);
 };
 
 static void commit_run(struct hd_acall *ac)
 {
     struct commit_job *j = ac->arg;
 
-    ac->rc = hd_put_commit(j->put, &j->a, &j->m);
+    if (j->hook)
+        ac->rc = j->hook(j->put, &j->a, &j->m, j->hook_arg);
+    else
+        ac->rc = hd_put_commit(j->put, &j->a, &j->m);
 }
 
 static void commit_free(void *arg)
@@ -256,6 +264,8 @@ static void commit_free(void *arg)
     struct commit_job *j = arg;
 
     hd_put_free(j->put); /* removes the temp file unless committed */
+    if (j->hook_free)
+        j->hook_free(j->hook_arg);
     free(j->ctype);
     free(j->meta);
     free(j->hdrs);
@@ -290,14 +300,24 @@ static int commit_start(struct hd_req *r, struct put_ctx *pc, const struct hd_pu
         snprintf(j->ck_val, sizeof(j->ck_val), "%s", a->ck_val);
         j->a.ck_val = j->ck_val;
     }
+    if (a->etag) {
+        snprintf(j->etag, sizeof(j->etag), "%s", a->etag);
+        j->a.etag = j->etag;
+    }
     if (oom) {
         commit_free(j); /* j->put is NULL */
         return -ENOMEM;
     }
     if (!(pc->commit = hd_acall_new(pc->t->disk, commit_run, j, commit_free)))
-        return -ENOMEM;
-    j->put = pc->put; /* the job's from here on */
+        return -ENOMEM; /* j freed with it */
+    j->put = pc->put;   /* the job's from here on, with the hook's argument */
     pc->put = NULL;
+    if ((j->hook = pc->hooks.commit)) {
+        j->hook_arg = pc->hooks.arg;
+        j->hook_free = pc->hooks.arg_free;
+        pc->hooks.arg = NULL;
+        pc->hooks.arg_free = NULL;
+    }
     if (hd_acall_submit(pc->commit, r) < 0)
         return 0; /* finished with the error: answered by the park below */
     return 0;
@@ -541,7 +561,8 @@ static void put_end(struct hd_req *r)
             return;
         }
     }
-    if (!pc->hooks.commit && pc->t->disk && (!pc->cb || a.writeback)) {
+    /* the fsync and the catalog off the HTTP worker (its other connections go on) */
+    if (pc->t->disk) {
         if (commit_start(r, pc, &a) == 0) {
             put_end(r); /* parks, or answers when the commit is already done */
             return;

@@ -24,6 +24,8 @@ int ht_server_start(hd_http_handler_fn handler, void *ctx, int threads, struct h
     return ht_server_start_mode(handler, ctx, threads, 0, out, port);
 }
 
+int ht_http_timeout_s = 60;
+
 int ht_server_start_mode(hd_http_handler_fn handler, void *ctx, int threads, int loops,
                          struct hd_http_server **out, int *port)
 {
@@ -34,9 +36,9 @@ int ht_server_start_mode(hd_http_handler_fn handler, void *ctx, int threads, int
     hc.listen = "127.0.0.1:0";
     hc.threads = threads;
     hc.loops = loops;
-    hc.timeout_s = 60;    /* http.timeout */
-    hc.max_conns = 4096;  /* http.max_conns */
-    hc.mem_limit = 65536; /* http.mem_limit */
+    hc.timeout_s = (unsigned)ht_http_timeout_s; /* http.timeout */
+    hc.max_conns = 4096;                        /* http.max_conns */
+    hc.mem_limit = 65536;                       /* http.mem_limit */
     hc.handler = handler;
     hc.ctx = ctx;
     *out = NULL;

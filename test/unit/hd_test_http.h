@@ -15,6 +15,8 @@
 int ht_server_start(hd_http_handler_fn handler, void *ctx, int threads, struct hd_http_server **out,
                     int *port);
 /* The same, in loop mode (hd_http_cfg.loops) when loops is 1. */
+/* http.timeout of the servers started from here on (default 60 s). */
+extern int ht_http_timeout_s;
 int ht_server_start_mode(hd_http_handler_fn handler, void *ctx, int threads, int loops,
                          struct hd_http_server **out, int *port);
 

@@ -430,10 +430,16 @@ HD_SUITE(objops_short_body)
     const size_t sent = 100000;
     char *msg = malloc(sizeof(head) - 1 + sent);
     struct fx f;
-    int fd = -1;
+    int fd = -1, rc;
 
     CHECK(msg != NULL);
-    CHECK_EQ_INT(fx_start(&f), 0);
+    /* libmicrohttpd 0.9.75 (epoll) takes a short read as "drained": when the client's FIN
+     * arrives before the last body bytes are read, no new event comes and the connection
+     * ends only at http.timeout (hoard.conf default 60 s). Either way the put must go. */
+    ht_http_timeout_s = 3;
+    rc = fx_start(&f);
+    ht_http_timeout_s = 60;
+    CHECK_EQ_INT(rc, 0);
     if (!f.ok || !msg)
         goto out;
     memcpy(msg, head, sizeof(head) - 1);
