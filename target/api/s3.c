@@ -172,7 +172,7 @@ static void mpu_abort(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 
 static void mpu_parts(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
-    hd_mpu_list_parts(r, ctx, c->bucket, c->key);
+    hd_mpu_list_parts(r, ctx, c->bucket, c->key, c->owner);
 }
 
 static void copy_object(struct hd_req *r, void *ctx, const struct hd_s3_call *c)

@@ -219,12 +219,14 @@ def test_malformed_complete(endpoint, s3, bucket):
     s3.abort_multipart_upload(Bucket=bucket, Key="mx", UploadId=uid)
 
 
-def test_list_parts_pagination(s3, bucket):
+def test_list_parts_pagination(endpoint, s3, bucket):
     uid = s3.create_multipart_upload(Bucket=bucket, Key="lp")["UploadId"]
     datas = {n: b"part-%d" % n * (n + 1) for n in (1, 2, 3, 5, 8, 13, 21)}
     for n, d in datas.items():
         s3.upload_part(Bucket=bucket, Key="lp", UploadId=uid, PartNumber=n, Body=d)
     r = s3.list_parts(Bucket=bucket, Key="lp", UploadId=uid, MaxParts=3)
+    me = {"ID": endpoint.access_key, "DisplayName": endpoint.access_key}
+    assert r["Owner"] == me and r["Initiator"] == me, r  # the caller's key, as ListObjects
     assert r["IsTruncated"] is True
     assert [p["PartNumber"] for p in r["Parts"]] == [1, 2, 3]
     assert r["NextPartNumberMarker"] == 3
