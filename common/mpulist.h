@@ -39,6 +39,9 @@ struct hd_mpul_opts {
 
 #define HD_MPUL_MAX 1000
 
+/* <Initiator> and <Owner> of an upload: uploads keep no initiator, so both are the caller's
+ * key (as ListObjects' Owner). */
+void hd_mpul_owner_xml(struct hd_buf *b, const char *owner);
 /* Parses prefix, delimiter, key-marker, upload-id-marker, max-uploads and encoding-type.
  * 0, or HD_EBADARG with *msg saying what is wrong. */
 int hd_mpul_opts_parse(const struct hd_req *r, struct hd_mpul_opts *o, const char **msg);

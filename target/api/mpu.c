@@ -2114,14 +2114,7 @@ void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket
     hd_xml_elem(&b, "Bucket", bucket);
     hd_xml_key_elem(&b, "Key", key, url);
     hd_xml_elem(&b, "UploadId", id);
-    hd_xml_open(&b, "Initiator"); /* uploads keep no initiator: the caller, as ListObjects */
-    hd_xml_elem(&b, "ID", owner);
-    hd_xml_elem(&b, "DisplayName", owner);
-    hd_xml_close(&b, "Initiator");
-    hd_xml_open(&b, "Owner");
-    hd_xml_elem(&b, "ID", owner);
-    hd_xml_elem(&b, "DisplayName", owner);
-    hd_xml_close(&b, "Owner");
+    hd_mpul_owner_xml(&b, owner);
     hd_hdrs_class(u.hdrs, sclass, sizeof(sclass));
     hd_xml_elem(&b, "StorageClass", sclass);
     hd_xml_elemf(&b, "PartNumberMarker", "%llu", (unsigned long long)marker);
