@@ -886,7 +886,8 @@ static const char *unsupported_write_header(struct hd_req *r, enum hd_s3_op op)
             if (op != HD_S3_CREATE_BUCKET && hd_str_case_prefix(k, sse[j]))
                 return k;
         if (op == HD_S3_CREATE_BUCKET) {
-            if (strcasecmp(k, "x-amz-bucket-object-lock-enabled") == 0 && strcasecmp(v, "false"))
+            if (strcasecmp(k, "x-amz-bucket-object-lock-enabled") == 0 &&
+                strcasecmp(v, "false") != 0)
                 return k;
             continue;
         }
