@@ -337,6 +337,11 @@ static int queue_ex(struct hd_req *r, int status, struct MHD_Response *resp, uin
     for (i = 0; i < r->nrh; i++)
         if (!overridden(r, status, r->rh[i].k))
             add_header(resp, r->rh[i].k, r->rh[i].v);
+    for (i = 0; i < r->nxh; i++)
+        if (!overridden(r, status, r->xh[i].k))
+            add_header(resp, r->xh[i].k, r->xh[i].v);
+    r->xh = NULL;
+    r->nxh = 0;
     for (i = 0; i < r->novr; i++)
         if (overridden(r, status, r->ovr[i].k))
             add_header(resp, r->ovr[i].k, r->ovr[i].v);
@@ -930,6 +935,23 @@ int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_f
      * it used to run here too, and every caller freed cls again on the failure: a double
      * free, e.g. of a relay, that corrupted the proxy's heap) */
     return queue_ex(r, status, resp, size == UINT64_MAX ? 0 : size, stream_disown, s);
+}
+
+int hd_resp_mem(struct hd_req *r, int status, const void *data, size_t len,
+                void (*free_cb)(void *cls), void *cls)
+{
+    struct MHD_Response *resp;
+
+    resp = r->responded ? NULL
+                        : MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)data,
+                                                                                 free_cb, cls);
+    if (!resp) {
+        if (free_cb)
+            free_cb(cls);
+        return r->responded ? -EALREADY : -ENOMEM;
+    }
+    /* a response MHD refuses is destroyed in queue_ex, which runs free_cb */
+    return queue(r, status, resp, len);
 }
 
 /* The bucket of a native object or bucket call (/v1/objects/B/..., /v1/buckets/B), for the

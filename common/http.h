@@ -85,6 +85,10 @@ struct hd_req {
      * hd_resp_override) */
     struct hd_kv *ovr;
     size_t novr;
+    /* more response headers, borrowed: added after rh by the next response queued (and
+     * forgotten then); the caller clears them if nothing was queued */
+    const struct hd_kv *xh;
+    size_t nxh;
 
     /* handler hooks and state.
      * on_body returns 0 when it took all of data, a negative code on error, or, for flow
@@ -226,6 +230,12 @@ void hd_req_defer(struct hd_req *r, void (*on_undefer)(struct hd_req *r), void *
 typedef long (*hd_body_reader_fn)(void *cls, uint64_t pos, char *buf, size_t max);
 int hd_resp_stream(struct hd_req *r, int status, uint64_t size, hd_body_reader_fn reader, void *cls,
                    void (*free_cb)(void *cls));
+/* Queues a response whose whole body is data[0..len), borrowed (no copy) until MHD drops
+ * the response, then free_cb(cls) runs. libmicrohttpd sends the head and a body of this kind
+ * in one write. Like hd_resp_stream, the body is not node-signed. Unlike hd_resp_stream, the
+ * body is handed over in every case: on an error free_cb(cls) has run when this returns. */
+int hd_resp_mem(struct hd_req *r, int status, const void *data, size_t len,
+                void (*free_cb)(void *cls), void *cls);
 
 uint64_t hd_now_ns(void);
 /* Returns freed heap to the system (malloc_trim) after each 3 s window with fewer than 48

@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <uv.h>
 
+#include "common/buf.h"
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/log.h"
@@ -42,6 +44,8 @@
  * it ran at once in that period: a burst's buffers do not stay for good (a quiet loop keeps
  * none), and the allocator can give them back (common/http.c, hd_http_idle_trim). */
 #define TRIM_MS 3000
+/* Header text buffers a pooled relay keeps for the next one (larger ones are freed). */
+#define KEEP_TEXT (16u * 1024)
 
 struct rloop;
 
@@ -54,7 +58,11 @@ struct relay {
     struct hd_req *r;   /* NULL once the client side is finished */
     char *url;
     char method[16];
+    /* the request's header lines for libcurl: nodes and text of this relay's own, kept with
+     * it in the pool (no malloc per line) */
     struct curl_slist *hdrs;
+    size_t hdrs_cap;
+    struct hd_buf qtext;
     int has_body;
     int64_t body_len; /* -1: chunked */
     int handed;       /* given to the loop (at once without a body, else once data is ready) */
@@ -79,8 +87,12 @@ struct relay {
     char err[CURL_ERROR_SIZE];
     int head_done;
     long status;
-    struct hd_kv *rh;
+    /* the answer's headers passed on: "name\0value\0" each in htext (kept in the pool),
+     * made into rh at relay_end */
+    struct hd_buf htext;
     size_t nrh;
+    struct hd_kv *rh;
+    size_t rh_cap;
     int64_t resp_len;
     char reqid[64];
 
@@ -97,6 +109,8 @@ struct sock {
     uv_poll_t poll;
     curl_socket_t fd;
     struct rloop *l;
+    int ev;     /* the events watched now, 0 when stopped */
+    int parked; /* dropped by curl (a cached keep-alive connection) but still watched */
 };
 
 /* One libuv loop driving one libcurl multi handle: an HTTP worker's own loop (loop mode,
@@ -159,36 +173,88 @@ static int ring_ready(struct hd_ring *g, size_t max)
     return hd_ring_init(g, RING_MIN, max);
 }
 
+/* What a pooled relay keeps for the next one. */
+struct kept {
+    struct hd_ring up, down;
+    char *url;
+    size_t url_cap;
+    struct curl_slist *hdrs;
+    size_t hdrs_cap;
+    struct hd_buf qtext, htext;
+    struct hd_kv *rh;
+    size_t rh_cap;
+};
+
+static void text_keep(struct hd_buf *b)
+{
+    if (b->oom || b->cap > KEEP_TEXT)
+        hd_buf_cleanup(b);
+    hd_buf_reset(b);
+}
+
+static void kept_free(struct kept *k)
+{
+    hd_ring_cleanup(&k->up);
+    hd_ring_cleanup(&k->down);
+    free(k->url);
+    free(k->hdrs);
+    hd_buf_cleanup(&k->qtext);
+    hd_buf_cleanup(&k->htext);
+    free(k->rh);
+}
+
+static void kept_take(struct relay *y, struct kept *k)
+{
+    *k = (struct kept){.up = y->up,
+                       .down = y->down,
+                       .url = y->url,
+                       .url_cap = y->url_cap,
+                       .hdrs = y->hdrs,
+                       .hdrs_cap = y->hdrs_cap,
+                       .qtext = y->qtext,
+                       .htext = y->htext,
+                       .rh = y->rh,
+                       .rh_cap = y->rh_cap};
+}
+
+/* Frees a relay that is not pooled (with what it kept). */
+static void relay_destroy(struct relay *y)
+{
+    struct kept k;
+
+    kept_take(y, &k);
+    kept_free(&k);
+    y->magic = 0;
+    free(y);
+}
+
 static void relay_unref(struct relay *y)
 {
     struct rloop *l = y->loop;
     struct hd_relay *rl = l->rl;
-    struct hd_ring up, down;
-    char *url;
-    size_t i, url_cap;
+    struct kept k;
 
     if (atomic_fetch_sub(&y->refs, 1) != 1)
         return;
-    for (i = 0; i < y->nrh; i++) {
-        free((char *)y->rh[i].k);
-        free((char *)y->rh[i].v);
-    }
-    free(y->rh);
-    curl_slist_free_all(y->hdrs);
     pthread_mutex_destroy(&y->mu);
-    up = y->up;
-    down = y->down;
-    url = y->url;
-    url_cap = y->url_cap;
-    ring_keep(&up);
-    ring_keep(&down);
+    kept_take(y, &k);
+    ring_keep(&k.up);
+    ring_keep(&k.down);
+    text_keep(&k.qtext);
+    text_keep(&k.htext);
     pthread_mutex_lock(&l->qmu);
     if (l->npool < POOL_MAX && !l->stopping) {
         memset(y, 0, sizeof(*y)); /* magic 0 too */
-        y->up = up;
-        y->down = down;
-        y->url = url;
-        y->url_cap = url_cap;
+        y->up = k.up;
+        y->down = k.down;
+        y->url = k.url;
+        y->url_cap = k.url_cap;
+        y->hdrs = k.hdrs;
+        y->hdrs_cap = k.hdrs_cap;
+        y->qtext = k.qtext;
+        y->htext = k.htext;
+        y->rh = k.rh;
+        y->rh_cap = k.rh_cap;
         y->loop = l;
         y->qnext = l->pool;
         l->pool = y;
@@ -196,13 +262,8 @@ static void relay_unref(struct relay *y)
         y = NULL;
     }
     pthread_mutex_unlock(&l->qmu);
-    if (y) {
-        hd_ring_cleanup(&up);
-        hd_ring_cleanup(&down);
-        free(url);
-        y->magic = 0;
-        free(y);
-    }
+    if (y)
+        relay_destroy(y);
     atomic_fetch_sub(&rl->inflight, 1);
     hd_stats_inc(HD_ST_RELAY_ENDED);
 }
@@ -230,10 +291,7 @@ static void pool_free(struct rloop *l)
     while (l->pool) {
         struct relay *y = l->pool;
         l->pool = y->qnext;
-        hd_ring_cleanup(&y->up);
-        hd_ring_cleanup(&y->down);
-        free(y->url);
-        free(y);
+        relay_destroy(y);
     }
     l->npool = 0;
 }
@@ -391,18 +449,16 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         goto out;
     }
     {
-        char *k = strndup(p, kl), *val = strndup(v, (size_t)(e - v));
-        struct hd_kv *nv = realloc(y->rh, (y->nrh + 1) * sizeof(*nv));
-        if (!k || !val || !nv || hop_by_hop(k)) {
-            free(k);
-            free(val);
-            if (nv)
-                y->rh = nv;
+        size_t at = y->htext.len;
+        /* the name NUL-terminated in the buffer, then checked; the value after it. A header
+         * that does not fit (no memory) is left out, as before. */
+        if (hd_buf_append(&y->htext, p, kl) < 0 || hd_buf_append(&y->htext, "", 1) < 0)
+            goto out;
+        if (hop_by_hop(y->htext.data + at) || hd_buf_append(&y->htext, v, (size_t)(e - v)) < 0 ||
+            hd_buf_append(&y->htext, "", 1) < 0) {
+            y->htext.len = at;
             goto out;
         }
-        y->rh = nv;
-        y->rh[y->nrh].k = k;
-        y->rh[y->nrh].v = val;
         y->nrh++;
     }
 out:
@@ -568,24 +624,22 @@ static void collect(struct rloop *l)
     }
 }
 
-static void begin(struct rloop *l, struct relay *y)
-{
-    CURL *c = l->nidle ? l->idle[--l->nidle] : curl_easy_init();
+static int on_close_socket(void *arg, curl_socket_t fd);
 
-    if (!c) {
-        end_transfer(y, CURLE_OUT_OF_MEMORY, "out of memory");
-        return;
-    }
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, y->url);
-    hd_tls_curl(c);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, y->hdrs);
+/* A new easy handle with the options every relay shares (begin sets the rest each time:
+ * a handle is reused without curl_easy_reset). */
+static CURL *handle_new(struct rloop *l)
+{
+    CURL *c = curl_easy_init();
+
+    if (!c)
+        return NULL;
+    /* connections remember these from the handle that opened them */
+    curl_easy_setopt(c, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+    curl_easy_setopt(c, CURLOPT_CLOSESOCKETDATA, l);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, y);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, y);
-    curl_easy_setopt(c, CURLOPT_PRIVATE, y);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, y->err);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
@@ -598,19 +652,42 @@ static void begin(struct rloop *l, struct relay *y)
     curl_easy_setopt(c, CURLOPT_BUFFERSIZE, CURL_BUF);
     curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, CURL_BUF);
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    return c;
+}
+
+static void begin(struct rloop *l, struct relay *y)
+{
+    CURL *c = l->nidle ? l->idle[--l->nidle] : handle_new(l);
+    const char *custom = NULL;
+
+    if (!c) {
+        end_transfer(y, CURLE_OUT_OF_MEMORY, "out of memory");
+        return;
+    }
+    curl_easy_setopt(c, CURLOPT_URL, y->url);
+    hd_tls_curl(c); /* each time: a reload (SIGHUP) applies to the next transfer */
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, y->hdrs);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, y);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, y);
+    curl_easy_setopt(c, CURLOPT_READDATA, y);
+    curl_easy_setopt(c, CURLOPT_PRIVATE, y);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, y->err);
+    /* the method, undoing the last transfer's: NOBODY 0 and UPLOAD 0 make it a GET */
+    curl_easy_setopt(c, CURLOPT_NOBODY, 0L);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 0L);
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)-1);
     if (strcmp(y->method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (y->has_body) {
         curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(c, CURLOPT_READDATA, y);
         if (y->body_len >= 0)
             curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)y->body_len);
         if (strcmp(y->method, "PUT") != 0)
-            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, y->method);
+            custom = y->method;
     } else if (strcmp(y->method, "GET") != 0) {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, y->method);
+        custom = y->method;
     }
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, custom);
     y->easy = c;
     if (curl_multi_add_handle(l->multi, c) != CURLM_OK) {
         y->easy = NULL;
@@ -751,6 +828,12 @@ static void on_poll(uv_poll_t *p, int status, int events)
     struct sock *s = p->data;
     int flags = 0, running;
 
+    if (s->parked) { /* a cached connection closed by the peer, or stray data: curl finds out
+                        when it would reuse it; stop watching */
+        uv_poll_stop(&s->poll);
+        s->ev = s->parked = 0;
+        return;
+    }
     if (status < 0)
         flags = CURL_CSELECT_ERR;
     if (events & UV_READABLE)
@@ -784,9 +867,18 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp
         l->nsocks = n;
     }
     s = l->socks[fd];
+    /* Every uv_poll_start or _stop is an epoll_ctl (two for a start: libuv deletes the
+     * descriptor first), and libcurl drops its watch each time a keep-alive connection goes
+     * back to its cache and asks for it again when the connection is reused: a connection
+     * parked while watched for reading stays watched, so that the next request on it costs
+     * no epoll_ctl. on_close_socket stops the watch before libcurl closes the descriptor. */
     if (what == CURL_POLL_REMOVE) {
-        if (s)
+        if (s && s->ev == UV_READABLE) {
+            s->parked = 1;
+        } else if (s && s->ev) {
             uv_poll_stop(&s->poll); /* kept: the descriptor number comes back */
+            s->ev = 0;
+        }
         return 0;
     }
     if (!s) {
@@ -804,7 +896,34 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp
         ev |= UV_READABLE;
     if (what & CURL_POLL_OUT)
         ev |= UV_WRITABLE;
-    return uv_poll_start(&s->poll, ev, on_poll) < 0 ? -1 : 0;
+    s->parked = 0;
+    if (ev == s->ev)
+        return 0;
+    if (!ev) {
+        uv_poll_stop(&s->poll);
+        s->ev = 0;
+        return 0;
+    }
+    if (uv_poll_start(&s->poll, ev, on_poll) < 0) {
+        s->ev = 0;
+        return -1;
+    }
+    s->ev = ev;
+    return 0;
+}
+
+/* libcurl closes a connection's descriptor: stop watching it first (it may still be watched
+ * while parked), so that the number, reused for another socket, starts afresh. */
+static int on_close_socket(void *arg, curl_socket_t fd)
+{
+    struct rloop *l = arg;
+    struct sock *s = fd >= 0 && (size_t)fd < l->nsocks ? l->socks[fd] : NULL;
+
+    if (s && s->ev) {
+        uv_poll_stop(&s->poll);
+        s->ev = s->parked = 0;
+    }
+    return close(fd);
 }
 
 static void on_trim(uv_timer_t *t)
@@ -826,10 +945,7 @@ static void on_trim(uv_timer_t *t)
     pthread_mutex_unlock(&l->qmu);
     while ((y = drop)) {
         drop = y->qnext;
-        hd_ring_cleanup(&y->up);
-        hd_ring_cleanup(&y->down);
-        free(y->url);
-        free(y);
+        relay_destroy(y);
     }
     l->peak = l->nrun;
 }
@@ -1160,7 +1276,9 @@ static void relay_end(struct hd_req *r)
     size_t i;
     long status;
     int64_t len;
-    int failed, what = 0;
+    int failed, whole, rc, what = 0;
+    size_t nh = 0;
+    const char *body = NULL;
     char err[CURL_ERROR_SIZE];
 
     pthread_mutex_lock(&y->mu);
@@ -1179,10 +1297,33 @@ static void relay_end(struct hd_req *r)
     status = y->status;
     len = y->resp_len;
     snprintf(err, sizeof(err), "%s", y->err);
-    for (i = 0; !failed && i < y->nrh; i++)
-        hd_resp_header(r, y->rh[i].k, y->rh[i].v);
+    if (!failed && y->nrh) {
+        const char *h = y->htext.data;
+        if (y->nrh > y->rh_cap) {
+            struct hd_kv *n = realloc(y->rh, y->nrh * sizeof(*n));
+            if (n) {
+                y->rh = n;
+                y->rh_cap = y->nrh;
+            }
+        }
+        for (i = 0; i < y->nrh && i < y->rh_cap; i++) {
+            y->rh[i].k = h;
+            h += strlen(h) + 1;
+            y->rh[i].v = h;
+            h += strlen(h) + 1;
+        }
+        nh = i;
+    }
     if (y->reqid[0])
         snprintf(r->id, sizeof(r->id), "%.16s", y->reqid);
+    /* the whole body is in the window already (a small object: the client side was resumed
+     * once all of it had come): it is answered from there, head and body in one write,
+     * instead of through the streaming reader */
+    whole = !failed && len >= 0 && y->down_total == (uint64_t)len && y->down.len == (size_t)len &&
+            y->down.head + y->down.len <= y->down.cap && strcmp(r->method, "HEAD") != 0 &&
+            status != 204 && status != 304;
+    if (whole)
+        body = y->down.buf + y->down.head;
     if (!failed) {
         atomic_fetch_add(&y->refs, 1); /* the response's */
         y->streaming = 1;
@@ -1196,13 +1337,23 @@ static void relay_end(struct hd_req *r)
         hd_resp_err_msg(r, HD_EUNAVAIL, msg);
         return;
     }
-    if (strcmp(r->method, "HEAD") == 0 || status == 204 || status == 304)
-        len = len < 0 ? 0 : len;
-    if (hd_resp_stream(r, (int)status, len < 0 ? UINT64_MAX : (uint64_t)len, relay_read, y,
-                       relay_free_cb) < 0) {
-        relay_unref(y);
-        hd_resp_err(r, -ENOMEM);
+    /* the node's headers, borrowed (no copy) by the response queued next */
+    r->xh = y->rh;
+    r->nxh = nh;
+    if (whole) { /* the response's reference goes with the body, whatever happens */
+        rc = hd_resp_mem(r, (int)status, body, (size_t)len, relay_free_cb, y);
+    } else {
+        if (strcmp(r->method, "HEAD") == 0 || status == 204 || status == 304)
+            len = len < 0 ? 0 : len;
+        rc = hd_resp_stream(r, (int)status, len < 0 ? UINT64_MAX : (uint64_t)len, relay_read, y,
+                            relay_free_cb);
+        if (rc < 0)
+            relay_unref(y);
     }
+    r->xh = NULL;
+    r->nxh = 0;
+    if (rc < 0)
+        hd_resp_err(r, -ENOMEM);
 }
 
 static void relay_done(struct hd_req *r)
@@ -1245,20 +1396,41 @@ static int skip_request_header(const char *k)
     return strncasecmp(k, "x-hoard-", 8) == 0;
 }
 
-static int add_header(struct curl_slist **l, const char *k, const char *v)
+/* Appends the line for k: v to y->qtext, NUL-terminated ("Name;" sends an empty value;
+ * "Name:" would delete a curl default). */
+static void add_line(struct relay *y, const char *k, const char *v)
 {
-    char line[8192];
-    struct curl_slist *n;
+    hd_buf_puts(&y->qtext, k);
+    if (*v) {
+        hd_buf_append(&y->qtext, ": ", 2);
+        hd_buf_puts(&y->qtext, v);
+    } else {
+        hd_buf_append(&y->qtext, ";", 1);
+    }
+    hd_buf_append(&y->qtext, "", 1);
+}
 
-    /* "Name;" sends an empty value; "Name:" would delete a curl default */
-    if (*v)
-        snprintf(line, sizeof(line), "%s: %s", k, v);
-    else
-        snprintf(line, sizeof(line), "%s;", k);
-    n = curl_slist_append(*l, line);
-    if (!n)
+/* y->hdrs: libcurl's header list over the lines in y->qtext, in nodes of the relay's own
+ * (CURLOPT_HTTPHEADER only reads the list; it is never given to curl_slist_free_all). */
+static int link_lines(struct relay *y, size_t n)
+{
+    const char *p = y->qtext.data;
+    size_t i;
+
+    if (y->qtext.oom)
         return -ENOMEM;
-    *l = n;
+    if (n > y->hdrs_cap) {
+        struct curl_slist *nn = realloc(y->hdrs, n * sizeof(*nn));
+        if (!nn)
+            return -ENOMEM;
+        y->hdrs = nn;
+        y->hdrs_cap = n;
+    }
+    for (i = 0; i < n; i++) {
+        y->hdrs[i].data = (char *)p;
+        y->hdrs[i].next = i + 1 < n ? &y->hdrs[i + 1] : NULL;
+        p += strlen(p) + 1;
+    }
     return 0;
 }
 
@@ -1268,7 +1440,7 @@ int hd_relay_start(struct hd_relay *rl, struct hd_req *r, const char *url,
     uv_loop_t *uv = hd_http_loop();
     struct rloop *l = uv ? worker_get(rl, uv) : shared_get(rl);
     struct relay *y;
-    size_t i, ulen = strlen(url) + 1;
+    size_t i, nlines = 0, ulen = strlen(url) + 1;
     int rc = -ENOMEM;
 
     if (!l)
@@ -1307,19 +1479,16 @@ int hd_relay_start(struct hd_relay *rl, struct hd_req *r, const char *url,
         (y->has_body && ring_ready(&y->up, HD_RELAY_BUF) < 0))
         goto fail;
     for (i = 0; i < r->nhdrs; i++)
-        if (!skip_request_header(r->hdrs[i].k) &&
-            add_header(&y->hdrs, r->hdrs[i].k, r->hdrs[i].v) < 0)
-            goto fail;
-    for (i = 0; i < nextra; i++)
-        if (add_header(&y->hdrs, extra[i].k, extra[i].v) < 0)
-            goto fail;
+        if (!skip_request_header(r->hdrs[i].k)) {
+            add_line(y, r->hdrs[i].k, r->hdrs[i].v);
+            nlines++;
+        }
+    for (i = 0; i < nextra; i++, nlines++)
+        add_line(y, extra[i].k, extra[i].v);
     /* "Expect:" removes curl's own 100-continue: no extra round trip inside the cluster */
-    {
-        struct curl_slist *n = curl_slist_append(y->hdrs, "Expect:");
-        if (!n)
-            goto fail;
-        y->hdrs = n;
-    }
+    hd_buf_append(&y->qtext, "Expect:", sizeof("Expect:"));
+    if (link_lines(y, nlines + 1) < 0)
+        goto fail;
     if (!y->has_body) { /* nothing to wait for: start now */
         y->handed = 1;
         if (poke(y) < 0) {

@@ -143,7 +143,8 @@ int hd_proxy_term_adopt(struct hd_proxy *p, int64_t term, const char *why);
 /* Records a vote in term (persisted first). 1 granted (term adopted if newer); 0 refused
  * (already voted for another in term, or term is older). */
 int hd_proxy_term_vote(struct hd_proxy *p, int64_t term, const char *candidate);
-/* The primary holds a lease (a majority of voters promised not to elect another for L). */
+/* The primary holds a lease (a majority of voters promised not to elect another for L), or is
+ * the only voter. */
 int hd_proxy_has_lease(struct hd_proxy *p);
 /* Becomes a follower (already in the current term); the loop thread then joins whoever is
  * primary. */

@@ -127,7 +127,21 @@ int hd_proxy_term_vote(struct hd_proxy *p, int64_t term, const char *candidate)
 
 int hd_proxy_has_lease(struct hd_proxy *p)
 {
-    return atomic_load(&p->primary) && hd_now_ns() < atomic_load(&p->lease_until_ns);
+    const struct hd_node *v[2];
+    struct hd_smap *s;
+    int sole;
+
+    if (!atomic_load(&p->primary))
+        return 0;
+    if (hd_now_ns() < atomic_load(&p->lease_until_ns))
+        return 1;
+    /* The only voter (fewer than 3 proxies): no election can replace it, so its lease cannot
+     * lapse, even when the loop thread that renews it was held up longer than the lease
+     * (a slow fan-out on a loaded machine refused bucket creation with 503 meanwhile). */
+    s = hd_smap_state_smap(p->cs);
+    sole = s && hd_proxy_voters(s, v, 2) == 1 && strcmp(v[0]->id, p->self.id) == 0;
+    hd_smap_unref(s);
+    return sole;
 }
 
 void hd_proxy_step_down(struct hd_proxy *p, const char *why)

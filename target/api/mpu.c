@@ -1184,12 +1184,21 @@ struct complete_res {
     char ck_val[64];
 };
 
+enum { CS_START, CS_ASSEMBLING, CS_THROUGH, CS_COMMITTING, CS_ANSWER };
+
 struct complete_ctx {
     uint32_t magic;
     struct hd_target *t;
     char *bucket, *key;
     char id[MPU_ID_HEX + 1];
     struct hd_buf body;
+    int stage;                  /* CS_*: where complete_end goes on after a park */
+    struct hd_complete_req req; /* the parsed body (parsed set) */
+    int parsed;
+    struct upload u; /* the upload's row, as the checks read it */
+    struct mountpath *mp;
+    struct hd_acall *job; /* the assembly or commit on the disk workers (struct asm_job) */
+    char uetag[48];       /* the upstream's ETag (write-through) */
     /* S3-backed buckets: the upload's twin at the upstream is completed (parking the
      * request) before the assembled object is committed here */
     struct hd_cbucket *cb;
@@ -1354,8 +1363,7 @@ out:
 }
 
 /* Drops the upload's parts (listed or not) and marks it completed. */
-static int complete_finish(struct complete_ctx *cc, struct mountpath *mp,
-                           const struct complete_res *res)
+static int complete_finish(const char *id, struct mountpath *mp, const struct complete_res *res)
 {
     struct strv files = {0};
     struct db d;
@@ -1366,7 +1374,7 @@ static int complete_finish(struct complete_ctx *cc, struct mountpath *mp,
         return rc;
     if ((rc = db_tx(&d, Q_BEGIN)) < 0)
         goto out;
-    if ((rc = part_files(&d, cc->id, &files)) < 0 || (rc = delete_parts(&d, cc->id)) < 0)
+    if ((rc = part_files(&d, id, &files)) < 0 || (rc = delete_parts(&d, id)) < 0)
         goto out;
     rc = db_prep(&d,
                  "UPDATE mpu_uploads SET state = 1, etag = ?2, ck_val = ?3, done = ?4 "
@@ -1374,7 +1382,7 @@ static int complete_finish(struct complete_ctx *cc, struct mountpath *mp,
                  &s);
     if (rc < 0)
         goto out;
-    sqlite3_bind_text(s, 1, cc->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 2, res->etag, -1, SQLITE_TRANSIENT);
     bind_text_or_null(s, 3, res->ck_val);
     sqlite3_bind_int64(s, 4, hd_store_now_ms());
@@ -1383,7 +1391,7 @@ static int complete_finish(struct complete_ctx *cc, struct mountpath *mp,
     if ((rc = db_tx(&d, Q_COMMIT)) < 0)
         goto out;
     db_close(&d);
-    remove_files(mp, cc->id, &files);
+    remove_files(mp, id, &files);
 out:
     db_close(&d);
     strv_free(&files);
@@ -1585,30 +1593,155 @@ static int twin_start(struct hd_req *r, struct complete_ctx *cc, struct upload *
     return rc < 0 ? rc : HD_EINTERNAL; /* a first call only starts */
 }
 
-static int complete_run(struct hd_req *r, struct complete_ctx *cc,
-                        const struct hd_complete_req *req, struct complete_res *res,
-                        const char **msg)
+/* The assembly of a Complete on the target's disk workers: copy_file_range of every part, a
+ * full-object checksum when the client asserts one, and, where nothing waits for the
+ * upstream, the commit with its fsync and the upload's end. The HTTP worker's other
+ * connections go on meanwhile (a 1 GiB checkpoint is seconds of copying and fsync). The job
+ * owns what it uses: a client that leaves first leaves it to finish or fail on its own, and
+ * a put it did not commit removes its temp file. A write-through object's commit, once the
+ * upstream completed the twin, is a second job of the same kind, without the copy. */
+struct asm_job {
+    struct hd_put *p;
+    struct mountpath *mp;
+    struct src sc;      /* the parts, in order */
+    int copy;           /* copy them into p */
+    int commit;         /* commit p with a, then end the upload (complete_finish) */
+    enum hd_ck_type vt; /* a full-object checksum to check over the bytes (HD_CK_NONE: none) */
+    char vval[HD_CK_B64_MAX];
+    struct hd_put_attrs a;
+    char *ctype, *meta, *hdrs, *parts, *if_match;
+    char etag[64];
+    char id[MPU_ID_HEX + 1];
+    struct complete_res res; /* the answer (its checksum set by a checked vt) */
+};
+
+static void asm_free(void *arg)
+{
+    struct asm_job *j = arg;
+
+    hd_put_free(j->p);
+    src_cleanup(&j->sc);
+    free(j->ctype);
+    free(j->meta);
+    free(j->hdrs);
+    free(j->parts);
+    free(j->if_match);
+    free(j);
+}
+
+static void asm_run(struct hd_acall *ac)
+{
+    struct asm_job *j = ac->arg;
+    struct hd_obj_meta m;
+    char got[HD_CK_B64_MAX];
+    int rc = 0;
+
+    if (j->copy)
+        rc = copy_parts(j->p, j->mp, &j->sc);
+    if (rc == 0 && j->vt != HD_CK_NONE) {
+        if ((rc = put_file_cksum(j->p, j->vt, got)) == 0 && strcmp(got, j->vval) != 0)
+            rc = HD_EBADCHECKSUM;
+        if (rc == 0) {
+            j->res.ck = j->vt;
+            j->res.full = 1;
+            snprintf(j->res.ck_val, sizeof(j->res.ck_val), "%s", got);
+        }
+    }
+    /* A FULL_OBJECT CRC describes the bytes and may be served with them; a composite one
+     * ("b64-N") is kept too, but only HEAD shows it: clients would check it against a body. */
+    if (j->res.ck != HD_CK_NONE && j->res.ck_val[0]) {
+        j->a.ck_type = hd_cksum_name(j->res.ck);
+        j->a.ck_val = j->res.ck_val;
+    }
+    if (rc == 0 && j->commit && (rc = hd_put_commit(j->p, &j->a, &m)) == 0) {
+        hd_obj_meta_cleanup(&m);
+        rc = complete_finish(j->id, j->mp, &j->res);
+    }
+    ac->rc = rc;
+}
+
+static char *dup_or_null(const char *s, int *oom)
+{
+    char *d = s ? strdup(s) : NULL;
+
+    if (s && !d)
+        *oom = 1;
+    return d;
+}
+
+/* A job for cc's upload with attributes a (copied; a->etag: the object's) and answer res. */
+static struct asm_job *asm_new(const struct complete_ctx *cc, const struct hd_put_attrs *a,
+                               const struct complete_res *res)
+{
+    struct asm_job *j = calloc(1, sizeof(*j));
+    int oom = 0;
+
+    if (!j)
+        return NULL;
+    j->mp = cc->mp;
+    j->a = *a;
+    j->a.ctype = j->ctype = dup_or_null(a->ctype, &oom);
+    j->a.meta = j->meta = dup_or_null(a->meta, &oom);
+    j->a.hdrs = j->hdrs = dup_or_null(a->hdrs, &oom);
+    j->a.parts = j->parts = dup_or_null(a->parts, &oom);
+    j->a.if_match = j->if_match = dup_or_null(a->if_match, &oom);
+    snprintf(j->etag, sizeof(j->etag), "%s", a->etag ? a->etag : "");
+    j->a.etag = a->etag ? j->etag : NULL;
+    j->a.ck_type = NULL; /* from res, in asm_run */
+    j->a.ck_val = NULL;
+    j->res = *res;
+    snprintf(j->id, sizeof(j->id), "%s", cc->id);
+    if (oom) {
+        asm_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* Queues j (owned from here) on the disk workers and moves cc to `stage`: 0 or -ENOMEM. */
+static int asm_start(struct hd_req *r, struct complete_ctx *cc, struct asm_job *j, int stage)
+{
+    /* store.commit_workers = 0: the upstream pool, still off the HTTP worker */
+    if (!(cc->job = hd_acall_new(cc->t->disk ? cc->t->disk : cc->t->pool, asm_run, j, asm_free)))
+        return -ENOMEM;          /* j freed with it */
+    hd_acall_submit(cc->job, r); /* a failure finishes it with that error: seen by the park */
+    cc->stage = stage;
+    return 0;
+}
+
+/* First step, on the HTTP worker: the checks (catalog reads, conditions, checksums), the
+ * twin's completion started (write-through), and the assembly queued. */
+static int complete_run(struct hd_req *r, struct complete_ctx *cc, const char **msg)
 {
     struct hd_store *st = cc->t->st;
     struct mountpath *mp = hd_store_mp_for(st, cc->bucket, cc->key);
     const char *mpsize = hd_req_header(r, "x-amz-mp-object-size");
+    struct complete_res *res = &cc->res;
     struct src sc = {0};
-    struct src sc2 = {0};
-    struct upload u = {0}, u2 = {0};
     struct hd_put *p = NULL;
     struct hd_put_attrs a;
     struct hd_obj_meta m;
+    struct asm_job *j;
     enum hd_ck_type vt;
     const char *vval = NULL;
-    char *parts = NULL, got[HD_CK_B64_MAX];
+    char *parts = NULL;
     uint64_t total = 0, v;
     size_t i;
     int rc, found;
 
+    cc->stage = CS_ANSWER;
+    cc->parsed = 1; /* cleaned up whatever the parse leaves */
+    rc = hd_xml_parse_complete(cc->body.data ? cc->body.data : "", cc->body.len, &cc->req);
+    if (rc < 0)
+        return rc;
+    for (i = 1; i < cc->req.n; i++)
+        if (cc->req.parts[i].part_number <= cc->req.parts[i - 1].part_number)
+            return HD_EPARTORDER;
     memset(res, 0, sizeof(*res));
-    rc = complete_start(cc, mp, req, &u, &sc, res, msg);
+    cc->mp = mp;
+    rc = complete_start(cc, mp, &cc->req, &cc->u, &sc, res, msg);
     if (rc != 0)
-        goto out;
+        goto out; /* completed already (HD_DECLINED): answered as it was */
     if (cc->wc.if_match || cc->wc.if_none_match) {
         /* fail before assembling when we can; the commit checks again */
         rc = hd_store_lookup(st, cc->bucket, cc->key, &m);
@@ -1628,7 +1761,7 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
         *msg = "The x-amz-mp-object-size header does not match the size of the parts.";
         goto out;
     }
-    if ((rc = complete_ck_check(r, cc, &u, res, &vt, &vval, msg)) < 0)
+    if ((rc = complete_ck_check(r, cc, &cc->u, res, &vt, &vval, msg)) < 0)
         goto out;
     if (!(parts = parts_json(&sc))) {
         rc = -ENOMEM;
@@ -1644,25 +1777,70 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
     /* write-through: the twin is completed while the parts are assembled here (unless a
      * full-object checksum is to be checked on the assembled bytes first) */
     if (cc->cb && !cc->cb->props.write_back && vt == HD_CK_NONE &&
-        (rc = twin_start(r, cc, &u, mp, &sc, res->etag, msg)) < 0)
+        (rc = twin_start(r, cc, &cc->u, mp, &sc, res->etag, msg)) < 0)
         goto out;
-    rc = copy_parts(p, mp, &sc);
-    if (rc < 0 && cc->wt) { /* the upstream's answer decides; the cache goes without */
-        HD_LOG(HD_WARN, r->id, "multipart %s: assembling %s/%s: %s (not cached)", cc->id,
-               cc->bucket, cc->key, hd_strerror(rc));
-        cc->res = *res;
-        rc = 0;
+    memset(&a, 0, sizeof(a));
+    a.ctype = cc->u.ctype;
+    a.meta = cc->u.meta;
+    a.hdrs = cc->u.hdrs;
+    a.parts = parts;
+    a.etag = res->etag;
+    a.if_match = cc->wc.if_match;
+    a.if_none_match = cc->wc.if_none_match;
+    a.writeback = cc->cb && cc->cb->props.write_back; /* queued with the commit */
+    if (!(j = asm_new(cc, &a, res))) {
+        rc = -ENOMEM;
         goto out;
     }
+    j->p = p;
+    p = NULL;
+    j->sc = sc;
+    memset(&sc, 0, sizeof(sc));
+    j->copy = 1;
+    j->commit = !cc->cb || a.writeback; /* S3-backed: once the upstream has it */
+    j->vt = vt;
+    if (vval)
+        snprintf(j->vval, sizeof(j->vval), "%s", vval);
+    rc = asm_start(r, cc, j, CS_ASSEMBLING);
+out:
+    hd_put_free(p);
+    free(parts);
+    src_cleanup(&sc);
+    return rc < 0 ? rc : 0;
+}
+
+/* After the assembly (and, native and write-back, the commit). */
+static int complete_assembled(struct hd_req *r, struct complete_ctx *cc, const char **msg)
+{
+    struct asm_job *j = cc->job->arg;
+    struct upload u2 = {0};
+    struct src sc2 = {0};
+    int rc = cc->job->rc, oom = 0;
+
+    cc->stage = CS_ANSWER;
     if (rc == -ENOENT) {
         /* a part vanished: replaced (the listed ETag is stale), aborted, or a racing
          * Complete of the same upload finished first (then answer as it did) */
-        memset(res, 0, sizeof(*res));
-        rc = complete_start(cc, mp, req, &u2, &sc2, res, msg);
+        memset(&cc->res, 0, sizeof(cc->res));
+        rc = complete_start(cc, cc->mp, &cc->req, &u2, &sc2, &cc->res, msg);
         upload_cleanup(&u2);
         src_cleanup(&sc2);
         if (rc == 0)
             rc = HD_EINVALIDPART;
+        goto out;
+    }
+    if (rc < 0 && cc->wt) { /* the upstream's answer decides; the cache goes without */
+        HD_LOG(HD_WARN, r->id, "multipart %s: assembling %s/%s: %s (not cached)", cc->id,
+               cc->bucket, cc->key, hd_strerror(rc));
+        cc->stage = CS_THROUGH;
+        rc = 0;
+        goto out;
+    }
+    if (rc == HD_EBADCHECKSUM) {
+        snprintf(cc->msgbuf, sizeof(cc->msgbuf),
+                 "The %s you specified did not match the calculated checksum.",
+                 hd_cksum_name(j->vt));
+        *msg = cc->msgbuf;
         goto out;
     }
     if (rc < 0) {
@@ -1670,133 +1848,77 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc,
                hd_strerror(rc));
         goto out;
     }
-    if (vt != HD_CK_NONE) { /* a full-object checksum of an upload made without one */
-        if ((rc = put_file_cksum(p, vt, got)) < 0)
-            goto out;
-        if (strcmp(got, vval) != 0) {
-            snprintf(cc->msgbuf, sizeof(cc->msgbuf),
-                     "The %s you specified did not match the calculated checksum.",
-                     hd_cksum_name(vt));
-            *msg = cc->msgbuf;
-            rc = HD_EBADCHECKSUM;
-            goto out;
-        }
-        res->ck = vt;
-        res->full = 1;
-        snprintf(res->ck_val, sizeof(res->ck_val), "%s", got);
-    }
-    memset(&a, 0, sizeof(a));
-    a.ctype = u.ctype;
-    a.meta = u.meta;
-    a.hdrs = u.hdrs;
-    a.parts = parts;
-    a.etag = res->etag;
-    a.if_match = cc->wc.if_match;
-    a.if_none_match = cc->wc.if_none_match;
-    /* A FULL_OBJECT CRC describes the bytes and may be served with them; a composite one
-     * ("b64-N") is kept too, but only HEAD shows it: clients would check it against a body. */
-    if (res->ck != HD_CK_NONE && res->ck_val[0]) {
-        a.ck_type = hd_cksum_name(res->ck);
-        a.ck_val = res->ck_val;
-    }
-    a.writeback = cc->cb && cc->cb->props.write_back; /* queued with the commit */
-    if (cc->cb && !a.writeback) { /* S3-backed: complete_end writes it through, then commits */
-        cc->res = *res;
-        cc->a = a;
-        cc->ctype = u.ctype ? strdup(u.ctype) : NULL;
-        cc->meta = u.meta ? strdup(u.meta) : NULL;
-        cc->hdrs = u.hdrs ? strdup(u.hdrs) : NULL;
-        cc->parts = parts;
-        parts = NULL;
-        if ((u.ctype && !cc->ctype) || (u.meta && !cc->meta) || (u.hdrs && !cc->hdrs)) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        cc->a.ctype = cc->ctype;
-        cc->a.meta = cc->meta;
-        cc->a.hdrs = cc->hdrs;
-        cc->a.parts = cc->parts;
-        cc->a.ck_val = a.ck_type ? cc->res.ck_val : NULL;
-        if (!cc->wt && (rc = twin_start(r, cc, &u, mp, &sc, res->etag, msg)) < 0)
-            goto out;
-        cc->p = p;
-        p = NULL;
+    cc->res = j->res;
+    if (j->commit) {
+        if (j->a.writeback)
+            hd_cache_wb_kick(cc->t->cache);
         goto out;
     }
-    if ((rc = hd_put_commit(p, &a, &m)) < 0)
+    /* S3-backed, write-through: committed once the upstream completed the twin */
+    cc->p = j->p;
+    j->p = NULL;
+    cc->a = j->a;
+    cc->a.ctype = cc->ctype = dup_or_null(j->ctype, &oom);
+    cc->a.meta = cc->meta = dup_or_null(j->meta, &oom);
+    cc->a.hdrs = cc->hdrs = dup_or_null(j->hdrs, &oom);
+    cc->a.parts = cc->parts = dup_or_null(j->parts, &oom);
+    cc->a.if_match = cc->wc.if_match;
+    cc->a.etag = NULL; /* the upstream's, when it has answered */
+    cc->a.ck_val = cc->a.ck_type ? cc->res.ck_val : NULL;
+    if (oom) {
+        rc = -ENOMEM;
         goto out;
-    hd_obj_meta_cleanup(&m);
-    if (a.writeback)
-        hd_cache_wb_kick(cc->t->cache);
-    rc = complete_finish(cc, mp, res);
+    }
+    if (!cc->wt && (rc = twin_start(r, cc, &cc->u, cc->mp, &j->sc, cc->res.etag, msg)) < 0)
+        goto out;
+    cc->stage = CS_THROUGH;
 out:
-    hd_put_free(p);
-    free(parts);
-    src_cleanup(&sc);
-    upload_cleanup(&u);
+    hd_acall_release(cc->job);
+    cc->job = NULL;
     return rc < 0 ? rc : 0;
 }
 
-static void complete_end(struct hd_req *r)
+/* Write-through: the twin's completion (parks r until the upstream answered), then the
+ * commit here under the upstream's ETag. */
+static int complete_through(struct hd_req *r, struct complete_ctx *cc, const char **msg)
 {
-    struct complete_ctx *cc = r->data;
-    struct hd_complete_req req;
-    struct complete_res res;
-    struct hd_buf b, loc;
-    const char *msg = NULL, *host;
-    char tag[32], etag[64], uetag[48], wmsg[512];
-    size_t i;
+    struct asm_job *j;
     int rc;
 
-    memset(&req, 0, sizeof(req));
-    if (r->body_err) {
-        hd_resp_err(r, r->body_err);
-        return;
-    }
-    if (cc->wt) /* back from the upstream */
-        goto through;
-    rc = hd_xml_parse_complete(cc->body.data ? cc->body.data : "", cc->body.len, &req);
+    rc = hd_cache_mpu_through(r, cc->t->cache, cc->cb, cc->key, cc->up_id, cc->ctype, cc->meta,
+                              cc->hdrs, cc->uparts, cc->nuparts, NULL, &cc->wt, cc->uetag,
+                              cc->twin_msg, sizeof(cc->twin_msg));
+    if (rc == HD_AGAIN)
+        return HD_AGAIN; /* parked: complete_end runs again when the upload is done */
+    cc->stage = CS_ANSWER;
     if (rc < 0) {
-        hd_resp_err(r, rc);
-        return;
+        *msg = cc->twin_msg[0] ? cc->twin_msg : NULL;
+        return rc;
     }
-    for (i = 1; i < req.n; i++)
-        if (req.parts[i].part_number <= req.parts[i - 1].part_number) {
-            rc = HD_EPARTORDER;
-            goto out;
-        }
-    if ((rc = complete_run(r, cc, &req, &res, &msg)) < 0)
-        goto out;
-    if (cc->wt) {
-        struct hd_obj_meta m;
-        hd_xml_complete_cleanup(&req);
-    through:
-        rc = hd_cache_mpu_through(r, cc->t->cache, cc->cb, cc->key, cc->up_id, cc->ctype, cc->meta,
-                                  cc->hdrs, cc->uparts, cc->nuparts, NULL, &cc->wt, uetag, wmsg,
-                                  sizeof(wmsg));
-        if (rc == HD_AGAIN)
-            return; /* parked: complete_end runs again when the upload is done */
-        if (rc < 0) {
-            msg = wmsg[0] ? wmsg : NULL;
-            goto out;
-        }
-        /* the upstream completed its twin: its ETag is the object's from now on */
-        cc->a.etag = uetag;
-        snprintf(cc->res.etag, sizeof(cc->res.etag), "%s", uetag);
-        if (cc->p) {
-            if ((rc = hd_put_commit(cc->p, &cc->a, &m)) < 0)
-                goto out;
-            hd_obj_meta_cleanup(&m);
-        } else { /* not assembled here: an older copy must not stay */
-            rc = hd_store_delete(cc->t->st, cc->bucket, cc->key);
-            if (rc < 0 && rc != HD_ENOSUCHKEY)
-                goto out;
-        }
-        rc = complete_finish(cc, hd_store_mp_for(cc->t->st, cc->bucket, cc->key), &cc->res);
-        if (rc < 0)
-            goto out;
-        res = cc->res;
+    /* the upstream completed its twin: its ETag is the object's from now on */
+    snprintf(cc->res.etag, sizeof(cc->res.etag), "%s", cc->uetag);
+    if (cc->p) {
+        cc->a.etag = cc->uetag;
+        if (!(j = asm_new(cc, &cc->a, &cc->res)))
+            return -ENOMEM;
+        j->p = cc->p;
+        cc->p = NULL;
+        j->commit = 1;
+        return asm_start(r, cc, j, CS_COMMITTING);
     }
+    /* not assembled here: an older copy must not stay */
+    rc = hd_store_delete(cc->t->st, cc->bucket, cc->key);
+    if (rc < 0 && rc != HD_ENOSUCHKEY)
+        return rc;
+    return complete_finish(cc->id, cc->mp, &cc->res);
+}
+
+static void complete_answer(struct hd_req *r, struct complete_ctx *cc)
+{
+    const struct complete_res *res = &cc->res;
+    struct hd_buf b, loc;
+    const char *host;
+    char tag[32], etag[64];
 
     hd_buf_init(&loc);
     host = hd_req_header(r, "Host");
@@ -1810,24 +1932,64 @@ static void complete_end(struct hd_req *r)
     hd_xml_elem(&b, "Location", loc.data ? loc.data : "");
     hd_xml_elem(&b, "Bucket", cc->bucket);
     hd_xml_elem(&b, "Key", cc->key);
-    snprintf(etag, sizeof(etag), "\"%s\"", res.etag);
+    snprintf(etag, sizeof(etag), "\"%s\"", res->etag);
     hd_xml_elem(&b, "ETag", etag);
-    if (res.ck != HD_CK_NONE && res.ck_val[0]) {
-        ck_tag(res.ck, tag, sizeof(tag));
-        hd_xml_elem(&b, tag, res.ck_val);
-        hd_xml_elem(&b, "ChecksumType", res.full ? "FULL_OBJECT" : "COMPOSITE");
+    if (res->ck != HD_CK_NONE && res->ck_val[0]) {
+        ck_tag(res->ck, tag, sizeof(tag));
+        hd_xml_elem(&b, tag, res->ck_val);
+        hd_xml_elem(&b, "ChecksumType", res->full ? "FULL_OBJECT" : "COMPOSITE");
     }
     hd_xml_close(&b, "CompleteMultipartUploadResult");
     if (loc.oom)
         b.oom = 1;
     hd_buf_cleanup(&loc);
     hd_resp_xml(r, 200, &b);
-out:
-    hd_xml_complete_cleanup(&req);
+}
+
+/* on_end, and again after each park: the checks, the assembly on the disk workers, the
+ * upstream's completion (write-through), the commit, the answer. */
+static void complete_end(struct hd_req *r)
+{
+    struct complete_ctx *cc = r->data;
+    const char *msg = NULL;
+    int rc = 0;
+
+    if (r->body_err) {
+        hd_resp_err(r, r->body_err);
+        return;
+    }
+    while (rc == 0 && cc->stage != CS_ANSWER) {
+        switch (cc->stage) {
+        case CS_START:
+            rc = complete_run(r, cc, &msg);
+            break;
+        case CS_ASSEMBLING:
+            if (hd_acall_park(cc->job, r) == HD_AGAIN)
+                return;
+            rc = complete_assembled(r, cc, &msg);
+            break;
+        case CS_THROUGH:
+            if ((rc = complete_through(r, cc, &msg)) == HD_AGAIN)
+                return;
+            break;
+        case CS_COMMITTING:
+            if (hd_acall_park(cc->job, r) == HD_AGAIN)
+                return;
+            rc = cc->job->rc;
+            hd_acall_release(cc->job);
+            cc->job = NULL;
+            cc->stage = CS_ANSWER;
+            break;
+        default:
+            rc = HD_EINTERNAL;
+        }
+    }
     if (rc == HD_EPRECONDITION && cc->cond)
         hd_wcond_error(r, rc, cc->cond);
     else if (rc < 0)
         hd_resp_err_msg(r, rc, msg);
+    else
+        complete_answer(r, cc);
 }
 
 static int complete_body(struct hd_req *r, const char *data, size_t n)
@@ -1847,6 +2009,10 @@ static void complete_done(struct hd_req *r)
         return;
     cc->magic = 0;
     hd_buf_cleanup(&cc->body);
+    hd_acall_release(cc->job); /* a job still running finishes on its own */
+    if (cc->parsed)
+        hd_xml_complete_cleanup(&cc->req);
+    upload_cleanup(&cc->u);
     hd_cache_wt_free(cc->wt);
     hd_put_free(cc->p);
     hd_cbucket_unref(cc->cb);

@@ -32,6 +32,9 @@ REPEATS = int(os.environ.get("BENCH_REPEATS", "1" if QUICK else "5"))
 SECS = float(os.environ.get("BENCH_SECS", "2" if QUICK else "4"))
 CONNS = 16
 SETS = {"10k": (10 * 1024, 400), "10m": (10 * 1024 * 1024, 12)}
+# BENCH_SETS=10k (or 10m): only those object sets (comma-separated)
+if os.environ.get("BENCH_SETS"):
+    SETS = {k: v for k, v in SETS.items() if k in os.environ["BENCH_SETS"].split(",")}
 # BENCH_SECRET=1: the cluster runs with cluster.secret, as in production (node signatures on
 # the relay, the 307's signed capability checked by the target). nginx cannot sign, so its rows
 # are left out, and "direct" keeps the 307's capability (re-resolved each repeat: it expires).

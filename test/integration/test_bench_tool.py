@@ -17,7 +17,9 @@ OPS = ("requests", "bytes", "rps", "mibs", "p50_ms", "p90_ms", "p99_ms", "mean_m
 
 
 def run_bench(*args):
-    p = subprocess.run([BENCH, "--conns", "4", "--threads", "2", "--secs", "1",
+    # --requests N runs are bounded by --secs too: give them time on a loaded machine
+    secs = "100" if "--requests" in args else "1"
+    p = subprocess.run([BENCH, "--conns", "4", "--threads", "2", "--secs", secs,
                         "--warmup", "0"] + list(args), capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr + p.stdout
@@ -109,7 +111,8 @@ def test_errors_are_counted_by_status(endpoint, bucket):
     one named on stderr; no request succeeded, so the exit status is 1."""
     sig = "%s:%s" % (conftest.ACCESS_KEY, conftest.SECRET_KEY)
     p = subprocess.run([BENCH, "--base", "%s/%s" % (endpoint.url, bucket), "--objects", "3",
-                        "--requests", "10", "--conns", "2", "--sigv4", sig, "--json"],
+                        "--requests", "10", "--conns", "2", "--secs", "100", "--sigv4", sig,
+                        "--json"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
     r = json.loads(p.stdout)

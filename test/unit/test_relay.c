@@ -110,6 +110,16 @@ static void sink_end(struct hd_req *r)
     hd_resp_copy(r, 200, "text/plain", out, strlen(out));
 }
 
+/* /method: the method and the body's size as the backend saw them */
+static void method_end(struct hd_req *r)
+{
+    struct sink *s = r->data;
+    char out[64];
+
+    snprintf(out, sizeof(out), "%s size=%llu", r->method, (unsigned long long)s->n);
+    hd_resp_copy(r, 200, "text/plain", out, strlen(out));
+}
+
 static void sink_done(struct hd_req *r)
 {
     struct sink *s = r->data;
@@ -152,7 +162,7 @@ static void backend(struct hd_req *r, void *ctx)
     uint64_t n;
 
     (void)ctx;
-    if (strcmp(r->method, "PUT") == 0 && strcmp(p, "/put") == 0) {
+    if ((strcmp(r->method, "PUT") == 0 && strcmp(p, "/put") == 0) || strcmp(p, "/method") == 0) {
         struct sink *s = calloc(1, sizeof(*s));
         if (!s || hd_md5_init(&s->md5) < 0) {
             free(s);
@@ -161,7 +171,7 @@ static void backend(struct hd_req *r, void *ctx)
         }
         r->data = s;
         r->on_body = sink_body;
-        r->on_end = sink_end;
+        r->on_end = strcmp(p, "/method") == 0 ? method_end : sink_end;
         r->on_done = sink_done;
     } else if (strcmp(p, "/missing") == 0) {
         static const char msg[] = "no such thing here";
@@ -386,6 +396,81 @@ HD_SUITE(relay_headers)
     CHECK(x.body && strcasestr(x.body, "Host: 127.0.0.1:"));
     CHECK_EQ_STR(ht_resp_header(&x, "X-Backend", v, sizeof(v)), "b1"); /* and back */
     ht_cleanup(&x);
+out:
+    fx_stop(&f);
+}
+
+/* Easy handles are reused without curl_easy_reset: each transfer must still go out with its
+ * own method and body, whatever the handle did before (a HEAD after a PUT, a GET after a
+ * POST, ...). Both worker loops get several rounds. */
+HD_SUITE(relay_methods_reused)
+{
+    static const struct {
+        const char *method, *body, *want;
+    } seq[] = {{"PUT", "abc", "PUT size=3"},      {"HEAD", NULL, ""},
+               {"GET", NULL, "GET size=0"},       {"POST", "hello", "POST size=5"},
+               {"DELETE", NULL, "DELETE size=0"}, {"PUT", "", "PUT size=0"},
+               {"GET", NULL, "GET size=0"}};
+    struct fx f;
+    struct ht_xfer x;
+    char url[128];
+    size_t i, round;
+
+    CHECK_EQ_INT(fx_start(&f, 64), 0);
+    if (!f.ok)
+        goto out;
+    url_of(&f, "/method", url, sizeof(url));
+    for (round = 0; round < 6; round++)
+        for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+            CHECK_EQ_INT(ht_do(&x, seq[i].method, url, NULL, seq[i].body,
+                               seq[i].body ? strlen(seq[i].body) : 0),
+                         CURLE_OK);
+            CHECK_EQ_INT(x.status, 200);
+            if (strcmp(seq[i].method, "HEAD") == 0)
+                CHECK_EQ_INT(x.len, 0);
+            else
+                CHECK_EQ_STR(x.body ? x.body : "", seq[i].want);
+            ht_cleanup(&x);
+        }
+out:
+    fx_stop(&f);
+}
+
+/* Keep-alive connections to a node stay watched while libcurl has them parked in its cache:
+ * when the node goes away and a new one answers, the dead connections are noticed and closed,
+ * and the new ones (often on the same descriptor numbers) are watched afresh. */
+HD_SUITE(relay_node_restart)
+{
+    struct fx f;
+    struct ht_xfer xs[8], *xp[8];
+    char url[128];
+    size_t i, round;
+
+    CHECK_EQ_INT(fx_start(&f, 64), 0);
+    if (!f.ok)
+        goto out;
+    for (round = 0; round < 3; round++) {
+        for (i = 0; i < 8; i++) {
+            snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/%zu", f.front_port, 1000 + i);
+            ht_init(&xs[i], "GET", url);
+            xp[i] = &xs[i];
+        }
+        CHECK_EQ_INT(ht_perform_all(xp, 8, NULL, NULL), 0);
+        for (i = 0; i < 8; i++) {
+            CHECK_EQ_INT(xs[i].status, 200);
+            CHECK(xs[i].len == 1000 + i && ht_pat_equal(xs[i].body, SEED, 0, xs[i].len));
+            ht_cleanup(&xs[i]);
+        }
+        if (round == 2)
+            break;
+        /* the node restarts (on another port): every parked connection is closed by it */
+        CHECK(ht_wait(relays_gone, f.rl, WAIT_MS));
+        hd_http_stop(f.be);
+        f.be = NULL;
+        CHECK_EQ_INT(ht_server_start(backend, &f, 2, &f.be, &f.be_port), 0);
+        if (!f.be)
+            break;
+    }
 out:
     fx_stop(&f);
 }

@@ -333,7 +333,8 @@ static void wait_progress(struct waiter *w, const json_t *job)
                                 w->known_bytes ? w->known_bytes : u64(job, "total_bytes"),
                                 (double)took_ms(job) / 1000.0);
     /* a rebalance done everywhere it started, but still marked, is not over (wait_poll) */
-    snprintf(line, sizeof(line), "%s %s%s%s", w->id, job ? "running" : "pending",
+    snprintf(line, sizeof(line), "%s %s%s%s", w->id,
+             job ? str_or(job, "state", "running") : "pending",
              job ? "  " : ": waiting for it to start", job ? prog : "");
     if (w->cli->progress) {
         size_t n = strlen(line);
@@ -526,8 +527,11 @@ int hd_cli_job_wait_totals(struct hd_cli *cli, const char *id, uint64_t objs, ui
             break;
         if (json_object_size(json_object_get(job, "targets")))
             json_object_update(w.seen, json_object_get(job, "targets"));
-        if (done)
+        if (done) {
+            if (w.cli->progress) /* the bar at its end, also for a job done at the first look */
+                wait_progress(&w, job);
             break;
+        }
         wait_progress(&w, job);
         if (timeout && mono_s() - w.t0 >= (double)timeout) {
             wait_end_line(&w);
