@@ -110,6 +110,7 @@ static const struct hd_err_info table[] = {
      "attributes."},
     {HD_ESLOWDOWN, 503, "SlowDown", "Please reduce your request rate."},
     {HD_ETOKEN, 401, "Unauthorized", "The bearer token is invalid or has expired."},
+    {HD_EBADVERSION, 400, "InvalidArgument", "Invalid version id specified"},
 };
 
 static const struct hd_err_info errno_rows[] = {

@@ -85,6 +85,7 @@ enum hd_err {
     HD_ECOPYSELF,            /* 400 InvalidRequest (CopyObject onto itself, nothing changed) */
     HD_ESLOWDOWN,            /* 503 SlowDown (write-back: too many dirty bytes) */
     HD_ETOKEN,               /* 401 Unauthorized (bearer token invalid or expired) */
+    HD_EBADVERSION,          /* 400 InvalidArgument (versionId other than null) */
     HD_ELAST
 };
 

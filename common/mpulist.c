@@ -122,6 +122,18 @@ void hd_mpul_finish(struct hd_mpul *l)
     l->n = j;
 }
 
+void hd_mpul_owner_xml(struct hd_buf *b, const char *owner)
+{
+    static const char *const tags[] = {"Initiator", "Owner"};
+
+    for (size_t i = 0; i < 2; i++) {
+        hd_xml_open(b, tags[i]);
+        hd_xml_elem(b, "ID", owner);
+        hd_xml_elem(b, "DisplayName", owner);
+        hd_xml_close(b, tags[i]);
+    }
+}
+
 int hd_mpul_xml(struct hd_buf *b, const char *bucket, const struct hd_mpul_opts *o,
                 const struct hd_mpul *l)
 {
@@ -152,6 +164,8 @@ int hd_mpul_xml(struct hd_buf *b, const char *bucket, const struct hd_mpul_opts 
         hd_xml_open(b, "Upload");
         hd_xml_key_elem(b, "Key", e->key, o->url);
         hd_xml_elem(b, "UploadId", e->id);
+        if (o->owner)
+            hd_mpul_owner_xml(b, o->owner);
         hd_xml_elem(b, "StorageClass", "STANDARD");
         hd_iso8601_ms(e->created, ts);
         hd_xml_elem(b, "Initiated", ts);

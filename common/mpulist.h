@@ -34,10 +34,14 @@ struct hd_mpul_opts {
     const char *id_marker;  /* NULL unless key_marker */
     uint64_t max;           /* max-uploads, at most HD_MPUL_MAX */
     int url;                /* encoding-type=url */
+    const char *owner;      /* the caller (Owner and Initiator of each upload); NULL: left out */
 };
 
 #define HD_MPUL_MAX 1000
 
+/* <Initiator> and <Owner> of an upload: uploads keep no initiator, so both are the caller's
+ * key (as ListObjects' Owner). */
+void hd_mpul_owner_xml(struct hd_buf *b, const char *owner);
 /* Parses prefix, delimiter, key-marker, upload-id-marker, max-uploads and encoding-type.
  * 0, or HD_EBADARG with *msg saying what is wrong. */
 int hd_mpul_opts_parse(const struct hd_req *r, struct hd_mpul_opts *o, const char **msg);

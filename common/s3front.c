@@ -399,6 +399,8 @@ static void delete_result_xml(struct hd_buf *b, const struct hd_delete_req *dr, 
             const struct hd_err_info *e = hd_err_info(err[i]);
             hd_xml_open(b, "Error");
             hd_xml_elem(b, "Key", k);
+            if (dr->objs[i].version_id)
+                hd_xml_elem(b, "VersionId", dr->objs[i].version_id);
             hd_xml_elem(b, "Code", e->s3_code);
             hd_xml_elem(b, "Message", e->message);
             hd_xml_close(b, "Error");
@@ -770,8 +772,12 @@ static void delete_end(struct hd_req *r, void *arg, const char *body, size_t len
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    for (i = 0; i < dr.n; i++)
+    for (i = 0; i < dr.n; i++) {
+        const char *v = dr.objs[i].version_id;
         err[i] = hd_object_name_check(dr.objs[i].key, strlen(dr.objs[i].key));
+        if (err[i] == 0 && v && strcmp(v, "null") != 0)
+            err[i] = HD_EBADVERSION; /* every object is version null (see version_check) */
+    }
     if ((rc = bc->f->delete_keys(bc->ctx, bc->bucket, &dr, err)) < 0) {
         free(err);
         hd_xml_delete_cleanup(&dr);
@@ -860,6 +866,80 @@ static int acl_headers(struct hd_req *r)
         return HD_DONE;
     }
     return HD_OK;
+}
+
+/* Headers asking a write for a feature hoard does not have (server-side encryption, object
+ * tags, object lock, website redirects): the first one's name, or NULL. Dropping them would
+ * be a silent success (the client believes its object is encrypted, tagged or locked).
+ * x-amz-tagging empty (no tags) and x-amz-bucket-object-lock-enabled false are harmless. */
+static const char *unsupported_write_header(struct hd_req *r, enum hd_s3_op op)
+{
+    static const char *const sse[] = {"x-amz-server-side-encryption",
+                                      "x-amz-copy-source-server-side-encryption", NULL};
+    const char *k, *v;
+    size_t i, j;
+
+    for (i = 0; i < r->nhdrs; i++) {
+        k = r->hdrs[i].k;
+        v = r->hdrs[i].v ? r->hdrs[i].v : "";
+        for (j = 0; sse[j]; j++)
+            if (op != HD_S3_CREATE_BUCKET && hd_str_case_prefix(k, sse[j]))
+                return k;
+        if (op == HD_S3_CREATE_BUCKET) {
+            if (strcasecmp(k, "x-amz-bucket-object-lock-enabled") == 0 &&
+                strcasecmp(v, "false") != 0)
+                return k;
+            continue;
+        }
+        if (op == HD_S3_UPLOAD_PART || op == HD_S3_UPLOAD_PART_COPY)
+            continue;
+        if (hd_str_case_prefix(k, "x-amz-object-lock-") ||
+            strcasecmp(k, "x-amz-website-redirect-location") == 0 ||
+            (strcasecmp(k, "x-amz-tagging") == 0 && *v))
+            return k;
+    }
+    return NULL;
+}
+
+/* Buckets are unversioned: every object is version "null". A versionId naming another
+ * version (of the object, or of a copy source) is AWS's 400 InvalidArgument, never a read,
+ * copy or delete of the current object. HD_OK, or HD_DONE when answered. */
+static int version_check(struct hd_req *r, enum hd_s3_op op)
+{
+    const char *v = NULL, *src, *q;
+    struct hd_query sq = {0};
+    int rc = HD_OK;
+
+    switch (op) {
+    case HD_S3_GET_OBJECT:
+    case HD_S3_HEAD_OBJECT:
+    case HD_S3_DELETE_OBJECT:
+    case HD_S3_GET_OBJECT_ACL:
+    case HD_S3_PUT_OBJECT_ACL:
+        v = hd_query_get(&r->query, "versionId");
+        break;
+    case HD_S3_COPY_OBJECT:
+    case HD_S3_UPLOAD_PART_COPY:
+        src = hd_req_header(r, "x-amz-copy-source");
+        if (src && (q = strchr(src, '?'))) {
+            if (hd_query_parse(q + 1, &sq) < 0) {
+                hd_resp_err(r, HD_EBADARG);
+                return HD_DONE;
+            }
+            v = hd_query_get(&sq, "versionId");
+        }
+        break;
+    default:
+        break;
+    }
+    if (v && strcmp(v, "null") != 0) {
+        struct hd_kv ex[] = {{"ArgumentName", "versionId"}, {"ArgumentValue", v}};
+        hd_resp_err_ex(r, HD_EBADVERSION, *v ? NULL : "Version id cannot be the empty string", ex,
+                       2);
+        rc = HD_DONE;
+    }
+    hd_query_free(&sq);
+    return rc;
 }
 
 /* An AccessControlPolicy body: 0 when it grants the owner FULL_CONTROL and nobody anything
@@ -1073,7 +1153,7 @@ static void expired(struct hd_req *r, const struct hd_sigv4_auth *a)
 void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front *f, void *ctx)
 {
     struct hd_s3_call c;
-    const char *rest, *slash;
+    const char *rest, *slash, *hname, *ctype;
     char *bucket = NULL, *key = NULL, *vpath;
     enum level level;
     int rc;
@@ -1094,6 +1174,17 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
             hd_resp_err(r, rc);
             goto out;
         }
+    }
+    /* POST Object (an HTML form upload, its policy signed inside the form, so the request
+     * itself is unsigned): a feature hoard lacks, said before authentication would answer
+     * 403 AccessDenied to a request that could never be made to pass */
+    if (bucket && !key && strcmp(r->method, "POST") == 0 &&
+        (ctype = hd_req_header(r, "Content-Type")) &&
+        hd_str_case_prefix(ctype, "multipart/form-data")) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "POST Object (browser-based uploads with an HTML form) is not "
+                        "supported; use PutObject or a presigned PUT URL.");
+        goto out;
     }
     rc = f->authenticate(r, ctx, bucket, key, &c.auth);
     if (rc == HD_AGAIN)
@@ -1118,6 +1209,8 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
     r->op = metric_op(c.op);
     if (bucket)
         snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
+    if (version_check(r, c.op) == HD_DONE)
+        goto out;
     switch (c.op) {
     case HD_S3_PUT_OBJECT:
     case HD_S3_COPY_OBJECT:
@@ -1127,6 +1220,20 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
     case HD_S3_PUT_OBJECT_ACL:
         if (acl_headers(r) == HD_DONE)
             goto out;
+        if (c.op == HD_S3_PUT_BUCKET_ACL || c.op == HD_S3_PUT_OBJECT_ACL)
+            break;
+        /* fall through */
+    case HD_S3_UPLOAD_PART:
+    case HD_S3_UPLOAD_PART_COPY:
+        if ((hname = unsupported_write_header(r, c.op))) {
+            struct hd_kv ex = {"Header", hname};
+            hd_resp_err_ex(r, HD_ENOTIMPL,
+                           "A header you provided implies functionality that is not "
+                           "implemented: hoard has no server-side encryption, object tags, "
+                           "object lock or website redirects.",
+                           &ex, 1);
+            goto out;
+        }
         break;
     case HD_S3_GET_OBJECT:
     case HD_S3_HEAD_OBJECT:

@@ -213,6 +213,7 @@ static void list_uploads(struct hd_req *r, void *ctx, const struct hd_s3_call *c
     hd_buf_init(&b);
     if ((rc = hd_mpul_opts_parse(r, &o, &msg)) < 0 || (rc = hd_proxy_bucket_known(p, bucket)) < 0)
         goto out;
+    o.owner = call->owner;
     if (!s) {
         rc = HD_EUNAVAIL;
         goto out;

@@ -922,9 +922,11 @@ static int pcopy_local(struct pcopy *c)
 
     if (rc < 0)
         return rc;
-    rc = hd_cond_eval(&c->cond, m.etag, (time_t)(m.mtime_ms / 1000), 0);
+    rc = hd_cond_eval(&c->cond, m.etag, (time_t)(m.mtime_ms / 1000), 1);
+    /* evaluated as a read (x-amz-copy-source-if-modified-since counts, as on a peer's GET)
+     * but a failed condition is 412, never 304 */
     if (rc == HD_ENOTMODIFIED)
-        rc = HD_EPRECONDITION; /* copy-source conditions never give 304 */
+        rc = HD_EPRECONDITION;
     if (rc < 0 || (rc = pcopy_check_range(c, m.size)) < 0)
         goto out;
     off = c->ranged ? c->first : 0;
@@ -2225,7 +2227,8 @@ static int parse_max(const char *v, uint64_t dflt, uint64_t *out)
     return 0;
 }
 
-void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                       const char *owner)
 {
     const char *id = hd_req_param(r, "uploadId");
     const char *mp_s = hd_req_param(r, "max-parts");
@@ -2277,6 +2280,7 @@ void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket
     hd_xml_elem(&b, "Bucket", bucket);
     hd_xml_key_elem(&b, "Key", key, url);
     hd_xml_elem(&b, "UploadId", id);
+    hd_mpul_owner_xml(&b, owner);
     hd_hdrs_class(u.hdrs, sclass, sizeof(sclass));
     hd_xml_elem(&b, "StorageClass", sclass);
     hd_xml_elemf(&b, "PartNumberMarker", "%llu", (unsigned long long)marker);
@@ -2435,7 +2439,8 @@ static int list_uploads(struct hd_target *t, const char *bucket, const struct hd
     return 0;
 }
 
-void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *bucket)
+void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *bucket,
+                         const char *owner)
 {
     struct hd_mpul_opts o;
     struct hd_mpul l = {0};
@@ -2445,7 +2450,9 @@ void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *buck
 
     r->op = HD_OP_LIST;
     hd_buf_init(&b);
-    if ((rc = hd_mpul_opts_parse(r, &o, &msg)) < 0 || (rc = list_uploads(t, bucket, &o, &l)) < 0 ||
+    if ((rc = hd_mpul_opts_parse(r, &o, &msg)) == 0)
+        o.owner = owner;
+    if (rc < 0 || (rc = list_uploads(t, bucket, &o, &l)) < 0 ||
         (rc = hd_mpul_xml(&b, bucket, &o, &l)) < 0) {
         hd_buf_cleanup(&b);
         hd_resp_err_msg(r, rc, msg);

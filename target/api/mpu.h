@@ -19,9 +19,12 @@ void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, 
 /* DELETE /B/K?uploadId=U */
 void hd_mpu_abort(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
 /* GET /B/K?uploadId=U */
-void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
-/* GET /B?uploads */
-void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *bucket);
+/* owner: the caller, shown as the upload's Initiator and Owner */
+void hd_mpu_list_parts(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                       const char *owner);
+/* GET /B?uploads (owner: the caller, shown as each upload's Owner and Initiator) */
+void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *bucket,
+                         const char *owner);
 /* The same entries as JSON (common/mpulist.h), for a proxy to merge: native
  * GET /v1/buckets/B?uploads&<the S3 parameters>. */
 void hd_mpu_list_uploads_json(struct hd_req *r, struct hd_target *t, const char *bucket);

@@ -964,7 +964,9 @@ static int copy_local(struct copy *c)
 
     if (rc < 0)
         return rc;
-    rc = hd_cond_eval(&c->cond, m.etag, (time_t)(m.mtime_ms / 1000), 0);
+    rc = hd_cond_eval(&c->cond, m.etag, (time_t)(m.mtime_ms / 1000), 1);
+    /* evaluated as a read (x-amz-copy-source-if-modified-since counts, as on a peer's GET)
+     * but a failed condition is 412, never 304 */
     if (rc == HD_ENOTMODIFIED)
         rc = HD_EPRECONDITION;
     if (rc == 0 &&

@@ -135,7 +135,7 @@ static int delete_keys(void *ctx, const char *bucket, const struct hd_delete_req
 
 static void list_uploads(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
-    hd_mpu_list_uploads(r, ctx, c->bucket);
+    hd_mpu_list_uploads(r, ctx, c->bucket, c->owner);
 }
 
 /* ---- objects ---- */
@@ -172,7 +172,7 @@ static void mpu_abort(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 
 static void mpu_parts(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
-    hd_mpu_list_parts(r, ctx, c->bucket, c->key);
+    hd_mpu_list_parts(r, ctx, c->bucket, c->key, c->owner);
 }
 
 static void copy_object(struct hd_req *r, void *ctx, const struct hd_s3_call *c)

@@ -219,12 +219,14 @@ def test_malformed_complete(endpoint, s3, bucket):
     s3.abort_multipart_upload(Bucket=bucket, Key="mx", UploadId=uid)
 
 
-def test_list_parts_pagination(s3, bucket):
+def test_list_parts_pagination(endpoint, s3, bucket):
     uid = s3.create_multipart_upload(Bucket=bucket, Key="lp")["UploadId"]
     datas = {n: b"part-%d" % n * (n + 1) for n in (1, 2, 3, 5, 8, 13, 21)}
     for n, d in datas.items():
         s3.upload_part(Bucket=bucket, Key="lp", UploadId=uid, PartNumber=n, Body=d)
     r = s3.list_parts(Bucket=bucket, Key="lp", UploadId=uid, MaxParts=3)
+    me = {"ID": endpoint.access_key, "DisplayName": endpoint.access_key}
+    assert r["Owner"] == me and r["Initiator"] == me, r  # the caller's key, as ListObjects
     assert r["IsTruncated"] is True
     assert [p["PartNumber"] for p in r["Parts"]] == [1, 2, 3]
     assert r["NextPartNumberMarker"] == 3
@@ -243,11 +245,15 @@ def test_list_parts_pagination(s3, bucket):
     s3.abort_multipart_upload(Bucket=bucket, Key="lp", UploadId=uid)
 
 
-def test_list_multipart_uploads(s3, bucket):
+def test_list_multipart_uploads(endpoint, s3, bucket):
     keys = ["a/1", "a/2", "b", "c/x/y", "a/1"]
     ids = [s3.create_multipart_upload(Bucket=bucket, Key=k)["UploadId"] for k in keys]
     r = s3.list_multipart_uploads(Bucket=bucket)
     got = [(u["Key"], u["UploadId"]) for u in r["Uploads"]]
+    # every upload names its Owner and Initiator (the caller's key; s3-tests
+    # test_list_multipart_upload_owner reads both)
+    me = {"ID": endpoint.access_key, "DisplayName": endpoint.access_key}
+    assert all(u["Owner"] == me and u["Initiator"] == me for u in r["Uploads"]), r["Uploads"]
     # sorted by key, then initiation time (a/1 twice, in creation order)
     assert [k for k, _ in got] == ["a/1", "a/1", "a/2", "b", "c/x/y"]
     assert got[0][1] == ids[0] and got[1][1] == ids[4]

@@ -469,6 +469,64 @@ def test_unsupported_calls(endpoint, raw, bucket, method, path):
     assert_absent(raw, bucket, "obj")
 
 
+@pytest.mark.parametrize("header,value", [
+    ("x-amz-tagging", "a=b"),
+    ("x-amz-server-side-encryption", "AES256"),
+    ("x-amz-server-side-encryption", "aws:kms"),
+    ("x-amz-server-side-encryption-customer-algorithm", "AES256"),
+    ("x-amz-object-lock-mode", "GOVERNANCE"),
+    ("x-amz-object-lock-legal-hold", "ON"),
+    ("x-amz-website-redirect-location", "/elsewhere"),
+])
+def test_unsupported_write_headers(endpoint, raw, s3, bucket, header, value):
+    """A write asking for encryption, tags, object lock or a website redirect is 501
+    NotImplemented naming the header (as AWS does for functionality it lacks), never a 200
+    that silently drops it; nothing is written."""
+    s3.put_object(Bucket=bucket, Key="src", Body=b"source")
+    calls = [("PUT", "/%s/obj" % bucket, {}, b"body"),                          # PutObject
+             ("PUT", "/%s/obj" % bucket, {"x-amz-copy-source": "/%s/src" % bucket}, b""),
+             ("POST", "/%s/obj?uploads" % bucket, {}, b"")]                       # Create MPU
+    for method, path, extra, body in calls:
+        r = raw.request(method, path, headers=dict(extra, **{header: value}), body=body)
+        err = check_s3_error(r, 501, "NotImplemented")
+        assert err.get("Header", "").lower() == header, err
+        assert_absent(raw, bucket, "obj")
+    assert not s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
+    if header.startswith("x-amz-server-side-encryption"):  # also on a part of an upload
+        up = s3.create_multipart_upload(Bucket=bucket, Key="obj")["UploadId"]
+        r = raw.request("PUT", "/%s/obj?partNumber=1&uploadId=%s" % (bucket, up),
+                        headers={header: value}, body=b"part")
+        check_s3_error(r, 501, "NotImplemented")
+        assert not s3.list_parts(Bucket=bucket, Key="obj", UploadId=up).get("Parts")
+        s3.abort_multipart_upload(Bucket=bucket, Key="obj", UploadId=up)
+
+
+def test_post_object_form_upload(endpoint, raw, s3, bucket):
+    """POST Object (an HTML form upload, unsigned with the policy in the form; ceph s3-tests
+    test_post_object_*): 501 NotImplemented, not 403 AccessDenied or 405; nothing written.
+    A POST to the bucket without a form is still an ordinary (signed) call."""
+    r = requests.post("%s/%s" % (endpoint.url, bucket), timeout=30,
+                      files={"key": (None, "posted"), "file": ("f.txt", b"form data")})
+    check_s3_error(from_requests(r), 501, "NotImplemented")
+    assert_absent(raw, bucket, "posted")
+    r = raw.request("POST", "/%s" % bucket, sign=False)
+    check_s3_error(r, 403, "AccessDenied")
+
+
+def test_harmless_write_headers(raw, s3, bucket):
+    """An empty x-amz-tagging (no tags) and object lock left off at CreateBucket are not
+    requests for a missing feature: accepted; object lock on at CreateBucket is 501."""
+    r = raw.request("PUT", "/%s/obj" % bucket, headers={"x-amz-tagging": ""}, body=b"x")
+    assert r.status == 200, r
+    nb = helpers.unique_bucket_name("lock")
+    r = raw.request("PUT", "/%s" % nb, headers={"x-amz-bucket-object-lock-enabled": "true"})
+    check_s3_error(r, 501, "NotImplemented")
+    assert raw.request("HEAD", "/%s" % nb).status == 404
+    r = raw.request("PUT", "/%s" % nb, headers={"x-amz-bucket-object-lock-enabled": "false"})
+    assert r.status == 200, r
+    s3.delete_bucket(Bucket=nb)
+
+
 def test_unsupported_via_boto3(s3, bucket):
     calls = [
         lambda: s3.get_bucket_tagging(Bucket=bucket),

@@ -1,6 +1,7 @@
 """The rest of docs/s3-compatibility.md on a standalone target and through a cluster proxy:
 CopyObject, DeleteObjects, ListObjectVersions, SigV2 (presigned and header), anonymous-read
 buckets, per-key permissions, virtual-host addressing, rclone; the proxy's s3.redirect mode."""
+import datetime
 import json
 import os
 import shutil
@@ -100,6 +101,39 @@ def test_copy_object_same_owner(endpoint, s3, bucket):
     assert client_error(ei)[:2] == (412, "PreconditionFailed")
 
 
+@pytest.mark.parametrize("same", [True, False], ids=["same-owner", "other-owner"])
+def test_copy_source_if_modified_since(endpoint, s3, bucket, same):
+    """x-amz-copy-source-if-modified-since / -if-unmodified-since on CopyObject and
+    UploadPartCopy, whether the source is on the destination's target or not: a date after
+    the source's Last-Modified fails modified-since (412, not 304), one before it fails
+    unmodified-since; the copy happens otherwise."""
+    s3.put_object(Bucket=bucket, Key="ims/src", Body=b"dated source")
+    lm = s3.head_object(Bucket=bucket, Key="ims/src")["LastModified"]
+    later, earlier = lm + datetime.timedelta(days=1), lm - datetime.timedelta(days=1)
+    dst = helpers.placed_key(endpoint, bucket, "ims/dst", (bucket, "ims/src"), same=same)
+    src = {"Bucket": bucket, "Key": "ims/src"}
+    for kw in ({"CopySourceIfModifiedSince": later},
+               {"CopySourceIfUnmodifiedSince": earlier}):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            s3.copy_object(Bucket=bucket, Key=dst, CopySource=src, **kw)
+        assert client_error(ei)[:2] == (412, "PreconditionFailed"), kw
+    with pytest.raises(botocore.exceptions.ClientError):
+        s3.head_object(Bucket=bucket, Key=dst)
+    s3.copy_object(Bucket=bucket, Key=dst, CopySource=src, CopySourceIfModifiedSince=earlier,
+                   CopySourceIfUnmodifiedSince=later)
+    assert s3.get_object(Bucket=bucket, Key=dst)["Body"].read() == b"dated source"
+    up = s3.create_multipart_upload(Bucket=bucket, Key=dst)["UploadId"]
+    try:
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            s3.upload_part_copy(Bucket=bucket, Key=dst, UploadId=up, PartNumber=1,
+                                CopySource=src, CopySourceIfModifiedSince=later)
+        assert client_error(ei)[:2] == (412, "PreconditionFailed")
+        s3.upload_part_copy(Bucket=bucket, Key=dst, UploadId=up, PartNumber=1, CopySource=src,
+                            CopySourceIfModifiedSince=earlier)
+    finally:
+        s3.abort_multipart_upload(Bucket=bucket, Key=dst, UploadId=up)
+
+
 # ---------------------------------------------------------------- DeleteObjects
 
 def test_delete_objects(s3, bucket):
@@ -176,6 +210,41 @@ def test_list_object_versions(s3, bucket):
     assert seen == keys
     r = s3.list_object_versions(Bucket=bucket, Prefix="b/")
     assert [v["Key"] for v in r["Versions"]] == ["b/1", "b/2"]
+
+
+def test_version_ids(raw, s3, bucket):
+    """Every object is version "null": versionId=null reads, copies and deletes the object;
+    any other versionId (of the object, a copy source or a DeleteObjects entry) is AWS's 400
+    InvalidArgument "Invalid version id specified" and touches nothing (it used to be
+    ignored, so deleting an "old version" deleted the current object)."""
+    s3.put_object(Bucket=bucket, Key="v", Body=b"current")
+    other = "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY"
+    for method in ("GET", "DELETE"):
+        r = raw.request(method, "/%s/v?versionId=%s" % (bucket, urllib.parse.quote(other, "")))
+        err = check_s3_error(r, 400, "InvalidArgument")
+        assert err["Message"] == "Invalid version id specified"
+        assert err.get("ArgumentName") == "versionId" and err.get("ArgumentValue") == other
+    r = raw.request("GET", "/%s/v?versionId=" % bucket)
+    assert check_s3_error(r, 400, "InvalidArgument")["Message"] == \
+        "Version id cannot be the empty string"
+    assert raw.request("HEAD", "/%s/v?versionId=%s" % (bucket, other)).status == 400
+    for call in (lambda: s3.get_object(Bucket=bucket, Key="v", VersionId=other),
+                 lambda: s3.copy_object(Bucket=bucket, Key="v2", CopySource={
+                     "Bucket": bucket, "Key": "v", "VersionId": other})):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            call()
+        assert client_error(ei)[:2] == (400, "InvalidArgument")
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "v", "VersionId": other}]})
+    assert not r.get("Deleted") and r["Errors"][0]["Code"] == "InvalidArgument"
+    assert r["Errors"][0]["VersionId"] == other
+    assert s3.get_object(Bucket=bucket, Key="v", VersionId="null")["Body"].read() == b"current"
+    s3.copy_object(Bucket=bucket, Key="v2", CopySource={"Bucket": bucket, "Key": "v",
+                                                         "VersionId": "null"})
+    assert s3.get_object(Bucket=bucket, Key="v2")["Body"].read() == b"current"
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "v2", "VersionId": "null"}]})
+    assert r["Deleted"] == [{"Key": "v2", "VersionId": "null"}]
+    s3.delete_object(Bucket=bucket, Key="v", VersionId="null")
+    assert not s3.list_objects_v2(Bucket=bucket).get("Contents")
 
 
 # ---------------------------------------------------------------- SigV2

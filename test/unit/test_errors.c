@@ -73,6 +73,7 @@ static const struct {
     {HD_EANONOVERRIDE, 400, "InvalidRequest"},
     {HD_ECOPYSELF, 400, "InvalidRequest"},
     {HD_ETOKEN, 401, "Unauthorized"},
+    {HD_EBADVERSION, 400, "InvalidArgument"},
 };
 #define NWANT (sizeof(want) / sizeof(want[0]))
 
