@@ -72,6 +72,8 @@ struct hd_put_hooks {
     void *arg;
     void (*arg_free)(void *arg);
 };
+/* strdup of s, or NULL for NULL; *oom set when a copy could not be made. */
+char *hd_api_dup_opt(const char *s, int *oom);
 void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                    const struct hd_sigv4_auth *auth, const struct hd_put_hooks *hooks);
 /* CopyObject: PUT with x-amz-copy-source (metadata COPY or REPLACE); a source another

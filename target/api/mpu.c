@@ -1660,15 +1660,6 @@ static void asm_run(struct hd_acall *ac)
     ac->rc = rc;
 }
 
-static char *dup_or_null(const char *s, int *oom)
-{
-    char *d = s ? strdup(s) : NULL;
-
-    if (s && !d)
-        *oom = 1;
-    return d;
-}
-
 /* A job for cc's upload with attributes a (copied; a->etag: the object's) and answer res. */
 static struct asm_job *asm_new(const struct complete_ctx *cc, const struct hd_put_attrs *a,
                                const struct complete_res *res)
@@ -1680,11 +1671,11 @@ static struct asm_job *asm_new(const struct complete_ctx *cc, const struct hd_pu
         return NULL;
     j->mp = cc->mp;
     j->a = *a;
-    j->a.ctype = j->ctype = dup_or_null(a->ctype, &oom);
-    j->a.meta = j->meta = dup_or_null(a->meta, &oom);
-    j->a.hdrs = j->hdrs = dup_or_null(a->hdrs, &oom);
-    j->a.parts = j->parts = dup_or_null(a->parts, &oom);
-    j->a.if_match = j->if_match = dup_or_null(a->if_match, &oom);
+    j->a.ctype = j->ctype = hd_api_dup_opt(a->ctype, &oom);
+    j->a.meta = j->meta = hd_api_dup_opt(a->meta, &oom);
+    j->a.hdrs = j->hdrs = hd_api_dup_opt(a->hdrs, &oom);
+    j->a.parts = j->parts = hd_api_dup_opt(a->parts, &oom);
+    j->a.if_match = j->if_match = hd_api_dup_opt(a->if_match, &oom);
     snprintf(j->etag, sizeof(j->etag), "%s", a->etag ? a->etag : "");
     j->a.etag = a->etag ? j->etag : NULL;
     j->a.ck_type = NULL; /* from res, in asm_run */
@@ -1858,10 +1849,10 @@ static int complete_assembled(struct hd_req *r, struct complete_ctx *cc, const c
     cc->p = j->p;
     j->p = NULL;
     cc->a = j->a;
-    cc->a.ctype = cc->ctype = dup_or_null(j->ctype, &oom);
-    cc->a.meta = cc->meta = dup_or_null(j->meta, &oom);
-    cc->a.hdrs = cc->hdrs = dup_or_null(j->hdrs, &oom);
-    cc->a.parts = cc->parts = dup_or_null(j->parts, &oom);
+    cc->a.ctype = cc->ctype = hd_api_dup_opt(j->ctype, &oom);
+    cc->a.meta = cc->meta = hd_api_dup_opt(j->meta, &oom);
+    cc->a.hdrs = cc->hdrs = hd_api_dup_opt(j->hdrs, &oom);
+    cc->a.parts = cc->parts = hd_api_dup_opt(j->parts, &oom);
     cc->a.if_match = cc->wc.if_match;
     cc->a.etag = NULL; /* the upstream's, when it has answered */
     cc->a.ck_val = cc->a.ck_type ? cc->res.ck_val : NULL;

@@ -278,7 +278,7 @@ static void commit_free(void *arg)
     free(j);
 }
 
-static char *dup_opt(const char *s, int *oom)
+char *hd_api_dup_opt(const char *s, int *oom)
 {
     char *d = s ? strdup(s) : NULL;
 
@@ -297,10 +297,10 @@ static int commit_start(struct hd_req *r, struct put_ctx *pc, const struct hd_pu
     if (!j)
         return -ENOMEM;
     j->a = *a;
-    j->a.ctype = j->ctype = dup_opt(a->ctype, &oom);
-    j->a.meta = j->meta = dup_opt(a->meta, &oom);
-    j->a.hdrs = j->hdrs = dup_opt(a->hdrs, &oom);
-    j->a.if_match = j->if_match = dup_opt(a->if_match, &oom);
+    j->a.ctype = j->ctype = hd_api_dup_opt(a->ctype, &oom);
+    j->a.meta = j->meta = hd_api_dup_opt(a->meta, &oom);
+    j->a.hdrs = j->hdrs = hd_api_dup_opt(a->hdrs, &oom);
+    j->a.if_match = j->if_match = hd_api_dup_opt(a->if_match, &oom);
     if (a->ck_val) {
         snprintf(j->ck_val, sizeof(j->ck_val), "%s", a->ck_val);
         j->a.ck_val = j->ck_val;
@@ -859,15 +859,6 @@ static void copy_free(void *arg)
     free(c);
 }
 
-static char *dup_or_null(const char *v, int *oom)
-{
-    char *d = v ? strdup(v) : NULL;
-
-    if (v && !d)
-        *oom = 1;
-    return d;
-}
-
 /* The new object's attributes: the source's full-object checksum (a composite one describes
  * parts the copy does not have), and its content type, metadata and headers (directive COPY)
  * or the request's (REPLACE); the storage class is the request's either way (none: STANDARD,
@@ -1015,8 +1006,8 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
     if ((rc = hd_wcond_parse(r, &wc)) < 0)
         return rc;
     c->if_none_match = wc.if_none_match;
-    c->if_match = dup_or_null(wc.if_match, &oom);
-    c->sclass = dup_or_null(sc, &oom);
+    c->if_match = hd_api_dup_opt(wc.if_match, &oom);
+    c->sclass = hd_api_dup_opt(sc, &oom);
     if ((cb = hd_cache_bucket(t->cache, bucket))) {
         hd_cbucket_unref(cb);
         *msg = "CopyObject into an S3-backed bucket is not supported yet; PUT the object "
@@ -1029,16 +1020,16 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
     if (c->replace) {
         if ((rc = hd_collect_meta(r, &c->meta)) < 0 || (rc = hd_collect_hdrs(r, &c->hdrs)) < 0)
             return rc;
-        c->ctype = dup_or_null(hd_req_header(r, "Content-Type"), &oom);
+        c->ctype = hd_api_dup_opt(hd_req_header(r, "Content-Type"), &oom);
     }
     for (i = 0; i < 4; i++)
-        c->cond_v[i] = dup_or_null(hd_req_header(r, hdrs[i]), &oom);
+        c->cond_v[i] = hd_api_dup_opt(hd_req_header(r, hdrs[i]), &oom);
     c->cond.if_match = c->cond_v[0];
     c->cond.if_none_match = c->cond_v[1];
     c->cond.if_modified_since = c->cond_v[2];
     c->cond.if_unmodified_since = c->cond_v[3];
-    c->bucket = dup_or_null(bucket, &oom);
-    c->key = dup_or_null(key, &oom);
+    c->bucket = hd_api_dup_opt(bucket, &oom);
+    c->key = hd_api_dup_opt(key, &oom);
     return oom ? -ENOMEM : 0;
 }
 

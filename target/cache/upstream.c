@@ -359,39 +359,40 @@ void hd_cache_wt_free(struct hd_wt *wt)
 
 /* ---- write-through multipart: the blocking calls (pool threads) ---- */
 
-int hd_cache_mpu_up_create(struct hd_cbucket *cb, const char *key, const char *ctype,
-                           const char *meta, const char *hdrs, char *up_id, size_t idlen, char *msg,
-                           size_t msglen)
+/* The end of an upstream call: its message into msg, a failure counted. */
+static int up_end(int rc, const struct hd_s3c_err *err, char *msg, size_t msglen)
 {
-    struct hd_s3c_err err;
-    int rc;
-
-    memset(&err, 0, sizeof(err));
-    if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
-        return rc;
-    rc = hd_s3c_mpu_create(&cb->s3, cb->remote, key, ctype, meta, hdrs, up_id, idlen, &err);
-    snprintf(msg, msglen, "%s", err.msg);
+    snprintf(msg, msglen, "%s", err->msg);
     if (rc < 0)
         hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
     return rc;
 }
 
+int hd_cache_mpu_up_create(struct hd_cbucket *cb, const char *key, const char *ctype,
+                           const char *meta, const char *hdrs, char *up_id, size_t idlen, char *msg,
+                           size_t msglen)
+{
+    struct hd_s3c_err err = {0};
+    int rc;
+
+    if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
+        return rc;
+    rc = hd_s3c_mpu_create(&cb->s3, cb->remote, key, ctype, meta, hdrs, up_id, idlen, &err);
+    return up_end(rc, &err, msg, msglen);
+}
+
 int hd_cache_mpu_up_abort(struct hd_cbucket *cb, const char *key, const char *up_id, char *msg,
                           size_t msglen)
 {
-    struct hd_s3c_err err;
+    struct hd_s3c_err err = {0};
     int rc;
 
-    memset(&err, 0, sizeof(err));
     if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
         return rc;
     rc = hd_s3c_mpu_abort(&cb->s3, cb->remote, key, up_id, &err);
-    snprintf(msg, msglen, "%s", err.msg);
     if (rc == HD_ENOSUCHUPLOAD || rc == HD_ENOSUCHKEY)
-        return 0; /* none left to abort */
-    if (rc < 0)
-        hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
-    return rc;
+        rc = 0; /* none left to abort */
+    return up_end(rc, &err, msg, msglen);
 }
 
 /* ---- DELETE ---- */

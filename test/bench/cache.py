@@ -335,15 +335,25 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
         ratio = statistics.median(h) / statistics.median(d) if h and d else 0
         out.append("| %s (%s) | %d | %s | %s (%s) | %.2f | %s |"
                    % (test, unit, c, stat(h), stat(d), ref, ratio, goal))
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(TOP, BUILD, "bench", "cache.md"), "w") as f:
+    report("cache", out)
+
+
+def report(name, lines):
+    """Prints a result table and writes it to $HOARD_BUILD/bench/NAME.md."""
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(TOP, BUILD, "bench", name + ".md"), "w") as f:
         f.write(text)
     print()
     print(text)
 
 
-if __name__ == "__main__":
+def run(fn):
+    """Runs a bench's main, stopping every process it started whatever happens."""
     try:
-        main()
+        fn()
     finally:
         stop_all()
+
+
+if __name__ == "__main__":
+    run(main)

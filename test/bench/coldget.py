@@ -26,8 +26,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cache  # noqa: E402  (helpers: port, start, stop_all, wait_http, api, hoard_bench, stat)
-from cache import api, port, start, stat, stop_all, wait_http  # noqa: E402
+import cache  # noqa: E402  (helpers: port, start, wait_http, api, hoard_bench, stat, report, run)
+from cache import api, port, report, run, start, stat, wait_http  # noqa: E402
 
 TOP, BUILD, HOARDD, MIB = cache.TOP, cache.BUILD, cache.HOARDD, cache.MIB
 B = os.path.join(TOP, BUILD, "bench", "coldget")
@@ -244,15 +244,8 @@ def main():
         out.append("| %d MiB | %s | %s | %s |" % (size, *(
             "%.2f (%.2f-%.2f)" % (statistics.median(v), min(v), max(v)) if v else "-"
             for v in (rows.get(("cpu", size, w), []) for w in ("hoard", "hoard-size", "nginx")))))
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(TOP, BUILD, "bench", "coldget.md"), "w") as f:
-        f.write(text)
-    print()
-    print(text)
+    report("coldget", out)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    finally:
-        stop_all()
+    run(main)

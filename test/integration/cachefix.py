@@ -269,6 +269,18 @@ class HoardCluster:
                            what="%s: every target joined" % self.name)
         return self
 
+    def serve(self):
+        """A module fixture's body: started, every node expected to stay up until the end,
+        then stopped and checked (`yield from HoardCluster(...).serve()`)."""
+        self.start()
+        for n in self.nodes:
+            n.expect_alive = True
+        yield self
+        for n in self.nodes:
+            n.expect_alive = False
+        problems = self.stop()
+        assert not problems, problems
+
     def stop(self):
         problems, bad = [], []
         for n in self.nodes:

@@ -47,16 +47,8 @@ def upstream(tmp_path_factory, log_dir):
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory, log_dir, profiles):
-    c = HoardCluster("cache", str(tmp_path_factory.mktemp("cache")), log_dir, _TARGETS, C_KEYS,
-                     ntargets=2, target_extra=CACHE_TARGET)
-    c.start()
-    for n in c.nodes:
-        n.expect_alive = True
-    yield c
-    for n in c.nodes:
-        n.expect_alive = False
-    problems = c.stop()
-    assert not problems, problems
+    yield from HoardCluster("cache", str(tmp_path_factory.mktemp("cache")), log_dir, _TARGETS,
+                            C_KEYS, ntargets=2, target_extra=CACHE_TARGET).serve()
 
 
 def up_client(upstream):

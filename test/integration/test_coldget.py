@@ -30,16 +30,8 @@ def uname(prefix):
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory, log_dir, profiles):  # noqa: F811
-    c = HoardCluster("cg", str(tmp_path_factory.mktemp("cg")), log_dir, _TARGETS, C_KEYS,
-                     ntargets=1, target_extra=CACHE_TARGET)
-    c.start()
-    for n in c.nodes:
-        n.expect_alive = True
-    yield c
-    for n in c.nodes:
-        n.expect_alive = False
-    problems = c.stop()
-    assert not problems, problems
+    yield from HoardCluster("cg", str(tmp_path_factory.mktemp("cg")), log_dir, _TARGETS, C_KEYS,
+                            ntargets=1, target_extra=CACHE_TARGET).serve()
 
 
 class Gate:
