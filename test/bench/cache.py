@@ -190,12 +190,7 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
     lurl = "http://127.0.0.1:%d" % lport  # the same files at 50 MiB/s per connection
     wait_http(nurl + "/src/f00")
 
-    sport = port()
-    start(["bash", "-c", "while true; do NODE_OPTIONS=--openssl-legacy-provider '%s' -d '%s' "
-           "-a 127.0.0.1 -p %d --no-vhost-buckets; sleep 0.2; done"
-           % (s3rver_exe, os.path.join(B, "s3rver"), sport)], os.path.join(B, "s3rver.log"))
-    surl = "http://127.0.0.1:%d" % sport
-    wait_http(surl + "/")
+    surl = start_s3rver(s3rver_exe, B)
 
     # a standalone hoard target as a second upstream: S3 with MD5 ETags (so every fill is
     # checked against them), serving with sendfile like nginx
@@ -336,6 +331,18 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_req
         out.append("| %s (%s) | %d | %s | %s (%s) | %.2f | %s |"
                    % (test, unit, c, stat(h), stat(d), ref, ratio, goal))
     report("cache", out)
+
+
+def start_s3rver(exe, base):
+    """s3rver on a free port with its data under base/s3rver (restarted if it dies, as under
+    load it can); its URL once it answers."""
+    sport = port()
+    start(["bash", "-c", "while true; do NODE_OPTIONS=--openssl-legacy-provider '%s' -d '%s' "
+           "-a 127.0.0.1 -p %d --no-vhost-buckets; sleep 0.2; done"
+           % (exe, os.path.join(base, "s3rver"), sport)], os.path.join(base, "s3rver.log"))
+    surl = "http://127.0.0.1:%d" % sport
+    wait_http(surl + "/")
+    return surl
 
 
 def report(name, lines):

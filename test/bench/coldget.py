@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cache  # noqa: E402  (helpers: port, start, wait_http, api, hoard_bench, stat, report, run)
-from cache import api, port, report, run, start, stat, wait_http  # noqa: E402
+from cache import api, port, report, run, start, start_s3rver, stat, wait_http  # noqa: E402
 
 TOP, BUILD, HOARDD, MIB = cache.TOP, cache.BUILD, cache.HOARDD, cache.MIB
 B = os.path.join(TOP, BUILD, "bench", "coldget")
@@ -85,12 +85,7 @@ def main():
     for d in ("nginx-tmp", "nginx-ptmp"):
         os.makedirs(os.path.join(B, d), exist_ok=True)
 
-    sport = port()
-    start(["bash", "-c", "while true; do NODE_OPTIONS=--openssl-legacy-provider '%s' -d '%s' "
-           "-a 127.0.0.1 -p %d --no-vhost-buckets; sleep 0.2; done"
-           % (s3rver_exe, os.path.join(B, "s3rver"), sport)], os.path.join(B, "s3rver.log"))
-    surl = "http://127.0.0.1:%d" % sport
-    wait_http(surl + "/")
+    surl = start_s3rver(s3rver_exe, B)
     import boto3  # python3-boto3: fills s3rver (kept between runs)
     s3 = boto3.client("s3", endpoint_url=surl, aws_access_key_id="S3RVER",
                       aws_secret_access_key="S3RVER", region_name="us-east-1")
@@ -109,7 +104,7 @@ def main():
 
     nport = port()
     conf = os.path.join(B, "nginx.conf")
-    nginx_conf(conf, nport, sport)
+    nginx_conf(conf, nport, int(surl.rsplit(":", 1)[1]))
     nurl = "http://127.0.0.1:%d" % nport
     ngx = [None]
 
