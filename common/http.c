@@ -144,6 +144,8 @@ static void req_free(struct hd_req *r)
     free(r->raw_uri);
     free(r->raw_path);
     free(r->resource);
+    free(r->err_bucket);
+    free(r->err_key);
     r->magic = 0;
     free(r);
 }
@@ -544,6 +546,44 @@ int hd_resp_err_msg(struct hd_req *r, int code, const char *message)
     return hd_resp_err_ex(r, code, message, NULL, 0);
 }
 
+int hd_req_err_names(struct hd_req *r, const char *bucket, const char *key)
+{
+    char *b = bucket ? strdup(bucket) : NULL, *k = key ? strdup(key) : NULL;
+
+    if ((bucket && !b) || (key && !k)) {
+        free(b);
+        free(k);
+        return -ENOMEM;
+    }
+    free(r->err_bucket);
+    free(r->err_key);
+    r->err_bucket = b;
+    r->err_key = k;
+    return 0;
+}
+
+/* The element AWS adds to an S3 error body of this code naming what was not found
+ * (<BucketName>, <Key>, <UploadId>), unless the caller gave it in extra: 1 with *kv set. */
+static int err_name(const struct hd_req *r, const char *s3_code, const struct hd_kv *extra,
+                    size_t nextra, struct hd_kv *kv)
+{
+    size_t i;
+
+    kv->v = NULL;
+    if (strcmp(s3_code, "NoSuchBucket") == 0)
+        *kv = (struct hd_kv){"BucketName", r->err_bucket};
+    else if (strcmp(s3_code, "NoSuchKey") == 0)
+        *kv = (struct hd_kv){"Key", r->err_key};
+    else if (strcmp(s3_code, "NoSuchUpload") == 0)
+        *kv = (struct hd_kv){"UploadId", hd_req_param(r, "uploadId")};
+    if (!kv->v)
+        return 0;
+    for (i = 0; i < nextra; i++)
+        if (strcmp(extra[i].k, kv->k) == 0)
+            return 0;
+    return 1;
+}
+
 int hd_resp_err_ex(struct hd_req *r, int code, const char *message, const struct hd_kv *extra,
                    size_t nextra)
 {
@@ -565,8 +605,11 @@ int hd_resp_err_ex(struct hd_req *r, int code, const char *message, const struct
         hd_xml_open(&b, "Error");
         hd_xml_elem(&b, "Code", e->s3_code);
         hd_xml_elem(&b, "Message", message);
+        struct hd_kv name;
         for (size_t i = 0; i < nextra; i++)
             hd_xml_elem(&b, extra[i].k, extra[i].v);
+        if (err_name(r, e->s3_code, extra, nextra, &name))
+            hd_xml_elem(&b, name.k, name.v);
         hd_xml_elem(&b, "Resource", res);
         hd_xml_elem(&b, "RequestId", r->id);
         hd_xml_close(&b, "Error");

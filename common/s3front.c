@@ -1170,6 +1170,8 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         if (rc == 0 && slash && slash[1] &&
             (rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), &key, &c.klen)) == HD_EBADARG)
             rc = HD_EBADKEY;
+        if (rc == 0)
+            rc = hd_req_err_names(r, bucket, key);
         if (rc < 0) {
             hd_resp_err(r, rc);
             goto out;

@@ -565,6 +565,85 @@ def test_missing_key_and_bucket(endpoint, raw, s3, bucket):
     assert nb not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
 
 
+# a key XML must escape, with non-ASCII letters (AWS names the key as the client sent it)
+ODD_KEY = "dir/a&b<c>d\"e'f \u00e9\u6f22.txt"
+
+
+def _names(resp, status, code, **want):
+    """check_s3_error, then the elements naming what was missing (BucketName, Key, UploadId)
+    are exactly `want`."""
+    err = check_s3_error(resp, status, code)
+    for k, v in want.items():
+        assert err.get(k) == v, "<%s> %r != %r in %r" % (k, err.get(k), v, resp.body)
+    return err
+
+
+def test_error_bodies_name_what_is_missing(endpoint, raw, s3, bucket):
+    """As AWS: NoSuchKey carries <Key>, NoSuchBucket <BucketName>, NoSuchUpload <UploadId>
+    (ceph s3-tests and mint read them), XML-escaped, beside <Resource> and <RequestId>; a
+    copy's missing source is the one named. HEAD errors stay bodiless."""
+    q = urllib.parse.quote(ODD_KEY, safe="/")
+    _names(raw.request("GET", "/%s/%s" % (bucket, q)), 404, "NoSuchKey", Key=ODD_KEY)
+    _names(raw.request("GET", "/%s/%s?acl" % (bucket, q)), 404, "NoSuchKey", Key=ODD_KEY)
+    r = raw.request("HEAD", "/%s/%s" % (bucket, q))
+    assert r.status == 404 and r.body == b"", r
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.get_object(Bucket=bucket, Key=ODD_KEY)
+    assert ei.value.response["Error"].get("Key") == ODD_KEY, ei.value.response
+
+    nb = helpers.unique_bucket_name("nobucket")
+    for method, path in [("GET", "/%s" % nb), ("GET", "/%s/k" % nb), ("PUT", "/%s/k" % nb),
+                         ("DELETE", "/%s" % nb), ("GET", "/%s?uploads" % nb)]:
+        r = raw.request(method, path, body=b"x" if method == "PUT" else b"")
+        _names(r, 404, "NoSuchBucket", BucketName=nb)
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.list_objects_v2(Bucket=nb)
+    assert ei.value.response["Error"].get("BucketName") == nb, ei.value.response
+
+    for method in ("GET", "DELETE"):
+        r = raw.request(method, "/%s/%s?uploadId=bogus-upload" % (bucket, q))
+        _names(r, 404, "NoSuchUpload", UploadId="bogus-upload")
+    r = raw.request("PUT", "/%s/k?partNumber=1&uploadId=bogus-upload" % bucket, body=b"x")
+    _names(r, 404, "NoSuchUpload", UploadId="bogus-upload")
+
+    # CopyObject / UploadPartCopy: the missing source is named, not the destination
+    src = "/%s/%s" % (bucket, q)
+    r = raw.request("PUT", "/%s/dest" % bucket, headers={"x-amz-copy-source": src})
+    _names(r, 404, "NoSuchKey", Key=ODD_KEY)
+    r = raw.request("PUT", "/%s/dest" % bucket,
+                    headers={"x-amz-copy-source": "/%s/%s" % (nb, q)})
+    _names(r, 404, "NoSuchBucket", BucketName=nb)
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    try:
+        r = raw.request("PUT", "/%s/mp?partNumber=1&uploadId=%s" % (bucket, uid),
+                        headers={"x-amz-copy-source": src})
+        _names(r, 404, "NoSuchKey", Key=ODD_KEY)
+    finally:
+        s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=uid)
+
+
+def test_error_body_names_through_redirect(s3cluster):
+    """The same bodies through a cluster's relaying proxy and the 307 path (the owner
+    answers the redirected request itself)."""
+    s3c = helpers.boto3_client(s3cluster)
+    b = helpers.unique_bucket_name("names")
+    s3c.create_bucket(Bucket=b)
+    try:
+        q = urllib.parse.quote(ODD_KEY, safe="/")
+        auth = helpers.SigV4Requests(s3cluster.access_key, s3cluster.secret_key)
+        for p in (s3cluster.proxy, s3cluster.redirect_proxy):
+            r = requests.get("%s/%s/%s" % (p.url, b, q), auth=auth, timeout=30)
+            if p is s3cluster.redirect_proxy:
+                assert [h.status_code for h in r.history] == [307], r.history
+            _names(from_requests(r), 404, "NoSuchKey", Key=ODD_KEY)
+            r = requests.get("%s/%s/%s?uploadId=nope" % (p.url, b, q), auth=auth, timeout=30)
+            _names(from_requests(r), 404, "NoSuchUpload", UploadId="nope")
+            r = requests.get("%s/%s-gone/k" % (p.url, b), auth=auth, timeout=30)
+            _names(from_requests(r), 404, "NoSuchBucket", BucketName=b + "-gone")
+    finally:
+        s3c.delete_bucket(Bucket=b)
+
+
 def test_delete_nonempty_bucket(endpoint, raw, s3, bucket):
     s3.put_object(Bucket=bucket, Key="keep", Body=b"k")
     r = raw.request("DELETE", "/%s" % bucket)
