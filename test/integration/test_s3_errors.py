@@ -247,6 +247,8 @@ def test_body_shorter_than_declared(endpoint, raw, s3, bucket, chunked):
 @pytest.mark.parametrize("name", [
     "ab", "a" * 64, "UPPERCASE", "Mixed-Case", "under_score", "-leading", "trailing-",
     ".leading", "trailing.", "double..dot", "192.168.1.1", "sp ace", "bang!",
+    # ceph s3-tests test_bucket_create_naming_dns_*: a label may not start or end with '-'
+    "foo.-bar", "foo-.bar", "foo..bar", "192.168.5.4",
 ])
 def test_invalid_bucket_name(endpoint, raw, s3, name):
     path = "/" + urllib.parse.quote(name, safe="")
@@ -256,13 +258,14 @@ def test_invalid_bucket_name(endpoint, raw, s3, name):
 
 
 @pytest.mark.parametrize("name", ["xn--bucket", "sthree-bucket", "bucket-s3alias",
-                                  "bucket--ol-s3"])
+                                  "bucket--ol-s3", "xn--foo-bar"])
 def test_invalid_bucket_name_reserved(endpoint, raw, s3, name):
     r = raw.request("PUT", "/" + name)
     check_s3_error(r, 400, "InvalidBucketName")
 
 
-@pytest.mark.parametrize("name", ["abc", "a" * 63, "a-b.c-d", "0bucket9", "1.2.3"])
+@pytest.mark.parametrize("name", ["abc", "a" * 63, "a-b.c-d", "0bucket9", "1.2.3", "a--b.c",
+                                  "xn-a", "192.168.5.4a", "1.2.3.4.5"])
 def test_valid_bucket_names(endpoint, raw, s3, name):
     raw.request("DELETE", "/" + name)  # fixed names: remove leftovers of a failed run
     r = raw.request("PUT", "/" + name)
