@@ -1213,6 +1213,15 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
     if (version_check(r, c.op) == HD_DONE)
         goto out;
+    /* A body framed by neither Content-Length nor Transfer-Encoding has no bytes (RFC 9112):
+     * AWS answers 411 rather than store the empty object the client did not mean (s3-tests
+     * test_object_create_bad_contentlength_none). Chunked framing stays accepted: botocore
+     * sends aws-chunked bodies in it over https, curl -T - streams with it. */
+    if ((c.op == HD_S3_PUT_OBJECT || c.op == HD_S3_UPLOAD_PART) &&
+        !hd_req_header(r, "Content-Length") && !hd_req_header(r, "Transfer-Encoding")) {
+        hd_resp_err(r, HD_EMISSINGLENGTH);
+        goto out;
+    }
     switch (c.op) {
     case HD_S3_PUT_OBJECT:
     case HD_S3_COPY_OBJECT:

@@ -2,6 +2,7 @@
 the exact HTTP status, the S3 <Code>, a well-formed XML error body (Code, Message, Resource,
 RequestId == x-amz-request-id) and that nothing was stored."""
 import datetime
+import http.client
 import os
 import socket
 import time
@@ -240,6 +241,47 @@ def test_body_shorter_than_declared(endpoint, raw, s3, bucket, chunked):
     r = raw.request("PUT", "/%s/short" % bucket, body=b"0123456789")
     assert r.status == 200, r
     assert s3.get_object(Bucket=bucket, Key="short")["Body"].read() == b"0123456789"
+
+
+def _put_without_length(endpoint, path):
+    """A signed PUT with neither Content-Length nor Transfer-Encoding (what ceph s3-tests'
+    test_object_create_bad_contentlength_none sends), read back as a helpers.Resp."""
+    url = "http://%s:%d%s" % (endpoint.host, endpoint.port, path)
+    h = helpers.sign_headers("PUT", url, endpoint.access_key, endpoint.secret_key)
+    head = "PUT %s HTTP/1.1\r\nHost: %s:%d\r\n" % (path, endpoint.host, endpoint.port)
+    head += "".join("%s: %s\r\n" % kv for kv in h.items() if kv[0].lower() != "host")
+    s = socket.create_connection((endpoint.host, endpoint.port), timeout=30)
+    try:
+        s.sendall((head + "\r\n").encode())
+        resp = http.client.HTTPResponse(s)
+        resp.begin()
+        return helpers.Resp(resp.status, resp.getheaders(), resp.read())
+    finally:
+        s.close()
+
+
+def test_put_without_content_length(endpoint, raw, s3, bucket):
+    """No Content-Length and no Transfer-Encoding: 411 MissingContentLength (AWS, s3-tests),
+    never an empty object; the same for UploadPart."""
+    r = _put_without_length(endpoint, "/%s/nolen" % bucket)
+    check_s3_error(r, 411, "MissingContentLength")
+    assert_absent(raw, bucket, "nolen")
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="nolen-mp")["UploadId"]
+    try:
+        r = _put_without_length(endpoint, "/%s/nolen-mp?partNumber=1&uploadId=%s" % (bucket, uid))
+        check_s3_error(r, 411, "MissingContentLength")
+        assert s3.list_parts(Bucket=bucket, Key="nolen-mp", UploadId=uid).get("Parts", []) == []
+    finally:
+        s3.abort_multipart_upload(Bucket=bucket, Key="nolen-mp", UploadId=uid)
+    # HTTP/1.1 chunked framing stays accepted (curl -T -, botocore's aws-chunked over https),
+    # and so does an explicit empty body
+    auth = helpers.SigV4Requests(endpoint.access_key, endpoint.secret_key)
+    r = requests.put("%s/%s/chunked" % (endpoint.url, bucket), auth=auth, timeout=30,
+                     data=iter([b"hello ", b"world"]))
+    assert r.status_code == 200 and r.request.headers.get("Transfer-Encoding") == "chunked", r
+    assert s3.get_object(Bucket=bucket, Key="chunked")["Body"].read() == b"hello world"
+    assert raw.request("PUT", "/%s/empty" % bucket, body=b"").status == 200
+    assert s3.head_object(Bucket=bucket, Key="empty")["ContentLength"] == 0
 
 
 # ---------------------------------------------------------------- names
