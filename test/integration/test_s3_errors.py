@@ -715,9 +715,28 @@ def test_bad_list_params(endpoint, raw, bucket, query, code):
 
 def test_method_not_allowed(endpoint, raw, bucket):
     r = raw.request("PATCH", "/%s/k" % bucket, body=b"x")
-    check_s3_error(r, 405, "MethodNotAllowed")
+    err = check_s3_error(r, 405, "MethodNotAllowed")
+    assert (err.get("Method"), err.get("ResourceType")) == ("PATCH", "OBJECT"), r
     r = raw.request("POST", "/", body=b"x")
-    check_s3_error(r, 405, "MethodNotAllowed")
+    err = check_s3_error(r, 405, "MethodNotAllowed")
+    assert (err.get("Method"), err.get("ResourceType")) == ("POST", "SERVICE"), r
+    r = raw.request("PATCH", "/%s?acl" % bucket, body=b"x")
+    err = check_s3_error(r, 405, "MethodNotAllowed")
+    assert err.get("ResourceType") == "ACL", r
+
+
+@pytest.mark.parametrize("method", ["PUT", "POST", "DELETE"])
+def test_versions_only_takes_get(endpoint, raw, s3, bucket, method):
+    """?versions is ListObjectVersions only: another method is 405 MethodNotAllowed naming it
+    (AWS: <Method>, <ResourceType>VERSIONS), never CreateBucket or DeleteBucket in disguise."""
+    nb = helpers.unique_bucket_name("versions")
+    for b in (bucket, nb):
+        r = raw.request(method, "/%s?versions" % b)
+        err = check_s3_error(r, 405, "MethodNotAllowed")
+        assert (err.get("Method"), err.get("ResourceType")) == (method, "VERSIONS"), r
+    assert nb not in [x["Name"] for x in s3.list_buckets()["Buckets"]]
+    assert raw.request("HEAD", "/%s" % bucket).status == 200
+    assert raw.request("GET", "/%s?versions" % bucket).status == 200
 
 
 def test_server_survives_garbage(endpoint):
