@@ -115,8 +115,7 @@ static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const
         if (rt->sub && rt->strict) {
             strict = 1;
             *sub = rt->sub;
-        }
-        else if (!rt->sub && strict)
+        } else if (!rt->sub && strict)
             break; /* a call its subresource defines, with another method */
         if (strcmp(rt->method, r->method) != 0)
             continue;
@@ -1158,8 +1157,8 @@ static void expired(struct hd_req *r, const struct hd_sigv4_auth *a)
  * VERSIONS; ?uploadId: UPLOAD, PART with a partNumber) or else the level's. */
 static void method_not_allowed(struct hd_req *r, enum level level, const char *sub)
 {
-    static const char *const levels[] = {[SERVICE] = "SERVICE", [BUCKET] = "BUCKET",
-                                         [OBJECT] = "OBJECT"};
+    static const char *const levels[] = {
+        [SERVICE] = "SERVICE", [BUCKET] = "BUCKET", [OBJECT] = "OBJECT"};
     char type[32];
     size_t i;
 

@@ -546,6 +546,36 @@ def test_unsupported_write_headers(endpoint, raw, s3, bucket, header, value):
         s3.abort_multipart_upload(Bucket=bucket, Key="obj", UploadId=up)
 
 
+SSEC = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}
+
+
+def test_sse_c_read_of_plain_object(endpoint, raw, s3, bucket):
+    """GET/HEAD with SSE-C parameters of an object not stored with SSE-C (none is: such
+    writes are 501): AWS's 400 InvalidRequest "The encryption parameters are not applicable
+    to this object." (boto/boto3#982, minio/minio#7332), HEAD without a body; a missing key
+    stays 404. The same read without them works."""
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"plain bytes")
+    for call in (s3.get_object, s3.head_object):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            call(Bucket=bucket, Key="plain", **SSEC)
+        assert client_error(ei)[:2] == (400, "InvalidRequest" if call == s3.get_object
+                                        else "400"), ei.value.response
+    r = raw.request("GET", "/%s/plain" % bucket,
+                    headers={"x-amz-server-side-encryption-customer-algorithm": "AES256"})
+    err = check_s3_error(r, 400, "InvalidRequest")
+    assert err["Message"] == "The encryption parameters are not applicable to this object."
+    r = raw.request("GET", "/%s/plain" % bucket, headers={"Range": "bytes=0-1",
+                    "x-amz-server-side-encryption-customer-key-MD5": "AAAA"})
+    check_s3_error(r, 400, "InvalidRequest")
+    r = raw.request("HEAD", "/%s/plain" % bucket,
+                    headers={"x-amz-server-side-encryption-customer-algorithm": "AES256"})
+    assert r.status == 400 and r.body == b"", r
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.get_object(Bucket=bucket, Key="absent", **SSEC)
+    assert client_error(ei)[:2] == (404, "NoSuchKey")
+    assert s3.get_object(Bucket=bucket, Key="plain")["Body"].read() == b"plain bytes"
+
+
 def test_post_object_form_upload(endpoint, raw, s3, bucket):
     """POST Object (an HTML form upload, unsigned with the policy in the form; ceph s3-tests
     test_post_object_*): 501 NotImplemented, not 403 AccessDenied or 405; nothing written.
