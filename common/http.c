@@ -706,6 +706,19 @@ static void undefer(struct hd_req *r)
     }
 }
 
+/* An error answered here, before the role's handler says which API the request is for, in
+ * the format of the path's API: the native API's JSON under /v1/ (and /metrics), else an S3
+ * XML body with its <Resource> and <RequestId>. */
+static int early_err(struct hd_req *r, int code, const char *message)
+{
+    const char *p = r->raw_path;
+
+    r->api = strncmp(p, "/v1/", 4) == 0 || strcmp(p, "/v1") == 0 || strcmp(p, "/metrics") == 0
+                 ? HD_API_NATIVE
+                 : HD_API_S3;
+    return hd_resp_err_msg(r, code, message);
+}
+
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -724,8 +737,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
         if (bad_request_line(r, url, version)) {
             /* a NUL would silently cut the key ("a\0b" -> "a"), other control bytes have
              * no business in a name either */
-            hd_resp_err_msg(r, HD_EBADREQ,
-                            "The request line contains a NUL or another control byte.");
+            early_err(r, HD_EBADREQ, "The request line contains a NUL or another control byte.");
             return MHD_YES;
         }
         cl = hd_req_header(r, "Content-Length");
@@ -733,23 +745,23 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
                    hd_req_header(r, "Transfer-Encoding"))) {
             /* two framings of one body: the way request smuggling starts; the early answer
              * also closes the connection */
-            hd_resp_err_msg(r, HD_EBADREQ,
-                            hd_req_header_count(r, "Content-Length") > 1
-                                ? "More than one Content-Length header."
-                                : "Content-Length and Transfer-Encoding together.");
+            early_err(r, HD_EBADREQ,
+                      hd_req_header_count(r, "Content-Length") > 1
+                          ? "More than one Content-Length header."
+                          : "Content-Length and Transfer-Encoding together.");
             return MHD_YES;
         }
         if (cl) {
             uint64_t v;
             if (hd_parse_u64(cl, &v) < 0 || v > INT64_MAX) {
-                hd_resp_err_msg(r, HD_EBADHEADER, "Content-Length is not a valid number.");
+                early_err(r, HD_EBADHEADER, "Content-Length is not a valid number.");
                 return MHD_YES;
             }
             r->content_length = (int64_t)v;
         }
         rc = hd_query_parse(r->raw_query, &r->query);
         if (rc < 0) {
-            hd_resp_err_msg(r, rc, "The query string is malformed.");
+            early_err(r, rc, "The query string is malformed.");
             return MHD_YES;
         }
         /* A request without a body is dispatched on MHD's next call: a response queued

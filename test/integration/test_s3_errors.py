@@ -769,6 +769,19 @@ def test_versions_only_takes_get(endpoint, raw, s3, bucket, method):
     assert raw.request("GET", "/%s?versions" % bucket).status == 200
 
 
+def test_http_layer_errors_are_s3_xml(endpoint, raw, bucket):
+    """Errors answered before the S3 front end sees the request (a query that does not
+    decode, two framings of one body) are still S3 XML bodies with <Resource> and
+    <RequestId> on S3 paths, and the native API's JSON under /v1/."""
+    r = raw.request("GET", "/%s?prefix=%%zz" % bucket, sign=False)
+    check_s3_error(r, 400, "InvalidArgument")
+    r = raw.request("PUT", "/%s/twice" % bucket, sign=False, body=b"abc",
+                    headers={"Content-Length": "3", "Transfer-Encoding": "chunked"})
+    check_s3_error(r, 400, "InvalidRequest")
+    r = raw.request("GET", "/v1/buckets/%s?prefix=%%zz" % bucket, sign=False)
+    assert r.status == 400 and r.header("content-type").startswith("application/json"), r
+
+
 def test_server_survives_garbage(endpoint):
     """Junk on the socket gets a 4xx/505 or a closed (or idle) connection, never a dead
     server."""
