@@ -366,14 +366,50 @@ static void ck_tag(enum hd_ck_type t, char *out, size_t n)
 
 /* Text for a key in a listing, url-encoded when EncodingType=url. */
 /* Drops completed records past their retention (best effort). */
+/* Forgets completed uploads older than MPU_KEEP_DONE_MS, with any parts they still have (a
+ * late Complete's copy that a crash interrupted). */
 static void prune_done(struct db *d)
 {
+    struct strv files = {0};
     sqlite3_stmt *s;
+    int64_t before = hd_store_now_ms() - MPU_KEEP_DONE_MS;
+    int st;
+    size_t i;
 
-    if (db_prep(d, "DELETE FROM mpu_uploads WHERE state = 1 AND done < ?1", &s) < 0)
+    if (db_prep(d,
+                "SELECT file FROM mpu_parts WHERE id IN (SELECT id FROM mpu_uploads WHERE "
+                "state = 1 AND done < ?1)",
+                &s) < 0)
         return;
-    sqlite3_bind_int64(s, 1, hd_store_now_ms() - MPU_KEEP_DONE_MS);
-    (void)db_run(d, s, "multipart prune");
+    sqlite3_bind_int64(s, 1, before);
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *f = (const char *)sqlite3_column_text(s, 0);
+        if (f && strv_push(&files, f) < 0)
+            break;
+    }
+    sqlite3_finalize(s);
+    if (db_prep(d,
+                "DELETE FROM mpu_parts WHERE id IN (SELECT id FROM mpu_uploads WHERE state = 1 "
+                "AND done < ?1)",
+                &s) == 0) {
+        sqlite3_bind_int64(s, 1, before);
+        (void)db_run(d, s, "multipart prune parts");
+    }
+    if (db_prep(d, "DELETE FROM mpu_uploads WHERE state = 1 AND done < ?1", &s) == 0) {
+        sqlite3_bind_int64(s, 1, before);
+        (void)db_run(d, s, "multipart prune");
+    }
+    for (i = 0; i < files.n; i++) { /* mpu/<id>/<file>: the file, then its directory */
+        char *slash;
+        hd_store_unlink_rel(d->mp, files.v[i]);
+        if ((slash = strrchr(files.v[i], '/'))) {
+            char dir[PATH_MAX];
+            *slash = '\0';
+            snprintf(dir, sizeof(dir), "%s/%s", d->mp->path, files.v[i]);
+            (void)rmdir(dir);
+        }
+    }
+    strv_free(&files);
 }
 
 /* ---- CreateMultipartUpload ---- */
@@ -1209,6 +1245,7 @@ struct complete_ctx {
     size_t nuparts;
     struct complete_res res;
     struct hd_wt *wt;
+    int late;           /* answered once the twin is completed (struct asm_job) */
     struct hd_wcond wc; /* If-Match / If-None-Match: * on the object (pointing into r) */
     const char *cond;   /* the condition that failed (412) */
     char msgbuf[256];   /* an error message made for this request */
@@ -1362,8 +1399,10 @@ out:
     return rc;
 }
 
-/* Drops the upload's parts (listed or not) and marks it completed. */
-static int complete_finish(const char *id, struct mountpath *mp, const struct complete_res *res)
+/* Drops the upload's parts (listed or not) and marks it completed; keep_parts: only marks it
+ * (a write-through Complete answered before its cached copy is assembled from them). */
+static int complete_finish(const char *id, struct mountpath *mp, const struct complete_res *res,
+                           int keep_parts)
 {
     struct strv files = {0};
     struct db d;
@@ -1374,7 +1413,7 @@ static int complete_finish(const char *id, struct mountpath *mp, const struct co
         return rc;
     if ((rc = db_tx(&d, Q_BEGIN)) < 0)
         goto out;
-    if ((rc = part_files(&d, id, &files)) < 0 || (rc = delete_parts(&d, id)) < 0)
+    if (!keep_parts && ((rc = part_files(&d, id, &files)) < 0 || (rc = delete_parts(&d, id)) < 0))
         goto out;
     rc = db_prep(&d,
                  "UPDATE mpu_uploads SET state = 1, etag = ?2, ck_val = ?3, done = ?4 "
@@ -1599,7 +1638,13 @@ static int twin_start(struct hd_req *r, struct complete_ctx *cc, struct upload *
  * connections go on meanwhile (a 1 GiB checkpoint is seconds of copying and fsync). The job
  * owns what it uses: a client that leaves first leaves it to finish or fail on its own, and
  * a put it did not commit removes its temp file. A write-through object's commit, once the
- * upstream completed the twin, is a second job of the same kind, without the copy. */
+ * upstream completed the twin, is a second job of the same kind, without the copy.
+ *
+ * A late job (write-through, no full-object checksum or condition to check here) copies
+ * while the twin is completed, and the request is answered as soon as the upstream has the
+ * object: the request hands the commit over (go) under mu, and whichever of the two finishes
+ * second commits, under a fence (target/store/fence.c) that any newer write or delete of
+ * the name cancels. */
 struct asm_job {
     struct hd_put *p;
     struct mountpath *mp;
@@ -1613,6 +1658,11 @@ struct asm_job {
     char etag[64];
     char id[MPU_ID_HEX + 1];
     struct complete_res res; /* the answer (its checksum set by a checked vt) */
+    int late;
+    pthread_mutex_t mu;            /* late: copied, copy_rc, go */
+    int copied, copy_rc;           /* the copy ended, with this result */
+    int go;                        /* the request handed the commit over (res, etag, fence) */
+    struct hd_store_fence *fence;  /* late: the commit's (owned) */
 };
 
 static void asm_free(void *arg)
@@ -1626,7 +1676,32 @@ static void asm_free(void *arg)
     free(j->hdrs);
     free(j->parts);
     free(j->if_match);
+    hd_store_fence_free(j->fence);
+    pthread_mutex_destroy(&j->mu);
     free(j);
+}
+
+/* A late job's end (disk worker): the commit under the upstream's ETag unless the copy
+ * failed or a newer write or a delete of the name came first, then the parts go. */
+static void late_commit(struct asm_job *j, int rc)
+{
+    struct hd_obj_meta m;
+
+    if (rc == 0) {
+        j->a.fence = j->fence;
+        if ((rc = hd_put_commit(j->p, &j->a, &m)) == 0)
+            hd_obj_meta_cleanup(&m);
+    }
+    if (rc == HD_EPRECONDITION)
+        HD_LOG(HD_INFO, NULL, "multipart %s: a newer write or a delete came first: not cached",
+               j->id);
+    else if (rc < 0)
+        HD_LOG(HD_WARN, NULL, "multipart %s: assembling: %s (not cached)", j->id,
+               hd_strerror(rc));
+    if ((rc = complete_finish(j->id, j->mp, &j->res, 0)) < 0)
+        HD_LOG(HD_WARN, NULL, "multipart %s: dropping the parts: %s", j->id, hd_strerror(rc));
+    hd_store_fence_free(j->fence);
+    j->fence = NULL;
 }
 
 static void asm_run(struct hd_acall *ac)
@@ -1638,6 +1713,19 @@ static void asm_run(struct hd_acall *ac)
 
     if (j->copy)
         rc = copy_parts(j->p, j->mp, &j->sc);
+    if (j->late) {
+        int go;
+        pthread_mutex_lock(&j->mu);
+        if (j->copy)
+            j->copy_rc = rc;
+        j->copied = 1;
+        go = j->go;
+        pthread_mutex_unlock(&j->mu);
+        if (go)
+            late_commit(j, j->copy_rc);
+        ac->rc = rc;
+        return;
+    }
     if (rc == 0 && j->vt != HD_CK_NONE) {
         if ((rc = put_file_cksum(j->p, j->vt, got)) == 0 && strcmp(got, j->vval) != 0)
             rc = HD_EBADCHECKSUM;
@@ -1655,7 +1743,7 @@ static void asm_run(struct hd_acall *ac)
     }
     if (rc == 0 && j->commit && (rc = hd_put_commit(j->p, &j->a, &m)) == 0) {
         hd_obj_meta_cleanup(&m);
-        rc = complete_finish(j->id, j->mp, &j->res);
+        rc = complete_finish(j->id, j->mp, &j->res, 0);
     }
     ac->rc = rc;
 }
@@ -1669,6 +1757,7 @@ static struct asm_job *asm_new(const struct complete_ctx *cc, const struct hd_pu
 
     if (!j)
         return NULL;
+    pthread_mutex_init(&j->mu, NULL);
     j->mp = cc->mp;
     j->a = *a;
     j->a.ctype = j->ctype = hd_api_dup_opt(a->ctype, &oom);
@@ -1792,7 +1881,16 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc, const char **
     j->vt = vt;
     if (vval)
         snprintf(j->vval, sizeof(j->vval), "%s", vval);
-    rc = asm_start(r, cc, j, CS_ASSEMBLING);
+    /* write-through with nothing to check on the assembled bytes: answered as soon as the
+     * upstream has the object */
+    cc->late = j->late = cc->wt && !cc->wc.if_match && !cc->wc.if_none_match;
+    /* fenced from now: a write or delete of the name while the upstream completes also means
+     * the assembled copy must not be committed */
+    if (cc->late && (rc = hd_store_fence_new(st, cc->bucket, cc->key, &j->fence)) < 0) {
+        asm_free(j);
+        goto out;
+    }
+    rc = asm_start(r, cc, j, cc->late ? CS_THROUGH : CS_ASSEMBLING);
 out:
     hd_put_free(p);
     free(parts);
@@ -1869,6 +1967,44 @@ out:
     return rc < 0 ? rc : 0;
 }
 
+/* A late Complete whose twin the upstream completed: the older copy goes (a read is a miss
+ * until the new one is committed), the upload is marked completed (a retry gets this answer),
+ * and the commit is handed to the job, or queued if the copy is already done. */
+static int complete_late(struct hd_req *r, struct complete_ctx *cc)
+{
+    struct asm_job *j = cc->job->arg, *j2;
+    struct hd_store_fence *f = j->fence; /* set before the job started; it does not touch it */
+    struct hd_acall *a;
+    int rc, copied;
+
+    rc = hd_store_delete_fenced(cc->t->st, cc->bucket, cc->key, f);
+    if ((rc < 0 && rc != HD_ENOSUCHKEY) || (rc = complete_finish(cc->id, cc->mp, &cc->res, 1)) < 0)
+        return rc;
+    /* the job reads these only once it sees go, under mu */
+    snprintf(j->etag, sizeof(j->etag), "%s", cc->uetag);
+    j->a.etag = j->etag;
+    j->res = cc->res;
+    pthread_mutex_lock(&j->mu);
+    copied = j->copied;
+    j->go = !copied;
+    pthread_mutex_unlock(&j->mu);
+    if (!copied)
+        return 0; /* the job commits when its copy ends */
+    if (!(j2 = asm_new(cc, &j->a, &cc->res)))
+        return 0; /* answered all the same: not cached, the parts go with the upload */
+    j->fence = NULL;
+    j2->p = j->p;
+    j->p = NULL;
+    j2->late = j2->go = 1;
+    j2->copy_rc = j->copy_rc;
+    j2->fence = f;
+    if ((a = hd_acall_new(cc->t->disk ? cc->t->disk : cc->t->pool, asm_run, j2, asm_free))) {
+        hd_acall_submit(a, r);
+        hd_acall_release(a); /* runs on its own */
+    }
+    return 0;
+}
+
 /* Write-through: the twin's completion (parks r until the upstream answered), then the
  * commit here under the upstream's ETag. */
 static int complete_through(struct hd_req *r, struct complete_ctx *cc, const char **msg)
@@ -1888,6 +2024,8 @@ static int complete_through(struct hd_req *r, struct complete_ctx *cc, const cha
     }
     /* the upstream completed its twin: its ETag is the object's from now on */
     snprintf(cc->res.etag, sizeof(cc->res.etag), "%s", cc->uetag);
+    if (cc->late)
+        return complete_late(r, cc);
     if (cc->p) {
         cc->a.etag = cc->uetag;
         if (!(j = asm_new(cc, &cc->a, &cc->res)))
@@ -1901,7 +2039,7 @@ static int complete_through(struct hd_req *r, struct complete_ctx *cc, const cha
     rc = hd_store_delete(cc->t->st, cc->bucket, cc->key);
     if (rc < 0 && rc != HD_ENOSUCHKEY)
         return rc;
-    return complete_finish(cc->id, cc->mp, &cc->res);
+    return complete_finish(cc->id, cc->mp, &cc->res, 0);
 }
 
 static void complete_answer(struct hd_req *r, struct complete_ctx *cc)

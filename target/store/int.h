@@ -166,6 +166,9 @@ struct hd_store {
     size_t nbuckets;
     struct hd_mcache *mc;      /* cached catalog rows (store_mcache.c); NULL = off */
     struct hd_pool *hash_pool; /* MD5 of large puts beside their writes (hpipe.c) */
+    pthread_mutex_t fmu;       /* fences (fence.c) */
+    struct hd_store_fence *fences;
+    atomic_int nfences;
 };
 
 struct hd_put {
@@ -187,6 +190,14 @@ struct hd_put {
 };
 
 int64_t hd_store_now_ms(void);
+/* fence.c. Every commit and delete of bucket/name (name NULL: every object of the bucket)
+ * cancels the fences on it other than own, before it changes the catalog. */
+void hd_store_fence_cancel(struct hd_store *st, const char *bucket, const char *name,
+                           const struct hd_store_fence *own);
+/* A fenced commit holds its fence from the check to the catalog's commit: 0, or
+ * HD_EPRECONDITION when it was cancelled (nothing held then). */
+int hd_store_fence_lock(struct hd_store_fence *f);
+void hd_store_fence_unlock(struct hd_store_fence *f);
 int hd_store_sqlerr(sqlite3 *db, int rc, const char *what);
 /* A pooled catalog connection of mountpath mp; give it back with hd_store_conn_put. */
 int hd_store_conn_get(struct mountpath *mp, struct conn **out);

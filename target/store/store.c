@@ -102,6 +102,7 @@ int hd_store_open(const struct hd_store_cfg *cfg, struct hd_store **out)
         return -ENOMEM;
     pthread_rwlock_init(&st->bmu, NULL);
     pthread_mutex_init(&st->amu, NULL);
+    pthread_mutex_init(&st->fmu, NULL);
     st->fsync = cfg->fsync;
     st->capacity = cfg->capacity;
     if ((rc = hd_mcache_new(cfg->meta_cache, cfg->open_files, &st->mc)) < 0)
@@ -209,6 +210,7 @@ void hd_store_close(struct hd_store *st)
     sqlite3_close(st->node);
     hd_store_atime_free(st);
     pthread_mutex_destroy(&st->amu);
+    pthread_mutex_destroy(&st->fmu);
     pthread_rwlock_destroy(&st->bmu);
     free(st->buckets);
     free(st->data_dir);
@@ -466,6 +468,7 @@ int hd_store_bucket_destroy(struct hd_store *st, const char *name)
         rc = HD_ENOSUCHBUCKET;
         goto out;
     }
+    hd_store_fence_cancel(st, name, NULL, NULL);
     for (i = 0; i < st->nmp && rc == 0; i++)
         rc = drop_objects(&st->mp[i], name);
     hd_mcache_drop_all(st->mc);
@@ -733,12 +736,13 @@ static int delete_on(struct mountpath *mp, const char *bucket, const char *name,
 }
 
 static int delete_all(struct hd_store *st, const char *bucket, const char *name, int keep_dirty,
-                      int queue)
+                      int queue, const struct hd_store_fence *own)
 {
     struct mountpath *home = hd_store_mp_for(st, bucket, name);
     int found = 0, rc;
     size_t i;
 
+    hd_store_fence_cancel(st, bucket, name, own);
     rc = delete_on(home, bucket, name, &found, keep_dirty, queue);
     /* a copy left on another mountpath by a mountpath change must not resurface */
     for (i = 0; rc == 0 && i < st->nmp; i++)
@@ -752,17 +756,23 @@ static int delete_all(struct hd_store *st, const char *bucket, const char *name,
 
 int hd_store_delete(struct hd_store *st, const char *bucket, const char *name)
 {
-    return delete_all(st, bucket, name, 0, 0);
+    return delete_all(st, bucket, name, 0, 0, NULL);
 }
 
 int hd_store_evict(struct hd_store *st, const char *bucket, const char *name)
 {
-    return delete_all(st, bucket, name, 1, 0);
+    return delete_all(st, bucket, name, 1, 0, NULL);
+}
+
+int hd_store_delete_fenced(struct hd_store *st, const char *bucket, const char *name,
+                           const struct hd_store_fence *own)
+{
+    return delete_all(st, bucket, name, 0, 0, own);
 }
 
 int hd_store_wb_delete(struct hd_store *st, const char *bucket, const char *name)
 {
-    int rc = delete_all(st, bucket, name, 0, 1);
+    int rc = delete_all(st, bucket, name, 0, 1, NULL);
 
     return rc == HD_ENOSUCHKEY ? 0 : rc;
 }
@@ -1256,7 +1266,13 @@ int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_
     u.a = attrs;
     u.etag = etag;
     u.mtime = attrs && attrs->mtime_ms > 0 ? attrs->mtime_ms : hd_store_now_ms();
-    if ((rc = group_commit(p->mp, &u, &old)) < 0)
+    hd_store_fence_cancel(p->st, p->bucket, p->name, attrs ? attrs->fence : NULL);
+    if (attrs && attrs->fence && (rc = hd_store_fence_lock(attrs->fence)) < 0)
+        goto undo; /* a newer write or a delete came first */
+    rc = group_commit(p->mp, &u, &old);
+    if (attrs && attrs->fence)
+        hd_store_fence_unlock(attrs->fence);
+    if (rc < 0)
         goto undo;
     hd_mcache_drop(p->st->mc, p->bucket, p->name);
     if (old) {

@@ -85,6 +85,18 @@ int hd_store_delete(struct hd_store *st, const char *bucket, const char *name);
  * HD_EPRECONDITION. */
 int hd_store_evict(struct hd_store *st, const char *bucket, const char *name);
 
+/* A fence on bucket/name for a commit made later than the write it belongs to (fence.c): any
+ * commit or delete of the name from now on (other than one with the fence, below) cancels
+ * it, and a commit with the fence (hd_put_attrs.fence) is then refused with
+ * HD_EPRECONDITION. hd_store_fence_free unregisters it. */
+struct hd_store_fence;
+int hd_store_fence_new(struct hd_store *st, const char *bucket, const char *name,
+                       struct hd_store_fence **out);
+void hd_store_fence_free(struct hd_store_fence *f);
+/* hd_store_delete that leaves fence own standing (the older copy its commit replaces). */
+int hd_store_delete_fenced(struct hd_store *st, const char *bucket, const char *name,
+                           const struct hd_store_fence *own);
+
 /* Streaming write. begin picks the mountpath (HRW) and creates a temp file; write appends and
  * updates the MD5; commit fsyncs, renames into place and upserts the catalog atomically with
  * respect to readers; abort (or free of an uncommitted put) removes the temp file. */
@@ -109,6 +121,8 @@ struct hd_put_attrs {
      * object is dirty until hd_store_wb_done). Any commit drops older queued entries of the
      * same name (a newer write supersedes them). */
     int writeback;
+    /* A deferred commit: made only while this fence stands (else HD_EPRECONDITION). */
+    struct hd_store_fence *fence;
 };
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out);
 /* As hd_put_begin for an object of `size` bytes (0: unknown). -ENOSPC (507) when the chosen

@@ -474,7 +474,10 @@ int hd_store_delete_moved(struct hd_store *st, size_t mpi, const char *bucket, c
                           const char *etag, int64_t mtime_ms)
 {
     struct moved_arg a = {bucket, name, etag, mtime_ms, NULL};
-    int rc = with_stmt(st, mpi,
+    int rc;
+
+    hd_store_fence_cancel(st, bucket, name, NULL);
+    rc = with_stmt(st, mpi,
                        "DELETE FROM objects WHERE bucket = ?1 AND name = ?2 AND etag = ?3 AND "
                        "mtime = ?4 RETURNING file",
                        moved_fn, &a);

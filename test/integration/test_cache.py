@@ -665,7 +665,7 @@ def test_write_through_multipart(upstream, cache):
     assert o["ETag"].strip('"').endswith("-3")  # completed from 3 parts, not one PUT
     h = cache.s3().head_object(Bucket=b, Key="parts.bin")
     assert h["ETag"] == o["ETag"] and h["ContentLength"] == len(body)
-    assert cached_names(cache, b) == {"parts.bin"}
+    wait_cached(cache, b, {"parts.bin"})  # assembled from the parts after the answer
     assert u.list_multipart_uploads(Bucket=ub).get("Uploads", []) == []
 
 
@@ -792,13 +792,81 @@ def test_write_through_complete_after_the_twin_completed(upstream, cache):
                                              MultipartUpload={"Parts": listed})
             assert r["ETag"] == u.head_object(Bucket=ub, Key=key)["ETag"]
             assert s3.get_object(Bucket=b, Key=key)["Body"].read() == b"".join(parts)
-            assert key in cached_names(cache, b)
+            helpers.wait_until(lambda: key in cached_names(cache, b), timeout=30,
+                               what="the late copy or the GET's fill committed")
         else:  # the upstream holds something else: not ours to claim
             with pytest.raises(Exception) as e:
                 s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=up["UploadId"],
                                              MultipartUpload={"Parts": listed})
             assert e.value.response["Error"]["Code"] == "InvalidPart", e.value.response
             assert key not in cached_names(cache, b)
+
+
+def part_files(cache, upload_id):
+    """The part files of one of our uploads left on any target's mountpaths."""
+    out = []
+    for t in cache.targets:
+        for mp in t.mountpaths:
+            d = os.path.join(mp, "mpu", upload_id)
+            if os.path.isdir(d):
+                out.extend(os.listdir(d))
+    return out
+
+
+def test_write_through_complete_answers_before_the_cached_copy(upstream, cache):
+    """Complete is answered once the upstream has completed the twin; the owner assembles its
+    cached copy from the parts afterwards and then drops them. A GET in between reads the
+    upstream's bytes. A DELETE or a newer PUT right after the answer is never undone by that
+    late copy (the store's fence: unit suite store_fence)."""
+    ub, u, b = wt_bucket(upstream, cache, "twlate")
+    s3 = cache.s3()
+    parts = [helpers.pattern_bytes(5 * 1024 * 1024, 71 + i) for i in range(3)] + [b"tail"]
+    body = b"".join(parts)
+
+    def upload(key):
+        up = s3.create_multipart_upload(Bucket=b, Key=key)
+        etags = [s3.upload_part(Bucket=b, Key=key, UploadId=up["UploadId"], PartNumber=i + 1,
+                                Body=p)["ETag"] for i, p in enumerate(parts)]
+        r = s3.complete_multipart_upload(
+            Bucket=b, Key=key, UploadId=up["UploadId"],
+            MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": e}
+                                       for i, e in enumerate(etags)]})
+        return up["UploadId"], r["ETag"]
+
+    def parts_gone(ids):
+        helpers.wait_until(lambda: all(not part_files(cache, i) for i in ids), timeout=60,
+                           what="the late copies' parts removed")
+
+    uid, etag = upload("late")
+    assert etag == u.head_object(Bucket=ub, Key="late")["ETag"]
+    assert s3.get_object(Bucket=b, Key="late")["Body"].read() == body
+    parts_gone([uid])
+    assert "late" in cached_names(cache, b)
+    h = s3.head_object(Bucket=b, Key="late")
+    assert h["ETag"] == etag and h["ContentLength"] == len(body)
+    # a retried Complete gets the first answer
+    r = s3.complete_multipart_upload(
+        Bucket=b, Key="late", UploadId=uid,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": '"%s"' % md5(parts[0])}]})
+    assert r["ETag"] == etag
+
+    ids = []
+    for i in range(3):  # deleted right after each answer: never brought back
+        uid, _ = upload("del-%d" % i)
+        ids.append(uid)
+        s3.delete_object(Bucket=b, Key="del-%d" % i)
+    uid, _ = upload("newer")  # overwritten right after the answer: the newer write stays
+    ids.append(uid)
+    s3.put_object(Bucket=b, Key="newer", Body=b"the newer write")
+    parts_gone(ids)
+    assert cached_names(cache, b, prefix="del-") == set()
+    for i in range(3):
+        with pytest.raises(Exception) as e:
+            s3.get_object(Bucket=b, Key="del-%d" % i)
+        assert e.value.response["Error"]["Code"] == "NoSuchKey"
+    assert cached_sizes(cache, b)["newer"] == len(b"the newer write")
+    assert s3.get_object(Bucket=b, Key="newer")["Body"].read() == b"the newer write"
+    assert u.get_object(Bucket=ub, Key="newer")["Body"].read() == b"the newer write"
 
 
 def test_write_through_part_with_upstream_down(s3rver, cache):

@@ -1729,3 +1729,76 @@ HD_SUITE(store_group_commit)
 out:
     fx_close(&f);
 }
+
+/* Fences (a write-through Complete's commit made after its answer): a later write or delete of
+ * the name cancels the fence, a commit with a cancelled fence is refused and leaves nothing,
+ * and neither the fence's own delete nor writes of other names cancel it. */
+HD_SUITE(store_fence)
+{
+    struct hd_store_fence *f = NULL, *g = NULL;
+    struct hd_put_attrs a = {0};
+    struct fx f0;
+
+    CHECK_EQ_INT(fx_open(&f0, 2, 0), 0);
+    if (!f0.st)
+        goto out;
+    CHECK_EQ_INT(hd_store_bucket_create(f0.st, "b", "ais"), 0);
+    CHECK_EQ_INT(hd_store_bucket_create(f0.st, "c", "ais"), 0);
+
+    /* uncancelled: the fenced commit lands; its own delete and other names do not cancel */
+    CHECK_EQ_INT(put_str(f0.st, "b", "k", "old"), 0);
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &f), 0);
+    CHECK_EQ_INT(hd_store_delete_fenced(f0.st, "b", "k", f), 0);
+    CHECK_EQ_INT(put_str(f0.st, "b", "k2", "other name"), 0);
+    CHECK_EQ_INT(put_str(f0.st, "c", "k", "other bucket"), 0);
+    CHECK_EQ_INT(hd_store_delete(f0.st, "b", "k2"), 0);
+    a.fence = f;
+    CHECK_EQ_INT(put_obj(f0.st, "b", "k", "late", 4, &a, NULL), 0);
+    CHECK(content_is(f0.st, "b", "k", "late", 4));
+    hd_store_fence_free(f);
+
+    /* a newer write first: the late commit is refused and the newer copy stays */
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &f), 0);
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &g), 0); /* a second fence on the name */
+    CHECK_EQ_INT(put_str(f0.st, "b", "k", "newer"), 0);
+    a.fence = f;
+    CHECK_EQ_INT(put_obj(f0.st, "b", "k", "late", 4, &a, NULL), HD_EPRECONDITION);
+    CHECK(content_is(f0.st, "b", "k", "newer", 5));
+    a.fence = g;
+    CHECK_EQ_INT(put_obj(f0.st, "b", "k", "late", 4, &a, NULL), HD_EPRECONDITION);
+    hd_store_fence_free(f);
+    hd_store_fence_free(g);
+
+    /* a delete first: the late commit must not bring the name back */
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &f), 0);
+    CHECK_EQ_INT(hd_store_delete(f0.st, "b", "k"), 0);
+    a.fence = f;
+    CHECK_EQ_INT(put_obj(f0.st, "b", "k", "late", 4, &a, NULL), HD_EPRECONDITION);
+    {
+        struct hd_obj_meta m;
+        CHECK_EQ_INT(hd_store_lookup(f0.st, "b", "k", &m), HD_ENOSUCHKEY);
+    }
+    hd_store_fence_free(f);
+
+    /* two fenced commits of one name: the first cancels the other fence */
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &f), 0);
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &g), 0);
+    a.fence = f;
+    CHECK_EQ_INT(put_obj(f0.st, "b", "k", "first", 5, &a, NULL), 0);
+    a.fence = g;
+    CHECK_EQ_INT(put_obj(f0.st, "b", "k", "second", 6, &a, NULL), HD_EPRECONDITION);
+    CHECK(content_is(f0.st, "b", "k", "first", 5));
+    hd_store_fence_free(f);
+    hd_store_fence_free(g);
+
+    /* the bucket destroyed: its fences are cancelled */
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "c", "k", &f), 0);
+    CHECK_EQ_INT(hd_store_bucket_destroy(f0.st, "c"), 0);
+    CHECK_EQ_INT(hd_store_bucket_create(f0.st, "c", "ais"), 0);
+    a.fence = f;
+    CHECK_EQ_INT(put_obj(f0.st, "c", "k", "late", 4, &a, NULL), HD_EPRECONDITION);
+    hd_store_fence_free(f);
+    CHECK_EQ_INT(count_all(&f0, "tmp"), 0); /* refused commits leave no temp file */
+out:
+    fx_close(&f0);
+}
