@@ -13,8 +13,8 @@ import uuid
 import pytest
 
 import helpers
-from conftest import _TARGETS, ClusterNode, _stop_nodes
-from test_cluster import SECRET, Cluster, api
+from conftest import ClusterNode, _stop_nodes
+from test_cluster import SECRET, api, start_voters
 
 HB_MS = 300
 DEAD_AFTER = 5  # L = 1.5 s; a follower that hears no lease campaigns after 1.8 to 3.9 s
@@ -29,27 +29,7 @@ class LNode(ClusterNode):
 
 @pytest.fixture(scope="module")
 def lc(tmp_path_factory, log_dir):
-    nodes = []
-
-    def make(name, role, join=None):
-        root = str(tmp_path_factory.mktemp("ls-" + name))
-        n = LNode(name, root, os.path.join(log_dir, "ls-" + name), role, join)
-        nodes.append(n)
-        _TARGETS.append(n)
-        return n
-
-    p1 = make("p1", "proxy")
-    p1.start()
-    join = lambda: p1.url  # noqa: E731
-    proxies = [p1] + [make("p%d" % i, "proxy", join) for i in (2, 3)]
-    targets = [make("t%d" % i, "target", join) for i in (1, 2)]
-    for n in proxies[1:] + targets:
-        n.start()
-    c = Cluster(proxies, targets)
-    c.wait_smap(lambda s: len(s["tmap"]) == 2 and len(s["pmap"]) == 3 and
-                not s.get("rebalance_id"), timeout=60,
-                what="2 targets, 3 proxies, no rebalance running")
-    c.wait_converged(timeout=30)
+    c, nodes = start_voters(tmp_path_factory, log_dir, "ls-", LNode, 2)
     yield c
     _stop_nodes(nodes)
 
