@@ -1234,6 +1234,7 @@ struct complete_ctx {
     struct upload u; /* the upload's row, as the checks read it */
     struct mountpath *mp;
     struct hd_acall *job; /* the assembly or commit on the disk workers (struct asm_job) */
+    struct asm_job *late_job; /* late: started once the upstream completed the twin */
     char uetag[48];       /* the upstream's ETag (write-through) */
     /* S3-backed buckets: the upload's twin at the upstream is completed (parking the
      * request) before the assembled object is committed here */
@@ -1640,11 +1641,11 @@ static int twin_start(struct hd_req *r, struct complete_ctx *cc, struct upload *
  * a put it did not commit removes its temp file. A write-through object's commit, once the
  * upstream completed the twin, is a second job of the same kind, without the copy.
  *
- * A late job (write-through, no full-object checksum or condition to check here) copies
- * while the twin is completed, and the request is answered as soon as the upstream has the
- * object: the request hands the commit over (go) under mu, and whichever of the two finishes
- * second commits, under a fence (target/store/fence.c) that any newer write or delete of
- * the name cancels. */
+ * A late job (write-through, no full-object checksum or condition to check here) starts
+ * once the upstream completed the twin and the request is answered: it copies and commits
+ * on its own, under a fence (target/store/fence.c) that any write or delete of the name
+ * since the Complete started cancels. Started after the answer, its copy and fsync do not
+ * compete with the upstream's own assembly for the disk (measured: performance.md). */
 struct asm_job {
     struct hd_put *p;
     struct mountpath *mp;
@@ -1658,11 +1659,8 @@ struct asm_job {
     char etag[64];
     char id[MPU_ID_HEX + 1];
     struct complete_res res; /* the answer (its checksum set by a checked vt) */
-    int late;
-    pthread_mutex_t mu;            /* late: copied, copy_rc, go */
-    int copied, copy_rc;           /* the copy ended, with this result */
-    int go;                        /* the request handed the commit over (res, etag, fence) */
-    struct hd_store_fence *fence;  /* late: the commit's (owned) */
+    int late;                     /* copy and commit after the answer (late_commit) */
+    struct hd_store_fence *fence; /* late: the commit's (owned) */
 };
 
 static void asm_free(void *arg)
@@ -1677,8 +1675,17 @@ static void asm_free(void *arg)
     free(j->parts);
     free(j->if_match);
     hd_store_fence_free(j->fence);
-    pthread_mutex_destroy(&j->mu);
     free(j);
+}
+
+/* A FULL_OBJECT CRC describes the bytes and may be served with them; a composite one
+ * ("b64-N") is kept too, but only HEAD shows it: clients would check it against a body. */
+static void asm_ck_attrs(struct asm_job *j)
+{
+    if (j->res.ck != HD_CK_NONE && j->res.ck_val[0]) {
+        j->a.ck_type = hd_cksum_name(j->res.ck);
+        j->a.ck_val = j->res.ck_val;
+    }
 }
 
 /* A late job's end (disk worker): the commit under the upstream's ETag unless the copy
@@ -1688,6 +1695,7 @@ static void late_commit(struct asm_job *j, int rc)
     struct hd_obj_meta m;
 
     if (rc == 0) {
+        asm_ck_attrs(j);
         j->a.fence = j->fence;
         if ((rc = hd_put_commit(j->p, &j->a, &m)) == 0)
             hd_obj_meta_cleanup(&m);
@@ -1714,15 +1722,7 @@ static void asm_run(struct hd_acall *ac)
     if (j->copy)
         rc = copy_parts(j->p, j->mp, &j->sc);
     if (j->late) {
-        int go;
-        pthread_mutex_lock(&j->mu);
-        if (j->copy)
-            j->copy_rc = rc;
-        j->copied = 1;
-        go = j->go;
-        pthread_mutex_unlock(&j->mu);
-        if (go)
-            late_commit(j, j->copy_rc);
+        late_commit(j, rc);
         ac->rc = rc;
         return;
     }
@@ -1735,12 +1735,7 @@ static void asm_run(struct hd_acall *ac)
             snprintf(j->res.ck_val, sizeof(j->res.ck_val), "%s", got);
         }
     }
-    /* A FULL_OBJECT CRC describes the bytes and may be served with them; a composite one
-     * ("b64-N") is kept too, but only HEAD shows it: clients would check it against a body. */
-    if (j->res.ck != HD_CK_NONE && j->res.ck_val[0]) {
-        j->a.ck_type = hd_cksum_name(j->res.ck);
-        j->a.ck_val = j->res.ck_val;
-    }
+    asm_ck_attrs(j);
     if (rc == 0 && j->commit && (rc = hd_put_commit(j->p, &j->a, &m)) == 0) {
         hd_obj_meta_cleanup(&m);
         rc = complete_finish(j->id, j->mp, &j->res, 0);
@@ -1757,7 +1752,6 @@ static struct asm_job *asm_new(const struct complete_ctx *cc, const struct hd_pu
 
     if (!j)
         return NULL;
-    pthread_mutex_init(&j->mu, NULL);
     j->mp = cc->mp;
     j->a = *a;
     j->a.ctype = j->ctype = hd_api_dup_opt(a->ctype, &oom);
@@ -1884,13 +1878,18 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc, const char **
     /* write-through with nothing to check on the assembled bytes: answered as soon as the
      * upstream has the object */
     cc->late = j->late = cc->wt && !cc->wc.if_match && !cc->wc.if_none_match;
-    /* fenced from now: a write or delete of the name while the upstream completes also means
-     * the assembled copy must not be committed */
-    if (cc->late && (rc = hd_store_fence_new(st, cc->bucket, cc->key, &j->fence)) < 0) {
-        asm_free(j);
-        goto out;
+    if (cc->late) {
+        /* fenced from now: a write or delete of the name while the upstream completes also
+         * means the assembled copy must not be committed */
+        if ((rc = hd_store_fence_new(st, cc->bucket, cc->key, &j->fence)) < 0) {
+            asm_free(j);
+            goto out;
+        }
+        cc->late_job = j;
+        cc->stage = CS_THROUGH;
+    } else {
+        rc = asm_start(r, cc, j, CS_ASSEMBLING);
     }
-    rc = asm_start(r, cc, j, cc->late ? CS_THROUGH : CS_ASSEMBLING);
 out:
     hd_put_free(p);
     free(parts);
@@ -1969,36 +1968,22 @@ out:
 
 /* A late Complete whose twin the upstream completed: the older copy goes (a read is a miss
  * until the new one is committed), the upload is marked completed (a retry gets this answer),
- * and the commit is handed to the job, or queued if the copy is already done. */
+ * and the job that assembles and commits the cached copy starts, on its own. */
 static int complete_late(struct hd_req *r, struct complete_ctx *cc)
 {
-    struct asm_job *j = cc->job->arg, *j2;
-    struct hd_store_fence *f = j->fence; /* set before the job started; it does not touch it */
+    struct asm_job *j = cc->late_job;
     struct hd_acall *a;
-    int rc, copied;
+    int rc;
 
-    rc = hd_store_delete_fenced(cc->t->st, cc->bucket, cc->key, f);
+    rc = hd_store_delete_fenced(cc->t->st, cc->bucket, cc->key, j->fence);
     if ((rc < 0 && rc != HD_ENOSUCHKEY) || (rc = complete_finish(cc->id, cc->mp, &cc->res, 1)) < 0)
         return rc;
-    /* the job reads these only once it sees go, under mu */
     snprintf(j->etag, sizeof(j->etag), "%s", cc->uetag);
     j->a.etag = j->etag;
     j->res = cc->res;
-    pthread_mutex_lock(&j->mu);
-    copied = j->copied;
-    j->go = !copied;
-    pthread_mutex_unlock(&j->mu);
-    if (!copied)
-        return 0; /* the job commits when its copy ends */
-    if (!(j2 = asm_new(cc, &j->a, &cc->res)))
-        return 0; /* answered all the same: not cached, the parts go with the upload */
-    j->fence = NULL;
-    j2->p = j->p;
-    j->p = NULL;
-    j2->late = j2->go = 1;
-    j2->copy_rc = j->copy_rc;
-    j2->fence = f;
-    if ((a = hd_acall_new(cc->t->disk ? cc->t->disk : cc->t->pool, asm_run, j2, asm_free))) {
+    cc->late_job = NULL;
+    /* out of memory: answered all the same, not cached; the parts go with the upload */
+    if ((a = hd_acall_new(cc->t->disk ? cc->t->disk : cc->t->pool, asm_run, j, asm_free))) {
         hd_acall_submit(a, r);
         hd_acall_release(a); /* runs on its own */
     }
@@ -2139,6 +2124,8 @@ static void complete_done(struct hd_req *r)
     cc->magic = 0;
     hd_buf_cleanup(&cc->body);
     hd_acall_release(cc->job); /* a job still running finishes on its own */
+    if (cc->late_job)
+        asm_free(cc->late_job); /* never started: the upstream refused, or the client left */
     if (cc->parsed)
         hd_xml_complete_cleanup(&cc->req);
     upload_cleanup(&cc->u);

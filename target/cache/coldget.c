@@ -967,6 +967,18 @@ static void head_done(struct hd_req *r, struct hd_acall *a)
 }
 
 /* Answers from the held copy (m, fd; fd is taken): the object, or a tar member of it. */
+/* The local copy's row and, for a GET, its content: a whole-object GET shares the row cache's
+ * descriptor (pread only, as a native bucket's GET), a tar member read gets its own. */
+static int open_held(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
+                     int head, struct hd_obj_meta *m, int *fd)
+{
+    if (head)
+        return hd_store_lookup(c->st, cb->name, key, m);
+    if (!hd_arch_wanted(r))
+        return hd_store_open_object_shared(c->st, cb->name, key, m, fd);
+    return hd_store_open_object(c->st, cb->name, key, m, fd);
+}
+
 static void serve_held(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
                        const struct hd_obj_meta *m, int fd, int head)
 {
@@ -986,8 +998,7 @@ static void serve_local(struct hd_req *r, struct hd_cache *c, struct hd_cbucket 
     struct hd_obj_meta m;
     int fd = -1, rc;
 
-    rc = head ? hd_store_lookup(c->st, cb->name, key, &m)
-              : hd_store_open_object(c->st, cb->name, key, &m, &fd);
+    rc = open_held(r, c, cb, key, head, &m, &fd);
     if (rc < 0) {
         hd_resp_err(r, rc);
         return;
@@ -1146,8 +1157,7 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *c
     struct hd_obj_meta m;
     int fd = -1, rc;
 
-    rc = head ? hd_store_lookup(c->st, cb->name, key, &m)
-              : hd_store_open_object(c->st, cb->name, key, &m, &fd);
+    rc = open_held(r, c, cb, key, head, &m, &fd);
     if (!head && (rc == 0 || rc == HD_ENOSUCHKEY))
         hd_plans_observe(c, cb->name, key, rc == 0, plan_tag(r)); /* the reader's progress */
     if (rc == 0) {
