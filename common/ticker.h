@@ -1,5 +1,6 @@
 /* ticker: a thread of its own that runs a libuv loop with one periodic timer and a wake-up
- * (the membership loops of both roles: joins, heartbeats, failure detection, metasync).
+ * (the membership loops of both roles: joins, heartbeats, failure detection, metasync; the
+ * proxy's lease thread).
  * tick(arg) runs every period_ms (the first at once), wake(arg) after hd_ticker_wake; both on
  * the ticker's thread, never at the same time. Signals are blocked there: they belong to the
  * main thread. The struct is embedded by its owner; zeroed it is "not started". */

@@ -2,7 +2,7 @@
  * the smap), keeps the bucket metadata (BMD), merges listings from the targets and runs
  * membership (the primary: joins, heartbeats, failure detection, metasync; other proxies:
  * join and heartbeat). hd_proxy_handle runs on HTTP worker threads; membership timers run
- * on the proxy's own libuv loop thread. */
+ * on the proxy's own libuv loop thread, the primary's lease renewal on a thread of its own. */
 #ifndef HD_PROXY_H
 #define HD_PROXY_H
 
@@ -14,9 +14,10 @@ struct hd_proxy;
 /* Loads (or creates) the node id, smap and BMD from DATA/node.db. The proxy keeps no
  * pointer to cfg after returning. */
 int hd_proxy_new(const struct hd_config *cfg, struct hd_proxy **out);
-/* Starts the membership loop thread; call once the HTTP server is listening. */
+/* Starts the membership loop thread and the lease thread; call once the HTTP server is
+ * listening. */
 int hd_proxy_start(struct hd_proxy *p);
-/* Stops the loop thread (if started) and frees everything; NULL is a no-op. Call after the
+/* Stops both threads (if started) and frees everything; NULL is a no-op. Call after the
  * HTTP server has stopped. */
 void hd_proxy_free(struct hd_proxy *p);
 /* The HTTP handler (hd_http_handler_fn); ctx is the struct hd_proxy. */

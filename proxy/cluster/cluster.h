@@ -18,9 +18,14 @@ void hd_proxy_cluster_handle(struct hd_req *r, struct hd_proxy *p);
 
 /* ---- elect.c: leases and elections (docs/cluster.md) ---- */
 
-/* Primary's loop thread, each heartbeat: renews the lease with every voter; a newer term in
- * an answer makes it step down. Blocks up to a second. */
+/* Primary, each heartbeat on the lease thread (and once at start): renews the lease with
+ * every voter; a newer term in an answer makes it step down. Blocks up to a second. A no-op
+ * on a follower. */
 void hd_proxy_lease_tick(struct hd_proxy *p);
+/* Starts / stops the lease thread (p->lease_ticker), which runs hd_proxy_lease_tick every
+ * heartbeat and nothing else; stop is a no-op when it is not running. */
+int hd_proxy_lease_start(struct hd_proxy *p);
+void hd_proxy_lease_stop(struct hd_proxy *p);
 /* Follower's loop thread, each heartbeat: when no lease came for the election timeout,
  * campaigns for the next term (pre-vote, vote, take over). Blocks up to a few seconds. 1
  * when this voter's promise to the primary has run out (it will not heartbeat a primary

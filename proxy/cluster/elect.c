@@ -13,8 +13,13 @@
  *     newest smap and BMD among the answers, makes itself primary of the new term and
  *     commits that before anything else.
  *
- * The loop thread runs the ticks (they block it, bounded by the call timeouts); the two
- * handlers run on HTTP workers and block only on node.db writes. */
+ * The lease is renewed on a thread of its own (the lease ticker: nothing else runs there),
+ * so that the loop thread's fan-outs to targets (metasync, rebalance, failure probes, up to
+ * 30 s each when a target hangs) never hold it up past L: that lost the lease (503 to
+ * changes) and, as the followers stopped hearing from the primary, started a needless
+ * election. The election tick runs on the loop thread (a follower's loop only heartbeats
+ * the primary, with short timeouts); the two handlers run on HTTP workers and block only on
+ * node.db writes. */
 #include "proxy/cluster/cluster.h"
 
 #include <errno.h>
@@ -107,13 +112,14 @@ void hd_proxy_lease_tick(struct hd_proxy *p)
     char urls[MAX_VOTERS][HD_NODE_URL_MAX + 24], *body = NULL;
     const char *ids[MAX_VOTERS];
     size_t nv = hd_proxy_voters(s, v, MAX_VOTERS), n = 0, i;
-    int64_t term = atomic_load(&p->term), newer = 0;
+    int64_t term, newer = 0;
     uint64_t sent = hd_now_ns();
     int had = hd_proxy_has_lease(p);
 
     if (!atomic_load(&p->primary))
         goto out;
-    if (!s) { /* a new cluster's first proxy: the only voter there is */
+    term = atomic_load(&p->term); /* the term we are primary of (read after the check) */
+    if (!s) {                     /* a new cluster's first proxy: the only voter there is */
         atomic_store(&p->lease_until_ns, sent + ms_ns(p->lease_ms) - ms_ns(p->lease_ms) / 10);
         goto out;
     }
@@ -157,6 +163,10 @@ void hd_proxy_lease_tick(struct hd_proxy *p)
         hd_proxy_term_adopt(p, newer, "a voter is in a newer term");
         goto out;
     }
+    /* stepped down or elected again while we asked (other threads): these grants were for
+     * another primacy */
+    if (!atomic_load(&p->primary) || atomic_load(&p->term) != term)
+        goto out;
     lease_update(p, s, hd_now_ns());
     if (had && !hd_proxy_has_lease(p))
         HD_LOG(HD_WARN, NULL,
@@ -168,6 +178,21 @@ void hd_proxy_lease_tick(struct hd_proxy *p)
 out:
     free(body);
     hd_smap_unref(s);
+}
+
+static void lease_thread_tick(void *arg)
+{
+    hd_proxy_lease_tick(arg);
+}
+
+int hd_proxy_lease_start(struct hd_proxy *p)
+{
+    return hd_ticker_start(&p->lease_ticker, (uint64_t)p->hb_ms, lease_thread_tick, NULL, p);
+}
+
+void hd_proxy_lease_stop(struct hd_proxy *p)
+{
+    hd_ticker_stop(&p->lease_ticker);
 }
 
 /* POST /v1/cluster/lease {term} from the primary (signature checked by the caller) */

@@ -3,7 +3,8 @@
  * (targets move to tmap_down, see docs/cluster.md) and pushes every new version to all nodes
  * (metasync). Other proxies join and heartbeat like targets and forward changes to the
  * primary. Timers run on a libuv loop thread of our own; its control-plane calls block that
- * thread only. */
+ * thread only. The primary's lease is renewed on a second thread (elect.c), so that this
+ * one's fan-outs never delay it. */
 #include "proxy/cluster/cluster.h"
 
 #include <errno.h>
@@ -221,7 +222,7 @@ static void on_tick(void *arg)
     struct hd_proxy *p = arg;
 
     if (p->primary) {
-        hd_proxy_lease_tick(p);
+        /* the lease is renewed on its own thread (elect.c), never held up by this one */
         if (!hd_proxy_has_lease(p))
             return; /* a primary without a majority changes nothing */
         detect_failures(p);
@@ -247,11 +248,20 @@ static void on_wake(void *arg)
 
 int hd_proxy_loop_start(struct hd_proxy *p)
 {
-    return hd_ticker_start(&p->ticker, (uint64_t)p->hb_ms, on_tick, on_wake, p);
+    int rc;
+
+    if ((rc = hd_proxy_lease_start(p)) < 0)
+        return rc;
+    if ((rc = hd_ticker_start(&p->ticker, (uint64_t)p->hb_ms, on_tick, on_wake, p)) < 0)
+        hd_proxy_lease_stop(p);
+    return rc;
 }
 
+/* The lease thread first: a primary that is going away stops renewing at once, so the
+ * followers' promises run out while the loop thread finishes its last calls. */
 void hd_proxy_loop_stop(struct hd_proxy *p)
 {
+    hd_proxy_lease_stop(p);
     hd_ticker_stop(&p->ticker);
 }
 

@@ -74,6 +74,9 @@ struct hd_proxy {
     atomic_int ready;             /* holds an smap (and, non-primary, joined) */
 
     struct hd_ticker ticker; /* the membership loop thread (cluster/membership.c) */
+    /* the lease thread (cluster/elect.c): the primary's lease renewal only, so that no
+     * fan-out of the loop thread (metasync, rebalance, failure probes) can delay it */
+    struct hd_ticker lease_ticker;
 
     /* primary election (core/role.c, cluster/elect.c, docs/cluster.md) */
     long lease_ms;                   /* L = hb_ms * dead_after */

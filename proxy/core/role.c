@@ -136,8 +136,8 @@ int hd_proxy_has_lease(struct hd_proxy *p)
     if (hd_now_ns() < atomic_load(&p->lease_until_ns))
         return 1;
     /* The only voter (fewer than 3 proxies): no election can replace it, so its lease cannot
-     * lapse, even when the loop thread that renews it was held up longer than the lease
-     * (a slow fan-out on a loaded machine refused bucket creation with 503 meanwhile). */
+     * lapse, even when the thread that renews it is held up longer than the lease (a loaded
+     * machine): nothing would be gained by refusing bucket changes with 503 meanwhile. */
     s = hd_smap_state_smap(p->cs);
     sole = s && hd_proxy_voters(s, v, 2) == 1 && strcmp(v[0]->id, p->self.id) == 0;
     hd_smap_unref(s);

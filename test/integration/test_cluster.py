@@ -198,6 +198,37 @@ class Cluster:
         helpers.wait_until(ok, timeout=timeout, what="smap versions to converge")
 
 
+def start_voters(tmp_path_factory, log_dir, prefix, cls, ntargets):
+    """Three proxies (p1 the first primary, p2 and p3 joining it, so all three vote) and
+    ntargets targets t1.. joining p1, nodes of class cls under fresh directories named
+    prefix + name. Waits until the primary's map holds them all with no rebalance marked and
+    every node holds that map. Returns (Cluster with .make(name, role, join) for more nodes,
+    nodes): stop them with _stop_nodes(nodes)."""
+    nodes = []
+
+    def make(name, role, join=None):
+        root = str(tmp_path_factory.mktemp(prefix + name))
+        n = cls(name, root, os.path.join(log_dir, prefix + name), role, join)
+        nodes.append(n)
+        _TARGETS.append(n)
+        return n
+
+    p1 = make("p1", "proxy")
+    p1.start()
+    join = lambda: p1.url  # noqa: E731
+    proxies = [p1] + [make("p%d" % i, "proxy", join) for i in (2, 3)]
+    targets = [make("t%d" % i, "target", join) for i in range(1, ntargets + 1)]
+    for n in proxies[1:] + targets:
+        n.start()
+    c = Cluster(proxies, targets)
+    c.make = make
+    c.wait_smap(lambda s: len(s["tmap"]) == ntargets and len(s["pmap"]) == 3 and
+                not s.get("rebalance_id"), timeout=60,
+                what="%d targets, 3 proxies, no rebalance marked" % ntargets)
+    c.wait_converged(timeout=30)
+    return c, nodes
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, log_dir):
     nodes = []

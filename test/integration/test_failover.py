@@ -12,8 +12,8 @@ import pytest
 import requests
 
 import helpers
-from conftest import _TARGETS, ClusterNode, _stop_nodes
-from test_cluster import SECRET, Cluster, api
+from conftest import ClusterNode, _stop_nodes
+from test_cluster import SECRET, api, start_voters
 
 HB_MS = 500
 DEAD_AFTER = 5  # lease L = 2.5 s
@@ -27,26 +27,7 @@ class FNode(ClusterNode):
 
 @pytest.fixture(scope="module")
 def fc(tmp_path_factory, log_dir):
-    nodes = []
-
-    def make(name, role, join=None):
-        root = str(tmp_path_factory.mktemp("fo-" + name))
-        n = FNode(name, root, os.path.join(log_dir, "fo-" + name), role, join)
-        nodes.append(n)
-        _TARGETS.append(n)
-        return n
-
-    p1 = make("p1", "proxy")
-    p1.start()
-    proxies = [p1] + [make("p%d" % i, "proxy", lambda: p1.url) for i in (2, 3)]
-    targets = [make("t%d" % i, "target", lambda: p1.url) for i in (1, 2, 3)]
-    for n in proxies[1:] + targets:
-        n.start()
-    c = Cluster(proxies, targets)
-    c.make = make
-    c.wait_smap(lambda s: len(s["tmap"]) == 3 and len(s["pmap"]) == 3,
-                what="3 targets, 3 proxies")
-    c.wait_converged()
+    c, nodes = start_voters(tmp_path_factory, log_dir, "fo-", FNode, 3)
     yield c
     _stop_nodes(nodes)
 
