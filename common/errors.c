@@ -111,6 +111,8 @@ static const struct hd_err_info table[] = {
     {HD_ESLOWDOWN, 503, "SlowDown", "Please reduce your request rate."},
     {HD_ETOKEN, 401, "Unauthorized", "The bearer token is invalid or has expired."},
     {HD_EBADVERSION, 400, "InvalidArgument", "Invalid version id specified"},
+    {HD_ESSECNA, 400, "InvalidRequest",
+     "The encryption parameters are not applicable to this object."},
 };
 
 static const struct hd_err_info errno_rows[] = {

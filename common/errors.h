@@ -86,6 +86,7 @@ enum hd_err {
     HD_ESLOWDOWN,            /* 503 SlowDown (write-back: too many dirty bytes) */
     HD_ETOKEN,               /* 401 Unauthorized (bearer token invalid or expired) */
     HD_EBADVERSION,          /* 400 InvalidArgument (versionId other than null) */
+    HD_ESSECNA,              /* 400 InvalidRequest (SSE-C parameters, object not SSE-C) */
     HD_ELAST
 };
 

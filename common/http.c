@@ -144,6 +144,8 @@ static void req_free(struct hd_req *r)
     free(r->raw_uri);
     free(r->raw_path);
     free(r->resource);
+    free(r->err_bucket);
+    free(r->err_key);
     r->magic = 0;
     free(r);
 }
@@ -544,6 +546,44 @@ int hd_resp_err_msg(struct hd_req *r, int code, const char *message)
     return hd_resp_err_ex(r, code, message, NULL, 0);
 }
 
+int hd_req_err_names(struct hd_req *r, const char *bucket, const char *key)
+{
+    char *b = bucket ? strdup(bucket) : NULL, *k = key ? strdup(key) : NULL;
+
+    if ((bucket && !b) || (key && !k)) {
+        free(b);
+        free(k);
+        return -ENOMEM;
+    }
+    free(r->err_bucket);
+    free(r->err_key);
+    r->err_bucket = b;
+    r->err_key = k;
+    return 0;
+}
+
+/* The element AWS adds to an S3 error body of this code naming what was not found
+ * (<BucketName>, <Key>, <UploadId>), unless the caller gave it in extra: 1 with *kv set. */
+static int err_name(const struct hd_req *r, const char *s3_code, const struct hd_kv *extra,
+                    size_t nextra, struct hd_kv *kv)
+{
+    size_t i;
+
+    kv->v = NULL;
+    if (strcmp(s3_code, "NoSuchBucket") == 0)
+        *kv = (struct hd_kv){"BucketName", r->err_bucket};
+    else if (strcmp(s3_code, "NoSuchKey") == 0)
+        *kv = (struct hd_kv){"Key", r->err_key};
+    else if (strcmp(s3_code, "NoSuchUpload") == 0)
+        *kv = (struct hd_kv){"UploadId", hd_req_param(r, "uploadId")};
+    if (!kv->v)
+        return 0;
+    for (i = 0; i < nextra; i++)
+        if (strcmp(extra[i].k, kv->k) == 0)
+            return 0;
+    return 1;
+}
+
 int hd_resp_err_ex(struct hd_req *r, int code, const char *message, const struct hd_kv *extra,
                    size_t nextra)
 {
@@ -565,8 +605,11 @@ int hd_resp_err_ex(struct hd_req *r, int code, const char *message, const struct
         hd_xml_open(&b, "Error");
         hd_xml_elem(&b, "Code", e->s3_code);
         hd_xml_elem(&b, "Message", message);
+        struct hd_kv name;
         for (size_t i = 0; i < nextra; i++)
             hd_xml_elem(&b, extra[i].k, extra[i].v);
+        if (err_name(r, e->s3_code, extra, nextra, &name))
+            hd_xml_elem(&b, name.k, name.v);
         hd_xml_elem(&b, "Resource", res);
         hd_xml_elem(&b, "RequestId", r->id);
         hd_xml_close(&b, "Error");
@@ -663,6 +706,19 @@ static void undefer(struct hd_req *r)
     }
 }
 
+/* An error answered here, before the role's handler says which API the request is for, in
+ * the format of the path's API: the native API's JSON under /v1/ (and /metrics), else an S3
+ * XML body with its <Resource> and <RequestId>. */
+static int early_err(struct hd_req *r, int code, const char *message)
+{
+    const char *p = r->raw_path;
+
+    r->api = strncmp(p, "/v1/", 4) == 0 || strcmp(p, "/v1") == 0 || strcmp(p, "/metrics") == 0
+                 ? HD_API_NATIVE
+                 : HD_API_S3;
+    return hd_resp_err_msg(r, code, message);
+}
+
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -681,8 +737,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
         if (bad_request_line(r, url, version)) {
             /* a NUL would silently cut the key ("a\0b" -> "a"), other control bytes have
              * no business in a name either */
-            hd_resp_err_msg(r, HD_EBADREQ,
-                            "The request line contains a NUL or another control byte.");
+            early_err(r, HD_EBADREQ, "The request line contains a NUL or another control byte.");
             return MHD_YES;
         }
         cl = hd_req_header(r, "Content-Length");
@@ -690,23 +745,23 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
                    hd_req_header(r, "Transfer-Encoding"))) {
             /* two framings of one body: the way request smuggling starts; the early answer
              * also closes the connection */
-            hd_resp_err_msg(r, HD_EBADREQ,
-                            hd_req_header_count(r, "Content-Length") > 1
-                                ? "More than one Content-Length header."
-                                : "Content-Length and Transfer-Encoding together.");
+            early_err(r, HD_EBADREQ,
+                      hd_req_header_count(r, "Content-Length") > 1
+                          ? "More than one Content-Length header."
+                          : "Content-Length and Transfer-Encoding together.");
             return MHD_YES;
         }
         if (cl) {
             uint64_t v;
             if (hd_parse_u64(cl, &v) < 0 || v > INT64_MAX) {
-                hd_resp_err_msg(r, HD_EBADHEADER, "Content-Length is not a valid number.");
+                early_err(r, HD_EBADHEADER, "Content-Length is not a valid number.");
                 return MHD_YES;
             }
             r->content_length = (int64_t)v;
         }
         rc = hd_query_parse(r->raw_query, &r->query);
         if (rc < 0) {
-            hd_resp_err_msg(r, rc, "The query string is malformed.");
+            early_err(r, rc, "The query string is malformed.");
             return MHD_YES;
         }
         /* A request without a body is dispatched on MHD's next call: a response queued

@@ -52,6 +52,9 @@ struct hd_req {
     int op;          /* metrics op (enum hd_metric_op) */
     enum hd_api api; /* decides the error body format */
     char *resource;  /* for error bodies; defaults to raw_path */
+    /* what an S3 error body names (hd_req_err_names): NoSuchBucket's <BucketName>,
+     * NoSuchKey's <Key> (owned; NULL: not named) */
+    char *err_bucket, *err_key;
     int status;
     uint64_t bytes_in, bytes_out;
     int responded;
@@ -180,6 +183,11 @@ int hd_resp_err_msg(struct hd_req *r, int code, const char *message);
  * them out. */
 int hd_resp_err_ex(struct hd_req *r, int code, const char *message, const struct hd_kv *extra,
                    size_t nextra);
+/* The bucket and key (decoded, copied; NULL: none) that an S3 error body names from now on:
+ * <BucketName> in NoSuchBucket, <Key> in NoSuchKey, as AWS sends them (NoSuchUpload's
+ * <UploadId> comes from the query). The S3 front end sets the request's own names; a call
+ * whose error is about other names (a copy source) sets those before answering. 0 or -ENOMEM. */
+int hd_req_err_names(struct hd_req *r, const char *bucket, const char *key);
 /* GET /metrics: every counter in Prometheus text format (common/metrics.h). */
 void hd_resp_metrics(struct hd_req *r);
 /* The bearer token /metrics requires from now on (metrics.token; NULL or "" = open). Call

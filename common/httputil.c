@@ -710,7 +710,10 @@ int hd_bucket_name_check(const char *name)
         char c = name[i];
         if (!((c >= 'a' && c <= 'z') || is_digit((unsigned char)c) || c == '-' || c == '.'))
             return HD_EBADBUCKETNAME;
-        if (c == '.' && i > 0 && name[i - 1] == '.')
+        /* "..", ".-" and "-.": not a DNS label sequence (s3-tests' dns_dot_dot, dot_dash,
+         * dash_dot names) */
+        if (i > 0 && (c == '.' || name[i - 1] == '.') && (c == '.' || c == '-') &&
+            (name[i - 1] == '.' || name[i - 1] == '-'))
             return HD_EBADBUCKETNAME;
     }
     if (name[0] == '-' || name[0] == '.' || name[n - 1] == '-' || name[n - 1] == '.')

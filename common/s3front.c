@@ -40,7 +40,7 @@ static const struct route routes[] = {
     {BUCKET, "PUT", "versioning", 1, 0, HD_S3_PUT_VERSIONING},
     {BUCKET, "GET", "location", 0, 0, HD_S3_GET_LOCATION},
     {BUCKET, "GET", "uploads", 0, 0, HD_S3_LIST_UPLOADS},
-    {BUCKET, "GET", "versions", 0, 0, HD_S3_LIST_VERSIONS},
+    {BUCKET, "GET", "versions", 1, 0, HD_S3_LIST_VERSIONS},
     {BUCKET, "POST", "delete", 0, 0, HD_S3_DELETE_OBJECTS},
     {BUCKET, "GET", NULL, 0, 0, HD_S3_LIST_OBJECTS},
     {BUCKET, "HEAD", NULL, 0, 0, HD_S3_HEAD_BUCKET},
@@ -96,12 +96,14 @@ const char *hd_s3_op_name(enum hd_s3_op op)
     return op < HD_S3_OP_COUNT && op_names[op] ? op_names[op] : "?";
 }
 
-/* The operation for r at level: 0 with *op, HD_EMETHOD or HD_ENOTIMPL (an S3 feature hoard
- * does not have). */
-static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op)
+/* The operation for r at level: 0 with *op, HD_EMETHOD (*sub: the strict subresource that
+ * refused the method, or NULL) or HD_ENOTIMPL (an S3 feature hoard does not have). */
+static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const char **sub)
 {
     int copy = hd_req_header(r, "x-amz-copy-source") != NULL, strict = 0;
     size_t i;
+
+    *sub = NULL;
 
     if (level != SERVICE && hd_s3_unsupported_subresource(&r->query) &&
         !(level == BUCKET && strcmp(r->method, "GET") == 0 && hd_query_find(&r->query, "location")))
@@ -110,9 +112,10 @@ static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op)
         const struct route *rt = &routes[i];
         if (rt->level != level || (rt->sub && !hd_query_find(&r->query, rt->sub)))
             continue;
-        if (rt->sub && rt->strict)
+        if (rt->sub && rt->strict) {
             strict = 1;
-        else if (!rt->sub && strict)
+            *sub = rt->sub;
+        } else if (!rt->sub && strict)
             break; /* a call its subresource defines, with another method */
         if (strcmp(rt->method, r->method) != 0)
             continue;
@@ -1150,10 +1153,32 @@ static void expired(struct hd_req *r, const struct hd_sigv4_auth *a)
     hd_resp_err_ex(r, HD_EEXPIRED, NULL, ex, n);
 }
 
+/* 405 as AWS words it: <Method> and <ResourceType>, the subresource's (PUT ?versions:
+ * VERSIONS; ?uploadId: UPLOAD, PART with a partNumber) or else the level's. */
+static void method_not_allowed(struct hd_req *r, enum level level, const char *sub)
+{
+    static const char *const levels[] = {
+        [SERVICE] = "SERVICE", [BUCKET] = "BUCKET", [OBJECT] = "OBJECT"};
+    char type[32];
+    size_t i;
+
+    if (!sub) {
+        snprintf(type, sizeof(type), "%s", levels[level]);
+    } else if (strcmp(sub, "uploadId") == 0) {
+        snprintf(type, sizeof(type), "%s", hd_req_param(r, "partNumber") ? "PART" : "UPLOAD");
+    } else {
+        for (i = 0; sub[i] && i + 1 < sizeof(type); i++)
+            type[i] = (char)(sub[i] >= 'a' && sub[i] <= 'z' ? sub[i] - 'a' + 'A' : sub[i]);
+        type[i] = '\0';
+    }
+    hd_resp_err_ex(r, HD_EMETHOD, NULL,
+                   (const struct hd_kv[]){{"Method", r->method}, {"ResourceType", type}}, 2);
+}
+
 void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front *f, void *ctx)
 {
     struct hd_s3_call c;
-    const char *rest, *slash, *hname, *ctype;
+    const char *rest, *slash, *hname, *ctype, *sub;
     char *bucket = NULL, *key = NULL, *vpath;
     enum level level;
     int rc;
@@ -1170,6 +1195,8 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         if (rc == 0 && slash && slash[1] &&
             (rc = hd_url_decode_dup(slash + 1, strlen(slash + 1), &key, &c.klen)) == HD_EBADARG)
             rc = HD_EBADKEY;
+        if (rc == 0)
+            rc = hd_req_err_names(r, bucket, key);
         if (rc < 0) {
             hd_resp_err(r, rc);
             goto out;
@@ -1202,7 +1229,11 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         hd_resp_err(r, rc);
         goto out;
     }
-    if ((rc = classify(r, level, &c.op)) < 0) {
+    if ((rc = classify(r, level, &c.op, &sub)) == HD_EMETHOD) {
+        method_not_allowed(r, level, sub);
+        goto out;
+    }
+    if (rc < 0) {
         hd_resp_err(r, rc);
         goto out;
     }
@@ -1211,6 +1242,15 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
     if (version_check(r, c.op) == HD_DONE)
         goto out;
+    /* A body framed by neither Content-Length nor Transfer-Encoding has no bytes (RFC 9112):
+     * AWS answers 411 rather than store the empty object the client did not mean (s3-tests
+     * test_object_create_bad_contentlength_none). Chunked framing stays accepted: botocore
+     * sends aws-chunked bodies in it over https, curl -T - streams with it. */
+    if ((c.op == HD_S3_PUT_OBJECT || c.op == HD_S3_UPLOAD_PART) &&
+        !hd_req_header(r, "Content-Length") && !hd_req_header(r, "Transfer-Encoding")) {
+        hd_resp_err(r, HD_EMISSINGLENGTH);
+        goto out;
+    }
     switch (c.op) {
     case HD_S3_PUT_OBJECT:
     case HD_S3_COPY_OBJECT:

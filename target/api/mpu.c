@@ -1105,7 +1105,9 @@ void hd_mpu_upload_part_copy(struct hd_req *r, struct hd_target *t, const char *
         msg = "Invalid copy source (expected /bucket/key, url-encoded).";
         goto out;
     }
-    if ((rc = hd_store_bucket_exists(t->st, c->sb)) < 0)
+    /* the source's names, in a NoSuchBucket or NoSuchKey about it */
+    if ((rc = hd_req_err_names(r, c->sb, c->sk)) < 0 ||
+        (rc = hd_store_bucket_exists(t->st, c->sb)) < 0)
         goto out;
     if (rg) {
         if (copy_range_parse(rg, &c->first, &c->last) < 0) {

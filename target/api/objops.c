@@ -1014,9 +1014,11 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
                "instead.";
         return HD_ENOTIMPL;
     }
-    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
-        (rc = hd_store_bucket_exists(t->st, c->sb)) < 0)
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
         return rc;
+    /* a missing source bucket is named in the error body, not the destination */
+    if ((rc = hd_store_bucket_exists(t->st, c->sb)) < 0)
+        return hd_req_err_names(r, c->sb, c->sk) < 0 ? -ENOMEM : rc;
     if (c->replace) {
         if ((rc = hd_collect_meta(r, &c->meta)) < 0 || (rc = hd_collect_hdrs(r, &c->hdrs)) < 0)
             return rc;
@@ -1068,7 +1070,10 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
             return;
         }
     }
-    rc = copy_local(c);
+    /* from here a NoSuchKey is the source's, and its body names the source */
+    rc = hd_req_err_names(r, c->sb, c->sk);
+    if (rc == 0)
+        rc = copy_local(c);
     if (rc == HD_ENOSUCHKEY &&
         hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY) {
         /* in a cluster the source may live on another target: fetched on the pool */

@@ -726,6 +726,8 @@ static int conditionals(struct hd_req *r, const struct hd_s3c_obj *o)
     char v[64], date[32];
     int rc;
 
+    if (hd_obj_ssec_refused(r))
+        return HD_DONE;
     cond.if_match = hd_req_header(r, "If-Match");
     cond.if_none_match = hd_req_header(r, "If-None-Match");
     cond.if_modified_since = hd_req_header(r, "If-Modified-Since");
@@ -777,6 +779,8 @@ static void reader_end(struct hd_req *r)
     range = f->range;
     pthread_mutex_unlock(&f->mu);
     if (range) {
+        if (hd_obj_ssec_refused(r)) /* conditionals() checks it for whole reads */
+            return;
         /* as the upstream answered the range: 206 with its Content-Range, or 200 */
         off = o.range_start;
         len = o.length;

@@ -442,6 +442,18 @@ static int part_answer(struct hd_req *r, const struct hd_obj_meta *m, const char
     return 206;
 }
 
+int hd_obj_ssec_refused(struct hd_req *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->nhdrs; i++)
+        if (hd_str_case_prefix(r->hdrs[i].k, "x-amz-server-side-encryption-customer-")) {
+            hd_resp_err(r, HD_ESSECNA);
+            return 1;
+        }
+    return 0;
+}
+
 void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int head)
 {
     const struct hd_obj_meta m = *mp;
@@ -451,6 +463,8 @@ void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int he
     int rc, status = 200;
     const char *mode;
 
+    if (hd_obj_ssec_refused(r))
+        goto out;
     if (r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Want-Meta")) {
         /* another target moving or copying it (peer.c) */
         char *xm = hd_obj_meta_json(&m);

@@ -14,6 +14,12 @@
  * caller's. A node's call (r->trusted == HD_TRUST_NODE) also gets the object's identity
  * (X-Hoard-Obj-Meta). */
 void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *m, int fd, int head);
+/* A GET/HEAD of an object that exists, sent with SSE-C parameters
+ * (x-amz-server-side-encryption-customer-*): no object here was stored with a customer key
+ * (such writes are 501), so this is AWS's answer for an object not encrypted that way, 400
+ * InvalidRequest, which it answers itself (1); 0 otherwise. Checked once the object is known
+ * to exist: a missing one stays 404. */
+int hd_obj_ssec_refused(struct hd_req *r);
 /* x-amz-meta-* response headers from the catalog's JSON object (NULL: none). */
 void hd_obj_meta_headers(struct hd_req *r, const char *meta);
 /* x-amz-meta-* headers of r as a JSON object (lowercase names without the prefix) in *out,

@@ -131,6 +131,34 @@ def test_head_and_missing_of_uncached(s3rver, cache):
     assert e.value.response["Error"]["Code"] == "NoSuchKey"
 
 
+def test_sse_c_read_of_uncached_and_cached(s3rver, cache):
+    """SSE-C parameters on a read of an S3-backed bucket's object: AWS's 400 InvalidRequest
+    whether the object is cold (HEAD, ranged GET, GET) or warm, as for a native bucket; a key
+    the upstream lacks stays 404."""
+    src = s3rver_bucket(s3rver, {"o": b"0123456789"})
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    s3 = cache.s3()
+    ssec = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}
+
+    def refused(call, **kw):
+        with pytest.raises(Exception) as e:
+            call(Bucket=b, Key="o", **kw, **ssec)
+        resp = e.value.response
+        assert resp["ResponseMetadata"]["HTTPStatusCode"] == 400, resp
+        assert call == s3.head_object or resp["Error"]["Code"] == "InvalidRequest", resp
+
+    refused(s3.head_object)
+    refused(s3.get_object, Range="bytes=0-3")
+    refused(s3.get_object)
+    assert s3.get_object(Bucket=b, Key="o")["Body"].read() == b"0123456789"
+    wait_cached(cache, b, {"o"})
+    refused(s3.get_object)
+    refused(s3.head_object)
+    with pytest.raises(Exception) as e:
+        s3.get_object(Bucket=b, Key="nope", **ssec)
+    assert e.value.response["Error"]["Code"] == "NoSuchKey"
+
+
 def test_single_flight_20_concurrent_cold_gets(upstream, cache):
     """20 concurrent cold GETs of one 32 MiB object: exactly one GET reaches the upstream.
     (32 MiB, not 100: the fill still outlasts the clients' arrival, and the 20 streams hashed

@@ -134,7 +134,7 @@ def test_bucket_lifecycle(target, http):
 
 
 @pytest.mark.parametrize("name", ["ab", "UPPER", "under_score", "-x-", "a" * 64, "a..b",
-                                  "10.0.0.1"])
+                                  "a.-b", "10.0.0.1"])
 def test_bucket_invalid_name(target, http, name):
     check_json_error(http.post("%s/v1/buckets/%s" % (target.url, name), timeout=5), 400,
                      "InvalidBucketName")

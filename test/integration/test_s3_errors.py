@@ -2,6 +2,7 @@
 the exact HTTP status, the S3 <Code>, a well-formed XML error body (Code, Message, Resource,
 RequestId == x-amz-request-id) and that nothing was stored."""
 import datetime
+import http.client
 import os
 import socket
 import time
@@ -242,11 +243,54 @@ def test_body_shorter_than_declared(endpoint, raw, s3, bucket, chunked):
     assert s3.get_object(Bucket=bucket, Key="short")["Body"].read() == b"0123456789"
 
 
+def _put_without_length(endpoint, path):
+    """A signed PUT with neither Content-Length nor Transfer-Encoding (what ceph s3-tests'
+    test_object_create_bad_contentlength_none sends), read back as a helpers.Resp."""
+    url = "http://%s:%d%s" % (endpoint.host, endpoint.port, path)
+    h = helpers.sign_headers("PUT", url, endpoint.access_key, endpoint.secret_key)
+    head = "PUT %s HTTP/1.1\r\nHost: %s:%d\r\n" % (path, endpoint.host, endpoint.port)
+    head += "".join("%s: %s\r\n" % kv for kv in h.items() if kv[0].lower() != "host")
+    s = socket.create_connection((endpoint.host, endpoint.port), timeout=30)
+    try:
+        s.sendall((head + "\r\n").encode())
+        resp = http.client.HTTPResponse(s)
+        resp.begin()
+        return helpers.Resp(resp.status, resp.getheaders(), resp.read())
+    finally:
+        s.close()
+
+
+def test_put_without_content_length(endpoint, raw, s3, bucket):
+    """No Content-Length and no Transfer-Encoding: 411 MissingContentLength (AWS, s3-tests),
+    never an empty object; the same for UploadPart."""
+    r = _put_without_length(endpoint, "/%s/nolen" % bucket)
+    check_s3_error(r, 411, "MissingContentLength")
+    assert_absent(raw, bucket, "nolen")
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="nolen-mp")["UploadId"]
+    try:
+        r = _put_without_length(endpoint, "/%s/nolen-mp?partNumber=1&uploadId=%s" % (bucket, uid))
+        check_s3_error(r, 411, "MissingContentLength")
+        assert s3.list_parts(Bucket=bucket, Key="nolen-mp", UploadId=uid).get("Parts", []) == []
+    finally:
+        s3.abort_multipart_upload(Bucket=bucket, Key="nolen-mp", UploadId=uid)
+    # HTTP/1.1 chunked framing stays accepted (curl -T -, botocore's aws-chunked over https),
+    # and so does an explicit empty body
+    auth = helpers.SigV4Requests(endpoint.access_key, endpoint.secret_key)
+    r = requests.put("%s/%s/chunked" % (endpoint.url, bucket), auth=auth, timeout=30,
+                     data=iter([b"hello ", b"world"]))
+    assert r.status_code == 200 and r.request.headers.get("Transfer-Encoding") == "chunked", r
+    assert s3.get_object(Bucket=bucket, Key="chunked")["Body"].read() == b"hello world"
+    assert raw.request("PUT", "/%s/empty" % bucket, body=b"").status == 200
+    assert s3.head_object(Bucket=bucket, Key="empty")["ContentLength"] == 0
+
+
 # ---------------------------------------------------------------- names
 
 @pytest.mark.parametrize("name", [
     "ab", "a" * 64, "UPPERCASE", "Mixed-Case", "under_score", "-leading", "trailing-",
     ".leading", "trailing.", "double..dot", "192.168.1.1", "sp ace", "bang!",
+    # ceph s3-tests test_bucket_create_naming_dns_*: a label may not start or end with '-'
+    "foo.-bar", "foo-.bar", "foo..bar", "192.168.5.4",
 ])
 def test_invalid_bucket_name(endpoint, raw, s3, name):
     path = "/" + urllib.parse.quote(name, safe="")
@@ -256,13 +300,14 @@ def test_invalid_bucket_name(endpoint, raw, s3, name):
 
 
 @pytest.mark.parametrize("name", ["xn--bucket", "sthree-bucket", "bucket-s3alias",
-                                  "bucket--ol-s3"])
+                                  "bucket--ol-s3", "xn--foo-bar"])
 def test_invalid_bucket_name_reserved(endpoint, raw, s3, name):
     r = raw.request("PUT", "/" + name)
     check_s3_error(r, 400, "InvalidBucketName")
 
 
-@pytest.mark.parametrize("name", ["abc", "a" * 63, "a-b.c-d", "0bucket9", "1.2.3"])
+@pytest.mark.parametrize("name", ["abc", "a" * 63, "a-b.c-d", "0bucket9", "1.2.3", "a--b.c",
+                                  "xn-a", "192.168.5.4a", "1.2.3.4.5"])
 def test_valid_bucket_names(endpoint, raw, s3, name):
     raw.request("DELETE", "/" + name)  # fixed names: remove leftovers of a failed run
     r = raw.request("PUT", "/" + name)
@@ -501,6 +546,36 @@ def test_unsupported_write_headers(endpoint, raw, s3, bucket, header, value):
         s3.abort_multipart_upload(Bucket=bucket, Key="obj", UploadId=up)
 
 
+SSEC = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}
+
+
+def test_sse_c_read_of_plain_object(endpoint, raw, s3, bucket):
+    """GET/HEAD with SSE-C parameters of an object not stored with SSE-C (none is: such
+    writes are 501): AWS's 400 InvalidRequest "The encryption parameters are not applicable
+    to this object." (boto/boto3#982, minio/minio#7332), HEAD without a body; a missing key
+    stays 404. The same read without them works."""
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"plain bytes")
+    for call in (s3.get_object, s3.head_object):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            call(Bucket=bucket, Key="plain", **SSEC)
+        assert client_error(ei)[:2] == (400, "InvalidRequest" if call == s3.get_object
+                                        else "400"), ei.value.response
+    r = raw.request("GET", "/%s/plain" % bucket,
+                    headers={"x-amz-server-side-encryption-customer-algorithm": "AES256"})
+    err = check_s3_error(r, 400, "InvalidRequest")
+    assert err["Message"] == "The encryption parameters are not applicable to this object."
+    r = raw.request("GET", "/%s/plain" % bucket, headers={"Range": "bytes=0-1",
+                    "x-amz-server-side-encryption-customer-key-MD5": "AAAA"})
+    check_s3_error(r, 400, "InvalidRequest")
+    r = raw.request("HEAD", "/%s/plain" % bucket,
+                    headers={"x-amz-server-side-encryption-customer-algorithm": "AES256"})
+    assert r.status == 400 and r.body == b"", r
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.get_object(Bucket=bucket, Key="absent", **SSEC)
+    assert client_error(ei)[:2] == (404, "NoSuchKey")
+    assert s3.get_object(Bucket=bucket, Key="plain")["Body"].read() == b"plain bytes"
+
+
 def test_post_object_form_upload(endpoint, raw, s3, bucket):
     """POST Object (an HTML form upload, unsigned with the policy in the form; ceph s3-tests
     test_post_object_*): 501 NotImplemented, not 403 AccessDenied or 405; nothing written.
@@ -565,6 +640,85 @@ def test_missing_key_and_bucket(endpoint, raw, s3, bucket):
     assert nb not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
 
 
+# a key XML must escape, with non-ASCII letters (AWS names the key as the client sent it)
+ODD_KEY = "dir/a&b<c>d\"e'f \u00e9\u6f22.txt"
+
+
+def _names(resp, status, code, **want):
+    """check_s3_error, then the elements naming what was missing (BucketName, Key, UploadId)
+    are exactly `want`."""
+    err = check_s3_error(resp, status, code)
+    for k, v in want.items():
+        assert err.get(k) == v, "<%s> %r != %r in %r" % (k, err.get(k), v, resp.body)
+    return err
+
+
+def test_error_bodies_name_what_is_missing(endpoint, raw, s3, bucket):
+    """As AWS: NoSuchKey carries <Key>, NoSuchBucket <BucketName>, NoSuchUpload <UploadId>
+    (ceph s3-tests and mint read them), XML-escaped, beside <Resource> and <RequestId>; a
+    copy's missing source is the one named. HEAD errors stay bodiless."""
+    q = urllib.parse.quote(ODD_KEY, safe="/")
+    _names(raw.request("GET", "/%s/%s" % (bucket, q)), 404, "NoSuchKey", Key=ODD_KEY)
+    _names(raw.request("GET", "/%s/%s?acl" % (bucket, q)), 404, "NoSuchKey", Key=ODD_KEY)
+    r = raw.request("HEAD", "/%s/%s" % (bucket, q))
+    assert r.status == 404 and r.body == b"", r
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.get_object(Bucket=bucket, Key=ODD_KEY)
+    assert ei.value.response["Error"].get("Key") == ODD_KEY, ei.value.response
+
+    nb = helpers.unique_bucket_name("nobucket")
+    for method, path in [("GET", "/%s" % nb), ("GET", "/%s/k" % nb), ("PUT", "/%s/k" % nb),
+                         ("DELETE", "/%s" % nb), ("GET", "/%s?uploads" % nb)]:
+        r = raw.request(method, path, body=b"x" if method == "PUT" else b"")
+        _names(r, 404, "NoSuchBucket", BucketName=nb)
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.list_objects_v2(Bucket=nb)
+    assert ei.value.response["Error"].get("BucketName") == nb, ei.value.response
+
+    for method in ("GET", "DELETE"):
+        r = raw.request(method, "/%s/%s?uploadId=bogus-upload" % (bucket, q))
+        _names(r, 404, "NoSuchUpload", UploadId="bogus-upload")
+    r = raw.request("PUT", "/%s/k?partNumber=1&uploadId=bogus-upload" % bucket, body=b"x")
+    _names(r, 404, "NoSuchUpload", UploadId="bogus-upload")
+
+    # CopyObject / UploadPartCopy: the missing source is named, not the destination
+    src = "/%s/%s" % (bucket, q)
+    r = raw.request("PUT", "/%s/dest" % bucket, headers={"x-amz-copy-source": src})
+    _names(r, 404, "NoSuchKey", Key=ODD_KEY)
+    r = raw.request("PUT", "/%s/dest" % bucket,
+                    headers={"x-amz-copy-source": "/%s/%s" % (nb, q)})
+    _names(r, 404, "NoSuchBucket", BucketName=nb)
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    try:
+        r = raw.request("PUT", "/%s/mp?partNumber=1&uploadId=%s" % (bucket, uid),
+                        headers={"x-amz-copy-source": src})
+        _names(r, 404, "NoSuchKey", Key=ODD_KEY)
+    finally:
+        s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=uid)
+
+
+def test_error_body_names_through_redirect(s3cluster):
+    """The same bodies through a cluster's relaying proxy and the 307 path (the owner
+    answers the redirected request itself)."""
+    s3c = helpers.boto3_client(s3cluster)
+    b = helpers.unique_bucket_name("names")
+    s3c.create_bucket(Bucket=b)
+    try:
+        q = urllib.parse.quote(ODD_KEY, safe="/")
+        auth = helpers.SigV4Requests(s3cluster.access_key, s3cluster.secret_key)
+        for p in (s3cluster.proxy, s3cluster.redirect_proxy):
+            r = requests.get("%s/%s/%s" % (p.url, b, q), auth=auth, timeout=30)
+            if p is s3cluster.redirect_proxy:
+                assert [h.status_code for h in r.history] == [307], r.history
+            _names(from_requests(r), 404, "NoSuchKey", Key=ODD_KEY)
+            r = requests.get("%s/%s/%s?uploadId=nope" % (p.url, b, q), auth=auth, timeout=30)
+            _names(from_requests(r), 404, "NoSuchUpload", UploadId="nope")
+            r = requests.get("%s/%s-gone/k" % (p.url, b), auth=auth, timeout=30)
+            _names(from_requests(r), 404, "NoSuchBucket", BucketName=b + "-gone")
+    finally:
+        s3c.delete_bucket(Bucket=b)
+
+
 def test_delete_nonempty_bucket(endpoint, raw, s3, bucket):
     s3.put_object(Bucket=bucket, Key="keep", Body=b"k")
     r = raw.request("DELETE", "/%s" % bucket)
@@ -591,9 +745,41 @@ def test_bad_list_params(endpoint, raw, bucket, query, code):
 
 def test_method_not_allowed(endpoint, raw, bucket):
     r = raw.request("PATCH", "/%s/k" % bucket, body=b"x")
-    check_s3_error(r, 405, "MethodNotAllowed")
+    err = check_s3_error(r, 405, "MethodNotAllowed")
+    assert (err.get("Method"), err.get("ResourceType")) == ("PATCH", "OBJECT"), r
     r = raw.request("POST", "/", body=b"x")
-    check_s3_error(r, 405, "MethodNotAllowed")
+    err = check_s3_error(r, 405, "MethodNotAllowed")
+    assert (err.get("Method"), err.get("ResourceType")) == ("POST", "SERVICE"), r
+    r = raw.request("PATCH", "/%s?acl" % bucket, body=b"x")
+    err = check_s3_error(r, 405, "MethodNotAllowed")
+    assert err.get("ResourceType") == "ACL", r
+
+
+@pytest.mark.parametrize("method", ["PUT", "POST", "DELETE"])
+def test_versions_only_takes_get(endpoint, raw, s3, bucket, method):
+    """?versions is ListObjectVersions only: another method is 405 MethodNotAllowed naming it
+    (AWS: <Method>, <ResourceType>VERSIONS), never CreateBucket or DeleteBucket in disguise."""
+    nb = helpers.unique_bucket_name("versions")
+    for b in (bucket, nb):
+        r = raw.request(method, "/%s?versions" % b)
+        err = check_s3_error(r, 405, "MethodNotAllowed")
+        assert (err.get("Method"), err.get("ResourceType")) == (method, "VERSIONS"), r
+    assert nb not in [x["Name"] for x in s3.list_buckets()["Buckets"]]
+    assert raw.request("HEAD", "/%s" % bucket).status == 200
+    assert raw.request("GET", "/%s?versions" % bucket).status == 200
+
+
+def test_http_layer_errors_are_s3_xml(endpoint, raw, bucket):
+    """Errors answered before the S3 front end sees the request (a query that does not
+    decode, two framings of one body) are still S3 XML bodies with <Resource> and
+    <RequestId> on S3 paths, and the native API's JSON under /v1/."""
+    r = raw.request("GET", "/%s?prefix=%%zz" % bucket, sign=False)
+    check_s3_error(r, 400, "InvalidArgument")
+    r = raw.request("PUT", "/%s/twice" % bucket, sign=False, body=b"abc",
+                    headers={"Content-Length": "3", "Transfer-Encoding": "chunked"})
+    check_s3_error(r, 400, "InvalidRequest")
+    r = raw.request("GET", "/v1/buckets/%s?prefix=%%zz" % bucket, sign=False)
+    assert r.status == 400 and r.header("content-type").startswith("application/json"), r
 
 
 def test_server_survives_garbage(endpoint):

@@ -74,6 +74,7 @@ static const struct {
     {HD_ECOPYSELF, 400, "InvalidRequest"},
     {HD_ETOKEN, 401, "Unauthorized"},
     {HD_EBADVERSION, 400, "InvalidArgument"},
+    {HD_ESSECNA, 400, "InvalidRequest"},
 };
 #define NWANT (sizeof(want) / sizeof(want[0]))
 
