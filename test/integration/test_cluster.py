@@ -198,21 +198,29 @@ class Cluster:
         helpers.wait_until(ok, timeout=timeout, what="smap versions to converge")
 
 
-def start_voters(tmp_path_factory, log_dir, prefix, cls, ntargets):
-    """Three proxies (p1 the first primary, p2 and p3 joining it, so all three vote) and
-    ntargets targets t1.. joining p1, nodes of class cls under fresh directories named
-    prefix + name. Waits until the primary's map holds them all with no rebalance marked and
-    every node holds that map. Returns (Cluster with .make(name, role, join) for more nodes,
-    nodes): stop them with _stop_nodes(nodes)."""
+def node_maker(tmp_path_factory, log_dir, prefix, hb_ms=HB_MS, dead_after=DEAD_AFTER):
+    """(make, nodes): make(name, role, join=None) starts nothing, it returns a proxy or target
+    of the test cluster (SECRET, the given heartbeat) under fresh directories named prefix +
+    name, and adds it to nodes (stop them with _stop_nodes(nodes))."""
     nodes = []
 
     def make(name, role, join=None):
         root = str(tmp_path_factory.mktemp(prefix + name))
-        n = cls(name, root, os.path.join(log_dir, prefix + name), role, join)
+        n = Node(name, root, os.path.join(log_dir, prefix + name), role, join)
+        n.hb_ms, n.dead_after = hb_ms, dead_after
         nodes.append(n)
         _TARGETS.append(n)
         return n
 
+    return make, nodes
+
+
+def start_voters(tmp_path_factory, log_dir, prefix, ntargets, hb_ms, dead_after):
+    """Three proxies (p1 the first primary, p2 and p3 joining it, so all three vote) and
+    ntargets targets t1.. joining p1 (node_maker). Waits until the primary's map holds them
+    all with no rebalance marked and every node holds that map. Returns (Cluster with
+    .make(name, role, join) for more nodes, nodes): stop them with _stop_nodes(nodes)."""
+    make, nodes = node_maker(tmp_path_factory, log_dir, prefix, hb_ms, dead_after)
     p1 = make("p1", "proxy")
     p1.start()
     join = lambda: p1.url  # noqa: E731
@@ -231,15 +239,7 @@ def start_voters(tmp_path_factory, log_dir, prefix, cls, ntargets):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, log_dir):
-    nodes = []
-
-    def make(name, role, join=None):
-        root = str(tmp_path_factory.mktemp("cl-" + name))
-        n = Node(name, root, os.path.join(log_dir, "cl-" + name), role, join)
-        nodes.append(n)
-        _TARGETS.append(n)
-        return n
-
+    make, nodes = node_maker(tmp_path_factory, log_dir, "cl-")
     p1 = make("p1", "proxy")
     p1.start()
     join = lambda: p1.url  # noqa: E731

@@ -12,22 +12,16 @@ import pytest
 import requests
 
 import helpers
-from conftest import ClusterNode, _stop_nodes
-from test_cluster import SECRET, api, start_voters
+from conftest import _stop_nodes
+from test_cluster import api, start_voters
 
 HB_MS = 500
 DEAD_AFTER = 5  # lease L = 2.5 s
 
 
-class FNode(ClusterNode):
-    def __init__(self, name, root, log_dir, role, join=None):
-        super().__init__(name, root, log_dir, role, join, secret=SECRET, hb_ms=HB_MS,
-                         dead_after=DEAD_AFTER)
-
-
 @pytest.fixture(scope="module")
 def fc(tmp_path_factory, log_dir):
-    c, nodes = start_voters(tmp_path_factory, log_dir, "fo-", FNode, 3)
+    c, nodes = start_voters(tmp_path_factory, log_dir, "fo-", 3, HB_MS, DEAD_AFTER)
     yield c
     _stop_nodes(nodes)
 

@@ -13,23 +13,17 @@ import uuid
 import pytest
 
 import helpers
-from conftest import ClusterNode, _stop_nodes
-from test_cluster import SECRET, api, start_voters
+from conftest import _stop_nodes
+from test_cluster import api, start_voters
 
 HB_MS = 300
 DEAD_AFTER = 5  # L = 1.5 s; a follower that hears no lease campaigns after 1.8 to 3.9 s
 L_MS = HB_MS * DEAD_AFTER
 
 
-class LNode(ClusterNode):
-    def __init__(self, name, root, log_dir, role, join=None):
-        super().__init__(name, root, log_dir, role, join, secret=SECRET, hb_ms=HB_MS,
-                         dead_after=DEAD_AFTER)
-
-
 @pytest.fixture(scope="module")
 def lc(tmp_path_factory, log_dir):
-    c, nodes = start_voters(tmp_path_factory, log_dir, "ls-", LNode, 2)
+    c, nodes = start_voters(tmp_path_factory, log_dir, "ls-", 2, HB_MS, DEAD_AFTER)
     yield c
     _stop_nodes(nodes)
 

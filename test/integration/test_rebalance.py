@@ -15,20 +15,13 @@ import requests
 
 import helpers
 from conftest import _TARGETS
-from test_cluster import Cluster, Node, api, hrw_owner, put_many, target_keys  # noqa: F401
+from test_cluster import (Cluster, Node, api, hrw_owner, node_maker, put_many,  # noqa: F401
+                          target_keys)
 
 
 @pytest.fixture(scope="module")
 def rcluster(tmp_path_factory, log_dir):
-    nodes = []
-
-    def make(name, role, join=None):
-        root = str(tmp_path_factory.mktemp("rb-" + name))
-        n = Node(name, root, os.path.join(log_dir, "rb-" + name), role, join)
-        nodes.append(n)
-        _TARGETS.append(n)
-        return n
-
+    make, nodes = node_maker(tmp_path_factory, log_dir, "rb-")
     p1 = make("p1", "proxy")
     p1.start()
     join = lambda: p1.url  # noqa: E731
