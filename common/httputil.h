@@ -120,8 +120,9 @@ char *hd_s3_vhost_path(const char *host, const char *domain, const char *path);
 /* ---- Names ------------------------------------------------------------------------------ */
 
 /* AWS general-purpose bucket rules: 3..63 chars of a-z 0-9 - . ; first and last a letter or
- * digit; no "..", ".-" or "-." (a label may not start or end with '-'); not shaped like an IPv4 address; not starting with "xn--", "sthree-" or
- * "amzn-s3-demo-"; not ending with "-s3alias", "--ol-s3", ".mrap", "--x-s3" or
+ * digit; no "..", ".-" or "-." (a label may not start or end with '-'); not shaped like an IPv4
+ * address; not starting with "xn--", "sthree-" or "amzn-s3-demo-"; not ending with "-s3alias",
+ * "--ol-s3", ".mrap", "--x-s3" or
  * "--table-s3". 0 or HD_EBADBUCKETNAME (also for NULL). */
 int hd_bucket_name_check(const char *name);
 /* A job or plan id, which goes into URL paths: 1..HD_ID_MAX chars of A-Z a-z 0-9 . _ -.

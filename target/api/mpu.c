@@ -1235,9 +1235,9 @@ struct complete_ctx {
     int parsed;
     struct upload u; /* the upload's row, as the checks read it */
     struct mountpath *mp;
-    struct hd_acall *job; /* the assembly or commit on the disk workers (struct asm_job) */
+    struct hd_acall *job;     /* the assembly or commit on the disk workers (struct asm_job) */
     struct asm_job *late_job; /* late: started once the upstream completed the twin */
-    char uetag[48];       /* the upstream's ETag (write-through) */
+    char uetag[48];           /* the upstream's ETag (write-through) */
     /* S3-backed buckets: the upload's twin at the upstream is completed (parking the
      * request) before the assembled object is committed here */
     struct hd_cbucket *cb;
@@ -1660,7 +1660,7 @@ struct asm_job {
     char *ctype, *meta, *hdrs, *parts, *if_match;
     char etag[64];
     char id[MPU_ID_HEX + 1];
-    struct complete_res res; /* the answer (its checksum set by a checked vt) */
+    struct complete_res res;      /* the answer (its checksum set by a checked vt) */
     int late;                     /* copy and commit after the answer (late_commit) */
     struct hd_store_fence *fence; /* late: the commit's (owned) */
 };
@@ -1706,8 +1706,7 @@ static void late_commit(struct asm_job *j, int rc)
         HD_LOG(HD_INFO, NULL, "multipart %s: a newer write or a delete came first: not cached",
                j->id);
     else if (rc < 0)
-        HD_LOG(HD_WARN, NULL, "multipart %s: assembling: %s (not cached)", j->id,
-               hd_strerror(rc));
+        HD_LOG(HD_WARN, NULL, "multipart %s: assembling: %s (not cached)", j->id, hd_strerror(rc));
     if ((rc = complete_finish(j->id, j->mp, &j->res, 0)) < 0)
         HD_LOG(HD_WARN, NULL, "multipart %s: dropping the parts: %s", j->id, hd_strerror(rc));
     hd_store_fence_free(j->fence);

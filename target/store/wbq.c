@@ -478,9 +478,9 @@ int hd_store_delete_moved(struct hd_store *st, size_t mpi, const char *bucket, c
 
     hd_store_fence_cancel(st, bucket, name, NULL);
     rc = with_stmt(st, mpi,
-                       "DELETE FROM objects WHERE bucket = ?1 AND name = ?2 AND etag = ?3 AND "
-                       "mtime = ?4 RETURNING file",
-                       moved_fn, &a);
+                   "DELETE FROM objects WHERE bucket = ?1 AND name = ?2 AND etag = ?3 AND "
+                   "mtime = ?4 RETURNING file",
+                   moved_fn, &a);
 
     if (rc == 0) {
         hd_mcache_drop(st->mc, bucket, name);
