@@ -95,6 +95,8 @@ int hd_smap_node_from_json(const json_t *j, struct hd_node *out)
         return HD_EBADARG;
     v = json_object_get(j, "flags");
     out->flags = json_is_integer(v) ? (unsigned)json_integer_value(v) : 0;
+    v = json_object_get(j, "hoard_caps");
+    out->caps = json_is_integer(v) ? (unsigned)json_integer_value(v) : 0;
     out->digest = hd_hrw_digest(out->id, strlen(out->id));
     mp = json_object_get(j, "mountpaths");
     if (json_is_array(mp) && json_array_size(mp)) {
@@ -148,6 +150,8 @@ json_t *hd_smap_node_to_json(const struct hd_node *n)
                           net_info(n->url), "flags", (json_int_t)n->flags);
     size_t i;
 
+    if (j && n->caps)
+        json_object_set_new(j, "hoard_caps", json_integer((json_int_t)n->caps));
     if (j && n->type == HD_NODE_TARGET) {
         json_t *mp = json_array();
         for (i = 0; i < n->nmp; i++)
@@ -162,7 +166,7 @@ static int node_same(const struct hd_node *a, const struct hd_node *b)
     size_t i;
 
     if (strcmp(a->id, b->id) != 0 || a->type != b->type || strcmp(a->url, b->url) != 0 ||
-        a->flags != b->flags || a->down != b->down || a->nmp != b->nmp)
+        a->flags != b->flags || a->caps != b->caps || a->down != b->down || a->nmp != b->nmp)
         return 0;
     for (i = 0; i < a->nmp; i++)
         if (strcmp(a->mountpaths[i], b->mountpaths[i]) != 0)

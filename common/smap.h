@@ -32,11 +32,18 @@ struct hd_kv {
 
 enum hd_node_type { HD_NODE_PROXY, HD_NODE_TARGET };
 
+/* Node capabilities, announced by the node itself when it joins (so a cluster can be
+ * upgraded one node at a time): HD_NODE_CAP_SIGNED_ADMIN, a target that signs its answers
+ * to proxies' calls of /v1/jobs, /v1/plans and /v1/daemon; a proxy then accepts only signed
+ * answers from it. */
+#define HD_NODE_CAP_SIGNED_ADMIN 1u
+
 struct hd_node {
     char id[HD_NODE_ID_MAX];
     enum hd_node_type type;
     char url[HD_NODE_URL_MAX]; /* public_net.direct_url */
     unsigned flags;
+    unsigned caps;   /* HD_NODE_CAP_*: what the node's version does ("hoard_caps") */
     int down;        /* a target that left by failure, kept in "tmap_down" for placement */
     uint64_t digest; /* hd_hrw_digest(id) */
     char **mountpaths;

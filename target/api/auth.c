@@ -69,8 +69,10 @@ int hd_target_auth_admin(struct hd_req *r, struct hd_target *t)
     int rc;
 
     if (r->trusted == HD_TRUST_NODE) { /* only proxies call admin endpoints */
-        if (hd_tcluster_from_proxy(t->cl, r))
+        if (hd_tcluster_from_proxy(t->cl, r)) {
+            hd_tcluster_sign_answers(t->cl, r); /* HD_NODE_CAP_SIGNED_ADMIN */
             return 0;
+        }
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EACCESS;
     }

@@ -165,6 +165,7 @@ static int self_entry(struct hd_tcluster *c, const struct hd_config *cfg)
     }
     free(dup);
     c->self.type = HD_NODE_TARGET;
+    c->self.caps = HD_NODE_CAP_SIGNED_ADMIN;
     return 0;
 }
 
@@ -345,6 +346,12 @@ static int sender_is_proxy(struct hd_tcluster *c, const char *id)
 
     hd_smap_unref(s);
     return yes;
+}
+
+void hd_tcluster_sign_answers(struct hd_tcluster *c, struct hd_req *r)
+{
+    if (*c->secret)
+        hd_nodeauth_sign_answers(c->na, r);
 }
 
 int hd_tcluster_from_proxy(struct hd_tcluster *c, struct hd_req *r)

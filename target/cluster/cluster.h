@@ -59,6 +59,8 @@ int hd_tcluster_owns(const struct hd_tcluster *c, const struct hd_smap *s, const
  * (always true without a secret, the dev mode where nothing is checked). Admin endpoints
  * (plans, jobs, daemon) take node calls from proxies only: targets never send them. */
 int hd_tcluster_from_proxy(struct hd_tcluster *c, struct hd_req *r);
+/* Signs r's answer for the proxy that called (HD_NODE_CAP_SIGNED_ADMIN); no-op in dev mode. */
+void hd_tcluster_sign_answers(struct hd_tcluster *c, struct hd_req *r);
 /* Waits up to ms for this start's join to complete (a proxy may send us clients as soon as
  * it has added us, before its answer to our join has been applied here). 1 when joined or
  * standalone. Blocks: pool and job threads only. */

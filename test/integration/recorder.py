@@ -1,7 +1,8 @@
 """A recording HTTP forwarder for tests: what an attacker on the network between two hoard
 nodes sees. It listens on a loopback port, forwards each request it reads to `upstream`
 (host, port) and the answer back, and keeps every request as sent (raw bytes and parsed).
-`tamper(req) -> bytes or None` may rewrite a request in flight (None: forward as is).
+`tamper(req) -> bytes or None` may rewrite a request in flight (None: forward as is), and
+`tamper_answer(req, status, head, body) -> bytes or None` its answer.
 
 HTTP/1.1 with keep-alive, one request at a time per connection (what libcurl sends);
 bodies framed by Content-Length or chunked."""
@@ -108,6 +109,7 @@ class Recorder:
         self.upstream = upstream  # (host, port); may be set after start
         self.requests = []
         self.tamper = None
+        self.tamper_answer = None
         self._lock = threading.Lock()
         self._srv = socket.socket()
         self._srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -164,7 +166,13 @@ class Recorder:
                 r = _read_message(up, ubuf, False, req.method)
                 if r is None:
                     return
-                c.sendall(r[0])
+                answer = r[0]
+                if self.tamper_answer:
+                    status = int(r[1].split(b" ", 2)[1])
+                    t = self.tamper_answer(req, status, r[1], r[2])
+                    if t is not None:
+                        answer = t
+                c.sendall(answer)
                 ubuf = r[3]
         except (OSError, ConnectionError, ValueError):
             return

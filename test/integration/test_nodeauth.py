@@ -204,6 +204,44 @@ def test_body_rewritten_in_flight(rec):
         to_t2.tamper = None
 
 
+def test_target_answer_rewritten_in_flight(rec):
+    """A target's answers to the proxies' admin calls are signed (HD_NODE_CAP_SIGNED_ADMIN,
+    announced in its map entry): t2's answer to the primary's GET /v1/jobs, rewritten on the
+    wire to list a forged job, fails that call (503 naming t2) instead of being merged; the
+    untouched answer carries t2's signature and the same call answers 200."""
+    c, _, to_t2 = rec
+    t2 = c.targets[1]
+    assert c.primary.smap()["tmap"][node_id(t2)].get("hoard_caps", 0) & 1
+    seen = []
+
+    def tamper(req, status, head, body):
+        if req.method == "GET" and req.path == "/v1/jobs":
+            seen.append((head, body))
+            if tamper.on:
+                forged = json.dumps({"jobs": [{"id": "forged-job", "kind": "evict",
+                                               "state": "running"}]}).encode()
+                lines = [ln for ln in head.split(b"\r\n")
+                         if ln and not ln.lower().startswith(b"content-length:")]
+                return (b"\r\n".join(lines) + b"\r\nContent-Length: %d\r\n\r\n" % len(forged)
+                        + forged)
+        return None
+
+    tamper.on = False
+    to_t2.tamper_answer = tamper
+    try:
+        r = api("GET", c.primary.url + "/v1/jobs")
+        assert r.status_code == 200, r.text
+        assert seen and b"x-hoard-signature:" in seen[-1][0].lower(), seen
+        tamper.on = True
+        r = api("GET", c.primary.url + "/v1/jobs")
+        assert r.status_code == 503, r.text
+        assert node_id(t2) in r.text and "forged-job" not in r.text, r.text
+    finally:
+        to_t2.tamper_answer = None
+    r = api("GET", c.primary.url + "/v1/jobs")
+    assert r.status_code == 200 and "forged-job" not in r.text, r.text
+
+
 def test_fake_target_never_joins(rec, tmp_path_factory, log_dir):
     """hoardd targets with the wrong cluster secret, or none, keep knocking but never enter
     the map."""

@@ -97,8 +97,15 @@ HD_SUITE(smap_json)
     t->mountpaths = calloc(1, sizeof(char *));
     t->mountpaths[0] = strdup("/data/mp1");
     t->nmp = 1;
+    ((struct hd_node *)hd_smap_find(s, "t1"))->caps = HD_NODE_CAP_SIGNED_ADMIN;
     j = hd_smap_to_json(s);
     CHECK(json_object_get(json_object_get(j, "pmap"), "p1") != NULL);
+    /* capabilities travel with the node; a node without any has no field */
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(json_object_get(j, "tmap"), "t1"), "hoard_caps")),
+                 HD_NODE_CAP_SIGNED_ADMIN);
+    CHECK(json_object_get(json_object_get(json_object_get(j, "tmap"), "t2"), "hoard_caps") ==
+          NULL);
     CHECK(json_object_get(json_object_get(j, "tmap"), "t1") != NULL);
     CHECK(json_object_get(json_object_get(j, "tmap_down"), "t3") != NULL);
     CHECK_EQ_STR(
@@ -114,6 +121,8 @@ HD_SUITE(smap_json)
     CHECK_EQ_STR(a, b);
     CHECK_EQ_INT(back->version, 7);
     CHECK_EQ_INT(hd_smap_find(back, "t3")->down, 1);
+    CHECK_EQ_INT(hd_smap_find(back, "t1")->caps, HD_NODE_CAP_SIGNED_ADMIN);
+    CHECK_EQ_INT(hd_smap_find(back, "t2")->caps, 0);
     CHECK_EQ_STR(hd_smap_find(back, "t3")->mountpaths[0], "/data/mp1");
     free(a);
     free(b);
