@@ -145,14 +145,16 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	HOARD_BUILD=$(BUILD) exec bash deploy/local/run.sh
 
-# libFuzzer drivers: make fuzz CC=clang; make fuzz-run FUZZ_SECONDS=60
+# libFuzzer drivers: make fuzz; make fuzz-run FUZZ_SECONDS=60
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD := build-fuzz
+# libFuzzer (-fsanitize=fuzzer) is clang's; gcc has none
+FUZZ_CC ?= clang
 fuzz:
 	@mkdir -p $(FUZZ_BUILD)/bin
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  echo "  FUZZ $$n"; \
-	  $(CC) -std=c11 -D_GNU_SOURCE -g -O1 -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
+	  $(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
 	    $$f $(COMMON_SRC) -o $(FUZZ_BUILD)/bin/$$n $(LIBS) || exit 1; done
 fuzz-run: fuzz
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
