@@ -1646,8 +1646,9 @@ static int twin_start(struct hd_req *r, struct complete_ctx *cc, struct upload *
  * A late job (write-through, no full-object checksum or condition to check here) starts
  * once the upstream completed the twin and the request is answered: it copies and commits
  * on its own, under a fence (target/store/fence.c) that any write or delete of the name
- * since the Complete started cancels. Started after the answer, its copy and fsync do not
- * compete with the upstream's own assembly for the disk (measured: performance.md). */
+ * since the Complete started cancels. Queued after the answer, not beside the twin's
+ * completion: no hand-off with a running job, and the two orders measured the same
+ * (performance.md). */
 struct asm_job {
     struct hd_put *p;
     struct mountpath *mp;
