@@ -69,6 +69,9 @@ static const struct def defs[] = {
     {"cluster.heartbeat_ms", INT, "1000", 50, 600000, 0, "heartbeat interval, milliseconds"},
     {"cluster.dead_after", INT, "5", 2, 1000, 0,
      "heartbeat intervals of silence after which a node leaves the smap"},
+    {"cluster.loop_stall_ms", INT, "120000", 1000, 86400000, 0,
+     "primary proxy: a loop thread stuck this long lets the lease lapse (another proxy takes "
+     "over)"},
     {"s3.redirect", BOOL, "false", 0, 0, 0, "S3 object requests get 307 instead of a relay"},
     {"native.redirect", BOOL, "true", 0, 0, 0,
      "native /v1/objects requests get 307 (false: relayed through the proxy)"},

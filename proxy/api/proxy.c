@@ -53,6 +53,7 @@ int hd_proxy_new(const struct hd_config *cfg, struct hd_proxy **out)
     }
     p->hb_ms = (long)hd_config_int(cfg, "cluster.heartbeat_ms");
     p->dead_after = (int)hd_config_int(cfg, "cluster.dead_after");
+    p->loop_stall_ms = (long)hd_config_int(cfg, "cluster.loop_stall_ms");
     p->s3_redirect = hd_config_bool(cfg, "s3.redirect");
     p->native_redirect = hd_config_bool(cfg, "native.redirect");
     snprintf(p->join, sizeof(p->join), "%s", hd_config_str(cfg, "cluster.join"));

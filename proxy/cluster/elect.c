@@ -104,6 +104,27 @@ static void lease_update(struct hd_proxy *p, struct hd_smap *s, uint64_t now)
     atomic_store(&p->lease_until_ns, sent[q - 1] + life);
 }
 
+/* Whether the loop thread (failure detection, metasync, rebalance) has gone without a tick
+ * for cluster.loop_stall_ms: every call it makes is bounded (30 s at most, a few in a
+ * tick), so that is a bug or a starved process, and a primary that cannot act must not keep
+ * the followers from electing one that can. */
+static int loop_stuck(struct hd_proxy *p)
+{
+    uint64_t silent = hd_ticker_silent_ns(&p->ticker);
+    int stuck = silent > ms_ns(p->loop_stall_ms);
+
+    if (stuck && !p->loop_stuck)
+        HD_LOG(HD_ERROR, NULL,
+               "cluster: the loop thread (failure detection, metasync, rebalance) has not "
+               "ticked for %llu ms (cluster.loop_stall_ms %ld): giving the lease up so that "
+               "another proxy can take over as primary",
+               (unsigned long long)(silent / 1000000), p->loop_stall_ms);
+    else if (!stuck && p->loop_stuck)
+        HD_LOG(HD_WARN, NULL, "cluster: the loop thread ticks again");
+    p->loop_stuck = stuck;
+    return stuck;
+}
+
 void hd_proxy_lease_tick(struct hd_proxy *p)
 {
     struct hd_smap *s = hd_smap_state_smap(p->cs);
@@ -118,6 +139,10 @@ void hd_proxy_lease_tick(struct hd_proxy *p)
 
     if (!atomic_load(&p->primary))
         goto out;
+    if (loop_stuck(p)) { /* no renewal: the voters' promises run out */
+        atomic_store(&p->lease_until_ns, 0);
+        goto out;
+    }
     term = atomic_load(&p->term); /* the term we are primary of (read after the check) */
     if (!s) {                     /* a new cluster's first proxy: the only voter there is */
         atomic_store(&p->lease_until_ns, sent + ms_ns(p->lease_ms) - ms_ns(p->lease_ms) / 10);
@@ -187,7 +212,8 @@ static void lease_thread_tick(void *arg)
 
 int hd_proxy_lease_start(struct hd_proxy *p)
 {
-    return hd_ticker_start(&p->lease_ticker, (uint64_t)p->hb_ms, lease_thread_tick, NULL, p);
+    return hd_ticker_start(&p->lease_ticker, "proxy-lease", (uint64_t)p->hb_ms, lease_thread_tick,
+                           NULL, p);
 }
 
 void hd_proxy_lease_stop(struct hd_proxy *p)

@@ -252,7 +252,8 @@ int hd_proxy_loop_start(struct hd_proxy *p)
 
     if ((rc = hd_proxy_lease_start(p)) < 0)
         return rc;
-    if ((rc = hd_ticker_start(&p->ticker, (uint64_t)p->hb_ms, on_tick, on_wake, p)) < 0)
+    if ((rc = hd_ticker_start(&p->ticker, "proxy-loop", (uint64_t)p->hb_ms, on_tick, on_wake, p)) <
+        0)
         hd_proxy_lease_stop(p);
     return rc;
 }

@@ -77,6 +77,8 @@ struct hd_proxy {
     /* the lease thread (cluster/elect.c): the primary's lease renewal only, so that no
      * fan-out of the loop thread (metasync, rebalance, failure probes) can delay it */
     struct hd_ticker lease_ticker;
+    long loop_stall_ms; /* cluster.loop_stall_ms: a stuck loop thread gives the lease up */
+    int loop_stuck;     /* lease thread: the loop thread was found stuck */
 
     /* primary election (core/role.c, cluster/elect.c, docs/cluster.md) */
     long lease_ms;                   /* L = hb_ms * dead_after */

@@ -252,7 +252,7 @@ int hd_tcluster_start(struct hd_tcluster *c)
 {
     if (!c || c->standalone)
         return 0;
-    return hd_ticker_start(&c->ticker, (uint64_t)c->hb_ms, on_tick, NULL, c);
+    return hd_ticker_start(&c->ticker, "target-loop", (uint64_t)c->hb_ms, on_tick, NULL, c);
 }
 
 void hd_tcluster_stop(struct hd_tcluster *c)

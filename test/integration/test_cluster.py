@@ -215,16 +215,20 @@ def node_maker(tmp_path_factory, log_dir, prefix, hb_ms=HB_MS, dead_after=DEAD_A
     return make, nodes
 
 
-def start_voters(tmp_path_factory, log_dir, prefix, ntargets, hb_ms, dead_after):
-    """Three proxies (p1 the first primary, p2 and p3 joining it, so all three vote) and
-    ntargets targets t1.. joining p1 (node_maker). Waits until the primary's map holds them
-    all with no rebalance marked and every node holds that map. Returns (Cluster with
-    .make(name, role, join) for more nodes, nodes): stop them with _stop_nodes(nodes)."""
+def start_voters(tmp_path_factory, log_dir, prefix, ntargets, hb_ms, dead_after,
+                 proxy_args=()):
+    """Three proxies (p1 the first primary, p2 and p3 joining it, so all three vote; each
+    with proxy_args added) and ntargets targets t1.. joining p1 (node_maker). Waits until
+    the primary's map holds them all with no rebalance marked and every node holds that
+    map. Returns (Cluster with .make(name, role, join) for more nodes, nodes): stop them
+    with _stop_nodes(nodes)."""
     make, nodes = node_maker(tmp_path_factory, log_dir, prefix, hb_ms, dead_after)
     p1 = make("p1", "proxy")
-    p1.start()
     join = lambda: p1.url  # noqa: E731
     proxies = [p1] + [make("p%d" % i, "proxy", join) for i in (2, 3)]
+    for p in proxies:
+        p.extra_args += list(proxy_args)
+    p1.start()
     targets = [make("t%d" % i, "target", join) for i in range(1, ntargets + 1)]
     for n in proxies[1:] + targets:
         n.start()
