@@ -18,6 +18,8 @@
 #define WBUF (256 * 1024)
 /* Puts announced at least this large hash on the hash pool (hpipe.h). */
 #define HPIPE_MIN (1u << 20)
+/* a put starts the disk writes of every this many bytes it wrote (sync_file_range) */
+#define WB_STEP (1u << 20)
 
 /* Prepared statements of one catalog connection. */
 enum {
@@ -187,6 +189,8 @@ struct hd_put {
     size_t wlen;
     struct hd_hpipe *hp; /* MD5 on the hash pool (large puts); NULL: hashed as written */
     uint64_t room;       /* bytes this put may write before the mountpath is out of space */
+    uint64_t written;    /* bytes in the file */
+    uint64_t wb_from;    /* the file's disk writes were started up to here (put_out) */
 };
 
 int64_t hd_store_now_ms(void);
