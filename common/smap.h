@@ -34,9 +34,11 @@ enum hd_node_type { HD_NODE_PROXY, HD_NODE_TARGET };
 
 /* Node capabilities, announced by the node itself when it joins (so a cluster can be
  * upgraded one node at a time): HD_NODE_CAP_SIGNED_ADMIN, a target that signs its answers
- * to proxies' calls of /v1/jobs, /v1/plans and /v1/daemon; a proxy then accepts only signed
- * answers from it. */
+ * to proxies' calls of /v1/jobs, /v1/plans and /v1/daemon; HD_NODE_CAP_SIGNED_BUCKETS, also
+ * of /v1/buckets/B (?summary, ?writeback, ?uploads, ?props). A proxy then accepts only signed
+ * answers from it on its fan-outs to those paths. */
 #define HD_NODE_CAP_SIGNED_ADMIN 1u
+#define HD_NODE_CAP_SIGNED_BUCKETS 2u
 
 struct hd_node {
     char id[HD_NODE_ID_MAX];

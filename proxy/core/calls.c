@@ -28,13 +28,11 @@ void hd_proxy_fan_cleanup(struct hd_proxy_fan *f)
     memset(f, 0, sizeof(*f));
 }
 
-/* The target endpoints whose answers are signed (HD_NODE_CAP_SIGNED_ADMIN). */
-static int is_admin_path(const char *path)
+static int has_prefix(const char *path, const char *const *pre, size_t npre)
 {
-    static const char *const pre[] = {"/v1/jobs", "/v1/plans", "/v1/daemon"};
     size_t i, n;
 
-    for (i = 0; i < sizeof(pre) / sizeof(pre[0]); i++) {
+    for (i = 0; i < npre; i++) {
         n = strlen(pre[i]);
         if (strncmp(path, pre[i], n) == 0 && (path[n] == '\0' || path[n] == '/' || path[n] == '?'))
             return 1;
@@ -42,11 +40,25 @@ static int is_admin_path(const char *path)
     return 0;
 }
 
+/* The capability a target needs to have signed its answer on path (HD_NODE_CAP_*); 0 for a
+ * path whose answers are not signed. */
+static unsigned signing_cap(const char *path)
+{
+    static const char *const admin[] = {"/v1/jobs", "/v1/plans", "/v1/daemon"};
+    static const char *const buckets[] = {"/v1/buckets"};
+
+    if (has_prefix(path, admin, sizeof(admin) / sizeof(admin[0])))
+        return HD_NODE_CAP_SIGNED_ADMIN;
+    if (has_prefix(path, buckets, sizeof(buckets) / sizeof(buckets[0])))
+        return HD_NODE_CAP_SIGNED_BUCKETS;
+    return 0;
+}
+
 int hd_proxy_fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method, const char *path,
                      const char *body, int all, long total_ms, struct hd_proxy_fan *f)
 {
     size_t i, cap = s->n ? s->n : 1;
-    int admin = is_admin_path(path);
+    unsigned need = signing_cap(path);
 
     memset(f, 0, sizeof(*f));
     f->calls = calloc(cap, sizeof(*f->calls));
@@ -71,9 +83,9 @@ int hd_proxy_fan_out(struct hd_proxy *p, struct hd_smap *s, const char *method, 
             f->calls[k].ctype = "application/json";
         }
         f->calls[k].total_ms = total_ms;
-        /* the admin endpoints of a target that signs its answers there: a forged or
-         * rewritten one fails the call */
-        f->calls[k].signed_resp = admin && (nd->caps & HD_NODE_CAP_SIGNED_ADMIN) != 0;
+        /* a target that signs its answers on this path: a forged or rewritten one fails the
+         * call */
+        f->calls[k].signed_resp = need && (nd->caps & need) != 0;
         f->nodes[k] = nd;
         f->n++;
     }

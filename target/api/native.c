@@ -163,6 +163,9 @@ static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)
     int rc;
 
     r->op = HD_OP_BUCKET;
+    /* a proxy's fan-out (summary, write-back queue, uploads): HD_NODE_CAP_SIGNED_BUCKETS */
+    if (r->trusted == HD_TRUST_NODE && hd_tcluster_from_proxy(t->cl, r))
+        hd_tcluster_sign_answers(t->cl, r);
     if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
         props_get(r, t, bucket);
     } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "summary")) {

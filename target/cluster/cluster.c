@@ -165,7 +165,7 @@ static int self_entry(struct hd_tcluster *c, const struct hd_config *cfg)
     }
     free(dup);
     c->self.type = HD_NODE_TARGET;
-    c->self.caps = HD_NODE_CAP_SIGNED_ADMIN;
+    c->self.caps = HD_NODE_CAP_SIGNED_ADMIN | HD_NODE_CAP_SIGNED_BUCKETS;
     return 0;
 }
 

@@ -9,6 +9,7 @@ every one gets 403 and the cluster map, bucket map and objects stay as they were
 import json
 import os
 import time
+import uuid
 
 import pytest
 import requests
@@ -240,6 +241,51 @@ def test_target_answer_rewritten_in_flight(rec):
         to_t2.tamper_answer = None
     r = api("GET", c.primary.url + "/v1/jobs")
     assert r.status_code == 200 and "forged-job" not in r.text, r.text
+
+
+def test_target_bucket_answer_rewritten_in_flight(rec):
+    """The same for the proxies' bucket fan-outs (HD_NODE_CAP_SIGNED_BUCKETS): t2's answer
+    to GET /v1/buckets/B?summary, rewritten on the wire to claim a million objects, is
+    reported as t2's error and left out of the sums; untouched, it is signed and counted."""
+    c, _, to_t2 = rec
+    t2 = c.targets[1]
+    assert c.primary.smap()["tmap"][node_id(t2)].get("hoard_caps", 0) & 2
+    name = "na-sum-" + uuid.uuid4().hex[:8]
+    r = api("POST", c.primary.url + "/v1/buckets/" + name)
+    assert r.status_code in (200, 201), r.text
+    helpers.wait_until(lambda: name in t2.bmd()["buckets"], timeout=30, what="the bucket on t2")
+    seen = []
+
+    def tamper(req, status, head, body):
+        if (req.method == "GET" and req.path == "/v1/buckets/" + name and
+                "summary" in req.target.split("?", 1)[-1]):
+            seen.append((head, body))
+            if tamper.on:
+                j = json.loads(body)
+                j["objects"], j["bytes"] = 1000000, 1 << 40
+                forged = json.dumps(j).encode()
+                lines = [ln for ln in head.split(b"\r\n")
+                         if ln and not ln.lower().startswith(b"content-length:")]
+                return (b"\r\n".join(lines) + b"\r\nContent-Length: %d\r\n\r\n" % len(forged)
+                        + forged)
+        return None
+
+    tamper.on = False
+    to_t2.tamper_answer = tamper
+    try:
+        r = api("GET", c.primary.url + "/v1/buckets/" + name + "?summary")
+        assert r.status_code == 200, r.text
+        assert seen and b"x-hoard-signature:" in seen[-1][0].lower(), seen
+        j = r.json()
+        assert j["errors"] == 0 and "error" not in j["targets"][node_id(t2)], j
+        tamper.on = True
+        r = api("GET", c.primary.url + "/v1/buckets/" + name + "?summary")
+        assert r.status_code == 200, r.text
+        j = r.json()
+        assert j["errors"] == 1 and "error" in j["targets"][node_id(t2)], j
+        assert j["objects"] < 1000000 and j["bytes"] < 1 << 40, j
+    finally:
+        to_t2.tamper_answer = None
 
 
 def test_fake_target_never_joins(rec, tmp_path_factory, log_dir):
