@@ -1883,7 +1883,7 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc, const char **
     if (cc->late) {
         /* fenced from now: a write or delete of the name while the upstream completes also
          * means the assembled copy must not be committed */
-        if ((rc = hd_store_fence_new(st, cc->bucket, cc->key, &j->fence)) < 0) {
+        if ((rc = hd_store_fence_new(st, cc->bucket, cc->key, 0, &j->fence)) < 0) {
             asm_free(j);
             goto out;
         }

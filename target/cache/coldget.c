@@ -76,6 +76,10 @@ struct fill {
     int check_md5; /* a plain-MD5 ETag checked against the bytes (fill thread only) */
     char range_hdr[128];
     char if_match[48]; /* refetch of a changed object: If-Match on its new ETag */
+    /* weak: a commit or delete of the name after the fill began cancels it; the fill's copy
+     * is then older than that write, so it is not committed, and new readers start a fill
+     * of their own instead of joining this one (table fills only) */
+    struct hd_store_fence *fence;
     struct hd_task task;
     struct fill *next; /* table chain */
     int in_table;      /* guarded by the table's mutex */
@@ -151,6 +155,7 @@ static void fill_unref(struct fill *f)
     for (size_t i = 0; i < NWCH; i++)
         free(f->win[i]); /* no reader left: none is in use */
     hd_put_free(f->put);
+    hd_store_fence_free(f->fence);
     hd_s3c_obj_cleanup(&f->obj);
     hd_cbucket_unref(f->cb);
     pthread_mutex_destroy(&f->mu);
@@ -203,25 +208,57 @@ static void table_remove(struct fill *f)
         fill_unref(f); /* the table's reference */
 }
 
+/* Drops the table's references of fills taken out of it, chained by next. */
+static void unref_chain(struct fill *f)
+{
+    struct fill *next;
+
+    for (; f; f = next) {
+        next = f->next;
+        fill_unref(f);
+    }
+}
+
 /* The fill in progress for bucket/key (a new reference), or a new one entered in the table
- * (*created = 1; not started). */
+ * (*created = 1; not started). A fill that a write or delete of the name overtook is not
+ * joined: it leaves the table, and the caller gets a new one. */
 static struct fill *fill_get(struct hd_cache *c, struct hd_cbucket *cb, const char *key,
                              const char *if_match, int *created)
 {
     size_t h = slot_of(cb->name, key);
     struct hd_fills *t = c->fills;
-    struct fill *f;
+    struct fill *f, **pp, *stale = NULL;
 
     *created = 0;
     pthread_mutex_lock(&t->mu);
-    for (f = t->slots[h]; f; f = f->next)
-        if (strcmp(f->key, key) == 0 && strcmp(f->cb->name, cb->name) == 0 &&
-            (!if_match || strcmp(f->if_match, if_match) == 0)) {
-            atomic_fetch_add(&f->refs, 1);
-            pthread_mutex_unlock(&t->mu);
-            return f;
+    for (pp = &t->slots[h]; (f = *pp);) {
+        if (strcmp(f->key, key) != 0 || strcmp(f->cb->name, cb->name) != 0) {
+            pp = &f->next;
+            continue;
         }
+        if (f->fence && hd_store_fence_cancelled(f->fence)) {
+            *pp = f->next; /* its readers go on; it will not commit */
+            f->in_table = 0;
+            f->next = stale;
+            stale = f;
+            continue;
+        }
+        if (!if_match || strcmp(f->if_match, if_match) == 0) {
+            atomic_fetch_add(&f->refs, 1);
+            break;
+        }
+        pp = &f->next;
+    }
+    if (f) {
+        pthread_mutex_unlock(&t->mu);
+        unref_chain(stale);
+        return f;
+    }
     f = fill_new(c, cb, key);
+    if (f && hd_store_fence_new(c->st, cb->name, key, 1, &f->fence) < 0) {
+        fill_unref(f);
+        f = NULL;
+    }
     if (f) {
         if (if_match)
             snprintf(f->if_match, sizeof(f->if_match), "%s", if_match);
@@ -232,6 +269,7 @@ static struct fill *fill_get(struct hd_cache *c, struct hd_cbucket *cb, const ch
         *created = 1;
     }
     pthread_mutex_unlock(&t->mu);
+    unref_chain(stale);
     return f;
 }
 
@@ -466,6 +504,7 @@ static int fill_commit(struct fill *f)
     a.mtime_ms = f->obj.mtime_ms;
     /* a write-through PUT that committed meanwhile is newer than what we fetched */
     a.keep_newer = !f->if_match[0] && a.mtime_ms > 0;
+    a.fence = f->fence; /* and any write or delete since the fill began */
     rc = hd_put_commit(f->put, &a, NULL);
     if (rc == HD_EPRECONDITION)
         return 0; /* a copy at least as new is held: the readers got their bytes anyway */

@@ -3,7 +3,11 @@
  * committed afterwards). Any later commit or delete of the name cancels the fence before it
  * changes the catalog, and the fenced commit checks the fence while holding its lock, so a
  * deferred commit can never undo a newer write or a delete: of the two, whichever comes
- * second wins, as if the deferred commit had been made at the answer. */
+ * second wins, as if the deferred commit had been made at the answer. Such a fence is strong:
+ * while it stands, a keep_newer commit of the name (a copy of an earlier write: a cold fill,
+ * a rebalance copy) yields to it, since the catalog has no row yet to compare with.
+ * A weak fence (a cold fill's) is only told of newer writes: the fill does not commit its
+ * older copy, and new readers do not join it. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,11 +20,12 @@ struct hd_store_fence {
     struct hd_store *st;
     struct hd_store_fence *next;
     pthread_mutex_t mu; /* held across the fenced commit */
-    int cancelled;
+    atomic_int cancelled;
+    int weak;
     char *bucket, *name;
 };
 
-int hd_store_fence_new(struct hd_store *st, const char *bucket, const char *name,
+int hd_store_fence_new(struct hd_store *st, const char *bucket, const char *name, int weak,
                        struct hd_store_fence **out)
 {
     struct hd_store_fence *f = calloc(1, sizeof(*f));
@@ -32,6 +37,7 @@ int hd_store_fence_new(struct hd_store *st, const char *bucket, const char *name
         return -ENOMEM;
     }
     f->st = st;
+    f->weak = weak;
     pthread_mutex_init(&f->mu, NULL);
     pthread_mutex_lock(&st->fmu);
     f->next = st->fences;
@@ -64,28 +70,45 @@ void hd_store_fence_free(struct hd_store_fence *f)
     free(f);
 }
 
-void hd_store_fence_cancel(struct hd_store *st, const char *bucket, const char *name,
-                           const struct hd_store_fence *own)
+static int on_name(const struct hd_store_fence *f, const char *bucket, const char *name)
+{
+    return strcmp(f->bucket, bucket) == 0 && (!name || strcmp(f->name, name) == 0);
+}
+
+int hd_store_fence_cancel(struct hd_store *st, const char *bucket, const char *name,
+                          const struct hd_store_fence *own, int yield)
 {
     struct hd_store_fence *f;
 
     if (atomic_load(&st->nfences) == 0)
-        return; /* the common case: no deferred commit anywhere */
+        return 0; /* the common case: no deferred commit or fill anywhere */
     pthread_mutex_lock(&st->fmu);
+    if (yield)
+        for (f = st->fences; f; f = f->next)
+            if (f != own && !f->weak && !atomic_load(&f->cancelled) && on_name(f, bucket, name)) {
+                pthread_mutex_unlock(&st->fmu);
+                return HD_EPRECONDITION; /* a newer write's commit is on its way */
+            }
     for (f = st->fences; f; f = f->next) {
-        if (f == own || strcmp(f->bucket, bucket) != 0 || (name && strcmp(f->name, name) != 0))
+        if (f == own || !on_name(f, bucket, name))
             continue;
         pthread_mutex_lock(&f->mu); /* waits for a fenced commit in progress */
-        f->cancelled = 1;
+        atomic_store(&f->cancelled, 1);
         pthread_mutex_unlock(&f->mu);
     }
     pthread_mutex_unlock(&st->fmu);
+    return 0;
+}
+
+int hd_store_fence_cancelled(const struct hd_store_fence *f)
+{
+    return atomic_load(&f->cancelled);
 }
 
 int hd_store_fence_lock(struct hd_store_fence *f)
 {
     pthread_mutex_lock(&f->mu);
-    if (!f->cancelled)
+    if (!atomic_load(&f->cancelled))
         return 0;
     pthread_mutex_unlock(&f->mu);
     return HD_EPRECONDITION;

@@ -195,9 +195,11 @@ struct hd_put {
 
 int64_t hd_store_now_ms(void);
 /* fence.c. Every commit and delete of bucket/name (name NULL: every object of the bucket)
- * cancels the fences on it other than own, before it changes the catalog. */
-void hd_store_fence_cancel(struct hd_store *st, const char *bucket, const char *name,
-                           const struct hd_store_fence *own);
+ * cancels the fences on it other than own, before it changes the catalog. yield (a
+ * keep_newer commit): HD_EPRECONDITION, nothing cancelled, while a strong fence other than
+ * own stands on the name. */
+int hd_store_fence_cancel(struct hd_store *st, const char *bucket, const char *name,
+                          const struct hd_store_fence *own, int yield);
 /* A fenced commit holds its fence from the check to the catalog's commit: 0, or
  * HD_EPRECONDITION when it was cancelled (nothing held then). */
 int hd_store_fence_lock(struct hd_store_fence *f);

@@ -95,7 +95,7 @@ int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, cons
     if (mpi >= st->nmp)
         return HD_EBADARG;
     mp = &st->mp[mpi];
-    hd_store_fence_cancel(st, bucket, name, NULL);
+    hd_store_fence_cancel(st, bucket, name, NULL, 0);
     if ((rc = hd_store_conn_get(mp, &c)) < 0)
         return rc;
     if ((s = sqlite3_prepare_v2(c->db, sql, -1, &q, NULL)) != SQLITE_OK) {

@@ -375,6 +375,7 @@ int hd_store_bucket_delete(struct hd_store *st, const char *name)
     }
     if ((rc = bucket_empty(st, name)) < 0)
         goto out;
+    hd_store_fence_cancel(st, name, NULL, NULL, 0); /* a late Complete's copy must not land */
     rc = node_exec(st, "DELETE FROM buckets WHERE name = ?1", name, NULL, 0);
     if (rc == 0)
         rc = load_buckets(st);
@@ -468,7 +469,7 @@ int hd_store_bucket_destroy(struct hd_store *st, const char *name)
         rc = HD_ENOSUCHBUCKET;
         goto out;
     }
-    hd_store_fence_cancel(st, name, NULL, NULL);
+    hd_store_fence_cancel(st, name, NULL, NULL, 0);
     for (i = 0; i < st->nmp && rc == 0; i++)
         rc = drop_objects(&st->mp[i], name);
     hd_mcache_drop_all(st->mc);
@@ -742,7 +743,7 @@ static int delete_all(struct hd_store *st, const char *bucket, const char *name,
     int found = 0, rc;
     size_t i;
 
-    hd_store_fence_cancel(st, bucket, name, own);
+    hd_store_fence_cancel(st, bucket, name, own, 0);
     rc = delete_on(home, bucket, name, &found, keep_dirty, queue);
     /* a copy left on another mountpath by a mountpath change must not resurface */
     for (i = 0; rc == 0 && i < st->nmp; i++)
@@ -1285,7 +1286,10 @@ int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_
     u.a = attrs;
     u.etag = etag;
     u.mtime = attrs && attrs->mtime_ms > 0 ? attrs->mtime_ms : hd_store_now_ms();
-    hd_store_fence_cancel(p->st, p->bucket, p->name, attrs ? attrs->fence : NULL);
+    /* a keep_newer copy yields to a deferred commit of a newer write (no row to compare yet) */
+    if ((rc = hd_store_fence_cancel(p->st, p->bucket, p->name, attrs ? attrs->fence : NULL,
+                                    attrs && attrs->keep_newer)) < 0)
+        goto undo;
     if (attrs && attrs->fence && (rc = hd_store_fence_lock(attrs->fence)) < 0)
         goto undo; /* a newer write or a delete came first */
     rc = group_commit(p->mp, &u, &old);

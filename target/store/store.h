@@ -88,10 +88,14 @@ int hd_store_evict(struct hd_store *st, const char *bucket, const char *name);
 /* A fence on bucket/name for a commit made later than the write it belongs to (fence.c): any
  * commit or delete of the name from now on (other than one with the fence, below) cancels
  * it, and a commit with the fence (hd_put_attrs.fence) is then refused with
- * HD_EPRECONDITION. hd_store_fence_free unregisters it. */
+ * HD_EPRECONDITION. A strong fence (weak 0: a deferred commit of a newer write) also makes
+ * keep_newer commits of the name yield to it while it stands; a weak one (a cold fill's)
+ * does not. hd_store_fence_free unregisters it. */
 struct hd_store_fence;
-int hd_store_fence_new(struct hd_store *st, const char *bucket, const char *name,
+int hd_store_fence_new(struct hd_store *st, const char *bucket, const char *name, int weak,
                        struct hd_store_fence **out);
+/* Whether a commit or delete of the name cancelled f (any thread). */
+int hd_store_fence_cancelled(const struct hd_store_fence *f);
 void hd_store_fence_free(struct hd_store_fence *f);
 /* hd_store_delete that leaves fence own standing (the older copy its commit replaces). */
 int hd_store_delete_fenced(struct hd_store *st, const char *bucket, const char *name,

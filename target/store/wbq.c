@@ -476,7 +476,7 @@ int hd_store_delete_moved(struct hd_store *st, size_t mpi, const char *bucket, c
     struct moved_arg a = {bucket, name, etag, mtime_ms, NULL};
     int rc;
 
-    hd_store_fence_cancel(st, bucket, name, NULL);
+    hd_store_fence_cancel(st, bucket, name, NULL, 0);
     rc = with_stmt(st, mpi,
                    "DELETE FROM objects WHERE bucket = ?1 AND name = ?2 AND etag = ?3 AND "
                    "mtime = ?4 RETURNING file",

@@ -135,10 +135,13 @@ class ScriptedS3:
     """An upstream serving the objects in self.objects ({key: bytes}, any bucket) without
     checking signatures. A ranged GET answers 206 with self.content_range(key, first, last,
     total) as its Content-Range (the honest header by default; None: no header), so a test can
-    script what a broken upstream sends; bucket-level calls get an empty listing."""
+    script what a broken upstream sends; bucket-level calls get an empty listing. DELETE
+    removes a key (204). A key in self.gates ({key: threading.Event}) is sent by halves: the
+    first half, then self.halfway[key] is set and the rest waits for the gate's event."""
 
     def __init__(self):
         self.objects = {}
+        self.gates, self.halfway = {}, {}
         self.content_range = lambda key, a, b, total: "bytes %d-%d/%d" % (a, b, total)
         outer = self
 
@@ -182,8 +185,26 @@ class ScriptedS3:
                     if cr is not None:
                         h["Content-Range"] = cr
                     self.send(206, h, data[a:b + 1])
+                elif self.command == "GET" and parts[1] in outer.gates:
+                    self.send_response(200)
+                    for k, v in h.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    half = len(data) // 2
+                    self.wfile.write(data[:half])
+                    self.wfile.flush()
+                    outer.halfway.setdefault(parts[1], threading.Event()).set()
+                    outer.gates[parts[1]].wait(60)
+                    self.wfile.write(data[half:])
                 else:
                     self.send(200, h, data)
+
+            def do_DELETE(self):
+                path = urllib.parse.urlsplit(self.path).path
+                parts = urllib.parse.unquote(path).lstrip("/").split("/", 1)
+                outer.objects.pop(parts[1] if len(parts) > 1 else "", None)
+                self.send(204, {}, b"")
 
             do_GET = do_HEAD = answer
 

@@ -256,6 +256,48 @@ def test_ranged_cold_get_refuses_a_malformed_upstream_content_range(scripted_s3,
     assert not wrong, wrong
 
 
+def test_no_reader_joins_a_fill_that_a_delete_overtook(scripted_s3, cache):
+    """A cold fill still fetching the old object when a DELETE of it is answered: a GET after
+    that answer must not join the fill (it would get the deleted bytes), and the fill must
+    not cache what it fetched (a deleted object would come back from the cache). The fill's
+    weak fence is cancelled by the delete (store/fence.c); the reader that came first still
+    gets the whole old object."""
+    data = helpers.pattern_bytes(2 * 1024 * 1024, 7)
+    key = "gated-" + uname("k")
+    scripted_s3.objects[key] = data
+    gate = scripted_s3.gates[key] = threading.Event()
+    b = cache.create_cloud_bucket(uname("scr"), scripted_s3.url, "s3rver")
+    first = {}
+
+    def read_first():
+        r = cache.get(b, key)
+        first["status"], first["body"] = r.status_code, r.content
+
+    t = threading.Thread(target=read_first)
+    t.start()
+    try:
+        assert scripted_s3.halfway.setdefault(key, threading.Event()).wait(30), \
+            "the fill never reached the upstream"
+        r = cache.api("DELETE", "/v1/objects/%s/%s" % (b, key))
+        assert r.status_code in (200, 204), r.text
+        assert key not in scripted_s3.objects
+        # after the delete's answer: not the old fill's bytes (that GET would wait for the
+        # gate, so a timeout here means it joined the old fill)
+        r = cache.api("GET", cache.obj_path(b, key), timeout=20)
+    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as e:
+        raise AssertionError("a GET after the DELETE joined the fill of the deleted object: %s"
+                             % e)
+    finally:
+        gate.set()
+        t.join(60)
+    assert first == {"status": 200, "body": data}
+    assert r.status_code == 404, (r.status_code, r.text[:200])
+    # the old fill finished: nothing of it is cached, and a GET is still 404
+    r = cache.get(b, key)
+    assert r.status_code == 404, (r.status_code, r.text[:200])
+    assert key not in cached_names(cache, b)
+
+
 # ---- upstream stopped ----
 
 def test_upstream_stopped_warm_served_cold_503_listing_cached(s3rver, cache):

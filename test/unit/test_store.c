@@ -1747,7 +1747,7 @@ HD_SUITE(store_fence)
 
     /* uncancelled: the fenced commit lands; its own delete and other names do not cancel */
     CHECK_EQ_INT(put_str(f0.st, "b", "k", "old"), 0);
-    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &f), 0);
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", 0, &f), 0);
     CHECK_EQ_INT(hd_store_delete_fenced(f0.st, "b", "k", f), 0);
     CHECK_EQ_INT(put_str(f0.st, "b", "k2", "other name"), 0);
     CHECK_EQ_INT(put_str(f0.st, "c", "k", "other bucket"), 0);
@@ -1758,8 +1758,8 @@ HD_SUITE(store_fence)
     hd_store_fence_free(f);
 
     /* a newer write first: the late commit is refused and the newer copy stays */
-    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &f), 0);
-    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &g), 0); /* a second fence on the name */
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", 0, &f), 0);
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", 0, &g), 0); /* a second fence on the name */
     CHECK_EQ_INT(put_str(f0.st, "b", "k", "newer"), 0);
     a.fence = f;
     CHECK_EQ_INT(put_obj(f0.st, "b", "k", "late", 4, &a, NULL), HD_EPRECONDITION);
@@ -1770,7 +1770,7 @@ HD_SUITE(store_fence)
     hd_store_fence_free(g);
 
     /* a delete first: the late commit must not bring the name back */
-    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &f), 0);
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", 0, &f), 0);
     CHECK_EQ_INT(hd_store_delete(f0.st, "b", "k"), 0);
     a.fence = f;
     CHECK_EQ_INT(put_obj(f0.st, "b", "k", "late", 4, &a, NULL), HD_EPRECONDITION);
@@ -1781,8 +1781,8 @@ HD_SUITE(store_fence)
     hd_store_fence_free(f);
 
     /* two fenced commits of one name: the first cancels the other fence */
-    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &f), 0);
-    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", &g), 0);
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", 0, &f), 0);
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "k", 0, &g), 0);
     a.fence = f;
     CHECK_EQ_INT(put_obj(f0.st, "b", "k", "first", 5, &a, NULL), 0);
     a.fence = g;
@@ -1792,12 +1792,54 @@ HD_SUITE(store_fence)
     hd_store_fence_free(g);
 
     /* the bucket destroyed: its fences are cancelled */
-    CHECK_EQ_INT(hd_store_fence_new(f0.st, "c", "k", &f), 0);
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "c", "k", 0, &f), 0);
     CHECK_EQ_INT(hd_store_bucket_destroy(f0.st, "c"), 0);
     CHECK_EQ_INT(hd_store_bucket_create(f0.st, "c", "ais"), 0);
     a.fence = f;
     CHECK_EQ_INT(put_obj(f0.st, "c", "k", "late", 4, &a, NULL), HD_EPRECONDITION);
     hd_store_fence_free(f);
+
+    /* an empty bucket deleted: the same */
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "c", "k", 0, &f), 0);
+    CHECK_EQ_INT(hd_store_bucket_delete(f0.st, "c"), 0);
+    CHECK_EQ_INT(hd_store_bucket_create(f0.st, "c", "ais"), 0);
+    a.fence = f;
+    CHECK_EQ_INT(put_obj(f0.st, "c", "k", "late", 4, &a, NULL), HD_EPRECONDITION);
+    hd_store_fence_free(f);
+
+    /* a keep_newer copy (cold fill, rebalance) of an older write yields to a standing strong
+     * fence: the row the late commit replaces is gone, so there is nothing to compare with */
+    {
+        struct hd_put_attrs old = {.keep_newer = 1, .mtime_ms = 1000};
+        CHECK_EQ_INT(put_str(f0.st, "b", "y", "before"), 0);
+        CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "y", 0, &f), 0);
+        CHECK_EQ_INT(hd_store_delete_fenced(f0.st, "b", "y", f), 0);
+        CHECK_EQ_INT(put_obj(f0.st, "b", "y", "stale", 5, &old, NULL), HD_EPRECONDITION);
+        a.fence = f;
+        CHECK_EQ_INT(put_obj(f0.st, "b", "y", "late", 4, &a, NULL), 0); /* not cancelled */
+        CHECK(content_is(f0.st, "b", "y", "late", 4));
+        hd_store_fence_free(f);
+        /* once the strong fence is cancelled (a delete), such a copy may land again */
+        CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "y", 0, &f), 0);
+        CHECK_EQ_INT(hd_store_delete(f0.st, "b", "y"), 0);
+        CHECK_EQ_INT(put_obj(f0.st, "b", "y", "copy", 4, &old, NULL), 0);
+        hd_store_fence_free(f);
+
+        /* a weak fence (a cold fill's) is only told: a keep_newer copy does not yield to it,
+         * and cancels it like any commit */
+        CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "w", 1, &f), 0);
+        CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "w", 1, &g), 0);
+        CHECK(!hd_store_fence_cancelled(f));
+        a.fence = g;
+        old.fence = f;
+        CHECK_EQ_INT(put_obj(f0.st, "b", "w", "fill", 4, &old, NULL), 0);
+        CHECK(!hd_store_fence_cancelled(f));
+        CHECK(hd_store_fence_cancelled(g));
+        CHECK_EQ_INT(put_obj(f0.st, "b", "w", "other", 5, &a, NULL), HD_EPRECONDITION);
+        CHECK(content_is(f0.st, "b", "w", "fill", 4));
+        hd_store_fence_free(f);
+        hd_store_fence_free(g);
+    }
     CHECK_EQ_INT(count_all(&f0, "tmp"), 0); /* refused commits leave no temp file */
 out:
     fx_close(&f0);
