@@ -200,6 +200,11 @@ int64_t hd_store_now_ms(void);
  * own stands on the name. */
 int hd_store_fence_cancel(struct hd_store *st, const char *bucket, const char *name,
                           const struct hd_store_fence *own, int yield);
+/* For a conditional delete of the row (etag, mtime) of mountpath mpi: cancels the fences on
+ * bucket/name, unless that row is not held (HD_EPRECONDITION: the delete will match nothing,
+ * and a deferred commit or a fill it would cancel is not older than it). scan.c */
+int hd_store_fence_cancel_if(struct hd_store *st, size_t mpi, const char *bucket,
+                             const char *name, const char *etag, int64_t mtime_ms);
 /* A fenced commit holds its fence from the check to the catalog's commit: 0, or
  * HD_EPRECONDITION when it was cancelled (nothing held then). */
 int hd_store_fence_lock(struct hd_store_fence *f);

@@ -476,7 +476,10 @@ int hd_store_delete_moved(struct hd_store *st, size_t mpi, const char *bucket, c
     struct moved_arg a = {bucket, name, etag, mtime_ms, NULL};
     int rc;
 
-    hd_store_fence_cancel(st, bucket, name, NULL, 0);
+    if (mpi >= st->nmp)
+        return HD_EBADARG;
+    if ((rc = hd_store_fence_cancel_if(st, mpi, bucket, name, etag, mtime_ms)) < 0)
+        return rc;
     rc = with_stmt(st, mpi,
                    "DELETE FROM objects WHERE bucket = ?1 AND name = ?2 AND etag = ?3 AND "
                    "mtime = ?4 RETURNING file",

@@ -1840,6 +1840,23 @@ HD_SUITE(store_fence)
         hd_store_fence_free(f);
         hd_store_fence_free(g);
     }
+
+    /* a conditional delete (evictor, rebalance cleanup) that matches no row cancels nothing */
+    {
+        struct hd_obj_meta m;
+        size_t mpi = hd_store_mp_index(f0.st, "b", "z");
+        CHECK_EQ_INT(put_str(f0.st, "b", "z", "held"), 0);
+        CHECK_EQ_INT(hd_store_lookup(f0.st, "b", "z", &m), 0);
+        CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "z", 0, &f), 0);
+        CHECK_EQ_INT(hd_store_delete_if(f0.st, mpi, "b", "z", "0123", m.mtime_ms),
+                     HD_EPRECONDITION);
+        CHECK_EQ_INT(hd_store_delete_moved(f0.st, mpi, "b", "z", m.etag, m.mtime_ms + 1),
+                     HD_EPRECONDITION);
+        CHECK(!hd_store_fence_cancelled(f));
+        CHECK_EQ_INT(hd_store_delete_if(f0.st, mpi, "b", "z", m.etag, m.mtime_ms), 0);
+        CHECK(hd_store_fence_cancelled(f));
+        hd_store_fence_free(f);
+    }
     CHECK_EQ_INT(count_all(&f0, "tmp"), 0); /* refused commits leave no temp file */
 out:
     fx_close(&f0);
