@@ -518,7 +518,11 @@ static void put_end(struct hd_req *r)
         rc = hd_put_commit(pc->put, &a, &m);
         json_decref(hold);
         if (rc < 0) {
-            hd_resp_err_msg(r, rc, rc == HD_EPRECONDITION ? "A newer copy is held." : NULL);
+            hd_resp_err_msg(r, rc,
+                            rc == HD_EPRECONDITION ? "A newer copy is held."
+                            : rc == HD_EUNAVAIL    ? "A newer write of the object is being "
+                                                     "committed here: try again."
+                                                   : NULL);
             return;
         }
         if (a.writeback)

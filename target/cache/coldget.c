@@ -506,8 +506,8 @@ static int fill_commit(struct fill *f)
     a.keep_newer = !f->if_match[0] && a.mtime_ms > 0;
     a.fence = f->fence; /* and any write or delete since the fill began */
     rc = hd_put_commit(f->put, &a, NULL);
-    if (rc == HD_EPRECONDITION)
-        return 0; /* a copy at least as new is held: the readers got their bytes anyway */
+    if (rc == HD_EPRECONDITION || rc == HD_EUNAVAIL)
+        return 0; /* a newer copy is held or on its way: the readers got their bytes anyway */
     if (rc == 0) {
         struct hd_mp_usage u;
         int low, high;
@@ -625,6 +625,8 @@ static void fill_run(struct fill *f)
     }
 out:
     table_remove(f);
+    hd_store_fence_free(f->fence); /* out of the table: no write need tell it any more */
+    f->fence = NULL;
 }
 
 static void fill_task(struct hd_task *task)
@@ -1105,11 +1107,17 @@ static void fetch_run(struct hd_acall *a)
 static void fetch_done(struct hd_req *r, struct hd_acall *a)
 {
     struct vctx *v = a->arg;
+    struct hd_obj_meta m;
 
-    if (a->rc < 0)
+    if (a->rc < 0) {
         hd_resp_err_msg(r, a->rc, a->msg[0] ? a->msg : NULL);
-    else
+    } else if (hd_store_lookup(v->c->st, v->cb->name, v->key, &m) < 0) {
+        /* fetched, but a write of the name overtook the fetch and nothing was kept */
+        hd_resp_err_msg(r, HD_EUNAVAIL, "The object changed while it was fetched: retry.");
+    } else {
+        hd_obj_meta_cleanup(&m);
         serve_local(r, v->c, v->cb, v->key, v->head);
+    }
 }
 
 static int start_acall(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,

@@ -21,6 +21,7 @@ struct hd_store_fence {
     struct hd_store_fence *next;
     pthread_mutex_t mu; /* held across the fenced commit */
     atomic_int cancelled;
+    atomic_int refs; /* the owner's, and a canceller's while it waits (outside st->fmu) */
     int weak;
     char *bucket, *name;
 };
@@ -38,6 +39,7 @@ int hd_store_fence_new(struct hd_store *st, const char *bucket, const char *name
     }
     f->st = st;
     f->weak = weak;
+    atomic_init(&f->refs, 1);
     pthread_mutex_init(&f->mu, NULL);
     pthread_mutex_lock(&st->fmu);
     f->next = st->fences;
@@ -46,6 +48,16 @@ int hd_store_fence_new(struct hd_store *st, const char *bucket, const char *name
     pthread_mutex_unlock(&st->fmu);
     *out = f;
     return 0;
+}
+
+static void fence_unref(struct hd_store_fence *f)
+{
+    if (atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&f->mu);
+    free(f->bucket);
+    free(f->name);
+    free(f);
 }
 
 void hd_store_fence_free(struct hd_store_fence *f)
@@ -64,10 +76,7 @@ void hd_store_fence_free(struct hd_store_fence *f)
             break;
         }
     pthread_mutex_unlock(&st->fmu);
-    pthread_mutex_destroy(&f->mu);
-    free(f->bucket);
-    free(f->name);
-    free(f);
+    fence_unref(f);
 }
 
 static int on_name(const struct hd_store_fence *f, const char *bucket, const char *name)
@@ -75,28 +84,57 @@ static int on_name(const struct hd_store_fence *f, const char *bucket, const cha
     return strcmp(f->bucket, bucket) == 0 && (!name || strcmp(f->name, name) == 0);
 }
 
+/* The fences are marked under st->fmu (so the first of two racing commits wins outright);
+ * a fenced commit in progress is waited for afterwards, holding a reference but not fmu, so
+ * that a slow catalog commit of one name never holds up fences (fills) of other names. */
 int hd_store_fence_cancel(struct hd_store *st, const char *bucket, const char *name,
-                          const struct hd_store_fence *own, int yield)
+                          const struct hd_store_fence *own, int mode)
 {
-    struct hd_store_fence *f;
+    struct hd_store_fence *f, *one[8], **wait = one;
+    size_t n = 0, cap = sizeof(one) / sizeof(one[0]), i;
 
     if (atomic_load(&st->nfences) == 0)
         return 0; /* the common case: no deferred commit or fill anywhere */
     pthread_mutex_lock(&st->fmu);
-    if (yield)
+    if ((mode & HD_FENCE_COMMIT) && own && atomic_load(&own->cancelled)) {
+        pthread_mutex_unlock(&st->fmu);
+        return HD_EPRECONDITION; /* refused anyway: it must cancel nobody */
+    }
+    if (mode & HD_FENCE_YIELD)
         for (f = st->fences; f; f = f->next)
             if (f != own && !f->weak && !atomic_load(&f->cancelled) && on_name(f, bucket, name)) {
                 pthread_mutex_unlock(&st->fmu);
-                return HD_EPRECONDITION; /* a newer write's commit is on its way */
+                return HD_EUNAVAIL; /* a newer write's commit is on its way */
             }
     for (f = st->fences; f; f = f->next) {
         if (f == own || !on_name(f, bucket, name))
             continue;
-        pthread_mutex_lock(&f->mu); /* waits for a fenced commit in progress */
+        /* cancelled before or not, a commit of it that passed its check may be running */
         atomic_store(&f->cancelled, 1);
-        pthread_mutex_unlock(&f->mu);
+        if (n == cap) { /* more than a handful at once: a bucket's worth */
+            struct hd_store_fence **w = malloc(2 * cap * sizeof(*w));
+            if (!w) { /* wait for this one here, as before */
+                pthread_mutex_lock(&f->mu);
+                pthread_mutex_unlock(&f->mu);
+                continue;
+            }
+            memcpy(w, wait, n * sizeof(*w));
+            if (wait != one)
+                free(wait);
+            wait = w;
+            cap *= 2;
+        }
+        atomic_fetch_add(&f->refs, 1);
+        wait[n++] = f;
     }
     pthread_mutex_unlock(&st->fmu);
+    for (i = 0; i < n; i++) { /* a fenced commit that passed its check finishes first */
+        pthread_mutex_lock(&wait[i]->mu);
+        pthread_mutex_unlock(&wait[i]->mu);
+        fence_unref(wait[i]);
+    }
+    if (wait != one)
+        free(wait);
     return 0;
 }
 

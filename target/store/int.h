@@ -195,16 +195,20 @@ struct hd_put {
 
 int64_t hd_store_now_ms(void);
 /* fence.c. Every commit and delete of bucket/name (name NULL: every object of the bucket)
- * cancels the fences on it other than own, before it changes the catalog. yield (a
- * keep_newer commit): HD_EPRECONDITION, nothing cancelled, while a strong fence other than
- * own stands on the name. */
+ * cancels the fences on it other than own, before it changes the catalog, and waits for a
+ * fenced commit of theirs in progress. mode: HD_FENCE_YIELD (a keep_newer commit, not a
+ * dirty one): HD_EUNAVAIL, nothing cancelled, while a strong fence other than own stands on
+ * the name; HD_FENCE_COMMIT (a commit with fence own): HD_EPRECONDITION, nothing cancelled,
+ * when own is cancelled already (the commit will be refused). 0 otherwise. */
+#define HD_FENCE_YIELD 1
+#define HD_FENCE_COMMIT 2
 int hd_store_fence_cancel(struct hd_store *st, const char *bucket, const char *name,
-                          const struct hd_store_fence *own, int yield);
+                          const struct hd_store_fence *own, int mode);
 /* For a conditional delete of the row (etag, mtime) of mountpath mpi: cancels the fences on
  * bucket/name, unless that row is not held (HD_EPRECONDITION: the delete will match nothing,
  * and a deferred commit or a fill it would cancel is not older than it). scan.c */
-int hd_store_fence_cancel_if(struct hd_store *st, size_t mpi, const char *bucket,
-                             const char *name, const char *etag, int64_t mtime_ms);
+int hd_store_fence_cancel_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                             const char *etag, int64_t mtime_ms);
 /* A fenced commit holds its fence from the check to the catalog's commit: 0, or
  * HD_EPRECONDITION when it was cancelled (nothing held then). */
 int hd_store_fence_lock(struct hd_store_fence *f);

@@ -1286,9 +1286,12 @@ int hd_put_commit(struct hd_put *p, const struct hd_put_attrs *attrs, struct hd_
     u.a = attrs;
     u.etag = etag;
     u.mtime = attrs && attrs->mtime_ms > 0 ? attrs->mtime_ms : hd_store_now_ms();
-    /* a keep_newer copy yields to a deferred commit of a newer write (no row to compare yet) */
-    if ((rc = hd_store_fence_cancel(p->st, p->bucket, p->name, attrs ? attrs->fence : NULL,
-                                    attrs && attrs->keep_newer)) < 0)
+    /* a keep_newer copy yields to a deferred commit of a newer write (there is no row to
+     * compare with yet), unless it is dirty (write-back: the only copy there is) */
+    if ((rc = hd_store_fence_cancel(
+             p->st, p->bucket, p->name, attrs ? attrs->fence : NULL,
+             (attrs && attrs->keep_newer && !attrs->writeback ? HD_FENCE_YIELD : 0) |
+                 (attrs && attrs->fence ? HD_FENCE_COMMIT : 0))) < 0)
         goto undo;
     if (attrs && attrs->fence && (rc = hd_store_fence_lock(attrs->fence)) < 0)
         goto undo; /* a newer write or a delete came first */

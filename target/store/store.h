@@ -114,7 +114,9 @@ struct hd_put_attrs {
     const char *etag; /* NULL: the MD5 of the bytes written */
     int64_t mtime_ms; /* 0: now (a rebalanced object keeps its own) */
     int keep_newer;   /* commit only if no copy with mtime >= mtime_ms is held, else
-                       * HD_EPRECONDITION (rebalance must not undo a newer write) */
+                       * HD_EPRECONDITION (rebalance must not undo a newer write); and,
+                       * unless writeback, not while a strong fence stands on the name:
+                       * HD_EUNAVAIL then (a newer write's commit is on its way; retry) */
     /* A conditional write, evaluated in the transaction that commits (so of two racing
      * writers one fails): If-Match (an ETag list or "*"; the object must exist) and
      * If-None-Match: * (it must not). Either failing is HD_ECONFLICT: the caller checked

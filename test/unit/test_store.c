@@ -1814,7 +1814,15 @@ HD_SUITE(store_fence)
         CHECK_EQ_INT(put_str(f0.st, "b", "y", "before"), 0);
         CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "y", 0, &f), 0);
         CHECK_EQ_INT(hd_store_delete_fenced(f0.st, "b", "y", f), 0);
-        CHECK_EQ_INT(put_obj(f0.st, "b", "y", "stale", 5, &old, NULL), HD_EPRECONDITION);
+        CHECK_EQ_INT(put_obj(f0.st, "b", "y", "stale", 5, &old, NULL), HD_EUNAVAIL);
+        {
+            struct hd_put_attrs dirty = old; /* a dirty copy (write-back) never yields */
+            dirty.writeback = 1;
+            CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "y2", 0, &g), 0);
+            CHECK_EQ_INT(put_obj(f0.st, "b", "y2", "dirty", 5, &dirty, NULL), 0);
+            CHECK(hd_store_fence_cancelled(g));
+            hd_store_fence_free(g);
+        }
         a.fence = f;
         CHECK_EQ_INT(put_obj(f0.st, "b", "y", "late", 4, &a, NULL), 0); /* not cancelled */
         CHECK(content_is(f0.st, "b", "y", "late", 4));
@@ -1857,7 +1865,86 @@ HD_SUITE(store_fence)
         CHECK(hd_store_fence_cancelled(f));
         hd_store_fence_free(f);
     }
+
+    /* a commit whose fence was cancelled already is refused without cancelling anyone: a
+     * stale fill must not cost the next fill, or a late Complete, its copy */
+    {
+        struct hd_put_attrs fill = {.keep_newer = 1, .mtime_ms = 1000};
+        CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "s", 1, &f), 0);
+        CHECK_EQ_INT(hd_store_delete(f0.st, "b", "s"), HD_ENOSUCHKEY); /* cancels f */
+        CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "s", 1, &g), 0); /* the next fill */
+        fill.fence = f;
+        CHECK_EQ_INT(put_obj(f0.st, "b", "s", "stale", 5, &fill, NULL), HD_EPRECONDITION);
+        CHECK(!hd_store_fence_cancelled(g));
+        fill.fence = g;
+        CHECK_EQ_INT(put_obj(f0.st, "b", "s", "fresh", 5, &fill, NULL), 0);
+        CHECK(content_is(f0.st, "b", "s", "fresh", 5));
+        hd_store_fence_free(f);
+        hd_store_fence_free(g);
+    }
     CHECK_EQ_INT(count_all(&f0, "tmp"), 0); /* refused commits leave no temp file */
+out:
+    fx_close(&f0);
+}
+
+struct fence_waiter {
+    struct hd_store *st;
+    struct hd_store_fence *f;
+    int rc;
+};
+
+static void *fence_delete_main(void *arg) /* a delete of the fenced name */
+{
+    struct fence_waiter *w = arg;
+
+    w->rc = hd_store_delete(w->st, "b", "busy");
+    return NULL;
+}
+
+static void *fence_new_main(void *arg) /* a fill of another name starting */
+{
+    struct fence_waiter *w = arg;
+
+    w->rc = hd_store_fence_new(w->st, "b", "other", 1, &w->f);
+    return NULL;
+}
+
+/* A delete waiting for a fenced commit of its name in progress holds no lock that fences
+ * of other names need (before, it waited holding st->fmu: one slow commit stalled every
+ * cold fill and write of the node). */
+HD_SUITE(store_fence_wait)
+{
+    struct fence_waiter del = {0}, other = {0};
+    struct hd_store_fence *f = NULL;
+    pthread_t td, tn;
+    struct timespec until;
+    int joined = 0, i;
+    struct fx f0;
+
+    CHECK_EQ_INT(fx_open(&f0, 1, 0), 0);
+    if (!f0.st)
+        goto out;
+    CHECK_EQ_INT(hd_store_bucket_create(f0.st, "b", "ais"), 0);
+    CHECK_EQ_INT(hd_store_fence_new(f0.st, "b", "busy", 0, &f), 0);
+    CHECK_EQ_INT(hd_store_fence_lock(f), 0); /* a fenced commit in progress */
+    del.st = other.st = f0.st;
+    CHECK_EQ_INT(pthread_create(&td, NULL, fence_delete_main, &del), 0);
+    for (i = 0; i < 10000 && !hd_store_fence_cancelled(f); i++) /* the delete marked it */
+        usleep(1000);
+    CHECK(hd_store_fence_cancelled(f));
+    CHECK_EQ_INT(pthread_create(&tn, NULL, fence_new_main, &other), 0);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    joined = pthread_timedjoin_np(tn, NULL, &until) == 0;
+    CHECK(joined); /* not held up by the delete waiting for the commit */
+    CHECK_EQ_INT(other.rc, 0);
+    hd_store_fence_unlock(f); /* the commit ends: the delete goes on */
+    pthread_join(td, NULL);
+    if (!joined)
+        pthread_join(tn, NULL);
+    CHECK_EQ_INT(del.rc, HD_ENOSUCHKEY);
+    hd_store_fence_free(other.f);
+    hd_store_fence_free(f);
 out:
     fx_close(&f0);
 }
