@@ -1864,6 +1864,7 @@ HD_SUITE(store_fence)
         CHECK_EQ_INT(hd_store_delete_if(f0.st, mpi, "b", "z", m.etag, m.mtime_ms), 0);
         CHECK(hd_store_fence_cancelled(f));
         hd_store_fence_free(f);
+        hd_obj_meta_cleanup(&m);
     }
 
     /* a commit whose fence was cancelled already is refused without cancelling anyone: a
