@@ -205,6 +205,13 @@ def test_body_rewritten_in_flight(rec):
         to_t2.tamper = None
 
 
+def with_body(head, body):
+    """A recorded answer's head with another body: the raw bytes a tamperer sends on."""
+    lines = [ln for ln in head.split(b"\r\n")
+             if ln and not ln.lower().startswith(b"content-length:")]
+    return b"\r\n".join(lines) + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+
+
 def test_target_answer_rewritten_in_flight(rec):
     """A target's answers to the proxies' admin calls are signed (HD_NODE_CAP_SIGNED_ADMIN,
     announced in its map entry): t2's answer to the primary's GET /v1/jobs, rewritten on the
@@ -219,12 +226,8 @@ def test_target_answer_rewritten_in_flight(rec):
         if req.method == "GET" and req.path == "/v1/jobs":
             seen.append((head, body))
             if tamper.on:
-                forged = json.dumps({"jobs": [{"id": "forged-job", "kind": "evict",
-                                               "state": "running"}]}).encode()
-                lines = [ln for ln in head.split(b"\r\n")
-                         if ln and not ln.lower().startswith(b"content-length:")]
-                return (b"\r\n".join(lines) + b"\r\nContent-Length: %d\r\n\r\n" % len(forged)
-                        + forged)
+                return with_body(head, json.dumps({"jobs": [
+                    {"id": "forged-job", "kind": "evict", "state": "running"}]}).encode())
         return None
 
     tamper.on = False
@@ -263,11 +266,7 @@ def test_target_bucket_answer_rewritten_in_flight(rec):
             if tamper.on:
                 j = json.loads(body)
                 j["objects"], j["bytes"] = 1000000, 1 << 40
-                forged = json.dumps(j).encode()
-                lines = [ln for ln in head.split(b"\r\n")
-                         if ln and not ln.lower().startswith(b"content-length:")]
-                return (b"\r\n".join(lines) + b"\r\nContent-Length: %d\r\n\r\n" % len(forged)
-                        + forged)
+                return with_body(head, json.dumps(j).encode())
         return None
 
     tamper.on = False
