@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -20,8 +21,12 @@ import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import boto3
 import pytest
 import requests
+from botocore.config import Config
+import botocore.exceptions
+from botocore.exceptions import ReadTimeoutError
 
 import helpers
 from cachefix import C_KEYS, UP_KEYS, HoardCluster, profiles, s3rver, scripted_s3  # noqa: F401
@@ -881,6 +886,48 @@ def part_files(cache, upload_id):
             if os.path.isdir(d):
                 out.extend(os.listdir(d))
     return out
+
+
+def test_write_through_complete_finishes_after_the_client_left(upstream, cache):
+    """A client gives up on a write-through Complete while the upstream is slow (its target
+    stopped) and never retries. The upstream completes the twin when it wakes; from then on
+    the older cached copy must not be served: the Complete's local half (the old copy
+    dropped, the upload marked done) runs although nobody is there to answer."""
+    ub, u, b = wt_bucket(upstream, cache, "twleft")
+    s3 = cache.s3()
+    key = "left"
+    s3.put_object(Bucket=b, Key=key, Body=b"the older object")
+    wait_cached(cache, b, {key})
+    parts = [helpers.pattern_bytes(5 * 1024 * 1024, 81), b"tail"]
+    body = b"".join(parts)
+    up = s3.create_multipart_upload(Bucket=b, Key=key)
+    listed = [{"PartNumber": i + 1,
+               "ETag": s3.upload_part(Bucket=b, Key=key, UploadId=up["UploadId"],
+                                      PartNumber=i + 1, Body=p)["ETag"]}
+              for i, p in enumerate(parts)]
+    impatient = boto3.session.Session().client(
+        "s3", endpoint_url=cache.url, region_name="us-east-1",
+        aws_access_key_id=cache.keys[0], aws_secret_access_key=cache.keys[1],
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                      read_timeout=2, retries={"total_max_attempts": 1, "mode": "standard"}))
+    for t in upstream.targets:
+        t.proc.send_signal(signal.SIGSTOP)
+    try:
+        with pytest.raises(ReadTimeoutError):
+            impatient.complete_multipart_upload(Bucket=b, Key=key, UploadId=up["UploadId"],
+                                                MultipartUpload={"Parts": listed})
+    finally:
+        for t in upstream.targets:
+            t.proc.send_signal(signal.SIGCONT)
+    def upstream_has_it():
+        try:
+            return u.head_object(Bucket=ub, Key=key)["ContentLength"] == len(body)
+        except botocore.exceptions.ClientError:
+            return False  # waking up
+
+    helpers.wait_until(upstream_has_it, timeout=60, what="the upstream completing the twin")
+    helpers.wait_until(lambda: s3.get_object(Bucket=b, Key=key)["Body"].read() == body,
+                       timeout=30, what="GETs through the cache to serve the completed object")
 
 
 def test_write_through_complete_answers_before_the_cached_copy(upstream, cache):
