@@ -572,7 +572,7 @@ static double *gather(const struct worker *w, int threads, int op, size_t *n)
         return NULL;
     for (t = 0, k = 0; t < threads; t++)
         for (o = 0; o < NOPS; o++)
-            if (op == NOPS || op == o) {
+            if ((op == NOPS || op == o) && w[t].lat[o].n) { /* none: v may be NULL */
                 memcpy(all + k, w[t].lat[o].v, w[t].lat[o].n * sizeof(*all));
                 k += w[t].lat[o].n;
             }
