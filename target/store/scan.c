@@ -82,30 +82,18 @@ out:
 int hd_store_fence_cancel_if(struct hd_store *st, size_t mpi, const char *bucket,
                              const char *name, const char *etag, int64_t mtime_ms)
 {
-    static const char sql[] = "SELECT 1 FROM objects WHERE bucket = ?1 AND name = ?2 AND "
-                              "etag = ?3 AND mtime = ?4";
-    sqlite3_stmt *q = NULL;
-    struct conn *c;
-    int rc, s;
+    struct hd_obj_meta m;
+    int rc;
 
     if (atomic_load(&st->nfences) == 0)
         return 0; /* nothing to cancel */
-    if ((rc = hd_store_conn_get(&st->mp[mpi], &c)) < 0)
+    if ((rc = hd_store_lookup_mp(st, mpi, bucket, name, &m)) == HD_ENOSUCHKEY)
+        return HD_EPRECONDITION;
+    if (rc < 0)
         return rc;
-    if ((s = sqlite3_prepare_v2(c->db, sql, -1, &q, NULL)) != SQLITE_OK) {
-        rc = hd_store_sqlerr(c->db, s, "delete_if: lookup");
-    } else {
-        sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 3, etag, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 4, mtime_ms);
-        s = sqlite3_step(q);
-        rc = s == SQLITE_ROW    ? 0
-             : s == SQLITE_DONE ? HD_EPRECONDITION
-                                : hd_store_sqlerr(c->db, s, "delete_if: lookup");
-    }
-    sqlite3_finalize(q);
-    hd_store_conn_put(&st->mp[mpi], c);
+    if (strcmp(m.etag, etag) != 0 || m.mtime_ms != mtime_ms)
+        rc = HD_EPRECONDITION;
+    hd_obj_meta_cleanup(&m);
     if (rc == 0)
         hd_store_fence_cancel(st, bucket, name, NULL, 0);
     return rc;
