@@ -1,0 +1,229 @@
+"""The AWS SDK for JavaScript v3 (@aws-sdk/client-s3, lib-storage, s3-request-presigner; npm
+versions pinned in deploy/local/install-deps.sh) against a standalone target and a cluster
+proxy, with the SDK's default settings plus forcePathStyle: CRC32 checksums on every upload
+(`x-amz-checksum-crc32`, `x-amz-sdk-checksum-algorithm`, aws-chunked with a trailer for
+streams), `x-id=` query parameters, `x-amz-checksum-mode: ENABLED` and response checksum
+validation on every GetObject.
+
+js_sdk_checks.mjs runs every operation once per endpoint (a few seconds) and prints what it
+saw, including the headers of each request and response; the tests below assert on that."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import helpers
+from conftest import REPO, _empty_bucket
+
+ENDPOINTS = ("target", "proxy")
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "js_sdk_checks.mjs")
+SDK = os.path.join(REPO, "node_modules", "@aws-sdk", "client-s3", "package.json")
+
+
+def run_checks(url, access_key, secret_key, bucket, new_bucket, mode="s3"):
+    """Runs js_sdk_checks.mjs; returns its JSON ({check: result})."""
+    if not shutil.which("node") or not os.path.exists(SDK):
+        pytest.skip("node or @aws-sdk/client-s3 missing (make deps installs them)")
+    env = dict(os.environ, HOARD_ENDPOINT=url, HOARD_ACCESS_KEY=access_key,
+               HOARD_SECRET_KEY=secret_key, HOARD_BUCKET=bucket, HOARD_NEW_BUCKET=new_bucket,
+               HOARD_MODE=mode, NODE_NO_WARNINGS="1")
+    env = {k: v for k, v in env.items() if not k.startswith("AWS_")}
+    p = subprocess.run(["node", SCRIPT], env=env, capture_output=True, timeout=300, cwd=REPO)
+    assert p.returncode == 0, "node failed (%d)\nstdout: %s\nstderr: %s" % (
+        p.returncode, p.stdout.decode(errors="replace")[-2000:],
+        p.stderr.decode(errors="replace")[-3000:])
+    return json.loads(p.stdout.decode().strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def js(endpoint, s3):
+    """What the script saw against `endpoint`, in a bucket of its own."""
+    name = helpers.unique_bucket_name("js")
+    s3.create_bucket(Bucket=name)
+    try:
+        yield run_checks(endpoint.url, endpoint.access_key, endpoint.secret_key, name,
+                         helpers.unique_bucket_name("jsnew"))
+    finally:
+        _empty_bucket(s3, name)
+
+
+def result(js, name):
+    """The check's observations; fails with the SDK's error when the check threw."""
+    r = dict(js[name])
+    wire = r.pop("wire")
+    assert r["ok"], "%s: %s\nrequests: %s" % (name, r.get("error"), json.dumps(
+        [(w["method"], w["path"], w["query"], w.get("status")) for w in wire]))
+    r["wire"] = wire
+    return r
+
+
+def requests_of(r, method, **query):
+    """The requests of a check with that method whose query has the given items."""
+    return [w for w in r["wire"] if w["method"] == method and
+            all(w["query"].get(k) == v for k, v in query.items())]
+
+
+def test_js_create_head_delete_bucket(js):
+    r = result(js, "create_bucket")
+    assert (r["create_status"], r["head_status"], r["delete_status"]) == (200, 200, 204)
+    assert r["head_after_delete"]["status"] == 404, r
+
+
+def test_js_put_string_crc32(js):
+    r = result(js, "put_string")
+    assert r["same"] and r["etag"] == r["want_etag"], r
+    assert r["content_type"] == "text/plain; charset=utf-8"
+    put = requests_of(r, "PUT", **{"x-id": "PutObject"})
+    assert len(put) == 1, r["wire"]
+    h = put[0]["headers"]
+    # what makes this client interesting: it did send a CRC32 (else the test proves nothing)
+    assert h.get("x-amz-sdk-checksum-algorithm") == "CRC32", h
+    assert h.get("x-amz-checksum-crc32"), h
+    assert r["put_checksum_crc32"] == h["x-amz-checksum-crc32"]
+    # GetObject asked for the checksum (checksum mode) and the SDK validated the body with it
+    get = requests_of(r, "GET", **{"x-id": "GetObject"})
+    assert get[0]["headers"].get("x-amz-checksum-mode") == "ENABLED"
+    assert r["get_checksum_crc32"] == h["x-amz-checksum-crc32"]
+
+
+def test_js_put_buffer_head_metadata(js):
+    r = result(js, "put_buffer")
+    assert r["same"] and r["etag"] == r["want_etag"] == r["head_etag"], r
+    assert r["get_length"] == r["head_length"] == 300 * 1024 + 7
+    assert r["metadata"] == {"color": "blue", "x-mixed": "Case Value"}
+    assert r["get_metadata"] == r["metadata"]
+    assert r["last_modified_is_date"]
+
+
+@pytest.mark.xfail(strict=True, reason="the SDK's limit, not hoard's: PutObject with a stream "
+                   "body and no ContentLength throws TypeError ('Invalid value \"undefined\" "
+                   "for header \"x-amz-decoded-content-length\"') before sending anything; "
+                   "lib-storage's Upload is its way to send such a stream "
+                   "(test_js_upload_stream_unknown_length)")
+def test_js_put_stream_unknown_length(js):
+    r = result(js, "put_stream_unknown_length")
+    assert r["same"] and r["etag"] == r["want_etag"], r
+
+
+def test_js_put_stream_unknown_length_never_reaches_hoard(js):
+    """The xfail above is the SDK's: node's http refuses the header the SDK set to undefined,
+    so the request is never sent and no response arrives."""
+    r = js["put_stream_unknown_length"]
+    if r["ok"]:
+        pytest.skip("this SDK version sends it (the xfail above then XPASSes)")
+    assert r["error"]["name"] == "TypeError", r["error"]
+    assert "x-amz-decoded-content-length" in r["error"]["message"], r["error"]
+    assert not any("status" in w for w in r["wire"]), r["wire"]
+
+
+def test_js_put_stream_aws_chunked_trailer(js):
+    r = result(js, "put_stream_known_length")
+    assert r["same"] and r["etag"] == r["want_etag"], r
+    put = requests_of(r, "PUT", **{"x-id": "PutObject"})[0]["headers"]
+    assert put.get("content-encoding") == "aws-chunked", put
+    assert put.get("x-amz-content-sha256") == "STREAMING-UNSIGNED-PAYLOAD-TRAILER", put
+    assert put.get("x-amz-trailer") == "x-amz-checksum-crc32", put
+    assert put.get("x-amz-decoded-content-length") == str(200 * 1024 + 3), put
+    assert r["put_checksum_crc32"] and r["get_checksum_crc32"] == r["put_checksum_crc32"], r
+
+
+def test_js_upload_stream_unknown_length(js):
+    r = result(js, "upload_stream_small")
+    assert r["same"] and r["etag"] == r["want_etag"], r
+
+
+def test_js_checksum_algorithms_and_bad_digest(js):
+    r = result(js, "put_checksum_algorithms")
+    for alg in ("CRC32C", "SHA1", "SHA256"):
+        assert r[alg]["same"], (alg, r[alg])
+        assert r[alg]["put"] and r[alg]["get"] == r[alg]["put"], (alg, r[alg])
+        put = requests_of(r, "PUT")
+        assert any(w["headers"].get("x-amz-checksum-" + alg.lower()) == r[alg]["put"]
+                   for w in put), alg
+    # a CRC32 that does not match the body: BadDigest, nothing stored
+    assert r["wrong_crc32"] and (r["wrong_crc32"]["name"], r["wrong_crc32"]["status"]) == \
+        ("BadDigest", 400), r["wrong_crc32"]
+    assert r["wrong_stored"] and r["wrong_stored"]["status"] == 404, r["wrong_stored"]
+
+
+def test_js_list_v2_prefix_delimiter_paginator(js):
+    r = result(js, "list_v2")
+    assert r["keys"] == ["list/c", "list/d", "list/e"], r
+    assert r["prefixes"] == ["list/a/", "list/b/"], r
+    assert r["key_count"] == 5 and r["truncated"] is False, r
+    assert r["sizes"] == [6, 6, 6]
+    assert r["pages"] == [["list/a/1", "list/a/2"], ["list/b/1", "list/c"], ["list/d", "list/e"]]
+
+
+def test_js_copy_object(js):
+    r = result(js, "copy_object")
+    assert r["same"] and r["etag"] == r["want_etag"], r
+    assert r["metadata"] == {"color": "blue", "x-mixed": "Case Value"}  # COPY directive
+
+
+def test_js_range_get(js):
+    r = result(js, "range_get")
+    assert r["status"] == 206 and r["same"], r
+    assert r["content_range"] == "bytes 100-1123/%d" % (300 * 1024 + 7)
+    assert r["length"] == 1024
+
+
+def test_js_conditional_get(js):
+    r = result(js, "conditional_get")
+    # a 304 has no body, so the SDK cannot read an error code from it: its name is "Unknown"
+    # (the SDK does the same against AWS); the status is what callers test
+    assert r["if_none_match"] and r["if_none_match"]["status"] == 304, r
+    assert (r["if_match_wrong"]["name"], r["if_match_wrong"]["status"]) == \
+        ("PreconditionFailed", 412), r
+    assert r["if_match_right_same"]
+
+
+def test_js_presigned_get(js):
+    r = result(js, "presigned_get")
+    assert r["has_signature"] and r["status"] == 200 and r["same"], r
+    assert r["bad_signature_status"] == 403, r
+
+
+def test_js_multipart_upload_lib_storage(js):
+    r = result(js, "multipart_upload")
+    size = 20 * 1024 * 1024 + 12345
+    assert r["parts"] == 5, r
+    assert r["etag"] == r["want_etag"] == r["head_etag"], r
+    assert r["head_length"] == r["want_length"] == size
+    assert r["same_sha256"]
+    create = requests_of(r, "POST", uploads="")
+    assert create and create[0]["headers"].get("x-amz-checksum-algorithm") == "CRC32", create
+    parts = requests_of(r, "PUT", **{"x-id": "UploadPart"})
+    assert len(parts) == 5 and all(w["headers"].get("x-amz-checksum-crc32") and
+                                   w["response_headers"].get("x-amz-checksum-crc32") ==
+                                   w["headers"]["x-amz-checksum-crc32"] for w in parts), parts
+    # the upload's checksum: COMPOSITE (CRC32 of the parts' CRC32s, "-5")
+    assert r["complete_checksum_crc32"] and r["complete_checksum_crc32"].endswith("-5"), r
+    assert r["head_checksum_crc32"] == r["complete_checksum_crc32"], r
+    assert r["head_checksum_type"] == "COMPOSITE", r
+
+
+def test_js_delete_object_and_objects(js):
+    r = result(js, "delete")
+    assert r["delete_status"] == 204
+    assert r["head_after_delete"]["status"] == 404
+    assert r["deleted"] == ["list/a/1", "list/a/2", "list/never-existed"], r
+    assert r["errors"] == [] and r["left"] == [], r
+    # DeleteObjects carries a CRC32 instead of Content-MD5 in these SDK versions
+    post = requests_of(r, "POST", delete="")[0]["headers"]
+    assert post.get("x-amz-checksum-crc32") and "content-md5" not in post, post
+
+
+@pytest.mark.parametrize("case,name,status", [
+    ("get_missing_key", "NoSuchKey", 404),
+    ("head_missing_key", "NotFound", 404),  # a HEAD has no body: the SDK names it by status
+    ("get_missing_bucket", "NoSuchBucket", 404),
+    ("list_missing_bucket", "NoSuchBucket", 404),
+    ("put_missing_bucket", "NoSuchBucket", 404),
+])
+def test_js_error_shapes(js, case, name, status):
+    e = result(js, "errors")[case]
+    assert e is not None, "%s succeeded" % case
+    assert (e["name"], e["status"], e["fault"]) == (name, status, "client"), e
