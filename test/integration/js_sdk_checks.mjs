@@ -3,7 +3,9 @@
 // forcePathStyle. Driven by test_js_sdk.py, which asserts on what this prints.
 //   node js_sdk_checks.mjs   (env: HOARD_ENDPOINT, HOARD_ACCESS_KEY, HOARD_SECRET_KEY,
 //                              HOARD_BUCKET: an existing empty bucket, HOARD_NEW_BUCKET: a name
-//                              to create and delete)
+//                              to create and delete; HOARD_SKIP: checks not to run, comma-
+//                              separated; HOARD_COLD_KEY: a key of HOARD_BUCKET that only its
+//                              upstream holds, for the cold_get check)
 // Prints one JSON object: {check: {ok: bool, ...observed values} | {ok: false, error: {...}}}.
 // Every check runs, whatever the others did; the exit code is 0 unless the script itself broke.
 import { createHash } from "node:crypto";
@@ -62,7 +64,9 @@ function errShape(e) {
 }
 
 const results = {};
+const skip = new Set((process.env.HOARD_SKIP || "").split(",").filter(Boolean));
 async function check(name, fn) {
+    if (skip.has(name)) return;
     wire = [];
     try {
         results[name] = { ok: true, ...(await fn()) };
@@ -79,6 +83,24 @@ async function failure(fn) {
     } catch (e) {
         return errShape(e);
     }
+}
+
+// An S3-backed bucket: the first reads of an object only its upstream holds (cold GET, then a
+// Range and a HEAD of the now cached object), with checksum mode on as always.
+if (process.env.HOARD_COLD_KEY) {
+    await check("cold_get", async () => {
+        const key = process.env.HOARD_COLD_KEY;
+        const h0 = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+        const g = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        const got = await bodyBytes(g);
+        const rg = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key,
+            Range: "bytes=10-19" }));
+        const part = await bodyBytes(rg);
+        const h = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+        return { head_length: h0.ContentLength, head_etag: h0.ETag, length: got.length,
+            md5: md5(got), etag: g.ETag, metadata: g.Metadata, range: part.toString("latin1"),
+            content_range: rg.ContentRange, warm_head_etag: h.ETag };
+    });
 }
 
 await check("create_bucket", async () => {
@@ -237,7 +259,7 @@ await check("multipart_upload", async () => {
     const g = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "mpu/big.bin" }));
     const got = await bodyBytes(g);
     const h = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: "mpu/big.bin" }));
-    return { etag: r.ETag, want_etag: want, head_etag: h.ETag, head_length: h.ContentLength,
+    return { etag: r.ETag, want_etag: want, md5: md5(big), head_etag: h.ETag, head_length: h.ContentLength,
         want_length: big.length, same_sha256: sha(got) === sha(big),
         parts: wire.filter((w) => w.query.partNumber).length,
         complete_checksum_crc32: r.ChecksumCRC32, head_checksum_crc32: hc.ChecksumCRC32,
