@@ -13,7 +13,8 @@ import { Readable } from "node:stream";
 import {
     S3Client, CreateBucketCommand, DeleteBucketCommand, HeadBucketCommand, PutObjectCommand,
     GetObjectCommand, HeadObjectCommand, CopyObjectCommand, DeleteObjectCommand,
-    DeleteObjectsCommand, ListObjectsV2Command, paginateListObjectsV2,
+    DeleteObjectsCommand, ListObjectsV2Command, paginateListObjectsV2, ListBucketsCommand,
+    GetObjectAttributesCommand,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
@@ -187,6 +188,58 @@ await check("put_checksum_algorithms", async () => {
     out.wrong_stored = await failure(() => s3.send(new HeadObjectCommand({ Bucket: bucket,
         Key: "alg/wrong" })));
     return out;
+});
+
+// Keys the SDK has to encode in the path (its own encoder, not botocore's), an empty body.
+const oddKeys = ["odd/sp ace+plus", "odd/per%cent", "odd/\u00fcnic\u00f8de/\u6587", "odd/a=b&c?d#e",
+    "odd/tilde~star*(paren)", "odd//double"];
+await check("odd_keys", async () => {
+    const got = {};
+    for (const k of oddKeys) { // each key's body, or the error of its PUT or GET
+        try {
+            await s3.send(new PutObjectCommand({ Bucket: bucket, Key: k, Body: "body of " + k }));
+            const g = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: k }));
+            got[k] = (await bodyBytes(g)).toString("utf8");
+        } catch (e) {
+            got[k] = errShape(e);
+        }
+    }
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: "odd/empty", Body: "" }));
+    const e = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "odd/empty" }));
+    const l = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: "odd/" }));
+    return { bodies: got, empty_length: (await bodyBytes(e)).length, empty_etag: e.ETag,
+        empty_crc32: e.ChecksumCRC32, listed: (l.Contents || []).map((o) => o.Key) };
+});
+
+// Conditional writes (If-None-Match: * / If-Match on PutObject), ListBuckets, a missing bucket's
+// HEAD, GetObjectAttributes.
+await check("misc", async () => {
+    const first = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: "misc/once",
+        Body: "first", IfNoneMatch: "*" }));
+    const second = await failure(() => s3.send(new PutObjectCommand({ Bucket: bucket,
+        Key: "misc/once", Body: "second", IfNoneMatch: "*" })));
+    const wrongMatch = await failure(() => s3.send(new PutObjectCommand({ Bucket: bucket,
+        Key: "misc/once", Body: "third", IfMatch: '"0123456789abcdef0123456789abcdef"' })));
+    const rightMatch = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: "misc/once",
+        Body: "fourth", IfMatch: first.ETag }));
+    const now = await bodyBytes(await s3.send(new GetObjectCommand({ Bucket: bucket,
+        Key: "misc/once" })));
+    const lb = await s3.send(new ListBucketsCommand({}));
+    const headMissing = await failure(() => s3.send(new HeadBucketCommand({
+        Bucket: newBucket + "-never" })));
+    let attrs;
+    try {
+        const a = await s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: "buf/one.bin",
+            ObjectAttributes: ["ETag", "Checksum", "ObjectSize", "StorageClass"] }));
+        attrs = { etag: a.ETag, size: a.ObjectSize, checksum: a.Checksum,
+            storage_class: a.StorageClass };
+    } catch (e) {
+        attrs = { error: errShape(e) };
+    }
+    return { if_none_match_first_etag: first.ETag, if_none_match_second: second,
+        if_match_wrong: wrongMatch, if_match_right_etag: rightMatch.ETag,
+        body_now: now.toString(), buckets_listed: (lb.Buckets || []).some((b) => b.Name === bucket),
+        head_missing_bucket: headMissing, attributes: attrs };
 });
 
 await check("list_v2", async () => {
