@@ -142,7 +142,9 @@ await check("put_buffer", async () => {
 const streamData = pattern(200 * 1024 + 3, 2);
 await check("put_stream_unknown_length", async () => {
     const chunks = [];
-    for (let i = 0; i < streamData.length; i += 64 * 1024) chunks.push(streamData.subarray(i, i + 64 * 1024));
+    for (let i = 0; i < streamData.length; i += 64 * 1024) {
+        chunks.push(streamData.subarray(i, i + 64 * 1024));
+    }
     const p = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: "stream/unknown.bin",
         Body: Readable.from(chunks) }));
     const g = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "stream/unknown.bin" }));
@@ -284,7 +286,8 @@ await check("conditional_get", async () => {
     const g = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "buf/one.bin",
         IfMatch: h.ETag }));
     const got = await bodyBytes(g);
-    return { if_none_match: notModified, if_match_wrong: failed, if_match_right_same: got.equals(buf) };
+    return { if_none_match: notModified, if_match_wrong: failed,
+        if_match_right_same: got.equals(buf) };
 });
 
 await check("presigned_get", async () => {
@@ -292,7 +295,8 @@ await check("presigned_get", async () => {
         { expiresIn: 600 });
     const r = await fetch(url);
     const got = Buffer.from(await r.arrayBuffer());
-    const bad = await fetch(url.replace(/X-Amz-Signature=[0-9a-f]+/, "X-Amz-Signature=" + "0".repeat(64)));
+    const bad = await fetch(url.replace(/X-Amz-Signature=[0-9a-f]+/,
+        "X-Amz-Signature=" + "0".repeat(64)));
     return { status: r.status, same: got.equals(buf), bad_signature_status: bad.status,
         has_signature: url.includes("X-Amz-Signature=") };
 });
@@ -312,7 +316,8 @@ await check("multipart_upload", async () => {
     const g = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "mpu/big.bin" }));
     const got = await bodyBytes(g);
     const h = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: "mpu/big.bin" }));
-    return { etag: r.ETag, want_etag: want, md5: md5(big), head_etag: h.ETag, head_length: h.ContentLength,
+    return { etag: r.ETag, want_etag: want, md5: md5(big), head_etag: h.ETag,
+        head_length: h.ContentLength,
         want_length: big.length, same_sha256: sha(got) === sha(big),
         parts: wire.filter((w) => w.query.partNumber).length,
         complete_checksum_crc32: r.ChecksumCRC32, head_checksum_crc32: hc.ChecksumCRC32,

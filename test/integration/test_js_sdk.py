@@ -1,10 +1,11 @@
 """The AWS SDK for JavaScript v3 (@aws-sdk/client-s3, lib-storage, s3-request-presigner; npm
 versions pinned in deploy/local/install-deps.sh) against a standalone target ([target]), a
-cluster proxy ([proxy]) and an S3-backed bucket of a cache cluster, s3rver upstream
-([s3rver]: cold reads, write-through of every write), with the SDK's default settings plus forcePathStyle: CRC32 checksums on every upload
-(`x-amz-checksum-crc32`, `x-amz-sdk-checksum-algorithm`, aws-chunked with a trailer for
-streams), `x-id=` query parameters, `x-amz-checksum-mode: ENABLED` and response checksum
-validation on every GetObject.
+cluster proxy ([proxy]) and an S3-backed bucket of a cache cluster with s3rver as its
+upstream ([s3rver]: cold reads, write-through of every write). The SDK's default settings
+plus forcePathStyle: CRC32 checksums on every upload (`x-amz-checksum-crc32`,
+`x-amz-sdk-checksum-algorithm`, aws-chunked with a trailer for streams), `x-id=` query
+parameters, `x-amz-checksum-mode: ENABLED` and response checksum validation on every
+GetObject.
 
 js_sdk_checks.mjs runs every operation once per endpoint (a few seconds) and prints what it
 saw, including the headers of each request and response; the tests below assert on that
