@@ -840,6 +840,9 @@ struct copy {
     struct hd_cond cond; /* x-amz-copy-source-if-*, pointing into cond_v */
     char *if_match;      /* on the destination */
     int if_none_match;
+    struct hd_cbucket *cb; /* an S3-backed (write-through) destination: written upstream first */
+    char rid[17];          /* the request's id (log context of the upstream write) */
+    char msg[256];         /* the upstream's refusal */
     struct hd_obj_meta out;
 };
 
@@ -860,6 +863,8 @@ static void copy_free(void *arg)
     for (i = 0; i < 4; i++)
         free(c->cond_v[i]);
     hd_obj_meta_cleanup(&c->out);
+    if (c->cb)
+        hd_cbucket_unref(c->cb);
     free(c);
 }
 
@@ -891,6 +896,22 @@ static int copy_attrs(const struct copy *c, const char *src_meta, const char *sr
     return 0;
 }
 
+/* Commits the filled copy with attributes a; into an S3-backed bucket the upstream is written
+ * first and its ETag kept (blocking: then only on pool threads). */
+static int copy_commit(struct copy *c, struct hd_put *p, struct hd_put_attrs *a)
+{
+    char uetag[48];
+    int rc;
+
+    if (c->cb) {
+        if ((rc = hd_cache_put_through_now(c->cb, c->key, p, a->ctype, a->meta, a->hdrs, c->rid,
+                                           uetag, c->msg, sizeof(c->msg))) < 0)
+            return rc;
+        a->etag = uetag;
+    }
+    return hd_put_commit(p, a, &c->out);
+}
+
 /* The source from its owner, another target (pool thread): streams it into the new object. */
 static void copy_remote_run(struct hd_acall *a)
 {
@@ -913,7 +934,7 @@ static void copy_remote_run(struct hd_acall *a)
         goto out;
     }
     if ((rc = copy_attrs(c, src.meta, src.ctype, src.hdrs, src.ck_type, src.ck_val, &at, &h)) == 0)
-        rc = hd_put_commit(p, &at, &c->out);
+        rc = copy_commit(c, p, &at);
 out:
     hd_put_free(p);
     json_decref(hold);
@@ -943,7 +964,7 @@ static void copy_remote_done(struct hd_req *r, struct hd_acall *a)
     struct copy *c = a->arg;
 
     if (a->rc < 0)
-        hd_resp_err(r, a->rc);
+        hd_resp_err_msg(r, a->rc, c->msg[0] ? c->msg : NULL);
     else
         copy_answer(r, &c->out);
 }
@@ -968,13 +989,29 @@ static int copy_local(struct copy *c)
         (rc = copy_attrs(c, m.meta, m.ctype, m.hdrs, m.ck_type, m.ck_val, &a, &hold)) == 0) {
         if ((rc = hd_put_begin(c->t->st, c->bucket, c->key, &p)) == 0 &&
             (rc = copy_content(p, fd, m.size)) == 0)
-            rc = hd_put_commit(p, &a, &c->out);
+            rc = copy_commit(c, p, &a);
     }
     hd_put_free(p);
     free(hold);
     close(fd);
     hd_obj_meta_cleanup(&m);
     return rc;
+}
+
+/* A copy into an S3-backed bucket (pool thread, as the upstream is written first): the source
+ * held here, else fetched from its owner. */
+static void copy_through_run(struct hd_acall *a)
+{
+    struct copy *c = a->arg;
+    char url[512];
+    int rc = copy_local(c);
+
+    if (rc == HD_ENOSUCHKEY &&
+        hd_peer_owner_elsewhere(c->t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY) {
+        copy_remote_run(a);
+        return;
+    }
+    a->rc = rc;
 }
 
 /* The request's side of a copy (on the worker): c filled, or the error to answer with. */
@@ -1013,10 +1050,13 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
     c->if_match = hd_api_dup_opt(wc.if_match, &oom);
     c->sclass = hd_api_dup_opt(sc, &oom);
     if ((cb = hd_cache_bucket(t->cache, bucket))) {
-        hd_cbucket_unref(cb);
-        *msg = "CopyObject into an S3-backed bucket is not supported yet; PUT the object "
-               "instead.";
-        return HD_ENOTIMPL;
+        if (cb->props.write_back) {
+            hd_cbucket_unref(cb);
+            *msg = "CopyObject into a write-back bucket is not supported yet; PUT the object "
+                   "instead.";
+            return HD_ENOTIMPL;
+        }
+        c->cb = cb; /* written through: copy_through_run */
     }
     if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
         return rc;
@@ -1076,6 +1116,11 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
     }
     /* from here a NoSuchKey is the source's, and its body names the source */
     rc = hd_req_err_names(r, c->sb, c->sk);
+    if (rc == 0 && c->cb) { /* S3-backed: the upstream is written first, on the pool */
+        snprintf(c->rid, sizeof(c->rid), "%s", r->id);
+        hd_acall_request(r, t->pool, copy_through_run, copy_remote_done, c, copy_free);
+        return;
+    }
     if (rc == 0)
         rc = copy_local(c);
     if (rc == HD_ENOSUCHKEY &&

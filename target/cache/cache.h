@@ -159,6 +159,12 @@ int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket
                          const char *meta, const char *hdrs, struct hd_wt **wt, char etag_out[48],
                          char *msg, size_t msglen);
 void hd_cache_wt_free(struct hd_wt *wt);
+/* Blocking (pool threads, never HTTP workers): the same write-through for a put filled off a
+ * request's body (CopyObject), whose MD5 describes its bytes; rid: the log context. 0 with
+ * etag_out, or the error with msg filled. */
+int hd_cache_put_through_now(struct hd_cbucket *cb, const char *key, struct hd_put *p,
+                             const char *ctype, const char *meta, const char *hdrs, const char *rid,
+                             char etag_out[48], char *msg, size_t msglen);
 /* Write-through multipart (docs/caching.md): a multipart upload to a write-through bucket has
  * a twin upload at the upstream; each part goes up as it arrives and Complete completes the
  * twin. As hd_cache_put_through, for part `part` (p's verified body) of the twin up_id;

@@ -196,13 +196,25 @@ static int dup_or(const char *s, char **out)
     return s && !*out ? -ENOMEM : 0;
 }
 
+/* A write-through call's ETag, counted: the upstream's, or ours when it sent none. */
+static void wt_result(struct wtctx *w, char etag_out[48])
+{
+    char hex[33];
+
+    if (!w->etag[0]) { /* an upstream that sends no ETag: ours */
+        hd_hex(w->md5, 16, hex);
+        snprintf(w->etag, sizeof(w->etag), "%s", hex);
+    }
+    snprintf(etag_out, 48, "%s", w->etag);
+    hd_cstat_add(HD_CS_WRITE_THROUGH, 1);
+}
+
 /* Starts the call of w for r (the first time: then only starts it with submit_only), or
  * parks r until it is done; then etag_out. */
 static int through(struct hd_req *r, struct hd_cache *c, struct wtctx *w, hd_acall_fn run,
                    int submit_only, struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen)
 {
     struct hd_acall *a;
-    char hex[33];
 
     if (w) {
         *wt = calloc(1, sizeof(**wt));
@@ -224,13 +236,7 @@ static int through(struct hd_req *r, struct hd_cache *c, struct wtctx *w, hd_aca
         snprintf(msg, msglen, "%s", a->msg);
         return a->rc;
     }
-    w = a->arg;
-    if (!w->etag[0]) { /* an upstream that sends no ETag: ours */
-        hd_hex(w->md5, 16, hex);
-        snprintf(w->etag, sizeof(w->etag), "%s", hex);
-    }
-    snprintf(etag_out, 48, "%s", w->etag);
-    hd_cstat_add(HD_CS_WRITE_THROUGH, 1);
+    wt_result(a->arg, etag_out);
     return 0;
 }
 
@@ -306,6 +312,35 @@ int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket
 {
     return put_or_part(r, c, cb, key, NULL, 0, p, md5_known, ctype, meta, hdrs, wt, etag_out, msg,
                        msglen);
+}
+
+int hd_cache_put_through_now(struct hd_cbucket *cb, const char *key, struct hd_put *p,
+                             const char *ctype, const char *meta, const char *hdrs, const char *rid,
+                             char etag_out[48], char *msg, size_t msglen)
+{
+    struct hd_acall a; /* only its results and log context: wt_run is called here */
+    struct wtctx *w;
+    int rc;
+
+    msg[0] = '\0';
+    if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
+        return rc;
+    if (!(w = wt_new(cb, key, ctype, meta, hdrs, NULL)))
+        return -ENOMEM;
+    if ((rc = wt_body(w, p, 1, msg, msglen)) < 0) {
+        wtctx_free(w);
+        return rc;
+    }
+    memset(&a, 0, sizeof(a));
+    a.arg = w;
+    snprintf(a.rid, sizeof(a.rid), "%s", rid ? rid : "-");
+    wt_run(&a);
+    if ((rc = a.rc) < 0)
+        snprintf(msg, msglen, "%s", a.msg);
+    else
+        wt_result(w, etag_out);
+    wtctx_free(w);
+    return rc;
 }
 
 int hd_cache_part_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb,

@@ -495,6 +495,86 @@ def test_write_through_upstream_down_stores_nothing(s3rver, cache):
         s3rver.start()
 
 
+def test_copy_object_into_write_through_bucket(upstream, cache):
+    """CopyObject into an S3-backed bucket is written through as a PUT of the copy: the
+    upstream (hoard, as AWS: ETag = MD5, headers kept) gets the bytes and the source's
+    metadata and headers (COPY) or the request's (REPLACE), and the copy is cached with the
+    upstream's ETag before the answer. Sources: the same bucket (8 pairs over 2 targets: held
+    by the destination's owner or by the other target) and a local bucket; not one that is
+    only upstream."""
+    ub = uname("cpy")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    b = cache.create_cloud_bucket(ub, upstream.url, "hoardup")
+    s3 = cache.s3()
+    objs = {"src/%d" % i: helpers.pattern_bytes(1000 + 97 * i, i) for i in range(8)}
+    for k, v in objs.items():
+        s3.put_object(Bucket=b, Key=k, Body=v, Metadata={"n": k}, ContentType="app/x-test",
+                      CacheControl="no-cache")
+    for k, v in objs.items():
+        dst = k.replace("src/", "dst/")
+        r = s3.copy_object(Bucket=b, Key=dst, CopySource={"Bucket": b, "Key": k})
+        assert r["CopyObjectResult"]["ETag"] == '"%s"' % md5(v), (k, r)
+        h = u.head_object(Bucket=ub, Key=dst)
+        assert (h["ETag"], h["Metadata"], h["ContentType"], h["CacheControl"]) == (
+            '"%s"' % md5(v), {"n": k}, "app/x-test", "no-cache"), (dst, h)
+        assert u.get_object(Bucket=ub, Key=dst)["Body"].read() == v, dst
+        assert s3.get_object(Bucket=b, Key=dst)["Body"].read() == v, dst
+    assert {k.replace("src/", "dst/") for k in objs} <= cached_names(cache, b, "dst/")
+    s3.copy_object(Bucket=b, Key="dst/0", CopySource={"Bucket": b, "Key": "src/1"},
+                   MetadataDirective="REPLACE", Metadata={"r": "1"}, ContentType="text/plain")
+    h = u.head_object(Bucket=ub, Key="dst/0")
+    assert (h["ETag"], h["Metadata"], h["ContentType"]) == (
+        '"%s"' % md5(objs["src/1"]), {"r": "1"}, "text/plain"), h
+    assert s3.head_object(Bucket=b, Key="dst/0")["Metadata"] == {"r": "1"}
+    lb = uname("cpl")
+    s3.create_bucket(Bucket=lb)
+    s3.put_object(Bucket=lb, Key="x", Body=b"from a local bucket")
+    s3.copy_object(Bucket=b, Key="fromlocal", CopySource={"Bucket": lb, "Key": "x"})
+    assert u.get_object(Bucket=ub, Key="fromlocal")["Body"].read() == b"from a local bucket"
+    # a source only the upstream holds is not fetched (docs/caching.md): NoSuchKey, naming it
+    u.put_object(Bucket=ub, Key="cold", Body=b"only upstream")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.copy_object(Bucket=b, Key="fromcold", CopySource={"Bucket": b, "Key": "cold"})
+    assert (ei.value.response["Error"]["Code"], ei.value.response["Error"].get("Key")) == (
+        "NoSuchKey", "cold"), ei.value.response
+    assert "fromcold" not in {x["Key"] for x in u.list_objects_v2(Bucket=ub)["Contents"]}
+
+
+def test_copy_object_refused_by_the_upstream_stores_nothing(upstream, cache):
+    """The upstream refuses the copy's write (a profile with a wrong secret): the client gets
+    its AccessDenied, nothing is cached or left in temp files, the upstream has nothing."""
+    ub = uname("cpd")
+    u = up_client(upstream)
+    u.create_bucket(Bucket=ub)
+    b = cache.create_cloud_bucket(ub, upstream.url, "wrong")
+    s3 = cache.s3()
+    lb = uname("cpl")
+    s3.create_bucket(Bucket=lb)
+    s3.put_object(Bucket=lb, Key="x", Body=b"refused upstream")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.copy_object(Bucket=b, Key="k", CopySource={"Bucket": lb, "Key": "x"})
+    e = ei.value.response
+    assert (e["ResponseMetadata"]["HTTPStatusCode"], e["Error"]["Code"]) == (
+        403, "AccessDenied"), e
+    assert "SignatureDoesNotMatch" in e["Error"]["Message"], e
+    assert cached_names(cache, b) == set()
+    assert u.list_objects_v2(Bucket=ub).get("Contents", []) == []
+    for t in cache.targets:
+        assert t.tmp_files() == [], t.tmp_files()
+
+
+def test_copy_object_into_write_back_bucket_is_not_supported(s3rver, cache):
+    src = s3rver_bucket(s3rver, {})
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver", extra={"write_policy": "back"})
+    s3 = cache.s3()
+    s3.put_object(Bucket=b, Key="a", Body=b"dirty")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.copy_object(Bucket=b, Key="b", CopySource={"Bucket": b, "Key": "a"})
+    assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
+    assert ei.value.response["Error"]["Code"] == "NotImplemented"
+
+
 def test_etag_mismatch_aborts_and_caches_nothing(s3rver, cache):
     """s3rver's stored bytes corrupted behind its back (same length): the body no longer
     matches the ETag the upstream announces, so the client's response is cut off and nothing
