@@ -843,6 +843,7 @@ struct copy {
     struct hd_cbucket *cb; /* an S3-backed (write-through) destination: written upstream first */
     char rid[17];          /* the request's id (log context of the upstream write) */
     char msg[256];         /* the upstream's refusal */
+    char uetag[48];        /* the upstream's ETag of the copy */
     struct hd_obj_meta out;
 };
 
@@ -900,14 +901,13 @@ static int copy_attrs(const struct copy *c, const char *src_meta, const char *sr
  * first and its ETag kept (blocking: then only on pool threads). */
 static int copy_commit(struct copy *c, struct hd_put *p, struct hd_put_attrs *a)
 {
-    char uetag[48];
     int rc;
 
     if (c->cb) {
         if ((rc = hd_cache_put_through_now(c->cb, c->key, p, a->ctype, a->meta, a->hdrs, c->rid,
-                                           uetag, c->msg, sizeof(c->msg))) < 0)
+                                           c->uetag, c->msg, sizeof(c->msg))) < 0)
             return rc;
-        a->etag = uetag;
+        a->etag = c->uetag;
     }
     return hd_put_commit(p, a, &c->out);
 }
