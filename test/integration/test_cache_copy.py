@@ -144,6 +144,24 @@ def test_copy_into_write_through_reaches_the_upstream(cc, s3rver):  # noqa: F811
                    ContentType="text/csv")
     o = up.head_object(Bucket=b, Key="replaced")
     assert o["Metadata"] == {"shape": "square"} and o["ContentType"] == "text/csv"
+    # the storage class is the request's (COPY keeps the rest)
+    s3.copy_object(Bucket=b, Key="glacier", CopySource={"Bucket": n, "Key": "src"},
+                   StorageClass="GLACIER")
+    h = s3.head_object(Bucket=b, Key="glacier")
+    assert h["StorageClass"] == "GLACIER" and h["Metadata"] == {"color": "blue"}, h
+    assert up.get_object(Bucket=b, Key="glacier")["Body"].read() == body
+    # If-None-Match: * on a destination that exists: 412, the upstream's copy unchanged
+    s3.put_object(Bucket=n, Key="other", Body=b"other bytes")
+    guarded = cc.s3()
+    guarded.meta.events.register(
+        "before-sign.s3.CopyObject",
+        lambda request, **kw: request.headers.__setitem__("If-None-Match", "*"))
+    with pytest.raises(Exception) as e:
+        guarded.copy_object(Bucket=b, Key="glacier", CopySource={"Bucket": n, "Key": "other"})
+    assert err(e)[0] == 412 and err(e)[1]["Code"] == "PreconditionFailed", err(e)
+    assert up.get_object(Bucket=b, Key="glacier")["Body"].read() == body
+    guarded.copy_object(Bucket=b, Key="fresh", CopySource={"Bucket": n, "Key": "other"})
+    assert up.get_object(Bucket=b, Key="fresh")["Body"].read() == b"other bytes"
     # the aws CLI: server-side copy and move inside the bucket
     aws(cc, "s3", "cp", "s3://%s/replaced" % b, "s3://%s/by-cli" % b)
     assert up.get_object(Bucket=b, Key="by-cli")["Body"].read() == body
