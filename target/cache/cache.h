@@ -208,7 +208,8 @@ void hd_cache_list_upstream(struct hd_req *r, struct hd_cache *c, struct hd_cbuc
 /* ---- writeback.c: write-back buckets (props.write_back) ---- */
 
 /* A write of size bytes to a write-back bucket may start: 0, or HD_ESLOWDOWN (msg filled)
- * while the target's dirty bytes would pass writeback.dirty_max. HTTP workers. */
+ * while the target's dirty bytes would pass writeback.dirty_max. HTTP workers and pool
+ * threads (a CopyObject's). */
 int hd_cache_wb_admit(struct hd_cache *c, uint64_t size, char *msg, size_t msglen);
 /* Wakes the uploaders (after a commit that queued an upload). Any thread. */
 void hd_cache_wb_kick(struct hd_cache *c);

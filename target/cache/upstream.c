@@ -8,7 +8,9 @@
  *   - DELETE: deleted upstream first, then the cached copy.
  *   - listing: one page of the upstream's ListObjectsV2 for the proxy (which merges in what
  *     is cached, proxy/cloud.c).
- * Entry points run on HTTP workers; the upstream calls on pool threads (hd_acall). */
+ * Entry points run on HTTP workers; the upstream calls on pool threads (hd_acall). A
+ * CopyObject into an S3-backed bucket, already on a pool thread, sends its PUT with the same
+ * code, blocking (hd_cache_put_through_sync). */
 #include "target/cache/int.h"
 
 #include <ctype.h>
