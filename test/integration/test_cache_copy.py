@@ -7,7 +7,8 @@ write-back bucket is answered while the upstream is stopped and is upstream afte
 a copy FROM an object of an S3-backed bucket that no target has cached is read as a GET reads
 it (filled from the upstream, on the target that handles the copy or on the source's owner),
 also as UploadPartCopy and as the aws CLI's multipart copy; errors: a missing source is 404
-NoSuchKey naming the source, an unreachable upstream 503 with nothing left behind.
+NoSuchKey naming the source, an unreachable upstream 503 with nothing left behind; a source
+in a validate_warm_get bucket is revalidated as a GET's would be.
 Keys are placed (HRW) so that the source's owner is, and is not, the target that copies.
 """
 import hashlib
@@ -298,3 +299,30 @@ def test_copy_errors(cc, s3rver):  # noqa: F811
         s3rver.start()
     keys = {o["Key"] for o in s3rver.client().list_objects_v2(Bucket=b).get("Contents", [])}
     assert keys == {"cold"}, keys
+
+
+def test_copy_from_a_validated_source(cc, s3rver):  # noqa: F811
+    """A source in a bucket with validate_warm_get is revalidated as a GET is: a copy made after
+    the object changed upstream behind hoard's back copies the new version (on the source's
+    owner and on another target), and one deleted upstream is 404 NoSuchKey."""
+    objs = {"v%d" % i: (b"version one of %d" % i, {}) for i in range(2)}
+    objs["gone"] = (b"soon deleted", {})
+    b = cloud_bucket(cc, s3rver, objs)
+    r = cc.api("PATCH", "/v1/buckets/" + b, body={"validate_warm_get": True})
+    assert r.status_code == 200, r.text
+    n = native_bucket(cc)
+    s3, up = cc.s3(), s3rver.client()
+    for k in objs:
+        assert cc.get(b, k).content == objs[k][0]
+    helpers.wait_until(lambda: cached_names(cc, b) == set(objs), timeout=20,
+                       what="sources cached")
+    for k in ("v0", "v1"):
+        up.put_object(Bucket=b, Key=k, Body=b"version two of " + k.encode())
+    up.delete_object(Bucket=b, Key="gone")
+    for k, same in (("v0", True), ("v1", False)):
+        dk = placed(cc, n, "val", (b, k), same)
+        s3.copy_object(Bucket=n, Key=dk, CopySource={"Bucket": b, "Key": k})
+        assert s3.get_object(Bucket=n, Key=dk)["Body"].read() == b"version two of " + k.encode()
+    with pytest.raises(Exception) as e:
+        s3.copy_object(Bucket=n, Key="gone-copy", CopySource={"Bucket": b, "Key": "gone"})
+    assert err(e)[0] == 404 and err(e)[1]["Code"] == "NoSuchKey", err(e)
