@@ -981,8 +981,8 @@ static void copy_answer(struct hd_req *r, const struct hd_obj_meta *out)
     hd_resp_xml(r, 200, &b);
 }
 
-/* The source held here (disk only; on the worker unless the destination is S3-backed).
- * HD_ENOSUCHKEY when it is not here. */
+/* The source held here (disk only; on the worker when both buckets are native, else on the
+ * pool). HD_ENOSUCHKEY when it is not here. */
 static int copy_local(void *arg)
 {
     struct copy *c = arg;
@@ -1025,6 +1025,7 @@ static int copy_source_ready(struct hd_target *t, const char *bucket, const char
     uint64_t bytes = 0;
     int held, rc = 0;
 
+    msg[0] = '\0';
     if (!cb)
         return 0;
     if ((held = hd_store_lookup(t->st, bucket, key, &m) == 0))
@@ -1036,6 +1037,7 @@ static int copy_source_ready(struct hd_target *t, const char *bucket, const char
         if (held && rc < 0 && rc != HD_ENOSUCHKEY) {
             HD_LOG(HD_WARN, NULL, "validate %s/%s: %s; copying the cached copy", bucket, key, msg);
             rc = 0; /* as a GET: the cached copy when the upstream cannot tell */
+            msg[0] = '\0';
         }
         rc = rc == 0 && (!held || bytes) ? 1 : rc;
     }
