@@ -1,6 +1,6 @@
 """CopyObject and UploadPartCopy with S3-backed buckets (docs/caching.md, "Copies").
 
-A hoard cluster (1 proxy, 2 targets) fronts s3rver. Covered, with boto3 and the aws CLI:
+A hoard cluster (1 proxy, 2 targets) fronts s3rver. Covered, with boto3, the aws CLI and rclone:
 a copy INTO a write-through bucket reaches the upstream before the answer (bytes, Content-Type,
 x-amz-meta-*, directive COPY and REPLACE, read back from s3rver directly); a copy into a
 write-back bucket is answered while the upstream is stopped and is upstream after a flush;
@@ -13,6 +13,7 @@ Keys are placed (HRW) so that the source's owner is, and is not, the target that
 """
 import hashlib
 import os
+import shutil
 import subprocess
 import urllib.parse
 import uuid
@@ -98,6 +99,25 @@ def aws(c, *args, check=True):
     return p
 
 
+def rclone(c, home, *args):
+    """rclone (remote `hoard`, path style) against the cluster's proxy."""
+    exe = shutil.which("rclone")
+    if not exe:
+        pytest.skip("rclone not installed")
+    conf = os.path.join(home, "rclone.conf")
+    with open(conf, "w") as f:
+        f.write("[hoard]\ntype = s3\nprovider = Other\nenv_auth = false\n"
+                "access_key_id = %s\nsecret_access_key = %s\nendpoint = %s\n"
+                "force_path_style = true\nregion = us-east-1\n" % (c.keys[0], c.keys[1], c.url))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RCLONE_") and not k.startswith("AWS_")}
+    env["HOME"] = str(home)
+    p = subprocess.run([exe, "--config", conf, "--retries", "1", "--low-level-retries", "1"] +
+                       list(args), env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-3000:])
+    return p
+
+
 def err(e):
     return e.value.response["ResponseMetadata"]["HTTPStatusCode"], e.value.response["Error"]
 
@@ -109,10 +129,11 @@ def flush(c, bucket):
     return j
 
 
-def test_copy_into_write_through_reaches_the_upstream(cc, s3rver):  # noqa: F811
-    """boto3 copy_object from a native bucket (COPY and REPLACE) and aws s3 cp / mv inside
-    the bucket: the upstream has each copy when the answer comes, with the right bytes,
-    Content-Type and metadata; hoard holds the same, with the upstream's ETag."""
+def test_copy_into_write_through_reaches_the_upstream(cc, s3rver, tmp_path):  # noqa: F811
+    """boto3 copy_object from a native bucket (COPY and REPLACE), aws s3 cp / mv and rclone's
+    server-side copy inside the bucket: the upstream has each copy when the answer comes, with
+    the right bytes, Content-Type and metadata; hoard holds the same, with the upstream's
+    ETag."""
     b = cloud_bucket(cc, s3rver)
     n = native_bucket(cc)
     s3, up = cc.s3(), s3rver.client()
@@ -170,6 +191,10 @@ def test_copy_into_write_through_reaches_the_upstream(cc, s3rver):  # noqa: F811
     assert up.get_object(Bucket=b, Key="moved")["Body"].read() == body
     keys = {o["Key"] for o in up.list_objects_v2(Bucket=b).get("Contents", [])}
     assert "by-cli" not in keys and "moved" in keys
+    # rclone: a server-side copy (CopyObject) between two keys of the bucket
+    rclone(cc, tmp_path, "copyto", "hoard:%s/moved" % b, "hoard:%s/by-rclone" % b)
+    o = up.get_object(Bucket=b, Key="by-rclone")
+    assert o["Body"].read() == body and o["Metadata"] == {"shape": "square"}
 
 
 def test_copy_into_write_back_then_flush(cc, s3rver):  # noqa: F811
