@@ -783,7 +783,7 @@ static int conditionals(struct hd_req *r, const struct hd_s3c_obj *o)
         return HD_DONE;
     }
     if (rc < 0) {
-        hd_resp_err(r, rc);
+        hd_wcond_error(r, rc, rc == HD_EPRECONDITION ? hd_cond_failed(&cond) : NULL);
         return HD_DONE;
     }
     return HD_OK;
