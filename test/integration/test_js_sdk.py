@@ -243,7 +243,7 @@ def test_js_list_v2_prefix_delimiter_paginator(js):
 
 
 def test_js_copy_object(js):
-    r = result(js, "copy_object")  # [s3rver]: written through (was 501 NotImplemented)
+    r = result(js, "copy_object")  # [s3rver]: written through to s3rver
     assert r["same"] and r["etag"] == r["want_etag"], r
     assert r["metadata"] == {"color": "blue", "x-mixed": "Case Value"}  # COPY directive
 
