@@ -9,12 +9,14 @@
 // Prints one JSON object: {check: {ok: bool, ...observed values} | {ok: false, error: {...}}}.
 // Every check runs, whatever the others did; the exit code is 0 unless the script itself broke.
 import { createHash } from "node:crypto";
+import { crc32 } from "node:zlib";
 import { Readable } from "node:stream";
 import {
     S3Client, CreateBucketCommand, DeleteBucketCommand, HeadBucketCommand, PutObjectCommand,
     GetObjectCommand, HeadObjectCommand, CopyObjectCommand, DeleteObjectCommand,
     DeleteObjectsCommand, ListObjectsV2Command, paginateListObjectsV2, ListBucketsCommand,
-    GetObjectAttributesCommand,
+    GetObjectAttributesCommand, CreateMultipartUploadCommand, UploadPartCommand, ListPartsCommand,
+    CompleteMultipartUploadCommand, AbortMultipartUploadCommand, ListMultipartUploadsCommand,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
@@ -336,6 +338,69 @@ await check("multipart_upload", async () => {
         parts: wire.filter((w) => w.query.partNumber).length,
         complete_checksum_crc32: r.ChecksumCRC32, head_checksum_crc32: hc.ChecksumCRC32,
         head_checksum_type: hc.ChecksumType };
+});
+
+// The multipart calls one by one: a FULL_OBJECT CRC32 upload completed with the whole body's
+// CRC32, and an aborted upload (ListParts, ListMultipartUploads before and after).
+const b64crc = (b) => {
+    const x = Buffer.alloc(4);
+    x.writeUInt32BE(crc32(b) >>> 0);
+    return x.toString("base64");
+};
+await check("multipart_calls", async () => {
+    const parts = [pattern(5 * 1024 * 1024, 5), pattern(1234, 6)];
+    const whole = Buffer.concat(parts);
+    const c = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: "mpc/full",
+        ChecksumAlgorithm: "CRC32", ChecksumType: "FULL_OBJECT" }));
+    const done = [];
+    for (let i = 0; i < parts.length; i++) {
+        const u = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: "mpc/full",
+            UploadId: c.UploadId, PartNumber: i + 1, Body: parts[i] }));
+        done.push({ PartNumber: i + 1, ETag: u.ETag, ChecksumCRC32: u.ChecksumCRC32 });
+    }
+    const lp = await s3.send(new ListPartsCommand({ Bucket: bucket, Key: "mpc/full",
+        UploadId: c.UploadId }));
+    const comp = await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket,
+        Key: "mpc/full", UploadId: c.UploadId, ChecksumCRC32: b64crc(whole),
+        ChecksumType: "FULL_OBJECT", MultipartUpload: { Parts: done } }));
+    const g = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "mpc/full" }));
+    const got = await bodyBytes(g);
+    // a whole-object CRC32 that does not match: BadDigest, nothing stored
+    const w = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: "mpc/wrong",
+        ChecksumAlgorithm: "CRC32", ChecksumType: "FULL_OBJECT" }));
+    const wp = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: "mpc/wrong",
+        UploadId: w.UploadId, PartNumber: 1, Body: parts[1] }));
+    const wrong = await failure(() => s3.send(new CompleteMultipartUploadCommand({
+        Bucket: bucket, Key: "mpc/wrong", UploadId: w.UploadId, ChecksumCRC32: "AAAAAA==",
+        ChecksumType: "FULL_OBJECT", MultipartUpload: { Parts: [{ PartNumber: 1, ETag: wp.ETag,
+            ChecksumCRC32: wp.ChecksumCRC32 }] } })));
+    const wrongHead = await failure(() => s3.send(new HeadObjectCommand({ Bucket: bucket,
+        Key: "mpc/wrong" })));
+    await s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: "mpc/wrong",
+        UploadId: w.UploadId }));
+    const a = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket,
+        Key: "mpc/aborted" }));
+    await s3.send(new UploadPartCommand({ Bucket: bucket, Key: "mpc/aborted",
+        UploadId: a.UploadId, PartNumber: 1, Body: "a part" }));
+    const before = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket,
+        Prefix: "mpc/" }));
+    const ab = await s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: "mpc/aborted",
+        UploadId: a.UploadId }));
+    const after = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket,
+        Prefix: "mpc/" }));
+    const gone = await failure(() => s3.send(new HeadObjectCommand({ Bucket: bucket,
+        Key: "mpc/aborted" })));
+    return { create_checksum_type: c.ChecksumType, create_algorithm: c.ChecksumAlgorithm,
+        part_crcs: done.map((p) => p.ChecksumCRC32),
+        want_part_crcs: parts.map(b64crc),
+        listed_parts: (lp.Parts || []).map((p) => [p.PartNumber, p.Size, p.ChecksumCRC32]),
+        complete_crc32: comp.ChecksumCRC32, complete_type: comp.ChecksumType,
+        want_crc32: b64crc(whole), same: got.equals(whole), get_crc32: g.ChecksumCRC32,
+        get_type: g.ChecksumType,
+        uploads_before: (before.Uploads || []).map((u) => u.Key),
+        abort_status: ab.$metadata.httpStatusCode,
+        uploads_after: (after.Uploads || []).map((u) => u.Key), head_aborted: gone,
+        wrong_complete: wrong, wrong_head: wrongHead, md5: md5(whole) };
 });
 
 await check("delete", async () => {
