@@ -73,19 +73,18 @@ def js(request, tmp_path_factory, log_dir):
         cache.create_cloud_bucket(name, up.url, "s3rver")
         out = run_checks(cache.url, C_KEYS[0], C_KEYS[1], name,
                          helpers.unique_bucket_name("jsnew"), cold_key="cold/one.bin")
-        # the multipart object once committed here (Complete is answered before that)
-        helpers.wait_until(lambda: "mpu/big.bin" in {e["name"] for e in cache.listing(
-            name, cached="true", prefix="mpu/")["entries"]}, timeout=60,
-            what="the multipart object committed on its target")
-        h = cache.s3().head_object(Bucket=name, Key="mpu/big.bin", ChecksumMode="ENABLED")
-        out["_mpu_cached_head"] = {k: v for k, v in h["ResponseMetadata"]["HTTPHeaders"].items()
-                                   if k.startswith("x-amz-checksum") or k == "etag"}
-        helpers.wait_until(lambda: "mpc/full" in {e["name"] for e in cache.listing(
-            name, cached="true", prefix="mpc/")["entries"]}, timeout=60,
-            what="the FULL_OBJECT multipart object committed on its target")
-        hf = cache.s3().head_object(Bucket=name, Key="mpc/full", ChecksumMode="ENABLED")
-        out["_full_head"] = {k: v for k, v in hf["ResponseMetadata"]["HTTPHeaders"].items()
-                             if k.startswith("x-amz-checksum") or k == "etag"}
+
+        def cached_head(key):
+            """key's checksum headers and ETag once its copy is committed here (a write-through
+            Complete may be answered before that)."""
+            helpers.wait_until(lambda: key in {e["name"] for e in cache.listing(
+                name, cached="true", prefix=key)["entries"]}, timeout=60,
+                what="%s committed on its target" % key)
+            h = cache.s3().head_object(Bucket=name, Key=key, ChecksumMode="ENABLED")
+            return {k: v for k, v in h["ResponseMetadata"]["HTTPHeaders"].items()
+                    if k.startswith("x-amz-checksum") or k == "etag"}
+        out["_mpu_cached_head"] = cached_head("mpu/big.bin")
+        out["_full_head"] = cached_head("mpc/full")
         # a CopyObject through hoard (the script's copy is deleted by its delete check), then
         # the copy's bytes at the upstream, and gone again
         cs3 = cache.s3()
