@@ -331,8 +331,10 @@ def test_js_multipart_calls_full_object_crc32_and_abort(js):
     assert (r["complete_crc32"], r["complete_type"]) == (r["want_crc32"], "FULL_OBJECT"), r
     assert r["same"], r
     if "_upstream" in js:
-        # write-through: the GET right after Complete was seen without the checksum (a copy
-        # s3rver served? see the report); once the copy is cached here, it has it
+        # write-through: a CRC32 FULL_OBJECT Complete is checked from the parts' CRC32s, so it
+        # is answered once s3rver completed the twin, before the copy here is committed
+        # (docs/caching.md); the GET right after is a miss served by s3rver, which keeps no
+        # checksums (seen: no x-amz-checksum-crc32). Once the copy is committed here, it has it
         h = js["_full_head"]
         assert (h.get("x-amz-checksum-crc32"), h.get("x-amz-checksum-type")) == (
             r["want_crc32"], "FULL_OBJECT"), h
