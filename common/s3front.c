@@ -49,6 +49,7 @@ static const struct route routes[] = {
 
     {OBJECT, "GET", "acl", 1, 0, HD_S3_GET_OBJECT_ACL},
     {OBJECT, "PUT", "acl", 1, 0, HD_S3_PUT_OBJECT_ACL},
+    {OBJECT, "GET", "attributes", 1, 0, HD_S3_GET_OBJECT_ATTRIBUTES},
     {OBJECT, "POST", "uploads", 0, 0, HD_S3_CREATE_MPU},
     {OBJECT, "PUT", "uploadId", 1, 1, HD_S3_UPLOAD_PART_COPY},
     {OBJECT, "PUT", "uploadId", 1, 0, HD_S3_UPLOAD_PART},
@@ -89,6 +90,7 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_DELETE_OBJECT] = "DeleteObject",
     [HD_S3_GET_OBJECT_ACL] = "GetObjectAcl",
     [HD_S3_PUT_OBJECT_ACL] = "PutObjectAcl",
+    [HD_S3_GET_OBJECT_ATTRIBUTES] = "GetObjectAttributes",
 };
 
 const char *hd_s3_op_name(enum hd_s3_op op)
@@ -919,6 +921,7 @@ static int version_check(struct hd_req *r, enum hd_s3_op op)
     case HD_S3_DELETE_OBJECT:
     case HD_S3_GET_OBJECT_ACL:
     case HD_S3_PUT_OBJECT_ACL:
+    case HD_S3_GET_OBJECT_ATTRIBUTES:
         v = hd_query_get(&r->query, "versionId");
         break;
     case HD_S3_COPY_OBJECT:
