@@ -230,6 +230,17 @@ int hd_s3_list_parse(struct hd_req *r, int versions, struct hd_s3_list_req *q, c
     if (q->delimiter && !*q->delimiter)
         q->delimiter = NULL; /* AWS: "delimiter=" is no delimiter, and is not echoed */
     q->marker = q->v2 ? NULL : hd_req_param(r, versions ? "key-marker" : "marker");
+    if (versions && (q->vid_marker = hd_req_param(r, "version-id-marker")) && *q->vid_marker) {
+        /* AWS's answers; every object is version "null", the one marker that names one */
+        if (!q->marker || !*q->marker) {
+            *msg = "A version-id marker cannot be specified without a key marker.";
+            return HD_EBADARG;
+        }
+        if (strcmp(q->vid_marker, "null") != 0) {
+            *msg = "Invalid version id specified";
+            return HD_EBADARG;
+        }
+    }
     q->ctok = q->v2 ? hd_req_param(r, "continuation-token") : NULL;
     q->start_after = q->v2 ? hd_req_param(r, "start-after") : NULL;
     fo = q->v2 ? hd_req_param(r, "fetch-owner") : NULL;
@@ -294,7 +305,7 @@ void hd_s3_list_xml(struct hd_buf *b, const char *bucket, const struct hd_s3_lis
             hd_xml_key_elem(b, "StartAfter", q->start_after, q->url);
     } else if (q->versions) {
         hd_xml_key_elem(b, "KeyMarker", q->marker ? q->marker : "", q->url);
-        hd_xml_elem(b, "VersionIdMarker", "");
+        hd_xml_elem(b, "VersionIdMarker", q->vid_marker ? q->vid_marker : "");
     } else {
         hd_xml_key_elem(b, "Marker", q->marker ? q->marker : "", q->url);
     }

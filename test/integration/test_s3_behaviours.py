@@ -999,6 +999,29 @@ def test_s3cmd_remote_copy(s3cmd, s3, bucket):
 
 # ---------------------------------------------------------------- versioning
 
+def test_list_versions_version_id_marker(raw, s3, bucket):
+    """ListObjectVersions' version-id-marker as AWS takes it: echoed in <VersionIdMarker>;
+    "null" (every object's version) after a key-marker resumes after that key; without a
+    key-marker, or naming another version: 400 InvalidArgument."""
+    for k in ("a", "b", "c"):
+        s3.put_object(Bucket=bucket, Key=k, Body=b"v")
+    r = s3.list_object_versions(Bucket=bucket, KeyMarker="a", VersionIdMarker="null")
+    assert r["VersionIdMarker"] == "null" and r["KeyMarker"] == "a", r
+    assert [v["Key"] for v in r["Versions"]] == ["b", "c"], r
+    page = s3.list_object_versions(Bucket=bucket, MaxKeys=1)
+    assert (page["NextKeyMarker"], page["NextVersionIdMarker"]) == ("a", "null"), page
+    r = s3.list_object_versions(Bucket=bucket, KeyMarker=page["NextKeyMarker"],
+                                VersionIdMarker=page["NextVersionIdMarker"], MaxKeys=1)
+    assert [v["Key"] for v in r["Versions"]] == ["b"], r
+    for q, msg in [("version-id-marker=null",
+                    "A version-id marker cannot be specified without a key marker."),
+                   ("key-marker=a&version-id-marker=3HL4kqtJlcpXroDTDmJ",
+                    "Invalid version id specified")]:
+        x = raw.request("GET", "/%s?versions&%s" % (bucket, q))
+        err = check_s3_error(x, 400, "InvalidArgument")
+        assert err["Message"] == msg, err
+
+
 def test_versioning(endpoint, raw, s3, bucket):
     r = s3.get_bucket_versioning(Bucket=bucket)
     assert "Status" not in r and "MFADelete" not in r, r
