@@ -1103,7 +1103,9 @@ static const builtin_fn builtin[HD_S3_OP_COUNT] = {
  * node checks signatures (auth off): what response-* overrides need. */
 static int signed_request(const struct hd_req *r)
 {
-    return hd_req_header(r, "Authorization") || hd_req_param(r, "X-Amz-Signature") ||
+    const char *a = hd_req_header(r, "Authorization"); /* an empty one is none (sigv4.h) */
+
+    return (a && a[strspn(a, " \t")]) || hd_req_param(r, "X-Amz-Signature") ||
            hd_req_param(r, "Signature");
 }
 
