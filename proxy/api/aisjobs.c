@@ -6,6 +6,7 @@
  *   DELETE /v1/buckets/B {"action":"evict-remote-bck"}              -> hoard "evict" (whole)
  *   POST   /v1/buckets/B?bck_to=ais/@#/DST/ {"action":"copy-bck","value":{"prefix",...}}
  *   GET    /v1/buckets/B {"action":"summary-bck","value":{"uuid",...}}  202 id, then 200 [..]
+ *   HEAD   /v1/buckets/B[?presence=N[&uuid=ID]]   ais-bucket-props [+ ais-bucket-summ]
  *   GET    /v1/cluster?what=status    {"ID": id}  -> {"uuid","kind","err","end_time","aborted"}
  *   GET    /v1/cluster?what=qryxstats {"ID": id}  -> {TARGET: [snapshot]}
  *
@@ -250,6 +251,77 @@ static void summary_bck(struct hd_req *r, struct hd_proxy *p, const char *bucket
         json_array_append_new(out, bsumm(bucket, sum));
     json_decref(sum);
     hd_resp_json(r, 200, out);
+}
+
+/* AIStore's BucketProps (the ais-bucket-props header) of a BMD entry: what hoard has of them
+ * (hoard's own props stay at GET ?props). */
+static json_t *bck_props(const struct hd_bmd_bucket *e)
+{
+    return json_pack("{s:s, s:I, s:{s:s}, s:{s:b}, s:{s:I, s:b}}", "provider", e->provider,
+                     "created", (json_int_t)e->created * 1000000000, "checksum", "type", "md5",
+                     "versioning", "enabled", 0, "mirror", "copies", (json_int_t)1, "enabled", 0);
+}
+
+/* Sets header name to j as compact JSON. Takes j. */
+static int json_header(struct hd_req *r, const char *name, json_t *j)
+{
+    char *v = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    int rc = v ? hd_resp_header(r, name, v) : -ENOMEM;
+
+    free(v);
+    json_decref(j);
+    return rc;
+}
+
+void hd_proxy_ais_bucket_head(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+{
+    const char *pres = hd_req_param(r, "presence"), *uuid = hd_req_param(r, "uuid");
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
+    json_t *sum = NULL;
+    uint64_t flt = 0;
+    char id[64];
+    int rc;
+
+    if (!e) {
+        hd_bmd_unref(b);
+        hd_resp_err(r, HD_ENOSUCHBUCKET);
+        return;
+    }
+    rc = json_header(r, "ais-bucket-props", bck_props(e));
+    hd_bmd_unref(b);
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (pres && (hd_parse_u64(pres, &flt) < 0 || flt > 5)) {
+        hd_resp_err_msg(r, HD_EBADARG, "presence must be 0 to 5 (AIStore's apc.Flt*)");
+        return;
+    }
+    /* no presence: Bucket.head(); 1 and 3 (FltExistsNoProps, FltPresentNoProps): no summary */
+    if (!pres || flt == 1 || flt == 3) {
+        hd_resp_empty(r, 200);
+        return;
+    }
+    /* Bucket.info(): 202 with an id, then (uuid=ID) 200 with the summary; hoard's summary is
+     * immediate, so both carry it (older SDKs read it from the first answer) */
+    if ((rc = hd_proxy_bucket_summary_json(p, bucket, &sum)) < 0 ||
+        (rc = json_header(r, "ais-bucket-summ", bsumm(bucket, sum))) < 0) {
+        json_decref(sum);
+        hd_resp_err(r, rc);
+        return;
+    }
+    json_decref(sum);
+    if (uuid && *uuid) {
+        hd_resp_empty(r, 200);
+        return;
+    }
+    hd_proxy_jobs_new_id("summary-bck", id, sizeof(id));
+    if ((rc = hd_resp_header(r, "ais-xaction-id", id)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_resp_empty(r, 202);
 }
 
 void hd_proxy_ais_bucket_job(struct hd_req *r, struct hd_proxy *p, const char *bucket,

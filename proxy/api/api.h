@@ -39,11 +39,17 @@ void hd_proxy_ais_list_buckets(struct hd_req *r, struct hd_proxy *p);
 /* GET /v1/buckets/B with {"action":"list","value":{...}}: AIStore's list result */
 void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                                const json_t *value);
+/* Answers 501 for the AIStore object query parameters hoard would otherwise ignore and so
+ * answer wrongly (append_type, archregx): -1 when r was answered, else 0. */
+int hd_proxy_ais_object_check(struct hd_req *r);
 /* aisjobs.c: an AIStore job action on /v1/buckets/B (prefetch-listrange, evict-listrange,
  * evict-remote-bck, copy-bck, summary-bck; move-bck and others 501), body msg already read,
  * the request authenticated as a and authorised for B. */
 void hd_proxy_ais_bucket_job(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                              const struct hd_sigv4_auth *a, const json_t *msg);
+/* HEAD /v1/buckets/B (Bucket.head(), Bucket.info()): ais-bucket-props; with ?presence=
+ * the summary as ais-bucket-summ (202 and ais-xaction-id without ?uuid=, 200 with it). */
+void hd_proxy_ais_bucket_head(struct hd_req *r, struct hd_proxy *p, const char *bucket);
 /* GET /v1/cluster?what=status|qryxstats (authenticated): reads {"ID"} and answers AIStore's
  * job status or snapshots. */
 void hd_proxy_ais_xact(struct hd_req *r, struct hd_proxy *p, const char *what);

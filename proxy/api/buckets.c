@@ -344,7 +344,6 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                       const struct hd_sigv4_auth *a)
 {
     const char *m = r->method;
-    struct hd_bmd *b;
     char msg[256];
     int rc;
 
@@ -362,10 +361,7 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     } else if (strcmp(m, "GET") == 0) {
         hd_proxy_list_native(r, p, bucket);
     } else if (strcmp(m, "HEAD") == 0) {
-        b = hd_smap_state_bmd(p->cs);
-        rc = hd_bmd_find(b, bucket) ? 0 : HD_ENOSUCHBUCKET;
-        hd_bmd_unref(b);
-        rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 200);
+        hd_proxy_ais_bucket_head(r, p, bucket); /* props headers (aisjobs.c) */
     } else if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0) {
         const char *pv = hd_req_param(r, "provider");
         if ((pv && *pv && strcmp(pv, "ais") != 0 && strcmp(pv, "aws") != 0 &&
@@ -404,6 +400,11 @@ void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
         return;
     }
     rest++;
+    if (strchr(rest, '/') && strcmp(r->method, "HEAD") == 0 && hd_req_param(r, "presence")) {
+        /* AIStore's Bucket.info(prefix=P): HEAD /v1/buckets/B/P */
+        hd_resp_err_msg(r, HD_ENOTIMPL, "Bucket info summarises whole buckets only (no prefix).");
+        return;
+    }
     rc = strchr(rest, '/') ? HD_ENOTFOUND : hd_bucket_decode(rest, strlen(rest), &bucket);
     if (rc == 0 && !*bucket)
         rc = HD_ENOTFOUND;

@@ -207,6 +207,10 @@ int hd_store_fence_cancel(struct hd_store *st, const char *bucket, const char *n
 /* For a conditional delete of the row (etag, mtime) of mountpath mpi: cancels the fences on
  * bucket/name, unless that row is not held (HD_EPRECONDITION: the delete will match nothing,
  * and a deferred commit or a fill it would cancel is not older than it). scan.c */
+/* The catalog row of bucket/name on mountpath mpi (scan.c): *m (path absolute) and, when rel
+ * is not NULL, the content file relative to the mountpath (malloc'd). HD_ENOSUCHKEY. */
+int hd_store_row_on(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                    struct hd_obj_meta *m, char **rel);
 int hd_store_fence_cancel_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
                              const char *etag, int64_t mtime_ms);
 /* A fenced commit holds its fence from the check to the catalog's commit: 0, or

@@ -1,5 +1,5 @@
-/* store_scan: per-mountpath access to the catalog for rebalance and capacity reports (see
- * store.h). */
+/* store_scan: per-mountpath access to the catalog (rows, scans) for lookups, rebalance and
+ * capacity reports (see store.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,33 +79,84 @@ out:
     return 0;
 }
 
-int hd_store_fence_cancel_if(struct hd_store *st, size_t mpi, const char *bucket,
-                             const char *name, const char *etag, int64_t mtime_ms)
+int hd_store_row_on(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                    struct hd_obj_meta *m, char **rel)
 {
-    static const char sql[] = "SELECT 1 FROM objects WHERE bucket = ?1 AND name = ?2 AND "
-                              "etag = ?3 AND mtime = ?4";
-    sqlite3_stmt *q = NULL;
+    struct mountpath *mp = &st->mp[mpi];
     struct conn *c;
+    sqlite3_stmt *q;
     int rc, s;
+    char path[PATH_MAX];
+
+    memset(m, 0, sizeof(*m));
+    if (rel)
+        *rel = NULL;
+    if ((rc = hd_store_conn_get(mp, &c)) < 0)
+        return rc;
+    q = c->q[Q_LOOKUP];
+    sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
+    s = sqlite3_step(q);
+    if (s == SQLITE_ROW) {
+        m->size = (uint64_t)sqlite3_column_int64(q, 0);
+        m->mtime_ms = sqlite3_column_int64(q, 1);
+        hd_store_col_copy(q, 2, m->etag, sizeof(m->etag));
+        hd_store_col_copy(q, 3, m->ck_type, sizeof(m->ck_type));
+        hd_store_col_copy(q, 4, m->ck_val, sizeof(m->ck_val));
+        m->ctype = hd_store_col_dup(q, 5);
+        m->meta = hd_store_col_dup(q, 6);
+        m->hdrs = hd_store_col_dup(q, 8);
+        m->parts = hd_store_col_dup(q, 9);
+        snprintf(path, sizeof(path), "%s/%s", mp->path, (const char *)sqlite3_column_text(q, 7));
+        m->path = strdup(path);
+        rc = m->path && (m->ctype || !sqlite3_column_text(q, 5)) &&
+                     (m->meta || !sqlite3_column_text(q, 6)) &&
+                     (m->hdrs || !sqlite3_column_text(q, 8)) &&
+                     (m->parts || !sqlite3_column_text(q, 9))
+                 ? 0
+                 : -ENOMEM;
+        if (rc == 0 && rel && !(*rel = hd_store_col_dup(q, 7)))
+            rc = -ENOMEM;
+    } else if (s == SQLITE_DONE) {
+        rc = HD_ENOSUCHKEY;
+    } else {
+        rc = hd_store_sqlerr(c->db, s, "lookup");
+    }
+    sqlite3_reset(q);
+    hd_store_conn_put(mp, c);
+    if (rc < 0) {
+        hd_obj_meta_cleanup(m);
+        if (rel) {
+            free(*rel);
+            *rel = NULL;
+        }
+    }
+    return rc;
+}
+
+int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                       struct hd_obj_meta *m)
+{
+    if (mpi >= st->nmp)
+        return HD_EBADARG;
+    return hd_store_row_on(st, mpi, bucket, name, m, NULL);
+}
+
+int hd_store_fence_cancel_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                             const char *etag, int64_t mtime_ms)
+{
+    struct hd_obj_meta m;
+    int rc;
 
     if (atomic_load(&st->nfences) == 0)
         return 0; /* nothing to cancel */
-    if ((rc = hd_store_conn_get(&st->mp[mpi], &c)) < 0)
+    if ((rc = hd_store_lookup_mp(st, mpi, bucket, name, &m)) == HD_ENOSUCHKEY)
+        return HD_EPRECONDITION;
+    if (rc < 0)
         return rc;
-    if ((s = sqlite3_prepare_v2(c->db, sql, -1, &q, NULL)) != SQLITE_OK) {
-        rc = hd_store_sqlerr(c->db, s, "delete_if: lookup");
-    } else {
-        sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 3, etag, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 4, mtime_ms);
-        s = sqlite3_step(q);
-        rc = s == SQLITE_ROW    ? 0
-             : s == SQLITE_DONE ? HD_EPRECONDITION
-                                : hd_store_sqlerr(c->db, s, "delete_if: lookup");
-    }
-    sqlite3_finalize(q);
-    hd_store_conn_put(&st->mp[mpi], c);
+    if (strcmp(m.etag, etag) != 0 || m.mtime_ms != mtime_ms)
+        rc = HD_EPRECONDITION;
+    hd_obj_meta_cleanup(&m);
     if (rc == 0)
         hd_store_fence_cancel(st, bucket, name, NULL, 0);
     return rc;

@@ -484,63 +484,6 @@ out:
 
 /* ---- objects ---- */
 
-/* The catalog row of bucket/name on mountpath mpi: *m (path absolute) and, when rel is not
- * NULL, the content file relative to the mountpath (malloc'd). */
-static int lookup_on(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
-                     struct hd_obj_meta *m, char **rel)
-{
-    struct mountpath *mp = &st->mp[mpi];
-    struct conn *c;
-    sqlite3_stmt *q;
-    int rc, s;
-    char path[PATH_MAX];
-
-    memset(m, 0, sizeof(*m));
-    if (rel)
-        *rel = NULL;
-    if ((rc = hd_store_conn_get(mp, &c)) < 0)
-        return rc;
-    q = c->q[Q_LOOKUP];
-    sqlite3_bind_text(q, 1, bucket, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
-    s = sqlite3_step(q);
-    if (s == SQLITE_ROW) {
-        m->size = (uint64_t)sqlite3_column_int64(q, 0);
-        m->mtime_ms = sqlite3_column_int64(q, 1);
-        hd_store_col_copy(q, 2, m->etag, sizeof(m->etag));
-        hd_store_col_copy(q, 3, m->ck_type, sizeof(m->ck_type));
-        hd_store_col_copy(q, 4, m->ck_val, sizeof(m->ck_val));
-        m->ctype = hd_store_col_dup(q, 5);
-        m->meta = hd_store_col_dup(q, 6);
-        m->hdrs = hd_store_col_dup(q, 8);
-        m->parts = hd_store_col_dup(q, 9);
-        snprintf(path, sizeof(path), "%s/%s", mp->path, (const char *)sqlite3_column_text(q, 7));
-        m->path = strdup(path);
-        rc = m->path && (m->ctype || !sqlite3_column_text(q, 5)) &&
-                     (m->meta || !sqlite3_column_text(q, 6)) &&
-                     (m->hdrs || !sqlite3_column_text(q, 8)) &&
-                     (m->parts || !sqlite3_column_text(q, 9))
-                 ? 0
-                 : -ENOMEM;
-        if (rc == 0 && rel && !(*rel = hd_store_col_dup(q, 7)))
-            rc = -ENOMEM;
-    } else if (s == SQLITE_DONE) {
-        rc = HD_ENOSUCHKEY;
-    } else {
-        rc = hd_store_sqlerr(c->db, s, "lookup");
-    }
-    sqlite3_reset(q);
-    hd_store_conn_put(mp, c);
-    if (rc < 0) {
-        hd_obj_meta_cleanup(m);
-        if (rel) {
-            free(*rel);
-            *rel = NULL;
-        }
-    }
-    return rc;
-}
-
 /* The row, from the row cache or the catalog (its HRW mountpath first, then the others: it
  * may not have moved yet after a mountpath change); a row read from the catalog is cached.
  * *mpi and *rel (malloc'd) say where its content file is. */
@@ -568,10 +511,10 @@ static int find_row(struct hd_store *st, const char *bucket, const char *name,
     gen = hd_mcache_gen(st->mc, bucket, name);
     home = hd_store_mp_for(st, bucket, name);
     h = (size_t)(home - st->mp);
-    rc = lookup_on(st, h, bucket, name, m, rel);
+    rc = hd_store_row_on(st, h, bucket, name, m, rel);
     *mpi = h;
     for (i = 0; rc == HD_ENOSUCHKEY && i < st->nmp; i++)
-        if (i != h && (rc = lookup_on(st, i, bucket, name, m, rel)) == 0)
+        if (i != h && (rc = hd_store_row_on(st, i, bucket, name, m, rel)) == 0)
             *mpi = i;
     if (rc == 0)
         hd_mcache_put(st->mc, bucket, name, *mpi, m, *rel, gen);
@@ -587,14 +530,6 @@ int hd_store_lookup(struct hd_store *st, const char *bucket, const char *name,
 
     free(rel);
     return rc;
-}
-
-int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
-                       struct hd_obj_meta *m)
-{
-    if (mpi >= st->nmp)
-        return HD_EBADARG;
-    return lookup_on(st, mpi, bucket, name, m, NULL);
 }
 
 static int open_object(struct hd_store *st, const char *bucket, const char *name,

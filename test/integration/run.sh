@@ -11,4 +11,4 @@ where=test/integration
 for a in "$@"; do
     case "$a" in test/* | *.py | *::*) where= ;; esac
 done
-exec /usr/bin/python3 -m pytest -q -p no:cacheprovider $where "$@"
+exec /usr/bin/python3 -m pytest -q -rsx -p no:cacheprovider $where "$@"

@@ -646,6 +646,82 @@ def test_summary_bck(cluster, sdk, bucket):
     assert r.status_code == 404, r.text
 
 
+def test_bucket_head_and_info(cluster, sdk, bucket):
+    sizes = [10, 200, 3000]
+    for i, n in enumerate(sizes):
+        put(sdk, bucket, "i%d" % i, b"y" * n)
+    # bucket.py head(): HEAD buckets/B ?provider=ais, returns the headers (AIStore sets
+    # ais-bucket-props, BucketProps as JSON)
+    r = sdk.request("head", "buckets/" + bucket, params={"provider": "ais"})
+    assert r.status_code == 200
+    props = json.loads(r.headers["ais-bucket-props"])
+    assert props["provider"] == "ais" and props["checksum"]["type"] == "md5"
+    assert isinstance(props["created"], int) and props["created"] > 0
+    # bucket.py info(flt_presence=FLT_EXISTS, bsumm_remote=True): HEAD buckets/B
+    # ?provider=ais&presence=0&bsumm_remote=True -> 202 with ais-bucket-props and
+    # ais-xaction-id; then the same plus uuid=ID until 200, ais-bucket-summ (BsummResult JSON)
+    params = {"provider": "ais", "presence": 0, "bsumm_remote": True}
+    r = sdk.request("head", "buckets/" + bucket, params=params)
+    assert r.status_code == 202, r.headers
+    assert json.loads(r.headers.get("ais-bucket-props", "{}"))["provider"] == "ais"
+    params["uuid"] = r.headers.get("ais-xaction-id", "").strip('"')
+    assert params["uuid"]
+    r = sdk.request("head", "buckets/" + bucket, params=params)
+    assert r.status_code == 200, r.headers
+    summ = json.loads(r.headers.get("ais-bucket-summ", ""))
+    assert summ["name"] == bucket and summ["provider"] == "ais"
+    assert summ["obj_count_present"] == "3"
+    assert summ["size_all_present_objs"] == str(sum(sizes))
+    # aistore 1.4.0 bucket.py info(flt_presence, count_remote_objs): one HEAD ?presence=N,
+    # json.loads of both headers
+    r = sdk.request("head", "buckets/" + bucket, params={"provider": "ais", "presence": 2})
+    assert r.status_code in (200, 202)
+    assert json.loads(r.headers["ais-bucket-summ"])["obj_count_present"] == "3"
+    # FLT_EXISTS_NO_PROPS (1): props, no summary
+    r = sdk.request("head", "buckets/" + bucket, params={"provider": "ais", "presence": 1})
+    assert r.status_code == 200 and "ais-bucket-summ" not in r.headers
+    assert "ais-bucket-props" in r.headers
+    # bad presence, prefix (HEAD buckets/B/PREFIX), missing bucket
+    r = sdk.request("head", "buckets/" + bucket, params={"provider": "ais", "presence": 9})
+    assert r.status_code == 400
+    r = sdk.request("head", "buckets/%s/i1" % bucket, params=params)
+    assert r.status_code == 501
+    r = sdk.request("head", "buckets/nope-" + uuid.uuid4().hex[:6], params=params)
+    assert r.status_code == 404
+
+
+def test_object_features_hoard_lacks_are_refused(cluster, sdk, bucket):
+    """Parameters hoard has no counterpart for answer 501 instead of being ignored (which
+    made an append a plain PUT of the last piece, and a regex read the whole archive)."""
+    put(sdk, bucket, "whole", b"0123456789")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for n, d in (("a.txt", b"AAA"), ("b.jpg", b"BBBB")):
+            ti = tarfile.TarInfo(n)
+            ti.size = len(d)
+            t.addfile(ti, io.BytesIO(d))
+    put(sdk, bucket, "s.tar", buf.getvalue())
+    # obj/object.py append_content(content, handle, flush): PUT objects/B/O
+    # ?provider=ais&append_type=append|flush&append_handle=H
+    for at in ("append", "flush"):
+        r = sdk.request("put", "objects/%s/whole" % bucket,
+                        params={"provider": "ais", "append_type": at, "append_handle": ""},
+                        data=b"xx")
+        assert r.status_code == 501, r.text
+    r = sdk.request("get", "objects/%s/whole" % bucket, params={"provider": "ais"})
+    assert r.status_code == 200 and r.content == b"0123456789"
+    # obj/object.py get(archive_config=ArchiveConfig(regex=R, mode=M)): GET
+    # ?archpath=&archregx=R&archmode=M (every matching member)
+    r = sdk.request("get", "objects/%s/s.tar" % bucket,
+                    params={"provider": "ais", "archpath": "", "archregx": "jpg",
+                            "archmode": "suffix"})
+    assert r.status_code == 501, r.text
+    # ArchiveConfig(archpath=P) sends an empty archregx: one member, as before
+    r = sdk.request("get", "objects/%s/s.tar" % bucket,
+                    params={"provider": "ais", "archpath": "a.txt", "archregx": ""})
+    assert r.status_code == 200 and r.content == b"AAA"
+
+
 def test_job_actions_need_a_good_token(cluster, sdk, bucket):
     """Every new action and query refuses requests without a token (403), with a forged,
     tampered or expired one (401; before the body is read), and a key without the

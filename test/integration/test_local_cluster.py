@@ -79,6 +79,15 @@ def make_cmd(*targets):
     return cmd + list(targets)
 
 
+def terminal_signals():
+    """What a terminal's shell gives a command: SIGINT and SIGQUIT at their defaults. A suite
+    started in the background by a non-interactive shell (`make test &`, a CI runner) inherits
+    them ignored, and bash can neither trap nor reset a signal ignored at its entry, so
+    run.sh's Ctrl-C handler would never run."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 class Run:
     """deploy/local/run.sh (or `make run`) in its own process group, its output collected.
     stop() always leaves no process behind: whatever the signal did, the group and the
@@ -92,7 +101,8 @@ class Run:
                    HOARD_BUILD=BUILD)
         cmd = make_cmd("run") if via_make else ["bash", "deploy/local/run.sh"]
         self.p = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=self.out,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+                                  stderr=subprocess.STDOUT, start_new_session=True,
+                                  preexec_fn=terminal_signals)
 
     def text(self):
         with open(os.path.join(self.tmp, "run.out"), "rb") as f:
