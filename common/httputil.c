@@ -467,6 +467,41 @@ static int etag_list_match(const char *list, const char *etag, size_t elen, int 
     return 0;
 }
 
+int hd_s3_attributes_parse(const char *h)
+{
+    static const struct {
+        const char *name;
+        int bit;
+    } names[] = {{"ETag", HD_ATTR_ETAG},
+                 {"Checksum", HD_ATTR_CHECKSUM},
+                 {"ObjectParts", HD_ATTR_PARTS},
+                 {"StorageClass", HD_ATTR_CLASS},
+                 {"ObjectSize", HD_ATTR_SIZE}};
+    int want = 0;
+
+    while (h && *h) {
+        const char *e = strchr(h, ',');
+        size_t n = e ? (size_t)(e - h) : strlen(h), i = 0;
+        const char *next = e ? e + 1 : h + n;
+        while (n && (*h == ' ' || *h == '\t')) {
+            h++;
+            n--;
+        }
+        while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+            n--;
+        if (n) {
+            for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (strlen(names[i].name) == n && strncmp(h, names[i].name, n) == 0)
+                    break;
+            if (i == sizeof(names) / sizeof(names[0]))
+                return HD_EBADARG;
+            want |= names[i].bit;
+        }
+        h = next;
+    }
+    return want;
+}
+
 const char *hd_cond_failed(const struct hd_cond *c)
 {
     return c && !blank(c->if_match) ? "If-Match" : "If-Unmodified-Since";
@@ -895,7 +930,6 @@ static const char *const unsupported_sub[] = {"policy",
                                               "torrent",
                                               "restore",
                                               "select",
-                                              "attributes",
                                               "policyStatus",
                                               NULL};
 

@@ -70,6 +70,20 @@ int hd_cond_eval(const struct hd_cond *c, const char *etag, time_t mtime, int is
  * the error's <Condition>: "If-Match" when one was given, else "If-Unmodified-Since". */
 const char *hd_cond_failed(const struct hd_cond *c);
 
+/* ---- GetObjectAttributes ------------------------------------------------------------------ */
+
+/* x-amz-object-attributes: a comma-separated list of AWS's attribute names (blanks around
+ * each ignored, names case-sensitive). Returns the HD_ATTR_* bits it names, 0 when it names
+ * none (NULL, empty or only commas), HD_EBADARG for a name AWS does not have. */
+enum {
+    HD_ATTR_ETAG = 1,
+    HD_ATTR_CHECKSUM = 2,
+    HD_ATTR_PARTS = 4,
+    HD_ATTR_CLASS = 8,
+    HD_ATTR_SIZE = 16
+};
+int hd_s3_attributes_parse(const char *h);
+
 /* ---- URL encoding and query strings ------------------------------------------------------- */
 
 /* Percent-decodes in[0..n) into out ('+' -> ' ' when plus_as_space). out may equal in and

@@ -50,6 +50,7 @@ static const struct route routes[] = {
     {OBJECT, "GET", "acl", 1, 0, HD_S3_GET_OBJECT_ACL},
     {OBJECT, "PUT", "acl", 1, 0, HD_S3_PUT_OBJECT_ACL},
     {OBJECT, "GET", "tagging", 1, 0, HD_S3_GET_OBJECT_TAGGING},
+    {OBJECT, "GET", "attributes", 1, 0, HD_S3_GET_OBJECT_ATTRIBUTES},
     {OBJECT, "POST", "uploads", 0, 0, HD_S3_CREATE_MPU},
     {OBJECT, "PUT", "uploadId", 1, 1, HD_S3_UPLOAD_PART_COPY},
     {OBJECT, "PUT", "uploadId", 1, 0, HD_S3_UPLOAD_PART},
@@ -91,6 +92,7 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_GET_OBJECT_ACL] = "GetObjectAcl",
     [HD_S3_PUT_OBJECT_ACL] = "PutObjectAcl",
     [HD_S3_GET_OBJECT_TAGGING] = "GetObjectTagging",
+    [HD_S3_GET_OBJECT_ATTRIBUTES] = "GetObjectAttributes",
 };
 
 const char *hd_s3_op_name(enum hd_s3_op op)
@@ -235,6 +237,17 @@ int hd_s3_list_parse(struct hd_req *r, int versions, struct hd_s3_list_req *q, c
     if (q->delimiter && !*q->delimiter)
         q->delimiter = NULL; /* AWS: "delimiter=" is no delimiter, and is not echoed */
     q->marker = q->v2 ? NULL : hd_req_param(r, versions ? "key-marker" : "marker");
+    if (versions && (q->vid_marker = hd_req_param(r, "version-id-marker")) && *q->vid_marker) {
+        /* AWS's answers; every object is version "null", the one marker that names one */
+        if (!q->marker || !*q->marker) {
+            *msg = "A version-id marker cannot be specified without a key marker.";
+            return HD_EBADARG;
+        }
+        if (strcmp(q->vid_marker, "null") != 0) {
+            *msg = "Invalid version id specified";
+            return HD_EBADARG;
+        }
+    }
     q->ctok = q->v2 ? hd_req_param(r, "continuation-token") : NULL;
     q->start_after = q->v2 ? hd_req_param(r, "start-after") : NULL;
     fo = q->v2 ? hd_req_param(r, "fetch-owner") : NULL;
@@ -299,7 +312,7 @@ void hd_s3_list_xml(struct hd_buf *b, const char *bucket, const struct hd_s3_lis
             hd_xml_key_elem(b, "StartAfter", q->start_after, q->url);
     } else if (q->versions) {
         hd_xml_key_elem(b, "KeyMarker", q->marker ? q->marker : "", q->url);
-        hd_xml_elem(b, "VersionIdMarker", "");
+        hd_xml_elem(b, "VersionIdMarker", q->vid_marker ? q->vid_marker : "");
     } else {
         hd_xml_key_elem(b, "Marker", q->marker ? q->marker : "", q->url);
     }
@@ -927,6 +940,7 @@ static int version_check(struct hd_req *r, enum hd_s3_op op)
     case HD_S3_GET_OBJECT_ACL:
     case HD_S3_PUT_OBJECT_ACL:
     case HD_S3_GET_OBJECT_TAGGING:
+    case HD_S3_GET_OBJECT_ATTRIBUTES:
         v = hd_query_get(&r->query, "versionId");
         break;
     case HD_S3_COPY_OBJECT:
@@ -1097,7 +1111,9 @@ static const builtin_fn builtin[HD_S3_OP_COUNT] = {
  * node checks signatures (auth off): what response-* overrides need. */
 static int signed_request(const struct hd_req *r)
 {
-    return hd_req_header(r, "Authorization") || hd_req_param(r, "X-Amz-Signature") ||
+    const char *a = hd_req_header(r, "Authorization"); /* an empty one is none (sigv4.h) */
+
+    return (a && a[strspn(a, " \t")]) || hd_req_param(r, "X-Amz-Signature") ||
            hd_req_param(r, "Signature");
 }
 

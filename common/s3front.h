@@ -49,6 +49,7 @@ enum hd_s3_op {
     HD_S3_GET_OBJECT_ACL,
     HD_S3_PUT_OBJECT_ACL,
     HD_S3_GET_OBJECT_TAGGING,
+    HD_S3_GET_OBJECT_ATTRIBUTES,
     HD_S3_OP_COUNT
 };
 
@@ -122,11 +123,12 @@ void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c);
 struct hd_s3_list_req {
     int v2, versions;
     const char *prefix, *delimiter, *marker, *ctok, *start_after;
-    int url;          /* encoding-type=url */
-    int ctok_given;   /* continuation-token present (perhaps empty: "from the start") */
-    int owner;        /* Owner elements wanted (V1 always; V2 with fetch-owner=true) */
-    uint64_t max;     /* max-keys, at most 1000 */
-    const char *from; /* exclusive start key: marker, start-after or the decoded token */
+    const char *vid_marker; /* ListObjectVersions' version-id-marker: NULL, "" or "null" */
+    int url;                /* encoding-type=url */
+    int ctok_given;         /* continuation-token present (perhaps empty: "from the start") */
+    int owner;              /* Owner elements wanted (V1 always; V2 with fetch-owner=true) */
+    uint64_t max;           /* max-keys, at most 1000 */
+    const char *from;       /* exclusive start key: marker, start-after or the decoded token */
     char tokbuf[1100];
 };
 /* 0, or the error to answer with (*msg: its message, or NULL for the table's). */

@@ -81,7 +81,8 @@ typedef int (*hd_sigv4_secret_fn)(void *ctx, const char *access_key, char *secre
 /* Verifies a SigV4 request signed either with an Authorization header or presigned in the
  * query (X-Amz-Algorithm ...). Returns:
  *   0                  verified; *out filled
- *   HD_DECLINED        no SigV4 auth at all (anonymous): the caller decides
+ *   HD_DECLINED        no SigV4 auth at all (anonymous): the caller decides. One empty or
+ *                      blank Authorization header counts as none (AWS, MinIO)
  *   HD_EAUTHHDR        malformed Authorization / date headers (X-Amz-Date, else Date in any
  *                      form hd_date_parse reads), or SigV2
  *   HD_EAUTHQUERY      malformed presigned parameters (credential, date, algorithm ...)

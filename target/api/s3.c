@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/httputil.h"
 #include "common/s3front.h"
 #include "common/xml.h"
 #include "target/api/mpu.h"
@@ -244,6 +245,112 @@ static void object_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call 
     hd_resp_xml(r, 200, &b);
 }
 
+/* <ObjectParts> of a multipart object: its part count and a page of part sizes
+ * (x-amz-max-parts, default 1000; x-amz-part-number-marker). 0 or HD_EBADHEADER. */
+static int attributes_parts(struct hd_req *r, struct hd_buf *b, const struct hd_obj_meta *m)
+{
+    const char *hm = hd_req_header(r, "x-amz-max-parts");
+    const char *hp = hd_req_header(r, "x-amz-part-number-marker");
+    uint64_t max = 1000, marker = 0, i, last = 0, *sizes = NULL;
+    size_t n = 0;
+    int rc;
+
+    if ((hm && (hd_parse_u64(hm, &max) < 0 || max > 1000)) ||
+        (hp && (hd_parse_u64(hp, &marker) < 0 || marker > 10000)))
+        return HD_EBADHEADER;
+    if ((rc = hd_obj_part_sizes(m, &sizes, &n)) < 0 || !n)
+        return rc; /* not uploaded in parts: no <ObjectParts> */
+    hd_xml_open(b, "ObjectParts");
+    hd_xml_elemf(b, "PartsCount", "%llu", (unsigned long long)n);
+    hd_xml_elemf(b, "PartNumberMarker", "%llu", (unsigned long long)marker);
+    for (i = marker; i < n && i < marker + max; i++) {
+        hd_xml_open(b, "Part");
+        hd_xml_elemf(b, "PartNumber", "%llu", (unsigned long long)(i + 1));
+        hd_xml_elemf(b, "Size", "%llu", (unsigned long long)sizes[i]);
+        hd_xml_close(b, "Part");
+        last = i + 1;
+    }
+    hd_xml_elemf(b, "NextPartNumberMarker", "%llu", (unsigned long long)last);
+    hd_xml_elemf(b, "MaxParts", "%llu", (unsigned long long)max);
+    hd_xml_elem(b, "IsTruncated", last < n && last >= marker + max ? "true" : "false");
+    hd_xml_close(b, "ObjectParts");
+    free(sizes);
+    return 0;
+}
+
+/* GET ?attributes: what HEAD would say, as XML (S3-backed buckets: their objects live
+ * upstream, which is not asked: 501). */
+static void object_attributes(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+{
+    struct hd_target *t = ctx;
+    struct hd_cbucket *cb;
+    struct hd_obj_meta m;
+    struct hd_buf b;
+    char date[32], sclass[32], ck[64];
+    int want, rc;
+
+    want = hd_s3_attributes_parse(hd_req_header(r, "x-amz-object-attributes"));
+    if (want <= 0) {
+        hd_resp_err_msg(r, HD_EBADARG,
+                        want < 0 ? "Invalid attribute name specified."
+                                 : "The x-amz-object-attributes header specifying the "
+                                   "attributes to be retrieved is either missing or empty");
+        return;
+    }
+    if ((rc = hd_store_bucket_exists(t->st, c->bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if ((cb = hd_cache_bucket(t->cache, c->bucket))) {
+        hd_cbucket_unref(cb);
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "GetObjectAttributes is not supported for S3-backed "
+                        "buckets: use HeadObject.");
+        return;
+    }
+    if ((rc = hd_store_lookup(t->st, c->bucket, c->key, &m)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (hd_obj_ssec_refused(r))
+        goto out;
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_xml_open_ns(&b, "GetObjectAttributesResponse", HD_XML_S3_NS);
+    if (want & HD_ATTR_ETAG)
+        hd_xml_elem(&b, "ETag", m.etag); /* unquoted, as AWS answers it here */
+    if ((want & HD_ATTR_CHECKSUM) && m.ck_type[0]) {
+        const char *dash = strchr(m.ck_val, '-'); /* composite: "b64-N" */
+        snprintf(ck, sizeof(ck), "Checksum%s", m.ck_type);
+        hd_xml_open(&b, "Checksum");
+        hd_buf_printf(&b, "<%s>%.*s</%s>", ck,
+                      (int)(dash ? (size_t)(dash - m.ck_val) : strlen(m.ck_val)), m.ck_val, ck);
+        hd_xml_elem(&b, "ChecksumType", dash ? "COMPOSITE" : "FULL_OBJECT");
+        hd_xml_close(&b, "Checksum");
+    }
+    if ((want & HD_ATTR_PARTS) && (rc = attributes_parts(r, &b, &m)) < 0) {
+        hd_buf_cleanup(&b);
+        hd_resp_err_msg(r, rc,
+                        rc == HD_EBADHEADER
+                            ? "x-amz-max-parts and x-amz-part-number-marker must be "
+                              "integers between 0 and 1000 and 0 and 10000."
+                            : NULL);
+        goto out;
+    }
+    if (want & HD_ATTR_CLASS) {
+        hd_hdrs_class(m.hdrs, sclass, sizeof(sclass));
+        hd_xml_elem(&b, "StorageClass", sclass);
+    }
+    if (want & HD_ATTR_SIZE)
+        hd_xml_elemf(&b, "ObjectSize", "%llu", (unsigned long long)m.size);
+    hd_xml_close(&b, "GetObjectAttributesResponse");
+    hd_http_date_format((time_t)(m.mtime_ms / 1000), date);
+    hd_resp_header(r, "Last-Modified", date);
+    hd_resp_xml(r, 200, &b);
+out:
+    hd_obj_meta_cleanup(&m);
+}
+
 static const struct hd_s3_front front = {
     .vhost = vhost_path,
     .authenticate = authenticate,
@@ -271,6 +378,7 @@ static const struct hd_s3_front front = {
             [HD_S3_GET_OBJECT_ACL] = object_acl,
             [HD_S3_PUT_OBJECT_ACL] = object_acl,
             [HD_S3_GET_OBJECT_TAGGING] = object_tagging,
+            [HD_S3_GET_OBJECT_ATTRIBUTES] = object_attributes,
         },
 };
 

@@ -840,7 +840,7 @@ static void reader_end(struct hd_req *r)
             return;
     }
     obj_headers(r, &o);
-    hd_resp_header(r, "Content-Type", o.ctype[0] ? o.ctype : "application/octet-stream");
+    hd_resp_header(r, "Content-Type", o.ctype[0] ? o.ctype : hd_obj_default_ctype(r));
     rd->off = off;
     rd->len = len;
     atomic_fetch_add(&rd->refs, 1); /* the response's */
@@ -1007,7 +1007,7 @@ static void head_done(struct hd_req *r, struct hd_acall *a)
     if (conditionals(r, &v->obj) == HD_DONE)
         return;
     obj_headers(r, &v->obj);
-    hd_resp_header(r, "Content-Type", v->obj.ctype[0] ? v->obj.ctype : "application/octet-stream");
+    hd_resp_header(r, "Content-Type", v->obj.ctype[0] ? v->obj.ctype : hd_obj_default_ctype(r));
     hd_resp_head(r, 200, v->obj.size);
 }
 

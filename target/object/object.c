@@ -497,7 +497,7 @@ void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int he
     if (status < 0)
         goto out;
     add_object_headers(r, &m);
-    hd_resp_header(r, "Content-Type", m.ctype ? m.ctype : "application/octet-stream");
+    hd_resp_header(r, "Content-Type", m.ctype ? m.ctype : hd_obj_default_ctype(r));
     /* A stored checksum describes the whole object: sent only when the whole object is
      * (botocore validates what it receives). A composite one (checksum of the parts'
      * checksums, "b64-N") describes no bytes at all: HEAD only. */
@@ -521,6 +521,11 @@ void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int he
 out:
     if (fd >= 0)
         close(fd);
+}
+
+const char *hd_obj_default_ctype(const struct hd_req *r)
+{
+    return r->api == HD_API_S3 ? "binary/octet-stream" : "application/octet-stream";
 }
 
 /* x-amz-meta-* headers as a JSON object keyed by the lowercase suffix. */
@@ -548,8 +553,7 @@ int hd_collect_meta(struct hd_req *r, char **out)
             name[c] = (char)tolower((unsigned char)k[11 + c]);
         /* a header sent twice is one value, joined with a comma (HTTP; what S3 stores) */
         const char *prev = json_string_value(json_object_get(j, name));
-        json_t *v = prev ? json_sprintf("%s,%s", prev, r->hdrs[i].v)
-                         : json_string(r->hdrs[i].v);
+        json_t *v = prev ? json_sprintf("%s,%s", prev, r->hdrs[i].v) : json_string(r->hdrs[i].v);
         if (!v) { /* not UTF-8 */
             json_decref(j);
             return HD_EBADHEADER;

@@ -20,6 +20,9 @@ void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *m, int fd, int hea
  * InvalidRequest, which it answers itself (1); 0 otherwise. Checked once the object is known
  * to exist: a missing one stays 404. */
 int hd_obj_ssec_refused(struct hd_req *r);
+/* The Content-Type of an object stored without one: S3's "binary/octet-stream" on the S3
+ * API (what AWS answers), "application/octet-stream" on the native API. */
+const char *hd_obj_default_ctype(const struct hd_req *r);
 /* x-amz-meta-* response headers from the catalog's JSON object (NULL: none). */
 void hd_obj_meta_headers(struct hd_req *r, const char *meta);
 /* x-amz-meta-* headers of r as a JSON object (lowercase names without the prefix) in *out,

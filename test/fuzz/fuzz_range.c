@@ -1,6 +1,6 @@
 /* libFuzzer driver for Range, Content-Range, HTTP-date (hd_http_date_parse and the any-form
- * hd_date_parse of Date / x-amz-date), conditional parsing and the header-list token removal
- * (common/httputil).
+ * hd_date_parse of Date / x-amz-date), conditional parsing, the header-list token removal and
+ * x-amz-object-attributes (common/httputil).
  * Input: 8 bytes of big-endian object size, then header text; lines feed hd_cond_eval. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -59,6 +59,15 @@ static void check_drop(const char *s)
     }
 }
 
+/* x-amz-object-attributes: the five bits or HD_EBADARG, nothing else */
+static void check_attrs(const char *s)
+{
+    int a = hd_s3_attributes_parse(s);
+
+    if (a != HD_EBADARG && (a < 0 || a > 31))
+        __builtin_trap();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint64_t osize = 0, off = 0, len = 0, first, last, total;
@@ -88,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     check_date(s);
     check_drop(s);
+    check_attrs(s);
 
     /* up to four '\n'-separated fields: If-Match, If-None-Match, IMS, IUS */
     f[0] = s;

@@ -232,10 +232,32 @@ def test_js_conditional_writes_and_bucket_calls(js):
         ("NotFound", 404), r
 
 
-def test_js_get_object_attributes_not_supported(js):
-    """GetObjectAttributes is not implemented (docs/s3-compatibility.md): a clean 501."""
-    e = result(js, "misc")["attributes"].get("error")
-    assert e and (e["name"], e["status"], e["fault"]) == ("NotImplemented", 501, "server"), e
+def js_pattern(n, seed):
+    """js_sdk_checks.mjs's pattern(n, seed): xorshift32 bytes."""
+    out, x = bytearray(n), ((seed * 2654435761) & 0xFFFFFFFF) or 1
+    for i in range(n):
+        x ^= (x << 13) & 0xFFFFFFFF
+        x ^= x >> 17
+        x ^= (x << 5) & 0xFFFFFFFF
+        out[i] = x & 0xFF
+    return bytes(out)
+
+
+def test_js_get_object_attributes(js):
+    """GetObjectAttributes (docs/s3-compatibility.md): the ETag (unquoted), size, storage class
+    and the CRC32 the SDK uploaded with, as FULL_OBJECT; an S3-backed bucket's objects live
+    upstream: a clean 501 there."""
+    a = result(js, "misc")["attributes"]
+    if "_upstream" in js:
+        e = a.get("error")
+        assert e and (e["name"], e["status"], e["fault"]) == ("NotImplemented", 501, "server"), e
+        return
+    data = js_pattern(300 * 1024 + 7, 1)  # buf/one.bin
+    assert "error" not in a, a
+    assert (a["etag"], a["size"], a["storage_class"]) == (helpers.md5_hex(data), len(data),
+                                                          "STANDARD"), a
+    assert a["checksum"] == {"ChecksumCRC32": helpers.crc32_b64(data),
+                             "ChecksumType": "FULL_OBJECT"}, a
 
 
 def test_js_list_v2_prefix_delimiter_paginator(js):

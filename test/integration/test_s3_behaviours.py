@@ -575,6 +575,61 @@ def _mpu(s3, bucket, key, parts):
                                         MultipartUpload={"Parts": done})
 
 
+def test_get_object_attributes(endpoint, raw, s3, bucket):
+    """GetObjectAttributes (GET ?attributes, boto3 get_object_attributes): the ETag
+    (unquoted), ObjectSize, StorageClass and Last-Modified; for a multipart object also
+    ObjectParts (count and part sizes, paged by MaxParts / PartNumberMarker) and its composite
+    checksum (without the "-N", ChecksumType COMPOSITE). No or an unknown attribute name:
+    400 InvalidArgument; a missing key: 404 NoSuchKey."""
+    allattrs = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]
+    s3.put_object(Bucket=bucket, Key="one", Body=b"hello", StorageClass="STANDARD_IA")
+    r = s3.get_object_attributes(Bucket=bucket, Key="one", ObjectAttributes=allattrs)
+    assert (r["ETag"], r["ObjectSize"], r["StorageClass"]) == (md5_hex(b"hello"), 5,
+                                                                "STANDARD_IA"), r
+    assert "ObjectParts" not in r and "Checksum" not in r, r
+    assert r["LastModified"] == s3.head_object(Bucket=bucket, Key="one")["LastModified"]
+    r = s3.get_object_attributes(Bucket=bucket, Key="one", ObjectAttributes=["ObjectSize"])
+    assert r["ObjectSize"] == 5 and "ETag" not in r and "StorageClass" not in r, r
+
+    datas = [pattern_bytes(PART, seed=71), b"tail"]
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp", ChecksumAlgorithm="CRC32")
+    parts = []
+    for i, d in enumerate(datas, 1):
+        p = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up["UploadId"], PartNumber=i,
+                           Body=d, ChecksumAlgorithm="CRC32")
+        parts.append({"PartNumber": i, "ETag": p["ETag"], "ChecksumCRC32": p["ChecksumCRC32"]})
+    done = s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up["UploadId"],
+                                        MultipartUpload={"Parts": parts})
+    r = s3.get_object_attributes(Bucket=bucket, Key="mp", ObjectAttributes=allattrs)
+    assert r["ETag"] == done["ETag"].strip('"') and r["ObjectSize"] == PART + 4, r
+    assert r["StorageClass"] == "STANDARD", r
+    composite = base64.b64encode(zlib.crc32(b"".join(
+        helpers.checksum_raw("crc32", d) for d in datas)).to_bytes(4, "big")).decode()
+    assert r["Checksum"]["ChecksumCRC32"] == composite, r
+    op = r["ObjectParts"]
+    assert (op["TotalPartsCount"], op["IsTruncated"]) == (2, False), op
+    assert [(p["PartNumber"], p["Size"]) for p in op["Parts"]] == [(1, PART), (2, 4)], op
+    r = s3.get_object_attributes(Bucket=bucket, Key="mp", ObjectAttributes=["ObjectParts"],
+                                 MaxParts=1)["ObjectParts"]
+    assert (r["IsTruncated"], r["NextPartNumberMarker"], len(r["Parts"])) == (True, 1, 1), r
+    r = s3.get_object_attributes(Bucket=bucket, Key="mp", ObjectAttributes=["ObjectParts"],
+                                 MaxParts=1, PartNumberMarker=1)["ObjectParts"]
+    assert (r["IsTruncated"], [p["PartNumber"] for p in r["Parts"]]) == (False, [2]), r
+    x = raw.request("GET", "/%s/mp?attributes" % bucket,
+                    headers={"x-amz-object-attributes": "Checksum"})
+    assert x.status == 200, x
+    ck = ET.fromstring(x.body).find(S3NS + "Checksum")
+    assert ck.find(S3NS + "ChecksumType").text == "COMPOSITE", x.body
+
+    for hdr in (None, "", "Bogus", "ETag,etag"):
+        x = raw.request("GET", "/%s/one?attributes" % bucket,
+                        headers={} if hdr is None else {"x-amz-object-attributes": hdr})
+        check_s3_error(x, 400, "InvalidArgument")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.get_object_attributes(Bucket=bucket, Key="missing", ObjectAttributes=["ETag"])
+    assert client_error(ei)[:2] == (404, "NoSuchKey")
+
+
 def test_part_number_reads(raw, s3, bucket):
     parts = [pattern_bytes(PART, seed=1), pattern_bytes(PART, seed=2), b"tail" * 100]
     etag = _mpu(s3, bucket, "mp", parts)["ETag"]
@@ -943,6 +998,29 @@ def test_s3cmd_remote_copy(s3cmd, s3, bucket):
 
 
 # ---------------------------------------------------------------- versioning
+
+def test_list_versions_version_id_marker(raw, s3, bucket):
+    """ListObjectVersions' version-id-marker as AWS takes it: echoed in <VersionIdMarker>;
+    "null" (every object's version) after a key-marker resumes after that key; without a
+    key-marker, or naming another version: 400 InvalidArgument."""
+    for k in ("a", "b", "c"):
+        s3.put_object(Bucket=bucket, Key=k, Body=b"v")
+    r = s3.list_object_versions(Bucket=bucket, KeyMarker="a", VersionIdMarker="null")
+    assert r["VersionIdMarker"] == "null" and r["KeyMarker"] == "a", r
+    assert [v["Key"] for v in r["Versions"]] == ["b", "c"], r
+    page = s3.list_object_versions(Bucket=bucket, MaxKeys=1)
+    assert (page["NextKeyMarker"], page["NextVersionIdMarker"]) == ("a", "null"), page
+    r = s3.list_object_versions(Bucket=bucket, KeyMarker=page["NextKeyMarker"],
+                                VersionIdMarker=page["NextVersionIdMarker"], MaxKeys=1)
+    assert [v["Key"] for v in r["Versions"]] == ["b"], r
+    for q, msg in [("version-id-marker=null",
+                    "A version-id marker cannot be specified without a key marker."),
+                   ("key-marker=a&version-id-marker=3HL4kqtJlcpXroDTDmJ",
+                    "Invalid version id specified")]:
+        x = raw.request("GET", "/%s?versions&%s" % (bucket, q))
+        err = check_s3_error(x, 400, "InvalidArgument")
+        assert err["Message"] == msg, err
+
 
 def test_versioning(endpoint, raw, s3, bucket):
     r = s3.get_bucket_versioning(Bucket=bucket)

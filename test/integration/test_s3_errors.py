@@ -82,6 +82,23 @@ def test_unsigned_request_denied(endpoint, raw, bucket, method, path):
     assert_absent(raw, bucket, "k")
 
 
+@pytest.mark.parametrize("value", ["", "  "])
+def test_empty_authorization_is_anonymous(endpoint, raw, bucket, value):
+    """s3-tests test_object_create_bad_authorization_empty and
+    test_bucket_create_bad_authorization_empty: an empty Authorization header is no
+    credentials at all, so 403 AccessDenied (it was 400 AuthorizationHeaderMalformed);
+    nothing is created."""
+    name = helpers.unique_bucket_name("emptyauth")
+    for method, path in (("PUT", "/%s/k" % bucket), ("PUT", "/" + name),
+                         ("GET", "/%s/k" % bucket)):
+        r = helpers.raw_request(endpoint.host, endpoint.port, method, path,
+                                {"Authorization": value}, b"x" if path.endswith("/k") and
+                                method == "PUT" else b"")
+        check_s3_error(r, 403, "AccessDenied")
+    assert_absent(raw, bucket, "k")
+    assert raw.request("HEAD", "/" + name).status == 404
+
+
 def test_tampered_signed_header(endpoint, raw, bucket):
     url = raw.url("/%s/t" % bucket)
     h = helpers.sign_headers("PUT", url, endpoint.access_key, endpoint.secret_key,

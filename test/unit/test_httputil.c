@@ -342,6 +342,21 @@ HD_SUITE(httputil_date_any)
 }
 
 /* hd_list_drop_token: the aws-chunked content coding S3 leaves out of what it stores. */
+HD_SUITE(httputil_object_attributes)
+{
+    CHECK_EQ_INT(hd_s3_attributes_parse(NULL), 0);
+    CHECK_EQ_INT(hd_s3_attributes_parse(""), 0);
+    CHECK_EQ_INT(hd_s3_attributes_parse(" , ,"), 0);
+    CHECK_EQ_INT(hd_s3_attributes_parse("ETag"), HD_ATTR_ETAG);
+    CHECK_EQ_INT(hd_s3_attributes_parse("ETag,Checksum,ObjectParts,StorageClass,ObjectSize"), 31);
+    CHECK_EQ_INT(hd_s3_attributes_parse(" ObjectSize , ETag "), HD_ATTR_SIZE | HD_ATTR_ETAG);
+    CHECK_EQ_INT(hd_s3_attributes_parse("ETag,ETag,"), HD_ATTR_ETAG);
+    CHECK_EQ_INT(hd_s3_attributes_parse("ObjectSize   "), HD_ATTR_SIZE); /* trailing blanks */
+    CHECK_EQ_INT(hd_s3_attributes_parse("etag"), HD_EBADARG);            /* case matters */
+    CHECK_EQ_INT(hd_s3_attributes_parse("ETag,Bogus"), HD_EBADARG);
+    CHECK_EQ_INT(hd_s3_attributes_parse("ETagX"), HD_EBADARG);
+}
+
 HD_SUITE(httputil_drop_token)
 {
     static const struct {

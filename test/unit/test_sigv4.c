@@ -747,6 +747,13 @@ HD_SUITE(sigv4_verify_edges)
     h[0] = (struct hd_kv){"Host", "x"};
     CHECK_EQ_INT(verify_with(h, 1, NULL, now, &a), HD_DECLINED);
     CHECK_EQ_INT(verify_with(h, 1, "list-type=2&prefix=a", now, &a), HD_DECLINED);
+    /* One empty (or blank) Authorization header is none at all; two are still malformed. */
+    h[1] = (struct hd_kv){"Authorization", ""};
+    CHECK_EQ_INT(verify_with(h, 2, NULL, now, &a), HD_DECLINED);
+    h[1] = (struct hd_kv){"Authorization", "  "};
+    CHECK_EQ_INT(verify_with(h, 2, NULL, now, &a), HD_DECLINED);
+    h[2] = h[1];
+    CHECK_EQ_INT(verify_with(h, 3, NULL, now, &a), HD_EAUTHHDR);
     /* SigV2 is refused, not treated as anonymous. */
     CHECK_EQ_INT(verify_with(h, 1, "AWSAccessKeyId=AK&Expires=1&Signature=x", now, &a),
                  HD_EAUTHQUERY);
