@@ -403,52 +403,112 @@ struct xact_ctx {
     char what[16];
 };
 
+/* The provider of the bucket of merged job view v ("ais" when it has none). */
+static void job_provider(struct hd_proxy *p, const json_t *v, char *prov, size_t len)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e =
+        json_is_string(json_object_get(v, "bucket"))
+            ? hd_bmd_find(b, json_string_value(json_object_get(v, "bucket")))
+            : NULL;
+
+    snprintf(prov, len, "%s", e ? e->provider : "ais");
+    hd_bmd_unref(b);
+}
+
+/* AIStore's nl.Status of merged job view v: what Job.wait() polls (end_time 0 while running). */
+static json_t *status_of(const json_t *v, const char *prov)
+{
+    const char *st = json_string_value(json_object_get(v, "state"));
+    const char *bucket = json_string_value(json_object_get(v, "bucket"));
+    int running = st && strcmp(st, "running") == 0;
+    int failed = st && strcmp(st, "failed") == 0;
+    json_int_t fin = json_integer_value(json_object_get(v, "finished_ms"));
+    json_t *err = json_array_get(json_object_get(v, "errors"), 0);
+
+    return json_pack(
+        "{s:O, s:s, s:s, s:I, s:b, s:{s:s, s:s, s:{s:s, s:s}}}", "uuid", json_object_get(v, "id"),
+        "kind", ais_kind(json_string_value(json_object_get(v, "kind")), json_object_get(v, "args")),
+        "err", failed && json_is_string(err) ? json_string_value(err) : "", "end_time",
+        running ? (json_int_t)0 : (fin > 0 ? fin : 1) * 1000000, "aborted",
+        st && strcmp(st, "aborted") == 0, "bck", "name", bucket ? bucket : "", "provider", prov,
+        "namespace", "uuid", "", "name", "");
+}
+
+/* what=status_all (Cluster.list_jobs_status(): [JobStatus]) and what=running_all
+ * (list_running_jobs(): ["KIND[ID]"]), body JobQuery {"kind","node","show_active"}: every
+ * job, or the running ones, of one AIStore kind or all. "node" is accepted and ignored:
+ * hoard's jobs run on every target. */
+static void xact_all(struct hd_req *r, struct hd_proxy *p, const char *what, const json_t *in)
+{
+    const char *kind = json_string_value(json_object_get(in, "kind"));
+    int running_all = strcmp(what, "running_all") == 0;
+    int active = running_all || json_is_true(json_object_get(in, "show_active"));
+    json_t *jobs = NULL, *out, *v;
+    char msg[400], prov[16];
+    size_t i;
+    int rc;
+
+    if ((in && !json_is_object(in)) ||
+        (json_object_get(in, "kind") && !json_is_string(json_object_get(in, "kind")))) {
+        hd_resp_err_msg(
+            r, HD_EBADARG,
+            "what=status_all and running_all take {\"kind\", \"node\", \"show_active\"}");
+        return;
+    }
+    if ((rc = hd_proxy_jobs_list(p, &jobs, msg, sizeof(msg))) < 0) {
+        hd_resp_err_msg(r, rc, rc == HD_EUNAVAIL && msg[0] ? msg : NULL);
+        return;
+    }
+    out = json_array();
+    json_array_foreach(jobs, i, v)
+    {
+        const char *st = json_string_value(json_object_get(v, "state"));
+        const char *k =
+            ais_kind(json_string_value(json_object_get(v, "kind")), json_object_get(v, "args"));
+        char *one;
+        if ((kind && *kind && strcmp(kind, k) != 0) ||
+            (active && !(st && strcmp(st, "running") == 0)))
+            continue;
+        if (!running_all) {
+            job_provider(p, v, prov, sizeof(prov));
+            json_array_append_new(out, status_of(v, prov));
+        } else if (asprintf(&one, "%s[%s]", k, json_string_value(json_object_get(v, "id"))) >= 0) {
+            json_array_append_new(out, json_string(one));
+            free(one);
+        }
+    }
+    json_decref(jobs);
+    hd_resp_json(r, 200, out);
+}
+
 static void xact_end(struct hd_req *r, void *ctx, json_t *in)
 {
     struct xact_ctx *c = ctx;
     const char *id = json_string_value(json_object_get(in, "ID"));
     json_t *v = NULL, *out;
-    const struct hd_bmd_bucket *e;
-    struct hd_bmd *b;
     char msg[400], prov[16];
     int rc;
 
+    if (strcmp(c->what, "status_all") == 0 || strcmp(c->what, "running_all") == 0) {
+        xact_all(r, c->p, c->what, in);
+        return;
+    }
     if (!id)
         id = json_string_value(json_object_get(in, "id"));
     if (!json_is_object(in) || !id || !*id || strlen(id) > 63 || strchr(id, '/')) {
         hd_resp_err_msg(r, HD_EBADARG,
-                        "what=status and what=qryxstats take {\"ID\": JOB_ID} (one job; hoard "
-                        "does not query jobs by kind)");
+                        "what=status and what=qryxstats take {\"ID\": JOB_ID} (one job; "
+                        "status_all and running_all list them)");
         return;
     }
     if ((rc = hd_proxy_jobs_view(c->p, id, &v, msg, sizeof(msg))) < 0) {
         hd_resp_err_msg(r, rc, rc == HD_EUNAVAIL && msg[0] ? msg : NULL);
         return;
     }
-    b = hd_smap_state_bmd(c->p->cs);
-    e = json_is_string(json_object_get(v, "bucket"))
-            ? hd_bmd_find(b, json_string_value(json_object_get(v, "bucket")))
-            : NULL;
-    snprintf(prov, sizeof(prov), "%s", e ? e->provider : "ais");
-    hd_bmd_unref(b);
+    job_provider(c->p, v, prov, sizeof(prov));
     if (strcmp(c->what, "status") == 0) {
-        /* AIStore's nl.Status: what Job.wait() polls (end_time 0 while running) */
-        const char *st = json_string_value(json_object_get(v, "state"));
-        int running = st && strcmp(st, "running") == 0;
-        int failed = st && strcmp(st, "failed") == 0;
-        json_int_t fin = json_integer_value(json_object_get(v, "finished_ms"));
-        json_t *err = json_array_get(json_object_get(v, "errors"), 0);
-        out = json_pack(
-            "{s:O, s:s, s:s, s:I, s:b, s:{s:s, s:s, s:{s:s, s:s}}}", "uuid",
-            json_object_get(v, "id"), "kind",
-            ais_kind(json_string_value(json_object_get(v, "kind")), json_object_get(v, "args")),
-            "err", failed && json_is_string(err) ? json_string_value(err) : "", "end_time",
-            running ? (json_int_t)0 : (fin > 0 ? fin : 1) * 1000000, "aborted",
-            st && strcmp(st, "aborted") == 0, "bck", "name",
-            json_string_value(json_object_get(v, "bucket"))
-                ? json_string_value(json_object_get(v, "bucket"))
-                : "",
-            "provider", prov, "namespace", "uuid", "", "name", "");
+        out = status_of(v, prov);
     } else { /* qryxstats: {TARGET_ID: [snapshot]} (AggregatedJobSnap) */
         const char *node;
         json_t *job;

@@ -618,6 +618,52 @@ def test_copy_bck_job(cluster, sdk, bucket):
         sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
 
 
+def test_list_jobs(cluster, sdk, bucket):
+    put(sdk, bucket, "j1", b"j" * 50)
+    dst = "ais-" + uuid.uuid4().hex[:10]
+    r = sdk.request("post", "buckets/" + bucket,
+                    params={"provider": "ais", "bck_to": "ais/@#/%s/" % dst},
+                    json=action("copy-bck", {"prefix": "", "prepend": "", "dry_run": False,
+                                             "force": False, "latest-ver": False,
+                                             "synchronize": False}))
+    assert r.status_code == 200, r.text
+    job_id = r.text
+    try:
+        job_wait(sdk, job_id, "copy-bck")
+
+        # cluster.py list_jobs_status(job_kind, target_id): GET cluster ?what=status_all,
+        # json JobQuery(kind, target).as_dict() {"kind","node","show_active"}
+        # -> Optional[List[JobStatus]]
+        def jobs_status(kind="", active=False):
+            r = sdk.request("get", "cluster", params={"what": "status_all"},
+                            json={"kind": kind, "node": "", "show_active": active})
+            assert r.status_code == 200, r.text
+            out = r.json()
+            assert isinstance(out, list)
+            for st in out:
+                assert isinstance(st["uuid"], str) and isinstance(st["err"], str)
+                assert isinstance(st["end_time"], int) and isinstance(st["aborted"], bool)
+            return {st["uuid"]: st for st in out}
+        mine = jobs_status()[job_id]
+        assert mine["kind"] == "copy-bck" and mine["end_time"] > 10**18
+        assert job_id in jobs_status("copy-bck")
+        assert job_id not in jobs_status("prefetch-listrange")
+        assert job_id not in jobs_status(active=True)  # finished
+        # cluster.py list_running_jobs(job_kind, target_id): GET cluster ?what=running_all,
+        # JobQuery(..., active=True) -> List[str] ("KIND[ID]")
+        r = sdk.request("get", "cluster", params={"what": "running_all"},
+                        json={"kind": "copy-bck", "node": "", "show_active": True})
+        assert r.status_code == 200, r.text
+        running = r.json()
+        assert isinstance(running, list) and all(isinstance(x, str) for x in running)
+        assert "copy-bck[%s]" % job_id not in running
+        r = sdk.request("get", "cluster", params={"what": "status_all"}, json={"kind": 5})
+        assert r.status_code == 400
+    finally:
+        sdk.request("delete", "objects/%s/j1" % dst, params={"provider": "ais"})
+        sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
+
+
 def test_summary_bck(cluster, sdk, bucket):
     sizes = [100, 2000, 30000]
     for i, n in enumerate(sizes):
