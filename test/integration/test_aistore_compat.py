@@ -560,6 +560,29 @@ def test_prefetch_and_evict_jobs(cluster, sdk, s3rver):  # noqa: F811
     assert r.status_code == 400, r.text
 
 
+def test_get_latest_version(cluster, sdk, s3rver):  # noqa: F811
+    src = "aislv-" + uuid.uuid4().hex[:8]
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    up.put_object(Bucket=src, Key="k", Body=b"version-1")
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+    assert r.status_code == 201, r.text
+    r = sdk.request("get", "objects/%s/k" % src, params={"provider": "aws"})
+    assert r.status_code == 200 and r.content == b"version-1"  # cached now
+    up.put_object(Bucket=src, Key="k", Body=b"version-2 longer")
+    # a warm GET is served from the cache (validate_warm_get is off by default)
+    r = sdk.request("get", "objects/%s/k" % src, params={"provider": "aws"})
+    assert r.content == b"version-1"
+    # obj/object.py get(latest=True) / get_reader(latest=True): GET ?provider=aws&latest-ver=true
+    # checks the upstream's version first and fetches the new one
+    r = sdk.request("get", "objects/%s/k" % src,
+                    params={"provider": "aws", "latest-ver": "true"})
+    assert r.status_code == 200 and r.content == b"version-2 longer"
+    r = sdk.request("get", "objects/%s/k" % src, params={"provider": "aws"})
+    assert r.content == b"version-2 longer"  # the cache holds the new version
+
+
 def test_copy_bck_job(cluster, sdk, bucket):
     names = ["a/%d" % i for i in range(5)] + ["b/x"]
     for n in names:
