@@ -791,6 +791,27 @@ def test_object_features_hoard_lacks_are_refused(cluster, sdk, bucket):
     assert r.status_code == 200 and r.content == b"AAA"
 
 
+def test_missing_bucket_errors_parse_as_sdk_exceptions(cluster, sdk):
+    """utils.py raise_ais_error(): a 4xx HttpError {"status","message"} whose message has
+    "does not exist" and "bucket" is ErrBckNotFound, which Bucket.delete(missing_ok=True)
+    swallows; anything else is a plain AISError."""
+    name = "nope-" + uuid.uuid4().hex[:8]
+    for method, path, body in (
+            ("delete", "buckets/" + name, action("destroy-bck")),  # bucket.py delete()
+            ("get", "buckets/" + name, action("list", {"prefix": "", "pagesize": 0, "uuid": "",
+                                                       "props": "", "continuation_token": "",
+                                                       "flags": "0", "target": ""})),
+            ("get", "buckets/" + name, action("summary-bck", {"uuid": "", "prefix": "",
+                                                              "cached": True,
+                                                              "present": True})),
+            ("get", "objects/%s/o" % name, None)):
+        r = sdk.request(method, path, params={"provider": "ais"}, json=body)
+        assert r.status_code == 404, (method, path, r.text)
+        err = json.loads(r.text)
+        assert err["status"] == 404 and isinstance(err["message"], str)
+        assert "does not exist" in err["message"] and "bucket" in err["message"], err
+
+
 def test_job_actions_need_a_good_token(cluster, sdk, bucket):
     """Every new action and query refuses requests without a token (403), with a forged,
     tampered or expired one (401; before the body is read), and a key without the
