@@ -113,6 +113,8 @@ static const struct hd_err_info table[] = {
     {HD_EBADVERSION, 400, "InvalidArgument", "Invalid version id specified"},
     {HD_ESSECNA, 400, "InvalidRequest",
      "The encryption parameters are not applicable to this object."},
+    {HD_EV2AUTHFORM, 400, "InvalidArgument",
+     "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature"},
 };
 
 static const struct hd_err_info errno_rows[] = {

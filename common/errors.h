@@ -87,6 +87,7 @@ enum hd_err {
     HD_ETOKEN,               /* 401 Unauthorized (bearer token invalid or expired) */
     HD_EBADVERSION,          /* 400 InvalidArgument (versionId other than null) */
     HD_ESSECNA,              /* 400 InvalidRequest (SSE-C parameters, object not SSE-C) */
+    HD_EV2AUTHFORM,          /* 400 InvalidArgument (SigV2 header without "AK:signature") */
     HD_ELAST
 };
 

@@ -324,6 +324,24 @@ static int body_unread(const struct hd_req *r)
     return hd_req_header(r, "Transfer-Encoding") != NULL;
 }
 
+/* The x-amz-id-2 of a request (AWS's "extended request id", <HostId> in error bodies):
+ * opaque, derived from the request id alone, so that a proxy relaying a target's answer
+ * (which takes the target's request id) sends the same value the target put in the body.
+ * base64 of two XXH64 of the id: 24 characters. */
+static void host_id(const char *id, char out[HD_HOST_ID_LEN + 1])
+{
+    unsigned char d[16];
+    size_t n = strlen(id);
+    uint64_t a = hd_xxh64(id, n, 0x68a0d), b = hd_xxh64(id, n, 0x1d2);
+
+    for (int i = 0; i < 8; i++) {
+        d[i] = (unsigned char)(a >> (8 * i));
+        d[8 + i] = (unsigned char)(b >> (8 * i));
+    }
+    if (hd_b64_encode(d, sizeof(d), out, HD_HOST_ID_LEN + 1) < 0)
+        out[0] = '\0';
+}
+
 /* disown (may be NULL) runs before a response MHD refused is destroyed: hd_resp_stream uses
  * it so that the caller, told of the failure, still owns its reader's state. */
 static int queue_ex(struct hd_req *r, int status, struct MHD_Response *resp, uint64_t len,
@@ -331,10 +349,13 @@ static int queue_ex(struct hd_req *r, int status, struct MHD_Response *resp, uin
 {
     size_t i;
     enum MHD_Result ok;
+    char hid[HD_HOST_ID_LEN + 1];
 
     if (!resp)
         return -ENOMEM;
     MHD_add_response_header(resp, "x-amz-request-id", r->id);
+    host_id(r->id, hid);
+    MHD_add_response_header(resp, "x-amz-id-2", hid);
     MHD_add_response_header(resp, "Server", "hoard");
     for (i = 0; i < r->nrh; i++)
         if (!overridden(r, status, r->rh[i].k))
@@ -402,9 +423,14 @@ int hd_resp_range(struct hd_req *r, uint64_t size, uint64_t *off, uint64_t *len)
     int rc = hd_range_parse(hd_req_header(r, "Range"), size, off, len);
 
     if (rc < 0) {
+        char sz[24];
+        /* AWS names the range asked for and the object's size in the body */
+        const struct hd_kv ex[] = {{"RangeRequested", hd_req_header(r, "Range")},
+                                   {"ActualObjectSize", sz}};
         snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
+        snprintf(sz, sizeof(sz), "%llu", (unsigned long long)size);
         hd_resp_header(r, "Content-Range", cr);
-        hd_resp_err(r, rc);
+        hd_resp_err_ex(r, rc, NULL, ex, rc == HD_ERANGE && ex[0].v ? 2 : 0);
         return rc;
     }
     if (rc == 0) {
@@ -612,6 +638,9 @@ int hd_resp_err_ex(struct hd_req *r, int code, const char *message, const struct
             hd_xml_elem(&b, name.k, name.v);
         hd_xml_elem(&b, "Resource", res);
         hd_xml_elem(&b, "RequestId", r->id);
+        char hid[HD_HOST_ID_LEN + 1];
+        host_id(r->id, hid);
+        hd_xml_elem(&b, "HostId", hid);
         hd_xml_close(&b, "Error");
     } else {
         char *j = hd_json_error(e->http_status, e->s3_code, message, res, r->id);

@@ -16,6 +16,7 @@
 #include "common/httputil.h"
 
 #define HD_REQ_MAGIC 0x68647271u /* "hdrq" */
+#define HD_HOST_ID_LEN 24        /* x-amz-id-2 / <HostId>: base64 of 16 bytes */
 #define HD_TRUST_REDIRECT 1
 #define HD_TRUST_NODE 2
 

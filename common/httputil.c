@@ -467,6 +467,11 @@ static int etag_list_match(const char *list, const char *etag, size_t elen, int 
     return 0;
 }
 
+const char *hd_cond_failed(const struct hd_cond *c)
+{
+    return c && !blank(c->if_match) ? "If-Match" : "If-Unmodified-Since";
+}
+
 int hd_cond_eval(const struct hd_cond *c, const char *etag, time_t mtime, int is_read)
 {
     size_t elen = 0;

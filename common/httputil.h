@@ -66,6 +66,9 @@ struct hd_cond {
  * Returns 0 (proceed), HD_EPRECONDITION (412) or HD_ENOTMODIFIED (304; only when is_read,
  * a failed If-None-Match on a write is 412). */
 int hd_cond_eval(const struct hd_cond *c, const char *etag, time_t mtime, int is_read);
+/* The header a read's HD_EPRECONDITION from hd_cond_eval comes from, as AWS names it in
+ * the error's <Condition>: "If-Match" when one was given, else "If-Unmodified-Since". */
+const char *hd_cond_failed(const struct hd_cond *c);
 
 /* ---- URL encoding and query strings ------------------------------------------------------- */
 

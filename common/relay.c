@@ -385,6 +385,7 @@ static int hop_by_hop(const char *k)
                                       "date",
                                       "server",
                                       "x-amz-request-id",
+                                      "x-amz-id-2",
                                       NULL};
     size_t i;
 

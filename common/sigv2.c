@@ -643,7 +643,9 @@ static int verify_header(const struct hd_sigv4_in *in, const char *authz,
     while (*s == ' ')
         s++;
     colon = strrchr(s, ':'); /* base64 has no ':', an access key might */
-    if (!colon || copy_ak(out->access_key, s, (size_t)(colon - s)) < 0)
+    if (!colon)
+        return HD_EV2AUTHFORM; /* "AWS HAHAHA": AWS's 400 InvalidArgument (s3-tests) */
+    if (copy_ak(out->access_key, s, (size_t)(colon - s)) < 0)
         return HD_EAUTHHDR;
     sl = strlen(colon + 1);
     s = trim(colon + 1, &sl);

@@ -43,7 +43,10 @@ struct hd_buf;
  *                    AWSAccessKeyId / Signature query parameters (SigV4 or anonymous)
  *   HD_EBADARG       SigV2 mixed with another mechanism (a second Authorization header
  *                    beside the query form, or X-Amz-Algorithm/-Credential/-Signature)
- *   HD_EAUTHHDR      malformed header form: not "AWS AK:base64", repeated Authorization
+ *   HD_EV2AUTHFORM   header form without the colon of "AWS AK:signature" (AWS: 400
+ *                    InvalidArgument)
+ *   HD_EAUTHHDR      malformed header form: an empty or bad access key or signature,
+ *                    repeated Authorization
  *   HD_EDATE         header form without a valid date: no Date / x-amz-date, a repeated one,
  *                    one hd_date_parse cannot read, or one before 1970 (AWS: 403)
  *   HD_EAUTHQUERY    malformed query form: AWSAccessKeyId, Expires or Signature missing,

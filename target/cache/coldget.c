@@ -783,7 +783,7 @@ static int conditionals(struct hd_req *r, const struct hd_s3c_obj *o)
         return HD_DONE;
     }
     if (rc < 0) {
-        hd_resp_err(r, rc);
+        hd_wcond_error(r, rc, rc == HD_EPRECONDITION ? hd_cond_failed(&cond) : NULL);
         return HD_DONE;
     }
     return HD_OK;
@@ -1093,15 +1093,18 @@ static void validate_done(struct hd_req *r, struct hd_acall *a)
         reader_end(r);
 }
 
-/* A tar member of an uncached shard: the shard is fetched (joining a fill in progress) on a
- * pool thread, then the member is served from the local copy. */
+/* A tar member of an uncached shard, or an object another target copies (want_meta): the
+ * object is fetched (joining a fill in progress) on a pool thread, then served from the local
+ * copy. With a held copy (v->etag), that copy is revalidated (validate_warm_get) instead. */
 static void fetch_run(struct hd_acall *a)
 {
     struct vctx *v = a->arg;
     uint64_t bytes;
 
-    hd_cstat_add(HD_CS_MISS, 1);
-    a->rc = hd_cache_fetch_sync(v->c, v->cb, v->key, 0, NULL, &bytes, a->msg, sizeof(a->msg));
+    if (!v->etag[0])
+        hd_cstat_add(HD_CS_MISS, 1);
+    a->rc = hd_cache_fetch_sync(v->c, v->cb, v->key, v->etag[0] != '\0', NULL, &bytes, a->msg,
+                                sizeof(a->msg));
 }
 
 static void fetch_done(struct hd_req *r, struct hd_acall *a)
@@ -1109,7 +1112,12 @@ static void fetch_done(struct hd_req *r, struct hd_acall *a)
     struct vctx *v = a->arg;
     struct hd_obj_meta m;
 
-    if (a->rc < 0) {
+    if (a->rc < 0 && a->rc != HD_ENOSUCHKEY && v->etag[0]) {
+        /* could not revalidate: the cached copy is served, as a GET does */
+        HD_LOG(HD_WARN, r->id, "validate %s/%s: %s; serving the cached copy", v->cb->name, v->key,
+               a->msg);
+        serve_local(r, v->c, v->cb, v->key, v->head);
+    } else if (a->rc < 0) {
         hd_resp_err_msg(r, a->rc, a->msg[0] ? a->msg : NULL);
     } else if (hd_store_lookup(v->c->st, v->cb->name, v->key, &m) < 0) {
         /* fetched, but a write of the name overtook the fetch and nothing was kept */
@@ -1145,11 +1153,20 @@ static int start_acall(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *
     return 0;
 }
 
-/* Not held here: from the upstream (the whole shard first for a member of one). */
+/* Another target copying the object (CopyObject, UploadPartCopy: peer.c) wants its identity
+ * (X-Hoard-Obj-Meta) with the bytes, which only a committed copy has: such a read caches the
+ * object first and is then served from here. */
+static int want_meta(const struct hd_req *r)
+{
+    return r->trusted == HD_TRUST_NODE && hd_req_header(r, "X-Hoard-Want-Meta");
+}
+
+/* Not held here: from the upstream (the whole object first for a member of a shard, or for
+ * another target's copy). */
 static void miss(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
                  int head)
 {
-    if (hd_arch_wanted(r)) /* a member of a shard not cached yet: the whole shard first */
+    if (hd_arch_wanted(r) || (want_meta(r) && !head))
         start_acall(r, c, cb, key, NULL, head, fetch_run, fetch_done);
     else if (head)
         start_acall(r, c, cb, key, NULL, 1, head_run, head_done);
@@ -1220,7 +1237,8 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *c
         } else {
             close(fd);
             hd_cstat_add(HD_CS_VALIDATE, 1);
-            start_acall(r, c, cb, key, &m, 0, head_run, validate_done);
+            start_acall(r, c, cb, key, &m, 0, want_meta(r) ? fetch_run : head_run,
+                        want_meta(r) ? fetch_done : validate_done);
         }
         hd_obj_meta_cleanup(&m);
         return;

@@ -8,7 +8,9 @@
  *   - DELETE: deleted upstream first, then the cached copy.
  *   - listing: one page of the upstream's ListObjectsV2 for the proxy (which merges in what
  *     is cached, proxy/cloud.c).
- * Entry points run on HTTP workers; the upstream calls on pool threads (hd_acall). */
+ * Entry points run on HTTP workers; the upstream calls on pool threads (hd_acall). A
+ * CopyObject into an S3-backed bucket, already on a pool thread, sends its PUT with the same
+ * code, blocking (hd_cache_put_through_sync). */
 #include "target/cache/int.h"
 
 #include <ctype.h>
@@ -68,28 +70,26 @@ static void wtctx_free(void *arg)
     free(w);
 }
 
-static void wt_err(struct hd_acall *a, int rc, const char *what)
+static int wt_err(char *msg, size_t msglen, int rc, const char *what)
 {
-    a->rc = rc;
-    snprintf(a->msg, sizeof(a->msg), "%s: %s", what, hd_strerror(rc));
+    snprintf(msg, msglen, "%s: %s", what, hd_strerror(rc));
+    return rc;
 }
 
-/* Sends size bytes of path as a PUT (part 0) or as part `part` of upload up_id. */
-static int send_file(struct hd_acall *a, struct wtctx *w, const char *path, uint64_t size,
-                     const unsigned char *md5_in, const char *up_id, unsigned part, char etag[48])
+/* Sends size bytes of path as a PUT (part 0) or as part `part` of upload up_id: 0, or the
+ * error with msg filled. Blocks (pool threads). */
+static int send_file(struct wtctx *w, const char *path, uint64_t size, const unsigned char *md5_in,
+                     const char *up_id, unsigned part, char etag[48], char *msg, size_t msglen)
 {
     struct hd_s3c_err err;
     unsigned char md5[16];
     int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
 
-    if (fd < 0) {
-        wt_err(a, -errno, "Cannot read the uploaded body back");
-        return a->rc;
-    }
+    if (fd < 0)
+        return wt_err(msg, msglen, -errno, "Cannot read the uploaded body back");
     if (!md5_in && (rc = hd_wb_file_md5(fd, md5)) < 0) {
-        wt_err(a, rc, "Cannot read the uploaded body back");
         close(fd);
-        return rc;
+        return wt_err(msg, msglen, rc, "Cannot read the uploaded body back");
     }
     if (!md5_in)
         md5_in = md5;
@@ -103,8 +103,7 @@ static int send_file(struct hd_acall *a, struct wtctx *w, const char *path, uint
     close(fd);
     if (!part && md5_in == md5)
         memcpy(w->md5, md5, 16); /* the ETag when the upstream sends none */
-    a->rc = rc;
-    snprintf(a->msg, sizeof(a->msg), "%s", err.msg);
+    snprintf(msg, msglen, "%s", err.msg);
     return rc;
 }
 
@@ -112,8 +111,9 @@ static void wt_run(struct hd_acall *a)
 {
     struct wtctx *w = a->arg;
 
-    if (send_file(a, w, w->path, w->size, w->md5_known ? w->md5 : NULL, w->up_id, w->part,
-                  w->etag) < 0)
+    a->rc = send_file(w, w->path, w->size, w->md5_known ? w->md5 : NULL, w->up_id, w->part, w->etag,
+                      a->msg, sizeof(a->msg));
+    if (a->rc < 0)
         hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
 }
 
@@ -147,7 +147,7 @@ static void mpu_run(struct hd_acall *a)
 
     memset(&err, 0, sizeof(err));
     if (!etags || !nums) {
-        wt_err(a, -ENOMEM, "Completing the upstream's upload");
+        a->rc = wt_err(a->msg, sizeof(a->msg), -ENOMEM, "Completing the upstream's upload");
         goto out;
     }
     snprintf(id, sizeof(id), "%s", w->up_id);
@@ -164,7 +164,8 @@ static void mpu_run(struct hd_acall *a)
         nums[i] = pt->num;
         if (pt->up_etag[0])
             snprintf(etags[i], sizeof(etags[i]), "%s", pt->up_etag);
-        else if (send_file(a, w, pt->path, pt->size, pt->md5, id, pt->num, etags[i]) < 0)
+        else if ((a->rc = send_file(w, pt->path, pt->size, pt->md5, id, pt->num, etags[i], a->msg,
+                                    sizeof(a->msg))) < 0)
             goto out;
     }
     memset(&err, 0, sizeof(err));
@@ -196,13 +197,25 @@ static int dup_or(const char *s, char **out)
     return s && !*out ? -ENOMEM : 0;
 }
 
+/* A write the upstream took: its ETag (ours when it sent none) into etag_out, counted. */
+static void wt_done(struct wtctx *w, char etag_out[48])
+{
+    char hex[33];
+
+    if (!w->etag[0]) { /* an upstream that sends no ETag: ours */
+        hd_hex(w->md5, 16, hex);
+        snprintf(w->etag, sizeof(w->etag), "%s", hex);
+    }
+    snprintf(etag_out, 48, "%s", w->etag);
+    hd_cstat_add(HD_CS_WRITE_THROUGH, 1);
+}
+
 /* Starts the call of w for r (the first time: then only starts it with submit_only), or
  * parks r until it is done; then etag_out. */
 static int through(struct hd_req *r, struct hd_cache *c, struct wtctx *w, hd_acall_fn run,
                    int submit_only, struct hd_wt **wt, char etag_out[48], char *msg, size_t msglen)
 {
     struct hd_acall *a;
-    char hex[33];
 
     if (w) {
         *wt = calloc(1, sizeof(**wt));
@@ -224,13 +237,7 @@ static int through(struct hd_req *r, struct hd_cache *c, struct wtctx *w, hd_aca
         snprintf(msg, msglen, "%s", a->msg);
         return a->rc;
     }
-    w = a->arg;
-    if (!w->etag[0]) { /* an upstream that sends no ETag: ours */
-        hd_hex(w->md5, 16, hex);
-        snprintf(w->etag, sizeof(w->etag), "%s", hex);
-    }
-    snprintf(etag_out, 48, "%s", w->etag);
-    hd_cstat_add(HD_CS_WRITE_THROUGH, 1);
+    wt_done(a->arg, etag_out);
     return 0;
 }
 
@@ -355,6 +362,28 @@ void hd_cache_wt_free(struct hd_wt *wt)
         return;
     hd_acall_release(wt->a);
     free(wt);
+}
+
+int hd_cache_put_through_sync(struct hd_cbucket *cb, const char *key, struct hd_put *p,
+                              const char *ctype, const char *meta, const char *hdrs,
+                              char etag_out[48], char *msg, size_t msglen)
+{
+    struct wtctx *w;
+    int rc;
+
+    msg[0] = '\0';
+    if ((rc = hd_cbucket_check(cb, msg, msglen)) < 0)
+        return rc;
+    if (!(w = wt_new(cb, key, ctype, meta, hdrs, NULL)))
+        return -ENOMEM;
+    if ((rc = wt_body(w, p, 1, msg, msglen)) == 0) {
+        if ((rc = send_file(w, w->path, w->size, w->md5, NULL, 0, w->etag, msg, msglen)) == 0)
+            wt_done(w, etag_out);
+        else
+            hd_cstat_add(HD_CS_UPSTREAM_ERR, 1);
+    }
+    wtctx_free(w);
+    return rc;
 }
 
 /* ---- write-through multipart: the blocking calls (pool threads) ---- */

@@ -487,7 +487,7 @@ void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int he
         goto out;
     }
     if (rc < 0) {
-        hd_resp_err(r, rc);
+        hd_wcond_error(r, rc, rc == HD_EPRECONDITION ? hd_cond_failed(&cond) : NULL);
         goto out;
     }
     len = m.size;
@@ -546,7 +546,10 @@ int hd_collect_meta(struct hd_req *r, char **out)
         }
         for (c = 0; c <= n; c++)
             name[c] = (char)tolower((unsigned char)k[11 + c]);
-        json_t *v = json_string(r->hdrs[i].v);
+        /* a header sent twice is one value, joined with a comma (HTTP; what S3 stores) */
+        const char *prev = json_string_value(json_object_get(j, name));
+        json_t *v = prev ? json_sprintf("%s,%s", prev, r->hdrs[i].v)
+                         : json_string(r->hdrs[i].v);
         if (!v) { /* not UTF-8 */
             json_decref(j);
             return HD_EBADHEADER;

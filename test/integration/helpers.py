@@ -198,15 +198,18 @@ def parse_s3_error(body):
 
 def check_s3_error(resp, status, code, resource=None):
     """Asserts resp is the S3 error `code` with HTTP `status` and a well-formed XML body whose
-    RequestId matches the x-amz-request-id header. Returns the parsed error."""
+    RequestId matches the x-amz-request-id header and HostId the x-amz-id-2 header (AWS's
+    extended request id, which botocore reports as HostId). Returns the parsed error."""
     assert resp.status == status, "expected %d %s, got %r" % (status, code, resp)
     rid = resp.header("x-amz-request-id")
     assert rid and REQUEST_ID_RE.match(rid), "bad x-amz-request-id: %r" % rid
     ctype = resp.header("content-type", "")
     assert "xml" in ctype, "error Content-Type is %r, not XML" % ctype
     err = parse_s3_error(resp.body)
-    for field in ("Code", "Message", "Resource", "RequestId"):
+    for field in ("Code", "Message", "Resource", "RequestId", "HostId"):
         assert field in err, "error body lacks <%s>: %r" % (field, resp.body)
+    hid = resp.header("x-amz-id-2")
+    assert hid and err["HostId"] == hid, "<HostId> %r != x-amz-id-2 %r" % (err["HostId"], hid)
     assert err["Code"] == code, "expected <Code>%s</Code>, got %r" % (code, err)
     assert err["Message"], "empty <Message>: %r" % resp.body
     assert err["RequestId"] == rid, "<RequestId> %r != x-amz-request-id %r" % (

@@ -228,6 +228,17 @@ def test_empty_metadata_value(endpoint, raw, s3, bucket):
     assert s3.head_object(Bucket=bucket, Key="m2")["Metadata"] == {"meta1": ""}
 
 
+def test_repeated_metadata_header(raw, s3, bucket):
+    """One x-amz-meta-* header sent twice (in any case) is one field whose values are joined
+    with a comma, as HTTP defines and S3 stores it (not the last value alone)."""
+    r = raw.request("PUT", "/%s/dup" % bucket, body=b"x",
+                    headers={"x-amz-meta-twice": "one", "X-Amz-Meta-Twice": "two",
+                             "x-amz-meta-once": "solo"})
+    assert r.status == 200, r
+    assert s3.head_object(Bucket=bucket, Key="dup")["Metadata"] == {"twice": "one,two",
+                                                                    "once": "solo"}
+
+
 # ---------------------------------------------------------------- listings
 
 def test_list_empty_delimiter_and_max_keys_zero(s3, raw, bucket):

@@ -2,8 +2,10 @@
 the exact HTTP status, the S3 <Code>, a well-formed XML error body (Code, Message, Resource,
 RequestId == x-amz-request-id) and that nothing was stored."""
 import datetime
+import email.utils
 import http.client
 import os
+import re
 import socket
 import time
 import urllib.parse
@@ -100,6 +102,22 @@ def test_signed_payload_hash_mismatch(endpoint, raw, bucket):
     r = raw.request("PUT", "/%s/h" % bucket, body=b"actual body",
                     payload=helpers.sha256_hex(b"actual body"))
     assert r.status == 200, r
+
+
+def test_sigv2_header_without_signature(endpoint, raw, bucket):
+    """s3-tests test_object_create_bad_authorization_invalid_aws2 and its bucket twin:
+    "Authorization: AWS HAHAHA" (no AccessKeyId:signature) is AWS's 400 InvalidArgument;
+    nothing is created."""
+    name = helpers.unique_bucket_name("v2bad")
+    for path in ("/%s/v2bad" % bucket, "/" + name):
+        r = helpers.raw_request(endpoint.host, endpoint.port, "PUT", path,
+                                {"Authorization": "AWS HAHAHA",
+                                 "Date": email.utils.formatdate(usegmt=True)}, b"bar")
+        err = check_s3_error(r, 400, "InvalidArgument", resource=path)
+        assert err["Message"] == ("AWS authorization header is invalid.  Expected "
+                                  "AwsAccessKeyId:signature"), err
+    assert_absent(raw, bucket, "v2bad")
+    assert raw.request("HEAD", "/" + name).status == 404
 
 
 def test_request_time_too_skewed(endpoint, raw, bucket):
@@ -438,8 +456,10 @@ def test_range_not_satisfiable(endpoint, raw, s3, bucket):
     s3.put_object(Bucket=bucket, Key="ten", Body=b"0123456789")
     for rng in ("bytes=100-200", "bytes=10-", "bytes=10-20"):
         r = raw.request("GET", "/%s/ten" % bucket, headers={"Range": rng})
-        check_s3_error(r, 416, "InvalidRange")
+        err = check_s3_error(r, 416, "InvalidRange")
         assert r.header("Content-Range") == "bytes */10", (rng, r)
+        # AWS names the range asked for and the object's size
+        assert (err.get("RangeRequested"), err.get("ActualObjectSize")) == (rng, "10"), err
     # a satisfiable range on the same object still works
     r = raw.request("GET", "/%s/ten" % bucket, headers={"Range": "bytes=8-200"})
     assert r.status == 206 and r.body == b"89", r
@@ -449,6 +469,48 @@ def test_range_not_satisfiable(endpoint, raw, s3, bucket):
     r = raw.request("GET", "/%s/zero" % bucket, headers={"Range": "bytes=0-0"})
     check_s3_error(r, 416, "InvalidRange")
     assert r.header("Content-Range") == "bytes */0"
+
+
+def test_read_precondition_names_condition(endpoint, raw, s3, bucket):
+    """A GET whose If-Match or If-Unmodified-Since fails is 412 PreconditionFailed naming the
+    header in <Condition>, as AWS answers (If-Match wins when both fail); HEAD: no body."""
+    s3.put_object(Bucket=bucket, Key="c", Body=b"cond")
+    past = "Sat, 01 Jan 2000 00:00:00 GMT"
+    for h, cond in [({"If-Match": '"nope"'}, "If-Match"),
+                    ({"If-Unmodified-Since": past}, "If-Unmodified-Since"),
+                    ({"If-Match": '"nope"', "If-Unmodified-Since": past}, "If-Match")]:
+        r = raw.request("GET", "/%s/c" % bucket, headers=h)
+        err = check_s3_error(r, 412, "PreconditionFailed")
+        assert err.get("Condition") == cond, (h, err)
+        r = raw.request("HEAD", "/%s/c" % bucket, headers=h)
+        assert r.status == 412 and r.body == b"", r
+
+
+# ---------------------------------------------------------------- request ids
+
+def test_extended_request_id(endpoint, raw, s3, bucket):
+    """Every answer carries x-amz-id-2 (AWS's extended request id, botocore's HostId) once,
+    beside x-amz-request-id: successes, errors, HEADs, listings, through the proxy's relay
+    too; each request its own. An error body's <HostId> is the same value (check_s3_error
+    checks that for every error in these tests)."""
+    s3.put_object(Bucket=bucket, Key="h", Body=b"host id")
+    seen = set()
+    for method, path in [("GET", "/%s/h" % bucket), ("HEAD", "/%s/h" % bucket),
+                         ("PUT", "/%s/h2" % bucket), ("GET", "/%s?list-type=2" % bucket),
+                         ("GET", "/"), ("HEAD", "/%s/missing" % bucket),
+                         ("GET", "/%s/missing" % bucket)]:
+        r = raw.request(method, path, body=b"x" if method == "PUT" else b"")
+        ids = [v for k, v in r.headers_list if k.lower() == "x-amz-id-2"]
+        assert len(ids) == 1 and re.match(r"^[A-Za-z0-9+/]{22}==$", ids[0]), (method, path, r)
+        seen.add(ids[0])
+        if r.status == 404 and method == "GET":
+            check_s3_error(r, 404, "NoSuchKey")
+    assert len(seen) == 7, seen
+    meta = s3.head_object(Bucket=bucket, Key="h")["ResponseMetadata"]
+    assert meta["HostId"] == meta["HTTPHeaders"]["x-amz-id-2"], meta
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.get_object(Bucket=bucket, Key="missing")
+    assert ei.value.response["ResponseMetadata"]["HostId"], ei.value.response
 
 
 # ---------------------------------------------------------------- protocol limits

@@ -75,6 +75,7 @@ static const struct {
     {HD_ETOKEN, 401, "Unauthorized"},
     {HD_EBADVERSION, 400, "InvalidArgument"},
     {HD_ESSECNA, 400, "InvalidRequest"},
+    {HD_EV2AUTHFORM, 400, "InvalidArgument"},
 };
 #define NWANT (sizeof(want) / sizeof(want[0]))
 

@@ -721,13 +721,14 @@ HD_SUITE(sigv2_header_errors)
             "AWS ",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-            int rc;
+            /* no "AK:signature" form at all: AWS's InvalidArgument (s3-tests "AWS HAHAHA") */
+            int rc, want = strchr(bad[i], ':') ? HD_EAUTHHDR : HD_EV2AUTHFORM;
 
             h[1].v = bad[i];
             rc = verify_with("GET", PUPPY, NULL, h, 2, NOW, &good, &a);
-            if (rc != HD_EAUTHHDR)
+            if (rc != want)
                 fprintf(stderr, "  bad header %zu: %s\n", i, bad[i]);
-            CHECK_EQ_INT(rc, HD_EAUTHHDR);
+            CHECK_EQ_INT(rc, want);
         }
     }
     /* Blanks around the value are fine. */
