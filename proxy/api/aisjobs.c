@@ -5,6 +5,7 @@
  *   DELETE /v1/buckets/B {"action":"evict-listrange","value":{objnames|template}}
  *   DELETE /v1/buckets/B {"action":"evict-remote-bck"}              -> hoard "evict" (whole)
  *   POST   /v1/buckets/B?bck_to=ais/@#/DST/ {"action":"copy-bck","value":{"prefix",...}}
+ *   POST   /v1/buckets/B {"action":"copy-listrange","value":{objnames|template,"tobck":{..}}}
  *   GET    /v1/buckets/B {"action":"summary-bck","value":{"uuid",...}}  202 id, then 200 [..]
  *   HEAD   /v1/buckets/B[?presence=N[&uuid=ID]]   ais-bucket-props [+ ais-bucket-summ]
  *   GET    /v1/cluster?what=status    {"ID": id}  -> {"uuid","kind","err","end_time","aborted"}
@@ -41,7 +42,9 @@ static const char *ais_kind(const char *kind, const json_t *args)
     if (strcmp(kind, "evict") == 0)
         return json_object_size(args) == 0 ? "evict-remote-bck" : "evict-listrange";
     if (strcmp(kind, "copy") == 0)
-        return "copy-bck";
+        return json_object_get(args, "names") || json_object_get(args, "template")
+                   ? "copy-listrange"
+                   : "copy-bck";
     return kind;
 }
 
@@ -134,44 +137,34 @@ static int may_write(struct hd_req *r, struct hd_proxy *p, const struct hd_sigv4
     return hd_keys_authorize(&p->keys, r, a, bucket);
 }
 
-/* copy-bck: ?bck_to=PROVIDER/@#/DST/, value {"prefix","prepend","dry_run","force",
- * "latest-ver","synchronize"}. DST (native) is created when missing, as AIStore does. */
-static void copy_bck(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                     const struct hd_sigv4_auth *a, const json_t *value)
+/* Starts a copy of bucket into dst (provider prov) with sel (names, template or prefix:
+ * hoard's copy args; taken) after AIStore's checks; what names the action in messages. DST
+ * (native) is created when missing, as AIStore does. */
+static void copy_start(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                       const struct hd_sigv4_auth *a, const json_t *value, const char *what,
+                       const char *prov, const char *dst, json_t *sel)
 {
-    const char *to = hd_req_param(r, "bck_to");
-    const char *prefix = json_string_value(json_object_get(value, "prefix"));
     const char *prepend = json_string_value(json_object_get(value, "prepend"));
-    char prov[8], dst[256], msg[256] = "";
+    char m[300];
     struct hd_bmd *b;
-    json_t *args;
     int rc, exists;
 
-    if (value && !json_is_null(value) && !json_is_object(value)) {
-        hd_resp_err_msg(r, HD_EBADARG, "copy-bck: the value must be an object");
-        return;
-    }
-    if (hd_ais_bck_parse(to, prov, sizeof(prov), dst, sizeof(dst), msg, sizeof(msg)) < 0) {
-        char m[300];
-        snprintf(m, sizeof(m), "copy-bck: bck_to: %s", msg);
-        hd_resp_err_msg(r, HD_EBADARG, m);
-        return;
-    }
     if (strcmp(prov, "ais") != 0 || strcmp(dst, bucket) == 0) {
-        hd_resp_err_msg(r, strcmp(prov, "ais") != 0 ? HD_ENOTIMPL : HD_EBADARG,
-                        strcmp(prov, "ais") != 0
-                            ? "copy-bck: hoard copies into native (ais) buckets only"
-                            : "copy-bck: the destination must be another bucket");
-        return;
+        snprintf(m, sizeof(m), "%s: %s", what,
+                 strcmp(prov, "ais") != 0 ? "hoard copies into native (ais) buckets only"
+                                          : "the destination must be another bucket");
+        hd_resp_err_msg(r, strcmp(prov, "ais") != 0 ? HD_ENOTIMPL : HD_EBADARG, m);
+        goto out;
     }
     if ((prepend && *prepend) || json_is_true(json_object_get(value, "dry_run"))) {
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "copy-bck: prepend and dry_run are not supported (docs/aistore-compat.md)");
-        return;
+        snprintf(m, sizeof(m), "%s: prepend and dry_run are not supported (docs/aistore-compat.md)",
+                 what);
+        hd_resp_err_msg(r, HD_ENOTIMPL, m);
+        goto out;
     }
     if ((rc = may_write(r, p, a, dst)) < 0) {
         hd_resp_err(r, rc);
-        return;
+        goto out;
     }
     b = hd_smap_state_bmd(p->cs);
     rc = hd_bmd_find(b, bucket) ? 0 : HD_ENOSUCHBUCKET;
@@ -179,20 +172,77 @@ static void copy_bck(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     hd_bmd_unref(b);
     if (rc < 0) {
         hd_resp_err(r, rc);
-        return;
+        goto out;
     }
     if (!exists && (rc = hd_proxy_bucket_create(p, dst, "ais")) < 0 && rc != HD_EBUCKETEXISTS) {
         hd_resp_err(r, rc);
+        goto out;
+    }
+    if (json_object_set_new(sel, "to", json_string(dst)) < 0) {
+        hd_resp_err(r, -ENOMEM);
+        goto out;
+    }
+    start(r, p, "copy", bucket, sel);
+    return;
+out:
+    json_decref(sel);
+}
+
+/* copy-bck: ?bck_to=PROVIDER/@#/DST/, value {"prefix","prepend","dry_run","force",
+ * "latest-ver","synchronize"}. */
+static void copy_bck(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                     const struct hd_sigv4_auth *a, const json_t *value)
+{
+    const char *prefix = json_string_value(json_object_get(value, "prefix"));
+    char prov[8], dst[256], msg[256] = "", m[300];
+    json_t *sel;
+
+    if (value && !json_is_null(value) && !json_is_object(value)) {
+        hd_resp_err_msg(r, HD_EBADARG, "copy-bck: the value must be an object");
         return;
     }
-    args = json_pack("{s:s}", "to", dst);
-    if (args && prefix && *prefix)
-        json_object_set_new(args, "prefix", json_string(prefix));
-    if (!args) {
+    if (hd_ais_bck_parse(hd_req_param(r, "bck_to"), prov, sizeof(prov), dst, sizeof(dst), msg,
+                         sizeof(msg)) < 0) {
+        snprintf(m, sizeof(m), "copy-bck: bck_to: %s", msg);
+        hd_resp_err_msg(r, HD_EBADARG, m);
+        return;
+    }
+    sel = prefix && *prefix ? json_pack("{s:s}", "prefix", prefix) : json_object();
+    if (!sel) {
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    start(r, p, "copy", bucket, args);
+    copy_start(r, p, bucket, a, value, "copy-bck", prov, dst, sel);
+}
+
+/* copy-listrange (ObjectGroup.copy()): value TCMultiObj {"objnames"|"template", "tobck":
+ * {"name","provider","namespace"?}, "prepend","dry_run","force","latest-ver","synchronize",
+ * "coer"}. */
+static void copy_listrange(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                           const struct hd_sigv4_auth *a, const json_t *value)
+{
+    const json_t *to = json_object_get(value, "tobck"), *ns = json_object_get(to, "namespace");
+    const char *name = json_string_value(json_object_get(to, "name"));
+    const char *pv = json_string_value(json_object_get(to, "provider"));
+    char msg[256] = "", m[300];
+    json_t *sel = NULL;
+    int rc;
+
+    if ((rc = hd_ais_selection_args(value, 0, &sel, msg, sizeof(msg))) < 0) {
+        snprintf(m, sizeof(m), "copy-listrange: %s", msg);
+        hd_resp_err_msg(r, rc, rc == HD_EBADARG ? m : NULL);
+        return;
+    }
+    if (!name || hd_bucket_name_check(name) < 0 || (pv && *pv && strcmp(pv, "ais") != 0) ||
+        (json_is_object(ns) && (json_string_length(json_object_get(ns, "name")) ||
+                                json_string_length(json_object_get(ns, "uuid"))))) {
+        json_decref(sel);
+        hd_resp_err_msg(r, pv && *pv && strcmp(pv, "ais") != 0 ? HD_ENOTIMPL : HD_EBADARG,
+                        "copy-listrange: tobck must be {\"name\": B, \"provider\": \"ais\"} "
+                        "(hoard copies into native buckets of its one namespace)");
+        return;
+    }
+    copy_start(r, p, bucket, a, value, "copy-listrange", "ais", name, sel);
 }
 
 /* AIStore's BsummResult ([0] of the answer) from hoard's summary of bucket. */
@@ -341,6 +391,8 @@ void hd_proxy_ais_bucket_job(struct hd_req *r, struct hd_proxy *p, const char *b
         cache_job(r, p, bucket, act, value);
     } else if (strcmp(m, "POST") == 0 && strcmp(act, "copy-bck") == 0) {
         copy_bck(r, p, bucket, a, value);
+    } else if (strcmp(m, "POST") == 0 && strcmp(act, "copy-listrange") == 0) {
+        copy_listrange(r, p, bucket, a, value);
     } else if (strcmp(m, "GET") == 0 && strcmp(act, "summary-bck") == 0) {
         summary_bck(r, p, bucket, value);
     } else if (strcmp(act, "move-bck") == 0) {

@@ -641,6 +641,66 @@ def test_copy_bck_job(cluster, sdk, bucket):
         sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
 
 
+def test_copy_listrange_job(cluster, sdk, bucket):
+    names = ["a/%d" % i for i in range(5)] + ["b/x"]
+    for n in names:
+        put(sdk, bucket, n, n.encode() * 10)
+    dsts = []
+
+    def copy(selection, **over):
+        # multiobj/object_group.py copy(to_bck, ...): POST buckets/SRC ?provider=ais,
+        # ActionMsg copy-listrange, value TCMultiObj.as_dict(): the selection (ObjectNames
+        # {"objnames"} / ObjectRange, ObjectTemplate {"template"}), CopyBckMsg's fields,
+        # "tobck" BucketModel.as_dict() {"name","provider"}, "coer"
+        dst = "ais-" + uuid.uuid4().hex[:10]
+        dsts.append(dst)
+        value = dict(selection, prefix="", prepend="", dry_run=False, force=False,
+                     synchronize=False, tobck={"name": dst, "provider": "ais"}, coer=False)
+        value["latest-ver"] = False
+        value.update(over)
+        r = sdk.request("post", "buckets/" + bucket, params={"provider": "ais"},
+                        json=action("copy-listrange", value))
+        return dst, r
+    try:
+        dst, r = copy({"objnames": ["a/1", "a/3", "b/x", "not-there"]})
+        assert r.status_code == 200, r.text
+        st = job_wait(sdk, r.text, "copy-listrange")
+        assert st["kind"] == "copy-listrange" and st["err"] == "" and not st["aborted"]
+        assert [e["n"] for e in list_objects(sdk, dst)["Entries"]] == ["a/1", "a/3", "b/x"]
+        r = sdk.request("get", "objects/%s/a/3" % dst, params={"provider": "ais"})
+        assert r.content == b"a/3" * 10
+        # ObjectRange(prefix="a/", min_index=0, max_index=4, step=2) -> "a/{0..4..2}"
+        dst, r = copy({"template": "a/{0..4..2}"})
+        assert r.status_code == 200, r.text
+        job_wait(sdk, r.text)
+        assert [e["n"] for e in list_objects(sdk, dst)["Entries"]] == ["a/0", "a/2", "a/4"]
+        # a template without a range is a prefix (AIStore's rule)
+        dst, r = copy({"template": "b/"})
+        assert r.status_code == 200, r.text
+        job_wait(sdk, r.text)
+        assert [e["n"] for e in list_objects(sdk, dst)["Entries"]] == ["b/x"]
+        # refused, nothing started
+        for sel, over, code in (({"objnames": ["a/1"]}, {"tobck": {"name": "x1x",
+                                                                    "provider": "aws"}}, 501),
+                                ({"objnames": ["a/1"]}, {"dry_run": True}, 501),
+                                ({"objnames": ["a/1"]}, {"prepend": "p/"}, 501),
+                                ({}, {}, 400),
+                                ({"objnames": ["a/1"]}, {"tobck": {"name": bucket,
+                                                                    "provider": "ais"}}, 400),
+                                ({"objnames": ["a/1"]}, {"tobck": {"provider": "ais"}}, 400)):
+            _, r = copy(sel, **over)
+            assert r.status_code == code, (sel, over, r.text)
+    finally:
+        for dst in dsts:
+            ls = sdk.request("get", "buckets/" + dst, params={"provider": "ais"},
+                             json=action("list", {"props": "name"}))
+            if ls.status_code != 200:
+                continue
+            for e in ls.json()["Entries"]:
+                sdk.request("delete", "objects/%s/%s" % (dst, e["n"]), params={"provider": "ais"})
+            sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
+
+
 def test_list_jobs(cluster, sdk, bucket):
     put(sdk, bucket, "j1", b"j" * 50)
     dst = "ais-" + uuid.uuid4().hex[:10]
