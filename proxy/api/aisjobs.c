@@ -4,6 +4,7 @@
  *   POST   /v1/buckets/B {"action":"prefetch-listrange","value":{objnames|template,...}}
  *   DELETE /v1/buckets/B {"action":"evict-listrange","value":{objnames|template}}
  *   DELETE /v1/buckets/B {"action":"evict-remote-bck"}              -> hoard "evict" (whole)
+ *   DELETE /v1/buckets/B {"action":"delete-listrange","value":{objnames|template}} -> "delete"
  *   POST   /v1/buckets/B?bck_to=ais/@#/DST/ {"action":"copy-bck","value":{"prefix",...}}
  *   POST   /v1/buckets/B {"action":"copy-listrange","value":{objnames|template,"tobck":{..}}}
  *   GET    /v1/buckets/B {"action":"summary-bck","value":{"uuid",...}}  202 id, then 200 [..]
@@ -41,6 +42,8 @@ static const char *ais_kind(const char *kind, const json_t *args)
         return "prefetch-listrange";
     if (strcmp(kind, "evict") == 0)
         return json_object_size(args) == 0 ? "evict-remote-bck" : "evict-listrange";
+    if (strcmp(kind, "delete") == 0)
+        return "delete-listrange";
     if (strcmp(kind, "copy") == 0)
         return json_object_get(args, "names") || json_object_get(args, "template")
                    ? "copy-listrange"
@@ -245,6 +248,35 @@ static void copy_listrange(struct hd_req *r, struct hd_proxy *p, const char *buc
     copy_start(r, p, bucket, a, value, "copy-listrange", "ais", name, sel);
 }
 
+/* delete-listrange (ObjectGroup.delete()): value {"objnames"|"template"}; native buckets. */
+static void delete_listrange(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                             const json_t *value)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
+    int rc = !e ? HD_ENOSUCHBUCKET : strcmp(e->provider, "ais") != 0 ? HD_ENOTIMPL : 0;
+    char msg[256] = "", m[300];
+    json_t *sel = NULL;
+
+    hd_bmd_unref(b);
+    if (rc == HD_ENOTIMPL) {
+        hd_resp_err_msg(r, rc,
+                        "delete-listrange: hoard deletes listed objects of native (ais) buckets "
+                        "only; delete S3-backed ones one by one (docs/aistore-compat.md)");
+        return;
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if ((rc = hd_ais_selection_args(value, 0, &sel, msg, sizeof(msg))) < 0) {
+        snprintf(m, sizeof(m), "delete-listrange: %s", msg);
+        hd_resp_err_msg(r, rc, rc == HD_EBADARG ? m : NULL);
+        return;
+    }
+    start(r, p, "delete", bucket, sel);
+}
+
 /* AIStore's BsummResult ([0] of the answer) from hoard's summary of bucket. */
 static json_t *bsumm(const char *bucket, const json_t *sum)
 {
@@ -389,6 +421,8 @@ void hd_proxy_ais_bucket_job(struct hd_req *r, struct hd_proxy *p, const char *b
                (strcmp(m, "DELETE") == 0 &&
                 (strcmp(act, "evict-listrange") == 0 || strcmp(act, "evict-remote-bck") == 0))) {
         cache_job(r, p, bucket, act, value);
+    } else if (strcmp(m, "DELETE") == 0 && strcmp(act, "delete-listrange") == 0) {
+        delete_listrange(r, p, bucket, value);
     } else if (strcmp(m, "POST") == 0 && strcmp(act, "copy-bck") == 0) {
         copy_bck(r, p, bucket, a, value);
     } else if (strcmp(m, "POST") == 0 && strcmp(act, "copy-listrange") == 0) {

@@ -6,7 +6,7 @@
  * local put), or another target with the node-signed PUT rebalance uses (rebalance.c), so the copy
  * keeps the source's identity (ETag, mtime, Content-Type, user metadata) and a copy already there
  * at least as new is left alone. Running it again copies nothing new twice. Resumable: a target
- * that restarts runs it again. */
+ * that restarts runs it again. The "delete" job (delete_run) walks the same way and deletes. */
 #include "target/cluster/copy.h"
 
 #include <errno.h>
@@ -216,7 +216,84 @@ static int copy_run(struct hd_job *j, void *ctx)
     return rc;
 }
 
+/* The "delete" job (AIStore's delete-listrange, native buckets): args {"names": [..] |
+ * "template": T | "prefix": P}. Each target deletes every object of the selection it holds
+ * (owner or not, so misplaced copies go too); names it does not hold are skipped. */
+static int delete_run(struct hd_job *j, void *ctx)
+{
+    struct hd_store *st = hd_tcluster_store(ctx);
+    const char *prefix = json_string_value(json_object_get(j->args, "prefix"));
+    size_t mpi, i, n, plen = prefix ? strlen(prefix) : 0;
+    char **names = NULL, *after = NULL;
+    struct hd_bucket_info bi;
+    uint64_t deleted = 0;
+    json_t *set = NULL;
+    int rc;
+
+    if (hd_store_bucket_get(st, j->bucket, &bi) < 0) {
+        copy_result(j, "no such bucket: ", j->bucket);
+        return HD_ENOSUCHBUCKET;
+    }
+    if (strcmp(bi.provider, "ais") != 0) {
+        copy_result(j,
+                    "deleting listed objects of an S3-backed bucket is not supported: ", j->bucket);
+        return HD_ENOTIMPL;
+    }
+    if ((rc = copy_selection(j, &set)) < 0)
+        return rc;
+    if (!set && !prefix) {
+        copy_result(j, "args need names, a template or a prefix", "");
+        return HD_EBADARG;
+    }
+    for (mpi = 0; mpi < hd_store_nmp(st) && rc == 0; mpi++) {
+        free(after);
+        after = strdup("");
+        for (;;) {
+            if (!after) {
+                rc = -ENOMEM;
+                break;
+            }
+            if (hd_job_stopped(j)) {
+                rc = -ECANCELED;
+                break;
+            }
+            if ((rc = hd_store_scan(st, mpi, j->bucket, after, COPY_SCAN_BATCH, &names, &n)) < 0)
+                break;
+            for (i = 0; i < n && !hd_job_stopped(j); i++) {
+                struct hd_obj_meta m;
+                uint64_t size;
+                int drc;
+                if ((plen && strncmp(names[i], prefix, plen) != 0) ||
+                    (set && !json_object_get(set, names[i])))
+                    continue;
+                if (hd_store_lookup(st, j->bucket, names[i], &m) < 0)
+                    continue;
+                size = m.size;
+                hd_obj_meta_cleanup(&m);
+                drc = hd_store_delete(st, j->bucket, names[i]);
+                if (drc == 0) {
+                    hd_job_add(j, 1, size);
+                    hd_job_set_extra(j, "deleted", ++deleted);
+                } else if (drc != HD_ENOSUCHKEY) {
+                    hd_job_error(j, "%s: %s", names[i], hd_strerror(drc));
+                }
+            }
+            free(after);
+            after = n ? strdup(names[n - 1]) : NULL;
+            hd_store_names_free(names, n);
+            names = NULL;
+            if (n < COPY_SCAN_BATCH)
+                break;
+        }
+    }
+    free(after);
+    json_decref(set);
+    return rc;
+}
+
 int hd_copy_register(struct hd_jobs *js, struct hd_tcluster *cl)
 {
-    return hd_jobs_register(js, "copy", copy_run, cl, HD_JOB_RESUMABLE);
+    int rc = hd_jobs_register(js, "copy", copy_run, cl, HD_JOB_RESUMABLE);
+
+    return rc < 0 ? rc : hd_jobs_register(js, "delete", delete_run, cl, HD_JOB_RESUMABLE);
 }

@@ -701,6 +701,50 @@ def test_copy_listrange_job(cluster, sdk, bucket):
             sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
 
 
+def test_delete_listrange_job(cluster, sdk, bucket, s3rver):  # noqa: F811
+    names = ["a/%d" % i for i in range(5)] + ["b/x", "c"]
+    for n in names:
+        put(sdk, bucket, n, n.encode())
+
+    def left():
+        return [e["n"] for e in list_objects(sdk, bucket)["Entries"]]
+
+    # multiobj/object_group.py delete(): DELETE buckets/B ?provider=ais, ActionMsg
+    # delete-listrange, value the selection: ObjectNames {"objnames"}
+    r = sdk.request("delete", "buckets/" + bucket, params={"provider": "ais"},
+                    json=action("delete-listrange", {"objnames": ["a/1", "a/3", "not-there"]}))
+    assert r.status_code == 200, r.text
+    st = job_wait(sdk, r.text, "delete-listrange")
+    assert st["kind"] == "delete-listrange" and st["err"] == "" and not st["aborted"]
+    assert left() == ["a/0", "a/2", "a/4", "b/x", "c"]
+    r = sdk.request("get", "objects/%s/a/1" % bucket, params={"provider": "ais"})
+    assert r.status_code == 404
+    # ObjectRange / ObjectTemplate {"template"}; a template without a range is a prefix
+    for tmpl, rest in (("a/{0..4..2}", ["b/x", "c"]), ("b/", ["c"])):
+        r = sdk.request("delete", "buckets/" + bucket, params={"provider": "ais"},
+                        json=action("delete-listrange", {"template": tmpl}))
+        assert r.status_code == 200, r.text
+        job_wait(sdk, r.text)
+        assert left() == rest
+    # refused, nothing deleted: no selection, the whole bucket (""), a missing bucket, an
+    # S3-backed bucket
+    for b, value, code in ((bucket, {}, 400), (bucket, {"template": ""}, 400),
+                           ("nope-" + uuid.uuid4().hex[:6], {"objnames": ["c"]}, 404)):
+        r = sdk.request("delete", "buckets/" + b, params={"provider": "ais"},
+                        json=action("delete-listrange", value))
+        assert r.status_code == code, r.text
+    assert left() == ["c"]
+    src = "aisdl-" + uuid.uuid4().hex[:8]
+    s3rver.client().create_bucket(Bucket=src)
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+    assert r.status_code == 201, r.text
+    r = sdk.request("delete", "buckets/" + src, params={"provider": "aws"},
+                    json=action("delete-listrange", {"objnames": ["x"]}))
+    assert r.status_code == 501, r.text
+    sdk.request("delete", "objects/%s/c" % bucket, params={"provider": "ais"})
+
+
 def test_list_jobs(cluster, sdk, bucket):
     put(sdk, bucket, "j1", b"j" * 50)
     dst = "ais-" + uuid.uuid4().hex[:10]
