@@ -948,6 +948,14 @@ def test_job_actions_need_a_good_token(cluster, sdk, bucket):
          action("summary-bck", {"uuid": "", "prefix": "", "cached": True, "present": True})),
         ("get", "cluster", {"what": "status"}, {"ID": jid}),
         ("get", "cluster", {"what": "qryxstats"}, {"ID": jid}),
+        ("post", "buckets/" + bucket, {"provider": "ais"},
+         action("copy-listrange", {"objnames": ["k"], "tobck": {"name": "zz-never",
+                                                                "provider": "ais"}})),
+        ("delete", "buckets/" + bucket, {"provider": "ais"},
+         action("delete-listrange", {"objnames": ["k"]})),
+        ("get", "cluster", {"what": "status_all"}, {"kind": "", "node": "", "show_active": False}),
+        ("get", "cluster", {"what": "running_all"}, {"kind": "", "node": "", "show_active": True}),
+        ("head", "buckets/" + bucket, {"provider": "ais", "presence": 0}, None),
     ]
     for name, t in tokens.items():
         c = SdkClient(cluster.url, t)
@@ -961,8 +969,10 @@ def test_job_actions_need_a_good_token(cluster, sdk, bucket):
     ro.token = ro.request("post", "users/AKRO", json={"password": "secretRO"}).json()["token"]
     for method, path, params, body in calls:
         r = ro.request(method, path, params=params, json=body)
-        assert r.status_code == (202 if "summary-bck" in str(body) else
+        assert r.status_code == (202 if "summary-bck" in str(body) or method == "head" else
                                  200 if path == "cluster" else 403), (method, body, r.text)
+    assert sdk.request("head", "objects/%s/k" % bucket,
+                       params={"provider": "ais"}).status_code == 200  # not deleted
     # AKMIX may write PERM_BUCKETS["rw"] and read PERM_BUCKETS["ro"]: copying rw -> ro is
     # refused for the destination, and nothing is created
     for b in (PERM_BUCKETS["rw"], PERM_BUCKETS["ro"]):
