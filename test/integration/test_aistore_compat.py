@@ -284,6 +284,29 @@ def test_object_props_headers(cluster, sdk, bucket):
     assert r.status_code == 200 and "ais-checksum-type" not in r.headers
 
 
+def test_object_custom_metadata(cluster, sdk, bucket):
+    # user metadata stored with the object (x-amz-meta-*, here on a native PUT)
+    r = sdk.request("put", "objects/%s/m" % bucket, params={"provider": "ais"}, data=b"x",
+                    headers={"x-amz-meta-label": "cat", "x-amz-meta-split": "train",
+                             "x-amz-meta-odd": "a,b=c"})
+    assert r.status_code == 200, r.text
+    # obj/object.py head() -> ObjectAttributes.custom_metadata (obj/object_attributes.py):
+    # ais-custom-md "k=v,k2=v2", split on "," then "="; entries that would not split are
+    # left out
+    for method in ("head", "get"):
+        r = sdk.request(method, "objects/%s/m" % bucket, params={"provider": "ais"})
+        assert r.status_code == 200
+        md = {}
+        for entry in r.headers.get("ais-custom-md", "").split(","):
+            kv = entry.strip().split("=")
+            if len(kv) == 2:
+                md[kv[0]] = kv[1]
+        assert md == {"label": "cat", "split": "train"}, r.headers
+    put(sdk, bucket, "plain", b"y")
+    r = sdk.request("head", "objects/%s/plain" % bucket, params={"provider": "ais"})
+    assert "ais-custom-md" not in r.headers
+
+
 def list_objects(sdk, bucket, accept_msgpack=True, **value):
     # bucket.py list_objects(): GET buckets/B ?provider=ais, Accept: application/msgpack,
     # ActionMsg {"action": "list", "value": ListObjectsMsg.as_dict()} -> BucketList
