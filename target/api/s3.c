@@ -10,6 +10,7 @@
 
 #include "common/errors.h"
 #include "common/s3front.h"
+#include "common/xml.h"
 #include "target/api/mpu.h"
 
 /* Virtual-host style: Host "BUCKET.<s3.domain>[:port]" -> "/BUCKET" + path (heap). */
@@ -197,26 +198,50 @@ static void delete_object(struct hd_req *r, void *ctx, const struct hd_s3_call *
 
 /* GET/PUT ?acl of an object: the one ACL there is, once the object is known to exist (an
  * S3-backed bucket's objects live upstream: not looked for). */
-static void object_acl(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+/* An object subresource hoard answers the same for every object (?acl, ?tagging): 0 when the
+ * bucket exists and, native, holds the object (an S3-backed bucket's object may be only
+ * upstream); otherwise answered with the error. */
+static int object_sub_check(struct hd_req *r, struct hd_target *t, const struct hd_s3_call *c)
 {
-    struct hd_target *t = ctx;
     struct hd_cbucket *cb;
     struct hd_obj_meta m;
     int rc;
 
     if ((rc = hd_store_bucket_exists(t->st, c->bucket)) < 0) {
         hd_resp_err(r, rc);
-        return;
+        return rc;
     }
     if ((cb = hd_cache_bucket(t->cache, c->bucket))) {
         hd_cbucket_unref(cb);
     } else if ((rc = hd_store_lookup(t->st, c->bucket, c->key, &m)) < 0) {
         hd_resp_err(r, rc);
-        return;
+        return rc;
     } else {
         hd_obj_meta_cleanup(&m);
     }
-    hd_s3_acl_answer(r, c);
+    return 0;
+}
+
+static void object_acl(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+{
+    if (object_sub_check(r, ctx, c) == 0)
+        hd_s3_acl_answer(r, c);
+}
+
+/* GetObjectTagging: hoard keeps no tags, so every object's set is empty (PutObjectTagging
+ * and a non-empty x-amz-tagging are 501). */
+static void object_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+{
+    struct hd_buf b;
+
+    if (object_sub_check(r, ctx, c) < 0)
+        return;
+    hd_buf_init(&b);
+    hd_xml_decl(&b);
+    hd_xml_open_ns(&b, "Tagging", HD_XML_S3_NS);
+    hd_buf_puts(&b, "<TagSet></TagSet>");
+    hd_xml_close(&b, "Tagging");
+    hd_resp_xml(r, 200, &b);
 }
 
 static const struct hd_s3_front front = {
@@ -245,6 +270,7 @@ static const struct hd_s3_front front = {
             [HD_S3_DELETE_OBJECT] = delete_object,
             [HD_S3_GET_OBJECT_ACL] = object_acl,
             [HD_S3_PUT_OBJECT_ACL] = object_acl,
+            [HD_S3_GET_OBJECT_TAGGING] = object_tagging,
         },
 };
 

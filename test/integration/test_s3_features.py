@@ -136,6 +136,31 @@ def test_copy_source_if_modified_since(endpoint, s3, bucket, same):
 
 # ---------------------------------------------------------------- DeleteObjects
 
+def test_object_tagging_is_the_empty_set(aws2, s3, bucket, tmp_path):
+    """hoard keeps no tags: GetObjectTagging answers the empty set (NoSuchKey for a missing
+    object), the calls that would set or drop tags stay 501, and aws CLI v2's multipart copy
+    (objects over 8 MiB), which reads the source's tags first, works without --copy-props."""
+    s3.put_object(Bucket=bucket, Key="tags/one", Body=b"x")
+    got = s3.get_object_tagging(Bucket=bucket, Key="tags/one")
+    assert got["TagSet"] == [], got
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.get_object_tagging(Bucket=bucket, Key="tags/none")
+    assert client_error(ei)[:2] == (404, "NoSuchKey")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.put_object_tagging(Bucket=bucket, Key="tags/one",
+                              Tagging={"TagSet": [{"Key": "k", "Value": "v"}]})
+    assert client_error(ei)[:2] == (501, "NotImplemented")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.delete_object_tagging(Bucket=bucket, Key="tags/one")
+    assert client_error(ei)[:2] == (501, "NotImplemented")
+    body = pattern_bytes(9 * 1024 * 1024 + 7)
+    src = tmp_path / "big"
+    src.write_bytes(body)
+    aws2("s3", "cp", str(src), "s3://%s/tags/big-src" % bucket)
+    aws2("s3", "cp", "s3://%s/tags/big-src" % bucket, "s3://%s/tags/big-dst" % bucket)
+    assert s3.get_object(Bucket=bucket, Key="tags/big-dst")["Body"].read() == body
+
+
 def test_delete_objects(s3, bucket):
     keys = ["d/%d" % i for i in range(6)] + ["spé cial&<>"]
     for k in keys:
