@@ -74,7 +74,8 @@ void hd_proxy_ais_daemon(struct hd_req *r, struct hd_proxy *p)
     }
     if (!what || !*what)
         what = "smap";
-    if (strcmp(what, "status") == 0 || strcmp(what, "qryxstats") == 0) { /* aisjobs.c */
+    if (strcmp(what, "status") == 0 || strcmp(what, "qryxstats") == 0 ||
+        strcmp(what, "status_all") == 0 || strcmp(what, "running_all") == 0) { /* aisjobs.c */
         hd_proxy_ais_xact(r, p, what);
         return;
     }
@@ -93,8 +94,8 @@ void hd_proxy_ais_daemon(struct hd_req *r, struct hd_proxy *p)
         hd_resp_json(r, 200, hd_smap_node_to_json(me));
     } else {
         hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "what= supports smap, bmd, snode, status and qryxstats "
-                        "(docs/aistore-compat.md).");
+                        "what= supports smap, bmd, snode, status, status_all, running_all and "
+                        "qryxstats (docs/aistore-compat.md).");
     }
     hd_smap_unref(s);
 }

@@ -4,7 +4,9 @@
  *   POST   /v1/buckets/B {"action":"prefetch-listrange","value":{objnames|template,...}}
  *   DELETE /v1/buckets/B {"action":"evict-listrange","value":{objnames|template}}
  *   DELETE /v1/buckets/B {"action":"evict-remote-bck"}              -> hoard "evict" (whole)
+ *   DELETE /v1/buckets/B {"action":"delete-listrange","value":{objnames|template}} -> "delete"
  *   POST   /v1/buckets/B?bck_to=ais/@#/DST/ {"action":"copy-bck","value":{"prefix",...}}
+ *   POST   /v1/buckets/B {"action":"copy-listrange","value":{objnames|template,"tobck":{..}}}
  *   GET    /v1/buckets/B {"action":"summary-bck","value":{"uuid",...}}  202 id, then 200 [..]
  *   HEAD   /v1/buckets/B[?presence=N[&uuid=ID]]   ais-bucket-props [+ ais-bucket-summ]
  *   GET    /v1/cluster?what=status    {"ID": id}  -> {"uuid","kind","err","end_time","aborted"}
@@ -40,8 +42,12 @@ static const char *ais_kind(const char *kind, const json_t *args)
         return "prefetch-listrange";
     if (strcmp(kind, "evict") == 0)
         return json_object_size(args) == 0 ? "evict-remote-bck" : "evict-listrange";
+    if (strcmp(kind, "delete") == 0)
+        return "delete-listrange";
     if (strcmp(kind, "copy") == 0)
-        return "copy-bck";
+        return json_object_get(args, "names") || json_object_get(args, "template")
+                   ? "copy-listrange"
+                   : "copy-bck";
     return kind;
 }
 
@@ -134,44 +140,34 @@ static int may_write(struct hd_req *r, struct hd_proxy *p, const struct hd_sigv4
     return hd_keys_authorize(&p->keys, r, a, bucket);
 }
 
-/* copy-bck: ?bck_to=PROVIDER/@#/DST/, value {"prefix","prepend","dry_run","force",
- * "latest-ver","synchronize"}. DST (native) is created when missing, as AIStore does. */
-static void copy_bck(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                     const struct hd_sigv4_auth *a, const json_t *value)
+/* Starts a copy of bucket into dst (provider prov) with sel (names, template or prefix:
+ * hoard's copy args; taken) after AIStore's checks; what names the action in messages. DST
+ * (native) is created when missing, as AIStore does. */
+static void copy_start(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                       const struct hd_sigv4_auth *a, const json_t *value, const char *what,
+                       const char *prov, const char *dst, json_t *sel)
 {
-    const char *to = hd_req_param(r, "bck_to");
-    const char *prefix = json_string_value(json_object_get(value, "prefix"));
     const char *prepend = json_string_value(json_object_get(value, "prepend"));
-    char prov[8], dst[256], msg[256] = "";
+    char m[300];
     struct hd_bmd *b;
-    json_t *args;
     int rc, exists;
 
-    if (value && !json_is_null(value) && !json_is_object(value)) {
-        hd_resp_err_msg(r, HD_EBADARG, "copy-bck: the value must be an object");
-        return;
-    }
-    if (hd_ais_bck_parse(to, prov, sizeof(prov), dst, sizeof(dst), msg, sizeof(msg)) < 0) {
-        char m[300];
-        snprintf(m, sizeof(m), "copy-bck: bck_to: %s", msg);
-        hd_resp_err_msg(r, HD_EBADARG, m);
-        return;
-    }
     if (strcmp(prov, "ais") != 0 || strcmp(dst, bucket) == 0) {
-        hd_resp_err_msg(r, strcmp(prov, "ais") != 0 ? HD_ENOTIMPL : HD_EBADARG,
-                        strcmp(prov, "ais") != 0
-                            ? "copy-bck: hoard copies into native (ais) buckets only"
-                            : "copy-bck: the destination must be another bucket");
-        return;
+        snprintf(m, sizeof(m), "%s: %s", what,
+                 strcmp(prov, "ais") != 0 ? "hoard copies into native (ais) buckets only"
+                                          : "the destination must be another bucket");
+        hd_resp_err_msg(r, strcmp(prov, "ais") != 0 ? HD_ENOTIMPL : HD_EBADARG, m);
+        goto out;
     }
     if ((prepend && *prepend) || json_is_true(json_object_get(value, "dry_run"))) {
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "copy-bck: prepend and dry_run are not supported (docs/aistore-compat.md)");
-        return;
+        snprintf(m, sizeof(m), "%s: prepend and dry_run are not supported (docs/aistore-compat.md)",
+                 what);
+        hd_resp_err_msg(r, HD_ENOTIMPL, m);
+        goto out;
     }
     if ((rc = may_write(r, p, a, dst)) < 0) {
         hd_resp_err(r, rc);
-        return;
+        goto out;
     }
     b = hd_smap_state_bmd(p->cs);
     rc = hd_bmd_find(b, bucket) ? 0 : HD_ENOSUCHBUCKET;
@@ -179,20 +175,106 @@ static void copy_bck(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     hd_bmd_unref(b);
     if (rc < 0) {
         hd_resp_err(r, rc);
-        return;
+        goto out;
     }
     if (!exists && (rc = hd_proxy_bucket_create(p, dst, "ais")) < 0 && rc != HD_EBUCKETEXISTS) {
         hd_resp_err(r, rc);
+        goto out;
+    }
+    if (json_object_set_new(sel, "to", json_string(dst)) < 0) {
+        hd_resp_err(r, -ENOMEM);
+        goto out;
+    }
+    start(r, p, "copy", bucket, sel);
+    return;
+out:
+    json_decref(sel);
+}
+
+/* copy-bck: ?bck_to=PROVIDER/@#/DST/, value {"prefix","prepend","dry_run","force",
+ * "latest-ver","synchronize"}. */
+static void copy_bck(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                     const struct hd_sigv4_auth *a, const json_t *value)
+{
+    const char *prefix = json_string_value(json_object_get(value, "prefix"));
+    char prov[8], dst[256], msg[256] = "", m[300];
+    json_t *sel;
+
+    if (value && !json_is_null(value) && !json_is_object(value)) {
+        hd_resp_err_msg(r, HD_EBADARG, "copy-bck: the value must be an object");
         return;
     }
-    args = json_pack("{s:s}", "to", dst);
-    if (args && prefix && *prefix)
-        json_object_set_new(args, "prefix", json_string(prefix));
-    if (!args) {
+    if (hd_ais_bck_parse(hd_req_param(r, "bck_to"), prov, sizeof(prov), dst, sizeof(dst), msg,
+                         sizeof(msg)) < 0) {
+        snprintf(m, sizeof(m), "copy-bck: bck_to: %s", msg);
+        hd_resp_err_msg(r, HD_EBADARG, m);
+        return;
+    }
+    sel = prefix && *prefix ? json_pack("{s:s}", "prefix", prefix) : json_object();
+    if (!sel) {
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    start(r, p, "copy", bucket, args);
+    copy_start(r, p, bucket, a, value, "copy-bck", prov, dst, sel);
+}
+
+/* copy-listrange (ObjectGroup.copy()): value TCMultiObj {"objnames"|"template", "tobck":
+ * {"name","provider","namespace"?}, "prepend","dry_run","force","latest-ver","synchronize",
+ * "coer"}. */
+static void copy_listrange(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                           const struct hd_sigv4_auth *a, const json_t *value)
+{
+    const json_t *to = json_object_get(value, "tobck"), *ns = json_object_get(to, "namespace");
+    const char *name = json_string_value(json_object_get(to, "name"));
+    const char *pv = json_string_value(json_object_get(to, "provider"));
+    char msg[256] = "", m[300];
+    json_t *sel = NULL;
+    int rc;
+
+    if ((rc = hd_ais_selection_args(value, 0, &sel, msg, sizeof(msg))) < 0) {
+        snprintf(m, sizeof(m), "copy-listrange: %s", msg);
+        hd_resp_err_msg(r, rc, rc == HD_EBADARG ? m : NULL);
+        return;
+    }
+    if (!name || hd_bucket_name_check(name) < 0 || (pv && *pv && strcmp(pv, "ais") != 0) ||
+        (json_is_object(ns) && (json_string_length(json_object_get(ns, "name")) ||
+                                json_string_length(json_object_get(ns, "uuid"))))) {
+        json_decref(sel);
+        hd_resp_err_msg(r, pv && *pv && strcmp(pv, "ais") != 0 ? HD_ENOTIMPL : HD_EBADARG,
+                        "copy-listrange: tobck must be {\"name\": B, \"provider\": \"ais\"} "
+                        "(hoard copies into native buckets of its one namespace)");
+        return;
+    }
+    copy_start(r, p, bucket, a, value, "copy-listrange", "ais", name, sel);
+}
+
+/* delete-listrange (ObjectGroup.delete()): value {"objnames"|"template"}; native buckets. */
+static void delete_listrange(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                             const json_t *value)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
+    int rc = !e ? HD_ENOSUCHBUCKET : strcmp(e->provider, "ais") != 0 ? HD_ENOTIMPL : 0;
+    char msg[256] = "", m[300];
+    json_t *sel = NULL;
+
+    hd_bmd_unref(b);
+    if (rc == HD_ENOTIMPL) {
+        hd_resp_err_msg(r, rc,
+                        "delete-listrange: hoard deletes listed objects of native (ais) buckets "
+                        "only; delete S3-backed ones one by one (docs/aistore-compat.md)");
+        return;
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if ((rc = hd_ais_selection_args(value, 0, &sel, msg, sizeof(msg))) < 0) {
+        snprintf(m, sizeof(m), "delete-listrange: %s", msg);
+        hd_resp_err_msg(r, rc, rc == HD_EBADARG ? m : NULL);
+        return;
+    }
+    start(r, p, "delete", bucket, sel);
 }
 
 /* AIStore's BsummResult ([0] of the answer) from hoard's summary of bucket. */
@@ -339,8 +421,12 @@ void hd_proxy_ais_bucket_job(struct hd_req *r, struct hd_proxy *p, const char *b
                (strcmp(m, "DELETE") == 0 &&
                 (strcmp(act, "evict-listrange") == 0 || strcmp(act, "evict-remote-bck") == 0))) {
         cache_job(r, p, bucket, act, value);
+    } else if (strcmp(m, "DELETE") == 0 && strcmp(act, "delete-listrange") == 0) {
+        delete_listrange(r, p, bucket, value);
     } else if (strcmp(m, "POST") == 0 && strcmp(act, "copy-bck") == 0) {
         copy_bck(r, p, bucket, a, value);
+    } else if (strcmp(m, "POST") == 0 && strcmp(act, "copy-listrange") == 0) {
+        copy_listrange(r, p, bucket, a, value);
     } else if (strcmp(m, "GET") == 0 && strcmp(act, "summary-bck") == 0) {
         summary_bck(r, p, bucket, value);
     } else if (strcmp(act, "move-bck") == 0) {
@@ -403,52 +489,112 @@ struct xact_ctx {
     char what[16];
 };
 
+/* The provider of the bucket of merged job view v ("ais" when it has none). */
+static void job_provider(struct hd_proxy *p, const json_t *v, char *prov, size_t len)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e =
+        json_is_string(json_object_get(v, "bucket"))
+            ? hd_bmd_find(b, json_string_value(json_object_get(v, "bucket")))
+            : NULL;
+
+    snprintf(prov, len, "%s", e ? e->provider : "ais");
+    hd_bmd_unref(b);
+}
+
+/* AIStore's nl.Status of merged job view v: what Job.wait() polls (end_time 0 while running). */
+static json_t *status_of(const json_t *v, const char *prov)
+{
+    const char *st = json_string_value(json_object_get(v, "state"));
+    const char *bucket = json_string_value(json_object_get(v, "bucket"));
+    int running = st && strcmp(st, "running") == 0;
+    int failed = st && strcmp(st, "failed") == 0;
+    json_int_t fin = json_integer_value(json_object_get(v, "finished_ms"));
+    json_t *err = json_array_get(json_object_get(v, "errors"), 0);
+
+    return json_pack(
+        "{s:O, s:s, s:s, s:I, s:b, s:{s:s, s:s, s:{s:s, s:s}}}", "uuid", json_object_get(v, "id"),
+        "kind", ais_kind(json_string_value(json_object_get(v, "kind")), json_object_get(v, "args")),
+        "err", failed && json_is_string(err) ? json_string_value(err) : "", "end_time",
+        running ? (json_int_t)0 : (fin > 0 ? fin : 1) * 1000000, "aborted",
+        st && strcmp(st, "aborted") == 0, "bck", "name", bucket ? bucket : "", "provider", prov,
+        "namespace", "uuid", "", "name", "");
+}
+
+/* what=status_all (Cluster.list_jobs_status(): [JobStatus]) and what=running_all
+ * (list_running_jobs(): ["KIND[ID]"]), body JobQuery {"kind","node","show_active"}: every
+ * job, or the running ones, of one AIStore kind or all. "node" is accepted and ignored:
+ * hoard's jobs run on every target. */
+static void xact_all(struct hd_req *r, struct hd_proxy *p, const char *what, const json_t *in)
+{
+    const char *kind = json_string_value(json_object_get(in, "kind"));
+    int running_all = strcmp(what, "running_all") == 0;
+    int active = running_all || json_is_true(json_object_get(in, "show_active"));
+    json_t *jobs = NULL, *out, *v;
+    char msg[400], prov[16];
+    size_t i;
+    int rc;
+
+    if ((in && !json_is_object(in)) ||
+        (json_object_get(in, "kind") && !json_is_string(json_object_get(in, "kind")))) {
+        hd_resp_err_msg(
+            r, HD_EBADARG,
+            "what=status_all and running_all take {\"kind\", \"node\", \"show_active\"}");
+        return;
+    }
+    if ((rc = hd_proxy_jobs_list(p, &jobs, msg, sizeof(msg))) < 0) {
+        hd_resp_err_msg(r, rc, rc == HD_EUNAVAIL && msg[0] ? msg : NULL);
+        return;
+    }
+    out = json_array();
+    json_array_foreach(jobs, i, v)
+    {
+        const char *st = json_string_value(json_object_get(v, "state"));
+        const char *k =
+            ais_kind(json_string_value(json_object_get(v, "kind")), json_object_get(v, "args"));
+        char *one;
+        if ((kind && *kind && strcmp(kind, k) != 0) ||
+            (active && !(st && strcmp(st, "running") == 0)))
+            continue;
+        if (!running_all) {
+            job_provider(p, v, prov, sizeof(prov));
+            json_array_append_new(out, status_of(v, prov));
+        } else if (asprintf(&one, "%s[%s]", k, json_string_value(json_object_get(v, "id"))) >= 0) {
+            json_array_append_new(out, json_string(one));
+            free(one);
+        }
+    }
+    json_decref(jobs);
+    hd_resp_json(r, 200, out);
+}
+
 static void xact_end(struct hd_req *r, void *ctx, json_t *in)
 {
     struct xact_ctx *c = ctx;
     const char *id = json_string_value(json_object_get(in, "ID"));
     json_t *v = NULL, *out;
-    const struct hd_bmd_bucket *e;
-    struct hd_bmd *b;
     char msg[400], prov[16];
     int rc;
 
+    if (strcmp(c->what, "status_all") == 0 || strcmp(c->what, "running_all") == 0) {
+        xact_all(r, c->p, c->what, in);
+        return;
+    }
     if (!id)
         id = json_string_value(json_object_get(in, "id"));
     if (!json_is_object(in) || !id || !*id || strlen(id) > 63 || strchr(id, '/')) {
         hd_resp_err_msg(r, HD_EBADARG,
-                        "what=status and what=qryxstats take {\"ID\": JOB_ID} (one job; hoard "
-                        "does not query jobs by kind)");
+                        "what=status and what=qryxstats take {\"ID\": JOB_ID} (one job; "
+                        "status_all and running_all list them)");
         return;
     }
     if ((rc = hd_proxy_jobs_view(c->p, id, &v, msg, sizeof(msg))) < 0) {
         hd_resp_err_msg(r, rc, rc == HD_EUNAVAIL && msg[0] ? msg : NULL);
         return;
     }
-    b = hd_smap_state_bmd(c->p->cs);
-    e = json_is_string(json_object_get(v, "bucket"))
-            ? hd_bmd_find(b, json_string_value(json_object_get(v, "bucket")))
-            : NULL;
-    snprintf(prov, sizeof(prov), "%s", e ? e->provider : "ais");
-    hd_bmd_unref(b);
+    job_provider(c->p, v, prov, sizeof(prov));
     if (strcmp(c->what, "status") == 0) {
-        /* AIStore's nl.Status: what Job.wait() polls (end_time 0 while running) */
-        const char *st = json_string_value(json_object_get(v, "state"));
-        int running = st && strcmp(st, "running") == 0;
-        int failed = st && strcmp(st, "failed") == 0;
-        json_int_t fin = json_integer_value(json_object_get(v, "finished_ms"));
-        json_t *err = json_array_get(json_object_get(v, "errors"), 0);
-        out = json_pack(
-            "{s:O, s:s, s:s, s:I, s:b, s:{s:s, s:s, s:{s:s, s:s}}}", "uuid",
-            json_object_get(v, "id"), "kind",
-            ais_kind(json_string_value(json_object_get(v, "kind")), json_object_get(v, "args")),
-            "err", failed && json_is_string(err) ? json_string_value(err) : "", "end_time",
-            running ? (json_int_t)0 : (fin > 0 ? fin : 1) * 1000000, "aborted",
-            st && strcmp(st, "aborted") == 0, "bck", "name",
-            json_string_value(json_object_get(v, "bucket"))
-                ? json_string_value(json_object_get(v, "bucket"))
-                : "",
-            "provider", prov, "namespace", "uuid", "", "name", "");
+        out = status_of(v, prov);
     } else { /* qryxstats: {TARGET_ID: [snapshot]} (AggregatedJobSnap) */
         const char *node;
         json_t *job;

@@ -321,6 +321,28 @@ int hd_proxy_jobs_view(struct hd_proxy *p, const char *id, json_t **out, char *m
     return 0;
 }
 
+int hd_proxy_jobs_list(struct hd_proxy *p, json_t **out, char *msg, size_t msglen)
+{
+    json_t *merged, *v;
+    const char *k;
+    int rc = merged_query(p, "GET", NULL, &merged, msg, msglen);
+
+    *out = NULL;
+    if (rc < 0)
+        return rc;
+    if (!(*out = json_array())) {
+        json_decref(merged);
+        return -ENOMEM;
+    }
+    json_object_foreach(merged, k, v)
+    {
+        finish_view(v);
+        json_array_append(*out, v);
+    }
+    json_decref(merged);
+    return 0;
+}
+
 /* GET /v1/jobs[/ID], DELETE /v1/jobs/ID: fan out and merge. */
 static void query(struct hd_req *r, struct hd_proxy *p, const char *id)
 {

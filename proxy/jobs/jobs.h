@@ -16,6 +16,10 @@ void hd_proxy_jobs_new_id(const char *kind, char *out, size_t outlen);
  * msg filled (no smap yet, a target that did not answer), -ENOMEM. Blocks (bounded). */
 int hd_proxy_jobs_view(struct hd_proxy *p, const char *id, json_t **out, char *msg, size_t msglen);
 
+/* Every job of the cluster as merged views (as hd_proxy_jobs_view, without "targets"): 0 with
+ * *out (an array, the caller's), or as hd_proxy_jobs_view. Blocks (bounded). */
+int hd_proxy_jobs_list(struct hd_proxy *p, json_t **out, char *msg, size_t msglen);
+
 /* shard.c: a shard job request (POST /v1/jobs, kind "shard"), from the jobs body handler:
  * plans it on a thread of its own (listing, grouping, packing), writes the manifest object,
  * starts the job on every target and answers r (parked meanwhile). args is copied. */

@@ -1223,13 +1223,14 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *c
                       int head)
 {
     struct hd_obj_meta m;
-    int fd = -1, rc;
+    const char *lv = hd_req_param(r, "latest-ver"); /* AIStore's get(latest=True): this once */
+    int fd = -1, rc, validate = cb->props.validate_warm_get || (lv && strcmp(lv, "true") == 0);
 
     rc = open_held(r, c, cb, key, head, &m, &fd);
     if (!head && (rc == 0 || rc == HD_ENOSUCHKEY))
         hd_plans_observe(c, cb->name, key, rc == 0, plan_tag(r)); /* the reader's progress */
     if (rc == 0) {
-        if (head || !cb->props.validate_warm_get || cb->props.write_back) {
+        if (head || !validate || cb->props.write_back) {
             hd_cstat_add(HD_CS_HIT, 1);
             hd_store_touch(c->st, cb->name, key);
             serve_held(r, c, cb, key, &m, fd, head);

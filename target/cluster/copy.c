@@ -1,11 +1,12 @@
 /* copy: the "copy" job (`hoard bucket cp SRC DST`): a proxy starts it on every target with
- * bucket SRC and args {"to": DST, "prefix"?: P}. Each target walks the objects of SRC it
- * holds, on each mountpath in name order, and writes each one (whose name starts with P) as
- * DST/name to DST's HRW owner: itself (a local put), or another target with the node-signed
- * PUT rebalance uses (rebalance.c), so the copy keeps the source's identity (ETag, mtime,
- * Content-Type, user metadata) and a copy already there at least as new is left alone.
- * Running it again copies nothing new twice. Resumable: a target that restarts runs it
- * again. */
+ * bucket SRC and args {"to": DST, "prefix"?: P} or {"to": DST, "names": [..] | "template": T}
+ * (AIStore's copy-listrange; a brace template as prefetch takes it, at most 100000 names). Each
+ * target walks the objects of SRC it holds, on each mountpath in name order, and writes each one
+ * (whose name starts with P, or is one of the names) as DST/name to DST's HRW owner: itself (a
+ * local put), or another target with the node-signed PUT rebalance uses (rebalance.c), so the copy
+ * keeps the source's identity (ETag, mtime, Content-Type, user metadata) and a copy already there
+ * at least as new is left alone. Running it again copies nothing new twice. Resumable: a target
+ * that restarts runs it again. The "delete" job (delete_run) walks the same way and deletes. */
 #include "target/cluster/copy.h"
 
 #include <errno.h>
@@ -18,12 +19,14 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "common/brace.h"
 #include "common/errors.h"
 #include "common/smap.h"
 #include "target/cluster/peer.h"
 #include "target/cluster/rebalance.h"
 
 #define COPY_SCAN_BATCH 256
+#define COPY_SET_MAX 100000 /* names a template may select (as objnames) */
 
 static void copy_result(struct hd_job *j, const char *what, const char *a)
 {
@@ -72,6 +75,59 @@ static int copy_one(struct hd_job *j, struct hd_tcluster *cl, CURL *cu, size_t m
     return rc;
 }
 
+/* The names args select ("names" or "template") as a JSON object used as a set: 0 with *set
+ * (NULL when args select by prefix), or an error reported on j. */
+static int copy_selection(struct hd_job *j, json_t **set)
+{
+    const json_t *names = json_object_get(j->args, "names");
+    const char *tmpl = json_string_value(json_object_get(j->args, "template"));
+    struct hd_brace *t = NULL;
+    struct hd_buf b;
+    char err[200];
+    uint64_t i, n = 0;
+    size_t k;
+    int rc = 0;
+
+    *set = NULL;
+    if (!names && !tmpl)
+        return 0;
+    if ((names && !json_is_array(names)) || (names && tmpl)) {
+        copy_result(j, "args.names must be a list (and no template with it)", "");
+        return HD_EBADARG;
+    }
+    if (!(*set = json_object()))
+        return -ENOMEM;
+    for (k = 0; names && k < json_array_size(names) && rc == 0; k++)
+        if (json_is_string(json_array_get(names, k)))
+            rc = json_object_set_new(*set, json_string_value(json_array_get(names, k)),
+                                     json_true()) < 0
+                     ? -ENOMEM
+                     : 0;
+    if (tmpl) {
+        if ((rc = hd_brace_parse(tmpl, &t, err, sizeof(err))) < 0) {
+            copy_result(j, "args.template: ", err);
+        } else if ((n = hd_brace_count(t)) > COPY_SET_MAX) {
+            copy_result(j, "args.template selects more than 100000 names", "");
+            rc = HD_EBADARG;
+        }
+        hd_buf_init(&b);
+        for (i = 0; rc == 0 && i < n; i++) {
+            hd_buf_reset(&b);
+            if ((rc = hd_brace_at(t, i, &b)) == 0 && !b.oom)
+                rc = json_object_setn_new(*set, b.data, b.len, json_true()) < 0 ? -ENOMEM : 0;
+            else if (b.oom)
+                rc = -ENOMEM;
+        }
+        hd_buf_cleanup(&b);
+        hd_brace_free(t);
+    }
+    if (rc < 0) {
+        json_decref(*set);
+        *set = NULL;
+    }
+    return rc;
+}
+
 static int copy_run(struct hd_job *j, void *ctx)
 {
     struct hd_tcluster *cl = ctx;
@@ -82,6 +138,7 @@ static int copy_run(struct hd_job *j, void *ctx)
     size_t mpi, i, n, plen = prefix ? strlen(prefix) : 0;
     char **names = NULL, *after = NULL;
     struct hd_bucket_info bi;
+    json_t *set = NULL;
     CURL *cu = NULL;
     int rc = 0;
 
@@ -104,7 +161,9 @@ static int copy_run(struct hd_job *j, void *ctx)
         copy_result(j, "copying into an S3-backed bucket is not supported yet: ", dst);
         return HD_ENOTIMPL;
     }
-    if (!plen) { /* the totals are known up front: what this target holds of SRC */
+    if ((rc = copy_selection(j, &set)) < 0)
+        return rc;
+    if (!plen && !set) { /* the totals are known up front: what this target holds of SRC */
         for (mpi = 0; mpi < hd_store_nmp(st); mpi++)
             if (hd_store_mp_bucket_usage(st, mpi, j->bucket, &o, &b) == 0) {
                 tobjs += o;
@@ -112,8 +171,10 @@ static int copy_run(struct hd_job *j, void *ctx)
             }
         hd_job_set_total(j, tobjs, tbytes);
     }
-    if (!(cu = curl_easy_init()))
+    if (!(cu = curl_easy_init())) {
+        json_decref(set);
         return -ENOMEM;
+    }
     for (mpi = 0; mpi < hd_store_nmp(st) && rc == 0; mpi++) {
         free(after);
         after = strdup(prefix && plen ? prefix : "");
@@ -131,7 +192,8 @@ static int copy_run(struct hd_job *j, void *ctx)
             if ((rc = hd_store_scan(st, mpi, j->bucket, after, COPY_SCAN_BATCH, &names, &n)) < 0)
                 break;
             for (i = 0; i < n && !hd_job_stopped(j); i++) {
-                if (plen && strncmp(names[i], prefix, plen) != 0)
+                if ((plen && strncmp(names[i], prefix, plen) != 0) ||
+                    (set && !json_object_get(set, names[i])))
                     continue;
                 if (copy_one(j, cl, cu, mpi, dst, names[i], &b) == 0) {
                     hd_job_add(j, 1, b);
@@ -150,10 +212,88 @@ static int copy_run(struct hd_job *j, void *ctx)
     }
     free(after);
     curl_easy_cleanup(cu);
+    json_decref(set);
+    return rc;
+}
+
+/* The "delete" job (AIStore's delete-listrange, native buckets): args {"names": [..] |
+ * "template": T | "prefix": P}. Each target deletes every object of the selection it holds
+ * (owner or not, so misplaced copies go too); names it does not hold are skipped. */
+static int delete_run(struct hd_job *j, void *ctx)
+{
+    struct hd_store *st = hd_tcluster_store(ctx);
+    const char *prefix = json_string_value(json_object_get(j->args, "prefix"));
+    size_t mpi, i, n, plen = prefix ? strlen(prefix) : 0;
+    char **names = NULL, *after = NULL;
+    struct hd_bucket_info bi;
+    uint64_t deleted = 0;
+    json_t *set = NULL;
+    int rc;
+
+    if (hd_store_bucket_get(st, j->bucket, &bi) < 0) {
+        copy_result(j, "no such bucket: ", j->bucket);
+        return HD_ENOSUCHBUCKET;
+    }
+    if (strcmp(bi.provider, "ais") != 0) {
+        copy_result(j,
+                    "deleting listed objects of an S3-backed bucket is not supported: ", j->bucket);
+        return HD_ENOTIMPL;
+    }
+    if ((rc = copy_selection(j, &set)) < 0)
+        return rc;
+    if (!set && !prefix) {
+        copy_result(j, "args need names, a template or a prefix", "");
+        return HD_EBADARG;
+    }
+    for (mpi = 0; mpi < hd_store_nmp(st) && rc == 0; mpi++) {
+        free(after);
+        after = strdup("");
+        for (;;) {
+            if (!after) {
+                rc = -ENOMEM;
+                break;
+            }
+            if (hd_job_stopped(j)) {
+                rc = -ECANCELED;
+                break;
+            }
+            if ((rc = hd_store_scan(st, mpi, j->bucket, after, COPY_SCAN_BATCH, &names, &n)) < 0)
+                break;
+            for (i = 0; i < n && !hd_job_stopped(j); i++) {
+                struct hd_obj_meta m;
+                uint64_t size;
+                int drc;
+                if ((plen && strncmp(names[i], prefix, plen) != 0) ||
+                    (set && !json_object_get(set, names[i])))
+                    continue;
+                if (hd_store_lookup(st, j->bucket, names[i], &m) < 0)
+                    continue;
+                size = m.size;
+                hd_obj_meta_cleanup(&m);
+                drc = hd_store_delete(st, j->bucket, names[i]);
+                if (drc == 0) {
+                    hd_job_add(j, 1, size);
+                    hd_job_set_extra(j, "deleted", ++deleted);
+                } else if (drc != HD_ENOSUCHKEY) {
+                    hd_job_error(j, "%s: %s", names[i], hd_strerror(drc));
+                }
+            }
+            free(after);
+            after = n ? strdup(names[n - 1]) : NULL;
+            hd_store_names_free(names, n);
+            names = NULL;
+            if (n < COPY_SCAN_BATCH)
+                break;
+        }
+    }
+    free(after);
+    json_decref(set);
     return rc;
 }
 
 int hd_copy_register(struct hd_jobs *js, struct hd_tcluster *cl)
 {
-    return hd_jobs_register(js, "copy", copy_run, cl, HD_JOB_RESUMABLE);
+    int rc = hd_jobs_register(js, "copy", copy_run, cl, HD_JOB_RESUMABLE);
+
+    return rc < 0 ? rc : hd_jobs_register(js, "delete", delete_run, cl, HD_JOB_RESUMABLE);
 }

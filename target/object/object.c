@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "common/buf.h"
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/httputil.h"
@@ -292,6 +293,30 @@ static int printable(const char *s)
     return 1;
 }
 
+/* ais-custom-md: the user metadata (x-amz-meta-*) as AIStore sends custom metadata,
+ * "k=v,k2=v2" (ObjectAttributes.custom_metadata splits on ',' and '='): entries whose name
+ * or value holds ',', '=' or control characters are left out, as is all past 4 KiB. */
+static void add_custom_md(struct hd_req *r, const struct hd_obj_meta *m)
+{
+    json_t *j = m->meta ? json_loads(m->meta, 0, NULL) : NULL, *v;
+    struct hd_buf b;
+    const char *k, *s;
+
+    hd_buf_init(&b);
+    json_object_foreach(j, k, v)
+    {
+        s = json_string_value(v);
+        if (!s || !*k || strpbrk(k, ",=") || strpbrk(s, ",=") || !printable(k) || !printable(s) ||
+            b.len + strlen(k) + strlen(s) + 2 > 4096)
+            continue;
+        hd_buf_printf(&b, "%s%s=%s", b.len ? "," : "", k, s);
+    }
+    if (b.len && !b.oom)
+        hd_resp_header(r, "ais-custom-md", b.data);
+    hd_buf_cleanup(&b);
+    json_decref(j);
+}
+
 /* AIStore's object property headers on the native API (the SDK's object.props): the MD5 is
  * the checksum (multipart objects have none whole-object), the last write is the atime (as
  * AIStore sends it: unix nanoseconds) and the ETag the version; bucket and object name come
@@ -311,6 +336,7 @@ static void add_ais_headers(struct hd_req *r, const struct hd_obj_meta *m)
     hd_resp_header(r, "ais-version", m->etag);
     hd_resp_header(r, "ais-present", "true");
     hd_resp_header(r, "ais-mirror-copies", "1");
+    add_custom_md(r, m);
     if ((slash = strchr(rest, '/')) && hd_bucket_decode(rest, (size_t)(slash - rest), &b) == 0 &&
         hd_url_decode_dup(slash + 1, strlen(slash + 1), &o, NULL) == 0 && printable(o)) {
         hd_resp_header(r, "ais-bucket-name", b);

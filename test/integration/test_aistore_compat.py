@@ -284,6 +284,29 @@ def test_object_props_headers(cluster, sdk, bucket):
     assert r.status_code == 200 and "ais-checksum-type" not in r.headers
 
 
+def test_object_custom_metadata(cluster, sdk, bucket):
+    # user metadata stored with the object (x-amz-meta-*, here on a native PUT)
+    r = sdk.request("put", "objects/%s/m" % bucket, params={"provider": "ais"}, data=b"x",
+                    headers={"x-amz-meta-label": "cat", "x-amz-meta-split": "train",
+                             "x-amz-meta-odd": "a,b=c"})
+    assert r.status_code == 200, r.text
+    # obj/object.py head() -> ObjectAttributes.custom_metadata (obj/object_attributes.py):
+    # ais-custom-md "k=v,k2=v2", split on "," then "="; entries that would not split are
+    # left out
+    for method in ("head", "get"):
+        r = sdk.request(method, "objects/%s/m" % bucket, params={"provider": "ais"})
+        assert r.status_code == 200
+        md = {}
+        for entry in r.headers.get("ais-custom-md", "").split(","):
+            kv = entry.strip().split("=")
+            if len(kv) == 2:
+                md[kv[0]] = kv[1]
+        assert md == {"label": "cat", "split": "train"}, r.headers
+    put(sdk, bucket, "plain", b"y")
+    r = sdk.request("head", "objects/%s/plain" % bucket, params={"provider": "ais"})
+    assert "ais-custom-md" not in r.headers
+
+
 def list_objects(sdk, bucket, accept_msgpack=True, **value):
     # bucket.py list_objects(): GET buckets/B ?provider=ais, Accept: application/msgpack,
     # ActionMsg {"action": "list", "value": ListObjectsMsg.as_dict()} -> BucketList
@@ -560,6 +583,29 @@ def test_prefetch_and_evict_jobs(cluster, sdk, s3rver):  # noqa: F811
     assert r.status_code == 400, r.text
 
 
+def test_get_latest_version(cluster, sdk, s3rver):  # noqa: F811
+    src = "aislv-" + uuid.uuid4().hex[:8]
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    up.put_object(Bucket=src, Key="k", Body=b"version-1")
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+    assert r.status_code == 201, r.text
+    r = sdk.request("get", "objects/%s/k" % src, params={"provider": "aws"})
+    assert r.status_code == 200 and r.content == b"version-1"  # cached now
+    up.put_object(Bucket=src, Key="k", Body=b"version-2 longer")
+    # a warm GET is served from the cache (validate_warm_get is off by default)
+    r = sdk.request("get", "objects/%s/k" % src, params={"provider": "aws"})
+    assert r.content == b"version-1"
+    # obj/object.py get(latest=True) / get_reader(latest=True): GET ?provider=aws&latest-ver=true
+    # checks the upstream's version first and fetches the new one
+    r = sdk.request("get", "objects/%s/k" % src,
+                    params={"provider": "aws", "latest-ver": "true"})
+    assert r.status_code == 200 and r.content == b"version-2 longer"
+    r = sdk.request("get", "objects/%s/k" % src, params={"provider": "aws"})
+    assert r.content == b"version-2 longer"  # the cache holds the new version
+
+
 def test_copy_bck_job(cluster, sdk, bucket):
     names = ["a/%d" % i for i in range(5)] + ["b/x"]
     for n in names:
@@ -615,6 +661,156 @@ def test_copy_bck_job(cluster, sdk, bucket):
     finally:
         for n in names:
             sdk.request("delete", "objects/%s/%s" % (dst, n), params={"provider": "ais"})
+        sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
+
+
+def test_copy_listrange_job(cluster, sdk, bucket):
+    names = ["a/%d" % i for i in range(5)] + ["b/x"]
+    for n in names:
+        put(sdk, bucket, n, n.encode() * 10)
+    dsts = []
+
+    def copy(selection, **over):
+        # multiobj/object_group.py copy(to_bck, ...): POST buckets/SRC ?provider=ais,
+        # ActionMsg copy-listrange, value TCMultiObj.as_dict(): the selection (ObjectNames
+        # {"objnames"} / ObjectRange, ObjectTemplate {"template"}), CopyBckMsg's fields,
+        # "tobck" BucketModel.as_dict() {"name","provider"}, "coer"
+        dst = "ais-" + uuid.uuid4().hex[:10]
+        dsts.append(dst)
+        value = dict(selection, prefix="", prepend="", dry_run=False, force=False,
+                     synchronize=False, tobck={"name": dst, "provider": "ais"}, coer=False)
+        value["latest-ver"] = False
+        value.update(over)
+        r = sdk.request("post", "buckets/" + bucket, params={"provider": "ais"},
+                        json=action("copy-listrange", value))
+        return dst, r
+    try:
+        dst, r = copy({"objnames": ["a/1", "a/3", "b/x", "not-there"]})
+        assert r.status_code == 200, r.text
+        st = job_wait(sdk, r.text, "copy-listrange")
+        assert st["kind"] == "copy-listrange" and st["err"] == "" and not st["aborted"]
+        assert [e["n"] for e in list_objects(sdk, dst)["Entries"]] == ["a/1", "a/3", "b/x"]
+        r = sdk.request("get", "objects/%s/a/3" % dst, params={"provider": "ais"})
+        assert r.content == b"a/3" * 10
+        # ObjectRange(prefix="a/", min_index=0, max_index=4, step=2) -> "a/{0..4..2}"
+        dst, r = copy({"template": "a/{0..4..2}"})
+        assert r.status_code == 200, r.text
+        job_wait(sdk, r.text)
+        assert [e["n"] for e in list_objects(sdk, dst)["Entries"]] == ["a/0", "a/2", "a/4"]
+        # a template without a range is a prefix (AIStore's rule)
+        dst, r = copy({"template": "b/"})
+        assert r.status_code == 200, r.text
+        job_wait(sdk, r.text)
+        assert [e["n"] for e in list_objects(sdk, dst)["Entries"]] == ["b/x"]
+        # refused, nothing started
+        for sel, over, code in (({"objnames": ["a/1"]}, {"tobck": {"name": "x1x",
+                                                                    "provider": "aws"}}, 501),
+                                ({"objnames": ["a/1"]}, {"dry_run": True}, 501),
+                                ({"objnames": ["a/1"]}, {"prepend": "p/"}, 501),
+                                ({}, {}, 400),
+                                ({"objnames": ["a/1"]}, {"tobck": {"name": bucket,
+                                                                    "provider": "ais"}}, 400),
+                                ({"objnames": ["a/1"]}, {"tobck": {"provider": "ais"}}, 400)):
+            _, r = copy(sel, **over)
+            assert r.status_code == code, (sel, over, r.text)
+    finally:
+        for dst in dsts:
+            ls = sdk.request("get", "buckets/" + dst, params={"provider": "ais"},
+                             json=action("list", {"props": "name"}))
+            if ls.status_code != 200:
+                continue
+            for e in ls.json()["Entries"]:
+                sdk.request("delete", "objects/%s/%s" % (dst, e["n"]), params={"provider": "ais"})
+            sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
+
+
+def test_delete_listrange_job(cluster, sdk, bucket, s3rver):  # noqa: F811
+    names = ["a/%d" % i for i in range(5)] + ["b/x", "c"]
+    for n in names:
+        put(sdk, bucket, n, n.encode())
+
+    def left():
+        return [e["n"] for e in list_objects(sdk, bucket)["Entries"]]
+
+    # multiobj/object_group.py delete(): DELETE buckets/B ?provider=ais, ActionMsg
+    # delete-listrange, value the selection: ObjectNames {"objnames"}
+    r = sdk.request("delete", "buckets/" + bucket, params={"provider": "ais"},
+                    json=action("delete-listrange", {"objnames": ["a/1", "a/3", "not-there"]}))
+    assert r.status_code == 200, r.text
+    st = job_wait(sdk, r.text, "delete-listrange")
+    assert st["kind"] == "delete-listrange" and st["err"] == "" and not st["aborted"]
+    assert left() == ["a/0", "a/2", "a/4", "b/x", "c"]
+    r = sdk.request("get", "objects/%s/a/1" % bucket, params={"provider": "ais"})
+    assert r.status_code == 404
+    # ObjectRange / ObjectTemplate {"template"}; a template without a range is a prefix
+    for tmpl, rest in (("a/{0..4..2}", ["b/x", "c"]), ("b/", ["c"])):
+        r = sdk.request("delete", "buckets/" + bucket, params={"provider": "ais"},
+                        json=action("delete-listrange", {"template": tmpl}))
+        assert r.status_code == 200, r.text
+        job_wait(sdk, r.text)
+        assert left() == rest
+    # refused, nothing deleted: no selection, the whole bucket (""), a missing bucket, an
+    # S3-backed bucket
+    for b, value, code in ((bucket, {}, 400), (bucket, {"template": ""}, 400),
+                           ("nope-" + uuid.uuid4().hex[:6], {"objnames": ["c"]}, 404)):
+        r = sdk.request("delete", "buckets/" + b, params={"provider": "ais"},
+                        json=action("delete-listrange", value))
+        assert r.status_code == code, r.text
+    assert left() == ["c"]
+    src = "aisdl-" + uuid.uuid4().hex[:8]
+    s3rver.client().create_bucket(Bucket=src)
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+    assert r.status_code == 201, r.text
+    r = sdk.request("delete", "buckets/" + src, params={"provider": "aws"},
+                    json=action("delete-listrange", {"objnames": ["x"]}))
+    assert r.status_code == 501, r.text
+    sdk.request("delete", "objects/%s/c" % bucket, params={"provider": "ais"})
+
+
+def test_list_jobs(cluster, sdk, bucket):
+    put(sdk, bucket, "j1", b"j" * 50)
+    dst = "ais-" + uuid.uuid4().hex[:10]
+    r = sdk.request("post", "buckets/" + bucket,
+                    params={"provider": "ais", "bck_to": "ais/@#/%s/" % dst},
+                    json=action("copy-bck", {"prefix": "", "prepend": "", "dry_run": False,
+                                             "force": False, "latest-ver": False,
+                                             "synchronize": False}))
+    assert r.status_code == 200, r.text
+    job_id = r.text
+    try:
+        job_wait(sdk, job_id, "copy-bck")
+
+        # cluster.py list_jobs_status(job_kind, target_id): GET cluster ?what=status_all,
+        # json JobQuery(kind, target).as_dict() {"kind","node","show_active"}
+        # -> Optional[List[JobStatus]]
+        def jobs_status(kind="", active=False):
+            r = sdk.request("get", "cluster", params={"what": "status_all"},
+                            json={"kind": kind, "node": "", "show_active": active})
+            assert r.status_code == 200, r.text
+            out = r.json()
+            assert isinstance(out, list)
+            for st in out:
+                assert isinstance(st["uuid"], str) and isinstance(st["err"], str)
+                assert isinstance(st["end_time"], int) and isinstance(st["aborted"], bool)
+            return {st["uuid"]: st for st in out}
+        mine = jobs_status()[job_id]
+        assert mine["kind"] == "copy-bck" and mine["end_time"] > 10**18
+        assert job_id in jobs_status("copy-bck")
+        assert job_id not in jobs_status("prefetch-listrange")
+        assert job_id not in jobs_status(active=True)  # finished
+        # cluster.py list_running_jobs(job_kind, target_id): GET cluster ?what=running_all,
+        # JobQuery(..., active=True) -> List[str] ("KIND[ID]")
+        r = sdk.request("get", "cluster", params={"what": "running_all"},
+                        json={"kind": "copy-bck", "node": "", "show_active": True})
+        assert r.status_code == 200, r.text
+        running = r.json()
+        assert isinstance(running, list) and all(isinstance(x, str) for x in running)
+        assert "copy-bck[%s]" % job_id not in running
+        r = sdk.request("get", "cluster", params={"what": "status_all"}, json={"kind": 5})
+        assert r.status_code == 400
+    finally:
+        sdk.request("delete", "objects/%s/j1" % dst, params={"provider": "ais"})
         sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
 
 
@@ -722,6 +918,27 @@ def test_object_features_hoard_lacks_are_refused(cluster, sdk, bucket):
     assert r.status_code == 200 and r.content == b"AAA"
 
 
+def test_missing_bucket_errors_parse_as_sdk_exceptions(cluster, sdk):
+    """utils.py raise_ais_error(): a 4xx HttpError {"status","message"} whose message has
+    "does not exist" and "bucket" is ErrBckNotFound, which Bucket.delete(missing_ok=True)
+    swallows; anything else is a plain AISError."""
+    name = "nope-" + uuid.uuid4().hex[:8]
+    for method, path, body in (
+            ("delete", "buckets/" + name, action("destroy-bck")),  # bucket.py delete()
+            ("get", "buckets/" + name, action("list", {"prefix": "", "pagesize": 0, "uuid": "",
+                                                       "props": "", "continuation_token": "",
+                                                       "flags": "0", "target": ""})),
+            ("get", "buckets/" + name, action("summary-bck", {"uuid": "", "prefix": "",
+                                                              "cached": True,
+                                                              "present": True})),
+            ("get", "objects/%s/o" % name, None)):
+        r = sdk.request(method, path, params={"provider": "ais"}, json=body)
+        assert r.status_code == 404, (method, path, r.text)
+        err = json.loads(r.text)
+        assert err["status"] == 404 and isinstance(err["message"], str)
+        assert "does not exist" in err["message"] and "bucket" in err["message"], err
+
+
 def test_job_actions_need_a_good_token(cluster, sdk, bucket):
     """Every new action and query refuses requests without a token (403), with a forged,
     tampered or expired one (401; before the body is read), and a key without the
@@ -754,6 +971,14 @@ def test_job_actions_need_a_good_token(cluster, sdk, bucket):
          action("summary-bck", {"uuid": "", "prefix": "", "cached": True, "present": True})),
         ("get", "cluster", {"what": "status"}, {"ID": jid}),
         ("get", "cluster", {"what": "qryxstats"}, {"ID": jid}),
+        ("post", "buckets/" + bucket, {"provider": "ais"},
+         action("copy-listrange", {"objnames": ["k"], "tobck": {"name": "zz-never",
+                                                                "provider": "ais"}})),
+        ("delete", "buckets/" + bucket, {"provider": "ais"},
+         action("delete-listrange", {"objnames": ["k"]})),
+        ("get", "cluster", {"what": "status_all"}, {"kind": "", "node": "", "show_active": False}),
+        ("get", "cluster", {"what": "running_all"}, {"kind": "", "node": "", "show_active": True}),
+        ("head", "buckets/" + bucket, {"provider": "ais", "presence": 0}, None),
     ]
     for name, t in tokens.items():
         c = SdkClient(cluster.url, t)
@@ -767,8 +992,10 @@ def test_job_actions_need_a_good_token(cluster, sdk, bucket):
     ro.token = ro.request("post", "users/AKRO", json={"password": "secretRO"}).json()["token"]
     for method, path, params, body in calls:
         r = ro.request(method, path, params=params, json=body)
-        assert r.status_code == (202 if "summary-bck" in str(body) else
+        assert r.status_code == (202 if "summary-bck" in str(body) or method == "head" else
                                  200 if path == "cluster" else 403), (method, body, r.text)
+    assert sdk.request("head", "objects/%s/k" % bucket,
+                       params={"provider": "ais"}).status_code == 200  # not deleted
     # AKMIX may write PERM_BUCKETS["rw"] and read PERM_BUCKETS["ro"]: copying rw -> ro is
     # refused for the destination, and nothing is created
     for b in (PERM_BUCKETS["rw"], PERM_BUCKETS["ro"]):
