@@ -42,10 +42,11 @@ apt_install "${PKGS[@]}"
 # ./node_modules, exact versions: s3rver (the independent upstream S3 server of the integration
 # tests) and the AWS SDK for JavaScript v3 (a test client: test/integration/test_js_sdk.py).
 # Installed together, so that npm keeps every one of them in package.json; a package is
-# (re)installed only when absent or at another version. The SDK's versions published after
-# the first week of January 2027 need node >= 22 (Debian 12's is 20): raise the pins with node.
-NODE_NPM=(s3rver@3.7.1 @aws-sdk/client-s3@3.1175.0 @aws-sdk/lib-storage@3.1175.0
-          @aws-sdk/s3-request-presigner@3.1169.0)
+# (re)installed only when absent or at another version. The SDK's 3.967.0 is its last release
+# for node 18, which is Debian 12's nodejs (3.968.0 and later need node >= 20): raise the pins
+# when the distribution's node is raised.
+NODE_NPM=(s3rver@3.7.1 @aws-sdk/client-s3@3.967.0 @aws-sdk/lib-storage@3.967.0
+          @aws-sdk/s3-request-presigner@3.967.0)
 npm_missing=()
 for p in "${NODE_NPM[@]}"; do
     name=${p%@*} ver=${p##*@}
