@@ -32,6 +32,14 @@ port="${HOARD_FRESH_PORT:-$((20000 + RANDOM % 10000))}"
 mounts=()
 make_pid=""
 
+# Everything mounted at or under the root, deepest first: the suites in it mount too (the
+# multi-host test's /run/netns), and a mount left there keeps the root from being removed.
+umount_under() { # dir
+    local m
+    awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r |
+        while read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
+
 cleanup() {
     local m i
     if [ -n "$make_pid" ] && kill -0 "$make_pid" 2>/dev/null; then
@@ -49,6 +57,7 @@ cleanup() {
         umount -l "$m" 2>/dev/null || true
     done
     if [ -z "${HOARD_FRESH_KEEP:-}" ] && [ -d "$root" ]; then
+        umount_under "$root"
         rm -rf --one-file-system "$root"
     fi
 }
@@ -57,7 +66,7 @@ trap 'exit 130' INT TERM HUP
 
 mkdir -p "$work/cache"
 if [ -d "$root" ]; then
-    for m in dev/pts dev proc sys; do umount -l "$root/$m" 2>/dev/null || true; done
+    umount_under "$root"
     rm -rf --one-file-system "$root"
 fi
 mirror="$(hd_debian_mirror)"
