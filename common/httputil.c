@@ -930,15 +930,17 @@ static const char *const unsupported_sub[] = {"policy",
                                               "torrent",
                                               "restore",
                                               "select",
+                                              "attributes",
                                               "policyStatus",
                                               NULL};
 
-int hd_s3_unsupported_subresource(const struct hd_query *q)
+int hd_s3_unsupported_subresource(const struct hd_query *q, const char *allowed)
 {
     size_t i;
 
     for (i = 0; unsupported_sub[i]; i++)
-        if (hd_query_find(q, unsupported_sub[i]))
+        if ((!allowed || strcmp(unsupported_sub[i], allowed) != 0) &&
+            hd_query_find(q, unsupported_sub[i]))
             return 1;
     return 0;
 }

@@ -126,9 +126,10 @@ void hd_query_free(struct hd_query *q);
 /* 1 when etag (unquoted) is a plain MD5 of the bytes: 32 hex digits (multipart and other
  * ETags are not, and cannot be compared with a digest). */
 int hd_etag_is_md5(const char *etag);
-/* 1 when q names an S3 subresource hoard does not implement (?policy, ?tagging, ...):
- * the caller answers NotImplemented instead of treating it as a plain object call. */
-int hd_s3_unsupported_subresource(const struct hd_query *q);
+/* 1 when q names an S3 subresource hoard does not implement (?policy, ?tagging, ...) other
+ * than allowed (NULL: none; the one call of that subresource the caller answers): the caller
+ * answers NotImplemented instead of treating it as a plain object call. */
+int hd_s3_unsupported_subresource(const struct hd_query *q, const char *allowed);
 /* Virtual-host style addressing: for a Host header "BUCKET.<domain>[:port]" (domain matched
  * without case), "/BUCKET" + path on the heap; NULL when host is not of that form, domain is
  * empty, or memory runs out. */

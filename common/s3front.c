@@ -105,17 +105,17 @@ const char *hd_s3_op_name(enum hd_s3_op op)
 static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const char **sub)
 {
     int copy = hd_req_header(r, "x-amz-copy-source") != NULL, strict = 0;
+    const char *allowed = NULL;
     size_t i;
 
     *sub = NULL;
 
-    /* GET ?location and an object's GET ?tagging (hoard keeps no tags: the empty set, which
-     * aws CLI v2 reads before every multipart copy) are answered; the rest of those calls is
-     * 501 */
-    if (level != SERVICE && hd_s3_unsupported_subresource(&r->query) &&
-        !(level == BUCKET && strcmp(r->method, "GET") == 0 &&
-          hd_query_find(&r->query, "location")) &&
-        !(level == OBJECT && strcmp(r->method, "GET") == 0 && hd_query_find(&r->query, "tagging")))
+    /* of the subresources hoard does not implement, an object's GET ?tagging (hoard keeps no
+     * tags: the empty set, which aws CLI v2 reads before every multipart copy) and GET
+     * ?attributes are answered; every other call of them is 501 */
+    if (level == OBJECT && strcmp(r->method, "GET") == 0)
+        allowed = hd_query_find(&r->query, "tagging") ? "tagging" : "attributes";
+    if (level != SERVICE && hd_s3_unsupported_subresource(&r->query, allowed))
         return HD_ENOTIMPL;
     for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const struct route *rt = &routes[i];

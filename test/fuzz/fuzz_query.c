@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     }
     if (rc == 0)
-        hd_s3_unsupported_subresource(&q);
+        hd_s3_unsupported_subresource(&q, NULL);
     hd_query_free(&q);
 
     /* virtual-host addressing from a Host header: the bucket is the text before the domain */

@@ -136,7 +136,7 @@ def test_copy_source_if_modified_since(endpoint, s3, bucket, same):
 
 # ---------------------------------------------------------------- DeleteObjects
 
-def test_object_tagging_is_the_empty_set(aws2, s3, bucket, tmp_path):
+def test_object_tagging_is_the_empty_set(aws2, raw, s3, bucket, tmp_path):
     """hoard keeps no tags: GetObjectTagging answers the empty set (NoSuchKey for a missing
     object), the calls that would set or drop tags stay 501, and aws CLI v2's multipart copy
     (objects over 8 MiB), which reads the source's tags first, works without --copy-props."""
@@ -153,6 +153,14 @@ def test_object_tagging_is_the_empty_set(aws2, s3, bucket, tmp_path):
     with pytest.raises(botocore.exceptions.ClientError) as ei:
         s3.delete_object_tagging(Bucket=bucket, Key="tags/one")
     assert client_error(ei)[:2] == (501, "NotImplemented")
+    # only those two GETs are answered: another unsupported subresource beside ?tagging, or
+    # ?attributes with another method or on the bucket, is 501 (never a PutObject, a
+    # DeleteObject or a listing)
+    for method, path in (("GET", "/%s/tags/one?tagging&torrent"), ("PUT", "/%s/tags/one?attributes"),
+                         ("DELETE", "/%s/tags/one?attributes"), ("GET", "/%s?attributes")):
+        r = raw.request(method, path % bucket, body=b"overwritten?" if method == "PUT" else b"")
+        assert r.status == 501, (method, path, r.status, r.body[:300])
+    assert s3.get_object(Bucket=bucket, Key="tags/one")["Body"].read() == b"x"
     body = pattern_bytes(9 * 1024 * 1024 + 7)
     src = tmp_path / "big"
     src.write_bytes(body)

@@ -899,17 +899,26 @@ HD_SUITE(httputil_s3_addressing)
     CHECK(hd_s3_vhost_path("", "s3.example.com", "/k") == NULL);
 
     CHECK_EQ_INT(hd_query_parse("policy", &q), 0);
-    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 1);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q, NULL), 1);
     hd_query_free(&q);
     /* ?acl and ?versioning are answered (an owner-only ACL, an unversioned bucket) */
     CHECK_EQ_INT(hd_query_parse("acl", &q), 0);
-    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 0);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q, NULL), 0);
     hd_query_free(&q);
     CHECK_EQ_INT(hd_query_parse("versioning", &q), 0);
-    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 0);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q, NULL), 0);
     hd_query_free(&q);
     CHECK_EQ_INT(hd_query_parse("list-type=2&tagging=", &q), 0);
-    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 1);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q, NULL), 1);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q, "tagging"), 0);
+    hd_query_free(&q);
+    /* the allowed one does not excuse another */
+    CHECK_EQ_INT(hd_query_parse("tagging&torrent", &q), 0);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q, "tagging"), 1);
+    hd_query_free(&q);
+    CHECK_EQ_INT(hd_query_parse("attributes", &q), 0);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q, NULL), 1);
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q, "attributes"), 0);
     hd_query_free(&q);
     CHECK_EQ_INT(hd_etag_is_md5("d41d8cd98f00b204e9800998ecf8427e"), 1);
     CHECK_EQ_INT(hd_etag_is_md5("D41D8CD98F00B204E9800998ECF8427E"), 1);
@@ -919,6 +928,6 @@ HD_SUITE(httputil_s3_addressing)
     CHECK_EQ_INT(hd_etag_is_md5(""), 0);
 
     CHECK_EQ_INT(hd_query_parse("uploads&prefix=acl", &q), 0);
-    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q), 0); /* a value named acl is not ?acl */
+    CHECK_EQ_INT(hd_s3_unsupported_subresource(&q, NULL), 0); /* a value named acl is not ?acl */
     hd_query_free(&q);
 }
