@@ -248,6 +248,24 @@ static void copy_listrange(struct hd_req *r, struct hd_proxy *p, const char *buc
     copy_start(r, p, bucket, a, value, "copy-listrange", "ais", name, sel);
 }
 
+/* 1 when the cluster map has targets and every one is up and unflagged. */
+static int all_targets_serving(struct hd_proxy *p)
+{
+    struct hd_smap *s = hd_smap_state_smap(p->cs);
+    size_t i, n = 0;
+    int ok = s != NULL;
+
+    for (i = 0; s && i < s->n; i++) {
+        if (s->nodes[i].type != HD_NODE_TARGET)
+            continue;
+        n++;
+        if (s->nodes[i].down || s->nodes[i].flags)
+            ok = 0;
+    }
+    hd_smap_unref(s);
+    return ok && n > 0;
+}
+
 /* delete-listrange (ObjectGroup.delete()): value {"objnames"|"template"}; native buckets. */
 static void delete_listrange(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                              const json_t *value)
@@ -272,6 +290,15 @@ static void delete_listrange(struct hd_req *r, struct hd_proxy *p, const char *b
     if ((rc = hd_ais_selection_args(value, 0, &sel, msg, sizeof(msg))) < 0) {
         snprintf(m, sizeof(m), "delete-listrange: %s", msg);
         hd_resp_err_msg(r, rc, rc == HD_EBADARG ? m : NULL);
+        return;
+    }
+    if (!all_targets_serving(p)) {
+        /* a target the job would skip keeps its copies, and they come back when it rejoins
+         * or its objects move */
+        json_decref(sel);
+        hd_resp_err_msg(r, HD_EUNAVAIL,
+                        "delete-listrange: every target must be up and in service (none down, "
+                        "in maintenance or leaving); retry when they are");
         return;
     }
     start(r, p, "delete", bucket, sel);

@@ -218,7 +218,11 @@ static int copy_run(struct hd_job *j, void *ctx)
 
 /* The "delete" job (AIStore's delete-listrange, native buckets): args {"names": [..] |
  * "template": T | "prefix": P}. Each target deletes every object of the selection it holds
- * (owner or not, so misplaced copies go too); names it does not hold are skipped. */
+ * (owner or not, so misplaced copies go too); names it does not hold are skipped. Only what
+ * was written before the job started goes: each row is deleted only while it is the one read
+ * (hd_store_delete_if), and a row newer than the job's start is kept, so a PUT racing the
+ * job is never lost. Not resumable for the same reason: a job resumed after a restart, maybe
+ * hours later, would delete what clients wrote since. */
 static int delete_run(struct hd_job *j, void *ctx)
 {
     struct hd_store *st = hd_tcluster_store(ctx);
@@ -241,7 +245,7 @@ static int delete_run(struct hd_job *j, void *ctx)
     }
     if ((rc = copy_selection(j, &set)) < 0)
         return rc;
-    if (!set && !prefix) {
+    if (!set && (!prefix || !*prefix)) { /* never the whole bucket by an empty prefix */
         copy_result(j, "args need names, a template or a prefix", "");
         return HD_EBADARG;
     }
@@ -266,15 +270,17 @@ static int delete_run(struct hd_job *j, void *ctx)
                 if ((plen && strncmp(names[i], prefix, plen) != 0) ||
                     (set && !json_object_get(set, names[i])))
                     continue;
-                if (hd_store_lookup(st, j->bucket, names[i], &m) < 0)
+                if (hd_store_lookup_mp(st, mpi, j->bucket, names[i], &m) < 0)
                     continue;
                 size = m.size;
+                drc = m.mtime_ms > j->started_ms
+                          ? HD_EPRECONDITION /* written after the job started: kept */
+                          : hd_store_delete_if(st, mpi, j->bucket, names[i], m.etag, m.mtime_ms);
                 hd_obj_meta_cleanup(&m);
-                drc = hd_store_delete(st, j->bucket, names[i]);
                 if (drc == 0) {
                     hd_job_add(j, 1, size);
                     hd_job_set_extra(j, "deleted", ++deleted);
-                } else if (drc != HD_ENOSUCHKEY) {
+                } else if (drc != HD_ENOSUCHKEY && drc != HD_EPRECONDITION) {
                     hd_job_error(j, "%s: %s", names[i], hd_strerror(drc));
                 }
             }
@@ -295,5 +301,5 @@ int hd_copy_register(struct hd_jobs *js, struct hd_tcluster *cl)
 {
     int rc = hd_jobs_register(js, "copy", copy_run, cl, HD_JOB_RESUMABLE);
 
-    return rc < 0 ? rc : hd_jobs_register(js, "delete", delete_run, cl, HD_JOB_RESUMABLE);
+    return rc < 0 ? rc : hd_jobs_register(js, "delete", delete_run, cl, 0);
 }

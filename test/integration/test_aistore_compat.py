@@ -768,6 +768,40 @@ def test_delete_listrange_job(cluster, sdk, bucket, s3rver):  # noqa: F811
     sdk.request("delete", "objects/%s/c" % bucket, params={"provider": "ais"})
 
 
+def test_delete_listrange_needs_every_target_in_service(cluster, sdk, bucket):
+    """A target the job would skip (down, in maintenance, leaving) would keep its copies, and
+    they would come back when it rejoins: the proxy refuses (503) and deletes nothing."""
+    put(sdk, bucket, "keep", b"k")
+    smap = sdk.request("get", "daemon", params={"what": "smap"}).json()
+    tid = sorted(smap["tmap"])[0]
+
+    def maintenance(on):
+        url = "%s/v1/cluster/maintenance/%s" % (cluster.url, tid)
+        body = json.dumps({"on": on}).encode()
+        h = helpers.sign_headers("POST", url, ACCESS_KEY, SECRET_KEY,
+                                 headers={"Content-Type": "application/json"},
+                                 payload=hashlib.sha256(body).hexdigest())
+        r = requests.post(url, data=body, headers=h, timeout=30)
+        assert r.status_code == 200, r.text
+
+    def flags():
+        m = sdk.request("get", "daemon", params={"what": "smap"}).json()
+        return m["tmap"][tid]["flags"]
+
+    maintenance(True)
+    try:
+        helpers.wait_until(lambda: flags() != 0, timeout=30, what="the maintenance flag")
+        r = sdk.request("delete", "buckets/" + bucket, params={"provider": "ais"},
+                        json=action("delete-listrange", {"objnames": ["keep"]}))
+        assert r.status_code == 503 and "every target" in r.text, r.text
+    finally:
+        maintenance(False)
+        helpers.wait_until(lambda: flags() == 0, timeout=30, what="the flag cleared")
+    helpers.wait_until(lambda: sdk.request("get", "objects/%s/keep" % bucket,
+                                           params={"provider": "ais"}).status_code == 200,
+                       timeout=60, what="keep readable after the rebalance back")
+
+
 def test_list_jobs(cluster, sdk, bucket):
     put(sdk, bucket, "j1", b"j" * 50)
     dst = "ais-" + uuid.uuid4().hex[:10]
