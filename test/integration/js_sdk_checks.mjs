@@ -9,7 +9,8 @@
 // Prints one JSON object: {check: {ok: bool, ...observed values} | {ok: false, error: {...}}}.
 // Every check runs, whatever the others did; the exit code is 0 unless the script itself broke.
 import { createHash } from "node:crypto";
-import { crc32 } from "node:zlib";
+// not node:zlib's crc32 (node >= 20.15; Debian 12's node is 18): the SDK's own CRC32 package
+import awsCrc32 from "@aws-crypto/crc32";
 import { Readable } from "node:stream";
 import {
     S3Client, CreateBucketCommand, DeleteBucketCommand, HeadBucketCommand, PutObjectCommand,
@@ -18,6 +19,7 @@ import {
     GetObjectAttributesCommand, CreateMultipartUploadCommand, UploadPartCommand, ListPartsCommand,
     CompleteMultipartUploadCommand, AbortMultipartUploadCommand, ListMultipartUploadsCommand,
 } from "@aws-sdk/client-s3";
+const { crc32 } = awsCrc32;
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 
