@@ -577,7 +577,8 @@ def test_metadata_too_large(endpoint, raw, bucket):
 # ---------------------------------------------------------------- unsupported calls
 
 @pytest.mark.parametrize("method,path", [
-    ("GET", "/{b}?tagging"), ("GET", "/{b}/obj?tagging"), ("PUT", "/{b}/obj?tagging"),
+    ("GET", "/{b}?tagging"), ("PUT", "/{b}/obj?tagging"), ("DELETE", "/{b}/obj?tagging"),
+    ("GET", "/{b}/obj?tagging&torrent"), ("PUT", "/{b}/obj?attributes"),
     ("GET", "/{b}?policy"), ("PUT", "/{b}?policy"), ("DELETE", "/{b}?policy"),
     ("GET", "/{b}?lifecycle"), ("GET", "/{b}?cors"),
     ("GET", "/{b}?website"), ("GET", "/{b}?encryption"),
@@ -685,7 +686,8 @@ def test_unsupported_via_boto3(s3, bucket):
     calls = [
         lambda: s3.get_bucket_tagging(Bucket=bucket),
         lambda: s3.get_bucket_policy(Bucket=bucket),
-        lambda: s3.get_object_tagging(Bucket=bucket, Key="k"),
+        lambda: s3.put_object_tagging(Bucket=bucket, Key="k",
+                                      Tagging={"TagSet": [{"Key": "a", "Value": "b"}]}),
     ]
     for call in calls:
         with pytest.raises(botocore.exceptions.ClientError) as ei:
