@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/brace.h"
 #include "common/errors.h"
 #include "common/httputil.h"
 
@@ -99,6 +100,17 @@ int hd_ais_selection_args(const json_t *value, int whole_ok, json_t **out, char 
         if (!*t && !whole_ok) {
             json_decref(args);
             return bad(msg, msglen, "an empty template selects the whole bucket: not here");
+        }
+        if (strchr(t, '{')) { /* a template that will not parse fails here, not in a job */
+            struct hd_brace *b = NULL;
+            char err[160];
+            int rc = hd_brace_parse(t, &b, err, sizeof(err));
+            hd_brace_free(b);
+            if (rc < 0) {
+                json_decref(args);
+                snprintf(msg, msglen, "template: %s", err);
+                return rc == -ENOMEM ? rc : HD_EBADARG;
+            }
         }
         /* AIStore takes a template without a range as a prefix ("" the whole bucket) */
         if (json_object_set_new(args, strchr(t, '{') ? "template" : "prefix", json_string(t)) < 0) {

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "common/aismsg.h"
+#include "common/brace.h"
 #include "common/errors.h"
 #include "common/keys.h"
 #include "common/log.h"
@@ -143,6 +144,27 @@ static int may_write(struct hd_req *r, struct hd_proxy *p, const struct hd_sigv4
 /* Starts a copy of bucket into dst (provider prov) with sel (names, template or prefix:
  * hoard's copy args; taken) after AIStore's checks; what names the action in messages. DST
  * (native) is created when missing, as AIStore does. */
+/* 1 when sel's brace template selects more names than a copy or delete job takes (the
+ * targets build the set of them), answered 400; 0 otherwise. */
+static int set_too_big(struct hd_req *r, const json_t *sel, const char *what)
+{
+    const char *t = json_string_value(json_object_get(sel, "template"));
+    struct hd_brace *b = NULL;
+    char err[160], m[300];
+    int big;
+
+    if (!t || hd_brace_parse(t, &b, err, sizeof(err)) < 0)
+        return 0; /* hd_ais_selection_args parsed it */
+    big = hd_brace_count(b) > HD_AIS_NAMES_MAX;
+    hd_brace_free(b);
+    if (big) {
+        snprintf(m, sizeof(m), "%s: the template selects more than %d names", what,
+                 HD_AIS_NAMES_MAX);
+        hd_resp_err_msg(r, HD_EBADARG, m);
+    }
+    return big;
+}
+
 static void copy_start(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                        const struct hd_sigv4_auth *a, const json_t *value, const char *what,
                        const char *prov, const char *dst, json_t *sel)
@@ -169,12 +191,19 @@ static void copy_start(struct hd_req *r, struct hd_proxy *p, const char *bucket,
         hd_resp_err(r, rc);
         goto out;
     }
+    if (set_too_big(r, sel, what))
+        goto out;
     b = hd_smap_state_bmd(p->cs);
     rc = hd_bmd_find(b, bucket) ? 0 : HD_ENOSUCHBUCKET;
     exists = hd_bmd_find(b, dst) != NULL;
     hd_bmd_unref(b);
     if (rc < 0) {
         hd_resp_err(r, rc);
+        goto out;
+    }
+    if (exists && hd_proxy_bucket_cloud(p, dst)) { /* the job cannot write through */
+        snprintf(m, sizeof(m), "%s: copying into an S3-backed bucket is not supported yet", what);
+        hd_resp_err_msg(r, HD_ENOTIMPL, m);
         goto out;
     }
     if (!exists && (rc = hd_proxy_bucket_create(p, dst, "ais")) < 0 && rc != HD_EBUCKETEXISTS) {
@@ -290,6 +319,10 @@ static void delete_listrange(struct hd_req *r, struct hd_proxy *p, const char *b
     if ((rc = hd_ais_selection_args(value, 0, &sel, msg, sizeof(msg))) < 0) {
         snprintf(m, sizeof(m), "delete-listrange: %s", msg);
         hd_resp_err_msg(r, rc, rc == HD_EBADARG ? m : NULL);
+        return;
+    }
+    if (set_too_big(r, sel, "delete-listrange")) {
+        json_decref(sel);
         return;
     }
     if (!all_targets_serving(p)) {

@@ -664,7 +664,7 @@ def test_copy_bck_job(cluster, sdk, bucket):
         sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
 
 
-def test_copy_listrange_job(cluster, sdk, bucket):
+def test_copy_listrange_job(cluster, sdk, bucket, s3rver):  # noqa: F811
     names = ["a/%d" % i for i in range(5)] + ["b/x"]
     for n in names:
         put(sdk, bucket, n, n.encode() * 10)
@@ -710,9 +710,22 @@ def test_copy_listrange_job(cluster, sdk, bucket):
                                 ({}, {}, 400),
                                 ({"objnames": ["a/1"]}, {"tobck": {"name": bucket,
                                                                     "provider": "ais"}}, 400),
-                                ({"objnames": ["a/1"]}, {"tobck": {"provider": "ais"}}, 400)):
+                                ({"objnames": ["a/1"]}, {"tobck": {"provider": "ais"}}, 400),
+                                # a template that does not parse, one over 100000 names: refused
+                                # here, not as a job that then fails on every target
+                                ({"template": "a/{0..4"}, {}, 400),
+                                ({"template": "a/{0..100000}"}, {}, 400)):
             _, r = copy(sel, **over)
             assert r.status_code == code, (sel, over, r.text)
+        # into an existing S3-backed bucket named as "ais": 501 at once (the job cannot write
+        # through), not a job id
+        cloud = "aiscp-" + uuid.uuid4().hex[:8]
+        s3rver.client().create_bucket(Bucket=cloud)
+        r = sdk.request("post", "buckets/" + cloud, params={"provider": "aws"},
+                        json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+        assert r.status_code == 201, r.text
+        _, r = copy({"objnames": ["a/1"]}, tobck={"name": cloud, "provider": "ais"})
+        assert r.status_code == 501, r.text
     finally:
         for dst in dsts:
             ls = sdk.request("get", "buckets/" + dst, params={"provider": "ais"},
@@ -752,6 +765,8 @@ def test_delete_listrange_job(cluster, sdk, bucket, s3rver):  # noqa: F811
     # refused, nothing deleted: no selection, the whole bucket (""), a missing bucket, an
     # S3-backed bucket
     for b, value, code in ((bucket, {}, 400), (bucket, {"template": ""}, 400),
+                           (bucket, {"template": "a/{0..4"}, 400),
+                           (bucket, {"template": "a/{0..100000}"}, 400),
                            ("nope-" + uuid.uuid4().hex[:6], {"objnames": ["c"]}, 404)):
         r = sdk.request("delete", "buckets/" + b, params={"provider": "ais"},
                         json=action("delete-listrange", value))

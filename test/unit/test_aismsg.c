@@ -101,6 +101,9 @@ HD_SUITE(aismsg)
     CHECK(strstr(out, "objnames[1]") != NULL);
     CHECK_EQ_INT(sel("{\"objnames\":[\"a\\u0000b\"]}", 1, out, sizeof(out)), HD_EBADARG);
     CHECK_EQ_INT(sel("{\"template\":5}", 1, out, sizeof(out)), HD_EBADARG);
+    /* a brace template that does not parse is refused here, with the parser's reason */
+    CHECK_EQ_INT(sel("{\"template\":\"a-{0..4\"}", 1, out, sizeof(out)), HD_EBADARG);
+    CHECK(strncmp(out, "template: ", 10) == 0);
     CHECK_EQ_INT(sel("[1]", 1, out, sizeof(out)), HD_EBADARG);
     /* the SDK's ObjectNames with an empty template beside the names */
     CHECK_EQ_INT(sel("{\"objnames\":[\"a\"],\"template\":\"\"}", 1, out, sizeof(out)), 0);
