@@ -57,7 +57,7 @@ help:
 	@echo "make test-deploy    chart-check + multi-host test (network namespaces, needs root)"
 	@echo "make image          container image hoard:latest (deploy/docker/build.sh, needs root)"
 	@echo "make test-image     image + smoke test of 1 proxy + 2 targets from it"
-	@echo "make test-fresh     README's first run (make run, make unit) in a debootstrap'd Debian root (root; downloads hundreds of MB)"
+	@echo "make test-fresh     README's first run (make run, make unit; HOARD_FRESH_FULL=1: make test) in a debootstrap'd Debian root (root; downloads hundreds of MB)"
 
 deps:
 	@bash deploy/local/install-deps.sh
