@@ -128,18 +128,81 @@ static int copy_selection(struct hd_job *j, json_t **set)
     return rc;
 }
 
+/* Calls fn(j, mpi, name, arg) for every object of j->bucket on every mountpath that the
+ * selection takes (names starting with prefix when it is set, and in set when it is set),
+ * until the job is stopped (-ECANCELED) or the catalog fails. */
+static int each_selected(struct hd_job *j, struct hd_store *st, const char *prefix,
+                         const json_t *set,
+                         void (*fn)(struct hd_job *j, size_t mpi, const char *name, void *arg),
+                         void *arg)
+{
+    size_t mpi, i, n, plen = prefix ? strlen(prefix) : 0;
+    char **names = NULL, *after = NULL;
+    int rc = 0;
+
+    for (mpi = 0; mpi < hd_store_nmp(st) && rc == 0; mpi++) {
+        free(after);
+        after = strdup(prefix && plen ? prefix : "");
+        if (after && plen) /* names sort after their prefix's predecessor: start just before */
+            after[plen - 1]--;
+        for (;;) {
+            if (!after) {
+                rc = -ENOMEM;
+                break;
+            }
+            if (hd_job_stopped(j)) {
+                rc = -ECANCELED;
+                break;
+            }
+            if ((rc = hd_store_scan(st, mpi, j->bucket, after, COPY_SCAN_BATCH, &names, &n)) < 0)
+                break;
+            for (i = 0; i < n && !hd_job_stopped(j); i++)
+                if ((!plen || strncmp(names[i], prefix, plen) == 0) &&
+                    (!set || json_object_get(set, names[i])))
+                    fn(j, mpi, names[i], arg);
+            free(after);
+            after = n ? strdup(names[n - 1]) : NULL;
+            hd_store_names_free(names, n);
+            names = NULL;
+            if (n < COPY_SCAN_BATCH) /* this mountpath is done */
+                break;
+            if (plen && after && strncmp(after, prefix, plen) > 0)
+                break; /* past the prefix */
+        }
+    }
+    free(after);
+    return rc;
+}
+
+struct copy_walk {
+    struct hd_tcluster *cl;
+    CURL *cu;
+    const char *dst;
+    uint64_t copied;
+};
+
+static void copy_each(struct hd_job *j, size_t mpi, const char *name, void *arg)
+{
+    struct copy_walk *w = arg;
+    uint64_t b;
+
+    if (copy_one(j, w->cl, w->cu, mpi, w->dst, name, &b) == 0) {
+        hd_job_add(j, 1, b);
+        hd_job_set_extra(j, "copied", ++w->copied);
+    }
+}
+
 static int copy_run(struct hd_job *j, void *ctx)
 {
     struct hd_tcluster *cl = ctx;
     struct hd_store *st = hd_tcluster_store(cl);
     const char *dst = json_string_value(json_object_get(j->args, "to"));
     const char *prefix = json_string_value(json_object_get(j->args, "prefix"));
-    uint64_t tobjs = 0, tbytes = 0, o, b, copied = 0;
-    size_t mpi, i, n, plen = prefix ? strlen(prefix) : 0;
-    char **names = NULL, *after = NULL;
+    uint64_t tobjs = 0, tbytes = 0, o, b;
+    size_t mpi, plen = prefix ? strlen(prefix) : 0;
+    struct copy_walk w = {.cl = cl, .dst = dst};
     struct hd_bucket_info bi;
     json_t *set = NULL;
-    CURL *cu = NULL;
     int rc = 0;
 
     if (!prefix && !json_is_null(json_object_get(j->args, "prefix")) &&
@@ -171,49 +234,37 @@ static int copy_run(struct hd_job *j, void *ctx)
             }
         hd_job_set_total(j, tobjs, tbytes);
     }
-    if (!(cu = curl_easy_init())) {
+    if (!(w.cu = curl_easy_init())) {
         json_decref(set);
         return -ENOMEM;
     }
-    for (mpi = 0; mpi < hd_store_nmp(st) && rc == 0; mpi++) {
-        free(after);
-        after = strdup(prefix && plen ? prefix : "");
-        if (after && plen) /* names sort after their prefix's predecessor: start just before */
-            after[plen - 1]--;
-        for (;;) {
-            if (!after) {
-                rc = -ENOMEM;
-                break;
-            }
-            if (hd_job_stopped(j)) {
-                rc = -ECANCELED;
-                break;
-            }
-            if ((rc = hd_store_scan(st, mpi, j->bucket, after, COPY_SCAN_BATCH, &names, &n)) < 0)
-                break;
-            for (i = 0; i < n && !hd_job_stopped(j); i++) {
-                if ((plen && strncmp(names[i], prefix, plen) != 0) ||
-                    (set && !json_object_get(set, names[i])))
-                    continue;
-                if (copy_one(j, cl, cu, mpi, dst, names[i], &b) == 0) {
-                    hd_job_add(j, 1, b);
-                    hd_job_set_extra(j, "copied", ++copied);
-                }
-            }
-            free(after);
-            after = n ? strdup(names[n - 1]) : NULL;
-            hd_store_names_free(names, n);
-            names = NULL;
-            if (n < COPY_SCAN_BATCH) /* this mountpath is done */
-                break;
-            if (plen && after && strncmp(after, prefix, plen) > 0)
-                break; /* past the prefix */
-        }
-    }
-    free(after);
-    curl_easy_cleanup(cu);
+    rc = each_selected(j, st, prefix, set, copy_each, &w);
+    curl_easy_cleanup(w.cu);
     json_decref(set);
     return rc;
+}
+
+/* One object of a delete job's selection, on mountpath mpi (arg: the count deleted). */
+static void delete_each(struct hd_job *j, size_t mpi, const char *name, void *arg)
+{
+    struct hd_store *st = hd_tcluster_store(j->ctx);
+    uint64_t *deleted = arg, size;
+    struct hd_obj_meta m;
+    int rc;
+
+    if (hd_store_lookup_mp(st, mpi, j->bucket, name, &m) < 0)
+        return;
+    size = m.size;
+    rc = m.mtime_ms > j->started_ms
+             ? HD_EPRECONDITION /* written after the job started: kept */
+             : hd_store_delete_if(st, mpi, j->bucket, name, m.etag, m.mtime_ms);
+    hd_obj_meta_cleanup(&m);
+    if (rc == 0) {
+        hd_job_add(j, 1, size);
+        hd_job_set_extra(j, "deleted", ++*deleted);
+    } else if (rc != HD_ENOSUCHKEY && rc != HD_EPRECONDITION) {
+        hd_job_error(j, "%s: %s", name, hd_strerror(rc));
+    }
 }
 
 /* The "delete" job (AIStore's delete-listrange, native buckets): args {"names": [..] |
@@ -227,8 +278,6 @@ static int delete_run(struct hd_job *j, void *ctx)
 {
     struct hd_store *st = hd_tcluster_store(ctx);
     const char *prefix = json_string_value(json_object_get(j->args, "prefix"));
-    size_t mpi, i, n, plen = prefix ? strlen(prefix) : 0;
-    char **names = NULL, *after = NULL;
     struct hd_bucket_info bi;
     uint64_t deleted = 0;
     json_t *set = NULL;
@@ -249,50 +298,7 @@ static int delete_run(struct hd_job *j, void *ctx)
         copy_result(j, "args need names, a template or a prefix", "");
         return HD_EBADARG;
     }
-    for (mpi = 0; mpi < hd_store_nmp(st) && rc == 0; mpi++) {
-        free(after);
-        after = strdup("");
-        for (;;) {
-            if (!after) {
-                rc = -ENOMEM;
-                break;
-            }
-            if (hd_job_stopped(j)) {
-                rc = -ECANCELED;
-                break;
-            }
-            if ((rc = hd_store_scan(st, mpi, j->bucket, after, COPY_SCAN_BATCH, &names, &n)) < 0)
-                break;
-            for (i = 0; i < n && !hd_job_stopped(j); i++) {
-                struct hd_obj_meta m;
-                uint64_t size;
-                int drc;
-                if ((plen && strncmp(names[i], prefix, plen) != 0) ||
-                    (set && !json_object_get(set, names[i])))
-                    continue;
-                if (hd_store_lookup_mp(st, mpi, j->bucket, names[i], &m) < 0)
-                    continue;
-                size = m.size;
-                drc = m.mtime_ms > j->started_ms
-                          ? HD_EPRECONDITION /* written after the job started: kept */
-                          : hd_store_delete_if(st, mpi, j->bucket, names[i], m.etag, m.mtime_ms);
-                hd_obj_meta_cleanup(&m);
-                if (drc == 0) {
-                    hd_job_add(j, 1, size);
-                    hd_job_set_extra(j, "deleted", ++deleted);
-                } else if (drc != HD_ENOSUCHKEY && drc != HD_EPRECONDITION) {
-                    hd_job_error(j, "%s: %s", names[i], hd_strerror(drc));
-                }
-            }
-            free(after);
-            after = n ? strdup(names[n - 1]) : NULL;
-            hd_store_names_free(names, n);
-            names = NULL;
-            if (n < COPY_SCAN_BATCH)
-                break;
-        }
-    }
-    free(after);
+    rc = each_selected(j, st, prefix, set, delete_each, &deleted);
     json_decref(set);
     return rc;
 }
