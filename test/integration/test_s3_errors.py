@@ -68,7 +68,8 @@ def test_unknown_access_key(endpoint, raw, bucket):
 
 @pytest.mark.parametrize("method,path", [("GET", "/"), ("GET", "/{b}"), ("GET", "/{b}/k"),
                                          ("PUT", "/{b}/k"), ("DELETE", "/{b}"),
-                                         ("HEAD", "/{b}/k")])
+                                         ("HEAD", "/{b}/k"), ("GET", "/{b}/k?tagging"),
+                                         ("GET", "/{b}/k?attributes")])
 def test_unsigned_request_denied(endpoint, raw, bucket, method, path):
     path = path.format(b=bucket)
     r = raw.request(method, path, body=b"x" if method == "PUT" else b"", sign=False)
@@ -135,6 +136,30 @@ def test_sigv2_header_without_signature(endpoint, raw, bucket):
                                   "AwsAccessKeyId:signature"), err
     assert_absent(raw, bucket, "v2bad")
     assert raw.request("HEAD", "/" + name).status == 404
+
+
+@pytest.mark.parametrize("query", ["tagging", "attributes"])
+def test_replayed_object_subresource_get(endpoint, raw, s3, bucket, query):
+    """GetObjectTagging and GetObjectAttributes (answered since this version) on a replay of
+    a request signed two hours ago: 403 RequestTimeTooSkewed before anything is read, as
+    every other S3 call."""
+    s3.put_object(Bucket=bucket, Key="replayed", Body=b"r")
+    when = datetime.datetime.utcnow() - datetime.timedelta(hours=2)
+    path = "/%s/replayed?%s" % (bucket, query)
+    url = raw.url(path)
+    h = helpers.sign_headers("GET", url, endpoint.access_key, endpoint.secret_key,
+                             headers={"x-amz-object-attributes": "ETag"}, when=when)
+    r = helpers.raw_request(endpoint.host, endpoint.port, "GET", path, h)
+    check_s3_error(r, 403, "RequestTimeTooSkewed")
+
+
+def test_client_cannot_ask_for_node_metadata(raw, s3, bucket):
+    """X-Hoard-Want-Meta (a target asking another for an object with its catalog metadata)
+    counts only on node-signed calls: a client sending it gets the object as any client."""
+    s3.put_object(Bucket=bucket, Key="wm", Body=b"w", Metadata={"a": "b"})
+    r = raw.request("GET", "/%s/wm" % bucket, headers={"X-Hoard-Want-Meta": "1"})
+    assert r.status == 200 and r.body == b"w", r
+    assert not any(k.lower().startswith("x-hoard-") for k, _ in r.headers_list), r
 
 
 def test_request_time_too_skewed(endpoint, raw, bucket):
