@@ -80,8 +80,8 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
  * target owns is streamed from there on a pool thread. */
 void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
 /* The source side of a copy (CopyObject, UploadPartCopy) on a pool thread, reading sb/sk as
- * a GET reads it: from another target that owns it (remote(arg), unless local(arg) finds a
- * copy here), or from here, an S3-backed bucket's object fetched from its upstream first when
+ * a GET reads it: from another target that owns it (remote(arg), even when a misplaced copy
+ * is held here), or from here (local(arg)), an S3-backed bucket's object fetched from its upstream first when
  * it is not cached (single-flight with GETs, kept as a GET's fill is) and revalidated when the
  * bucket has validate_warm_get. local/remote return 0 or a code (HD_ENOSUCHKEY: not there);
  * the result is theirs, or the upstream's error with msg filled. */

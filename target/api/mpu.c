@@ -1147,19 +1147,14 @@ void hd_mpu_upload_part_copy(struct hd_req *r, struct hd_target *t, const char *
     c->cond.if_none_match = c->cond_v[1];
     c->cond.if_modified_since = c->cond_v[2];
     c->cond.if_unmodified_since = c->cond_v[3];
-    if ((scb = hd_cache_bucket(t->cache, c->sb))) { /* read as a GET reads it: on the pool */
+    /* read as a GET reads it: an S3-backed source, or one another target owns, on the pool */
+    if ((scb = hd_cache_bucket(t->cache, c->sb)) ||
+        hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY) {
         hd_cbucket_unref(scb);
         hd_acall_request(r, t->pool, pcopy_run, pcopy_done, c, pcopy_free);
         return;
     }
-    rc = pcopy_local(c);
-    if (rc == HD_ENOSUCHKEY &&
-        hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY) {
-        /* in a cluster the source may live on another target: fetched on the pool */
-        hd_acall_request(r, t->pool, pcopy_run, pcopy_done, c, pcopy_free);
-        return;
-    }
-    pcopy_answer(r, c, rc);
+    pcopy_answer(r, c, pcopy_local(c));
     pcopy_free(c);
     return;
 out:

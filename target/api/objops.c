@@ -1051,8 +1051,10 @@ int hd_api_copy_run(struct hd_target *t, const char *sb, const char *sk, int (*l
     char url[512];
     int rc = hd_peer_owner_elsewhere(t->cl, sb, sk, url, sizeof(url)), fetched;
 
-    if (rc != HD_ENOSUCHKEY) /* another target's: a copy held here, else from there */
-        return (rc = local(arg)) == HD_ENOSUCHKEY ? remote(arg) : rc;
+    /* another target's: read from its owner as a GET of it reads it, never from a copy held
+     * here (a misplaced one may be older than the owner's while objects move) */
+    if (rc != HD_ENOSUCHKEY)
+        return rc < 0 ? rc : remote(arg);
     if ((rc = fetched = copy_source_ready(t, sb, sk, msg, msglen)) >= 0)
         rc = local(arg);
     if (rc == HD_ENOSUCHKEY && fetched > 0) {
@@ -1179,19 +1181,15 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         }
     }
     /* from here a NoSuchKey is the source's, and its body names the source */
-    if ((rc = hd_req_err_names(r, c->sb, c->sk)) == 0 && (c->dcb || c->s3src)) {
-        /* an upstream on either side: on the pool */
+    if ((rc = hd_req_err_names(r, c->sb, c->sk)) == 0 &&
+        (c->dcb || c->s3src ||
+         hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY)) {
+        /* an upstream on either side, or a source another target owns: on the pool */
         hd_acall_request(r, t->pool, copy_run, copy_done, c, copy_free);
         return;
     }
     if (rc == 0)
         rc = copy_local(c);
-    if (rc == HD_ENOSUCHKEY &&
-        hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY) {
-        /* in a cluster the source may live on another target: fetched on the pool */
-        hd_acall_request(r, t->pool, copy_run, copy_done, c, copy_free);
-        return;
-    }
     if (rc < 0)
         hd_resp_err(r, rc);
     else

@@ -730,6 +730,36 @@ def test_copy_object_across_targets(cluster, cbucket):
     assert s3.get_object(Bucket=cbucket, Key=dst)["Body"].read() == data
 
 
+def test_copy_prefers_the_owners_source_to_a_misplaced_copy(cluster, cbucket):
+    """A CopyObject whose destination's owner also holds a misplaced copy of the source (an
+    older version left behind while objects move) copies the source's owner's version, as a
+    GET of the source reads it, not the stale one it happens to hold."""
+    s3 = s3client(cluster.primary)
+    byid = cluster.ids()
+    ids = sorted(byid)
+    owner = lambda k: hrw_owner("ais/@#/%s/%s" % (cbucket, k), ids)  # noqa: E731
+    src = "stale/src"
+    dst = next("stale/dst-%d" % i for i in range(100) if owner("stale/dst-%d" % i) != owner(src))
+    old, new = os.urandom(5000), os.urandom(6000)
+    s3.put_object(Bucket=cbucket, Key=src, Body=new)
+    # the old version on the destination's owner, as a rebalance leaves it before it moves
+    x = byid[owner(dst)]
+    url = "%s/v1/objects/%s/%s" % (x.url, cbucket, src)
+    r = requests.put(url, data=old, timeout=30,
+                     headers=node_headers("PUT", url, owner(dst), node_id(cluster.primary), old))
+    assert r.status_code == 200, r.text
+    assert src in target_keys(x, cbucket)
+    s3.copy_object(Bucket=cbucket, Key=dst, CopySource={"Bucket": cbucket, "Key": src})
+    assert s3.get_object(Bucket=cbucket, Key=dst)["Body"].read() == new
+    up = s3.create_multipart_upload(Bucket=cbucket, Key=dst)["UploadId"]
+    part = s3.upload_part_copy(Bucket=cbucket, Key=dst, UploadId=up, PartNumber=1,
+                               CopySource={"Bucket": cbucket, "Key": src})
+    s3.complete_multipart_upload(
+        Bucket=cbucket, Key=dst, UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["CopyPartResult"]["ETag"]}]})
+    assert s3.get_object(Bucket=cbucket, Key=dst)["Body"].read() == new
+
+
 def test_list_multipart_uploads_through_proxy(cluster, cbucket):
     """ListMultipartUploads on a proxy merges the uploads held by every target (each lives
     on its key's owner), in key order, with markers that page across targets."""
