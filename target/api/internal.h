@@ -27,6 +27,8 @@ struct hd_target {
     char *region;
     char *domain; /* s3.domain: virtual-host style for BUCKET.<domain> */
     uint64_t max_object;
+    uint64_t complete_keepalive;   /* s3.complete_keepalive: bytes (0: never) */
+    unsigned complete_keepalive_ms; /* s3.complete_keepalive_ms */
     struct hd_tcluster *cl; /* cluster membership; node id only when standalone */
     struct hd_jobs *jobs;   /* rebalance and other long-running work */
     struct hd_rb *rb;       /* rebalance, get-from-neighbour, deletes while objects move */
