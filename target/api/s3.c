@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/s3front.h"
+#include "common/tagging.h"
 #include "common/xml.h"
 #include "target/api/mpu.h"
 
@@ -199,7 +200,7 @@ static void delete_object(struct hd_req *r, void *ctx, const struct hd_s3_call *
 
 /* GET/PUT ?acl of an object: the one ACL there is, once the object is known to exist (an
  * S3-backed bucket's objects live upstream: not looked for). */
-/* An object subresource hoard answers the same for every object (?acl, ?tagging): 0 when the
+/* An object subresource hoard answers the same for every object (?acl): 0 when the
  * bucket exists and, native, holds the object (an S3-backed bucket's object may be only
  * upstream); otherwise answered with the error. */
 static int object_sub_check(struct hd_req *r, struct hd_target *t, const struct hd_s3_call *c)
@@ -229,20 +230,132 @@ static void object_acl(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
         hd_s3_acl_answer(r, c);
 }
 
-/* GetObjectTagging: hoard keeps no tags, so every object's set is empty (PutObjectTagging
- * and a non-empty x-amz-tagging are 501). */
-static void object_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
-{
-    struct hd_buf b;
+/* ---- object tags ----
+ * A native bucket's object keeps its tags in its catalog row (hdrs, target/object), so they
+ * travel with it as its other metadata does (rebalance, copies between targets, multipart
+ * Complete). An S3-backed bucket's objects live upstream, whose tags hoard neither reads nor
+ * writes: GET answers the empty set, PUT and DELETE 501. */
 
-    if (object_sub_check(r, ctx, c) < 0)
+/* The bucket of a tagging call: 0 (native), 1 (S3-backed), or answered with the error. */
+static int tagging_bucket(struct hd_req *r, struct hd_target *t, const struct hd_s3_call *c)
+{
+    struct hd_cbucket *cb;
+    int rc;
+
+    if ((rc = hd_store_bucket_exists(t->st, c->bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return rc;
+    }
+    if ((cb = hd_cache_bucket(t->cache, c->bucket))) {
+        hd_cbucket_unref(cb);
+        return 1;
+    }
+    return 0;
+}
+
+/* GetObjectTagging: the object's tags, sorted by key. */
+static void get_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+{
+    struct hd_target *t = ctx;
+    struct hd_obj_meta m;
+    struct hd_buf b;
+    char *tags = NULL;
+    int rc = tagging_bucket(r, t, c);
+
+    if (rc < 0)
         return;
+    if (rc == 0) {
+        if ((rc = hd_store_lookup(t->st, c->bucket, c->key, &m)) < 0) {
+            hd_resp_err(r, rc);
+            return;
+        }
+        rc = hd_hdrs_tags(m.hdrs, &tags);
+        hd_obj_meta_cleanup(&m);
+        if (rc < 0) {
+            hd_resp_err(r, rc);
+            return;
+        }
+    }
     hd_buf_init(&b);
-    hd_xml_decl(&b);
-    hd_xml_open_ns(&b, "Tagging", HD_XML_S3_NS);
-    hd_buf_puts(&b, "<TagSet></TagSet>");
-    hd_xml_close(&b, "Tagging");
+    hd_tags_xml(&b, tags);
+    free(tags);
     hd_resp_xml(r, 200, &b);
+}
+
+struct tagging_put {
+    struct hd_target *t;
+    char *bucket, *key;
+};
+
+static void tagging_put_free(void *arg)
+{
+    struct tagging_put *tp = arg;
+
+    free(tp->bucket);
+    free(tp->key);
+    free(tp);
+}
+
+/* hd_store_update_hdrs' edit: the row's hdrs with tags arg (NULL: none). */
+static int set_tags(const char *hdrs, char **out, void *arg)
+{
+    return hd_hdrs_with_tags(hdrs, arg, out);
+}
+
+static void put_tagging_end(struct hd_req *r, void *ctx, const char *body, size_t len)
+{
+    struct tagging_put *tp = ctx;
+    char *tags = NULL;
+    int rc = hd_tags_parse_xml(body, len, &tags);
+
+    if (rc == 0)
+        rc = hd_store_update_hdrs(tp->t->st, tp->bucket, tp->key, set_tags, tags);
+    free(tags);
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        hd_resp_empty(r, 200);
+}
+
+/* PutObjectTagging (the Tagging body replaces every tag) and DeleteObjectTagging (204): a
+ * change of the catalog row's metadata only, so the object's content, ETag and Last-Modified
+ * stay as they were. */
+static void put_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+{
+    struct hd_target *t = ctx;
+    struct tagging_put *tp;
+    struct hd_obj_meta m;
+    int rc = tagging_bucket(r, t, c);
+
+    if (rc < 0)
+        return;
+    if (rc == 1) {
+        hd_resp_err_msg(r, HD_ENOTIMPL, hd_api_upstream_tags_msg);
+        return;
+    }
+    /* a missing object fails before its body is read (the update checks again) */
+    if ((rc = hd_store_lookup(t->st, c->bucket, c->key, &m)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_obj_meta_cleanup(&m);
+    if (c->op == HD_S3_DELETE_OBJECT_TAGGING) {
+        rc = hd_store_update_hdrs(t->st, c->bucket, c->key, set_tags, NULL);
+        if (rc < 0)
+            hd_resp_err(r, rc);
+        else
+            hd_resp_empty(r, 204);
+        return;
+    }
+    if (!(tp = calloc(1, sizeof(*tp))) || !(tp->bucket = strdup(c->bucket)) ||
+        !(tp->key = strdup(c->key))) {
+        if (tp)
+            tagging_put_free(tp);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    tp->t = t;
+    hd_s3_read_body(r, &c->auth, (size_t)64 * 1024, put_tagging_end, tp, tagging_put_free);
 }
 
 /* <ObjectParts> of a multipart object: its part count and a page of part sizes
@@ -377,7 +490,9 @@ static const struct hd_s3_front front = {
             [HD_S3_DELETE_OBJECT] = delete_object,
             [HD_S3_GET_OBJECT_ACL] = object_acl,
             [HD_S3_PUT_OBJECT_ACL] = object_acl,
-            [HD_S3_GET_OBJECT_TAGGING] = object_tagging,
+            [HD_S3_GET_OBJECT_TAGGING] = get_tagging,
+            [HD_S3_PUT_OBJECT_TAGGING] = put_tagging,
+            [HD_S3_DELETE_OBJECT_TAGGING] = put_tagging,
             [HD_S3_GET_OBJECT_ATTRIBUTES] = object_attributes,
         },
 };

@@ -719,6 +719,83 @@ out:
     fx_close(&f);
 }
 
+/* ---- metadata-only updates (object tags) ---- */
+
+static int edit_set(const char *hdrs, char **out, void *arg)
+{
+    *out = arg ? strdup(arg) : NULL;
+    return arg && !*out ? -ENOMEM : 0;
+}
+
+static int edit_fail(const char *hdrs, char **out, void *arg)
+{
+    *out = NULL;
+    return HD_EBADARG;
+}
+
+static int edit_seen(const char *hdrs, char **out, void *arg)
+{
+    *(char **)arg = hdrs ? strdup(hdrs) : NULL;
+    *out = hdrs ? strdup(hdrs) : NULL;
+    return 0;
+}
+
+HD_SUITE(store_update_hdrs)
+{
+    struct hd_put_attrs at = {.hdrs = "{\"cache-control\":\"x\"}"};
+    struct hd_obj_meta m0, m1;
+    char *seen = NULL;
+    struct fx f;
+    size_t nmp;
+
+    for (nmp = 1; nmp <= 3; nmp += 2) {
+        CHECK_EQ_INT(fx_open(&f, nmp, 0), 0);
+        if (!f.st)
+            goto out;
+        CHECK_EQ_INT(hd_store_bucket_create(f.st, "u", "ais"), 0);
+        CHECK_EQ_INT(put_obj(f.st, "u", "k", "content", 7, &at, NULL), 0);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m0), 0); /* cached now */
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_set, "{\"tags\":{\"a\":\"1\"}}"), 0);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m1), 0);
+        /* the row cache was dropped: the new hdrs; content, ETag, mtime, file unchanged */
+        CHECK_EQ_STR(m1.hdrs, "{\"tags\":{\"a\":\"1\"}}");
+        CHECK_EQ_STR(m1.etag, m0.etag);
+        CHECK_EQ_INT(m1.mtime_ms, m0.mtime_ms);
+        CHECK_EQ_STR(m1.path, m0.path);
+        CHECK(content_is(f.st, "u", "k", "content", 7));
+        hd_obj_meta_cleanup(&m1);
+        /* the edit sees the row's current hdrs; NULL clears them */
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_seen, &seen), 0);
+        CHECK_EQ_STR(seen, "{\"tags\":{\"a\":\"1\"}}");
+        free(seen);
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_set, NULL), 0);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m1), 0);
+        CHECK(m1.hdrs == NULL);
+        hd_obj_meta_cleanup(&m1);
+        /* a failing edit changes nothing */
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_set, "{\"v\":\"1\"}"), 0);
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_fail, NULL), HD_EBADARG);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m1), 0);
+        CHECK_EQ_STR(m1.hdrs, "{\"v\":\"1\"}");
+        hd_obj_meta_cleanup(&m1);
+        /* no object: nothing is created */
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "none", edit_set, "{}"), HD_ENOSUCHKEY);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "none", &m1), HD_ENOSUCHKEY);
+        /* an overwrite replaces the hdrs whole (a PUT without tags drops them) */
+        CHECK_EQ_INT(put_obj(f.st, "u", "k", "new", 3, NULL, NULL), 0);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m1), 0);
+        CHECK(m1.hdrs == NULL);
+        hd_obj_meta_cleanup(&m1);
+        /* deleted: the update does not bring it back */
+        CHECK_EQ_INT(hd_store_delete(f.st, "u", "k"), 0);
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_set, "{}"), HD_ENOSUCHKEY);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m1), HD_ENOSUCHKEY);
+        hd_obj_meta_cleanup(&m0);
+    out:
+        fx_close(&f);
+    }
+}
+
 /* ---- crash recovery and open errors ---- */
 
 HD_SUITE(store_recovery)
