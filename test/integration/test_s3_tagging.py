@@ -305,3 +305,35 @@ def test_tagging_through_redirect(s3cluster):
         assert r.status_code == 403 and "Location" not in r.headers, r
     finally:
         _empty_bucket(s3c, b)
+
+
+def test_tags_travel_with_a_copy_job(s3cluster):
+    """The copy job (`hoard bucket cp`) sends each object to its new owner with its identity
+    (X-Hoard-Obj-Meta), as rebalance does: the tags arrive with it."""
+    s3c = helpers.boto3_client(s3cluster)
+    src, dst = helpers.unique_bucket_name("tagsrc"), helpers.unique_bucket_name("tagdst")
+    s3c.create_bucket(Bucket=src)
+    s3c.create_bucket(Bucket=dst)
+    auth = helpers.SigV4Requests(ACCESS_KEY, SECRET_KEY)
+    try:
+        keys = ["k%d" % i for i in range(6)]
+        for i, k in enumerate(keys):
+            s3c.put_object(Bucket=src, Key=k, Body=b"v%d" % i, Tagging="n=%d&t=x" % i)
+        s3c.put_object(Bucket=src, Key="untagged", Body=b"u")
+        r = requests.post(s3cluster.url + "/v1/jobs", auth=auth, timeout=30,
+                          json={"kind": "copy", "bucket": src, "args": {"to": dst}})
+        assert r.status_code == 201, r.text
+        jid = r.json()["id"]
+
+        def done():
+            j = requests.get("%s/v1/jobs/%s" % (s3cluster.url, jid), auth=auth,
+                             timeout=30).json()
+            return j if j.get("state") not in (None, "running") else None
+        j = helpers.wait_until(done, timeout=60, interval=0.2, what="copy job")
+        assert j["state"] == "done", j
+        for i, k in enumerate(keys):
+            assert tags_of(s3c, dst, k) == [("n", str(i)), ("t", "x")], k
+        assert tags_of(s3c, dst, "untagged") == []
+    finally:
+        _empty_bucket(s3c, src)
+        _empty_bucket(s3c, dst)
