@@ -337,3 +337,35 @@ def test_tags_travel_with_a_copy_job(s3cluster):
     finally:
         _empty_bucket(s3c, src)
         _empty_bucket(s3c, dst)
+
+
+PYENV_TAGS = r'''
+import json, os
+import boto3, botocore
+from botocore.config import Config
+s3 = boto3.client("s3", endpoint_url=os.environ["EP"], region_name="us-east-1",
+                  aws_access_key_id=os.environ["AK"], aws_secret_access_key=os.environ["SK"],
+                  config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                                retries={"total_max_attempts": 1}))
+b = os.environ["BUCKET"]
+s3.put_object(Bucket=b, Key="py", Body=b"x", Tagging="a=1")
+s3.put_object_tagging(Bucket=b, Key="py",
+                      Tagging={"TagSet": [{"Key": "b", "Value": "2"}, {"Key": "c", "Value": ""}]})
+out = {"botocore": botocore.__version__,
+       "tags": s3.get_object_tagging(Bucket=b, Key="py")["TagSet"],
+       "count": s3.get_object(Bucket=b, Key="py")["TagCount"]}
+s3.delete_object_tagging(Bucket=b, Key="py")
+out["after"] = s3.get_object_tagging(Bucket=b, Key="py")["TagSet"]
+print(json.dumps(out))
+'''
+
+
+def test_pyenv_botocore_tagging(pyenv_python, endpoint, bucket):
+    """botocore >= 1.36 (CRC32 checksum header instead of Content-MD5 on PutObjectTagging)."""
+    p = helpers.run_pyenv(pyenv_python, PYENV_TAGS, {
+        "EP": endpoint.url, "AK": endpoint.access_key, "SK": endpoint.secret_key,
+        "BUCKET": bucket})
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["tags"] == [{"Key": "b", "Value": "2"}, {"Key": "c", "Value": ""}], out
+    assert out["count"] == 2 and out["after"] == [], out

@@ -796,6 +796,71 @@ HD_SUITE(store_update_hdrs)
     }
 }
 
+/* Tag updates racing overwrites and deletes of the same name: every call succeeds or finds
+ * no object, and what is left is one consistent object (or none), no stray file. */
+struct race {
+    struct hd_store *st;
+    int kind; /* 0 overwrite, 1 tag, 2 delete */
+    int errors;
+};
+
+static void *race_worker(void *arg)
+{
+    struct race *w = arg;
+    int i, rc;
+
+    for (i = 0; i < 150; i++) {
+        if (w->kind == 0)
+            rc = put_str(w->st, "r", "k", "racing content");
+        else if (w->kind == 1)
+            rc = hd_store_update_hdrs(w->st, "r", "k", edit_set, "{\"tags\":{\"t\":\"1\"}}");
+        else
+            rc = hd_store_delete(w->st, "r", "k");
+        if (rc < 0 && rc != HD_ENOSUCHKEY)
+            w->errors++;
+    }
+    return NULL;
+}
+
+HD_SUITE(store_update_hdrs_race)
+{
+    struct race w[3];
+    pthread_t th[3];
+    struct hd_obj_meta m;
+    struct fx f;
+    int i, rc;
+
+    CHECK_EQ_INT(fx_open(&f, 3, 0), 0);
+    if (!f.st)
+        goto out;
+    CHECK_EQ_INT(hd_store_bucket_create(f.st, "r", "ais"), 0);
+    for (i = 0; i < 3; i++) {
+        w[i].st = f.st;
+        w[i].kind = i;
+        w[i].errors = 0;
+        CHECK_EQ_INT(pthread_create(&th[i], NULL, race_worker, &w[i]), 0);
+    }
+    for (i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ_INT(w[i].errors, 0);
+    }
+    rc = hd_store_lookup(f.st, "r", "k", &m);
+    CHECK(rc == 0 || rc == HD_ENOSUCHKEY);
+    CHECK_EQ_INT(count_all(&f, "objs"), rc == 0 ? 1 : 0);
+    CHECK_EQ_INT(count_all(&f, "tmp"), 0);
+    if (rc == 0) {
+        CHECK(content_is(f.st, "r", "k", "racing content", 14));
+        CHECK(!m.hdrs || strcmp(m.hdrs, "{\"tags\":{\"t\":\"1\"}}") == 0);
+        hd_obj_meta_cleanup(&m);
+    }
+    /* after a final delete, no update brings the object back */
+    hd_store_delete(f.st, "r", "k");
+    CHECK_EQ_INT(hd_store_update_hdrs(f.st, "r", "k", edit_set, "{}"), HD_ENOSUCHKEY);
+    CHECK_EQ_INT(count_all(&f, "objs"), 0);
+out:
+    fx_close(&f);
+}
+
 /* ---- crash recovery and open errors ---- */
 
 HD_SUITE(store_recovery)
