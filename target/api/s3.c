@@ -198,46 +198,9 @@ static void delete_object(struct hd_req *r, void *ctx, const struct hd_s3_call *
     hd_obj_delete(r, ctx, c->bucket, c->key, 1);
 }
 
-/* GET/PUT ?acl of an object: the one ACL there is, once the object is known to exist (an
- * S3-backed bucket's objects live upstream: not looked for). */
-/* An object subresource hoard answers the same for every object (?acl): 0 when the
- * bucket exists and, native, holds the object (an S3-backed bucket's object may be only
- * upstream); otherwise answered with the error. */
-static int object_sub_check(struct hd_req *r, struct hd_target *t, const struct hd_s3_call *c)
-{
-    struct hd_cbucket *cb;
-    struct hd_obj_meta m;
-    int rc;
-
-    if ((rc = hd_store_bucket_exists(t->st, c->bucket)) < 0) {
-        hd_resp_err(r, rc);
-        return rc;
-    }
-    if ((cb = hd_cache_bucket(t->cache, c->bucket))) {
-        hd_cbucket_unref(cb);
-    } else if ((rc = hd_store_lookup(t->st, c->bucket, c->key, &m)) < 0) {
-        hd_resp_err(r, rc);
-        return rc;
-    } else {
-        hd_obj_meta_cleanup(&m);
-    }
-    return 0;
-}
-
-static void object_acl(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
-{
-    if (object_sub_check(r, ctx, c) == 0)
-        hd_s3_acl_answer(r, c);
-}
-
-/* ---- object tags ----
- * A native bucket's object keeps its tags in its catalog row (hdrs, target/object), so they
- * travel with it as its other metadata does (rebalance, copies between targets, multipart
- * Complete). An S3-backed bucket's objects live upstream, whose tags hoard neither reads nor
- * writes: GET answers the empty set, PUT and DELETE 501. */
-
-/* The bucket of a tagging call: 0 (native), 1 (S3-backed), or answered with the error. */
-static int tagging_bucket(struct hd_req *r, struct hd_target *t, const struct hd_s3_call *c)
+/* The bucket of an object subresource call (?acl, ?tagging): 0 native, 1 S3-backed, or
+ * answered with the error (negative). */
+static int sub_bucket(struct hd_req *r, struct hd_target *t, const struct hd_s3_call *c)
 {
     struct hd_cbucket *cb;
     int rc;
@@ -253,6 +216,36 @@ static int tagging_bucket(struct hd_req *r, struct hd_target *t, const struct hd
     return 0;
 }
 
+/* An object subresource hoard answers the same for every object (?acl): 0 when the bucket
+ * exists and, native, holds the object (an S3-backed bucket's object may be only upstream: not
+ * looked for); otherwise answered with the error. */
+static int object_sub_check(struct hd_req *r, struct hd_target *t, const struct hd_s3_call *c)
+{
+    struct hd_obj_meta m;
+    int rc = sub_bucket(r, t, c);
+
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    if ((rc = hd_store_lookup(t->st, c->bucket, c->key, &m)) < 0) {
+        hd_resp_err(r, rc);
+        return rc;
+    }
+    hd_obj_meta_cleanup(&m);
+    return 0;
+}
+
+static void object_acl(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+{
+    if (object_sub_check(r, ctx, c) == 0)
+        hd_s3_acl_answer(r, c);
+}
+
+/* ---- object tags ----
+ * A native bucket's object keeps its tags in its catalog row (hdrs, target/object), so they
+ * travel with it as its other metadata does (rebalance, copies between targets, multipart
+ * Complete). An S3-backed bucket's objects live upstream, whose tags hoard neither reads nor
+ * writes: GET answers the empty set, PUT and DELETE 501. */
+
 /* GetObjectTagging: the object's tags, sorted by key. */
 static void get_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
@@ -260,7 +253,7 @@ static void get_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
     struct hd_obj_meta m;
     struct hd_buf b;
     char *tags = NULL;
-    int rc = tagging_bucket(r, t, c);
+    int rc = sub_bucket(r, t, c);
 
     if (rc < 0)
         return;
@@ -324,8 +317,7 @@ static void put_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
     struct hd_target *t = ctx;
     struct tagging_put *tp;
-    struct hd_obj_meta m;
-    int rc = tagging_bucket(r, t, c);
+    int rc = sub_bucket(r, t, c);
 
     if (rc < 0)
         return;
@@ -334,11 +326,8 @@ static void put_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
         return;
     }
     /* a missing object fails before its body is read (the update checks again) */
-    if ((rc = hd_store_lookup(t->st, c->bucket, c->key, &m)) < 0) {
-        hd_resp_err(r, rc);
+    if (object_sub_check(r, t, c) < 0)
         return;
-    }
-    hd_obj_meta_cleanup(&m);
     if (c->op == HD_S3_DELETE_OBJECT_TAGGING) {
         rc = hd_store_update_hdrs(t->st, c->bucket, c->key, set_tags, NULL);
         if (rc < 0)
