@@ -74,6 +74,10 @@ struct hd_put_hooks {
     void *arg;
     void (*arg_free)(void *arg);
 };
+/* Object tags and S3-backed buckets: hoard does not forward tags to an upstream, so a write
+ * asking for tags there (hd_api_wants_tags: a non-empty x-amz-tagging) is 501 with this. */
+extern const char hd_api_upstream_tags_msg[];
+int hd_api_wants_tags(struct hd_req *r);
 /* strdup of s, or NULL for NULL; *oom set when a copy could not be made. */
 char *hd_api_dup_opt(const char *s, int *oom);
 void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
@@ -83,10 +87,10 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
 void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
 /* The source side of a copy (CopyObject, UploadPartCopy) on a pool thread, reading sb/sk as
  * a GET reads it: from another target that owns it (remote(arg), even when a misplaced copy
- * is held here), or from here (local(arg)), an S3-backed bucket's object fetched from its upstream first when
- * it is not cached (single-flight with GETs, kept as a GET's fill is) and revalidated when the
- * bucket has validate_warm_get. local/remote return 0 or a code (HD_ENOSUCHKEY: not there);
- * the result is theirs, or the upstream's error with msg filled. */
+ * is held here), or from here (local(arg)), an S3-backed bucket's object fetched from its upstream
+ * first when it is not cached (single-flight with GETs, kept as a GET's fill is) and revalidated
+ * when the bucket has validate_warm_get. local/remote return 0 or a code (HD_ENOSUCHKEY: not
+ * there); the result is theirs, or the upstream's error with msg filled. */
 int hd_api_copy_run(struct hd_target *t, const char *sb, const char *sk, int (*local)(void *arg),
                     int (*remote)(void *arg), void *arg, char *msg, size_t msglen);
 void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,

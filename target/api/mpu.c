@@ -591,6 +591,11 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
     if ((rc = hd_store_random_hex(ca->id, MPU_ID_BYTES)) < 0)
         goto out;
     ca->cb = hd_cache_bucket(t->cache, bucket);
+    if (ca->cb && hd_api_wants_tags(r)) {
+        rc = HD_ENOTIMPL;
+        msg = hd_api_upstream_tags_msg;
+        goto out;
+    }
     if (ca->cb && !ca->cb->props.write_back) { /* write-through: the twin first */
         hd_acall_request(r, t->pool, create_run, create_done, ca, create_free);
         return;
