@@ -1153,15 +1153,15 @@ void hd_mpu_upload_part_copy(struct hd_req *r, struct hd_target *t, const char *
     c->cond.if_none_match = c->cond_v[1];
     c->cond.if_modified_since = c->cond_v[2];
     c->cond.if_unmodified_since = c->cond_v[3];
-    /* read as a GET reads it: an S3-backed source, or one another target owns, on the pool */
+    /* never on the HTTP worker (a part is up to 5 GiB of copying). Read as a GET reads it: an
+     * S3-backed source, or one another target owns, on the upstream pool; one held here on
+     * the disk workers */
     if ((scb = hd_cache_bucket(t->cache, c->sb)) ||
-        hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY) {
-        hd_cbucket_unref(scb);
+        hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY || !t->disk)
         hd_acall_request(r, t->pool, pcopy_run, pcopy_done, c, pcopy_free);
-        return;
-    }
-    pcopy_answer(r, c, pcopy_local(c));
-    pcopy_free(c);
+    else
+        hd_acall_request(r, t->disk, pcopy_run, pcopy_done, c, pcopy_free);
+    hd_cbucket_unref(scb);
     return;
 out:
     if (c)

@@ -1008,8 +1008,8 @@ static void copy_answer(struct hd_req *r, const struct hd_obj_meta *out)
     hd_resp_xml(r, 200, &b);
 }
 
-/* The source held here (disk only; on the worker when both buckets are native, else on the
- * pool). HD_ENOSUCHKEY when it is not here. */
+/* The source held here (disk only; on the disk workers when both buckets are native, else
+ * on the upstream pool). HD_ENOSUCHKEY when it is not here. */
 static int copy_local(void *arg)
 {
     struct copy *c = arg;
@@ -1186,7 +1186,7 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
     struct copy *c = calloc(1, sizeof(*c));
     const char *msg = NULL;
     char url[512];
-    int rc;
+    int rc, upstream;
 
     r->op = HD_OP_PUT;
     if (!c) {
@@ -1222,18 +1222,16 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         }
     }
     /* from here a NoSuchKey is the source's, and its body names the source */
-    if ((rc = hd_req_err_names(r, c->sb, c->sk)) == 0 &&
-        (c->dcb || c->s3src ||
-         hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY)) {
-        /* an upstream on either side, or a source another target owns: on the pool */
-        hd_acall_request(r, t->pool, copy_run, copy_done, c, copy_free);
+    if ((rc = hd_req_err_names(r, c->sb, c->sk)) < 0) {
+        hd_resp_err(r, rc);
+        copy_free(c);
         return;
     }
-    if (rc == 0)
-        rc = copy_local(c);
-    if (rc < 0)
-        hd_resp_err(r, rc);
-    else
-        copy_answer(r, &c->out);
-    copy_free(c);
+    /* never on the HTTP worker, whose other connections would wait: a large object is
+     * seconds of copying and fsync. An upstream on either side, or a source another target
+     * owns: the upstream pool; a copy of a source held here: the disk workers. */
+    upstream = c->dcb || c->s3src ||
+               hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY;
+    hd_acall_request(r, upstream || !t->disk ? t->pool : t->disk, copy_run, copy_done, c,
+                     copy_free);
 }
