@@ -323,6 +323,23 @@ int hd_proxy_ais_object_check(struct hd_req *r)
         return -1;
     }
     /* ArchiveConfig(regex, mode) (archive_config.py): every member matching, as a tar */
+    /* Object.multipart_upload() (obj/multipart_upload.py): POST {"action":"mpt-upload"},
+     * PUT ?uploadId=&partNumber=, POST {"action":"mpt-complete"}, DELETE ?uploadId=. Taken as
+     * a plain PUT or DELETE, a part would replace the object and an abort delete it. */
+    if (hd_query_find(&r->query, "uploadId") || hd_query_find(&r->query, "partNumber") ||
+        strcmp(r->method, "POST") == 0) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "/v1/objects: hoard's native API has no multipart uploads; PUT the whole "
+                        "object, or use S3 multipart uploads (docs/aistore-compat.md).");
+        return -1;
+    }
+    /* ObjectWriter.set_custom_props() (obj/object_writer.py): PATCH */
+    if (strcmp(r->method, "PATCH") == 0) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "PATCH (set_custom_props): metadata is set by the PUT (x-amz-meta-*) "
+                        "or an S3 CopyObject with REPLACE (docs/aistore-compat.md).");
+        return -1;
+    }
     if (rx && *rx) {
         hd_resp_err_msg(r, HD_ENOTIMPL,
                         "archregx: hoard reads one archive member by archpath, or many with "
@@ -330,6 +347,122 @@ int hd_proxy_ais_object_check(struct hd_req *r)
         return -1;
     }
     return 0;
+}
+
+/* ---- Object.copy(): PUT /v1/objects/SB/SO?object_to=PROVIDER/@#/DB/DO ---- */
+
+/* A uname (AIStore's "PROVIDER/@NS/BUCKET/OBJECT", meta.ParseUname) into bucket and object
+ * (heap, decoded already). 0, or -1 with msg set (*status the error). */
+static int uname_parse(const char *u, char **bucket, char **key, int *status, const char **msg)
+{
+    const char *s1 = strchr(u, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+    const char *s3 = s2 ? strchr(s2 + 1, '/') : NULL;
+    size_t pl = s1 ? (size_t)(s1 - u) : 0;
+
+    *bucket = *key = NULL;
+    *status = HD_EBADARG;
+    *msg = "object_to: expected PROVIDER/@#/BUCKET/OBJECT (Bucket.get_path() + object name).";
+    if (!s3 || !s3[1] || s3 == s2 + 1)
+        return -1;
+    if (s2 - s1 != 3 || strncmp(s1 + 1, "@#", 2) != 0) {
+        *msg = "object_to: hoard has one global namespace (@#).";
+        return -1;
+    }
+    if (!((pl == 3 && strncmp(u, "ais", 3) == 0) || (pl == 3 && strncmp(u, "aws", 3) == 0) ||
+          (pl == 2 && strncmp(u, "s3", 2) == 0))) {
+        *status = HD_ENOTIMPL;
+        *msg = "object_to: providers ais, aws and s3 only (docs/aistore-compat.md).";
+        return -1;
+    }
+    *bucket = strndup(s2 + 1, (size_t)(s3 - s2 - 1));
+    *key = strdup(s3 + 1);
+    if (!*bucket || !*key) {
+        *status = -ENOMEM;
+        *msg = NULL;
+        free(*bucket);
+        free(*key);
+        *bucket = *key = NULL;
+        return -1;
+    }
+    if (hd_bucket_name_check(*bucket) < 0 || hd_object_name_check(*key, strlen(*key)) < 0) {
+        *status = HD_EBADARG;
+        *msg = "object_to: not a valid bucket or object name.";
+        free(*bucket);
+        free(*key);
+        *bucket = *key = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int param_true(struct hd_req *r, const char *name)
+{
+    const char *v = hd_req_param(r, name);
+
+    return v && strcmp(v, "true") == 0;
+}
+
+void hd_proxy_ais_copy_object(struct hd_req *r, struct hd_proxy *p, const char *sb, const char *sk)
+{
+    const char *msg = NULL;
+    const struct hd_key *k;
+    struct hd_sigv4_auth a;
+    struct hd_buf path, src, q;
+    char *db = NULL, *dk = NULL;
+    int rc, status;
+
+    r->op = HD_OP_PUT;
+    if (uname_parse(hd_req_param(r, "object_to"), &db, &dk, &status, &msg) < 0) {
+        hd_resp_err_msg(r, status, msg);
+        return;
+    }
+    hd_buf_init(&path);
+    hd_buf_init(&src);
+    hd_buf_init(&q);
+    /* the destination is written, the source read: the caller needs both */
+    if ((rc = hd_proxy_auth(r, p, db, &a)) < 0)
+        goto fail;
+    if (!a.anonymous && a.access_key[0] &&
+        (!(k = hd_keys_find(&p->keys, a.access_key)) || hd_key_allows(k, sb, 0) < 0)) {
+        rc = HD_EACCESS;
+        goto fail;
+    }
+    if (param_true(r, "latest-ver") || param_true(r, "synchronize") ||
+        hd_req_param(r, "etl_name")) {
+        rc = HD_ENOTIMPL;
+        msg = "Object.copy(): latest, sync and etl are not supported; a copy reads what the "
+              "cluster holds (docs/aistore-compat.md).";
+        goto fail;
+    }
+    hd_buf_puts(&path, "/v1/objects/");
+    hd_uri_encode(&path, db, strlen(db), 0);
+    hd_buf_puts(&path, "/");
+    hd_uri_encode(&path, dk, strlen(dk), 1);
+    hd_buf_puts(&src, "/");
+    hd_uri_encode(&src, sb, strlen(sb), 0);
+    hd_buf_puts(&src, "/");
+    hd_uri_encode(&src, sk, strlen(sk), 1);
+    hd_buf_puts(&q, "object_from=");
+    if (!src.oom)
+        hd_uri_encode(&q, src.data, src.len, 0);
+    if (path.oom || src.oom || q.oom) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    /* to the destination's owner, which reads the source from wherever it is held */
+    if (p->native_redirect)
+        hd_proxy_redirect_copy(r, p, db, dk, path.data, q.data, src.data);
+    else
+        hd_proxy_relay_path(r, p, db, dk, path.data, q.data);
+    goto out;
+fail:
+    hd_resp_err_msg(r, rc, msg);
+out:
+    hd_buf_cleanup(&path);
+    hd_buf_cleanup(&src);
+    hd_buf_cleanup(&q);
+    free(db);
+    free(dk);
 }
 
 /* ---- list buckets: GET /v1/buckets {"action":"list"}?provider= ---- */

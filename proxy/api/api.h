@@ -42,6 +42,10 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
 /* Answers 501 for the AIStore object query parameters hoard would otherwise ignore and so
  * answer wrongly (append_type, archregx): -1 when r was answered, else 0. */
 int hd_proxy_ais_object_check(struct hd_req *r);
+/* Object.copy(): PUT /v1/objects/SB/SO?object_to=UNAME, authorised (write on the destination,
+ * read on the source) and sent to the destination's owner with the source bound to the
+ * redirect's signature (docs/aistore-compat.md). */
+void hd_proxy_ais_copy_object(struct hd_req *r, struct hd_proxy *p, const char *sb, const char *sk);
 /* aisjobs.c: an AIStore job action on /v1/buckets/B (prefetch-listrange, evict-listrange,
  * evict-remote-bck, copy-bck, summary-bck; move-bck and others 501), body msg already read,
  * the request authenticated as a and authorised for B. */

@@ -38,6 +38,10 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, rc);
         goto out;
     }
+    if (r->op == HD_OP_PUT && hd_query_find(&r->query, "object_to")) {
+        hd_proxy_ais_copy_object(r, p, bucket, key); /* authorises both buckets (ais.c) */
+        goto out;
+    }
     /* the target trusts our signature, so authorise here */
     if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0) {
         hd_resp_err(r, rc);

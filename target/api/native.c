@@ -246,6 +246,19 @@ static int native_auth(struct hd_req *r, struct hd_target *t, const char *bucket
     return hd_target_authorize(r, t, a, bucket);
 }
 
+/* A copy the proxy authorised (AIStore's Object.copy(), proxy/api/ais.c): the source in
+ * object_from is bound to the proxy's signature, so only a proxy's request may name one. */
+static void native_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+{
+    if (!r->trusted) {
+        hd_resp_err_msg(r, HD_EACCESS,
+                        "object_from: only a proxy's redirect may name a copy "
+                        "source; send Object.copy() to a proxy.");
+        return;
+    }
+    hd_obj_copy_from(r, t, bucket, key, hd_req_param(r, "object_from"));
+}
+
 void hd_native_handle(struct hd_req *r, struct hd_target *t)
 {
     const char *p = r->raw_path;
@@ -296,6 +309,8 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
         }
         if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0)
             hd_obj_get(r, t, bucket, key, r->method[0] == 'H');
+        else if (strcmp(r->method, "PUT") == 0 && hd_query_find(&r->query, "object_from"))
+            native_copy(r, t, bucket, key);
         else if (strcmp(r->method, "PUT") == 0)
             hd_obj_put(r, t, bucket, key, sig ? &a : NULL);
         else if (strcmp(r->method, "DELETE") == 0)

@@ -967,6 +967,148 @@ def test_object_features_hoard_lacks_are_refused(cluster, sdk, bucket):
     assert r.status_code == 200 and r.content == b"AAA"
 
 
+def obj_copy(client, bucket, name, to_uname, **extra):
+    # obj/object.py copy(to_obj, etl, latest, sync): PUT objects/B/O with the bucket's
+    # qparams plus object_to = to_obj.uname (Bucket.get_path() + name, "ais/@#/B/O"),
+    # latest-ver and synchronize "true"/"false"; no body
+    params = {"provider": "ais", "object_to": to_uname, "latest-ver": "false",
+              "synchronize": "false"}
+    params.update(extra)
+    return client.request("put", "objects/%s/%s" % (bucket, name), params=params)
+
+
+def test_object_copy(cluster, sdk, bucket):
+    """Object.copy(): the destination's owner copies the object (content, metadata) from
+    wherever the source is held; the source stays as it was."""
+    data = helpers.pattern_bytes(70000, 11)
+    r = sdk.request("put", "objects/%s/src/a b.bin" % bucket, params={"provider": "ais"},
+                    data=data, headers={"x-amz-meta-label": "cat"})
+    assert r.status_code == 200, r.text
+    dst = bucket + "-cp"
+    assert sdk.request("post", "buckets/" + dst, params={"provider": "ais"},
+                       json=action("create-bck")).status_code == 200
+    try:
+        for tb, tn in ((bucket, "copies/one"), (dst, "x/y z.bin")):
+            r = obj_copy(sdk, bucket, "src/a b.bin", "ais/@#/%s/%s" % (tb, tn))
+            assert r.status_code == 200, r.text
+            r = sdk.request("get", "objects/%s/%s" % (tb, tn), params={"provider": "ais"})
+            assert r.status_code == 200 and r.content == data, r.text
+            assert r.headers["ais-checksum-value"] == helpers.md5_hex(data)
+            assert r.headers["ais-custom-md"] == "label=cat"
+        r = sdk.request("get", "objects/%s/src/a b.bin" % bucket, params={"provider": "ais"})
+        assert r.content == data
+        # a missing source: 404, nothing created
+        r = obj_copy(sdk, bucket, "nope", "ais/@#/%s/never" % dst)
+        assert r.status_code == 404, r.text
+        assert sdk.request("head", "objects/%s/never" % dst,
+                           params={"provider": "ais"}).status_code == 404
+        # malformed or unsupported destinations and options: 400 / 501, nothing written
+        for to, extra, code in (("ais/@#/%s" % dst, {}, 400),
+                                ("ais/@ns#x/%s/o" % dst, {}, 400),
+                                ("ais/@#/Bad_Name!/o", {}, 400),
+                                ("gcp/@#/%s/o" % dst, {}, 501),
+                                ("ais/@#/%s/o" % dst, {"latest-ver": "true"}, 501),
+                                ("ais/@#/%s/o" % dst, {"synchronize": "true"}, 501),
+                                ("ais/@#/%s/o" % dst, {"etl_name": "e"}, 501)):
+            r = obj_copy(sdk, bucket, "src/a b.bin", to, **extra)
+            assert r.status_code == code, (to, extra, r.text)
+            assert "message" in r.json()
+        assert sdk.request("head", "objects/%s/o" % dst,
+                           params={"provider": "ais"}).status_code == 404
+        # no token: refused before anything happens
+        r = obj_copy(SdkClient(cluster.url), bucket, "src/a b.bin", "ais/@#/%s/anon" % dst)
+        assert r.status_code == 403, r.text
+        sdk.request("delete", "objects/%s/x/y z.bin" % dst, params={"provider": "ais"})
+    finally:
+        sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
+
+
+def test_object_copy_redirect_binds_the_source(cluster, sdk, bucket):
+    """The 307 of a copy names the source in its query (object_from) and the proxy's
+    signature covers it: a client cannot swap the source for one the proxy never authorised,
+    add x-amz-copy-source, or turn a plain PUT's redirect into a copy. Permissions: read on
+    the source, write on the destination."""
+    put(sdk, bucket, "s", b"source")
+    put(sdk, bucket, "other", b"secret")
+    r = obj_copy(sdk, bucket, "s", "ais/@#/%s/d" % bucket, )
+    assert r.status_code == 200
+    params = {"provider": "ais", "object_to": "ais/@#/%s/d2" % bucket, "latest-ver": "false",
+              "synchronize": "false"}
+    r = sdk.request("put", "objects/%s/s" % bucket, params=params, allow_redirects=False)
+    assert r.status_code == 307, r.text
+    loc = r.headers["Location"]
+    assert "/v1/objects/%s/d2?" % bucket in loc and "object_from=" in loc
+    swapped = loc.replace("object_from=%2F" + bucket + "%2Fs", "object_from=%2F" + bucket +
+                          "%2Fother")
+    assert swapped != loc
+    r = requests.put(swapped, timeout=30)
+    assert r.status_code == 403, r.text
+    r = requests.put(loc, headers={"x-amz-copy-source": "/%s/s" % bucket}, timeout=30)
+    assert r.status_code == 403, r.text
+    r = sdk.request("put", "objects/%s/d3" % bucket, params={"provider": "ais"}, data=b"",
+                    allow_redirects=False)
+    plain = r.headers["Location"]
+    r = requests.put(plain + "&object_from=%2F" + bucket + "%2Fother", timeout=30)
+    assert r.status_code == 403, r.text
+    for n in ("d2", "d3"):
+        assert sdk.request("head", "objects/%s/%s" % (bucket, n),
+                           params={"provider": "ais"}).status_code == 404
+    r = requests.put(loc, timeout=30)  # the redirect as it was: served
+    assert r.status_code == 200, r.text
+    assert sdk.request("get", "objects/%s/d2" % bucket,
+                       params={"provider": "ais"}).content == b"source"
+    # a client straight to a target cannot name a source at all
+    base = loc.split("/v1/")[0]
+    r = requests.put(base + "/v1/objects/%s/d4?object_from=%%2F%s%%2Fother" % (bucket, bucket),
+                     headers={"Authorization": "Bearer " + sdk.token}, timeout=30)
+    assert r.status_code == 403, r.text
+    # AKMIX: rw on PERM_BUCKETS["rw"], ro on PERM_BUCKETS["ro"], nothing on the others
+    rw, ro = PERM_BUCKETS["rw"], PERM_BUCKETS["ro"]
+    for b in (rw, ro):
+        sdk.request("post", "buckets/" + b, params={"provider": "ais"}, json=action("create-bck"))
+    try:
+        put(sdk, ro, "k", b"readable")
+        mix = SdkClient(cluster.url)
+        mix.token = mix.request("post", "users/AKMIX",
+                                json={"password": "secretMIX"}).json()["token"]
+        r = obj_copy(mix, ro, "k", "ais/@#/%s/k" % rw)  # read ro, write rw: allowed
+        assert r.status_code == 200, r.text
+        r = obj_copy(mix, rw, "k", "ais/@#/%s/k2" % ro)  # write to ro: refused
+        assert r.status_code == 403, r.text
+        r = obj_copy(mix, bucket, "other", "ais/@#/%s/stolen" % rw)  # read a bucket it lacks
+        assert r.status_code == 403, r.text
+        assert sdk.request("head", "objects/%s/stolen" % rw,
+                           params={"provider": "ais"}).status_code == 404
+        assert sdk.request("get", "objects/%s/k" % rw,
+                           params={"provider": "ais"}).content == b"readable"
+    finally:
+        for b, k in ((rw, "k"), (ro, "k")):
+            sdk.request("delete", "objects/%s/%s" % (b, k), params={"provider": "ais"})
+            sdk.request("delete", "buckets/" + b, json=action("destroy-bck"))
+
+
+def test_native_multipart_and_patch_are_refused(cluster, sdk, bucket):
+    """obj/multipart_upload.py (POST mpt-upload, PUT ?uploadId&partNumber, POST mpt-complete,
+    DELETE ?uploadId mpt-abort) and ObjectWriter.set_custom_props() (PATCH) answer 501: taken
+    as plain requests a part would replace the object and an abort delete it."""
+    put(sdk, bucket, "whole", b"0123456789")
+    path = "objects/%s/whole" % bucket
+    calls = [("post", {}, action("mpt-upload"), None),
+             ("put", {"uploadId": "u1", "partNumber": 1}, None, b"part"),
+             ("post", {"uploadId": "u1"},
+              action("mpt-complete", [{"part-number": 1, "etag": ""}]), None),
+             ("delete", {"uploadId": "u1"}, action("mpt-abort"), None),
+             ("patch", {}, action("set-custom", {"k": "v"}), None)]
+    for method, q, body, data in calls:
+        params = {"provider": "ais"}
+        params.update(q)
+        r = sdk.request(method, path, params=params, json=body, data=data)
+        assert r.status_code == 501, (method, q, r.text)
+        assert "message" in r.json()
+    r = sdk.request("get", path, params={"provider": "ais"})
+    assert r.status_code == 200 and r.content == b"0123456789"
+
+
 def test_missing_bucket_errors_parse_as_sdk_exceptions(cluster, sdk):
     """utils.py raise_ais_error(): a 4xx HttpError {"status","message"} whose message has
     "does not exist" and "bucket" is ErrBckNotFound, which Bucket.delete(missing_ok=True)
