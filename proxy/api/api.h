@@ -57,6 +57,10 @@ void hd_proxy_ais_bucket_head(struct hd_req *r, struct hd_proxy *p, const char *
 /* GET /v1/cluster?what=status|qryxstats (authenticated): reads {"ID"} and answers AIStore's
  * job status or snapshots. */
 void hd_proxy_ais_xact(struct hd_req *r, struct hd_proxy *p, const char *what);
+/* AIStore's Cluster.get_performance(): GET /v1/reverse/daemon?what=node_status with
+ * ais-node-id: TARGET, answered with stats.NodeStatus from the target's GET /v1/daemon
+ * (capacity.c); other /v1/reverse calls 501. */
+void hd_proxy_ais_node_status(struct hd_req *r, struct hd_proxy *p);
 /* GET /v1/ml/moss/B: AIStore's GetBatch (batch.c) */
 void hd_proxy_moss(struct hd_req *r, struct hd_proxy *p);
 

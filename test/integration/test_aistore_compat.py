@@ -216,6 +216,55 @@ def test_cluster_map(cluster, sdk):
     assert r.status_code == 501 and "smap" in r.json()["message"]
 
 
+def node_status(client, node_id, what="node_status"):
+    # cluster.py get_performance(): per target id of the Smap's tmap, GET reverse/daemon
+    # ?what=node_status with header ais-node-id: ID; resp.json() is returned as it is
+    h = {"ais-node-id": node_id} if node_id is not None else {}
+    return client.request("get", "reverse/daemon", params={"what": what}, headers=h)
+
+
+def test_get_performance(cluster, sdk, bucket):
+    """Cluster.get_performance(): stats.NodeStatus of each target (snode, tracker with
+    AIStore's metric names and {"v": "N"} values, capacity as fs.Tcdf, status,
+    smap_version as a string)."""
+    smap = sdk.request("get", "daemon", params={"what": "smap"}).json()
+    tids = list(smap["tmap"])
+
+    def gets():
+        total = 0
+        for tid in tids:
+            r = node_status(sdk, tid)
+            assert r.status_code == 200, r.text
+            total += int(r.json()["tracker"]["get.n"]["v"])
+        return total
+    before = gets()
+    put(sdk, bucket, "perf", b"x" * 1000)
+    for _ in range(3):
+        assert sdk.request("get", "objects/%s/perf" % bucket,
+                           params={"provider": "ais"}).status_code == 200
+    assert gets() >= before + 3
+    for tid in tids:
+        j = node_status(sdk, tid).json()
+        assert j["snode"]["daemon_id"] == tid and j["snode"]["daemon_type"] == "target"
+        check_snode(j["snode"])
+        for name in ("get.n", "put.n", "del.n", "lst.n", "err.get.n", "get.size", "put.size",
+                     "get.ns.total", "up.ns.time"):
+            assert isinstance(j["tracker"][name]["v"], str), name
+            assert int(j["tracker"][name]["v"]) >= 0
+        cap = j["capacity"]
+        assert cap["mountpaths"] and int(cap["total_avail"]) > 0
+        for mp in cap["mountpaths"].values():
+            assert int(mp["capacity"]["avail"]) > 0 and 0 <= mp["capacity"]["pct_used"] <= 100
+        assert j["status"] == "online" and int(j["smap_version"]) == smap["version"]
+    # what the call does not serve: clear errors, never another node's document
+    assert node_status(sdk, "nope").status_code == 404
+    assert node_status(sdk, None).status_code == 400
+    r = node_status(sdk, smap["proxy_si"]["daemon_id"])
+    assert r.status_code == 501 and "targets" in r.json()["message"], r.text
+    assert node_status(sdk, tids[0], what="status").status_code == 501
+    assert node_status(SdkClient(cluster.url), tids[0]).status_code == 403
+
+
 # ---- buckets ----
 
 def test_bucket_create_list_destroy(cluster, sdk):
