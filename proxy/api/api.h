@@ -46,6 +46,11 @@ int hd_proxy_ais_object_check(struct hd_req *r);
  * read on the source) and sent to the destination's owner with the source bound to the
  * redirect's signature (docs/aistore-compat.md). */
 void hd_proxy_ais_copy_object(struct hd_req *r, struct hd_proxy *p, const char *sb, const char *sk);
+/* Object.multipart_upload().create(): POST /v1/objects/B/O {"action":"mpt-upload"} (r
+ * authorised): the owner creates the upload, its id is the answer. The parts, completion and
+ * abort go to the owner as any object request. */
+void hd_proxy_ais_mpt_create(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                             const char *key);
 /* aisjobs.c: an AIStore job action on /v1/buckets/B (prefetch-listrange, evict-listrange,
  * evict-remote-bck, copy-bck, summary-bck; move-bck and others 501), body msg already read,
  * the request authenticated as a and authorised for B. */

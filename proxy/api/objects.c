@@ -51,6 +51,10 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         goto out; /* an AIStore object feature hoard does not have (ais.c) */
     if (hd_proxy_autoreg(r, p, bucket) == HD_AGAIN)
         goto out; /* default upstream: registered on first access, then here again */
+    if (strcmp(m, "POST") == 0 && !hd_query_find(&r->query, "uploadId")) {
+        hd_proxy_ais_mpt_create(r, p, bucket, key); /* ais.c */
+        goto out;
+    }
     if (p->native_redirect)
         hd_proxy_redirect(r, p, bucket, key, NULL);
     else /* for clients that cannot reach targets (native.redirect = false) */

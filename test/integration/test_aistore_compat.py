@@ -1055,7 +1055,7 @@ def test_object_copy(cluster, sdk, bucket):
         for to, extra, code in (("ais/@#/%s" % dst, {}, 400),
                                 ("ais/@ns#x/%s/o" % dst, {}, 400),
                                 ("ais/@#/Bad_Name!/o", {}, 400),
-                                ("gcp/@#/%s/o" % dst, {}, 501),
+                                ("gcp/@#/%s/o" % dst, {}, 400),
                                 ("ais/@#/%s/o" % dst, {"latest-ver": "true"}, 501),
                                 ("ais/@#/%s/o" % dst, {"synchronize": "true"}, 501),
                                 ("ais/@#/%s/o" % dst, {"etl_name": "e"}, 501)):
@@ -1136,26 +1136,71 @@ def test_object_copy_redirect_binds_the_source(cluster, sdk, bucket):
             sdk.request("delete", "buckets/" + b, json=action("destroy-bck"))
 
 
-def test_native_multipart_and_patch_are_refused(cluster, sdk, bucket):
-    """obj/multipart_upload.py (POST mpt-upload, PUT ?uploadId&partNumber, POST mpt-complete,
-    DELETE ?uploadId mpt-abort) and ObjectWriter.set_custom_props() (PATCH) answer 501: taken
-    as plain requests a part would replace the object and an abort delete it."""
-    put(sdk, bucket, "whole", b"0123456789")
-    path = "objects/%s/whole" % bucket
-    calls = [("post", {}, action("mpt-upload"), None),
-             ("put", {"uploadId": "u1", "partNumber": 1}, None, b"part"),
-             ("post", {"uploadId": "u1"},
-              action("mpt-complete", [{"part-number": 1, "etag": ""}]), None),
-             ("delete", {"uploadId": "u1"}, action("mpt-abort"), None),
-             ("patch", {}, action("set-custom", {"k": "v"}), None)]
-    for method, q, body, data in calls:
-        params = {"provider": "ais"}
-        params.update(q)
-        r = sdk.request(method, path, params=params, json=body, data=data)
-        assert r.status_code == 501, (method, q, r.text)
-        assert "message" in r.json()
-    r = sdk.request("get", path, params={"provider": "ais"})
-    assert r.status_code == 200 and r.content == b"0123456789"
+def mpt(client, bucket, name, method, params=None, body=None, data=None):
+    # obj/multipart_upload.py: every call on objects/B/O with the bucket's qparams
+    q = {"provider": "ais"}
+    q.update(params or {})
+    return client.request(method, "objects/%s/%s" % (bucket, name), params=q, json=body,
+                          data=data)
+
+
+def test_native_multipart_upload(cluster, sdk, bucket):
+    """Object.multipart_upload(): create() POST {"action":"mpt-upload"} -> the upload id as
+    text; add_part(N) -> ObjectWriter PUT ?uploadId=U&partNumber=N; complete() POST
+    ?uploadId=U {"action":"mpt-complete","value":[{"part-number":N,"etag":""}..]}; abort()
+    DELETE ?uploadId=U {"action":"mpt-abort"}. Until completed the object stays as it was."""
+    put(sdk, bucket, "ckpt", b"old")
+    r = mpt(sdk, bucket, "ckpt", "post", body=action("mpt-upload"))
+    assert r.status_code == 200, r.text
+    uid = r.text
+    assert uid and "{" not in uid and "<" not in uid
+    p1, p2 = helpers.pattern_bytes(5 * 1024 * 1024, 1), helpers.pattern_bytes(12345, 2)
+    # parts added out of order; complete() lists them in the order they were added
+    for n, d in ((2, p2), (1, p1)):
+        r = mpt(sdk, bucket, "ckpt", "put", {"uploadId": uid, "partNumber": n}, data=d)
+        assert r.status_code == 200, r.text
+    assert sdk.request("get", "objects/%s/ckpt" % bucket,
+                       params={"provider": "ais"}).content == b"old"
+    # a part that was never uploaded: 400, nothing written
+    r = mpt(sdk, bucket, "ckpt", "post", {"uploadId": uid},
+            action("mpt-complete", [{"part-number": 2, "etag": ""},
+                                    {"part-number": 3, "etag": ""}]))
+    assert r.status_code == 400, r.text
+    r = mpt(sdk, bucket, "ckpt", "post", {"uploadId": uid}, action("mpt-abort"))
+    assert r.status_code == 400, r.text  # not the completion message
+    r = mpt(sdk, bucket, "ckpt", "post", {"uploadId": uid},
+            action("mpt-complete", [{"part-number": 2, "etag": ""},
+                                    {"part-number": 1, "etag": ""}]))
+    assert r.status_code == 200, r.text
+    r = sdk.request("get", "objects/%s/ckpt" % bucket, params={"provider": "ais"})
+    assert r.status_code == 200 and r.content == p1 + p2
+    assert int(r.headers["Content-Length"]) == len(p1) + len(p2)
+    # abort(): the upload is gone, the object untouched
+    uid2 = mpt(sdk, bucket, "ckpt", "post", body=action("mpt-upload")).text
+    assert mpt(sdk, bucket, "ckpt", "put", {"uploadId": uid2, "partNumber": 1},
+               data=b"zzz").status_code == 200
+    r = mpt(sdk, bucket, "ckpt", "delete", {"uploadId": uid2}, action("mpt-abort"))
+    assert r.status_code in (200, 204), r.text
+    r = mpt(sdk, bucket, "ckpt", "post", {"uploadId": uid2},
+            action("mpt-complete", [{"part-number": 1, "etag": ""}]))
+    assert r.status_code == 404, r.text
+    assert sdk.request("get", "objects/%s/ckpt" % bucket,
+                       params={"provider": "ais"}).content == p1 + p2
+    # other POST actions on an object, and no message at all: refused, nothing created
+    r = mpt(sdk, bucket, "new", "post", body={"action": "rename-obj", "name": "x",
+                                              "value": None})
+    assert r.status_code == 501, r.text
+    assert mpt(sdk, bucket, "new", "post").status_code == 400
+    # a part for an upload that does not exist: 404, the object is not replaced
+    r = mpt(sdk, bucket, "ckpt", "put", {"uploadId": "0" * 32, "partNumber": 1}, data=b"p")
+    assert r.status_code == 404, r.text
+    # a read-only key may not start one
+    ro = SdkClient(cluster.url)
+    ro.token = ro.request("post", "users/AKRO", json={"password": "secretRO"}).json()["token"]
+    assert mpt(ro, bucket, "ro", "post", body=action("mpt-upload")).status_code == 403
+    # ObjectWriter.set_custom_props(): PATCH -> 501
+    r = mpt(sdk, bucket, "ckpt", "patch", body=action("", {"k": "v"}))
+    assert r.status_code == 501 and "message" in r.json(), r.text
 
 
 def test_missing_bucket_errors_parse_as_sdk_exceptions(cluster, sdk):
