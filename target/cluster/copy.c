@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -267,21 +268,36 @@ static void delete_each(struct hd_job *j, size_t mpi, const char *name, void *ar
     }
 }
 
+/* The cluster map's (term, version); 1 when it marks a rebalance in progress. */
+static int map_state(struct hd_tcluster *cl, int64_t *term, int64_t *version)
+{
+    struct hd_smap *s = hd_tcluster_smap(cl);
+    int moving = s && s->rebalance[0];
+
+    *term = s ? s->term : 0;
+    *version = s ? s->version : 0;
+    hd_smap_unref(s);
+    return moving;
+}
+
 /* The "delete" job (AIStore's delete-listrange, native buckets): args {"names": [..] |
  * "template": T | "prefix": P}. Each target deletes every object of the selection it holds
  * (owner or not, so misplaced copies go too); names it does not hold are skipped. Only what
  * was written before the job started goes: each row is deleted only while it is the one read
  * (hd_store_delete_if), and a row newer than the job's start is kept, so a PUT racing the
- * job is never lost. Not resumable for the same reason: a job resumed after a restart, maybe
+ * job is never lost. When the map changed or a rebalance ran meanwhile, the pass is repeated
+ * once the rebalance is over ("passes"), so a copy that moved here behind the pass goes too.
+ * Not resumable for the same reason: a job resumed after a restart, maybe
  * hours later, would delete what clients wrote since. */
 static int delete_run(struct hd_job *j, void *ctx)
 {
     struct hd_store *st = hd_tcluster_store(ctx);
     const char *prefix = json_string_value(json_object_get(j->args, "prefix"));
     struct hd_bucket_info bi;
-    uint64_t deleted = 0;
+    uint64_t deleted = 0, passes = 1;
+    int64_t t0, v0, t1, v1;
+    int moving = map_state(ctx, &t0, &v0), rc;
     json_t *set = NULL;
-    int rc;
 
     if (hd_store_bucket_get(st, j->bucket, &bi) < 0) {
         copy_result(j, "no such bucket: ", j->bucket);
@@ -299,6 +315,23 @@ static int delete_run(struct hd_job *j, void *ctx)
         return HD_EBADARG;
     }
     rc = each_selected(j, st, prefix, set, delete_each, &deleted);
+    /* a copy moving while the pass ran may land here after the pass went by its name (moved
+     * rows keep their mtime): once the cluster's rebalance is over, again, until a pass saw
+     * the map unchanged */
+    while (rc == 0 && (moving || map_state(ctx, &t1, &v1) || t1 != t0 || v1 != v0)) {
+        if (map_state(ctx, &t0, &v0)) {
+            if (hd_job_stopped(j)) {
+                rc = -ECANCELED;
+                break;
+            }
+            nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+            moving = 1;
+            continue;
+        }
+        moving = 0;
+        hd_job_set_extra(j, "passes", ++passes);
+        rc = each_selected(j, st, prefix, set, delete_each, &deleted);
+    }
     json_decref(set);
     return rc;
 }

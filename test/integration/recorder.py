@@ -131,6 +131,10 @@ class Recorder:
     def close(self):
         self._stop = True
         try:
+            self._srv.shutdown(socket.SHUT_RDWR)  # wakes the accept() (close alone does not)
+        except OSError:
+            pass
+        try:
             self._srv.close()
         except OSError:
             pass

@@ -224,7 +224,8 @@ def test_stop_with_requests_parked_on_a_stalled_upstream(s3rver, tiny2):  # noqa
     assert t.tmp_files() == []
     # the interrupted prefetch job runs again after the restart (the upstream is now gone
     # altogether: it says so), and with the upstream fixed the bucket works
-    hole.close()
+    hole.shutdown(socket.SHUT_RDWR)  # wakes the accept() (a plain close() would leave the
+    hole.close()                      # listening socket alive under it, accepting)
     for c in held:
         c.close()
     restarted_ms = int(time.time() * 1000)

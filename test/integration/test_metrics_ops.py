@@ -81,6 +81,10 @@ class Silent:
     def close(self):
         for c in self.conns:
             c.close()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() (close alone does not)
+        except OSError:
+            pass
         self.sock.close()
 
 

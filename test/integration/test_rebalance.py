@@ -413,3 +413,36 @@ def test_auth_keys_without_secret_refused(tmp_path):
                          capture_output=True, text=True, timeout=20)
     assert out.returncode != 0
     assert "cluster.secret" in out.stderr, out.stderr
+
+
+def test_delete_job_overlapping_a_join_leaves_no_copy(rcluster, rbucket):
+    """delete-listrange started while a joining target's rebalance moves objects: a copy that
+    lands on a target after that target's pass went by its name is deleted by the pass the
+    job repeats once the rebalance is over. Every selected object is gone from every target
+    (and stays gone), every other one is in place with its bytes and metadata."""
+    import json
+    c = rcluster
+    keys, meta = fill(c, rbucket, 300, prefix="j")
+    sel, keep = keys[::2], keys[1::2]
+    t = c.make("t%d" % (len(c.targets) + 1), "target", c.join)
+    t.start()
+    c.targets.append(t)
+    c.wait_smap(lambda s: len(s["tmap"]) == len(live_targets(c)), what="the new target")
+    r = api("DELETE", "%s/v1/buckets/%s" % (c.primary.url, rbucket),
+            data=json.dumps({"action": "delete-listrange", "value": {"objnames": sel}}),
+            headers={"Content-Type": "application/json"})
+    assert r.status_code == 200, r.text
+    jid = r.text.strip().strip('"')
+
+    def done():
+        j = api("GET", "%s/v1/jobs/%s" % (c.primary.url, jid)).json()
+        return j if j["state"] in ("done", "failed", "aborted") else None
+    j = helpers.wait_until(done, timeout=120, what="the delete job")
+    assert j["state"] == "done" and j["error_count"] == 0, j
+    wait_rebalanced(c)
+    gone = set(sel)
+    for tg in live_targets(c):
+        left = gone & target_keys(tg, rbucket)
+        assert not left, (tg.name, sorted(left)[:5])
+    check_placement(c, rbucket, keep)
+    check_objects(c, rbucket, keep, meta)
