@@ -1144,6 +1144,19 @@ def mpt(client, bucket, name, method, params=None, body=None, data=None):
                           data=data)
 
 
+def test_list_objects_other_props_are_left_out(cluster, sdk, bucket):
+    """props the listing has no value for (target_url, location, custom, ec, status) are
+    accepted; their fields are absent (BucketEntry's defaults), the known ones are there."""
+    put(sdk, bucket, "p1", b"abc")
+    r = sdk.request("get", "buckets/" + bucket, params={"provider": "ais"},
+                    json=action("list", {"prefix": "", "pagesize": 0, "uuid": "",
+                                         "props": "name,size,target_url,location,custom,ec,status",
+                                         "continuation_token": "", "flags": "0", "target": ""}))
+    assert r.status_code == 200, r.text
+    e = [x for x in r.json()["Entries"] if x["n"] == "p1"][0]
+    assert e["s"] == 3 and set(e) <= {"n", "s", "f"}, e
+
+
 def test_native_multipart_upload(cluster, sdk, bucket):
     """Object.multipart_upload(): create() POST {"action":"mpt-upload"} -> the upload id as
     text; add_part(N) -> ObjectWriter PUT ?uploadId=U&partNumber=N; complete() POST
