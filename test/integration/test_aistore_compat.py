@@ -1072,6 +1072,34 @@ def test_object_copy(cluster, sdk, bucket):
         sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
 
 
+def test_object_copy_from_s3_backed_bucket(cluster, sdk, bucket, s3rver):  # noqa: F811
+    """Object.copy() from an S3-backed bucket (client.bucket(B, provider="aws")) into an ais
+    bucket: a source not cached yet is fetched from the upstream by its owner."""
+    src = "aiscp-" + uuid.uuid4().hex[:8]
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    data = helpers.pattern_bytes(200000, 5)
+    up.put_object(Bucket=src, Key="d/x.bin", Body=data)
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+    assert r.status_code == 201, r.text
+    try:
+        assert not any(cached_flags(sdk, src).values())
+        r = sdk.request("put", "objects/%s/d/x.bin" % src,
+                        params={"provider": "aws", "object_to": "ais/@#/%s/from-s3" % bucket,
+                                "latest-ver": "false", "synchronize": "false"})
+        assert r.status_code == 200, r.text
+        r = sdk.request("get", "objects/%s/from-s3" % bucket, params={"provider": "ais"})
+        assert r.status_code == 200 and r.content == data
+        r = sdk.request("put", "objects/%s/gone" % src,
+                        params={"provider": "aws", "object_to": "ais/@#/%s/g" % bucket})
+        assert r.status_code == 404, r.text
+    finally:
+        sdk.request("delete", "objects/%s/from-s3" % bucket, params={"provider": "ais"})
+        sdk.request("delete", "buckets/" + src, params={"provider": "aws"},
+                    json=action("destroy-bck"))
+
+
 def test_object_copy_redirect_binds_the_source(cluster, sdk, bucket):
     """The 307 of a copy names the source in its query (object_from) and the proxy's
     signature covers it: a client cannot swap the source for one the proxy never authorised,
