@@ -115,6 +115,16 @@ static const struct hd_err_info table[] = {
      "The encryption parameters are not applicable to this object."},
     {HD_EV2AUTHFORM, 400, "InvalidArgument",
      "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature"},
+    {HD_ETAGCOUNT, 400, "BadRequest", "Object tags cannot be greater than 10"},
+    {HD_ETAGKEYLEN, 400, "InvalidTag", "The TagKey you have provided is too long, max 128"},
+    {HD_ETAGVALLEN, 400, "InvalidTag", "The TagValue you have provided is too long, max 256"},
+    {HD_ETAGDUP, 400, "InvalidTag", "Cannot provide multiple Tags with the same key"},
+    {HD_ETAGAWS, 400, "InvalidTag", "Your TagKey cannot be prefixed with aws:"},
+    {HD_ETAGKEY, 400, "InvalidTag", "The TagKey you have provided is invalid"},
+    {HD_ETAGVAL, 400, "InvalidTag", "The TagValue you have provided is invalid"},
+    {HD_ETAGHEADER, 400, "InvalidArgument",
+     "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters "
+     "without tag name duplicates."},
 };
 
 static const struct hd_err_info errno_rows[] = {

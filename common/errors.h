@@ -88,6 +88,14 @@ enum hd_err {
     HD_EBADVERSION,          /* 400 InvalidArgument (versionId other than null) */
     HD_ESSECNA,              /* 400 InvalidRequest (SSE-C parameters, object not SSE-C) */
     HD_EV2AUTHFORM,          /* 400 InvalidArgument (SigV2 header without "AK:signature") */
+    HD_ETAGCOUNT,            /* 400 BadRequest (more than 10 object tags) */
+    HD_ETAGKEYLEN,           /* 400 InvalidTag (a tag key over 128 characters) */
+    HD_ETAGVALLEN,           /* 400 InvalidTag (a tag value over 256 characters) */
+    HD_ETAGDUP,              /* 400 InvalidTag (one key twice in a Tagging body) */
+    HD_ETAGAWS,              /* 400 InvalidTag (a key starting with aws:) */
+    HD_ETAGKEY,              /* 400 InvalidTag (an empty key, or not UTF-8 text) */
+    HD_ETAGVAL,              /* 400 InvalidTag (a value that is not UTF-8 text) */
+    HD_ETAGHEADER,           /* 400 InvalidArgument (x-amz-tagging malformed or repeating a key) */
     HD_ELAST
 };
 

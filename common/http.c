@@ -610,45 +610,56 @@ static int err_name(const struct hd_req *r, const char *s3_code, const struct hd
     return 1;
 }
 
+void hd_err_doc(struct hd_req *r, int code, const char *message, const struct hd_kv *extra,
+                size_t nextra, int decl, struct hd_buf *b)
+{
+    const struct hd_err_info *e = hd_err_info(code);
+    const char *res = r->resource ? r->resource : r->raw_path;
+
+    if (!message)
+        message = e->message;
+    if (r->api == HD_API_S3) {
+        if (decl)
+            hd_xml_decl(b);
+        hd_xml_open(b, "Error");
+        hd_xml_elem(b, "Code", e->s3_code);
+        hd_xml_elem(b, "Message", message);
+        struct hd_kv name;
+        for (size_t i = 0; i < nextra; i++)
+            hd_xml_elem(b, extra[i].k, extra[i].v);
+        if (err_name(r, e->s3_code, extra, nextra, &name))
+            hd_xml_elem(b, name.k, name.v);
+        hd_xml_elem(b, "Resource", res);
+        hd_xml_elem(b, "RequestId", r->id);
+        char hid[HD_HOST_ID_LEN + 1];
+        host_id(r->id, hid);
+        hd_xml_elem(b, "HostId", hid);
+        hd_xml_close(b, "Error");
+    } else {
+        char *j = hd_json_error(e->http_status, e->s3_code, message, res, r->id);
+        if (j) {
+            hd_buf_puts(b, j);
+            free(j);
+        } else {
+            b->oom = 1;
+        }
+    }
+}
+
 int hd_resp_err_ex(struct hd_req *r, int code, const char *message, const struct hd_kv *extra,
                    size_t nextra)
 {
     const struct hd_err_info *e = hd_err_info(code);
-    const char *res = r->resource ? r->resource : r->raw_path;
     struct hd_buf b;
     char *body;
     size_t len;
 
     if (r->responded)
         return -EALREADY;
-    if (!message)
-        message = e->message;
     if (e->http_status == 304 || strcmp(r->method, "HEAD") == 0)
         return hd_resp_empty(r, e->http_status);
     hd_buf_init(&b);
-    if (r->api == HD_API_S3) {
-        hd_xml_decl(&b);
-        hd_xml_open(&b, "Error");
-        hd_xml_elem(&b, "Code", e->s3_code);
-        hd_xml_elem(&b, "Message", message);
-        struct hd_kv name;
-        for (size_t i = 0; i < nextra; i++)
-            hd_xml_elem(&b, extra[i].k, extra[i].v);
-        if (err_name(r, e->s3_code, extra, nextra, &name))
-            hd_xml_elem(&b, name.k, name.v);
-        hd_xml_elem(&b, "Resource", res);
-        hd_xml_elem(&b, "RequestId", r->id);
-        char hid[HD_HOST_ID_LEN + 1];
-        host_id(r->id, hid);
-        hd_xml_elem(&b, "HostId", hid);
-        hd_xml_close(&b, "Error");
-    } else {
-        char *j = hd_json_error(e->http_status, e->s3_code, message, res, r->id);
-        if (j) {
-            hd_buf_puts(&b, j);
-            free(j);
-        }
-    }
+    hd_err_doc(r, code, message, extra, nextra, 1, &b);
     if (b.oom) {
         hd_buf_cleanup(&b);
         return hd_resp_empty(r, e->http_status);

@@ -184,6 +184,10 @@ int hd_resp_err_msg(struct hd_req *r, int code, const char *message);
  * them out. */
 int hd_resp_err_ex(struct hd_req *r, int code, const char *message, const struct hd_kv *extra,
                    size_t nextra);
+/* That error's document appended to b (with the XML declaration when decl), for a body that
+ * reports an error after a 200 went out (CompleteMultipartUpload's keep-alive). */
+void hd_err_doc(struct hd_req *r, int code, const char *message, const struct hd_kv *extra,
+                size_t nextra, int decl, struct hd_buf *b);
 /* The bucket and key (decoded, copied; NULL: none) that an S3 error body names from now on:
  * <BucketName> in NoSuchBucket, <Key> in NoSuchKey, as AWS sends them (NoSuchUpload's
  * <UploadId> comes from the query). The S3 front end sets the request's own names; a call

@@ -233,6 +233,30 @@ void hd_acall_release(struct hd_acall *a)
     acall_unref(a);
 }
 
+int hd_acall_nudge(struct hd_acall *a)
+{
+    int nudged;
+
+    pthread_mutex_lock(&a->mu);
+    nudged = a->r && a->waiting && !a->finished;
+    if (nudged) {
+        a->waiting = 0;
+        hd_req_resume(a->r);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return nudged;
+}
+
+int hd_acall_finished(struct hd_acall *a)
+{
+    int f;
+
+    pthread_mutex_lock(&a->mu);
+    f = a->finished;
+    pthread_mutex_unlock(&a->mu);
+    return f;
+}
+
 static void acall_end(struct hd_req *r)
 {
     struct hd_acall *a = r->data;

@@ -64,6 +64,12 @@ int hd_acall_submit(struct hd_acall *a, struct hd_req *r);
 int hd_acall_park(struct hd_acall *a, struct hd_req *r);
 /* From r's on_done (or when done with a): detaches r and drops the request's reference. */
 void hd_acall_release(struct hd_acall *a);
+/* Resumes the request parked on a (hd_acall_park) before a has finished, so that it can send
+ * something meanwhile (a keep-alive byte) and park again: 1, or 0 when none is parked. The
+ * one resume of a park: either this or a's end. */
+int hd_acall_nudge(struct hd_acall *a);
+/* Whether a's run has ended (its rc is set). */
+int hd_acall_finished(struct hd_acall *a);
 /* The whole request is the call: installs r's on_end/on_done; done answers r. On failure to
  * start, answers r itself. */
 void hd_acall_request(struct hd_req *r, struct hd_pool *p, hd_acall_fn run, hd_acall_done_fn done,

@@ -50,6 +50,8 @@ static const struct route routes[] = {
     {OBJECT, "GET", "acl", 1, 0, HD_S3_GET_OBJECT_ACL},
     {OBJECT, "PUT", "acl", 1, 0, HD_S3_PUT_OBJECT_ACL},
     {OBJECT, "GET", "tagging", 1, 0, HD_S3_GET_OBJECT_TAGGING},
+    {OBJECT, "PUT", "tagging", 1, 0, HD_S3_PUT_OBJECT_TAGGING},
+    {OBJECT, "DELETE", "tagging", 1, 0, HD_S3_DELETE_OBJECT_TAGGING},
     {OBJECT, "GET", "attributes", 1, 0, HD_S3_GET_OBJECT_ATTRIBUTES},
     {OBJECT, "POST", "uploads", 0, 0, HD_S3_CREATE_MPU},
     {OBJECT, "PUT", "uploadId", 1, 1, HD_S3_UPLOAD_PART_COPY},
@@ -93,6 +95,8 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_PUT_OBJECT_ACL] = "PutObjectAcl",
     [HD_S3_GET_OBJECT_TAGGING] = "GetObjectTagging",
     [HD_S3_GET_OBJECT_ATTRIBUTES] = "GetObjectAttributes",
+    [HD_S3_PUT_OBJECT_TAGGING] = "PutObjectTagging",
+    [HD_S3_DELETE_OBJECT_TAGGING] = "DeleteObjectTagging",
 };
 
 const char *hd_s3_op_name(enum hd_s3_op op)
@@ -110,11 +114,13 @@ static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const
 
     *sub = NULL;
 
-    /* of the subresources hoard does not implement, an object's GET ?tagging (hoard keeps no
-     * tags: the empty set, which aws CLI v2 reads before every multipart copy) and GET
-     * ?attributes are answered; every other call of them is 501 */
-    if (level == OBJECT && strcmp(r->method, "GET") == 0)
-        allowed = hd_query_find(&r->query, "tagging") ? "tagging" : "attributes";
+    /* of the subresources in hoard_unsupported_subresource's list, an object's ?tagging (its
+     * tags: GET, PUT, DELETE; another method is 405) and GET ?attributes are answered; every
+     * other call of them (bucket tagging, PUT ?attributes) is 501 */
+    if (level == OBJECT && hd_query_find(&r->query, "tagging"))
+        allowed = "tagging";
+    else if (level == OBJECT && strcmp(r->method, "GET") == 0)
+        allowed = "attributes";
     if (level != SERVICE && hd_s3_unsupported_subresource(&r->query, allowed))
         return HD_ENOTIMPL;
     for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
@@ -434,7 +440,7 @@ static void delete_result_xml(struct hd_buf *b, const struct hd_delete_req *dr, 
 
 /* ---- small XML request bodies ---- */
 
-typedef void (*body_fn)(struct hd_req *r, void *ctx, const char *body, size_t len);
+typedef hd_s3_body_fn body_fn;
 
 struct body_call {
     struct hd_sigv4_auth auth;
@@ -493,11 +499,8 @@ static void body_read(struct hd_req *r, void *arg, const char *body, size_t len)
         bc->end(r, bc->ctx, body, len);
 }
 
-/* Reads r's body (at most max bytes), checks it against a signed x-amz-content-sha256 and
- * Content-MD5, then calls end(r, ctx, body, len), or answers the error itself. auth: the
- * caller's (anonymous: unsigned). ctx is freed with ctx_free when done with. */
-static void read_body(struct hd_req *r, const struct hd_sigv4_auth *auth, size_t max, body_fn end,
-                      void *ctx, void (*ctx_free)(void *ctx))
+void hd_s3_read_body(struct hd_req *r, const struct hd_sigv4_auth *auth, size_t max, body_fn end,
+                     void *ctx, void (*ctx_free)(void *ctx))
 {
     struct body_call *bc = calloc(1, sizeof(*bc));
 
@@ -773,7 +776,7 @@ static void create_bucket(struct hd_req *r, const struct hd_s3_front *f, void *c
         return;
     }
     if ((bc = bucket_call(r, f, ctx, c->bucket)))
-        read_body(r, &c->auth, 64u * 1024, create_end, bc, free);
+        hd_s3_read_body(r, &c->auth, 64u * 1024, create_end, bc, free);
 }
 
 /* DeleteObjects: POST /B?delete with up to 1000 keys (no Content-MD5 required). */
@@ -820,7 +823,7 @@ static void delete_objects(struct hd_req *r, const struct hd_s3_front *f, void *
     struct bucket_call *bc = bucket_call(r, f, ctx, c->bucket);
 
     if (bc)
-        read_body(r, &c->auth, HD_XML_MAX_BODY, delete_end, bc, free);
+        hd_s3_read_body(r, &c->auth, HD_XML_MAX_BODY, delete_end, bc, free);
 }
 
 /* ---- ACLs and versioning: what a store without either answers ---- */
@@ -892,9 +895,10 @@ static int acl_headers(struct hd_req *r)
 }
 
 /* Headers asking a write for a feature hoard does not have (server-side encryption, object
- * tags, object lock, website redirects): the first one's name, or NULL. Dropping them would
- * be a silent success (the client believes its object is encrypted, tagged or locked).
- * x-amz-tagging empty (no tags) and x-amz-bucket-object-lock-enabled false are harmless. */
+ * lock, website redirects): the first one's name, or NULL. Dropping them would be a silent
+ * success (the client believes its object is encrypted or locked).
+ * x-amz-bucket-object-lock-enabled false is harmless. (x-amz-tagging is the target's: native
+ * buckets keep tags, S3-backed ones answer 501.) */
 static const char *unsupported_write_header(struct hd_req *r, enum hd_s3_op op)
 {
     static const char *const sse[] = {"x-amz-server-side-encryption",
@@ -917,8 +921,7 @@ static const char *unsupported_write_header(struct hd_req *r, enum hd_s3_op op)
         if (op == HD_S3_UPLOAD_PART || op == HD_S3_UPLOAD_PART_COPY)
             continue;
         if (hd_str_case_prefix(k, "x-amz-object-lock-") ||
-            strcasecmp(k, "x-amz-website-redirect-location") == 0 ||
-            (strcasecmp(k, "x-amz-tagging") == 0 && *v))
+            strcasecmp(k, "x-amz-website-redirect-location") == 0)
             return k;
     }
     return NULL;
@@ -940,6 +943,8 @@ static int version_check(struct hd_req *r, enum hd_s3_op op)
     case HD_S3_GET_OBJECT_ACL:
     case HD_S3_PUT_OBJECT_ACL:
     case HD_S3_GET_OBJECT_TAGGING:
+    case HD_S3_PUT_OBJECT_TAGGING:
+    case HD_S3_DELETE_OBJECT_TAGGING:
     case HD_S3_GET_OBJECT_ATTRIBUTES:
         v = hd_query_get(&r->query, "versionId");
         break;
@@ -1022,7 +1027,7 @@ void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c)
         if (!(owner = strdup(c->owner)))
             hd_resp_err(r, -ENOMEM);
         else
-            read_body(r, &c->auth, (size_t)64 * 1024, acl_put_end, owner, free);
+            hd_s3_read_body(r, &c->auth, (size_t)64 * 1024, acl_put_end, owner, free);
         return;
     }
     hd_buf_init(&b);
@@ -1090,7 +1095,7 @@ static void put_versioning(struct hd_req *r, const struct hd_s3_front *f, void *
     if (rc < 0)
         hd_resp_err(r, rc);
     else
-        read_body(r, &c->auth, (size_t)64 * 1024, versioning_end, NULL, NULL);
+        hd_s3_read_body(r, &c->auth, (size_t)64 * 1024, versioning_end, NULL, NULL);
 }
 
 typedef void (*builtin_fn)(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
@@ -1293,8 +1298,8 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
             struct hd_kv ex = {"Header", hname};
             hd_resp_err_ex(r, HD_ENOTIMPL,
                            "A header you provided implies functionality that is not "
-                           "implemented: hoard has no server-side encryption, object tags, "
-                           "object lock or website redirects.",
+                           "implemented: hoard has no server-side encryption, object lock "
+                           "or website redirects.",
                            &ex, 1);
             goto out;
         }

@@ -50,6 +50,8 @@ enum hd_s3_op {
     HD_S3_PUT_OBJECT_ACL,
     HD_S3_GET_OBJECT_TAGGING,
     HD_S3_GET_OBJECT_ATTRIBUTES,
+    HD_S3_PUT_OBJECT_TAGGING,
+    HD_S3_DELETE_OBJECT_TAGGING,
     HD_S3_OP_COUNT
 };
 
@@ -116,6 +118,16 @@ const char *hd_s3_op_name(enum hd_s3_op op);
  * bucket-owner-full-control or a body granting the owner FULL_CONTROL only (a no-op), and
  * answers any other grant 501 (reading the body first). */
 void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c);
+
+/* ---- small request bodies ---- */
+
+/* Reads r's body (at most max bytes), checks it against a signed x-amz-content-sha256 and
+ * Content-MD5 (when sent), then calls end(r, ctx, body, len); or answers the error itself.
+ * auth: the call's (anonymous: unsigned). ctx is freed with ctx_free when done with (also when
+ * end is never called). */
+typedef void (*hd_s3_body_fn)(struct hd_req *r, void *ctx, const char *body, size_t len);
+void hd_s3_read_body(struct hd_req *r, const struct hd_sigv4_auth *auth, size_t max,
+                     hd_s3_body_fn end, void *ctx, void (*ctx_free)(void *ctx));
 
 /* ---- listings ---- */
 

@@ -27,6 +27,8 @@ struct hd_target {
     char *region;
     char *domain; /* s3.domain: virtual-host style for BUCKET.<domain> */
     uint64_t max_object;
+    uint64_t complete_keepalive;   /* s3.complete_keepalive: bytes (0: never) */
+    unsigned complete_keepalive_ms; /* s3.complete_keepalive_ms */
     struct hd_tcluster *cl; /* cluster membership; node id only when standalone */
     struct hd_jobs *jobs;   /* rebalance and other long-running work */
     struct hd_rb *rb;       /* rebalance, get-from-neighbour, deletes while objects move */
@@ -72,6 +74,10 @@ struct hd_put_hooks {
     void *arg;
     void (*arg_free)(void *arg);
 };
+/* Object tags and S3-backed buckets: hoard does not forward tags to an upstream, so a write
+ * asking for tags there (hd_api_wants_tags: a non-empty x-amz-tagging) is 501 with this. */
+extern const char hd_api_upstream_tags_msg[];
+int hd_api_wants_tags(struct hd_req *r);
 /* strdup of s, or NULL for NULL; *oom set when a copy could not be made. */
 char *hd_api_dup_opt(const char *s, int *oom);
 void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,

@@ -28,6 +28,7 @@
 #include "common/metrics.h"
 #include "common/aismsg.h"
 #include "common/xml.h"
+#include "target/api/keepalive.h"
 #include "target/cluster/peer.h"
 #include "target/store/int.h"
 
@@ -599,6 +600,11 @@ void hd_mpu_create(struct hd_req *r, struct hd_target *t, const char *bucket, co
     if ((rc = hd_store_random_hex(ca->id, MPU_ID_BYTES)) < 0)
         goto out;
     ca->cb = hd_cache_bucket(t->cache, bucket);
+    if (ca->cb && hd_api_wants_tags(r)) {
+        rc = HD_ENOTIMPL;
+        msg = hd_api_upstream_tags_msg;
+        goto out;
+    }
     if (ca->cb && !ca->cb->props.write_back) { /* write-through: the twin first */
         hd_acall_request(r, t->pool, create_run, create_done, ca, create_free);
         return;
@@ -1273,7 +1279,16 @@ struct complete_ctx {
     const char *cond;   /* the condition that failed (412) */
     char msgbuf[256];   /* an error message made for this request */
     char twin_msg[512];
+    /* a large native or write-back Complete: 200 at once, then spaces while the parts are
+     * assembled, then the result or an <Error> (as AWS answers; keepalive.h) */
+    int keepalive;
+    int ka_state; /* KA_* */
+    struct hd_ka *ka;
+    struct hd_buf ka_out; /* the document after the declaration */
+    size_t ka_off;
 };
+
+enum { KA_OFF, KA_DECL, KA_WAIT, KA_FINAL };
 
 /* The checked parts of a Complete, in order: content files (relative) and sizes. They are
  * opened one at a time while copying, so 10000 parts need no 10000 descriptors; a part file
@@ -1909,6 +1924,9 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc, const char **
     /* write-through with nothing to check on the assembled bytes: answered as soon as the
      * upstream has the object */
     cc->late = j->late = cc->wt && !cc->wc.if_match && !cc->wc.if_none_match;
+    /* committed by the job itself: nothing to wait for but the disk, which can be minutes */
+    cc->keepalive = !cc->late && j->commit && cc->t->complete_keepalive &&
+                    total >= cc->t->complete_keepalive;
     if (cc->late) {
         /* fenced from now: a write or delete of the name while the upstream completes also
          * means the assembled copy must not be committed */
@@ -2058,10 +2076,12 @@ static int complete_through(struct hd_req *r, struct complete_ctx *cc, const cha
     return complete_finish(cc->id, cc->mp, &cc->res, 0);
 }
 
-static void complete_answer(struct hd_req *r, struct complete_ctx *cc)
+/* The CompleteMultipartUploadResult document, appended to b (with the declaration when
+ * decl). */
+static void complete_doc(struct hd_req *r, struct complete_ctx *cc, struct hd_buf *b, int decl)
 {
     const struct complete_res *res = &cc->res;
-    struct hd_buf b, loc;
+    struct hd_buf loc;
     const char *host;
     char tag[32], etag[64];
 
@@ -2076,24 +2096,114 @@ static void complete_answer(struct hd_req *r, struct complete_ctx *cc)
     hd_uri_encode(&loc, cc->bucket, strlen(cc->bucket), 0);
     hd_buf_puts(&loc, "/");
     hd_uri_encode(&loc, cc->key, strlen(cc->key), 1);
-    hd_buf_init(&b);
-    hd_xml_decl(&b);
-    hd_xml_open_ns(&b, "CompleteMultipartUploadResult", HD_XML_S3_NS);
-    hd_xml_elem(&b, "Location", loc.data ? loc.data : "");
-    hd_xml_elem(&b, "Bucket", cc->bucket);
-    hd_xml_elem(&b, "Key", cc->key);
+    if (decl)
+        hd_xml_decl(b);
+    hd_xml_open_ns(b, "CompleteMultipartUploadResult", HD_XML_S3_NS);
+    hd_xml_elem(b, "Location", loc.data ? loc.data : "");
+    hd_xml_elem(b, "Bucket", cc->bucket);
+    hd_xml_elem(b, "Key", cc->key);
     snprintf(etag, sizeof(etag), "\"%s\"", res->etag);
-    hd_xml_elem(&b, "ETag", etag);
+    hd_xml_elem(b, "ETag", etag);
     if (res->ck != HD_CK_NONE && res->ck_val[0]) {
         ck_tag(res->ck, tag, sizeof(tag));
-        hd_xml_elem(&b, tag, res->ck_val);
-        hd_xml_elem(&b, "ChecksumType", res->full ? "FULL_OBJECT" : "COMPOSITE");
+        hd_xml_elem(b, tag, res->ck_val);
+        hd_xml_elem(b, "ChecksumType", res->full ? "FULL_OBJECT" : "COMPOSITE");
     }
-    hd_xml_close(&b, "CompleteMultipartUploadResult");
+    hd_xml_close(b, "CompleteMultipartUploadResult");
     if (loc.oom)
-        b.oom = 1;
+        b->oom = 1;
     hd_buf_cleanup(&loc);
+}
+
+static void complete_answer(struct hd_req *r, struct complete_ctx *cc)
+{
+    struct hd_buf b;
+
+    hd_buf_init(&b);
+    complete_doc(r, cc, &b, 1);
     hd_resp_xml(r, 200, &b);
+}
+
+/* The keep-alive answer's document once the job has ended: the result, or the error that a
+ * status line would have carried. */
+static void ka_final(struct hd_req *r, struct complete_ctx *cc)
+{
+    const char *msg = NULL;
+    struct hd_kv ex;
+    int rc = complete_assembled(r, cc, &msg);
+
+    if (rc == 0 && cc->stage != CS_ANSWER)
+        rc = HD_EINTERNAL; /* never: a keep-alive job commits on its own */
+    if (rc == HD_EPRECONDITION && cc->cond) {
+        ex = (struct hd_kv){"Condition", cc->cond};
+        hd_err_doc(r, rc, NULL, &ex, 1, 0, &cc->ka_out);
+    } else if (rc < 0) {
+        hd_err_doc(r, rc, msg, NULL, 0, 0, &cc->ka_out);
+    } else {
+        complete_doc(r, cc, &cc->ka_out, 0);
+    }
+    cc->ka_off = 0;
+}
+
+/* The keep-alive answer's body (HTTP worker): the declaration, a space every
+ * s3.complete_keepalive_ms while the job runs (parked on it in between), then the document. */
+static long ka_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    static const char decl[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    struct hd_req *r = cls;
+    struct complete_ctx *cc = r->data;
+    size_t n;
+
+    (void)pos;
+    if (!cc || cc->magic != COMPLETE_MAGIC || max < sizeof(decl))
+        return HD_STREAM_ERROR;
+    if (cc->ka_state == KA_DECL) {
+        memcpy(buf, decl, sizeof(decl) - 1);
+        cc->ka_state = KA_WAIT;
+        hd_ka_sent(cc->ka);
+        return (long)(sizeof(decl) - 1);
+    }
+    if (cc->ka_state == KA_WAIT) {
+        if (!hd_acall_finished(cc->job)) {
+            if (hd_ka_due(cc->ka)) {
+                buf[0] = ' ';
+                hd_ka_sent(cc->ka);
+                return 1;
+            }
+            if (hd_acall_park(cc->job, r) == HD_AGAIN)
+                return 0; /* resumed by the job's end, or by the keep-alive thread */
+        }
+        hd_ka_end(cc->ka); /* before the job goes */
+        cc->ka = NULL;
+        ka_final(r, cc);
+        cc->ka_state = KA_FINAL;
+    }
+    if (cc->ka_out.oom)
+        return HD_STREAM_ERROR;
+    if (cc->ka_off >= cc->ka_out.len)
+        return HD_STREAM_END;
+    n = cc->ka_out.len - cc->ka_off < max ? cc->ka_out.len - cc->ka_off : max;
+    memcpy(buf, cc->ka_out.data + cc->ka_off, n);
+    cc->ka_off += n;
+    return (long)n;
+}
+
+/* Answers 200 now with ka_read's body: 0, or an error (then the request parks as usual). */
+static int ka_answer(struct hd_req *r, struct complete_ctx *cc)
+{
+    int rc;
+
+    if (!(cc->ka = hd_ka_start(cc->job, cc->t->complete_keepalive_ms)))
+        return -ENOMEM;
+    cc->ka_state = KA_DECL;
+    if ((rc = hd_resp_header(r, "Content-Type", "application/xml")) < 0 ||
+        (rc = hd_resp_stream(r, 200, UINT64_MAX, ka_read, r, NULL)) < 0) {
+        hd_ka_end(cc->ka);
+        cc->ka = NULL;
+        cc->ka_state = KA_OFF;
+        return rc;
+    }
+    return 0;
 }
 
 /* on_end, and again after each park: the checks, the assembly on the disk workers, the
@@ -2114,6 +2224,8 @@ static void complete_end(struct hd_req *r)
             rc = complete_run(r, cc, &msg);
             break;
         case CS_ASSEMBLING:
+            if (cc->keepalive && cc->ka_state == KA_OFF && ka_answer(r, cc) == 0)
+                return; /* the body goes on in ka_read */
             if (hd_acall_park(cc->job, r) == HD_AGAIN)
                 return;
             rc = complete_assembled(r, cc, &msg);
@@ -2159,6 +2271,8 @@ static void complete_done(struct hd_req *r)
         return;
     cc->magic = 0;
     hd_buf_cleanup(&cc->body);
+    hd_ka_end(cc->ka); /* before the job goes */
+    hd_buf_cleanup(&cc->ka_out);
     hd_acall_release(cc->job); /* a job still running finishes on its own */
     if (cc->late_job)
         asm_free(cc->late_job); /* never started: the upstream refused, or the client left */
@@ -2215,6 +2329,7 @@ void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, 
     cc->t = t;
     cc->wc = wc;
     hd_buf_init(&cc->body);
+    hd_buf_init(&cc->ka_out);
     snprintf(cc->id, sizeof(cc->id), "%s", id);
     cc->bucket = strdup(bucket);
     cc->key = strdup(key);

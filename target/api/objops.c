@@ -16,6 +16,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/tagging.h"
 #include "common/xml.h"
 #include "target/cluster/peer.h"
 #include "target/object/archive.h"
@@ -652,6 +653,17 @@ static int put_checksum_setup(struct hd_req *r, struct put_ctx *pc, const char *
     return 0;
 }
 
+const char hd_api_upstream_tags_msg[] =
+    "Object tags are not supported in S3-backed buckets: hoard does not forward tags to the "
+    "upstream bucket.";
+
+int hd_api_wants_tags(struct hd_req *r)
+{
+    const char *v = hd_req_header(r, "x-amz-tagging");
+
+    return v && *v;
+}
+
 void hd_obj_put(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                 const struct hd_sigv4_auth *auth)
 {
@@ -785,6 +797,10 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
         hd_resp_err(r, -ENOMEM);
         return;
     }
+    if (pc->cb && hd_api_wants_tags(r)) {
+        hd_resp_err_msg(r, HD_ENOTIMPL, hd_api_upstream_tags_msg);
+        return;
+    }
     size = pc->decoded_len >= 0    ? (uint64_t)pc->decoded_len
            : r->content_length > 0 ? (uint64_t)r->content_length
                                    : 0;
@@ -842,10 +858,12 @@ struct copy {
     struct hd_target *t;
     char *sb, *sk, *bucket, *key;
     int replace;
-    char *meta;   /* REPLACE: the request's x-amz-meta-* as JSON (or NULL) */
-    char *ctype;  /* REPLACE: the request's Content-Type (or NULL) */
-    char *hdrs;   /* REPLACE: the request's Cache-Control ... storage class (or NULL) */
-    char *sclass; /* x-amz-storage-class (COPY keeps the rest of the source's headers) */
+    char *meta;       /* REPLACE: the request's x-amz-meta-* as JSON (or NULL) */
+    char *ctype;      /* REPLACE: the request's Content-Type (or NULL) */
+    char *hdrs;       /* REPLACE: the request's Cache-Control ... storage class (or NULL) */
+    char *sclass;     /* x-amz-storage-class (COPY keeps the rest of the source's headers) */
+    int tags_replace; /* x-amz-tagging-directive REPLACE: tags, not the source's */
+    char *tags;       /* REPLACE: the request's x-amz-tagging (canonical; NULL: none) */
     char *cond_v[4];
     struct hd_cond cond; /* x-amz-copy-source-if-*, pointing into cond_v */
     char *if_match;      /* on the destination */
@@ -869,6 +887,7 @@ static void copy_free(void *arg)
     free(c->ctype);
     free(c->hdrs);
     free(c->sclass);
+    free(c->tags);
     free(c->if_match);
     for (i = 0; i < 4; i++)
         free(c->cond_v[i]);
@@ -880,11 +899,16 @@ static void copy_free(void *arg)
 /* The new object's attributes: the source's full-object checksum (a composite one describes
  * parts the copy does not have), and its content type, metadata and headers (directive COPY)
  * or the request's (REPLACE); the storage class is the request's either way (none: STANDARD,
- * as S3 does). Strings point into c, the source's, or *hold (free it after the commit). */
+ * as S3 does); the tags the source's (x-amz-tagging-directive COPY, the default) or the
+ * request's (REPLACE), none in an S3-backed bucket (its upstream gets no tags). Strings point
+ * into c, the source's, or *hold (free it after the commit). */
 static int copy_attrs(const struct copy *c, const char *src_meta, const char *src_ctype,
                       const char *src_hdrs, const char *ck_type, const char *ck_val,
                       struct hd_put_attrs *a, char **hold)
 {
+    char *base = NULL, *stags = NULL;
+    int rc = 0;
+
     memset(a, 0, sizeof(*a));
     *hold = NULL;
     if (ck_type && ck_type[0] && ck_val && !strchr(ck_val, '-')) {
@@ -895,14 +919,17 @@ static int copy_attrs(const struct copy *c, const char *src_meta, const char *sr
     a->ctype = c->replace ? c->ctype : src_ctype;
     a->if_match = c->if_match;
     a->if_none_match = c->if_none_match;
-    if (c->replace) {
-        a->hdrs = c->hdrs;
-        return 0;
-    }
-    if (hd_hdrs_with_class(src_hdrs, c->sclass, hold) < 0)
+    if (!c->replace && hd_hdrs_with_class(src_hdrs, c->sclass, &base) < 0)
         return -ENOMEM;
+    if (!c->tags_replace && !c->dcb)
+        rc = hd_hdrs_tags(src_hdrs, &stags);
+    if (rc == 0)
+        rc =
+            hd_hdrs_with_tags(c->replace ? c->hdrs : base, c->tags_replace ? c->tags : stags, hold);
     a->hdrs = *hold;
-    return 0;
+    free(base);
+    free(stags);
+    return rc;
 }
 
 /* Commits the new object, p's complete content, with attributes a. An S3-backed destination
@@ -1096,6 +1123,8 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
         "x-amz-copy-source-if-match", "x-amz-copy-source-if-none-match",
         "x-amz-copy-source-if-modified-since", "x-amz-copy-source-if-unmodified-since"};
     const char *dir = hd_req_header(r, "x-amz-metadata-directive");
+    const char *tdir = hd_req_header(r, "x-amz-tagging-directive");
+    const char *tg = hd_req_header(r, "x-amz-tagging");
     const char *sc = hd_req_header(r, "x-amz-storage-class");
     struct hd_cbucket *cb;
     struct hd_wcond wc;
@@ -1108,6 +1137,13 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
         *msg = "Unknown metadata directive.";
         return HD_EBADARG;
     }
+    c->tags_replace = tdir && strcmp(tdir, "REPLACE") == 0;
+    if (tdir && !c->tags_replace && strcmp(tdir, "COPY") != 0) {
+        *msg = "Unknown tagging directive.";
+        return HD_EBADARG;
+    }
+    if (c->tags_replace && tg && (rc = hd_tags_parse_header(tg, &c->tags)) < 0)
+        return rc;
     if (sc && (rc = hd_storage_class_check(sc)) < 0)
         return rc;
     if ((rc = hd_copy_source_parse(src, &c->sb, &c->sk)) < 0) {
@@ -1172,6 +1208,11 @@ void hd_obj_copy_from(struct hd_req *r, struct hd_target *t, const char *bucket,
             hd_wcond_error(r, rc, NULL);
         else
             hd_resp_err_msg(r, rc, msg);
+        copy_free(c);
+        return;
+    }
+    if (c->dcb && c->tags) {
+        hd_resp_err_msg(r, HD_ENOTIMPL, hd_api_upstream_tags_msg);
         copy_free(c);
         return;
     }

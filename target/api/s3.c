@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/s3front.h"
+#include "common/tagging.h"
 #include "common/xml.h"
 #include "target/api/mpu.h"
 
@@ -197,15 +198,11 @@ static void delete_object(struct hd_req *r, void *ctx, const struct hd_s3_call *
     hd_obj_delete(r, ctx, c->bucket, c->key, 1);
 }
 
-/* GET/PUT ?acl of an object: the one ACL there is, once the object is known to exist (an
- * S3-backed bucket's objects live upstream: not looked for). */
-/* An object subresource hoard answers the same for every object (?acl, ?tagging): 0 when the
- * bucket exists and, native, holds the object (an S3-backed bucket's object may be only
- * upstream); otherwise answered with the error. */
-static int object_sub_check(struct hd_req *r, struct hd_target *t, const struct hd_s3_call *c)
+/* The bucket of an object subresource call (?acl, ?tagging): 0 native, 1 S3-backed, or
+ * answered with the error (negative). */
+static int sub_bucket(struct hd_req *r, struct hd_target *t, const struct hd_s3_call *c)
 {
     struct hd_cbucket *cb;
-    struct hd_obj_meta m;
     int rc;
 
     if ((rc = hd_store_bucket_exists(t->st, c->bucket)) < 0) {
@@ -214,12 +211,26 @@ static int object_sub_check(struct hd_req *r, struct hd_target *t, const struct 
     }
     if ((cb = hd_cache_bucket(t->cache, c->bucket))) {
         hd_cbucket_unref(cb);
-    } else if ((rc = hd_store_lookup(t->st, c->bucket, c->key, &m)) < 0) {
+        return 1;
+    }
+    return 0;
+}
+
+/* An object subresource hoard answers the same for every object (?acl): 0 when the bucket
+ * exists and, native, holds the object (an S3-backed bucket's object may be only upstream: not
+ * looked for); otherwise answered with the error. */
+static int object_sub_check(struct hd_req *r, struct hd_target *t, const struct hd_s3_call *c)
+{
+    struct hd_obj_meta m;
+    int rc = sub_bucket(r, t, c);
+
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    if ((rc = hd_store_lookup(t->st, c->bucket, c->key, &m)) < 0) {
         hd_resp_err(r, rc);
         return rc;
-    } else {
-        hd_obj_meta_cleanup(&m);
     }
+    hd_obj_meta_cleanup(&m);
     return 0;
 }
 
@@ -229,20 +240,216 @@ static void object_acl(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
         hd_s3_acl_answer(r, c);
 }
 
-/* GetObjectTagging: hoard keeps no tags, so every object's set is empty (PutObjectTagging
- * and a non-empty x-amz-tagging are 501). */
-static void object_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+/* ---- object tags ----
+ * A native bucket's object keeps its tags in its catalog row (hdrs, target/object), so they
+ * travel with it as its other metadata does (rebalance, copies between targets, multipart
+ * Complete). An S3-backed bucket's objects live upstream, whose tags hoard neither reads nor
+ * writes: GET answers the empty set, PUT and DELETE 501. */
+
+/* One tagging call of a native bucket's object: GET (the tags into tags), PUT (tags, NULL:
+ * none, replace the set) or DELETE. */
+struct tagcall {
+    struct hd_target *t;
+    enum hd_s3_op op;
+    char *bucket, *key;
+    char *tags;
+    int gfn;                 /* the object may sit on another target (get-from-neighbour) */
+    int64_t rterm, rversion; /* the map the request was routed by */
+};
+
+static void tagcall_free(void *arg)
+{
+    struct tagcall *tc = arg;
+
+    free(tc->bucket);
+    free(tc->key);
+    free(tc->tags);
+    free(tc);
+}
+
+static struct tagcall *tagcall_new(struct hd_req *r, struct hd_target *t,
+                                   const struct hd_s3_call *c)
+{
+    struct tagcall *tc = calloc(1, sizeof(*tc));
+
+    if (!tc || !(tc->bucket = strdup(c->bucket)) || !(tc->key = strdup(c->key))) {
+        if (tc)
+            tagcall_free(tc);
+        return NULL;
+    }
+    tc->t = t;
+    tc->op = c->op;
+    tc->rterm = r->routed_term;
+    tc->rversion = r->routed_version;
+    return tc;
+}
+
+/* hd_store_update_hdrs' edit: the row's hdrs with tags arg (NULL: none). */
+static int set_tags(const char *hdrs, char **out, void *arg)
+{
+    return hd_hdrs_with_tags(hdrs, arg, out);
+}
+
+/* The call against the copy here (disk only): 0 or the error. */
+static int tagcall_step(struct tagcall *tc)
+{
+    struct hd_obj_meta m;
+    int rc;
+
+    if (tc->op != HD_S3_GET_OBJECT_TAGGING)
+        return hd_store_update_hdrs(tc->t->st, tc->bucket, tc->key, set_tags, tc->tags);
+    if ((rc = hd_store_lookup(tc->t->st, tc->bucket, tc->key, &m)) < 0)
+        return rc;
+    rc = hd_hdrs_tags(m.hdrs, &tc->tags);
+    hd_obj_meta_cleanup(&m);
+    return rc;
+}
+
+static void tagcall_answer(struct hd_req *r, struct tagcall *tc, int rc)
 {
     struct hd_buf b;
 
-    if (object_sub_check(r, ctx, c) < 0)
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+    } else if (tc->op == HD_S3_GET_OBJECT_TAGGING) {
+        hd_buf_init(&b);
+        hd_tags_xml(&b, tc->tags);
+        hd_resp_xml(r, 200, &b);
+    } else {
+        hd_resp_empty(r, tc->op == HD_S3_DELETE_OBJECT_TAGGING ? 204 : 200);
+    }
+}
+
+/* While objects move between targets (a cluster map change, a target in maintenance), on a
+ * pool thread: an object not here yet is fetched from its previous holder first
+ * (get-from-neighbour, as a GET does), and after a change of its tags the copies other
+ * targets still hold are deleted (as a DELETE of the object does meanwhile): they have the
+ * same ETag and mtime, so when objects move back one of them could win over the copy here
+ * and take the tags away. */
+static void tagcall_moving(struct hd_acall *a)
+{
+    struct tagcall *tc = a->arg;
+    int rc = tagcall_step(tc);
+
+    if (rc == HD_ENOSUCHKEY && tc->gfn &&
+        hd_rebalance_gfn(tc->t->rb, tc->rterm, tc->rversion, tc->bucket, tc->key) == 0)
+        rc = tagcall_step(tc);
+    if (rc == 0 && tc->op != HD_S3_GET_OBJECT_TAGGING)
+        hd_rebalance_delete_elsewhere(tc->t->rb, tc->bucket, tc->key);
+    a->rc = rc;
+}
+
+static void tagcall_moving_done(struct hd_req *r, struct hd_acall *a)
+{
+    tagcall_answer(r, a->arg, a->rc);
+}
+
+/* Runs tc (taken) for r: here, or on the pool when the object may sit on another target
+ * (objects are moving and this target owns it: hd_rebalance_may_gfn). from_body: called once
+ * r's body was read (PUT), when the HTTP layer will not run r's on_end again by itself. */
+static void tagcall_run(struct hd_req *r, struct tagcall *tc, int from_body)
+{
+    int rc;
+
+    tc->gfn = hd_rebalance_may_gfn(tc->t->rb, r, tc->bucket, tc->key);
+    if (!tc->gfn || tc->op == HD_S3_GET_OBJECT_TAGGING) {
+        rc = tagcall_step(tc);
+        if (!tc->gfn || rc != HD_ENOSUCHKEY) { /* a read held here needs nothing else */
+            if (rc == HD_ENOSUCHKEY && hd_rebalance_stale_route(tc->t->rb, r, tc->bucket, tc->key))
+                hd_resp_err_msg(r, HD_EUNAVAIL,
+                                "The cluster map changed while this request was routed; retry.");
+            else
+                tagcall_answer(r, tc, rc);
+            tagcall_free(tc);
+            return;
+        }
+    }
+    hd_acall_request(r, tc->t->pool, tagcall_moving, tagcall_moving_done, tc, tagcall_free);
+    if (from_body && !r->responded && r->on_end)
+        r->on_end(r); /* park (or answer) now */
+}
+
+/* GetObjectTagging: the object's tags, sorted by key (an S3-backed bucket's: none). */
+static void get_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+{
+    struct hd_target *t = ctx;
+    struct tagcall *tc;
+    struct hd_buf b;
+    int rc = sub_bucket(r, t, c);
+
+    if (rc < 0)
         return;
-    hd_buf_init(&b);
-    hd_xml_decl(&b);
-    hd_xml_open_ns(&b, "Tagging", HD_XML_S3_NS);
-    hd_buf_puts(&b, "<TagSet></TagSet>");
-    hd_xml_close(&b, "Tagging");
-    hd_resp_xml(r, 200, &b);
+    if (rc == 1) {
+        hd_buf_init(&b);
+        hd_tags_xml(&b, NULL);
+        hd_resp_xml(r, 200, &b);
+        return;
+    }
+    if (!(tc = tagcall_new(r, t, c)))
+        hd_resp_err(r, -ENOMEM);
+    else
+        tagcall_run(r, tc, 0);
+}
+
+/* PutObjectTagging's call while its body is read: tc is the reader's until handed on. */
+struct tagbody {
+    struct tagcall *tc;
+};
+
+static void tagbody_free(void *arg)
+{
+    struct tagbody *tb = arg;
+
+    if (tb->tc)
+        tagcall_free(tb->tc);
+    free(tb);
+}
+
+static void put_tagging_end(struct hd_req *r, void *ctx, const char *body, size_t len)
+{
+    struct tagbody *tb = ctx;
+    struct tagcall *tc = tb->tc;
+    int rc = hd_tags_parse_xml(body, len, &tc->tags);
+
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    tb->tc = NULL;
+    tagcall_run(r, tc, 1);
+}
+
+/* PutObjectTagging (the Tagging body replaces every tag) and DeleteObjectTagging (204): a
+ * change of the catalog row's metadata only, so the object's content, ETag and Last-Modified
+ * stay as they were. */
+static void put_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+{
+    struct hd_target *t = ctx;
+    struct tagcall *tc;
+    struct tagbody *tb;
+    int rc = sub_bucket(r, t, c);
+
+    if (rc < 0)
+        return;
+    if (rc == 1) {
+        hd_resp_err_msg(r, HD_ENOTIMPL, hd_api_upstream_tags_msg);
+        return;
+    }
+    if (!(tc = tagcall_new(r, t, c))) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    if (c->op == HD_S3_DELETE_OBJECT_TAGGING) {
+        tagcall_run(r, tc, 0);
+        return;
+    }
+    if (!(tb = calloc(1, sizeof(*tb)))) {
+        tagcall_free(tc);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    tb->tc = tc;
+    hd_s3_read_body(r, &c->auth, (size_t)64 * 1024, put_tagging_end, tb, tagbody_free);
 }
 
 /* <ObjectParts> of a multipart object: its part count and a page of part sizes
@@ -377,7 +584,9 @@ static const struct hd_s3_front front = {
             [HD_S3_DELETE_OBJECT] = delete_object,
             [HD_S3_GET_OBJECT_ACL] = object_acl,
             [HD_S3_PUT_OBJECT_ACL] = object_acl,
-            [HD_S3_GET_OBJECT_TAGGING] = object_tagging,
+            [HD_S3_GET_OBJECT_TAGGING] = get_tagging,
+            [HD_S3_PUT_OBJECT_TAGGING] = put_tagging,
+            [HD_S3_DELETE_OBJECT_TAGGING] = put_tagging,
             [HD_S3_GET_OBJECT_ATTRIBUTES] = object_attributes,
         },
 };

@@ -88,6 +88,8 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
         return -ENOMEM;
     t->magic = HD_TARGET_MAGIC;
     t->max_object = (uint64_t)hd_config_int(cfg, "store.max_object");
+    t->complete_keepalive = (uint64_t)hd_config_int(cfg, "s3.complete_keepalive");
+    t->complete_keepalive_ms = (unsigned)hd_config_int(cfg, "s3.complete_keepalive_ms");
     t->region = strdup(hd_config_str(cfg, "s3.region"));
     t->domain = strdup(hd_config_str(cfg, "s3.domain"));
     if ((rc = hd_keys_parse(&t->keys, hd_config_str(cfg, "auth.keys"))) < 0) {

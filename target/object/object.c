@@ -19,6 +19,7 @@
 #include "common/httputil.h"
 #include "common/json.h"
 #include "common/metrics.h"
+#include "common/tagging.h"
 
 char *hd_obj_meta_json(const struct hd_obj_meta *m)
 {
@@ -113,6 +114,8 @@ static const char *const std_hdrs[][2] = {
     {"expires", "Expires"},
 };
 #define SCLASS "x-amz-storage-class"
+/* the object's tags: a JSON object {key: value} (common/tagging.h), not a header */
+#define TAGS "tags"
 
 int hd_storage_class_check(const char *v)
 {
@@ -143,6 +146,8 @@ int hd_collect_hdrs(struct hd_req *r, char **out)
     const char *v, *sc = hd_req_header(r, SCLASS);
     char enc[1024];
     size_t i;
+    const char *tg = hd_req_header(r, "x-amz-tagging");
+    char *tags = NULL;
     int rc = 0;
 
     *out = NULL;
@@ -150,6 +155,10 @@ int hd_collect_hdrs(struct hd_req *r, char **out)
         return -ENOMEM;
     if (sc && (rc = hd_storage_class_check(sc)) < 0)
         goto out;
+    if (tg && (rc = hd_tags_parse_header(tg, &tags)) < 0)
+        goto out;
+    if (tags && json_object_set_new(j, TAGS, json_loads(tags, 0, NULL)) < 0)
+        rc = -ENOMEM;
     for (i = 0; rc == 0 && i < sizeof(std_hdrs) / sizeof(std_hdrs[0]); i++) {
         if (!(v = hd_req_header(r, std_hdrs[i][1])) || !*v)
             continue;
@@ -168,6 +177,47 @@ int hd_collect_hdrs(struct hd_req *r, char **out)
     if (rc == 0 && json_object_size(j) && !(*out = json_dumps(j, JSON_COMPACT)))
         rc = -ENOMEM;
 out:
+    free(tags);
+    json_decref(j);
+    return rc;
+}
+
+int hd_hdrs_tags(const char *hdrs, char **tags)
+{
+    json_t *j = hdrs ? json_loads(hdrs, 0, NULL) : NULL;
+    json_t *t = json_object_get(j, TAGS);
+    int rc = 0;
+
+    *tags = NULL;
+    if (json_is_object(t) && json_object_size(t) &&
+        !(*tags = json_dumps(t, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)))
+        rc = -ENOMEM;
+    json_decref(j);
+    return rc;
+}
+
+int hd_hdrs_with_tags(const char *hdrs, const char *tags, char **out)
+{
+    json_t *j = hdrs ? json_loads(hdrs, 0, NULL) : NULL;
+    json_t *t = tags ? json_loads(tags, 0, NULL) : NULL;
+    int rc = 0;
+
+    *out = NULL;
+    if (!json_is_object(j)) {
+        json_decref(j);
+        j = json_object();
+    }
+    if (!j || (tags && !json_is_object(t))) {
+        rc = j ? HD_EINTERNAL : -ENOMEM;
+        goto out;
+    }
+    json_object_del(j, TAGS);
+    if (t && json_object_size(t) && json_object_set(j, TAGS, t) < 0)
+        rc = -ENOMEM;
+    if (rc == 0 && json_object_size(j) && !(*out = json_dumps(j, JSON_COMPACT)))
+        rc = -ENOMEM;
+out:
+    json_decref(t);
     json_decref(j);
     return rc;
 }
@@ -215,6 +265,12 @@ void hd_obj_hdrs_headers(struct hd_req *r, const char *hdrs)
     /* S3 names the class of every object but STANDARD ones */
     if (json_is_string(v = json_object_get(j, SCLASS)))
         hd_resp_header(r, SCLASS, json_string_value(v));
+    /* as S3: how many tags the object has, when it has any (GetObjectTagging lists them) */
+    if (json_is_object(v = json_object_get(j, TAGS)) && json_object_size(v)) {
+        char n[24];
+        snprintf(n, sizeof(n), "%zu", json_object_size(v));
+        hd_resp_header(r, "x-amz-tagging-count", n);
+    }
     json_decref(j);
 }
 

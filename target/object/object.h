@@ -34,9 +34,17 @@ int hd_collect_meta(struct hd_req *r, char **out);
  * Content-Disposition, Content-Encoding (without aws-chunked, which only framed the upload),
  * Content-Language, Expires (verbatim: S3 does not parse it) and x-amz-storage-class (not
  * kept when STANDARD, the default), as the JSON of struct hd_obj_meta.hdrs in *out (NULL
- * when none). HD_ESTORAGECLASS for a storage class S3 does not have; HD_EBADHEADER for a
- * value that is not UTF-8. */
+ * when none), and the tags of x-amz-tagging (hd_hdrs_tags). HD_ESTORAGECLASS for a storage
+ * class S3 does not have; HD_EBADHEADER for a value that is not UTF-8; the errors of
+ * hd_tags_parse_header. */
 int hd_collect_hdrs(struct hd_req *r, char **out);
+/* The object's tags, also kept in hdrs (under "tags", a JSON object: hd_collect_hdrs reads
+ * x-amz-tagging into it), as common/tagging.h's canonical text in *tags (malloc'd; NULL when
+ * none). 0 or -ENOMEM. */
+int hd_hdrs_tags(const char *hdrs, char **tags);
+/* hdrs with its tags replaced by tags (canonical text; NULL: none) in *out (malloc'd; NULL
+ * when nothing is left). 0, -ENOMEM, HD_EINTERNAL for tags that are not a JSON object. */
+int hd_hdrs_with_tags(const char *hdrs, const char *tags, char **out);
 /* The same JSON with its storage class replaced by sclass (NULL or STANDARD: none): *out
  * malloc'd or NULL. 0 or -ENOMEM. */
 int hd_hdrs_with_class(const char *hdrs, const char *sclass, char **out);
@@ -44,7 +52,8 @@ int hd_hdrs_with_class(const char *hdrs, const char *sclass, char **out);
 void hd_hdrs_class(const char *hdrs, char *out, size_t n);
 /* 0 when v is a storage class S3 knows, else HD_ESTORAGECLASS. */
 int hd_storage_class_check(const char *v);
-/* Adds the stored headers (hdrs JSON) to r's answer. */
+/* Adds the stored headers (hdrs JSON) to r's answer, and x-amz-tagging-count when the object
+ * has tags. */
 void hd_obj_hdrs_headers(struct hd_req *r, const char *hdrs);
 
 /* A conditional write (PUT, CompleteMultipartUpload, CopyObject's destination). */

@@ -713,6 +713,97 @@ int hd_store_wb_delete(struct hd_store *st, const char *bucket, const char *name
     return rc == HD_ENOSUCHKEY ? 0 : rc;
 }
 
+/* One mountpath's row of bucket/name, its hdrs replaced by edit(old) in one transaction:
+ * 0, HD_ENOSUCHKEY (no row there), or edit's error (nothing changed). */
+static int update_hdrs_on(struct mountpath *mp, const char *bucket, const char *name,
+                          hd_store_hdrs_fn edit, void *arg)
+{
+    static const char sel[] = "SELECT hdrs FROM objects WHERE bucket = ?1 AND name = ?2";
+    static const char upd[] = "UPDATE objects SET hdrs = ?3 WHERE bucket = ?1 AND name = ?2";
+    sqlite3_stmt *qs = NULL, *qu = NULL;
+    struct conn *c;
+    char *old = NULL, *neu = NULL;
+    int rc, s, began = 0;
+
+    if ((rc = hd_store_conn_get(mp, &c)) < 0)
+        return rc;
+    if ((s = sqlite3_prepare_v2(c->db, sel, -1, &qs, NULL)) != SQLITE_OK ||
+        (s = sqlite3_prepare_v2(c->db, upd, -1, &qu, NULL)) != SQLITE_OK) {
+        rc = hd_store_sqlerr(c->db, s, "update hdrs");
+        goto out;
+    }
+    /* BEGIN IMMEDIATE: the read and the write are one step among the commits of the catalog,
+     * so a row replaced or deleted meanwhile is never written from its old self */
+    s = sqlite3_step(c->q[Q_BEGIN]);
+    sqlite3_reset(c->q[Q_BEGIN]);
+    if (s != SQLITE_DONE) {
+        rc = hd_store_sqlerr(c->db, s, "begin");
+        goto out;
+    }
+    began = 1;
+    sqlite3_bind_text(qs, 1, bucket, -1, SQLITE_STATIC);
+    sqlite3_bind_text(qs, 2, name, -1, SQLITE_STATIC);
+    s = sqlite3_step(qs);
+    if (s == SQLITE_DONE) {
+        rc = HD_ENOSUCHKEY;
+        goto out;
+    }
+    if (s != SQLITE_ROW) {
+        rc = hd_store_sqlerr(c->db, s, "select hdrs");
+        goto out;
+    }
+    old = hd_store_col_dup(qs, 0);
+    if (!old && sqlite3_column_type(qs, 0) != SQLITE_NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((rc = edit(old, &neu, arg)) < 0)
+        goto out;
+    sqlite3_bind_text(qu, 1, bucket, -1, SQLITE_STATIC);
+    sqlite3_bind_text(qu, 2, name, -1, SQLITE_STATIC);
+    if (neu)
+        sqlite3_bind_text(qu, 3, neu, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(qu, 3);
+    if ((s = sqlite3_step(qu)) != SQLITE_DONE) {
+        rc = hd_store_sqlerr(c->db, s, "update hdrs");
+        goto out;
+    }
+    s = sqlite3_step(c->q[Q_COMMIT]);
+    sqlite3_reset(c->q[Q_COMMIT]);
+    if (s != SQLITE_DONE)
+        rc = hd_store_sqlerr(c->db, s, "commit");
+    else
+        began = 0;
+out:
+    if (began) {
+        sqlite3_step(c->q[Q_ROLLBACK]);
+        sqlite3_reset(c->q[Q_ROLLBACK]);
+    }
+    sqlite3_finalize(qs);
+    sqlite3_finalize(qu);
+    hd_store_conn_put(mp, c);
+    free(old);
+    free(neu);
+    return rc;
+}
+
+int hd_store_update_hdrs(struct hd_store *st, const char *bucket, const char *name,
+                         hd_store_hdrs_fn edit, void *arg)
+{
+    struct mountpath *home = hd_store_mp_for(st, bucket, name);
+    int rc = update_hdrs_on(home, bucket, name, edit, arg);
+    size_t i;
+
+    /* where a lookup finds it: its home mountpath first, then one it has not left yet */
+    for (i = 0; rc == HD_ENOSUCHKEY && i < st->nmp; i++)
+        if (&st->mp[i] != home)
+            rc = update_hdrs_on(&st->mp[i], bucket, name, edit, arg);
+    if (rc == 0)
+        hd_mcache_drop(st->mc, bucket, name);
+    return rc;
+}
+
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out)
 {
     return hd_put_begin_sized(st, bucket, name, 0, out);

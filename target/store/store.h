@@ -85,6 +85,16 @@ int hd_store_delete(struct hd_store *st, const char *bucket, const char *name);
  * HD_EPRECONDITION. */
 int hd_store_evict(struct hd_store *st, const char *bucket, const char *name);
 
+/* A change of an object's metadata only (object tags): in one catalog transaction, the row's
+ * hdrs JSON (NULL: none) becomes *out = edit(hdrs) (malloc'd or NULL; the store frees it);
+ * content, ETag, checksums and mtime stay, and so does every copy elsewhere. The transaction
+ * reads and writes the row as one step among the catalog's commits, so a concurrent overwrite
+ * or delete comes wholly before it (edit sees the new row, or there is none) or after it.
+ * 0, HD_ENOSUCHKEY, or edit's error (nothing changed). */
+typedef int (*hd_store_hdrs_fn)(const char *hdrs, char **out, void *arg);
+int hd_store_update_hdrs(struct hd_store *st, const char *bucket, const char *name,
+                         hd_store_hdrs_fn edit, void *arg);
+
 /* A fence on bucket/name for a commit made later than the write it belongs to (fence.c): any
  * commit or delete of the name from now on (other than one with the fence, below) cancels
  * it, and a commit with the fence (hd_put_attrs.fence) is then refused with

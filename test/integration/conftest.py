@@ -73,6 +73,15 @@ def _session_log_dir():
     return d
 
 
+# The S3 suite's target and cluster targets answer a CompleteMultipartUpload of 16 MiB or more
+# the keep-alive way (200 at once, a space every 20 ms while the parts are assembled, then the
+# document; defaults 1 GiB and 5 s), so every client's larger multipart uploads (aws CLI,
+# boto3, rclone, restic, s3fs, the JS SDK...) go through it.
+COMPLETE_KEEPALIVE = 16 << 20
+KEEPALIVE_ARGS = ["--s3.complete_keepalive", str(COMPLETE_KEEPALIVE),
+                  "--s3.complete_keepalive_ms", "20"]
+
+
 class Target:
     """One `hoardd --role target` process with its own data dir and logs. As an S3 endpoint
     (fixture `endpoint`, kind "target") it is also its own only storage node."""
@@ -400,7 +409,7 @@ def log_dir():
 @pytest.fixture(scope="session")
 def target(tmp_path_factory, log_dir):
     root = str(tmp_path_factory.mktemp("target"))
-    t = Target("main", root, os.path.join(log_dir, "main"))
+    t = Target("main", root, os.path.join(log_dir, "main"), extra_args=KEEPALIVE_ARGS)
     t.start()
     t.expect_alive = True
     _TARGETS.append(t)
@@ -507,7 +516,8 @@ def s3cluster(tmp_path_factory, log_dir):
     CLUSTER_KEYS, s3.domain on every node) plus a second proxy with s3.redirect=true; started
     on the first proxy-variant test, shared by all of them."""
     dom = ["--s3.domain", S3_DOMAIN]
-    nodes, ep = start_cluster(tmp_path_factory, log_dir, "s3c-", 3, dom, dom, True)
+    nodes, ep = start_cluster(tmp_path_factory, log_dir, "s3c-", 3, dom, dom + KEEPALIVE_ARGS,
+                              True)
     yield ep
     _stop_nodes(nodes)
 

@@ -348,3 +348,58 @@ def test_copy_from_a_validated_source(cc, s3rver):  # noqa: F811
     with pytest.raises(Exception) as e:
         s3.copy_object(Bucket=n, Key="gone-copy", CopySource={"Bucket": b, "Key": "gone"})
     assert err(e)[0] == 404 and err(e)[1]["Code"] == "NoSuchKey", err(e)
+
+
+def test_tags_in_s3_backed_buckets(cc, s3rver):  # noqa: F811
+    """hoard does not forward object tags to an upstream: in S3-backed buckets (write-through
+    and write-back) PutObjectTagging, DeleteObjectTagging and a write with x-amz-tagging are
+    501 NotImplemented and change nothing here or upstream; GetObjectTagging is the empty set
+    (also of an object only the upstream has); a copy of a tagged native object into one keeps
+    no tags (x-amz-tagging-directive REPLACE with tags: 501)."""
+    import botocore.exceptions
+    b = cloud_bucket(cc, s3rver, {"cold": (b"cold bytes", {})})
+    wb = cloud_bucket(cc, s3rver, write_back=True)
+    n = native_bucket(cc)
+    s3, up = cc.s3(), s3rver.client()
+
+    def not_implemented(call, **kw):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            call(**kw)
+        err = ei.value.response
+        assert (err["ResponseMetadata"]["HTTPStatusCode"], err["Error"]["Code"]) == (
+            501, "NotImplemented"), err
+        assert "upstream" in err["Error"]["Message"], err
+
+    for bucket in (b, wb):
+        not_implemented(s3.put_object, Bucket=bucket, Key="tagged", Body=b"x", Tagging="a=1")
+        not_implemented(s3.create_multipart_upload, Bucket=bucket, Key="tagged",
+                        Tagging="a=1")
+        with pytest.raises(botocore.exceptions.ClientError):
+            s3.head_object(Bucket=bucket, Key="tagged")
+        assert not s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
+        s3.put_object(Bucket=bucket, Key="plain", Body=b"plain")
+        not_implemented(s3.put_object_tagging, Bucket=bucket, Key="plain",
+                        Tagging={"TagSet": [{"Key": "a", "Value": "1"}]})
+        not_implemented(s3.delete_object_tagging, Bucket=bucket, Key="plain")
+        assert s3.get_object_tagging(Bucket=bucket, Key="plain")["TagSet"] == []
+        assert s3.get_object(Bucket=bucket, Key="plain")["Body"].read() == b"plain"
+    with pytest.raises(botocore.exceptions.ClientError):
+        up.head_object(Bucket=b, Key="tagged")
+    assert s3.get_object_tagging(Bucket=b, Key="cold")["TagSet"] == []
+    # a tagged native source copied in: the copy has no tags (the upstream could not keep them)
+    s3.put_object(Bucket=n, Key="src", Body=b"tagged source", Tagging="k=v")
+    s3.copy_object(Bucket=b, Key="copied", CopySource={"Bucket": n, "Key": "src"})
+    assert up.get_object(Bucket=b, Key="copied")["Body"].read() == b"tagged source"
+    assert s3.get_object_tagging(Bucket=b, Key="copied")["TagSet"] == []
+    h = s3.head_object(Bucket=b, Key="copied")
+    assert "x-amz-tagging-count" not in h["ResponseMetadata"]["HTTPHeaders"], h
+    not_implemented(s3.copy_object, Bucket=b, Key="copied2",
+                    CopySource={"Bucket": n, "Key": "src"}, TaggingDirective="REPLACE",
+                    Tagging="x=y")
+    with pytest.raises(botocore.exceptions.ClientError):
+        up.head_object(Bucket=b, Key="copied2")
+    # and the other way: a copy out of an S3-backed bucket into a native one has none either
+    s3.copy_object(Bucket=n, Key="back", CopySource={"Bucket": b, "Key": "cold"},
+                   TaggingDirective="REPLACE", Tagging="now=tagged")
+    assert s3.get_object_tagging(Bucket=n, Key="back")["TagSet"] == [
+        {"Key": "now", "Value": "tagged"}]

@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import zlib
 
 import botocore.exceptions
@@ -556,3 +557,80 @@ def test_leftover_parts_of_a_completed_upload_are_pruned(target_factory):
     assert db.execute("SELECT count(*) FROM mpu_uploads WHERE id = ?", (uid,)).fetchone()[0] == 0
     db.close()
     assert s3.get_object(Bucket="prune", Key="k")["Body"].read() == b"x" * 100
+
+
+# ---------------------------------------------------------------- keep-alive Complete
+
+def _complete_body(done):
+    return ("<CompleteMultipartUpload>%s</CompleteMultipartUpload>" % "".join(
+        "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>" % (p["PartNumber"], p["ETag"])
+        for p in done)).encode()
+
+
+def test_large_complete_answers_at_once_then_the_result(endpoint, s3, bucket):
+    """A Complete of s3.complete_keepalive bytes or more (16 MiB here, conftest.py) answers
+    200 before the parts are assembled, with a body of unknown length (chunked): the XML
+    declaration at once, spaces every 5 s while the disk works, then the result. One below
+    the threshold is answered the ordinary way, with a Content-Length."""
+    from conftest import COMPLETE_KEEPALIVE
+    raw = endpoint.raw()
+    parts = [pattern_bytes(PART, seed=40 + i) for i in range(3)]
+    parts.append(pattern_bytes(COMPLETE_KEEPALIVE - 3 * PART, seed=44))  # exactly the threshold
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="ka/big")["UploadId"]
+    done = upload_parts(s3, bucket, "ka/big", uid, parts)
+    r = raw.request("POST", "/%s/ka/big?uploadId=%s" % (bucket, uid), body=_complete_body(done),
+                    timeout=120)
+    assert r.status == 200, r.body
+    assert r.header("Content-Length") is None and r.header("Transfer-Encoding") == "chunked"
+    assert r.body.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n'), r.body[:100]
+    gap, doc = re.match(rb"<\?xml[^>]*\?>\n( *)(<.*)", r.body, re.S).groups()
+    print("keep-alive spaces: %d" % len(gap))  # as many as 20 ms intervals of assembly
+    assert doc.startswith(b"<CompleteMultipartUploadResult"), r.body
+    assert b"<ETag>%s</ETag>" % mpu_etag(parts).replace('"', "&quot;").encode() in doc or \
+        b"<ETag>%s</ETag>" % mpu_etag(parts).encode() in doc, doc
+    got = s3.get_object(Bucket=bucket, Key="ka/big")
+    assert got["ETag"] == mpu_etag(parts) and got["ContentLength"] == COMPLETE_KEEPALIVE
+    assert hashlib.md5(got["Body"].read()).hexdigest() == hashlib.md5(b"".join(parts)).hexdigest()
+    # a retried Complete gets the same result (the ordinary way: nothing left to assemble)
+    r2 = s3.complete_multipart_upload(Bucket=bucket, Key="ka/big", UploadId=uid,
+                                      MultipartUpload={"Parts": done})
+    assert r2["ETag"] == mpu_etag(parts)
+
+    small = parts[:3]
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="ka/small")["UploadId"]
+    done = upload_parts(s3, bucket, "ka/small", uid, small)
+    r = raw.request("POST", "/%s/ka/small?uploadId=%s" % (bucket, uid), body=_complete_body(done))
+    assert r.status == 200 and r.header("Content-Length") == str(len(r.body)), r.headers_list
+
+
+def test_large_complete_error_after_the_200(endpoint, s3, bucket):
+    """What the assembly finds after the 200 went out is an <Error> document in the body (as
+    AWS sends it): here a full-object CRC32 that the assembled bytes do not have. boto3 reads
+    it as a failure, nothing is stored, and the upload can still be completed."""
+    from conftest import COMPLETE_KEEPALIVE
+    raw = endpoint.raw()
+    parts = [pattern_bytes(PART, seed=50 + i) for i in range(4)]
+    assert sum(map(len, parts)) >= COMPLETE_KEEPALIVE
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="ka/bad")["UploadId"]
+    done = upload_parts(s3, bucket, "ka/bad", uid, parts)
+    wrong = helpers.crc32_b64(b"not these bytes")
+    r = raw.request("POST", "/%s/ka/bad?uploadId=%s" % (bucket, uid), body=_complete_body(done),
+                    headers={"x-amz-checksum-crc32": wrong, "x-amz-checksum-type": "FULL_OBJECT"},
+                    timeout=120)
+    assert r.status == 200 and r.header("Transfer-Encoding") == "chunked", r.headers_list
+    e = helpers.parse_s3_error(r.body.split(b"?>", 1)[1].strip())
+    assert e["Code"] == "BadDigest" and "CRC32" in e["Message"], e
+    assert e["RequestId"] and e["Resource"], e
+    head_missing = err(s3.head_object, Bucket=bucket, Key="ka/bad")
+    assert head_missing[0] == 404, head_missing
+    # botocore takes a 200 whose body is an <Error> for a failure to retry (this botocore
+    # then leaves the code unparsed, as it does against AWS)
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        s3.complete_multipart_upload(Bucket=bucket, Key="ka/bad", UploadId=uid,
+                                     MultipartUpload={"Parts": done}, ChecksumCRC32=wrong)
+    assert ei.value.response["ResponseMetadata"].get("MaxAttemptsReached"), ei.value.response
+    assert err(s3.head_object, Bucket=bucket, Key="ka/bad")[0] == 404
+    s3.complete_multipart_upload(Bucket=bucket, Key="ka/bad", UploadId=uid,
+                                 MultipartUpload={"Parts": done})
+    got = s3.get_object(Bucket=bucket, Key="ka/bad")["Body"].read()
+    assert got == b"".join(parts)

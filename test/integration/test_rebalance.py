@@ -77,6 +77,8 @@ def check_objects(c, bucket, keys, meta):
         # the stored headers and storage class move with it (X-Hoard-Obj-Meta)
         assert r.headers.get("Cache-Control") == "max-age=%s" % k[-1]
         assert r.headers.get("x-amz-storage-class") == ("GLACIER" if k[-1] in "02468" else None)
+        # and so do the object tags (kept with the stored headers)
+        assert r.headers.get("x-amz-tagging-count") == ("2" if k[-1] in "13579" else None), k
 
 
 def body(k):
@@ -91,6 +93,8 @@ def fill(c, bucket, n, prefix="o"):
              "Cache-Control": "max-age=%s" % k[-1]}
         if k[-1] in "02468":
             h["x-amz-storage-class"] = "GLACIER"
+        else:
+            h["x-amz-tagging"] = "origin=%s&digit=%s" % (urllib.parse.quote(k, safe=""), k[-1])
         return h
 
     def one(k):
@@ -347,6 +351,52 @@ def test_gfn_only_on_the_owner(rcluster, rbucket):
                 data=b'{"on": false}')
         assert r.status_code == 200, r.text
         wait_rebalanced(c)
+
+
+def test_tags_while_in_maintenance(rcluster, rbucket):
+    """PutObjectTagging, DeleteObjectTagging and GetObjectTagging of objects that sit on a target
+    in maintenance reach their substitute owner, which fetches the object first
+    (get-from-neighbour) and, for a change, deletes the copy left behind (which has the same
+    ETag and mtime and would otherwise win when the target returns): the tags set meanwhile
+    are the object's after the return."""
+    from test_cluster import s3client
+    c = rcluster
+    keys, meta = fill(c, rbucket, 60, prefix="tm")
+    ids = {t.health()["id"]: t for t in live_targets(c)}
+    tid = sorted(ids)[0]
+    mine = sorted(k for k in target_keys(ids[tid], rbucket))
+    assert len(mine) >= 3, mine
+    tagged, untagged, read_only = mine[0], mine[1], mine[2]
+    s3 = s3client(c.primary)
+
+    def tags(k):
+        return [(t["Key"], t["Value"]) for t in s3.get_object_tagging(Bucket=rbucket,
+                                                                      Key=k)["TagSet"]]
+    r = api("POST", "%s/v1/cluster/maintenance/%s" % (c.primary.url, tid), data=b'{"on": true}')
+    assert r.status_code == 200, r.text
+    try:
+        c.wait_converged()
+        s3.put_object_tagging(Bucket=rbucket, Key=tagged,
+                              Tagging={"TagSet": [{"Key": "set", "Value": "in maintenance"}]})
+        assert tags(tagged) == [("set", "in maintenance")]
+        s3.delete_object_tagging(Bucket=rbucket, Key=untagged)
+        assert tags(untagged) == []
+        before = tags(read_only)  # a read fetches a copy, changes nothing
+        assert len(before) == (2 if read_only[-1] in "13579" else 0), before
+        with pytest.raises(Exception) as ei:
+            s3.put_object_tagging(Bucket=rbucket, Key="tm/absent",
+                                  Tagging={"TagSet": [{"Key": "a", "Value": "1"}]})
+        assert "NoSuchKey" in str(ei.value), ei.value
+    finally:
+        r = api("POST", "%s/v1/cluster/maintenance/%s" % (c.primary.url, tid),
+                data=b'{"on": false}')
+        assert r.status_code == 200, r.text
+    wait_rebalanced(c)
+    check_placement(c, rbucket, keys)
+    assert tags(tagged) == [("set", "in maintenance")]
+    assert tags(untagged) == []
+    assert tags(read_only) == before
+    check_objects(c, rbucket, [k for k in keys if k not in (tagged, untagged)], meta)
 
 
 class DevNode(Node):

@@ -602,8 +602,9 @@ def test_metadata_too_large(endpoint, raw, bucket):
 # ---------------------------------------------------------------- unsupported calls
 
 @pytest.mark.parametrize("method,path", [
-    ("GET", "/{b}?tagging"), ("PUT", "/{b}/obj?tagging"), ("DELETE", "/{b}/obj?tagging"),
-    ("GET", "/{b}/obj?tagging&torrent"), ("PUT", "/{b}/obj?attributes"),
+    ("GET", "/{b}?tagging"), ("PUT", "/{b}?tagging"), ("DELETE", "/{b}?tagging"),
+    ("GET", "/{b}/obj?tagging&torrent"), ("PUT", "/{b}/obj?tagging&torrent"),
+    ("PUT", "/{b}/obj?attributes"),
     ("GET", "/{b}?policy"), ("PUT", "/{b}?policy"), ("DELETE", "/{b}?policy"),
     ("GET", "/{b}?lifecycle"), ("GET", "/{b}?cors"),
     ("GET", "/{b}?website"), ("GET", "/{b}?encryption"),
@@ -620,7 +621,6 @@ def test_unsupported_calls(endpoint, raw, bucket, method, path):
 
 
 @pytest.mark.parametrize("header,value", [
-    ("x-amz-tagging", "a=b"),
     ("x-amz-server-side-encryption", "AES256"),
     ("x-amz-server-side-encryption", "aws:kms"),
     ("x-amz-server-side-encryption-customer-algorithm", "AES256"),
@@ -629,7 +629,7 @@ def test_unsupported_calls(endpoint, raw, bucket, method, path):
     ("x-amz-website-redirect-location", "/elsewhere"),
 ])
 def test_unsupported_write_headers(endpoint, raw, s3, bucket, header, value):
-    """A write asking for encryption, tags, object lock or a website redirect is 501
+    """A write asking for encryption, object lock or a website redirect is 501
     NotImplemented naming the header (as AWS does for functionality it lacks), never a 200
     that silently drops it; nothing is written."""
     s3.put_object(Bucket=bucket, Key="src", Body=b"source")
@@ -711,7 +711,7 @@ def test_unsupported_via_boto3(s3, bucket):
     calls = [
         lambda: s3.get_bucket_tagging(Bucket=bucket),
         lambda: s3.get_bucket_policy(Bucket=bucket),
-        lambda: s3.put_object_tagging(Bucket=bucket, Key="k",
+        lambda: s3.put_bucket_tagging(Bucket=bucket,
                                       Tagging={"TagSet": [{"Key": "a", "Value": "b"}]}),
     ]
     for call in calls:

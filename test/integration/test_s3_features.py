@@ -136,26 +136,18 @@ def test_copy_source_if_modified_since(endpoint, s3, bucket, same):
 
 # ---------------------------------------------------------------- DeleteObjects
 
-def test_object_tagging_is_the_empty_set(aws2, raw, s3, bucket, tmp_path):
-    """hoard keeps no tags: GetObjectTagging answers the empty set (NoSuchKey for a missing
-    object), the calls that would set or drop tags stay 501, and aws CLI v2's multipart copy
-    (objects over 8 MiB), which reads the source's tags first, works without --copy-props."""
+def test_object_tagging_and_aws_cli_copy(aws2, raw, s3, bucket, tmp_path):
+    """Object tags (the calls themselves: test_s3_tagging.py) beside the subresources that stay
+    501, and aws CLI v2's copies, which read the source's tags (GetObjectTagging) and give them
+    to the copy: a multipart copy (objects over 8 MiB) with x-amz-tagging at
+    CreateMultipartUpload or PutObjectTagging afterwards."""
     s3.put_object(Bucket=bucket, Key="tags/one", Body=b"x")
-    got = s3.get_object_tagging(Bucket=bucket, Key="tags/one")
-    assert got["TagSet"] == [], got
+    assert s3.get_object_tagging(Bucket=bucket, Key="tags/one")["TagSet"] == []
     with pytest.raises(botocore.exceptions.ClientError) as ei:
         s3.get_object_tagging(Bucket=bucket, Key="tags/none")
     assert client_error(ei)[:2] == (404, "NoSuchKey")
-    with pytest.raises(botocore.exceptions.ClientError) as ei:
-        s3.put_object_tagging(Bucket=bucket, Key="tags/one",
-                              Tagging={"TagSet": [{"Key": "k", "Value": "v"}]})
-    assert client_error(ei)[:2] == (501, "NotImplemented")
-    with pytest.raises(botocore.exceptions.ClientError) as ei:
-        s3.delete_object_tagging(Bucket=bucket, Key="tags/one")
-    assert client_error(ei)[:2] == (501, "NotImplemented")
-    # only those two GETs are answered: another unsupported subresource beside ?tagging, or
-    # ?attributes with another method or on the bucket, is 501 (never a PutObject, a
-    # DeleteObject or a listing)
+    # another unsupported subresource beside ?tagging, or ?attributes with another method or
+    # on the bucket, is 501 (never a PutObject, a DeleteObject or a listing)
     for method, path in (("GET", "/%s/tags/one?tagging&torrent"), ("PUT", "/%s/tags/one?attributes"),
                          ("DELETE", "/%s/tags/one?attributes"), ("GET", "/%s?attributes")):
         r = raw.request(method, path % bucket, body=b"overwritten?" if method == "PUT" else b"")
@@ -165,8 +157,18 @@ def test_object_tagging_is_the_empty_set(aws2, raw, s3, bucket, tmp_path):
     src = tmp_path / "big"
     src.write_bytes(body)
     aws2("s3", "cp", str(src), "s3://%s/tags/big-src" % bucket)
+    s3.put_object_tagging(Bucket=bucket, Key="tags/big-src",
+                          Tagging={"TagSet": [{"Key": "owner", "Value": "ml team"},
+                                              {"Key": "tier", "Value": "hot"}]})
     aws2("s3", "cp", "s3://%s/tags/big-src" % bucket, "s3://%s/tags/big-dst" % bucket)
     assert s3.get_object(Bucket=bucket, Key="tags/big-dst")["Body"].read() == body
+    got = s3.get_object_tagging(Bucket=bucket, Key="tags/big-dst")["TagSet"]
+    assert got == [{"Key": "owner", "Value": "ml team"}, {"Key": "tier", "Value": "hot"}], got
+    s3.put_object_tagging(Bucket=bucket, Key="tags/one",
+                          Tagging={"TagSet": [{"Key": "small", "Value": "1"}]})
+    aws2("s3", "cp", "s3://%s/tags/one" % bucket, "s3://%s/tags/one-copy" % bucket)
+    assert s3.get_object_tagging(Bucket=bucket, Key="tags/one-copy")["TagSet"] == [
+        {"Key": "small", "Value": "1"}]
 
 
 def test_delete_objects(s3, bucket):

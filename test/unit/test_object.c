@@ -61,6 +61,54 @@ HD_SUITE(object_identity)
     CHECK_EQ_INT(hd_obj_meta_attrs("{\"etag\":1}", &a, &hold), HD_EBADHEADER);
 }
 
+/* Tags live in hdrs (under "tags"): they travel in the identity, survive a change of storage
+ * class, are replaced or removed alone, and are read back in canonical form. */
+HD_SUITE(object_tags)
+{
+    struct hd_obj_meta m;
+    struct hd_put_attrs a;
+    json_t *hold = NULL;
+    char *x, *h = NULL, *t = NULL;
+
+    memset(&m, 0, sizeof(m));
+    snprintf(m.etag, sizeof(m.etag), "%s", "0123456789abcdef0123456789abcdef");
+    m.hdrs = "{\"cache-control\":\"no-cache\",\"tags\":{\"b\":\"2\",\"a\":\"\"}}";
+    x = hd_obj_meta_json(&m);
+    CHECK(x != NULL);
+    CHECK_EQ_INT(hd_obj_meta_attrs(x, &a, &hold), 0);
+    CHECK_EQ_INT(hd_hdrs_tags(a.hdrs, &t), 0);
+    CHECK_EQ_STR(t, "{\"a\":\"\",\"b\":\"2\"}");
+    free(t);
+    json_decref(hold);
+    free(x);
+    /* another storage class keeps the tags */
+    CHECK_EQ_INT(hd_hdrs_with_class(m.hdrs, "GLACIER", &h), 0);
+    CHECK_EQ_INT(hd_hdrs_tags(h, &t), 0);
+    CHECK_EQ_STR(t, "{\"a\":\"\",\"b\":\"2\"}");
+    free(t);
+    free(h);
+    /* replaced: the other headers stay */
+    CHECK_EQ_INT(hd_hdrs_with_tags(m.hdrs, "{\"z\":\"1\"}", &h), 0);
+    CHECK_EQ_STR(h, "{\"cache-control\":\"no-cache\",\"tags\":{\"z\":\"1\"}}");
+    free(h);
+    /* removed; nothing left is NULL */
+    CHECK_EQ_INT(hd_hdrs_with_tags(m.hdrs, NULL, &h), 0);
+    CHECK_EQ_STR(h, "{\"cache-control\":\"no-cache\"}");
+    free(h);
+    CHECK_EQ_INT(hd_hdrs_with_tags("{\"tags\":{\"a\":\"1\"}}", NULL, &h), 0);
+    CHECK(h == NULL);
+    CHECK_EQ_INT(hd_hdrs_with_tags(NULL, "{\"a\":\"1\"}", &h), 0);
+    CHECK_EQ_STR(h, "{\"tags\":{\"a\":\"1\"}}");
+    free(h);
+    CHECK_EQ_INT(hd_hdrs_with_tags(NULL, "[1]", &h), HD_EINTERNAL);
+    CHECK(h == NULL);
+    /* none */
+    CHECK_EQ_INT(hd_hdrs_tags(NULL, &t), 0);
+    CHECK(t == NULL);
+    CHECK_EQ_INT(hd_hdrs_tags("{\"tags\":{}}", &t), 0);
+    CHECK(t == NULL);
+}
+
 HD_SUITE(object_storage_class)
 {
     static const char *const ok[] = {

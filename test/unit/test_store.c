@@ -719,6 +719,148 @@ out:
     fx_close(&f);
 }
 
+/* ---- metadata-only updates (object tags) ---- */
+
+static int edit_set(const char *hdrs, char **out, void *arg)
+{
+    *out = arg ? strdup(arg) : NULL;
+    return arg && !*out ? -ENOMEM : 0;
+}
+
+static int edit_fail(const char *hdrs, char **out, void *arg)
+{
+    *out = NULL;
+    return HD_EBADARG;
+}
+
+static int edit_seen(const char *hdrs, char **out, void *arg)
+{
+    *(char **)arg = hdrs ? strdup(hdrs) : NULL;
+    *out = hdrs ? strdup(hdrs) : NULL;
+    return 0;
+}
+
+HD_SUITE(store_update_hdrs)
+{
+    struct hd_put_attrs at = {.hdrs = "{\"cache-control\":\"x\"}"};
+    struct hd_obj_meta m0, m1;
+    char *seen = NULL;
+    struct fx f;
+    size_t nmp;
+
+    for (nmp = 1; nmp <= 3; nmp += 2) {
+        CHECK_EQ_INT(fx_open(&f, nmp, 0), 0);
+        if (!f.st)
+            goto out;
+        CHECK_EQ_INT(hd_store_bucket_create(f.st, "u", "ais"), 0);
+        CHECK_EQ_INT(put_obj(f.st, "u", "k", "content", 7, &at, NULL), 0);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m0), 0); /* cached now */
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_set, "{\"tags\":{\"a\":\"1\"}}"), 0);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m1), 0);
+        /* the row cache was dropped: the new hdrs; content, ETag, mtime, file unchanged */
+        CHECK_EQ_STR(m1.hdrs, "{\"tags\":{\"a\":\"1\"}}");
+        CHECK_EQ_STR(m1.etag, m0.etag);
+        CHECK_EQ_INT(m1.mtime_ms, m0.mtime_ms);
+        CHECK_EQ_STR(m1.path, m0.path);
+        CHECK(content_is(f.st, "u", "k", "content", 7));
+        hd_obj_meta_cleanup(&m1);
+        /* the edit sees the row's current hdrs; NULL clears them */
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_seen, &seen), 0);
+        CHECK_EQ_STR(seen, "{\"tags\":{\"a\":\"1\"}}");
+        free(seen);
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_set, NULL), 0);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m1), 0);
+        CHECK(m1.hdrs == NULL);
+        hd_obj_meta_cleanup(&m1);
+        /* a failing edit changes nothing */
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_set, "{\"v\":\"1\"}"), 0);
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_fail, NULL), HD_EBADARG);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m1), 0);
+        CHECK_EQ_STR(m1.hdrs, "{\"v\":\"1\"}");
+        hd_obj_meta_cleanup(&m1);
+        /* no object: nothing is created */
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "none", edit_set, "{}"), HD_ENOSUCHKEY);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "none", &m1), HD_ENOSUCHKEY);
+        /* an overwrite replaces the hdrs whole (a PUT without tags drops them) */
+        CHECK_EQ_INT(put_obj(f.st, "u", "k", "new", 3, NULL, NULL), 0);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m1), 0);
+        CHECK(m1.hdrs == NULL);
+        hd_obj_meta_cleanup(&m1);
+        /* deleted: the update does not bring it back */
+        CHECK_EQ_INT(hd_store_delete(f.st, "u", "k"), 0);
+        CHECK_EQ_INT(hd_store_update_hdrs(f.st, "u", "k", edit_set, "{}"), HD_ENOSUCHKEY);
+        CHECK_EQ_INT(hd_store_lookup(f.st, "u", "k", &m1), HD_ENOSUCHKEY);
+        hd_obj_meta_cleanup(&m0);
+    out:
+        fx_close(&f);
+    }
+}
+
+/* Tag updates racing overwrites and deletes of the same name: every call succeeds or finds
+ * no object, and what is left is one consistent object (or none), no stray file. */
+struct race {
+    struct hd_store *st;
+    int kind; /* 0 overwrite, 1 tag, 2 delete */
+    int errors;
+};
+
+static void *race_worker(void *arg)
+{
+    struct race *w = arg;
+    int i, rc;
+
+    for (i = 0; i < 150; i++) {
+        if (w->kind == 0)
+            rc = put_str(w->st, "r", "k", "racing content");
+        else if (w->kind == 1)
+            rc = hd_store_update_hdrs(w->st, "r", "k", edit_set, "{\"tags\":{\"t\":\"1\"}}");
+        else
+            rc = hd_store_delete(w->st, "r", "k");
+        if (rc < 0 && rc != HD_ENOSUCHKEY)
+            w->errors++;
+    }
+    return NULL;
+}
+
+HD_SUITE(store_update_hdrs_race)
+{
+    struct race w[3];
+    pthread_t th[3];
+    struct hd_obj_meta m;
+    struct fx f;
+    int i, rc;
+
+    CHECK_EQ_INT(fx_open(&f, 3, 0), 0);
+    if (!f.st)
+        goto out;
+    CHECK_EQ_INT(hd_store_bucket_create(f.st, "r", "ais"), 0);
+    for (i = 0; i < 3; i++) {
+        w[i].st = f.st;
+        w[i].kind = i;
+        w[i].errors = 0;
+        CHECK_EQ_INT(pthread_create(&th[i], NULL, race_worker, &w[i]), 0);
+    }
+    for (i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ_INT(w[i].errors, 0);
+    }
+    rc = hd_store_lookup(f.st, "r", "k", &m);
+    CHECK(rc == 0 || rc == HD_ENOSUCHKEY);
+    CHECK_EQ_INT(count_all(&f, "objs"), rc == 0 ? 1 : 0);
+    CHECK_EQ_INT(count_all(&f, "tmp"), 0);
+    if (rc == 0) {
+        CHECK(content_is(f.st, "r", "k", "racing content", 14));
+        CHECK(!m.hdrs || strcmp(m.hdrs, "{\"tags\":{\"t\":\"1\"}}") == 0);
+        hd_obj_meta_cleanup(&m);
+    }
+    /* after a final delete, no update brings the object back */
+    hd_store_delete(f.st, "r", "k");
+    CHECK_EQ_INT(hd_store_update_hdrs(f.st, "r", "k", edit_set, "{}"), HD_ENOSUCHKEY);
+    CHECK_EQ_INT(count_all(&f, "objs"), 0);
+out:
+    fx_close(&f);
+}
+
 /* ---- crash recovery and open errors ---- */
 
 HD_SUITE(store_recovery)
