@@ -1926,7 +1926,8 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc, const char **
     cc->late = j->late = cc->wt && !cc->wc.if_match && !cc->wc.if_none_match;
     /* committed by the job itself: nothing to wait for but the disk, which can be minutes */
     cc->keepalive = !cc->late && j->commit && cc->t->complete_keepalive &&
-                    total >= cc->t->complete_keepalive;
+                    total >= cc->t->complete_keepalive &&
+                    r->api != HD_API_NATIVE; /* AIStore's mpt-complete: the status is the answer */
     if (cc->late) {
         /* fenced from now: a write or delete of the name while the upstream completes also
          * means the assembled copy must not be committed */

@@ -23,8 +23,8 @@ import requests
 
 import helpers
 from cachefix import profiles, s3rver  # noqa: F401 (fixtures)
-from conftest import (ACCESS_KEY, BIN_DIR, CLUSTER_SECRET, PERM_BUCKETS, SECRET_KEY, _stop_nodes,
-                      start_cluster)
+from conftest import (ACCESS_KEY, BIN_DIR, CLUSTER_SECRET, COMPLETE_KEEPALIVE, KEEPALIVE_ARGS,
+                      PERM_BUCKETS, SECRET_KEY, _stop_nodes, start_cluster)
 
 SDK_UA = "ais/python/1.16.0"  # const.py USER_AGENT_BASE "ais/python" + "/" + version
 
@@ -1168,8 +1168,44 @@ def mpt(client, bucket, name, method, params=None, body=None, data=None):
     # obj/multipart_upload.py: every call on objects/B/O with the bucket's qparams
     q = {"provider": "ais"}
     q.update(params or {})
-    return client.request(method, "objects/%s/%s" % (bucket, name), params=q, json=body,
-                          data=data)
+    path = "objects/%s/%s" % (bucket, name)
+    if data is not None and len(data) > 4 << 20:
+        # request_client.py _request_with_manual_redirect() (what the SDK does over TLS): the
+        # proxy gets no body, the target the body. Over plain HTTP the SDK sends the body to
+        # the proxy, which reads at most 4 MiB of it before its 307 and then closes: a larger
+        # body may meet a connection reset (common/http.c DRAIN_MAX; noted in the report)
+        r = client.request(method, path, params=q, allow_redirects=False)
+        assert r.status_code == 307, r.text
+        h = {"Content-Type": "application/json", "User-Agent": SDK_UA,
+             "Authorization": "Bearer " + client.token}
+        return client.s.request(method, r.headers["Location"], headers=h, data=data, timeout=60)
+    return client.request(method, path, params=q, json=body, data=data)
+
+
+def test_native_complete_answers_its_outcome(tmp_path_factory, log_dir):
+    """A native mpt-complete past s3.complete_keepalive is not the S3 keep-alive answer (a 200
+    sent before the outcome, then spaces and an XML document): the SDK reads the status."""
+    nodes, ep = start_cluster(tmp_path_factory, log_dir, "aiska-", 1, (), KEEPALIVE_ARGS)
+    try:
+        c = SdkClient(ep.url)
+        c.token = c.request("post", "users/" + ACCESS_KEY,
+                            json={"password": SECRET_KEY}).json()["token"]
+        assert c.request("post", "buckets/kab", params={"provider": "ais"},
+                         json=action("create-bck")).status_code == 200
+        uid = mpt(c, "kab", "big", "post", body=action("mpt-upload")).text
+        parts = [helpers.pattern_bytes(5 << 20, i) for i in range(3)] + [b"tail" * 300000]
+        assert sum(map(len, parts)) >= COMPLETE_KEEPALIVE
+        for n, d in enumerate(parts, 1):
+            assert mpt(c, "kab", "big", "put", {"uploadId": uid, "partNumber": n},
+                       data=d).status_code == 200
+        r = mpt(c, "kab", "big", "post", {"uploadId": uid},
+                action("mpt-complete", [{"part-number": n, "etag": ""}
+                                        for n in range(1, len(parts) + 1)]))
+        assert r.status_code == 200 and r.content == b"", r.content[:200]
+        r = c.request("get", "objects/kab/big", params={"provider": "ais"})
+        assert r.status_code == 200 and r.content == b"".join(parts)
+    finally:
+        _stop_nodes(nodes)
 
 
 def test_list_objects_other_props_are_left_out(cluster, sdk, bucket):
