@@ -55,7 +55,9 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         hd_proxy_ais_mpt_create(r, p, bucket, key); /* ais.c */
         goto out;
     }
-    if (p->native_redirect)
+    /* a large body sent at once (AIStore's SDK over plain HTTP: requests never waits for
+     * 100 Continue) would meet the 307 as a connection reset: relayed instead */
+    if (p->native_redirect && !hd_req_body_unannounced(r))
         hd_proxy_redirect(r, p, bucket, key, NULL);
     else /* for clients that cannot reach targets (native.redirect = false) */
         hd_proxy_relay(r, p, bucket, key, NULL);
