@@ -3,11 +3,13 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/brace.h"
 #include "common/errors.h"
 #include "common/httputil.h"
+#include "common/xml.h"
 
 static int bad(char *msg, size_t msglen, const char *why)
 {
@@ -127,5 +129,64 @@ int hd_ais_selection_args(const json_t *value, int whole_ok, json_t **out, char 
     if (json_is_true(json_object_get(value, "latest-ver")))
         json_object_set_new(args, "revalidate", json_true());
     *out = args;
+    return 0;
+}
+
+#define MPT_PARTS_MAX 10000
+
+static int part_cmp(const void *a, const void *b)
+{
+    const struct hd_complete_part *x = a, *y = b;
+
+    return x->part_number < y->part_number ? -1 : x->part_number > y->part_number;
+}
+
+int hd_ais_mpt_complete_parse(const json_t *m, struct hd_complete_req *out, char *msg,
+                              size_t msglen)
+{
+    const json_t *v = json_object_get(m, "value"), *e, *pn, *et;
+    const char *act = json_string_value(json_object_get(m, "action"));
+    size_t i, n = json_array_size(v);
+    const char *s;
+    json_int_t num;
+
+    memset(out, 0, sizeof(*out));
+    if (!act || strcmp(act, "mpt-complete") != 0)
+        return bad(msg, msglen, "expected the action mpt-complete");
+    if (!json_is_array(v) || n == 0 || n > MPT_PARTS_MAX)
+        return bad(msg, msglen, "value: a list of 1 to 10000 parts {\"part-number\", \"etag\"}");
+    if (!(out->parts = calloc(n, sizeof(*out->parts))))
+        return -ENOMEM;
+    for (i = 0; i < n; i++) {
+        struct hd_complete_part *p = &out->parts[i];
+        e = json_array_get(v, i);
+        pn = json_object_get(e, "part-number");
+        et = json_object_get(e, "etag");
+        num = json_integer_value(pn);
+        if (!json_is_integer(pn) || num < 1 || num > MPT_PARTS_MAX ||
+            (et && !json_is_string(et) && !json_is_null(et))) {
+            hd_xml_complete_cleanup(out);
+            return bad(msg, msglen, "a part is {\"part-number\": 1..10000, \"etag\": string}");
+        }
+        s = json_string_value(et);
+        if (s && *s == '"') /* a quoted ETag, as S3 shows it */
+            s++;
+        p->part_number = (unsigned)num;
+        p->any_etag = !s || !*s;
+        p->etag = strdup(s && *s ? s : "");
+        if (!p->etag) {
+            hd_xml_complete_cleanup(out);
+            return -ENOMEM;
+        }
+        if (*p->etag && p->etag[strlen(p->etag) - 1] == '"')
+            p->etag[strlen(p->etag) - 1] = '\0';
+        out->n++;
+    }
+    qsort(out->parts, out->n, sizeof(*out->parts), part_cmp);
+    for (i = 1; i < out->n; i++)
+        if (out->parts[i].part_number == out->parts[i - 1].part_number) {
+            hd_xml_complete_cleanup(out);
+            return bad(msg, msglen, "a part number is listed twice");
+        }
     return 0;
 }

@@ -1,8 +1,9 @@
 /* aismsg: pieces of AIStore's action messages that hoard maps onto its own jobs
  * (docs/aistore-compat.md): a bucket as the AIStore SDK names it in a query (?bck_to=
  * "PROVIDER/@UUID#NAMESPACE/BUCKET/"), and a multi-object selection ({"objnames": [..]} or
- * {"template": T}) turned into the args of a hoard prefetch/evict job. Both arrive over the
- * network: fuzzed by test/fuzz/fuzz_aismsg.c. Pure; any thread. */
+ * {"template": T}) turned into the args of a hoard prefetch/evict job, and the parts list of a
+ * native multipart upload's mpt-complete. All arrive over the network: fuzzed by
+ * test/fuzz/fuzz_aismsg.c. Pure; any thread. */
 #ifndef HD_AISMSG_H
 #define HD_AISMSG_H
 
@@ -30,5 +31,15 @@ int hd_ais_bck_parse(const char *s, char *provider, size_t plen, char *name, siz
  * whole bucket ({"prefix": ""}), as does an empty template. */
 int hd_ais_selection_args(const json_t *value, int whole_ok, json_t **out, char *msg,
                           size_t msglen);
+
+/* The action message of AIStore's mpt-complete (obj/multipart_upload.py complete()):
+ * {"action": "mpt-complete", "value": [{"part-number": N, "etag": E}, ..]} into out, the parts
+ * sorted by number. An empty (or absent) etag matches whatever the part's ETag is
+ * (any_etag; the SDK sends ""), a given one must match it. HD_EBADARG with a reason in msg
+ * for another action, no parts or more than 10000, a part number outside 1..10000 or
+ * repeated, a field of the wrong type; -ENOMEM. Release with hd_xml_complete_cleanup. */
+struct hd_complete_req;
+int hd_ais_mpt_complete_parse(const json_t *msg_json, struct hd_complete_req *out, char *msg,
+                              size_t msglen);
 
 #endif

@@ -300,7 +300,7 @@ static int overridden(const struct hd_req *r, int status, const char *k)
  * gets a TCP reset, often before it has read the answer. So unless the client waits for
  * "100 Continue" (then it has sent nothing), the answer is held while up to DRAIN_MAX body
  * bytes are read and dropped; a longer body gets the answer at that point (and the close). */
-#define DRAIN_MAX (4u << 20)
+#define DRAIN_MAX HD_HTTP_DRAIN_MAX
 
 static int send_deferred(struct hd_req *r)
 {
@@ -311,6 +311,16 @@ static int send_deferred(struct hd_req *r)
     ok = MHD_queue_response(r->conn, (unsigned)r->deferred_status, resp);
     MHD_destroy_response(resp);
     return ok == MHD_YES ? 0 : -EIO;
+}
+
+int hd_req_body_unannounced(const struct hd_req *r)
+{
+    const char *expect = hd_req_header(r, "Expect");
+
+    if (expect && strcasecmp(expect, "100-continue") == 0)
+        return 0;
+    return r->content_length > (int64_t)DRAIN_MAX ||
+           (r->content_length < 0 && hd_req_header(r, "Transfer-Encoding") != NULL);
 }
 
 static int body_unread(const struct hd_req *r)

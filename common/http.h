@@ -217,6 +217,13 @@ void hd_req_resume(struct hd_req *r);
  * with ctx_free (if not NULL) once done has returned, or when the request ends before.
  * Installs r's hooks; any thread that may, the HTTP worker. */
 typedef void (*hd_body_fn)(struct hd_req *r, void *ctx, const char *body, size_t len);
+/* Body bytes the HTTP layer reads and drops to deliver an answer given before the body (a
+ * 307, an auth error) to a client that sends its body at once; past this the answer is sent
+ * and the connection closed, which such a client may see as a reset. */
+#define HD_HTTP_DRAIN_MAX (4u << 20)
+/* 1 when r's body is coming without "Expect: 100-continue" and is longer than
+ * HD_HTTP_DRAIN_MAX (or of unknown length): an early answer would likely not reach it. */
+int hd_req_body_unannounced(const struct hd_req *r);
 void hd_req_read_body(struct hd_req *r, size_t max, hd_body_fn done, void *ctx,
                       void (*ctx_free)(void *ctx));
 /* The same for a JSON body: done(r, ctx, j) with the parsed document (NULL for an empty

@@ -44,6 +44,7 @@ static _Atomic uint64_t lat_bucket[HD_OP_COUNT][NLAT + 1];
 static _Atomic uint64_t lat_sum_us[HD_OP_COUNT];
 static _Atomic uint64_t bytes_in_total, bytes_out_total;
 static _Atomic uint64_t stats[HD_ST_COUNT];
+static double start_time_s; /* hd_metrics_process_init */
 static hd_metrics_extra_fn extra_fn;
 static void *extra_arg;
 
@@ -153,7 +154,6 @@ static void render_buckets(struct hd_buf *b)
 /* ---- build and process ---- */
 
 static char build_version[64] = "unknown", build_commit[64] = "unknown";
-static double start_time_s;
 
 void hd_metrics_process_init(const char *version, const char *commit)
 {
@@ -234,6 +234,32 @@ void hd_metrics_request(int op, int status, uint64_t bytes_in, uint64_t bytes_ou
     atomic_fetch_add_explicit(&lat_sum_us[op], (uint64_t)(secs * 1e6), memory_order_relaxed);
     atomic_fetch_add_explicit(&bytes_in_total, bytes_in, memory_order_relaxed);
     atomic_fetch_add_explicit(&bytes_out_total, bytes_out, memory_order_relaxed);
+}
+
+void hd_metrics_op_totals(int op, uint64_t *n, uint64_t *errors, uint64_t *latency_us)
+{
+    uint64_t all = 0, bad = 0, v;
+    size_t s;
+
+    if (op < 0 || op >= HD_OP_COUNT)
+        op = HD_OP_OTHER;
+    for (s = 0; s < NSTATUS; s++) {
+        v = atomic_load_explicit(&req_count[op][s], memory_order_relaxed);
+        all += v;
+        if (statuses[s] >= 400)
+            bad += v;
+    }
+    if (n)
+        *n = all;
+    if (errors)
+        *errors = bad;
+    if (latency_us)
+        *latency_us = atomic_load_explicit(&lat_sum_us[op], memory_order_relaxed);
+}
+
+double hd_metrics_start_time(void)
+{
+    return start_time_s;
 }
 
 void hd_stats_add(enum hd_stat s, uint64_t n)

@@ -49,6 +49,11 @@ uint64_t hd_stats_get(enum hd_stat s);
 void hd_metrics_bucket(const char *bucket, int op, int status, uint64_t bytes_in,
                        uint64_t bytes_out);
 void hd_metrics_bucket_cap(int cap);
+/* Totals of one operation since the start: requests, those answered 400 or above, and
+ * their summed latency (microseconds). Any pointer may be NULL. */
+void hd_metrics_op_totals(int op, uint64_t *n, uint64_t *errors, uint64_t *latency_us);
+/* Unix time (seconds) hd_metrics_process_init was called at; 0 before. */
+double hd_metrics_start_time(void);
 /* Build and process series: version/commit of hoard_build_info; call once at startup (also
  * records the start time). */
 void hd_metrics_process_init(const char *version, const char *commit);

@@ -101,6 +101,7 @@ struct hd_xml_checksum {
 struct hd_complete_part {
     unsigned part_number; /* 1..10000 */
     char *etag;           /* surrounding quotes stripped */
+    int any_etag;         /* any ETag will do (AIStore's mpt-complete sends none, aismsg.h) */
     size_t nck;
     struct hd_xml_checksum ck[HD_XML_PART_MAX_CK];
 };

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/aismsg.h"
 #include "common/buf.h"
 #include "common/cksum.h"
 #include "common/errors.h"
@@ -323,6 +324,13 @@ int hd_proxy_ais_object_check(struct hd_req *r)
         return -1;
     }
     /* ArchiveConfig(regex, mode) (archive_config.py): every member matching, as a tar */
+    /* ObjectWriter.set_custom_props() (obj/object_writer.py): PATCH */
+    if (strcmp(r->method, "PATCH") == 0) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "PATCH (set_custom_props): metadata is set by the PUT (x-amz-meta-*) "
+                        "or an S3 CopyObject with REPLACE (docs/aistore-compat.md).");
+        return -1;
+    }
     if (rx && *rx) {
         hd_resp_err_msg(r, HD_ENOTIMPL,
                         "archregx: hoard reads one archive member by archpath, or many with "
@@ -330,6 +338,201 @@ int hd_proxy_ais_object_check(struct hd_req *r)
         return -1;
     }
     return 0;
+}
+
+/* ---- Object.copy(): PUT /v1/objects/SB/SO?object_to=PROVIDER/@#/DB/DO ---- */
+
+/* A uname (AIStore's "PROVIDER/@NS/BUCKET/OBJECT", meta.ParseUname) into bucket and object
+ * (heap, decoded already): the bucket part as ?bck_to= (aismsg.h), then a valid object name.
+ * 0, or HD_EBADARG / -ENOMEM with msg set. */
+static int uname_parse(const char *u, char **bucket, char **key, char *msg, size_t msglen)
+{
+    const char *s1 = strchr(u, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+    const char *s3 = s2 ? strchr(s2 + 1, '/') : NULL;
+    char prov[8], name[64], *head;
+    int rc;
+
+    *bucket = *key = NULL;
+    snprintf(msg, msglen,
+             "object_to: expected PROVIDER/@#/BUCKET/OBJECT (Bucket.get_path() + "
+             "object name).");
+    if (!s3 || !s3[1])
+        return HD_EBADARG;
+    if (!(head = strndup(u, (size_t)(s3 - u + 1))))
+        return -ENOMEM;
+    rc = hd_ais_bck_parse(head, prov, sizeof(prov), name, sizeof(name), msg, msglen);
+    free(head);
+    if (rc < 0)
+        return rc;
+    if (hd_object_name_check(s3 + 1, strlen(s3 + 1)) < 0) {
+        snprintf(msg, msglen, "object_to: not a valid object name.");
+        return HD_EBADARG;
+    }
+    *bucket = strdup(name);
+    *key = strdup(s3 + 1);
+    if (!*bucket || !*key) {
+        free(*bucket);
+        free(*key);
+        *bucket = *key = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static int param_true(struct hd_req *r, const char *name)
+{
+    const char *v = hd_req_param(r, name);
+
+    return v && strcmp(v, "true") == 0;
+}
+
+void hd_proxy_ais_copy_object(struct hd_req *r, struct hd_proxy *p, const char *sb, const char *sk)
+{
+    const char *msg = NULL;
+    const struct hd_key *k;
+    struct hd_sigv4_auth a;
+    struct hd_buf path, src, q;
+    char *db = NULL, *dk = NULL, why[160];
+    int rc;
+
+    r->op = HD_OP_PUT;
+    if ((rc = uname_parse(hd_req_param(r, "object_to"), &db, &dk, why, sizeof(why))) < 0) {
+        hd_resp_err_msg(r, rc, why);
+        return;
+    }
+    hd_buf_init(&path);
+    hd_buf_init(&src);
+    hd_buf_init(&q);
+    /* the destination is written, the source read: the caller needs both */
+    if ((rc = hd_proxy_auth(r, p, db, &a)) < 0)
+        goto fail;
+    if (!a.anonymous && a.access_key[0] &&
+        (!(k = hd_keys_find(&p->keys, a.access_key)) || hd_key_allows(k, sb, 0) < 0)) {
+        rc = HD_EACCESS;
+        goto fail;
+    }
+    if (param_true(r, "latest-ver") || param_true(r, "synchronize") ||
+        hd_req_param(r, "etl_name")) {
+        rc = HD_ENOTIMPL;
+        msg = "Object.copy(): latest, sync and etl are not supported; a copy reads what the "
+              "cluster holds (docs/aistore-compat.md).";
+        goto fail;
+    }
+    hd_buf_puts(&path, "/v1/objects/");
+    hd_uri_encode(&path, db, strlen(db), 0);
+    hd_buf_puts(&path, "/");
+    hd_uri_encode(&path, dk, strlen(dk), 1);
+    hd_buf_puts(&src, "/");
+    hd_uri_encode(&src, sb, strlen(sb), 0);
+    hd_buf_puts(&src, "/");
+    hd_uri_encode(&src, sk, strlen(sk), 1);
+    hd_buf_puts(&q, "object_from=");
+    if (!src.oom)
+        hd_uri_encode(&q, src.data, src.len, 0);
+    if (path.oom || src.oom || q.oom) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    /* to the destination's owner, which reads the source from wherever it is held */
+    if (p->native_redirect)
+        hd_proxy_redirect_copy(r, p, db, dk, path.data, q.data, src.data);
+    else
+        hd_proxy_relay_path(r, p, db, dk, path.data, q.data);
+    goto out;
+fail:
+    hd_resp_err_msg(r, rc, msg);
+out:
+    hd_buf_cleanup(&path);
+    hd_buf_cleanup(&src);
+    hd_buf_cleanup(&q);
+    free(db);
+    free(dk);
+}
+
+/* ---- Object.multipart_upload().create(): POST /v1/objects/B/O {"action":"mpt-upload"} ---- */
+
+struct mpt_create {
+    struct hd_proxy *p;
+    char *bucket, *key;
+};
+
+static void mpt_create_free(void *arg)
+{
+    struct mpt_create *mc = arg;
+
+    free(mc->bucket);
+    free(mc->key);
+    free(mc);
+}
+
+/* The body checked, the owner creates the upload (a signed call; its answer, the id as
+ * text, goes back as it is). */
+static void mpt_create_end(struct hd_req *r, void *ctx, json_t *j)
+{
+    struct mpt_create *mc = ctx;
+    const char *act = json_string_value(json_object_get(j, "action"));
+    char *base = NULL, id[HD_NODE_ID_MAX], msg[256];
+    struct hd_httpc_call c;
+    struct hd_buf url;
+    json_t *e;
+    int rc;
+
+    if (!act || strcmp(act, "mpt-upload") != 0) {
+        hd_resp_err_msg(r, act ? HD_ENOTIMPL : HD_EBADARG,
+                        "POST /v1/objects/B/O: the action mpt-upload only (AIStore's "
+                        "Object.multipart_upload(), docs/aistore-compat.md).");
+        return;
+    }
+    if ((rc = hd_proxy_owner(mc->p, mc->bucket, mc->key, hd_req_param(r, "provider"), &base, id,
+                             NULL, msg, sizeof(msg))) < 0) {
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
+    hd_buf_init(&url);
+    hd_buf_printf(&url, "%s%s%s%s", base, r->raw_path, *r->raw_query ? "?" : "", r->raw_query);
+    free(base);
+    if (url.oom) {
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    hd_httpc_call_init(&c, "POST", url.data);
+    c.na = mc->p->na;
+    snprintf(c.to, sizeof(c.to), "%s", id);
+    c.body = "";
+    c.blen = 0;
+    c.total_ms = HD_PROXY_SYNC_MS;
+    hd_httpc_run_all(&c, 1, 0);
+    if (c.rc < 0) {
+        hd_resp_err_msg(r, HD_EUNAVAIL, "The object's target did not answer; retry shortly.");
+    } else if (c.status != 200) {
+        e = hd_proxy_call_json(&c);
+        hd_resp_err_msg(r, hd_proxy_err_from_json(c.status, e),
+                        json_string_value(json_object_get(e, "message")));
+        json_decref(e);
+    } else {
+        char *body = c.resp.len ? hd_buf_steal(&c.resp, NULL) : NULL;
+        if (!body)
+            hd_resp_err_msg(r, HD_EINTERNAL, "The object's target answered no upload id.");
+        else
+            hd_resp_buf(r, 200, "text/plain", body, strlen(body));
+    }
+    hd_httpc_call_cleanup(&c);
+    hd_buf_cleanup(&url);
+}
+
+void hd_proxy_ais_mpt_create(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                             const char *key)
+{
+    struct mpt_create *mc = calloc(1, sizeof(*mc));
+
+    if (!mc || !(mc->bucket = strdup(bucket)) || !(mc->key = strdup(key))) {
+        if (mc)
+            mpt_create_free(mc);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    mc->p = p;
+    hd_req_read_json(r, LOGIN_BODY_MAX, mpt_create_end, mc, mpt_create_free);
 }
 
 /* ---- list buckets: GET /v1/buckets {"action":"list"}?provider= ---- */

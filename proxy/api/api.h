@@ -42,6 +42,15 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
 /* Answers 501 for the AIStore object query parameters hoard would otherwise ignore and so
  * answer wrongly (append_type, archregx): -1 when r was answered, else 0. */
 int hd_proxy_ais_object_check(struct hd_req *r);
+/* Object.copy(): PUT /v1/objects/SB/SO?object_to=UNAME, authorised (write on the destination,
+ * read on the source) and sent to the destination's owner with the source bound to the
+ * redirect's signature (docs/aistore-compat.md). */
+void hd_proxy_ais_copy_object(struct hd_req *r, struct hd_proxy *p, const char *sb, const char *sk);
+/* Object.multipart_upload().create(): POST /v1/objects/B/O {"action":"mpt-upload"} (r
+ * authorised): the owner creates the upload, its id is the answer. The parts, completion and
+ * abort go to the owner as any object request. */
+void hd_proxy_ais_mpt_create(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                             const char *key);
 /* aisjobs.c: an AIStore job action on /v1/buckets/B (prefetch-listrange, evict-listrange,
  * evict-remote-bck, copy-bck, summary-bck; move-bck and others 501), body msg already read,
  * the request authenticated as a and authorised for B. */
@@ -53,6 +62,10 @@ void hd_proxy_ais_bucket_head(struct hd_req *r, struct hd_proxy *p, const char *
 /* GET /v1/cluster?what=status|qryxstats (authenticated): reads {"ID"} and answers AIStore's
  * job status or snapshots. */
 void hd_proxy_ais_xact(struct hd_req *r, struct hd_proxy *p, const char *what);
+/* AIStore's Cluster.get_performance(): GET /v1/reverse/daemon?what=node_status with
+ * ais-node-id: TARGET, answered with stats.NodeStatus from the target's GET /v1/daemon
+ * (capacity.c); other /v1/reverse calls 501. */
+void hd_proxy_ais_node_status(struct hd_req *r, struct hd_proxy *p);
 /* GET /v1/ml/moss/B: AIStore's GetBatch (batch.c) */
 void hd_proxy_moss(struct hd_req *r, struct hd_proxy *p);
 

@@ -38,6 +38,10 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, rc);
         goto out;
     }
+    if (r->op == HD_OP_PUT && hd_query_find(&r->query, "object_to")) {
+        hd_proxy_ais_copy_object(r, p, bucket, key); /* authorises both buckets (ais.c) */
+        goto out;
+    }
     /* the target trusts our signature, so authorise here */
     if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0) {
         hd_resp_err(r, rc);
@@ -47,7 +51,13 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         goto out; /* an AIStore object feature hoard does not have (ais.c) */
     if (hd_proxy_autoreg(r, p, bucket) == HD_AGAIN)
         goto out; /* default upstream: registered on first access, then here again */
-    if (p->native_redirect)
+    if (strcmp(m, "POST") == 0 && !hd_query_find(&r->query, "uploadId")) {
+        hd_proxy_ais_mpt_create(r, p, bucket, key); /* ais.c */
+        goto out;
+    }
+    /* a large body sent at once (AIStore's SDK over plain HTTP: requests never waits for
+     * 100 Continue) would meet the 307 as a connection reset: relayed instead */
+    if (p->native_redirect && !hd_req_body_unannounced(r))
         hd_proxy_redirect(r, p, bucket, key, NULL);
     else /* for clients that cannot reach targets (native.redirect = false) */
         hd_proxy_relay(r, p, bucket, key, NULL);

@@ -168,6 +168,8 @@ void hd_proxy_handle(struct hd_req *r, void *ctx)
     } else if (strcmp(path, "/v1/daemon") == 0 ||
                (strcmp(path, "/v1/cluster") == 0 && hd_req_param(r, "what"))) {
         hd_proxy_ais_daemon(r, p);
+    } else if (strncmp(path, "/v1/reverse", 11) == 0 && (path[11] == '\0' || path[11] == '/')) {
+        hd_proxy_ais_node_status(r, p);
     } else if (strcmp(path, "/v1/tokens") == 0) {
         hd_proxy_ais_tokens(r, p);
     } else if (strncmp(path, "/v1/users/", 10) == 0) {

@@ -19,6 +19,13 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
  * over smapv (NULL: none), the map version that chose the owner, sent as psv. */
 void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base, const char *owner,
                           const char *smapv, const char *path, const char *query);
+/* A copy the proxy authorised (AIStore's Object.copy()): 307 to the owner of bucket/key (the
+ * destination) on path?query, with the redirect capability bound to copy_src, the source
+ * "/BUCKET/KEY" (percent-encoded) the target will read (sent in query as object_from: only
+ * this signature vouches for it). */
+void hd_proxy_redirect_copy(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                            const char *key, const char *path, const char *query,
+                            const char *copy_src);
 /* Streams r to the owner of bucket/key and the answer back (common/relay.c), authorised
  * with the proxy's signature; the client's own headers (Host, SigV4) pass unchanged.
  * vbucket: the bucket of a virtual-host request (the proxy's reading of Host), or NULL. The
@@ -26,6 +33,10 @@ void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base
  * signature (made over the path-style path), whatever the target's own s3.domain says. */
 void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
                     const char *vbucket);
+
+/* hd_proxy_relay to path?query instead of r's own (both signed with the rest). */
+void hd_proxy_relay_path(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                         const char *path, const char *query);
 
 /* ---- list.c ---- */
 

@@ -33,8 +33,9 @@ static int owner_base(struct hd_req *r, struct hd_proxy *p, const char *bucket, 
     hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     return HD_DONE;
 }
-void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base, const char *owner,
-                          const char *smapv, const char *path, const char *query)
+static void redirect_signed(struct hd_req *r, struct hd_proxy *p, const char *base,
+                            const char *owner, const char *smapv, const char *path,
+                            const char *query, const char *copy_src)
 {
     struct hd_buf loc;
 
@@ -45,8 +46,7 @@ void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base
     if (hd_nodeauth_on(p->na)) {
         long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
         char sig[65];
-        hd_nodeauth_psig(p->na, r->method, path, ptime, owner,
-                         hd_req_header(r, "x-amz-copy-source"), smapv, sig);
+        hd_nodeauth_psig(p->na, r->method, path, ptime, owner, copy_src, smapv, sig);
         hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
     }
     if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)
@@ -54,6 +54,24 @@ void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base
     else
         hd_resp_empty(r, 307);
     hd_buf_cleanup(&loc);
+}
+
+void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base, const char *owner,
+                          const char *smapv, const char *path, const char *query)
+{
+    redirect_signed(r, p, base, owner, smapv, path, query, hd_req_header(r, "x-amz-copy-source"));
+}
+
+void hd_proxy_redirect_copy(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                            const char *key, const char *path, const char *query,
+                            const char *copy_src)
+{
+    char *base, owner[HD_NODE_ID_MAX], smapv[HD_SMAP_VSTR_MAX];
+
+    if (owner_base(r, p, bucket, key, &base, owner, smapv) == HD_DONE)
+        return;
+    redirect_signed(r, p, base, owner, smapv, path, query, copy_src);
+    free(base);
 }
 
 void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
@@ -67,8 +85,8 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     free(base);
 }
 
-void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
-                    const char *vbucket)
+static void relay_to(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                     const char *vbucket, const char *path, const char *query)
 {
     struct hd_nodesig sig;
     struct hd_kv extra[8];
@@ -80,7 +98,7 @@ void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, co
     if (owner_base(r, p, bucket, key, &base, owner, smapv) == HD_DONE)
         return;
     hd_buf_init(&url);
-    hd_buf_printf(&url, "%s%s%s%s", base, r->raw_path, *r->raw_query ? "?" : "", r->raw_query);
+    hd_buf_printf(&url, "%s%s%s%s", base, path, *query ? "?" : "", query);
     free(base);
     if (url.oom) {
         hd_buf_cleanup(&url);
@@ -105,4 +123,16 @@ void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, co
     if (rc < 0)
         hd_resp_err_msg(r, rc == HD_EUNAVAIL ? rc : HD_EUNAVAIL,
                         "Too many relayed requests in flight; retry shortly.");
+}
+
+void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                    const char *vbucket)
+{
+    relay_to(r, p, bucket, key, vbucket, r->raw_path, r->raw_query);
+}
+
+void hd_proxy_relay_path(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                         const char *path, const char *query)
+{
+    relay_to(r, p, bucket, key, NULL, path, query);
 }

@@ -1,6 +1,7 @@
 /* daemon: what a target reports about itself to administrators. GET /v1/daemon answers its
- * id and, per mountpath, the file system's capacity (statvfs) and the objects the mountpath's
- * catalog holds; a proxy gathers these for GET /v1/cluster/capacity (proxy/capacity.c).
+ * id, per mountpath the file system's capacity (statvfs) and the objects the mountpath's
+ * catalog holds, and its request counters; a proxy gathers these for GET
+ * /v1/cluster/capacity and AIStore's node_status (proxy/api/capacity.c).
  * Runs on HTTP worker threads. */
 #include "target/api/internal.h"
 
@@ -48,6 +49,38 @@ static json_t *mountpath_json(struct hd_store *st, size_t i)
     return o;
 }
 
+/* This process's request counters: {"get": {"n","errors","latency_us"}, "put", "head",
+ * "delete", "list"}, plus "get_bytes", "put_bytes" and "started" (unix seconds). */
+static json_t *requests_json(void)
+{
+    static const struct {
+        const char *name;
+        int op;
+    } ops[] = {{"get", HD_OP_GET},
+               {"put", HD_OP_PUT},
+               {"head", HD_OP_HEAD},
+               {"delete", HD_OP_DELETE},
+               {"list", HD_OP_LIST}};
+    json_t *o = json_object();
+    uint64_t n, errs, us;
+    size_t i;
+
+    for (i = 0; o && i < sizeof(ops) / sizeof(ops[0]); i++) {
+        hd_metrics_op_totals(ops[i].op, &n, &errs, &us);
+        json_object_set_new(o, ops[i].name,
+                            json_pack("{s:I, s:I, s:I}", "n", (json_int_t)n, "errors",
+                                      (json_int_t)errs, "latency_us", (json_int_t)us));
+    }
+    if (o) {
+        json_object_set_new(o, "get_bytes",
+                            json_integer((json_int_t)hd_stats_get(HD_ST_GET_BYTES)));
+        json_object_set_new(o, "put_bytes",
+                            json_integer((json_int_t)hd_stats_get(HD_ST_PUT_BYTES)));
+        json_object_set_new(o, "started", json_integer((json_int_t)hd_metrics_start_time()));
+    }
+    return o;
+}
+
 void hd_daemon_handle(struct hd_req *r, struct hd_target *t)
 {
     json_t *out, *mps;
@@ -66,8 +99,8 @@ void hd_daemon_handle(struct hd_req *r, struct hd_target *t)
         return;
     }
     mps = json_array();
-    out = json_pack("{s:s, s:s, s:o}", "id", hd_tcluster_id(t->cl), "role", "target", "mountpaths",
-                    mps);
+    out = json_pack("{s:s, s:s, s:o, s:o*}", "id", hd_tcluster_id(t->cl), "role", "target",
+                    "mountpaths", mps, "requests", requests_json());
     for (i = 0; out && i < hd_store_nmp(t->st); i++)
         if (json_array_append_new(mps, mountpath_json(t->st, i)) < 0) {
             json_decref(out);

@@ -85,6 +85,10 @@ void hd_obj_put_ex(struct hd_req *r, struct hd_target *t, const char *bucket, co
 /* CopyObject: PUT with x-amz-copy-source (metadata COPY or REPLACE); a source another
  * target owns is streamed from there on a pool thread. */
 void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
+/* The same with the source ("/BUCKET/KEY", percent-encoded) given: a native copy
+ * (?object_from=, AIStore's Object.copy() as the proxy redirects it). */
+void hd_obj_copy_from(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                      const char *src);
 /* The source side of a copy (CopyObject, UploadPartCopy) on a pool thread, reading sb/sk as
  * a GET reads it: from another target that owns it (remote(arg), even when a misplaced copy
  * is held here), or from here (local(arg)), an S3-backed bucket's object fetched from its upstream

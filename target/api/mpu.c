@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/mpulist.h"
 #include "common/metrics.h"
+#include "common/aismsg.h"
 #include "common/xml.h"
 #include "target/api/keepalive.h"
 #include "target/cluster/peer.h"
@@ -482,6 +483,14 @@ static void create_answer(struct hd_req *r, const struct create_arg *ca)
     if (ca->ck != HD_CK_NONE) {
         hd_resp_header(r, "x-amz-checksum-algorithm", hd_cksum_name(ca->ck));
         hd_resp_header(r, "x-amz-checksum-type", ca->full ? "FULL_OBJECT" : "COMPOSITE");
+    }
+    if (r->api == HD_API_NATIVE) { /* AIStore's mpt-upload: the id as the body */
+        char *id = strdup(ca->id);
+        if (!id)
+            hd_resp_err(r, -ENOMEM);
+        else
+            hd_resp_buf(r, 200, "text/plain", id, strlen(id));
+        return;
     }
     hd_buf_init(&b);
     hd_xml_decl(&b);
@@ -1312,7 +1321,7 @@ static int check_part(const struct upload *u, const struct hd_complete_part *cp,
     unsigned char raw[64];
     size_t i, n;
 
-    if (!etag || strcasecmp(etag, cp->etag) != 0)
+    if (!etag || (!cp->any_etag && strcasecmp(etag, cp->etag) != 0))
         return HD_EINVALIDPART;
     for (i = 0; i < cp->nck; i++)
         if (!pck || !pval || strcasecmp(cp->ck[i].algo, pck) != 0 ||
@@ -1832,10 +1841,19 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc, const char **
     int rc, found;
 
     cc->stage = CS_ANSWER;
-    cc->parsed = 1; /* cleaned up whatever the parse leaves */
-    rc = hd_xml_parse_complete(cc->body.data ? cc->body.data : "", cc->body.len, &cc->req);
-    if (rc < 0)
+    cc->parsed = 1;                /* cleaned up whatever the parse leaves */
+    if (r->api == HD_API_NATIVE) { /* AIStore's mpt-complete action message (aismsg.h) */
+        json_t *doc = json_loadb(cc->body.data ? cc->body.data : "", cc->body.len, 0, NULL);
+        rc = hd_ais_mpt_complete_parse(doc, &cc->req, cc->msgbuf, sizeof(cc->msgbuf));
+        json_decref(doc);
+        if (rc < 0) {
+            *msg = cc->msgbuf;
+            return rc;
+        }
+    } else if ((rc = hd_xml_parse_complete(cc->body.data ? cc->body.data : "", cc->body.len,
+                                           &cc->req)) < 0) {
         return rc;
+    }
     for (i = 1; i < cc->req.n; i++)
         if (cc->req.parts[i].part_number <= cc->req.parts[i - 1].part_number)
             return HD_EPARTORDER;
@@ -1908,7 +1926,8 @@ static int complete_run(struct hd_req *r, struct complete_ctx *cc, const char **
     cc->late = j->late = cc->wt && !cc->wc.if_match && !cc->wc.if_none_match;
     /* committed by the job itself: nothing to wait for but the disk, which can be minutes */
     cc->keepalive = !cc->late && j->commit && cc->t->complete_keepalive &&
-                    total >= cc->t->complete_keepalive;
+                    total >= cc->t->complete_keepalive &&
+                    r->api != HD_API_NATIVE; /* AIStore's mpt-complete: the status is the answer */
     if (cc->late) {
         /* fenced from now: a write or delete of the name while the upstream completes also
          * means the assembled copy must not be committed */
@@ -2067,6 +2086,11 @@ static void complete_doc(struct hd_req *r, struct complete_ctx *cc, struct hd_bu
     const char *host;
     char tag[32], etag[64];
 
+    if (r->api == HD_API_NATIVE) { /* AIStore's mpt-complete: 200, no body */
+        hd_resp_header(r, "ETag", res->etag);
+        hd_resp_empty(r, 200);
+        return;
+    }
     hd_buf_init(&loc);
     host = hd_req_header(r, "Host");
     hd_buf_printf(&loc, "http://%s/", host ? host : "localhost");

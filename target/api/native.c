@@ -246,6 +246,42 @@ static int native_auth(struct hd_req *r, struct hd_target *t, const char *bucket
     return hd_target_authorize(r, t, a, bucket);
 }
 
+/* A copy the proxy authorised (AIStore's Object.copy(), proxy/api/ais.c): the source in
+ * object_from is bound to the proxy's signature, so only a proxy's request may name one. */
+static void native_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+{
+    if (!r->trusted) {
+        hd_resp_err_msg(r, HD_EACCESS,
+                        "object_from: only a proxy's redirect may name a copy "
+                        "source; send Object.copy() to a proxy.");
+        return;
+    }
+    hd_obj_copy_from(r, t, bucket, key, hd_req_param(r, "object_from"));
+}
+
+/* AIStore's native multipart upload (obj/multipart_upload.py) on hoard's uploads (mpu.c):
+ * POST (mpt-upload, which the proxy checked and sends without its body) creates, PUT
+ * ?uploadId&partNumber uploads a part, POST ?uploadId completes (the mpt-complete message),
+ * DELETE ?uploadId aborts. */
+static void native_mpu(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                       const struct hd_sigv4_auth *a)
+{
+    int has_id = hd_query_find(&r->query, "uploadId") != NULL;
+
+    if (strcmp(r->method, "PUT") == 0)
+        hd_mpu_upload_part(r, t, bucket, key, a);
+    else if (strcmp(r->method, "POST") == 0 && has_id)
+        hd_mpu_complete(r, t, bucket, key);
+    else if (strcmp(r->method, "POST") == 0)
+        hd_mpu_create(r, t, bucket, key);
+    else if (strcmp(r->method, "DELETE") == 0 && has_id)
+        hd_mpu_abort(r, t, bucket, key);
+    else
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "uploadId/partNumber: PUT a part, POST completes, DELETE aborts "
+                        "(docs/aistore-compat.md).");
+}
+
 void hd_native_handle(struct hd_req *r, struct hd_target *t)
 {
     const char *p = r->raw_path;
@@ -294,8 +330,13 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
             hd_resp_err(r, rc);
             goto out;
         }
-        if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0)
+        if (hd_query_find(&r->query, "uploadId") || hd_query_find(&r->query, "partNumber") ||
+            strcmp(r->method, "POST") == 0)
+            native_mpu(r, t, bucket, key, sig ? &a : NULL);
+        else if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0)
             hd_obj_get(r, t, bucket, key, r->method[0] == 'H');
+        else if (strcmp(r->method, "PUT") == 0 && hd_query_find(&r->query, "object_from"))
+            native_copy(r, t, bucket, key);
         else if (strcmp(r->method, "PUT") == 0)
             hd_obj_put(r, t, bucket, key, sig ? &a : NULL);
         else if (strcmp(r->method, "DELETE") == 0)

@@ -997,6 +997,10 @@ static void copy_answer(struct hd_req *r, const struct hd_obj_meta *out)
     struct hd_buf b;
     char ts[32], etag[64];
 
+    if (r->api == HD_API_NATIVE) { /* AIStore's Object.copy(): 200, no body */
+        hd_resp_empty(r, 200);
+        return;
+    }
     hd_buf_init(&b);
     hd_xml_decl(&b);
     hd_buf_puts(&b, "<CopyObjectResult xmlns=\"" HD_XML_S3_NS "\">");
@@ -1113,7 +1117,7 @@ static void copy_done(struct hd_req *r, struct hd_acall *a)
 
 /* The request's side of a copy (on the worker): c filled, or the error to answer with. */
 static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
-                        struct copy *c, const char **msg)
+                        const char *src, struct copy *c, const char **msg)
 {
     static const char *const hdrs[4] = {
         "x-amz-copy-source-if-match", "x-amz-copy-source-if-none-match",
@@ -1142,7 +1146,7 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
         return rc;
     if (sc && (rc = hd_storage_class_check(sc)) < 0)
         return rc;
-    if ((rc = hd_copy_source_parse(hd_req_header(r, "x-amz-copy-source"), &c->sb, &c->sk)) < 0) {
+    if ((rc = hd_copy_source_parse(src, &c->sb, &c->sk)) < 0) {
         *msg = "Invalid copy source (expected /bucket/key, url-encoded).";
         return rc;
     }
@@ -1183,6 +1187,12 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
 
 void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
 {
+    hd_obj_copy_from(r, t, bucket, key, hd_req_header(r, "x-amz-copy-source"));
+}
+
+void hd_obj_copy_from(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                      const char *src)
+{
     struct copy *c = calloc(1, sizeof(*c));
     const char *msg = NULL;
     char url[512];
@@ -1193,7 +1203,7 @@ void hd_obj_copy(struct hd_req *r, struct hd_target *t, const char *bucket, cons
         hd_resp_err(r, -ENOMEM);
         return;
     }
-    if ((rc = copy_prepare(r, t, bucket, key, c, &msg)) < 0) {
+    if ((rc = copy_prepare(r, t, bucket, key, src, c, &msg)) < 0) {
         if (rc == HD_ENOTIMPL)
             hd_wcond_error(r, rc, NULL);
         else

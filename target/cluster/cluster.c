@@ -463,13 +463,20 @@ static int check_psig(struct hd_tcluster *c, struct hd_req *r)
 {
     const char *pid = hd_req_param(r, "pid"), *pt = hd_req_param(r, "ptime");
     const char *ps = hd_req_param(r, "psig");
+    const char *src = hd_req_header(r, "x-amz-copy-source");
     int64_t ptime;
 
     if (!pid || !pt || !ps || hd_parse_i64(pt, &ptime) < 0 || !sender_is_proxy(c, pid))
         return HD_EACCESS;
-    return hd_nodeauth_psig_check(c->na, pid, r->method, r->raw_path, (long long)ptime,
-                                  hd_req_header(r, "x-amz-copy-source"), hd_req_param(r, "psv"),
-                                  ps);
+    /* a native copy's source (AIStore's Object.copy()) comes in the query: the signature is
+     * bound to it, and to only one source (never both forms) */
+    if (hd_query_find(&r->query, "object_from")) {
+        if (src)
+            return HD_EACCESS;
+        src = hd_req_param(r, "object_from");
+    }
+    return hd_nodeauth_psig_check(c->na, pid, r->method, r->raw_path, (long long)ptime, src,
+                                  hd_req_param(r, "psv"), ps);
 }
 
 /* The map version the proxy routed r by (authenticated with the rest), for a GET that misses

@@ -23,8 +23,8 @@ import requests
 
 import helpers
 from cachefix import profiles, s3rver  # noqa: F401 (fixtures)
-from conftest import (ACCESS_KEY, BIN_DIR, CLUSTER_SECRET, PERM_BUCKETS, SECRET_KEY, _stop_nodes,
-                      start_cluster)
+from conftest import (ACCESS_KEY, BIN_DIR, CLUSTER_SECRET, COMPLETE_KEEPALIVE, KEEPALIVE_ARGS,
+                      PERM_BUCKETS, SECRET_KEY, _stop_nodes, start_cluster)
 
 SDK_UA = "ais/python/1.16.0"  # const.py USER_AGENT_BASE "ais/python" + "/" + version
 
@@ -216,6 +216,55 @@ def test_cluster_map(cluster, sdk):
     assert r.status_code == 501 and "smap" in r.json()["message"]
 
 
+def node_status(client, node_id, what="node_status"):
+    # cluster.py get_performance(): per target id of the Smap's tmap, GET reverse/daemon
+    # ?what=node_status with header ais-node-id: ID; resp.json() is returned as it is
+    h = {"ais-node-id": node_id} if node_id is not None else {}
+    return client.request("get", "reverse/daemon", params={"what": what}, headers=h)
+
+
+def test_get_performance(cluster, sdk, bucket):
+    """Cluster.get_performance(): stats.NodeStatus of each target (snode, tracker with
+    AIStore's metric names and {"v": "N"} values, capacity as fs.Tcdf, status,
+    smap_version as a string)."""
+    smap = sdk.request("get", "daemon", params={"what": "smap"}).json()
+    tids = list(smap["tmap"])
+
+    def gets():
+        total = 0
+        for tid in tids:
+            r = node_status(sdk, tid)
+            assert r.status_code == 200, r.text
+            total += int(r.json()["tracker"]["get.n"]["v"])
+        return total
+    before = gets()
+    put(sdk, bucket, "perf", b"x" * 1000)
+    for _ in range(3):
+        assert sdk.request("get", "objects/%s/perf" % bucket,
+                           params={"provider": "ais"}).status_code == 200
+    assert gets() >= before + 3
+    for tid in tids:
+        j = node_status(sdk, tid).json()
+        assert j["snode"]["daemon_id"] == tid and j["snode"]["daemon_type"] == "target"
+        check_snode(j["snode"])
+        for name in ("get.n", "put.n", "del.n", "lst.n", "err.get.n", "get.size", "put.size",
+                     "get.ns.total", "up.ns.time"):
+            assert isinstance(j["tracker"][name]["v"], str), name
+            assert int(j["tracker"][name]["v"]) >= 0
+        cap = j["capacity"]
+        assert cap["mountpaths"] and int(cap["total_avail"]) > 0
+        for mp in cap["mountpaths"].values():
+            assert int(mp["capacity"]["avail"]) > 0 and 0 <= mp["capacity"]["pct_used"] <= 100
+        assert j["status"] == "online" and int(j["smap_version"]) == smap["version"]
+    # what the call does not serve: clear errors, never another node's document
+    assert node_status(sdk, "nope").status_code == 404
+    assert node_status(sdk, None).status_code == 400
+    r = node_status(sdk, smap["proxy_si"]["daemon_id"])
+    assert r.status_code == 501 and "targets" in r.json()["message"], r.text
+    assert node_status(sdk, tids[0], what="status").status_code == 501
+    assert node_status(SdkClient(cluster.url), tids[0]).status_code == 403
+
+
 # ---- buckets ----
 
 def test_bucket_create_list_destroy(cluster, sdk):
@@ -282,6 +331,36 @@ def test_object_props_headers(cluster, sdk, bucket):
     r = requests.head(url, headers=helpers.sign_headers("HEAD", url, ACCESS_KEY, SECRET_KEY),
                       timeout=30)
     assert r.status_code == 200 and "ais-checksum-type" not in r.headers
+
+
+def test_large_put_through_the_proxy(cluster, sdk, bucket):
+    """ObjectWriter.put_content() of more than 4 MiB over plain HTTP: requests sends the body at
+    once (no 100 Continue); the proxy relays such a PUT to the owner instead of a 307 (whose
+    early answer the client met as a connection reset, 9 times in 10 before). Over TLS the SDK
+    asks the proxy without the body and sends it to the Location (manual redirect): a 307."""
+    for i in range(5):
+        data = helpers.pattern_bytes((6 << 20) + i, i)
+        r = sdk.request("put", "objects/%s/big%d" % (bucket, i), params={"provider": "ais"},
+                        data=data)
+        assert r.status_code == 200, (i, r.text)
+        r = sdk.request("get", "objects/%s/big%d" % (bucket, i), params={"provider": "ais"})
+        assert r.content == data
+    # request_client.py _request_with_manual_redirect(): no body to the proxy -> 307
+    r = sdk.request("put", "objects/%s/manual" % bucket, params={"provider": "ais"},
+                    allow_redirects=False)
+    assert r.status_code == 307, r.text
+    data = helpers.pattern_bytes(5 << 20, 9)
+    r = sdk.s.put(r.headers["Location"], data=data, timeout=60,
+                  headers={"User-Agent": SDK_UA, "Content-Type": "application/json"})
+    assert r.status_code == 200, r.text
+    assert sdk.request("get", "objects/%s/manual" % bucket,
+                       params={"provider": "ais"}).content == data
+    # small bodies still get the 307
+    r = sdk.request("put", "objects/%s/small" % bucket, params={"provider": "ais"},
+                    data=b"x" * 1000, allow_redirects=False)
+    assert r.status_code == 307
+    for i in range(5):
+        sdk.request("delete", "objects/%s/big%d" % (bucket, i), params={"provider": "ais"})
 
 
 def test_object_custom_metadata(cluster, sdk, bucket):
@@ -965,6 +1044,260 @@ def test_object_features_hoard_lacks_are_refused(cluster, sdk, bucket):
     r = sdk.request("get", "objects/%s/s.tar" % bucket,
                     params={"provider": "ais", "archpath": "a.txt", "archregx": ""})
     assert r.status_code == 200 and r.content == b"AAA"
+
+
+def obj_copy(client, bucket, name, to_uname, **extra):
+    # obj/object.py copy(to_obj, etl, latest, sync): PUT objects/B/O with the bucket's
+    # qparams plus object_to = to_obj.uname (Bucket.get_path() + name, "ais/@#/B/O"),
+    # latest-ver and synchronize "true"/"false"; no body
+    params = {"provider": "ais", "object_to": to_uname, "latest-ver": "false",
+              "synchronize": "false"}
+    params.update(extra)
+    return client.request("put", "objects/%s/%s" % (bucket, name), params=params)
+
+
+def test_object_copy(cluster, sdk, bucket):
+    """Object.copy(): the destination's owner copies the object (content, metadata) from
+    wherever the source is held; the source stays as it was."""
+    data = helpers.pattern_bytes(70000, 11)
+    r = sdk.request("put", "objects/%s/src/a b.bin" % bucket, params={"provider": "ais"},
+                    data=data, headers={"x-amz-meta-label": "cat"})
+    assert r.status_code == 200, r.text
+    dst = bucket + "-cp"
+    assert sdk.request("post", "buckets/" + dst, params={"provider": "ais"},
+                       json=action("create-bck")).status_code == 200
+    try:
+        for tb, tn in ((bucket, "copies/one"), (dst, "x/y z.bin")):
+            r = obj_copy(sdk, bucket, "src/a b.bin", "ais/@#/%s/%s" % (tb, tn))
+            assert r.status_code == 200, r.text
+            r = sdk.request("get", "objects/%s/%s" % (tb, tn), params={"provider": "ais"})
+            assert r.status_code == 200 and r.content == data, r.text
+            assert r.headers["ais-checksum-value"] == helpers.md5_hex(data)
+            assert r.headers["ais-custom-md"] == "label=cat"
+        r = sdk.request("get", "objects/%s/src/a b.bin" % bucket, params={"provider": "ais"})
+        assert r.content == data
+        # a missing source: 404, nothing created
+        r = obj_copy(sdk, bucket, "nope", "ais/@#/%s/never" % dst)
+        assert r.status_code == 404, r.text
+        assert sdk.request("head", "objects/%s/never" % dst,
+                           params={"provider": "ais"}).status_code == 404
+        # malformed or unsupported destinations and options: 400 / 501, nothing written
+        for to, extra, code in (("ais/@#/%s" % dst, {}, 400),
+                                ("ais/@ns#x/%s/o" % dst, {}, 400),
+                                ("ais/@#/Bad_Name!/o", {}, 400),
+                                ("gcp/@#/%s/o" % dst, {}, 400),
+                                ("ais/@#/%s/o" % dst, {"latest-ver": "true"}, 501),
+                                ("ais/@#/%s/o" % dst, {"synchronize": "true"}, 501),
+                                ("ais/@#/%s/o" % dst, {"etl_name": "e"}, 501)):
+            r = obj_copy(sdk, bucket, "src/a b.bin", to, **extra)
+            assert r.status_code == code, (to, extra, r.text)
+            assert "message" in r.json()
+        assert sdk.request("head", "objects/%s/o" % dst,
+                           params={"provider": "ais"}).status_code == 404
+        # no token: refused before anything happens
+        r = obj_copy(SdkClient(cluster.url), bucket, "src/a b.bin", "ais/@#/%s/anon" % dst)
+        assert r.status_code == 403, r.text
+        sdk.request("delete", "objects/%s/x/y z.bin" % dst, params={"provider": "ais"})
+    finally:
+        sdk.request("delete", "buckets/" + dst, json=action("destroy-bck"))
+
+
+def test_object_copy_from_s3_backed_bucket(cluster, sdk, bucket, s3rver):  # noqa: F811
+    """Object.copy() from an S3-backed bucket (client.bucket(B, provider="aws")) into an ais
+    bucket: a source not cached yet is fetched from the upstream by its owner."""
+    src = "aiscp-" + uuid.uuid4().hex[:8]
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    data = helpers.pattern_bytes(200000, 5)
+    up.put_object(Bucket=src, Key="d/x.bin", Body=data)
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+    assert r.status_code == 201, r.text
+    try:
+        assert not any(cached_flags(sdk, src).values())
+        r = sdk.request("put", "objects/%s/d/x.bin" % src,
+                        params={"provider": "aws", "object_to": "ais/@#/%s/from-s3" % bucket,
+                                "latest-ver": "false", "synchronize": "false"})
+        assert r.status_code == 200, r.text
+        r = sdk.request("get", "objects/%s/from-s3" % bucket, params={"provider": "ais"})
+        assert r.status_code == 200 and r.content == data
+        r = sdk.request("put", "objects/%s/gone" % src,
+                        params={"provider": "aws", "object_to": "ais/@#/%s/g" % bucket})
+        assert r.status_code == 404, r.text
+    finally:
+        sdk.request("delete", "objects/%s/from-s3" % bucket, params={"provider": "ais"})
+        sdk.request("delete", "buckets/" + src, params={"provider": "aws"},
+                    json=action("destroy-bck"))
+
+
+def test_object_copy_redirect_binds_the_source(cluster, sdk, bucket):
+    """The 307 of a copy names the source in its query (object_from) and the proxy's
+    signature covers it: a client cannot swap the source for one the proxy never authorised,
+    add x-amz-copy-source, or turn a plain PUT's redirect into a copy. Permissions: read on
+    the source, write on the destination."""
+    put(sdk, bucket, "s", b"source")
+    put(sdk, bucket, "other", b"secret")
+    r = obj_copy(sdk, bucket, "s", "ais/@#/%s/d" % bucket, )
+    assert r.status_code == 200
+    params = {"provider": "ais", "object_to": "ais/@#/%s/d2" % bucket, "latest-ver": "false",
+              "synchronize": "false"}
+    r = sdk.request("put", "objects/%s/s" % bucket, params=params, allow_redirects=False)
+    assert r.status_code == 307, r.text
+    loc = r.headers["Location"]
+    assert "/v1/objects/%s/d2?" % bucket in loc and "object_from=" in loc
+    swapped = loc.replace("object_from=%2F" + bucket + "%2Fs", "object_from=%2F" + bucket +
+                          "%2Fother")
+    assert swapped != loc
+    r = requests.put(swapped, timeout=30)
+    assert r.status_code == 403, r.text
+    r = requests.put(loc, headers={"x-amz-copy-source": "/%s/s" % bucket}, timeout=30)
+    assert r.status_code == 403, r.text
+    r = sdk.request("put", "objects/%s/d3" % bucket, params={"provider": "ais"}, data=b"",
+                    allow_redirects=False)
+    plain = r.headers["Location"]
+    r = requests.put(plain + "&object_from=%2F" + bucket + "%2Fother", timeout=30)
+    assert r.status_code == 403, r.text
+    for n in ("d2", "d3"):
+        assert sdk.request("head", "objects/%s/%s" % (bucket, n),
+                           params={"provider": "ais"}).status_code == 404
+    r = requests.put(loc, timeout=30)  # the redirect as it was: served
+    assert r.status_code == 200, r.text
+    assert sdk.request("get", "objects/%s/d2" % bucket,
+                       params={"provider": "ais"}).content == b"source"
+    # a client straight to a target cannot name a source at all
+    base = loc.split("/v1/")[0]
+    r = requests.put(base + "/v1/objects/%s/d4?object_from=%%2F%s%%2Fother" % (bucket, bucket),
+                     headers={"Authorization": "Bearer " + sdk.token}, timeout=30)
+    assert r.status_code == 403, r.text
+    # AKMIX: rw on PERM_BUCKETS["rw"], ro on PERM_BUCKETS["ro"], nothing on the others
+    rw, ro = PERM_BUCKETS["rw"], PERM_BUCKETS["ro"]
+    for b in (rw, ro):
+        sdk.request("post", "buckets/" + b, params={"provider": "ais"}, json=action("create-bck"))
+    try:
+        put(sdk, ro, "k", b"readable")
+        mix = SdkClient(cluster.url)
+        mix.token = mix.request("post", "users/AKMIX",
+                                json={"password": "secretMIX"}).json()["token"]
+        r = obj_copy(mix, ro, "k", "ais/@#/%s/k" % rw)  # read ro, write rw: allowed
+        assert r.status_code == 200, r.text
+        r = obj_copy(mix, rw, "k", "ais/@#/%s/k2" % ro)  # write to ro: refused
+        assert r.status_code == 403, r.text
+        r = obj_copy(mix, bucket, "other", "ais/@#/%s/stolen" % rw)  # read a bucket it lacks
+        assert r.status_code == 403, r.text
+        assert sdk.request("head", "objects/%s/stolen" % rw,
+                           params={"provider": "ais"}).status_code == 404
+        assert sdk.request("get", "objects/%s/k" % rw,
+                           params={"provider": "ais"}).content == b"readable"
+    finally:
+        for b, k in ((rw, "k"), (ro, "k")):
+            sdk.request("delete", "objects/%s/%s" % (b, k), params={"provider": "ais"})
+            sdk.request("delete", "buckets/" + b, json=action("destroy-bck"))
+
+
+def mpt(client, bucket, name, method, params=None, body=None, data=None):
+    # obj/multipart_upload.py: every call on objects/B/O with the bucket's qparams
+    q = {"provider": "ais"}
+    q.update(params or {})
+    path = "objects/%s/%s" % (bucket, name)
+    return client.request(method, path, params=q, json=body, data=data)
+
+
+def test_native_complete_answers_its_outcome(tmp_path_factory, log_dir):
+    """A native mpt-complete past s3.complete_keepalive is not the S3 keep-alive answer (a 200
+    sent before the outcome, then spaces and an XML document): the SDK reads the status."""
+    nodes, ep = start_cluster(tmp_path_factory, log_dir, "aiska-", 1, (), KEEPALIVE_ARGS)
+    try:
+        c = SdkClient(ep.url)
+        c.token = c.request("post", "users/" + ACCESS_KEY,
+                            json={"password": SECRET_KEY}).json()["token"]
+        assert c.request("post", "buckets/kab", params={"provider": "ais"},
+                         json=action("create-bck")).status_code == 200
+        uid = mpt(c, "kab", "big", "post", body=action("mpt-upload")).text
+        parts = [helpers.pattern_bytes(5 << 20, i) for i in range(3)] + [b"tail" * 300000]
+        assert sum(map(len, parts)) >= COMPLETE_KEEPALIVE
+        for n, d in enumerate(parts, 1):
+            assert mpt(c, "kab", "big", "put", {"uploadId": uid, "partNumber": n},
+                       data=d).status_code == 200
+        r = mpt(c, "kab", "big", "post", {"uploadId": uid},
+                action("mpt-complete", [{"part-number": n, "etag": ""}
+                                        for n in range(1, len(parts) + 1)]))
+        assert r.status_code == 200 and r.content == b"", r.content[:200]
+        r = c.request("get", "objects/kab/big", params={"provider": "ais"})
+        assert r.status_code == 200 and r.content == b"".join(parts)
+    finally:
+        _stop_nodes(nodes)
+
+
+def test_list_objects_other_props_are_left_out(cluster, sdk, bucket):
+    """props the listing has no value for (target_url, location, custom, ec, status) are
+    accepted; their fields are absent (BucketEntry's defaults), the known ones are there."""
+    put(sdk, bucket, "p1", b"abc")
+    r = sdk.request("get", "buckets/" + bucket, params={"provider": "ais"},
+                    json=action("list", {"prefix": "", "pagesize": 0, "uuid": "",
+                                         "props": "name,size,target_url,location,custom,ec,status",
+                                         "continuation_token": "", "flags": "0", "target": ""}))
+    assert r.status_code == 200, r.text
+    e = [x for x in r.json()["Entries"] if x["n"] == "p1"][0]
+    assert e["s"] == 3 and set(e) <= {"n", "s", "f"}, e
+
+
+def test_native_multipart_upload(cluster, sdk, bucket):
+    """Object.multipart_upload(): create() POST {"action":"mpt-upload"} -> the upload id as
+    text; add_part(N) -> ObjectWriter PUT ?uploadId=U&partNumber=N; complete() POST
+    ?uploadId=U {"action":"mpt-complete","value":[{"part-number":N,"etag":""}..]}; abort()
+    DELETE ?uploadId=U {"action":"mpt-abort"}. Until completed the object stays as it was."""
+    put(sdk, bucket, "ckpt", b"old")
+    r = mpt(sdk, bucket, "ckpt", "post", body=action("mpt-upload"))
+    assert r.status_code == 200, r.text
+    uid = r.text
+    assert uid and "{" not in uid and "<" not in uid
+    p1, p2 = helpers.pattern_bytes(5 * 1024 * 1024, 1), helpers.pattern_bytes(12345, 2)
+    # parts added out of order; complete() lists them in the order they were added
+    for n, d in ((2, p2), (1, p1)):
+        r = mpt(sdk, bucket, "ckpt", "put", {"uploadId": uid, "partNumber": n}, data=d)
+        assert r.status_code == 200, r.text
+    assert sdk.request("get", "objects/%s/ckpt" % bucket,
+                       params={"provider": "ais"}).content == b"old"
+    # a part that was never uploaded: 400, nothing written
+    r = mpt(sdk, bucket, "ckpt", "post", {"uploadId": uid},
+            action("mpt-complete", [{"part-number": 2, "etag": ""},
+                                    {"part-number": 3, "etag": ""}]))
+    assert r.status_code == 400, r.text
+    r = mpt(sdk, bucket, "ckpt", "post", {"uploadId": uid}, action("mpt-abort"))
+    assert r.status_code == 400, r.text  # not the completion message
+    r = mpt(sdk, bucket, "ckpt", "post", {"uploadId": uid},
+            action("mpt-complete", [{"part-number": 2, "etag": ""},
+                                    {"part-number": 1, "etag": ""}]))
+    assert r.status_code == 200, r.text
+    r = sdk.request("get", "objects/%s/ckpt" % bucket, params={"provider": "ais"})
+    assert r.status_code == 200 and r.content == p1 + p2
+    assert int(r.headers["Content-Length"]) == len(p1) + len(p2)
+    # abort(): the upload is gone, the object untouched
+    uid2 = mpt(sdk, bucket, "ckpt", "post", body=action("mpt-upload")).text
+    assert mpt(sdk, bucket, "ckpt", "put", {"uploadId": uid2, "partNumber": 1},
+               data=b"zzz").status_code == 200
+    r = mpt(sdk, bucket, "ckpt", "delete", {"uploadId": uid2}, action("mpt-abort"))
+    assert r.status_code in (200, 204), r.text
+    r = mpt(sdk, bucket, "ckpt", "post", {"uploadId": uid2},
+            action("mpt-complete", [{"part-number": 1, "etag": ""}]))
+    assert r.status_code == 404, r.text
+    assert sdk.request("get", "objects/%s/ckpt" % bucket,
+                       params={"provider": "ais"}).content == p1 + p2
+    # other POST actions on an object, and no message at all: refused, nothing created
+    r = mpt(sdk, bucket, "new", "post", body={"action": "rename-obj", "name": "x",
+                                              "value": None})
+    assert r.status_code == 501, r.text
+    assert mpt(sdk, bucket, "new", "post").status_code == 400
+    # a part for an upload that does not exist: 404, the object is not replaced
+    r = mpt(sdk, bucket, "ckpt", "put", {"uploadId": "0" * 32, "partNumber": 1}, data=b"p")
+    assert r.status_code == 404, r.text
+    # a read-only key may not start one
+    ro = SdkClient(cluster.url)
+    ro.token = ro.request("post", "users/AKRO", json={"password": "secretRO"}).json()["token"]
+    assert mpt(ro, bucket, "ro", "post", body=action("mpt-upload")).status_code == 403
+    # ObjectWriter.set_custom_props(): PATCH -> 501
+    r = mpt(sdk, bucket, "ckpt", "patch", body=action("", {"k": "v"}))
+    assert r.status_code == 501 and "message" in r.json(), r.text
 
 
 def test_missing_bucket_errors_parse_as_sdk_exceptions(cluster, sdk):

@@ -82,3 +82,47 @@ def test_relay_still_authorises(relay_cluster):
     r = signed("DELETE", "%s/v1/objects/nrelay/k1" % p.url)
     assert r.status_code in (200, 204), r.text
     assert signed("GET", "%s/v1/objects/nrelay/k1" % p.url).status_code == 404
+
+
+def test_object_copy_is_relayed(relay_cluster):
+    """AIStore's Object.copy() (PUT ?object_to=ais/@#/B/O, docs/aistore-compat.md) through
+    the relay: sent to the destination's owner, which reads the source from its owner."""
+    p, _ = relay_cluster
+    r = signed("POST", p.url + "/v1/buckets/nrcopy")
+    assert r.status_code in (200, 201), r.text
+    bodies = {"k%d" % i: os.urandom(500 + 3001 * i) for i in range(6)}
+    for k, b in bodies.items():
+        assert signed("PUT", "%s/v1/objects/nrcopy/%s" % (p.url, k), b).status_code == 200
+    for k in bodies:
+        url = ("%s/v1/objects/nrcopy/%s?latest-ver=false&object_to=ais%%2F%%40%%23%%2Fnrcopy"
+               "%%2Fc%%2F%s&provider=ais&synchronize=false" % (p.url, k, k))
+        r = signed("PUT", url)
+        assert r.status_code == 200 and "Location" not in r.headers, (k, r.text)
+    for k, b in bodies.items():
+        r = signed("GET", "%s/v1/objects/nrcopy/c/%s" % (p.url, k))
+        assert r.status_code == 200 and r.content == b, k
+    r = signed("PUT", "%s/v1/objects/nrcopy/none?object_to=ais%%2F%%40%%23%%2Fnrcopy%%2Fx"
+               % p.url)
+    assert r.status_code == 404, r.text
+
+
+def test_native_multipart_upload_is_relayed(relay_cluster):
+    """AIStore's Object.multipart_upload() through the relay: create (the proxy asks the
+    owner), parts and completion relayed to the owner."""
+    p, _ = relay_cluster
+    r = signed("POST", p.url + "/v1/buckets/nrmpt")
+    assert r.status_code in (200, 201), r.text
+    base = "%s/v1/objects/nrmpt/big?provider=ais" % p.url
+    r = signed("POST", base, b'{"action":"mpt-upload","name":"","value":null}')
+    assert r.status_code == 200 and "Location" not in r.headers, r.text
+    uid = r.text
+    parts = [os.urandom(5 * 1024 * 1024), os.urandom(777)]
+    for n, d in enumerate(parts, 1):
+        r = signed("PUT", "%s&partNumber=%d&uploadId=%s" % (base, n, uid), d)
+        assert r.status_code == 200, r.text
+    body = ('{"action":"mpt-complete","name":"","value":[{"part-number":1,"etag":""},'
+            '{"part-number":2,"etag":""}]}')
+    r = signed("POST", "%s&uploadId=%s" % (base, uid), body.encode())
+    assert r.status_code == 200, r.text
+    r = signed("GET", base)
+    assert r.status_code == 200 and r.content == parts[0] + parts[1]

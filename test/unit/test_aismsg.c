@@ -8,7 +8,20 @@
 
 #include "common/aismsg.h"
 #include "common/errors.h"
+#include "common/xml.h"
 #include "test/unit/hd_test.h"
+
+static int mpt(const char *doc, struct hd_complete_req *out)
+{
+    json_t *j = doc ? json_loads(doc, 0, NULL) : NULL;
+    char msg[256] = "";
+    int rc = hd_ais_mpt_complete_parse(j, out, msg, sizeof(msg));
+
+    json_decref(j);
+    if (rc < 0 && (out->n || out->parts || !msg[0]))
+        return 1; /* nothing handed out, and a reason given */
+    return rc;
+}
 
 static int sel(const char *value_json, int whole_ok, char *out, size_t outlen)
 {
@@ -108,4 +121,39 @@ HD_SUITE(aismsg)
     /* the SDK's ObjectNames with an empty template beside the names */
     CHECK_EQ_INT(sel("{\"objnames\":[\"a\"],\"template\":\"\"}", 1, out, sizeof(out)), 0);
     CHECK_EQ_STR(out, "{\"names\":[\"a\"]}");
+
+    /* mpt-complete (obj/multipart_upload.py complete()): sorted, "" matches any ETag */
+    {
+        struct hd_complete_req cr;
+        CHECK_EQ_INT(mpt("{\"action\":\"mpt-complete\",\"name\":\"\",\"value\":["
+                         "{\"part-number\":2,\"etag\":\"\"},{\"part-number\":1,"
+                         "\"etag\":\"\\\"abc\\\"\"}]}",
+                         &cr),
+                     0);
+        CHECK_EQ_INT((int)cr.n, 2);
+        CHECK_EQ_INT((int)cr.parts[0].part_number, 1);
+        CHECK_EQ_STR(cr.parts[0].etag, "abc");
+        CHECK_EQ_INT(cr.parts[0].any_etag, 0);
+        CHECK_EQ_INT((int)cr.parts[1].part_number, 2);
+        CHECK_EQ_INT(cr.parts[1].any_etag, 1);
+        hd_xml_complete_cleanup(&cr);
+        CHECK_EQ_INT(mpt("{\"action\":\"mpt-complete\",\"value\":[{\"part-number\":7}]}", &cr), 0);
+        CHECK_EQ_INT(cr.parts[0].any_etag, 1);
+        hd_xml_complete_cleanup(&cr);
+        static const char *const bad[] = {
+            NULL,
+            "[]",
+            "{\"action\":\"mpt-abort\",\"value\":[{\"part-number\":1}]}",
+            "{\"action\":\"mpt-complete\",\"value\":[]}",
+            "{\"action\":\"mpt-complete\",\"value\":{}}",
+            "{\"action\":\"mpt-complete\",\"value\":[{\"part-number\":0}]}",
+            "{\"action\":\"mpt-complete\",\"value\":[{\"part-number\":10001}]}",
+            "{\"action\":\"mpt-complete\",\"value\":[{\"part-number\":\"1\"}]}",
+            "{\"action\":\"mpt-complete\",\"value\":[{\"part-number\":1,\"etag\":5}]}",
+            "{\"action\":\"mpt-complete\",\"value\":[{\"part-number\":3},{\"part-number\":3}]}",
+            "{\"action\":\"mpt-complete\",\"value\":[7]}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+            CHECK_EQ_INT(mpt(bad[i], &cr), HD_EBADARG);
+    }
 }

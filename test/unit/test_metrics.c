@@ -101,6 +101,9 @@ HD_SUITE(metrics)
     char *before, *after;
     uint64_t s0, s1, a0;
 
+    uint64_t gn0, ge0, gl0, gn1, ge1, gl1;
+
+    hd_metrics_op_totals(HD_OP_GET, &gn0, &ge0, &gl0);
     before = render();
     CHECK(before != NULL);
     CHECK(strstr(before, "# TYPE hoard_requests_total counter\n") != NULL);
@@ -120,6 +123,13 @@ HD_SUITE(metrics)
     hd_metrics_request(-1, 503, 0, 0, 0.01);
     after = render();
     CHECK(after != NULL);
+
+    /* the totals node_status reports (proxy/api/capacity.c) */
+    hd_metrics_op_totals(HD_OP_GET, &gn1, &ge1, &gl1);
+    CHECK(gn1 - gn0 == 4);
+    CHECK(ge1 - ge0 == 1); /* the 404 */
+    CHECK(gl1 - gl0 >= 9000 && gl1 - gl0 <= 9200);
+    hd_metrics_op_totals(99, NULL, NULL, NULL); /* a bad op, no outputs: no crash */
 
     /* request counters */
     CHECK(delta(before, after, "hoard_requests_total{op=\"get\",status=\"200\"}") == 3);
