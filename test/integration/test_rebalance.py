@@ -474,7 +474,7 @@ def test_delete_job_overlapping_a_join_leaves_no_copy(rcluster, rbucket):
     c = rcluster
     keys, meta = fill(c, rbucket, 300, prefix="j")
     sel, keep = keys[::2], keys[1::2]
-    t = c.make("t%d" % (len(c.targets) + 1), "target", c.join)
+    t = c.make("t-join-del", "target", c.join)  # its own name: its own log directory
     t.start()
     c.targets.append(t)
     c.wait_smap(lambda s: len(s["tmap"]) == len(live_targets(c)), what="the new target")
@@ -484,10 +484,14 @@ def test_delete_job_overlapping_a_join_leaves_no_copy(rcluster, rbucket):
     assert r.status_code == 200, r.text
     jid = r.text.strip().strip('"')
 
-    def done():
-        j = api("GET", "%s/v1/jobs/%s" % (c.primary.url, jid)).json()
-        return j if j["state"] in ("done", "failed", "aborted") else None
-    j = helpers.wait_until(done, timeout=120, what="the delete job")
+    last = []
+
+    def done():  # a 503 while a target of the map does not answer yet: asked again
+        r = api("GET", "%s/v1/jobs/%s" % (c.primary.url, jid))
+        last[:] = [r.status_code, r.text[:300]]
+        j = r.json() if r.status_code == 200 else {}
+        return j if j.get("state") in ("done", "failed", "aborted") else None
+    j = helpers.wait_until(done, timeout=120, what="the delete job (last answer %s)" % last)
     assert j["state"] == "done" and j["error_count"] == 0, j
     wait_rebalanced(c)
     gone = set(sel)
