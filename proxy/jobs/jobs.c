@@ -265,6 +265,7 @@ static int merged_query(struct hd_proxy *p, const char *method, const char *id, 
         size_t k;
         if (f.calls[i].rc < 0) {
             snprintf(msg, msglen, "Target %s did not answer: %s", f.nodes[i]->id, f.calls[i].err);
+            HD_LOG(HD_WARN, NULL, "jobs: %s %s: %s", method, path, msg);
             json_decref(j);
             rc = HD_EUNAVAIL;
             break;
