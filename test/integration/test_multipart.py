@@ -634,3 +634,61 @@ def test_large_complete_error_after_the_200(endpoint, s3, bucket):
                                  MultipartUpload={"Parts": done})
     got = s3.get_object(Bucket=bucket, Key="ka/bad")["Body"].read()
     assert got == b"".join(parts)
+
+
+def test_replayed_large_complete_refused_before_the_200(endpoint, s3, raw, bucket):
+    """A Complete of the keep-alive size signed two hours ago (replayed): 403
+    RequestTimeTooSkewed, never the early 200; nothing is assembled and the upload stays."""
+    import datetime
+    from conftest import COMPLETE_KEEPALIVE
+    parts = [pattern_bytes(PART, seed=60 + i) for i in range(4)]
+    assert sum(map(len, parts)) >= COMPLETE_KEEPALIVE
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="ka/replay")["UploadId"]
+    done = upload_parts(s3, bucket, "ka/replay", uid, parts)
+    when = datetime.datetime.utcnow() - datetime.timedelta(hours=2)
+    path = "/%s/ka/replay?uploadId=%s" % (bucket, uid)
+    h = helpers.sign_headers("POST", raw.url(path), endpoint.access_key, endpoint.secret_key,
+                             when=when)
+    r = helpers.raw_request(endpoint.host, endpoint.port, "POST", path, h, _complete_body(done))
+    helpers.check_s3_error(r, 403, "RequestTimeTooSkewed")
+    assert err(s3.head_object, Bucket=bucket, Key="ka/replay")[0] == 404
+    assert len(s3.list_parts(Bucket=bucket, Key="ka/replay", UploadId=uid)["Parts"]) == 4
+    s3.abort_multipart_upload(Bucket=bucket, Key="ka/replay", UploadId=uid)
+
+
+def test_large_complete_client_leaving_after_the_200(endpoint, s3, raw, bucket):
+    """A client that goes away after the keep-alive 200 (before the document): the assembly
+    finishes on its own, the object is whole, the node keeps serving, and a retried Complete
+    gets the result."""
+    import http.client
+    parts = [pattern_bytes(PART, seed=70 + i) for i in range(4)]
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="ka/left")["UploadId"]
+    done = upload_parts(s3, bucket, "ka/left", uid, parts)
+    path = "/%s/ka/left?uploadId=%s" % (bucket, uid)
+    body = _complete_body(done)
+    h = helpers.sign_headers("POST", raw.url(path), endpoint.access_key, endpoint.secret_key)
+    conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=60)
+    conn.putrequest("POST", path, skip_accept_encoding=True)
+    for k, v in dict(h, **{"Content-Length": str(len(body))}).items():
+        conn.putheader(k, v)
+    conn.endheaders()
+    conn.send(body)
+    resp = conn.getresponse()
+    assert resp.status == 200
+    conn.sock.close()  # gone before the document
+    conn.close()
+    helpers.wait_until(lambda: head_ok(s3, bucket, "ka/left"), timeout=60,
+                       what="the abandoned Complete's object")
+    got = s3.get_object(Bucket=bucket, Key="ka/left")
+    assert got["ETag"] == mpu_etag(parts) and got["Body"].read() == b"".join(parts)
+    r = s3.complete_multipart_upload(Bucket=bucket, Key="ka/left", UploadId=uid,
+                                     MultipartUpload={"Parts": done})
+    assert r["ETag"] == mpu_etag(parts)
+
+
+def head_ok(s3, bucket, key):
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+        return True
+    except botocore.exceptions.ClientError:
+        return False

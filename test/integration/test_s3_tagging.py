@@ -369,3 +369,22 @@ def test_pyenv_botocore_tagging(pyenv_python, endpoint, bucket):
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["tags"] == [{"Key": "b", "Value": "2"}, {"Key": "c", "Value": ""}], out
     assert out["count"] == 2 and out["after"] == [], out
+
+
+def test_replayed_tagging_writes_refused(endpoint, s3, raw, bucket):
+    """PutObjectTagging, DeleteObjectTagging and a PutObject with x-amz-tagging captured on
+    the wire and sent again two hours later: 403 RequestTimeTooSkewed before the body is
+    read; the tags and the object stay as they were."""
+    import datetime
+    s3.put_object(Bucket=bucket, Key="rp", Body=b"x", Tagging="keep=1")
+    when = datetime.datetime.utcnow() - datetime.timedelta(hours=2)
+    for method, path, body, hdrs in (
+            ("PUT", "/%s/rp?tagging" % bucket, tagging_xml([("evil", "1")]), {}),
+            ("DELETE", "/%s/rp?tagging" % bucket, b"", {}),
+            ("PUT", "/%s/rp" % bucket, b"overwritten", {"x-amz-tagging": "evil=1"})):
+        h = helpers.sign_headers(method, raw.url(path), endpoint.access_key,
+                                 endpoint.secret_key, headers=hdrs, when=when)
+        r = helpers.raw_request(endpoint.host, endpoint.port, method, path, h, body)
+        check_s3_error(r, 403, "RequestTimeTooSkewed")
+    assert tags_of(s3, bucket, "rp") == [("keep", "1")]
+    assert s3.get_object(Bucket=bucket, Key="rp")["Body"].read() == b"x"
