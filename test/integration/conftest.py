@@ -545,10 +545,13 @@ def processes_under(prefix):
     return out
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     """The last line of defence: every process still running with this session's temporary
     directory on its command line (hoardd nodes, including those cluster.sh and `make run`
-    start in their own sessions, s3rver loops) is killed, whatever the tests did."""
+    start in their own sessions, s3rver loops) is killed, whatever the tests did. trylast:
+    after pytest's own sessionfinish, which tears down the session's fixtures (a run stopped
+    by -x or a first failure ends there), so that they stop their nodes themselves first."""
     factory = getattr(session.config, "_tmp_path_factory", None)
     if factory is None:
         return
