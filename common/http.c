@@ -323,15 +323,19 @@ int hd_req_body_unannounced(const struct hd_req *r)
            (r->content_length < 0 && hd_req_header(r, "Transfer-Encoding") != NULL);
 }
 
-static int body_unread(const struct hd_req *r)
+int hd_req_body_sent_at_once(const struct hd_req *r)
 {
     const char *expect = hd_req_header(r, "Expect");
 
     if (expect && strcasecmp(expect, "100-continue") == 0)
         return 0;
-    if (r->content_length > 0)
-        return r->content_length <= (int64_t)DRAIN_MAX;
-    return hd_req_header(r, "Transfer-Encoding") != NULL;
+    return r->content_length > 0 ||
+           (r->content_length < 0 && hd_req_header(r, "Transfer-Encoding") != NULL);
+}
+
+static int body_unread(const struct hd_req *r)
+{
+    return hd_req_body_sent_at_once(r) && r->content_length <= (int64_t)DRAIN_MAX;
 }
 
 /* The x-amz-id-2 of a request (AWS's "extended request id", <HostId> in error bodies):

@@ -224,6 +224,9 @@ typedef void (*hd_body_fn)(struct hd_req *r, void *ctx, const char *body, size_t
 /* 1 when r's body is coming without "Expect: 100-continue" and is longer than
  * HD_HTTP_DRAIN_MAX (or of unknown length): an early answer would likely not reach it. */
 int hd_req_body_unannounced(const struct hd_req *r);
+/* 1 when r has a body (a Content-Length above 0, or chunked) coming without
+ * "Expect: 100-continue": the client sends it at once, whatever the answer. */
+int hd_req_body_sent_at_once(const struct hd_req *r);
 void hd_req_read_body(struct hd_req *r, size_t max, hd_body_fn done, void *ctx,
                       void (*ctx_free)(void *ctx));
 /* The same for a JSON body: done(r, ctx, j) with the parsed document (NULL for an empty

@@ -270,12 +270,15 @@ out:
  * are (the owner verifies the client's signature over the same Host and path), or with
  * s3.redirect a 307 to it. A virtual-host request's redirect carries the path-style path
  * (the owner sees its own Host; without it, /dir/obj would name bucket "dir", which the
- * proxy never authorised). */
+ * proxy never authorised). A request whose body comes without "Expect: 100-continue" is
+ * relayed even with s3.redirect: the body is on its way here already, a 307 would have it
+ * sent twice, S3 SDKs do not send it again (the AWS SDK for Go v2 fails with
+ * TemporaryRedirect), and a body over HD_HTTP_DRAIN_MAX meets the 307 as a reset. */
 static void object_call(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
     struct hd_proxy *p = ctx;
 
-    if (p->s3_redirect)
+    if (p->s3_redirect && !hd_req_body_sent_at_once(r))
         hd_proxy_redirect(r, p, c->bucket, c->key, c->vpath);
     else
         hd_proxy_relay(r, p, c->bucket, c->key, c->vpath ? c->bucket : NULL);

@@ -231,7 +231,8 @@ def test_ruby_presigned_put_and_get(rb):
     assert r["signed"] and (r["put_status"], r["get_status"]) == (200, 200) and r["same"], r
     # the redirecting proxy answers a presigned URL with a 307 to the owning target, whose
     # capability lets the followed request in; the others answer it themselves
-    assert r["seen"] == ([307, 200, 307, 200] if rb["_kind"] == "redirect" else [200, 200]), r
+    # (a PUT whose body comes at once, without Expect, is relayed by that proxy too)
+    assert r["seen"] == ([200, 307, 200] if rb["_kind"] == "redirect" else [200, 200]), r
     assert r["bad_status"] == 403, r
 
 
