@@ -383,8 +383,11 @@ def _sigv4_with_date(endpoint, path, date, when):
     stamp = when.strftime("%Y%m%dT%H%M%SZ")
     host = "%s:%d" % (endpoint.host, endpoint.port)
     scope = "%s/us-east-1/s3/aws4_request" % stamp[:8]
+    # a canonical header's value has its inner runs of spaces folded to one (asctime's
+    # "Mon Dec  7" on days 1-9)
     canon = "\n".join(["GET", helpers.canonical_s3_path(path), "",
-                       "date:%s\nhost:%s\nx-amz-content-sha256:UNSIGNED-PAYLOAD\n" % (date, host),
+                       "date:%s\nhost:%s\nx-amz-content-sha256:UNSIGNED-PAYLOAD\n" % (
+                           " ".join(date.split()), host),
                        "date;host;x-amz-content-sha256", "UNSIGNED-PAYLOAD"])
     sts = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, helpers.sha256_hex(canon.encode())])
     sig = hmac.new(helpers.sigv4_signing_key(endpoint.secret_key, stamp[:8]), sts.encode(),
