@@ -324,13 +324,6 @@ int hd_proxy_ais_object_check(struct hd_req *r)
         return -1;
     }
     /* ArchiveConfig(regex, mode) (archive_config.py): every member matching, as a tar */
-    /* ObjectWriter.set_custom_props() (obj/object_writer.py): PATCH */
-    if (strcmp(r->method, "PATCH") == 0) {
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "PATCH (set_custom_props): metadata is set by the PUT (x-amz-meta-*) "
-                        "or an S3 CopyObject with REPLACE (docs/aistore-compat.md).");
-        return -1;
-    }
     if (rx && *rx) {
         hd_resp_err_msg(r, HD_ENOTIMPL,
                         "archregx: hoard reads one archive member by archpath, or many with "

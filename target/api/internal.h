@@ -27,14 +27,14 @@ struct hd_target {
     char *region;
     char *domain; /* s3.domain: virtual-host style for BUCKET.<domain> */
     uint64_t max_object;
-    uint64_t complete_keepalive;   /* s3.complete_keepalive: bytes (0: never) */
+    uint64_t complete_keepalive;    /* s3.complete_keepalive: bytes (0: never) */
     unsigned complete_keepalive_ms; /* s3.complete_keepalive_ms */
-    struct hd_tcluster *cl; /* cluster membership; node id only when standalone */
-    struct hd_jobs *jobs;   /* rebalance and other long-running work */
-    struct hd_rb *rb;       /* rebalance, get-from-neighbour, deletes while objects move */
-    struct hd_cache *cache; /* S3-backed buckets: upstreams, cold GET, LRU (cache.h) */
-    struct hd_pool *pool;   /* blocking work off the HTTP workers (upstream, other nodes) */
-    struct hd_pool *disk;   /* PUT commits (fsync, rename, catalog): store.commit_workers */
+    struct hd_tcluster *cl;         /* cluster membership; node id only when standalone */
+    struct hd_jobs *jobs;           /* rebalance and other long-running work */
+    struct hd_rb *rb;               /* rebalance, get-from-neighbour, deletes while objects move */
+    struct hd_cache *cache;         /* S3-backed buckets: upstreams, cold GET, LRU (cache.h) */
+    struct hd_pool *pool;           /* blocking work off the HTTP workers (upstream, other nodes) */
+    struct hd_pool *disk;           /* PUT commits (fsync, rename, catalog): store.commit_workers */
 };
 
 /* Who is asking: 0 with *a filled for a verified request (a->anonymous for a request without
@@ -101,6 +101,10 @@ void hd_obj_delete(struct hd_req *r, struct hd_target *t, const char *bucket, co
                    int quiet_missing);
 
 void hd_native_handle(struct hd_req *r, struct hd_target *t);
+/* PATCH /v1/objects/B/O (AIStore's set_custom_props): the object's user metadata edited
+ * (target/api/s3.c, beside object tags). */
+void hd_target_custom_md(struct hd_req *r, struct hd_target *t, const char *bucket,
+                         const char *key);
 /* GET /v1/daemon: id and per-mountpath capacity (daemon.c). */
 void hd_daemon_handle(struct hd_req *r, struct hd_target *t);
 /* GET|POST /v1/batch (batch.c) */

@@ -341,6 +341,8 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
             hd_obj_put(r, t, bucket, key, sig ? &a : NULL);
         else if (strcmp(r->method, "DELETE") == 0)
             hd_obj_delete(r, t, bucket, key, 0);
+        else if (strcmp(r->method, "PATCH") == 0)
+            hd_target_custom_md(r, t, bucket, key);
         else
             hd_resp_err(r, HD_EMETHOD);
         goto out;

@@ -12,6 +12,7 @@
 #include "common/httputil.h"
 #include "common/s3front.h"
 #include "common/tagging.h"
+#include "common/usermeta.h"
 #include "common/xml.h"
 #include "target/api/mpu.h"
 
@@ -253,7 +254,9 @@ struct tagcall {
     enum hd_s3_op op;
     char *bucket, *key;
     char *tags;
-    int gfn;                 /* the object may sit on another target (get-from-neighbour) */
+    json_t *md;  /* a user metadata edit instead (op PUT; hd_target_custom_md): the entries */
+    int replace; /* ... replacing the object's instead of merged into them */
+    int gfn;     /* the object may sit on another target (get-from-neighbour) */
     int64_t rterm, rversion; /* the map the request was routed by */
 };
 
@@ -264,24 +267,31 @@ static void tagcall_free(void *arg)
     free(tc->bucket);
     free(tc->key);
     free(tc->tags);
+    json_decref(tc->md);
     free(tc);
 }
 
-static struct tagcall *tagcall_new(struct hd_req *r, struct hd_target *t,
-                                   const struct hd_s3_call *c)
+static struct tagcall *tagcall_make(struct hd_req *r, struct hd_target *t, const char *bucket,
+                                    const char *key, enum hd_s3_op op)
 {
     struct tagcall *tc = calloc(1, sizeof(*tc));
 
-    if (!tc || !(tc->bucket = strdup(c->bucket)) || !(tc->key = strdup(c->key))) {
+    if (!tc || !(tc->bucket = strdup(bucket)) || !(tc->key = strdup(key))) {
         if (tc)
             tagcall_free(tc);
         return NULL;
     }
     tc->t = t;
-    tc->op = c->op;
+    tc->op = op;
     tc->rterm = r->routed_term;
     tc->rversion = r->routed_version;
     return tc;
+}
+
+static struct tagcall *tagcall_new(struct hd_req *r, struct hd_target *t,
+                                   const struct hd_s3_call *c)
+{
+    return tagcall_make(r, t, c->bucket, c->key, c->op);
 }
 
 /* hd_store_update_hdrs' edit: the row's hdrs with tags arg (NULL: none). */
@@ -290,12 +300,22 @@ static int set_tags(const char *hdrs, char **out, void *arg)
     return hd_hdrs_with_tags(hdrs, arg, out);
 }
 
+/* hd_store_update_meta's edit: the user metadata with the call's entries. */
+static int set_md(const char *meta, char **out, void *arg)
+{
+    struct tagcall *tc = arg;
+
+    return hd_usermeta_merge(meta, tc->md, tc->replace, out);
+}
+
 /* The call against the copy here (disk only): 0 or the error. */
 static int tagcall_step(struct tagcall *tc)
 {
     struct hd_obj_meta m;
     int rc;
 
+    if (tc->md)
+        return hd_store_update_meta(tc->t->st, tc->bucket, tc->key, set_md, tc);
     if (tc->op != HD_S3_GET_OBJECT_TAGGING)
         return hd_store_update_hdrs(tc->t->st, tc->bucket, tc->key, set_tags, tc->tags);
     if ((rc = hd_store_lookup(tc->t->st, tc->bucket, tc->key, &m)) < 0)
@@ -450,6 +470,60 @@ static void put_tagging(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
     }
     tb->tc = tc;
     hd_s3_read_body(r, &c->auth, (size_t)64 * 1024, put_tagging_end, tb, tagbody_free);
+}
+
+/* ---- AIStore custom metadata ----
+ * ObjectWriter.set_custom_props(custom_metadata, replace_existing) (obj/object_writer.py):
+ * PATCH /v1/objects/B/O with {"action":"","value":{name: value}} (and ?new_custom=true to
+ * replace). The entries are the object's user metadata, the x-amz-meta-* of S3 (HEAD's
+ * ais-custom-md): merged in, in the catalog row only, as object tags are (the content, ETag
+ * and Last-Modified stay), with the same path while objects move. */
+
+static void custom_md_body(struct hd_req *r, void *ctx, json_t *j)
+{
+    struct tagbody *tb = ctx;
+    struct tagcall *tc = tb->tc;
+    json_t *v = json_object_get(j, "value");
+
+    if (!json_is_object(v)) {
+        hd_resp_err_msg(r, HD_EBADARG,
+                        "Expected {\"value\": {NAME: VALUE, ...}}: the custom metadata to set.");
+        return;
+    }
+    tc->md = json_incref(v);
+    tb->tc = NULL;
+    tagcall_run(r, tc, 1);
+}
+
+void hd_target_custom_md(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key)
+{
+    struct tagcall *tc;
+    struct tagbody *tb;
+    struct hd_cbucket *cb;
+    const char *nc = hd_req_param(r, "new_custom");
+    int rc;
+
+    if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if ((cb = hd_cache_bucket(t->cache, bucket))) {
+        hd_cbucket_unref(cb);
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "Custom metadata cannot be changed in S3-backed buckets: hoard does not "
+                        "forward metadata changes to the upstream bucket.");
+        return;
+    }
+    if (!(tc = tagcall_make(r, t, bucket, key, HD_S3_PUT_OBJECT_TAGGING)) ||
+        !(tb = calloc(1, sizeof(*tb)))) {
+        if (tc)
+            tagcall_free(tc);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    tc->replace = nc && (strcmp(nc, "true") == 0 || strcmp(nc, "1") == 0);
+    tb->tc = tc;
+    hd_req_read_json(r, (size_t)64 * 1024, custom_md_body, tb, tagbody_free);
 }
 
 /* <ObjectParts> of a multipart object: its part count and a page of part sizes

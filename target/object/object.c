@@ -20,6 +20,7 @@
 #include "common/json.h"
 #include "common/metrics.h"
 #include "common/tagging.h"
+#include "common/usermeta.h"
 
 char *hd_obj_meta_json(const struct hd_obj_meta *m)
 {
@@ -627,7 +628,7 @@ int hd_collect_meta(struct hd_req *r, char **out)
             continue;
         n = strlen(k + 11);
         total += n + strlen(r->hdrs[i].v);
-        if (n == 0 || n >= sizeof(name) || total > 2048) {
+        if (n == 0 || n >= sizeof(name) || total > HD_USERMETA_MAX) {
             json_decref(j);
             return n == 0 ? HD_EBADHEADER : HD_EMETATOOLARGE;
         }

@@ -713,23 +713,25 @@ int hd_store_wb_delete(struct hd_store *st, const char *bucket, const char *name
     return rc == HD_ENOSUCHKEY ? 0 : rc;
 }
 
-/* One mountpath's row of bucket/name, its hdrs replaced by edit(old) in one transaction:
- * 0, HD_ENOSUCHKEY (no row there), or edit's error (nothing changed). */
-static int update_hdrs_on(struct mountpath *mp, const char *bucket, const char *name,
-                          hd_store_hdrs_fn edit, void *arg)
+/* One mountpath's row of bucket/name, its column col ("hdrs" or "meta") replaced by
+ * edit(old) in one transaction: 0, HD_ENOSUCHKEY (no row there), or edit's error (nothing
+ * changed). */
+static int update_col_on(struct mountpath *mp, const char *col, const char *bucket,
+                         const char *name, hd_store_hdrs_fn edit, void *arg)
 {
-    static const char sel[] = "SELECT hdrs FROM objects WHERE bucket = ?1 AND name = ?2";
-    static const char upd[] = "UPDATE objects SET hdrs = ?3 WHERE bucket = ?1 AND name = ?2";
+    char sel[96], upd[96];
     sqlite3_stmt *qs = NULL, *qu = NULL;
     struct conn *c;
     char *old = NULL, *neu = NULL;
     int rc, s, began = 0;
 
+    snprintf(sel, sizeof(sel), "SELECT %s FROM objects WHERE bucket = ?1 AND name = ?2", col);
+    snprintf(upd, sizeof(upd), "UPDATE objects SET %s = ?3 WHERE bucket = ?1 AND name = ?2", col);
     if ((rc = hd_store_conn_get(mp, &c)) < 0)
         return rc;
     if ((s = sqlite3_prepare_v2(c->db, sel, -1, &qs, NULL)) != SQLITE_OK ||
         (s = sqlite3_prepare_v2(c->db, upd, -1, &qu, NULL)) != SQLITE_OK) {
-        rc = hd_store_sqlerr(c->db, s, "update hdrs");
+        rc = hd_store_sqlerr(c->db, s, "update metadata");
         goto out;
     }
     /* BEGIN IMMEDIATE: the read and the write are one step among the commits of the catalog,
@@ -749,7 +751,7 @@ static int update_hdrs_on(struct mountpath *mp, const char *bucket, const char *
         goto out;
     }
     if (s != SQLITE_ROW) {
-        rc = hd_store_sqlerr(c->db, s, "select hdrs");
+        rc = hd_store_sqlerr(c->db, s, "select metadata");
         goto out;
     }
     old = hd_store_col_dup(qs, 0);
@@ -766,7 +768,7 @@ static int update_hdrs_on(struct mountpath *mp, const char *bucket, const char *
     else
         sqlite3_bind_null(qu, 3);
     if ((s = sqlite3_step(qu)) != SQLITE_DONE) {
-        rc = hd_store_sqlerr(c->db, s, "update hdrs");
+        rc = hd_store_sqlerr(c->db, s, "update metadata");
         goto out;
     }
     s = sqlite3_step(c->q[Q_COMMIT]);
@@ -788,20 +790,32 @@ out:
     return rc;
 }
 
-int hd_store_update_hdrs(struct hd_store *st, const char *bucket, const char *name,
-                         hd_store_hdrs_fn edit, void *arg)
+static int update_col(struct hd_store *st, const char *col, const char *bucket, const char *name,
+                      hd_store_hdrs_fn edit, void *arg)
 {
     struct mountpath *home = hd_store_mp_for(st, bucket, name);
-    int rc = update_hdrs_on(home, bucket, name, edit, arg);
+    int rc = update_col_on(home, col, bucket, name, edit, arg);
     size_t i;
 
     /* where a lookup finds it: its home mountpath first, then one it has not left yet */
     for (i = 0; rc == HD_ENOSUCHKEY && i < st->nmp; i++)
         if (&st->mp[i] != home)
-            rc = update_hdrs_on(&st->mp[i], bucket, name, edit, arg);
+            rc = update_col_on(&st->mp[i], col, bucket, name, edit, arg);
     if (rc == 0)
         hd_mcache_drop(st->mc, bucket, name);
     return rc;
+}
+
+int hd_store_update_hdrs(struct hd_store *st, const char *bucket, const char *name,
+                         hd_store_hdrs_fn edit, void *arg)
+{
+    return update_col(st, "hdrs", bucket, name, edit, arg);
+}
+
+int hd_store_update_meta(struct hd_store *st, const char *bucket, const char *name,
+                         hd_store_hdrs_fn edit, void *arg)
+{
+    return update_col(st, "meta", bucket, name, edit, arg);
 }
 
 int hd_put_begin(struct hd_store *st, const char *bucket, const char *name, struct hd_put **out)

@@ -94,6 +94,10 @@ int hd_store_evict(struct hd_store *st, const char *bucket, const char *name);
 typedef int (*hd_store_hdrs_fn)(const char *hdrs, char **out, void *arg);
 int hd_store_update_hdrs(struct hd_store *st, const char *bucket, const char *name,
                          hd_store_hdrs_fn edit, void *arg);
+/* The same for the row's user metadata (hd_obj_meta.meta, x-amz-meta-* / AIStore custom
+ * metadata): edit(meta, out, arg). */
+int hd_store_update_meta(struct hd_store *st, const char *bucket, const char *name,
+                         hd_store_hdrs_fn edit, void *arg);
 
 /* A fence on bucket/name for a commit made later than the write it belongs to (fence.c): any
  * commit or delete of the name from now on (other than one with the fence, below) cancels

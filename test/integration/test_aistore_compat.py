@@ -63,6 +63,21 @@ def forge_token(secret, claims):
     return "%s.%s.%s" % (head, body, b64url(mac))
 
 
+def bad_tokens(sdk):
+    """No token, and tokens a caller must not get in with: sdk's own with its signature
+    changed, one signed with the right key but expired an hour ago, and a fresh one signed with
+    another key."""
+    now = int(time.time())
+    return {
+        "none": None,
+        "tampered": sdk.token[:-4] + ("AAAA" if not sdk.token.endswith("AAAA") else "BBBB"),
+        "expired": forge_token(CLUSTER_SECRET, {"username": ACCESS_KEY, "iat": now - 7200,
+                                                "exp": now - 3600}),
+        "forged": forge_token("another-secret", {"username": ACCESS_KEY, "iat": now,
+                                                 "exp": now + 600}),
+    }
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, log_dir, profiles):  # noqa: F811 (s3rver's profile for targets)
     nodes, ep = start_cluster(tmp_path_factory, log_dir, "ais-", 2)
@@ -1295,9 +1310,6 @@ def test_native_multipart_upload(cluster, sdk, bucket):
     ro = SdkClient(cluster.url)
     ro.token = ro.request("post", "users/AKRO", json={"password": "secretRO"}).json()["token"]
     assert mpt(ro, bucket, "ro", "post", body=action("mpt-upload")).status_code == 403
-    # ObjectWriter.set_custom_props(): PATCH -> 501
-    r = mpt(sdk, bucket, "ckpt", "patch", body=action("", {"k": "v"}))
-    assert r.status_code == 501 and "message" in r.json(), r.text
 
 
 def test_missing_bucket_errors_parse_as_sdk_exceptions(cluster, sdk):
@@ -1332,15 +1344,7 @@ def test_job_actions_need_a_good_token(cluster, sdk, bucket):
     assert r.status_code == 200, r.text
     jid = r.text
     job_wait(sdk, jid)
-    now = int(time.time())
-    tokens = {
-        "none": None,
-        "tampered": sdk.token[:-4] + ("AAAA" if not sdk.token.endswith("AAAA") else "BBBB"),
-        "expired": forge_token(CLUSTER_SECRET, {"username": ACCESS_KEY, "iat": now - 7200,
-                                                "exp": now - 3600}),
-        "forged": forge_token("another-secret", {"username": ACCESS_KEY, "iat": now,
-                                                 "exp": now + 600}),
-    }
+    tokens = bad_tokens(sdk)
     calls = [
         ("post", "buckets/" + bucket, {"provider": "ais", "bck_to": "ais/@#/zz-never/"},
          action("copy-bck", {})),
@@ -1637,15 +1641,7 @@ def test_new_sdk_calls_refuse_bad_credentials_and_replays(cluster, sdk, bucket):
     import urllib.parse
     put(sdk, bucket, "sec-src", b"secret bytes")
     tid = next(iter(sdk.request("get", "daemon", params={"what": "smap"}).json()["tmap"]))
-    now = int(time.time())
-    tokens = {
-        "none": None,
-        "tampered": sdk.token[:-4] + ("AAAA" if not sdk.token.endswith("AAAA") else "BBBB"),
-        "expired": forge_token(CLUSTER_SECRET, {"username": ACCESS_KEY, "iat": now - 7200,
-                                                "exp": now - 3600}),
-        "forged": forge_token("another-secret", {"username": ACCESS_KEY, "iat": now,
-                                                 "exp": now + 600}),
-    }
+    tokens = bad_tokens(sdk)
     for name, t in tokens.items():
         c = SdkClient(cluster.url, t)
         want = 403 if t is None else 401
@@ -1674,3 +1670,124 @@ def test_new_sdk_calls_refuse_bad_credentials_and_replays(cluster, sdk, bucket):
                            params={"provider": "ais"}).status_code == 404
     s3 = helpers.boto3_client(cluster, ACCESS_KEY, SECRET_KEY)  # no upload was created
     assert not s3.list_multipart_uploads(Bucket=bucket, Prefix="sec-mpt").get("Uploads")
+
+
+# ---- ObjectWriter.set_custom_props() ----
+
+def custom_props(client, bucket, name, md, replace=False, provider="ais"):
+    # obj/object_writer.py set_custom_props(): PATCH objects/B/O with the bucket's qparams,
+    # ?new_custom=true when replace_existing, json ActionMsg(action="", value=md).model_dump()
+    q = {"provider": provider}
+    if replace:
+        q["new_custom"] = "true"
+    return client.request("patch", "objects/%s/%s" % (bucket, name), params=q,
+                          json=action("", md))
+
+
+def custom_md(sdk, bucket, name):
+    """ObjectAttributes.custom_metadata: HEAD's ais-custom-md "k=v,k2=v2" split as the SDK does."""
+    r = sdk.request("head", "objects/%s/%s" % (bucket, name), params={"provider": "ais"})
+    assert r.status_code == 200, r.status_code
+    v = r.headers.get("ais-custom-md", "")
+    return dict(kv.split("=", 1) for kv in v.split(",") if kv)
+
+
+def test_set_custom_props(cluster, sdk, bucket):
+    """set_custom_props(custom_metadata, replace_existing): the entries join the object's user
+    metadata (HEAD's ais-custom-md, S3's x-amz-meta-*) or replace it; the content, ETag and
+    Last-Modified stay. The PATCH goes through the proxy's 307 to the owner, which `requests`
+    follows with its body, as for the SDK."""
+    s3 = helpers.boto3_client(cluster, ACCESS_KEY, SECRET_KEY)
+    s3.put_object(Bucket=bucket, Key="dir/o", Body=b"content", Metadata={"orig": "1"})
+    before = s3.head_object(Bucket=bucket, Key="dir/o")
+    r = custom_props(sdk, bucket, "dir/o", {"Color": "blue", "n": "2"})
+    assert r.status_code == 200, r.text
+    assert [h.status_code for h in r.history] == [307], r.history
+    assert custom_md(sdk, bucket, "dir/o") == {"orig": "1", "color": "blue", "n": "2"}
+    h = s3.head_object(Bucket=bucket, Key="dir/o")
+    assert h["Metadata"] == {"orig": "1", "color": "blue", "n": "2"}, h["Metadata"]
+    assert (h["ETag"], h["LastModified"]) == (before["ETag"], before["LastModified"])
+    assert s3.get_object(Bucket=bucket, Key="dir/o")["Body"].read() == b"content"
+    # a name again: the new value; replace_existing: only the new entries
+    assert custom_props(sdk, bucket, "dir/o", {"n": "3"}).status_code == 200
+    assert custom_md(sdk, bucket, "dir/o") == {"orig": "1", "color": "blue", "n": "3"}
+    assert custom_props(sdk, bucket, "dir/o", {"only": "x"}, replace=True).status_code == 200
+    assert s3.head_object(Bucket=bucket, Key="dir/o")["Metadata"] == {"only": "x"}
+    # a later PUT replaces it, as S3 metadata always is
+    put(sdk, bucket, "dir/o", b"new content")
+    assert custom_md(sdk, bucket, "dir/o") == {}
+
+
+@pytest.mark.parametrize("body,status,code", [
+    ({"action": "", "name": "", "value": None}, 400, "InvalidArgument"),
+    (action("", ["a", "b"]), 400, "InvalidArgument"),
+    (action("", {"n": 1}), 400, "InvalidArgument"),
+    (action("", {"a b": "v"}), 400, "InvalidArgument"),
+    (action("", {"k\r\nSet-Cookie": "v"}), 400, "InvalidArgument"),
+    (action("", {"k": "v\r\nSet-Cookie: x=y"}), 400, "InvalidArgument"),
+    (action("", {"k": "v" * 2048}), 400, "MetadataTooLarge"),
+])
+def test_set_custom_props_refuses_bad_entries(cluster, sdk, bucket, body, status, code):
+    """A body that is not {"value": {NAME: VALUE}} with names an HTTP header can carry,
+    values without control characters and 2 KiB in all (as a PUT's x-amz-meta-*): 400,
+    the metadata unchanged."""
+    s3 = helpers.boto3_client(cluster, ACCESS_KEY, SECRET_KEY)
+    s3.put_object(Bucket=bucket, Key="o", Body=b"x", Metadata={"keep": "1"})
+    r = sdk.request("patch", "objects/%s/o" % bucket, params={"provider": "ais"}, json=body)
+    assert r.status_code == status and code in r.text, (body, r.status_code, r.text)
+    assert s3.head_object(Bucket=bucket, Key="o")["Metadata"] == {"keep": "1"}
+
+
+def test_set_custom_props_missing_and_not_json(cluster, sdk, bucket):
+    assert custom_props(sdk, bucket, "nope", {"k": "v"}).status_code == 404
+    assert custom_props(sdk, "ais-nope-" + uuid.uuid4().hex[:6], "o", {"k": "v"}
+                        ).status_code == 404
+    put(sdk, bucket, "o", b"x")
+    r = sdk.request("patch", "objects/%s/o" % bucket, params={"provider": "ais"},
+                    data=b"{not json")
+    assert r.status_code == 400, r.text
+    assert custom_md(sdk, bucket, "o") == {}
+
+
+def test_set_custom_props_s3_backed_bucket_is_501(cluster, sdk, s3rver):  # noqa: F811
+    """An S3-backed bucket's objects live upstream: hoard does not forward metadata changes
+    there, so the call is refused (as object tags are) and nothing changes."""
+    src = "aismd-" + uuid.uuid4().hex[:8]
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    up.put_object(Bucket=src, Key="o", Body=b"up", Metadata={"u": "1"})
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+    assert r.status_code == 201, r.text
+    assert sdk.request("get", "objects/%s/o" % src, params={"provider": "aws"}).content == b"up"
+    r = custom_props(sdk, src, "o", {"k": "v"}, provider="aws")
+    assert r.status_code == 501 and "S3-backed" in r.json()["message"], r.text
+    assert up.head_object(Bucket=src, Key="o")["Metadata"] == {"u": "1"}
+
+
+def test_set_custom_props_needs_a_good_token_and_is_not_replayable(cluster, sdk, bucket):
+    """Refused without a token (403), with a tampered, expired or forged one (401), from a
+    read-only key (403), and as a SigV4 request signed two hours ago (403
+    RequestTimeTooSkewed: a replay captured on the wire); the metadata stays."""
+    import datetime
+    s3 = helpers.boto3_client(cluster, ACCESS_KEY, SECRET_KEY)
+    s3.put_object(Bucket=bucket, Key="o", Body=b"x", Metadata={"keep": "1"})
+    for name, t in bad_tokens(sdk).items():
+        r = custom_props(SdkClient(cluster.url, t), bucket, "o", {"evil": "1"})
+        assert r.status_code == (403 if t is None else 401), (name, r.status_code, r.text)
+    ro = SdkClient(cluster.url)
+    ro.token = ro.request("post", "users/AKRO", json={"password": "secretRO"}).json()["token"]
+    assert custom_props(ro, bucket, "o", {"evil": "1"}).status_code == 403
+    when = datetime.datetime.utcnow() - datetime.timedelta(hours=2)
+    url = "%s/v1/objects/%s/o?provider=ais" % (cluster.url, bucket)
+    body = json.dumps(action("", {"evil": "1"})).encode()
+    h = helpers.sign_headers("PATCH", url, ACCESS_KEY, SECRET_KEY, when=when,
+                             headers={"Content-Type": "application/json"})
+    r = requests.patch(url, headers=h, data=body, allow_redirects=False, timeout=30)
+    assert r.status_code == 403 and "RequestTimeTooSkewed" in r.text, r.text
+    # the same request signed now is let in: the refusal above was the time, not the form
+    h = helpers.sign_headers("PATCH", url, ACCESS_KEY, SECRET_KEY,
+                             headers={"Content-Type": "application/json"})
+    r = requests.patch(url, headers=h, data=body, allow_redirects=False, timeout=30)
+    assert r.status_code == 307, r.text
+    assert s3.head_object(Bucket=bucket, Key="o")["Metadata"] == {"keep": "1"}
