@@ -7,6 +7,8 @@
  *   DELETE /v1/buckets/B {"action":"delete-listrange","value":{objnames|template}} -> "delete"
  *   POST   /v1/buckets/B?bck_to=ais/@#/DST/ {"action":"copy-bck","value":{"prefix",...}}
  *   POST   /v1/buckets/B {"action":"copy-listrange","value":{objnames|template,"tobck":{..}}}
+ *   PUT    /v1/buckets/B {"action":"archive","value":{objnames|template,"archname",..}}
+ *                                                      -> a one-shard "shard" job (archive)
  *   GET    /v1/buckets/B {"action":"summary-bck","value":{"uuid",...}}  202 id, then 200 [..]
  *   HEAD   /v1/buckets/B[?presence=N[&uuid=ID]]   ais-bucket-props [+ ais-bucket-summ]
  *   GET    /v1/cluster?what=status    {"ID": id}  -> {"uuid","kind","err","end_time","aborted"}
@@ -49,6 +51,8 @@ static const char *ais_kind(const char *kind, const json_t *args)
         return json_object_get(args, "names") || json_object_get(args, "template")
                    ? "copy-listrange"
                    : "copy-bck";
+    if (strcmp(kind, "shard") == 0 && json_is_true(json_object_get(args, "archive")))
+        return "archive";
     return kind;
 }
 
@@ -277,6 +281,158 @@ static void copy_listrange(struct hd_req *r, struct hd_proxy *p, const char *buc
     copy_start(r, p, bucket, a, value, "copy-listrange", "ais", name, sel);
 }
 
+/* ---- archive (ObjectGroup.archive()) ----
+ * value ArchiveMultiObj {"objnames"|"template", "archname", "mime"?, "tobck", "isbn", "aate",
+ * "coer"}: one tar named archname in tobck, written by the target that owns that name, from
+ * the selected objects of B in name order (a shard job of one shard, its plan sent with the
+ * job: proxy/jobs/shard.c). */
+
+#define ARCHIVE_NAMES_MAX 10000 /* the plan travels in the job's args (targets take 4 MiB) */
+
+/* 0 when the archive's format is tar: mime "", ".tar" or "tar", and no other archive
+ * extension on the name; else answered 501. */
+static int archive_tar(struct hd_req *r, const char *name, const char *mime)
+{
+    static const char *const other[] = {".tgz", ".tar.gz", ".zip", ".tar.lz4", ".tar.zst"};
+    size_t n = strlen(name), i, l;
+    int tar = !mime || !*mime || strcmp(mime, ".tar") == 0 || strcmp(mime, "tar") == 0;
+
+    for (i = 0; tar && (!mime || !*mime) && i < sizeof(other) / sizeof(other[0]); i++) {
+        l = strlen(other[i]);
+        tar = !(n >= l && strcmp(name + n - l, other[i]) == 0);
+    }
+    if (!tar)
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "archive: hoard writes tar archives only (mime \".tar\", or a name "
+                        "without another archive extension)");
+    return tar ? 0 : -1;
+}
+
+/* The shard job's selection for an AIStore one: {"list": [..]} (a template expanded) or
+ * {"prefix": P}. */
+static int archive_selection(const json_t *sel, json_t *args, char *msg, size_t msglen)
+{
+    const json_t *names = json_object_get(sel, "names");
+    const char *t = json_string_value(json_object_get(sel, "template"));
+    const char *prefix = json_string_value(json_object_get(sel, "prefix"));
+    struct hd_brace *b = NULL;
+    struct hd_buf name;
+    json_t *list;
+    uint64_t i, n;
+    int rc = 0;
+
+    if (prefix)
+        return *prefix ? json_object_set_new(args, "prefix", json_string(prefix)) : 0;
+    if (names) {
+        if (json_array_size(names) > ARCHIVE_NAMES_MAX)
+            goto too_many;
+        return json_object_set(args, "list", (json_t *)names) < 0 ? -ENOMEM : 0;
+    }
+    if (!t || (rc = hd_brace_parse(t, &b, msg, msglen)) < 0)
+        return rc < 0 ? rc : HD_EBADARG;
+    n = hd_brace_count(b);
+    if (n > ARCHIVE_NAMES_MAX) {
+        hd_brace_free(b);
+        goto too_many;
+    }
+    if (!(list = json_array()) || json_object_set_new(args, "list", list) < 0) {
+        hd_brace_free(b);
+        return -ENOMEM;
+    }
+    hd_buf_init(&name);
+    for (i = 0; i < n && rc == 0; i++) {
+        name.len = 0;
+        if ((rc = hd_brace_at(b, i, &name)) == 0 &&
+            (name.oom || json_array_append_new(list, json_string(name.data)) < 0))
+            rc = -ENOMEM;
+    }
+    hd_buf_cleanup(&name);
+    hd_brace_free(b);
+    return rc;
+too_many:
+    snprintf(msg, msglen, "archive: at most %d objects in one archive", ARCHIVE_NAMES_MAX);
+    return HD_EBADARG;
+}
+
+static void archive(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                    const struct hd_sigv4_auth *a, const json_t *value)
+{
+    const json_t *to = json_object_get(value, "tobck"), *ns = json_object_get(to, "namespace");
+    const char *name = json_string_value(json_object_get(value, "archname"));
+    const char *dst = json_string_value(json_object_get(to, "name"));
+    const char *pv = json_string_value(json_object_get(to, "provider"));
+    char msg[256] = "", m[300], id[64];
+    json_t *sel = NULL, *args = NULL;
+    struct hd_bmd *b;
+    int rc;
+
+    if ((rc = hd_ais_selection_args(value, 0, &sel, msg, sizeof(msg))) < 0) {
+        snprintf(m, sizeof(m), "archive: %s", msg);
+        hd_resp_err_msg(r, rc, rc == HD_EBADARG ? m : NULL);
+        return;
+    }
+    if (!dst || !*dst)
+        dst = bucket; /* the SDK always names it; AIStore's default is the source */
+    if (!name || hd_object_name_check(name, strlen(name)) < 0 || strpbrk(name, "{}")) {
+        hd_resp_err_msg(r, HD_EBADARG,
+                        "archive: archname must be a valid object name without braces");
+        goto out;
+    }
+    if (hd_bucket_name_check(dst) < 0 || (pv && *pv && strcmp(pv, "ais") != 0) ||
+        (json_is_object(ns) && (json_string_length(json_object_get(ns, "name")) ||
+                                json_string_length(json_object_get(ns, "uuid"))))) {
+        hd_resp_err_msg(r, pv && *pv && strcmp(pv, "ais") != 0 ? HD_ENOTIMPL : HD_EBADARG,
+                        "archive: tobck must be {\"name\": B, \"provider\": \"ais\"} (hoard "
+                        "writes archives into native buckets of its one namespace)");
+        goto out;
+    }
+    if (archive_tar(r, name, json_string_value(json_object_get(value, "mime"))) < 0)
+        goto out;
+    if (json_is_true(json_object_get(value, "isbn")) ||
+        json_is_true(json_object_get(value, "aate"))) {
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "archive: include_source_name and allow_append are not supported: "
+                        "members keep their object names, and an archive is written whole");
+        goto out;
+    }
+    if ((rc = may_write(r, p, a, dst)) < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    b = hd_smap_state_bmd(p->cs);
+    rc = !hd_bmd_find(b, bucket) || !hd_bmd_find(b, dst) ? HD_ENOSUCHBUCKET : 0;
+    hd_bmd_unref(b);
+    if (rc == 0 && hd_proxy_bucket_cloud(p, dst)) { /* the job writes locally only */
+        hd_resp_err_msg(r, HD_ENOTIMPL,
+                        "archive: writing archives into an S3-backed bucket is not supported");
+        goto out;
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    /* one shard (1 TiB at most), every object its own sample, in name order */
+    args = json_pack("{s:s, s:s, s:I, s:s, s:b}", "output_bucket", dst, "template", name,
+                     "shard_size", (json_int_t)1 << 40, "key_rule", "name", "missing_ok",
+                     json_is_true(json_object_get(value, "coer")));
+    if (!args) {
+        hd_resp_err(r, -ENOMEM);
+        goto out;
+    }
+    msg[0] = '\0';
+    if ((rc = archive_selection(sel, args, msg, sizeof(msg))) < 0) {
+        hd_resp_err_msg(r, rc, rc == HD_EBADARG && msg[0] ? msg : NULL);
+        goto out;
+    }
+    hd_proxy_jobs_new_id("archive", id, sizeof(id));
+    HD_LOG(HD_INFO, r->id, "aistore: archive %s/%s from %s (job %s) for %s", dst, name, bucket, id,
+           r->principal[0] ? r->principal : "-");
+    hd_proxy_archive_start(r, p, id, bucket, args);
+out:
+    json_decref(args);
+    json_decref(sel);
+}
+
 /* 1 when the cluster map has targets and every one is up and unflagged. */
 static int all_targets_serving(struct hd_proxy *p)
 {
@@ -487,6 +643,8 @@ void hd_proxy_ais_bucket_job(struct hd_req *r, struct hd_proxy *p, const char *b
         copy_bck(r, p, bucket, a, value);
     } else if (strcmp(m, "POST") == 0 && strcmp(act, "copy-listrange") == 0) {
         copy_listrange(r, p, bucket, a, value);
+    } else if (strcmp(m, "PUT") == 0 && strcmp(act, "archive") == 0) {
+        archive(r, p, bucket, a, value);
     } else if (strcmp(m, "GET") == 0 && strcmp(act, "summary-bck") == 0) {
         summary_bck(r, p, bucket, value);
     } else if (strcmp(act, "move-bck") == 0) {

@@ -25,5 +25,11 @@ int hd_proxy_jobs_list(struct hd_proxy *p, json_t **out, char *msg, size_t msgle
  * starts the job on every target and answers r (parked meanwhile). args is copied. */
 void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id, const char *bucket,
                           json_t *args);
+/* The same for AIStore's archive action (ObjectGroup.archive(): one shard named by a template
+ * without braces): the plan goes to the targets in the job's args instead of a manifest
+ * object, and r is answered 200 with the id as text. args may carry "missing_ok": true (names
+ * of a list that do not exist are left out). */
+void hd_proxy_archive_start(struct hd_req *r, struct hd_proxy *p, const char *id,
+                            const char *bucket, json_t *args);
 
 #endif

@@ -48,6 +48,8 @@ struct plan_req {
     char id[64];
     char bucket[64];
     json_t *args;
+    int archive;     /* AIStore's archive action: the plan goes to the targets inline, no
+                      * manifest object; the answer is the id as text (hd_proxy_archive_start) */
     void *prev_data; /* the jobs body handler's state, given back at the end */
     void (*prev_done)(struct hd_req *r);
     /* outcome */
@@ -291,9 +293,9 @@ static int bad_arg(struct plan_req *pr, const char *what)
 
 static int plan(struct plan_req *pr)
 {
-    static const char *const known[] = {"output_bucket", "template", "shard_size", "prefix",
-                                        "list",          "range",    "seed",       "key_rule",
-                                        "manifest",      NULL};
+    static const char *const known[] = {"output_bucket", "template",   "shard_size", "prefix",
+                                        "list",          "range",      "seed",       "key_rule",
+                                        "manifest",      "missing_ok", NULL};
     json_t *args = pr->args, *v, *shards = NULL, *man = NULL, *targs = NULL;
     const char *out, *tmpl_s, *prefix, *range_s, *rule_s, *mname, *k;
     struct filter f;
@@ -428,7 +430,9 @@ static int plan(struct plan_req *pr)
 
     if ((rc = collect(pr, &f, &o)) < 0)
         goto out;
-    if (f.list) { /* every listed name must exist */
+    if (json_is_true(json_object_get(args, "missing_ok"))) {
+        /* listed names that do not exist are left out (AIStore's continue-on-error) */
+    } else if (f.list) { /* every listed name must exist */
         size_t missing = 0, first = 0;
         for (i = 0; i < f.nlist; i++)
             if (!f.seen[i] && (i == 0 || strcmp(f.list[i], f.list[i - 1]) != 0) && missing++ == 0)
@@ -505,9 +509,12 @@ static int plan(struct plan_req *pr)
         rc = HD_EBADARG;
         goto out;
     }
-    if ((rc = put_manifest(pr, s, out, mname, text)) < 0)
+    if (pr->archive) /* the plan travels with the job: nothing is written beside the archive */
+        targs = json_pack("{s:O, s:s, s:b}", "plan", man, "output_bucket", out, "archive", 1);
+    else if ((rc = put_manifest(pr, s, out, mname, text)) < 0)
         goto out;
-    targs = json_pack("{s:s, s:s}", "manifest", mname, "output_bucket", out);
+    else
+        targs = json_pack("{s:s, s:s}", "manifest", mname, "output_bucket", out);
     if (!targs) {
         rc = -ENOMEM;
         goto out;
@@ -518,6 +525,9 @@ static int plan(struct plan_req *pr)
            pr->id, o.n, plan.nsamples, plan.nshards, out, mname);
     rc = hd_proxy_jobs_start_all(pr->p, s, pr->id, "shard", pr->bucket, targs, 0, pr->msg,
                                  sizeof(pr->msg));
+    if (rc == 0 && pr->archive)
+        HD_LOG(HD_INFO, NULL, "archive job %s: %s/%s from %zu objects of %s", pr->id, out, tmpl_s,
+               o.n, pr->bucket);
     if (rc == 0)
         pr->result = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "id", pr->id, "kind", "shard",
                                "manifest", mname, "shards", (json_int_t)plan.nshards, "samples",
@@ -582,10 +592,14 @@ static void plan_end(struct hd_req *r)
     res = pr->result;
     pr->result = NULL;
     pthread_mutex_unlock(&pr->mu);
-    if (pr->rc < 0)
+    if (pr->rc < 0) {
         hd_resp_err_msg(r, pr->rc, pr->msg[0] ? pr->msg : NULL);
-    else
+    } else if (pr->archive) { /* as AIStore answers a started job: its id */
+        json_decref(res);
+        hd_resp_copy(r, 200, "text/plain; charset=utf-8", pr->id, strlen(pr->id));
+    } else {
         hd_resp_json(r, 201, res);
+    }
 }
 
 static void plan_done(struct hd_req *r)
@@ -604,8 +618,8 @@ static void plan_done(struct hd_req *r)
     pr_unref(pr);
 }
 
-void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id, const char *bucket,
-                          json_t *args)
+static void start(struct hd_req *r, struct hd_proxy *p, const char *id, const char *bucket,
+                  json_t *args, int archive)
 {
     struct plan_req *pr = calloc(1, sizeof(*pr));
     pthread_attr_t at;
@@ -617,6 +631,7 @@ void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id, 
         return;
     }
     pr->magic = PLAN_MAGIC;
+    pr->archive = archive;
     pthread_mutex_init(&pr->mu, NULL);
     pr->refs = 2;
     pr->p = p;
@@ -640,4 +655,16 @@ void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id, 
     r->on_done = plan_done;
     r->on_end = plan_end;
     plan_end(r);
+}
+
+void hd_proxy_shard_start(struct hd_req *r, struct hd_proxy *p, const char *id, const char *bucket,
+                          json_t *args)
+{
+    start(r, p, id, bucket, args, 0);
+}
+
+void hd_proxy_archive_start(struct hd_req *r, struct hd_proxy *p, const char *id,
+                            const char *bucket, json_t *args)
+{
+    start(r, p, id, bucket, args, 1);
 }

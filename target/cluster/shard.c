@@ -1,10 +1,11 @@
 /* shard: the target's part of a shard job (kind "shard"; proxy/shard.c plans it).
  *
- * Args: {"manifest": NAME, "output_bucket": B}; the job's bucket is the input bucket. The
- * job reads the manifest (an object of the output bucket, fetched through the normal object
- * GET of its owner), takes the shards assigned to this target, and builds them two at a
- * time: each is a tar (common/tarstream.h) of its samples' objects in manifest order, pulled
- * from the local disk when held here and otherwise with a node-signed GET from their owner
+ * Args: {"manifest": NAME, "output_bucket": B}, or {"plan": MANIFEST, "output_bucket": B,
+ * "archive": true} (AIStore's archive action: the manifest itself, inline); the job's bucket
+ * is the input bucket. The job reads the manifest (an object of the output bucket, fetched through
+ * the normal object GET of its owner), takes the shards assigned to this target, and builds them
+ * two at a time: each is a tar (common/tarstream.h) of its samples' objects in manifest order,
+ * pulled from the local disk when held here and otherwise with a node-signed GET from their owner
  * (the normal object path, so it works the same for cached buckets), streamed into a put
  * session of the output bucket and committed only when complete (never half-written), with
  * metadata x-amz-meta-hoard-shard-digest / -job. The member table then goes into the
@@ -446,14 +447,19 @@ static int shard_run(struct hd_job *j, void *ctx)
     sj.in = j->bucket;
     sj.out = json_string_value(json_object_get(j->args, "output_bucket"));
     hd_buf_init(&text);
+    if (json_is_object(json_object_get(j->args, "plan"))) {
+        /* AIStore's archive: the plan came with the job (proxy/jobs/shard.c) */
+        man = json_incref(json_object_get(j->args, "plan"));
+        mname = "(inline)";
+    }
     if (!sj.out || !mname || !*sj.in) {
         snprintf(msg, sizeof(msg), "a shard job needs bucket, output_bucket and manifest");
         rc = HD_EBADARG;
         goto out;
     }
-    if ((rc = fetch_object(sj.cl, sj.out, mname, &text, msg, sizeof(msg))) < 0)
+    if (!man && (rc = fetch_object(sj.cl, sj.out, mname, &text, msg, sizeof(msg))) < 0)
         goto out;
-    if (!(man = json_loadb(text.data ? text.data : "", text.len, 0, NULL))) {
+    if (!man && !(man = json_loadb(text.data ? text.data : "", text.len, 0, NULL))) {
         snprintf(msg, sizeof(msg), "manifest %s/%s is not JSON", sj.out, mname);
         rc = HD_EBADARG;
         goto out;

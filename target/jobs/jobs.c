@@ -14,8 +14,8 @@
 #include "common/log.h"
 #include "common/metrics.h"
 
-#define KEEP_FINISHED 64 /* finished jobs kept in memory (and in jobs.db) */
-#define BODY_MAX (1u << 20)
+#define KEEP_FINISHED 64    /* finished jobs kept in memory (and in jobs.db) */
+#define BODY_MAX (4u << 20) /* an archive's plan comes inline (proxy/jobs/shard.c) */
 
 #define MAX_KINDS 16
 
@@ -136,8 +136,13 @@ json_t *hd_job_to_json(struct hd_job *j)
                   "error_count", (json_int_t)j->nerr, "errors", j->errors, "stats", j->extra);
     if (o && j->result)
         json_object_set_new(o, "result", json_string(j->result));
-    if (o)
+    if (o && json_object_get(j->args, "plan")) { /* an inline shard plan: too big to show */
+        json_t *a = json_copy(j->args);
+        json_object_del(a, "plan");
+        json_object_set_new(o, "args", a ? a : json_object());
+    } else if (o) {
         json_object_set(o, "args", j->args);
+    }
     pthread_mutex_unlock(&j->mu);
     return o;
 }

@@ -1791,3 +1791,141 @@ def test_set_custom_props_needs_a_good_token_and_is_not_replayable(cluster, sdk,
     r = requests.patch(url, headers=h, data=body, allow_redirects=False, timeout=30)
     assert r.status_code == 307, r.text
     assert s3.head_object(Bucket=bucket, Key="o")["Metadata"] == {"keep": "1"}
+
+
+# ---- ObjectGroup.archive() ----
+
+def archive(client, bucket, value):
+    # multiobj/object_group.py archive(): PUT buckets/B ?provider=ais, ActionMsg "archive" with
+    # ArchiveMultiObj.as_dict(): the selection plus archname, isbn, aate, coer, mime?, tobck
+    return client.request("put", "buckets/" + bucket, params={"provider": "ais"},
+                          json=action("archive", value))
+
+
+def archive_value(sel, name, to_bucket, **kw):
+    v = dict(sel)
+    v.update({"archname": name, "isbn": False, "aate": False, "coer": False,
+              "tobck": {"name": to_bucket, "provider": "ais",
+                        "namespace": {"uuid": "", "name": ""}}})
+    v.update(kw)
+    return v
+
+
+def tar_members(data):
+    import io
+    import tarfile
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as t:
+        return [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+
+
+def test_object_group_archive(cluster, sdk, bucket):
+    """archive(archive_name, to_bck): one tar of the selected objects (names, or a template
+    expanded), members in name order with their object names, written by the owner of its
+    name; the job's status says kind "archive"; no manifest object is left anywhere; the
+    archive's members are readable by archpath."""
+    objs = {"img/%03d.jpg" % i: helpers.pattern_bytes(700 + 37 * i, i) for i in range(12)}
+    for k, v in objs.items():
+        put(sdk, bucket, k, v)
+    names = ["img/007.jpg", "img/001.jpg", "img/010.jpg"]
+    r = archive(sdk, bucket, archive_value({"objnames": names}, "arch/a.tar", bucket))
+    assert r.status_code == 200, r.text
+    st = job_wait(sdk, r.text)
+    assert (st["kind"], st["err"], st["aborted"]) == ("archive", "", False), st
+    got = sdk.request("get", "objects/%s/arch/a.tar" % bucket, params={"provider": "ais"})
+    assert got.status_code == 200
+    assert tar_members(got.content) == [(n, objs[n]) for n in sorted(names)]
+    m = sdk.request("get", "objects/%s/arch/a.tar" % bucket,
+                    params={"provider": "ais", "archpath": "img/010.jpg"})
+    assert m.status_code == 200 and m.content == objs["img/010.jpg"]
+    # a template (every second name) into another bucket
+    other = "ais-" + uuid.uuid4().hex[:10]
+    assert sdk.request("post", "buckets/" + other, params={"provider": "ais"},
+                       json=action("create-bck")).status_code == 200
+    try:
+        r = archive(sdk, bucket, archive_value({"template": "img/{000..011..2}.jpg"},
+                                               "even.tar", other))
+        assert r.status_code == 200, r.text
+        job_wait(sdk, r.text)
+        got = sdk.request("get", "objects/%s/even.tar" % other, params={"provider": "ais"})
+        want = ["img/%03d.jpg" % i for i in range(0, 12, 2)]
+        assert tar_members(got.content) == [(n, objs[n]) for n in want]
+        s3 = helpers.boto3_client(cluster, ACCESS_KEY, SECRET_KEY)
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket=other)["Contents"]] == ["even.tar"]
+    finally:
+        s3 = helpers.boto3_client(cluster, ACCESS_KEY, SECRET_KEY)
+        for o in s3.list_objects_v2(Bucket=other).get("Contents", []):
+            s3.delete_object(Bucket=other, Key=o["Key"])
+        sdk.request("delete", "buckets/" + other, params={"provider": "ais"},
+                    json=action("destroy-bck"))
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert keys == ["arch/a.tar"] + sorted(objs), keys  # nothing else was written
+
+
+def test_object_group_archive_missing_names(cluster, sdk, bucket):
+    """A listed name that does not exist: 404 naming it, nothing written; with
+    continue_on_err, the archive holds the others."""
+    put(sdk, bucket, "here", b"here")
+    v = archive_value({"objnames": ["here", "not-here"]}, "m.tar", bucket)
+    r = archive(sdk, bucket, v)
+    assert r.status_code == 404 and "not-here" in r.text, r.text
+    assert sdk.request("head", "objects/%s/m.tar" % bucket,
+                       params={"provider": "ais"}).status_code == 404
+    v["coer"] = True
+    r = archive(sdk, bucket, v)
+    assert r.status_code == 200, r.text
+    job_wait(sdk, r.text)
+    got = sdk.request("get", "objects/%s/m.tar" % bucket, params={"provider": "ais"})
+    assert tar_members(got.content) == [("here", b"here")]
+
+
+@pytest.mark.parametrize("change,status", [
+    ({"mime": ".zip"}, 501),
+    ({"archname": "x.tgz"}, 501),
+    ({"mime": ".tar", "archname": "x.tgz"}, 200),  # the mime decides, as in AIStore
+    ({"isbn": True}, 501),
+    ({"aate": True}, 501),
+    ({"archname": "x-{0..3}.tar"}, 400),
+    ({"archname": ""}, 400),
+    ({"tobck": {"name": "elsewhere", "provider": "aws"}}, 501),
+    ({"tobck": {"name": "ais-never-made", "provider": "ais"}}, 404),
+    ({"template": "o-{0..20000}", "objnames": None}, 400),
+    ({"objnames": None}, 400),
+])
+def test_object_group_archive_refusals(cluster, sdk, bucket, change, status):
+    put(sdk, bucket, "o", b"o")
+    v = archive_value({"objnames": ["o"]}, "x.tar", bucket)
+    v.update(change)
+    v = {k: x for k, x in v.items() if x is not None}
+    r = archive(sdk, bucket, v)
+    assert r.status_code == status, (change, r.status_code, r.text)
+    if status != 200:
+        assert "message" in r.json(), r.text
+        for n in ("x.tar", "x.tgz", "x-0.tar"):
+            assert sdk.request("head", "objects/%s/%s" % (bucket, n),
+                               params={"provider": "ais"}).status_code == 404
+    else:
+        job_wait(sdk, r.text)
+
+
+def test_object_group_archive_needs_a_good_token(cluster, sdk, bucket):
+    """Refused without a token (403), with a tampered, expired or forged one (401), from a
+    read-only key (403), and as a SigV4 request signed two hours ago (403); nothing is
+    written."""
+    import datetime
+    put(sdk, bucket, "o", b"o")
+    v = archive_value({"objnames": ["o"]}, "sec.tar", bucket)
+    for name, t in bad_tokens(sdk).items():
+        r = archive(SdkClient(cluster.url, t), bucket, v)
+        assert r.status_code == (403 if t is None else 401), (name, r.status_code, r.text)
+    ro = SdkClient(cluster.url)
+    ro.token = ro.request("post", "users/AKRO", json={"password": "secretRO"}).json()["token"]
+    assert archive(ro, bucket, v).status_code == 403
+    when = datetime.datetime.utcnow() - datetime.timedelta(hours=2)
+    url = "%s/v1/buckets/%s?provider=ais" % (cluster.url, bucket)
+    h = helpers.sign_headers("PUT", url, ACCESS_KEY, SECRET_KEY, when=when,
+                             headers={"Content-Type": "application/json"})
+    r = requests.put(url, headers=h, data=json.dumps(action("archive", v)).encode(),
+                     allow_redirects=False, timeout=30)
+    assert r.status_code == 403 and "RequestTimeTooSkewed" in r.text, r.text
+    assert sdk.request("head", "objects/%s/sec.tar" % bucket,
+                       params={"provider": "ais"}).status_code == 404
