@@ -313,21 +313,12 @@ void hd_proxy_ais_tokens(struct hd_req *r, struct hd_proxy *p)
 
 int hd_proxy_ais_object_check(struct hd_req *r)
 {
-    const char *rx = hd_req_param(r, "archregx");
-
     /* Object.append_content() (obj/object.py): PUT ?append_type=append|flush&append_handle=H.
      * Taken as a plain PUT, every append would replace the object with its last piece. */
     if (strcmp(r->method, "PUT") == 0 && hd_query_find(&r->query, "append_type")) {
         hd_resp_err_msg(r, HD_ENOTIMPL,
                         "append_type: hoard has no appends; PUT the whole object "
                         "(docs/aistore-compat.md).");
-        return -1;
-    }
-    /* ArchiveConfig(regex, mode) (archive_config.py): every member matching, as a tar */
-    if (rx && *rx) {
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "archregx: hoard reads one archive member by archpath, or many with "
-                        "GET /v1/ml/moss (docs/aistore-compat.md).");
         return -1;
     }
     return 0;

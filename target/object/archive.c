@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +15,16 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/tarindex.h"
+#include "common/tarstream.h"
 #include "target/object/object.h"
 #include "target/store/tar.h"
 
 int hd_arch_wanted(const struct hd_req *r)
 {
-    return hd_query_find(&r->query, "archpath") || hd_query_find(&r->query, "members");
+    const char *rx = hd_req_param(r, "archregx");
+
+    return hd_query_find(&r->query, "archpath") || hd_query_find(&r->query, "members") ||
+           (rx && *rx);
 }
 
 /* ---- indexing ---- */
@@ -123,9 +128,208 @@ static void list_members(struct hd_req *r, struct hd_store *st, const char *buck
     hd_resp_buf(r, 200, "application/json", s, len);
 }
 
+/* ---- several members: ?archregx=R&archmode=M (AIStore's ArchiveConfig(regex, mode)) ----
+ * The members whose names match, in archive order, as a tar of their own (what AIStore
+ * answers for a tar), built in memory up to SELECT_MAX. Modes as AIStore's cmn/archive:
+ * regexp (searched anywhere in the name; POSIX extended syntax here, Go's RE2 there, which
+ * agree on the common subset), prefix, suffix, substr, wdskey (the name without the
+ * extension of its last component, and without a leading '/', equals R). */
+
+#define SELECT_MAX ((uint64_t)64 << 20)
+#define REGEX_MAX 512
+
+enum selmode { SEL_REGEXP, SEL_PREFIX, SEL_SUFFIX, SEL_SUBSTR, SEL_WDSKEY };
+
+struct select {
+    enum selmode mode;
+    const char *rx;
+    regex_t re;
+    int fd;
+    struct hd_tar_ent *v;
+    size_t n, cap;
+    uint64_t bytes;
+    struct hd_buf out;
+};
+
+static int wds_match(const char *name, const char *key)
+{
+    const char *base = strrchr(name, '/'), *dot;
+    size_t n;
+
+    if (*name == '/')
+        name++;
+    dot = strrchr(base ? base + 1 : name, '.');
+    n = dot ? (size_t)(dot - name) : strlen(name);
+    return strlen(key) == n && strncmp(name, key, n) == 0;
+}
+
+static int sel_match(const struct select *s, const char *name)
+{
+    size_t n = strlen(name), l = strlen(s->rx);
+
+    switch (s->mode) {
+    case SEL_PREFIX:
+        return strncmp(name, s->rx, l) == 0;
+    case SEL_SUFFIX:
+        return n >= l && strcmp(name + n - l, s->rx) == 0;
+    case SEL_SUBSTR:
+        return strstr(name, s->rx) != NULL;
+    case SEL_WDSKEY:
+        return wds_match(name, s->rx);
+    default:
+        return regexec(&s->re, name, 0, NULL, 0) == 0;
+    }
+}
+
+static int select_one(void *arg, const char *name, uint64_t off, uint64_t size)
+{
+    struct select *s = arg;
+
+    if (!sel_match(s, name))
+        return 0;
+    s->bytes += size + 1024; /* with its header and padding, roughly */
+    if (s->bytes > SELECT_MAX)
+        return HD_ETOOLARGE;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        struct hd_tar_ent *v = realloc(s->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        s->v = v;
+        s->cap = cap;
+    }
+    if (!(s->v[s->n].name = strdup(name)))
+        return -ENOMEM;
+    s->v[s->n].off = off;
+    s->v[s->n].size = size;
+    s->n++;
+    return 0;
+}
+
+static void sel_resolve(void *ctx, size_t i, struct hd_tar_src *src)
+{
+    struct select *s = ctx;
+
+    if ((src->fd = dup(s->fd)) < 0) {
+        src->err = -errno;
+        snprintf(src->msg, sizeof(src->msg), "dup: %s", strerror(errno));
+        return;
+    }
+    src->off = s->v[i].off;
+    src->len = s->v[i].size;
+}
+
+static const char *sel_name(void *ctx, size_t i)
+{
+    return ((struct select *)ctx)->v[i].name;
+}
+
+static int sel_sink(void *ctx, const void *buf, size_t n)
+{
+    struct select *s = ctx;
+
+    hd_buf_append(&s->out, buf, n);
+    return s->out.oom ? -ENOMEM : 0;
+}
+
+/* 0 with s->mode set, or answered 400. */
+static int sel_mode(struct hd_req *r, struct select *s, const char *mode)
+{
+    static const char *const names[] = {"regexp", "prefix", "suffix", "substr", "wdskey"};
+    size_t i;
+    int rc;
+
+    for (i = 0; mode && i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(mode, names[i]) == 0)
+            break;
+    if (!mode || i == sizeof(names) / sizeof(names[0])) {
+        hd_resp_err_msg(r, HD_EBADARG,
+                        "archregx needs archmode: regexp, prefix, suffix, substr or wdskey.");
+        return -1;
+    }
+    s->mode = (enum selmode)i;
+    if (s->mode != SEL_REGEXP)
+        return 0;
+    /* no back-references: glibc's matcher may take exponential time on them */
+    for (i = 0; s->rx[i]; i++)
+        if (s->rx[i] == '\\' && s->rx[i + 1] >= '0' && s->rx[i + 1] <= '9')
+            break;
+    if (strlen(s->rx) > REGEX_MAX || s->rx[i] ||
+        (rc = regcomp(&s->re, s->rx, REG_EXTENDED | REG_NOSUB)) != 0) {
+        hd_resp_err_msg(r, HD_EBADARG,
+                        "archregx is not a usable regular expression (POSIX extended syntax, at "
+                        "most 512 bytes, no back-references).");
+        return -1;
+    }
+    return 1; /* compiled: free it */
+}
+
+static void select_members(struct hd_req *r, struct hd_store *st, const char *bucket,
+                           const char *key, const struct hd_obj_meta *m, int fd, int head)
+{
+    struct select s;
+    struct hd_tarstream_cfg cfg = {0};
+    struct hd_tarstream_ops ops = {0};
+    char msg[400] = "";
+    size_t i;
+    int rc, compiled;
+
+    memset(&s, 0, sizeof(s));
+    s.rx = hd_req_param(r, "archregx");
+    s.fd = fd;
+    hd_buf_init(&s.out);
+    if ((compiled = sel_mode(r, &s, hd_req_param(r, "archmode"))) < 0)
+        return;
+    rc = hd_store_tar_list(st, m, select_one, &s);
+    if (rc == HD_ETOOLARGE) {
+        hd_resp_err_msg(r, rc,
+                        "The matching members are over 64 MiB together: read them by "
+                        "archpath, or with a batch GET.");
+        goto out;
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    if (s.n == 0) {
+        snprintf(msg, sizeof(msg), "Archive %s/%s has no member matching '%.200s' (%s).", bucket,
+                 key, s.rx, hd_req_param(r, "archmode"));
+        hd_resp_err_msg(r, HD_ENOSUCHMEMBER, msg);
+        goto out;
+    }
+    cfg.n = s.n;
+    cfg.window = 1;
+    cfg.entry_buf = 1u << 20;
+    ops.resolve = sel_resolve;
+    ops.name = sel_name;
+    ops.sink = sel_sink;
+    if ((rc = hd_tarstream_run(&cfg, &ops, &s, msg, sizeof(msg))) < 0) {
+        HD_LOG(HD_WARN, r->id, "archregx %s/%s: %s", bucket, key, msg);
+        hd_resp_err(r, rc);
+        goto out;
+    }
+    if (head) {
+        hd_resp_header(r, "Content-Type", "application/x-tar");
+        hd_resp_head(r, 200, s.out.len);
+    } else {
+        hd_resp_buf(r, 200, "application/x-tar", s.out.data, s.out.len);
+        s.out.data = NULL; /* the response's */
+        hd_stats_add(HD_ST_GET_BYTES, s.out.len);
+    }
+out:
+    if (compiled > 0)
+        regfree(&s.re);
+    for (i = 0; i < s.n; i++)
+        free(s.v[i].name);
+    free(s.v);
+    hd_buf_cleanup(&s.out);
+}
+
 void hd_arch_serve(struct hd_req *r, struct hd_store *st, const char *bucket, const char *key,
                    const struct hd_obj_meta *m, int *fd, int head)
 {
+    const char *rx = hd_req_param(r, "archregx");
+
     const char *member = hd_req_param(r, "archpath");
     uint64_t moff = 0, msize = 0, off, len, n = 0;
     char msg[512], date[32];
@@ -135,8 +339,12 @@ void hd_arch_serve(struct hd_req *r, struct hd_store *st, const char *bucket, co
         hd_resp_err(r, errno == ENOENT ? HD_ENOSUCHKEY : -errno);
         return;
     }
-    if (member && !*member) {
+    if (member && !*member && !(rx && *rx)) {
         hd_resp_err_msg(r, HD_EBADARG, "archpath must name a member of the archive.");
+        return;
+    }
+    if (member && *member && rx && *rx) {
+        hd_resp_err_msg(r, HD_EBADARG, "Give archpath or archregx, not both.");
         return;
     }
     rc = hd_arch_index(st, bucket, key, m, *fd, &n, msg, sizeof(msg));
@@ -148,6 +356,10 @@ void hd_arch_serve(struct hd_req *r, struct hd_store *st, const char *bucket, co
     }
     if (rc < 0) {
         hd_resp_err(r, rc);
+        return;
+    }
+    if (rx && *rx) {
+        select_members(r, st, bucket, key, m, *fd, head);
         return;
     }
     if (!member) {
