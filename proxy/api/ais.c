@@ -309,21 +309,6 @@ void hd_proxy_ais_tokens(struct hd_req *r, struct hd_proxy *p)
     hd_req_read_json(r, LOGIN_BODY_MAX, revoke_end, c, free);
 }
 
-/* ---- object requests: AIStore parameters hoard has no counterpart for ---- */
-
-int hd_proxy_ais_object_check(struct hd_req *r)
-{
-    /* Object.append_content() (obj/object.py): PUT ?append_type=append|flush&append_handle=H.
-     * Taken as a plain PUT, every append would replace the object with its last piece. */
-    if (strcmp(r->method, "PUT") == 0 && hd_query_find(&r->query, "append_type")) {
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "append_type: hoard has no appends; PUT the whole object "
-                        "(docs/aistore-compat.md).");
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- Object.copy(): PUT /v1/objects/SB/SO?object_to=PROVIDER/@#/DB/DO ---- */
 
 /* A uname (AIStore's "PROVIDER/@NS/BUCKET/OBJECT", meta.ParseUname) into bucket and object

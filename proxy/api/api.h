@@ -39,9 +39,6 @@ void hd_proxy_ais_list_buckets(struct hd_req *r, struct hd_proxy *p);
 /* GET /v1/buckets/B with {"action":"list","value":{...}}: AIStore's list result */
 void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                                const json_t *value);
-/* Answers 501 for the AIStore object query parameters hoard would otherwise ignore and so
- * answer wrongly (append_type, archregx): -1 when r was answered, else 0. */
-int hd_proxy_ais_object_check(struct hd_req *r);
 /* Object.copy(): PUT /v1/objects/SB/SO?object_to=UNAME, authorised (write on the destination,
  * read on the source) and sent to the destination's owner with the source bound to the
  * redirect's signature (docs/aistore-compat.md). */

@@ -47,8 +47,6 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         hd_resp_err(r, rc);
         goto out;
     }
-    if (hd_proxy_ais_object_check(r) < 0)
-        goto out; /* an AIStore object feature hoard does not have (ais.c) */
     if (hd_proxy_autoreg(r, p, bucket) == HD_AGAIN)
         goto out; /* default upstream: registered on first access, then here again */
     if (strcmp(m, "POST") == 0 && !hd_query_find(&r->query, "uploadId")) {

@@ -105,6 +105,9 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t);
  * (target/api/s3.c, beside object tags). */
 void hd_target_custom_md(struct hd_req *r, struct hd_target *t, const char *bucket,
                          const char *key);
+/* PUT /v1/objects/B/O?append_type=append|flush&append_handle=H (AIStore's appends):
+ * target/api/append.c. */
+void hd_target_append(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key);
 /* GET /v1/daemon: id and per-mountpath capacity (daemon.c). */
 void hd_daemon_handle(struct hd_req *r, struct hd_target *t);
 /* GET|POST /v1/batch (batch.c) */

@@ -335,6 +335,8 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
             native_mpu(r, t, bucket, key, sig ? &a : NULL);
         else if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0)
             hd_obj_get(r, t, bucket, key, r->method[0] == 'H');
+        else if (strcmp(r->method, "PUT") == 0 && hd_query_find(&r->query, "append_type"))
+            hd_target_append(r, t, bucket, key);
         else if (strcmp(r->method, "PUT") == 0 && hd_query_find(&r->query, "object_from"))
             native_copy(r, t, bucket, key);
         else if (strcmp(r->method, "PUT") == 0)

@@ -1029,10 +1029,8 @@ def test_bucket_head_and_info(cluster, sdk, bucket):
     assert r.status_code == 404
 
 
-def test_object_features_hoard_lacks_are_refused(cluster, sdk, bucket):
-    """Parameters hoard has no counterpart for answer 501 instead of being ignored (which
-    made an append a plain PUT of the last piece)."""
-    put(sdk, bucket, "whole", b"0123456789")
+def test_archpath_with_an_empty_archregx(cluster, sdk, bucket):
+    """ArchiveConfig(archpath=P) sends an empty archregx: one member, as before."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as t:
         for n, d in (("a.txt", b"AAA"), ("b.jpg", b"BBBB")):
@@ -1040,16 +1038,6 @@ def test_object_features_hoard_lacks_are_refused(cluster, sdk, bucket):
             ti.size = len(d)
             t.addfile(ti, io.BytesIO(d))
     put(sdk, bucket, "s.tar", buf.getvalue())
-    # obj/object.py append_content(content, handle, flush): PUT objects/B/O
-    # ?provider=ais&append_type=append|flush&append_handle=H
-    for at in ("append", "flush"):
-        r = sdk.request("put", "objects/%s/whole" % bucket,
-                        params={"provider": "ais", "append_type": at, "append_handle": ""},
-                        data=b"xx")
-        assert r.status_code == 501, r.text
-    r = sdk.request("get", "objects/%s/whole" % bucket, params={"provider": "ais"})
-    assert r.status_code == 200 and r.content == b"0123456789"
-    # ArchiveConfig(archpath=P) sends an empty archregx: one member, as before
     r = sdk.request("get", "objects/%s/s.tar" % bucket,
                     params={"provider": "ais", "archpath": "a.txt", "archregx": ""})
     assert r.status_code == 200 and r.content == b"AAA"
@@ -2012,3 +2000,111 @@ def test_archive_regex_read_of_a_hoard_shard(cluster, sdk, bucket):
     r = regex_get(sdk, bucket, "wds.tar", "train/0002", "wdskey")
     assert r.status_code == 200, r.text
     assert tar_members(r.content) == [("train/0002.cls", b"2"), ("train/0002.jpg", b"J2" * 100)]
+
+
+# ---- Object.append_content(), ObjectWriter.as_file() ----
+
+def append(client, bucket, name, data, handle="", flush=False):
+    # obj/object_writer.py append_content(content, handle, flush): PUT objects/B/O with the
+    # bucket's qparams plus append_type=append|flush and append_handle=H; the answer's
+    # ais-append-handle header is the handle for the next call
+    q = {"provider": "ais", "append_type": "flush" if flush else "append",
+         "append_handle": handle}
+    return client.request("put", "objects/%s/%s" % (bucket, name), params=q, data=data)
+
+
+def get_obj(sdk, bucket, name):
+    return sdk.request("get", "objects/%s/%s" % (bucket, name), params={"provider": "ais"})
+
+
+def test_append_content_and_as_file(cluster, sdk, bucket):
+    """as_file('a'): appends to what the object holds, invisible until the flush; as_file('w'):
+    put_content(b"") first; an object that does not exist is created; a body over 4 MiB (sent
+    without Expect, so relayed by the proxy) is appended whole; the ETag is the MD5 of the
+    result."""
+    put(sdk, bucket, "log", b"line0\n")
+    r = append(sdk, bucket, "log", b"line1\n")
+    assert r.status_code == 200, r.text
+    h = r.headers["ais-append-handle"]
+    assert len(h) == 32, r.headers
+    r = append(sdk, bucket, "log", b"line2\n", handle=h)
+    assert r.status_code == 200 and r.headers["ais-append-handle"] == h, r.text
+    assert get_obj(sdk, bucket, "log").content == b"line0\n"  # not before the flush
+    r = append(sdk, bucket, "log", b"", handle=h, flush=True)
+    assert r.status_code == 200, r.text
+    got = get_obj(sdk, bucket, "log")
+    assert got.content == b"line0\nline1\nline2\n"
+    assert got.headers["ETag"].strip('"') == helpers.md5_hex(got.content)
+    # a flushed handle is gone
+    assert append(sdk, bucket, "log", b"x", handle=h).status_code == 404
+    # ObjectFileWriter 'w': put_content(b"") then appends; a 5 MiB write goes whole
+    big = helpers.pattern_bytes(5 * 1024 * 1024 + 7, 61)
+    put(sdk, bucket, "w", b"")
+    h = append(sdk, bucket, "w", big[:100]).headers["ais-append-handle"]
+    r = append(sdk, bucket, "w", big[100:], handle=h)
+    assert r.status_code == 200, r.text
+    assert append(sdk, bucket, "w", b"", handle=h, flush=True).status_code == 200
+    assert get_obj(sdk, bucket, "w").content == big
+    # a new object, and a flush that carries the last bytes
+    h = append(sdk, bucket, "new", b"ab").headers["ais-append-handle"]
+    assert get_obj(sdk, bucket, "new").status_code == 404
+    assert append(sdk, bucket, "new", b"cd", handle=h, flush=True).status_code == 200
+    assert get_obj(sdk, bucket, "new").content == b"abcd"
+
+
+def test_append_handles_are_checked(cluster, sdk, bucket):
+    put(sdk, bucket, "a", b"A")
+    put(sdk, bucket, "b", b"B")
+    h = append(sdk, bucket, "a", b"1").headers["ais-append-handle"]
+    # another object's handle, one never given, a malformed one: nothing changes
+    assert append(sdk, bucket, "b", b"2", handle=h).status_code == 404
+    assert append(sdk, bucket, "a", b"2", handle="0" * 32).status_code == 404
+    assert append(sdk, bucket, "a", b"2", handle="../../etc").status_code == 400
+    assert append(sdk, bucket, "a", b"", flush=True).status_code == 400  # flush needs one
+    r = sdk.request("put", "objects/%s/a" % bucket,
+                    params={"provider": "ais", "append_type": "prepend", "append_handle": ""},
+                    data=b"x")
+    assert r.status_code == 400, r.text
+    assert append(sdk, bucket, "a", b"", handle=h, flush=True).status_code == 200
+    assert get_obj(sdk, bucket, "a").content == b"A1"
+    assert get_obj(sdk, bucket, "b").content == b"B"
+
+
+def test_append_s3_backed_bucket_is_501(cluster, sdk, s3rver):  # noqa: F811
+    src = "aisap-" + uuid.uuid4().hex[:8]
+    up = s3rver.client()
+    up.create_bucket(Bucket=src)
+    up.put_object(Bucket=src, Key="o", Body=b"up")
+    r = sdk.request("post", "buckets/" + src, params={"provider": "aws"},
+                    json={"upstream": {"endpoint": s3rver.url, "profile": "s3rver"}})
+    assert r.status_code == 201, r.text
+    r = sdk.request("put", "objects/%s/o" % src,
+                    params={"provider": "aws", "append_type": "append", "append_handle": ""},
+                    data=b"more")
+    assert r.status_code == 501 and "S3-backed" in r.json()["message"], r.text
+    assert up.get_object(Bucket=src, Key="o")["Body"].read() == b"up"
+
+
+def test_append_needs_a_good_token_and_is_not_replayable(cluster, sdk, bucket):
+    """Refused without a token (403), with a tampered, expired or forged one (401), from a
+    read-only key (403), and as a SigV4 request signed two hours ago (403); the object and an
+    open handle stay as they were."""
+    import datetime
+    put(sdk, bucket, "o", b"O")
+    h = append(sdk, bucket, "o", b"1").headers["ais-append-handle"]
+    for name, t in bad_tokens(sdk).items():
+        c = SdkClient(cluster.url, t)
+        for kw in ({}, {"handle": h}, {"handle": h, "flush": True}):
+            r = append(c, bucket, "o", b"evil", **kw)
+            assert r.status_code == (403 if t is None else 401), (name, kw, r.text)
+    ro = SdkClient(cluster.url)
+    ro.token = ro.request("post", "users/AKRO", json={"password": "secretRO"}).json()["token"]
+    assert append(ro, bucket, "o", b"evil", handle=h).status_code == 403
+    when = datetime.datetime.utcnow() - datetime.timedelta(hours=2)
+    url = "%s/v1/objects/%s/o?append_handle=%s&append_type=append&provider=ais" % (
+        cluster.url, bucket, h)
+    hd = helpers.sign_headers("PUT", url, ACCESS_KEY, SECRET_KEY, when=when)
+    r = requests.put(url, headers=hd, data=b"evil", allow_redirects=False, timeout=30)
+    assert r.status_code == 403 and "RequestTimeTooSkewed" in r.text, r.text
+    assert append(sdk, bucket, "o", b"2", handle=h, flush=True).status_code == 200
+    assert get_obj(sdk, bucket, "o").content == b"O12"
