@@ -16,6 +16,7 @@ Bugs these tests found (fixed with them): a 307 capability did not bind x-amz-co
 bucket); target admin endpoints took other targets' and 307 capabilities; a key with rw on
 one bucket could choose that bucket's upstream (endpoint, profile)."""
 
+import http.client
 import json
 import os
 import socket
@@ -550,10 +551,24 @@ def test_redirect_host_not_reinterpreted(sc):
     assert r.status_code == 200, r.text
     u = "%s/%s/%s" % (sc.p2.url, A, key)
     for method, body in (("PUT", b"planted"), ("GET", None)):
-        r = requests.request(method, u, data=body, allow_redirects=False, timeout=10,
-                             headers=helpers.sign_headers(method, u, MIX[0], MIX[1]))
-        assert r.status_code == 307, r.text
-        loc = urllib.parse.urlsplit(r.headers["Location"])
+        h = helpers.sign_headers(method, u, MIX[0], MIX[1])
+        if body:
+            # announced (Expect: 100-continue) and not sent: the 307 comes first, as to curl;
+            # a body sent at once would be relayed instead (docs/cluster.md)
+            c = http.client.HTTPConnection(sc.p2.host, sc.p2.port, timeout=10)
+            c.putrequest(method, urllib.parse.urlsplit(u).path)  # Host as signed
+            for k, v in [(k, v) for k, v in h.items() if k.lower() != "host"] + [
+                    ("Content-Length", str(len(body))), ("Expect", "100-continue")]:
+                c.putheader(k, v)
+            c.endheaders()
+            resp = c.getresponse()
+            status, location = resp.status, resp.getheader("Location")
+            c.close()
+        else:
+            r = requests.request(method, u, allow_redirects=False, timeout=10, headers=h)
+            status, location = r.status_code, r.headers.get("Location")
+        assert status == 307, (method, status)
+        loc = urllib.parse.urlsplit(location)
         r = requests.request(method, "http://127.0.0.1:%d%s?%s" % (
             sc.t1.port if loc.port == urllib.parse.urlsplit(sc.rec.url).port else loc.port,
             loc.path, loc.query), data=body, timeout=10,
