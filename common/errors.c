@@ -125,6 +125,23 @@ static const struct hd_err_info table[] = {
     {HD_ETAGHEADER, 400, "InvalidArgument",
      "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters "
      "without tag name duplicates."},
+    {HD_ENOBUCKETPOLICY, 404, "NoSuchBucketPolicy", "The bucket policy does not exist"},
+    {HD_ENOLIFECYCLE, 404, "NoSuchLifecycleConfiguration",
+     "The lifecycle configuration does not exist"},
+    {HD_ENOTAGSET, 404, "NoSuchTagSet", "The TagSet does not exist"},
+    {HD_ENOCORS, 404, "NoSuchCORSConfiguration", "The CORS configuration does not exist"},
+    {HD_ENOWEBSITE, 404, "NoSuchWebsiteConfiguration",
+     "The specified bucket does not have a website configuration"},
+    {HD_ENOREPLICATION, 404, "ReplicationConfigurationNotFoundError",
+     "The replication configuration was not found"},
+    {HD_ENOSSECONFIG, 404, "ServerSideEncryptionConfigurationNotFoundError",
+     "The server side encryption configuration was not found"},
+    {HD_ENOOBJECTLOCK, 404, "ObjectLockConfigurationNotFoundError",
+     "Object Lock configuration does not exist for this bucket"},
+    {HD_ENOPUBLICBLOCK, 404, "NoSuchPublicAccessBlockConfiguration",
+     "The public access block configuration was not found"},
+    {HD_ENOOWNERSHIP, 404, "OwnershipControlsNotFoundError",
+     "The bucket ownership controls were not found"},
 };
 
 static const struct hd_err_info errno_rows[] = {

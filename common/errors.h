@@ -96,6 +96,17 @@ enum hd_err {
     HD_ETAGKEY,              /* 400 InvalidTag (an empty key, or not UTF-8 text) */
     HD_ETAGVAL,              /* 400 InvalidTag (a value that is not UTF-8 text) */
     HD_ETAGHEADER,           /* 400 InvalidArgument (x-amz-tagging malformed or repeating a key) */
+    /* a bucket configuration hoard never has (GET answers as AWS for a bucket without one) */
+    HD_ENOBUCKETPOLICY, /* 404 NoSuchBucketPolicy */
+    HD_ENOLIFECYCLE,    /* 404 NoSuchLifecycleConfiguration */
+    HD_ENOTAGSET,       /* 404 NoSuchTagSet */
+    HD_ENOCORS,         /* 404 NoSuchCORSConfiguration */
+    HD_ENOWEBSITE,      /* 404 NoSuchWebsiteConfiguration */
+    HD_ENOREPLICATION,  /* 404 ReplicationConfigurationNotFoundError */
+    HD_ENOSSECONFIG,    /* 404 ServerSideEncryptionConfigurationNotFoundError */
+    HD_ENOOBJECTLOCK,   /* 404 ObjectLockConfigurationNotFoundError */
+    HD_ENOPUBLICBLOCK,  /* 404 NoSuchPublicAccessBlockConfiguration */
+    HD_ENOOWNERSHIP,    /* 404 OwnershipControlsNotFoundError */
     HD_ELAST
 };
 

@@ -66,6 +66,44 @@ static const struct route routes[] = {
     {OBJECT, "DELETE", NULL, 0, 0, HD_S3_DELETE_OBJECT},
 };
 
+/* Bucket configurations hoard never has. A GET answers what AWS answers for a bucket that has
+ * none (an error naming it, or the empty document), and a DELETE of one that has a DeleteX
+ * call is a no-op (204): tools that read every setting of a bucket (Terraform's AWS provider,
+ * the console-like clients) then get the truth instead of a 501. Setting one stays 501. */
+static const struct bucket_config {
+    const char *sub;
+    int err;           /* GET: this error, or 0 for the document */
+    const char *root;  /* GET: the empty document's root element */
+    const char *inner; /* and its content, or NULL */
+    int deletable;     /* AWS has a DELETE for it */
+} bucket_configs[] = {
+    {"policy", HD_ENOBUCKETPOLICY, NULL, NULL, 1},
+    {"lifecycle", HD_ENOLIFECYCLE, NULL, NULL, 1},
+    {"tagging", HD_ENOTAGSET, NULL, NULL, 1},
+    {"cors", HD_ENOCORS, NULL, NULL, 1},
+    {"website", HD_ENOWEBSITE, NULL, NULL, 1},
+    {"replication", HD_ENOREPLICATION, NULL, NULL, 1},
+    {"encryption", HD_ENOSSECONFIG, NULL, NULL, 1},
+    {"object-lock", HD_ENOOBJECTLOCK, NULL, NULL, 0},
+    {"publicAccessBlock", HD_ENOPUBLICBLOCK, NULL, NULL, 1},
+    {"ownershipControls", HD_ENOOWNERSHIP, NULL, NULL, 1},
+    {"logging", 0, "BucketLoggingStatus", NULL, 0},
+    {"notification", 0, "NotificationConfiguration", NULL, 0},
+    {"accelerate", 0, "AccelerateConfiguration", NULL, 0},
+    {"requestPayment", 0, "RequestPaymentConfiguration", "<Payer>BucketOwner</Payer>", 0},
+};
+
+/* The configuration r's query names at the bucket level, or NULL. */
+static const struct bucket_config *bucket_config_of(const struct hd_req *r)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(bucket_configs) / sizeof(bucket_configs[0]); i++)
+        if (hd_query_find(&r->query, bucket_configs[i].sub))
+            return &bucket_configs[i];
+    return NULL;
+}
+
 static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_LIST_BUCKETS] = "ListBuckets",
     [HD_S3_GET_LOCATION] = "GetBucketLocation",
@@ -80,6 +118,8 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_PUT_BUCKET_ACL] = "PutBucketAcl",
     [HD_S3_GET_VERSIONING] = "GetBucketVersioning",
     [HD_S3_PUT_VERSIONING] = "PutBucketVersioning",
+    [HD_S3_GET_BUCKET_CONFIG] = "GetBucketConfiguration",
+    [HD_S3_DELETE_BUCKET_CONFIG] = "DeleteBucketConfiguration",
     [HD_S3_CREATE_MPU] = "CreateMultipartUpload",
     [HD_S3_UPLOAD_PART] = "UploadPart",
     [HD_S3_UPLOAD_PART_COPY] = "UploadPartCopy",
@@ -109,11 +149,22 @@ const char *hd_s3_op_name(enum hd_s3_op op)
 static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const char **sub)
 {
     int copy = hd_req_header(r, "x-amz-copy-source") != NULL, strict = 0;
+    const struct bucket_config *cfg;
     const char *allowed = NULL;
     size_t i;
 
     *sub = NULL;
 
+    if (level == BUCKET && (cfg = bucket_config_of(r))) {
+        if (strcmp(r->method, "GET") == 0) {
+            *op = HD_S3_GET_BUCKET_CONFIG;
+            return 0;
+        }
+        if (strcmp(r->method, "DELETE") == 0 && cfg->deletable) {
+            *op = HD_S3_DELETE_BUCKET_CONFIG;
+            return 0;
+        }
+    }
     /* of the subresources in hoard_unsupported_subresource's list, an object's ?tagging (its
      * tags: GET, PUT, DELETE; another method is 405) and GET ?attributes are answered; every
      * other call of them (bucket tagging, PUT ?attributes) is 501 */
@@ -173,6 +224,8 @@ static int metric_op(enum hd_s3_op op)
     case HD_S3_PUT_BUCKET_ACL:
     case HD_S3_GET_VERSIONING:
     case HD_S3_PUT_VERSIONING:
+    case HD_S3_GET_BUCKET_CONFIG:
+    case HD_S3_DELETE_BUCKET_CONFIG:
         return HD_OP_BUCKET;
     default:
         return HD_OP_OTHER;
@@ -1098,16 +1151,43 @@ static void put_versioning(struct hd_req *r, const struct hd_s3_front *f, void *
         hd_s3_read_body(r, &c->auth, (size_t)64 * 1024, versioning_end, NULL, NULL);
 }
 
+/* GetBucketPolicy, GetBucketLifecycleConfiguration, ... of a bucket that exists: the "none"
+ * answer; DeleteBucketPolicy, ...: 204. */
+static void bucket_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                          const struct hd_s3_call *c)
+{
+    const struct bucket_config *cfg = bucket_config_of(r);
+    struct hd_buf b;
+    int rc = f->bucket_exists(ctx, c->bucket);
+
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+    } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
+        hd_resp_empty(r, 204);
+    } else if (cfg->err) {
+        hd_resp_err(r, cfg->err);
+    } else {
+        hd_buf_init(&b);
+        hd_xml_decl(&b);
+        if (cfg->inner)
+            hd_buf_printf(&b, "<%s xmlns=\"" S3NS "\">%s</%s>", cfg->root, cfg->inner, cfg->root);
+        else
+            hd_buf_printf(&b, "<%s xmlns=\"" S3NS "\"/>", cfg->root);
+        hd_resp_xml(r, 200, &b);
+    }
+}
+
 typedef void (*builtin_fn)(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                            const struct hd_s3_call *c);
 
 static const builtin_fn builtin[HD_S3_OP_COUNT] = {
-    [HD_S3_LIST_BUCKETS] = list_buckets,     [HD_S3_GET_LOCATION] = location,
-    [HD_S3_LIST_VERSIONS] = list_objects,    [HD_S3_DELETE_OBJECTS] = delete_objects,
-    [HD_S3_LIST_OBJECTS] = list_objects,     [HD_S3_HEAD_BUCKET] = head_bucket,
-    [HD_S3_CREATE_BUCKET] = create_bucket,   [HD_S3_DELETE_BUCKET] = delete_bucket,
-    [HD_S3_GET_BUCKET_ACL] = bucket_acl,     [HD_S3_PUT_BUCKET_ACL] = bucket_acl,
-    [HD_S3_GET_VERSIONING] = get_versioning, [HD_S3_PUT_VERSIONING] = put_versioning,
+    [HD_S3_LIST_BUCKETS] = list_buckets,       [HD_S3_GET_LOCATION] = location,
+    [HD_S3_LIST_VERSIONS] = list_objects,      [HD_S3_DELETE_OBJECTS] = delete_objects,
+    [HD_S3_LIST_OBJECTS] = list_objects,       [HD_S3_HEAD_BUCKET] = head_bucket,
+    [HD_S3_CREATE_BUCKET] = create_bucket,     [HD_S3_DELETE_BUCKET] = delete_bucket,
+    [HD_S3_GET_BUCKET_ACL] = bucket_acl,       [HD_S3_PUT_BUCKET_ACL] = bucket_acl,
+    [HD_S3_GET_VERSIONING] = get_versioning,   [HD_S3_PUT_VERSIONING] = put_versioning,
+    [HD_S3_GET_BUCKET_CONFIG] = bucket_config, [HD_S3_DELETE_BUCKET_CONFIG] = bucket_config,
 };
 
 /* ---- dispatch ---- */

@@ -34,6 +34,8 @@ enum hd_s3_op {
     HD_S3_PUT_BUCKET_ACL,
     HD_S3_GET_VERSIONING,
     HD_S3_PUT_VERSIONING,
+    HD_S3_GET_BUCKET_CONFIG,    /* a configuration hoard never has (policy, lifecycle, ...) */
+    HD_S3_DELETE_BUCKET_CONFIG, /* ... deleted: a no-op */
     /* object level */
     HD_S3_CREATE_MPU,
     HD_S3_UPLOAD_PART,

@@ -602,13 +602,13 @@ def test_metadata_too_large(endpoint, raw, bucket):
 # ---------------------------------------------------------------- unsupported calls
 
 @pytest.mark.parametrize("method,path", [
-    ("GET", "/{b}?tagging"), ("PUT", "/{b}?tagging"), ("DELETE", "/{b}?tagging"),
+    ("PUT", "/{b}?tagging"),
     ("GET", "/{b}/obj?tagging&torrent"), ("PUT", "/{b}/obj?tagging&torrent"),
     ("PUT", "/{b}/obj?attributes"),
-    ("GET", "/{b}?policy"), ("PUT", "/{b}?policy"), ("DELETE", "/{b}?policy"),
-    ("GET", "/{b}?lifecycle"), ("GET", "/{b}?cors"),
-    ("GET", "/{b}?website"), ("GET", "/{b}?encryption"),
-    ("GET", "/{b}?object-lock"), ("PUT", "/{b}/obj?retention"), ("POST", "/{b}/obj?select"),
+    ("PUT", "/{b}?policy"), ("PUT", "/{b}?lifecycle"), ("PUT", "/{b}?cors"),
+    ("PUT", "/{b}?website"), ("PUT", "/{b}?encryption"), ("PUT", "/{b}?object-lock"),
+    ("PUT", "/{b}?publicAccessBlock"), ("PUT", "/{b}?logging"), ("PUT", "/{b}?notification"),
+    ("PUT", "/{b}/obj?retention"), ("POST", "/{b}/obj?select"),
 ])
 def test_unsupported_calls(endpoint, raw, bucket, method, path):
     path = path.format(b=bucket)
@@ -709,15 +709,69 @@ def test_harmless_write_headers(raw, s3, bucket):
 
 def test_unsupported_via_boto3(s3, bucket):
     calls = [
-        lambda: s3.get_bucket_tagging(Bucket=bucket),
-        lambda: s3.get_bucket_policy(Bucket=bucket),
         lambda: s3.put_bucket_tagging(Bucket=bucket,
                                       Tagging={"TagSet": [{"Key": "a", "Value": "b"}]}),
+        lambda: s3.put_bucket_policy(Bucket=bucket, Policy="{}"),
+        lambda: s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration={
+            "BlockPublicAcls": True}),
     ]
     for call in calls:
         with pytest.raises(botocore.exceptions.ClientError) as ei:
             call()
         assert client_error(ei)[:2] == (501, "NotImplemented")
+
+
+# a bucket configuration hoard never has: the read AWS answers for a bucket without one
+NO_CONFIG = [
+    ("get_bucket_policy", 404, "NoSuchBucketPolicy"),
+    ("get_bucket_lifecycle_configuration", 404, "NoSuchLifecycleConfiguration"),
+    ("get_bucket_tagging", 404, "NoSuchTagSet"),
+    ("get_bucket_cors", 404, "NoSuchCORSConfiguration"),
+    ("get_bucket_website", 404, "NoSuchWebsiteConfiguration"),
+    ("get_bucket_replication", 404, "ReplicationConfigurationNotFoundError"),
+    ("get_bucket_encryption", 404, "ServerSideEncryptionConfigurationNotFoundError"),
+    ("get_object_lock_configuration", 404, "ObjectLockConfigurationNotFoundError"),
+    ("get_public_access_block", 404, "NoSuchPublicAccessBlockConfiguration"),
+    ("get_bucket_ownership_controls", 404, "OwnershipControlsNotFoundError"),
+]
+
+
+def test_bucket_configurations_hoard_never_has(endpoint, s3, bucket):
+    """What Terraform's AWS provider and similar tools read of every bucket: each "none" answer
+    is AWS's for a bucket without that configuration (not a 501 that fails the refresh), the
+    empty documents for logging, notifications, acceleration and request payment, and DELETE
+    of one is a no-op 204. Setting one stays 501 (above)."""
+    for name, status, code in NO_CONFIG:
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            getattr(s3, name)(Bucket=bucket)
+        assert client_error(ei)[:2] == (status, code), name
+    assert "LoggingEnabled" not in s3.get_bucket_logging(Bucket=bucket)
+    n = s3.get_bucket_notification_configuration(Bucket=bucket)
+    assert not any(k.endswith("Configurations") for k in n), n
+    assert "Status" not in s3.get_bucket_accelerate_configuration(Bucket=bucket)
+    assert s3.get_bucket_request_payment(Bucket=bucket)["Payer"] == "BucketOwner"
+    for name in ("delete_bucket_policy", "delete_bucket_lifecycle", "delete_bucket_tagging",
+                 "delete_bucket_cors", "delete_bucket_website", "delete_bucket_replication",
+                 "delete_bucket_encryption", "delete_public_access_block",
+                 "delete_bucket_ownership_controls"):
+        r = getattr(s3, name)(Bucket=bucket)
+        assert r["ResponseMetadata"]["HTTPStatusCode"] == 204, name
+    # a bucket that does not exist: NoSuchBucket, whatever the configuration
+    missing = helpers.unique_bucket_name("gone")
+    for name in ("get_bucket_policy", "get_bucket_logging", "delete_bucket_cors"):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            getattr(s3, name)(Bucket=missing)
+        assert client_error(ei)[:2] == (404, "NoSuchBucket"), name
+
+
+def test_bucket_configurations_need_credentials(endpoint, raw, bucket):
+    """Answered only after authentication, as every bucket call: no or a wrong signature gets
+    403, never the configuration answer."""
+    for path in ("/%s?policy" % bucket, "/%s?logging" % bucket):
+        r = raw.request("GET", path, sign=False)
+        assert r.status == 403, (path, r)
+    r = raw.request("DELETE", "/%s?cors" % bucket, sign=False)
+    assert r.status == 403, r
 
 
 # ---------------------------------------------------------------- missing things, conflicts

@@ -42,6 +42,8 @@ static const struct {
     {HD_EPRECONDITION, 412, "PreconditionFailed"},
     {HD_ENOTMODIFIED, 304, "NotModified"},
     {HD_EMETHOD, 405, "MethodNotAllowed"},
+    {HD_ENOTAGSET, 404, "NoSuchTagSet"},
+    {HD_ENOBUCKETPOLICY, 404, "NoSuchBucketPolicy"},
     {HD_ENOTIMPL, 501, "NotImplemented"},
     {HD_EMALFORMEDXML, 400, "MalformedXML"},
     {HD_ECHUNK, 400, NULL}, /* InvalidChunkSizeError or InvalidRequest: either is fine */
