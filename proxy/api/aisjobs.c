@@ -185,10 +185,16 @@ static void copy_start(struct hd_req *r, struct hd_proxy *p, const char *bucket,
         hd_resp_err_msg(r, strcmp(prov, "ais") != 0 ? HD_ENOTIMPL : HD_EBADARG, m);
         goto out;
     }
-    if ((prepend && *prepend) || json_is_true(json_object_get(value, "dry_run"))) {
-        snprintf(m, sizeof(m), "%s: prepend and dry_run are not supported (docs/aistore-compat.md)",
-                 what);
+    if (json_is_true(json_object_get(value, "dry_run"))) {
+        snprintf(m, sizeof(m), "%s: dry_run is not supported (docs/aistore-compat.md)", what);
         hd_resp_err_msg(r, HD_ENOTIMPL, m);
+        goto out;
+    }
+    if (prepend && *prepend &&
+        (hd_object_name_check(prepend, strlen(prepend)) < 0 ||
+         json_object_set_new(sel, "prepend", json_string(prepend)) < 0)) {
+        snprintf(m, sizeof(m), "%s: prepend must be the start of a valid object name", what);
+        hd_resp_err_msg(r, HD_EBADARG, m);
         goto out;
     }
     if ((rc = may_write(r, p, a, dst)) < 0) {

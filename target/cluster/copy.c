@@ -1,8 +1,9 @@
 /* copy: the "copy" job (`hoard bucket cp SRC DST`): a proxy starts it on every target with
  * bucket SRC and args {"to": DST, "prefix"?: P} or {"to": DST, "names": [..] | "template": T}
- * (AIStore's copy-listrange; a brace template as prefetch takes it, at most 100000 names). Each
+ * (AIStore's copy-listrange; a brace template as prefetch takes it, at most 100000 names), and
+ * "prepend"?: X (AIStore's: the copies are named X + name). Each
  * target walks the objects of SRC it holds, on each mountpath in name order, and writes each one
- * (whose name starts with P, or is one of the names) as DST/name to DST's HRW owner: itself (a
+ * (whose name starts with P, or is one of the names) as DST/[X]name to DST's HRW owner: itself (a
  * local put), or another target with the node-signed PUT rebalance uses (rebalance.c), so the copy
  * keeps the source's identity (ETag, mtime, Content-Type, user metadata) and a copy already there
  * at least as new is left alone. Running it again copies nothing new twice. Resumable: a target
@@ -40,16 +41,16 @@ static void copy_result(struct hd_job *j, const char *what, const char *a)
     pthread_mutex_unlock(&j->mu);
 }
 
-/* One object of SRC on mountpath mpi. 0, or a negative code with the error recorded. */
-static int copy_one(struct hd_job *j, struct hd_tcluster *cl, CURL *cu, size_t mpi, const char *dst,
-                    const char *name, uint64_t *bytes)
+/* One object of SRC on mountpath mpi, written as dst/dname. 0, or a negative code with the
+ * error recorded. */
+static int copy_to(struct hd_job *j, struct hd_tcluster *cl, CURL *cu, size_t mpi, const char *dst,
+                   const char *name, const char *dname, uint64_t *bytes)
 {
     struct hd_store *st = hd_tcluster_store(cl);
     struct hd_obj_meta m;
     char url[HD_NODE_URL_MAX], msg[512];
     int fd, rc, elsewhere;
 
-    *bytes = 0;
     if (hd_store_lookup_mp(st, mpi, j->bucket, name, &m) < 0)
         return 0; /* deleted meanwhile */
     fd = open(m.path, O_RDONLY | O_CLOEXEC);
@@ -57,15 +58,16 @@ static int copy_one(struct hd_job *j, struct hd_tcluster *cl, CURL *cu, size_t m
         hd_obj_meta_cleanup(&m);
         return 0; /* replaced meanwhile: the new copy is scanned later */
     }
-    elsewhere = hd_peer_owner_elsewhere(cl, dst, name, url, sizeof(url));
+    elsewhere = hd_peer_owner_elsewhere(cl, dst, dname, url, sizeof(url));
     if (elsewhere == 0) {
-        rc = hd_rb_send_object(cu, cl, url, dst, name, &m, fd, 0, msg, sizeof(msg));
+        rc = hd_rb_send_object(cu, cl, url, dst, dname, &m, fd, 0, msg, sizeof(msg));
     } else if (elsewhere == HD_EUNAVAIL) {
         snprintf(msg, sizeof(msg), "%s/%s: the owner of %s/%s (%s) is down", j->bucket, name, dst,
-                 name, url);
+                 dname, url);
         rc = HD_EUNAVAIL;
-    } else if ((rc = hd_rb_put_local(st, dst, name, &m, fd, 0)) < 0) {
-        snprintf(msg, sizeof(msg), "%s/%s -> %s: %s", j->bucket, name, dst, hd_strerror(rc));
+    } else if ((rc = hd_rb_put_local(st, dst, dname, &m, fd, 0)) < 0) {
+        snprintf(msg, sizeof(msg), "%s/%s -> %s/%s: %s", j->bucket, name, dst, dname,
+                 hd_strerror(rc));
     }
     close(fd);
     if (rc < 0)
@@ -73,6 +75,32 @@ static int copy_one(struct hd_job *j, struct hd_tcluster *cl, CURL *cu, size_t m
     else
         *bytes = m.size;
     hd_obj_meta_cleanup(&m);
+    return rc;
+}
+
+/* One object of SRC on mountpath mpi, as dst/name or, with prepend, dst/prepend+name. 0, or a
+ * negative code with the error recorded. */
+static int copy_one(struct hd_job *j, struct hd_tcluster *cl, CURL *cu, size_t mpi, const char *dst,
+                    const char *prepend, const char *name, uint64_t *bytes)
+{
+    char *dname = NULL;
+    size_t pl, nl;
+    int rc;
+
+    *bytes = 0;
+    if (!prepend || !*prepend)
+        return copy_to(j, cl, cu, mpi, dst, name, name, bytes);
+    pl = strlen(prepend);
+    nl = strlen(name);
+    if (!(dname = malloc(pl + nl + 1)))
+        return -ENOMEM;
+    memcpy(dname, prepend, pl);
+    memcpy(dname + pl, name, nl + 1);
+    if ((rc = hd_object_name_check(dname, pl + nl)) < 0)
+        hd_job_error(j, "%s/%s: %s%s is not a valid object name", j->bucket, name, prepend, name);
+    else
+        rc = copy_to(j, cl, cu, mpi, dst, name, dname, bytes);
+    free(dname);
     return rc;
 }
 
@@ -178,7 +206,7 @@ static int each_selected(struct hd_job *j, struct hd_store *st, const char *pref
 struct copy_walk {
     struct hd_tcluster *cl;
     CURL *cu;
-    const char *dst;
+    const char *dst, *prepend;
     uint64_t copied;
 };
 
@@ -187,7 +215,7 @@ static void copy_each(struct hd_job *j, size_t mpi, const char *name, void *arg)
     struct copy_walk *w = arg;
     uint64_t b;
 
-    if (copy_one(j, w->cl, w->cu, mpi, w->dst, name, &b) == 0) {
+    if (copy_one(j, w->cl, w->cu, mpi, w->dst, w->prepend, name, &b) == 0) {
         hd_job_add(j, 1, b);
         hd_job_set_extra(j, "copied", ++w->copied);
     }
@@ -201,7 +229,8 @@ static int copy_run(struct hd_job *j, void *ctx)
     const char *prefix = json_string_value(json_object_get(j->args, "prefix"));
     uint64_t tobjs = 0, tbytes = 0, o, b;
     size_t mpi, plen = prefix ? strlen(prefix) : 0;
-    struct copy_walk w = {.cl = cl, .dst = dst};
+    struct copy_walk w = {
+        .cl = cl, .dst = dst, .prepend = json_string_value(json_object_get(j->args, "prepend"))};
     struct hd_bucket_info bi;
     json_t *set = NULL;
     int rc = 0;

@@ -730,14 +730,25 @@ def test_copy_bck_job(cluster, sdk, bucket):
         assert r.status_code == 200, r.text
         job_wait(sdk, r.text)
         assert [e["n"] for e in list_objects(sdk, dst2)["Entries"]] == ["b/x"]
-        for o in ("b/x",):
+        # bucket.py copy(prepend=...): every copy named PREPEND + name, the owner of that name
+        # writes it (the test's names spread over both targets)
+        r = sdk.request("post", "buckets/" + bucket,
+                        params={"provider": "ais", "bck_to": "ais/@#/%s/" % dst2},
+                        json=action("copy-bck", dict(value, prepend="p/")))
+        assert r.status_code == 200, r.text
+        job_wait(sdk, r.text)
+        got = [e["n"] for e in list_objects(sdk, dst2)["Entries"]]
+        assert got == sorted(["b/x"] + ["p/" + n for n in names]), got
+        r = sdk.request("get", "objects/%s/p/a/3" % dst2, params={"provider": "ais"})
+        assert r.content == b"a/3" * 100
+        for o in ["b/x"] + ["p/" + n for n in names]:
             sdk.request("delete", "objects/%s/%s" % (dst2, o), params={"provider": "ais"})
         sdk.request("delete", "buckets/" + dst2, json=action("destroy-bck"))
         # malformed or unsupported: 400 / 501, nothing started
         for q, v, code in (("ais/@#/", value, 400), ("ais/@uuid#ns/x1x/", value, 400),
                            ("gcp/@#/x1x/", value, 400), ("ais/@#/" + bucket + "/", value, 400),
                            ("aws/@#/x1x/", value, 501),
-                           ("ais/@#/x1x/", dict(value, prepend="p/"), 501),
+                           ("ais/@#/x1x/", dict(value, prepend="p" * 1100), 400),
                            ("ais/@#/x1x/", dict(value, dry_run=True), 501)):
             r = sdk.request("post", "buckets/" + bucket, params={"provider": "ais", "bck_to": q},
                             json=action("copy-bck", v))
@@ -791,6 +802,15 @@ def test_copy_listrange_job(cluster, sdk, bucket, s3rver):  # noqa: F811
         assert r.status_code == 200, r.text
         job_wait(sdk, r.text)
         assert [e["n"] for e in list_objects(sdk, dst)["Entries"]] == ["a/0", "a/2", "a/4"]
+        # prepend: the copies are named PREPEND + name
+        dst, r = copy({"objnames": ["a/1", "b/x"]}, prepend="backup/2026/")
+        assert r.status_code == 200, r.text
+        st = job_wait(sdk, r.text)
+        assert st["err"] == "", st
+        assert [e["n"] for e in list_objects(sdk, dst)["Entries"]] == ["backup/2026/a/1",
+                                                                        "backup/2026/b/x"]
+        r = sdk.request("get", "objects/%s/backup/2026/a/1" % dst, params={"provider": "ais"})
+        assert r.content == b"a/1" * 10
         # a template without a range is a prefix (AIStore's rule)
         dst, r = copy({"template": "b/"})
         assert r.status_code == 200, r.text
@@ -800,7 +820,7 @@ def test_copy_listrange_job(cluster, sdk, bucket, s3rver):  # noqa: F811
         for sel, over, code in (({"objnames": ["a/1"]}, {"tobck": {"name": "x1x",
                                                                     "provider": "aws"}}, 501),
                                 ({"objnames": ["a/1"]}, {"dry_run": True}, 501),
-                                ({"objnames": ["a/1"]}, {"prepend": "p/"}, 501),
+                                ({"objnames": ["a/1"]}, {"prepend": "p" * 1100}, 400),
                                 ({}, {}, 400),
                                 ({"objnames": ["a/1"]}, {"tobck": {"name": bucket,
                                                                     "provider": "ais"}}, 400),
