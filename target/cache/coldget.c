@@ -1078,8 +1078,12 @@ static void validate_done(struct hd_req *r, struct hd_acall *a)
         serve_local(r, c, cb, key, 0);
         return;
     }
-    /* changed upstream: fetch the version the HEAD saw, and only that one */
+    /* changed upstream: fetch the version the HEAD saw, and only that one. The stale copy goes
+     * first (unless it was replaced meanwhile): the new one is committed only after its last
+     * byte went out, and a GET in between must not be answered from the old one */
     hd_cstat_add(HD_CS_STALE, 1);
+    hd_store_delete_if(c->st, hd_store_mp_index(c->st, cb->name, key), cb->name, key, v->etag,
+                       v->mtime_ms);
     snprintf(etag, sizeof(etag), "%s", v->obj.etag);
     atomic_fetch_add(&cb->refs, 1);
     v->key = NULL;
