@@ -80,12 +80,15 @@ def make_cmd(*targets):
 
 
 def terminal_signals():
-    """What a terminal's shell gives a command: SIGINT and SIGQUIT at their defaults. A suite
-    started in the background by a non-interactive shell (`make test &`, a CI runner) inherits
-    them ignored, and bash can neither trap nor reset a signal ignored at its entry, so
-    run.sh's Ctrl-C handler would never run."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    """What a terminal's shell gives a command: SIGINT, SIGQUIT, SIGTERM and SIGHUP at their
+    defaults and none blocked. A suite started in the background by a non-interactive shell
+    (`make test &`, a CI runner) inherits SIGINT and SIGQUIT ignored (`nohup` adds SIGHUP),
+    and bash can neither trap nor reset a signal ignored at its entry, so run.sh's handler
+    would never run; a signal blocked in the forking thread stays blocked in the child, and
+    never arrives (seen once in a full run: both stop tests waited 120 s)."""
+    for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
 class Run:
