@@ -22,8 +22,8 @@ import subprocess
 import pytest
 
 import helpers
-from cachefix import C_KEYS, HoardCluster, profiles, s3rver  # noqa: F401
-from conftest import _TARGETS, _empty_bucket
+from cachefix import profiles, s3rver  # noqa: F401
+from sdkfix import VARIANTS, sdk_variant
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "go_sdk_checks")
 GOPATH = "/usr/share/gocode"
@@ -63,44 +63,11 @@ def run_checks(prog, url, access_key, secret_key, bucket, new_bucket, cold_key="
 COLD = helpers.pattern_bytes(100 * 1024 + 5, 13)
 
 
-@pytest.fixture(scope="module", params=["target", "proxy", "redirect", "s3rver"])
+@pytest.fixture(scope="module", params=VARIANTS)
 def gosdk(request, go_checks, log_dir, tmp_path_factory):
     """What the program saw, in a bucket of its own (gosdk["_kind"]: the variant)."""
-    if request.param != "s3rver":
-        ep = request.getfixturevalue("target" if request.param == "target" else "s3cluster")
-        url = ep.redirect_proxy.url if request.param == "redirect" else ep.url
-        s3 = helpers.boto3_client(ep)
-        name = helpers.unique_bucket_name("go")
-        s3.create_bucket(Bucket=name)
-        try:
-            out = run_checks(go_checks, url, ep.access_key, ep.secret_key, name,
-                             helpers.unique_bucket_name("gonew"))
-            out["_kind"] = request.param
-            yield out
-        finally:
-            _empty_bucket(s3, name)
-        return
-    request.getfixturevalue("profiles")
-    up = request.getfixturevalue("s3rver")
-    name = helpers.unique_bucket_name("goup")
-    upc = up.client()
-    upc.create_bucket(Bucket=name)
-    upc.put_object(Bucket=name, Key="cold/one.bin", Body=COLD, Metadata={"origin": "upstream"})
-    cache = HoardCluster("goc", str(tmp_path_factory.mktemp("goc")), log_dir, _TARGETS, C_KEYS,
-                         ntargets=2, target_extra=["--upstream.retries", "1"])
-    gen = cache.serve()
-    next(gen)
-    try:
-        cache.create_cloud_bucket(name, up.url, "s3rver")
-        out = run_checks(go_checks, cache.url, C_KEYS[0], C_KEYS[1], name,
-                         helpers.unique_bucket_name("gonew"), cold_key="cold/one.bin")
-        out["_kind"] = "s3rver"
-        listed = upc.list_objects_v2(Bucket=name).get("Contents", [])
-        out["_upstream"] = {o["Key"]: helpers.sha256_hex(upc.get_object(
-            Bucket=name, Key=o["Key"])["Body"].read()) for o in listed}
-        yield out
-    finally:
-        next(gen, None)
+    yield from sdk_variant(request, tmp_path_factory, log_dir, "go", COLD,
+                           lambda *a: run_checks(go_checks, *a[:5], cold_key=a[5]))
 
 
 def result(gosdk, name):

@@ -20,8 +20,9 @@ import subprocess
 import pytest
 
 import helpers
-from cachefix import C_KEYS, HoardCluster, profiles, s3rver  # noqa: F401
-from conftest import _TARGETS, REPO, _empty_bucket
+from cachefix import profiles, s3rver  # noqa: F401
+from conftest import REPO
+from sdkfix import VARIANTS, sdk_variant
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ruby_sdk_checks.rb")
 MiB = 1024 * 1024
@@ -46,45 +47,12 @@ def run_checks(url, access_key, secret_key, bucket, new_bucket, tmp, cold_key=""
 COLD = helpers.pattern_bytes(100 * 1024 + 5, 11)
 
 
-@pytest.fixture(scope="module", params=["target", "proxy", "redirect", "s3rver"])
+@pytest.fixture(scope="module", params=VARIANTS)
 def rb(request, tmp_path_factory, log_dir):
     """What the script saw, in a bucket of its own (rb["_kind"]: the variant)."""
     tmp = tmp_path_factory.mktemp("rb")
-    if request.param != "s3rver":
-        ep = request.getfixturevalue("target" if request.param == "target" else "s3cluster")
-        url = ep.redirect_proxy.url if request.param == "redirect" else ep.url
-        s3 = helpers.boto3_client(ep)
-        name = helpers.unique_bucket_name("rb")
-        s3.create_bucket(Bucket=name)
-        try:
-            out = run_checks(url, ep.access_key, ep.secret_key, name,
-                             helpers.unique_bucket_name("rbnew"), tmp)
-            out["_kind"] = request.param
-            yield out
-        finally:
-            _empty_bucket(s3, name)
-        return
-    request.getfixturevalue("profiles")
-    up = request.getfixturevalue("s3rver")
-    name = helpers.unique_bucket_name("rbup")
-    upc = up.client()
-    upc.create_bucket(Bucket=name)
-    upc.put_object(Bucket=name, Key="cold/one.bin", Body=COLD, Metadata={"origin": "upstream"})
-    cache = HoardCluster("rbc", str(tmp_path_factory.mktemp("rbc")), log_dir, _TARGETS, C_KEYS,
-                         ntargets=2, target_extra=["--upstream.retries", "1"])
-    gen = cache.serve()
-    next(gen)
-    try:
-        cache.create_cloud_bucket(name, up.url, "s3rver")
-        out = run_checks(cache.url, C_KEYS[0], C_KEYS[1], name,
-                         helpers.unique_bucket_name("rbnew"), tmp, cold_key="cold/one.bin")
-        out["_kind"] = "s3rver"
-        listed = upc.list_objects_v2(Bucket=name).get("Contents", [])
-        out["_upstream"] = {o["Key"]: helpers.sha256_hex(upc.get_object(
-            Bucket=name, Key=o["Key"])["Body"].read()) for o in listed}
-        yield out
-    finally:
-        next(gen, None)
+    yield from sdk_variant(request, tmp_path_factory, log_dir, "rb", COLD,
+                           lambda *a: run_checks(*a[:5], tmp, cold_key=a[5]))
 
 
 def result(rb, name):
