@@ -36,6 +36,7 @@
 #define MAX_OBJECTS 1000000 /* its manifest stays well under HD_HTTPC_MAX_BODY */
 #define LIST_PAGE 10000
 #define MANIFEST_PUT_MS 120000
+#define ARCHIVE_PLAN_MAX (3u << 20) /* an inline plan, under the 4 MiB a target's job takes */
 
 struct plan_req {
     uint32_t magic;
@@ -506,6 +507,13 @@ static int plan(struct plan_req *pr)
                  "The manifest would be %zu MiB (at most %u): split "
                  "the job (prefix, list or range).",
                  strlen(text) >> 20, HD_HTTPC_MAX_BODY >> 20);
+        rc = HD_EBADARG;
+        goto out;
+    }
+    if (pr->archive && strlen(text) > ARCHIVE_PLAN_MAX) { /* a target takes 4 MiB of args */
+        snprintf(pr->msg, sizeof(pr->msg),
+                 "The archive's plan would be %zu KiB (at most %u): fewer or shorter names.",
+                 strlen(text) >> 10, ARCHIVE_PLAN_MAX >> 10);
         rc = HD_EBADARG;
         goto out;
     }

@@ -2128,3 +2128,17 @@ def test_append_needs_a_good_token_and_is_not_replayable(cluster, sdk, bucket):
     assert r.status_code == 403 and "RequestTimeTooSkewed" in r.text, r.text
     assert append(sdk, bucket, "o", b"2", handle=h, flush=True).status_code == 200
     assert get_obj(sdk, bucket, "o").content == b"O12"
+
+
+def test_object_group_archive_plan_too_big(cluster, sdk, bucket):
+    """An archive whose plan (it travels inside the job) would pass 3 MiB, here 1600 names of
+    about 1000 bytes: 400 before anything is written, never a job the targets refuse."""
+    import concurrent.futures
+    long = "L" * 990 + "/"
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda i: put(SdkClient(cluster.url, sdk.token), bucket,
+                                  "%s%04d" % (long, i), b""), range(1600)))
+    r = archive(sdk, bucket, archive_value({"template": long}, "big.tar", bucket))
+    assert r.status_code == 400 and "plan" in r.json()["message"], r.text
+    assert sdk.request("head", "objects/%s/big.tar" % bucket,
+                       params={"provider": "ais"}).status_code == 404
