@@ -2142,3 +2142,29 @@ def test_object_group_archive_plan_too_big(cluster, sdk, bucket):
     assert r.status_code == 400 and "plan" in r.json()["message"], r.text
     assert sdk.request("head", "objects/%s/big.tar" % bucket,
                        params={"provider": "ais"}).status_code == 404
+
+
+def test_append_body_over_64mib_refused_before_it_is_read(cluster, sdk, bucket):
+    """An append announcing more than 64 MiB (Expect: 100-continue, as a careful client sends
+    it) is refused by the owning target before any byte is sent: 400 EntityTooLarge; the open
+    handle and the object stay as they were."""
+    import http.client
+    import urllib.parse
+    put(sdk, bucket, "big", b"B")
+    h = append(sdk, bucket, "big", b"1").headers["ais-append-handle"]
+    r = sdk.request("put", "objects/%s/big" % bucket, allow_redirects=False,
+                    params={"provider": "ais", "append_type": "append", "append_handle": h},
+                    headers={"Expect": "100-continue"}, data=b"")
+    assert r.status_code == 307, r.text  # the owner, with the proxy's capability
+    loc = urllib.parse.urlsplit(r.headers["Location"])
+    c = http.client.HTTPConnection(loc.hostname, loc.port, timeout=30)
+    c.putrequest("PUT", "%s?%s" % (loc.path, loc.query))
+    for k, v in (("Content-Length", str(65 << 20)), ("Expect", "100-continue")):
+        c.putheader(k, v)
+    c.endheaders()
+    resp = c.getresponse()
+    body = resp.read()
+    c.close()
+    assert resp.status == 400 and b"EntityTooLarge" in body, (resp.status, body)
+    assert append(sdk, bucket, "big", b"2", handle=h, flush=True).status_code == 200
+    assert get_obj(sdk, bucket, "big").content == b"B12"
