@@ -450,7 +450,8 @@ def test_wait_failed_and_timeout(scripted):
 
 def test_wait_rebalance_until_unmarked(scripted):
     """A rebalance id the smap marks is waited for before any target has it, and is over only
-    when the mark is cleared (a target may start its share late)."""
+    when the mark is cleared (a target may start its share late); the view is then fetched
+    once more, as the map had it after the mark went."""
     rid = "rebalance-v9"
     done = job_doc(rid, "done", 4, 4, kind="rebalance")
     sc = Script([(404, None), (200, done), (200, done)], marks=[rid, rid, None])
@@ -458,7 +459,7 @@ def test_wait_rebalance_until_unmarked(scripted):
     r = h("job", "wait", rid)
     assert r.returncode == 0, r.stderr
     assert r.stderr.decode().startswith("%s pending: waiting for it to start" % rid)
-    assert sc.nj == 3 and sc.nm == 3
+    assert sc.nj == 4 and sc.nm == 3
     # an id neither running nor marked: NoSuchJob at once, naming the rebalance that
     # replaced it when there is one
     h, _ = scripted(Script([(404, None)], marks=["rebalance-v10"]))
@@ -485,4 +486,20 @@ def test_wait_keeps_a_leavers_last_report(scripted):
     h, _ = scripted(Script([(200, both), (200, job_doc("rebalance-v5", "done", 3, 3,
                                                        kind="rebalance"))]))
     doc = h.json("job", "wait", "rebalance-v5")
+    assert set(doc["left_targets"]) == {"t2"} and doc["left_targets"]["t2"]["objects"] == 5
+
+
+def test_wait_rebalance_view_after_the_mark_clears(scripted):
+    """The primary clears the mark and removes the leaver in one map update. A view fetched
+    just before (every share done, the leaver still listed) is not the final word: wait asks
+    again once it sees the mark gone, and reports the leaver as having left."""
+    rid = "rebalance-v7"
+    both = job_doc(rid, "done", 3, 3, kind="rebalance")
+    both["targets"]["t2"] = dict(both["targets"]["t1"], objects=5, bytes=5 * MiB)
+    sc = Script([(200, both), (200, job_doc(rid, "done", 3, 3, kind="rebalance"))],
+                marks=[None])
+    h, _ = scripted(sc)
+    doc = h.json("job", "wait", rid)
+    assert sc.nj == 2 and sc.nm == 1
+    assert set(doc["targets"]) == {"t1"}, doc
     assert set(doc["left_targets"]) == {"t2"} and doc["left_targets"]["t2"]["objects"] == 5

@@ -91,6 +91,14 @@ def terminal_signals():
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
+def group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 class Run:
     """deploy/local/run.sh (or `make run`) in its own process group, its output collected.
     stop() always leaves no process behind: whatever the signal did, the group and the
@@ -127,8 +135,12 @@ class Run:
                 self.p.send_signal(sig)
             try:
                 rc = self.p.wait(timeout=120)
-                helpers.wait_until(lambda: hoardd_pids(self.data) == [], timeout=60,
-                                   what="the cluster's nodes to stop")
+                # make dies of the SIGTERM it passed on; its recipe (run.sh) goes on stopping
+                # the nodes and prints "stopped" after the last one is gone: wait for the
+                # whole group, not just the nodes
+                helpers.wait_until(lambda: hoardd_pids(self.data) == [] and
+                                   not group_alive(self.p.pid), timeout=60,
+                                   what="the cluster's nodes and run.sh to stop")
             except Exception:
                 left = hoardd_pids(self.data)
                 self.kill_all()

@@ -316,6 +316,7 @@ struct waiter {
     uint64_t known_objs, known_bytes; /* totals the caller knows (0: take the job's) */
     size_t drawn;                     /* length of the line drawn in place, 0 when none */
     json_t *seen; /* each target's last document seen ("targets" of the merged view) */
+    int unmarked; /* a rebalance: the map's mark was seen cleared */
 };
 
 /* Progress on stderr: redrawn in place when cli->progress, else a line every WAIT_LINE_S. */
@@ -413,12 +414,21 @@ static int wait_poll(struct waiter *w, const char *path, struct hd_cli_resp *rs,
     }
     *done = !running(*job);
     /* A rebalance is over when the primary clears the smap's mark: every target has
-     * finished its share (one that has not started it yet is not in the merged view). */
-    if (*done && strcmp(str_or(*job, "kind", ""), "rebalance") == 0) {
+     * finished its share (one that has not started it yet is not in the merged view). The
+     * mark clears together with the leavers' removal, so the view is fetched once more after
+     * it is seen cleared: the one fetched before may still list a leaver. */
+    if (*done && !w->unmarked && strcmp(str_or(*job, "kind", ""), "rebalance") == 0) {
         marked = rebalance_marked(w, NULL, 0);
         if (marked < 0)
             return -1 - marked;
-        *done = !marked;
+        *done = 0;
+        if (!marked) {
+            w->unmarked = 1;
+            if (json_object_size(json_object_get(*job, "targets"))) /* a leaver's last word */
+                json_object_update(w->seen, json_object_get(*job, "targets"));
+            json_decref(*job);
+            return wait_poll(w, path, rs, job, done);
+        }
     }
     return 0;
 }
