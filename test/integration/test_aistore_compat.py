@@ -2168,3 +2168,52 @@ def test_append_body_over_64mib_refused_before_it_is_read(cluster, sdk, bucket):
     assert resp.status == 400 and b"EntityTooLarge" in body, (resp.status, body)
     assert append(sdk, bucket, "big", b"2", handle=h, flush=True).status_code == 200
     assert get_obj(sdk, bucket, "big").content == b"B12"
+
+
+def test_append_handles_bounded_per_target(cluster, sdk, bucket):
+    """A target keeps at most 128 open append handles (each holds a temp file and a write
+    buffer): the next append without a handle is 503 ServiceUnavailable and creates nothing;
+    flushing one makes room again; the open ones still work."""
+    import urllib.parse
+
+    def owner(name):  # the owning target's port, from the proxy's 307
+        r = sdk.request("put", "objects/%s/%s" % (bucket, name), allow_redirects=False,
+                        params={"provider": "ais", "append_type": "append", "append_handle": ""},
+                        headers={"Expect": "100-continue"}, data=b"")
+        assert r.status_code == 307, r.text
+        return urllib.parse.urlsplit(r.headers["Location"]).port
+
+    port, names, i = None, [], 0
+    while len(names) < 140:  # names that one target owns
+        n = "lim/%04d" % i
+        i += 1
+        p = owner(n)
+        port = port or p
+        if p == port:
+            names.append(n)
+    handles, refused = {}, None
+    for n in names:
+        r = append(sdk, bucket, n, n.encode())
+        if r.status_code != 200:
+            refused = (n, r)
+            break
+        handles[n] = r.headers["ais-append-handle"]
+    assert refused, "no limit after %d open handles" % len(handles)
+    n, r = refused
+    # the other tests of this module flush their handles; one may have left a few open
+    assert 120 <= len(handles) <= 128, len(handles)
+    assert r.status_code == 503 and r.json()["code"] == "ServiceUnavailable", r.text
+    assert "append handles" in r.json()["message"], r.text
+    assert get_obj(sdk, bucket, n).status_code == 404  # nothing created
+    # a flush makes room; every handle still takes appends and flushes to its bytes
+    first = names[0]
+    assert append(sdk, bucket, first, b"!", handle=handles.pop(first),
+                  flush=True).status_code == 200
+    r = append(sdk, bucket, n, n.encode())
+    assert r.status_code == 200, r.text
+    handles[n] = r.headers["ais-append-handle"]
+    for k, h in handles.items():
+        assert append(sdk, bucket, k, b"+", handle=h, flush=True).status_code == 200, k
+    assert get_obj(sdk, bucket, first).content == first.encode() + b"!"
+    for k in list(handles)[::20]:
+        assert get_obj(sdk, bucket, k).content == k.encode() + b"+"
