@@ -215,6 +215,96 @@ int hd_tarindex_mem(const void *data, size_t size, hd_tar_member_fn fn, void *ar
     return scan(&s, fn, arg, st, msg, msglen);
 }
 
+/* ---- any archive, read in order (compressed tars, zip) ---- */
+
+int hd_archive_read_fd(int fd, uint64_t size, hd_arch_want_fn want, hd_arch_data_fn data, void *arg,
+                       char *msg, size_t msglen)
+{
+    struct src s = {fd, NULL, size, 0, NULL, 0};
+    struct archive *a = archive_read_new();
+    struct archive_entry *e;
+    char *buf = malloc(READ_BLOCK);
+    uint64_t n = 0;
+    void *loc;
+    int rc = 0, r, w;
+
+    if (msg && msglen)
+        msg[0] = '\0';
+    if (!a || !buf || !(s.buf = malloc(READ_BLOCK))) {
+        if (a)
+            archive_read_free(a);
+        free(buf);
+        return -ENOMEM;
+    }
+    loc = hd_tar_locale_enter();
+    archive_read_support_filter_all(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_zip(a); /* the central directory when it can seek */
+    archive_read_set_read_callback(a, src_read);
+    archive_read_set_skip_callback(a, src_skip);
+    archive_read_set_seek_callback(a, src_seek);
+    archive_read_set_callback_data(a, &s);
+    if (archive_read_open1(a) != ARCHIVE_OK) {
+        rc = s.err ? s.err : HD_ENOTARCHIVE;
+        if (msg)
+            snprintf(msg, msglen, "not a tar (plain or compressed) or zip archive (%s)",
+                     archive_error_string(a) ? archive_error_string(a) : "unknown format");
+        goto out;
+    }
+    for (;;) {
+        struct hd_arch_entry ent;
+        const char *name;
+        la_int64_t esize;
+
+        r = archive_read_next_header(a, &e);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+            goto corrupt;
+        esize = archive_entry_size(e);
+        name = archive_entry_pathname_utf8(e);
+        if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e) ||
+            !archive_entry_size_is_set(e) || esize < 0 || !name || !*(name = clean_name(name)) ||
+            strlen(name) > HD_TAR_NAME_MAX)
+            continue;
+        n++;
+        ent.name = name;
+        ent.size = (uint64_t)esize;
+        ent.mtime = (int64_t)archive_entry_mtime(e);
+        w = want(arg, &ent);
+        if (w < 0 || w == HD_ARCH_STOP) {
+            rc = w < 0 ? w : 0;
+            goto out;
+        }
+        if (w == HD_ARCH_SKIP)
+            continue;
+        for (;;) {
+            la_ssize_t got = archive_read_data(a, buf, READ_BLOCK);
+            if (got < 0)
+                goto corrupt;
+            if (got == 0)
+                break;
+            if ((rc = data(arg, buf, (size_t)got)) != 0)
+                goto out;
+        }
+        if (w == HD_ARCH_READ_STOP)
+            goto out;
+    }
+    goto out;
+corrupt:
+    rc = s.err ? s.err : HD_ENOTARCHIVE;
+    if (msg)
+        snprintf(msg, msglen, "corrupt, truncated or encrypted archive after %llu members (%s)",
+                 (unsigned long long)n,
+                 archive_error_string(a) ? archive_error_string(a) : "read error");
+out:
+    archive_read_free(a);
+    hd_tar_locale_leave(loc);
+    free(s.buf);
+    free(buf);
+    return rc;
+}
+
 /* ---- writing ---- */
 
 struct wctx {

@@ -40,6 +40,24 @@ int hd_tarindex_fd(int fd, uint64_t size, hd_tar_member_fn fn, void *arg,
 int hd_tarindex_mem(const void *data, size_t size, hd_tar_member_fn fn, void *arg,
                     struct hd_tar_scan_stats *st, char *msg, size_t msglen);
 
+/* Any archive libarchive reads in order, for what has no member table: a tar compressed
+ * with any of its filters (gzip, bzip2, xz, zstd, lz4, ...) or a zip (its central directory;
+ * stored or deflated members). For each regular file (names as above) want() says what to do;
+ * the chosen members' bytes go to data() (0 to go on, else the scan stops and returns it).
+ * 0 when done; HD_ENOTARCHIVE with a message when the bytes are no such archive or are
+ * corrupt, truncated or encrypted; a callback's error; -ENOMEM. Every byte up to the last
+ * member wanted is decompressed. */
+struct hd_arch_entry {
+    const char *name; /* valid during the callbacks for this entry only */
+    uint64_t size;
+    int64_t mtime;
+};
+enum { HD_ARCH_SKIP, HD_ARCH_READ, HD_ARCH_READ_STOP, HD_ARCH_STOP };
+typedef int (*hd_arch_want_fn)(void *arg, const struct hd_arch_entry *e);
+typedef int (*hd_arch_data_fn)(void *arg, const void *buf, size_t n);
+int hd_archive_read_fd(int fd, uint64_t size, hd_arch_want_fn want, hd_arch_data_fn data, void *arg,
+                       char *msg, size_t msglen);
+
 /* Switches the calling thread to a UTF-8 LC_CTYPE for libarchive's name conversions (in the
  * "C" locale libarchive 3.6 cannot store or report non-ASCII names; one combination even
  * crashes) and back. enter returns the previous locale handle for leave. */

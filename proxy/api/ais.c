@@ -609,6 +609,20 @@ out:
     return m;
 }
 
+/* 1 when name ends in an archive extension AIStore lists the members of (cmn/archive):
+ * tar, and the compressed tars and zips the targets read in order. */
+static int archive_name(const char *name)
+{
+    static const char *const exts[] = {".tar",     ".tgz",     ".tar.gz", ".zip",
+                                       ".tar.lz4", ".tar.zst", ".tar.xz", ".tar.bz2"};
+    size_t i, n = strlen(name);
+
+    for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
+        if (n > strlen(exts[i]) && strcmp(name + n - strlen(exts[i]), exts[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* Appends name's members as entries "name/member" (AIStore's list_archive). */
 static void add_members(struct hd_proxy *p, const char *bucket, const char *name, json_t *ents,
                         int with_size)
@@ -713,8 +727,7 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
             json_object_set_new(e, "c", json_integer(1));
         json_object_set_new(e, "f", json_integer(it->cached == 0 ? 0 : ENTRY_CACHED));
         json_array_append_new(ents, e);
-        if ((flags & LS_ARCH_DIR) && it->cached != 0 && strlen(it->name) > 4 &&
-            strcmp(it->name + strlen(it->name) - 4, ".tar") == 0)
+        if ((flags & LS_ARCH_DIR) && it->cached != 0 && archive_name(it->name))
             add_members(p, bucket, it->name, ents, has_prop(props, "size"));
     }
     t64[0] = '\0';

@@ -46,10 +46,10 @@ static int open_local(struct hd_req *r, struct hd_target *t, const char *bucket,
 /* Answers from an opened local copy (m, fd; both taken): the object, or a tar member of it
  * or its member list. */
 static void serve_opened(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
-                         struct hd_obj_meta *m, int fd, int head)
+                         struct hd_obj_meta *m, int fd, int head, struct hd_pool *pool)
 {
     if (hd_arch_wanted(r)) {
-        hd_arch_serve(r, t->st, bucket, key, m, &fd, head);
+        hd_arch_serve(r, t->st, pool, bucket, key, m, &fd, head);
         if (fd >= 0)
             close(fd);
     } else {
@@ -115,7 +115,7 @@ static void gfn_done(struct hd_req *r, struct hd_acall *a)
     if (rc < 0)
         hd_resp_err(r, rc);
     else
-        serve_opened(r, o->t, o->bucket, o->key, &m, fd, o->head);
+        serve_opened(r, o->t, o->bucket, o->key, &m, fd, o->head, NULL); /* in a call's done */
 }
 
 void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
@@ -151,7 +151,7 @@ void hd_obj_get(struct hd_req *r, struct hd_target *t, const char *bucket, const
         hd_resp_err(r, rc);
         return;
     }
-    serve_opened(r, t, bucket, key, &m, fd, head);
+    serve_opened(r, t, bucket, key, &m, fd, head, t->pool); /* at dispatch */
 }
 
 /* A delete while objects move: the local copy and those other targets may still hold, on a

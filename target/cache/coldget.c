@@ -1025,10 +1025,10 @@ static int open_held(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb
 }
 
 static void serve_held(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *cb, const char *key,
-                       const struct hd_obj_meta *m, int fd, int head)
+                       const struct hd_obj_meta *m, int fd, int head, struct hd_pool *pool)
 {
     if (hd_arch_wanted(r)) { /* ?archpath= / ?members of a cached shard */
-        hd_arch_serve(r, c->st, cb->name, key, m, &fd, head);
+        hd_arch_serve(r, c->st, pool, cb->name, key, m, &fd, head);
         if (fd >= 0)
             close(fd);
         return;
@@ -1050,7 +1050,7 @@ static void serve_local(struct hd_req *r, struct hd_cache *c, struct hd_cbucket 
     }
     hd_cstat_add(HD_CS_HIT, 1);
     hd_store_touch(c->st, cb->name, key);
-    serve_held(r, c, cb, key, &m, fd, head);
+    serve_held(r, c, cb, key, &m, fd, head, NULL); /* may run in a call's done */
     hd_obj_meta_cleanup(&m);
 }
 
@@ -1237,7 +1237,7 @@ void hd_cache_obj_get(struct hd_req *r, struct hd_cache *c, struct hd_cbucket *c
         if (head || !validate || cb->props.write_back) {
             hd_cstat_add(HD_CS_HIT, 1);
             hd_store_touch(c->st, cb->name, key);
-            serve_held(r, c, cb, key, &m, fd, head);
+            serve_held(r, c, cb, key, &m, fd, head, c->pool); /* at dispatch */
         } else {
             close(fd);
             hd_cstat_add(HD_CS_VALIDATE, 1);

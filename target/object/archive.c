@@ -6,14 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <archive.h>
 #include <jansson.h>
 
 #include "common/errors.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/pool.h"
 #include "common/tarindex.h"
 #include "common/tarstream.h"
 #include "target/object/object.h"
@@ -325,8 +328,337 @@ out:
     hd_buf_cleanup(&s.out);
 }
 
-void hd_arch_serve(struct hd_req *r, struct hd_store *st, const char *bucket, const char *key,
-                   const struct hd_obj_meta *m, int *fd, int head)
+/* ---- archives without a member table: compressed tars and zips ----
+ * Read in order with libarchive (common/tarindex.h, hd_archive_read_fd) on every request:
+ * there are no byte ranges to keep, so one member, the list, or a selection costs reading
+ * (decompressing) the archive up to the last member needed, on the target's pool. What is
+ * sent is built in memory, at most XREAD_MAX. */
+
+#define XREAD_MAX ((uint64_t)64 << 20)
+#define XLIST_MAX 100000
+
+/* 1 when the content starts like a compressed stream or a zip (tar underneath or not:
+ * libarchive decides), which hoard's member table (plain tar only) cannot index. */
+static int packed(int fd)
+{
+    static const struct {
+        const char *magic;
+        size_t len;
+    } kinds[] = {
+        {"\x1f\x8b", 2}, /* gzip */
+        {"BZh", 3},      /* bzip2 */
+        {"\xfd"
+         "7zXZ\x00",
+         6},                     /* xz */
+        {"\x28\xb5\x2f\xfd", 4}, /* zstd */
+        {"\x04\x22\x4d\x18", 4}, /* lz4 frame */
+        {"PK\x03\x04", 4},       /* zip */
+        {"PK\x05\x06", 4},       /* zip without members */
+    };
+    unsigned char head[8];
+    ssize_t n = pread(fd, head, sizeof(head), 0);
+    size_t i;
+
+    for (i = 0; n > 0 && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if ((size_t)n >= kinds[i].len && memcmp(head, kinds[i].magic, kinds[i].len) == 0)
+            return 1;
+    return 0;
+}
+
+enum xkind { X_MEMBER, X_LIST, X_SELECT };
+
+struct xread {
+    enum xkind kind;
+    int fd, head, compiled;
+    uint64_t size;
+    int64_t mtime_ms;
+    char *bucket, *key, *member;
+    struct select sel; /* X_SELECT: the matcher (sel.rx points into rx) */
+    char *rx;
+    /* results */
+    int found;
+    uint64_t msize, count, bytes;
+    struct hd_buf out; /* the member's bytes, or the selection's tar */
+    json_t *list;
+    struct archive *w; /* X_SELECT: the tar being written into out */
+};
+
+static void xread_free(void *arg)
+{
+    struct xread *x = arg;
+
+    if (!x)
+        return;
+    if (x->fd >= 0)
+        close(x->fd);
+    if (x->compiled > 0)
+        regfree(&x->sel.re);
+    if (x->w)
+        archive_write_free(x->w);
+    json_decref(x->list);
+    hd_buf_cleanup(&x->out);
+    free(x->bucket);
+    free(x->key);
+    free(x->member);
+    free(x->rx);
+    free(x);
+}
+
+static int x_want(void *arg, const struct hd_arch_entry *e)
+{
+    struct xread *x = arg;
+    json_t *j;
+    int rc;
+
+    switch (x->kind) {
+    case X_MEMBER:
+        if (strcmp(e->name, x->member) != 0)
+            return HD_ARCH_SKIP;
+        x->found = 1;
+        x->msize = e->size;
+        if (x->head)
+            return HD_ARCH_STOP;
+        return e->size > XREAD_MAX ? HD_ETOOLARGE : HD_ARCH_READ_STOP;
+    case X_LIST:
+        if (++x->count > XLIST_MAX)
+            return HD_ETOOLARGE;
+        j = json_pack("{s:s, s:I}", "name", e->name, "size", (json_int_t)e->size);
+        if (!j || json_array_append_new(x->list, j) < 0)
+            return -ENOMEM;
+        return HD_ARCH_SKIP;
+    default:
+        if (!sel_match(&x->sel, e->name))
+            return HD_ARCH_SKIP;
+        x->bytes += e->size + 1024; /* with its header and padding, roughly */
+        if (x->bytes > XREAD_MAX)
+            return HD_ETOOLARGE;
+        x->count++;
+        if ((rc = hd_tar_write_header(x->w, e->name, e->size, e->mtime, NULL, 0)) < 0)
+            return rc;
+        return HD_ARCH_READ;
+    }
+}
+
+static int x_data(void *arg, const void *buf, size_t n)
+{
+    struct xread *x = arg;
+
+    if (x->kind == X_SELECT)
+        return archive_write_data(x->w, buf, n) == (la_ssize_t)n ? 0 : HD_EINTERNAL;
+    hd_buf_append(&x->out, buf, n);
+    return x->out.oom ? -ENOMEM : 0;
+}
+
+static long x_tar_out(void *arg, const void *buf, size_t n)
+{
+    struct xread *x = arg;
+
+    hd_buf_append(&x->out, buf, n);
+    return x->out.oom ? -1 : (long)n;
+}
+
+/* The reading, on a pool thread (or inline): 0 or an error with msg. */
+static int xread_work(struct xread *x, char *msg, size_t msglen)
+{
+    void *loc = NULL;
+    int rc;
+
+    if (x->kind == X_SELECT) {
+        loc = hd_tar_locale_enter();
+        x->w = hd_tar_writer_new(x_tar_out, x);
+    }
+    if (x->kind == X_SELECT && !x->w)
+        rc = -ENOMEM;
+    else
+        rc = hd_archive_read_fd(x->fd, x->size, x_want, x_data, x, msg, msglen);
+    if (rc == 0 && x->w && archive_write_close(x->w) != ARCHIVE_OK)
+        rc = x->out.oom ? -ENOMEM : HD_EINTERNAL;
+    if (x->kind == X_SELECT)
+        hd_tar_locale_leave(loc);
+    return rc;
+}
+
+static void xread_run(struct hd_acall *a)
+{
+    a->rc = xread_work(a->arg, a->msg, sizeof(a->msg));
+}
+
+static void xread_answer(struct hd_req *r, struct xread *x, int rc, const char *why)
+{
+    uint64_t off, len;
+    char msg[900], date[32], *data;
+    size_t n;
+    int status;
+
+    if (rc == HD_ENOTARCHIVE) {
+        snprintf(msg, sizeof(msg), "%s/%s is not usable as an archive: %s", x->bucket, x->key, why);
+        hd_resp_err_msg(r, rc, msg);
+        return;
+    }
+    if (rc == HD_ETOOLARGE) {
+        snprintf(msg, sizeof(msg), "%s",
+                 x->kind == X_LIST ? "The archive has over 100000 members: list it as a tar."
+                 : x->kind == X_MEMBER
+                     ? "The member is over 64 MiB: members of compressed archives are read "
+                       "into memory; store the archive as a plain tar to read it by range."
+                     : "The matching members are over 64 MiB together: read them by "
+                       "archpath, or with a batch GET.");
+        hd_resp_err_msg(r, rc, msg);
+        return;
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    if (x->kind == X_LIST) {
+        json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:O}", "bucket", x->bucket, "name", x->key,
+                              "size", (json_int_t)x->size, "count",
+                              (json_int_t)json_array_size(x->list), "members", x->list);
+        if (!(data = j ? hd_json_dump_steal(j, &n) : NULL))
+            hd_resp_err(r, -ENOMEM);
+        else
+            hd_resp_buf(r, 200, "application/json", data, n);
+        return;
+    }
+    if (x->kind == X_SELECT && x->count == 0) {
+        snprintf(msg, sizeof(msg), "Archive %s/%s has no member matching '%.200s' (%s).", x->bucket,
+                 x->key, x->rx, hd_req_param(r, "archmode"));
+        hd_resp_err_msg(r, HD_ENOSUCHMEMBER, msg);
+        return;
+    }
+    if (x->kind == X_SELECT) {
+        if (x->head) {
+            hd_resp_header(r, "Content-Type", "application/x-tar");
+            hd_resp_head(r, 200, x->out.len);
+            return;
+        }
+        hd_stats_add(HD_ST_GET_BYTES, x->out.len);
+        data = hd_buf_steal(&x->out, &n);
+        hd_resp_buf(r, 200, "application/x-tar", data, n);
+        return;
+    }
+    if (!x->found) {
+        snprintf(msg, sizeof(msg), "Archive %s/%s has no member '%.300s'.", x->bucket, x->key,
+                 x->member);
+        hd_resp_err_msg(r, HD_ENOSUCHMEMBER, msg);
+        return;
+    }
+    if ((status = hd_resp_range(r, x->msize, &off, &len)) < 0)
+        return;
+    hd_http_date_format((time_t)(x->mtime_ms / 1000), date);
+    hd_resp_header(r, "Last-Modified", date);
+    hd_resp_header(r, "Accept-Ranges", "bytes");
+    hd_resp_header(r, "Content-Type", hd_tar_ctype(x->member));
+    if (x->head) {
+        hd_resp_head(r, status, len);
+        return;
+    }
+    if (off)
+        memmove(x->out.data, x->out.data + off, (size_t)len);
+    x->out.len = (size_t)len;
+    hd_stats_add(HD_ST_GET_BYTES, len);
+    data = hd_buf_steal(&x->out, &n);
+    hd_resp_buf(r, status, hd_tar_ctype(x->member), data, n);
+}
+
+static void xread_done(struct hd_req *r, struct hd_acall *a)
+{
+    xread_answer(r, a->arg, a->rc, a->msg);
+}
+
+/* Serves r from a compressed tar or a zip (fd taken). */
+static void packed_serve(struct hd_req *r, struct hd_pool *pool, const char *bucket,
+                         const char *key, const struct hd_obj_meta *m, int fd, int head)
+{
+    struct xread *x = calloc(1, sizeof(*x));
+    const char *rx = hd_req_param(r, "archregx"), *member = hd_req_param(r, "archpath");
+    char msg[512] = "";
+    int rc;
+
+    if (!x) {
+        close(fd);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    x->fd = fd;
+    x->head = head;
+    x->size = m->size;
+    x->mtime_ms = m->mtime_ms;
+    hd_buf_init(&x->out);
+    x->kind = rx && *rx ? X_SELECT : member ? X_MEMBER : X_LIST;
+    x->bucket = strdup(bucket);
+    x->key = strdup(key);
+    x->member = member ? strdup(member) : NULL;
+    x->rx = rx ? strdup(rx) : NULL;
+    x->list = x->kind == X_LIST ? json_array() : NULL;
+    if (!x->bucket || !x->key || (member && !x->member) || (rx && !x->rx) ||
+        (x->kind == X_LIST && !x->list)) {
+        xread_free(x);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    if (x->kind == X_SELECT) {
+        x->sel.rx = x->rx;
+        if ((x->compiled = sel_mode(r, &x->sel, hd_req_param(r, "archmode"))) < 0) {
+            xread_free(x);
+            return;
+        }
+    }
+    if (pool) {
+        hd_acall_request(r, pool, xread_run, xread_done, x, xread_free);
+        return;
+    }
+    rc = xread_work(x, msg, sizeof(msg));
+    xread_answer(r, x, rc, msg);
+    xread_free(x);
+}
+
+int hd_arch_packed_member(int fd, uint64_t size, const char *member, int *mfd, uint64_t *len,
+                          char *msg, size_t msglen)
+{
+    struct xread x;
+    int rc, out;
+
+    if (!packed(fd))
+        return 0;
+    memset(&x, 0, sizeof(x));
+    x.kind = X_MEMBER;
+    x.fd = fd;
+    x.size = size;
+    x.member = (char *)member;
+    hd_buf_init(&x.out);
+    rc = xread_work(&x, msg, msglen);
+    if (rc == 0 && !x.found)
+        rc = HD_ENOSUCHMEMBER;
+    if (rc == HD_ETOOLARGE)
+        snprintf(msg, msglen,
+                 "member '%.200s' is over 64 MiB (members of compressed archives "
+                 "are read into memory)",
+                 member);
+    if (rc == 0 && (out = memfd_create("hoard-member", MFD_CLOEXEC)) < 0)
+        rc = -errno;
+    if (rc == 0) {
+        size_t done = 0;
+        while (rc == 0 && done < x.out.len) {
+            ssize_t n = write(out, x.out.data + done, x.out.len - done);
+            if (n < 0 && errno != EINTR)
+                rc = -errno;
+            else if (n > 0)
+                done += (size_t)n;
+        }
+        if (rc < 0)
+            close(out);
+        else {
+            *mfd = out;
+            *len = x.out.len;
+        }
+    }
+    hd_buf_cleanup(&x.out);
+    return rc < 0 ? rc : 1;
+}
+
+void hd_arch_serve(struct hd_req *r, struct hd_store *st, struct hd_pool *pool, const char *bucket,
+                   const char *key, const struct hd_obj_meta *m, int *fd, int head)
 {
     const char *rx = hd_req_param(r, "archregx");
 
@@ -345,6 +677,11 @@ void hd_arch_serve(struct hd_req *r, struct hd_store *st, const char *bucket, co
     }
     if (member && *member && rx && *rx) {
         hd_resp_err_msg(r, HD_EBADARG, "Give archpath or archregx, not both.");
+        return;
+    }
+    if (packed(*fd)) {
+        packed_serve(r, pool, bucket, key, m, *fd, head);
+        *fd = -1;
         return;
     }
     rc = hd_arch_index(st, bucket, key, m, *fd, &n, msg, sizeof(msg));

@@ -1044,6 +1044,34 @@ def test_tar_member_of_uncached_shard(s3rver, cache):
     assert r.status_code == 200 and r.content == b"jpeg bytes", r.text
 
 
+def test_member_of_uncached_compressed_shard(s3rver, cache):
+    """The same for a .tgz and a .zip shard (read in order, no member table): the cold read
+    fetches the shard and answers the member; the warm ones come from the cached copy."""
+    import gzip
+    import io
+    import tarfile
+    import zipfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, data in (("s1.jpg", b"jpeg bytes"), ("s1.cls", b"7")):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    zbuf = io.BytesIO()
+    with zipfile.ZipFile(zbuf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("s1.jpg", b"jpeg bytes")
+        z.writestr("s1.cls", b"7")
+    src = s3rver_bucket(s3rver, {"shard-0.tgz": gzip.compress(buf.getvalue()),
+                                 "shard-1.zip": zbuf.getvalue()})
+    b = cache.create_cloud_bucket(src, s3rver.url, "s3rver")
+    for shard in ("shard-0.tgz", "shard-1.zip"):
+        r = cache.api("GET", cache.obj_path(b, shard) + "?archpath=s1.cls")
+        assert r.status_code == 200 and r.content == b"7", (shard, r.text)
+        r = cache.api("GET", cache.obj_path(b, shard) + "?archpath=s1.jpg")
+        assert r.status_code == 200 and r.content == b"jpeg bytes", (shard, r.text)
+    assert cached_names(cache, b) == {"shard-0.tgz", "shard-1.zip"}
+
+
 def test_batch_get_of_uncached_objects(s3rver, cache):
     """Batch GET of an S3-backed bucket whose objects are not cached yet (issue 14): the
     proxy sends the batch by a 307 to the target owning most entries; that target fetches the

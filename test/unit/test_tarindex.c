@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <archive.h>
+#include <archive_entry.h>
 
 #include "common/buf.h"
 #include "common/errors.h"
@@ -197,4 +198,179 @@ HD_SUITE(tar_ctype_and_sizes)
     n255[200] = '\0';
     n255[120] = '/'; /* prefix 120, name 79: ustar */
     CHECK_EQ_INT(hd_tar_entry_size(n255, 1), 1024);
+}
+
+/* ---- hd_archive_read_fd: compressed tars and zips, read in order ---- */
+
+/* An archive of ents (member i holds bytes (i * 7 + k) & 0xff) in format fmt (with the gzip
+ * filter when gz), written with libarchive into out. */
+static void write_packed(struct hd_buf *out, const struct ent *e, size_t n, int zip, int gz)
+{
+    struct archive *a = archive_write_new();
+    size_t i, k, used = 0, cap = 1u << 20;
+    char *mem = malloc(cap);
+
+    CHECK(a && mem);
+    if (zip)
+        CHECK_EQ_INT(archive_write_set_format_zip(a), ARCHIVE_OK);
+    else
+        CHECK_EQ_INT(archive_write_set_format_pax_restricted(a), ARCHIVE_OK);
+    if (gz)
+        CHECK_EQ_INT(archive_write_add_filter_gzip(a), ARCHIVE_OK);
+    CHECK_EQ_INT(archive_write_open_memory(a, mem, cap, &used), ARCHIVE_OK);
+    for (i = 0; i < n; i++) {
+        struct archive_entry *en = archive_entry_new();
+        char *d = malloc(e[i].size + 1);
+        for (k = 0; k < e[i].size; k++)
+            d[k] = (char)((i * 7 + k) & 0xff);
+        archive_entry_set_pathname(en, e[i].name);
+        archive_entry_set_filetype(en, AE_IFREG);
+        archive_entry_set_perm(en, 0644);
+        archive_entry_set_size(en, (la_int64_t)e[i].size);
+        CHECK_EQ_INT(archive_write_header(a, en), ARCHIVE_OK);
+        if (e[i].size)
+            CHECK_EQ_INT(archive_write_data(a, d, e[i].size), (long long)e[i].size);
+        archive_entry_free(en);
+        free(d);
+    }
+    CHECK_EQ_INT(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    hd_buf_append(out, mem, used);
+    free(mem);
+}
+
+struct pk {
+    const char *stop_at; /* want() says HD_ARCH_STOP there */
+    const char *only;    /* want() reads this one and stops (HD_ARCH_READ_STOP) */
+    int fail_data;       /* data() fails with 77 */
+    char names[8][64];
+    uint64_t size[8];
+    struct hd_buf data[8];
+    size_t n;
+};
+
+static int pk_want(void *arg, const struct hd_arch_entry *e)
+{
+    struct pk *p = arg;
+
+    if (p->stop_at && strcmp(e->name, p->stop_at) == 0)
+        return HD_ARCH_STOP;
+    if (p->only && strcmp(e->name, p->only) != 0)
+        return HD_ARCH_SKIP;
+    if (p->n >= 8)
+        return -1;
+    snprintf(p->names[p->n], sizeof(p->names[0]), "%s", e->name);
+    p->size[p->n] = e->size;
+    hd_buf_init(&p->data[p->n]);
+    p->n++;
+    return p->only ? HD_ARCH_READ_STOP : HD_ARCH_READ;
+}
+
+static int pk_data(void *arg, const void *buf, size_t n)
+{
+    struct pk *p = arg;
+
+    if (p->fail_data)
+        return 77;
+    return hd_buf_append(&p->data[p->n - 1], buf, n) < 0 ? -1 : 0;
+}
+
+static void pk_free(struct pk *p)
+{
+    size_t i;
+
+    for (i = 0; i < p->n; i++)
+        hd_buf_cleanup(&p->data[i]);
+    memset(p, 0, sizeof(*p));
+}
+
+static int to_file(const struct hd_buf *b, char *path)
+{
+    int fd = mkstemp(path);
+
+    CHECK(fd >= 0);
+    CHECK_EQ_INT(write(fd, b->data, b->len), (long long)b->len);
+    return fd;
+}
+
+HD_SUITE(archive_read_packed)
+{
+    struct ent e[3] = {{"d/a.jpg", 1000}, {"d/b.cls", 70000}, {"./d/c.json", 5}};
+    static const char *const want_names[3] = {"d/a.jpg", "d/b.cls", "d/c.json"};
+    int kinds[3][2] = {{0, 1}, {1, 0}, {1, 1}}; /* tgz, zip, zip in gzip (still read) */
+    char msg[256];
+    size_t kind, i, k;
+
+    for (kind = 0; kind < 3; kind++) {
+        char path[] = "/tmp/hd-packed-XXXXXX";
+        struct hd_buf b;
+        struct pk p;
+        int fd;
+
+        hd_buf_init(&b);
+        write_packed(&b, e, 3, kinds[kind][0], kinds[kind][1]);
+        fd = to_file(&b, path);
+        /* every member, in order, its bytes */
+        memset(&p, 0, sizeof(p));
+        CHECK_EQ_INT(hd_archive_read_fd(fd, b.len, pk_want, pk_data, &p, msg, sizeof(msg)), 0);
+        CHECK_EQ_INT(p.n, 3);
+        for (i = 0; i < p.n && i < 3; i++) {
+            int same = p.data[i].len == e[i].size;
+            CHECK_EQ_STR(p.names[i], want_names[i]); /* "./" dropped */
+            CHECK_EQ_INT(p.size[i], e[i].size);
+            for (k = 0; same && k < e[i].size; k++)
+                same &= (unsigned char)p.data[i].data[k] == ((i * 7 + k) & 0xff);
+            CHECK(same);
+        }
+        pk_free(&p);
+        /* one member, then stop; a stop before anything is read */
+        p.only = "d/b.cls";
+        CHECK_EQ_INT(hd_archive_read_fd(fd, b.len, pk_want, pk_data, &p, msg, sizeof(msg)), 0);
+        CHECK_EQ_INT(p.n, 1);
+        CHECK_EQ_INT(p.data[0].len, 70000);
+        pk_free(&p);
+        p.stop_at = "d/b.cls";
+        CHECK_EQ_INT(hd_archive_read_fd(fd, b.len, pk_want, pk_data, &p, msg, sizeof(msg)), 0);
+        CHECK_EQ_INT(p.n, 1);
+        pk_free(&p);
+        /* data()'s error stops the read and is returned */
+        p.fail_data = 1;
+        CHECK_EQ_INT(hd_archive_read_fd(fd, b.len, pk_want, pk_data, &p, msg, sizeof(msg)), 77);
+        pk_free(&p);
+        /* cut short (the gzip trailer and the end blocks lost): a member before the cut is
+         * read, reading on fails */
+        if (kind == 0) {
+            p.only = "d/a.jpg";
+            CHECK_EQ_INT(hd_archive_read_fd(fd, b.len - 12, pk_want, pk_data, &p, msg, sizeof(msg)),
+                         0);
+            CHECK_EQ_INT(p.n, 1);
+            CHECK_EQ_INT(p.data[0].len, 1000);
+            pk_free(&p);
+            CHECK_EQ_INT(hd_archive_read_fd(fd, b.len - 12, pk_want, pk_data, &p, msg, sizeof(msg)),
+                         HD_ENOTARCHIVE);
+            CHECK(strstr(msg, "corrupt, truncated") != NULL);
+            pk_free(&p);
+        }
+        close(fd);
+        unlink(path);
+        hd_buf_cleanup(&b);
+    }
+    /* bytes that are no archive at all */
+    {
+        char path[] = "/tmp/hd-packed-XXXXXX";
+        struct hd_buf b;
+        struct pk p;
+        int fd;
+        hd_buf_init(&b);
+        hd_buf_append(&b, "\x1f\x8b not really gzip, just its magic and some words", 48);
+        fd = to_file(&b, path);
+        memset(&p, 0, sizeof(p));
+        CHECK_EQ_INT(hd_archive_read_fd(fd, b.len, pk_want, pk_data, &p, msg, sizeof(msg)),
+                     HD_ENOTARCHIVE);
+        CHECK(msg[0] != '\0');
+        CHECK_EQ_INT(p.n, 0);
+        close(fd);
+        unlink(path);
+        hd_buf_cleanup(&b);
+    }
 }

@@ -329,7 +329,10 @@ int hd_cli_shard_members(struct hd_cli *cli, int argc, char **argv)
         char sz[24], off[24];
         const char *row[3] = {sz, off, json_string_value(json_object_get(e, "name"))};
         snprintf(sz, sizeof(sz), "%lld", (long long)jint(e, "size"));
-        snprintf(off, sizeof(off), "%lld", (long long)jint(e, "offset"));
+        if (json_object_get(e, "offset"))
+            snprintf(off, sizeof(off), "%lld", (long long)jint(e, "offset"));
+        else /* a compressed archive's member has no byte range */
+            snprintf(off, sizeof(off), "-");
         if (!row[2])
             row[2] = "?";
         hd_cli_table_add(&tb, row);
