@@ -107,6 +107,24 @@ static la_int64_t src_seek(struct archive *a, void *arg, la_int64_t off, int whe
     return (la_int64_t)s->pos;
 }
 
+/* Opens a on s (callbacks set): ARCHIVE_OK, or the failure with rc and msg filled as "not
+ * WHAT (libarchive's reason)". */
+static int src_open(struct archive *a, struct src *s, const char *what, int *rc, char *msg,
+                    size_t msglen)
+{
+    archive_read_set_read_callback(a, src_read);
+    archive_read_set_skip_callback(a, src_skip);
+    archive_read_set_seek_callback(a, src_seek);
+    archive_read_set_callback_data(a, s);
+    if (archive_read_open1(a) == ARCHIVE_OK)
+        return ARCHIVE_OK;
+    *rc = s->err ? s->err : HD_ENOTARCHIVE;
+    if (msg)
+        snprintf(msg, msglen, "not %s (%s)", what,
+                 archive_error_string(a) ? archive_error_string(a) : "unknown format");
+    return ARCHIVE_FATAL;
+}
+
 static const char *clean_name(const char *n)
 {
     while (n[0] == '.' && n[1] == '/')
@@ -135,17 +153,8 @@ static int scan(struct src *s, hd_tar_member_fn fn, void *arg, struct hd_tar_sca
     loc = hd_tar_locale_enter();
     /* tar only, no decompression filters: a member must be a contiguous byte range */
     archive_read_support_format_tar(a);
-    archive_read_set_read_callback(a, src_read);
-    archive_read_set_skip_callback(a, src_skip);
-    archive_read_set_seek_callback(a, src_seek);
-    archive_read_set_callback_data(a, s);
-    if (archive_read_open1(a) != ARCHIVE_OK) {
-        rc = s->err ? s->err : HD_ENOTARCHIVE;
-        if (msg)
-            snprintf(msg, msglen, "not an uncompressed tar archive (%s)",
-                     archive_error_string(a) ? archive_error_string(a) : "unknown format");
+    if (src_open(a, s, "an uncompressed tar archive", &rc, msg, msglen) != ARCHIVE_OK)
         goto out;
-    }
     for (;;) {
         struct hd_tar_member m;
         const char *name;
@@ -240,17 +249,9 @@ int hd_archive_read_fd(int fd, uint64_t size, hd_arch_want_fn want, hd_arch_data
     archive_read_support_filter_all(a);
     archive_read_support_format_tar(a);
     archive_read_support_format_zip(a); /* the central directory when it can seek */
-    archive_read_set_read_callback(a, src_read);
-    archive_read_set_skip_callback(a, src_skip);
-    archive_read_set_seek_callback(a, src_seek);
-    archive_read_set_callback_data(a, &s);
-    if (archive_read_open1(a) != ARCHIVE_OK) {
-        rc = s.err ? s.err : HD_ENOTARCHIVE;
-        if (msg)
-            snprintf(msg, msglen, "not a tar (plain or compressed) or zip archive (%s)",
-                     archive_error_string(a) ? archive_error_string(a) : "unknown format");
+    if (src_open(a, &s, "a tar (plain or compressed) or zip archive", &rc, msg, msglen) !=
+        ARCHIVE_OK)
         goto out;
-    }
     for (;;) {
         struct hd_arch_entry ent;
         const char *name;

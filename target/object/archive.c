@@ -345,24 +345,24 @@ static int packed(int fd)
         const char *magic;
         size_t len;
     } kinds[] = {
-        {"\x1f\x8b", 2}, /* gzip */
-        {"BZh", 3},      /* bzip2 */
-        {"\xfd"
-         "7zXZ\x00",
-         6},                     /* xz */
-        {"\x28\xb5\x2f\xfd", 4}, /* zstd */
-        {"\x04\x22\x4d\x18", 4}, /* lz4 frame */
-        {"PK\x03\x04", 4},       /* zip */
-        {"PK\x05\x06", 4},       /* zip without members */
+        {"\x1f\x8b\x08", 3},             /* gzip (deflate) */
+        {"\xfd\x37\x7a\x58\x5a\x00", 6}, /* xz */
+        {"\x28\xb5\x2f\xfd", 4},         /* zstd */
+        {"\x04\x22\x4d\x18", 4},         /* lz4 frame */
+        {"PK\x03\x04", 4},               /* zip */
+        {"PK\x05\x06", 4},               /* zip without members */
     };
-    unsigned char head[8];
+    unsigned char head[10];
     ssize_t n = pread(fd, head, sizeof(head), 0);
     size_t i;
 
     for (i = 0; n > 0 && i < sizeof(kinds) / sizeof(kinds[0]); i++)
         if ((size_t)n >= kinds[i].len && memcmp(head, kinds[i].magic, kinds[i].len) == 0)
             return 1;
-    return 0;
+    /* bzip2: "BZh", the block size digit, then a block's or the end's magic */
+    return n == 10 && memcmp(head, "BZh", 3) == 0 && head[3] >= '1' && head[3] <= '9' &&
+           (memcmp(head + 4, "\x31\x41\x59\x26\x53\x59", 6) == 0 ||
+            memcmp(head + 4, "\x17\x72\x45\x38\x50\x90", 6) == 0);
 }
 
 enum xkind { X_MEMBER, X_LIST, X_SELECT };
