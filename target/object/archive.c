@@ -473,6 +473,12 @@ static int xread_work(struct xread *x, char *msg, size_t msglen)
         rc = hd_archive_read_fd(x->fd, x->size, x_want, x_data, x, msg, msglen);
     if (rc == 0 && x->w && archive_write_close(x->w) != ARCHIVE_OK)
         rc = x->out.oom ? -ENOMEM : HD_EINTERNAL;
+    if (rc == 0 && x->kind == X_MEMBER && x->found && !x->head && x->out.len != x->msize) {
+        rc = HD_ENOTARCHIVE; /* the answer's length is the header's: never serve fewer bytes */
+        snprintf(msg, msglen,
+                 "corrupt archive: member '%.200s' has %zu bytes, its header says %llu", x->member,
+                 x->out.len, (unsigned long long)x->msize);
+    }
     if (x->kind == X_SELECT)
         hd_tar_locale_leave(loc);
     return rc;
