@@ -2,8 +2,10 @@
  * with ?archpath=NAME) serve one member of a tar object with a single ranged read of its
  * content file (sendfile), Range applying inside the member; ?members lists the members as
  * JSON. The member table comes from the catalog (store_tar.h): written right after hoard
- * builds a shard, or made on first access for a tar a user uploaded. HTTP worker threads (and
- * job threads for hd_arch_index); blocking on local disk only. */
+ * builds a shard, or made on first access for a tar a user uploaded. Compressed tars and zips
+ * have no member table: they are read in order (decompressed) on the target's pool, and what
+ * is answered is built in memory (64 MiB at most). HTTP worker threads (and job and batch
+ * threads for hd_arch_index, hd_arch_packed_member); blocking on local disk only. */
 #ifndef HD_TARGET_ARCHIVE_H
 #define HD_TARGET_ARCHIVE_H
 
