@@ -485,7 +485,7 @@ static void *run_main(void *arg)
                                                 .fallback = ts_fallback,
                                                 .local = ts_local};
     struct run *u = arg;
-    struct hd_tarstream_cfg cfg = {u->b->n, FETCH_WINDOW, ENTRY_BUF};
+    struct hd_tarstream_cfg cfg = {u->b->n, FETCH_WINDOW, ENTRY_BUF, 0};
     char msg[512];
     int rc;
 

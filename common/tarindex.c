@@ -342,6 +342,11 @@ static int w_free(struct archive *a, void *arg)
 
 struct archive *hd_tar_writer_new(hd_tar_write_fn write, void *arg)
 {
+    return hd_tar_writer_new2(write, arg, 0);
+}
+
+struct archive *hd_tar_writer_new2(hd_tar_write_fn write, void *arg, int gzip)
+{
     struct archive *a = archive_write_new();
     struct wctx *w = calloc(1, sizeof(*w));
 
@@ -350,6 +355,7 @@ struct archive *hd_tar_writer_new(hd_tar_write_fn write, void *arg)
     w->write = write;
     w->arg = arg;
     if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+        (gzip && archive_write_add_filter_gzip(a) != ARCHIVE_OK) ||
         archive_write_set_bytes_per_block(a, 0) != ARCHIVE_OK)
         goto fail;
     if (archive_write_open2(a, w, NULL, w_write, w_close, w_free) != ARCHIVE_OK) {

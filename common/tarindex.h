@@ -71,6 +71,9 @@ void hd_tar_locale_leave(void *prev);
  * then fails the call). NULL on failure. Use under hd_tar_locale_enter. */
 typedef long (*hd_tar_write_fn)(void *arg, const void *buf, size_t n);
 struct archive *hd_tar_writer_new(hd_tar_write_fn write, void *arg);
+/* The same, gzip-compressed when gzip (a .tar.gz: write then gets the compressed stream, in
+ * the compressor's pieces). */
+struct archive *hd_tar_writer_new2(hd_tar_write_fn write, void *arg, int gzip);
 /* Writes one regular-file header (mode 0644). 0 or HD_EBADARG with the reason in msg. */
 int hd_tar_write_header(struct archive *a, const char *name, uint64_t size, int64_t mtime,
                         char *msg, size_t msglen);

@@ -108,6 +108,7 @@ struct hd_tarstream_cfg {
     size_t n;         /* entries */
     size_t window;    /* remote fetches in flight (>= 1) */
     size_t entry_buf; /* bytes buffered per in-flight entry */
+    int gzip;         /* a .tar.gz (not with ops->local: data by reference is raw) */
 };
 
 /* Writes the whole archive (end-of-archive blocks included) to the sink. 0, or a negative

@@ -289,29 +289,41 @@ static void copy_listrange(struct hd_req *r, struct hd_proxy *p, const char *buc
 
 /* ---- archive (ObjectGroup.archive()) ----
  * value ArchiveMultiObj {"objnames"|"template", "archname", "mime"?, "tobck", "isbn", "aate",
- * "coer"}: one tar named archname in tobck, written by the target that owns that name, from
+ * "coer"}: one tar (or .tar.gz: mime or the name's extension) named archname in tobck, written by the target that owns that name, from
  * the selected objects of B in name order (a shard job of one shard, its plan sent with the
  * job: proxy/jobs/shard.c). */
 
 #define ARCHIVE_NAMES_MAX 10000 /* the plan travels in the job's args (targets take 4 MiB) */
 
-/* 0 when the archive's format is tar: mime "", ".tar" or "tar", and no other archive
- * extension on the name; else answered 501. */
-static int archive_tar(struct hd_req *r, const char *name, const char *mime)
+/* The archive's format, from mime or else from the name's extension, as AIStore decides it:
+ * 0 tar, 1 gzip-compressed tar (.tgz, .tar.gz); -1 after answering 501 for the others. */
+static int archive_format(struct hd_req *r, const char *name, const char *mime)
 {
-    static const char *const other[] = {".tgz", ".tar.gz", ".zip", ".tar.lz4", ".tar.zst"};
+    static const struct {
+        const char *ext;
+        int fmt; /* -1: not written by hoard */
+    } exts[] = {{".tar", 0},  {".tgz", 1},      {".tar.gz", 1},
+                {".zip", -1}, {".tar.lz4", -1}, {".tar.zst", -1}};
     size_t n = strlen(name), i, l;
-    int tar = !mime || !*mime || strcmp(mime, ".tar") == 0 || strcmp(mime, "tar") == 0;
+    int fmt = 0;
 
-    for (i = 0; tar && (!mime || !*mime) && i < sizeof(other) / sizeof(other[0]); i++) {
-        l = strlen(other[i]);
-        tar = !(n >= l && strcmp(name + n - l, other[i]) == 0);
+    if (mime && *mime) {
+        for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
+            if (strcmp(mime, exts[i].ext) == 0 || strcmp(mime, exts[i].ext + 1) == 0)
+                break;
+        fmt = i < sizeof(exts) / sizeof(exts[0]) ? exts[i].fmt : -1;
+    } else {
+        for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+            l = strlen(exts[i].ext);
+            if (n >= l && strcmp(name + n - l, exts[i].ext) == 0)
+                fmt = exts[i].fmt;
+        }
     }
-    if (!tar)
+    if (fmt < 0)
         hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "archive: hoard writes tar archives only (mime \".tar\", or a name "
-                        "without another archive extension)");
-    return tar ? 0 : -1;
+                        "archive: hoard writes tar and gzip-compressed tar archives (mime "
+                        "\".tar\", \".tgz\", \".tar.gz\", or a name with one of these extensions)");
+    return fmt;
 }
 
 /* The shard job's selection for an AIStore one: {"list": [..]} (a template expanded) or
@@ -370,7 +382,7 @@ static void archive(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     char msg[256] = "", m[300], id[64];
     json_t *sel = NULL, *args = NULL;
     struct hd_bmd *b;
-    int rc;
+    int rc, gzip;
 
     if ((rc = hd_ais_selection_args(value, 0, &sel, msg, sizeof(msg))) < 0) {
         snprintf(m, sizeof(m), "archive: %s", msg);
@@ -392,7 +404,7 @@ static void archive(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                         "writes archives into native buckets of its one namespace)");
         goto out;
     }
-    if (archive_tar(r, name, json_string_value(json_object_get(value, "mime"))) < 0)
+    if ((gzip = archive_format(r, name, json_string_value(json_object_get(value, "mime")))) < 0)
         goto out;
     if (json_is_true(json_object_get(value, "isbn")) ||
         json_is_true(json_object_get(value, "aate"))) {
@@ -418,9 +430,9 @@ static void archive(struct hd_req *r, struct hd_proxy *p, const char *bucket,
         goto out;
     }
     /* one shard (1 TiB at most), every object its own sample, in name order */
-    args = json_pack("{s:s, s:s, s:I, s:s, s:b}", "output_bucket", dst, "template", name,
+    args = json_pack("{s:s, s:s, s:I, s:s, s:b, s:b}", "output_bucket", dst, "template", name,
                      "shard_size", (json_int_t)1 << 40, "key_rule", "name", "missing_ok",
-                     json_is_true(json_object_get(value, "coer")));
+                     json_is_true(json_object_get(value, "coer")), "gzip", gzip);
     if (!args) {
         hd_resp_err(r, -ENOMEM);
         goto out;

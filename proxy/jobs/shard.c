@@ -296,7 +296,7 @@ static int plan(struct plan_req *pr)
 {
     static const char *const known[] = {"output_bucket", "template",   "shard_size", "prefix",
                                         "list",          "range",      "seed",       "key_rule",
-                                        "manifest",      "missing_ok", NULL};
+                                        "manifest",      "missing_ok", "gzip",       NULL};
     json_t *args = pr->args, *v, *shards = NULL, *man = NULL, *targs = NULL;
     const char *out, *tmpl_s, *prefix, *range_s, *rule_s, *mname, *k;
     struct filter f;
@@ -310,7 +310,7 @@ static int plan(struct plan_req *pr)
     struct hd_buf mn;
     char *text = NULL, ts[32];
     size_t i, j;
-    int rc = 0;
+    int rc = 0, gzip;
 
     memset(&f, 0, sizeof(f));
     memset(&tmpl, 0, sizeof(tmpl));
@@ -328,6 +328,12 @@ static int plan(struct plan_req *pr)
             goto out;
         }
     }
+    v = json_object_get(args, "gzip");
+    if (v && !json_is_boolean(v)) {
+        rc = bad_arg(pr, "\"gzip\" must be true or false");
+        goto out;
+    }
+    gzip = json_is_true(v);
     if (!s) {
         rc = HD_EUNAVAIL;
         snprintf(pr->msg, sizeof(pr->msg), "This proxy has no cluster map yet; retry shortly.");
@@ -518,11 +524,12 @@ static int plan(struct plan_req *pr)
         goto out;
     }
     if (pr->archive) /* the plan travels with the job: nothing is written beside the archive */
-        targs = json_pack("{s:O, s:s, s:b}", "plan", man, "output_bucket", out, "archive", 1);
+        targs = json_pack("{s:O, s:s, s:b, s:b}", "plan", man, "output_bucket", out, "archive", 1,
+                          "gzip", gzip);
     else if ((rc = put_manifest(pr, s, out, mname, text)) < 0)
         goto out;
     else
-        targs = json_pack("{s:s, s:s}", "manifest", mname, "output_bucket", out);
+        targs = json_pack("{s:s, s:s, s:b}", "manifest", mname, "output_bucket", out, "gzip", gzip);
     if (!targs) {
         rc = -ENOMEM;
         goto out;

@@ -61,6 +61,7 @@ struct sjob {
     const char *in, *out;
     struct mshard *sh;
     size_t nsh;
+    int gzip; /* .tar.gz shards (args "gzip"): no member table, read in order */
     atomic_size_t next;
     atomic_ullong done, skipped, failed, retries, samples, tar_bytes;
 };
@@ -323,7 +324,7 @@ static int build_try(struct sjob *sj, struct mshard *m, char *msg, size_t msglen
                                                 .sink = b_sink,
                                                 .written = b_written,
                                                 .stopped = b_stopped};
-    struct hd_tarstream_cfg cfg = {m->nobjs, FETCH_WINDOW, ENTRY_BUF};
+    struct hd_tarstream_cfg cfg = {m->nobjs, FETCH_WINDOW, ENTRY_BUF, sj->gzip};
     struct build b = {.sj = sj, .m = m};
     struct hd_put_attrs a;
     json_t *meta = NULL;
@@ -398,7 +399,8 @@ static int build_one(struct sjob *sj, struct mshard *m)
     }
     if (rc == 0) {
         atomic_fetch_add(&sj->done, 1);
-        index_shard(sj, m->name);
+        if (!sj->gzip)
+            index_shard(sj, m->name);
     } else if (rc != -ECANCELED && !hd_job_stopped(sj->j)) {
         atomic_fetch_add(&sj->failed, 1);
         hd_job_error(sj->j, "shard %s: %s", m->name, msg);
@@ -446,6 +448,7 @@ static int shard_run(struct hd_job *j, void *ctx)
     sj.st = hd_tcluster_store(sj.cl);
     sj.in = j->bucket;
     sj.out = json_string_value(json_object_get(j->args, "output_bucket"));
+    sj.gzip = json_is_true(json_object_get(j->args, "gzip"));
     hd_buf_init(&text);
     if (json_is_object(json_object_get(j->args, "plan"))) {
         /* AIStore's archive: the plan came with the job (proxy/jobs/shard.c) */

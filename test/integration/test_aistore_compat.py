@@ -1863,6 +1863,34 @@ def test_object_group_archive(cluster, sdk, bucket):
     assert keys == ["arch/a.tar"] + sorted(objs), keys  # nothing else was written
 
 
+def test_object_group_archive_gzip(cluster, sdk, bucket):
+    """archive() into a .tgz (by the name) or with mime ".tar.gz" (whatever the name): a
+    gzip-compressed tar of the members in name order; its members are readable by archpath
+    and listed, as any compressed archive's."""
+    import gzip
+    objs = {"z/%02d.bin" % i: helpers.pattern_bytes(5000 + 11 * i, i) for i in range(6)}
+    for k, v in objs.items():
+        put(sdk, bucket, k, v)
+    for archname, mime in (("out/a.tgz", None), ("out/b.bin", ".tar.gz"), ("out/c.tar.gz", "tgz")):
+        kw = {"mime": mime} if mime else {}
+        r = archive(sdk, bucket, archive_value({"template": "z/{00..05}.bin"}, archname, bucket,
+                                               **kw))
+        assert r.status_code == 200, (archname, r.text)
+        st = job_wait(sdk, r.text)
+        assert (st["err"], st["aborted"]) == ("", False), st
+        got = sdk.request("get", "objects/%s/%s" % (bucket, archname), params={"provider": "ais"})
+        assert got.status_code == 200 and got.content[:2] == b"\x1f\x8b", archname
+        assert tar_members(gzip.decompress(got.content)) == sorted(objs.items())
+        m = sdk.request("get", "objects/%s/%s" % (bucket, archname),
+                        params={"provider": "ais", "archpath": "z/03.bin"})
+        assert m.status_code == 200 and m.content == objs["z/03.bin"], m.text[:200]
+    # the shard job's own argument: gzip must be a boolean
+    r = sdk.request("post", "jobs", json={"kind": "shard", "bucket": bucket, "args": {
+        "output_bucket": bucket, "template": "s-{0..}.tgz", "shard_size": 1 << 20,
+        "prefix": "z/", "gzip": "yes"}})
+    assert r.status_code == 400 and "gzip" in r.json()["message"], r.text
+
+
 def test_object_group_archive_missing_names(cluster, sdk, bucket):
     """A listed name that does not exist: 404 naming it, nothing written; with
     continue_on_err, the archive holds the others."""
@@ -1882,7 +1910,10 @@ def test_object_group_archive_missing_names(cluster, sdk, bucket):
 
 @pytest.mark.parametrize("change,status", [
     ({"mime": ".zip"}, 501),
-    ({"archname": "x.tgz"}, 501),
+    ({"archname": "x.zip"}, 501),
+    ({"archname": "x.tar.lz4"}, 501),
+    ({"mime": "tar.zst"}, 501),
+    ({"mime": ".rar"}, 501),
     ({"mime": ".tar", "archname": "x.tgz"}, 200),  # the mime decides, as in AIStore
     ({"isbn": True}, 501),
     ({"aate": True}, 501),

@@ -740,6 +740,23 @@ def test_shard_inputs_and_errors(proxy, dataset):
                                        "shard_size": 1 << 30, "template": "kr.tar",
                                        "key_rule": "name"})
     assert created["samples"] == created["objects"] == 30
+    # gzip: .tar.gz shards (no member table; members read in order)
+    import gzip
+    created, final = sk.shard(proxy, SRC, {"prefix": "d/0004", "output_bucket": out,
+                                           "shard_size": 16 << 10, "template": "g-{0..}.tgz",
+                                           "gzip": True})
+    assert final["state"] == "done" and final["error_count"] == 0, final
+    names = sorted(n for n in sk.list_names(proxy, out) if n.startswith("g-"))
+    assert len(names) == created["shards"] > 1
+    seen = []
+    for n in names:
+        data = sk.get_shard(proxy, out, n)
+        assert data[:2] == b"\x1f\x8b", n
+        seen += [(m, body) for m, body, _ in sk.read_tar(gzip.decompress(data))]
+    assert sorted(seen) == sorted((m, sk.content(m)) for m in NAMES if m.startswith("d/0004"))
+    m = seen[0][0]
+    r = sk.api("GET", sk.obj_url(proxy, out, names[0], "?archpath=" + m))
+    assert r.status_code == 200 and r.content == sk.content(m), r.text[:200]
 
     def err(args, status, code, text, bucket=SRC):
         r = sk.start_shard(proxy, bucket, args)

@@ -234,7 +234,7 @@ HD_SUITE(tarstream_local)
                                                 .failed = ts_failed,
                                                 .written = ts_written,
                                                 .stopped = ts_stopped};
-    struct hd_tarstream_cfg cfg = {3, 2, 4096};
+    struct hd_tarstream_cfg cfg = {3, 2, 4096, 0};
     struct ts t;
     struct members ms;
     char *big = malloc(300000), msg[256];
