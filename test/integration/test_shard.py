@@ -809,6 +809,18 @@ def test_cli_shard_members_archpath_batch(proxy, dataset, tmp_path):
     cli("object", "get", out + "/z.zip", "--archpath", "a/1.txt", tmp_path / "z1",
         env_extra=env)
     assert (tmp_path / "z1").read_bytes() == b"one" * 100
+    # --gzip: .tar.gz shards, their members listed and read like any compressed archive's
+    import gzip
+    p = cli("shard", "create", SRC + "/d/0005", out, "--template", "gz-{0..}.tgz", "--size",
+            "1GiB", "--gzip", env_extra=env)
+    assert "sharded 30 objects (10 samples" in p.stdout.decode(), p.stdout
+    data = sk.get_shard(proxy, out, "gz-0.tgz")
+    members = sk.read_tar(gzip.decompress(data))
+    assert [(n, b) for n, b, _ in members] == [(n, sk.content(n)) for n in sorted(
+        m for m in NAMES if m.startswith("d/0005"))]
+    p = cli("shard", "ls-members", out + "/gz-0.tgz", env_extra=env)
+    rows = [ln.split() for ln in p.stdout.decode().splitlines()]
+    assert rows[-1] == ["30", "members"] and all(r[1] == "-" for r in rows[1:-1]), rows
     dest = tmp_path / "m.bin"
     cli("object", "get", out + "/c-000.tar", "--archpath", first, dest, env_extra=env)
     assert dest.read_bytes() == sk.content(first)

@@ -245,6 +245,8 @@ int hd_cli_shard_create(struct hd_cli *cli, int argc, char **argv)
     }
     if (cli->opt[HD_CLI_OPT_KEY_RULE])
         json_object_set_new(args, "key_rule", json_string(cli->opt[HD_CLI_OPT_KEY_RULE]));
+    if (cli->opt[HD_CLI_OPT_GZIP])
+        json_object_set_new(args, "gzip", json_true());
     if (cli->opt[HD_CLI_OPT_RANGE])
         json_object_set_new(args, "range", json_string(cli->opt[HD_CLI_OPT_RANGE]));
     if (cli->opt[HD_CLI_OPT_MANIFEST])

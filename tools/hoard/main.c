@@ -91,6 +91,8 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
                                 "the plan only ranks evictions (no prefetch)"},
     [HD_CLI_OPT_SHARDS] = {"shards", 0, 0, NULL,
                            "the objects are tar shards read member by member (?archpath=)"},
+    [HD_CLI_OPT_GZIP] = {"gzip", 0, 0, NULL,
+                         "gzip-compressed shards (.tar.gz: smaller, members read in order)"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
@@ -120,7 +122,7 @@ static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_REC
 static const enum hd_cli_optid shard_opts[] = {
     HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,  HD_CLI_OPT_SEED,     HD_CLI_OPT_KEY_RULE,
     HD_CLI_OPT_LIST,     HD_CLI_OPT_RANGE, HD_CLI_OPT_MANIFEST, HD_CLI_OPT_ID,
-    HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_COUNT};
+    HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_GZIP,  HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid shard_req[] = {HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,
                                               HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid plan_req[] = {HD_CLI_OPT_EPOCHS, HD_CLI_OPT_SEED, HD_CLI_OPT_COUNT};
