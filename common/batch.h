@@ -47,6 +47,7 @@ struct hd_batch {
     struct hd_batch_ent *e;
     size_t n;
     int continue_on_error;
+    int gzip;  /* "gzip": true: the tar gzip-compressed (application/gzip) */
     void *doc; /* the parsed body (json_t), owning the strings */
 };
 

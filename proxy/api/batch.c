@@ -176,7 +176,7 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
     json_t *j = json_loadb(body, len, 0, NULL), *in, *e, *ents = NULL, *b = NULL;
     const char *mime;
     size_t i;
-    int rc = HD_EBADARG;
+    int rc = HD_EBADARG, gzip;
 
     *out = NULL;
     *in_out = NULL;
@@ -186,9 +186,13 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
         goto out;
     }
     mime = json_string_value(json_object_get(j, "mime"));
-    if (mime && *mime && strcmp(mime, ".tar") != 0 && strcmp(mime, "tar") != 0 &&
+    gzip = mime && (strcmp(mime, ".tgz") == 0 || strcmp(mime, "tgz") == 0 ||
+                    strcmp(mime, ".tar.gz") == 0 || strcmp(mime, "tar.gz") == 0);
+    if (mime && *mime && !gzip && strcmp(mime, ".tar") != 0 && strcmp(mime, "tar") != 0 &&
         strcmp(mime, "application/x-tar") != 0) {
-        snprintf(msg, msglen, "GetBatch: only the tar output format is supported.");
+        snprintf(msg, msglen,
+                 "GetBatch: the output formats are tar and gzip-compressed tar "
+                 "(.tar, .tgz, .tar.gz).");
         rc = HD_ENOTIMPL;
         goto out;
     }
@@ -238,8 +242,8 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
             goto out;
         }
     }
-    b = json_pack("{s:O, s:b}", "entries", ents, "continue_on_error",
-                  json_is_true(json_object_get(j, "coer")));
+    b = json_pack("{s:O, s:b, s:b}", "entries", ents, "continue_on_error",
+                  json_is_true(json_object_get(j, "coer")), "gzip", gzip);
     *out = b ? json_dumps(b, JSON_COMPACT) : NULL;
     rc = *out ? 0 : -ENOMEM;
     if (rc == 0 && !json_is_true(json_object_get(j, "strm"))) /* AIStore's default: multipart */

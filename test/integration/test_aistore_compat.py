@@ -1478,6 +1478,36 @@ def sdk_multipart_parts(r):
     return parts
 
 
+def test_get_batch_gzip(cluster, sdk, bucket):
+    """GetBatch with mime ".tgz" (or ".tar.gz"): the same members, in order, as a gzip stream
+    (streaming) or a gzip part (multipart); a shard member among them; ".zip" stays 501."""
+    import gzip
+    objs = {"g/%d" % i: helpers.pattern_bytes(20000 + i, i) for i in range(4)}
+    for n, d in objs.items():
+        put(sdk, bucket, n, d)
+    put(sdk, bucket, "g.tar", make_tar([("in/x.txt", b"xx")]))
+    want = [("g/2", objs["g/2"]), ("g.tar/in/x.txt", b"xx"), ("g/0", objs["g/0"])]
+    entries = [{"objname": "g/2"}, {"objname": "g.tar", "archpath": "in/x.txt"},
+               {"objname": "g/0"}]
+    for mime in (".tgz", "tar.gz"):
+        req = {"in": entries, "mime": mime, "onob": True, "strm": True}
+        r = sdk.request("get", "ml/moss/" + bucket, params={"provider": "ais"}, json=req)
+        assert r.status_code == 200, r.text
+        assert r.headers["Content-Type"] == "application/gzip"
+        assert r.content[:2] == b"\x1f\x8b"
+        assert tar_members(gzip.decompress(r.content)) == want
+    req = {"in": entries, "mime": ".tgz", "onob": True, "strm": False}
+    r = sdk.request("get", "ml/moss/" + bucket, params={"provider": "ais"}, json=req,
+                    stream=True)
+    assert r.status_code == 200, r.text
+    parts = sdk_multipart_parts(r)
+    assert b"application/gzip" in parts[1][0]
+    with tarfile.open(fileobj=io.BytesIO(parts[1][1]), mode="r|*") as tf:  # the SDK's mode
+        assert [(m.name, tf.extractfile(m).read()) for m in tf] == want
+    r = sdk.request("get", "ml/moss/" + bucket, json={"in": entries, "mime": ".zip"})
+    assert r.status_code == 501 and "gzip" in r.json()["message"], r.text
+
+
 def test_get_batch_multipart(cluster, sdk, bucket):
     """batch.py get() with streaming_get=False: MossReq "strm": false; the answer is multipart:
     a MossResp JSON part ({"out": [MossOut], "uuid"}), then the tar, paired by index."""

@@ -437,6 +437,14 @@ def test_batch_get(cl, proxy, dataset):
         else:
             want.append((e["name"], sk.content(e["name"])))
     assert [(n, b) for n, b, _ in got] == want
+    # "gzip": the same tar, compressed (entries from every target, members by reference
+    # cannot be used here: every byte goes through the compressor)
+    import gzip
+    r = batch(proxy, {"entries": entries, "gzip": True})
+    assert r.status_code == 200 and r.headers["Content-Type"] == "application/gzip", r.text
+    assert [(n, b) for n, b, _ in sk.read_tar(gzip.decompress(r.content))] == want
+    helpers.check_json_error(batch(proxy, {"entries": entries, "gzip": "yes"}), 400,
+                             "InvalidArgument")
 
     # continue past missing entries: recorded in the stream, the rest intact
     body = {"bucket": SRC, "continue_on_error": True, "entries": [
