@@ -61,17 +61,22 @@ static int resolve_local(struct hd_target *t, const struct hd_batch_ent *e, stru
         hd_obj_meta_cleanup(&m);
         return 0;
     }
-    rc =
-        hd_arch_packed_member(fd, m.size, e->archpath, &src->fd, &size, src->msg, sizeof(src->msg));
-    if (rc == 1) { /* a compressed tar or a zip: the member's bytes, decompressed */
-        close(fd);
-        src->off = 0;
-        src->len = size;
-        hd_obj_meta_cleanup(&m);
-        return 0;
+    rc = hd_arch_index(t->st, e->bucket, e->name, &m, fd, NULL, src->msg, sizeof(src->msg));
+    if (rc == HD_ENOTARCHIVE) { /* not a plain tar: perhaps a compressed tar or a zip */
+        char msg[sizeof(src->msg)];
+        int prc = hd_arch_packed_member(fd, m.size, e->archpath, &src->fd, &size, msg, sizeof(msg));
+        if (prc == 1) { /* the member's bytes, decompressed */
+            close(fd);
+            src->off = 0;
+            src->len = size;
+            hd_obj_meta_cleanup(&m);
+            return 0;
+        }
+        if (prc < 0) {
+            rc = prc;
+            memcpy(src->msg, msg, sizeof(msg));
+        }
     }
-    if (rc == 0)
-        rc = hd_arch_index(t->st, e->bucket, e->name, &m, fd, NULL, src->msg, sizeof(src->msg));
     if (rc == 0)
         rc = hd_store_tar_member(t->st, &m, e->archpath, &off, &size);
     if (rc == 0) {

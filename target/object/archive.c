@@ -685,12 +685,14 @@ void hd_arch_serve(struct hd_req *r, struct hd_store *st, struct hd_pool *pool, 
         hd_resp_err_msg(r, HD_EBADARG, "Give archpath or archregx, not both.");
         return;
     }
-    if (packed(*fd)) {
+    /* a plain tar's member table first (one catalog lookup once indexed); an object that is
+     * none keeps that verdict, and may be a compressed tar or a zip */
+    rc = hd_arch_index(st, bucket, key, m, *fd, &n, msg, sizeof(msg));
+    if (rc == HD_ENOTARCHIVE && packed(*fd)) {
         packed_serve(r, pool, bucket, key, m, *fd, head);
         *fd = -1;
         return;
     }
-    rc = hd_arch_index(st, bucket, key, m, *fd, &n, msg, sizeof(msg));
     if (rc == HD_ENOTARCHIVE) {
         char full[700];
         snprintf(full, sizeof(full), "%s/%s is not usable as an archive: %s", bucket, key, msg);
