@@ -134,6 +134,20 @@ static const char *clean_name(const char *n)
     return n;
 }
 
+/* The member name of e (leading "./" and "/" dropped), or NULL when e is no member: not a
+ * regular file with a known size, a link, sparse, or a name that is empty or too long. */
+static const char *member_name(struct archive_entry *e)
+{
+    const char *name = archive_entry_pathname_utf8(e);
+
+    if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e) ||
+        archive_entry_sparse_count(e) > 0 || !archive_entry_size_is_set(e) ||
+        archive_entry_size(e) < 0 || !name || !*(name = clean_name(name)) ||
+        strlen(name) > HD_TAR_NAME_MAX)
+        return NULL;
+    return name;
+}
+
 static int scan(struct src *s, hd_tar_member_fn fn, void *arg, struct hd_tar_scan_stats *st,
                 char *msg, size_t msglen)
 {
@@ -172,10 +186,7 @@ static int scan(struct src *s, hd_tar_member_fn fn, void *arg, struct hd_tar_sca
             goto out;
         }
         size = archive_entry_size(e);
-        name = archive_entry_pathname_utf8(e);
-        if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e) ||
-            archive_entry_sparse_count(e) > 0 || !archive_entry_size_is_set(e) || size < 0 ||
-            !name || !*(name = clean_name(name)) || strlen(name) > HD_TAR_NAME_MAX) {
+        if (!(name = member_name(e))) {
             st->skipped++;
             continue;
         }
@@ -255,22 +266,17 @@ int hd_archive_read_fd(int fd, uint64_t size, hd_arch_want_fn want, hd_arch_data
     for (;;) {
         struct hd_arch_entry ent;
         const char *name;
-        la_int64_t esize;
 
         r = archive_read_next_header(a, &e);
         if (r == ARCHIVE_EOF)
             break;
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
             goto corrupt;
-        esize = archive_entry_size(e);
-        name = archive_entry_pathname_utf8(e);
-        if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e) ||
-            !archive_entry_size_is_set(e) || esize < 0 || !name || !*(name = clean_name(name)) ||
-            strlen(name) > HD_TAR_NAME_MAX)
+        if (!(name = member_name(e)))
             continue;
         n++;
         ent.name = name;
-        ent.size = (uint64_t)esize;
+        ent.size = (uint64_t)archive_entry_size(e);
         ent.mtime = (int64_t)archive_entry_mtime(e);
         w = want(arg, &ent);
         if (w < 0 || w == HD_ARCH_STOP) {

@@ -416,9 +416,9 @@ static int x_want(void *arg, const struct hd_arch_entry *e)
             return HD_ARCH_SKIP;
         x->found = 1;
         x->msize = e->size;
-        if (x->head)
-            return HD_ARCH_STOP;
-        return e->size > XREAD_MAX ? HD_ETOOLARGE : HD_ARCH_READ_STOP;
+        if (e->size > XREAD_MAX) /* a HEAD says what the GET would */
+            return HD_ETOOLARGE;
+        return x->head ? HD_ARCH_STOP : HD_ARCH_READ_STOP;
     case X_LIST:
         if (++x->count > XLIST_MAX)
             return HD_ETOOLARGE;

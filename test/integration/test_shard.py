@@ -445,6 +445,11 @@ def test_batch_get(cl, proxy, dataset):
     assert [(n, b) for n, b, _ in sk.read_tar(gzip.decompress(r.content))] == want
     helpers.check_json_error(batch(proxy, {"entries": entries, "gzip": "yes"}), 400,
                              "InvalidArgument")
+    # the 307's capability covers its body: the same entries replayed with "gzip" changed
+    # are refused
+    helpers.check_json_error(requests.post(loc, data=json.dumps({"entries": entries,
+                                                                 "gzip": True}), timeout=60),
+                             403, "AccessDenied")
 
     # continue past missing entries: recorded in the stream, the rest intact
     body = {"bucket": SRC, "continue_on_error": True, "entries": [

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -284,9 +285,10 @@ static void pk_free(struct pk *p)
     memset(p, 0, sizeof(*p));
 }
 
-static int to_file(const struct hd_buf *b, char *path)
+/* b's bytes in an anonymous file (what the target reads: a content file's descriptor). */
+static int to_memfd(const struct hd_buf *b)
 {
-    int fd = mkstemp(path);
+    int fd = memfd_create("hd-packed", MFD_CLOEXEC);
 
     CHECK(fd >= 0);
     CHECK_EQ_INT(write(fd, b->data, b->len), (long long)b->len);
@@ -302,14 +304,13 @@ HD_SUITE(archive_read_packed)
     size_t kind, i, k;
 
     for (kind = 0; kind < 3; kind++) {
-        char path[] = "/tmp/hd-packed-XXXXXX";
         struct hd_buf b;
         struct pk p;
         int fd;
 
         hd_buf_init(&b);
         write_packed(&b, e, 3, kinds[kind][0], kinds[kind][1]);
-        fd = to_file(&b, path);
+        fd = to_memfd(&b);
         /* every member, in order, its bytes */
         memset(&p, 0, sizeof(p));
         CHECK_EQ_INT(hd_archive_read_fd(fd, b.len, pk_want, pk_data, &p, msg, sizeof(msg)), 0);
@@ -352,25 +353,22 @@ HD_SUITE(archive_read_packed)
             pk_free(&p);
         }
         close(fd);
-        unlink(path);
         hd_buf_cleanup(&b);
     }
     /* bytes that are no archive at all */
     {
-        char path[] = "/tmp/hd-packed-XXXXXX";
         struct hd_buf b;
         struct pk p;
         int fd;
         hd_buf_init(&b);
         hd_buf_append(&b, "\x1f\x8b not really gzip, just its magic and some words", 48);
-        fd = to_file(&b, path);
+        fd = to_memfd(&b);
         memset(&p, 0, sizeof(p));
         CHECK_EQ_INT(hd_archive_read_fd(fd, b.len, pk_want, pk_data, &p, msg, sizeof(msg)),
                      HD_ENOTARCHIVE);
         CHECK(msg[0] != '\0');
         CHECK_EQ_INT(p.n, 0);
         close(fd);
-        unlink(path);
         hd_buf_cleanup(&b);
     }
 }
