@@ -125,6 +125,12 @@ static const struct hd_err_info table[] = {
     {HD_ETAGHEADER, 400, "InvalidArgument",
      "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters "
      "without tag name duplicates."},
+    {HD_EPOLICY, 400, "InvalidPolicyDocument",
+     "The content of the form does not meet the conditions specified in the policy document."},
+    {HD_EPOSTFORM, 400, "MalformedPOSTRequest",
+     "The body of your POST request is not well-formed multipart/form-data."},
+    {HD_EPOSTPRE, 400, "MaxPostPreDataLengthExceeded",
+     "Your POST request fields preceding the upload file were too large."},
     {HD_ENOBUCKETPOLICY, 404, "NoSuchBucketPolicy", "The bucket policy does not exist"},
     {HD_ENOLIFECYCLE, 404, "NoSuchLifecycleConfiguration",
      "The lifecycle configuration does not exist"},

@@ -96,6 +96,9 @@ enum hd_err {
     HD_ETAGKEY,              /* 400 InvalidTag (an empty key, or not UTF-8 text) */
     HD_ETAGVAL,              /* 400 InvalidTag (a value that is not UTF-8 text) */
     HD_ETAGHEADER,           /* 400 InvalidArgument (x-amz-tagging malformed or repeating a key) */
+    HD_EPOLICY,              /* 400 InvalidPolicyDocument (POST Object's policy) */
+    HD_EPOSTFORM,            /* 400 MalformedPOSTRequest (POST Object's form) */
+    HD_EPOSTPRE,             /* 400 MaxPostPreDataLengthExceeded (POST fields before the file) */
     /* a bucket configuration hoard never has (GET answers as AWS for a bucket without one) */
     HD_ENOBUCKETPOLICY, /* 404 NoSuchBucketPolicy */
     HD_ENOLIFECYCLE,    /* 404 NoSuchLifecycleConfiguration */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -64,8 +65,11 @@ struct relay {
     size_t hdrs_cap;
     struct hd_buf qtext;
     int has_body;
-    int64_t body_len; /* -1: chunked */
-    int handed;       /* given to the loop (at once without a body, else once data is ready) */
+    int64_t body_len;                  /* -1: chunked */
+    const struct hd_relay_filter *flt; /* NULL: the body and answer pass as they are */
+    void *farg;
+    int cancel; /* the filter refused the body: the transfer is aborted */
+    int handed; /* given to the loop (at once without a body, else once data is ready) */
 
     struct hd_ring up; /* client -> node */
     uint64_t up_total;
@@ -98,6 +102,7 @@ struct relay {
 
     /* loop thread only (inq: under loop->qmu) */
     CURL *easy;
+    curl_socket_t sock; /* its connection's, as libcurl last asked to watch it (-1: none) */
     int inq, on_lazy;
     struct relay *qnext, *lazy_next, *run_prev, *run_next;
     struct relay *wnext; /* on_async's own walk: qnext may be reused once inq is cleared */
@@ -473,6 +478,24 @@ out:
  * having drained half the window, asks the loop for curl_easy_pause(CONT). Returning
  * CURL_WRITEFUNC_PAUSE instead would make libcurl copy what it holds into a buffer of its own
  * (a malloc and a copy per pause), which is left for a window that cannot grow (no memory). */
+/* An aborted transfer's connection is never cached, and is reset when closed: the node must
+ * see the body cut short, and a FIN alone leaves libmicrohttpd waiting on a half-closed
+ * upload until its timeout, holding the put's temporary file. Loop thread. */
+static void reset_on_close(struct relay *y)
+{
+    curl_socket_t fd = y->sock;
+
+    if (!y->easy)
+        return;
+    if (fd == CURL_SOCKET_BAD) /* a cached connection libcurl had no reason to watch again */
+        curl_easy_getinfo(y->easy, CURLINFO_ACTIVESOCKET, &fd);
+    if (fd != CURL_SOCKET_BAD) {
+        struct linger lg = {1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    }
+    curl_easy_setopt(y->easy, CURLOPT_FORBID_REUSE, 1L);
+}
+
 static size_t on_write(char *p, size_t size, size_t n, void *arg)
 {
     struct relay *y = arg;
@@ -482,8 +505,9 @@ static size_t on_write(char *p, size_t size, size_t n, void *arg)
     if (y->magic != RELAY_MAGIC)
         return 0;
     pthread_mutex_lock(&y->mu);
-    if (!y->r) { /* client gone: abort the transfer */
+    if (!y->r || y->cancel) { /* client gone: abort the transfer */
         pthread_mutex_unlock(&y->mu);
+        reset_on_close(y);
         return 0;
     }
     if (!y->head_done) /* some servers send no blank line callback before the body */
@@ -529,9 +553,10 @@ static size_t on_read(char *p, size_t size, size_t n, void *arg)
             y->mhd_wait_space = 0;
             hd_req_resume(y->r);
         }
-    } else if (!y->up_eof) {
-        if (!y->r) {
+    } else if (!y->up_eof || y->cancel) {
+        if (!y->r || y->cancel) {
             pthread_mutex_unlock(&y->mu);
+            reset_on_close(y);
             return CURL_READFUNC_ABORT;
         }
         y->curl_wait_data = 1;
@@ -665,6 +690,7 @@ static void begin(struct rloop *l, struct relay *y)
         end_transfer(y, CURLE_OUT_OF_MEMORY, "out of memory");
         return;
     }
+    y->sock = CURL_SOCKET_BAD;
     curl_easy_setopt(c, CURLOPT_URL, y->url);
     hd_tls_curl(c); /* each time: a reload (SIGHUP) applies to the next transfer */
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, y->hdrs);
@@ -677,6 +703,7 @@ static void begin(struct rloop *l, struct relay *y)
     curl_easy_setopt(c, CURLOPT_NOBODY, 0L);
     curl_easy_setopt(c, CURLOPT_UPLOAD, 0L);
     curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)-1);
+    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 0L);
     if (strcmp(y->method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (y->has_body) {
@@ -715,7 +742,7 @@ static void service(struct rloop *l, struct relay *y)
         pthread_mutex_unlock(&y->mu);
         return;
     }
-    gone = !y->r;
+    gone = !y->r || y->cancel;
     unpause = y->unpause;
     y->unpause = 0;
     lazy = y->curl_wait_data && y->lazy_asked;
@@ -726,6 +753,7 @@ static void service(struct rloop *l, struct relay *y)
         else
             begin(l, y);
     } else if (gone) {
+        reset_on_close(y);
         finish(l, y, CURLE_ABORTED_BY_CALLBACK, NULL);
     } else if (unpause) {
         curl_easy_pause(y->easy, CURLPAUSE_CONT);
@@ -851,10 +879,15 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp
     struct sock *s;
     int ev = 0;
 
-    (void)e;
     (void)sockp;
     if (fd < 0)
         return -1;
+    if (what != CURL_POLL_REMOVE) {
+        struct relay *y = NULL;
+        if (curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&y) == CURLE_OK && y &&
+            y->magic == RELAY_MAGIC && y->easy == e)
+            y->sock = fd;
+    }
     if ((size_t)fd >= l->nsocks) {
         size_t n = l->nsocks ? l->nsocks : 64;
         struct sock **ns;
@@ -1208,6 +1241,33 @@ static void kick(struct relay *y, int what)
         end_transfer(y, CURLE_ABORTED_BY_CALLBACK, "the proxy is shutting down");
 }
 
+/* hd_relay_out_fn into the upload window (y->mu held; the filter's bound keeps it in room) */
+static void filter_out(void *arg, const char *p, size_t len)
+{
+    struct relay *y = arg;
+    size_t k = hd_ring_put(&y->up, p, len);
+
+    y->up_total += k;
+    if (k < len && !y->cancel) { /* no memory to grow the window */
+        y->cancel = 1;
+        snprintf(y->err, sizeof(y->err), "out of memory");
+    }
+}
+
+/* A filtered body: as much of data as leaves HD_RELAY_FILTER_SLACK free in the window goes
+ * through the filter. Returns the count taken. y->mu held. */
+static size_t filter_body(struct relay *y, const char *data, size_t len)
+{
+    size_t room = hd_ring_room(&y->up, len + HD_RELAY_FILTER_SLACK), k;
+
+    if (room <= HD_RELAY_FILTER_SLACK)
+        return 0;
+    k = room - HD_RELAY_FILTER_SLACK < len ? room - HD_RELAY_FILTER_SLACK : len;
+    if (y->flt->body(y->farg, data, k, filter_out, y) < 0)
+        y->cancel = 1;
+    return k;
+}
+
 static int relay_body(struct hd_req *r, const char *data, size_t len)
 {
     struct relay *y = r->data;
@@ -1215,9 +1275,32 @@ static int relay_body(struct hd_req *r, const char *data, size_t len)
     int what, rc = 0;
 
     pthread_mutex_lock(&y->mu);
+    if (y->cancel) { /* the filter refused the body: drop the rest, then relay_end answers */
+        pthread_mutex_unlock(&y->mu);
+        return 0;
+    }
     if (y->done) { /* the node answered early (e.g. an error): drop the rest */
         pthread_mutex_unlock(&y->mu);
         return 0;
+    }
+    if (y->flt) {
+        k = filter_body(y, data, len);
+        if (y->cancel) {
+            int tell = y->handed && !y->done;
+            pthread_mutex_unlock(&y->mu);
+            if (tell)
+                poke(y); /* the loop aborts the transfer */
+            return 0;
+        }
+        what = upload_progress(y);
+        if (k < len) {
+            y->mhd_wait_space = 1;
+            hd_req_suspend(r);
+            rc = k ? (int)k : HD_BODY_WAIT;
+        }
+        pthread_mutex_unlock(&y->mu);
+        kick(y, what);
+        return rc;
     }
     k = hd_ring_put(&y->up, data, len);
     y->up_total += k;
@@ -1271,6 +1354,37 @@ static void relay_free_cb(void *cls)
     relay_unref(cls);
 }
 
+/* relay_end's first step for a filtered relay: once, the filter says whether the body may end
+ * (HD_OK, y->mu still held); if not, the transfer is aborted and r answered (HD_DONE, y->mu
+ * released). */
+static int filter_end(struct hd_req *r, struct relay *y)
+{
+    const char *msg = NULL;
+    int rc = 0, tell;
+
+    if (!y->cancel && y->up_eof)
+        return HD_OK; /* asked already: this is a resume waiting for the answer */
+    if (!y->cancel) {
+        rc = y->flt->end(y->farg, filter_out, y, &msg);
+        if (rc == 0 && !y->cancel)
+            return HD_OK;
+        y->cancel = 1;
+    }
+    if (rc == 0) /* the body was refused earlier, or the window could not grow */
+        rc = y->flt->end(y->farg, NULL, NULL, &msg);
+    if (rc == 0) {
+        rc = -ENOMEM;
+        msg = NULL;
+    }
+    tell = y->handed && !y->done;
+    y->mhd_wait_data = y->mhd_wait_space = 0;
+    pthread_mutex_unlock(&y->mu);
+    if (tell)
+        poke(y);
+    hd_resp_err_msg(r, rc, msg);
+    return HD_DONE;
+}
+
 static void relay_end(struct hd_req *r)
 {
     struct relay *y = r->data;
@@ -1283,11 +1397,13 @@ static void relay_end(struct hd_req *r)
     char err[CURL_ERROR_SIZE];
 
     pthread_mutex_lock(&y->mu);
+    if (y->flt && filter_end(r, y) == HD_DONE)
+        return; /* answered; y->mu released */
     if (!y->up_eof) {
         y->up_eof = 1;
         what = upload_progress(y);
     }
-    if (!y->head_done) {
+    if (!y->head_done || (y->flt && !y->done && y->down.len < HD_RELAY_BUF)) {
         y->mhd_wait_data = 1;
         hd_req_suspend(r);
         pthread_mutex_unlock(&y->mu);
@@ -1325,6 +1441,31 @@ static void relay_end(struct hd_req *r)
             status != 204 && status != 304;
     if (whole)
         body = y->down.buf + y->down.head;
+    if (!failed && y->flt && y->done && !y->failed && len >= 0 &&
+        y->down.len == (size_t)len) { /* the filter sees the whole answer */
+        char *copy = malloc(len ? (size_t)len : 1);
+        if (!copy) {
+            pthread_mutex_unlock(&y->mu);
+            hd_resp_err(r, -ENOMEM);
+            return;
+        }
+        hd_ring_get(&y->down, copy, (size_t)len);
+        pthread_mutex_unlock(&y->mu);
+        kick(y, what);
+        rc = y->flt->answer(y->farg, r, status, y->rh, nh, copy, (size_t)len);
+        if (rc != HD_DONE) {
+            r->xh = y->rh;
+            r->nxh = nh;
+            rc = hd_resp_mem(r, (int)status, copy, (size_t)len, free, copy);
+            r->xh = NULL;
+            r->nxh = 0;
+            if (rc < 0)
+                hd_resp_err(r, -ENOMEM);
+        } else {
+            free(copy);
+        }
+        return;
+    }
     if (!failed) {
         atomic_fetch_add(&y->refs, 1); /* the response's */
         y->streaming = 1;
@@ -1367,6 +1508,10 @@ static void relay_done(struct hd_req *r)
     pthread_mutex_lock(&y->mu);
     y->r = NULL;
     y->mhd_wait_data = y->mhd_wait_space = 0;
+    if (y->flt && y->flt->free)
+        y->flt->free(y->farg);
+    y->flt = NULL;
+    y->farg = NULL;
     drop = !y->handed && !y->done; /* never given to the loop: its reference is ours */
     tell = y->handed && !y->done;  /* running: the loop aborts it */
     if (drop)
@@ -1435,8 +1580,9 @@ static int link_lines(struct relay *y, size_t n)
     return 0;
 }
 
-int hd_relay_start(struct hd_relay *rl, struct hd_req *r, const char *url,
-                   const struct hd_kv *extra, size_t nextra)
+static int start(struct hd_relay *rl, struct hd_req *r, const char *url, const struct hd_kv *extra,
+                 size_t nextra, const struct hd_relay_filter *f, void *farg, const char *first,
+                 size_t nfirst)
 {
     uv_loop_t *uv = hd_http_loop();
     struct rloop *l = uv ? worker_get(rl, uv) : shared_get(rl);
@@ -1445,16 +1591,19 @@ int hd_relay_start(struct hd_relay *rl, struct hd_req *r, const char *url,
     int rc = -ENOMEM;
 
     if (!l)
-        return HD_EUNAVAIL;
-    if (atomic_fetch_add(&rl->inflight, 1) >= rl->max) {
+        rc = HD_EUNAVAIL;
+    else if (atomic_fetch_add(&rl->inflight, 1) >= rl->max) {
         atomic_fetch_sub(&rl->inflight, 1);
-        return HD_EUNAVAIL;
-    }
-    y = relay_get(l);
-    if (!y) {
+        rc = HD_EUNAVAIL;
+    } else if (!(y = relay_get(l))) {
         atomic_fetch_sub(&rl->inflight, 1);
-        return -ENOMEM;
+    } else {
+        rc = 0;
     }
+    if (rc < 0)
+        return rc;
+    y->flt = f;
+    y->farg = farg;
     hd_stats_inc(HD_ST_RELAY_STARTED);
     y->magic = RELAY_MAGIC;
     pthread_mutex_init(&y->mu, NULL);
@@ -1469,17 +1618,24 @@ int hd_relay_start(struct hd_relay *rl, struct hd_req *r, const char *url,
     if (y->url)
         memcpy(y->url, url, ulen);
     y->resp_len = -1;
-    snprintf(y->method, sizeof(y->method), "%s", r->method);
-    if (r->content_length >= 0)
+    snprintf(y->method, sizeof(y->method), "%s", f ? f->method : r->method);
+    if (f)
+        y->has_body = 1;
+    else if (r->content_length >= 0)
         y->has_body = r->content_length > 0 || strcmp(r->method, "PUT") == 0 ||
                       strcmp(r->method, "POST") == 0;
     else
         y->has_body = hd_req_header(r, "Transfer-Encoding") != NULL;
-    y->body_len = r->content_length;
+    y->body_len = f ? -1 : r->content_length;
     if (!y->url || ring_ready(&y->down, HD_RELAY_BUF + DOWN_SLACK) < 0 ||
         (y->has_body && ring_ready(&y->up, HD_RELAY_BUF) < 0))
         goto fail;
-    for (i = 0; i < r->nhdrs; i++)
+    if (nfirst) {
+        if (hd_ring_put(&y->up, first, nfirst) < nfirst)
+            goto fail;
+        y->up_total = nfirst;
+    }
+    for (i = 0; !f && i < r->nhdrs; i++)
         if (!skip_request_header(r->hdrs[i].k)) {
             add_line(y, r->hdrs[i].k, r->hdrs[i].v);
             nlines++;
@@ -1503,7 +1659,22 @@ int hd_relay_start(struct hd_relay *rl, struct hd_req *r, const char *url,
     r->on_done = relay_done;
     return 0;
 fail:
+    y->flt = NULL; /* farg stays the caller's */
     atomic_store(&y->refs, 1);
     relay_unref(y);
     return rc;
+}
+
+int hd_relay_start(struct hd_relay *rl, struct hd_req *r, const char *url,
+                   const struct hd_kv *extra, size_t nextra)
+{
+    return start(rl, r, url, extra, nextra, NULL, NULL, NULL, 0);
+}
+
+int hd_relay_start_filtered(struct hd_relay *rl, struct hd_req *r, const char *url,
+                            const struct hd_kv *extra, size_t nextra,
+                            const struct hd_relay_filter *f, void *arg, const char *first,
+                            size_t nfirst)
+{
+    return start(rl, r, url, extra, nextra, f, arg, first, nfirst);
 }

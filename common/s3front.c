@@ -1312,14 +1312,23 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         }
     }
     /* POST Object (an HTML form upload, its policy signed inside the form, so the request
-     * itself is unsigned): a feature hoard lacks, said before authentication would answer
-     * 403 AccessDenied to a request that could never be made to pass */
+     * itself is unsigned): the role checks the form; a role without it says so before
+     * authentication would answer 403 AccessDenied to a request that could never pass */
     if (bucket && !key && strcmp(r->method, "POST") == 0 &&
         (ctype = hd_req_header(r, "Content-Type")) &&
         hd_str_case_prefix(ctype, "multipart/form-data")) {
-        hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "POST Object (browser-based uploads with an HTML form) is not "
-                        "supported; use PutObject or a presigned PUT URL.");
+        if (f->post_object) {
+            c.bucket = bucket;
+            c.vpath = vpath;
+            c.owner = "anonymous";
+            r->op = HD_OP_PUT;
+            snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
+            f->post_object(r, ctx, &c);
+        } else {
+            hd_resp_err_msg(r, HD_ENOTIMPL,
+                            "POST Object (browser-based uploads with an HTML form) is served by "
+                            "the proxies; send the form to a proxy.");
+        }
         goto out;
     }
     rc = f->authenticate(r, ctx, bucket, key, &c.auth);

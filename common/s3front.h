@@ -106,6 +106,9 @@ struct hd_s3_front {
     hd_s3_handler_fn handlers[HD_S3_OP_COUNT];
     /* Every object call not in handlers[] (the proxy's route to the owner), or NULL. */
     hd_s3_handler_fn object;
+    /* POST Object (POST /B with multipart/form-data: c->bucket, c->vpath; the form carries
+     * its own signature, so r is not authenticated), or NULL: 501. */
+    hd_s3_handler_fn post_object;
 };
 
 /* Answers r, or hands it to the role's handler. path: the request's raw path with any "/s3"

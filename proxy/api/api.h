@@ -27,6 +27,10 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p);
  * redirected (s3.redirect) or relayed. */
 void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p);
 
+/* POST Object (postobj.c): an HTML form upload to bucket (known or not), r unauthenticated
+ * (the form is signed); vhost: the request named the bucket in Host. */
+void hd_proxy_post_object(struct hd_req *r, struct hd_proxy *p, const char *bucket, int vhost);
+
 /* ais.c: AIStore's REST shapes (docs/aistore-compat.md). GET /v1/daemon?what=,
  * GET /v1/cluster?what= */
 void hd_proxy_ais_daemon(struct hd_req *r, struct hd_proxy *p);

@@ -284,6 +284,11 @@ static void object_call(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
         hd_proxy_relay(r, p, c->bucket, c->key, c->vpath ? c->bucket : NULL);
 }
 
+static void post_object(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
+{
+    hd_proxy_post_object(r, ctx, c->bucket, c->vpath != NULL);
+}
+
 static char *vhost_path(struct hd_req *r, void *ctx, const char *path)
 {
     struct hd_proxy *p = ctx;
@@ -303,6 +308,7 @@ static const struct hd_s3_front front = {
     .delete_keys = delete_keys,
     .handlers = {[HD_S3_LIST_UPLOADS] = list_uploads},
     .object = object_call,
+    .post_object = post_object,
 };
 
 void hd_proxy_s3(struct hd_req *r, struct hd_proxy *p)

@@ -38,6 +38,17 @@ void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, co
 void hd_proxy_relay_path(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
                          const char *path, const char *query);
 
+/* The most headers a filtered relay sends of its own. */
+#define HD_PROXY_RELAY_HDRS 48
+/* A PUT of bucket/key (decoded) to its owner, with headers h[0..nh) only and the body the
+ * filter makes of r's (common/relay.h: POST Object's file). 0: started, arg is the relay's
+ * now; or the code to answer with and msg (nothing answered, arg still the caller's). */
+struct hd_relay_filter;
+int hd_proxy_relay_filtered(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                            const char *key, const struct hd_kv *h, size_t nh,
+                            const struct hd_relay_filter *f, void *arg, const char *first,
+                            size_t nfirst, char *msg, size_t msglen);
+
 /* ---- list.c ---- */
 
 struct hd_plist_opts {

@@ -85,54 +85,104 @@ void hd_proxy_redirect(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     free(base);
 }
 
-static void relay_to(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
-                     const char *vbucket, const char *path, const char *query)
+/* What a filtered relay sends instead of r's own: method, headers, body. */
+struct filtered {
+    const struct hd_kv *h;
+    size_t nh;
+    const struct hd_relay_filter *f;
+    void *arg;
+    const char *first;
+    size_t nfirst;
+};
+
+/* Starts the relay of r (or of what fl makes of it) to the owner: 0, or the code to answer
+ * with and msg (nothing answered; fl's arg stays the caller's). */
+static int relay_to(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                    const char *vbucket, const char *path, const char *query,
+                    const struct filtered *fl, char *msg, size_t msglen)
 {
     struct hd_nodesig sig;
-    struct hd_kv extra[8];
+    struct hd_kv extra[8 + HD_PROXY_RELAY_HDRS];
     struct hd_buf url;
     char *base, owner[HD_NODE_ID_MAX], smapv[HD_SMAP_VSTR_MAX];
     size_t n = 0, i;
     int rc;
 
-    if (owner_base(r, p, bucket, key, &base, owner, smapv) == HD_DONE)
-        return;
+    msg[0] = '\0';
+    if ((rc = hd_proxy_owner(p, bucket, key, hd_req_param(r, "provider"), &base, owner, smapv, msg,
+                             msglen)) < 0)
+        return rc;
     hd_buf_init(&url);
     hd_buf_printf(&url, "%s%s%s%s", base, path, *query ? "?" : "", query);
     free(base);
-    if (url.oom) {
+    if (url.oom || (fl && fl->nh > HD_PROXY_RELAY_HDRS)) {
         hd_buf_cleanup(&url);
-        hd_resp_err(r, -ENOMEM);
-        return;
+        return -ENOMEM;
     }
+    for (i = 0; fl && i < fl->nh; i++)
+        extra[n++] = fl->h[i];
     if (vbucket) /* a virtual-host request: the target reads the bucket from here */
         extra[n++] = (struct hd_kv){"X-Hoard-Vhost", vbucket};
     if (*smapv) /* signed with the rest: a target behind this map waits for it */
         extra[n++] = (struct hd_kv){"X-Hoard-Smap", smapv};
     /* the client's body streams through unhashed (UNSIGNED-PAYLOAD): the nonce stops a
      * replay, TLS an on-path rewrite, and the client's own SigV4 covers it end to end */
-    if (hd_nodeauth_sign(p->na, r->method, url.data, owner, NULL, extra, n, &sig) < 0) {
+    if (hd_nodeauth_sign(p->na, fl ? fl->f->method : r->method, url.data, owner, NULL, extra, n,
+                         &sig) < 0) {
         hd_buf_cleanup(&url);
-        hd_resp_err(r, -ENOMEM);
-        return;
+        return -ENOMEM;
     }
     for (i = 0; i < sig.n; i++)
         extra[n++] = sig.kv[i];
-    rc = hd_relay_start(p->relay, r, url.data, extra, n);
+    rc = fl ? hd_relay_start_filtered(p->relay, r, url.data, extra, n, fl->f, fl->arg, fl->first,
+                                      fl->nfirst)
+            : hd_relay_start(p->relay, r, url.data, extra, n);
     hd_buf_cleanup(&url);
+    if (rc < 0) {
+        snprintf(msg, msglen, "Too many relayed requests in flight; retry shortly.");
+        return HD_EUNAVAIL;
+    }
+    return 0;
+}
+
+static void relay_answer(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
+                         const char *vbucket, const char *path, const char *query)
+{
+    char msg[256];
+    int rc = relay_to(r, p, bucket, key, vbucket, path, query, NULL, msg, sizeof(msg));
+
     if (rc < 0)
-        hd_resp_err_msg(r, rc == HD_EUNAVAIL ? rc : HD_EUNAVAIL,
-                        "Too many relayed requests in flight; retry shortly.");
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
 }
 
 void hd_proxy_relay(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
                     const char *vbucket)
 {
-    relay_to(r, p, bucket, key, vbucket, r->raw_path, r->raw_query);
+    relay_answer(r, p, bucket, key, vbucket, r->raw_path, r->raw_query);
+}
+
+int hd_proxy_relay_filtered(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                            const char *key, const struct hd_kv *h, size_t nh,
+                            const struct hd_relay_filter *f, void *arg, const char *first,
+                            size_t nfirst, char *msg, size_t msglen)
+{
+    struct filtered fl = {h, nh, f, arg, first, nfirst};
+    struct hd_buf path;
+    int rc;
+
+    hd_buf_init(&path);
+    hd_buf_puts(&path, "/");
+    hd_uri_encode(&path, bucket, strlen(bucket), 0);
+    hd_buf_puts(&path, "/");
+    hd_uri_encode(&path, key, strlen(key), 1);
+    msg[0] = '\0';
+    rc = path.oom ? -ENOMEM : relay_to(r, p, bucket, key, NULL, path.data, "", &fl, msg, msglen);
+    hd_buf_cleanup(&path);
+    return rc;
 }
 
 void hd_proxy_relay_path(struct hd_req *r, struct hd_proxy *p, const char *bucket, const char *key,
                          const char *path, const char *query)
 {
-    relay_to(r, p, bucket, key, NULL, path, query);
+    relay_answer(r, p, bucket, key, NULL, path, query);
 }

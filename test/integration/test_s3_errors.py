@@ -681,13 +681,16 @@ def test_sse_c_read_of_plain_object(endpoint, raw, s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="plain")["Body"].read() == b"plain bytes"
 
 
+@pytest.mark.target_only
 def test_post_object_form_upload(endpoint, raw, s3, bucket):
     """POST Object (an HTML form upload, unsigned with the policy in the form; ceph s3-tests
-    test_post_object_*): 501 NotImplemented, not 403 AccessDenied or 405; nothing written.
-    A POST to the bucket without a form is still an ordinary (signed) call."""
+    test_post_object_*) sent to a target: 501 NotImplemented naming the proxies (which serve
+    it: test_post_object.py), not 403 AccessDenied or 405; nothing written. A POST to the
+    bucket without a form is still an ordinary (signed) call."""
     r = requests.post("%s/%s" % (endpoint.url, bucket), timeout=30,
                       files={"key": (None, "posted"), "file": ("f.txt", b"form data")})
     check_s3_error(from_requests(r), 501, "NotImplemented")
+    assert "proxy" in r.text
     assert_absent(raw, bucket, "posted")
     r = raw.request("POST", "/%s" % bucket, sign=False)
     check_s3_error(r, 403, "AccessDenied")

@@ -78,6 +78,9 @@ static const struct {
     {HD_EBADVERSION, 400, "InvalidArgument"},
     {HD_ESSECNA, 400, "InvalidRequest"},
     {HD_EV2AUTHFORM, 400, "InvalidArgument"},
+    {HD_EPOLICY, 400, "InvalidPolicyDocument"},
+    {HD_EPOSTFORM, 400, "MalformedPOSTRequest"},
+    {HD_EPOSTPRE, 400, "MaxPostPreDataLengthExceeded"},
 };
 #define NWANT (sizeof(want) / sizeof(want[0]))
 
