@@ -1362,8 +1362,9 @@ static int filter_end(struct hd_req *r, struct relay *y)
     const char *msg = NULL;
     int rc = 0, tell;
 
-    if (!y->cancel && y->up_eof)
-        return HD_OK; /* asked already: this is a resume waiting for the answer */
+    if (!y->cancel && (y->up_eof || y->done))
+        return HD_OK; /* asked already (a resume waiting for the answer), or the node answered
+                       * before the body's end (an error, passed on as it is) */
     if (!y->cancel) {
         rc = y->flt->end(y->farg, filter_out, y, &msg);
         if (rc == 0 && !y->cancel)

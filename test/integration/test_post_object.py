@@ -371,3 +371,16 @@ def test_malformed_and_cut_forms_store_nothing(ep, s3, bucket):
     s.close()
     helpers.wait_until(lambda: not ep.tmp_files(), timeout=30, what="temp files removed")
     assert absent(s3, bucket, "foo.txt")
+
+
+def test_owner_refusal_passes_through(ep, s3, bucket):
+    """A field the owner refuses as it refuses the header on a PUT (server-side encryption:
+    501 NotImplemented naming the header) is answered as the owner answered, with a large
+    file still on its way; nothing is stored."""
+    pol = {"expiration": expiry(), "conditions": std_conditions(bucket, 8 * 1024 * 1024) + [
+        ["starts-with", "$x-amz-server-side-encryption", ""]]}
+    r = post(ep, bucket, v2_form(ep, pol, std_fields() + [
+        ("x-amz-server-side-encryption", "AES256")]), file=b"s" * (3 * 1024 * 1024))
+    err = check_s3_error(from_requests(r), 501, "NotImplemented")
+    assert err.get("Header") == "x-amz-server-side-encryption", err
+    assert absent(s3, bucket, "foo.txt")
