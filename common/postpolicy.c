@@ -35,6 +35,7 @@ int hd_post_form_add(struct hd_post_form *f, const char *name, const char *data,
                 if (!(v = realloc(f->v[i].value, f->v[i].vlen + len + 2)))
                     return -ENOMEM;
                 v[f->v[i].vlen++] = ',';
+                f->last = i;
                 goto copy;
             }
         if (f->n == f->cap) {
@@ -55,7 +56,7 @@ int hd_post_form_add(struct hd_post_form *f, const char *name, const char *data,
             return -ENOMEM;
         }
         f->n++;
-        i = f->n - 1;
+        i = f->last = f->n - 1;
         v = x->value;
         memcpy(v, data, len);
         x->vlen = len;
@@ -70,7 +71,7 @@ int hd_post_form_add(struct hd_post_form *f, const char *name, const char *data,
     }
     if (!f->n)
         return hd_post_form_add(f, name, data, len, 0);
-    x = &f->v[f->n - 1];
+    x = &f->v[f->last];
     if (!(v = realloc(x->value, x->vlen + len + 1)))
         return -ENOMEM;
     memcpy(v + x->vlen, data, len);
@@ -318,9 +319,44 @@ static int cond_failed(const struct cond *c, char *msg, size_t msglen)
     return rc;
 }
 
+/* x-amz-credential: exactly ACCESS/YYYYMMDD/REGION/s3/aws4_request, of visible characters.
+ * 0 or HD_EBADARG. */
+static int credential_split(const char *cred, char ak[HD_SIGV4_AK_MAX], char d8[9], char region[64])
+{
+    const char *part[5], *p = cred;
+    size_t len[5], i;
+
+    for (p = cred; *p; p++)
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+            return HD_EBADARG;
+    p = cred;
+    for (i = 0; i < 5; i++) {
+        const char *e = i < 4 ? strchr(p, '/') : p + strlen(p);
+        if (!e)
+            return HD_EBADARG;
+        part[i] = p;
+        len[i] = (size_t)(e - p);
+        p = e + 1;
+    }
+    if (len[0] == 0 || len[0] >= HD_SIGV4_AK_MAX || len[1] != 8 || len[2] == 0 || len[2] >= 64 ||
+        len[3] != 2 || memcmp(part[3], "s3", 2) != 0 || len[4] != 12 ||
+        memcmp(part[4], "aws4_request", 12) != 0)
+        return HD_EBADARG;
+    for (i = 0; i < 8; i++)
+        if (!isdigit((unsigned char)part[1][i]))
+            return HD_EBADARG;
+    memcpy(ak, part[0], len[0]);
+    ak[len[0]] = '\0';
+    memcpy(d8, part[1], 8);
+    d8[8] = '\0';
+    memcpy(region, part[2], len[2]);
+    region[len[2]] = '\0';
+    return 0;
+}
+
 /* Whether the policy's signature is right: 0, or the code with msg. who gets the access key. */
 static int signature_check(const struct hd_post_form *f, const struct hd_post_in *in,
-                           const char *policy, char who[128], char *msg, size_t msglen)
+                           const char *policy, char who[HD_SIGV4_AK_MAX], char *msg, size_t msglen)
 {
     const char *v4alg = hd_post_form_get(f, "x-amz-algorithm");
     const char *ak = hd_post_form_get(f, "AWSAccessKeyId");
@@ -330,7 +366,7 @@ static int signature_check(const struct hd_post_form *f, const struct hd_post_in
         const char *cred = hd_post_form_get(f, "x-amz-credential");
         const char *date = hd_post_form_get(f, "x-amz-date");
         const char *sig = hd_post_form_get(f, "x-amz-signature");
-        char akbuf[128], d8[9], region[64], svc[16], term[16], hx[65];
+        char akbuf[HD_SIGV4_AK_MAX], d8[9], region[64], hx[65];
         unsigned char skey[32], mac[32];
         time_t t;
         if (strcmp(v4alg, "AWS4-HMAC-SHA256") != 0)
@@ -340,9 +376,7 @@ static int signature_check(const struct hd_post_form *f, const struct hd_post_in
             return fail(HD_EBADARG, msg, msglen,
                         "Bucket POST must contain the fields x-amz-credential, x-amz-date and "
                         "x-amz-signature.");
-        if (sscanf(cred, "%127[^/]/%8[0-9]/%63[^/]/%15[^/]/%15s", akbuf, d8, region, svc, term) !=
-                5 ||
-            strlen(d8) != 8 || strcmp(svc, "s3") != 0 || strcmp(term, "aws4_request") != 0)
+        if (credential_split(cred, akbuf, d8, region) < 0)
             return fail(HD_EBADARG, msg, msglen,
                         "Invalid x-amz-credential: '%s' (ACCESS/YYYYMMDD/REGION/s3/aws4_request).",
                         cred);
@@ -361,7 +395,7 @@ static int signature_check(const struct hd_post_form *f, const struct hd_post_in
             return fail(HD_EBADSIG, msg, msglen,
                         "The request signature we calculated does not match the signature you "
                         "provided. Check your key and signing method.");
-        snprintf(who, 128, "%s", akbuf);
+        snprintf(who, HD_SIGV4_AK_MAX, "%s", akbuf);
         return 0;
     }
     {
@@ -383,7 +417,7 @@ static int signature_check(const struct hd_post_form *f, const struct hd_post_in
             return fail(HD_EBADSIG, msg, msglen,
                         "The request signature we calculated does not match the signature you "
                         "provided. Check your key and signing method.");
-        snprintf(who, 128, "%s", ak);
+        snprintf(who, HD_SIGV4_AK_MAX, "%s", ak);
         return 0;
     }
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "common/keys.h"
+#include "common/sigv4.h"
 
 /* The fields before the file, in arrival order (later duplicates are joined with ",", as AWS
  * compares them). Values may hold any byte but NUL-terminated copies are kept too. */
@@ -22,6 +23,7 @@ struct hd_post_field {
 struct hd_post_form {
     struct hd_post_field *v;
     size_t n, cap;
+    size_t last;    /* the field the last hd_post_form_add went to (where append goes) */
     char *filename; /* the file part's filename= (NULL: none given) */
 };
 
@@ -39,10 +41,10 @@ struct hd_post_in {
     const struct hd_keys *keys; /* empty: auth is off (credentials are not checked) */
 };
 struct hd_post_ok {
-    char *key;        /* the object name, ${filename} expanded (malloc'd) */
-    char access[128]; /* who signed the form ("" anonymous: auth off) */
-    uint64_t min_len; /* content-length-range, inclusive */
-    uint64_t max_len; /* UINT64_MAX: no maximum */
+    char *key;                    /* the object name, ${filename} expanded (malloc'd) */
+    char access[HD_SIGV4_AK_MAX]; /* who signed the form ("" anonymous: auth off) */
+    uint64_t min_len;             /* content-length-range, inclusive */
+    uint64_t max_len;             /* UINT64_MAX: no maximum */
 };
 
 /* Checks the form the way AWS does: the key (with ${filename} expanded, in every field), the

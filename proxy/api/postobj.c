@@ -31,6 +31,8 @@
 #define POST_MAGIC 0x706f7374u
 /* The fields before the file: AWS allows 20 KB. */
 #define PRE_MAX (20u * 1024)
+/* ... in at most this many fields (each is looked up by name as it comes) */
+#define FIELDS_MAX 1000
 /* The post processor's buffer, and the most form bytes parsed at once before the relay
  * starts: what one parse may hand on stays within HD_RELAY_FILTER_SLACK. */
 #define PP_BUF (16u * 1024)
@@ -113,6 +115,8 @@ static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *k
     (void)kind;
     (void)ctype;
     (void)te;
+    if (!data)
+        data = "";
     if (st->err)
         return MHD_NO;
     if (st->part == AFTER)
@@ -139,6 +143,12 @@ static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *k
         st->pre += size + (more ? 0 : strlen(key));
         if (st->pre > PRE_MAX) {
             set_err(st, HD_EPOSTPRE, NULL);
+            return MHD_NO;
+        }
+        if (!more && st->form.n >= FIELDS_MAX) {
+            set_err(st, HD_EPOSTPRE,
+                    "Your POST request has more than 1000 fields before the "
+                    "upload file.");
             return MHD_NO;
         }
         if (!more) {

@@ -357,6 +357,10 @@ def test_malformed_and_cut_forms_store_nothing(ep, s3, bucket):
     r = requests.post(url, data=raw_form(bnd, big), headers={"Content-Type": ctype},
                       timeout=30)
     check_s3_error(from_requests(r), 400, "MaxPostPreDataLengthExceeded")
+    many = fields + [("x-ignore-%d" % i, b"", None) for i in range(1001)] + [("file", b"z", "f")]
+    r = requests.post(url, data=raw_form(bnd, many), headers={"Content-Type": ctype},
+                      timeout=30)
+    check_s3_error(from_requests(r), 400, "MaxPostPreDataLengthExceeded")
     r = requests.post(url, data=b"x", headers={"Content-Type": "multipart/form-data"},
                       timeout=30)
     check_s3_error(from_requests(r), 400, "MalformedPOSTRequest")
