@@ -388,3 +388,17 @@ def test_owner_refusal_passes_through(ep, s3, bucket):
     err = check_s3_error(from_requests(r), 501, "NotImplemented")
     assert err.get("Header") == "x-amz-server-side-encryption", err
     assert absent(s3, bucket, "foo.txt")
+
+
+def test_s3tests_style_every_part_a_file(ep, s3, bucket):
+    """ceph s3-tests sends every field with requests' files= and plain strings, so every part
+    carries a filename (filename="key" for the key field): fields are still told apart by
+    name, and only the file part is the object's data."""
+    pol = {"expiration": expiry(), "conditions": std_conditions(bucket)}
+    form = v2_form(ep, pol, std_fields())
+    payload = [(k, v) for k, v in form] + [("file", "bar")]
+    r = requests.post("%s/%s" % (ep.url, bucket), files=payload, timeout=30)
+    assert r.status_code == 204, r.text
+    assert b'filename="key"' in r.request.body
+    o = s3.get_object(Bucket=bucket, Key="foo.txt")
+    assert o["Body"].read() == b"bar" and o["ContentType"] == "text/plain"
