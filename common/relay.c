@@ -472,12 +472,6 @@ out:
     return len;
 }
 
-/* Takes all of p. Once the window holds HD_RELAY_BUF bytes the download is paused from inside
- * the callback (curl_easy_pause(RECV)): libcurl still hands over the rest of the buffer it has
- * read (in 16 KiB calls, into the ring's DOWN_SLACK), and reads no more until the client side,
- * having drained half the window, asks the loop for curl_easy_pause(CONT). Returning
- * CURL_WRITEFUNC_PAUSE instead would make libcurl copy what it holds into a buffer of its own
- * (a malloc and a copy per pause), which is left for a window that cannot grow (no memory). */
 /* An aborted transfer's connection is never cached, and is reset when closed: the node must
  * see the body cut short, and a FIN alone leaves libmicrohttpd waiting on a half-closed
  * upload until its timeout, holding the put's temporary file. Loop thread. */
@@ -496,6 +490,12 @@ static void reset_on_close(struct relay *y)
     curl_easy_setopt(y->easy, CURLOPT_FORBID_REUSE, 1L);
 }
 
+/* Takes all of p. Once the window holds HD_RELAY_BUF bytes the download is paused from inside
+ * the callback (curl_easy_pause(RECV)): libcurl still hands over the rest of the buffer it has
+ * read (in 16 KiB calls, into the ring's DOWN_SLACK), and reads no more until the client side,
+ * having drained half the window, asks the loop for curl_easy_pause(CONT). Returning
+ * CURL_WRITEFUNC_PAUSE instead would make libcurl copy what it holds into a buffer of its own
+ * (a malloc and a copy per pause), which is left for a window that cannot grow (no memory). */
 static size_t on_write(char *p, size_t size, size_t n, void *arg)
 {
     struct relay *y = arg;
