@@ -18,6 +18,7 @@
 #include "common/metrics.h"
 #include "common/tagging.h"
 #include "common/xml.h"
+#include "target/api/keepalive.h"
 #include "target/cluster/peer.h"
 #include "target/object/archive.h"
 
@@ -992,23 +993,31 @@ out:
     return rc;
 }
 
+/* <CopyObjectResult> appended to b (with the XML declaration when decl). */
+static void copy_doc(struct hd_buf *b, const struct hd_obj_meta *out, int decl)
+{
+    char ts[32], etag[64];
+
+    if (decl)
+        hd_xml_decl(b);
+    hd_buf_puts(b, "<CopyObjectResult xmlns=\"" HD_XML_S3_NS "\">");
+    hd_iso8601_ms(out->mtime_ms, ts);
+    hd_xml_elem(b, "LastModified", ts);
+    snprintf(etag, sizeof(etag), "\"%s\"", out->etag);
+    hd_xml_elem(b, "ETag", etag);
+    hd_xml_close(b, "CopyObjectResult");
+}
+
 static void copy_answer(struct hd_req *r, const struct hd_obj_meta *out)
 {
     struct hd_buf b;
-    char ts[32], etag[64];
 
     if (r->api == HD_API_NATIVE) { /* AIStore's Object.copy(): 200, no body */
         hd_resp_empty(r, 200);
         return;
     }
     hd_buf_init(&b);
-    hd_xml_decl(&b);
-    hd_buf_puts(&b, "<CopyObjectResult xmlns=\"" HD_XML_S3_NS "\">");
-    hd_iso8601_ms(out->mtime_ms, ts);
-    hd_xml_elem(&b, "LastModified", ts);
-    snprintf(etag, sizeof(etag), "\"%s\"", out->etag);
-    hd_xml_elem(&b, "ETag", etag);
-    hd_xml_close(&b, "CopyObjectResult");
+    copy_doc(&b, out, 1);
     hd_resp_xml(r, 200, &b);
 }
 
@@ -1113,6 +1122,135 @@ static void copy_done(struct hd_req *r, struct hd_acall *a)
         hd_resp_err_msg(r, a->rc, c->msg[0] ? c->msg : NULL);
     else
         copy_answer(r, &c->out);
+}
+
+/* ---- a slow CopyObject: answered before the copy ends ----
+ * An S3 CopyObject still running after s3.complete_keepalive_ms (a large object: every byte
+ * is copied and fsync'd) answers 200 then, as AWS answers a slow copy: the XML declaration, a
+ * space every s3.complete_keepalive_ms, then <CopyObjectResult>, or the <Error> the status
+ * line would have carried (the SDKs read a 200 with an <Error> as the failure it is). That
+ * keeps the clients' read timeouts and the relay's low-speed limit (60 s) from cutting a copy
+ * that is only slow. A copy done sooner is answered as before. */
+#define SLOWCOPY_MAGIC 0x736c6f77u
+
+enum { SC_PARKED, SC_DECL, SC_WAIT, SC_FINAL };
+
+struct slowcopy {
+    uint32_t magic;
+    struct hd_acall *job; /* its arg: the struct copy */
+    struct hd_ka *ka;
+    int state;
+    struct hd_buf out; /* the final document */
+    size_t off;
+};
+
+static long slowcopy_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    static const char decl[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    struct hd_req *r = cls;
+    struct slowcopy *s = r->data;
+    struct copy *c;
+    size_t n;
+
+    (void)pos;
+    if (!s || s->magic != SLOWCOPY_MAGIC || max < sizeof(decl))
+        return HD_STREAM_ERROR;
+    if (s->state == SC_DECL) {
+        memcpy(buf, decl, sizeof(decl) - 1);
+        s->state = SC_WAIT;
+        hd_ka_sent(s->ka);
+        return (long)(sizeof(decl) - 1);
+    }
+    if (s->state == SC_WAIT) {
+        if (!hd_acall_finished(s->job)) {
+            if (hd_ka_due(s->ka)) {
+                buf[0] = ' ';
+                hd_ka_sent(s->ka);
+                return 1;
+            }
+            if (hd_acall_park(s->job, r) == HD_AGAIN)
+                return 0; /* resumed by the copy's end, or by the keep-alive thread */
+        }
+        hd_ka_end(s->ka); /* before the job goes */
+        s->ka = NULL;
+        c = s->job->arg;
+        if (s->job->rc < 0)
+            hd_err_doc(r, s->job->rc, c->msg[0] ? c->msg : NULL, NULL, 0, 0, &s->out);
+        else
+            copy_doc(&s->out, &c->out, 0);
+        s->state = SC_FINAL;
+    }
+    if (s->out.oom)
+        return HD_STREAM_ERROR;
+    if (s->off >= s->out.len)
+        return HD_STREAM_END;
+    n = s->out.len - s->off < max ? s->out.len - s->off : max;
+    memcpy(buf, s->out.data + s->off, n);
+    s->off += n;
+    return (long)n;
+}
+
+/* on_end, and again each time the copy ends or the keep-alive thread nudges the park. */
+static void slowcopy_end(struct hd_req *r)
+{
+    struct slowcopy *s = r->data;
+
+    if (!hd_acall_finished(s->job)) {
+        if (s->ka && hd_ka_due(s->ka)) { /* still copying: the 200 goes now */
+            if (hd_resp_header(r, "Content-Type", "application/xml") == 0 &&
+                hd_resp_stream(r, 200, UINT64_MAX, slowcopy_read, r, NULL) == 0) {
+                s->state = SC_DECL;
+                return;
+            }
+            hd_ka_end(s->ka); /* no memory: the plain answer, once the copy ends */
+            s->ka = NULL;
+        }
+        if (hd_acall_park(s->job, r) == HD_AGAIN)
+            return;
+    }
+    hd_ka_end(s->ka);
+    s->ka = NULL;
+    copy_done(r, s->job);
+}
+
+static void slowcopy_done(struct hd_req *r)
+{
+    struct slowcopy *s = r->data;
+
+    if (!s || s->magic != SLOWCOPY_MAGIC)
+        return;
+    s->magic = 0;
+    hd_ka_end(s->ka); /* before the job goes */
+    hd_acall_release(s->job); /* a copy still running finishes on its own */
+    hd_buf_cleanup(&s->out);
+    free(s);
+    r->data = NULL;
+}
+
+/* Runs c on pool p for r, answered as above. */
+static void slowcopy_start(struct hd_req *r, struct hd_target *t, struct hd_pool *p,
+                           struct copy *c)
+{
+    struct slowcopy *s = calloc(1, sizeof(*s));
+    int rc;
+
+    if (!s || !(s->job = hd_acall_new(p, copy_run, c, copy_free))) {
+        if (!s)
+            copy_free(c);
+        free(s);
+        hd_resp_err(r, -ENOMEM);
+        return;
+    }
+    s->magic = SLOWCOPY_MAGIC;
+    hd_buf_init(&s->out);
+    r->data = s;
+    r->on_end = slowcopy_end;
+    r->on_done = slowcopy_done;
+    if ((rc = hd_acall_submit(s->job, r)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    s->ka = hd_ka_start(s->job, t->complete_keepalive_ms); /* NULL: answered at the end */
 }
 
 /* The request's side of a copy (on the worker): c filled, or the error to answer with. */
@@ -1242,6 +1380,9 @@ void hd_obj_copy_from(struct hd_req *r, struct hd_target *t, const char *bucket,
      * owns: the upstream pool; a copy of a source held here: the disk workers. */
     upstream = c->dcb || c->s3src ||
                hd_peer_owner_elsewhere(t->cl, c->sb, c->sk, url, sizeof(url)) != HD_ENOSUCHKEY;
-    hd_acall_request(r, upstream || !t->disk ? t->pool : t->disk, copy_run, copy_done, c,
-                     copy_free);
+    if (r->api == HD_API_S3 && t->complete_keepalive)
+        slowcopy_start(r, t, upstream || !t->disk ? t->pool : t->disk, c);
+    else
+        hd_acall_request(r, upstream || !t->disk ? t->pool : t->disk, copy_run, copy_done, c,
+                         copy_free);
 }
