@@ -56,7 +56,7 @@ int hd_post_form_add(struct hd_post_form *f, const char *name, const char *data,
             return -ENOMEM;
         }
         f->n++;
-        i = f->last = f->n - 1;
+        f->last = f->n - 1;
         v = x->value;
         memcpy(v, data, len);
         x->vlen = len;
@@ -163,6 +163,16 @@ static int expand_filename(struct hd_post_form *f)
     return 0;
 }
 
+/* The value of n decimal digits (checked already). */
+static int digits(const char *s, int n)
+{
+    int v = 0;
+
+    while (n-- > 0)
+        v = v * 10 + (*s++ - '0');
+    return v;
+}
+
 /* ISO 8601 in UTC, as AWS takes it: YYYY-MM-DDTHH:MM:SS[.fraction]Z (no other form:
  * "2025-05-01 12:00:00+00:00" is refused). */
 static int expiration_time(const char *s, time_t *out)
@@ -183,9 +193,15 @@ static int expiration_time(const char *s, time_t *out)
         while (isdigit((unsigned char)*p))
             p++;
     }
-    if (strcmp(p, "Z") != 0 ||
-        sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &se) != 6 || mo < 1 || mo > 12 ||
-        d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+    if (strcmp(p, "Z") != 0)
+        return HD_EBADARG;
+    y = digits(s, 4);
+    mo = digits(s + 5, 2);
+    d = digits(s + 8, 2);
+    h = digits(s + 11, 2);
+    mi = digits(s + 14, 2);
+    se = digits(s + 17, 2);
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
         return HD_EBADARG;
     memset(&tm, 0, sizeof(tm));
     tm.tm_year = y - 1900;

@@ -1452,7 +1452,7 @@ static void relay_end(struct hd_req *r)
         }
         hd_ring_get(&y->down, copy, (size_t)len);
         pthread_mutex_unlock(&y->mu);
-        kick(y, what);
+        /* the transfer is over (no kick needed); y lives until relay_done */
         rc = y->flt->answer(y->farg, r, status, y->rh, nh, copy, (size_t)len);
         if (rc != HD_DONE) {
             r->xh = y->rh;

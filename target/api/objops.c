@@ -1220,7 +1220,7 @@ static void slowcopy_done(struct hd_req *r)
     if (!s || s->magic != SLOWCOPY_MAGIC)
         return;
     s->magic = 0;
-    hd_ka_end(s->ka); /* before the job goes */
+    hd_ka_end(s->ka);         /* before the job goes */
     hd_acall_release(s->job); /* a copy still running finishes on its own */
     hd_buf_cleanup(&s->out);
     free(s);
@@ -1228,8 +1228,7 @@ static void slowcopy_done(struct hd_req *r)
 }
 
 /* Runs c on pool p for r, answered as above. */
-static void slowcopy_start(struct hd_req *r, struct hd_target *t, struct hd_pool *p,
-                           struct copy *c)
+static void slowcopy_start(struct hd_req *r, struct hd_target *t, struct hd_pool *p, struct copy *c)
 {
     struct slowcopy *s = calloc(1, sizeof(*s));
     int rc;
