@@ -2194,7 +2194,7 @@ static int ka_answer(struct hd_req *r, struct complete_ctx *cc)
 {
     int rc;
 
-    if (!(cc->ka = hd_ka_start(cc->job, cc->t->complete_keepalive_ms)))
+    if (!cc->ka && !(cc->ka = hd_ka_start(cc->job, cc->t->complete_keepalive_ms)))
         return -ENOMEM;
     cc->ka_state = KA_DECL;
     if ((rc = hd_resp_header(r, "Content-Type", "application/xml")) < 0 ||
@@ -2225,8 +2225,20 @@ static void complete_end(struct hd_req *r)
             rc = complete_run(r, cc, &msg);
             break;
         case CS_ASSEMBLING:
-            if (cc->keepalive && cc->ka_state == KA_OFF && ka_answer(r, cc) == 0)
-                return; /* the body goes on in ka_read */
+            if (cc->keepalive && cc->ka_state == KA_OFF) {
+                /* the 200 goes once the assembly ends or one interval has passed, never
+                 * right after the request's last byte: the AWS SDK for Go v2 (smithy-go
+                 * closing the request body once the answer's head is in, while net/http
+                 * still checks that body for extra bytes) drops its connection, and with
+                 * it the answer, when the head comes that fast */
+                if (!cc->ka)
+                    cc->ka = hd_ka_start(cc->job, cc->t->complete_keepalive_ms);
+                if (cc->ka && !hd_acall_finished(cc->job) && !hd_ka_due(cc->ka) &&
+                    hd_acall_park(cc->job, r) == HD_AGAIN)
+                    return;
+                if (ka_answer(r, cc) == 0)
+                    return; /* the body goes on in ka_read */
+            }
             if (hd_acall_park(cc->job, r) == HD_AGAIN)
                 return;
             rc = complete_assembled(r, cc, &msg);
