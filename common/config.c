@@ -75,7 +75,8 @@ static const struct def defs[] = {
     {"s3.redirect", BOOL, "false", 0, 0, 0, "S3 object requests get 307 instead of a relay"},
     {"s3.complete_keepalive", INT, "1073741824", 0, 9223372036854775807LL, 0,
      "a CompleteMultipartUpload of this many bytes or more (native and write-back buckets) "
-     "answers 200 at once and sends a space every s3.complete_keepalive_ms until its result; "
+     "answers 200 when its assembly ends or has run s3.complete_keepalive_ms, then a space every "
+     "s3.complete_keepalive_ms until its result; "
      "a CopyObject still copying after s3.complete_keepalive_ms does the same "
      "(0 = neither)"},
     {"s3.complete_keepalive_ms", INT, "5000", 10, 50000, 0,
