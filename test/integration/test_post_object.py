@@ -402,3 +402,16 @@ def test_s3tests_style_every_part_a_file(ep, s3, bucket):
     assert b'filename="key"' in r.request.body
     o = s3.get_object(Bucket=bucket, Key="foo.txt")
     assert o["Body"].read() == b"bar" and o["ContentType"] == "text/plain"
+
+
+def test_virtual_host_form(ep, s3, bucket):
+    """A form posted virtual-host style (the bucket in Host, POST /): stored the same; the
+    Location names the object under that host."""
+    from conftest import S3_DOMAIN
+    pol = {"expiration": expiry(), "conditions": std_conditions(bucket)}
+    files = [(k, (None, v)) for k, v in v2_form(ep, pol, std_fields())] + [("file", ("f", b"vh"))]
+    host = "%s.%s:%d" % (bucket, S3_DOMAIN, ep.port)
+    r = requests.post("%s/" % ep.url, files=files, headers={"Host": host}, timeout=30)
+    assert r.status_code == 204, r.text
+    assert r.headers["Location"] == "http://%s/foo.txt" % host
+    assert s3.get_object(Bucket=bucket, Key="foo.txt")["Body"].read() == b"vh"
