@@ -16,6 +16,7 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/httputil.h"
+#include "common/s3resp.h"
 #include "common/sigv2.h"
 #include "common/sigv4.h"
 
@@ -160,57 +161,6 @@ static int expand_filename(struct hd_post_form *f)
         f->v[i].value = b.data; /* the buffer is ours now */
         f->v[i].vlen = b.len - 1;
     }
-    return 0;
-}
-
-/* The value of n decimal digits (checked already). */
-static int digits(const char *s, int n)
-{
-    int v = 0;
-
-    while (n-- > 0)
-        v = v * 10 + (*s++ - '0');
-    return v;
-}
-
-/* ISO 8601 in UTC, as AWS takes it: YYYY-MM-DDTHH:MM:SS[.fraction]Z (no other form:
- * "2025-05-01 12:00:00+00:00" is refused). */
-static int expiration_time(const char *s, time_t *out)
-{
-    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
-    const char *p;
-    struct tm tm;
-    int y, mo, d, h, mi, se;
-    size_t i;
-
-    for (i = 0; shape[i]; i++)
-        if (shape[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != shape[i])
-            return HD_EBADARG;
-    p = s + i;
-    if (*p == '.') {
-        if (!isdigit((unsigned char)*++p))
-            return HD_EBADARG;
-        while (isdigit((unsigned char)*p))
-            p++;
-    }
-    if (strcmp(p, "Z") != 0)
-        return HD_EBADARG;
-    y = digits(s, 4);
-    mo = digits(s + 5, 2);
-    d = digits(s + 8, 2);
-    h = digits(s + 11, 2);
-    mi = digits(s + 14, 2);
-    se = digits(s + 17, 2);
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
-        return HD_EBADARG;
-    memset(&tm, 0, sizeof(tm));
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = se;
-    *out = timegm(&tm);
     return 0;
 }
 
@@ -446,7 +396,7 @@ static int policy_check(const struct hd_post_form *f, const struct hd_post_in *i
     size_t dlen = 0, i, n;
     json_t *j = NULL, *conds, *exp;
     struct cond *cv = NULL;
-    time_t t;
+    int64_t t_ms;
     int rc;
 
     n = strlen(policy);
@@ -465,7 +415,7 @@ static int policy_check(const struct hd_post_form *f, const struct hd_post_in *i
         rc = fail(HD_EPOLICY, msg, msglen, "Invalid Policy: Policy missing expiration.");
         goto out;
     }
-    if (expiration_time(json_string_value(exp), &t) < 0) {
+    if (hd_s3resp_parse_iso8601(json_string_value(exp), &t_ms) < 0) {
         rc = fail(HD_EPOLICY, msg, msglen, "Invalid Policy: Invalid 'expiration' value: '%s'",
                   json_string_value(exp));
         goto out;
@@ -483,7 +433,7 @@ static int policy_check(const struct hd_post_form *f, const struct hd_post_in *i
     for (i = 0; i < n; i++)
         if ((rc = cond_read(json_array_get(conds, i), &cv[i], out, msg, msglen)) < 0)
             goto out;
-    if (in->now > t) {
+    if ((int64_t)in->now * 1000 > t_ms) {
         rc = fail(HD_EACCESS, msg, msglen, "Invalid according to Policy: Policy expired.");
         goto out;
     }

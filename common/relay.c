@@ -1292,20 +1292,12 @@ static int relay_body(struct hd_req *r, const char *data, size_t len)
                 poke(y); /* the loop aborts the transfer */
             return 0;
         }
-        what = upload_progress(y);
-        if (k < len) {
-            y->mhd_wait_space = 1;
-            hd_req_suspend(r);
-            rc = k ? (int)k : HD_BODY_WAIT;
-        }
-        pthread_mutex_unlock(&y->mu);
-        kick(y, what);
-        return rc;
+    } else {
+        k = hd_ring_put(&y->up, data, len);
+        y->up_total += k;
+        if (y->body_len >= 0 && y->up_total >= (uint64_t)y->body_len)
+            y->up_eof = 1;
     }
-    k = hd_ring_put(&y->up, data, len);
-    y->up_total += k;
-    if (y->body_len >= 0 && y->up_total >= (uint64_t)y->body_len)
-        y->up_eof = 1;
     what = upload_progress(y);
     if (k < len) {
         y->mhd_wait_space = 1;

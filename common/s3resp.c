@@ -54,6 +54,8 @@ int hd_s3resp_parse_iso8601(const char *s, int64_t *ms)
         return HD_EBADARG;
     p = s + 19;
     if (*p == '.') {
+        if (p[1] < '0' || p[1] > '9')
+            return HD_EBADARG; /* a fraction has digits */
         for (p++; *p >= '0' && *p <= '9'; p++)
             if (fd < 3) {
                 frac = frac * 10 + (*p - '0');

@@ -5,8 +5,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "common/errors.h"
 #include "common/http.h"
 
 struct hd_ka {
@@ -120,4 +122,76 @@ void hd_ka_end(struct hd_ka *k)
         k->next->prev = k->prev;
     pthread_mutex_unlock(&ka_mu);
     free(k);
+}
+
+enum { KB_OFF, KB_DECL, KB_WAIT, KB_FINAL };
+
+int hd_ka_body_start(struct hd_ka_body *b, struct hd_req *r, struct hd_acall *job, struct hd_ka *k,
+                     hd_body_reader_fn read, void *cls)
+{
+    int rc;
+
+    b->ka = k;
+    b->job = job;
+    b->state = KB_DECL;
+    if ((rc = hd_resp_header(r, "Content-Type", "application/xml")) < 0 ||
+        (rc = hd_resp_stream(r, 200, UINT64_MAX, read, cls, NULL)) < 0) {
+        hd_ka_end(b->ka);
+        b->ka = NULL;
+        b->state = KB_OFF;
+        return rc;
+    }
+    return 0;
+}
+
+int hd_ka_body_started(const struct hd_ka_body *b)
+{
+    return b->state != KB_OFF;
+}
+
+long hd_ka_body_read(struct hd_ka_body *b, struct hd_req *r, hd_ka_final_fn final, void *arg,
+                     char *buf, size_t max)
+{
+    static const char decl[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    size_t n;
+
+    if (max < sizeof(decl))
+        return HD_STREAM_ERROR;
+    if (b->state == KB_DECL) {
+        memcpy(buf, decl, sizeof(decl) - 1);
+        b->state = KB_WAIT;
+        hd_ka_sent(b->ka);
+        return (long)(sizeof(decl) - 1);
+    }
+    if (b->state == KB_WAIT) {
+        if (!hd_acall_finished(b->job)) {
+            if (hd_ka_due(b->ka)) {
+                buf[0] = ' ';
+                hd_ka_sent(b->ka);
+                return 1;
+            }
+            if (hd_acall_park(b->job, r) == HD_AGAIN)
+                return 0; /* resumed by the job's end, or by the keep-alive thread */
+        }
+        hd_ka_end(b->ka); /* before the job goes */
+        b->ka = NULL;
+        final(r, arg, &b->out);
+        b->off = 0;
+        b->state = KB_FINAL;
+    }
+    if (b->out.oom)
+        return HD_STREAM_ERROR;
+    if (b->off >= b->out.len)
+        return HD_STREAM_END;
+    n = b->out.len - b->off < max ? b->out.len - b->off : max;
+    memcpy(buf, b->out.data + b->off, n);
+    b->off += n;
+    return (long)n;
+}
+
+void hd_ka_body_cleanup(struct hd_ka_body *b)
+{
+    hd_ka_end(b->ka);
+    b->ka = NULL;
+    hd_buf_cleanup(&b->out);
 }

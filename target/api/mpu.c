@@ -1282,13 +1282,9 @@ struct complete_ctx {
     /* a large native or write-back Complete: 200 at once, then spaces while the parts are
      * assembled, then the result or an <Error> (as AWS answers; keepalive.h) */
     int keepalive;
-    int ka_state; /* KA_* */
-    struct hd_ka *ka;
-    struct hd_buf ka_out; /* the document after the declaration */
-    size_t ka_off;
+    struct hd_ka *ka; /* registered while the 200 waits */
+    struct hd_ka_body kb;
 };
-
-enum { KA_OFF, KA_DECL, KA_WAIT, KA_FINAL };
 
 /* The checked parts of a Complete, in order: content files (relative) and sizes. They are
  * opened one at a time while copying, so 10000 parts need no 10000 descriptors; a part file
@@ -2127,8 +2123,9 @@ static void complete_answer(struct hd_req *r, struct complete_ctx *cc)
 
 /* The keep-alive answer's document once the job has ended: the result, or the error that a
  * status line would have carried. */
-static void ka_final(struct hd_req *r, struct complete_ctx *cc)
+static void ka_final(struct hd_req *r, void *arg, struct hd_buf *out)
 {
+    struct complete_ctx *cc = arg;
     const char *msg = NULL;
     struct hd_kv ex;
     int rc = complete_assembled(r, cc, &msg);
@@ -2137,74 +2134,35 @@ static void ka_final(struct hd_req *r, struct complete_ctx *cc)
         rc = HD_EINTERNAL; /* never: a keep-alive job commits on its own */
     if (rc == HD_EPRECONDITION && cc->cond) {
         ex = (struct hd_kv){"Condition", cc->cond};
-        hd_err_doc(r, rc, NULL, &ex, 1, 0, &cc->ka_out);
+        hd_err_doc(r, rc, NULL, &ex, 1, 0, out);
     } else if (rc < 0) {
-        hd_err_doc(r, rc, msg, NULL, 0, 0, &cc->ka_out);
+        hd_err_doc(r, rc, msg, NULL, 0, 0, out);
     } else {
-        complete_doc(r, cc, &cc->ka_out, 0);
+        complete_doc(r, cc, out, 0);
     }
-    cc->ka_off = 0;
 }
 
-/* The keep-alive answer's body (HTTP worker): the declaration, a space every
- * s3.complete_keepalive_ms while the job runs (parked on it in between), then the document. */
+/* The keep-alive answer's body (keepalive.h). */
 static long ka_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    static const char decl[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
     struct hd_req *r = cls;
     struct complete_ctx *cc = r->data;
-    size_t n;
 
     (void)pos;
-    if (!cc || cc->magic != COMPLETE_MAGIC || max < sizeof(decl))
+    if (!cc || cc->magic != COMPLETE_MAGIC)
         return HD_STREAM_ERROR;
-    if (cc->ka_state == KA_DECL) {
-        memcpy(buf, decl, sizeof(decl) - 1);
-        cc->ka_state = KA_WAIT;
-        hd_ka_sent(cc->ka);
-        return (long)(sizeof(decl) - 1);
-    }
-    if (cc->ka_state == KA_WAIT) {
-        if (!hd_acall_finished(cc->job)) {
-            if (hd_ka_due(cc->ka)) {
-                buf[0] = ' ';
-                hd_ka_sent(cc->ka);
-                return 1;
-            }
-            if (hd_acall_park(cc->job, r) == HD_AGAIN)
-                return 0; /* resumed by the job's end, or by the keep-alive thread */
-        }
-        hd_ka_end(cc->ka); /* before the job goes */
-        cc->ka = NULL;
-        ka_final(r, cc);
-        cc->ka_state = KA_FINAL;
-    }
-    if (cc->ka_out.oom)
-        return HD_STREAM_ERROR;
-    if (cc->ka_off >= cc->ka_out.len)
-        return HD_STREAM_END;
-    n = cc->ka_out.len - cc->ka_off < max ? cc->ka_out.len - cc->ka_off : max;
-    memcpy(buf, cc->ka_out.data + cc->ka_off, n);
-    cc->ka_off += n;
-    return (long)n;
+    return hd_ka_body_read(&cc->kb, r, ka_final, cc, buf, max);
 }
 
 /* Answers 200 now with ka_read's body: 0, or an error (then the request parks as usual). */
 static int ka_answer(struct hd_req *r, struct complete_ctx *cc)
 {
-    int rc;
+    struct hd_ka *k = cc->ka ? cc->ka : hd_ka_start(cc->job, cc->t->complete_keepalive_ms);
 
-    if (!cc->ka && !(cc->ka = hd_ka_start(cc->job, cc->t->complete_keepalive_ms)))
+    cc->ka = NULL;
+    if (!k)
         return -ENOMEM;
-    cc->ka_state = KA_DECL;
-    if ((rc = hd_resp_header(r, "Content-Type", "application/xml")) < 0 ||
-        (rc = hd_resp_stream(r, 200, UINT64_MAX, ka_read, r, NULL)) < 0) {
-        hd_ka_end(cc->ka);
-        cc->ka = NULL;
-        cc->ka_state = KA_OFF;
-        return rc;
-    }
-    return 0;
+    return hd_ka_body_start(&cc->kb, r, cc->job, k, ka_read, r);
 }
 
 /* on_end, and again after each park: the checks, the assembly on the disk workers, the
@@ -2225,7 +2183,7 @@ static void complete_end(struct hd_req *r)
             rc = complete_run(r, cc, &msg);
             break;
         case CS_ASSEMBLING:
-            if (cc->keepalive && cc->ka_state == KA_OFF) {
+            if (cc->keepalive && !hd_ka_body_started(&cc->kb)) {
                 /* the 200 goes once the assembly ends or one interval has passed, never
                  * right after the request's last byte: the AWS SDK for Go v2 (smithy-go
                  * closing the request body once the answer's head is in, while net/http
@@ -2285,7 +2243,7 @@ static void complete_done(struct hd_req *r)
     cc->magic = 0;
     hd_buf_cleanup(&cc->body);
     hd_ka_end(cc->ka); /* before the job goes */
-    hd_buf_cleanup(&cc->ka_out);
+    hd_ka_body_cleanup(&cc->kb);
     hd_acall_release(cc->job); /* a job still running finishes on its own */
     if (cc->late_job)
         asm_free(cc->late_job); /* never started: the upstream refused, or the client left */
@@ -2342,7 +2300,6 @@ void hd_mpu_complete(struct hd_req *r, struct hd_target *t, const char *bucket, 
     cc->t = t;
     cc->wc = wc;
     hd_buf_init(&cc->body);
-    hd_buf_init(&cc->ka_out);
     snprintf(cc->id, sizeof(cc->id), "%s", id);
     cc->bucket = strdup(bucket);
     cc->key = strdup(key);

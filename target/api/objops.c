@@ -1133,61 +1133,33 @@ static void copy_done(struct hd_req *r, struct hd_acall *a)
  * that is only slow. A copy done sooner is answered as before. */
 #define SLOWCOPY_MAGIC 0x736c6f77u
 
-enum { SC_PARKED, SC_DECL, SC_WAIT, SC_FINAL };
-
 struct slowcopy {
     uint32_t magic;
     struct hd_acall *job; /* its arg: the struct copy */
-    struct hd_ka *ka;
-    int state;
-    struct hd_buf out; /* the final document */
-    size_t off;
+    struct hd_ka *ka;     /* registered while the answer waits */
+    struct hd_ka_body kb;
 };
+
+static void slowcopy_final(struct hd_req *r, void *arg, struct hd_buf *out)
+{
+    struct hd_acall *job = arg;
+    struct copy *c = job->arg;
+
+    if (job->rc < 0)
+        hd_err_doc(r, job->rc, c->msg[0] ? c->msg : NULL, NULL, 0, 0, out);
+    else
+        copy_doc(out, &c->out, 0);
+}
 
 static long slowcopy_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    static const char decl[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
     struct hd_req *r = cls;
     struct slowcopy *s = r->data;
-    struct copy *c;
-    size_t n;
 
     (void)pos;
-    if (!s || s->magic != SLOWCOPY_MAGIC || max < sizeof(decl))
+    if (!s || s->magic != SLOWCOPY_MAGIC)
         return HD_STREAM_ERROR;
-    if (s->state == SC_DECL) {
-        memcpy(buf, decl, sizeof(decl) - 1);
-        s->state = SC_WAIT;
-        hd_ka_sent(s->ka);
-        return (long)(sizeof(decl) - 1);
-    }
-    if (s->state == SC_WAIT) {
-        if (!hd_acall_finished(s->job)) {
-            if (hd_ka_due(s->ka)) {
-                buf[0] = ' ';
-                hd_ka_sent(s->ka);
-                return 1;
-            }
-            if (hd_acall_park(s->job, r) == HD_AGAIN)
-                return 0; /* resumed by the copy's end, or by the keep-alive thread */
-        }
-        hd_ka_end(s->ka); /* before the job goes */
-        s->ka = NULL;
-        c = s->job->arg;
-        if (s->job->rc < 0)
-            hd_err_doc(r, s->job->rc, c->msg[0] ? c->msg : NULL, NULL, 0, 0, &s->out);
-        else
-            copy_doc(&s->out, &c->out, 0);
-        s->state = SC_FINAL;
-    }
-    if (s->out.oom)
-        return HD_STREAM_ERROR;
-    if (s->off >= s->out.len)
-        return HD_STREAM_END;
-    n = s->out.len - s->off < max ? s->out.len - s->off : max;
-    memcpy(buf, s->out.data + s->off, n);
-    s->off += n;
-    return (long)n;
+    return hd_ka_body_read(&s->kb, r, slowcopy_final, s->job, buf, max);
 }
 
 /* on_end, and again each time the copy ends or the keep-alive thread nudges the park. */
@@ -1197,16 +1169,13 @@ static void slowcopy_end(struct hd_req *r)
 
     if (!hd_acall_finished(s->job)) {
         if (s->ka && hd_ka_due(s->ka)) { /* still copying: the 200 goes now */
-            if (hd_resp_header(r, "Content-Type", "application/xml") == 0 &&
-                hd_resp_stream(r, 200, UINT64_MAX, slowcopy_read, r, NULL) == 0) {
-                s->state = SC_DECL;
-                return;
-            }
-            hd_ka_end(s->ka); /* no memory: the plain answer, once the copy ends */
+            struct hd_ka *k = s->ka;
             s->ka = NULL;
+            if (hd_ka_body_start(&s->kb, r, s->job, k, slowcopy_read, r) == 0)
+                return;
         }
         if (hd_acall_park(s->job, r) == HD_AGAIN)
-            return;
+            return; /* resumed by the copy's end or a nudge (none without s->ka) */
     }
     hd_ka_end(s->ka);
     s->ka = NULL;
@@ -1220,9 +1189,9 @@ static void slowcopy_done(struct hd_req *r)
     if (!s || s->magic != SLOWCOPY_MAGIC)
         return;
     s->magic = 0;
-    hd_ka_end(s->ka);         /* before the job goes */
+    hd_ka_end(s->ka); /* before the job goes */
+    hd_ka_body_cleanup(&s->kb);
     hd_acall_release(s->job); /* a copy still running finishes on its own */
-    hd_buf_cleanup(&s->out);
     free(s);
     r->data = NULL;
 }
@@ -1241,7 +1210,6 @@ static void slowcopy_start(struct hd_req *r, struct hd_target *t, struct hd_pool
         return;
     }
     s->magic = SLOWCOPY_MAGIC;
-    hd_buf_init(&s->out);
     r->data = s;
     r->on_end = slowcopy_end;
     r->on_done = slowcopy_done;
