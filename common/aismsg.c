@@ -190,3 +190,30 @@ int hd_ais_mpt_complete_parse(const json_t *m, struct hd_complete_req *out, char
         }
     return 0;
 }
+
+int hd_ais_archive_format(const char *mime, const char *name)
+{
+    static const struct {
+        const char *ext;
+        int fmt;
+    } exts[] = {{".tar", HD_AIS_TAR}, {".tgz", HD_AIS_TGZ}, {".tar.gz", HD_AIS_TGZ},
+                {".zip", -1},         {".tar.lz4", -1},     {".tar.zst", -1}};
+    size_t i, n, l;
+    int fmt = HD_AIS_TAR;
+
+    if (mime && *mime) {
+        if (strcmp(mime, "application/x-tar") == 0)
+            return HD_AIS_TAR;
+        for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
+            if (strcmp(mime, exts[i].ext) == 0 || strcmp(mime, exts[i].ext + 1) == 0)
+                return exts[i].fmt;
+        return -1;
+    }
+    n = name ? strlen(name) : 0;
+    for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+        l = strlen(exts[i].ext);
+        if (n >= l && strcmp(name + n - l, exts[i].ext) == 0)
+            fmt = exts[i].fmt; /* the longest match is last: ".tar.gz" after ".tar" */
+    }
+    return fmt;
+}

@@ -289,36 +289,18 @@ static void copy_listrange(struct hd_req *r, struct hd_proxy *p, const char *buc
 
 /* ---- archive (ObjectGroup.archive()) ----
  * value ArchiveMultiObj {"objnames"|"template", "archname", "mime"?, "tobck", "isbn", "aate",
- * "coer"}: one tar (or .tar.gz: mime or the name's extension) named archname in tobck, written by the target that owns that name, from
- * the selected objects of B in name order (a shard job of one shard, its plan sent with the
- * job: proxy/jobs/shard.c). */
+ * "coer"}: one tar (or .tar.gz: mime or the name's extension) named archname in tobck, written by
+ * the target that owns that name, from the selected objects of B in name order (a shard job of one
+ * shard, its plan sent with the job: proxy/jobs/shard.c). */
 
 #define ARCHIVE_NAMES_MAX 10000 /* the plan travels in the job's args (targets take 4 MiB) */
 
-/* The archive's format, from mime or else from the name's extension, as AIStore decides it:
- * 0 tar, 1 gzip-compressed tar (.tgz, .tar.gz); -1 after answering 501 for the others. */
+/* The archive's format (hd_ais_archive_format): 0 tar, 1 gzip-compressed tar; -1 after
+ * answering 501 for the others. */
 static int archive_format(struct hd_req *r, const char *name, const char *mime)
 {
-    static const struct {
-        const char *ext;
-        int fmt; /* -1: not written by hoard */
-    } exts[] = {{".tar", 0},  {".tgz", 1},      {".tar.gz", 1},
-                {".zip", -1}, {".tar.lz4", -1}, {".tar.zst", -1}};
-    size_t n = strlen(name), i, l;
-    int fmt = 0;
+    int fmt = hd_ais_archive_format(mime, name);
 
-    if (mime && *mime) {
-        for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
-            if (strcmp(mime, exts[i].ext) == 0 || strcmp(mime, exts[i].ext + 1) == 0)
-                break;
-        fmt = i < sizeof(exts) / sizeof(exts[0]) ? exts[i].fmt : -1;
-    } else {
-        for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
-            l = strlen(exts[i].ext);
-            if (n >= l && strcmp(name + n - l, exts[i].ext) == 0)
-                fmt = exts[i].fmt;
-        }
-    }
     if (fmt < 0)
         hd_resp_err_msg(r, HD_ENOTIMPL,
                         "archive: hoard writes tar and gzip-compressed tar archives (mime "

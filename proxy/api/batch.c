@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/aismsg.h"
 #include "common/batch.h"
 #include "common/json.h"
 #include "common/buf.h"
@@ -186,10 +187,8 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
         goto out;
     }
     mime = json_string_value(json_object_get(j, "mime"));
-    gzip = mime && (strcmp(mime, ".tgz") == 0 || strcmp(mime, "tgz") == 0 ||
-                    strcmp(mime, ".tar.gz") == 0 || strcmp(mime, "tar.gz") == 0);
-    if (mime && *mime && !gzip && strcmp(mime, ".tar") != 0 && strcmp(mime, "tar") != 0 &&
-        strcmp(mime, "application/x-tar") != 0) {
+    gzip = hd_ais_archive_format(mime, NULL);
+    if (gzip < 0) {
         snprintf(msg, msglen,
                  "GetBatch: the output formats are tar and gzip-compressed tar "
                  "(.tar, .tgz, .tar.gz).");

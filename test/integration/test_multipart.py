@@ -725,3 +725,25 @@ def test_slow_copy_answers_before_it_ends(endpoint, s3, bucket):
         o = s3.get_object(Bucket=bucket, Key=k)
         assert o["ETag"] == want and o["ContentLength"] == len(body)
         assert hashlib.md5(o["Body"].read()).hexdigest() == want.strip('"')
+
+
+def test_slow_copy_unsigned_or_replayed_refused_first(endpoint, s3, raw, bucket):
+    """The slow copy's early 200 comes only after the caller is checked: an unsigned
+    CopyObject is 403 AccessDenied and one signed two hours ago (replayed) 403
+    RequestTimeTooSkewed, both as ordinary answers (with a Content-Length), nothing copied."""
+    import datetime
+    body = pattern_bytes(32 << 20, seed=61)
+    s3.put_object(Bucket=bucket, Key="cp/src", Body=body)
+    hdr = {"x-amz-copy-source": "/%s/cp/src" % bucket}
+    r = raw.request("PUT", "/%s/cp/unsigned" % bucket, headers=hdr, sign=False)
+    helpers.check_s3_error(r, 403, "AccessDenied")
+    assert r.header("Content-Length") is not None
+    when = datetime.datetime.utcnow() - datetime.timedelta(hours=2)
+    path = "/%s/cp/replayed" % bucket
+    h = helpers.sign_headers("PUT", raw.url(path), endpoint.access_key, endpoint.secret_key,
+                             headers=hdr, when=when)
+    r = helpers.raw_request(endpoint.host, endpoint.port, "PUT", path, h, b"")
+    helpers.check_s3_error(r, 403, "RequestTimeTooSkewed")
+    assert r.header("Content-Length") is not None
+    for k in ("cp/unsigned", "cp/replayed"):
+        assert err(s3.head_object, Bucket=bucket, Key=k)[0] == 404

@@ -415,3 +415,47 @@ def test_virtual_host_form(ep, s3, bucket):
     assert r.status_code == 204, r.text
     assert r.headers["Location"] == "http://%s/foo.txt" % host
     assert s3.get_object(Bucket=bucket, Key="foo.txt")["Body"].read() == b"vh"
+
+
+def test_cluster_headers_never_pass_from_a_form(ep, s3, bucket):
+    """Form fields named like the cluster's own headers (X-Hoard-Vhost would name another
+    bucket to the target, X-Hoard-Smap a map version) are never sent on, even when the
+    signed policy covers them: the object lands in the posted bucket only."""
+    other = helpers.unique_bucket_name("post-other")
+    s3.create_bucket(Bucket=other)
+    try:
+        pol = {"expiration": expiry(), "conditions": std_conditions(bucket) + [
+            ["starts-with", "$X-Hoard-Vhost", ""], ["starts-with", "$X-Hoard-Smap", ""],
+            ["starts-with", "$x-hoard-owner", ""]]}
+        r = post(ep, bucket, v2_form(ep, pol, std_fields() + [
+            ("X-Hoard-Vhost", other), ("X-Hoard-Smap", "999.999"), ("x-hoard-owner", "me")]))
+        assert r.status_code == 204, r.text
+        assert s3.get_object(Bucket=bucket, Key="foo.txt")["Body"].read() == b"bar"
+        assert absent(s3, other, "foo.txt")
+    finally:
+        for o in s3.list_objects_v2(Bucket=other).get("Contents", []):
+            s3.delete_object(Bucket=other, Key=o["Key"])
+        s3.delete_bucket(Bucket=other)
+
+
+def test_unsigned_and_replayed_forms(ep, s3, bucket):
+    """An unsigned form (no policy, no signature) is 403 and stores nothing. A signed form is a
+    capability until its expiration, as with AWS: posting it again works; the same policy and
+    signature with a key outside the policy, or after its expiration, is refused."""
+    r = post(ep, bucket, std_fields())
+    check_s3_error(from_requests(r), 403, "AccessDenied")
+    assert absent(s3, bucket, "foo.txt")
+    pol = {"expiration": expiry(), "conditions": std_conditions(bucket)}
+    form = v2_form(ep, pol, std_fields())
+    for body in (b"one", b"two"):
+        r = post(ep, bucket, form, file=body)
+        assert r.status_code == 204, r.text
+        assert s3.get_object(Bucket=bucket, Key="foo.txt")["Body"].read() == body
+    moved = [("key", "elsewhere.txt") if k == "key" else (k, v) for k, v in form]
+    r = post(ep, bucket, moved)
+    check_s3_error(from_requests(r), 403, "AccessDenied")
+    assert absent(s3, bucket, "elsewhere.txt")
+    old = {"expiration": expiry(-60), "conditions": std_conditions(bucket)}
+    r = post(ep, bucket, v2_form(ep, old, std_fields(key="foo-late.txt")))
+    check_s3_error(from_requests(r), 403, "AccessDenied")
+    assert "expired" in r.text and absent(s3, bucket, "foo-late.txt")

@@ -157,3 +157,24 @@ HD_SUITE(aismsg)
             CHECK_EQ_INT(mpt(bad[i], &cr), HD_EBADARG);
     }
 }
+
+/* The archive format a "mime" (or, without one, the name's extension) names. */
+HD_SUITE(aismsg_archive_format)
+{
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, NULL), HD_AIS_TAR);
+    CHECK_EQ_INT(hd_ais_archive_format("", "shard-1"), HD_AIS_TAR);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar"), HD_AIS_TAR);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tgz"), HD_AIS_TGZ);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar.gz"), HD_AIS_TGZ);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.zip"), -1);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar.lz4"), -1);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar.zst"), -1);
+    CHECK_EQ_INT(hd_ais_archive_format(".tar", "a.zip"), HD_AIS_TAR); /* mime wins */
+    CHECK_EQ_INT(hd_ais_archive_format("tar", NULL), HD_AIS_TAR);
+    CHECK_EQ_INT(hd_ais_archive_format("application/x-tar", NULL), HD_AIS_TAR);
+    CHECK_EQ_INT(hd_ais_archive_format(".tgz", NULL), HD_AIS_TGZ);
+    CHECK_EQ_INT(hd_ais_archive_format("tar.gz", "a.tar"), HD_AIS_TGZ);
+    CHECK_EQ_INT(hd_ais_archive_format(".zip", NULL), -1);
+    CHECK_EQ_INT(hd_ais_archive_format("application/zip", NULL), -1);
+    CHECK_EQ_INT(hd_ais_archive_format("gz", NULL), -1);
+}
