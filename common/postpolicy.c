@@ -486,6 +486,8 @@ int hd_post_check(struct hd_post_form *f, const struct hd_post_in *in, struct hd
         return fail(HD_EBADARG, msg, msglen,
                     "Bucket POST must contain a field named 'key'.  If it is specified, please "
                     "check the order of the fields.");
+    if (strlen(key) != field(f, "key")->vlen) /* a NUL would cut the name the policy checks */
+        return fail(HD_EBADKEY, msg, msglen, "The key field holds a NUL byte.");
     policy = hd_post_form_get(f, "policy");
     if (!policy) {
         if (auth)

@@ -227,6 +227,18 @@ static void object_url(struct hd_buf *b, struct hd_req *r, const struct post *st
     hd_uri_encode(b, st->ok.key, strlen(st->ok.key), 1);
 }
 
+/* A success_action_redirect S3 can use: http(s), visible characters only (anything else is
+ * ignored, as AWS ignores a URL it cannot interpret, and never reaches a header). */
+static int url_ok(const char *u)
+{
+    if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
+        return 0;
+    for (; *u; u++)
+        if ((unsigned char)*u <= ' ' || (unsigned char)*u >= 0x7f)
+            return 0;
+    return 1;
+}
+
 static int f_answer(void *arg, struct hd_req *r, long status, const struct hd_kv *h, size_t nh,
                     const char *body, size_t len)
 {
@@ -248,7 +260,7 @@ static int f_answer(void *arg, struct hd_req *r, long status, const struct hd_kv
     if (!to)
         to = hd_post_form_get(&st->form, "redirect");
     code = hd_post_form_get(&st->form, "success_action_status");
-    if (to && (strncmp(to, "http://", 7) == 0 || strncmp(to, "https://", 8) == 0)) {
+    if (to && url_ok(to)) {
         hd_buf_printf(&b, "%s%sbucket=", to, strchr(to, '?') ? "&" : "?");
         hd_uri_encode(&b, st->bucket, strlen(st->bucket), 0);
         hd_buf_puts(&b, "&key=");

@@ -459,3 +459,27 @@ def test_unsigned_and_replayed_forms(ep, s3, bucket):
     r = post(ep, bucket, v2_form(ep, old, std_fields(key="foo-late.txt")))
     check_s3_error(from_requests(r), 403, "AccessDenied")
     assert "expired" in r.text and absent(s3, bucket, "foo-late.txt")
+
+
+def test_odd_field_values(ep, s3, bucket):
+    """A key with a NUL byte is refused (it would name another object than the policy
+    checked); a key field after the file is no key (400, "check the order"); a redirect
+    with a line break or of another scheme is ignored (204), never a header of the answer;
+    an empty multipart body is 400."""
+    pol = {"expiration": expiry(), "conditions": std_conditions(bucket) + [
+        ["starts-with", "$success_action_redirect", ""]]}
+    r = post(ep, bucket, v2_form(ep, pol, std_fields(key="foo\x00.txt")))
+    check_s3_error(from_requests(r), 400, "InvalidArgument")
+    r = post(ep, bucket, v2_form(ep, pol, [("acl", "private"), ("Content-Type", "text/plain")]),
+             after=[("key", "foo.txt")])
+    err = check_s3_error(from_requests(r), 400, "InvalidArgument")
+    assert "order of the fields" in err["Message"], err
+    assert absent(s3, bucket, "foo.txt")
+    for to in ("http://x.test/\r\nSet-Cookie: a=b", "javascript:alert(1)"):
+        r = post(ep, bucket, v2_form(ep, pol, std_fields() + [("success_action_redirect", to)]))
+        assert r.status_code == 204, (to, r.status_code, r.text)
+        assert "Set-Cookie" not in r.headers and "javascript" not in r.headers.get("Location", "")
+    bnd = "emptyform"
+    r = requests.post("%s/%s" % (ep.url, bucket), data=b"", timeout=30,
+                      headers={"Content-Type": "multipart/form-data; boundary=" + bnd})
+    check_s3_error(from_requests(r), 400, "InvalidArgument")

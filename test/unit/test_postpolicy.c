@@ -1124,4 +1124,11 @@ HD_SUITE(postpolicy_limits)
                 "AWS4-HMAC-SHA256", bad[i], AMZDATE, "sk", DAY, "us-east-1");
         CHECK_EQ_INT(post(&f, "b1", keys(), "Invalid x-amz-credential"), HD_EBADARG);
     }
+
+    /* a key with a NUL byte names another object than the one the policy checks */
+    CHECK_EQ_INT(hd_post_form_add(&f, "key", "foo\0.txt", 8, 0), 0);
+    add(&f, "acl", "private");
+    add(&f, "Content-Type", "text/plain");
+    sign_v2(&f, POLICY(C0), "AK", "sk");
+    CHECK_EQ_INT(post(&f, "b1", keys(), "NUL"), HD_EBADKEY);
 }
