@@ -795,10 +795,15 @@ static struct bucket_call *bucket_call(struct hd_req *r, const struct hd_s3_fron
     return bc;
 }
 
-/* CreateBucket reads an optional CreateBucketConfiguration body. */
+static int canned_public(const char *canned);
+
+/* CreateBucket reads an optional CreateBucketConfiguration body. An x-amz-acl (acl_headers let
+ * only private, bucket-owner-full-control and public-read through) sets the bucket's
+ * public-read state, also of a bucket that was there. */
 static void create_end(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct bucket_call *bc = arg;
+    const char *canned = hd_req_header(r, "x-amz-acl");
     char loc[80];
     int rc;
 
@@ -809,6 +814,8 @@ static void create_end(struct hd_req *r, void *arg, const char *body, size_t len
     rc = bc->f->bucket_create(bc->ctx, bc->bucket);
     if (rc == HD_EBUCKETEXISTS)
         rc = 0; /* us-east-1 semantics: creating a bucket you own again succeeds */
+    if (rc == 0 && canned && bc->f->bucket_public)
+        rc = bc->f->bucket_public(bc->ctx, bc->bucket, canned_public(canned) == 1);
     if (rc < 0) {
         hd_resp_err(r, rc);
         return;
@@ -882,10 +889,12 @@ static void delete_objects(struct hd_req *r, const struct hd_s3_front *f, void *
 /* ---- ACLs and versioning: what a store without either answers ---- */
 
 #define XSI_NS "http://www.w3.org/2001/XMLSchema-instance"
+#define ALL_USERS "http://acs.amazonaws.com/groups/global/AllUsers"
 
-/* The one ACL there is: the owner (the caller, as ListObjects shows Owner) has FULL_CONTROL.
- * xsi:type is not optional in practice: s3cmd reads it from every Grantee. */
-static void acl_xml(struct hd_buf *b, const char *owner)
+/* The ACL there is: the owner (the caller, as ListObjects shows Owner) has FULL_CONTROL, and
+ * everyone READ when the bucket is public-read (pub). xsi:type is not optional in practice:
+ * s3cmd reads it from every Grantee. */
+static void acl_xml(struct hd_buf *b, const char *owner, int pub)
 {
     hd_xml_decl(b);
     hd_xml_open_ns(b, "AccessControlPolicy", S3NS);
@@ -898,6 +907,14 @@ static void acl_xml(struct hd_buf *b, const char *owner)
     hd_xml_close(b, "Grantee");
     hd_xml_elem(b, "Permission", "FULL_CONTROL");
     hd_xml_close(b, "Grant");
+    if (pub) {
+        hd_xml_open(b, "Grant");
+        hd_buf_puts(b, "<Grantee xmlns:xsi=\"" XSI_NS "\" xsi:type=\"Group\">");
+        hd_xml_elem(b, "URI", ALL_USERS);
+        hd_xml_close(b, "Grantee");
+        hd_xml_elem(b, "Permission", "READ");
+        hd_xml_close(b, "Grant");
+    }
     hd_xml_close(b, "AccessControlList");
     hd_xml_close(b, "AccessControlPolicy");
 }
@@ -910,23 +927,29 @@ static int in_list(const char *v, const char *const *list)
     return 0;
 }
 
-/* x-amz-acl and x-amz-grant-* of a call that may carry them (PUT object or bucket, copy,
- * CreateMultipartUpload, PUT ?acl): HD_OK, or HD_DONE when answered. The canned ACLs that
- * change nothing here are accepted; the other known ones and any grant header are 501; an
- * unknown canned name is AWS's 400 InvalidArgument (with its empty Message). */
-static int acl_headers(struct hd_req *r)
+/* The public-read state a canned ACL asks for: 1 (public-read), 0 (private,
+ * bucket-owner-full-control), or -1 (any other name). */
+static int canned_public(const char *canned)
 {
     static const char *const same[] = {"private", "bucket-owner-full-control", NULL};
-    static const char *const known[] = {"public-read",
-                                        "public-read-write",
-                                        "authenticated-read",
-                                        "aws-exec-read",
-                                        "bucket-owner-read",
-                                        "log-delivery-write",
-                                        NULL};
+
+    return strcmp(canned, "public-read") == 0 ? 1 : in_list(canned, same) ? 0 : -1;
+}
+
+/* x-amz-acl and x-amz-grant-* of a call that may carry them (PUT object or bucket, copy,
+ * CreateMultipartUpload, PUT ?acl): HD_OK, or HD_DONE when answered. private and
+ * bucket-owner-full-control change nothing; public-read is the bucket's state: set by the
+ * bucket calls, accepted on an object of a public-read bucket; the other known canned ACLs and
+ * any grant header are 501; an unknown canned name is AWS's 400 InvalidArgument (with its
+ * empty Message). */
+static int acl_headers(struct hd_req *r, const struct hd_s3_front *f, void *ctx, const char *bucket,
+                       enum hd_s3_op op)
+{
+    static const char *const known[] = {"public-read-write", "authenticated-read", "aws-exec-read",
+                                        "bucket-owner-read", "log-delivery-write", NULL};
     const char *canned = hd_req_header(r, "x-amz-acl");
     size_t i;
-    int grants = 0;
+    int grants = 0, rc;
 
     for (i = 0; i < r->nhdrs; i++)
         grants |= hd_str_case_prefix(r->hdrs[i].k, "x-amz-grant-");
@@ -939,9 +962,22 @@ static int acl_headers(struct hd_req *r)
         hd_resp_err(r, HD_ENOGRANTS);
         return HD_DONE;
     }
-    if (canned && !in_list(canned, same)) {
+    if (!canned || canned_public(canned) == 0)
+        return HD_OK;
+    if (canned_public(canned) < 0) {
         struct hd_kv ex[] = {{"ArgumentName", "x-amz-acl"}, {"ArgumentValue", canned}};
         hd_resp_err_ex(r, HD_EBADARG, "", ex, 2);
+        return HD_DONE;
+    }
+    /* public-read */
+    if (!f->bucket_public)
+        rc = HD_ENOGRANTS;
+    else if (op == HD_S3_CREATE_BUCKET || op == HD_S3_PUT_BUCKET_ACL)
+        rc = 0; /* the call sets it */
+    else if ((rc = f->bucket_public(ctx, bucket, -1)) == 0)
+        rc = HD_ENOGRANTS; /* an object cannot be more public than its bucket */
+    if (rc < 0) {
+        hd_resp_err(r, rc);
         return HD_DONE;
     }
     return HD_OK;
@@ -1026,13 +1062,14 @@ static int version_check(struct hd_req *r, enum hd_s3_op op)
 }
 
 /* An AccessControlPolicy body: 0 when it grants the owner FULL_CONTROL and nobody anything
- * else (what GET ?acl answers, and what s3cmd copies from object to object). */
-static int acl_body_check(const char *body, size_t len, const char *owner)
+ * else but perhaps everyone READ (*pub 1); what GET ?acl answers, and what s3cmd copies from
+ * object to object. */
+static int acl_body_check(const char *body, size_t len, const char *owner, int *pub)
 {
     struct hd_xnode *root = NULL, *acl, *g;
-    size_t n = 0;
-    int rc = hd_xml_parse(body, len, &root);
+    int rc = hd_xml_parse(body, len, &root), owned = 0;
 
+    *pub = 0;
     if (rc < 0)
         return rc;
     if (strcmp(root->name, "AccessControlPolicy") != 0 ||
@@ -1041,51 +1078,96 @@ static int acl_body_check(const char *body, size_t len, const char *owner)
         goto out;
     }
     rc = 0;
-    for (g = hd_xnode_child(acl, "Grant"); g && rc == 0; g = hd_xnode_next(g, "Grant"), n++) {
+    for (g = hd_xnode_child(acl, "Grant"); g && rc == 0; g = hd_xnode_next(g, "Grant")) {
         struct hd_xnode *who = hd_xnode_child(g, "Grantee");
         const char *perm = hd_xnode_child_text(g, "Permission");
         const char *id = who ? hd_xnode_child_text(who, "ID") : NULL;
-        if (!who || !perm || !id || strcmp(id, owner) != 0 || strcmp(perm, "FULL_CONTROL") != 0 ||
-            hd_xnode_child(who, "URI") || hd_xnode_child(who, "EmailAddress"))
+        const char *uri = who ? hd_xnode_child_text(who, "URI") : NULL;
+
+        if (!who || !perm || hd_xnode_child(who, "EmailAddress") || (id && uri))
+            rc = HD_ENOGRANTS;
+        else if (id && strcmp(id, owner) == 0 && strcmp(perm, "FULL_CONTROL") == 0)
+            owned = 1;
+        else if (uri && strcmp(uri, ALL_USERS) == 0 && strcmp(perm, "READ") == 0)
+            *pub = 1;
+        else
             rc = HD_ENOGRANTS;
     }
-    if (rc == 0 && n == 0)
+    if (rc == 0 && !owned)
         rc = HD_ENOGRANTS; /* taking the owner's own rights away */
 out:
     hd_xnode_free(root);
     return rc;
 }
 
+/* A PUT ?acl: what its end needs. f NULL for an object's. */
+struct acl_call {
+    const struct hd_s3_front *f;
+    void *ctx;
+    char bucket[64];
+    char *owner;
+    int pub; /* the bucket's state before */
+};
+
+static void acl_call_free(void *arg)
+{
+    struct acl_call *a = arg;
+
+    free(a->owner);
+    free(a);
+}
+
 static void acl_put_end(struct hd_req *r, void *ctx, const char *body, size_t len)
 {
-    const char *owner = ctx;
-    int rc = 0;
+    struct acl_call *a = ctx;
+    const char *canned = hd_req_header(r, "x-amz-acl");
+    int rc = 0, want = 0;
 
     if (len)
-        rc = acl_body_check(body, len, owner);
-    else if (!hd_req_header(r, "x-amz-acl"))
+        rc = acl_body_check(body, len, a->owner, &want);
+    else if (canned)
+        want = canned_public(canned) == 1; /* acl_headers refused the others */
+    else
         rc = HD_EMALFORMEDXML; /* neither a canned ACL nor a policy */
+    if (rc == 0 && want != a->pub) {
+        if (a->f && a->f->bucket_public)
+            rc = a->f->bucket_public(a->ctx, a->bucket, want);
+        else if (want)
+            rc = HD_ENOGRANTS; /* an object cannot be more public than its bucket */
+    }
     if (rc < 0)
         hd_resp_err(r, rc);
     else
         hd_resp_empty(r, 200);
 }
 
-void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c)
+static void acl_answer(struct hd_req *r, const struct hd_s3_call *c, const struct hd_s3_front *f,
+                       void *ctx, int pub)
 {
+    struct acl_call *a;
     struct hd_buf b;
-    char *owner;
 
     if (strcmp(r->method, "PUT") == 0) {
-        if (!(owner = strdup(c->owner)))
+        if (!(a = calloc(1, sizeof(*a))) || !(a->owner = strdup(c->owner))) {
+            free(a);
             hd_resp_err(r, -ENOMEM);
-        else
-            hd_s3_read_body(r, &c->auth, (size_t)64 * 1024, acl_put_end, owner, free);
+            return;
+        }
+        a->f = f;
+        a->ctx = ctx;
+        snprintf(a->bucket, sizeof(a->bucket), "%s", c->bucket);
+        a->pub = pub;
+        hd_s3_read_body(r, &c->auth, (size_t)64 * 1024, acl_put_end, a, acl_call_free);
         return;
     }
     hd_buf_init(&b);
-    acl_xml(&b, c->owner);
+    acl_xml(&b, c->owner, pub);
     hd_resp_xml(r, 200, &b);
+}
+
+void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c, int pub)
+{
+    acl_answer(r, c, NULL, NULL, pub);
 }
 
 static void bucket_acl(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
@@ -1093,10 +1175,12 @@ static void bucket_acl(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
 {
     int rc = f->bucket_exists(ctx, c->bucket);
 
+    if (rc == 0 && f->bucket_public)
+        rc = f->bucket_public(ctx, c->bucket, -1);
     if (rc < 0)
         hd_resp_err(r, rc);
     else
-        hd_s3_acl_answer(r, c);
+        acl_answer(r, c, f, ctx, rc == 1);
 }
 
 static void get_versioning(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
@@ -1376,7 +1460,7 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
     case HD_S3_CREATE_BUCKET:
     case HD_S3_PUT_BUCKET_ACL:
     case HD_S3_PUT_OBJECT_ACL:
-        if (acl_headers(r) == HD_DONE)
+        if (acl_headers(r, f, ctx, bucket, c.op) == HD_DONE)
             goto out;
         if (c.op == HD_S3_PUT_BUCKET_ACL || c.op == HD_S3_PUT_OBJECT_ACL)
             break;

@@ -97,6 +97,10 @@ struct hd_s3_front {
     int (*buckets)(void *ctx, struct hd_s3_bucket **out, size_t *n); /* *out malloc'd */
     int (*bucket_exists)(void *ctx, const char *bucket);
     int (*bucket_create)(void *ctx, const char *bucket);
+    /* The bucket's public-read state (its anonymous_read property): 1, 0, or a negative
+     * code; set 0 or 1 changes it first (PutBucketAcl, CreateBucket with x-amz-acl), -1 only
+     * asks. */
+    int (*bucket_public)(void *ctx, const char *bucket, int set);
     int (*bucket_delete)(void *ctx, const char *bucket, char *msg, size_t msglen);
     int (*list)(void *ctx, const char *bucket, const struct hd_s3_list_req *q,
                 struct hd_s3_list_page *page, char *msg, size_t msglen);
@@ -117,12 +121,15 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
 /* The operation's name (for logs and tests). */
 const char *hd_s3_op_name(enum hd_s3_op op);
 
-/* ---- ACLs: hoard keeps none; the owner has FULL_CONTROL of everything ----
- * GetObjectAcl / PutObjectAcl for a role that found the object (the bucket calls are answered
- * here): GET answers the owner-only AccessControlPolicy; PUT accepts the canned private /
- * bucket-owner-full-control or a body granting the owner FULL_CONTROL only (a no-op), and
- * answers any other grant 501 (reading the body first). */
-void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c);
+/* ---- ACLs: the owner has FULL_CONTROL of everything; a bucket may also be public-read ----
+ * A bucket's one ACL bit is its anonymous_read property: canned public-read (PutBucketAcl,
+ * CreateBucket) or an AllUsers READ grant sets it, private clears it. Objects have the
+ * bucket's ACL. GetObjectAcl / PutObjectAcl for a role that found the object (the bucket calls
+ * are answered here; pub: the bucket is public-read): GET answers the owner's FULL_CONTROL
+ * (and AllUsers READ when pub); PUT accepts what changes nothing (private and
+ * bucket-owner-full-control, public-read when pub, or that same document) and answers any
+ * other grant 501 (reading the body first). */
+void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c, int pub);
 
 /* ---- small request bodies ---- */
 

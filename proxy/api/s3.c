@@ -78,6 +78,21 @@ static int bucket_delete(void *ctx, const char *bucket, char *msg, size_t msglen
     return hd_proxy_bucket_destroy(ctx, bucket, msg, msglen);
 }
 
+/* A bucket's ACL is its anonymous_read property (a BMD change, as PATCH /v1/buckets/B). */
+static int bucket_public(void *ctx, const char *bucket, int set)
+{
+    int rc = hd_proxy_bucket_known(ctx, bucket), cur;
+
+    if (rc < 0)
+        return rc;
+    cur = hd_proxy_anonymous_read(ctx, bucket);
+    if (set < 0 || set == cur)
+        return cur;
+    rc = hd_proxy_bucket_props(ctx, bucket,
+                               set ? "{\"anonymous_read\":true}" : "{\"anonymous_read\":false}");
+    return rc < 0 ? rc : set;
+}
+
 /* A merged page of the targets' (or the upstream's) listing. max-keys=0 asks for one entry:
  * whether anything is there. */
 static int list(void *ctx, const char *bucket, const struct hd_s3_list_req *q,
@@ -303,6 +318,7 @@ static const struct hd_s3_front front = {
     .buckets = buckets,
     .bucket_exists = bucket_exists,
     .bucket_create = bucket_create,
+    .bucket_public = bucket_public,
     .bucket_delete = bucket_delete,
     .list = list,
     .delete_keys = delete_keys,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/bprops.h"
 #include "common/httputil.h"
 #include "common/s3front.h"
 #include "common/tagging.h"
@@ -84,6 +85,28 @@ static int bucket_exists(void *ctx, const char *bucket)
 static int bucket_create(void *ctx, const char *bucket)
 {
     return hd_store_bucket_create(((struct hd_target *)ctx)->st, bucket, "ais");
+}
+
+/* A bucket's ACL is its anonymous_read property (in a cluster the BMD's wins: the proxies'
+ * PutBucketAcl is the one that lasts). */
+static int bucket_public(void *ctx, const char *bucket, int set)
+{
+    struct hd_target *t = ctx;
+    struct hd_bucket_info bi;
+    char *cur = NULL, *out = NULL, msg[160];
+    int rc;
+
+    if ((rc = hd_store_bucket_get(t->st, bucket, &bi)) < 0)
+        return rc;
+    if (set < 0 || set == bi.anonymous_read)
+        return bi.anonymous_read;
+    if ((rc = hd_store_bucket_props(t->st, bucket, &cur)) == 0 &&
+        (rc = hd_bprops_merge(cur, set ? "{\"anonymous_read\":true}" : "{\"anonymous_read\":false}",
+                              &out, msg, sizeof(msg))) == 0)
+        rc = hd_store_bucket_set_props(t->st, bucket, out);
+    free(cur);
+    free(out);
+    return rc < 0 ? rc : set;
 }
 
 static int bucket_delete(void *ctx, const char *bucket, char *msg, size_t msglen)
@@ -237,8 +260,14 @@ static int object_sub_check(struct hd_req *r, struct hd_target *t, const struct 
 
 static void object_acl(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
-    if (object_sub_check(r, ctx, c) == 0)
-        hd_s3_acl_answer(r, c);
+    int pub;
+
+    if (object_sub_check(r, ctx, c) != 0)
+        return; /* answered */
+    if ((pub = bucket_public(ctx, c->bucket, -1)) < 0)
+        hd_resp_err(r, pub);
+    else
+        hd_s3_acl_answer(r, c, pub);
 }
 
 /* ---- object tags ----
@@ -639,6 +668,7 @@ static const struct hd_s3_front front = {
     .buckets = buckets,
     .bucket_exists = bucket_exists,
     .bucket_create = bucket_create,
+    .bucket_public = bucket_public,
     .bucket_delete = bucket_delete,
     .list = list,
     .delete_keys = delete_keys,

@@ -81,6 +81,7 @@ def start(role, name, port, join=None):
         args += ["--cluster.join", join]
     if SECRET:
         args += ["--cluster.secret", "bench-cluster-secret"]
+    args += os.environ.get("BENCH_HOARD_ARGS", "").split()
     return subprocess.Popen(args, stdin=subprocess.DEVNULL)
 
 

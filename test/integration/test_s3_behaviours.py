@@ -984,11 +984,132 @@ def test_acls(endpoint, raw, s3, bucket):
     e = helpers.parse_s3_error(r.body)
     assert (e["Code"], e["ArgumentName"], e["ArgumentValue"]) == (
         "InvalidArgument", "x-amz-acl", "privatee"), e
-    # CreateBucket with a canned ACL
+    # CreateBucket with a canned ACL hoard cannot keep
     nb = helpers.unique_bucket_name("acl")
     s3.create_bucket(Bucket=nb, ACL="private")
     s3.delete_bucket(Bucket=nb)
-    assert err(s3.create_bucket, Bucket=nb, ACL="public-read")[:2] == (501, "NotImplemented")
+    for acl in ("public-read-write", "authenticated-read"):
+        assert err(s3.create_bucket, Bucket=nb, ACL=acl)[:2] == (501, "NotImplemented")
+    assert err(s3.head_bucket, Bucket=nb)[0] == 404
+
+
+ALL_USERS = {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"}
+
+
+def _grants(endpoint, public):
+    owner = {"Grantee": {"ID": endpoint.access_key, "DisplayName": endpoint.access_key,
+                         "Type": "CanonicalUser"}, "Permission": "FULL_CONTROL"}
+    return [owner] + ([{"Grantee": ALL_USERS, "Permission": "READ"}] if public else [])
+
+
+def _public(raw, bucket, key):
+    """(status of an unsigned GET of key, of an unsigned listing, of an unsigned PUT)."""
+    return (raw.request("GET", "/%s/%s" % (bucket, key), sign=False).status,
+            raw.request("GET", "/%s?list-type=2" % bucket, sign=False).status,
+            raw.request("PUT", "/%s/anon-put" % bucket, body=b"x", sign=False).status)
+
+
+def test_bucket_acl_public_read(endpoint, raw, s3, bucket):
+    """A bucket's ACL is its anonymous_read property: canned public-read, or an AllUsers READ
+    grant, opens its reads to unsigned requests (never its writes); private closes them.
+    Objects have their bucket's ACL: public-read on one is accepted in a public-read bucket."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"data")
+    assert _public(raw, bucket, "k") == (403, 403, 403)
+    s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
+    acl = s3.get_bucket_acl(Bucket=bucket)
+    assert acl["Grants"] == _grants(endpoint, True), acl
+    assert _public(raw, bucket, "k") == (200, 200, 403)
+    r = raw.request("GET", "/%s/k" % bucket, sign=False)
+    assert r.body == b"data", r
+    assert raw.request("HEAD", "/%s/anon-put" % bucket).status == 404
+    # the bucket's ACL is the native API's anonymous_read
+    r = requests.get("%s/v1/buckets/%s?props" % (endpoint.url, bucket), timeout=10,
+                     auth=helpers.SigV4Requests(endpoint.access_key, endpoint.secret_key))
+    assert r.status_code == 200 and r.json()["props"]["anonymous_read"] is True, r.content
+    # objects: public-read now matches their bucket's
+    s3.put_object(Bucket=bucket, Key="p", Body=b"pub", ACL="public-read")
+    s3.put_object_acl(Bucket=bucket, Key="k", ACL="public-read")
+    oacl = s3.get_object_acl(Bucket=bucket, Key="p")
+    assert oacl["Grants"] == _grants(endpoint, True), oacl
+    # the document GET answers may be put back, on the object and on the bucket
+    s3.put_object_acl(Bucket=bucket, Key="k", AccessControlPolicy={
+        "Owner": oacl["Owner"], "Grants": oacl["Grants"]})
+    s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
+        "Owner": acl["Owner"], "Grants": acl["Grants"]})
+    assert _public(raw, bucket, "p") == (200, 200, 403)
+    # still no write grant, and none for anyone else
+    for call in (lambda: s3.put_bucket_acl(Bucket=bucket, ACL="public-read-write"),
+                 lambda: s3.put_object_acl(Bucket=bucket, Key="k", ACL="public-read-write"),
+                 lambda: s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
+                     "Owner": acl["Owner"], "Grants": acl["Grants"] + [
+                         {"Grantee": ALL_USERS, "Permission": "WRITE"}]}),
+                 lambda: s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
+                     "Owner": acl["Owner"], "Grants": [
+                         {"Grantee": ALL_USERS, "Permission": "READ"}]})):
+        assert err(call)[:2] == (501, "NotImplemented")
+    assert _public(raw, bucket, "p") == (200, 200, 403)
+    # a policy with the owner's grant alone makes it private again
+    s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
+        "Owner": acl["Owner"], "Grants": _grants(endpoint, False)})
+    assert _public(raw, bucket, "p") == (403, 403, 403)
+    assert s3.get_bucket_acl(Bucket=bucket)["Grants"] == _grants(endpoint, False)
+    assert s3.get_object_acl(Bucket=bucket, Key="p")["Grants"] == _grants(endpoint, False)
+    assert err(s3.put_object_acl, Bucket=bucket, Key="p", ACL="public-read")[:2] == (
+        501, "NotImplemented")
+    # and canned ones both ways
+    s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
+    assert _public(raw, bucket, "p") == (200, 200, 403)
+    s3.put_bucket_acl(Bucket=bucket, ACL="private")
+    assert _public(raw, bucket, "p") == (403, 403, 403)
+    # a missing bucket
+    nb = helpers.unique_bucket_name("acl")
+    assert err(s3.put_bucket_acl, Bucket=nb, ACL="public-read")[:2] == (404, "NoSuchBucket")
+    assert err(s3.put_object, Bucket=nb, Key="x", Body=b"x", ACL="public-read")[:2] == (
+        404, "NoSuchBucket")
+
+
+def test_create_bucket_public_read(endpoint, raw, s3):
+    """CreateBucket with x-amz-acl public-read makes a public-read bucket; again with private
+    (us-east-1: the owner may create its bucket again) closes it."""
+    nb = helpers.unique_bucket_name("acl")
+    s3.create_bucket(Bucket=nb, ACL="public-read")
+    try:
+        s3.put_object(Bucket=nb, Key="k", Body=b"data")
+        assert _public(raw, nb, "k") == (200, 200, 403)
+        assert s3.get_bucket_acl(Bucket=nb)["Grants"] == _grants(endpoint, True)
+        s3.create_bucket(Bucket=nb, ACL="private")
+        assert _public(raw, nb, "k") == (403, 403, 403)
+        s3.create_bucket(Bucket=nb)  # no ACL: unchanged
+        assert _public(raw, nb, "k") == (403, 403, 403)
+    finally:
+        _empty_bucket(s3, nb)
+
+
+def test_bucket_acl_needs_write(endpoint, raw, s3, bucket):
+    """Opening a bucket to everyone is a write: a read-only key may not."""
+    if endpoint.kind != "proxy":
+        pytest.skip("the read-only key is the session cluster's")
+    ro = helpers.boto3_client(endpoint, "AKRO", "secretRO")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"data")
+    assert ro.get_bucket_acl(Bucket=bucket)["Grants"][0]["Permission"] == "FULL_CONTROL"
+    assert err(ro.put_bucket_acl, Bucket=bucket, ACL="public-read")[:2] == (403, "AccessDenied")
+    assert _public(raw, bucket, "k") == (403, 403, 403)
+
+
+def test_bucket_acl_clients(endpoint, raw, s3, bucket, s3cmd, aws1):
+    """s3cmd setacl --acl-public reads the ACL and puts it back with an AllUsers READ grant;
+    the aws CLI sends the canned name."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"data")
+    s3cmd("setacl", "s3://%s" % bucket, "--acl-public")
+    assert _public(raw, bucket, "k") == (200, 200, 403)
+    p = s3cmd("info", "s3://%s" % bucket)
+    assert b"*anon*: READ" in p.stdout, p.stdout
+    s3cmd("setacl", "s3://%s" % bucket, "--acl-private")
+    assert _public(raw, bucket, "k") == (403, 403, 403)
+    aws1("s3api", "put-bucket-acl", "--bucket", bucket, "--acl", "public-read")
+    assert _public(raw, bucket, "k") == (200, 200, 403)
+    aws1("s3api", "put-bucket-acl", "--bucket", bucket, "--acl", "private")
+    assert _public(raw, bucket, "k") == (403, 403, 403)
 
 
 def test_s3cmd_remote_copy(s3cmd, s3, bucket):
