@@ -220,6 +220,12 @@ int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, 
     return 0;
 }
 
+int hd_keys_anonymous_read(const struct hd_req *r)
+{
+    return (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0) &&
+           !hd_req_param(r, "acl") && !hd_req_param(r, "tagging");
+}
+
 int hd_keys_authorize(const struct hd_keys *ks, const struct hd_req *r,
                       const struct hd_sigv4_auth *a, const char *bucket)
 {

@@ -104,7 +104,6 @@ static int token_revoked(void *arg, const char *id)
 
 int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, struct hd_sigv4_auth *a)
 {
-    int write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
     int rc;
 
     memset(a, 0, sizeof(*a));
@@ -117,7 +116,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
         return rc < 0 ? rc : hd_keys_authorize(&p->keys, r, a, bucket);
     rc = hd_keys_verify(&p->keys, r, a);
     if (rc == HD_DECLINED) { /* no credentials */
-        if (bucket && !write && hd_proxy_anonymous_read(p, bucket))
+        if (bucket && hd_keys_anonymous_read(r) && hd_proxy_anonymous_read(p, bucket))
             return 0;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;

@@ -38,23 +38,18 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
     return rc == HD_DECLINED ? 0 : rc;
 }
 
-static int is_write(const char *method)
-{
-    return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
-}
-
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
                         const char *bucket)
 {
     struct hd_bucket_info bi;
-    int write = is_write(r->method);
 
     if (r->trusted)
         return 0; /* a proxy authenticated and authorised it */
     if (a->anonymous) {
         if (t->keys.n == 0)
             return 0; /* auth disabled */
-        if (bucket && !write && hd_store_bucket_get(t->st, bucket, &bi) == 0 && bi.anonymous_read)
+        if (bucket && hd_keys_anonymous_read(r) && hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
+            bi.anonymous_read)
             return 0;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;

@@ -1021,6 +1021,10 @@ def test_bucket_acl_public_read(endpoint, raw, s3, bucket):
     assert _public(raw, bucket, "k") == (200, 200, 403)
     r = raw.request("GET", "/%s/k" % bucket, sign=False)
     assert r.body == b"data", r
+    # READ is the data and the listings, not the ACLs or the tags
+    for path in ("/%s?acl" % bucket, "/%s/k?acl" % bucket, "/%s/k?tagging" % bucket):
+        check_s3_error(raw.request("GET", path, sign=False), 403, "AccessDenied")
+        assert raw.request("GET", path).status == 200, path
     assert raw.request("HEAD", "/%s/anon-put" % bucket).status == 404
     # the bucket's ACL is the native API's anonymous_read
     r = requests.get("%s/v1/buckets/%s?props" % (endpoint.url, bucket), timeout=10,
