@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "common/cors.h"
 #include "common/errors.h"
 #include "common/httputil.h"
 
@@ -175,6 +176,10 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
             if ((rc = parse_upstream(v, &out->up, err, errlen)) < 0)
                 break;
             out->has_upstream = 1;
+        } else if (strcmp(k, "cors") == 0) {
+            if ((rc = hd_cors_check(v, err, errlen)) < 0)
+                break;
+            out->has_cors = 1;
         } else {
             rc = bad(err, errlen, "unknown bucket property '%s'", k);
             break;
@@ -184,7 +189,8 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
     return rc;
 }
 
-char *hd_bprops_dump(const struct hd_bprops *p)
+/* p's canonical JSON with cors (a rule array, or NULL) as "cors". */
+static char *dump_cors(const struct hd_bprops *p, json_t *cors)
 {
     json_t *j = json_object(), *u;
     char *s;
@@ -208,7 +214,23 @@ char *hd_bprops_dump(const struct hd_bprops *p)
             json_object_set_new(u, "bucket", json_string(p->up.bucket));
         json_object_set_new(j, "upstream", u);
     }
+    if (p->has_cors && cors)
+        json_object_set(j, "cors", cors);
     s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(j);
+    return s;
+}
+
+char *hd_bprops_dump(const struct hd_bprops *p)
+{
+    return dump_cors(p, NULL);
+}
+
+char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src)
+{
+    json_t *j = p->has_cors && src ? json_loads(src, 0, NULL) : NULL;
+    char *s = dump_cors(p, json_object_get(j, "cors"));
+
     json_decref(j);
     return s;
 }
@@ -240,16 +262,17 @@ int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, s
             json_object_set(c, k, v);
     }
     text = json_dumps(c, JSON_COMPACT);
-    json_decref(c);
     json_decref(p);
-    if (!text)
+    if (!text) {
+        json_decref(c);
         return -ENOMEM;
+    }
     rc = hd_bprops_parse(text, &bp, err, errlen);
     free(text);
-    if (rc < 0)
-        return rc;
-    *out = hd_bprops_dump(&bp);
-    return *out ? 0 : -ENOMEM;
+    if (rc == 0 && !(*out = dump_cors(&bp, json_object_get(c, "cors"))))
+        rc = -ENOMEM;
+    json_decref(c);
+    return rc;
 }
 
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name)

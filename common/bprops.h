@@ -11,7 +11,8 @@
  *                                          before the answer (default), or after it from a
  *                                          durable queue on the owning target (write-back)
  *    "upstream": {"endpoint": "http://host:port", "region": "us-east-1",
- *                 "style": "path" | "virtual", "profile": "NAME", "bucket": "NAME"}}
+ *                 "style": "path" | "virtual", "profile": "NAME", "bucket": "NAME"},
+ *    "cors": [RULE, ...]}                  S3 PutBucketCors (common/cors.h)
  *
  * "write_policy" "back" is for S3-backed buckets only: the proxy checks it with the provider.
  * "upstream" names where an S3-backed (provider "aws") bucket's objects come from. It never
@@ -40,14 +41,17 @@ struct hd_bprops {
     int write_back;         /* "write_policy": "back" */
     int has_upstream;
     struct hd_upstream up;
+    int has_cors; /* "cors" (its rules stay in the JSON: hd_bprops_dump_from) */
 };
 
 /* Parses and validates props JSON (NULL or "" = {}). Unknown keys, wrong types, a bad
  * endpoint URL (http/https, host, optional port, nothing else) or style are HD_EBADARG with
  * a one-line reason in err. */
 int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t errlen);
-/* Canonical compact JSON (sorted keys, defaults left out); malloc'd, NULL on OOM. */
+/* Canonical compact JSON (sorted keys, defaults left out); malloc'd, NULL on OOM. Without
+ * "cors": hd_bprops_dump_from carries it over from the JSON p was parsed from. */
 char *hd_bprops_dump(const struct hd_bprops *p);
+char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src);
 /* cur (NULL = {}) with the keys of patch replaced (a key set to null is removed); the
  * result is validated. *out is canonical JSON (malloc'd). HD_EBADARG with err filled. */
 int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, size_t errlen);

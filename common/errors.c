@@ -131,6 +131,11 @@ static const struct hd_err_info table[] = {
      "The body of your POST request is not well-formed multipart/form-data."},
     {HD_EPOSTPRE, 400, "MaxPostPreDataLengthExceeded",
      "Your POST request fields preceding the upload file were too large."},
+    {HD_ECORSBAD, 400, "BadRequest", "Insufficient information. Origin request header needed."},
+    {HD_ECORSDENY, 403, "AccessForbidden",
+     "CORSResponse: This CORS request is not allowed. This is usually because the evalution of "
+     "Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers "
+     "are not whitelisted by the resource's CORS spec."},
     {HD_ENOBUCKETPOLICY, 404, "NoSuchBucketPolicy", "The bucket policy does not exist"},
     {HD_ENOLIFECYCLE, 404, "NoSuchLifecycleConfiguration",
      "The lifecycle configuration does not exist"},

@@ -99,6 +99,8 @@ enum hd_err {
     HD_EPOLICY,              /* 400 InvalidPolicyDocument (POST Object's policy) */
     HD_EPOSTFORM,            /* 400 MalformedPOSTRequest (POST Object's form) */
     HD_EPOSTPRE,             /* 400 MaxPostPreDataLengthExceeded (POST fields before the file) */
+    HD_ECORSBAD,             /* 400 BadRequest (a CORS preflight without Origin or method) */
+    HD_ECORSDENY,            /* 403 AccessForbidden (a CORS preflight no rule allows) */
     /* a bucket configuration hoard never has (GET answers as AWS for a bucket without one) */
     HD_ENOBUCKETPOLICY, /* 404 NoSuchBucketPolicy */
     HD_ENOLIFECYCLE,    /* 404 NoSuchLifecycleConfiguration */

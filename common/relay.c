@@ -1530,6 +1530,10 @@ static int skip_request_header(const char *k)
     for (i = 0; skip[i]; i++)
         if (strcasecmp(k, skip[i]) == 0)
             return 1;
+    /* CORS is answered by the node the browser asked (s3front's cors_actual): the target's
+     * answer must not carry a second set of Access-Control-* headers */
+    if (strcasecmp(k, "origin") == 0 || strncasecmp(k, "access-control-request-", 23) == 0)
+        return 1;
     /* X-Hoard-* is the cluster's own vocabulary (proxy signature, rebalance metadata):
      * a client must not be able to smuggle it to a target under the proxy's signature */
     return strncasecmp(k, "x-hoard-", 8) == 0;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "common/cksum.h"
+#include "common/cors.h"
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/json.h"
@@ -116,6 +117,7 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_DELETE_BUCKET] = "DeleteBucket",
     [HD_S3_GET_BUCKET_ACL] = "GetBucketAcl",
     [HD_S3_PUT_BUCKET_ACL] = "PutBucketAcl",
+    [HD_S3_PUT_BUCKET_CORS] = "PutBucketCors",
     [HD_S3_GET_VERSIONING] = "GetBucketVersioning",
     [HD_S3_PUT_VERSIONING] = "PutBucketVersioning",
     [HD_S3_GET_BUCKET_CONFIG] = "GetBucketConfiguration",
@@ -156,6 +158,10 @@ static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const
     *sub = NULL;
 
     if (level == BUCKET && (cfg = bucket_config_of(r))) {
+        if (strcmp(cfg->sub, "cors") == 0 && strcmp(r->method, "PUT") == 0) {
+            *op = HD_S3_PUT_BUCKET_CORS;
+            return 0;
+        }
         if (strcmp(r->method, "GET") == 0) {
             *op = HD_S3_GET_BUCKET_CONFIG;
             return 0;
@@ -797,6 +803,29 @@ static struct bucket_call *bucket_call(struct hd_req *r, const struct hd_s3_fron
 
 static int canned_public(const char *canned);
 
+/* The bucket's public-read state (its anonymous_read property): 1, 0, or a negative code; set 0
+ * or 1 changes it first (PutBucketAcl, CreateBucket with x-amz-acl), -1 only asks. */
+static int bucket_public(const struct hd_s3_front *f, void *ctx, const char *bucket, int set)
+{
+    char *props = NULL;
+    json_t *j;
+    int rc, cur;
+
+    if (!f->props_get)
+        return set == 1 ? HD_ENOGRANTS : 0;
+    if ((rc = f->props_get(ctx, bucket, &props)) < 0)
+        return rc;
+    j = props ? json_loads(props, 0, NULL) : NULL;
+    cur = json_is_true(json_object_get(j, "anonymous_read"));
+    json_decref(j);
+    free(props);
+    if (set < 0 || set == cur)
+        return cur;
+    rc = f->props_patch(ctx, bucket,
+                        set ? "{\"anonymous_read\":true}" : "{\"anonymous_read\":false}");
+    return rc < 0 ? rc : set;
+}
+
 /* CreateBucket reads an optional CreateBucketConfiguration body. An x-amz-acl (acl_headers let
  * only private, bucket-owner-full-control and public-read through) sets the bucket's
  * public-read state, also of a bucket that was there. */
@@ -814,8 +843,8 @@ static void create_end(struct hd_req *r, void *arg, const char *body, size_t len
     rc = bc->f->bucket_create(bc->ctx, bc->bucket);
     if (rc == HD_EBUCKETEXISTS)
         rc = 0; /* us-east-1 semantics: creating a bucket you own again succeeds */
-    if (rc == 0 && canned && bc->f->bucket_public)
-        rc = bc->f->bucket_public(bc->ctx, bc->bucket, canned_public(canned) == 1);
+    if (rc == 0 && canned)
+        rc = bucket_public(bc->f, bc->ctx, bc->bucket, canned_public(canned) == 1);
     if (rc < 0) {
         hd_resp_err(r, rc);
         return;
@@ -970,12 +999,12 @@ static int acl_headers(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
         return HD_DONE;
     }
     /* public-read */
-    if (!f->bucket_public)
+    if (op == HD_S3_CREATE_BUCKET || op == HD_S3_PUT_BUCKET_ACL)
+        rc = f->props_get != NULL; /* the call sets it */
+    else
+        rc = bucket_public(f, ctx, bucket, -1); /* an object is as public as its bucket */
+    if (rc == 0)
         rc = HD_ENOGRANTS;
-    else if (op == HD_S3_CREATE_BUCKET || op == HD_S3_PUT_BUCKET_ACL)
-        rc = 0; /* the call sets it */
-    else if ((rc = f->bucket_public(ctx, bucket, -1)) == 0)
-        rc = HD_ENOGRANTS; /* an object cannot be more public than its bucket */
     if (rc < 0) {
         hd_resp_err(r, rc);
         return HD_DONE;
@@ -1084,11 +1113,11 @@ static int acl_body_check(const char *body, size_t len, const char *owner, int *
         const char *id = who ? hd_xnode_child_text(who, "ID") : NULL;
         const char *uri = who ? hd_xnode_child_text(who, "URI") : NULL;
 
-        if (!who || !perm || hd_xnode_child(who, "EmailAddress") || (id && uri))
-            rc = HD_ENOGRANTS;
-        else if (id && strcmp(id, owner) == 0 && strcmp(perm, "FULL_CONTROL") == 0)
+        int one = who && perm && !hd_xnode_child(who, "EmailAddress") && !(id && uri);
+
+        if (one && id && strcmp(id, owner) == 0 && strcmp(perm, "FULL_CONTROL") == 0)
             owned = 1;
-        else if (uri && strcmp(uri, ALL_USERS) == 0 && strcmp(perm, "READ") == 0)
+        else if (one && uri && strcmp(uri, ALL_USERS) == 0 && strcmp(perm, "READ") == 0)
             *pub = 1;
         else
             rc = HD_ENOGRANTS;
@@ -1100,13 +1129,14 @@ out:
     return rc;
 }
 
-/* A PUT ?acl: what its end needs. f NULL for an object's. */
+/* A PUT ?acl: what its end needs. */
 struct acl_call {
     const struct hd_s3_front *f;
     void *ctx;
     char bucket[64];
     char *owner;
-    int pub; /* the bucket's state before */
+    int pub;    /* the bucket's state before */
+    int object; /* PutObjectAcl */
 };
 
 static void acl_call_free(void *arg)
@@ -1130,8 +1160,8 @@ static void acl_put_end(struct hd_req *r, void *ctx, const char *body, size_t le
     else
         rc = HD_EMALFORMEDXML; /* neither a canned ACL nor a policy */
     if (rc == 0 && want != a->pub) {
-        if (a->f && a->f->bucket_public)
-            rc = a->f->bucket_public(a->ctx, a->bucket, want);
+        if (!a->object)
+            rc = bucket_public(a->f, a->ctx, a->bucket, want);
         else if (want)
             rc = HD_ENOGRANTS; /* an object cannot be more public than its bucket */
     }
@@ -1142,7 +1172,7 @@ static void acl_put_end(struct hd_req *r, void *ctx, const char *body, size_t le
 }
 
 static void acl_answer(struct hd_req *r, const struct hd_s3_call *c, const struct hd_s3_front *f,
-                       void *ctx, int pub)
+                       void *ctx, int pub, int object)
 {
     struct acl_call *a;
     struct hd_buf b;
@@ -1157,6 +1187,7 @@ static void acl_answer(struct hd_req *r, const struct hd_s3_call *c, const struc
         a->ctx = ctx;
         snprintf(a->bucket, sizeof(a->bucket), "%s", c->bucket);
         a->pub = pub;
+        a->object = object;
         hd_s3_read_body(r, &c->auth, (size_t)64 * 1024, acl_put_end, a, acl_call_free);
         return;
     }
@@ -1165,9 +1196,15 @@ static void acl_answer(struct hd_req *r, const struct hd_s3_call *c, const struc
     hd_resp_xml(r, 200, &b);
 }
 
-void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c, int pub)
+void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                      const struct hd_s3_call *c)
 {
-    acl_answer(r, c, NULL, NULL, pub);
+    int rc = bucket_public(f, ctx, c->bucket, -1);
+
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        acl_answer(r, c, f, ctx, rc, 1);
 }
 
 static void bucket_acl(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
@@ -1175,12 +1212,12 @@ static void bucket_acl(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
 {
     int rc = f->bucket_exists(ctx, c->bucket);
 
-    if (rc == 0 && f->bucket_public)
-        rc = f->bucket_public(ctx, c->bucket, -1);
+    if (rc == 0)
+        rc = bucket_public(f, ctx, c->bucket, -1);
     if (rc < 0)
         hd_resp_err(r, rc);
     else
-        acl_answer(r, c, f, ctx, rc == 1);
+        acl_answer(r, c, f, ctx, rc, 0);
 }
 
 static void get_versioning(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
@@ -1237,6 +1274,190 @@ static void put_versioning(struct hd_req *r, const struct hd_s3_front *f, void *
 
 /* GetBucketPolicy, GetBucketLifecycleConfiguration, ... of a bucket that exists: the "none"
  * answer; DeleteBucketPolicy, ...: 204. */
+/* ---- CORS (the bucket property "cors", common/cors.h) ---- */
+
+/* The bucket's CORS rules (a new reference; NULL: none), with *rc 0 or the code that kept them
+ * from being read (HD_ENOSUCHBUCKET). */
+static json_t *cors_rules(const struct hd_s3_front *f, void *ctx, const char *bucket, int *rc)
+{
+    char *props = NULL;
+    json_t *j, *rules = NULL;
+
+    *rc = f->props_get ? f->props_get(ctx, bucket, &props) : 0;
+    if (*rc < 0 || !props)
+        return NULL;
+    if ((j = json_loads(props, 0, NULL)))
+        rules = json_incref(json_object_get(j, "cors"));
+    json_decref(j);
+    free(props);
+    return rules;
+}
+
+/* "a, b, c" of the strings of a rule's list key into b (empty when none). */
+static void joined(struct hd_buf *b, const json_t *rule, const char *key)
+{
+    const json_t *a = json_object_get(rule, key);
+    size_t i;
+
+    for (i = 0; i < json_array_size(a); i++)
+        hd_buf_printf(b, "%s%s", i ? ", " : "", json_string_value(json_array_get(a, i)));
+}
+
+/* The Access-Control-* answer of rule to origin; allow: the preflight's requested headers (NULL
+ * on an actual request). A rule allowing every origin ("*") answers "*", without credentials. */
+static void cors_headers(struct hd_req *r, const json_t *rule, const char *origin,
+                         const char *allow)
+{
+    const json_t *o = json_object_get(rule, "origins");
+    struct hd_buf b;
+    size_t i;
+    int star = 0;
+
+    for (i = 0; i < json_array_size(o); i++)
+        star |= strcmp(json_string_value(json_array_get(o, i)), "*") == 0;
+    hd_resp_header(r, "Access-Control-Allow-Origin", star ? "*" : origin);
+    hd_buf_init(&b);
+    joined(&b, rule, "methods");
+    if (b.len && !b.oom)
+        hd_resp_header(r, "Access-Control-Allow-Methods", b.data);
+    hd_buf_cleanup(&b);
+    if (allow && *allow)
+        hd_resp_header(r, "Access-Control-Allow-Headers", allow);
+    hd_buf_init(&b);
+    joined(&b, rule, "expose");
+    if (b.len && !b.oom)
+        hd_resp_header(r, "Access-Control-Expose-Headers", b.data);
+    hd_buf_cleanup(&b);
+    if (json_is_integer(json_object_get(rule, "max_age"))) {
+        char n[24];
+        snprintf(n, sizeof(n), "%lld",
+                 (long long)json_integer_value(json_object_get(rule, "max_age")));
+        hd_resp_header(r, "Access-Control-Max-Age", n);
+    }
+    if (!star)
+        hd_resp_header(r, "Access-Control-Allow-Credentials", "true");
+    hd_resp_header(r, "Vary",
+                   "Origin, Access-Control-Request-Headers, Access-Control-Request-Method");
+}
+
+/* A browser's request (it has an Origin) to a bucket with CORS rules gets the headers of the
+ * rule that allows it (its method, or the Access-Control-Request-Method it names), whatever
+ * the answer: an error too, so the page can read it. */
+static void cors_actual(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                        const char *bucket)
+{
+    const char *origin = hd_req_header(r, "Origin"), *m;
+    json_t *rules;
+    int rc, i;
+
+    if (!origin || !bucket || !(rules = cors_rules(f, ctx, bucket, &rc)))
+        return;
+    m = hd_req_header(r, "Access-Control-Request-Method");
+    if ((i = hd_cors_find(rules, origin, m ? m : r->method, NULL)) >= 0)
+        cors_headers(r, json_array_get(rules, (size_t)i), origin, NULL);
+    json_decref(rules);
+}
+
+/* OPTIONS: a browser's preflight, unauthenticated (browsers send no credentials with it). A
+ * missing bucket is answered as one without CORS (no 404 for unsigned callers to probe). */
+static void cors_preflight(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                           const char *bucket, const char *key)
+{
+    const char *origin = hd_req_header(r, "Origin");
+    const char *m = hd_req_header(r, "Access-Control-Request-Method");
+    const char *hdrs = hd_req_header(r, "Access-Control-Request-Headers");
+    json_t *rules = NULL;
+    char msg[96];
+    int rc, i = -1;
+
+    if (!origin) {
+        hd_resp_err(r, HD_ECORSBAD);
+        return;
+    }
+    if (!m || (strcmp(m, "GET") != 0 && strcmp(m, "PUT") != 0 && strcmp(m, "POST") != 0 &&
+               strcmp(m, "DELETE") != 0 && strcmp(m, "HEAD") != 0)) {
+        snprintf(msg, sizeof(msg), "Invalid Access-Control-Request-Method: %.40s", m ? m : "null");
+        hd_resp_err_msg(r, HD_ECORSBAD, msg);
+        return;
+    }
+    if (bucket)
+        rules = cors_rules(f, ctx, bucket, &rc);
+    if (rules)
+        i = hd_cors_find(rules, origin, m, hdrs);
+    if (i >= 0) {
+        cors_headers(r, json_array_get(rules, (size_t)i), origin, hdrs);
+        hd_resp_empty(r, 200);
+    } else {
+        struct hd_kv ex[] = {{"Method", m}, {"ResourceType", key ? "OBJECT" : "BUCKET"}};
+        hd_resp_err_ex(r, HD_ECORSDENY,
+                       rules ? NULL : "CORSResponse: CORS is not enabled for this bucket.", ex, 2);
+    }
+    json_decref(rules);
+}
+
+static void cors_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
+{
+    struct bucket_call *bc = arg;
+    char *rules = NULL, msg[200];
+    struct hd_buf patch;
+    int rc = hd_cors_parse_xml(body, len, &rules, msg, sizeof(msg));
+
+    if (rc < 0) {
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
+    hd_buf_init(&patch);
+    hd_buf_printf(&patch, "{\"cors\":%s}", rules);
+    free(rules);
+    rc = patch.oom ? -ENOMEM : bc->f->props_patch(bc->ctx, bc->bucket, patch.data);
+    hd_buf_cleanup(&patch);
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        hd_resp_empty(r, 200);
+}
+
+static void put_cors(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                     const struct hd_s3_call *c)
+{
+    struct bucket_call *bc;
+    int rc = f->bucket_exists(ctx, c->bucket);
+
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else if (!f->props_patch)
+        hd_resp_err(r, HD_ENOTIMPL);
+    else if ((bc = bucket_call(r, f, ctx, c->bucket)))
+        hd_s3_read_body(r, &c->auth, (size_t)HD_CORS_JSON_MAX * 2, cors_put_end, bc, free);
+}
+
+/* GET and DELETE ?cors: the bucket's rules, or none */
+static void cors_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                        const struct hd_s3_call *c)
+{
+    struct hd_buf b;
+    json_t *rules;
+    int rc;
+
+    rules = cors_rules(f, ctx, c->bucket, &rc);
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+    } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
+        rc = rules ? f->props_patch(ctx, c->bucket, "{\"cors\":null}") : 0;
+        if (rc < 0)
+            hd_resp_err(r, rc);
+        else
+            hd_resp_empty(r, 204);
+    } else if (!rules) {
+        hd_resp_err(r, HD_ENOCORS);
+    } else {
+        hd_buf_init(&b);
+        hd_cors_xml(&b, rules);
+        hd_resp_xml(r, 200, &b);
+    }
+    json_decref(rules);
+}
+
 static void bucket_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                           const struct hd_s3_call *c)
 {
@@ -1246,6 +1467,8 @@ static void bucket_config(struct hd_req *r, const struct hd_s3_front *f, void *c
 
     if (rc < 0) {
         hd_resp_err(r, rc);
+    } else if (strcmp(cfg->sub, "cors") == 0) {
+        cors_config(r, f, ctx, c);
     } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
         hd_resp_empty(r, 204);
     } else if (cfg->err) {
@@ -1272,6 +1495,7 @@ static const builtin_fn builtin[HD_S3_OP_COUNT] = {
     [HD_S3_GET_BUCKET_ACL] = bucket_acl,       [HD_S3_PUT_BUCKET_ACL] = bucket_acl,
     [HD_S3_GET_VERSIONING] = get_versioning,   [HD_S3_PUT_VERSIONING] = put_versioning,
     [HD_S3_GET_BUCKET_CONFIG] = bucket_config, [HD_S3_DELETE_BUCKET_CONFIG] = bucket_config,
+    [HD_S3_PUT_BUCKET_CORS] = put_cors,
 };
 
 /* ---- dispatch ---- */
@@ -1395,12 +1619,17 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
             goto out;
         }
     }
+    if (strcmp(r->method, "OPTIONS") == 0) {
+        cors_preflight(r, f, ctx, bucket, key);
+        goto out;
+    }
     /* POST Object (an HTML form upload, its policy signed inside the form, so the request
      * itself is unsigned): the role checks the form; a role without it says so before
      * authentication would answer 403 AccessDenied to a request that could never pass */
     if (bucket && !key && strcmp(r->method, "POST") == 0 &&
         (ctype = hd_req_header(r, "Content-Type")) &&
         hd_str_case_prefix(ctype, "multipart/form-data")) {
+        cors_actual(r, f, ctx, bucket);
         if (f->post_object) {
             c.bucket = bucket;
             c.vpath = vpath;
@@ -1418,6 +1647,7 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
     rc = f->authenticate(r, ctx, bucket, key, &c.auth);
     if (rc == HD_AGAIN)
         goto out; /* parked: this runs again */
+    cors_actual(r, f, ctx, bucket);
     if (rc == HD_EEXPIRED) {
         expired(r, &c.auth);
         goto out;

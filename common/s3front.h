@@ -32,6 +32,7 @@ enum hd_s3_op {
     HD_S3_DELETE_BUCKET,
     HD_S3_GET_BUCKET_ACL,
     HD_S3_PUT_BUCKET_ACL,
+    HD_S3_PUT_BUCKET_CORS,
     HD_S3_GET_VERSIONING,
     HD_S3_PUT_VERSIONING,
     HD_S3_GET_BUCKET_CONFIG,    /* a configuration hoard never has (policy, lifecycle, ...) */
@@ -97,10 +98,13 @@ struct hd_s3_front {
     int (*buckets)(void *ctx, struct hd_s3_bucket **out, size_t *n); /* *out malloc'd */
     int (*bucket_exists)(void *ctx, const char *bucket);
     int (*bucket_create)(void *ctx, const char *bucket);
-    /* The bucket's public-read state (its anonymous_read property): 1, 0, or a negative
-     * code; set 0 or 1 changes it first (PutBucketAcl, CreateBucket with x-amz-acl), -1 only
-     * asks. */
-    int (*bucket_public)(void *ctx, const char *bucket, int set);
+    /* The bucket's properties (common/bprops.h JSON; *json malloc'd, NULL for none), or a
+     * negative code (HD_ENOSUCHBUCKET). What the bucket's ACL (anonymous_read) and CORS
+     * configuration (cors) are read from. */
+    int (*props_get)(void *ctx, const char *bucket, char **json);
+    /* Changes them as PATCH /v1/buckets/B does: the keys of patch replace the bucket's (a
+     * null removes one). 0 or a negative code. */
+    int (*props_patch)(void *ctx, const char *bucket, const char *patch);
     int (*bucket_delete)(void *ctx, const char *bucket, char *msg, size_t msglen);
     int (*list)(void *ctx, const char *bucket, const struct hd_s3_list_req *q,
                 struct hd_s3_list_page *page, char *msg, size_t msglen);
@@ -125,11 +129,12 @@ const char *hd_s3_op_name(enum hd_s3_op op);
  * A bucket's one ACL bit is its anonymous_read property: canned public-read (PutBucketAcl,
  * CreateBucket) or an AllUsers READ grant sets it, private clears it. Objects have the
  * bucket's ACL. GetObjectAcl / PutObjectAcl for a role that found the object (the bucket calls
- * are answered here; pub: the bucket is public-read): GET answers the owner's FULL_CONTROL
- * (and AllUsers READ when pub); PUT accepts what changes nothing (private and
- * bucket-owner-full-control, public-read when pub, or that same document) and answers any
- * other grant 501 (reading the body first). */
-void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_call *c, int pub);
+ * are answered here; f->props_get tells whether the bucket is public-read): GET answers the
+ * owner's FULL_CONTROL (and AllUsers READ in a public-read bucket); PUT accepts what changes
+ * nothing (private and bucket-owner-full-control, public-read in a public-read bucket, or the
+ * document GET answers) and answers any other grant 501 (reading the body first). */
+void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                      const struct hd_s3_call *c);
 
 /* ---- small request bodies ---- */
 

@@ -78,19 +78,27 @@ static int bucket_delete(void *ctx, const char *bucket, char *msg, size_t msglen
     return hd_proxy_bucket_destroy(ctx, bucket, msg, msglen);
 }
 
-/* A bucket's ACL is its anonymous_read property (a BMD change, as PATCH /v1/buckets/B). */
-static int bucket_public(void *ctx, const char *bucket, int set)
+/* A bucket's properties are the BMD's (changes go through the primary, as PATCH
+ * /v1/buckets/B). */
+static int props_get(void *ctx, const char *bucket, char **json)
 {
-    int rc = hd_proxy_bucket_known(ctx, bucket), cur;
+    struct hd_proxy *p = ctx;
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
+    int rc = 0;
 
-    if (rc < 0)
-        return rc;
-    cur = hd_proxy_anonymous_read(ctx, bucket);
-    if (set < 0 || set == cur)
-        return cur;
-    rc = hd_proxy_bucket_props(ctx, bucket,
-                               set ? "{\"anonymous_read\":true}" : "{\"anonymous_read\":false}");
-    return rc < 0 ? rc : set;
+    *json = NULL;
+    if (!e)
+        rc = HD_ENOSUCHBUCKET;
+    else if (e->props && !(*json = strdup(e->props)))
+        rc = -ENOMEM;
+    hd_bmd_unref(b);
+    return rc;
+}
+
+static int props_patch(void *ctx, const char *bucket, const char *patch)
+{
+    return hd_proxy_bucket_props(ctx, bucket, patch);
 }
 
 /* A merged page of the targets' (or the upstream's) listing. max-keys=0 asks for one entry:
@@ -318,7 +326,8 @@ static const struct hd_s3_front front = {
     .buckets = buckets,
     .bucket_exists = bucket_exists,
     .bucket_create = bucket_create,
-    .bucket_public = bucket_public,
+    .props_get = props_get,
+    .props_patch = props_patch,
     .bucket_delete = bucket_delete,
     .list = list,
     .delete_keys = delete_keys,

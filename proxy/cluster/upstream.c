@@ -119,7 +119,7 @@ int hd_proxy_cloud_props(struct hd_proxy *p, const char *provider, const char *b
         snprintf(msg, msglen, "write_policy \"back\" is for S3-backed buckets (provider=aws).");
         return HD_EBADARG;
     }
-    *out = hd_bprops_dump(&bp);
+    *out = hd_bprops_dump_from(&bp, body);
     return *out ? 0 : -ENOMEM;
 }
 

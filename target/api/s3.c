@@ -87,26 +87,25 @@ static int bucket_create(void *ctx, const char *bucket)
     return hd_store_bucket_create(((struct hd_target *)ctx)->st, bucket, "ais");
 }
 
-/* A bucket's ACL is its anonymous_read property (in a cluster the BMD's wins: the proxies'
- * PutBucketAcl is the one that lasts). */
-static int bucket_public(void *ctx, const char *bucket, int set)
+/* A bucket's properties as this node keeps them (in a cluster the BMD's win: what a proxy
+ * sets is what lasts). */
+static int props_get(void *ctx, const char *bucket, char **json)
+{
+    return hd_store_bucket_props(((struct hd_target *)ctx)->st, bucket, json);
+}
+
+static int props_patch(void *ctx, const char *bucket, const char *patch)
 {
     struct hd_target *t = ctx;
-    struct hd_bucket_info bi;
     char *cur = NULL, *out = NULL, msg[160];
     int rc;
 
-    if ((rc = hd_store_bucket_get(t->st, bucket, &bi)) < 0)
-        return rc;
-    if (set < 0 || set == bi.anonymous_read)
-        return bi.anonymous_read;
     if ((rc = hd_store_bucket_props(t->st, bucket, &cur)) == 0 &&
-        (rc = hd_bprops_merge(cur, set ? "{\"anonymous_read\":true}" : "{\"anonymous_read\":false}",
-                              &out, msg, sizeof(msg))) == 0)
+        (rc = hd_bprops_merge(cur, patch, &out, msg, sizeof(msg))) == 0)
         rc = hd_store_bucket_set_props(t->st, bucket, out);
     free(cur);
     free(out);
-    return rc < 0 ? rc : set;
+    return rc;
 }
 
 static int bucket_delete(void *ctx, const char *bucket, char *msg, size_t msglen)
@@ -258,16 +257,12 @@ static int object_sub_check(struct hd_req *r, struct hd_target *t, const struct 
     return 0;
 }
 
+static const struct hd_s3_front front;
+
 static void object_acl(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
-    int pub;
-
-    if (object_sub_check(r, ctx, c) != 0)
-        return; /* answered */
-    if ((pub = bucket_public(ctx, c->bucket, -1)) < 0)
-        hd_resp_err(r, pub);
-    else
-        hd_s3_acl_answer(r, c, pub);
+    if (object_sub_check(r, ctx, c) == 0)
+        hd_s3_acl_answer(r, &front, ctx, c);
 }
 
 /* ---- object tags ----
@@ -668,7 +663,8 @@ static const struct hd_s3_front front = {
     .buckets = buckets,
     .bucket_exists = bucket_exists,
     .bucket_create = bucket_create,
-    .bucket_public = bucket_public,
+    .props_get = props_get,
+    .props_patch = props_patch,
     .bucket_delete = bucket_delete,
     .list = list,
     .delete_keys = delete_keys,

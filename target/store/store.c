@@ -251,7 +251,7 @@ int hd_store_bucket_set_props(struct hd_store *st, const char *name, const char 
 
     if (!json || !*json || hd_bprops_parse(json, &bp, NULL, 0) < 0)
         return HD_EBADARG;
-    out = hd_bprops_dump(&bp);
+    out = hd_bprops_dump_from(&bp, json);
     if (!out)
         return -ENOMEM;
     pthread_rwlock_wrlock(&st->bmu);

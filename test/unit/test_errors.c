@@ -81,6 +81,8 @@ static const struct {
     {HD_EPOLICY, 400, "InvalidPolicyDocument"},
     {HD_EPOSTFORM, 400, "MalformedPOSTRequest"},
     {HD_EPOSTPRE, 400, "MaxPostPreDataLengthExceeded"},
+    {HD_ECORSBAD, 400, "BadRequest"},
+    {HD_ECORSDENY, 403, "AccessForbidden"},
 };
 #define NWANT (sizeof(want) / sizeof(want[0]))
 
