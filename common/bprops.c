@@ -11,6 +11,7 @@
 #include "common/cors.h"
 #include "common/errors.h"
 #include "common/httputil.h"
+#include "common/tagging.h"
 
 __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -135,6 +136,25 @@ static int parse_upstream(json_t *u, struct hd_upstream *up, char *err, size_t e
     return 0;
 }
 
+/* A bucket's tags as S3's PutBucketTagging sets them (common/tagging.c checked the body):
+ * {key: value}, at most HD_BUCKET_TAGS_MAX, keys 1..128 and values 0..256 characters. */
+static int check_tags(const json_t *v, char *err, size_t errlen)
+{
+    const char *k;
+    json_t *x;
+
+    if (!json_is_object(v) || json_object_size(v) == 0 || json_object_size(v) > HD_BUCKET_TAGS_MAX)
+        return bad(err, errlen, "tags must be an object of 1..%d tags", HD_BUCKET_TAGS_MAX);
+    json_object_foreach((json_t *)v, k, x)
+    {
+        if (!*k || strlen(k) > 4 * HD_TAG_KEY_MAX || !json_is_string(x) ||
+            strlen(json_string_value(x)) > 4 * HD_TAG_VALUE_MAX)
+            return bad(err, errlen, "%s",
+                       "a tag is a key of 1..128 and a value of 0..256 characters");
+    }
+    return 0;
+}
+
 int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t errlen)
 {
     json_t *j, *v;
@@ -180,6 +200,10 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
             if ((rc = hd_cors_check(v, err, errlen)) < 0)
                 break;
             out->has_cors = 1;
+        } else if (strcmp(k, "tags") == 0) {
+            if ((rc = check_tags(v, err, errlen)) < 0)
+                break;
+            out->has_tags = 1;
         } else {
             rc = bad(err, errlen, "unknown bucket property '%s'", k);
             break;
@@ -189,9 +213,10 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
     return rc;
 }
 
-/* p's canonical JSON with cors (a rule array, or NULL) as "cors". */
-static char *dump_cors(const struct hd_bprops *p, json_t *cors)
+/* p's canonical JSON with the values of src's "cors" and "tags" (src may be NULL). */
+static char *dump_with(const struct hd_bprops *p, json_t *src)
 {
+    json_t *cors = json_object_get(src, "cors"), *tags = json_object_get(src, "tags");
     json_t *j = json_object(), *u;
     char *s;
 
@@ -216,6 +241,8 @@ static char *dump_cors(const struct hd_bprops *p, json_t *cors)
     }
     if (p->has_cors && cors)
         json_object_set(j, "cors", cors);
+    if (p->has_tags && tags)
+        json_object_set(j, "tags", tags);
     s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(j);
     return s;
@@ -223,13 +250,13 @@ static char *dump_cors(const struct hd_bprops *p, json_t *cors)
 
 char *hd_bprops_dump(const struct hd_bprops *p)
 {
-    return dump_cors(p, NULL);
+    return dump_with(p, NULL);
 }
 
 char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src)
 {
-    json_t *j = p->has_cors && src ? json_loads(src, 0, NULL) : NULL;
-    char *s = dump_cors(p, json_object_get(j, "cors"));
+    json_t *j = (p->has_cors || p->has_tags) && src ? json_loads(src, 0, NULL) : NULL;
+    char *s = dump_with(p, j);
 
     json_decref(j);
     return s;
@@ -269,7 +296,7 @@ int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, s
     }
     rc = hd_bprops_parse(text, &bp, err, errlen);
     free(text);
-    if (rc == 0 && !(*out = dump_cors(&bp, json_object_get(c, "cors"))))
+    if (rc == 0 && !(*out = dump_with(&bp, c)))
         rc = -ENOMEM;
     json_decref(c);
     return rc;

@@ -13,6 +13,7 @@
 #include "common/httputil.h"
 #include "common/json.h"
 #include "common/metrics.h"
+#include "common/tagging.h"
 
 #define S3NS HD_XML_S3_NS
 
@@ -118,6 +119,7 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_GET_BUCKET_ACL] = "GetBucketAcl",
     [HD_S3_PUT_BUCKET_ACL] = "PutBucketAcl",
     [HD_S3_PUT_BUCKET_CORS] = "PutBucketCors",
+    [HD_S3_PUT_BUCKET_TAGGING] = "PutBucketTagging",
     [HD_S3_GET_VERSIONING] = "GetBucketVersioning",
     [HD_S3_PUT_VERSIONING] = "PutBucketVersioning",
     [HD_S3_GET_BUCKET_CONFIG] = "GetBucketConfiguration",
@@ -158,8 +160,9 @@ static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const
     *sub = NULL;
 
     if (level == BUCKET && (cfg = bucket_config_of(r))) {
-        if (strcmp(cfg->sub, "cors") == 0 && strcmp(r->method, "PUT") == 0) {
-            *op = HD_S3_PUT_BUCKET_CORS;
+        if (strcmp(r->method, "PUT") == 0 &&
+            (strcmp(cfg->sub, "cors") == 0 || strcmp(cfg->sub, "tagging") == 0)) {
+            *op = cfg->sub[0] == 'c' ? HD_S3_PUT_BUCKET_CORS : HD_S3_PUT_BUCKET_TAGGING;
             return 0;
         }
         if (strcmp(r->method, "GET") == 0) {
@@ -1458,6 +1461,80 @@ static void cors_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx
     json_decref(rules);
 }
 
+/* ---- bucket tags (the bucket property "tags": {key: value}) ---- */
+
+static void tags_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
+{
+    struct bucket_call *bc = arg;
+    char *tags = NULL;
+    struct hd_buf patch;
+    int rc = hd_tags_parse_xml_max(body, len, HD_BUCKET_TAGS_MAX, &tags);
+
+    if (rc == HD_ETAGCOUNT) {
+        hd_resp_err_msg(r, rc, "Bucket tag count cannot be greater than 50");
+        return;
+    }
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
+    hd_buf_init(&patch);
+    hd_buf_printf(&patch, "{\"tags\":%s}", tags ? tags : "null"); /* an empty set: none */
+    free(tags);
+    rc = patch.oom ? -ENOMEM : bc->f->props_patch(bc->ctx, bc->bucket, patch.data);
+    hd_buf_cleanup(&patch);
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        hd_resp_empty(r, 204);
+}
+
+static void put_tagging(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                        const struct hd_s3_call *c)
+{
+    struct bucket_call *bc;
+    int rc = f->bucket_exists(ctx, c->bucket);
+
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else if (!f->props_patch)
+        hd_resp_err(r, HD_ENOTIMPL);
+    else if ((bc = bucket_call(r, f, ctx, c->bucket)))
+        hd_s3_read_body(r, &c->auth, 64u * 1024, tags_put_end, bc, free);
+}
+
+/* GET and DELETE ?tagging of a bucket: its tags, or none */
+static void tagging_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                           const struct hd_s3_call *c)
+{
+    char *props = NULL, *text = NULL;
+    json_t *j = NULL, *tags;
+    struct hd_buf b;
+    int rc = f->props_get ? f->props_get(ctx, c->bucket, &props) : 0;
+
+    if (rc == 0 && props && (j = json_loads(props, 0, NULL)) &&
+        (tags = json_object_get(j, "tags")) && !(text = json_dumps(tags, JSON_COMPACT)))
+        rc = -ENOMEM;
+    if (rc < 0) {
+        hd_resp_err(r, rc);
+    } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
+        rc = text ? f->props_patch(ctx, c->bucket, "{\"tags\":null}") : 0;
+        if (rc < 0)
+            hd_resp_err(r, rc);
+        else
+            hd_resp_empty(r, 204);
+    } else if (!text) {
+        hd_resp_err(r, HD_ENOTAGSET);
+    } else {
+        hd_buf_init(&b);
+        hd_tags_xml(&b, text);
+        hd_resp_xml(r, 200, &b);
+    }
+    free(text);
+    json_decref(j);
+    free(props);
+}
+
 static void bucket_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                           const struct hd_s3_call *c)
 {
@@ -1469,6 +1546,8 @@ static void bucket_config(struct hd_req *r, const struct hd_s3_front *f, void *c
         hd_resp_err(r, rc);
     } else if (strcmp(cfg->sub, "cors") == 0) {
         cors_config(r, f, ctx, c);
+    } else if (strcmp(cfg->sub, "tagging") == 0) {
+        tagging_config(r, f, ctx, c);
     } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
         hd_resp_empty(r, 204);
     } else if (cfg->err) {
@@ -1495,7 +1574,7 @@ static const builtin_fn builtin[HD_S3_OP_COUNT] = {
     [HD_S3_GET_BUCKET_ACL] = bucket_acl,       [HD_S3_PUT_BUCKET_ACL] = bucket_acl,
     [HD_S3_GET_VERSIONING] = get_versioning,   [HD_S3_PUT_VERSIONING] = put_versioning,
     [HD_S3_GET_BUCKET_CONFIG] = bucket_config, [HD_S3_DELETE_BUCKET_CONFIG] = bucket_config,
-    [HD_S3_PUT_BUCKET_CORS] = put_cors,
+    [HD_S3_PUT_BUCKET_CORS] = put_cors,        [HD_S3_PUT_BUCKET_TAGGING] = put_tagging,
 };
 
 /* ---- dispatch ---- */

@@ -33,6 +33,7 @@ enum hd_s3_op {
     HD_S3_GET_BUCKET_ACL,
     HD_S3_PUT_BUCKET_ACL,
     HD_S3_PUT_BUCKET_CORS,
+    HD_S3_PUT_BUCKET_TAGGING,
     HD_S3_GET_VERSIONING,
     HD_S3_PUT_VERSIONING,
     HD_S3_GET_BUCKET_CONFIG,    /* a configuration hoard never has (policy, lifecycle, ...) */
@@ -99,8 +100,8 @@ struct hd_s3_front {
     int (*bucket_exists)(void *ctx, const char *bucket);
     int (*bucket_create)(void *ctx, const char *bucket);
     /* The bucket's properties (common/bprops.h JSON; *json malloc'd, NULL for none), or a
-     * negative code (HD_ENOSUCHBUCKET). What the bucket's ACL (anonymous_read) and CORS
-     * configuration (cors) are read from. */
+     * negative code (HD_ENOSUCHBUCKET). What the bucket's ACL (anonymous_read), CORS
+     * configuration (cors) and tags (tags) are read from. */
     int (*props_get)(void *ctx, const char *bucket, char **json);
     /* Changes them as PATCH /v1/buckets/B does: the keys of patch replace the bucket's (a
      * null removes one). 0 or a negative code. */

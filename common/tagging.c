@@ -90,6 +90,11 @@ static int tag_read(const struct hd_xnode *tag, const char **k, const char **v)
 
 int hd_tags_parse_xml(const char *body, size_t len, char **out)
 {
+    return hd_tags_parse_xml_max(body, len, HD_TAGS_MAX, out);
+}
+
+int hd_tags_parse_xml_max(const char *body, size_t len, size_t max, char **out)
+{
     struct hd_xnode *root = NULL, *ts, *tag;
     json_t *set;
     const char *k, *v;
@@ -106,7 +111,7 @@ int hd_tags_parse_xml(const char *body, size_t len, char **out)
     }
     for (tag = ts->child; tag; tag = tag->next)
         n++;
-    if (n > HD_TAGS_MAX) {
+    if (n > max) {
         hd_xnode_free(root);
         return HD_ETAGCOUNT;
     }

@@ -11,9 +11,10 @@
 
 #include "common/buf.h"
 
-#define HD_TAGS_MAX 10       /* tags per object */
-#define HD_TAG_KEY_MAX 128   /* Unicode characters of a key (at least 1) */
-#define HD_TAG_VALUE_MAX 256 /* Unicode characters of a value (may be 0) */
+#define HD_TAGS_MAX 10        /* tags per object */
+#define HD_BUCKET_TAGS_MAX 50 /* tags per bucket */
+#define HD_TAG_KEY_MAX 128    /* Unicode characters of a key (at least 1) */
+#define HD_TAG_VALUE_MAX 256  /* Unicode characters of a value (may be 0) */
 
 /* <Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag>...</TagSet></Tagging> (the S3
  * namespace or none) into *out (malloc'd; NULL for the empty set). 0, or: HD_EMALFORMEDXML
@@ -23,6 +24,8 @@
  * character other than tab, LF, CR, which XML could not give back), -ENOMEM.
  * Keys and values are taken verbatim (not trimmed). */
 int hd_tags_parse_xml(const char *body, size_t len, char **out);
+/* The same with another limit than HD_TAGS_MAX (a bucket's tags: HD_BUCKET_TAGS_MAX). */
+int hd_tags_parse_xml_max(const char *body, size_t len, size_t max, char **out);
 /* The x-amz-tagging header v (URL-encoded; '+' is a space; "k" alone has the empty value)
  * into *out as above (NULL for "" : no tags). HD_ETAGHEADER for a malformed escape or a key
  * given twice; otherwise the errors of hd_tags_parse_xml but HD_EMALFORMEDXML and HD_ETAGDUP. */

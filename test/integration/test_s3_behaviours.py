@@ -1072,6 +1072,48 @@ def test_bucket_acl_public_read(endpoint, raw, s3, bucket):
         404, "NoSuchBucket")
 
 
+def test_bucket_tagging(endpoint, raw, s3, bucket):
+    """A bucket's tags (what Terraform and cost tools set): up to 50, replaced whole by each
+    PUT, kept beside its other settings, removed by DELETE; S3's tag rules as on objects."""
+    assert err(s3.get_bucket_tagging, Bucket=bucket)[:2] == (404, "NoSuchTagSet")
+    tags = [{"Key": "team", "Value": "vision"}, {"Key": "cost-center", "Value": "ml 42"},
+            {"Key": "empty", "Value": ""}]
+    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": tags})
+    got = s3.get_bucket_tagging(Bucket=bucket)["TagSet"]
+    assert sorted(got, key=lambda t: t["Key"]) == sorted(tags, key=lambda t: t["Key"]), got
+    # the bucket's ACL is another property: changing one keeps the other
+    s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
+    assert len(s3.get_bucket_tagging(Bucket=bucket)["TagSet"]) == 3
+    s3.put_bucket_acl(Bucket=bucket, ACL="private")
+    # fifty, and a PUT replaces the whole set
+    fifty = [{"Key": "k%02d" % i, "Value": "v%d" % i} for i in range(50)]
+    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": fifty})
+    assert len(s3.get_bucket_tagging(Bucket=bucket)["TagSet"]) == 50
+    st, code, resp = err(s3.put_bucket_tagging, Bucket=bucket,
+                         Tagging={"TagSet": fifty + [{"Key": "one", "Value": "more"}]})
+    assert (st, code) == (400, "BadRequest"), resp
+    assert resp["Error"]["Message"] == "Bucket tag count cannot be greater than 50"
+    for bad, code in (([{"Key": "aws:x", "Value": "v"}], "InvalidTag"),
+                      ([{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}], "InvalidTag"),
+                      ([{"Key": "k" * 129, "Value": "v"}], "InvalidTag")):
+        assert err(s3.put_bucket_tagging, Bucket=bucket, Tagging={"TagSet": bad})[:2] == (
+            400, code), bad
+    check_s3_error(raw.request("PUT", "/%s?tagging" % bucket, body=b"<Tagging/>"), 400,
+                   "MalformedXML")
+    assert len(s3.get_bucket_tagging(Bucket=bucket)["TagSet"]) == 50
+    # unsigned: no
+    assert raw.request("GET", "/%s?tagging" % bucket, sign=False).status == 403
+    s3.delete_bucket_tagging(Bucket=bucket)
+    assert err(s3.get_bucket_tagging, Bucket=bucket)[:2] == (404, "NoSuchTagSet")
+    s3.delete_bucket_tagging(Bucket=bucket)  # none: still 204
+    # objects' tags are their own
+    s3.put_object(Bucket=bucket, Key="o", Body=b"x", Tagging="a=b")
+    assert s3.get_object_tagging(Bucket=bucket, Key="o")["TagSet"] == [{"Key": "a", "Value": "b"}]
+    nb = helpers.unique_bucket_name("tags")
+    assert err(s3.put_bucket_tagging, Bucket=nb, Tagging={"TagSet": tags})[:2] == (
+        404, "NoSuchBucket")
+
+
 def test_create_bucket_public_read(endpoint, raw, s3):
     """CreateBucket with x-amz-acl public-read makes a public-read bucket; again with private
     (us-east-1: the owner may create its bucket again) closes it."""

@@ -602,7 +602,7 @@ def test_metadata_too_large(endpoint, raw, bucket):
 # ---------------------------------------------------------------- unsupported calls
 
 @pytest.mark.parametrize("method,path", [
-    ("PUT", "/{b}?tagging"),
+    ("POST", "/{b}?tagging"),
     ("GET", "/{b}/obj?tagging&torrent"), ("PUT", "/{b}/obj?tagging&torrent"),
     ("PUT", "/{b}/obj?attributes"),
     ("PUT", "/{b}?policy"), ("PUT", "/{b}?lifecycle"), ("PUT", "/{b}/obj?cors"),
@@ -712,8 +712,6 @@ def test_harmless_write_headers(raw, s3, bucket):
 
 def test_unsupported_via_boto3(s3, bucket):
     calls = [
-        lambda: s3.put_bucket_tagging(Bucket=bucket,
-                                      Tagging={"TagSet": [{"Key": "a", "Value": "b"}]}),
         lambda: s3.put_bucket_policy(Bucket=bucket, Policy="{}"),
         lambda: s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration={
             "BlockPublicAcls": True}),

@@ -247,6 +247,22 @@ HD_SUITE(cors_bprops)
     CHECK_EQ_STR(out2, "{\"anonymous_read\":true}");
     free(out2);
     free(out);
+    /* "tags" (PutBucketTagging) is carried the same way, beside "cors" */
+    CHECK_EQ_INT(hd_bprops_merge("{\"cors\":[{\"origins\":[\"*\"],\"methods\":[\"GET\"]}]}",
+                                 "{\"tags\":{\"b\":\"2\",\"a\":\"\"}}", &out, err, sizeof(err)),
+                 0);
+    CHECK_EQ_STR(out, "{\"cors\":[{\"methods\":[\"GET\"],\"origins\":[\"*\"]}],\"tags\":{\"a\":"
+                      "\"\",\"b\":\"2\"}}");
+    CHECK_EQ_INT(hd_bprops_parse(out, &bp, err, sizeof(err)), 0);
+    CHECK(bp.has_cors && bp.has_tags);
+    out2 = hd_bprops_dump_from(&bp, out);
+    CHECK_EQ_STR(out2, out);
+    free(out2);
+    free(out);
+    CHECK_EQ_INT(hd_bprops_parse("{\"tags\":{}}", &bp, err, sizeof(err)), HD_EBADARG);
+    CHECK_EQ_INT(hd_bprops_parse("{\"tags\":{\"\":\"v\"}}", &bp, err, sizeof(err)), HD_EBADARG);
+    CHECK_EQ_INT(hd_bprops_parse("{\"tags\":{\"k\":1}}", &bp, err, sizeof(err)), HD_EBADARG);
+    CHECK_EQ_INT(hd_bprops_parse("{\"tags\":[\"k\"]}", &bp, err, sizeof(err)), HD_EBADARG);
     /* what PUT ?cors would refuse is refused as a property too */
     CHECK_EQ_INT(hd_bprops_parse("{\"cors\":[]}", &bp, err, sizeof(err)), HD_EBADARG);
     CHECK_EQ_INT(hd_bprops_parse("{\"cors\":{}}", &bp, err, sizeof(err)), HD_EBADARG);

@@ -205,3 +205,32 @@ HD_SUITE(tagging_controls)
     CHECK_EQ_STR(out, "{\"k\":\"a\\tb\\nc\\r\"}");
     free(out);
 }
+
+/* A bucket's tags: the same body, up to HD_BUCKET_TAGS_MAX. */
+HD_SUITE(tagging_bucket_max)
+{
+    struct hd_buf b;
+    char *out = NULL;
+    int i;
+
+    hd_buf_init(&b);
+    hd_buf_puts(&b, "<Tagging><TagSet>");
+    for (i = 0; i < HD_BUCKET_TAGS_MAX; i++)
+        hd_buf_printf(&b, "<Tag><Key>k%02d</Key><Value>v</Value></Tag>", i);
+    hd_buf_puts(&b, "</TagSet></Tagging>");
+    CHECK_EQ_INT(hd_tags_parse_xml(b.data, b.len, &out), HD_ETAGCOUNT);
+    CHECK(out == NULL);
+    CHECK_EQ_INT(hd_tags_parse_xml_max(b.data, b.len, HD_BUCKET_TAGS_MAX, &out), 0);
+    CHECK_EQ_INT((int)hd_tags_count(out), HD_BUCKET_TAGS_MAX);
+    free(out);
+    out = NULL;
+    hd_buf_cleanup(&b);
+    hd_buf_init(&b);
+    hd_buf_puts(&b, "<Tagging><TagSet>");
+    for (i = 0; i <= HD_BUCKET_TAGS_MAX; i++)
+        hd_buf_printf(&b, "<Tag><Key>k%02d</Key><Value>v</Value></Tag>", i);
+    hd_buf_puts(&b, "</TagSet></Tagging>");
+    CHECK_EQ_INT(hd_tags_parse_xml_max(b.data, b.len, HD_BUCKET_TAGS_MAX, &out), HD_ETAGCOUNT);
+    CHECK(out == NULL);
+    hd_buf_cleanup(&b);
+}
