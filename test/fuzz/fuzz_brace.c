@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     }
     if (hd_bprops_parse(s, &bp, err, sizeof(err)) == 0) {
-        char *d = hd_bprops_dump(&bp);
+        char *d = hd_bprops_dump_from(&bp, s);
         struct hd_bprops again;
         /* the canonical form parses back to the same props */
         if (d && (hd_bprops_parse(d, &again, err, sizeof(err)) != 0 ||
