@@ -1351,9 +1351,15 @@ static void cors_actual(struct hd_req *r, const struct hd_s3_front *f, void *ctx
 {
     const char *origin = hd_req_header(r, "Origin"), *m;
     json_t *rules;
+    size_t k;
     int rc, i;
 
-    if (!origin || !bucket || !(rules = cors_rules(f, ctx, bucket, &rc)))
+    if (!origin || !bucket)
+        return;
+    for (k = 0; k < r->nrh; k++) /* once, also when a parked request is dispatched again */
+        if (strcasecmp(r->rh[k].k, "Vary") == 0)
+            return;
+    if (!(rules = cors_rules(f, ctx, bucket, &rc)))
         return;
     m = hd_req_header(r, "Access-Control-Request-Method");
     if ((i = hd_cors_find(rules, origin, m ? m : r->method, NULL)) >= 0)
