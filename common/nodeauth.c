@@ -745,11 +745,33 @@ int hd_nodeauth_sign_lines(struct hd_nodeauth *na, const char *method, const cha
 
 /* ---- the redirect capability ---- */
 
-static int psig_mac(const struct hd_hmac *key, const char *method, const char *raw_path,
-                    long long ptime, const char *to, const char *copy_src, const char *smapv,
-                    char out[65])
+int hd_nodeauth_psig_query(const char *q, struct hd_buf *out)
 {
-    struct hd_buf b;
+    int first = 1;
+
+    while (q && *q) {
+        size_t n = strcspn(q, "&"), k = strcspn(q, "=&");
+        int drop = (k == 3 && strncmp(q, "pid", 3) == 0) ||
+                   (k == 5 && strncmp(q, "ptime", 5) == 0) ||
+                   (k == 4 && strncmp(q, "psig", 4) == 0) || (k == 3 && strncmp(q, "psv", 3) == 0);
+        if (n && !drop) {
+            if (!first)
+                hd_buf_append(out, "&", 1);
+            hd_buf_append(out, q, n);
+            first = 0;
+        }
+        q += n;
+        if (*q == '&')
+            q++;
+    }
+    return out->oom ? -ENOMEM : 0;
+}
+
+static int psig_mac(const struct hd_hmac *key, const char *method, const char *raw_path,
+                    const char *query, long long ptime, const char *to, const char *copy_src,
+                    const char *smapv, char out[65])
+{
+    struct hd_buf b, q;
     int rc;
 
     hd_buf_init(&b);
@@ -758,6 +780,12 @@ static int psig_mac(const struct hd_hmac *key, const char *method, const char *r
         hd_buf_printf(&b, "\ncopy-source:%s", copy_src);
     if (smapv && *smapv) /* the map the proxy routed by: the target waits to hold it */
         hd_buf_printf(&b, "\nsmap:%s", smapv);
+    hd_buf_init(&q); /* the call the proxy authorised, subresources and all */
+    if (hd_nodeauth_psig_query(query, &q) == 0 && q.len)
+        hd_buf_printf(&b, "\nquery:%.*s", (int)q.len, q.data);
+    if (q.oom)
+        b.oom = 1;
+    hd_buf_cleanup(&q);
     if (b.oom) {
         hd_buf_cleanup(&b);
         return -ENOMEM;
@@ -768,18 +796,18 @@ static int psig_mac(const struct hd_hmac *key, const char *method, const char *r
 }
 
 int hd_nodeauth_psig(struct hd_nodeauth *na, const char *method, const char *raw_path,
-                     long long ptime, const char *to, const char *copy_src, const char *smapv,
-                     char out[65])
+                     const char *query, long long ptime, const char *to, const char *copy_src,
+                     const char *smapv, char out[65])
 {
     out[0] = '\0';
     if (!hd_nodeauth_on(na))
         return 0;
-    return psig_mac(na->self_h, method, raw_path, ptime, to, copy_src, smapv, out);
+    return psig_mac(na->self_h, method, raw_path, query, ptime, to, copy_src, smapv, out);
 }
 
 int hd_nodeauth_psig_check(struct hd_nodeauth *na, const char *pid, const char *method,
-                           const char *raw_path, long long ptime, const char *copy_src,
-                           const char *smapv, const char *sig)
+                           const char *raw_path, const char *query, long long ptime,
+                           const char *copy_src, const char *smapv, const char *sig)
 {
     const struct hd_hmac *key;
     struct hd_hmac *own;
@@ -792,7 +820,8 @@ int hd_nodeauth_psig_check(struct hd_nodeauth *na, const char *pid, const char *
         return HD_EACCESS;
     for (i = 0; !ok && (size_t)i < na->nsecrets; i++) {
         key = node_mac(na, i, pid, 1, &own);
-        ok = key && psig_mac(key, method, raw_path, ptime, na->self, copy_src, smapv, want) == 0 &&
+        ok = key &&
+             psig_mac(key, method, raw_path, query, ptime, na->self, copy_src, smapv, want) == 0 &&
              hd_kdf_equal(want, sig);
         hd_hmac_free(own);
     }

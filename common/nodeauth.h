@@ -88,16 +88,21 @@ int hd_nodeauth_sign_lines(struct hd_nodeauth *na, const char *method, const cha
  * x-amz-copy-source, which the proxy authorised: without it in the MAC a client could add a
  * copy source the proxy never saw to the redirected PUT and read any bucket through it.
  * smapv (NULL or "": none) is psv: signed, so a client cannot make a target wait for a map
- * that does not exist. */
+ * that does not exist. query (NULL: none) is the Location's raw query: the MAC covers it as
+ * hd_nodeauth_psig_query gives it (["\nquery:" QUERY] when not empty), so a client cannot add
+ * a subresource (?acl, ?tagging, response-*) to a capability the proxy gave for another call. */
 int hd_nodeauth_psig(struct hd_nodeauth *na, const char *method, const char *raw_path,
-                     long long ptime, const char *to, const char *copy_src, const char *smapv,
-                     char out[65]);
+                     const char *query, long long ptime, const char *to, const char *copy_src,
+                     const char *smapv, char out[65]);
+/* The part of raw_query a redirect capability covers, into out: its parameters but pid,
+ * ptime, psig and psv, in order, empty ones left out ("a=1&b"). 0 or -ENOMEM. */
+int hd_nodeauth_psig_query(const char *raw_query, struct hd_buf *out);
 /* 0 when sig is pid's signature for us; HD_EACCESS otherwise (an expired ptime included:
  * HD_EEXPIRED). copy_src: the x-amz-copy-source of the request that carries it; smapv: its
  * psv. */
 int hd_nodeauth_psig_check(struct hd_nodeauth *na, const char *pid, const char *method,
-                           const char *raw_path, long long ptime, const char *copy_src,
-                           const char *smapv, const char *sig);
+                           const char *raw_path, const char *query, long long ptime,
+                           const char *copy_src, const char *smapv, const char *sig);
 
 /* hex SHA-256 of a body (an empty one for len 0). */
 void hd_nodeauth_sha256_hex(const void *body, size_t len, char hex[65]);

@@ -46,7 +46,7 @@ static void redirect_signed(struct hd_req *r, struct hd_proxy *p, const char *ba
     if (hd_nodeauth_on(p->na)) {
         long long ptime = (long long)time(NULL) + HD_SMAP_PSIG_TTL;
         char sig[65];
-        hd_nodeauth_psig(p->na, r->method, path, ptime, owner, copy_src, smapv, sig);
+        hd_nodeauth_psig(p->na, r->method, path, query, ptime, owner, copy_src, smapv, sig);
         hd_buf_printf(&loc, "&ptime=%lld&psig=%s", ptime, sig);
     }
     if (loc.oom || hd_resp_header(r, "Location", loc.data) < 0)

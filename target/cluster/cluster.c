@@ -475,8 +475,8 @@ static int check_psig(struct hd_tcluster *c, struct hd_req *r)
             return HD_EACCESS;
         src = hd_req_param(r, "object_from");
     }
-    return hd_nodeauth_psig_check(c->na, pid, r->method, r->raw_path, (long long)ptime, src,
-                                  hd_req_param(r, "psv"), ps);
+    return hd_nodeauth_psig_check(c->na, pid, r->method, r->raw_path, r->raw_query,
+                                  (long long)ptime, src, hd_req_param(r, "psv"), ps);
 }
 
 /* The map version the proxy routed r by (authenticated with the rest), for a GET that misses

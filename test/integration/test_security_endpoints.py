@@ -521,7 +521,7 @@ def test_redirect_copy_source_not_widened(sc):
     r = requests.put(loc, headers={"x-amz-copy-source": "/%s/secret" % HIDDEN}, timeout=10)
     assert r.status_code == 403, (r.status_code, r.text)
     assert b"top secret" not in r.content
-    # UploadPartCopy: the query is not part of the capability, the copy source is
+    # UploadPartCopy: neither the query nor the copy source may be added to the capability
     r = requests.put(loc + "&partNumber=1&uploadId=x",
                      headers={"x-amz-copy-source": "/%s/secret" % HIDDEN}, timeout=10)
     assert r.status_code == 403 and b"top secret" not in r.content, (r.status_code, r.text)
@@ -539,6 +539,32 @@ def test_redirect_copy_source_not_widened(sc):
     r = requests.put(u, headers=h, timeout=10)
     assert r.status_code == 200, r.text
     assert obj(sc, A, key).content == b"mine"
+
+
+def test_redirect_query_bound(sc):
+    """A 307 capability covers the query the proxy authorised: a client may follow it, but not
+    add a subresource (the object's ACL or tags, which the proxy never checked) or a
+    response-* override to it."""
+    key = "q-" + TAG
+    u = "%s/%s/%s" % (sc.p2.url, A, key)
+    h = helpers.sign_headers("PUT", u, MIX[0], MIX[1])
+    r = requests.put(u, data=b"query bound", headers=h, timeout=10)
+    assert r.status_code == 200, r.text
+    h = helpers.sign_headers("GET", u, MIX[0], MIX[1])
+    r = requests.get(u, headers=h, allow_redirects=False, timeout=10)
+    assert r.status_code == 307, r.text
+    loc = r.headers["Location"]
+    assert requests.get(loc, timeout=10).content == b"query bound"
+    path, query = loc.split("?", 1)
+    for changed in (loc + "&tagging", loc + "&acl", path + "?tagging&" + query,
+                    loc + "&response-content-type=text/html", loc + "&partNumber=1"):
+        r = requests.get(changed, timeout=10)
+        assert r.status_code == 403, (changed, r.status_code, r.text)
+        assert b"query bound" not in r.content
+    # a query the proxy saw is carried and honoured
+    h = helpers.sign_headers("GET", u + "?partNumber=1", MIX[0], MIX[1])
+    r = requests.get(u + "?partNumber=1", headers=h, timeout=10)
+    assert r.status_code in (200, 206) and r.content == b"query bound", r.text
 
 
 def test_redirect_host_not_reinterpreted(sc):

@@ -210,34 +210,66 @@ HD_SUITE(nodeauth_psig_answers_dev)
     CHECK_EQ_INT(hd_nodeauth_new(SECRET, "p1", &p1), 0);
     CHECK_EQ_INT(hd_nodeauth_new(SECRET, "t1", &t1), 0);
     CHECK_EQ_INT(hd_nodeauth_new(SECRET, "t2", &t2), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/v1/objects/b/o", later, "t1", NULL, NULL, ps), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", later, NULL, NULL, ps),
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/v1/objects/b/o", NULL, later, "t1", NULL, NULL, ps),
                  0);
-    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", later, NULL, NULL, ps),
-                 0);
-    CHECK(hd_nodeauth_psig_check(t2, "p1", "GET", "/v1/objects/b/o", later, NULL, NULL, ps) < 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p2", "GET", "/v1/objects/b/o", later, NULL, NULL, ps) < 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/v1/objects/b/o", later, NULL, NULL, ps) < 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/x", later, NULL, NULL, ps) < 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", later + 1, NULL, NULL, ps) <
+    CHECK_EQ_INT(
+        hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", NULL, later, NULL, NULL, ps), 0);
+    CHECK_EQ_INT(
+        hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", NULL, later, NULL, NULL, ps), 0);
+    CHECK(hd_nodeauth_psig_check(t2, "p1", "GET", "/v1/objects/b/o", NULL, later, NULL, NULL, ps) <
           0);
+    CHECK(hd_nodeauth_psig_check(t1, "p2", "GET", "/v1/objects/b/o", NULL, later, NULL, NULL, ps) <
+          0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/v1/objects/b/o", NULL, later, NULL, NULL, ps) <
+          0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/x", NULL, later, NULL, NULL, ps) <
+          0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/v1/objects/b/o", NULL, later + 1, NULL, NULL,
+                                 ps) < 0);
     /* a copy source is bound: none may be added to, changed in or dropped from a PUT's 307 */
-    CHECK_EQ_INT(hd_nodeauth_psig(p1, "PUT", "/b/o", later, "t1", NULL, NULL, ps), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", later, "", NULL, ps), 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", later, "/secret/o", NULL, ps) < 0);
-    CHECK_EQ_INT(hd_nodeauth_psig(p1, "PUT", "/b/o", later, "t1", "/b/src", NULL, ps), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", later, "/b/src", NULL, ps), 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", later, "/secret/o", NULL, ps) < 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", later, NULL, NULL, ps) < 0);
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "PUT", "/b/o", NULL, later, "t1", NULL, NULL, ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", NULL, later, "", NULL, ps), 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", NULL, later, "/secret/o", NULL, ps) < 0);
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "PUT", "/b/o", NULL, later, "t1", "/b/src", NULL, ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", NULL, later, "/b/src", NULL, ps),
+                 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", NULL, later, "/secret/o", NULL, ps) < 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "PUT", "/b/o", NULL, later, NULL, NULL, ps) < 0);
     /* the map version the proxy routed by (psv) is bound in: a client cannot raise it */
-    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/b/o", later, "t1", NULL, "1.7", ps), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", later, NULL, "1.7", ps), 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", later, NULL, "1.8", ps) < 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", later, NULL, NULL, ps) < 0);
-    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/b/o", later, "t1", NULL, NULL, ps), 0);
-    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", later, NULL, "1.7", ps) < 0);
-    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/o", 1000, "t1", NULL, NULL, ps), 0);
-    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/o", 1000, NULL, NULL, ps), HD_EEXPIRED);
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/b/o", NULL, later, "t1", NULL, "1.7", ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", NULL, later, NULL, "1.7", ps), 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", NULL, later, NULL, "1.8", ps) < 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", NULL, later, NULL, NULL, ps) < 0);
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/b/o", NULL, later, "t1", NULL, NULL, ps), 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", NULL, later, NULL, "1.7", ps) < 0);
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/o", NULL, 1000, "t1", NULL, NULL, ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/o", NULL, 1000, NULL, NULL, ps),
+                 HD_EEXPIRED);
+
+    /* the query is bound (what the Location carries, pid/ptime/psig/psv and empty parameters
+     * aside): no subresource or response-* override can be added to a capability */
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/b/o", "partNumber=2", later, "t1", NULL, NULL, ps),
+                 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o",
+                                        "partNumber=2&pid=p1&ptime=9&psig=ab", later, NULL, NULL,
+                                        ps),
+                 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", "&partNumber=2&psv=1.2&", later,
+                                        NULL, NULL, ps),
+                 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", "tagging&partNumber=2", later, NULL, NULL,
+                                 ps) < 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", "partNumber=2&acl", later, NULL, NULL,
+                                 ps) < 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", "partNumber=3", later, NULL, NULL, ps) <
+          0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", NULL, later, NULL, NULL, ps) < 0);
+    CHECK_EQ_INT(hd_nodeauth_psig(p1, "GET", "/b/o", "", later, "t1", NULL, NULL, ps), 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", "pid=p1&ptime=1&psig=x", later,
+                                        NULL, NULL, ps),
+                 0);
+    CHECK(hd_nodeauth_psig_check(t1, "p1", "GET", "/b/o", "response-content-type=text/html", later,
+                                 NULL, NULL, ps) < 0);
 
     /* an answer signature binds the request's nonce, the status and the body */
     CHECK_EQ_INT(hd_nodeauth_sign(p1, "POST", "/v1/cluster/vote", "t1", NULL, NULL, 0, &sig), 0);
@@ -343,10 +375,13 @@ HD_SUITE(nodeauth_rotation)
     fake_req(&f, "GET", "/z", &sig, NULL, 0);
     CHECK_EQ_INT(verify(old_only, &f, 0, &who), HD_EACCESS);
     /* redirect capabilities follow the same rule */
-    CHECK_EQ_INT(hd_nodeauth_psig(old_only, "GET", "/o", 4102444800LL, "t1", NULL, NULL, ps), 0);
-    CHECK_EQ_INT(
-        hd_nodeauth_psig_check(both_new_first, "p1", "GET", "/o", 4102444800LL, NULL, NULL, ps), 0);
-    CHECK(hd_nodeauth_psig_check(new_only, "p1", "GET", "/o", 4102444800LL, NULL, NULL, ps) < 0);
+    CHECK_EQ_INT(hd_nodeauth_psig(old_only, "GET", "/o", NULL, 4102444800LL, "t1", NULL, NULL, ps),
+                 0);
+    CHECK_EQ_INT(hd_nodeauth_psig_check(both_new_first, "p1", "GET", "/o", NULL, 4102444800LL, NULL,
+                                        NULL, ps),
+                 0);
+    CHECK(hd_nodeauth_psig_check(new_only, "p1", "GET", "/o", NULL, 4102444800LL, NULL, NULL, ps) <
+          0);
     hd_nodeauth_free(old_only);
     hd_nodeauth_free(both_old_first);
     hd_nodeauth_free(both_new_first);
