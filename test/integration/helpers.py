@@ -491,12 +491,18 @@ def node_sign(secret, sender, method, url, to="*", body=b"", headers=None, date=
     return h
 
 
-def redirect_sig(secret, pid, method, raw_path, ptime, to, copy_src=None, smapv=None):
+def redirect_sig(secret, pid, method, raw_path, ptime, to, copy_src=None, smapv=None,
+                 query=None):
     """A proxy's 307 capability (psig) for target `to` (copy_src: the x-amz-copy-source the
-    proxy authorised, bound into it; smapv: the psv it routed by, "<term>.<version>")."""
+    proxy authorised, bound into it; smapv: the psv it routed by, "<term>.<version>"; query:
+    the Location's raw query, bound without pid/ptime/psig/psv and empty parameters)."""
     msg = "HOARD1-PSIG\n%s\n%s\n%d\n%s" % (method, raw_path, ptime, to)
     if copy_src:
         msg += "\ncopy-source:" + copy_src
     if smapv:
         msg += "\nsmap:" + smapv
+    kept = [p for p in (query or "").split("&")
+            if p and p.split("=", 1)[0] not in ("pid", "ptime", "psig", "psv")]
+    if kept:
+        msg += "\nquery:" + "&".join(kept)
     return hmac.new(node_key(secret, pid), msg.encode(), hashlib.sha256).hexdigest()

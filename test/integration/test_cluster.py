@@ -144,9 +144,10 @@ def node_id(node):
     return node.health()["id"]
 
 
-def psig(method, raw_path, ptime, to, pid, smapv=None):
+def psig(method, raw_path, ptime, to, pid, smapv=None, query=None):
     """The redirect capability proxy `pid` gives a client for target `to`."""
-    return helpers.redirect_sig(SECRET, pid, method, raw_path, ptime, to, smapv=smapv)
+    return helpers.redirect_sig(SECRET, pid, method, raw_path, ptime, to, smapv=smapv,
+                                query=query)
 
 
 def node_headers(method, url, to, sender, body=b"", headers=None):
@@ -444,7 +445,7 @@ def test_redirect_location_and_clients(cluster, cbucket, tmp_path):
     s = cluster.proxies[1].smap()
     assert q["psv"][0] == "%d.%d" % (s.get("term", 0), s["version"]), (q, s)
     assert q["psig"][0] == psig("GET", raw_path, ptime, node_id(owner), node_id(cluster.proxies[1]),
-                                q["psv"][0])
+                                q["psv"][0], urllib.parse.urlsplit(loc).query)
     # the Location works as is, unsigned (the psig is the authorisation)
     r = requests.get(loc, timeout=10)
     assert r.status_code == 200 and r.content == body
