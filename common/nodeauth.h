@@ -80,7 +80,7 @@ int hd_nodeauth_sign_lines(struct hd_nodeauth *na, const char *method, const cha
 
 /* The redirect capability: a proxy that answers 307 appends pid=<its id>&ptime=<expiry>&
  * psig=<HMAC(K_pid, "HOARD1-PSIG\n" METHOD "\n" raw path "\n" ptime "\n" target id
- * ["\ncopy-source:" x-amz-copy-source] ["\nsmap:" psv])> to the Location (and psv=<term>.<version>
+ * ["\ncopy-source:" x-amz-copy-source] ["\nsmap:" psv] ["\nquery:" query])> to the Location (and psv=<term>.<version>
  * of the cluster map it routed by, when it has one), and the target (the recipient)
  * checks it. Unlike a request signature it may be used more than once until it expires (a
  * client may follow the same redirect again): it is a bearer token for one method on one path
