@@ -173,14 +173,17 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
     }
     json_object_foreach(j, k, v)
     {
-        if (strcmp(k, "anonymous_read") == 0 || strcmp(k, "validate_warm_get") == 0 ||
+        if (strcmp(k, "anonymous_read") == 0 || strcmp(k, "anonymous_list") == 0 ||
+            strcmp(k, "validate_warm_get") == 0 ||
             strcmp(k, "validate_cold_get") == 0) {
             if (!json_is_boolean(v)) {
                 rc = bad(err, errlen, "%s must be true or false", k);
                 break;
             }
-            if (k[0] == 'a')
+            if (strcmp(k, "anonymous_read") == 0)
                 out->anonymous_read = json_is_true(v);
+            else if (strcmp(k, "anonymous_list") == 0)
+                out->anonymous_list = json_is_true(v);
             else if (strcmp(k, "validate_warm_get") == 0)
                 out->validate_warm_get = json_is_true(v);
             else
@@ -224,6 +227,8 @@ static char *dump_with(const struct hd_bprops *p, json_t *src)
         return NULL;
     if (p->anonymous_read)
         json_object_set_new(j, "anonymous_read", json_true());
+    if (p->anonymous_list)
+        json_object_set_new(j, "anonymous_list", json_true());
     if (p->validate_warm_get)
         json_object_set_new(j, "validate_warm_get", json_true());
     if (p->cold_get_unchecked) /* true is the default */

@@ -2,7 +2,8 @@
  * validation, canonical JSON, and merging a PATCH. Shared by proxies (which validate what a
  * client asks for) and targets (which act on it). Pure functions; any thread.
  *
- *   {"anonymous_read": bool,
+ *   {"anonymous_read": bool,              unsigned reads of the objects and listings
+ *    "anonymous_list": bool,              unsigned listings only (S3's public-read bucket ACL)
  *    "validate_warm_get": bool,            S3-backed buckets: HEAD upstream on every warm GET
  *    "validate_cold_get": bool,            S3-backed buckets: a cold GET checks the bytes
  *                                          against a plain-MD5 ETag (default true; false:
@@ -37,6 +38,7 @@ struct hd_upstream {
 
 struct hd_bprops {
     int anonymous_read;
+    int anonymous_list;
     int validate_warm_get;
     int cold_get_unchecked; /* "validate_cold_get": false */
     int write_back;         /* "write_policy": "back" */

@@ -222,8 +222,47 @@ int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, 
 
 int hd_keys_anonymous_read(const struct hd_req *r)
 {
-    return (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0) &&
-           !hd_req_param(r, "acl") && !hd_req_param(r, "tagging");
+    /* a bucket's or an object's settings, never its data or listing (S3's subresources, and
+     * the native API's bucket properties and summaries) */
+    static const char *const settings[] = {"acl",
+                                           "tagging",
+                                           "cors",
+                                           "policy",
+                                           "policyStatus",
+                                           "lifecycle",
+                                           "versioning",
+                                           "location",
+                                           "website",
+                                           "encryption",
+                                           "logging",
+                                           "notification",
+                                           "replication",
+                                           "object-lock",
+                                           "publicAccessBlock",
+                                           "ownershipControls",
+                                           "accelerate",
+                                           "requestPayment",
+                                           "analytics",
+                                           "inventory",
+                                           "metrics",
+                                           "intelligent-tiering",
+                                           "uploadId",
+                                           "attributes",
+                                           "retention",
+                                           "legal-hold",
+                                           "torrent",
+                                           "props",
+                                           "summary",
+                                           "writeback",
+                                           NULL};
+    size_t i;
+
+    if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
+        return 0;
+    for (i = 0; settings[i]; i++)
+        if (hd_query_find(&r->query, settings[i]))
+            return 0;
+    return 1;
 }
 
 int hd_keys_authorize(const struct hd_keys *ks, const struct hd_req *r,

@@ -58,8 +58,10 @@ int hd_keys_verify(const struct hd_keys *ks, const struct hd_req *r, struct hd_s
 typedef int (*hd_token_revoked_fn)(void *arg, const char *id);
 int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, struct hd_req *r,
                    struct hd_sigv4_auth *a);
-/* 1 when an anonymous_read bucket lets r through unsigned: a GET or HEAD of its data or
- * listings, not of its ACL or tags (AWS's READ grant covers no more). */
+/* 1 when r may be let through unsigned by a public bucket (anonymous_read: its objects and
+ * listings; anonymous_list: its listings): a GET or HEAD of data or a listing, never of a
+ * setting (ACL, tags, CORS, policy, versioning, location, ..., the native API's props and
+ * summaries): AWS's READ grant covers no more. */
 int hd_keys_anonymous_read(const struct hd_req *r);
 /* Whether the verified caller a may do r's method to bucket (NULL: the service, e.g.
  * ListBuckets: any known key), and read a CopyObject's source: 0, HD_ENOACCESSKEY or

@@ -806,27 +806,38 @@ static struct bucket_call *bucket_call(struct hd_req *r, const struct hd_s3_fron
 
 static int canned_public(const char *canned);
 
-/* The bucket's public-read state (its anonymous_read property): 1, 0, or a negative code; set 0
- * or 1 changes it first (PutBucketAcl, CreateBucket with x-amz-acl), -1 only asks. */
-static int bucket_public(const struct hd_s3_front *f, void *ctx, const char *bucket, int set)
+/* How public the bucket is: 2 when its objects are (anonymous_read, set by the native API),
+ * 1 when only its listing is (anonymous_list: S3's public-read bucket ACL), 0 when neither;
+ * or a negative code. */
+static int bucket_public(const struct hd_s3_front *f, void *ctx, const char *bucket)
 {
     char *props = NULL;
     json_t *j;
-    int rc, cur;
+    int rc;
 
     if (!f->props_get)
-        return set == 1 ? HD_ENOGRANTS : 0;
+        return 0;
     if ((rc = f->props_get(ctx, bucket, &props)) < 0)
         return rc;
     j = props ? json_loads(props, 0, NULL) : NULL;
-    cur = json_is_true(json_object_get(j, "anonymous_read"));
+    rc = json_is_true(json_object_get(j, "anonymous_read"))   ? 2
+         : json_is_true(json_object_get(j, "anonymous_list")) ? 1
+                                                              : 0;
     json_decref(j);
     free(props);
-    if (set < 0 || set == cur)
-        return cur;
-    rc = f->props_patch(ctx, bucket,
-                        set ? "{\"anonymous_read\":true}" : "{\"anonymous_read\":false}");
-    return rc < 0 ? rc : set;
+    return rc;
+}
+
+/* PutBucketAcl, CreateBucket with x-amz-acl: public-read opens the bucket's listing to
+ * everyone (as AWS's READ grant on a bucket: its objects stay private), private closes the
+ * listing and the objects. Always sent (the primary merges; a proxy's own view may lag). */
+static int bucket_acl_set(const struct hd_s3_front *f, void *ctx, const char *bucket, int pub)
+{
+    if (!f->props_patch)
+        return pub ? HD_ENOGRANTS : 0;
+    return f->props_patch(ctx, bucket,
+                          pub ? "{\"anonymous_list\":true}"
+                              : "{\"anonymous_list\":false,\"anonymous_read\":false}");
 }
 
 /* CreateBucket reads an optional CreateBucketConfiguration body. An x-amz-acl (acl_headers let
@@ -847,7 +858,7 @@ static void create_end(struct hd_req *r, void *arg, const char *body, size_t len
     if (rc == HD_EBUCKETEXISTS)
         rc = 0; /* us-east-1 semantics: creating a bucket you own again succeeds */
     if (rc == 0 && canned)
-        rc = bucket_public(bc->f, bc->ctx, bc->bucket, canned_public(canned) == 1);
+        rc = bucket_acl_set(bc->f, bc->ctx, bc->bucket, canned_public(canned) == 1);
     if (rc < 0) {
         hd_resp_err(r, rc);
         return;
@@ -968,20 +979,40 @@ static int canned_public(const char *canned)
     return strcmp(canned, "public-read") == 0 ? 1 : in_list(canned, same) ? 0 : -1;
 }
 
+#define OBJECTS_PUBLIC                                                                             \
+    "The objects of this bucket are public (its anonymous_read property): one of them cannot "     \
+    "be made private."
+
+/* Whether an object of a bucket this public (bucket_public) may have the ACL want asks for (1:
+ * public-read, 0: private): an object's ACL is its bucket's. 0, or the code (and *msg) to
+ * answer with. */
+static int object_acl_ok(int pub, int want, const char **msg)
+{
+    *msg = NULL;
+    if (pub < 0)
+        return pub;
+    if (want && pub != 2)
+        return HD_ENOGRANTS; /* an object cannot be more public than its bucket's objects */
+    if (!want && pub == 2) {
+        *msg = OBJECTS_PUBLIC;
+        return HD_ENOGRANTS;
+    }
+    return 0;
+}
+
 /* x-amz-acl and x-amz-grant-* of a call that may carry them (PUT object or bucket, copy,
- * CreateMultipartUpload, PUT ?acl): HD_OK, or HD_DONE when answered. private and
- * bucket-owner-full-control change nothing; public-read is the bucket's state: set by the
- * bucket calls, accepted on an object of a public-read bucket; the other known canned ACLs and
- * any grant header are 501; an unknown canned name is AWS's 400 InvalidArgument (with its
- * empty Message). */
+ * CreateMultipartUpload, PUT ?acl): HD_OK, or HD_DONE when answered. The bucket calls take
+ * private, bucket-owner-full-control and public-read (and set them); an object's write takes
+ * the one its bucket has (object_acl_ok); the other known canned ACLs and any grant header
+ * are 501; an unknown canned name is AWS's 400 InvalidArgument (with its empty Message). */
 static int acl_headers(struct hd_req *r, const struct hd_s3_front *f, void *ctx, const char *bucket,
                        enum hd_s3_op op)
 {
     static const char *const known[] = {"public-read-write", "authenticated-read", "aws-exec-read",
                                         "bucket-owner-read", "log-delivery-write", NULL};
-    const char *canned = hd_req_header(r, "x-amz-acl");
+    const char *canned = hd_req_header(r, "x-amz-acl"), *msg = NULL;
     size_t i;
-    int grants = 0, rc;
+    int grants = 0, rc, want;
 
     for (i = 0; i < r->nhdrs; i++)
         grants |= hd_str_case_prefix(r->hdrs[i].k, "x-amz-grant-");
@@ -994,22 +1025,19 @@ static int acl_headers(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
         hd_resp_err(r, HD_ENOGRANTS);
         return HD_DONE;
     }
-    if (!canned || canned_public(canned) == 0)
+    if (!canned)
         return HD_OK;
-    if (canned_public(canned) < 0) {
+    if ((want = canned_public(canned)) < 0) {
         struct hd_kv ex[] = {{"ArgumentName", "x-amz-acl"}, {"ArgumentValue", canned}};
         hd_resp_err_ex(r, HD_EBADARG, "", ex, 2);
         return HD_DONE;
     }
-    /* public-read */
     if (op == HD_S3_CREATE_BUCKET || op == HD_S3_PUT_BUCKET_ACL)
-        rc = f->props_get != NULL; /* the call sets it */
+        rc = want && !f->props_patch ? HD_ENOGRANTS : 0; /* the call sets it */
     else
-        rc = bucket_public(f, ctx, bucket, -1); /* an object is as public as its bucket */
-    if (rc == 0)
-        rc = HD_ENOGRANTS;
+        rc = object_acl_ok(bucket_public(f, ctx, bucket), want, &msg);
     if (rc < 0) {
-        hd_resp_err(r, rc);
+        hd_resp_err_msg(r, rc, rc == HD_ENOGRANTS ? msg : NULL);
         return HD_DONE;
     }
     return HD_OK;
@@ -1138,7 +1166,7 @@ struct acl_call {
     void *ctx;
     char bucket[64];
     char *owner;
-    int pub;    /* the bucket's state before */
+    int pub;    /* the bucket's state before (bucket_public) */
     int object; /* PutObjectAcl */
 };
 
@@ -1153,7 +1181,7 @@ static void acl_call_free(void *arg)
 static void acl_put_end(struct hd_req *r, void *ctx, const char *body, size_t len)
 {
     struct acl_call *a = ctx;
-    const char *canned = hd_req_header(r, "x-amz-acl");
+    const char *canned = hd_req_header(r, "x-amz-acl"), *msg = NULL;
     int rc = 0, want = 0;
 
     if (len)
@@ -1162,14 +1190,11 @@ static void acl_put_end(struct hd_req *r, void *ctx, const char *body, size_t le
         want = canned_public(canned) == 1; /* acl_headers refused the others */
     else
         rc = HD_EMALFORMEDXML; /* neither a canned ACL nor a policy */
-    if (rc == 0 && want != a->pub) {
-        if (!a->object)
-            rc = bucket_public(a->f, a->ctx, a->bucket, want);
-        else if (want)
-            rc = HD_ENOGRANTS; /* an object cannot be more public than its bucket */
-    }
+    if (rc == 0)
+        rc = a->object ? object_acl_ok(a->pub, want, &msg)
+                       : bucket_acl_set(a->f, a->ctx, a->bucket, want);
     if (rc < 0)
-        hd_resp_err(r, rc);
+        hd_resp_err_msg(r, rc, msg);
     else
         hd_resp_empty(r, 200);
 }
@@ -1195,14 +1220,14 @@ static void acl_answer(struct hd_req *r, const struct hd_s3_call *c, const struc
         return;
     }
     hd_buf_init(&b);
-    acl_xml(&b, c->owner, pub);
+    acl_xml(&b, c->owner, object ? pub == 2 : pub > 0); /* AllUsers may read it */
     hd_resp_xml(r, 200, &b);
 }
 
 void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                       const struct hd_s3_call *c)
 {
-    int rc = bucket_public(f, ctx, c->bucket, -1);
+    int rc = bucket_public(f, ctx, c->bucket);
 
     if (rc < 0)
         hd_resp_err(r, rc);
@@ -1216,7 +1241,7 @@ static void bucket_acl(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
     int rc = f->bucket_exists(ctx, c->bucket);
 
     if (rc == 0)
-        rc = bucket_public(f, ctx, c->bucket, -1);
+        rc = bucket_public(f, ctx, c->bucket);
     if (rc < 0)
         hd_resp_err(r, rc);
     else

@@ -15,10 +15,15 @@
 
 int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket)
 {
+    return hd_proxy_bucket_flag(p, bucket, "anonymous_read");
+}
+
+int hd_proxy_bucket_flag(struct hd_proxy *p, const char *bucket, const char *prop)
+{
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
     const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
     json_t *j = e && e->props ? json_loads(e->props, 0, NULL) : NULL;
-    int yes = j && json_is_true(json_object_get(j, "anonymous_read"));
+    int yes = j && json_is_true(json_object_get(j, prop));
 
     json_decref(j);
     hd_bmd_unref(b);
@@ -104,6 +109,12 @@ static int token_revoked(void *arg, const char *id)
 
 int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, struct hd_sigv4_auth *a)
 {
+    return hd_proxy_auth_s3(r, p, bucket, 0, a);
+}
+
+int hd_proxy_auth_s3(struct hd_req *r, struct hd_proxy *p, const char *bucket, int listing,
+                     struct hd_sigv4_auth *a)
+{
     int rc;
 
     memset(a, 0, sizeof(*a));
@@ -116,7 +127,9 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
         return rc < 0 ? rc : hd_keys_authorize(&p->keys, r, a, bucket);
     rc = hd_keys_verify(&p->keys, r, a);
     if (rc == HD_DECLINED) { /* no credentials */
-        if (bucket && hd_keys_anonymous_read(r) && hd_proxy_anonymous_read(p, bucket))
+        if (bucket && hd_keys_anonymous_read(r) &&
+            (hd_proxy_anonymous_read(p, bucket) ||
+             (listing && hd_proxy_bucket_flag(p, bucket, "anonymous_list"))))
             return 0;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;

@@ -117,6 +117,10 @@ struct hd_proxy {
  * credentials), or the error to answer with. */
 int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                   struct hd_sigv4_auth *a);
+/* The same for an S3 call: listing (a bucket-level call, no key) is also let through unsigned
+ * by an anonymous_list bucket (S3's public-read bucket ACL). */
+int hd_proxy_auth_s3(struct hd_req *r, struct hd_proxy *p, const char *bucket, int listing,
+                     struct hd_sigv4_auth *a);
 /* Admin calls (maintenance, decommission): another proxy's node signature, or a key with rw
  * on all buckets; open when neither cluster.secret nor auth.keys is set. */
 int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p);
@@ -129,6 +133,8 @@ int hd_proxy_node_verify(struct hd_req *r, struct hd_proxy *p, int flags,
                          struct hd_nodeauth_who *who);
 /* 1 when bucket has the anonymous_read property (unsigned reads allowed). */
 int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket);
+/* 1 when bucket's boolean property prop is true (anonymous_list: unsigned listings). */
+int hd_proxy_bucket_flag(struct hd_proxy *p, const char *bucket, const char *prop);
 
 /* ---- role.c: primary or follower, terms, the primary's books ---- */
 

@@ -220,7 +220,7 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
     r->method = "GET"; /* a batch reads each bucket it names */
     for (i = 0; i < b->n && rc == 0; i++)
         if (i == 0 || strcmp(b->e[i].bucket, b->e[i - 1].bucket) != 0)
-            rc = hd_target_authorize(r, tb->t, &tb->a, b->e[i].bucket);
+            rc = hd_target_authorize(r, tb->t, &tb->a, b->e[i].bucket, 0);
     r->method = method;
     if (rc < 0) {
         hd_resp_err(r, rc);

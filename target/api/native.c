@@ -100,10 +100,13 @@ struct props_ctx {
 static void props_end(struct hd_req *r, void *ctx, const char *body, size_t len)
 {
     struct props_ctx *c = ctx;
-    int rc = hd_store_bucket_set_props(c->t->st, c->bucket, body);
+    char msg[200] = "";
+    int rc = body && len ? hd_store_bucket_patch_props(c->t->st, c->bucket, body, msg, sizeof(msg))
+                         : HD_EBADARG;
 
     if (rc == HD_EBADARG)
-        hd_resp_err_msg(r, rc, "Expected a JSON object like {\"anonymous_read\": true}.");
+        hd_resp_err_msg(r, rc,
+                        msg[0] ? msg : "Expected a JSON object like {\"anonymous_read\": true}.");
     else if (rc < 0)
         hd_resp_err(r, rc);
     else
@@ -243,7 +246,7 @@ static int native_auth(struct hd_req *r, struct hd_target *t, const char *bucket
     if (rc < 0)
         return rc;
     *signed_req = !a->anonymous;
-    return hd_target_authorize(r, t, a, bucket);
+    return hd_target_authorize(r, t, a, bucket, 0);
 }
 
 /* A copy the proxy authorised (AIStore's Object.copy(), proxy/api/ais.c): the source in

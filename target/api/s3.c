@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "common/errors.h"
-#include "common/bprops.h"
 #include "common/httputil.h"
 #include "common/s3front.h"
 #include "common/tagging.h"
@@ -46,7 +45,7 @@ static int authenticate(struct hd_req *r, void *ctx, const char *bucket, const c
     struct hd_target *t = ctx;
     int rc = hd_target_authenticate(r, t, a);
 
-    return rc < 0 ? rc : hd_target_authorize(r, t, a, bucket);
+    return rc < 0 ? rc : hd_target_authorize(r, t, a, bucket, bucket && !key);
 }
 
 /* ---- buckets, for the front end ---- */
@@ -96,16 +95,10 @@ static int props_get(void *ctx, const char *bucket, char **json)
 
 static int props_patch(void *ctx, const char *bucket, const char *patch)
 {
-    struct hd_target *t = ctx;
-    char *cur = NULL, *out = NULL, msg[160];
-    int rc;
+    char msg[160];
 
-    if ((rc = hd_store_bucket_props(t->st, bucket, &cur)) == 0 &&
-        (rc = hd_bprops_merge(cur, patch, &out, msg, sizeof(msg))) == 0)
-        rc = hd_store_bucket_set_props(t->st, bucket, out);
-    free(cur);
-    free(out);
-    return rc;
+    return hd_store_bucket_patch_props(((struct hd_target *)ctx)->st, bucket, patch, msg,
+                                       sizeof(msg));
 }
 
 static int bucket_delete(void *ctx, const char *bucket, char *msg, size_t msglen)

@@ -80,6 +80,7 @@ static int load_buckets(struct hd_store *st)
         if (sqlite3_column_text(s, 3)) {
             json_t *j = json_loads((const char *)sqlite3_column_text(s, 3), 0, NULL);
             n->anonymous_read = j && json_is_true(json_object_get(j, "anonymous_read"));
+            n->anonymous_list = j && json_is_true(json_object_get(j, "anonymous_list"));
             json_decref(j);
         }
     }
@@ -267,17 +268,15 @@ int hd_store_bucket_set_props(struct hd_store *st, const char *name, const char 
     return rc;
 }
 
-int hd_store_bucket_props(struct hd_store *st, const char *name, char **out)
+/* The props column of bucket name into *out (malloc'd; NULL for none). bmu held. */
+static int props_read(struct hd_store *st, const char *name, char **out)
 {
     sqlite3_stmt *q = NULL;
     int rc, s;
 
     *out = NULL;
-    pthread_rwlock_rdlock(&st->bmu);
-    if (bucket_find(st, name) < 0) {
-        rc = HD_ENOSUCHBUCKET;
-        goto out;
-    }
+    if (bucket_find(st, name) < 0)
+        return HD_ENOSUCHBUCKET;
     s = sqlite3_prepare_v2(st->node, "SELECT props FROM buckets WHERE name = ?1", -1, &q, NULL);
     if (s != SQLITE_OK) {
         rc = hd_store_sqlerr(st->node, s, "bucket props");
@@ -292,7 +291,33 @@ int hd_store_bucket_props(struct hd_store *st, const char *name, char **out)
         rc = hd_store_sqlerr(st->node, s, "bucket props");
 out:
     sqlite3_finalize(q);
+    return rc;
+}
+
+int hd_store_bucket_props(struct hd_store *st, const char *name, char **out)
+{
+    int rc;
+
+    pthread_rwlock_rdlock(&st->bmu);
+    rc = props_read(st, name, out);
     pthread_rwlock_unlock(&st->bmu);
+    return rc;
+}
+
+int hd_store_bucket_patch_props(struct hd_store *st, const char *name, const char *patch,
+                                char *msg, size_t msglen)
+{
+    char *cur = NULL, *out = NULL;
+    int rc;
+
+    pthread_rwlock_wrlock(&st->bmu); /* the read, the merge and the write as one step */
+    if ((rc = props_read(st, name, &cur)) == 0 &&
+        (rc = hd_bprops_merge(cur, patch, &out, msg, msglen)) == 0 &&
+        (rc = node_exec(st, "UPDATE buckets SET props = ?2 WHERE name = ?1", name, out, 0)) == 0)
+        rc = load_buckets(st);
+    pthread_rwlock_unlock(&st->bmu);
+    free(cur);
+    free(out);
     return rc;
 }
 

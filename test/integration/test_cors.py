@@ -216,10 +216,14 @@ def test_cors_actual_requests(endpoint, raw, s3, bucket):
 
 def test_cors_public_bucket_from_a_page(endpoint, raw, s3):
     """What a web page showing a public dataset does: preflight-free GETs and listings with
-    Origin, unsigned, from a public-read bucket with a catch-all rule."""
+    Origin, unsigned, from an anonymous_read bucket with a catch-all rule."""
     nb = helpers.unique_bucket_name("cors")
-    s3.create_bucket(Bucket=nb, ACL="public-read")
+    s3.create_bucket(Bucket=nb)
     try:
+        r = requests.patch("%s/v1/buckets/%s" % (endpoint.url, nb), timeout=10,
+                           data=b'{"anonymous_read": true}',
+                           auth=helpers.SigV4Requests(endpoint.access_key, endpoint.secret_key))
+        assert r.status_code == 200, r.content
         s3.put_object(Bucket=nb, Key="img/0001.jpg", Body=b"jpeg bytes")
         s3.put_bucket_cors(Bucket=nb, CORSConfiguration={"CORSRules": [
             {"AllowedOrigins": ["*"], "AllowedMethods": ["GET", "HEAD"]}]})
@@ -251,3 +255,29 @@ def test_cors_form_upload_from_a_page(endpoint, s3, bucket):
     assert "," not in r.headers["Access-Control-Allow-Origin"]
     assert r.headers.get("Access-Control-Expose-Headers") == "ETag"
     assert s3.get_object(Bucket=bucket, Key="form/a.txt")["Body"].read() == b"from a page"
+
+
+def test_cors_and_tags_set_together(endpoint, s3, bucket):
+    """A bucket's settings are one property set: PutBucketCors and PutBucketTagging sent at
+    the same time both land (each merges its key into the set as one step)."""
+    import concurrent.futures
+    rules = [{"AllowedOrigins": ["*"], "AllowedMethods": ["GET"]}]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        for i in range(12):
+            tags = [{"Key": "round", "Value": str(i)}]
+            a = pool.submit(s3.put_bucket_cors, Bucket=bucket,
+                            CORSConfiguration={"CORSRules": rules})
+            b = pool.submit(s3.put_bucket_tagging, Bucket=bucket, Tagging={"TagSet": tags})
+            a.result()
+            b.result()
+            assert s3.get_bucket_cors(Bucket=bucket)["CORSRules"] == rules, i
+            assert s3.get_bucket_tagging(Bucket=bucket)["TagSet"] == tags, i
+            s3.delete_bucket_cors(Bucket=bucket)
+    # the native API's PATCH keeps the keys it does not name
+    s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": rules})
+    r = requests.patch("%s/v1/buckets/%s" % (endpoint.url, bucket), timeout=10,
+                       data=b'{"anonymous_read": false}',
+                       auth=helpers.SigV4Requests(endpoint.access_key, endpoint.secret_key))
+    assert r.status_code == 200, r.content
+    assert s3.get_bucket_cors(Bucket=bucket)["CORSRules"] == rules
+    assert s3.get_bucket_tagging(Bucket=bucket)["TagSet"] == [{"Key": "round", "Value": "11"}]

@@ -1009,38 +1009,58 @@ def _public(raw, bucket, key):
             raw.request("PUT", "/%s/anon-put" % bucket, body=b"x", sign=False).status)
 
 
+def _patch_props(endpoint, bucket, body):
+    r = requests.patch("%s/v1/buckets/%s" % (endpoint.url, bucket), timeout=10, data=body,
+                       auth=helpers.SigV4Requests(endpoint.access_key, endpoint.secret_key))
+    assert r.status_code == 200, r.content
+
+
 def test_bucket_acl_public_read(endpoint, raw, s3, bucket):
-    """A bucket's ACL is its anonymous_read property: canned public-read, or an AllUsers READ
-    grant, opens its reads to unsigned requests (never its writes); private closes them.
-    Objects have their bucket's ACL: public-read on one is accepted in a public-read bucket."""
+    """A bucket's public-read ACL opens its listing to unsigned requests, as AWS's READ grant on
+    a bucket does, never its objects' data (those are public only with the bucket's
+    anonymous_read property) nor any write. Objects have their bucket's ACL: public-read is
+    accepted on one only when the bucket's objects are public, private only when they are
+    not. private on the bucket closes everything."""
     s3.put_object(Bucket=bucket, Key="k", Body=b"data")
     assert _public(raw, bucket, "k") == (403, 403, 403)
     s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
     acl = s3.get_bucket_acl(Bucket=bucket)
     assert acl["Grants"] == _grants(endpoint, True), acl
+    assert _public(raw, bucket, "k") == (403, 200, 403)
+    assert raw.request("HEAD", "/%s" % bucket, sign=False).status == 200
+    assert raw.request("HEAD", "/%s/anon-put" % bucket).status == 404
+    # the objects are not public: their ACL says so, and none can be made public alone
+    assert s3.get_object_acl(Bucket=bucket, Key="k")["Grants"] == _grants(endpoint, False)
+    for call in (lambda: s3.put_object(Bucket=bucket, Key="p", Body=b"pub", ACL="public-read"),
+                 lambda: s3.put_object_acl(Bucket=bucket, Key="k", ACL="public-read")):
+        assert err(call)[:2] == (501, "NotImplemented")
+    s3.put_object(Bucket=bucket, Key="p", Body=b"pub", ACL="private")
+    # READ is the listing, not the settings
+    for path in ("/%s?acl" % bucket, "/%s?cors" % bucket, "/%s?tagging" % bucket,
+                 "/%s?location" % bucket, "/%s?versioning" % bucket, "/%s/k?acl" % bucket):
+        check_s3_error(raw.request("GET", path, sign=False), 403, "AccessDenied")
+    # the native API's anonymous_read makes the objects public too
+    _patch_props(endpoint, bucket, b'{"anonymous_read": true}')
     assert _public(raw, bucket, "k") == (200, 200, 403)
-    r = raw.request("GET", "/%s/k" % bucket, sign=False)
-    assert r.body == b"data", r
-    # READ is the data and the listings, not the ACLs or the tags
-    for path in ("/%s?acl" % bucket, "/%s/k?acl" % bucket, "/%s/k?tagging" % bucket):
+    assert raw.request("GET", "/%s/k" % bucket, sign=False).body == b"data"
+    for path in ("/%s/k?tagging" % bucket, "/%s/k?acl" % bucket, "/%s?acl" % bucket):
         check_s3_error(raw.request("GET", path, sign=False), 403, "AccessDenied")
         assert raw.request("GET", path).status == 200, path
-    assert raw.request("HEAD", "/%s/anon-put" % bucket).status == 404
-    # the bucket's ACL is the native API's anonymous_read
-    r = requests.get("%s/v1/buckets/%s?props" % (endpoint.url, bucket), timeout=10,
-                     auth=helpers.SigV4Requests(endpoint.access_key, endpoint.secret_key))
-    assert r.status_code == 200 and r.json()["props"]["anonymous_read"] is True, r.content
-    # objects: public-read now matches their bucket's
+    oacl = s3.get_object_acl(Bucket=bucket, Key="k")
+    assert oacl["Grants"] == _grants(endpoint, True), oacl
     s3.put_object(Bucket=bucket, Key="p", Body=b"pub", ACL="public-read")
     s3.put_object_acl(Bucket=bucket, Key="k", ACL="public-read")
-    oacl = s3.get_object_acl(Bucket=bucket, Key="p")
-    assert oacl["Grants"] == _grants(endpoint, True), oacl
-    # the document GET answers may be put back, on the object and on the bucket
     s3.put_object_acl(Bucket=bucket, Key="k", AccessControlPolicy={
         "Owner": oacl["Owner"], "Grants": oacl["Grants"]})
-    s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
-        "Owner": acl["Owner"], "Grants": acl["Grants"]})
-    assert _public(raw, bucket, "p") == (200, 200, 403)
+    # ... and then one of them cannot be made private: refused, not a silent success
+    for call in (lambda: s3.put_object(Bucket=bucket, Key="q", Body=b"x", ACL="private"),
+                 lambda: s3.put_object_acl(Bucket=bucket, Key="k", ACL="private"),
+                 lambda: s3.put_object_acl(Bucket=bucket, Key="k", AccessControlPolicy={
+                     "Owner": oacl["Owner"], "Grants": _grants(endpoint, False)})):
+        st, code, resp = err(call)
+        assert (st, code) == (501, "NotImplemented"), resp
+        assert "cannot be made private" in resp["Error"]["Message"], resp
+    assert raw.request("HEAD", "/%s/q" % bucket).status == 404
     # still no write grant, and none for anyone else
     for call in (lambda: s3.put_bucket_acl(Bucket=bucket, ACL="public-read-write"),
                  lambda: s3.put_object_acl(Bucket=bucket, Key="k", ACL="public-read-write"),
@@ -1051,19 +1071,22 @@ def test_bucket_acl_public_read(endpoint, raw, s3, bucket):
                      "Owner": acl["Owner"], "Grants": [
                          {"Grantee": ALL_USERS, "Permission": "READ"}]})):
         assert err(call)[:2] == (501, "NotImplemented")
-    assert _public(raw, bucket, "p") == (200, 200, 403)
-    # a policy with the owner's grant alone makes it private again
+    assert _public(raw, bucket, "k") == (200, 200, 403)
+    # private on the bucket (here as the owner-only policy) closes the listing and the objects
     s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
         "Owner": acl["Owner"], "Grants": _grants(endpoint, False)})
     assert _public(raw, bucket, "p") == (403, 403, 403)
     assert s3.get_bucket_acl(Bucket=bucket)["Grants"] == _grants(endpoint, False)
     assert s3.get_object_acl(Bucket=bucket, Key="p")["Grants"] == _grants(endpoint, False)
-    assert err(s3.put_object_acl, Bucket=bucket, Key="p", ACL="public-read")[:2] == (
-        501, "NotImplemented")
-    # and canned ones both ways
-    s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
-    assert _public(raw, bucket, "p") == (200, 200, 403)
+    # the document GET answers may be put back; canned ones both ways
+    s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
+        "Owner": acl["Owner"], "Grants": acl["Grants"]})
+    assert _public(raw, bucket, "p") == (403, 200, 403)
     s3.put_bucket_acl(Bucket=bucket, ACL="private")
+    assert _public(raw, bucket, "p") == (403, 403, 403)
+    s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
+    assert _public(raw, bucket, "p") == (403, 200, 403)
+    s3.put_bucket_acl(Bucket=bucket, ACL="bucket-owner-full-control")
     assert _public(raw, bucket, "p") == (403, 403, 403)
     # a missing bucket
     nb = helpers.unique_bucket_name("acl")
@@ -1115,13 +1138,13 @@ def test_bucket_tagging(endpoint, raw, s3, bucket):
 
 
 def test_create_bucket_public_read(endpoint, raw, s3):
-    """CreateBucket with x-amz-acl public-read makes a public-read bucket; again with private
-    (us-east-1: the owner may create its bucket again) closes it."""
+    """CreateBucket with x-amz-acl public-read makes a bucket anyone may list; again with
+    private (us-east-1: the owner may create its bucket again) closes it."""
     nb = helpers.unique_bucket_name("acl")
     s3.create_bucket(Bucket=nb, ACL="public-read")
     try:
         s3.put_object(Bucket=nb, Key="k", Body=b"data")
-        assert _public(raw, nb, "k") == (200, 200, 403)
+        assert _public(raw, nb, "k") == (403, 200, 403)
         assert s3.get_bucket_acl(Bucket=nb)["Grants"] == _grants(endpoint, True)
         s3.create_bucket(Bucket=nb, ACL="private")
         assert _public(raw, nb, "k") == (403, 403, 403)
@@ -1147,13 +1170,13 @@ def test_bucket_acl_clients(endpoint, raw, s3, bucket, s3cmd, aws1):
     the aws CLI sends the canned name."""
     s3.put_object(Bucket=bucket, Key="k", Body=b"data")
     s3cmd("setacl", "s3://%s" % bucket, "--acl-public")
-    assert _public(raw, bucket, "k") == (200, 200, 403)
+    assert _public(raw, bucket, "k") == (403, 200, 403)
     p = s3cmd("info", "s3://%s" % bucket)
     assert b"*anon*: READ" in p.stdout, p.stdout
     s3cmd("setacl", "s3://%s" % bucket, "--acl-private")
     assert _public(raw, bucket, "k") == (403, 403, 403)
     aws1("s3api", "put-bucket-acl", "--bucket", bucket, "--acl", "public-read")
-    assert _public(raw, bucket, "k") == (200, 200, 403)
+    assert _public(raw, bucket, "k") == (403, 200, 403)
     aws1("s3api", "put-bucket-acl", "--bucket", bucket, "--acl", "private")
     assert _public(raw, bucket, "k") == (403, 403, 403)
 
