@@ -833,11 +833,14 @@ static int bucket_public(const struct hd_s3_front *f, void *ctx, const char *buc
  * listing and the objects. Always sent (the primary merges; a proxy's own view may lag). */
 static int bucket_acl_set(const struct hd_s3_front *f, void *ctx, const char *bucket, int pub)
 {
+    char msg[200];
+
     if (!f->props_patch)
         return pub ? HD_ENOGRANTS : 0;
     return f->props_patch(ctx, bucket,
                           pub ? "{\"anonymous_list\":true}"
-                              : "{\"anonymous_list\":false,\"anonymous_read\":false}");
+                              : "{\"anonymous_list\":false,\"anonymous_read\":false}",
+                          msg, sizeof(msg));
 }
 
 /* CreateBucket reads an optional CreateBucketConfiguration body. An x-amz-acl (acl_headers let
@@ -1328,7 +1331,8 @@ static void joined(struct hd_buf *b, const json_t *rule, const char *key)
     size_t i;
 
     for (i = 0; i < json_array_size(a); i++)
-        hd_buf_printf(b, "%s%s", i ? ", " : "", json_string_value(json_array_get(a, i)));
+        if (json_is_string(json_array_get(a, i)))
+            hd_buf_printf(b, "%s%s", b->len ? ", " : "", json_string_value(json_array_get(a, i)));
 }
 
 /* The Access-Control-* answer of rule to origin; allow: the preflight's requested headers (NULL
@@ -1342,7 +1346,8 @@ static void cors_headers(struct hd_req *r, const json_t *rule, const char *origi
     int star = 0;
 
     for (i = 0; i < json_array_size(o); i++)
-        star |= strcmp(json_string_value(json_array_get(o, i)), "*") == 0;
+        star |= json_is_string(json_array_get(o, i)) &&
+                strcmp(json_string_value(json_array_get(o, i)), "*") == 0;
     hd_resp_header(r, "Access-Control-Allow-Origin", star ? "*" : origin);
     hd_buf_init(&b);
     joined(&b, rule, "methods");
@@ -1432,7 +1437,7 @@ static void cors_preflight(struct hd_req *r, const struct hd_s3_front *f, void *
 static void cors_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct bucket_call *bc = arg;
-    char *rules = NULL, msg[200];
+    char *rules = NULL, msg[256];
     struct hd_buf patch;
     int rc = hd_cors_parse_xml(body, len, &rules, msg, sizeof(msg));
 
@@ -1443,10 +1448,12 @@ static void cors_put_end(struct hd_req *r, void *arg, const char *body, size_t l
     hd_buf_init(&patch);
     hd_buf_printf(&patch, "{\"cors\":%s}", rules);
     free(rules);
-    rc = patch.oom ? -ENOMEM : bc->f->props_patch(bc->ctx, bc->bucket, patch.data);
+    msg[0] = '\0';
+    rc =
+        patch.oom ? -ENOMEM : bc->f->props_patch(bc->ctx, bc->bucket, patch.data, msg, sizeof(msg));
     hd_buf_cleanup(&patch);
     if (rc < 0)
-        hd_resp_err(r, rc);
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     else
         hd_resp_empty(r, 200);
 }
@@ -1477,7 +1484,8 @@ static void cors_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx
     if (rc < 0) {
         hd_resp_err(r, rc);
     } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
-        rc = rules ? f->props_patch(ctx, c->bucket, "{\"cors\":null}") : 0;
+        char msg[200];
+        rc = rules ? f->props_patch(ctx, c->bucket, "{\"cors\":null}", msg, sizeof(msg)) : 0;
         if (rc < 0)
             hd_resp_err(r, rc);
         else
@@ -1497,7 +1505,7 @@ static void cors_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx
 static void tags_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct bucket_call *bc = arg;
-    char *tags = NULL;
+    char *tags = NULL, msg[256] = "";
     struct hd_buf patch;
     int rc = hd_tags_parse_xml_max(body, len, HD_BUCKET_TAGS_MAX, &tags);
 
@@ -1512,10 +1520,11 @@ static void tags_put_end(struct hd_req *r, void *arg, const char *body, size_t l
     hd_buf_init(&patch);
     hd_buf_printf(&patch, "{\"tags\":%s}", tags ? tags : "null"); /* an empty set: none */
     free(tags);
-    rc = patch.oom ? -ENOMEM : bc->f->props_patch(bc->ctx, bc->bucket, patch.data);
+    rc =
+        patch.oom ? -ENOMEM : bc->f->props_patch(bc->ctx, bc->bucket, patch.data, msg, sizeof(msg));
     hd_buf_cleanup(&patch);
     if (rc < 0)
-        hd_resp_err(r, rc);
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     else
         hd_resp_empty(r, 204);
 }
@@ -1549,7 +1558,8 @@ static void tagging_config(struct hd_req *r, const struct hd_s3_front *f, void *
     if (rc < 0) {
         hd_resp_err(r, rc);
     } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
-        rc = text ? f->props_patch(ctx, c->bucket, "{\"tags\":null}") : 0;
+        char msg[200];
+        rc = text ? f->props_patch(ctx, c->bucket, "{\"tags\":null}", msg, sizeof(msg)) : 0;
         if (rc < 0)
             hd_resp_err(r, rc);
         else

@@ -104,8 +104,8 @@ struct hd_s3_front {
      * configuration (cors) and tags (tags) are read from. */
     int (*props_get)(void *ctx, const char *bucket, char **json);
     /* Changes them as PATCH /v1/buckets/B does: the keys of patch replace the bucket's (a
-     * null removes one). 0 or a negative code. */
-    int (*props_patch)(void *ctx, const char *bucket, const char *patch);
+     * null removes one). 0, or a negative code (with msg, or msg[0] == '\0'). */
+    int (*props_patch)(void *ctx, const char *bucket, const char *patch, char *msg, size_t msglen);
     int (*bucket_delete)(void *ctx, const char *bucket, char *msg, size_t msglen);
     int (*list)(void *ctx, const char *bucket, const struct hd_s3_list_req *q,
                 struct hd_s3_list_page *page, char *msg, size_t msglen);

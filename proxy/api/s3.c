@@ -96,9 +96,9 @@ static int props_get(void *ctx, const char *bucket, char **json)
     return rc;
 }
 
-static int props_patch(void *ctx, const char *bucket, const char *patch)
+static int props_patch(void *ctx, const char *bucket, const char *patch, char *msg, size_t msglen)
 {
-    return hd_proxy_bucket_props(ctx, bucket, patch);
+    return hd_proxy_bucket_props_msg(ctx, bucket, patch, msg, msglen);
 }
 
 /* A merged page of the targets' (or the upstream's) listing. max-keys=0 asks for one entry:

@@ -47,12 +47,29 @@ struct create_arg {
     const char *props;
 };
 
+/* Bytes of every bucket's props but skip's: the BMD goes to every node on every change, in one
+ * metasync body (at most 4 MiB, target/cluster), so per-bucket settings have a cluster-wide
+ * bound. */
+#define HD_BMD_PROPS_MAX (1u << 20)
+
+static size_t bmd_props_bytes(const struct hd_bmd *b, const char *skip)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < b->n; i++)
+        if (b->b[i].props && strcmp(b->b[i].name, skip) != 0)
+            n += strlen(b->b[i].props);
+    return n;
+}
+
 static int do_create(struct hd_bmd *b, const void *arg)
 {
     const struct create_arg *a = arg;
 
     if (hd_bmd_find(b, a->name))
         return HD_EBUCKETEXISTS;
+    if (a->props && bmd_props_bytes(b, "") + strlen(a->props) > HD_BMD_PROPS_MAX)
+        return HD_EBADARG; /* see do_props */
     return hd_bmd_put(b, a->name, a->provider, (int64_t)time(NULL), a->props);
 }
 
@@ -94,6 +111,14 @@ static int do_props(struct hd_bmd *b, const void *arg)
     if (bp.write_back && !bp.has_upstream) {
         snprintf(a->msg, a->msglen, "%s",
                  "write_policy \"back\" is for S3-backed buckets (an upstream to write to).");
+        free(merged);
+        return HD_EBADARG;
+    }
+    if (bmd_props_bytes(b, a->name) + strlen(merged) > HD_BMD_PROPS_MAX) {
+        snprintf(a->msg, a->msglen,
+                 "The cluster's buckets would hold more than %u KiB of properties (CORS rules, "
+                 "tags): every node keeps them all. Remove some first.",
+                 HD_BMD_PROPS_MAX >> 10);
         free(merged);
         return HD_EBADARG;
     }

@@ -93,12 +93,9 @@ static int props_get(void *ctx, const char *bucket, char **json)
     return hd_store_bucket_props(((struct hd_target *)ctx)->st, bucket, json);
 }
 
-static int props_patch(void *ctx, const char *bucket, const char *patch)
+static int props_patch(void *ctx, const char *bucket, const char *patch, char *msg, size_t msglen)
 {
-    char msg[160];
-
-    return hd_store_bucket_patch_props(((struct hd_target *)ctx)->st, bucket, patch, msg,
-                                       sizeof(msg));
+    return hd_store_bucket_patch_props(((struct hd_target *)ctx)->st, bucket, patch, msg, msglen);
 }
 
 static int bucket_delete(void *ctx, const char *bucket, char *msg, size_t msglen)

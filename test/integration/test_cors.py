@@ -281,3 +281,42 @@ def test_cors_and_tags_set_together(endpoint, s3, bucket):
     assert r.status_code == 200, r.content
     assert s3.get_bucket_cors(Bucket=bucket)["CORSRules"] == rules
     assert s3.get_bucket_tagging(Bucket=bucket)["TagSet"] == [{"Key": "round", "Value": "11"}]
+
+
+def test_cluster_bounds_bucket_settings(endpoint, s3):
+    """Every node keeps every bucket's settings (the cluster map goes to all of them on each
+    change): past 1 MiB of them in all, a change is refused (400) instead of making the map
+    too large to send."""
+    if endpoint.kind != "proxy":
+        pytest.skip("the cluster map is a cluster's")
+    rule = {"AllowedOrigins": ["*"], "AllowedMethods": ["GET"],
+            "ExposeHeaders": ["x-amz-meta-%04d-%s" % (i, "h" * 980) for i in range(60)]}
+    names, refused = [], None
+    try:
+        for i in range(25):
+            nb = helpers.unique_bucket_name("big")
+            s3.create_bucket(Bucket=nb)
+            names.append(nb)
+            try:
+                s3.put_bucket_cors(Bucket=nb, CORSConfiguration={"CORSRules": [rule]})
+            except Exception as e:  # noqa: BLE001
+                refused = (i, client_error_of(e))
+                break
+        assert refused, "1.5 MiB of CORS rules were all taken"
+        i, (st, code, resp) = refused
+        assert 14 <= i <= 19 and (st, code) == (400, "InvalidArgument"), refused
+        assert "properties" in resp["Error"]["Message"], resp
+        # the cluster still works, and a bucket's settings can still be removed
+        s3.delete_bucket_cors(Bucket=names[0])
+        s3.put_bucket_cors(Bucket=names[-1], CORSConfiguration={"CORSRules": [rule]})
+    finally:
+        for nb in names:
+            s3.delete_bucket_cors(Bucket=nb)
+            _empty_bucket(s3, nb)
+
+
+def client_error_of(e):
+    import botocore.exceptions
+    assert isinstance(e, botocore.exceptions.ClientError), e
+    return (e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"],
+            e.response)
