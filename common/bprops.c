@@ -147,8 +147,8 @@ static int check_tags(const json_t *v, char *err, size_t errlen)
         return bad(err, errlen, "tags must be an object of 1..%d tags", HD_BUCKET_TAGS_MAX);
     json_object_foreach((json_t *)v, k, x)
     {
-        if (!*k || strlen(k) > 4 * HD_TAG_KEY_MAX || !json_is_string(x) ||
-            strlen(json_string_value(x)) > 4 * HD_TAG_VALUE_MAX)
+        if (!*k || strlen(k) > (size_t)4 * HD_TAG_KEY_MAX || !json_is_string(x) ||
+            strlen(json_string_value(x)) > (size_t)4 * HD_TAG_VALUE_MAX)
             return bad(err, errlen, "%s",
                        "a tag is a key of 1..128 and a value of 0..256 characters");
     }
