@@ -1434,32 +1434,29 @@ static void cors_preflight(struct hd_req *r, const struct hd_s3_front *f, void *
     json_decref(rules);
 }
 
-static void cors_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
+/* Sets the bucket property key to value (JSON text; NULL removes it) and answers status, or
+ * the error (with the role's message). */
+static void setting_answer(struct hd_req *r, const struct bucket_call *bc, const char *key,
+                           const char *value, int status)
 {
-    struct bucket_call *bc = arg;
-    char *rules = NULL, msg[256];
+    char msg[256] = "";
     struct hd_buf patch;
-    int rc = hd_cors_parse_xml(body, len, &rules, msg, sizeof(msg));
+    int rc;
 
-    if (rc < 0) {
-        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
-        return;
-    }
     hd_buf_init(&patch);
-    hd_buf_printf(&patch, "{\"cors\":%s}", rules);
-    free(rules);
-    msg[0] = '\0';
+    hd_buf_printf(&patch, "{\"%s\":%s}", key, value ? value : "null");
     rc =
         patch.oom ? -ENOMEM : bc->f->props_patch(bc->ctx, bc->bucket, patch.data, msg, sizeof(msg));
     hd_buf_cleanup(&patch);
     if (rc < 0)
         hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     else
-        hd_resp_empty(r, 200);
+        hd_resp_empty(r, status);
 }
 
-static void put_cors(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
-                     const struct hd_s3_call *c)
+/* PutBucketCors, PutBucketTagging: the body (at most max bytes) goes to end. */
+static void put_setting(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                        const struct hd_s3_call *c, size_t max, hd_s3_body_fn end)
 {
     struct bucket_call *bc;
     int rc = f->bucket_exists(ctx, c->bucket);
@@ -1469,7 +1466,25 @@ static void put_cors(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
     else if (!f->props_patch)
         hd_resp_err(r, HD_ENOTIMPL);
     else if ((bc = bucket_call(r, f, ctx, c->bucket)))
-        hd_s3_read_body(r, &c->auth, (size_t)HD_CORS_JSON_MAX * 2, cors_put_end, bc, free);
+        hd_s3_read_body(r, &c->auth, max, end, bc, free);
+}
+
+static void cors_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
+{
+    char *rules = NULL, msg[256];
+    int rc = hd_cors_parse_xml(body, len, &rules, msg, sizeof(msg));
+
+    if (rc < 0)
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+    else
+        setting_answer(r, arg, "cors", rules, 200);
+    free(rules);
+}
+
+static void put_cors(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                     const struct hd_s3_call *c)
+{
+    put_setting(r, f, ctx, c, (size_t)HD_CORS_JSON_MAX * 2, cors_put_end);
 }
 
 /* GET and DELETE ?cors: the bucket's rules, or none */
@@ -1504,43 +1519,22 @@ static void cors_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx
 
 static void tags_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
 {
-    struct bucket_call *bc = arg;
-    char *tags = NULL, msg[256] = "";
-    struct hd_buf patch;
+    char *tags = NULL;
     int rc = hd_tags_parse_xml_max(body, len, HD_BUCKET_TAGS_MAX, &tags);
 
-    if (rc == HD_ETAGCOUNT) {
+    if (rc == HD_ETAGCOUNT)
         hd_resp_err_msg(r, rc, "Bucket tag count cannot be greater than 50");
-        return;
-    }
-    if (rc < 0) {
+    else if (rc < 0)
         hd_resp_err(r, rc);
-        return;
-    }
-    hd_buf_init(&patch);
-    hd_buf_printf(&patch, "{\"tags\":%s}", tags ? tags : "null"); /* an empty set: none */
-    free(tags);
-    rc =
-        patch.oom ? -ENOMEM : bc->f->props_patch(bc->ctx, bc->bucket, patch.data, msg, sizeof(msg));
-    hd_buf_cleanup(&patch);
-    if (rc < 0)
-        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     else
-        hd_resp_empty(r, 204);
+        setting_answer(r, arg, "tags", tags, 204); /* an empty set (NULL): none */
+    free(tags);
 }
 
 static void put_tagging(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                         const struct hd_s3_call *c)
 {
-    struct bucket_call *bc;
-    int rc = f->bucket_exists(ctx, c->bucket);
-
-    if (rc < 0)
-        hd_resp_err(r, rc);
-    else if (!f->props_patch)
-        hd_resp_err(r, HD_ENOTIMPL);
-    else if ((bc = bucket_call(r, f, ctx, c->bucket)))
-        hd_s3_read_body(r, &c->auth, 64u * 1024, tags_put_end, bc, free);
+    put_setting(r, f, ctx, c, 64u * 1024, tags_put_end);
 }
 
 /* GET and DELETE ?tagging of a bucket: its tags, or none */
