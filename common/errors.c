@@ -132,6 +132,7 @@ static const struct hd_err_info table[] = {
     {HD_EPOSTPRE, 400, "MaxPostPreDataLengthExceeded",
      "Your POST request fields preceding the upload file were too large."},
     {HD_ECORSBAD, 400, "BadRequest", "Insufficient information. Origin request header needed."},
+    {HD_EACLNOTSUPP, 400, "AccessControlListNotSupported", "The bucket does not allow ACLs"},
     {HD_ECORSDENY, 403, "AccessForbidden",
      "CORSResponse: This CORS request is not allowed. This is usually because the evalution of "
      "Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers "

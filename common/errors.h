@@ -100,6 +100,7 @@ enum hd_err {
     HD_EPOSTFORM,            /* 400 MalformedPOSTRequest (POST Object's form) */
     HD_EPOSTPRE,             /* 400 MaxPostPreDataLengthExceeded (POST fields before the file) */
     HD_ECORSBAD,             /* 400 BadRequest (a CORS preflight without Origin or method) */
+    HD_EACLNOTSUPP,          /* 400 AccessControlListNotSupported (an ACL the bucket's overrides) */
     HD_ECORSDENY,            /* 403 AccessForbidden (a CORS preflight no rule allows) */
     /* a bucket configuration hoard never has (GET answers as AWS for a bucket without one) */
     HD_ENOBUCKETPOLICY, /* 404 NoSuchBucketPolicy */

@@ -987,18 +987,21 @@ static int canned_public(const char *canned)
     "be made private."
 
 /* Whether an object of a bucket this public (bucket_public) may have the ACL want asks for (1:
- * public-read, 0: private): an object's ACL is its bucket's. 0, or the code (and *msg) to
- * answer with. */
-static int object_acl_ok(int pub, int want, const char **msg)
+ * public-read, 0: private; owner: it is bucket-owner-full-control): an object's ACL is its
+ * bucket's. bucket-owner-full-control is always taken (it grants the bucket owner what it has;
+ * pipelines send it on every write, as AWS takes it with ACLs disabled); private in a bucket
+ * whose objects are public is refused as AWS refuses an ACL its bucket overrides. 0, or the
+ * code (and *msg) to answer with. */
+static int object_acl_ok(int pub, int want, int owner, const char **msg)
 {
     *msg = NULL;
     if (pub < 0)
         return pub;
     if (want && pub != 2)
         return HD_ENOGRANTS; /* an object cannot be more public than its bucket's objects */
-    if (!want && pub == 2) {
+    if (!want && !owner && pub == 2) {
         *msg = OBJECTS_PUBLIC;
-        return HD_ENOGRANTS;
+        return HD_EACLNOTSUPP;
     }
     return 0;
 }
@@ -1038,9 +1041,10 @@ static int acl_headers(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
     if (op == HD_S3_CREATE_BUCKET || op == HD_S3_PUT_BUCKET_ACL)
         rc = want && !f->props_patch ? HD_ENOGRANTS : 0; /* the call sets it */
     else
-        rc = object_acl_ok(bucket_public(f, ctx, bucket), want, &msg);
+        rc = object_acl_ok(bucket_public(f, ctx, bucket), want,
+                           strcmp(canned, "bucket-owner-full-control") == 0, &msg);
     if (rc < 0) {
-        hd_resp_err_msg(r, rc, rc == HD_ENOGRANTS ? msg : NULL);
+        hd_resp_err_msg(r, rc, msg);
         return HD_DONE;
     }
     return HD_OK;
@@ -1194,8 +1198,10 @@ static void acl_put_end(struct hd_req *r, void *ctx, const char *body, size_t le
     else
         rc = HD_EMALFORMEDXML; /* neither a canned ACL nor a policy */
     if (rc == 0)
-        rc = a->object ? object_acl_ok(a->pub, want, &msg)
-                       : bucket_acl_set(a->f, a->ctx, a->bucket, want);
+        rc = a->object
+                 ? object_acl_ok(a->pub, want,
+                                 !len && strcmp(canned, "bucket-owner-full-control") == 0, &msg)
+                 : bucket_acl_set(a->f, a->ctx, a->bucket, want);
     if (rc < 0)
         hd_resp_err_msg(r, rc, msg);
     else

@@ -80,6 +80,8 @@ static void bucket_get_end(struct hd_req *r, void *ctx, json_t *j)
         hd_proxy_list_native(r, c->p, c->bucket);
     else if (strcmp(act, "list") == 0)
         hd_proxy_ais_list_objects(r, c->p, c->bucket, json_object_get(j, "value"));
+    else if (c->a.anonymous && c->p->keys.n)
+        hd_resp_err(r, HD_EMISSINGAUTH); /* an anonymous_read bucket's data, not its summaries */
     else
         hd_proxy_ais_bucket_job(r, c->p, c->bucket, &c->a, j);
 }
@@ -361,7 +363,11 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     } else if (strcmp(m, "GET") == 0) {
         hd_proxy_list_native(r, p, bucket);
     } else if (strcmp(m, "HEAD") == 0) {
-        hd_proxy_ais_bucket_head(r, p, bucket); /* props headers (aisjobs.c) */
+        const char *pres = hd_req_param(r, "presence");
+        if (a->anonymous && p->keys.n && pres && strcmp(pres, "1") != 0 && strcmp(pres, "3") != 0)
+            hd_resp_err(r, HD_EMISSINGAUTH); /* Bucket.info(): a summary, not for unsigned callers */
+        else
+            hd_proxy_ais_bucket_head(r, p, bucket); /* props headers (aisjobs.c) */
     } else if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0) {
         const char *pv = hd_req_param(r, "provider");
         if ((pv && *pv && strcmp(pv, "ais") != 0 && strcmp(pv, "aws") != 0 &&

@@ -114,7 +114,9 @@ static int do_props(struct hd_bmd *b, const void *arg)
         free(merged);
         return HD_EBADARG;
     }
-    if (bmd_props_bytes(b, a->name) + strlen(merged) > HD_BMD_PROPS_MAX) {
+    /* a change that does not grow the props is always taken (one over the bound can shrink) */
+    if (strlen(merged) > (e->props ? strlen(e->props) : 0) &&
+        bmd_props_bytes(b, a->name) + strlen(merged) > HD_BMD_PROPS_MAX) {
         snprintf(a->msg, a->msglen,
                  "The cluster's buckets would hold more than %u KiB of properties (CORS rules, "
                  "tags): every node keeps them all. Remove some first.",
@@ -145,7 +147,10 @@ static void pull_bmd(struct hd_proxy *p)
 }
 
 /* METHOD path on the primary (a BMD change); then its BMD. 0 or the primary's error. */
-static int forward(struct hd_proxy *p, const char *method, const char *path, const json_t *body)
+/* The primary's answer to method path (body): 0, or its error with its message in msg (NULL:
+ * not wanted). */
+static int forward(struct hd_proxy *p, const char *method, const char *path, const json_t *body,
+                   char *msg, size_t msglen)
 {
     json_t *out = NULL;
     long status = 0;
@@ -156,6 +161,8 @@ static int forward(struct hd_proxy *p, const char *method, const char *path, con
         return HD_EUNAVAIL;
     }
     rc = hd_proxy_err_from_json(status, out);
+    if (rc < 0 && msg && msglen && json_is_string(json_object_get(out, "message")))
+        snprintf(msg, msglen, "%s", json_string_value(json_object_get(out, "message")));
     json_decref(out);
     if (rc == 0)
         pull_bmd(p);
@@ -163,7 +170,7 @@ static int forward(struct hd_proxy *p, const char *method, const char *path, con
 }
 
 static int via_primary(struct hd_proxy *p, const char *method, const char *name, const char *query,
-                       const json_t *body)
+                       const json_t *body, char *msg, size_t msglen)
 {
     struct hd_buf path;
     int rc;
@@ -177,7 +184,7 @@ static int via_primary(struct hd_proxy *p, const char *method, const char *name,
         hd_buf_cleanup(&path);
         return -ENOMEM;
     }
-    rc = forward(p, method, path.data, body);
+    rc = forward(p, method, path.data, body, msg, msglen);
     hd_buf_cleanup(&path);
     return rc;
 }
@@ -204,7 +211,7 @@ int hd_proxy_bucket_create_props(struct hd_proxy *p, const char *name, const cha
         if (props && !(body = json_loads(props, 0, NULL)))
             return HD_EBADARG;
         rc = via_primary(p, "POST", name, strcmp(a.provider, "aws") == 0 ? "provider=aws" : NULL,
-                         body);
+                         body, NULL, 0);
         json_decref(body);
         return rc;
     }
@@ -218,7 +225,7 @@ int hd_proxy_bucket_destroy(struct hd_proxy *p, const char *name, char *msg, siz
 
     msg[0] = '\0';
     if (!p->primary)
-        return via_primary(p, "DELETE", name, NULL, NULL);
+        return via_primary(p, "DELETE", name, NULL, NULL, msg, msglen);
     b = hd_smap_state_bmd(p->cs);
     rc = hd_bmd_find(b, name) ? 0 : HD_ENOSUCHBUCKET;
     hd_bmd_unref(b);
@@ -256,7 +263,7 @@ int hd_proxy_bucket_props_msg(struct hd_proxy *p, const char *name, const char *
     free(probe);
     msg[0] = '\0';
     if (!p->primary)
-        rc = via_primary(p, "PATCH", name, NULL, in);
+        rc = via_primary(p, "PATCH", name, NULL, in, msg, msglen);
     else
         rc = bmd_change(p, do_props, &a);
     json_decref(in);
@@ -285,7 +292,7 @@ int hd_proxy_token_revoke(struct hd_proxy *p, const char *token, const char *id,
         return bmd_change(p, do_revoke, &a);
     if (!(body = json_pack("{s:s}", "token", token)))
         return -ENOMEM;
-    rc = forward(p, "DELETE", "/v1/tokens", body);
+    rc = forward(p, "DELETE", "/v1/tokens", body, NULL, 0);
     json_decref(body);
     return rc;
 }

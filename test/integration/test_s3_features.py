@@ -368,6 +368,20 @@ def test_anonymous_read_bucket(endpoint, raw, s3, bucket):
                        "SignatureDoesNotMatch")
         # listing all buckets is not anonymous
         check_s3_error(raw.request("GET", "/", sign=False), 403, "AccessDenied")
+        # the data and the listing, not the settings or summaries
+        for q in ("props", "summary"):
+            r = requests.get("%s/v1/buckets/%s?%s" % (endpoint.url, bucket, q), timeout=10)
+            assert r.status_code == 403, (q, r.status_code, r.text)
+        if endpoint.kind == "proxy":  # AIStore's Bucket.info() and summary-bck
+            r = requests.head("%s/v1/buckets/%s?provider=ais&presence=2" % (endpoint.url, bucket),
+                              timeout=10)
+            assert r.status_code == 403 and "ais-bucket-summ" not in r.headers, r.headers
+            r = requests.head("%s/v1/buckets/%s?provider=ais&presence=1" % (endpoint.url, bucket),
+                              timeout=10)
+            assert r.status_code == 200, r.headers
+            r = requests.get("%s/v1/buckets/%s" % (endpoint.url, bucket), timeout=10,
+                             json={"action": "summary-bck", "value": {}})
+            assert r.status_code == 403, r.text
     finally:
         assert _props(endpoint, bucket, b'{"anonymous_read": false}').status_code == 200
     check_s3_error(raw.request("GET", "/%s/pub/obj" % bucket, sign=False), 403, "AccessDenied")

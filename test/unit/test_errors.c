@@ -82,6 +82,7 @@ static const struct {
     {HD_EPOSTFORM, 400, "MalformedPOSTRequest"},
     {HD_EPOSTPRE, 400, "MaxPostPreDataLengthExceeded"},
     {HD_ECORSBAD, 400, "BadRequest"},
+    {HD_EACLNOTSUPP, 400, "AccessControlListNotSupported"},
     {HD_ECORSDENY, 403, "AccessForbidden"},
 };
 #define NWANT (sizeof(want) / sizeof(want[0]))
