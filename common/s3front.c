@@ -851,16 +851,19 @@ static void create_end(struct hd_req *r, void *arg, const char *body, size_t len
     struct bucket_call *bc = arg;
     const char *canned = hd_req_header(r, "x-amz-acl");
     char loc[80];
-    int rc;
+    int rc, existed;
 
     if (len && (rc = hd_xml_parse_create_bucket(body, len, loc, sizeof(loc))) < 0) {
         hd_resp_err(r, rc);
         return;
     }
     rc = bc->f->bucket_create(bc->ctx, bc->bucket);
-    if (rc == HD_EBUCKETEXISTS)
+    existed = rc == HD_EBUCKETEXISTS;
+    if (existed)
         rc = 0; /* us-east-1 semantics: creating a bucket you own again succeeds */
-    if (rc == 0 && canned)
+    /* a new bucket is private already: only public-read, or an ACL for one that was there,
+     * changes anything (clients such as rclone send private with every CreateBucket) */
+    if (rc == 0 && canned && (existed || canned_public(canned) == 1))
         rc = bucket_acl_set(bc->f, bc->ctx, bc->bucket, canned_public(canned) == 1);
     if (rc < 0) {
         hd_resp_err(r, rc);
