@@ -806,25 +806,45 @@ static struct bucket_call *bucket_call(struct hd_req *r, const struct hd_s3_fron
 
 static int canned_public(const char *canned);
 
+/* The bucket's properties (common/bprops.h; a new reference, NULL when it has none or when *rc,
+ * 0 otherwise, is the code that kept them from being read: HD_ENOSUCHBUCKET). */
+static json_t *props_json(const struct hd_s3_front *f, void *ctx, const char *bucket, int *rc)
+{
+    char *props = NULL;
+    json_t *j;
+
+    *rc = f->props_get ? f->props_get(ctx, bucket, &props) : 0;
+    if (*rc < 0 || !props)
+        return NULL;
+    j = json_loads(props, 0, NULL);
+    free(props);
+    return j;
+}
+
+/* Bucket property key alone (a new reference; NULL when unset), as props_json. The ACL, CORS
+ * and tag calls read the bucket's settings through these two. */
+static json_t *setting(const struct hd_s3_front *f, void *ctx, const char *bucket, const char *key,
+                       int *rc)
+{
+    json_t *j = props_json(f, ctx, bucket, rc), *v = json_incref(json_object_get(j, key));
+
+    json_decref(j);
+    return v;
+}
+
 /* How public the bucket is: 2 when its objects are (anonymous_read, set by the native API),
  * 1 when only its listing is (anonymous_list: S3's public-read bucket ACL), 0 when neither;
  * or a negative code. */
 static int bucket_public(const struct hd_s3_front *f, void *ctx, const char *bucket)
 {
-    char *props = NULL;
-    json_t *j;
     int rc;
+    json_t *j = props_json(f, ctx, bucket, &rc);
 
-    if (!f->props_get)
-        return 0;
-    if ((rc = f->props_get(ctx, bucket, &props)) < 0)
-        return rc;
-    j = props ? json_loads(props, 0, NULL) : NULL;
-    rc = json_is_true(json_object_get(j, "anonymous_read"))   ? 2
-         : json_is_true(json_object_get(j, "anonymous_list")) ? 1
-                                                              : 0;
+    if (rc >= 0)
+        rc = json_is_true(json_object_get(j, "anonymous_read"))   ? 2
+             : json_is_true(json_object_get(j, "anonymous_list")) ? 1
+                                                                  : 0;
     json_decref(j);
-    free(props);
     return rc;
 }
 
@@ -1316,23 +1336,6 @@ static void put_versioning(struct hd_req *r, const struct hd_s3_front *f, void *
  * answer; DeleteBucketPolicy, ...: 204. */
 /* ---- CORS (the bucket property "cors", common/cors.h) ---- */
 
-/* The bucket's CORS rules (a new reference; NULL: none), with *rc 0 or the code that kept them
- * from being read (HD_ENOSUCHBUCKET). */
-static json_t *cors_rules(const struct hd_s3_front *f, void *ctx, const char *bucket, int *rc)
-{
-    char *props = NULL;
-    json_t *j, *rules = NULL;
-
-    *rc = f->props_get ? f->props_get(ctx, bucket, &props) : 0;
-    if (*rc < 0 || !props)
-        return NULL;
-    if ((j = json_loads(props, 0, NULL)))
-        rules = json_incref(json_object_get(j, "cors"));
-    json_decref(j);
-    free(props);
-    return rules;
-}
-
 /* "a, b, c" of the strings of a rule's list key into b (empty when none). */
 static void joined(struct hd_buf *b, const json_t *rule, const char *key)
 {
@@ -1390,15 +1393,9 @@ static void cors_actual(struct hd_req *r, const struct hd_s3_front *f, void *ctx
 {
     const char *origin = hd_req_header(r, "Origin"), *m;
     json_t *rules;
-    size_t k;
     int rc, i;
 
-    if (!origin || !bucket)
-        return;
-    for (k = 0; k < r->nrh; k++) /* once, also when a parked request is dispatched again */
-        if (strcasecmp(r->rh[k].k, "Vary") == 0)
-            return;
-    if (!(rules = cors_rules(f, ctx, bucket, &rc)))
+    if (!origin || !bucket || !(rules = setting(f, ctx, bucket, "cors", &rc)))
         return;
     m = hd_req_header(r, "Access-Control-Request-Method");
     if ((i = hd_cors_find(rules, origin, m ? m : r->method, NULL)) >= 0)
@@ -1429,7 +1426,7 @@ static void cors_preflight(struct hd_req *r, const struct hd_s3_front *f, void *
         return;
     }
     if (bucket)
-        rules = cors_rules(f, ctx, bucket, &rc);
+        rules = setting(f, ctx, bucket, "cors", &rc);
     if (rules)
         i = hd_cors_find(rules, origin, m, hdrs);
     if (i >= 0) {
@@ -1496,34 +1493,6 @@ static void put_cors(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
     put_setting(r, f, ctx, c, (size_t)HD_CORS_JSON_MAX * 2, cors_put_end);
 }
 
-/* GET and DELETE ?cors: the bucket's rules, or none */
-static void cors_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
-                        const struct hd_s3_call *c)
-{
-    struct hd_buf b;
-    json_t *rules;
-    int rc;
-
-    rules = cors_rules(f, ctx, c->bucket, &rc);
-    if (rc < 0) {
-        hd_resp_err(r, rc);
-    } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
-        char msg[200];
-        rc = rules ? f->props_patch(ctx, c->bucket, "{\"cors\":null}", msg, sizeof(msg)) : 0;
-        if (rc < 0)
-            hd_resp_err(r, rc);
-        else
-            hd_resp_empty(r, 204);
-    } else if (!rules) {
-        hd_resp_err(r, HD_ENOCORS);
-    } else {
-        hd_buf_init(&b);
-        hd_cors_xml(&b, rules);
-        hd_resp_xml(r, 200, &b);
-    }
-    json_decref(rules);
-}
-
 /* ---- bucket tags (the bucket property "tags": {key: value}) ---- */
 
 static void tags_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
@@ -1546,37 +1515,47 @@ static void put_tagging(struct hd_req *r, const struct hd_s3_front *f, void *ctx
     put_setting(r, f, ctx, c, 64u * 1024, tags_put_end);
 }
 
-/* GET and DELETE ?tagging of a bucket: its tags, or none */
-static void tagging_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
-                           const struct hd_s3_call *c)
+static void tags_xml(struct hd_buf *b, const json_t *tags)
 {
-    char *props = NULL, *text = NULL;
-    json_t *j = NULL, *tags;
-    struct hd_buf b;
-    int rc = f->props_get ? f->props_get(ctx, c->bucket, &props) : 0;
+    char *text = json_dumps(tags, JSON_COMPACT);
 
-    if (rc == 0 && props && (j = json_loads(props, 0, NULL)) &&
-        (tags = json_object_get(j, "tags")) && !(text = json_dumps(tags, JSON_COMPACT)))
-        rc = -ENOMEM;
-    if (rc < 0) {
-        hd_resp_err(r, rc);
-    } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
-        char msg[200];
-        rc = text ? f->props_patch(ctx, c->bucket, "{\"tags\":null}", msg, sizeof(msg)) : 0;
-        if (rc < 0)
-            hd_resp_err(r, rc);
-        else
+    if (!text)
+        b->oom = 1;
+    else
+        hd_tags_xml(b, text);
+    free(text);
+}
+
+/* GET and DELETE of a setting kept as bucket property key (cors, tags): its document (xml), or
+ * none: the error missing on GET, 204 on DELETE. */
+static void setting_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                           const struct hd_s3_call *c, const char *key, int missing,
+                           void (*xml)(struct hd_buf *b, const json_t *v))
+{
+    char msg[256] = "", patch[32];
+    struct hd_buf b;
+    int rc;
+    json_t *v = setting(f, ctx, c->bucket, key, &rc);
+
+    if (rc >= 0 && c->op == HD_S3_DELETE_BUCKET_CONFIG) {
+        snprintf(patch, sizeof(patch), "{\"%s\":null}", key);
+        rc = v ? f->props_patch(ctx, c->bucket, patch, msg, sizeof(msg)) : 0;
+        if (rc >= 0) {
             hd_resp_empty(r, 204);
-    } else if (!text) {
-        hd_resp_err(r, HD_ENOTAGSET);
+            goto out;
+        }
+    }
+    if (rc < 0) {
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+    } else if (!v) {
+        hd_resp_err(r, missing);
     } else {
         hd_buf_init(&b);
-        hd_tags_xml(&b, text);
+        xml(&b, v);
         hd_resp_xml(r, 200, &b);
     }
-    free(text);
-    json_decref(j);
-    free(props);
+out:
+    json_decref(v);
 }
 
 static void bucket_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
@@ -1589,9 +1568,9 @@ static void bucket_config(struct hd_req *r, const struct hd_s3_front *f, void *c
     if (rc < 0) {
         hd_resp_err(r, rc);
     } else if (strcmp(cfg->sub, "cors") == 0) {
-        cors_config(r, f, ctx, c);
+        setting_config(r, f, ctx, c, "cors", HD_ENOCORS, hd_cors_xml);
     } else if (strcmp(cfg->sub, "tagging") == 0) {
-        tagging_config(r, f, ctx, c);
+        setting_config(r, f, ctx, c, "tags", HD_ENOTAGSET, tags_xml);
     } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
         hd_resp_empty(r, 204);
     } else if (cfg->err) {

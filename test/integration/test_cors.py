@@ -88,7 +88,11 @@ def test_cors_configuration_errors(endpoint, raw, s3, bucket):
                  b"<Other><CORSRule><AllowedOrigin>*</AllowedOrigin>"
                  b"<AllowedMethod>GET</AllowedMethod></CORSRule></Other>"):
         check_s3_error(raw.request("PUT", "/%s?cors" % bucket, body=body), 400, "MalformedXML")
-    # a value that would break a response header
+    # a body over the limit (128 KiB) is refused before it is parsed; nothing is kept
+    big = b"<CORSConfiguration>" + b"<CORSRule>" * 20000
+    r = raw.request("PUT", "/%s?cors" % bucket, body=big)
+    assert r.status == 400, r
+        # a value that would break a response header
     r = raw.request("PUT", "/%s?cors" % bucket, body=(
         b"<CORSConfiguration><CORSRule><AllowedOrigin>a&#xD;&#xA;Set-Cookie: x</AllowedOrigin>"
         b"<AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>"))
@@ -124,6 +128,8 @@ def test_cors_preflight(endpoint, raw, s3, bucket):
     assert e["Message"] == "Insufficient information. Origin request header needed.", e
     e = check_s3_error(options(raw, path, "https://app.example.com"), 400, "BadRequest")
     assert e["Message"] == "Invalid Access-Control-Request-Method: null", e
+    e = check_s3_error(options(raw, path, "https://app.example.com", "PATCH"), 400, "BadRequest")
+    assert e["Message"] == "Invalid Access-Control-Request-Method: PATCH", e
     # the first rule, with the requested headers (matched case-insensitively, with x-amz-*)
     r = options(raw, path, "https://app.example.com", "PUT", "Content-Type, X-Amz-Meta-Tag")
     assert r.status == 200, r

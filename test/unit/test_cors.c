@@ -259,6 +259,10 @@ HD_SUITE(cors_bprops)
     CHECK_EQ_STR(out2, out);
     free(out2);
     free(out);
+    CHECK_EQ_INT(hd_bprops_parse("{\"anonymous_list\":\"yes\"}", &bp, err, sizeof(err)),
+                 HD_EBADARG);
+    CHECK_EQ_INT(hd_bprops_parse("{\"anonymous_list\":true}", &bp, err, sizeof(err)), 0);
+    CHECK(bp.anonymous_list && !bp.anonymous_read);
     CHECK_EQ_INT(hd_bprops_parse("{\"tags\":{}}", &bp, err, sizeof(err)), HD_EBADARG);
     CHECK_EQ_INT(hd_bprops_parse("{\"tags\":{\"\":\"v\"}}", &bp, err, sizeof(err)), HD_EBADARG);
     CHECK_EQ_INT(hd_bprops_parse("{\"tags\":{\"k\":1}}", &bp, err, sizeof(err)), HD_EBADARG);
