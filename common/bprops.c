@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "common/cors.h"
+#include "common/lifecycle.h"
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/tagging.h"
@@ -174,8 +175,7 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
     json_object_foreach(j, k, v)
     {
         if (strcmp(k, "anonymous_read") == 0 || strcmp(k, "anonymous_list") == 0 ||
-            strcmp(k, "validate_warm_get") == 0 ||
-            strcmp(k, "validate_cold_get") == 0) {
+            strcmp(k, "validate_warm_get") == 0 || strcmp(k, "validate_cold_get") == 0) {
             if (!json_is_boolean(v)) {
                 rc = bad(err, errlen, "%s must be true or false", k);
                 break;
@@ -207,20 +207,31 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
             if ((rc = check_tags(v, err, errlen)) < 0)
                 break;
             out->has_tags = 1;
+        } else if (strcmp(k, "lifecycle") == 0) {
+            if ((rc = hd_lc_check(v, err, errlen)) < 0) {
+                rc = HD_EBADARG;
+                break;
+            }
+            out->has_lifecycle = 1;
         } else {
             rc = bad(err, errlen, "unknown bucket property '%s'", k);
             break;
         }
     }
     json_decref(j);
+    if (rc == 0 && out->has_lifecycle && out->has_upstream)
+        rc = bad(err, errlen, "%s",
+                 "Lifecycle rules are for hoard's own buckets: an S3-backed bucket's objects "
+                 "expire by its upstream bucket's rules.");
     return rc;
 }
 
-/* p's canonical JSON with the values of src's "cors" and "tags" (src may be NULL). */
+/* p's canonical JSON with the values of src's "cors", "tags" and "lifecycle" (src may be
+ * NULL). */
 static char *dump_with(const struct hd_bprops *p, json_t *src)
 {
     json_t *cors = json_object_get(src, "cors"), *tags = json_object_get(src, "tags");
-    json_t *j = json_object(), *u;
+    json_t *lc = json_object_get(src, "lifecycle"), *j = json_object(), *u;
     char *s;
 
     if (!j)
@@ -248,6 +259,8 @@ static char *dump_with(const struct hd_bprops *p, json_t *src)
         json_object_set(j, "cors", cors);
     if (p->has_tags && tags)
         json_object_set(j, "tags", tags);
+    if (p->has_lifecycle && lc)
+        json_object_set(j, "lifecycle", lc);
     s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(j);
     return s;
@@ -260,7 +273,8 @@ char *hd_bprops_dump(const struct hd_bprops *p)
 
 char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src)
 {
-    json_t *j = (p->has_cors || p->has_tags) && src ? json_loads(src, 0, NULL) : NULL;
+    json_t *j =
+        (p->has_cors || p->has_tags || p->has_lifecycle) && src ? json_loads(src, 0, NULL) : NULL;
     char *s = dump_with(p, j);
 
     json_decref(j);

@@ -14,7 +14,9 @@
  *    "upstream": {"endpoint": "http://host:port", "region": "us-east-1",
  *                 "style": "path" | "virtual", "profile": "NAME", "bucket": "NAME"},
  *    "cors": [RULE, ...],                  S3 PutBucketCors (common/cors.h)
- *    "tags": {"key": "value", ...}}        S3 PutBucketTagging (common/tagging.h)
+ *    "tags": {"key": "value", ...},        S3 PutBucketTagging (common/tagging.h)
+ *    "lifecycle": [RULE, ...]}             S3 PutBucketLifecycleConfiguration (common/
+ *                                          lifecycle.h); hoard's own buckets only
  *
  * "write_policy" "back" is for S3-backed buckets only: the proxy checks it with the provider.
  * "upstream" names where an S3-backed (provider "aws") bucket's objects come from. It never
@@ -46,6 +48,7 @@ struct hd_bprops {
     struct hd_upstream up;
     int has_cors; /* "cors" (its rules stay in the JSON: hd_bprops_dump_from) */
     int has_tags; /* "tags" (the same) */
+    int has_lifecycle; /* "lifecycle" (the same) */
 };
 
 /* Parses and validates props JSON (NULL or "" = {}). Unknown keys, wrong types, a bad
@@ -53,7 +56,8 @@ struct hd_bprops {
  * a one-line reason in err. */
 int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t errlen);
 /* Canonical compact JSON (sorted keys, defaults left out); malloc'd, NULL on OOM. Without
- * "cors" and "tags": hd_bprops_dump_from carries them over from the JSON p was parsed from. */
+ * "cors", "tags" and "lifecycle": hd_bprops_dump_from carries them over from the JSON p was
+ * parsed from. */
 char *hd_bprops_dump(const struct hd_bprops *p);
 char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src);
 /* cur (NULL = {}) with the keys of patch replaced (a key set to null is removed); the

@@ -9,6 +9,7 @@
 
 #include "common/cksum.h"
 #include "common/cors.h"
+#include "common/lifecycle.h"
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/json.h"
@@ -120,6 +121,7 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_PUT_BUCKET_ACL] = "PutBucketAcl",
     [HD_S3_PUT_BUCKET_CORS] = "PutBucketCors",
     [HD_S3_PUT_BUCKET_TAGGING] = "PutBucketTagging",
+    [HD_S3_PUT_BUCKET_LIFECYCLE] = "PutBucketLifecycleConfiguration",
     [HD_S3_GET_VERSIONING] = "GetBucketVersioning",
     [HD_S3_PUT_VERSIONING] = "PutBucketVersioning",
     [HD_S3_GET_BUCKET_CONFIG] = "GetBucketConfiguration",
@@ -161,8 +163,11 @@ static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const
 
     if (level == BUCKET && (cfg = bucket_config_of(r))) {
         if (strcmp(r->method, "PUT") == 0 &&
-            (strcmp(cfg->sub, "cors") == 0 || strcmp(cfg->sub, "tagging") == 0)) {
-            *op = cfg->sub[0] == 'c' ? HD_S3_PUT_BUCKET_CORS : HD_S3_PUT_BUCKET_TAGGING;
+            (strcmp(cfg->sub, "cors") == 0 || strcmp(cfg->sub, "tagging") == 0 ||
+             strcmp(cfg->sub, "lifecycle") == 0)) {
+            *op = cfg->sub[0] == 'c'   ? HD_S3_PUT_BUCKET_CORS
+                  : cfg->sub[0] == 't' ? HD_S3_PUT_BUCKET_TAGGING
+                                       : HD_S3_PUT_BUCKET_LIFECYCLE;
             return 0;
         }
         if (strcmp(r->method, "GET") == 0) {
@@ -1460,7 +1465,8 @@ static void setting_answer(struct hd_req *r, const struct bucket_call *bc, const
         hd_resp_empty(r, status);
 }
 
-/* PutBucketCors, PutBucketTagging: the body (at most max bytes) goes to end. */
+/* PutBucketCors, PutBucketTagging, PutBucketLifecycleConfiguration: the body (at most max bytes)
+ * goes to end. */
 static void put_setting(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                         const struct hd_s3_call *c, size_t max, hd_s3_body_fn end)
 {
@@ -1491,6 +1497,26 @@ static void put_cors(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                      const struct hd_s3_call *c)
 {
     put_setting(r, f, ctx, c, (size_t)HD_CORS_JSON_MAX * 2, cors_put_end);
+}
+
+/* ---- lifecycle rules (the bucket property "lifecycle", common/lifecycle.h) ---- */
+
+static void lc_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
+{
+    char *rules = NULL, msg[256];
+    int rc = hd_lc_parse_xml(body, len, &rules, msg, sizeof(msg));
+
+    if (rc < 0)
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+    else
+        setting_answer(r, arg, "lifecycle", rules, 200);
+    free(rules);
+}
+
+static void put_lifecycle(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                          const struct hd_s3_call *c)
+{
+    put_setting(r, f, ctx, c, HD_XML_MAX_BODY, lc_put_end);
 }
 
 /* ---- bucket tags (the bucket property "tags": {key: value}) ---- */
@@ -1571,6 +1597,8 @@ static void bucket_config(struct hd_req *r, const struct hd_s3_front *f, void *c
         setting_config(r, f, ctx, c, "cors", HD_ENOCORS, hd_cors_xml);
     } else if (strcmp(cfg->sub, "tagging") == 0) {
         setting_config(r, f, ctx, c, "tags", HD_ENOTAGSET, tags_xml);
+    } else if (strcmp(cfg->sub, "lifecycle") == 0) {
+        setting_config(r, f, ctx, c, "lifecycle", HD_ENOLIFECYCLE, hd_lc_xml);
     } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
         hd_resp_empty(r, 204);
     } else if (cfg->err) {
@@ -1590,14 +1618,15 @@ typedef void (*builtin_fn)(struct hd_req *r, const struct hd_s3_front *f, void *
                            const struct hd_s3_call *c);
 
 static const builtin_fn builtin[HD_S3_OP_COUNT] = {
-    [HD_S3_LIST_BUCKETS] = list_buckets,       [HD_S3_GET_LOCATION] = location,
-    [HD_S3_LIST_VERSIONS] = list_objects,      [HD_S3_DELETE_OBJECTS] = delete_objects,
-    [HD_S3_LIST_OBJECTS] = list_objects,       [HD_S3_HEAD_BUCKET] = head_bucket,
-    [HD_S3_CREATE_BUCKET] = create_bucket,     [HD_S3_DELETE_BUCKET] = delete_bucket,
-    [HD_S3_GET_BUCKET_ACL] = bucket_acl,       [HD_S3_PUT_BUCKET_ACL] = bucket_acl,
-    [HD_S3_GET_VERSIONING] = get_versioning,   [HD_S3_PUT_VERSIONING] = put_versioning,
-    [HD_S3_GET_BUCKET_CONFIG] = bucket_config, [HD_S3_DELETE_BUCKET_CONFIG] = bucket_config,
-    [HD_S3_PUT_BUCKET_CORS] = put_cors,        [HD_S3_PUT_BUCKET_TAGGING] = put_tagging,
+    [HD_S3_LIST_BUCKETS] = list_buckets,          [HD_S3_GET_LOCATION] = location,
+    [HD_S3_LIST_VERSIONS] = list_objects,         [HD_S3_DELETE_OBJECTS] = delete_objects,
+    [HD_S3_LIST_OBJECTS] = list_objects,          [HD_S3_HEAD_BUCKET] = head_bucket,
+    [HD_S3_CREATE_BUCKET] = create_bucket,        [HD_S3_DELETE_BUCKET] = delete_bucket,
+    [HD_S3_GET_BUCKET_ACL] = bucket_acl,          [HD_S3_PUT_BUCKET_ACL] = bucket_acl,
+    [HD_S3_GET_VERSIONING] = get_versioning,      [HD_S3_PUT_VERSIONING] = put_versioning,
+    [HD_S3_GET_BUCKET_CONFIG] = bucket_config,    [HD_S3_DELETE_BUCKET_CONFIG] = bucket_config,
+    [HD_S3_PUT_BUCKET_CORS] = put_cors,           [HD_S3_PUT_BUCKET_TAGGING] = put_tagging,
+    [HD_S3_PUT_BUCKET_LIFECYCLE] = put_lifecycle,
 };
 
 /* ---- dispatch ---- */

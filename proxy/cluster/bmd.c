@@ -119,7 +119,7 @@ static int do_props(struct hd_bmd *b, const void *arg)
         bmd_props_bytes(b, a->name) + strlen(merged) > HD_BMD_PROPS_MAX) {
         snprintf(a->msg, a->msglen,
                  "The cluster's buckets would hold more than %u KiB of properties (CORS rules, "
-                 "tags): every node keeps them all. Remove some first.",
+                 "lifecycle rules, tags): every node keeps them all. Remove some first.",
                  HD_BMD_PROPS_MAX >> 10);
         free(merged);
         return HD_EBADARG;

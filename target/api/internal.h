@@ -35,6 +35,7 @@ struct hd_target {
     struct hd_cache *cache;         /* S3-backed buckets: upstreams, cold GET, LRU (cache.h) */
     struct hd_pool *pool;           /* blocking work off the HTTP workers (upstream, other nodes) */
     struct hd_pool *disk;           /* PUT commits (fsync, rename, catalog): store.commit_workers */
+    int64_t lc_day_ms;              /* lifecycle.day_ms: a lifecycle rule's day (lifecycle.c) */
 };
 
 /* Who is asking: 0 with *a filled for a verified request (a->anonymous for a request without

@@ -23,6 +23,7 @@
 #include "common/cksum.h"
 #include "common/errors.h"
 #include "common/json.h"
+#include "common/lifecycle.h"
 #include "common/log.h"
 #include "common/mpulist.h"
 #include "common/metrics.h"
@@ -2772,6 +2773,58 @@ int hd_mpu_drop_bucket(struct hd_target *t, const char *bucket)
         db_close(&d);
         strv_free(&ids);
         strv_free(&files);
+    }
+    return rc;
+}
+
+/* ---- lifecycle: AbortIncompleteMultipartUpload ---- */
+
+int hd_mpu_lifecycle_abort(struct hd_target *t, const char *bucket, const json_t *rules,
+                           int64_t now_ms, int64_t day_ms, uint64_t *aborted)
+{
+    struct hd_store *st = t->st;
+    size_t i, k;
+    int rc = 0;
+
+    *aborted = 0;
+    for (i = 0; i < st->nmp && rc == 0; i++) {
+        struct mountpath *mp = &st->mp[i];
+        struct strv ids = {0}, names = {0};
+        sqlite3_stmt *s = NULL;
+        struct db d;
+        int sst;
+        if ((rc = db_open(mp, &d)) < 0)
+            break;
+        if ((rc = db_prep(&d,
+                          "SELECT id, name, created FROM mpu_uploads WHERE bucket = ?1 AND "
+                          "state = 0",
+                          &s)) < 0)
+            goto next;
+        sqlite3_bind_text(s, 1, bucket, -1, SQLITE_TRANSIENT);
+        while ((sst = sqlite3_step(s)) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(s, 1);
+            if (name && hd_lc_abort_due(rules, name, sqlite3_column_int64(s, 2), now_ms, day_ms) &&
+                ((rc = strv_push(&ids, (const char *)sqlite3_column_text(s, 0))) < 0 ||
+                 (rc = strv_push(&names, name)) < 0))
+                goto next;
+        }
+        if (sst != SQLITE_DONE)
+            rc = hd_store_sqlerr(d.c->db, sst, "multipart lifecycle");
+    next:
+        sqlite3_finalize(s);
+        db_close(&d);
+        for (k = 0; rc == 0 && k < ids.n; k++) {
+            int a = abort_local(mp, ids.v[k], bucket, names.v[k]);
+            if (a == 0) {
+                HD_LOG(HD_INFO, NULL, "lifecycle: aborted upload %s of %s/%s", ids.v[k], bucket,
+                       names.v[k]);
+                (*aborted)++;
+            } else if (a != HD_ENOSUCHUPLOAD) {
+                rc = a; /* completed or aborted meanwhile: nothing to do */
+            }
+        }
+        strv_free(&ids);
+        strv_free(&names);
     }
     return rc;
 }

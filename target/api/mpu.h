@@ -30,5 +30,9 @@ void hd_mpu_list_uploads(struct hd_req *r, struct hd_target *t, const char *buck
 void hd_mpu_list_uploads_json(struct hd_req *r, struct hd_target *t, const char *bucket);
 /* Removes every upload of a bucket (DeleteBucket); 0 or negative code. */
 int hd_mpu_drop_bucket(struct hd_target *t, const char *bucket);
+/* Aborts the uploads of bucket held here that an AbortIncompleteMultipartUpload rule of
+ * rules (common/lifecycle.h) makes due at now_ms; *aborted counts them. 0 or negative code. */
+int hd_mpu_lifecycle_abort(struct hd_target *t, const char *bucket, const json_t *rules,
+                           int64_t now_ms, int64_t day_ms, uint64_t *aborted);
 
 #endif

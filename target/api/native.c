@@ -116,17 +116,26 @@ static void props_end(struct hd_req *r, void *ctx, const char *body, size_t len)
 static void props_get(struct hd_req *r, struct hd_target *t, const char *bucket)
 {
     struct hd_bucket_info bi;
-    char ts[32];
+    char ts[32], *text = NULL;
+    json_t *props;
     int rc;
 
-    if ((rc = hd_store_bucket_get(t->st, bucket, &bi)) < 0) {
+    if ((rc = hd_store_bucket_get(t->st, bucket, &bi)) < 0 ||
+        (rc = hd_store_bucket_props(t->st, bucket, &text)) < 0) {
         hd_resp_err(r, rc);
         return;
     }
+    props = text && *text ? json_loads(text, 0, NULL) : json_object(); /* every property */
+    free(text);
+    if (!json_is_object(props)) {
+        json_decref(props);
+        props = json_object();
+    }
+    json_object_set_new(props, "anonymous_read", json_boolean(bi.anonymous_read));
     hd_iso8601((time_t)bi.created, ts);
     hd_resp_json(r, 200,
-                 json_pack("{s:s, s:s, s:s, s:{s:b}}", "name", bi.name, "provider", bi.provider,
-                           "created", ts, "props", "anonymous_read", bi.anonymous_read));
+                 json_pack("{s:s, s:s, s:s, s:o}", "name", bi.name, "provider", bi.provider,
+                           "created", ts, "props", props));
 }
 
 /* GET /v1/buckets/B?summary: this target's objects and bytes of B, per mountpath

@@ -10,6 +10,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "target/api/lifecycle.h"
 #include "target/api/mpu.h"
 #include "target/cluster/copy.h"
 #include "target/cluster/shard.h"
@@ -137,6 +138,8 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
     deps.rb = t->rb;
     deps.pool = t->pool;
     if ((rc = hd_cache_new(cfg, &deps, &t->cache)) < 0) /* reads the buckets the BMD gave */
+        goto fail;
+    if ((rc = hd_lifecycle_register(t, hd_config_int(cfg, "lifecycle.day_ms"))) < 0)
         goto fail;
     hooks.bucket_gone = bucket_gone;
     hooks.applied = bmd_applied;

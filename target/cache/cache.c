@@ -333,10 +333,27 @@ static void check_space(struct hd_cache *c)
     }
 }
 
+/* Starts the job "lifecycle" (target/api/lifecycle.c) when a bucket here has lifecycle
+ * rules and it is not running yet. */
+static void lifecycle_pass(struct hd_cache *c)
+{
+    struct hd_bucket_info *bs = NULL;
+    size_t n = 0, i;
+    int any = 0;
+
+    if (hd_store_bucket_list(c->st, &bs, &n) < 0)
+        return;
+    for (i = 0; i < n && !any; i++)
+        any = bs[i].has_lifecycle;
+    free(bs);
+    if (any)
+        hd_jobs_start(c->js, "lifecycle", "lifecycle", "", NULL); /* running: declined */
+}
+
 void *hd_cache_hk_main(void *arg)
 {
     struct hd_cache *c = arg;
-    uint64_t next_flush = 0, next_check = 0;
+    uint64_t next_flush = 0, next_check = 0, next_lc = 0;
 
     pthread_mutex_lock(&c->hmu);
     while (!atomic_load(&c->stopping)) {
@@ -353,10 +370,16 @@ void *hd_cache_hk_main(void *arg)
             check_space(c);
             next_check = now + (uint64_t)c->check_ms * 1000000ull;
         }
+        if (now >= next_lc) {
+            if (next_lc) /* not at start: the first pass comes one interval in */
+                lifecycle_pass(c);
+            next_lc = now + (uint64_t)c->lc_ms * 1000000ull;
+        }
         pthread_mutex_lock(&c->hmu);
         if (c->kicked || atomic_load(&c->stopping))
             continue;
         wake = next_flush < next_check ? next_flush : next_check;
+        wake = wake < next_lc ? wake : next_lc;
         now = hd_now_ns();
         if (wake > now) {
             uint64_t d = wake - now;

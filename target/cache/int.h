@@ -28,6 +28,7 @@ struct hd_cache {
     char *cred_file;
     int range_fill, prefetch_workers, low, high;
     long atime_ms, check_ms;
+    long lc_ms; /* lifecycle.interval_ms: how often the job "lifecycle" runs */
 
     /* registry */
     pthread_rwlock_t rmu;

@@ -49,6 +49,7 @@ int hd_cache_new(const struct hd_config *cfg, const struct hd_cache_deps *deps,
     c->high = (int)hd_config_int(cfg, "space.high");
     c->atime_ms = (long)hd_config_int(cfg, "cache.atime_flush_ms");
     c->check_ms = (long)hd_config_int(cfg, "space.check_ms");
+    c->lc_ms = (long)hd_config_int(cfg, "lifecycle.interval_ms");
     pthread_rwlock_init(&c->rmu, NULL);
     pthread_mutex_init(&c->hmu, NULL);
     pthread_mutex_init(&c->evmu, NULL);

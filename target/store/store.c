@@ -81,6 +81,7 @@ static int load_buckets(struct hd_store *st)
             json_t *j = json_loads((const char *)sqlite3_column_text(s, 3), 0, NULL);
             n->anonymous_read = j && json_is_true(json_object_get(j, "anonymous_read"));
             n->anonymous_list = j && json_is_true(json_object_get(j, "anonymous_list"));
+            n->has_lifecycle = j && json_object_get(j, "lifecycle") != NULL;
             json_decref(j);
         }
     }
@@ -304,8 +305,8 @@ int hd_store_bucket_props(struct hd_store *st, const char *name, char **out)
     return rc;
 }
 
-int hd_store_bucket_patch_props(struct hd_store *st, const char *name, const char *patch,
-                                char *msg, size_t msglen)
+int hd_store_bucket_patch_props(struct hd_store *st, const char *name, const char *patch, char *msg,
+                                size_t msglen)
 {
     char *cur = NULL, *out = NULL;
     int rc;

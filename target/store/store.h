@@ -33,6 +33,7 @@ struct hd_bucket_info {
     int64_t created;    /* unix seconds */
     int anonymous_read; /* prop: unsigned GET/HEAD/list allowed */
     int anonymous_list; /* prop: unsigned listings allowed */
+    int has_lifecycle;  /* prop: lifecycle rules (target/api/lifecycle.c applies them) */
 };
 int hd_store_bucket_create(struct hd_store *st, const char *name, const char *provider);
 int hd_store_bucket_delete(struct hd_store *st, const char *name);
@@ -50,8 +51,8 @@ int hd_store_bucket_props(struct hd_store *st, const char *name, char **out);
 /* Merges patch into the bucket's props (hd_bprops_merge: keys not named keep their value, null
  * removes one) and stores the result, as one step under the bucket lock: concurrent patches
  * never lose each other's keys. HD_EBADARG with msg, HD_ENOSUCHBUCKET. */
-int hd_store_bucket_patch_props(struct hd_store *st, const char *name, const char *patch,
-                                char *msg, size_t msglen);
+int hd_store_bucket_patch_props(struct hd_store *st, const char *name, const char *patch, char *msg,
+                                size_t msglen);
 /* *out is malloc'd (caller frees). */
 int hd_store_bucket_list(struct hd_store *st, struct hd_bucket_info **out, size_t *n);
 

@@ -656,6 +656,15 @@ def test_props_validation(s3rver, cache):
     helpers.check_json_error(r, 400, "InvalidArgument")
     r = cache.api("PATCH", "/v1/buckets/" + b, body={"upstream": None})
     helpers.check_json_error(r, 400, "InvalidArgument")
+    # lifecycle rules are the upstream bucket's business: refused with the reason, by S3 too
+    rule = {"ID": "r", "Prefix": "", "Status": "Enabled", "Expiration": {"Days": 1}}
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        cache.s3().put_bucket_lifecycle_configuration(
+            Bucket=b, LifecycleConfiguration={"Rules": [rule]})
+    e = ei.value.response
+    assert (e["ResponseMetadata"]["HTTPStatusCode"], e["Error"]["Code"]) == (
+        400, "InvalidArgument") and "upstream bucket's rules" in e["Error"]["Message"], e
+    assert "lifecycle" not in cache.api("GET", "/v1/buckets/%s?props" % b).json()["props"]
     j = cache.api("GET", "/v1/buckets").json()
     assert {"name": b, "provider": "aws"}.items() <= \
         [x for x in j["buckets"] if x["name"] == b][0].items()

@@ -605,7 +605,7 @@ def test_metadata_too_large(endpoint, raw, bucket):
     ("POST", "/{b}?tagging"),
     ("GET", "/{b}/obj?tagging&torrent"), ("PUT", "/{b}/obj?tagging&torrent"),
     ("PUT", "/{b}/obj?attributes"),
-    ("PUT", "/{b}?policy"), ("PUT", "/{b}?lifecycle"), ("PUT", "/{b}/obj?cors"),
+    ("PUT", "/{b}?policy"), ("PUT", "/{b}?replication"), ("PUT", "/{b}/obj?cors"),
     ("PUT", "/{b}?website"), ("PUT", "/{b}?encryption"), ("PUT", "/{b}?object-lock"),
     ("PUT", "/{b}?publicAccessBlock"), ("PUT", "/{b}?logging"), ("PUT", "/{b}?notification"),
     ("PUT", "/{b}/obj?retention"), ("POST", "/{b}/obj?select"),
