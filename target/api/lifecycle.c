@@ -11,7 +11,8 @@
  *
  * Every target acts on its own rows only, so a cluster needs no coordination: an object's
  * rows are all written with its one mtime, and rules come to every target with the BMD.
- * Progress: objects and bytes deleted; extras "expired" and "aborted". Job thread. */
+ * Progress: objects and bytes deleted; extras "expired" and "aborted"; the counters
+ * hoard_lifecycle_expired_total and hoard_lifecycle_aborted_uploads_total. Job thread. */
 #include "target/api/lifecycle.h"
 
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include "common/lifecycle.h"
 #include "common/log.h"
 #include "target/api/mpu.h"
+#include "target/cache/cache.h"
 #include "target/object/object.h"
 
 #define SCAN_BATCH 1000
@@ -67,6 +69,7 @@ static int expire_one(struct hd_job *j, struct hd_store *st, size_t mpi, const c
     rc = due ? hd_store_delete_if(st, mpi, bucket, name, m.etag, m.mtime_ms) : 1;
     if (rc == 0) {
         hd_job_add(j, 1, m.size);
+        hd_cstat_add(HD_CS_LC_EXPIRED, 1);
         HD_LOG(HD_DEBUG, NULL, "lifecycle: expired %s/%s", bucket, name);
     }
     hd_obj_meta_cleanup(&m);
@@ -136,6 +139,7 @@ static int lc_run(struct hd_job *j, void *ctx)
         if (brc == 0 && (what & HD_LC_ABORTS)) {
             brc = hd_mpu_lifecycle_abort(t, bs[i].name, rules, wall_ms(), t->lc_day_ms, &a);
             aborted += a;
+            hd_cstat_add(HD_CS_LC_ABORTED, a);
         }
         json_decref(pj);
         if (brc == -ECANCELED) {

@@ -33,7 +33,9 @@ static const char *const cstat_names[HD_CS_COUNT] = {"hoard_cache_hits_total",
                                                      "hoard_evictions_total",
                                                      "hoard_evicted_bytes_total",
                                                      "hoard_cold_passthrough_total",
-                                                     "hoard_cold_get_readback_bytes_total"};
+                                                     "hoard_cold_get_readback_bytes_total",
+                                                     "hoard_lifecycle_expired_total",
+                                                     "hoard_lifecycle_aborted_uploads_total"};
 static const char *const cstat_help[HD_CS_COUNT] = {
     "GETs of S3-backed objects served from local disks",
     "GETs of S3-backed objects that went to the upstream",
@@ -49,7 +51,9 @@ static const char *const cstat_help[HD_CS_COUNT] = {
     "Cached objects evicted (LRU and evict jobs)",
     "Bytes of cached objects evicted",
     "Cold GETs served to the client without caching the object (no room for it)",
-    "Bytes cold GETs read back from the cache file (clients behind the fill's memory window)"};
+    "Bytes cold GETs read back from the cache file (clients behind the fill's memory window)",
+    "Objects deleted by bucket lifecycle rules",
+    "Incomplete multipart uploads aborted by bucket lifecycle rules"};
 static _Atomic uint64_t cstats[HD_CS_COUNT];
 
 static const double cold_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,

@@ -99,6 +99,8 @@ enum hd_cstat {
     HD_CS_EVICTED_BYTES,
     HD_CS_PASSTHROUGH,   /* cold GETs served without caching (no room) */
     HD_CS_COLD_READBACK, /* bytes readers of a fill read back from its file (behind the window) */
+    HD_CS_LC_EXPIRED,    /* objects deleted by lifecycle rules (target/api/lifecycle.c) */
+    HD_CS_LC_ABORTED,    /* multipart uploads aborted by lifecycle rules */
     HD_CS_COUNT
 };
 void hd_cstat_add(enum hd_cstat s, uint64_t n);

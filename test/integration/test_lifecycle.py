@@ -236,6 +236,7 @@ def test_expiration_on_a_target(fast_target):
     jobs = api(fast_target, "GET", "/v1/jobs").json()["jobs"]
     lc = [j for j in jobs if j["kind"] == "lifecycle"]
     assert lc and lc[0]["id"] == "lifecycle", jobs
+    assert fast_target.metrics()["hoard_lifecycle_expired_total"] == len(gone) + 1
 
 
 def test_abort_incomplete_uploads(fast_target):
@@ -257,6 +258,7 @@ def test_abort_incomplete_uploads(fast_target):
     assert err(s3.upload_part, Bucket=bucket, Key="tmp/big", UploadId=old, PartNumber=2,
                Body=b"p")[:2] == (404, "NoSuchUpload")
     assert names(s3, bucket) == {"tmp/object"}
+    assert fast_target.metrics()["hoard_lifecycle_aborted_uploads_total"] == 1
     # the kept upload still completes
     e = s3.upload_part(Bucket=bucket, Key="ckpt/big", UploadId=keep, PartNumber=1,
                        Body=b"c" * 10)["ETag"]
