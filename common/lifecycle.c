@@ -37,8 +37,16 @@ static int64_t day_ms_of(const char *s)
     struct tm tm;
     time_t t;
 
-    if (!s || strlen(s) != 10 || sscanf(s, "%4d-%2d-%2d%n", &y, &m, &d, &n) != 3 || n != 10 ||
-        y < 1970 || y > 9999 || m < 1 || m > 12 || d < 1 || d > 31)
+    static const char shape[] = "dddd-dd-dd";
+    size_t i;
+
+    if (!s || strlen(s) != 10)
+        return -1;
+    for (i = 0; i < 10; i++)
+        if (shape[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != '-')
+            return -1;
+    if (sscanf(s, "%4d-%2d-%2d%n", &y, &m, &d, &n) != 3 || n != 10 || y < 1970 || m < 1 || m > 12 ||
+        d < 1 || d > 31)
         return -1;
     memset(&tm, 0, sizeof(tm));
     tm.tm_year = y - 1900;
@@ -152,6 +160,9 @@ static int check_rule(const json_t *r, char *err, size_t errlen)
             return bad(err, errlen, HD_EBADARG, "a lifecycle prefix is at most %d bytes",
                        HD_LC_PREFIX_MAX);
     }
+    if (!json_object_get(r, "prefix") && !json_object_get(r, "filter"))
+        return bad(err, errlen, HD_EBADARG, "%s",
+                   "a rule needs a prefix or a filter (an empty filter takes every object)");
     if ((x = json_object_get(r, "filter")) && (rc = check_filter(x, &has_tags, err, errlen)) < 0)
         return rc;
     for (i = 0; day_keys[i]; i++)
@@ -189,6 +200,12 @@ static int check_rule(const json_t *r, char *err, size_t errlen)
     if (has_tags && json_object_get(r, "abort_mpu_days"))
         return bad(err, errlen, HD_EBADREQ, "%s",
                    "AbortIncompleteMultipartUpload cannot be specified with Tags.");
+    x = json_object_get(r, "filter");
+    if ((json_object_get(x, "size_gt") || json_object_get(x, "size_lt")) &&
+        json_object_get(r, "abort_mpu_days"))
+        return bad(err, errlen, HD_EBADREQ, "%s",
+                   "AbortIncompleteMultipartUpload cannot be specified with an object size "
+                   "filter.");
     if (has_tags && json_object_get(r, "expired_delete_marker"))
         return bad(err, errlen, HD_EBADREQ, "%s",
                    "ExpiredObjectDeleteMarker cannot be specified with Tags.");
@@ -197,7 +214,8 @@ static int check_rule(const json_t *r, char *err, size_t errlen)
 
 int hd_lc_check(const json_t *v, char *err, size_t errlen)
 {
-    size_t i, j;
+    size_t i, j, len;
+    char *text;
     int rc;
 
     if (!json_is_array(v) || json_array_size(v) == 0)
@@ -214,6 +232,13 @@ int hd_lc_check(const json_t *v, char *err, size_t errlen)
                 return bad(err, errlen, HD_EBADARG, "%s",
                            "Rule ID must be unique. Found same ID for more than one rule");
     }
+    if (!(text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS)))
+        return -ENOMEM;
+    len = strlen(text);
+    free(text);
+    if (len > HD_LC_JSON_MAX)
+        return bad(err, errlen, HD_EBADREQ,
+                   "The lifecycle configuration is too large (over %d KiB).", HD_LC_JSON_MAX >> 10);
     return 0;
 }
 
@@ -269,19 +294,21 @@ static int int_child(const struct hd_xnode *n, const char *name, json_t *o, cons
 }
 
 /* <Date>: ISO 8601 at midnight UTC ("2027-01-01T00:00:00Z", fractions of a second and
- * "+00:00" too) into "2027-01-01". */
+ * "+00:00" too, or the day alone) into "2027-01-01". */
 static int date_child(const char *s, json_t *o, char *msg, size_t msglen)
 {
     char day[11];
     const char *t;
     size_t i;
 
-    if (strlen(s) < 20 || s[10] != 'T')
+    if (strlen(s) < 10 || (s[10] && (strlen(s) < 20 || s[10] != 'T')))
         return bad(msg, msglen, HD_EBADARG, "%s", "'Date' must be in ISO 8601 format");
     memcpy(day, s, 10);
     day[10] = '\0';
     if (day_ms_of(day) < 0)
         return bad(msg, msglen, HD_EBADARG, "%s", "'Date' must be in ISO 8601 format");
+    if (!s[10]) /* a day alone (s3cmd --expiry-date=2031-01-01): its midnight */
+        return json_object_set_new(o, "expire_date", json_string(day)) < 0 ? -ENOMEM : 0;
     t = s + 11;
     if (strncmp(t, "00:00:00", 8) != 0)
         return bad(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
@@ -362,6 +389,8 @@ static int filter_json(const struct hd_xnode *fx, json_t *r, char *msg, size_t m
         return conditions(fx, f, msg, msglen);
     if ((rc = only(and, in_and, in_and_nested)) < 0)
         return rc;
+    if (!and->child)
+        return HD_EMALFORMEDXML; /* an And of nothing */
     if (json_object_set_new(f, "and", json_true()) < 0)
         return -ENOMEM;
     return conditions(and, f, msg, msglen);
@@ -427,8 +456,8 @@ static int rule_json(const struct hd_xnode *rx, json_t *r, char *msg, size_t msg
         return HD_EMALFORMEDXML;
     if (json_object_set_new(r, "status", json_string(c->text)) < 0)
         return -ENOMEM;
-    if (hd_xnode_child(rx, "Prefix") && hd_xnode_child(rx, "Filter"))
-        return HD_EMALFORMEDXML;
+    if (!hd_xnode_child(rx, "Prefix") == !hd_xnode_child(rx, "Filter"))
+        return HD_EMALFORMEDXML; /* one of them (AWS: Filter is required without Prefix) */
     if ((rc = one(rx, "Prefix", &c)) < 0)
         return rc;
     if (c && json_object_set_new(r, "prefix", json_string(c->raw)) < 0)
@@ -522,13 +551,8 @@ int hd_lc_parse_xml(const char *body, size_t len, char **out, char *msg, size_t 
             goto out;
     if ((rc = hd_lc_check(a, msg, msglen)) < 0)
         goto out;
-    if (!(*out = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS))) {
+    if (!(*out = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS)))
         rc = -ENOMEM;
-    } else if (strlen(*out) > HD_LC_JSON_MAX) {
-        free(*out);
-        *out = NULL;
-        rc = bad(msg, msglen, HD_EBADREQ, "%s", "The lifecycle configuration is too large.");
-    }
 out:
     json_decref(a);
     hd_xnode_free(root);
@@ -707,6 +731,20 @@ int hd_lc_abort_due(const json_t *rules, const char *name, int64_t created_ms, i
         const json_t *r = json_array_get(rules, i), *d = json_object_get(r, "abort_mpu_days");
         if (enabled(r) && d && prefix_ok(r, name) &&
             hd_lc_due_ms(created_ms, json_integer_value(d), day_ms) <= now_ms)
+            return 1;
+    }
+    return 0;
+}
+
+int hd_lc_may_expire(const json_t *rules, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < json_array_size(rules); i++) {
+        const json_t *r = json_array_get(rules, i);
+        if (enabled(r) &&
+            (json_object_get(r, "expire_days") || json_object_get(r, "expire_date")) &&
+            prefix_ok(r, name))
             return 1;
     }
     return 0;

@@ -28,18 +28,19 @@
 #define HD_LC_RULES_MAX 1000  /* AWS's limit */
 #define HD_LC_ID_MAX 255      /* bytes of a rule's ID (AWS's limit) */
 #define HD_LC_PREFIX_MAX 1024 /* bytes of a prefix (a key's limit) */
-#define HD_LC_JSON_MAX 262144 /* the canonical JSON of one configuration */
+#define HD_LC_JSON_MAX 65536  /* the canonical JSON of one configuration (as CORS) */
 #define HD_LC_DAYS_MAX 2147483647
 
 /* The LifecycleConfiguration body into *out (canonical JSON, malloc'd); a rule without an ID
  * gets one (16 hex digits derived from the rule, unique in the configuration). 0, or:
  * HD_EMALFORMEDXML (not that shape: another root, no rule, an unknown element, a Status other
- * than Enabled/Disabled, both Prefix and Filter, an Expiration with not exactly one action, a
- * number that is not one), HD_EBADARG with msg (AWS's InvalidArgument: a day count that is
- * not positive, a Date that is not midnight UTC, an ID over 255 bytes or given twice),
- * HD_EBADREQ with msg (InvalidRequest: a rule without an action, tags with
- * AbortIncompleteMultipartUpload or ExpiredObjectDeleteMarker, sizes that leave nothing, too
- * large), HD_ENOTIMPL with msg (a Transition), -ENOMEM. */
+ * than Enabled/Disabled, both or neither of Prefix and Filter, an empty And, an Expiration with
+ * not exactly one action, a number that is not one), HD_EBADARG with msg (AWS's InvalidArgument: a
+ * day count that is not positive, a Date that is not midnight UTC, an ID over 255 bytes or given
+ * twice), HD_EBADREQ with msg (InvalidRequest: a rule without an action, tags with
+ * AbortIncompleteMultipartUpload or ExpiredObjectDeleteMarker, sizes with
+ * AbortIncompleteMultipartUpload or that leave nothing, over HD_LC_JSON_MAX), HD_ENOTIMPL with msg
+ * (a Transition), -ENOMEM. */
 int hd_lc_parse_xml(const char *body, size_t len, char **out, char *msg, size_t msglen);
 /* Whether v is a valid canonical rule array (what bprops accepts for "lifecycle"): 0, or
  * HD_EBADARG / HD_EBADREQ / HD_ENOTIMPL with err filled (as hd_lc_parse_xml). */
@@ -56,6 +57,9 @@ int64_t hd_lc_due_ms(int64_t since_ms, int64_t days, int64_t day_ms);
  * NULL) is to be deleted at now_ms by an enabled expiration rule of rules (Days or Date). */
 int hd_lc_expired(const json_t *rules, const char *name, uint64_t size, int64_t mtime_ms,
                   const json_t *tags, int64_t now_ms, int64_t day_ms);
+/* Whether an enabled expiration rule of rules takes names like name (its prefix only): 0
+ * means hd_lc_expired is 0 for every size, time and tags, so the object need not be read. */
+int hd_lc_may_expire(const json_t *rules, const char *name);
 /* Whether a multipart upload of name started at created_ms is to be aborted at now_ms by an
  * enabled AbortIncompleteMultipartUpload rule. */
 int hd_lc_abort_due(const json_t *rules, const char *name, int64_t created_ms, int64_t now_ms,

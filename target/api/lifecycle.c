@@ -5,7 +5,10 @@
  *   - deletes every object of the bucket's catalog rows on this target (each mountpath) that an
  *     enabled Expiration rule (Days or Date) makes due, and only while the row is the one the
  *     rule was checked against (hd_store_delete_if: an overwrite meanwhile keeps the new
- *     object);
+ *     object; with a tag filter hd_store_delete_if_hdrs: a tag change meanwhile keeps it);
+ *     names no enabled rule's prefix takes are not even read; the bucket's rules are read
+ *     again before every 1000 names, and a change (DELETE ?lifecycle, new rules, the bucket
+ *     dropped) stops the bucket's pass there;
  *   - aborts the multipart uploads started here that an AbortIncompleteMultipartUpload rule
  *     makes due (their parts go with them).
  *
@@ -51,26 +54,57 @@ static json_t *tags_of(const struct hd_obj_meta *m)
     return j;
 }
 
-/* One name of mountpath mpi: deleted when a rule makes it due. 1 deleted, 0 not, or < 0. */
-static int expire_one(struct hd_job *j, struct hd_store *st, size_t mpi, const char *bucket,
-                      const char *name, const json_t *rules, int need_tags, int64_t now,
-                      int64_t day_ms)
+/* One bucket's pass: its rules as read at the start (text too: a change stops the pass). */
+struct pass {
+    struct hd_job *j;
+    struct hd_target *t;
+    const char *bucket;
+    char *text;    /* the bucket's props when the pass began */
+    json_t *props; /* parsed */
+    const json_t *rules;
+    int need_tags;
+    uint64_t expired;
+};
+
+/* Whether the bucket still has the rules the pass began with (no DELETE ?lifecycle, no new
+ * rules, not dropped and made again with others meanwhile): checked before every batch, so a
+ * change stops a running pass within one batch of names. */
+static int rules_unchanged(struct pass *p)
 {
+    char *now = NULL;
+    int same = hd_store_bucket_props(p->t->st, p->bucket, &now) == 0 && now && p->text &&
+               strcmp(now, p->text) == 0;
+
+    free(now);
+    return same;
+}
+
+/* One name of mountpath mpi: deleted when a rule makes it due. 1 deleted, 0 not, or < 0. */
+static int expire_one(struct pass *p, size_t mpi, const char *name)
+{
+    struct hd_store *st = p->t->st;
     struct hd_obj_meta m;
     json_t *tags = NULL;
     int rc, due;
 
-    if ((rc = hd_store_lookup_mp(st, mpi, bucket, name, &m)) < 0)
+    if (!hd_lc_may_expire(p->rules, name))
+        return 0; /* no enabled expiration rule has its prefix: not even read */
+    if ((rc = hd_store_lookup_mp(st, mpi, p->bucket, name, &m)) < 0)
         return rc == HD_ENOSUCHKEY ? 0 : rc;
-    if (need_tags)
+    if (p->need_tags)
         tags = tags_of(&m);
-    due = hd_lc_expired(rules, name, m.size, m.mtime_ms, tags, now, day_ms);
+    due = hd_lc_expired(p->rules, name, m.size, m.mtime_ms, tags, wall_ms(), p->t->lc_day_ms);
     json_decref(tags);
-    rc = due ? hd_store_delete_if(st, mpi, bucket, name, m.etag, m.mtime_ms) : 1;
+    if (!due)
+        rc = 1;
+    else if (p->need_tags) /* the tags it was judged by too */
+        rc = hd_store_delete_if_hdrs(st, mpi, p->bucket, name, m.etag, m.mtime_ms, m.hdrs);
+    else
+        rc = hd_store_delete_if(st, mpi, p->bucket, name, m.etag, m.mtime_ms);
     if (rc == 0) {
-        hd_job_add(j, 1, m.size);
+        hd_job_add(p->j, 1, m.size);
         hd_cstat_add(HD_CS_LC_EXPIRED, 1);
-        HD_LOG(HD_DEBUG, NULL, "lifecycle: expired %s/%s", bucket, name);
+        HD_LOG(HD_DEBUG, NULL, "lifecycle: expired %s/%s", p->bucket, name);
     }
     hd_obj_meta_cleanup(&m);
     if (rc == HD_EPRECONDITION || rc == HD_ENOSUCHKEY || rc == 1)
@@ -78,9 +112,10 @@ static int expire_one(struct hd_job *j, struct hd_store *st, size_t mpi, const c
     return rc < 0 ? rc : 1;
 }
 
-static int expire_bucket(struct hd_job *j, struct hd_store *st, const char *bucket,
-                         const json_t *rules, int need_tags, int64_t day_ms, uint64_t *expired)
+/* 0 (done, or stopped because the rules changed), -ECANCELED, or an error. */
+static int expire_bucket(struct pass *p)
 {
+    struct hd_store *st = p->t->st;
     size_t mpi, i, n;
     int rc = 0;
 
@@ -89,15 +124,19 @@ static int expire_bucket(struct hd_job *j, struct hd_store *st, const char *buck
         if (!after)
             return -ENOMEM;
         do {
-            if (hd_job_stopped(j)) {
+            if (hd_job_stopped(p->j)) {
                 rc = -ECANCELED;
                 break;
             }
-            if ((rc = hd_store_scan(st, mpi, bucket, after, SCAN_BATCH, &names, &n)) < 0)
+            if (!rules_unchanged(p)) {
+                rc = HD_DECLINED;
+                break;
+            }
+            if ((rc = hd_store_scan(st, mpi, p->bucket, after, SCAN_BATCH, &names, &n)) < 0)
                 break;
             for (i = 0; i < n && rc >= 0; i++) {
-                rc = expire_one(j, st, mpi, bucket, names[i], rules, need_tags, wall_ms(), day_ms);
-                *expired += rc > 0;
+                rc = expire_one(p, mpi, names[i]);
+                p->expired += rc > 0;
             }
             if (n) {
                 free(after);
@@ -108,6 +147,10 @@ static int expire_bucket(struct hd_job *j, struct hd_store *st, const char *buck
             names = NULL;
         } while (rc >= 0 && n == SCAN_BATCH);
         free(after);
+        if (rc == HD_DECLINED) {
+            HD_LOG(HD_INFO, NULL, "lifecycle: the rules of %s changed: its pass stops", p->bucket);
+            return 0;
+        }
         rc = rc < 0 ? rc : 0;
     }
     return rc;
@@ -124,24 +167,27 @@ static int lc_run(struct hd_job *j, void *ctx)
     if ((rc = hd_store_bucket_list(t->st, &bs, &nb)) < 0)
         return rc;
     for (i = 0; i < nb && !hd_job_stopped(j); i++) {
-        char *props = NULL;
-        json_t *pj, *rules;
-        int what, need_tags, brc = 0;
+        struct pass p = {.j = j, .t = t, .bucket = bs[i].name};
+        int what, brc = 0;
         uint64_t a = 0;
-        if (!bs[i].has_lifecycle || hd_store_bucket_props(t->st, bs[i].name, &props) < 0)
+        if (!bs[i].has_lifecycle || hd_store_bucket_props(t->st, bs[i].name, &p.text) < 0 ||
+            !p.text || !(p.props = json_loads(p.text, 0, NULL))) {
+            free(p.text);
             continue;
-        pj = props ? json_loads(props, 0, NULL) : NULL;
-        free(props);
-        rules = json_object_get(pj, "lifecycle");
-        what = hd_lc_actions(rules, &need_tags);
-        if (what & HD_LC_EXPIRES)
-            brc = expire_bucket(j, t->st, bs[i].name, rules, need_tags, t->lc_day_ms, &expired);
-        if (brc == 0 && (what & HD_LC_ABORTS)) {
-            brc = hd_mpu_lifecycle_abort(t, bs[i].name, rules, wall_ms(), t->lc_day_ms, &a);
+        }
+        p.rules = json_object_get(p.props, "lifecycle");
+        what = hd_lc_actions(p.rules, &p.need_tags);
+        if (what & HD_LC_EXPIRES) {
+            brc = expire_bucket(&p);
+            expired += p.expired;
+        }
+        if (brc == 0 && (what & HD_LC_ABORTS) && rules_unchanged(&p)) {
+            brc = hd_mpu_lifecycle_abort(t, bs[i].name, p.rules, wall_ms(), t->lc_day_ms, &a);
             aborted += a;
             hd_cstat_add(HD_CS_LC_ABORTED, a);
         }
-        json_decref(pj);
+        json_decref(p.props);
+        free(p.text);
         if (brc == -ECANCELED) {
             rc = brc;
             break;

@@ -2784,7 +2784,7 @@ int hd_mpu_lifecycle_abort(struct hd_target *t, const char *bucket, const json_t
 {
     struct hd_store *st = t->st;
     size_t i, k;
-    int rc = 0;
+    int rc = 0, first = 0;
 
     *aborted = 0;
     for (i = 0; i < st->nmp && rc == 0; i++) {
@@ -2819,12 +2819,14 @@ int hd_mpu_lifecycle_abort(struct hd_target *t, const char *bucket, const json_t
                 HD_LOG(HD_INFO, NULL, "lifecycle: aborted upload %s of %s/%s", ids.v[k], bucket,
                        names.v[k]);
                 (*aborted)++;
-            } else if (a != HD_ENOSUCHUPLOAD) {
-                rc = a; /* completed or aborted meanwhile: nothing to do */
+            } else if (a != HD_ENOSUCHUPLOAD) { /* (that one: completed or aborted meanwhile) */
+                HD_LOG(HD_WARN, NULL, "lifecycle: aborting upload %s of %s/%s: %s", ids.v[k],
+                       bucket, names.v[k], hd_strerror(a));
+                first = first ? first : a; /* the others are still tried */
             }
         }
         strv_free(&ids);
         strv_free(&names);
     }
-    return rc;
+    return rc < 0 ? rc : first;
 }

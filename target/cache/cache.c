@@ -374,9 +374,10 @@ void *hd_cache_hk_main(void *arg)
             check_space(c);
             next_check = now + (uint64_t)c->check_ms * 1000000ull;
         }
-        if (now >= next_lc) {
-            if (next_lc) /* not at start: the first pass comes one interval in */
-                lifecycle_pass(c);
+        if (!next_lc) { /* the first pass a minute in (or one interval, if shorter) */
+            next_lc = now + (uint64_t)(c->lc_ms < 60000 ? c->lc_ms : 60000) * 1000000ull;
+        } else if (now >= next_lc) {
+            lifecycle_pass(c);
             next_lc = now + (uint64_t)c->lc_ms * 1000000ull;
         }
         pthread_mutex_lock(&c->hmu);

@@ -162,11 +162,13 @@ int hd_store_fence_cancel_if(struct hd_store *st, size_t mpi, const char *bucket
     return rc;
 }
 
-int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
-                       const char *etag, int64_t mtime_ms)
+/* hd_store_delete_if, and with check_hdrs also while the row's hdrs are hdrs (NULL: none). */
+static int delete_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                     const char *etag, int64_t mtime_ms, int check_hdrs, const char *hdrs)
 {
     static const char sql[] = "DELETE FROM objects WHERE bucket = ?1 AND name = ?2 AND "
-                              "etag = ?3 AND mtime = ?4 AND NOT EXISTS (SELECT 1 FROM wbq "
+                              "etag = ?3 AND mtime = ?4 AND (?5 = 0 OR hdrs IS ?6) AND "
+                              "NOT EXISTS (SELECT 1 FROM wbq "
                               "WHERE wbq.bucket = ?1 AND wbq.name = ?2 AND op = 0) "
                               "RETURNING file";
     struct mountpath *mp;
@@ -190,6 +192,11 @@ int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, cons
     sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 3, etag, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 4, mtime_ms);
+    sqlite3_bind_int(q, 5, check_hdrs);
+    if (hdrs)
+        sqlite3_bind_text(q, 6, hdrs, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, 6);
     s = sqlite3_step(q);
     if (s == SQLITE_ROW) {
         file = hd_store_col_dup(q, 0);
@@ -210,6 +217,18 @@ out:
         free(file);
     }
     return rc;
+}
+
+int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                       const char *etag, int64_t mtime_ms)
+{
+    return delete_if(st, mpi, bucket, name, etag, mtime_ms, 0, NULL);
+}
+
+int hd_store_delete_if_hdrs(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                            const char *etag, int64_t mtime_ms, const char *hdrs)
+{
+    return delete_if(st, mpi, bucket, name, etag, mtime_ms, 1, hdrs);
 }
 
 const char *hd_store_mp_path(const struct hd_store *st, size_t mpi)

@@ -229,6 +229,10 @@ int hd_store_lookup_mp(struct hd_store *st, size_t mpi, const char *bucket, cons
  * hd_store_delete_moved): 0 deleted, HD_EPRECONDITION changed or dirty, HD_ENOSUCHKEY gone. */
 int hd_store_delete_if(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
                        const char *etag, int64_t mtime_ms);
+/* The same, also only while the row's hdrs (its stored headers and tags) are still hdrs (NULL:
+ * none): a lifecycle rule that took the object for its tags deletes nothing they changed. */
+int hd_store_delete_if_hdrs(struct hd_store *st, size_t mpi, const char *bucket, const char *name,
+                            const char *etag, int64_t mtime_ms, const char *hdrs);
 /* Objects held, over every bucket and mountpath. */
 uint64_t hd_store_count(struct hd_store *st);
 /* Mountpath mpi's directory (NULL past the last), and the objects its catalog holds

@@ -32,6 +32,7 @@ static int parse(const char *rules, char **out, char *msg, size_t msglen)
 
 #define RULE(inner) "<Rule>" inner "</Rule>"
 #define ON "<Status>Enabled</Status>"
+#define ANY "<Filter/>" ON /* a rule for every object */
 #define DAYS(n) "<Expiration><Days>" #n "</Days></Expiration>"
 
 HD_SUITE(lifecycle_parse)
@@ -75,36 +76,36 @@ HD_SUITE(lifecycle_parse)
                       "\"id\":\"e\",\"status\":\"Enabled\"}]");
     free(out);
     /* Date forms at midnight */
-    CHECK_EQ_INT(parse(RULE(ON "<Expiration><Date>2030-02-28T00:00:00+00:00</Date></Expiration>"),
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2030-02-28T00:00:00+00:00</Date></Expiration>"),
                        NULL, NULL, 0),
                  0);
-    CHECK_EQ_INT(
-        parse(RULE(ON "<Expiration><Date>2030-02-28T00:00:00Z</Date></Expiration>"), NULL, NULL, 0),
-        0);
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2030-02-28T00:00:00Z</Date></Expiration>"), NULL,
+                       NULL, 0),
+                 0);
 
     /* shapes: MalformedXML */
     {
         static const char *const malformed[] = {
             "",
-            RULE("<Prefix>a</Prefix>" DAYS(1)),    /* no Status */
-            RULE("<Status>On</Status>" DAYS(1)),   /* another Status */
-            RULE(ON ON DAYS(1)),                   /* twice */
-            RULE(ON "<Prefix/><Filter/>" DAYS(1)), /* both */
-            RULE(ON "<Color>red</Color>" DAYS(1)), /* unknown */
-            RULE(ON "<Expiration/>"),              /* no action in it */
-            RULE(ON "<Expiration><Days>1</Days><Date>2030-01-01T00:00:00Z</Date></Expiration>"),
-            RULE(ON "<Expiration><Days>one</Days></Expiration>"), /* not a number */
-            RULE(ON "<Expiration><Days>1x</Days></Expiration>"),
-            RULE(ON "<Expiration><Days></Days></Expiration>"),
-            RULE(ON "<Expiration><ExpiredObjectDeleteMarker>yes</ExpiredObjectDeleteMarker>"
-                    "</Expiration>"),
+            RULE("<Prefix>a</Prefix>" DAYS(1)),     /* no Status */
+            RULE("<Status>On</Status>" DAYS(1)),    /* another Status */
+            RULE(ANY ON DAYS(1)),                   /* twice */
+            RULE(ON "<Prefix/><Filter/>" DAYS(1)),  /* both */
+            RULE(ANY "<Color>red</Color>" DAYS(1)), /* unknown */
+            RULE(ANY "<Expiration/>"),              /* no action in it */
+            RULE(ANY "<Expiration><Days>1</Days><Date>2030-01-01T00:00:00Z</Date></Expiration>"),
+            RULE(ANY "<Expiration><Days>one</Days></Expiration>"), /* not a number */
+            RULE(ANY "<Expiration><Days>1x</Days></Expiration>"),
+            RULE(ANY "<Expiration><Days></Days></Expiration>"),
+            RULE(ANY "<Expiration><ExpiredObjectDeleteMarker>yes</ExpiredObjectDeleteMarker>"
+                     "</Expiration>"),
             RULE(ON "<Filter><Prefix>a</Prefix><ObjectSizeLessThan>3</ObjectSizeLessThan>"
                     "</Filter>" DAYS(1)), /* two without And */
             RULE(ON "<Filter><And><Color/></And></Filter>" DAYS(1)),
             RULE(ON "<Filter><Tag><Value>v</Value></Tag></Filter>" DAYS(1)), /* no Key */
             RULE(ON "<Filter><Prefix><x/></Prefix></Filter>" DAYS(1)),       /* not text */
-            RULE(ON "<NoncurrentVersionExpiration/>"),                       /* no NoncurrentDays */
-            RULE(ON "<AbortIncompleteMultipartUpload/>"),
+            RULE(ANY "<NoncurrentVersionExpiration/>"),                      /* no NoncurrentDays */
+            RULE(ANY "<AbortIncompleteMultipartUpload/>"),
             "<Other/>",
         };
         for (i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++)
@@ -114,39 +115,39 @@ HD_SUITE(lifecycle_parse)
         CHECK(out == NULL);
     }
     /* InvalidArgument */
-    CHECK_EQ_INT(parse(RULE(ON DAYS(0)), NULL, msg, sizeof(msg)), HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE(ANY DAYS(0)), NULL, msg, sizeof(msg)), HD_EBADARG);
     CHECK(strstr(msg, "'Days' for Expiration action must be a positive integer") != NULL);
-    CHECK_EQ_INT(parse(RULE(ON DAYS(-3)), NULL, NULL, 0), HD_EBADARG);
-    CHECK_EQ_INT(parse(RULE(ON DAYS(2147483648)), NULL, NULL, 0), HD_EBADARG);
-    CHECK_EQ_INT(parse(RULE(ON "<Expiration><Date>2030-01-01T12:00:00Z</Date></Expiration>"), NULL,
+    CHECK_EQ_INT(parse(RULE(ANY DAYS(-3)), NULL, NULL, 0), HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE(ANY DAYS(2147483648)), NULL, NULL, 0), HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2030-01-01T12:00:00Z</Date></Expiration>"), NULL,
                        msg, sizeof(msg)),
                  HD_EBADARG);
     CHECK(strstr(msg, "midnight") != NULL);
-    CHECK_EQ_INT(parse(RULE(ON "<Expiration><Date>2030-01-01T00:00:00.001Z</Date></Expiration>"),
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2030-01-01T00:00:00.001Z</Date></Expiration>"),
                        NULL, NULL, 0),
                  HD_EBADARG);
-    CHECK_EQ_INT(
-        parse(RULE(ON "<Expiration><Date>2030-02-30T00:00:00Z</Date></Expiration>"), NULL, NULL, 0),
-        HD_EBADARG);
-    CHECK_EQ_INT(
-        parse(RULE(ON "<Expiration><Date>1970-08-23T03:28:21Z</Date></Expiration>"), NULL, NULL, 0),
-        HD_EBADARG);
-    CHECK_EQ_INT(parse(RULE(ON "<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays>"
-                               "<NewerNoncurrentVersions>101</NewerNoncurrentVersions>"
-                               "</NoncurrentVersionExpiration>"),
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2030-02-30T00:00:00Z</Date></Expiration>"), NULL,
+                       NULL, 0),
+                 HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>1970-08-23T03:28:21Z</Date></Expiration>"), NULL,
+                       NULL, 0),
+                 HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE(ANY "<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays>"
+                                "<NewerNoncurrentVersions>101</NewerNoncurrentVersions>"
+                                "</NoncurrentVersionExpiration>"),
                        NULL, NULL, 0),
                  HD_EBADARG);
     hd_buf_init(&b);
     hd_buf_puts(&b, "<Rule><ID>");
     for (i = 0; i < 256; i++)
         hd_buf_puts(&b, "x");
-    hd_buf_puts(&b, "</ID>" ON DAYS(1) "</Rule>");
+    hd_buf_puts(&b, "</ID>" ANY DAYS(1) "</Rule>");
     CHECK_EQ_INT(parse(b.data, NULL, msg, sizeof(msg)), HD_EBADARG);
     CHECK(strstr(msg, "255") != NULL);
     hd_buf_cleanup(&b);
-    CHECK_EQ_INT(
-        parse(RULE("<ID>s</ID>" ON DAYS(1)) RULE("<ID>s</ID>" ON DAYS(2)), NULL, msg, sizeof(msg)),
-        HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE("<ID>s</ID>" ANY DAYS(1)) RULE("<ID>s</ID>" ANY DAYS(2)), NULL, msg,
+                       sizeof(msg)),
+                 HD_EBADARG);
     CHECK(strstr(msg, "unique") != NULL);
     /* InvalidRequest */
     CHECK_EQ_INT(parse(RULE(ON "<Prefix>a</Prefix>"), NULL, msg, sizeof(msg)), HD_EBADREQ);
@@ -174,18 +175,44 @@ HD_SUITE(lifecycle_parse)
         parse(RULE(ON "<Filter><ObjectSizeLessThan>0</ObjectSizeLessThan></Filter>" DAYS(1)), NULL,
               NULL, 0),
         HD_EBADREQ);
+    /* sizes with an upload abort (AWS applies neither to uploads) */
+    CHECK_EQ_INT(parse(RULE(ON "<Filter><ObjectSizeGreaterThan>5</ObjectSizeGreaterThan></Filter>"
+                               "<AbortIncompleteMultipartUpload><DaysAfterInitiation>1"
+                               "</DaysAfterInitiation></AbortIncompleteMultipartUpload>"),
+                       NULL, msg, sizeof(msg)),
+                 HD_EBADREQ);
+    CHECK(strstr(msg, "size") != NULL);
+    /* neither Prefix nor Filter, an And of nothing: MalformedXML */
+    CHECK_EQ_INT(parse(RULE(ON DAYS(1)), NULL, NULL, 0), HD_EMALFORMEDXML);
+    CHECK_EQ_INT(parse(RULE(ON "<Filter><And/></Filter>" DAYS(1)), NULL, NULL, 0),
+                 HD_EMALFORMEDXML);
+    /* a day alone is its midnight */
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2031-01-01</Date></Expiration>"), &out, NULL, 0),
+                 0);
+    CHECK(out && strstr(out, "\"expire_date\":\"2031-01-01\"") != NULL);
+    free(out);
+    out = NULL;
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2031-01-0</Date></Expiration>"), NULL, NULL, 0),
+                 HD_EBADARG);
+    /* a Date of another shape */
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2027- 1- 1T00:00:00Z</Date></Expiration>"), NULL,
+                       NULL, 0),
+                 HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2027-+1-01T00:00:00Z</Date></Expiration>"), NULL,
+                       NULL, 0),
+                 HD_EBADARG);
     /* transitions: hoard has one storage class */
-    CHECK_EQ_INT(parse(RULE(ON "<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass>"
-                               "</Transition>" DAYS(30)),
+    CHECK_EQ_INT(parse(RULE(ANY "<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass>"
+                                "</Transition>" DAYS(30)),
                        NULL, msg, sizeof(msg)),
                  HD_ENOTIMPL);
     CHECK(strstr(msg, "storage class") != NULL);
     /* 1000 rules, not 1001 */
     hd_buf_init(&b);
     for (i = 0; i < HD_LC_RULES_MAX; i++)
-        hd_buf_printf(&b, "<Rule><ID>%zu</ID>" ON DAYS(1) "</Rule>", i);
+        hd_buf_printf(&b, "<Rule><ID>%zu</ID>" ANY DAYS(1) "</Rule>", i);
     CHECK_EQ_INT(parse(b.data, NULL, NULL, 0), 0);
-    hd_buf_puts(&b, RULE(ON DAYS(1)));
+    hd_buf_puts(&b, RULE(ANY DAYS(1)));
     CHECK_EQ_INT(parse(b.data, NULL, msg, sizeof(msg)), HD_EBADREQ);
     hd_buf_cleanup(&b);
 }
@@ -197,8 +224,8 @@ HD_SUITE(lifecycle_ids)
     json_t *j;
     const char *i0, *i1;
 
-    CHECK_EQ_INT(parse(RULE(ON DAYS(1)) RULE(ON DAYS(1)), &a, NULL, 0), 0);
-    CHECK_EQ_INT(parse(RULE(ON DAYS(1)) RULE(ON DAYS(1)), &b, NULL, 0), 0);
+    CHECK_EQ_INT(parse(RULE(ANY DAYS(1)) RULE(ANY DAYS(1)), &a, NULL, 0), 0);
+    CHECK_EQ_INT(parse(RULE(ANY DAYS(1)) RULE(ANY DAYS(1)), &b, NULL, 0), 0);
     CHECK_EQ_STR(a, b);
     j = json_loads(a, 0, NULL);
     i0 = json_string_value(json_object_get(json_array_get(j, 0), "id"));
@@ -212,7 +239,7 @@ HD_SUITE(lifecycle_ids)
         char *c = NULL;
         json_t *k;
         hd_buf_init(&x);
-        hd_buf_printf(&x, RULE(ON DAYS(1)) "<Rule><ID>%s</ID>" ON DAYS(2) "</Rule>", i0);
+        hd_buf_printf(&x, RULE(ANY DAYS(1)) "<Rule><ID>%s</ID>" ANY DAYS(2) "</Rule>", i0);
         CHECK_EQ_INT(parse(x.data, &c, NULL, 0), 0);
         k = json_loads(c, 0, NULL);
         CHECK(strcmp(json_string_value(json_object_get(json_array_get(k, 0), "id")), i0) != 0);
@@ -237,10 +264,10 @@ HD_SUITE(lifecycle_xml)
              "</And></Filter>" ON DAYS(4)),
         RULE("<ID>d</ID><Filter><ObjectSizeGreaterThan>0</ObjectSizeGreaterThan></Filter>" ON
              "<NoncurrentVersionExpiration><NoncurrentDays>2</NoncurrentDays>"
-             "</NoncurrentVersionExpiration><AbortIncompleteMultipartUpload>"
-             "<DaysAfterInitiation>3</DaysAfterInitiation></AbortIncompleteMultipartUpload>"),
+             "</NoncurrentVersionExpiration>"),
         RULE("<ID>e</ID><Filter></Filter>" ON "<Expiration><ExpiredObjectDeleteMarker>true"
-             "</ExpiredObjectDeleteMarker></Expiration>"),
+             "</ExpiredObjectDeleteMarker></Expiration><AbortIncompleteMultipartUpload>"
+             "<DaysAfterInitiation>3</DaysAfterInitiation></AbortIncompleteMultipartUpload>"),
     };
     size_t i;
 
@@ -287,7 +314,7 @@ HD_SUITE(lifecycle_eval)
     CHECK_EQ_INT(hd_lc_due_ms(t0 + 1, 1, DAY), t0 + 2 * DAY);
     CHECK_EQ_INT(hd_lc_due_ms(t0 + DAY - 1, 2, DAY), t0 + 3 * DAY);
     CHECK_EQ_INT(hd_lc_due_ms(1500, 1, 1000), 3000); /* a shortened day */
-    CHECK(hd_lc_due_ms(t0, HD_LC_DAYS_MAX, DAY) > t0);
+    CHECK_EQ_INT(hd_lc_due_ms(t0, HD_LC_DAYS_MAX, DAY), t0 + (int64_t)HD_LC_DAYS_MAX * DAY);
     CHECK_EQ_INT(hd_lc_due_ms(INT64_MAX - 5, 1, DAY), INT64_MAX);
 
     r = rules_of(RULE("<ID>a</ID><Prefix>tmp/</Prefix>" ON DAYS(2))
@@ -328,12 +355,33 @@ HD_SUITE(lifecycle_eval)
     CHECK_EQ_INT(hd_lc_expired(r, "up/x", 5, t0, NULL, t0 + 99 * DAY, DAY), 0);
     json_decref(r);
 
+    /* ObjectSizeLessThan (strict), and which names need reading at all */
+    r = rules_of(
+        RULE("<ID>s</ID><Filter><ObjectSizeLessThan>100</ObjectSizeLessThan></Filter>" ON DAYS(1))
+            RULE("<ID>p</ID><Prefix>a/</Prefix><Status>Disabled</Status>" DAYS(1)));
+    CHECK(r != NULL);
+    CHECK_EQ_INT(hd_lc_expired(r, "x", 99, t0, NULL, t0 + DAY, DAY), 1);
+    CHECK_EQ_INT(hd_lc_expired(r, "x", 100, t0, NULL, t0 + DAY, DAY), 0);
+    CHECK_EQ_INT(hd_lc_may_expire(r, "anything"), 1);
+    json_decref(r);
+    r = rules_of(RULE("<ID>p</ID><Prefix>a/</Prefix>" ON DAYS(1))
+                     RULE("<ID>q</ID><Prefix>b/</Prefix><Status>Disabled</Status>" DAYS(1))
+                         RULE("<ID>u</ID><Prefix>c/</Prefix>" ON
+                              "<AbortIncompleteMultipartUpload><DaysAfterInitiation>1"
+                              "</DaysAfterInitiation></AbortIncompleteMultipartUpload>"));
+    CHECK(r != NULL);
+    CHECK_EQ_INT(hd_lc_may_expire(r, "a/1"), 1);
+    CHECK_EQ_INT(hd_lc_may_expire(r, "b/1"), 0); /* disabled */
+    CHECK_EQ_INT(hd_lc_may_expire(r, "c/1"), 0); /* uploads only */
+    CHECK_EQ_INT(hd_lc_may_expire(r, "a"), 0);
+    json_decref(r);
+
     /* nothing enabled: nothing to do */
-    r = rules_of(RULE("<Status>Disabled</Status>" DAYS(1)));
+    r = rules_of(RULE("<Filter/><Status>Disabled</Status>" DAYS(1)));
     CHECK_EQ_INT(hd_lc_actions(r, &need_tags), 0);
     json_decref(r);
-    r = rules_of(RULE(ON "<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays>"
-                         "</NoncurrentVersionExpiration>"));
+    r = rules_of(RULE(ANY "<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays>"
+                          "</NoncurrentVersionExpiration>"));
     CHECK_EQ_INT(hd_lc_actions(r, &need_tags), 0); /* no versions here */
     CHECK_EQ_INT(hd_lc_expired(r, "x", 1, 0, NULL, t0, DAY), 0);
     json_decref(r);
@@ -344,49 +392,92 @@ HD_SUITE(lifecycle_bprops)
     struct hd_bprops bp;
     char err[200], *out = NULL;
 
-    CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"status\":\"Enabled\","
-                                 "\"expire_days\":1}]}",
-                                 &bp, err, sizeof(err)),
-                 0);
+    CHECK_EQ_INT(
+        hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"prefix\":\"\",\"status\":\"Enabled\","
+                        "\"expire_days\":1}]}",
+                        &bp, err, sizeof(err)),
+        0);
     CHECK(bp.has_lifecycle);
     /* the canonical JSON keeps it */
-    out = hd_bprops_dump_from(&bp, "{\"lifecycle\":[{\"id\":\"a\",\"status\":\"Enabled\","
-                                   "\"expire_days\":1}]}");
-    CHECK_EQ_STR(out, "{\"lifecycle\":[{\"expire_days\":1,\"id\":\"a\",\"status\":\"Enabled\"}]}");
+    out = hd_bprops_dump_from(
+        &bp, "{\"lifecycle\":[{\"id\":\"a\",\"prefix\":\"\",\"status\":\"Enabled\","
+             "\"expire_days\":1}]}");
+    CHECK_EQ_STR(out, "{\"lifecycle\":[{\"expire_days\":1,\"id\":\"a\",\"prefix\":\"\",\"status\":"
+                      "\"Enabled\"}]}");
     free(out);
     /* refused: malformed, unknown keys, no ID, an S3-backed bucket */
     CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[]}", &bp, err, sizeof(err)), HD_EBADARG);
-    CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"status\":\"Enabled\"}]}", &bp,
-                                 err, sizeof(err)),
-                 HD_EBADARG);
+    CHECK_EQ_INT(
+        hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"prefix\":\"\",\"status\":\"Enabled\"}]}",
+                        &bp, err, sizeof(err)),
+        HD_EBADARG);
     CHECK(strstr(err, "At least one action") != NULL);
-    CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"status\":\"Enabled\","
-                                 "\"expire_days\":1,\"color\":1}]}",
-                                 &bp, err, sizeof(err)),
+    CHECK_EQ_INT(
+        hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"prefix\":\"\",\"status\":\"Enabled\","
+                        "\"expire_days\":1,\"color\":1}]}",
+                        &bp, err, sizeof(err)),
+        HD_EBADARG);
+    CHECK_EQ_INT(hd_bprops_parse(
+                     "{\"lifecycle\":[{\"prefix\":\"\",\"status\":\"Enabled\",\"expire_days\":1}]}",
+                     &bp, err, sizeof(err)),
                  HD_EBADARG);
-    CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[{\"status\":\"Enabled\",\"expire_days\":1}]}",
-                                 &bp, err, sizeof(err)),
-                 HD_EBADARG);
-    CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"status\":\"Enabled\","
-                                 "\"expire_date\":\"2030-13-01\"}]}",
-                                 &bp, err, sizeof(err)),
-                 HD_EBADARG);
+    CHECK_EQ_INT(
+        hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"prefix\":\"\",\"status\":\"Enabled\","
+                        "\"expire_date\":\"2030-13-01\"}]}",
+                        &bp, err, sizeof(err)),
+        HD_EBADARG);
     CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"status\":\"Enabled\","
                                  "\"expire_days\":1,\"filter\":{\"prefix\":\"a\",\"size_gt\":1}}]}",
                                  &bp, err, sizeof(err)),
                  HD_EBADARG); /* two conditions without "and" */
-    CHECK_EQ_INT(hd_bprops_parse("{\"upstream\":{\"endpoint\":\"http://127.0.0.1:9\"},"
-                                 "\"lifecycle\":[{\"id\":\"a\",\"status\":\"Enabled\","
+    CHECK(strstr(err, "\"and\"") != NULL);
+    /* neither a prefix nor a filter; a date of another shape; too large */
+    CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"status\":\"Enabled\","
                                  "\"expire_days\":1}]}",
                                  &bp, err, sizeof(err)),
                  HD_EBADARG);
+    CHECK(strstr(err, "prefix or a filter") != NULL);
+    CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"prefix\":\"\",\"status\":"
+                                 "\"Enabled\",\"expire_date\":\"2027- 1- 1\"}]}",
+                                 &bp, err, sizeof(err)),
+                 HD_EBADARG);
+    CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"prefix\":\"\",\"status\":"
+                                 "\"Enabled\",\"expire_date\":\"2027-+1-01\"}]}",
+                                 &bp, err, sizeof(err)),
+                 HD_EBADARG);
+    {
+        struct hd_buf big;
+        size_t k;
+        json_t *root;
+        hd_buf_init(&big);
+        hd_buf_puts(&big, "{\"lifecycle\":[");
+        for (k = 0; k < 300; k++)
+            hd_buf_printf(&big,
+                          "%s{\"id\":\"%zu\",\"prefix\":\"%0200zu\",\"status\":\"Enabled\","
+                          "\"expire_days\":1}",
+                          k ? "," : "", k, k);
+        hd_buf_puts(&big, "]}");
+        CHECK_EQ_INT(hd_bprops_parse(big.data, &bp, err, sizeof(err)), HD_EBADARG);
+        CHECK(strstr(err, "too large") != NULL);
+        root = json_loads(big.data, 0, NULL);
+        CHECK_EQ_INT(hd_lc_check(json_object_get(root, "lifecycle"), err, sizeof(err)), HD_EBADREQ);
+        json_decref(root);
+        hd_buf_cleanup(&big);
+    }
+    CHECK_EQ_INT(
+        hd_bprops_parse("{\"upstream\":{\"endpoint\":\"http://127.0.0.1:9\"},"
+                        "\"lifecycle\":[{\"id\":\"a\",\"prefix\":\"\",\"status\":\"Enabled\","
+                        "\"expire_days\":1}]}",
+                        &bp, err, sizeof(err)),
+        HD_EBADARG);
     CHECK(strstr(err, "upstream") != NULL);
     /* a merge that sets and one that removes it */
-    CHECK_EQ_INT(hd_bprops_merge("{\"anonymous_read\":true}",
-                                 "{\"lifecycle\":[{\"id\":\"a\",\"status\":\"Disabled\","
-                                 "\"abort_mpu_days\":2}]}",
-                                 &out, err, sizeof(err)),
-                 0);
+    CHECK_EQ_INT(
+        hd_bprops_merge("{\"anonymous_read\":true}",
+                        "{\"lifecycle\":[{\"id\":\"a\",\"prefix\":\"\",\"status\":\"Disabled\","
+                        "\"abort_mpu_days\":2}]}",
+                        &out, err, sizeof(err)),
+        0);
     CHECK(strstr(out, "\"abort_mpu_days\":2") != NULL && strstr(out, "anonymous_read") != NULL);
     {
         char *none = NULL;
