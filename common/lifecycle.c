@@ -722,6 +722,29 @@ int hd_lc_expired(const json_t *rules, const char *name, uint64_t size, int64_t 
     return 0;
 }
 
+int hd_lc_expiry(const json_t *rules, const char *name, uint64_t size, int64_t mtime_ms,
+                 const json_t *tags, int64_t day_ms, int64_t *at_ms, const char **id)
+{
+    size_t i;
+    int found = 0;
+
+    for (i = 0; i < json_array_size(rules); i++) {
+        const json_t *r = json_array_get(rules, i), *d = json_object_get(r, "expire_days");
+        const json_t *date = json_object_get(r, "expire_date");
+        int64_t at;
+        if (!enabled(r) || (!d && !date) || !matches(r, name, size, tags))
+            continue;
+        at = d ? hd_lc_due_ms(mtime_ms, json_integer_value(d), day_ms)
+               : day_ms_of(json_string_value(date));
+        if (at >= 0 && (!found || at < *at_ms)) {
+            *at_ms = at;
+            *id = json_string_value(json_object_get(r, "id"));
+            found = 1;
+        }
+    }
+    return found;
+}
+
 int hd_lc_abort_due(const json_t *rules, const char *name, int64_t created_ms, int64_t now_ms,
                     int64_t day_ms)
 {

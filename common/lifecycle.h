@@ -60,6 +60,11 @@ int hd_lc_expired(const json_t *rules, const char *name, uint64_t size, int64_t 
 /* Whether an enabled expiration rule of rules takes names like name (its prefix only): 0
  * means hd_lc_expired is 0 for every size, time and tags, so the object need not be read. */
 int hd_lc_may_expire(const json_t *rules, const char *name);
+/* When the object goes: 1 with *at_ms (the earliest time an enabled expiration rule takes it)
+ * and *id (that rule's ID, borrowed from rules), or 0 when no rule expires it. S3's
+ * x-amz-expiration header. */
+int hd_lc_expiry(const json_t *rules, const char *name, uint64_t size, int64_t mtime_ms,
+                 const json_t *tags, int64_t day_ms, int64_t *at_ms, const char **id);
 /* Whether a multipart upload of name started at created_ms is to be aborted at now_ms by an
  * enabled AbortIncompleteMultipartUpload rule. */
 int hd_lc_abort_due(const json_t *rules, const char *name, int64_t created_ms, int64_t now_ms,

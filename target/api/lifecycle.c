@@ -25,7 +25,9 @@
 
 #include <jansson.h>
 
+#include "common/buf.h"
 #include "common/errors.h"
+#include "common/httputil.h"
 #include "common/lifecycle.h"
 #include "common/log.h"
 #include "target/api/mpu.h"
@@ -204,6 +206,36 @@ static int lc_run(struct hd_job *j, void *ctx)
     if (rc == 0 && hd_job_stopped(j))
         rc = -ECANCELED;
     return rc;
+}
+
+void hd_lifecycle_header(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
+                         const struct hd_obj_meta *m)
+{
+    char date[32];
+    json_t *rules, *tags = NULL;
+    const char *id = NULL;
+    int64_t at = 0;
+    int need_tags;
+
+    if (!hd_store_lifecycle_buckets(t->st) || !(rules = hd_store_bucket_lifecycle(t->st, bucket)))
+        return;
+    if ((hd_lc_actions(rules, &need_tags) & HD_LC_EXPIRES) && hd_lc_may_expire(rules, key)) {
+        if (need_tags)
+            tags = tags_of(m);
+        if (hd_lc_expiry(rules, key, m->size, m->mtime_ms, tags, t->lc_day_ms, &at, &id) && id) {
+            struct hd_buf v;
+            hd_buf_init(&v);
+            hd_http_date_format((time_t)(at / 1000), date);
+            hd_buf_printf(&v, "expiry-date=\"%s\", rule-id=\"", date);
+            hd_uri_encode(&v, id, strlen(id), 0);
+            hd_buf_puts(&v, "\"");
+            if (!v.oom)
+                hd_resp_header(r, "x-amz-expiration", v.data);
+            hd_buf_cleanup(&v);
+        }
+        json_decref(tags);
+    }
+    json_decref(rules);
 }
 
 int hd_lifecycle_register(struct hd_target *t, int64_t day_ms)

@@ -19,6 +19,7 @@
 #include "common/tagging.h"
 #include "common/xml.h"
 #include "target/api/keepalive.h"
+#include "target/api/lifecycle.h"
 #include "target/cluster/peer.h"
 #include "target/object/archive.h"
 
@@ -54,6 +55,7 @@ static void serve_opened(struct hd_req *r, struct hd_target *t, const char *buck
         if (fd >= 0)
             close(fd);
     } else {
+        hd_lifecycle_header(r, t, bucket, key, m);
         hd_obj_serve(r, m, fd, head);
     }
     hd_obj_meta_cleanup(m);
@@ -332,7 +334,7 @@ static int commit_start(struct hd_req *r, struct put_ctx *pc, const struct hd_pu
 
 /* The answer to a committed (or failed) PUT. */
 static void put_answer(struct hd_req *r, struct put_ctx *pc, int rc, const struct hd_obj_meta *m,
-                       int writeback)
+                       int writeback, struct hd_put *put)
 {
     char etag[64];
 
@@ -345,6 +347,12 @@ static void put_answer(struct hd_req *r, struct put_ctx *pc, int rc, const struc
     hd_stats_add(HD_ST_PUT_BYTES, m->size);
     snprintf(etag, sizeof(etag), "\"%s\"", m->etag);
     hd_resp_header(r, "ETag", etag);
+    if (!pc->hooks.commit && !pc->xmeta) { /* an object's PUT (not a part, not a move) */
+        struct hd_obj_meta mm = *m;        /* with the headers (its tags) it was sent */
+        if (!mm.hdrs)
+            mm.hdrs = pc->hdrs;
+        hd_lifecycle_header(r, pc->t, hd_put_bucket(put), hd_put_name(put), &mm);
+    }
     if (pc->ck_type != HD_CK_NONE) {
         hd_resp_header(r, hd_cksum_header(pc->ck_type), pc->ck_b64);
         if (!pc->hooks.commit)
@@ -490,7 +498,7 @@ static void put_end(struct hd_req *r)
         struct commit_job *j = pc->commit->arg;
         if (hd_acall_park(pc->commit, r) == HD_AGAIN)
             return;
-        put_answer(r, pc, pc->commit->rc, &j->m, j->a.writeback);
+        put_answer(r, pc, pc->commit->rc, &j->m, j->a.writeback, j->put);
         return;
     }
     if (r->body_err) {
@@ -594,7 +602,7 @@ static void put_end(struct hd_req *r)
         rc = pc->hooks.commit(pc->put, &a, &m, pc->hooks.arg);
     else
         rc = hd_put_commit(pc->put, &a, &m);
-    put_answer(r, pc, rc, &m, a.writeback);
+    put_answer(r, pc, rc, &m, a.writeback, pc->put);
 }
 
 /* The x-amz-checksum-* the request announces (a header, a trailer, or only the algorithm),

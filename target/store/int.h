@@ -166,6 +166,8 @@ struct hd_store {
     pthread_rwlock_t bmu;
     struct hd_bucket_info *buckets;
     size_t nbuckets;
+    json_t **lc;               /* their parsed lifecycle rules, NULL where none (bmu) */
+    atomic_int nlifecycle;     /* of those, with lifecycle rules (read without bmu) */
     struct hd_mcache *mc;      /* cached catalog rows (store_mcache.c); NULL = off */
     struct hd_pool *hash_pool; /* MD5 of large puts beside their writes (hpipe.c) */
     pthread_mutex_t fmu;       /* fences (fence.c) */

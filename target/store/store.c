@@ -53,6 +53,17 @@ static void clear_tmp(const char *mp)
         HD_LOG(HD_INFO, NULL, "mountpath %s: removed %d unfinished PUT temp file(s)", mp, n);
 }
 
+/* The parsed lifecycle rules kept beside the bucket array (caller holds bmu for writing). */
+static void free_lifecycles(struct hd_store *st)
+{
+    size_t i;
+
+    for (i = 0; st->lc && i < st->nbuckets; i++)
+        json_decref(st->lc[i]);
+    free(st->lc);
+    st->lc = NULL;
+}
+
 static int load_buckets(struct hd_store *st)
 {
     sqlite3_stmt *s;
@@ -62,16 +73,22 @@ static int load_buckets(struct hd_store *st)
         st->node, "SELECT name, provider, created, props FROM buckets ORDER BY name", -1, &s, NULL);
     if (rc != SQLITE_OK)
         return hd_store_sqlerr(st->node, rc, "load buckets");
+    free_lifecycles(st);
     free(st->buckets);
     st->buckets = NULL;
     st->nbuckets = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         struct hd_bucket_info *n = realloc(st->buckets, (st->nbuckets + 1) * sizeof(*n));
-        if (!n) {
+        json_t **lc = n ? realloc(st->lc, (st->nbuckets + 1) * sizeof(*lc)) : NULL;
+        if (n)
+            st->buckets = n;
+        if (lc)
+            st->lc = lc;
+        if (!n || !lc) {
             sqlite3_finalize(s);
             return -ENOMEM;
         }
-        st->buckets = n;
+        st->lc[st->nbuckets] = NULL;
         n = &st->buckets[st->nbuckets++];
         memset(n, 0, sizeof(*n));
         snprintf(n->name, sizeof(n->name), "%s", (const char *)sqlite3_column_text(s, 0));
@@ -82,10 +99,18 @@ static int load_buckets(struct hd_store *st)
             n->anonymous_read = j && json_is_true(json_object_get(j, "anonymous_read"));
             n->anonymous_list = j && json_is_true(json_object_get(j, "anonymous_list"));
             n->has_lifecycle = j && json_object_get(j, "lifecycle") != NULL;
+            st->lc[st->nbuckets - 1] = json_incref(json_object_get(j, "lifecycle"));
             json_decref(j);
         }
     }
     sqlite3_finalize(s);
+    {
+        size_t i;
+        int n = 0;
+        for (i = 0; i < st->nbuckets; i++)
+            n += st->buckets[i].has_lifecycle;
+        atomic_store(&st->nlifecycle, n);
+    }
     return rc == SQLITE_DONE ? 0 : hd_store_sqlerr(st->node, rc, "load buckets");
 }
 
@@ -214,6 +239,7 @@ void hd_store_close(struct hd_store *st)
     pthread_mutex_destroy(&st->amu);
     pthread_mutex_destroy(&st->fmu);
     pthread_rwlock_destroy(&st->bmu);
+    free_lifecycles(st);
     free(st->buckets);
     free(st->data_dir);
     free(st);
@@ -320,6 +346,23 @@ int hd_store_bucket_patch_props(struct hd_store *st, const char *name, const cha
     free(cur);
     free(out);
     return rc;
+}
+
+int hd_store_lifecycle_buckets(struct hd_store *st)
+{
+    return atomic_load(&st->nlifecycle);
+}
+
+json_t *hd_store_bucket_lifecycle(struct hd_store *st, const char *name)
+{
+    json_t *r = NULL;
+    int i;
+
+    pthread_rwlock_rdlock(&st->bmu);
+    if ((i = bucket_find(st, name)) >= 0 && st->lc)
+        r = json_incref(st->lc[i]);
+    pthread_rwlock_unlock(&st->bmu);
+    return r;
 }
 
 int hd_store_bucket_exists(struct hd_store *st, const char *name)

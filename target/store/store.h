@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 struct hd_store;
 struct hd_put;
 
@@ -55,6 +57,11 @@ int hd_store_bucket_patch_props(struct hd_store *st, const char *name, const cha
                                 size_t msglen);
 /* *out is malloc'd (caller frees). */
 int hd_store_bucket_list(struct hd_store *st, struct hd_bucket_info **out, size_t *n);
+/* How many buckets have lifecycle rules (a lock-free read: 0 lets a GET skip the question). */
+int hd_store_lifecycle_buckets(struct hd_store *st);
+/* A new reference to bucket's lifecycle rules (the "lifecycle" property, parsed when the
+ * buckets were loaded), or NULL: what a GET's x-amz-expiration asks, without a catalog read. */
+json_t *hd_store_bucket_lifecycle(struct hd_store *st, const char *name);
 
 /* Object metadata as kept in the catalog. Strings are owned by the struct; release with
  * hd_obj_meta_cleanup. */

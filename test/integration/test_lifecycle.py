@@ -410,3 +410,59 @@ def test_deleting_rules_stops_a_running_pass(fast_target):
     left = len(names(s3, bucket))
     assert expired() < n and left == n - expired() and left > 0, (left, expired())
     assert expired() - stopped_at <= 2000, (stopped_at, expired())  # within two batches
+
+
+def expiration_header(resp):
+    """(expiry-date as a datetime, rule-id) of an x-amz-expiration header, or None."""
+    import email.utils
+    import re
+    import urllib.parse
+    h = resp["ResponseMetadata"]["HTTPHeaders"].get("x-amz-expiration")
+    if h is None:
+        return None
+    m = re.fullmatch(r'expiry-date="(.+)", rule-id="(.+)"', h)
+    assert m, h
+    return email.utils.parsedate_to_datetime(m.group(1)), urllib.parse.unquote(m.group(2))
+
+
+def test_expiration_header(endpoint, s3, bucket):
+    """x-amz-expiration on PUT, HEAD and GET of an object a rule expires (ceph s3-tests
+    test_lifecycle_expiration_header_put/head/tags_head): the day it goes, at midnight UTC,
+    and the rule's ID; none for objects no rule takes."""
+    put_lc(s3, bucket, [
+        {"ID": "rule1 /&", "Filter": {"Prefix": "days1/"}, "Status": "Enabled",
+         "Expiration": {"Days": 1}},
+        {"ID": "tagged", "Filter": {"And": {"Prefix": "t/", "Tags": [
+            {"Key": "class", "Value": "tmp"}]}}, "Status": "Enabled", "Expiration": {"Days": 5}},
+        {"ID": "off", "Prefix": "off/", "Status": "Disabled", "Expiration": {"Days": 1}},
+        {"ID": "sooner", "Prefix": "days1/soon", "Status": "Enabled",
+         "Expiration": {"Date": datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)}},
+    ])
+    start = datetime.datetime.now(datetime.timezone.utc)
+    for resp in (s3.put_object(Bucket=bucket, Key="days1/foo", Body=b"x"),
+                 s3.head_object(Bucket=bucket, Key="days1/foo"),
+                 s3.get_object(Bucket=bucket, Key="days1/foo")):
+        at, rule = expiration_header(resp)
+        assert rule == "rule1 /&" and (at - start).days == 1, (at, start)
+        assert (at.hour, at.minute, at.second) == (0, 0, 0), at
+    # the earliest of two rules
+    at, rule = expiration_header(s3.put_object(Bucket=bucket, Key="days1/soon", Body=b"x"))
+    assert rule == "sooner" and at.year == 2020, (at, rule)
+    # tags decide
+    r = s3.put_object(Bucket=bucket, Key="t/a", Body=b"x", Tagging="class=tmp")
+    assert expiration_header(r)[1] == "tagged"
+    assert expiration_header(s3.head_object(Bucket=bucket, Key="t/a"))[1] == "tagged"
+    assert expiration_header(s3.put_object(Bucket=bucket, Key="t/b", Body=b"x")) is None
+    s3.put_object_tagging(Bucket=bucket, Key="t/b",
+                          Tagging={"TagSet": [{"Key": "class", "Value": "tmp"}]})
+    assert expiration_header(s3.head_object(Bucket=bucket, Key="t/b"))[1] == "tagged"
+    # no rule, a disabled one, multipart parts: none
+    assert expiration_header(s3.put_object(Bucket=bucket, Key="other", Body=b"x")) is None
+    assert expiration_header(s3.put_object(Bucket=bucket, Key="off/x", Body=b"x")) is None
+    up = s3.create_multipart_upload(Bucket=bucket, Key="days1/mpu")["UploadId"]
+    part = s3.upload_part(Bucket=bucket, Key="days1/mpu", UploadId=up, PartNumber=1, Body=b"p")
+    assert expiration_header(part) is None
+    s3.abort_multipart_upload(Bucket=bucket, Key="days1/mpu", UploadId=up)
+    # without the rules, nothing
+    s3.delete_bucket_lifecycle(Bucket=bucket)
+    assert expiration_header(s3.head_object(Bucket=bucket, Key="days1/foo")) is None

@@ -376,6 +376,23 @@ HD_SUITE(lifecycle_eval)
     CHECK_EQ_INT(hd_lc_may_expire(r, "a"), 0);
     json_decref(r);
 
+    /* the earliest expiry and its rule, for x-amz-expiration */
+    r = rules_of(RULE("<ID>late</ID><Prefix>a/</Prefix>" ON DAYS(9))
+                     RULE("<ID>early</ID><Prefix>a/b</Prefix>" ON DAYS(2))
+                         RULE("<ID>off</ID><Prefix>a/</Prefix><Status>Disabled</Status>" DAYS(1)));
+    {
+        int64_t at = 0;
+        const char *id = NULL;
+        CHECK_EQ_INT(hd_lc_expiry(r, "a/bc", 1, t0 + 5, NULL, DAY, &at, &id), 1);
+        CHECK_EQ_STR(id, "early");
+        CHECK_EQ_INT(at, t0 + 3 * DAY);
+        CHECK_EQ_INT(hd_lc_expiry(r, "a/x", 1, t0, NULL, DAY, &at, &id), 1);
+        CHECK_EQ_STR(id, "late");
+        CHECK_EQ_INT(at, t0 + 9 * DAY);
+        CHECK_EQ_INT(hd_lc_expiry(r, "z", 1, t0, NULL, DAY, &at, &id), 0);
+    }
+    json_decref(r);
+
     /* nothing enabled: nothing to do */
     r = rules_of(RULE("<Filter/><Status>Disabled</Status>" DAYS(1)));
     CHECK_EQ_INT(hd_lc_actions(r, &need_tags), 0);
