@@ -238,6 +238,17 @@ void hd_lifecycle_header(struct hd_req *r, struct hd_target *t, const char *buck
     json_decref(rules);
 }
 
+void hd_lifecycle_header_of(struct hd_req *r, struct hd_target *t, const char *bucket,
+                            const char *key)
+{
+    struct hd_obj_meta m;
+
+    if (!hd_store_lifecycle_buckets(t->st) || hd_store_lookup(t->st, bucket, key, &m) < 0)
+        return;
+    hd_lifecycle_header(r, t, bucket, key, &m);
+    hd_obj_meta_cleanup(&m);
+}
+
 int hd_lifecycle_register(struct hd_target *t, int64_t day_ms)
 {
     t->lc_day_ms = day_ms > 0 ? day_ms : 86400000;

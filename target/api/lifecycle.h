@@ -16,5 +16,9 @@ int hd_lifecycle_register(struct hd_target *t, int64_t day_ms);
  * of the earliest. Nothing to do (one atomic read) while no bucket here has rules. */
 void hd_lifecycle_header(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                          const struct hd_obj_meta *m);
+/* The same for bucket/key as the catalog has it now (CopyObject, CompleteMultipartUpload: the
+ * object just written); no read while no bucket here has rules. */
+void hd_lifecycle_header_of(struct hd_req *r, struct hd_target *t, const char *bucket,
+                            const char *key);
 
 #endif

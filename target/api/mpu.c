@@ -30,6 +30,7 @@
 #include "common/aismsg.h"
 #include "common/xml.h"
 #include "target/api/keepalive.h"
+#include "target/api/lifecycle.h"
 #include "target/cluster/peer.h"
 #include "target/store/int.h"
 
@@ -2117,6 +2118,8 @@ static void complete_answer(struct hd_req *r, struct complete_ctx *cc)
 {
     struct hd_buf b;
 
+    if (!cc->cb)
+        hd_lifecycle_header_of(r, cc->t, cc->bucket, cc->key);
     hd_buf_init(&b);
     complete_doc(r, cc, &b, 1);
     hd_resp_xml(r, 200, &b);

@@ -1126,10 +1126,13 @@ static void copy_done(struct hd_req *r, struct hd_acall *a)
 {
     struct copy *c = a->arg;
 
-    if (a->rc < 0)
+    if (a->rc < 0) {
         hd_resp_err_msg(r, a->rc, c->msg[0] ? c->msg : NULL);
-    else
+    } else {
+        if (r->api != HD_API_NATIVE && !c->dcb)
+            hd_lifecycle_header_of(r, c->t, c->bucket, c->key);
         copy_answer(r, &c->out);
+    }
 }
 
 /* ---- a slow CopyObject: answered before the copy ends ----

@@ -462,7 +462,17 @@ def test_expiration_header(endpoint, s3, bucket):
     up = s3.create_multipart_upload(Bucket=bucket, Key="days1/mpu")["UploadId"]
     part = s3.upload_part(Bucket=bucket, Key="days1/mpu", UploadId=up, PartNumber=1, Body=b"p")
     assert expiration_header(part) is None
-    s3.abort_multipart_upload(Bucket=bucket, Key="days1/mpu", UploadId=up)
+    # CompleteMultipartUpload and CopyObject give it for the object they wrote
+    done = s3.complete_multipart_upload(
+        Bucket=bucket, Key="days1/mpu", UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+    assert expiration_header(done)[1] == "rule1 /&"
+    cp = s3.copy_object(Bucket=bucket, Key="days1/copy",
+                        CopySource={"Bucket": bucket, "Key": "other"})
+    assert expiration_header(cp)[1] == "rule1 /&"
+    cp = s3.copy_object(Bucket=bucket, Key="other2", CopySource={"Bucket": bucket,
+                                                                 "Key": "days1/foo"})
+    assert expiration_header(cp) is None
     # without the rules, nothing
     s3.delete_bucket_lifecycle(Bucket=bucket)
     assert expiration_header(s3.head_object(Bucket=bucket, Key="days1/foo")) is None
