@@ -70,13 +70,21 @@ struct pass {
 
 /* Whether the bucket still has the rules the pass began with (no DELETE ?lifecycle, no new
  * rules, not dropped and made again with others meanwhile): checked before every batch, so a
- * change stops a running pass within one batch of names. */
+ * change stops a running pass within one batch of names. Other properties (ACL, tags, CORS)
+ * may change meanwhile. */
 static int rules_unchanged(struct pass *p)
 {
     char *now = NULL;
-    int same = hd_store_bucket_props(p->t->st, p->bucket, &now) == 0 && now && p->text &&
-               strcmp(now, p->text) == 0;
+    json_t *j = NULL;
+    int same = 0;
 
+    if (hd_store_bucket_props(p->t->st, p->bucket, &now) == 0 && now) {
+        if (p->text && strcmp(now, p->text) == 0)
+            same = 1; /* nothing changed: no parse */
+        else if ((j = json_loads(now, 0, NULL)))
+            same = json_equal(json_object_get(j, "lifecycle"), p->rules); /* other props may */
+    }
+    json_decref(j);
     free(now);
     return same;
 }
@@ -183,8 +191,10 @@ static int lc_run(struct hd_job *j, void *ctx)
             brc = expire_bucket(&p);
             expired += p.expired;
         }
-        if (brc == 0 && (what & HD_LC_ABORTS) && rules_unchanged(&p)) {
-            brc = hd_mpu_lifecycle_abort(t, bs[i].name, p.rules, wall_ms(), t->lc_day_ms, &a);
+        if (brc != -ECANCELED && (what & HD_LC_ABORTS) && rules_unchanged(&p)) {
+            int arc;
+            arc = hd_mpu_lifecycle_abort(t, bs[i].name, p.rules, wall_ms(), t->lc_day_ms, &a);
+            brc = brc < 0 ? brc : arc; /* an expiry error does not keep uploads */
             aborted += a;
             hd_cstat_add(HD_CS_LC_ABORTED, a);
         }
@@ -208,34 +218,68 @@ static int lc_run(struct hd_job *j, void *ctx)
     return rc;
 }
 
+/* x-amz-expiration's value for one object, computed with the bucket's rules in hand. */
+struct expiry {
+    const char *key;
+    const struct hd_obj_meta *m;
+    int64_t day_ms;
+    char *value; /* malloc'd */
+};
+
+static int expiry_of(const json_t *rules, void *arg)
+{
+    struct expiry *e = arg;
+    json_t *tags = NULL;
+    const char *id = NULL;
+    int64_t at = 0;
+    int need_tags, found;
+    struct hd_buf v;
+    char date[32];
+
+    if (!(hd_lc_actions(rules, &need_tags) & HD_LC_EXPIRES) || !hd_lc_may_expire(rules, e->key))
+        return 0;
+    if (need_tags)
+        tags = tags_of(e->m);
+    found = hd_lc_expiry(rules, e->key, e->m->size, e->m->mtime_ms, tags, e->day_ms, &at, &id);
+    json_decref(tags);
+    if (!found || !id)
+        return 0;
+    hd_buf_init(&v);
+    hd_http_date_format((time_t)(at / 1000), date);
+    hd_buf_printf(&v, "expiry-date=\"%s\", rule-id=\"", date);
+    hd_uri_encode(&v, id, strlen(id), 0); /* unreserved characters only: nothing can split it */
+    hd_buf_puts(&v, "\"");
+    if (!v.oom)
+        e->value = strdup(v.data);
+    hd_buf_cleanup(&v);
+    return 1;
+}
+
+char *hd_lifecycle_expiration(struct hd_target *t, const char *bucket, const char *key,
+                              const struct hd_obj_meta *m)
+{
+    struct expiry e = {key, m, t->lc_day_ms, NULL};
+
+    if (hd_store_lifecycle_buckets(t->st))
+        hd_store_with_lifecycle(t->st, bucket, expiry_of, &e);
+    return e.value;
+}
+
 void hd_lifecycle_header(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
                          const struct hd_obj_meta *m)
 {
-    char date[32];
-    json_t *rules, *tags = NULL;
-    const char *id = NULL;
-    int64_t at = 0;
-    int need_tags;
+    char *v = hd_lifecycle_expiration(t, bucket, key, m);
 
-    if (!hd_store_lifecycle_buckets(t->st) || !(rules = hd_store_bucket_lifecycle(t->st, bucket)))
-        return;
-    if ((hd_lc_actions(rules, &need_tags) & HD_LC_EXPIRES) && hd_lc_may_expire(rules, key)) {
-        if (need_tags)
-            tags = tags_of(m);
-        if (hd_lc_expiry(rules, key, m->size, m->mtime_ms, tags, t->lc_day_ms, &at, &id) && id) {
-            struct hd_buf v;
-            hd_buf_init(&v);
-            hd_http_date_format((time_t)(at / 1000), date);
-            hd_buf_printf(&v, "expiry-date=\"%s\", rule-id=\"", date);
-            hd_uri_encode(&v, id, strlen(id), 0);
-            hd_buf_puts(&v, "\"");
-            if (!v.oom)
-                hd_resp_header(r, "x-amz-expiration", v.data);
-            hd_buf_cleanup(&v);
-        }
-        json_decref(tags);
-    }
-    json_decref(rules);
+    if (v)
+        hd_resp_header(r, "x-amz-expiration", v);
+    free(v);
+}
+
+static int has_rules(const json_t *rules, void *arg)
+{
+    (void)rules;
+    (void)arg;
+    return 1;
 }
 
 void hd_lifecycle_header_of(struct hd_req *r, struct hd_target *t, const char *bucket,
@@ -243,7 +287,9 @@ void hd_lifecycle_header_of(struct hd_req *r, struct hd_target *t, const char *b
 {
     struct hd_obj_meta m;
 
-    if (!hd_store_lifecycle_buckets(t->st) || hd_store_lookup(t->st, bucket, key, &m) < 0)
+    if (!hd_store_lifecycle_buckets(t->st) ||
+        !hd_store_with_lifecycle(t->st, bucket, has_rules, NULL) ||
+        hd_store_lookup(t->st, bucket, key, &m) < 0)
         return;
     hd_lifecycle_header(r, t, bucket, key, &m);
     hd_obj_meta_cleanup(&m);

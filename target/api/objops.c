@@ -55,8 +55,9 @@ static void serve_opened(struct hd_req *r, struct hd_target *t, const char *buck
         if (fd >= 0)
             close(fd);
     } else {
-        hd_lifecycle_header(r, t, bucket, key, m);
-        hd_obj_serve(r, m, fd, head);
+        char *exp = hd_lifecycle_expiration(t, bucket, key, m);
+        hd_obj_serve_ex(r, m, fd, head, exp);
+        free(exp);
     }
     hd_obj_meta_cleanup(m);
 }

@@ -539,6 +539,12 @@ int hd_obj_ssec_refused(struct hd_req *r)
 
 void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int head)
 {
+    hd_obj_serve_ex(r, mp, fd, head, NULL);
+}
+
+void hd_obj_serve_ex(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int head,
+                     const char *expiration)
+{
     const struct hd_obj_meta m = *mp;
     const char *pn = hd_req_param(r, "partNumber");
     struct hd_cond cond;
@@ -580,6 +586,8 @@ void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *mp, int fd, int he
     if (status < 0)
         goto out;
     add_object_headers(r, &m);
+    if (expiration)
+        hd_resp_header(r, "x-amz-expiration", expiration);
     hd_resp_header(r, "Content-Type", m.ctype ? m.ctype : hd_obj_default_ctype(r));
     /* A stored checksum describes the whole object: sent only when the whole object is
      * (botocore validates what it receives). A composite one (checksum of the parts'

@@ -14,6 +14,9 @@
  * caller's. A node's call (r->trusted == HD_TRUST_NODE) also gets the object's identity
  * (X-Hoard-Obj-Meta). */
 void hd_obj_serve(struct hd_req *r, const struct hd_obj_meta *m, int fd, int head);
+/* The same with x-amz-expiration: expiration (NULL: none) on a 200/206 answer only. */
+void hd_obj_serve_ex(struct hd_req *r, const struct hd_obj_meta *m, int fd, int head,
+                     const char *expiration);
 /* A GET/HEAD of an object that exists, sent with SSE-C parameters
  * (x-amz-server-side-encryption-customer-*): no object here was stored with a customer key
  * (such writes are 501), so this is AWS's answer for an object not encrypted that way, 400

@@ -64,6 +64,17 @@ static void free_lifecycles(struct hd_store *st)
     st->lc = NULL;
 }
 
+/* nlifecycle from the bucket array as it is (caller holds bmu for writing). */
+static void count_lifecycles(struct hd_store *st)
+{
+    size_t i;
+    int n = 0;
+
+    for (i = 0; i < st->nbuckets; i++)
+        n += st->buckets[i].has_lifecycle;
+    atomic_store(&st->nlifecycle, n);
+}
+
 static int load_buckets(struct hd_store *st)
 {
     sqlite3_stmt *s;
@@ -86,6 +97,7 @@ static int load_buckets(struct hd_store *st)
             st->lc = lc;
         if (!n || !lc) {
             sqlite3_finalize(s);
+            count_lifecycles(st);
             return -ENOMEM;
         }
         st->lc[st->nbuckets] = NULL;
@@ -104,13 +116,7 @@ static int load_buckets(struct hd_store *st)
         }
     }
     sqlite3_finalize(s);
-    {
-        size_t i;
-        int n = 0;
-        for (i = 0; i < st->nbuckets; i++)
-            n += st->buckets[i].has_lifecycle;
-        atomic_store(&st->nlifecycle, n);
-    }
+    count_lifecycles(st);
     return rc == SQLITE_DONE ? 0 : hd_store_sqlerr(st->node, rc, "load buckets");
 }
 
@@ -353,16 +359,16 @@ int hd_store_lifecycle_buckets(struct hd_store *st)
     return atomic_load(&st->nlifecycle);
 }
 
-json_t *hd_store_bucket_lifecycle(struct hd_store *st, const char *name)
+int hd_store_with_lifecycle(struct hd_store *st, const char *name,
+                            int (*fn)(const json_t *rules, void *arg), void *arg)
 {
-    json_t *r = NULL;
-    int i;
+    int i, rc = 0;
 
-    pthread_rwlock_rdlock(&st->bmu);
-    if ((i = bucket_find(st, name)) >= 0 && st->lc)
-        r = json_incref(st->lc[i]);
+    pthread_rwlock_rdlock(&st->bmu); /* the rules are freed only under the write lock */
+    if ((i = bucket_find(st, name)) >= 0 && st->lc && st->lc[i])
+        rc = fn(st->lc[i], arg);
     pthread_rwlock_unlock(&st->bmu);
-    return r;
+    return rc;
 }
 
 int hd_store_bucket_exists(struct hd_store *st, const char *name)

@@ -59,9 +59,12 @@ int hd_store_bucket_patch_props(struct hd_store *st, const char *name, const cha
 int hd_store_bucket_list(struct hd_store *st, struct hd_bucket_info **out, size_t *n);
 /* How many buckets have lifecycle rules (a lock-free read: 0 lets a GET skip the question). */
 int hd_store_lifecycle_buckets(struct hd_store *st);
-/* A new reference to bucket's lifecycle rules (the "lifecycle" property, parsed when the
- * buckets were loaded), or NULL: what a GET's x-amz-expiration asks, without a catalog read. */
-json_t *hd_store_bucket_lifecycle(struct hd_store *st, const char *name);
+/* fn(rules, arg) with bucket's lifecycle rules (the "lifecycle" property, parsed when the
+ * buckets were loaded), under the bucket lock for reading: rules are valid only during the
+ * call and must not be kept or changed. fn's result, or 0 when the bucket has none. What a
+ * GET's x-amz-expiration asks, without a catalog read. */
+int hd_store_with_lifecycle(struct hd_store *st, const char *name,
+                            int (*fn)(const json_t *rules, void *arg), void *arg);
 
 /* Object metadata as kept in the catalog. Strings are owned by the struct; release with
  * hd_obj_meta_cleanup. */
