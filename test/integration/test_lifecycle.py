@@ -396,6 +396,7 @@ def test_deleting_rules_stops_a_running_pass(fast_target):
                         "%s:%s" % (fast_target.access_key, fast_target.secret_key)],
                        capture_output=True, timeout=320)
     assert p.returncode == 0 and b" 0 errors" in p.stdout, p.stdout + p.stderr
+    assert len(names(s3, bucket)) == n  # every key once
     put_lc(s3, bucket, [{"ID": "all", "Filter": {}, "Status": "Enabled", "Expiration": {
         "Date": datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)}}])
 

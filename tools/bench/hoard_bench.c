@@ -707,6 +707,9 @@ int main(int argc, char **argv)
          * asks for every URL exactly once */
         w[t].next = c.requests ? (t ? w[t - 1].next + (uint64_t)w[t - 1].quota : 0)
                                : c.nurls * (uint64_t)t / (uint64_t)c.threads;
+    }
+    /* started only once every offset is set: a running thread counts its quota down */
+    for (t = 0; t < c.threads; t++) {
         if (pthread_create(&w[t].thr, NULL, run, &w[t]) != 0) {
             fprintf(stderr, "hoard-bench: cannot start a thread\n");
             return 1;
