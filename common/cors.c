@@ -2,7 +2,6 @@
 #include "common/cors.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,21 +11,6 @@
 #include "common/xml.h"
 
 static const char *const methods[] = {"GET", "PUT", "POST", "DELETE", "HEAD", NULL};
-
-static int bad(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int bad(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* A value that may go into a response header as it is: 1..HD_CORS_VALUE_MAX printable ASCII
  * characters (space only where `space`), at most one '*' where `one_star`. */
@@ -68,17 +52,17 @@ static int check_list(const json_t *a, size_t min, const char *what, int one_sta
     size_t i;
 
     if (!json_is_array(a) || json_array_size(a) < min)
-        return bad(err, errlen, HD_EBADARG, "every CORS rule needs at least one %s", what);
+        return hd_err_fmt(err, errlen, HD_EBADARG, "every CORS rule needs at least one %s", what);
     for (i = 0; i < json_array_size(a); i++) {
         const char *v = json_string_value(json_array_get(a, i));
         if (!v)
-            return bad(err, errlen, HD_EBADARG, "%s must be a string", what);
+            return hd_err_fmt(err, errlen, HD_EBADARG, "%s must be a string", what);
         if (strcmp(what, "AllowedMethod") == 0 && !is_method(v))
-            return bad(err, errlen, HD_EBADARG,
-                       "Found unsupported HTTP method in CORS config. Unsupported method is %.64s",
-                       v);
+            return hd_err_fmt(
+                err, errlen, HD_EBADARG,
+                "Found unsupported HTTP method in CORS config. Unsupported method is %.64s", v);
         if ((why = value_problem(v, 0, one_star)))
-            return bad(err, errlen, HD_EBADARG, "%s \"%.64s\" %s.", what, v, why);
+            return hd_err_fmt(err, errlen, HD_EBADARG, "%s \"%.64s\" %s.", what, v, why);
     }
     return 0;
 }
@@ -89,15 +73,15 @@ int hd_cors_check(const json_t *v, char *err, size_t errlen)
     int rc;
 
     if (!json_is_array(v) || json_array_size(v) == 0)
-        return bad(err, errlen, HD_EBADARG, "cors must be an array of at least one rule");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "cors must be an array of at least one rule");
     if (json_array_size(v) > HD_CORS_RULES_MAX)
-        return bad(err, errlen, HD_EBADARG, "a CORS configuration has at most %d rules",
-                   HD_CORS_RULES_MAX);
+        return hd_err_fmt(err, errlen, HD_EBADARG, "a CORS configuration has at most %d rules",
+                          HD_CORS_RULES_MAX);
     for (i = 0; i < json_array_size(v); i++) {
         const json_t *r = json_array_get(v, i), *x;
         const char *k;
         if (!json_is_object(r))
-            return bad(err, errlen, HD_EBADARG, "a CORS rule must be an object");
+            return hd_err_fmt(err, errlen, HD_EBADARG, "a CORS rule must be an object");
         json_object_foreach((json_t *)r, k, x)
         {
             if (strcmp(k, "origins") == 0)
@@ -112,19 +96,21 @@ int hd_cors_check(const json_t *v, char *err, size_t errlen)
                 rc = json_is_integer(x) && json_integer_value(x) >= 0 &&
                              json_integer_value(x) <= 2147483647
                          ? 0
-                         : bad(err, errlen, HD_EBADARG, "MaxAgeSeconds must be 0..2147483647");
+                         : hd_err_fmt(err, errlen, HD_EBADARG,
+                                      "MaxAgeSeconds must be 0..2147483647");
             else if (strcmp(k, "id") == 0)
                 rc = !json_is_string(x) || value_problem(json_string_value(x), 1, 0)
-                         ? bad(err, errlen, HD_EBADARG, "a CORS rule's ID must be printable text")
+                         ? hd_err_fmt(err, errlen, HD_EBADARG,
+                                      "a CORS rule's ID must be printable text")
                          : 0;
             else
-                rc = bad(err, errlen, HD_EBADARG, "unknown CORS rule key '%.64s'", k);
+                rc = hd_err_fmt(err, errlen, HD_EBADARG, "unknown CORS rule key '%.64s'", k);
             if (rc < 0)
                 return rc;
         }
         if (!json_object_get(r, "origins") || !json_object_get(r, "methods"))
-            return bad(err, errlen, HD_EBADARG,
-                       "every CORS rule needs an AllowedOrigin and an AllowedMethod");
+            return hd_err_fmt(err, errlen, HD_EBADARG,
+                              "every CORS rule needs an AllowedOrigin and an AllowedMethod");
     }
     return 0;
 }
@@ -199,14 +185,8 @@ int hd_cors_parse_xml(const char *body, size_t len, char **out, char *msg, size_
     *out = NULL;
     if (msg && msglen)
         msg[0] = '\0';
-    if ((rc = hd_xml_parse(body, len, &root)) < 0)
+    if ((rc = hd_xml_parse_list(body, len, "CORSConfiguration", "CORSRule", &root)) < 0)
         return rc;
-    rc = HD_EMALFORMEDXML;
-    if (strcmp(root->name, "CORSConfiguration") != 0 || !hd_xnode_child(root, "CORSRule"))
-        goto out;
-    for (c = root->child; c; c = c->next)
-        if (strcmp(c->name, "CORSRule") != 0)
-            goto out;
     if (!(a = json_array())) {
         rc = -ENOMEM;
         goto out;
@@ -228,7 +208,7 @@ int hd_cors_parse_xml(const char *body, size_t len, char **out, char *msg, size_
     } else if (strlen(*out) > HD_CORS_JSON_MAX) {
         free(*out);
         *out = NULL;
-        rc = bad(msg, msglen, HD_EBADREQ, "The CORS configuration is too large.");
+        rc = hd_err_fmt(msg, msglen, HD_EBADREQ, "The CORS configuration is too large.");
     }
 out:
     json_decref(a);

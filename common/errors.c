@@ -1,6 +1,8 @@
 #include "common/errors.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 static const struct hd_err_info table[] = {
@@ -188,4 +190,16 @@ const char *hd_strerror(int code)
     if (code == 0)
         return "ok";
     return hd_err_info(code)->s3_code;
+}
+
+int hd_err_fmt(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err && errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
 }

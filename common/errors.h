@@ -3,6 +3,8 @@
 #ifndef HD_ERRORS_H
 #define HD_ERRORS_H
 
+#include <stddef.h>
+
 /* Results of functions that handle a request (nginx's vocabulary), and the rule for who
  * answers it:
  *   HD_OK        done, nothing answered: the caller goes on (or answers);
@@ -128,5 +130,9 @@ struct hd_err_info {
 const struct hd_err_info *hd_err_info(int code);
 /* Short human string for logs. */
 const char *hd_strerror(int code);
+/* Writes the printf-formatted reason into err (when err and errlen) and returns code: for
+ * checks that answer a code and say why, `return hd_err_fmt(msg, len, HD_EBADARG, ...)`. */
+int hd_err_fmt(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,21 +13,6 @@
 #include "common/errors.h"
 #include "common/tagging.h"
 #include "common/xml.h"
-
-static int bad(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int bad(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* "YYYY-MM-DD" (a real day) into ms since the epoch at its midnight UTC; -1 when not one. */
 static int64_t day_ms_of(const char *s)
@@ -72,48 +56,49 @@ static int check_filter(const json_t *f, int *has_tags, char *err, size_t errlen
     int conds = 0;
 
     if (!json_is_object(f))
-        return bad(err, errlen, HD_EBADARG, "a lifecycle filter must be an object");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "a lifecycle filter must be an object");
     json_object_foreach((json_t *)f, k, x)
     {
         if (strcmp(k, "prefix") == 0) {
             if (!json_is_string(x) || strlen(json_string_value(x)) > HD_LC_PREFIX_MAX)
-                return bad(err, errlen, HD_EBADARG, "a lifecycle prefix is at most %d bytes",
-                           HD_LC_PREFIX_MAX);
+                return hd_err_fmt(err, errlen, HD_EBADARG, "a lifecycle prefix is at most %d bytes",
+                                  HD_LC_PREFIX_MAX);
             conds++;
         } else if (strcmp(k, "tags") == 0) {
             const char *tk;
             const json_t *tv;
             if (!json_is_object(x) || json_object_size(x) == 0)
-                return bad(err, errlen, HD_EBADARG, "filter tags must be an object of tags");
+                return hd_err_fmt(err, errlen, HD_EBADARG, "filter tags must be an object of tags");
             json_object_foreach((json_t *)x, tk, tv)
             {
                 if (!*tk || strlen(tk) > (size_t)4 * HD_TAG_KEY_MAX || !json_is_string(tv) ||
                     strlen(json_string_value(tv)) > (size_t)4 * HD_TAG_VALUE_MAX)
-                    return bad(err, errlen, HD_EBADARG, "%s",
-                               "a tag is a key of 1..128 and a value of 0..256 characters");
+                    return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                                      "a tag is a key of 1..128 and a value of 0..256 characters");
             }
             conds += (int)json_object_size(x);
             *has_tags = 1;
         } else if (strcmp(k, "size_gt") == 0 || strcmp(k, "size_lt") == 0) {
             if (!is_int_in(x, 0, INT64_MAX))
-                return bad(err, errlen, HD_EBADARG, "%s must be a non-negative integer",
-                           k[5] == 'g' ? "ObjectSizeGreaterThan" : "ObjectSizeLessThan");
+                return hd_err_fmt(err, errlen, HD_EBADARG, "%s must be a non-negative integer",
+                                  k[5] == 'g' ? "ObjectSizeGreaterThan" : "ObjectSizeLessThan");
             conds++;
         } else if (strcmp(k, "and") == 0) {
             if (!json_is_boolean(x))
-                return bad(err, errlen, HD_EBADARG, "filter \"and\" must be true or false");
+                return hd_err_fmt(err, errlen, HD_EBADARG, "filter \"and\" must be true or false");
         } else {
-            return bad(err, errlen, HD_EBADARG, "unknown lifecycle filter key '%.64s'", k);
+            return hd_err_fmt(err, errlen, HD_EBADARG, "unknown lifecycle filter key '%.64s'", k);
         }
     }
     if (conds > 1 && !json_is_true(json_object_get(f, "and")))
-        return bad(err, errlen, HD_EBADARG, "%s",
-                   "a filter with more than one condition needs \"and\": true");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                          "a filter with more than one condition needs \"and\": true");
     if (lt && json_integer_value(lt) == 0)
-        return bad(err, errlen, HD_EBADREQ, "%s", "ObjectSizeLessThan must be greater than 0");
+        return hd_err_fmt(err, errlen, HD_EBADREQ, "%s",
+                          "ObjectSizeLessThan must be greater than 0");
     if (gt && lt && json_integer_value(gt) >= json_integer_value(lt))
-        return bad(err, errlen, HD_EBADREQ, "%s",
-                   "ObjectSizeGreaterThan must be less than ObjectSizeLessThan");
+        return hd_err_fmt(err, errlen, HD_EBADREQ, "%s",
+                          "ObjectSizeGreaterThan must be less than ObjectSizeLessThan");
     return 0;
 }
 
@@ -137,78 +122,80 @@ static int check_rule(const json_t *r, char *err, size_t errlen)
     int has_tags = 0, rc, expirations, i;
 
     if (!json_is_object(r))
-        return bad(err, errlen, HD_EBADARG, "a lifecycle rule must be an object");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "a lifecycle rule must be an object");
     json_object_foreach((json_t *)r, k, x)
     {
         for (i = 0; known[i] && strcmp(k, known[i]) != 0; i++)
             ;
         if (!known[i])
-            return bad(err, errlen, HD_EBADARG, "unknown lifecycle rule key '%.64s'", k);
+            return hd_err_fmt(err, errlen, HD_EBADARG, "unknown lifecycle rule key '%.64s'", k);
     }
     if (!json_is_string(id) || !*json_string_value(id))
-        return bad(err, errlen, HD_EBADARG, "every lifecycle rule needs an ID");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "every lifecycle rule needs an ID");
     if (strlen(json_string_value(id)) > HD_LC_ID_MAX)
-        return bad(err, errlen, HD_EBADARG, "ID length should not exceed allowed limit of %d",
-                   HD_LC_ID_MAX);
+        return hd_err_fmt(err, errlen, HD_EBADARG,
+                          "ID length should not exceed allowed limit of %d", HD_LC_ID_MAX);
     if (!json_is_string(st) || (strcmp(json_string_value(st), "Enabled") != 0 &&
                                 strcmp(json_string_value(st), "Disabled") != 0))
-        return bad(err, errlen, HD_EBADARG, "a rule's status is Enabled or Disabled");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "a rule's status is Enabled or Disabled");
     if ((x = json_object_get(r, "prefix"))) {
         if (json_object_get(r, "filter"))
-            return bad(err, errlen, HD_EBADARG, "a rule has a prefix or a filter, not both");
+            return hd_err_fmt(err, errlen, HD_EBADARG, "a rule has a prefix or a filter, not both");
         if (!json_is_string(x) || strlen(json_string_value(x)) > HD_LC_PREFIX_MAX)
-            return bad(err, errlen, HD_EBADARG, "a lifecycle prefix is at most %d bytes",
-                       HD_LC_PREFIX_MAX);
+            return hd_err_fmt(err, errlen, HD_EBADARG, "a lifecycle prefix is at most %d bytes",
+                              HD_LC_PREFIX_MAX);
     }
     if (!json_object_get(r, "prefix") && !json_object_get(r, "filter"))
-        return bad(err, errlen, HD_EBADARG, "%s",
-                   "a rule needs a prefix or a filter (an empty filter takes every object)");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                          "a rule needs a prefix or a filter (an empty filter takes every object)");
     if ((x = json_object_get(r, "filter")) && (rc = check_filter(x, &has_tags, err, errlen)) < 0)
         return rc;
     for (i = 0; day_keys[i]; i++)
         if ((x = json_object_get(r, day_keys[i])) && !is_int_in(x, 1, HD_LC_DAYS_MAX))
-            return bad(err, errlen, HD_EBADARG, "'%s' for %s action must be a positive integer",
-                       i == 0   ? "Days"
-                       : i == 1 ? "NoncurrentDays"
-                                : "DaysAfterInitiation",
-                       i == 0   ? "Expiration"
-                       : i == 1 ? "NoncurrentVersionExpiration"
-                                : "AbortIncompleteMultipartUpload");
+            return hd_err_fmt(err, errlen, HD_EBADARG,
+                              "'%s' for %s action must be a positive integer",
+                              i == 0   ? "Days"
+                              : i == 1 ? "NoncurrentDays"
+                                       : "DaysAfterInitiation",
+                              i == 0   ? "Expiration"
+                              : i == 1 ? "NoncurrentVersionExpiration"
+                                       : "AbortIncompleteMultipartUpload");
     if ((x = json_object_get(r, "expire_date")) &&
         (!json_is_string(x) || day_ms_of(json_string_value(x)) < 0))
-        return bad(err, errlen, HD_EBADARG, "%s", "'Date' must be a day, at midnight GMT");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "%s", "'Date' must be a day, at midnight GMT");
     if ((x = json_object_get(r, "expired_delete_marker")) && !json_is_boolean(x))
-        return bad(err, errlen, HD_EBADARG, "%s", "ExpiredObjectDeleteMarker is true or false");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                          "ExpiredObjectDeleteMarker is true or false");
     if ((x = json_object_get(r, "newer_noncurrent"))) {
         if (!is_int_in(x, 1, 100))
-            return bad(err, errlen, HD_EBADARG, "%s",
-                       "NewerNoncurrentVersions must be between 1 and 100");
+            return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                              "NewerNoncurrentVersions must be between 1 and 100");
         if (!json_object_get(r, "noncurrent_days"))
-            return bad(err, errlen, HD_EBADARG, "%s",
-                       "NewerNoncurrentVersions needs NoncurrentDays");
+            return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                              "NewerNoncurrentVersions needs NoncurrentDays");
     }
     expirations = (json_object_get(r, "expire_days") != NULL) +
                   (json_object_get(r, "expire_date") != NULL) +
                   (json_object_get(r, "expired_delete_marker") != NULL);
     if (expirations > 1)
-        return bad(err, errlen, HD_EBADARG, "%s",
-                   "an Expiration has one of Days, Date and ExpiredObjectDeleteMarker");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                          "an Expiration has one of Days, Date and ExpiredObjectDeleteMarker");
     if (!expirations && !json_object_get(r, "noncurrent_days") &&
         !json_object_get(r, "abort_mpu_days"))
-        return bad(err, errlen, HD_EBADREQ, "%s",
-                   "At least one action needs to be specified in a rule");
+        return hd_err_fmt(err, errlen, HD_EBADREQ, "%s",
+                          "At least one action needs to be specified in a rule");
     if (has_tags && json_object_get(r, "abort_mpu_days"))
-        return bad(err, errlen, HD_EBADREQ, "%s",
-                   "AbortIncompleteMultipartUpload cannot be specified with Tags.");
+        return hd_err_fmt(err, errlen, HD_EBADREQ, "%s",
+                          "AbortIncompleteMultipartUpload cannot be specified with Tags.");
     x = json_object_get(r, "filter");
     if ((json_object_get(x, "size_gt") || json_object_get(x, "size_lt")) &&
         json_object_get(r, "abort_mpu_days"))
-        return bad(err, errlen, HD_EBADREQ, "%s",
-                   "AbortIncompleteMultipartUpload cannot be specified with an object size "
-                   "filter.");
+        return hd_err_fmt(err, errlen, HD_EBADREQ, "%s",
+                          "AbortIncompleteMultipartUpload cannot be specified with an object size "
+                          "filter.");
     if (has_tags && json_object_get(r, "expired_delete_marker"))
-        return bad(err, errlen, HD_EBADREQ, "%s",
-                   "ExpiredObjectDeleteMarker cannot be specified with Tags.");
+        return hd_err_fmt(err, errlen, HD_EBADREQ, "%s",
+                          "ExpiredObjectDeleteMarker cannot be specified with Tags.");
     return 0;
 }
 
@@ -219,26 +206,28 @@ int hd_lc_check(const json_t *v, char *err, size_t errlen)
     int rc;
 
     if (!json_is_array(v) || json_array_size(v) == 0)
-        return bad(err, errlen, HD_EBADARG, "lifecycle must be an array of at least one rule");
+        return hd_err_fmt(err, errlen, HD_EBADARG,
+                          "lifecycle must be an array of at least one rule");
     if (json_array_size(v) > HD_LC_RULES_MAX)
-        return bad(err, errlen, HD_EBADREQ, "a lifecycle configuration has at most %d rules",
-                   HD_LC_RULES_MAX);
+        return hd_err_fmt(err, errlen, HD_EBADREQ, "a lifecycle configuration has at most %d rules",
+                          HD_LC_RULES_MAX);
     for (i = 0; i < json_array_size(v); i++) {
         const json_t *r = json_array_get(v, i);
         if ((rc = check_rule(r, err, errlen)) < 0)
             return rc;
         for (j = 0; j < i; j++)
             if (json_equal(json_object_get(r, "id"), json_object_get(json_array_get(v, j), "id")))
-                return bad(err, errlen, HD_EBADARG, "%s",
-                           "Rule ID must be unique. Found same ID for more than one rule");
+                return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                                  "Rule ID must be unique. Found same ID for more than one rule");
     }
     if (!(text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS)))
         return -ENOMEM;
     len = strlen(text);
     free(text);
     if (len > HD_LC_JSON_MAX)
-        return bad(err, errlen, HD_EBADREQ,
-                   "The lifecycle configuration is too large (over %d KiB).", HD_LC_JSON_MAX >> 10);
+        return hd_err_fmt(err, errlen, HD_EBADREQ,
+                          "The lifecycle configuration is too large (over %d KiB).",
+                          HD_LC_JSON_MAX >> 10);
     return 0;
 }
 
@@ -252,22 +241,24 @@ static int one(const struct hd_xnode *n, const char *name, const struct hd_xnode
     return *out && hd_xnode_next(*out, name) ? HD_EMALFORMEDXML : 0;
 }
 
-/* Only elements of the list known, each holding text only unless it is in nested. */
-static int only(const struct hd_xnode *n, const char *const *known, const char *const *nested)
+static int listed(const char *name, const char *const *list)
 {
-    const struct hd_xnode *c;
     size_t i;
 
-    for (c = n->child; c; c = c->next) {
-        for (i = 0; known[i] && strcmp(c->name, known[i]) != 0; i++)
-            ;
-        if (!known[i])
+    for (i = 0; list && list[i]; i++)
+        if (strcmp(name, list[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Only elements of the lists: text ones (leaf) and ones holding elements (nested). */
+static int only(const struct hd_xnode *n, const char *const *leaf, const char *const *nested)
+{
+    const struct hd_xnode *c;
+
+    for (c = n->child; c; c = c->next)
+        if (!(listed(c->name, nested) || (listed(c->name, leaf) && !c->child)))
             return HD_EMALFORMEDXML;
-        for (i = 0; nested && nested[i] && strcmp(c->name, nested[i]) != 0; i++)
-            ;
-        if (c->child && !(nested && nested[i]))
-            return HD_EMALFORMEDXML;
-    }
     return 0;
 }
 
@@ -302,26 +293,26 @@ static int date_child(const char *s, json_t *o, char *msg, size_t msglen)
     size_t i;
 
     if (strlen(s) < 10 || (s[10] && (strlen(s) < 20 || s[10] != 'T')))
-        return bad(msg, msglen, HD_EBADARG, "%s", "'Date' must be in ISO 8601 format");
+        return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be in ISO 8601 format");
     memcpy(day, s, 10);
     day[10] = '\0';
     if (day_ms_of(day) < 0)
-        return bad(msg, msglen, HD_EBADARG, "%s", "'Date' must be in ISO 8601 format");
+        return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be in ISO 8601 format");
     if (!s[10]) /* a day alone (s3cmd --expiry-date=2031-01-01): its midnight */
         return json_object_set_new(o, "expire_date", json_string(day)) < 0 ? -ENOMEM : 0;
     t = s + 11;
     if (strncmp(t, "00:00:00", 8) != 0)
-        return bad(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
+        return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
     t += 8;
     if (*t == '.') {
         for (i = 1; t[i] == '0'; i++)
             ;
         if (i == 1 || (t[i] >= '1' && t[i] <= '9'))
-            return bad(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
+            return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
         t += i;
     }
     if (strcmp(t, "Z") != 0 && strcmp(t, "+00:00") != 0)
-        return bad(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
+        return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
     return json_object_set_new(o, "expire_date", json_string(day)) < 0 ? -ENOMEM : 0;
 }
 
@@ -337,7 +328,7 @@ static int tag_child(const struct hd_xnode *tag, json_t *f, char *msg, size_t ms
     if (!tags && (!(tags = json_object()) || json_object_set_new(f, "tags", tags) < 0))
         return -ENOMEM;
     if (json_object_get(tags, k->raw))
-        return bad(msg, msglen, HD_EBADREQ, "%s", "Duplicate Tag Keys are not allowed.");
+        return hd_err_fmt(msg, msglen, HD_EBADREQ, "%s", "Duplicate Tag Keys are not allowed.");
     if (!(s = json_string(v ? v->raw : "")) || json_object_set_new(tags, k->raw, s) < 0)
         return -ENOMEM;
     return 0;
@@ -364,12 +355,10 @@ static int conditions(const struct hd_xnode *n, json_t *f, char *msg, size_t msg
 
 static int filter_json(const struct hd_xnode *fx, json_t *r, char *msg, size_t msglen)
 {
-    static const char *const known[] = {
-        "Prefix", "Tag", "And", "ObjectSizeGreaterThan", "ObjectSizeLessThan", NULL};
+    static const char *const leaf[] = {"Prefix", "ObjectSizeGreaterThan", "ObjectSizeLessThan",
+                                       NULL};
     static const char *const nested[] = {"Tag", "And", NULL};
-    static const char *const in_and[] = {"Prefix", "Tag", "ObjectSizeGreaterThan",
-                                         "ObjectSizeLessThan", NULL};
-    static const char *const in_and_nested[] = {"Tag", NULL};
+    static const char *const in_and[] = {"Tag", NULL};
     const struct hd_xnode *c, *and;
     json_t *f = json_object();
     size_t n = 0;
@@ -377,7 +366,7 @@ static int filter_json(const struct hd_xnode *fx, json_t *r, char *msg, size_t m
 
     if (!f || json_object_set_new(r, "filter", f) < 0)
         return -ENOMEM;
-    if ((rc = only(fx, known, nested)) < 0)
+    if ((rc = only(fx, leaf, nested)) < 0)
         return rc;
     for (c = fx->child; c; c = c->next)
         n++;
@@ -387,7 +376,7 @@ static int filter_json(const struct hd_xnode *fx, json_t *r, char *msg, size_t m
         return rc;
     if (!and)
         return conditions(fx, f, msg, msglen);
-    if ((rc = only(and, in_and, in_and_nested)) < 0)
+    if ((rc = only(and, leaf, in_and)) < 0)
         return rc;
     if (!and->child)
         return HD_EMALFORMEDXML; /* an And of nothing */
@@ -423,16 +412,7 @@ static int expiration_json(const struct hd_xnode *ex, json_t *r, char *msg, size
 
 static int rule_json(const struct hd_xnode *rx, json_t *r, char *msg, size_t msglen)
 {
-    static const char *const known[] = {"ID",
-                                        "Status",
-                                        "Prefix",
-                                        "Filter",
-                                        "Expiration",
-                                        "Transition",
-                                        "NoncurrentVersionExpiration",
-                                        "NoncurrentVersionTransition",
-                                        "AbortIncompleteMultipartUpload",
-                                        NULL};
+    static const char *const leaf[] = {"ID", "Status", "Prefix", NULL};
     static const char *const nested[] = {"Filter",
                                          "Expiration",
                                          "Transition",
@@ -445,13 +425,13 @@ static int rule_json(const struct hd_xnode *rx, json_t *r, char *msg, size_t msg
     const struct hd_xnode *c;
     int rc;
 
-    if ((rc = only(rx, known, nested)) < 0)
+    if ((rc = only(rx, leaf, nested)) < 0)
         return rc;
     if ((rc = one(rx, "ID", &c)) < 0)
         return rc;
     if (c && *c->raw && json_object_set_new(r, "id", json_string(c->raw)) < 0)
         return -ENOMEM;
-    if ((rc = one(rx, "Status", &c)) < 0 || !c ||
+    if (one(rx, "Status", &c) < 0 || !c ||
         (strcmp(c->text, "Enabled") != 0 && strcmp(c->text, "Disabled") != 0))
         return HD_EMALFORMEDXML;
     if (json_object_set_new(r, "status", json_string(c->text)) < 0)
@@ -479,8 +459,9 @@ static int rule_json(const struct hd_xnode *rx, json_t *r, char *msg, size_t msg
               (rc = int_child(c, "DaysAfterInitiation", r, "abort_mpu_days", 1)) < 0))
         return rc;
     if (hd_xnode_child(rx, "Transition") || hd_xnode_child(rx, "NoncurrentVersionTransition"))
-        return bad(msg, msglen, HD_ENOTIMPL, "%s",
-                   "hoard keeps one storage class: lifecycle transitions are not supported.");
+        return hd_err_fmt(
+            msg, msglen, HD_ENOTIMPL, "%s",
+            "hoard keeps one storage class: lifecycle transitions are not supported.");
     return 0;
 }
 
@@ -521,22 +502,16 @@ int hd_lc_parse_xml(const char *body, size_t len, char **out, char *msg, size_t 
     *out = NULL;
     if (msg && msglen)
         msg[0] = '\0';
-    if ((rc = hd_xml_parse(body, len, &root)) < 0)
+    if ((rc = hd_xml_parse_list(body, len, "LifecycleConfiguration", "Rule", &root)) < 0)
         return rc;
-    rc = HD_EMALFORMEDXML;
-    if (strcmp(root->name, "LifecycleConfiguration") != 0 || !hd_xnode_child(root, "Rule"))
-        goto out;
-    for (c = root->child; c; c = c->next)
-        if (strcmp(c->name, "Rule") != 0)
-            goto out;
     if (!(a = json_array())) {
         rc = -ENOMEM;
         goto out;
     }
     for (c = hd_xnode_child(root, "Rule"); c; c = hd_xnode_next(c, "Rule")) {
         if (json_array_size(a) == HD_LC_RULES_MAX) {
-            rc = bad(msg, msglen, HD_EBADREQ, "a lifecycle configuration has at most %d rules",
-                     HD_LC_RULES_MAX);
+            rc = hd_err_fmt(msg, msglen, HD_EBADREQ,
+                            "a lifecycle configuration has at most %d rules", HD_LC_RULES_MAX);
             goto out;
         }
         if (!(o = json_object()) || json_array_append_new(a, o) < 0) {
@@ -695,7 +670,7 @@ static int matches(const json_t *r, const char *name, uint64_t size, const json_
     json_object_foreach((json_t *)json_object_get(f, "tags"), k, want)
     {
         const json_t *have = json_object_get(tags, k);
-        if (!json_is_string(have) || strcmp(json_string_value(have), json_string_value(want)))
+        if (!json_is_string(have) || strcmp(json_string_value(have), json_string_value(want)) != 0)
             return 0;
     }
     return 1;

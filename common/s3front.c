@@ -788,10 +788,17 @@ static void list_objects(struct hd_req *r, const struct hd_s3_front *f, void *ct
 }
 
 /* A bucket call with a body: what it needs once the body is read. */
+/* A setting whose XML body a parser turns into its bucket property's canonical JSON. */
+struct xml_setting {
+    const char *key;
+    int (*parse)(const char *body, size_t len, char **out, char *msg, size_t msglen);
+};
+
 struct bucket_call {
     const struct hd_s3_front *f;
     void *ctx;
     char bucket[64];
+    const struct xml_setting *xs; /* PutBucketCors, PutBucketLifecycleConfiguration */
 };
 
 static struct bucket_call *bucket_call(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
@@ -1465,58 +1472,54 @@ static void setting_answer(struct hd_req *r, const struct bucket_call *bc, const
         hd_resp_empty(r, status);
 }
 
-/* PutBucketCors, PutBucketTagging, PutBucketLifecycleConfiguration: the body (at most max bytes)
- * goes to end. */
+/* PutBucketCors, PutBucketTagging, PutBucketLifecycleConfiguration: the body (at most max
+ * bytes) goes to end, with xs (NULL for tags) in the bucket_call. */
 static void put_setting(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
-                        const struct hd_s3_call *c, size_t max, hd_s3_body_fn end)
+                        const struct hd_s3_call *c, size_t max, hd_s3_body_fn end,
+                        const struct xml_setting *xs)
 {
     struct bucket_call *bc;
     int rc = f->bucket_exists(ctx, c->bucket);
 
-    if (rc < 0)
+    if (rc < 0) {
         hd_resp_err(r, rc);
-    else if (!f->props_patch)
+    } else if (!f->props_patch) {
         hd_resp_err(r, HD_ENOTIMPL);
-    else if ((bc = bucket_call(r, f, ctx, c->bucket)))
+    } else if ((bc = bucket_call(r, f, ctx, c->bucket))) {
+        bc->xs = xs;
         hd_s3_read_body(r, &c->auth, max, end, bc, free);
+    }
 }
 
-static void cors_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
+/* The body of an XML setting parsed into its property, which is then set (200). */
+static void xml_setting_end(struct hd_req *r, void *arg, const char *body, size_t len)
 {
-    char *rules = NULL, msg[256];
-    int rc = hd_cors_parse_xml(body, len, &rules, msg, sizeof(msg));
+    const struct bucket_call *bc = arg;
+    char *value = NULL, msg[256];
+    int rc = bc->xs->parse(body, len, &value, msg, sizeof(msg));
 
     if (rc < 0)
         hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     else
-        setting_answer(r, arg, "cors", rules, 200);
-    free(rules);
+        setting_answer(r, bc, bc->xs->key, value, 200);
+    free(value);
 }
+
+static const struct xml_setting cors_setting = {"cors", hd_cors_parse_xml};
+static const struct xml_setting lc_setting = {"lifecycle", hd_lc_parse_xml};
 
 static void put_cors(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                      const struct hd_s3_call *c)
 {
-    put_setting(r, f, ctx, c, (size_t)HD_CORS_JSON_MAX * 2, cors_put_end);
+    put_setting(r, f, ctx, c, (size_t)HD_CORS_JSON_MAX * 2, xml_setting_end, &cors_setting);
 }
 
 /* ---- lifecycle rules (the bucket property "lifecycle", common/lifecycle.h) ---- */
 
-static void lc_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
-{
-    char *rules = NULL, msg[256];
-    int rc = hd_lc_parse_xml(body, len, &rules, msg, sizeof(msg));
-
-    if (rc < 0)
-        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
-    else
-        setting_answer(r, arg, "lifecycle", rules, 200);
-    free(rules);
-}
-
 static void put_lifecycle(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                           const struct hd_s3_call *c)
 {
-    put_setting(r, f, ctx, c, HD_XML_MAX_BODY, lc_put_end);
+    put_setting(r, f, ctx, c, HD_XML_MAX_BODY, xml_setting_end, &lc_setting);
 }
 
 /* ---- bucket tags (the bucket property "tags": {key: value}) ---- */
@@ -1538,7 +1541,7 @@ static void tags_put_end(struct hd_req *r, void *arg, const char *body, size_t l
 static void put_tagging(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                         const struct hd_s3_call *c)
 {
-    put_setting(r, f, ctx, c, 64u * 1024, tags_put_end);
+    put_setting(r, f, ctx, c, 64u * 1024, tags_put_end, NULL);
 }
 
 static void tags_xml(struct hd_buf *b, const json_t *tags)

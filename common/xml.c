@@ -381,6 +381,26 @@ const char *hd_xnode_child_text(const struct hd_xnode *n, const char *name)
     return c ? c->text : NULL;
 }
 
+int hd_xml_parse_list(const char *body, size_t len, const char *root_name, const char *item,
+                      struct hd_xnode **root)
+{
+    const struct hd_xnode *c;
+    int rc = hd_xml_parse(body, len, root);
+
+    if (rc < 0)
+        return rc;
+    if (strcmp((*root)->name, root_name) != 0 || !hd_xnode_child(*root, item))
+        goto bad;
+    for (c = (*root)->child; c; c = c->next)
+        if (strcmp(c->name, item) != 0)
+            goto bad;
+    return 0;
+bad:
+    hd_xnode_free(*root);
+    *root = NULL;
+    return HD_EMALFORMEDXML;
+}
+
 void hd_xnode_free(struct hd_xnode *n)
 {
     while (n) { /* siblings iteratively (there may be thousands); depth is bounded */

@@ -55,6 +55,11 @@ struct hd_xnode {
  * HD_XML_MAX_BODY, depth over HD_XML_MAX_DEPTH, more than HD_XML_MAX_NODES elements, more
  * than HD_XML_MAX_TEXT bytes of text in one element. -ENOMEM on allocation failure. */
 int hd_xml_parse(const char *body, size_t len, struct hd_xnode **root);
+/* hd_xml_parse of a list document: <root_name> holding one or more elements, all named item
+ * (CORSConfiguration of CORSRule, LifecycleConfiguration of Rule). HD_EMALFORMEDXML for
+ * another shape, *root NULL. */
+int hd_xml_parse_list(const char *body, size_t len, const char *root_name, const char *item,
+                      struct hd_xnode **root);
 /* First child element named `name`, or NULL. */
 struct hd_xnode *hd_xnode_child(const struct hd_xnode *n, const char *name);
 /* Next sibling after n named `name`, or NULL: for (c = hd_xnode_child(p, "Part"); c;

@@ -25,14 +25,12 @@
 
 #include <jansson.h>
 
-#include "common/buf.h"
 #include "common/errors.h"
-#include "common/httputil.h"
 #include "common/lifecycle.h"
 #include "common/log.h"
+#include "target/api/expiration.h"
 #include "target/api/mpu.h"
 #include "target/cache/cache.h"
-#include "target/object/object.h"
 
 #define SCAN_BATCH 1000
 
@@ -42,18 +40,6 @@ static int64_t wall_ms(void)
 
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The object's tags as a JSON object (NULL: none). */
-static json_t *tags_of(const struct hd_obj_meta *m)
-{
-    char *text = NULL;
-    json_t *j = NULL;
-
-    if (hd_hdrs_tags(m->hdrs, &text) == 0 && text)
-        j = json_loads(text, 0, NULL);
-    free(text);
-    return j;
 }
 
 /* One bucket's pass: its rules as read at the start (text too: a change stops the pass). */
@@ -102,7 +88,7 @@ static int expire_one(struct pass *p, size_t mpi, const char *name)
     if ((rc = hd_store_lookup_mp(st, mpi, p->bucket, name, &m)) < 0)
         return rc == HD_ENOSUCHKEY ? 0 : rc;
     if (p->need_tags)
-        tags = tags_of(&m);
+        tags = hd_lifecycle_obj_tags(&m);
     due = hd_lc_expired(p->rules, name, m.size, m.mtime_ms, tags, wall_ms(), p->t->lc_day_ms);
     json_decref(tags);
     if (!due)
@@ -216,83 +202,6 @@ static int lc_run(struct hd_job *j, void *ctx)
     if (rc == 0 && hd_job_stopped(j))
         rc = -ECANCELED;
     return rc;
-}
-
-/* x-amz-expiration's value for one object, computed with the bucket's rules in hand. */
-struct expiry {
-    const char *key;
-    const struct hd_obj_meta *m;
-    int64_t day_ms;
-    char *value; /* malloc'd */
-};
-
-static int expiry_of(const json_t *rules, void *arg)
-{
-    struct expiry *e = arg;
-    json_t *tags = NULL;
-    const char *id = NULL;
-    int64_t at = 0;
-    int need_tags, found;
-    struct hd_buf v;
-    char date[32];
-
-    if (!(hd_lc_actions(rules, &need_tags) & HD_LC_EXPIRES) || !hd_lc_may_expire(rules, e->key))
-        return 0;
-    if (need_tags)
-        tags = tags_of(e->m);
-    found = hd_lc_expiry(rules, e->key, e->m->size, e->m->mtime_ms, tags, e->day_ms, &at, &id);
-    json_decref(tags);
-    if (!found || !id)
-        return 0;
-    hd_buf_init(&v);
-    hd_http_date_format((time_t)(at / 1000), date);
-    hd_buf_printf(&v, "expiry-date=\"%s\", rule-id=\"", date);
-    hd_uri_encode(&v, id, strlen(id), 0); /* unreserved characters only: nothing can split it */
-    hd_buf_puts(&v, "\"");
-    if (!v.oom)
-        e->value = strdup(v.data);
-    hd_buf_cleanup(&v);
-    return 1;
-}
-
-char *hd_lifecycle_expiration(struct hd_target *t, const char *bucket, const char *key,
-                              const struct hd_obj_meta *m)
-{
-    struct expiry e = {key, m, t->lc_day_ms, NULL};
-
-    if (hd_store_lifecycle_buckets(t->st))
-        hd_store_with_lifecycle(t->st, bucket, expiry_of, &e);
-    return e.value;
-}
-
-void hd_lifecycle_header(struct hd_req *r, struct hd_target *t, const char *bucket, const char *key,
-                         const struct hd_obj_meta *m)
-{
-    char *v = hd_lifecycle_expiration(t, bucket, key, m);
-
-    if (v)
-        hd_resp_header(r, "x-amz-expiration", v);
-    free(v);
-}
-
-static int has_rules(const json_t *rules, void *arg)
-{
-    (void)rules;
-    (void)arg;
-    return 1;
-}
-
-void hd_lifecycle_header_of(struct hd_req *r, struct hd_target *t, const char *bucket,
-                            const char *key)
-{
-    struct hd_obj_meta m;
-
-    if (!hd_store_lifecycle_buckets(t->st) ||
-        !hd_store_with_lifecycle(t->st, bucket, has_rules, NULL) ||
-        hd_store_lookup(t->st, bucket, key, &m) < 0)
-        return;
-    hd_lifecycle_header(r, t, bucket, key, &m);
-    hd_obj_meta_cleanup(&m);
 }
 
 int hd_lifecycle_register(struct hd_target *t, int64_t day_ms)

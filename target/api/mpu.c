@@ -30,7 +30,7 @@
 #include "common/aismsg.h"
 #include "common/xml.h"
 #include "target/api/keepalive.h"
-#include "target/api/lifecycle.h"
+#include "target/api/expiration.h"
 #include "target/cluster/peer.h"
 #include "target/store/int.h"
 

@@ -19,7 +19,7 @@
 #include "common/tagging.h"
 #include "common/xml.h"
 #include "target/api/keepalive.h"
-#include "target/api/lifecycle.h"
+#include "target/api/expiration.h"
 #include "target/cluster/peer.h"
 #include "target/object/archive.h"
 

@@ -90,7 +90,7 @@ static int load_buckets(struct hd_store *st)
     st->nbuckets = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         struct hd_bucket_info *n = realloc(st->buckets, (st->nbuckets + 1) * sizeof(*n));
-        json_t **lc = n ? realloc(st->lc, (st->nbuckets + 1) * sizeof(*lc)) : NULL;
+        json_t **lc = n ? realloc(st->lc, (st->nbuckets + 1) * sizeof(json_t *)) : NULL;
         if (n)
             st->buckets = n;
         if (lc)
