@@ -1,7 +1,6 @@
 #include "common/bprops.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,18 +12,6 @@
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/tagging.h"
-
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return HD_EBADARG;
-}
 
 /* http[s]://host[:port] with host a DNS name, IPv4 or [IPv6]; nothing after. */
 static int endpoint_ok(const char *s)
@@ -96,23 +83,23 @@ static int parse_upstream(json_t *u, struct hd_upstream *up, char *err, size_t e
     json_t *v;
 
     if (!json_is_object(u))
-        return bad(err, errlen, "%s must be an object", "upstream");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "%s must be an object", "upstream");
     memset(up, 0, sizeof(*up));
     snprintf(up->region, sizeof(up->region), "us-east-1");
     json_object_foreach(u, k, v)
     {
         if (strcmp(k, "endpoint") == 0) {
             if (copy_str(v, up->endpoint, sizeof(up->endpoint)) < 0)
-                return bad(err, errlen, "upstream.%s must be a URL string", k);
+                return hd_err_fmt(err, errlen, HD_EBADARG, "upstream.%s must be a URL string", k);
             while (*up->endpoint && up->endpoint[strlen(up->endpoint) - 1] == '/')
                 up->endpoint[strlen(up->endpoint) - 1] = '\0';
             if (!endpoint_ok(up->endpoint))
-                return bad(err, errlen,
-                           "upstream.%s must look like http[s]://host[:port] (no path)", k);
+                return hd_err_fmt(err, errlen, HD_EBADARG,
+                                  "upstream.%s must look like http[s]://host[:port] (no path)", k);
         } else if (strcmp(k, "region") == 0) {
             if (copy_str(v, up->region, sizeof(up->region)) < 0 || !*up->region ||
                 !name_ok(up->region))
-                return bad(err, errlen, "upstream.%s must be a region name", k);
+                return hd_err_fmt(err, errlen, HD_EBADARG, "upstream.%s must be a region name", k);
         } else if (strcmp(k, "style") == 0) {
             const char *s = json_string_value(v);
             if (s && strcmp(s, "path") == 0)
@@ -120,20 +107,22 @@ static int parse_upstream(json_t *u, struct hd_upstream *up, char *err, size_t e
             else if (s && strcmp(s, "virtual") == 0)
                 up->vhost = 1;
             else
-                return bad(err, errlen, "upstream.%s must be \"path\" or \"virtual\"", k);
+                return hd_err_fmt(err, errlen, HD_EBADARG,
+                                  "upstream.%s must be \"path\" or \"virtual\"", k);
         } else if (strcmp(k, "profile") == 0) {
             if (copy_str(v, up->profile, sizeof(up->profile)) < 0 || !name_ok(up->profile))
-                return bad(err, errlen, "upstream.%s must be a profile name ([A-Za-z0-9._-])", k);
+                return hd_err_fmt(err, errlen, HD_EBADARG,
+                                  "upstream.%s must be a profile name ([A-Za-z0-9._-])", k);
         } else if (strcmp(k, "bucket") == 0) {
             if (copy_str(v, up->bucket, sizeof(up->bucket)) < 0 ||
                 (*up->bucket && hd_bucket_name_check(up->bucket) < 0))
-                return bad(err, errlen, "upstream.%s must be a bucket name", k);
+                return hd_err_fmt(err, errlen, HD_EBADARG, "upstream.%s must be a bucket name", k);
         } else {
-            return bad(err, errlen, "unknown property upstream.%s", k);
+            return hd_err_fmt(err, errlen, HD_EBADARG, "unknown property upstream.%s", k);
         }
     }
     if (!*up->endpoint)
-        return bad(err, errlen, "%s.endpoint is required", "upstream");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "%s.endpoint is required", "upstream");
     return 0;
 }
 
@@ -145,13 +134,14 @@ static int check_tags(const json_t *v, char *err, size_t errlen)
     json_t *x;
 
     if (!json_is_object(v) || json_object_size(v) == 0 || json_object_size(v) > HD_BUCKET_TAGS_MAX)
-        return bad(err, errlen, "tags must be an object of 1..%d tags", HD_BUCKET_TAGS_MAX);
+        return hd_err_fmt(err, errlen, HD_EBADARG, "tags must be an object of 1..%d tags",
+                          HD_BUCKET_TAGS_MAX);
     json_object_foreach((json_t *)v, k, x)
     {
         if (!*k || strlen(k) > (size_t)4 * HD_TAG_KEY_MAX || !json_is_string(x) ||
             strlen(json_string_value(x)) > (size_t)4 * HD_TAG_VALUE_MAX)
-            return bad(err, errlen, "%s",
-                       "a tag is a key of 1..128 and a value of 0..256 characters");
+            return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                              "a tag is a key of 1..128 and a value of 0..256 characters");
     }
     return 0;
 }
@@ -170,14 +160,14 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
     j = json_loads(json, JSON_REJECT_DUPLICATES, NULL);
     if (!json_is_object(j)) {
         json_decref(j);
-        return bad(err, errlen, "%s", "bucket properties must be a JSON object");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "%s", "bucket properties must be a JSON object");
     }
     json_object_foreach(j, k, v)
     {
         if (strcmp(k, "anonymous_read") == 0 || strcmp(k, "anonymous_list") == 0 ||
             strcmp(k, "validate_warm_get") == 0 || strcmp(k, "validate_cold_get") == 0) {
             if (!json_is_boolean(v)) {
-                rc = bad(err, errlen, "%s must be true or false", k);
+                rc = hd_err_fmt(err, errlen, HD_EBADARG, "%s must be true or false", k);
                 break;
             }
             if (strcmp(k, "anonymous_read") == 0)
@@ -191,7 +181,7 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
         } else if (strcmp(k, "write_policy") == 0) {
             const char *wp = json_string_value(v);
             if (!wp || (strcmp(wp, "through") != 0 && strcmp(wp, "back") != 0)) {
-                rc = bad(err, errlen, "%s must be \"through\" or \"back\"", k);
+                rc = hd_err_fmt(err, errlen, HD_EBADARG, "%s must be \"through\" or \"back\"", k);
                 break;
             }
             out->write_back = wp[0] == 'b';
@@ -214,15 +204,16 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
             }
             out->has_lifecycle = 1;
         } else {
-            rc = bad(err, errlen, "unknown bucket property '%s'", k);
+            rc = hd_err_fmt(err, errlen, HD_EBADARG, "unknown bucket property '%s'", k);
             break;
         }
     }
     json_decref(j);
     if (rc == 0 && out->has_lifecycle && out->has_upstream)
-        rc = bad(err, errlen, "%s",
-                 "Lifecycle rules are for hoard's own buckets: an S3-backed bucket's objects "
-                 "expire by its upstream bucket's rules.");
+        rc =
+            hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                       "Lifecycle rules are for hoard's own buckets: an S3-backed bucket's objects "
+                       "expire by its upstream bucket's rules.");
     return rc;
 }
 
@@ -298,7 +289,8 @@ int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, s
     if (!json_is_object(p)) {
         json_decref(c);
         json_decref(p);
-        return bad(err, errlen, "%s", "expected a JSON object of bucket properties");
+        return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                          "expected a JSON object of bucket properties");
     }
     json_object_foreach(p, k, v)
     {

@@ -11,35 +11,20 @@
 #include <xxhash.h>
 
 #include "common/errors.h"
+#include "common/s3resp.h"
 #include "common/tagging.h"
 #include "common/xml.h"
 
 /* "YYYY-MM-DD" (a real day) into ms since the epoch at its midnight UTC; -1 when not one. */
 static int64_t day_ms_of(const char *s)
 {
-    int y, m, d, n = 0;
-    struct tm tm;
-    time_t t;
+    char iso[24];
+    int64_t ms;
 
-    static const char shape[] = "dddd-dd-dd";
-    size_t i;
-
-    if (!s || strlen(s) != 10)
+    if (!s || strlen(s) != 10 || s[4] != '-' || s[7] != '-')
         return -1;
-    for (i = 0; i < 10; i++)
-        if (shape[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != '-')
-            return -1;
-    if (sscanf(s, "%4d-%2d-%2d%n", &y, &m, &d, &n) != 3 || n != 10 || y < 1970 || m < 1 || m > 12 ||
-        d < 1 || d > 31)
-        return -1;
-    memset(&tm, 0, sizeof(tm));
-    tm.tm_year = y - 1900;
-    tm.tm_mon = m - 1;
-    tm.tm_mday = d;
-    t = timegm(&tm);
-    if (t == (time_t)-1 || tm.tm_mday != d || tm.tm_mon != m - 1)
-        return -1; /* 2026-02-30 normalised to March */
-    return (int64_t)t * 1000;
+    snprintf(iso, sizeof(iso), "%sT00:00:00Z", s);
+    return hd_s3resp_parse_iso8601(iso, &ms) == 0 ? ms : -1;
 }
 
 /* ---- the canonical form ---- */
@@ -288,31 +273,27 @@ static int int_child(const struct hd_xnode *n, const char *name, json_t *o, cons
  * "+00:00" too, or the day alone) into "2027-01-01". */
 static int date_child(const char *s, json_t *o, char *msg, size_t msglen)
 {
-    char day[11];
-    const char *t;
-    size_t i;
+    char day[11], iso[64];
+    size_t n = strlen(s);
+    int64_t ms;
 
-    if (strlen(s) < 10 || (s[10] && (strlen(s) < 20 || s[10] != 'T')))
+    if (n == 10) { /* a day alone (s3cmd --expiry-date=2031-01-01): its midnight */
+        ms = day_ms_of(s);
+    } else if (n >= 20 && n < sizeof(iso)) {
+        snprintf(iso, sizeof(iso), "%s", s); /* "+00:00" is the Z the parser reads */
+        if (n > 6 && strcmp(iso + n - 6, "+00:00") == 0)
+            snprintf(iso + n - 6, 7, "Z");
+        if (hd_s3resp_parse_iso8601(iso, &ms) < 0)
+            ms = -1;
+    } else {
+        ms = -1;
+    }
+    if (ms < 0)
         return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be in ISO 8601 format");
+    if (ms % 86400000 != 0)
+        return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
     memcpy(day, s, 10);
     day[10] = '\0';
-    if (day_ms_of(day) < 0)
-        return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be in ISO 8601 format");
-    if (!s[10]) /* a day alone (s3cmd --expiry-date=2031-01-01): its midnight */
-        return json_object_set_new(o, "expire_date", json_string(day)) < 0 ? -ENOMEM : 0;
-    t = s + 11;
-    if (strncmp(t, "00:00:00", 8) != 0)
-        return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
-    t += 8;
-    if (*t == '.') {
-        for (i = 1; t[i] == '0'; i++)
-            ;
-        if (i == 1 || (t[i] >= '1' && t[i] <= '9'))
-            return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
-        t += i;
-    }
-    if (strcmp(t, "Z") != 0 && strcmp(t, "+00:00") != 0)
-        return hd_err_fmt(msg, msglen, HD_EBADARG, "%s", "'Date' must be at midnight GMT");
     return json_object_set_new(o, "expire_date", json_string(day)) < 0 ? -ENOMEM : 0;
 }
 

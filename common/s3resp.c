@@ -76,8 +76,8 @@ int hd_s3resp_parse_iso8601(const char *s, int64_t *ms)
     tm.tm_min = mi;
     tm.tm_sec = se;
     t = timegm(&tm);
-    if (t == (time_t)-1)
-        return HD_EBADARG;
+    if (t == (time_t)-1 || tm.tm_mday != d || tm.tm_mon != mo - 1)
+        return HD_EBADARG; /* a day the month does not have (2030-02-30) was normalised */
     *ms = (int64_t)t * 1000 + frac;
     return 0;
 }

@@ -42,8 +42,8 @@ int hd_s3resp_parse_error(const char *body, size_t len, char *code, size_t codel
 int hd_s3resp_parse_field(const char *body, size_t len, const char *root, const char *field,
                           char *out, size_t outlen);
 
-/* ISO 8601 "2009-10-12T17:50:30.000Z" (fraction optional) to milliseconds since the epoch.
- * 0 or HD_EBADARG. */
+/* ISO 8601 "2009-10-12T17:50:30.000Z" (fraction optional) to milliseconds since the epoch
+ * (years from 1970; a day the month does not have is refused). 0 or HD_EBADARG. */
 int hd_s3resp_parse_iso8601(const char *s, int64_t *ms);
 
 #endif

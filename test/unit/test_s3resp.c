@@ -120,4 +120,6 @@ HD_SUITE(s3resp)
     CHECK_EQ_INT(hd_s3resp_parse_iso8601("2024-13-01T00:00:00Z", &ms), HD_EBADARG);
     CHECK_EQ_INT(hd_s3resp_parse_iso8601("2024-01-01 00:00:00Z", &ms), HD_EBADARG);
     CHECK_EQ_INT(hd_s3resp_parse_iso8601("2024-01-01T00:00:00+01:00", &ms), HD_EBADARG);
+    CHECK_EQ_INT(hd_s3resp_parse_iso8601("2023-02-29T00:00:00Z", &ms), HD_EBADARG); /* no such day */
+    CHECK_EQ_INT(hd_s3resp_parse_iso8601("2024-04-31T12:00:00Z", &ms), HD_EBADARG);
 }
