@@ -130,19 +130,14 @@ static int parse_upstream(json_t *u, struct hd_upstream *up, char *err, size_t e
  * {key: value}, at most HD_BUCKET_TAGS_MAX, keys 1..128 and values 0..256 characters. */
 static int check_tags(const json_t *v, char *err, size_t errlen)
 {
-    const char *k;
-    json_t *x;
+    int rc = hd_tags_check(v, HD_BUCKET_TAGS_MAX);
 
-    if (!json_is_object(v) || json_object_size(v) == 0 || json_object_size(v) > HD_BUCKET_TAGS_MAX)
-        return hd_err_fmt(err, errlen, HD_EBADARG, "tags must be an object of 1..%d tags",
-                          HD_BUCKET_TAGS_MAX);
-    json_object_foreach((json_t *)v, k, x)
-    {
-        if (!*k || strlen(k) > (size_t)4 * HD_TAG_KEY_MAX || !json_is_string(x) ||
-            strlen(json_string_value(x)) > (size_t)4 * HD_TAG_VALUE_MAX)
-            return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
-                              "a tag is a key of 1..128 and a value of 0..256 characters");
-    }
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc < 0)
+        return hd_err_fmt(err, errlen, HD_EBADARG,
+                          "tags must be an object of 1..%d tags as S3 takes them: %s",
+                          HD_BUCKET_TAGS_MAX, hd_err_info(rc)->message);
     return 0;
 }
 

@@ -50,17 +50,12 @@ static int check_filter(const json_t *f, int *has_tags, char *err, size_t errlen
                                   HD_LC_PREFIX_MAX);
             conds++;
         } else if (strcmp(k, "tags") == 0) {
-            const char *tk;
-            const json_t *tv;
-            if (!json_is_object(x) || json_object_size(x) == 0)
-                return hd_err_fmt(err, errlen, HD_EBADARG, "filter tags must be an object of tags");
-            json_object_foreach((json_t *)x, tk, tv)
-            {
-                if (!*tk || strlen(tk) > (size_t)4 * HD_TAG_KEY_MAX || !json_is_string(tv) ||
-                    strlen(json_string_value(tv)) > (size_t)4 * HD_TAG_VALUE_MAX)
-                    return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
-                                      "a tag is a key of 1..128 and a value of 0..256 characters");
-            }
+            int trc = hd_tags_check(x, HD_LC_TAGS_MAX);
+            if (trc == -ENOMEM)
+                return trc;
+            if (trc < 0)
+                return hd_err_fmt(err, errlen, HD_EBADARG, "a filter's tags: %s",
+                                  hd_err_info(trc)->message);
             conds += (int)json_object_size(x);
             *has_tags = 1;
         } else if (strcmp(k, "size_gt") == 0 || strcmp(k, "size_lt") == 0) {
@@ -264,8 +259,10 @@ static int int_child(const struct hd_xnode *n, const char *name, json_t *o, cons
     s = c->text;
     errno = 0;
     v = strtoll(s, &end, 10);
-    if (!*s || *end || errno || (*s != '-' && (*s < '0' || *s > '9')))
+    if (!*s || *end || (*s != '-' && (*s < '0' || *s > '9')))
         return HD_EMALFORMEDXML;
+    if (errno == ERANGE) /* a number, out of any range: the check says which */
+        v = *s == '-' ? -1 : (long long)INT64_MAX;
     return json_object_set_new(o, key, json_integer(v)) < 0 ? -ENOMEM : 0;
 }
 

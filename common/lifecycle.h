@@ -30,6 +30,7 @@
 #define HD_LC_PREFIX_MAX 1024 /* bytes of a prefix (a key's limit) */
 #define HD_LC_JSON_MAX 65536  /* the canonical JSON of one configuration (as CORS) */
 #define HD_LC_DAYS_MAX 2147483647
+#define HD_LC_TAGS_MAX 50 /* tags in one filter (a bucket's tags at most) */
 
 /* The LifecycleConfiguration body into *out (canonical JSON, malloc'd); a rule without an ID
  * gets one (16 hex digits derived from the rule, unique in the configuration). 0, or:

@@ -101,8 +101,8 @@ struct hd_s3_front {
     int (*bucket_exists)(void *ctx, const char *bucket);
     int (*bucket_create)(void *ctx, const char *bucket);
     /* The bucket's properties (common/bprops.h JSON; *json malloc'd, NULL for none), or a
-     * negative code (HD_ENOSUCHBUCKET). What the bucket's ACL (anonymous_read), CORS
-     * configuration (cors) and tags (tags) are read from. */
+     * negative code (HD_ENOSUCHBUCKET). What the bucket's ACL (anonymous_list, anonymous_read),
+     * CORS configuration (cors), lifecycle rules (lifecycle) and tags (tags) are read from. */
     int (*props_get)(void *ctx, const char *bucket, char **json);
     /* Changes them as PATCH /v1/buckets/B does: the keys of patch replace the bucket's (a
      * null removes one). 0, or a negative code (with msg, or msg[0] == '\0'). */
@@ -128,13 +128,16 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
 const char *hd_s3_op_name(enum hd_s3_op op);
 
 /* ---- ACLs: the owner has FULL_CONTROL of everything; a bucket may also be public-read ----
- * A bucket's one ACL bit is its anonymous_read property: canned public-read (PutBucketAcl,
- * CreateBucket) or an AllUsers READ grant sets it, private clears it. Objects have the
- * bucket's ACL. GetObjectAcl / PutObjectAcl for a role that found the object (the bucket calls
- * are answered here; f->props_get tells whether the bucket is public-read): GET answers the
- * owner's FULL_CONTROL (and AllUsers READ in a public-read bucket); PUT accepts what changes
- * nothing (private and bucket-owner-full-control, public-read in a public-read bucket, or the
- * document GET answers) and answers any other grant 501 (reading the body first). */
+ * A bucket's ACL is two properties: canned public-read (PutBucketAcl, CreateBucket) or an
+ * AllUsers READ grant sets anonymous_list (anyone may list it, as AWS's READ on a bucket);
+ * private and bucket-owner-full-control clear it and anonymous_read (the native API's "its
+ * objects are public too"). Objects have the bucket's ACL. GetObjectAcl / PutObjectAcl for a
+ * role that found the object (the bucket calls are answered here; f->props_get tells whether
+ * the bucket's objects are public): GET answers the owner's FULL_CONTROL (and AllUsers READ
+ * when the objects are public); PUT accepts what changes nothing (bucket-owner-full-control;
+ * private unless the objects are public: then 400 AccessControlListNotSupported; public-read
+ * when they are, else 501; or the document GET answers) and answers any other grant 501
+ * (reading the body first). */
 void hd_s3_acl_answer(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                       const struct hd_s3_call *c);
 

@@ -56,6 +56,33 @@ static int tag_add(json_t *set, const char *k, size_t kl, const char *v, size_t 
     return json_object_set_new(set, k, json_stringn(v, vl)) < 0 ? -ENOMEM : 0;
 }
 
+int hd_tags_check(const json_t *tags, size_t max)
+{
+    json_t *seen;
+    const char *k;
+    json_t *v;
+    int rc = 0;
+
+    if (!json_is_object(tags) || json_object_size(tags) == 0)
+        return HD_EMALFORMEDXML;
+    if (json_object_size(tags) > max)
+        return HD_ETAGCOUNT;
+    if (!(seen = json_object()))
+        return -ENOMEM;
+    json_object_foreach((json_t *)tags, k, v)
+    {
+        if (!json_is_string(v)) {
+            rc = HD_ETAGVAL;
+            break;
+        }
+        if ((rc = tag_add(seen, k, strlen(k), json_string_value(v), json_string_length(v),
+                          HD_ETAGDUP)) < 0)
+            break;
+    }
+    json_decref(seen);
+    return rc;
+}
+
 /* The canonical text of set (keys sorted) into *out, NULL when empty; takes set. */
 static int tags_out(json_t *set, char **out)
 {

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "common/buf.h"
 
 #define HD_TAGS_MAX 10        /* tags per object */
@@ -30,6 +32,11 @@ int hd_tags_parse_xml_max(const char *body, size_t len, size_t max, char **out);
  * into *out as above (NULL for "" : no tags). HD_ETAGHEADER for a malformed escape or a key
  * given twice; otherwise the errors of hd_tags_parse_xml but HD_EMALFORMEDXML and HD_ETAGDUP. */
 int hd_tags_parse_header(const char *v, char **out);
+/* Whether tags (a JSON object {key: value}, as kept) holds 1..max tags that S3 accepts: the
+ * checks of hd_tags_parse_xml (lengths in characters, no control characters, no "aws:" key).
+ * 0, HD_EMALFORMEDXML (not an object of strings, or empty), HD_ETAGCOUNT, HD_ETAGKEY,
+ * HD_ETAGVAL, HD_ETAGKEYLEN, HD_ETAGVALLEN, HD_ETAGAWS, -ENOMEM. */
+int hd_tags_check(const json_t *tags, size_t max);
 /* The number of tags in a canonical JSON object (NULL or malformed: 0). */
 size_t hd_tags_count(const char *json);
 /* The GetObjectTagging answer for json (NULL: the empty set), with the XML declaration. */

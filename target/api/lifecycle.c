@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
@@ -31,16 +30,9 @@
 #include "target/api/expiration.h"
 #include "target/api/mpu.h"
 #include "target/cache/cache.h"
+#include "target/store/int.h" /* hd_store_now_ms: the clock of every mtime */
 
 #define SCAN_BATCH 1000
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* One bucket's pass: its rules as read at the start (text too: a change stops the pass). */
 struct pass {
@@ -89,7 +81,8 @@ static int expire_one(struct pass *p, size_t mpi, const char *name)
         return rc == HD_ENOSUCHKEY ? 0 : rc;
     if (p->need_tags)
         tags = hd_lifecycle_obj_tags(&m);
-    due = hd_lc_expired(p->rules, name, m.size, m.mtime_ms, tags, wall_ms(), p->t->lc_day_ms);
+    due =
+        hd_lc_expired(p->rules, name, m.size, m.mtime_ms, tags, hd_store_now_ms(), p->t->lc_day_ms);
     json_decref(tags);
     if (!due)
         rc = 1;
@@ -179,7 +172,8 @@ static int lc_run(struct hd_job *j, void *ctx)
         }
         if (brc != -ECANCELED && (what & HD_LC_ABORTS) && rules_unchanged(&p)) {
             int arc;
-            arc = hd_mpu_lifecycle_abort(t, bs[i].name, p.rules, wall_ms(), t->lc_day_ms, &a);
+            arc =
+                hd_mpu_lifecycle_abort(t, bs[i].name, p.rules, hd_store_now_ms(), t->lc_day_ms, &a);
             brc = brc < 0 ? brc : arc; /* an expiry error does not keep uploads */
             aborted += a;
             hd_cstat_add(HD_CS_LC_ABORTED, a);

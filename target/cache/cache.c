@@ -341,16 +341,7 @@ static void check_space(struct hd_cache *c)
  * rules and it is not running yet. */
 static void lifecycle_pass(struct hd_cache *c)
 {
-    struct hd_bucket_info *bs = NULL;
-    size_t n = 0, i;
-    int any = 0;
-
-    if (hd_store_bucket_list(c->st, &bs, &n) < 0)
-        return;
-    for (i = 0; i < n && !any; i++)
-        any = bs[i].has_lifecycle;
-    free(bs);
-    if (any)
+    if (hd_store_lifecycle_buckets(c->st) > 0)
         hd_jobs_start(c->js, "lifecycle", "lifecycle", "", NULL); /* running: declined */
 }
 

@@ -6,14 +6,16 @@
 #
 # Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
 #      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement),
-#      BENCH_ONLY=get|put|shard|cache|coldget|cluster|tls|plan|checkpoint|complete (one part; cache =
+#      BENCH_ONLY=get|put|shard|cache|coldget|cluster|tls|plan|checkpoint|complete|lifecycle (one part; cache =
 #      test/bench/cache.py, the caching tier; coldget = test/bench/coldget.py, cold and warm
 #      GETs of an S3-backed bucket vs nginx proxy_cache over the same s3rver; cluster = test/bench/cluster.py, GETs direct vs 307
 #      vs S3 relay; tls = test/bench/tls.py, 10 MiB GETs over HTTPS vs nginx with the same
 #      certificate and cipher; plan = test/bench/plan.py, epoch plans vs LRU, not in the default
 #      run: ~25 minutes; checkpoint = test/bench/checkpoint.py, a 1 GiB checkpoint: write-back vs
 #      write-through; complete = test/bench/complete_stall.py, reads during a large
-#      CompleteMultipartUpload, not in the default run),
+#      CompleteMultipartUpload, not in the default run; lifecycle = test/bench/lifecycle.py,
+#      GETs of a bucket with lifecycle rules vs one without, and the cost of a pass, not in the
+#      default run),
 #      BENCH_HOARDD (another hoardd binary, for A/B runs),
 #      BENCH_HOARD_ARGS (extra hoardd options, e.g. "--http.threads 16").
 # Never fails on a missed goal: benchmarks are not tests. See docs/performance.md.
@@ -54,6 +56,9 @@ if [ "${BENCH_ONLY:-all}" = checkpoint ]; then # write-back vs write-through (is
 fi
 if [ "${BENCH_ONLY:-all}" = complete ]; then # reads while a Complete assembles
     exec "$PY" "$HERE/complete_stall.py"
+fi
+if [ "${BENCH_ONLY:-all}" = lifecycle ]; then # rules' cost on GETs and per pass
+    exec "$PY" "$HERE/lifecycle.py"
 fi
 if [ "${BENCH_ONLY:-all}" = cluster ]; then # direct vs 307 vs S3 relay (issue 4)
     exec "$PY" "$HERE/cluster.py"

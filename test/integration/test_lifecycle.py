@@ -169,6 +169,17 @@ def test_lifecycle_errors(endpoint, s3, raw, bucket):
         check_s3_error(raw.request("PUT", "/%s?lifecycle" % bucket, body=body), 400,
                        "MalformedXML")
     assert get_rules(s3, bucket) == good
+    # a body over the XML limit (2 MiB) is refused before it is parsed; nothing changes
+    big = b"<LifecycleConfiguration>" + b"<Rule><Filter/><Status>Enabled</Status>" \
+        b"<Expiration><Days>1</Days></Expiration></Rule>" * 30000 + b"</LifecycleConfiguration>"
+    assert len(big) > 2 << 20
+    r = raw.request("PUT", "/%s?lifecycle" % bucket, body=big)
+    assert 400 <= r.status < 500, (r.status, r.body[:300])
+    # a tag filter S3 refuses
+    aws_tag = [{"ID": "t", "Filter": {"Tag": {"Key": "aws:x", "Value": "v"}},
+                "Status": "Enabled", "Expiration": day}]
+    assert err(put_lc, s3, bucket, aws_tag)[:2] == (400, "InvalidArgument")
+    assert get_rules(s3, bucket) == good
     # unsigned callers never see or set it, even in a bucket anyone may list
     lc_body = (b"<LifecycleConfiguration><Rule><ID>x</ID><Filter/><Status>Enabled</Status>"
                b"<Expiration><Days>1</Days></Expiration></Rule></LifecycleConfiguration>")

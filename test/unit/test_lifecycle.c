@@ -201,6 +201,60 @@ HD_SUITE(lifecycle_parse)
     CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2027-+1-01T00:00:00Z</Date></Expiration>"), NULL,
                        NULL, 0),
                  HD_EBADARG);
+    /* more bad input: long prefixes, tags S3 refuses, repeated elements, overflowing and
+     * negative numbers, other zones */
+    hd_buf_init(&b);
+    hd_buf_puts(&b, "<Rule><Prefix>");
+    for (i = 0; i < HD_LC_PREFIX_MAX + 1; i++)
+        hd_buf_puts(&b, "p");
+    hd_buf_puts(&b, "</Prefix>" ON DAYS(1) "</Rule>");
+    CHECK_EQ_INT(parse(b.data, NULL, NULL, 0), HD_EBADARG);
+    hd_buf_reset(&b);
+    hd_buf_puts(&b, "<Rule><Filter><Prefix>");
+    for (i = 0; i < HD_LC_PREFIX_MAX + 1; i++)
+        hd_buf_puts(&b, "p");
+    hd_buf_puts(&b, "</Prefix></Filter>" ON DAYS(1) "</Rule>");
+    CHECK_EQ_INT(parse(b.data, NULL, NULL, 0), HD_EBADARG);
+    hd_buf_reset(&b);
+    hd_buf_puts(&b, "<Rule><Filter><Tag><Key>");
+    for (i = 0; i < 129; i++)
+        hd_buf_puts(&b, "k");
+    hd_buf_puts(&b, "</Key><Value>v</Value></Tag></Filter>" ON DAYS(1) "</Rule>");
+    CHECK_EQ_INT(parse(b.data, NULL, NULL, 0), HD_EBADARG); /* 129 characters */
+    hd_buf_cleanup(&b);
+    CHECK_EQ_INT(
+        parse(RULE(ON "<Filter><Tag><Key>aws:x</Key><Value>v</Value></Tag></Filter>" DAYS(1)), NULL,
+              msg, sizeof(msg)),
+        HD_EBADARG);
+    CHECK(strstr(msg, "tags") != NULL);
+    CHECK_EQ_INT(parse(RULE(ON "<Filter><Tag><Key></Key><Value>v</Value></Tag></Filter>" DAYS(1)),
+                       NULL, NULL, 0),
+                 HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE("<ID>a</ID><ID>b</ID>" ANY DAYS(1)), NULL, NULL, 0), HD_EMALFORMEDXML);
+    CHECK_EQ_INT(parse(RULE("<Prefix>a</Prefix><Prefix>b</Prefix>" ON DAYS(1)), NULL, NULL, 0),
+                 HD_EMALFORMEDXML);
+    CHECK_EQ_INT(parse(RULE(ANY "<NoncurrentVersionExpiration><NewerNoncurrentVersions>2"
+                                "</NewerNoncurrentVersions></NoncurrentVersionExpiration>"),
+                       NULL, NULL, 0),
+                 HD_EMALFORMEDXML); /* NoncurrentDays is required */
+    CHECK_EQ_INT(
+        parse(RULE(ON "<Filter><ObjectSizeGreaterThan>-1</ObjectSizeGreaterThan></Filter>" DAYS(1)),
+              NULL, NULL, 0),
+        HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE(ANY DAYS(99999999999999999999)), NULL, msg, sizeof(msg)), HD_EBADARG);
+    CHECK(strstr(msg, "positive integer") != NULL);
+    CHECK_EQ_INT(parse(RULE(ANY DAYS(-99999999999999999999)), NULL, NULL, 0), HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2030-01-01T00:00:00+01:00</Date></Expiration>"),
+                       NULL, NULL, 0),
+                 HD_EBADARG);
+    CHECK_EQ_INT(parse(RULE(ANY "<Expiration><Date>2030-01-01T00:00:00z</Date></Expiration>"), NULL,
+                       NULL, 0),
+                 HD_EBADARG);
+    /* an empty ID is none: one is made */
+    CHECK_EQ_INT(parse(RULE("<ID></ID>" ANY DAYS(1)), &out, NULL, 0), 0);
+    CHECK(out && strstr(out, "\"id\":\"\"") == NULL && strstr(out, "\"id\":\"") != NULL);
+    free(out);
+    out = NULL;
     /* transitions: hoard has one storage class */
     CHECK_EQ_INT(parse(RULE(ANY "<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass>"
                                 "</Transition>" DAYS(30)),
@@ -448,6 +502,30 @@ HD_SUITE(lifecycle_bprops)
                                  &bp, err, sizeof(err)),
                  HD_EBADARG); /* two conditions without "and" */
     CHECK(strstr(err, "\"and\"") != NULL);
+    /* bucket tags as S3 takes them: no "aws:" key, no control character, 128 characters */
+    CHECK_EQ_INT(hd_bprops_parse("{\"tags\":{\"aws:x\":\"v\"}}", &bp, err, sizeof(err)),
+                 HD_EBADARG);
+    CHECK_EQ_INT(hd_bprops_parse("{\"tags\":{\"a\\u0001b\":\"v\"}}", &bp, err, sizeof(err)),
+                 HD_EBADARG);
+    {
+        struct hd_buf t;
+        size_t k;
+        hd_buf_init(&t);
+        hd_buf_puts(&t, "{\"tags\":{\"");
+        for (k = 0; k < 129; k++)
+            hd_buf_puts(&t, "k");
+        hd_buf_puts(&t, "\":\"v\"}}");
+        CHECK_EQ_INT(hd_bprops_parse(t.data, &bp, err, sizeof(err)), HD_EBADARG);
+        hd_buf_reset(&t);
+        hd_buf_puts(&t, "{\"tags\":{");
+        for (k = 0; k < 51; k++)
+            hd_buf_printf(&t, "%s\"k%zu\":\"v\"", k ? "," : "", k);
+        hd_buf_puts(&t, "}}");
+        CHECK_EQ_INT(hd_bprops_parse(t.data, &bp, err, sizeof(err)), HD_EBADARG);
+        hd_buf_cleanup(&t);
+    }
+    CHECK_EQ_INT(hd_bprops_parse("{\"tags\":{\"\u00e9t\u00e9\":\"ok\"}}", &bp, err, sizeof(err)),
+                 0);
     /* neither a prefix nor a filter; a date of another shape; too large */
     CHECK_EQ_INT(hd_bprops_parse("{\"lifecycle\":[{\"id\":\"a\",\"status\":\"Enabled\","
                                  "\"expire_days\":1}]}",
