@@ -206,7 +206,8 @@ static void create_end(struct hd_req *r, struct props_ctx *c, const char *body, 
         json_decref(j);
         rc = hd_proxy_cloud_props(c->p, c->provider, NULL, &props, msg, sizeof(msg));
         if (rc == 0)
-            rc = hd_proxy_bucket_create_props(c->p, c->bucket, c->provider, props);
+            rc =
+                hd_proxy_bucket_create_props(c->p, c->bucket, c->provider, props, msg, sizeof(msg));
         free(props);
         if (rc == HD_EBUCKETEXISTS) /* the SDK maps 409 naming PROVIDER://B to "exists" */
             snprintf(msg, sizeof(msg), "bucket \"%s://%s\" already exists", c->provider, c->bucket);
@@ -219,7 +220,7 @@ static void create_end(struct hd_req *r, struct props_ctx *c, const char *body, 
     json_decref(j);
     rc = hd_proxy_cloud_props(c->p, c->provider, len ? body : NULL, &props, msg, sizeof(msg));
     if (rc == 0)
-        rc = hd_proxy_bucket_create_props(c->p, c->bucket, c->provider, props);
+        rc = hd_proxy_bucket_create_props(c->p, c->bucket, c->provider, props, msg, sizeof(msg));
     free(props);
     if (rc < 0)
         hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
@@ -365,7 +366,8 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     } else if (strcmp(m, "HEAD") == 0) {
         const char *pres = hd_req_param(r, "presence");
         if (a->anonymous && p->keys.n && pres && strcmp(pres, "1") != 0 && strcmp(pres, "3") != 0)
-            hd_resp_err(r, HD_EMISSINGAUTH); /* Bucket.info(): a summary, not for unsigned callers */
+            hd_resp_err(r,
+                        HD_EMISSINGAUTH); /* Bucket.info(): a summary, not for unsigned callers */
         else
             hd_proxy_ais_bucket_head(r, p, bucket); /* props headers (aisjobs.c) */
     } else if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0) {

@@ -41,10 +41,16 @@ unlock:
     return rc;
 }
 
+#define PROPS_FULL                                                                                 \
+    "The cluster's buckets would hold more than %u KiB of properties (CORS rules, lifecycle "      \
+    "rules, tags): every node keeps them all. Remove some first."
+
 struct create_arg {
     const char *name;
     const char *provider;
     const char *props;
+    char *msg; /* why it was refused (may be NULL) */
+    size_t msglen;
 };
 
 /* Bytes of every bucket's props but skip's: the BMD goes to every node on every change, in one
@@ -69,7 +75,7 @@ static int do_create(struct hd_bmd *b, const void *arg)
     if (hd_bmd_find(b, a->name))
         return HD_EBUCKETEXISTS;
     if (a->props && bmd_props_bytes(b, "") + strlen(a->props) > HD_BMD_PROPS_MAX)
-        return HD_EBADARG; /* see do_props */
+        return hd_err_fmt(a->msg, a->msglen, HD_EBADARG, PROPS_FULL, HD_BMD_PROPS_MAX >> 10);
     return hd_bmd_put(b, a->name, a->provider, (int64_t)time(NULL), a->props);
 }
 
@@ -117,10 +123,7 @@ static int do_props(struct hd_bmd *b, const void *arg)
     /* a change that does not grow the props is always taken (one over the bound can shrink) */
     if (strlen(merged) > (e->props ? strlen(e->props) : 0) &&
         bmd_props_bytes(b, a->name) + strlen(merged) > HD_BMD_PROPS_MAX) {
-        snprintf(a->msg, a->msglen,
-                 "The cluster's buckets would hold more than %u KiB of properties (CORS rules, "
-                 "lifecycle rules, tags): every node keeps them all. Remove some first.",
-                 HD_BMD_PROPS_MAX >> 10);
+        snprintf(a->msg, a->msglen, PROPS_FULL, HD_BMD_PROPS_MAX >> 10);
         free(merged);
         return HD_EBADARG;
     }
@@ -193,13 +196,13 @@ int hd_proxy_bucket_create(struct hd_proxy *p, const char *name, const char *pro
 {
     if (provider && *provider && strcmp(provider, "ais") != 0)
         return HD_EBADARG; /* S3-backed buckets need props: hd_proxy_bucket_create_props */
-    return hd_proxy_bucket_create_props(p, name, "ais", NULL);
+    return hd_proxy_bucket_create_props(p, name, "ais", NULL, NULL, 0);
 }
 
 int hd_proxy_bucket_create_props(struct hd_proxy *p, const char *name, const char *provider,
-                                 const char *props)
+                                 const char *props, char *msg, size_t msglen)
 {
-    struct create_arg a = {name, provider && *provider ? provider : "ais", props};
+    struct create_arg a = {name, provider && *provider ? provider : "ais", props, msg, msglen};
     json_t *body = NULL;
     int rc;
 
@@ -211,7 +214,7 @@ int hd_proxy_bucket_create_props(struct hd_proxy *p, const char *name, const cha
         if (props && !(body = json_loads(props, 0, NULL)))
             return HD_EBADARG;
         rc = via_primary(p, "POST", name, strcmp(a.provider, "aws") == 0 ? "provider=aws" : NULL,
-                         body, NULL, 0);
+                         body, msg, msglen);
         json_decref(body);
         return rc;
     }

@@ -82,9 +82,10 @@ int hd_proxy_bucket_create(struct hd_proxy *p, const char *name, const char *pro
  * adds it to the BMD's revocation list and pushes that to every node; another proxy forwards
  * DELETE /v1/tokens to the primary. 0 or a code. Blocks (bounded). */
 int hd_proxy_token_revoke(struct hd_proxy *p, const char *token, const char *id, int64_t exp);
-/* As above with props (JSON text, already validated; NULL = none). */
+/* As above with props (JSON text, already validated; NULL = none); msg (may be NULL) says
+ * why a create was refused (the cluster-wide bound of properties). */
 int hd_proxy_bucket_create_props(struct hd_proxy *p, const char *name, const char *provider,
-                                 const char *props);
+                                 const char *props, char *msg, size_t msglen);
 int hd_proxy_bucket_destroy(struct hd_proxy *p, const char *name, char *msg, size_t msglen);
 int hd_proxy_bucket_props(struct hd_proxy *p, const char *name, const char *json);
 /* As above; msg says what is wrong with the props. */

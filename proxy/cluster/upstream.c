@@ -208,7 +208,7 @@ static void autoreg_run(void *arg)
     bp.has_upstream = 1;
     bp.up = c->dflt;
     props = hd_bprops_dump(&bp);
-    rc = props ? hd_proxy_bucket_create_props(p, bucket, "aws", props) : -ENOMEM;
+    rc = props ? hd_proxy_bucket_create_props(p, bucket, "aws", props, NULL, 0) : -ENOMEM;
     free(props);
     if (rc == 0) {
         HD_LOG(HD_INFO, NULL, "bucket %s registered as S3-backed (found at %s)", bucket,

@@ -2,6 +2,8 @@
 Access-Control-* headers of a browser's requests), against a standalone target and through a
 cluster proxy, with boto3 and raw requests shaped like a browser's (and like ceph s3-tests'
 test_cors_*). docs/s3-compatibility.md ("CORS") is the contract."""
+import json
+
 import pytest
 import requests
 
@@ -312,6 +314,14 @@ def test_cluster_bounds_bucket_settings(endpoint, s3):
         i, (st, code, resp) = refused
         assert 14 <= i <= 19 and (st, code) == (400, "InvalidArgument"), refused
         assert "properties" in resp["Error"]["Message"], resp
+        # a bucket created with settings past the bound: refused with the same reason
+        big = {"cors": [{"origins": ["*"], "methods": ["GET"],
+                         "expose": ["x-amz-meta-%04d-%s" % (i, "h" * 980) for i in range(60)]}]}
+        nb = helpers.unique_bucket_name("big")
+        r = endpoint.raw().request("POST", "/v1/buckets/" + nb, body=json.dumps(big).encode(),
+                                   headers={"Content-Type": "application/json"})
+        assert r.status == 400 and b"properties" in r.body, (r.status, r.body[:300])
+        assert endpoint.raw().request("HEAD", "/" + nb).status == 404
         # the cluster still works, and a bucket's settings can still be removed
         s3.delete_bucket_cors(Bucket=names[0])
         s3.put_bucket_cors(Bucket=names[-1], CORSConfiguration={"CORSRules": [rule]})
