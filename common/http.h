@@ -35,6 +35,15 @@ struct hd_kv {
 
 enum hd_api { HD_API_NATIVE, HD_API_S3 };
 
+/* What a request is to a caller without credentials, named by the route that classified it
+ * (before authentication): a public bucket lets through only what its route names. HD_PUB_NONE,
+ * the zero a request starts with, is never let through: a route that says nothing is private. */
+enum hd_pub {
+    HD_PUB_NONE = 0,
+    HD_PUB_READ, /* an object's bytes or metadata (GetObject, HeadObject, a batch GET) */
+    HD_PUB_LIST, /* a bucket's listings or existence (ListObjects, ListMultipartUploads, HEAD) */
+};
+
 struct hd_req {
     uint32_t magic;
     struct MHD_Connection *conn;
@@ -63,6 +72,8 @@ struct hd_req {
     int suspended;                 /* parked with hd_req_suspend; see below */
     char principal[144];           /* who authenticated: "node <id>", "key <access key>",
                                     * "" (anonymous or not checked); for logs */
+    int pub;                       /* what r is to an unsigned caller (enum hd_pub), set by its
+                                    * route before it authenticates */
     int trusted;                   /* carries a valid proxy authorisation (cluster): 0, or
                                     * HD_TRUST_REDIRECT (a client sent by a proxy's 307) or
                                     * HD_TRUST_NODE (a proxy's relay or another node's call) */

@@ -220,55 +220,27 @@ int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, 
     return 0;
 }
 
-int hd_keys_anonymous_read(const struct hd_req *r)
+int hd_keys_public(int pub, int anonymous_read, int anonymous_list)
 {
-    /* a bucket's or an object's settings, never its data or listing (S3's subresources, and
-     * the native API's bucket properties and summaries) */
-    static const char *const settings[] = {"acl",
-                                           "tagging",
-                                           "cors",
-                                           "policy",
-                                           "policyStatus",
-                                           "lifecycle",
-                                           "versioning",
-                                           "location",
-                                           "website",
-                                           "encryption",
-                                           "logging",
-                                           "notification",
-                                           "replication",
-                                           "object-lock",
-                                           "publicAccessBlock",
-                                           "ownershipControls",
-                                           "accelerate",
-                                           "requestPayment",
-                                           "analytics",
-                                           "inventory",
-                                           "metrics",
-                                           "intelligent-tiering",
-                                           "uploadId",
-                                           "attributes",
-                                           "retention",
-                                           "legal-hold",
-                                           "torrent",
-                                           "props",
-                                           "summary",
-                                           "writeback",
-                                           NULL};
-    size_t i;
+    return pub == HD_PUB_READ   ? anonymous_read != 0
+           : pub == HD_PUB_LIST ? anonymous_read || anonymous_list
+                                : 0;
+}
 
+int hd_keys_native_object_pub(const struct hd_req *r)
+{
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
-        return 0;
-    for (i = 0; settings[i]; i++)
-        if (hd_query_find(&r->query, settings[i]))
-            return 0;
-    return 1;
+        return HD_PUB_NONE;
+    return hd_query_find(&r->query, "uploadId") || hd_query_find(&r->query, "partNumber")
+               ? HD_PUB_NONE
+               : HD_PUB_READ;
 }
 
 int hd_keys_authorize(const struct hd_keys *ks, const struct hd_req *r,
                       const struct hd_sigv4_auth *a, const char *bucket)
 {
-    int write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
+    /* a read: GET, HEAD, or what a route classified as one (a batch GET may be a POST) */
+    int write = !r->pub && strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
     const struct hd_key *k = hd_keys_find(ks, a->access_key);
     const char *src;
     int rc;

@@ -58,11 +58,15 @@ int hd_keys_verify(const struct hd_keys *ks, const struct hd_req *r, struct hd_s
 typedef int (*hd_token_revoked_fn)(void *arg, const char *id);
 int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, struct hd_req *r,
                    struct hd_sigv4_auth *a);
-/* 1 when r may be let through unsigned by a public bucket (anonymous_read: its objects and
- * listings; anonymous_list: its listings): a GET or HEAD of data or a listing, never of a
- * setting (ACL, tags, CORS, policy, versioning, location, ..., the native API's props and
- * summaries): AWS's READ grant covers no more. */
-int hd_keys_anonymous_read(const struct hd_req *r);
+/* 1 when a request its route classified as pub (enum hd_pub, common/http.h) may be let
+ * through unsigned by a bucket with these properties: anonymous_read opens its objects and
+ * listings, anonymous_list its listings. Settings (ACL, tags, CORS, policy, props, summaries)
+ * are never HD_PUB_*: AWS's READ grant covers no more. */
+int hd_keys_public(int pub, int anonymous_read, int anonymous_list);
+/* What a native /v1/objects/B/O request is to an unsigned caller: HD_PUB_READ for a GET or
+ * HEAD of the object, HD_PUB_NONE for the rest (writes, and the multipart calls that ?uploadId
+ * and ?partNumber name). Proxies authorise by it; targets also route by it. */
+int hd_keys_native_object_pub(const struct hd_req *r);
 /* Whether the verified caller a may do r's method to bucket (NULL: the service, e.g.
  * ListBuckets: any known key), and read a CopyObject's source: 0, HD_ENOACCESSKEY or
  * HD_EACCESS (counted as a failed authentication). */

@@ -207,6 +207,25 @@ static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const
     return HD_EMETHOD;
 }
 
+/* What op is to a caller without credentials: what AWS's READ grant allows, to a bucket
+ * (ListBucket, ListBucketVersions, ListBucketMultipartUploads, HeadBucket) or an object
+ * (GetObject, HeadObject). Every other call, settings included, needs a signature. */
+static int public_op(enum hd_s3_op op)
+{
+    switch (op) {
+    case HD_S3_GET_OBJECT:
+    case HD_S3_HEAD_OBJECT:
+        return HD_PUB_READ;
+    case HD_S3_LIST_OBJECTS:
+    case HD_S3_LIST_VERSIONS:
+    case HD_S3_LIST_UPLOADS:
+    case HD_S3_HEAD_BUCKET:
+        return HD_PUB_LIST;
+    default:
+        return HD_PUB_NONE;
+    }
+}
+
 static int metric_op(enum hd_s3_op op)
 {
     switch (op) {
@@ -1732,7 +1751,7 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
     const char *rest, *slash, *hname, *ctype, *sub;
     char *bucket = NULL, *key = NULL, *vpath;
     enum level level;
-    int rc;
+    int rc, crc;
 
     r->api = HD_API_S3;
     memset(&c, 0, sizeof(c));
@@ -1778,6 +1797,11 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         }
         goto out;
     }
+    /* the operation first: an unsigned caller gets what it names (public_op) and nothing
+     * else; its errors are answered after authentication's */
+    level = !bucket ? SERVICE : !key ? BUCKET : OBJECT;
+    crc = classify(r, level, &c.op, &sub);
+    r->pub = crc == 0 ? public_op(c.op) : HD_PUB_NONE;
     rc = f->authenticate(r, ctx, bucket, key, &c.auth);
     if (rc == HD_AGAIN)
         goto out; /* parked: this runs again */
@@ -1790,17 +1814,16 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         hd_resp_err(r, rc);
         goto out;
     }
-    level = !bucket ? SERVICE : !key ? BUCKET : OBJECT;
     if (level == OBJECT && (rc = hd_object_name_check(key, c.klen)) < 0) {
         hd_resp_err(r, rc);
         goto out;
     }
-    if ((rc = classify(r, level, &c.op, &sub)) == HD_EMETHOD) {
+    if (crc == HD_EMETHOD) {
         method_not_allowed(r, level, sub);
         goto out;
     }
-    if (rc < 0) {
-        hd_resp_err(r, rc);
+    if (crc < 0) {
+        hd_resp_err(r, crc);
         goto out;
     }
     r->op = metric_op(c.op);

@@ -554,6 +554,12 @@ int hd_bmd_put(struct hd_bmd *b, const char *name, const char *provider, int64_t
     e.created = created;
     if (props && !(e.props = strdup(props)))
         return -ENOMEM;
+    if (props && strstr(props, "\"anonymous_")) { /* most buckets are private */
+        json_t *j = json_loads(props, 0, NULL);
+        e.anonymous_read = json_is_true(json_object_get(j, "anonymous_read"));
+        e.anonymous_list = json_is_true(json_object_get(j, "anonymous_list"));
+        json_decref(j);
+    }
     for (i = 0; i < b->n; i++) {
         int c = strcmp(b->b[i].name, name);
         if (c == 0) {

@@ -269,7 +269,7 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b)
         const char *bk = b->e[i].bucket;
         if (i && strcmp(bk, b->e[i - 1].bucket) == 0)
             continue;
-        if (k ? hd_key_allows(k, bk, 0) < 0 : !hd_proxy_anonymous_read(p, bk))
+        if (k ? hd_key_allows(k, bk, 0) < 0 : !hd_proxy_public(p, bk, HD_PUB_READ))
             return k ? HD_EACCESS : HD_EMISSINGAUTH;
     }
     return 0;
@@ -421,7 +421,7 @@ static int any_anonymous(struct hd_proxy *p)
     int yes = 0;
 
     for (i = 0; b && i < b->n && !yes; i++)
-        yes = hd_proxy_anonymous_read(p, b->b[i].name);
+        yes = b->b[i].anonymous_read;
     hd_bmd_unref(b);
     return yes;
 }

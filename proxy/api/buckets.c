@@ -343,47 +343,101 @@ done:
     hd_smap_unref(s);
 }
 
-static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket,
-                      const struct hd_sigv4_auth *a)
+/* The calls of /v1/buckets/B, told apart before authentication (bucket_call), so that an
+ * unsigned caller of a public bucket gets the listing ones only (bucket_pub). */
+enum bucket_call {
+    BC_PROPS,     /* GET ?props */
+    BC_WRITEBACK, /* GET ?writeback */
+    BC_SUMMARY,   /* GET ?summary */
+    BC_PATCH,     /* PATCH: props */
+    BC_ACTION,    /* GET with an action message (AIStore's list objects, bucket jobs) */
+    BC_LIST,      /* GET */
+    BC_HEAD,      /* HEAD: existence and props headers */
+    BC_INFO,      /* HEAD ?presence asking for a summary (AIStore's Bucket.info()) */
+    BC_CREATE,    /* POST, PUT */
+    BC_ACTION_DELETE,
+    BC_DESTROY,
+    BC_BAD,
+};
+
+static enum bucket_call bucket_call_of(struct hd_req *r)
 {
-    const char *m = r->method;
+    const char *m = r->method, *pres;
+
+    if (strcmp(m, "GET") == 0)
+        return hd_query_find(&r->query, "props")       ? BC_PROPS
+               : hd_query_find(&r->query, "writeback") ? BC_WRITEBACK
+               : hd_query_find(&r->query, "summary")   ? BC_SUMMARY
+               : has_body(r)                           ? BC_ACTION
+                                                       : BC_LIST;
+    if (strcmp(m, "HEAD") == 0) {
+        pres = hd_req_param(r, "presence");
+        return !pres || strcmp(pres, "1") == 0 || strcmp(pres, "3") == 0 ? BC_HEAD : BC_INFO;
+    }
+    if (strcmp(m, "PATCH") == 0)
+        return BC_PATCH;
+    if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0)
+        return BC_CREATE;
+    if (strcmp(m, "DELETE") == 0)
+        return has_body(r) ? BC_ACTION_DELETE : BC_DESTROY;
+    return BC_BAD;
+}
+
+/* An action message is read after authentication: bucket_get_end refuses unsigned callers
+ * every action but list. */
+static int bucket_pub(enum bucket_call c)
+{
+    return c == BC_LIST || c == BC_ACTION || c == BC_HEAD ? HD_PUB_LIST : HD_PUB_NONE;
+}
+
+static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                      const struct hd_sigv4_auth *a, enum bucket_call c)
+{
+    const char *pv;
     char msg[256];
     int rc;
 
     r->op = HD_OP_BUCKET;
-    if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
+    switch (c) {
+    case BC_PROPS:
         props_get(r, p, bucket);
-    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "writeback")) {
+        break;
+    case BC_WRITEBACK:
         writeback_get(r, p, bucket);
-    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "summary")) {
+        break;
+    case BC_SUMMARY:
         hd_proxy_bucket_summary(r, p, bucket);
-    } else if (strcmp(m, "PATCH") == 0) {
+        break;
+    case BC_PATCH:
         props_patch(r, p, bucket, a, NULL);
-    } else if (strcmp(m, "GET") == 0 && has_body(r)) {
+        break;
+    case BC_ACTION:
         act_read(r, p, bucket, a, bucket_get_end);
-    } else if (strcmp(m, "GET") == 0) {
+        break;
+    case BC_LIST:
         hd_proxy_list_native(r, p, bucket);
-    } else if (strcmp(m, "HEAD") == 0) {
-        const char *pres = hd_req_param(r, "presence");
-        if (a->anonymous && p->keys.n && pres && strcmp(pres, "1") != 0 && strcmp(pres, "3") != 0)
-            hd_resp_err(r,
-                        HD_EMISSINGAUTH); /* Bucket.info(): a summary, not for unsigned callers */
-        else
-            hd_proxy_ais_bucket_head(r, p, bucket); /* props headers (aisjobs.c) */
-    } else if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0) {
-        const char *pv = hd_req_param(r, "provider");
+        break;
+    case BC_HEAD:
+    case BC_INFO:
+        hd_proxy_ais_bucket_head(r, p, bucket); /* props headers (aisjobs.c) */
+        break;
+    case BC_CREATE:
+        pv = hd_req_param(r, "provider");
         if ((pv && *pv && strcmp(pv, "ais") != 0 && strcmp(pv, "aws") != 0 &&
              strcmp(pv, "s3") != 0)) {
             hd_resp_err_msg(r, HD_EBADARG, "provider must be ais (native) or aws (S3-backed).");
             return;
         }
         props_patch(r, p, bucket, a, pv && *pv ? pv : "ais"); /* the body may carry props */
-    } else if (strcmp(m, "DELETE") == 0 && has_body(r)) {
+        break;
+    case BC_ACTION_DELETE:
         act_read(r, p, bucket, a, bucket_delete_end);
-    } else if (strcmp(m, "DELETE") == 0) {
+        break;
+    case BC_DESTROY:
         rc = hd_proxy_bucket_destroy(p, bucket, msg, sizeof(msg));
         rc < 0 ? hd_resp_err_msg(r, rc, msg[0] ? msg : NULL) : hd_resp_empty(r, 204);
-    } else {
+        break;
+    default:
         hd_resp_err(r, HD_EMETHOD);
     }
 }
@@ -391,6 +445,7 @@ static void bucket_op(struct hd_req *r, struct hd_proxy *p, const char *bucket,
 void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
 {
     const char *rest = r->raw_path + 11; /* after "/v1/buckets" */
+    enum bucket_call c;
     struct hd_sigv4_auth a;
     char *bucket = NULL;
     int rc;
@@ -421,10 +476,12 @@ void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
         free(bucket);
         return;
     }
+    c = bucket_call_of(r);
+    r->pub = bucket_pub(c);
     if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0)
         hd_resp_err(r, rc);
     else if ((strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) ||
              hd_proxy_autoreg(r, p, bucket) != HD_AGAIN) /* default upstream: first access */
-        bucket_op(r, p, bucket, &a);
+        bucket_op(r, p, bucket, &a, c);
     free(bucket);
 }

@@ -43,6 +43,7 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         goto out;
     }
     /* the target trusts our signature, so authorise here */
+    r->pub = hd_keys_native_object_pub(r);
     if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0) {
         hd_resp_err(r, rc);
         goto out;

@@ -27,7 +27,7 @@ static int authenticate(struct hd_req *r, void *ctx, const char *bucket, const c
                         struct hd_sigv4_auth *a)
 {
     struct hd_proxy *p = ctx;
-    int rc = hd_proxy_auth_s3(r, p, bucket, bucket && !key, a);
+    int rc = hd_proxy_auth(r, p, bucket, a);
 
     if (rc < 0)
         return rc;

@@ -1,5 +1,5 @@
 /* auth: who is asking a proxy and may they (SigV4/SigV2 against auth.keys, bearer tokens
- * (hd_keys_bearer), anonymous reads of anonymous_read buckets, another proxy's node
+ * (hd_keys_bearer), unsigned reads of public buckets (hd_proxy_public), another proxy's node
  * signature). HTTP workers. */
 #include "proxy/core/core.h"
 
@@ -13,19 +13,12 @@
 #include "common/nodeauth.h"
 #include "common/sigv2.h"
 
-int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket)
-{
-    return hd_proxy_bucket_flag(p, bucket, "anonymous_read");
-}
-
-int hd_proxy_bucket_flag(struct hd_proxy *p, const char *bucket, const char *prop)
+int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub)
 {
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
     const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
-    json_t *j = e && e->props ? json_loads(e->props, 0, NULL) : NULL;
-    int yes = j && json_is_true(json_object_get(j, prop));
+    int yes = e && hd_keys_public(pub, e->anonymous_read, e->anonymous_list);
 
-    json_decref(j);
     hd_bmd_unref(b);
     return yes;
 }
@@ -109,12 +102,6 @@ static int token_revoked(void *arg, const char *id)
 
 int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, struct hd_sigv4_auth *a)
 {
-    return hd_proxy_auth_s3(r, p, bucket, 0, a);
-}
-
-int hd_proxy_auth_s3(struct hd_req *r, struct hd_proxy *p, const char *bucket, int listing,
-                     struct hd_sigv4_auth *a)
-{
     int rc;
 
     memset(a, 0, sizeof(*a));
@@ -127,9 +114,7 @@ int hd_proxy_auth_s3(struct hd_req *r, struct hd_proxy *p, const char *bucket, i
         return rc < 0 ? rc : hd_keys_authorize(&p->keys, r, a, bucket);
     rc = hd_keys_verify(&p->keys, r, a);
     if (rc == HD_DECLINED) { /* no credentials */
-        if (bucket && hd_keys_anonymous_read(r) &&
-            (hd_proxy_anonymous_read(p, bucket) ||
-             (listing && hd_proxy_bucket_flag(p, bucket, "anonymous_list"))))
+        if (bucket && hd_proxy_public(p, bucket, r->pub))
             return 0;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;

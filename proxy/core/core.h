@@ -111,16 +111,12 @@ struct hd_proxy {
 /* ---- auth.c ---- */
 
 /* Who is asking and may they: SigV4/SigV2 against auth.keys (anonymous when none are set,
- * or for reads of anonymous_read buckets), or the node signature of another proxy
- * (trusted: a->access_key stays empty, a->anonymous 0). bucket NULL means the service
- * (ListBuckets). 0 with *a filled (a->anonymous for an allowed request without
+ * or for what r->pub names in a public bucket: hd_proxy_public), or the node signature of
+ * another proxy (trusted: a->access_key stays empty, a->anonymous 0). bucket NULL means the
+ * service (ListBuckets). 0 with *a filled (a->anonymous for an allowed request without
  * credentials), or the error to answer with. */
 int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                   struct hd_sigv4_auth *a);
-/* The same for an S3 call: listing (a bucket-level call, no key) is also let through unsigned
- * by an anonymous_list bucket (S3's public-read bucket ACL). */
-int hd_proxy_auth_s3(struct hd_req *r, struct hd_proxy *p, const char *bucket, int listing,
-                     struct hd_sigv4_auth *a);
 /* Admin calls (maintenance, decommission): another proxy's node signature, or a key with rw
  * on all buckets; open when neither cluster.secret nor auth.keys is set. */
 int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p);
@@ -131,10 +127,9 @@ int hd_proxy_auth_view_or_admin(struct hd_req *r, struct hd_proxy *p);
  * HD_DECLINED when r has none, or HD_DONE after refusing r (403, logged). */
 int hd_proxy_node_verify(struct hd_req *r, struct hd_proxy *p, int flags,
                          struct hd_nodeauth_who *who);
-/* 1 when bucket has the anonymous_read property (unsigned reads allowed). */
-int hd_proxy_anonymous_read(struct hd_proxy *p, const char *bucket);
-/* 1 when bucket's boolean property prop is true (anonymous_list: unsigned listings). */
-int hd_proxy_bucket_flag(struct hd_proxy *p, const char *bucket, const char *prop);
+/* 1 when bucket lets a request of kind pub (enum hd_pub) through unsigned: its
+ * anonymous_read and anonymous_list properties, as the BMD keeps them parsed. */
+int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub);
 
 /* ---- role.c: primary or follower, terms, the primary's books ---- */
 

@@ -39,7 +39,7 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
 }
 
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
-                        const char *bucket, int listing)
+                        const char *bucket)
 {
     struct hd_bucket_info bi;
 
@@ -48,8 +48,8 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_s
     if (a->anonymous) {
         if (t->keys.n == 0)
             return 0; /* auth disabled */
-        if (bucket && hd_keys_anonymous_read(r) && hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
-            (bi.anonymous_read || (listing && bi.anonymous_list)))
+        if (bucket && r->pub && hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
+            hd_keys_public(r->pub, bi.anonymous_read, bi.anonymous_list))
             return 0;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;

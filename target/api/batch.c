@@ -194,7 +194,6 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
 {
     struct tbatch *tb = arg, *run;
     struct hd_batch *b = NULL;
-    const char *method = r->method;
     char msg[256];
     size_t i;
     int rc;
@@ -217,11 +216,10 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
         hd_resp_err(r, rc);
         goto fail;
     }
-    r->method = "GET"; /* a batch reads each bucket it names */
+    r->pub = HD_PUB_READ; /* a batch reads each bucket it names */
     for (i = 0; i < b->n && rc == 0; i++)
         if (i == 0 || strcmp(b->e[i].bucket, b->e[i - 1].bucket) != 0)
-            rc = hd_target_authorize(r, tb->t, &tb->a, b->e[i].bucket, 0);
-    r->method = method;
+            rc = hd_target_authorize(r, tb->t, &tb->a, b->e[i].bucket);
     if (rc < 0) {
         hd_resp_err(r, rc);
         goto fail;

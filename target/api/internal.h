@@ -43,10 +43,10 @@ struct hd_target {
  * (r->trusted) count as verified. */
 int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv4_auth *a);
 /* Whether the caller (as hd_target_authenticate found it) may do r's method to bucket (NULL:
- * the service itself, e.g. ListBuckets). listing: r is an S3 bucket-level call (no key), which
- * an anonymous_list bucket lets through unsigned. 0 or the error to answer with. */
+ * the service itself, e.g. ListBuckets). Without credentials, what r->pub names (set by r's
+ * route) is let through by a public bucket. 0 or the error to answer with. */
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
-                        const char *bucket, int listing);
+                        const char *bucket);
 
 /* Admin calls (/v1/jobs, /v1/plans, /v1/daemon): a proxy's node signature (another target's
  * is refused: targets never send these), or on a standalone target a key with rw on every

@@ -169,60 +169,110 @@ static void summary_get(struct hd_req *r, struct hd_target *t, const char *bucke
     hd_resp_json(r, 200, j);
 }
 
-static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket)
+/* The calls of /v1/buckets/B, told apart before authentication, so that an unsigned caller of
+ * a public bucket gets the listing ones only (bucket_pub). */
+enum bucket_call {
+    BC_PROPS,     /* GET ?props */
+    BC_SUMMARY,   /* GET ?summary */
+    BC_UPLOADS,   /* GET ?uploads: the multipart uploads in progress */
+    BC_WRITEBACK, /* GET ?writeback: this target's queue (a proxy sums them) */
+    BC_UPSTREAM,  /* GET ?upstream: the upstream's listing (proxy/cloud.c asks) */
+    BC_LIST,      /* GET */
+    BC_HEAD,      /* HEAD */
+    BC_PATCH,     /* PATCH: props */
+    BC_CREATE,    /* POST, PUT */
+    BC_DESTROY,   /* DELETE */
+    BC_BAD,
+};
+
+static enum bucket_call bucket_call_of(const struct hd_req *r)
 {
     const char *m = r->method;
+
+    if (strcmp(m, "GET") == 0)
+        return hd_query_find(&r->query, "props")       ? BC_PROPS
+               : hd_query_find(&r->query, "summary")   ? BC_SUMMARY
+               : hd_query_find(&r->query, "uploads")   ? BC_UPLOADS
+               : hd_query_find(&r->query, "writeback") ? BC_WRITEBACK
+               : hd_query_find(&r->query, "upstream")  ? BC_UPSTREAM
+                                                       : BC_LIST;
+    return strcmp(m, "HEAD") == 0                            ? BC_HEAD
+           : strcmp(m, "PATCH") == 0                         ? BC_PATCH
+           : strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0 ? BC_CREATE
+           : strcmp(m, "DELETE") == 0                        ? BC_DESTROY
+                                                             : BC_BAD;
+}
+
+/* as S3's READ grant: ListObjects, ListMultipartUploads, HeadBucket */
+static int bucket_pub(enum bucket_call c)
+{
+    return c == BC_LIST || c == BC_UPLOADS || c == BC_HEAD ? HD_PUB_LIST : HD_PUB_NONE;
+}
+
+static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket, enum bucket_call c)
+{
+    struct hd_cbucket *cb;
+    struct props_ctx *pc;
+    json_t *st = NULL;
     int rc;
 
     r->op = HD_OP_BUCKET;
     /* a proxy's fan-out (summary, write-back queue, uploads): HD_NODE_CAP_SIGNED_BUCKETS */
     if (r->trusted == HD_TRUST_NODE && hd_tcluster_from_proxy(t->cl, r))
         hd_tcluster_sign_answers(t->cl, r);
-    if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "props")) {
+    switch (c) {
+    case BC_PROPS:
         props_get(r, t, bucket);
-    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "summary")) {
+        break;
+    case BC_SUMMARY:
         summary_get(r, t, bucket);
-    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "uploads")) {
+        break;
+    case BC_UPLOADS:
         hd_mpu_list_uploads_json(r, t, bucket);
-    } else if (strcmp(m, "PATCH") == 0) {
-        struct props_ctx *c = calloc(1, sizeof(*c));
-        if (!c) {
+        break;
+    case BC_PATCH:
+        if (!(pc = calloc(1, sizeof(*pc)))) {
             hd_resp_err(r, -ENOMEM);
             return;
         }
-        c->t = t;
-        snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
-        hd_req_read_body(r, 64u * 1024, props_end, c, free);
-    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "writeback")) {
-        json_t *st = NULL; /* this target's write-back queue for the bucket (proxy sums) */
+        pc->t = t;
+        snprintf(pc->bucket, sizeof(pc->bucket), "%s", bucket);
+        hd_req_read_body(r, 64u * 1024, props_end, pc, free);
+        break;
+    case BC_WRITEBACK: /* this target's write-back queue for the bucket (proxy sums) */
         if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
             (rc = hd_cache_wb_status(t->cache, bucket, &st)) < 0)
             hd_resp_err(r, rc);
         else
             hd_resp_json(r, 200, st);
-    } else if (strcmp(m, "GET") == 0 && hd_query_find(&r->query, "upstream")) {
-        struct hd_cbucket *cb = hd_cache_bucket(t->cache, bucket); /* proxy/cloud.c asks */
-        if (cb)
+        break;
+    case BC_UPSTREAM:
+        if ((cb = hd_cache_bucket(t->cache, bucket)))
             hd_cache_list_upstream(r, t->cache, cb);
         else
             hd_resp_err_msg(r, HD_EBADARG, "Not an S3-backed bucket.");
         hd_cbucket_unref(cb);
-    } else if (strcmp(m, "GET") == 0) {
+        break;
+    case BC_LIST:
         r->op = HD_OP_LIST;
         list_objects(r, t, bucket);
-    } else if (strcmp(m, "HEAD") == 0) {
+        break;
+    case BC_HEAD:
         rc = hd_store_bucket_exists(t->st, bucket);
         rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 200);
-    } else if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0) {
+        break;
+    case BC_CREATE:
         if ((rc = hd_bucket_name_check(bucket)) < 0 ||
             (rc = hd_store_bucket_create(t->st, bucket, "ais")) < 0)
             hd_resp_err(r, rc);
         else
             hd_resp_empty(r, 201);
-    } else if (strcmp(m, "DELETE") == 0) {
+        break;
+    case BC_DESTROY:
         rc = hd_store_bucket_delete(t->st, bucket);
         rc < 0 ? hd_resp_err(r, rc) : hd_resp_empty(r, 204);
-    } else {
+        break;
+    default:
         hd_resp_err(r, HD_EMETHOD);
     }
 }
@@ -255,7 +305,7 @@ static int native_auth(struct hd_req *r, struct hd_target *t, const char *bucket
     if (rc < 0)
         return rc;
     *signed_req = !a->anonymous;
-    return hd_target_authorize(r, t, a, bucket, 0);
+    return hd_target_authorize(r, t, a, bucket);
 }
 
 /* A copy the proxy authorised (AIStore's Object.copy(), proxy/api/ais.c): the source in
@@ -298,6 +348,7 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
 {
     const char *p = r->raw_path;
     char *bucket = NULL, *key = NULL;
+    enum bucket_call c;
     struct hd_sigv4_auth a;
     size_t klen = 0;
     int rc, sig = 0;
@@ -318,11 +369,13 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
             hd_resp_err(r, rc < 0 ? rc : HD_ENOTFOUND);
             goto out;
         }
+        c = bucket_call_of(r);
+        r->pub = bucket_pub(c);
         if ((rc = native_auth(r, t, bucket, &a, &sig)) < 0) {
             hd_resp_err(r, rc);
             goto out;
         }
-        bucket_op(r, t, bucket);
+        bucket_op(r, t, bucket, c);
         goto out;
     }
     if (strncmp(p, "/v1/objects/", 12) == 0) {
@@ -334,6 +387,7 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
             hd_resp_err_msg(r, HD_EBADKEY, "Expected /v1/objects/BUCKET/OBJECT.");
             goto out;
         }
+        r->pub = hd_keys_native_object_pub(r); /* the reads; routes them too */
         if ((rc = native_auth(r, t, bucket, &a, &sig)) < 0) {
             hd_resp_err(r, rc);
             goto out;
@@ -342,11 +396,11 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
             hd_resp_err(r, rc);
             goto out;
         }
-        if (hd_query_find(&r->query, "uploadId") || hd_query_find(&r->query, "partNumber") ||
-            strcmp(r->method, "POST") == 0)
-            native_mpu(r, t, bucket, key, sig ? &a : NULL);
-        else if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0)
+        if (r->pub == HD_PUB_READ)
             hd_obj_get(r, t, bucket, key, r->method[0] == 'H');
+        else if (hd_query_find(&r->query, "uploadId") || hd_query_find(&r->query, "partNumber") ||
+                 strcmp(r->method, "POST") == 0)
+            native_mpu(r, t, bucket, key, sig ? &a : NULL);
         else if (strcmp(r->method, "PUT") == 0 && hd_query_find(&r->query, "append_type"))
             hd_target_append(r, t, bucket, key);
         else if (strcmp(r->method, "PUT") == 0 && hd_query_find(&r->query, "object_from"))

@@ -45,7 +45,7 @@ static int authenticate(struct hd_req *r, void *ctx, const char *bucket, const c
     struct hd_target *t = ctx;
     int rc = hd_target_authenticate(r, t, a);
 
-    return rc < 0 ? rc : hd_target_authorize(r, t, a, bucket, bucket && !key);
+    return rc < 0 ? rc : hd_target_authorize(r, t, a, bucket);
 }
 
 /* ---- buckets, for the front end ---- */

@@ -391,6 +391,70 @@ def test_anonymous_read_bucket(endpoint, raw, s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="pub/obj")["Body"].read() == b"public bytes"
 
 
+# What an unsigned caller may ask of a public bucket: the reads its route names (AWS's READ
+# grant: GetObject, HeadObject, the listings, HeadBucket), whatever other parameters come along
+_PUBLIC_CALLS = [("GET", "/{b}/pub/obj"), ("HEAD", "/{b}/pub/obj"),
+                 ("GET", "/{b}/pub/obj?x-id=GetObject"), ("GET", "/{b}/pub/obj?partNumber=1"),
+                 ("GET", "/{b}?list-type=2&prefix=pub/"), ("GET", "/{b}"), ("HEAD", "/{b}"),
+                 ("GET", "/{b}?versions"), ("GET", "/{b}?uploads"),
+                 ("GET", "/v1/objects/{b}/pub/obj"), ("HEAD", "/v1/objects/{b}/pub/obj"),
+                 ("GET", "/v1/buckets/{b}"), ("HEAD", "/v1/buckets/{b}")]
+# and nothing else: every setting, every call hoard does not have, every native summary
+_PRIVATE_CALLS = [("GET", "/{b}?acl"), ("GET", "/{b}?tagging"), ("GET", "/{b}?cors"),
+                  ("GET", "/{b}?lifecycle"), ("GET", "/{b}?location"), ("GET", "/{b}?versioning"),
+                  ("GET", "/{b}?policy"), ("GET", "/{b}?policyStatus"), ("GET", "/{b}?logging"),
+                  ("GET", "/{b}?encryption"), ("GET", "/{b}?website"), ("GET", "/{b}?select"),
+                  ("GET", "/{b}/pub/obj?acl"), ("GET", "/{b}/pub/obj?tagging"),
+                  ("GET", "/{b}/pub/obj?attributes"), ("GET", "/{b}/pub/obj?uploadId=x"),
+                  ("GET", "/{b}/pub/obj?restore"), ("GET", "/{b}/pub/obj?torrent"),
+                  ("GET", "/{b}/pub/obj?retention"), ("HEAD", "/{b}/pub/obj?acl"),
+                  ("GET", "/v1/objects/{b}/pub/obj?uploadId=x&partNumber=1"),
+                  ("GET", "/v1/buckets/{b}?props"), ("GET", "/v1/buckets/{b}?summary"),
+                  ("GET", "/v1/buckets/{b}?writeback")]
+
+
+def test_public_bucket_allows_only_reads(endpoint, raw, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="pub/obj", Body=b"public bytes")
+    private = list(_PRIVATE_CALLS)
+    if endpoint.kind == "target":  # the upstream's listing, for proxies
+        private.append(("GET", "/v1/buckets/{b}?upstream"))
+    else:  # AIStore's Bucket.info(): a summary
+        private.append(("HEAD", "/v1/buckets/{b}?provider=ais&presence=2"))
+    assert _props(endpoint, bucket, b'{"anonymous_read": true}').status_code == 200
+    try:
+        for method, path in _PUBLIC_CALLS:
+            r = raw.request(method, path.format(b=bucket), sign=False)
+            assert r.status in (200, 206, 307), (method, path, r.status, r.body[:300])
+        for method, path in private:
+            r = raw.request(method, path.format(b=bucket), sign=False)
+            assert r.status == 403, (method, path, r.status, r.body[:300])
+            if method == "GET":
+                assert b"AccessDenied" in r.body, (path, r.body[:300])
+    finally:
+        assert _props(endpoint, bucket, b'{"anonymous_read": false}').status_code == 200
+    for method, path in _PUBLIC_CALLS:  # private again
+        assert raw.request(method, path.format(b=bucket), sign=False).status == 403, path
+
+
+def test_public_list_bucket_lists_on_both_apis(endpoint, raw, s3, bucket):
+    """A public-read bucket ACL (anonymous_list) opens its listings, on the native API as on
+    S3, and not its objects."""
+    s3.put_object(Bucket=bucket, Key="pub/obj", Body=b"public bytes")
+    s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
+    try:
+        r = raw.request("GET", "/%s?list-type=2" % bucket, sign=False)
+        assert r.status == 200 and b"<Key>pub/obj</Key>" in r.body, r
+        r = raw.request("GET", "/v1/buckets/%s" % bucket, sign=False)
+        assert r.status == 200 and b"pub/obj" in r.body, (r.status, r.body[:300])
+        assert raw.request("HEAD", "/v1/buckets/%s" % bucket, sign=False).status == 200
+        for path in ("/%s/pub/obj", "/v1/objects/%s/pub/obj", "/%s?acl", "/v1/buckets/%s?props"):
+            r = raw.request("GET", path % bucket, sign=False)
+            assert r.status == 403, (path, r.status, r.body[:300])
+    finally:
+        s3.put_bucket_acl(Bucket=bucket, ACL="private")
+    assert raw.request("GET", "/v1/buckets/%s" % bucket, sign=False).status == 403
+
+
 @pytest.mark.parametrize("body", [b"not json", b'{"anonymous_read": "yes"}', b'{"bogus": 1}',
                                   b"[]"])
 def test_bucket_props_bad_body(endpoint, bucket, body):

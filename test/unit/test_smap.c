@@ -104,8 +104,7 @@ HD_SUITE(smap_json)
     CHECK_EQ_INT(json_integer_value(json_object_get(
                      json_object_get(json_object_get(j, "tmap"), "t1"), "hoard_caps")),
                  HD_NODE_CAP_SIGNED_ADMIN);
-    CHECK(json_object_get(json_object_get(json_object_get(j, "tmap"), "t2"), "hoard_caps") ==
-          NULL);
+    CHECK(json_object_get(json_object_get(json_object_get(j, "tmap"), "t2"), "hoard_caps") == NULL);
     CHECK(json_object_get(json_object_get(j, "tmap"), "t1") != NULL);
     CHECK(json_object_get(json_object_get(j, "tmap_down"), "t3") != NULL);
     CHECK_EQ_STR(
@@ -167,7 +166,21 @@ HD_SUITE(smap_bmd)
     CHECK(hd_bmd_props_equal(hd_bmd_find(back, "alpha")->props, "{\"anonymous_read\":true}"));
     CHECK(hd_bmd_props_equal(NULL, "{}"));
     CHECK(!hd_bmd_props_equal(NULL, "{\"anonymous_read\":true}"));
+    /* what unsigned callers may do, parsed once: through JSON and clones too */
+    CHECK(hd_bmd_find(back, "alpha")->anonymous_read &&
+          !hd_bmd_find(back, "alpha")->anonymous_list);
+    CHECK(!hd_bmd_find(back, "zeta")->anonymous_read && !hd_bmd_find(back, "zeta")->anonymous_list);
+    CHECK_EQ_INT(hd_bmd_put(back, "zeta", "ais", 100, "{\"anonymous_list\":true,\"tags\":{}}"), 0);
+    CHECK(hd_bmd_find(back, "zeta")->anonymous_list && !hd_bmd_find(back, "zeta")->anonymous_read);
+    CHECK_EQ_INT(hd_bmd_put(back, "beta", "ais", 1, "{\"anonymous_read\":false}"), 0);
+    CHECK(!hd_bmd_find(back, "beta")->anonymous_read);
+    CHECK_EQ_INT(hd_bmd_put(back, "beta", "ais", 1, "not json \"anonymous_read\":true"), 0);
+    CHECK(!hd_bmd_find(back, "beta")->anonymous_read);
+    CHECK_EQ_INT(hd_bmd_remove(back, "beta"), 0);
     CHECK_EQ_INT(hd_bmd_clone(back, &c), 0);
+    CHECK(hd_bmd_find(c, "alpha")->anonymous_read && hd_bmd_find(c, "zeta")->anonymous_list);
+    CHECK_EQ_INT(hd_bmd_put(back, "zeta", "ais", 100, NULL), 0);
+    CHECK(!hd_bmd_find(back, "zeta")->anonymous_list);
     CHECK_EQ_INT(hd_bmd_remove(c, "alpha"), 0);
     CHECK_EQ_INT(hd_bmd_remove(c, "alpha"), -ENOENT);
     CHECK(hd_bmd_find(back, "alpha") != NULL); /* the clone is separate */
