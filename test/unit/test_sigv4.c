@@ -955,3 +955,46 @@ HD_SUITE(sigv4_verify_edges)
     }
     hd_buf_cleanup(&authz);
 }
+
+/* The signing key is derived once per thread and kept (a small cache): what comes back is the
+ * key of exactly these inputs, also after other keys pushed it out, and for inputs too long to
+ * cache. AWS's documented example (Signature Version 4, "Examples of how to derive a signing
+ * key"). */
+HD_SUITE(sigv4_signing_key_cache)
+{
+    static const char *const want =
+        "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d";
+    const char *secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+    unsigned char k[32], k2[32];
+    char hx[65], region[700];
+    int i, round;
+
+    for (round = 0; round < 3; round++) {
+        hd_sigv4_signing_key(secret, "20120215", "us-east-1", "iam", k);
+        hd_hex(k, 32, hx);
+        CHECK_EQ_STR(hx, want);
+        /* neighbours: each differs in one input, and they evict the entry in turn */
+        hd_sigv4_signing_key("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEZ", "20120215", "us-east-1",
+                             "iam", k2);
+        CHECK(memcmp(k, k2, 32) != 0);
+        hd_sigv4_signing_key(secret, "20120216", "us-east-1", "iam", k2);
+        CHECK(memcmp(k, k2, 32) != 0);
+        hd_sigv4_signing_key(secret, "20120215", "us-east-2", "iam", k2);
+        CHECK(memcmp(k, k2, 32) != 0);
+        hd_sigv4_signing_key(secret, "20120215", "us-east-1", "s3", k2);
+        CHECK(memcmp(k, k2, 32) != 0);
+        /* the parts are kept apart: "us-east-1" + "iam" is not "us-east-1i" + "am" */
+        hd_sigv4_signing_key(secret, "20120215", "us-east-1i", "am", k2);
+        CHECK(memcmp(k, k2, 32) != 0);
+    }
+    /* too long to cache: derived each time, the same each time */
+    for (i = 0; i < (int)sizeof(region) - 1; i++)
+        region[i] = 'a' + i % 26;
+    region[sizeof(region) - 1] = '\0';
+    hd_sigv4_signing_key(secret, "20120215", region, "iam", k);
+    hd_sigv4_signing_key(secret, "20120215", region, "iam", k2);
+    CHECK(memcmp(k, k2, 32) == 0);
+    hd_sigv4_signing_key(secret, "20120215", "us-east-1", "iam", k);
+    hd_hex(k, 32, hx);
+    CHECK_EQ_STR(hx, want);
+}
