@@ -11,6 +11,7 @@
 #include "common/lifecycle.h"
 #include "common/errors.h"
 #include "common/httputil.h"
+#include "common/policy.h"
 #include "common/tagging.h"
 
 /* http[s]://host[:port] with host a DNS name, IPv4 or [IPv6]; nothing after. */
@@ -192,6 +193,20 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
             if ((rc = check_tags(v, err, errlen)) < 0)
                 break;
             out->has_tags = 1;
+        } else if (strcmp(k, "policy") == 0) {
+            const char *doc = json_string_value(v);
+            int grants;
+            if (!doc) {
+                rc = hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                                "policy must be a string: the bucket policy document (JSON)");
+                break;
+            }
+            if ((rc = hd_policy_check(NULL, doc, json_string_length(v), &grants, err, errlen)) <
+                0) {
+                rc = HD_EBADARG;
+                break;
+            }
+            out->has_policy = 1;
         } else if (strcmp(k, "lifecycle") == 0) {
             if ((rc = hd_lc_check(v, err, errlen)) < 0) {
                 rc = HD_EBADARG;
@@ -212,12 +227,13 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
     return rc;
 }
 
-/* p's canonical JSON with the values of src's "cors", "tags" and "lifecycle" (src may be
- * NULL). */
+/* p's canonical JSON with the values of src's "cors", "tags", "lifecycle" and "policy" (src
+ * may be NULL). */
 static char *dump_with(const struct hd_bprops *p, json_t *src)
 {
     json_t *cors = json_object_get(src, "cors"), *tags = json_object_get(src, "tags");
-    json_t *lc = json_object_get(src, "lifecycle"), *j = json_object(), *u;
+    json_t *lc = json_object_get(src, "lifecycle"), *pol = json_object_get(src, "policy");
+    json_t *j = json_object(), *u;
     char *s;
 
     if (!j)
@@ -247,6 +263,8 @@ static char *dump_with(const struct hd_bprops *p, json_t *src)
         json_object_set(j, "tags", tags);
     if (p->has_lifecycle && lc)
         json_object_set(j, "lifecycle", lc);
+    if (p->has_policy && pol)
+        json_object_set(j, "policy", pol);
     s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(j);
     return s;
@@ -259,8 +277,9 @@ char *hd_bprops_dump(const struct hd_bprops *p)
 
 char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src)
 {
-    json_t *j =
-        (p->has_cors || p->has_tags || p->has_lifecycle) && src ? json_loads(src, 0, NULL) : NULL;
+    json_t *j = (p->has_cors || p->has_tags || p->has_lifecycle || p->has_policy) && src
+                    ? json_loads(src, 0, NULL)
+                    : NULL;
     char *s = dump_with(p, j);
 
     json_decref(j);
@@ -306,6 +325,16 @@ int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, s
         rc = -ENOMEM;
     json_decref(c);
     return rc;
+}
+
+void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int *list)
+{
+    int read = json_is_true(json_object_get(props, "anonymous_read"));
+    int grants = hd_policy_grants(bucket, json_string_value(json_object_get(props, "policy")));
+
+    *objects = read || (grants & HD_POLICY_OBJECTS);
+    *list =
+        read || json_is_true(json_object_get(props, "anonymous_list")) || (grants & HD_POLICY_LIST);
 }
 
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name)

@@ -15,8 +15,10 @@
  *                 "style": "path" | "virtual", "profile": "NAME", "bucket": "NAME"},
  *    "cors": [RULE, ...],                  S3 PutBucketCors (common/cors.h)
  *    "tags": {"key": "value", ...},        S3 PutBucketTagging (common/tagging.h)
- *    "lifecycle": [RULE, ...]}             S3 PutBucketLifecycleConfiguration (common/
+ *    "lifecycle": [RULE, ...],             S3 PutBucketLifecycleConfiguration (common/
  *                                          lifecycle.h); hoard's own buckets only
+ *    "policy": "{...}"}                    S3 PutBucketPolicy: the document as sent
+ *                                          (common/policy.h)
  *
  * "write_policy" "back" is for S3-backed buckets only: the proxy checks it with the provider.
  * "upstream" names where an S3-backed (provider "aws") bucket's objects come from. It never
@@ -26,6 +28,8 @@
 #define HD_BPROPS_H
 
 #include <stddef.h>
+
+#include <jansson.h>
 
 #define HD_UPSTREAM_URL_MAX 256
 #define HD_UPSTREAM_NAME_MAX 64
@@ -46,9 +50,10 @@ struct hd_bprops {
     int write_back;         /* "write_policy": "back" */
     int has_upstream;
     struct hd_upstream up;
-    int has_cors; /* "cors" (its rules stay in the JSON: hd_bprops_dump_from) */
-    int has_tags; /* "tags" (the same) */
+    int has_cors;      /* "cors" (its rules stay in the JSON: hd_bprops_dump_from) */
+    int has_tags;      /* "tags" (the same) */
     int has_lifecycle; /* "lifecycle" (the same) */
+    int has_policy;    /* "policy" (the same) */
 };
 
 /* Parses and validates props JSON (NULL or "" = {}). Unknown keys, wrong types, a bad
@@ -63,6 +68,10 @@ char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src);
 /* cur (NULL = {}) with the keys of patch replaced (a key set to null is removed); the
  * result is validated. *out is canonical JSON (malloc'd). HD_EBADARG with err filled. */
 int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, size_t errlen);
+/* What unsigned callers may do to bucket with these properties (a parsed props object, NULL =
+ * {}): read its objects (anonymous_read, or a policy granting s3:GetObject) and list it
+ * (anonymous_read, anonymous_list, or a policy granting s3:ListBucket). */
+void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int *list);
 /* The upstream bucket name for hoard bucket `name`. */
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name);
 

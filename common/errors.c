@@ -139,6 +139,7 @@ static const struct hd_err_info table[] = {
      "CORSResponse: This CORS request is not allowed. This is usually because the evalution of "
      "Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers "
      "are not whitelisted by the resource's CORS spec."},
+    {HD_EMALFORMEDPOLICY, 400, "MalformedPolicy", "Policies must be valid JSON"},
     {HD_ENOBUCKETPOLICY, 404, "NoSuchBucketPolicy", "The bucket policy does not exist"},
     {HD_ENOLIFECYCLE, 404, "NoSuchLifecycleConfiguration",
      "The lifecycle configuration does not exist"},

@@ -104,6 +104,7 @@ enum hd_err {
     HD_ECORSBAD,             /* 400 BadRequest (a CORS preflight without Origin or method) */
     HD_EACLNOTSUPP,          /* 400 AccessControlListNotSupported (an ACL the bucket's overrides) */
     HD_ECORSDENY,            /* 403 AccessForbidden (a CORS preflight no rule allows) */
+    HD_EMALFORMEDPOLICY,     /* 400 MalformedPolicy (a bucket policy: common/policy.h) */
     /* a bucket configuration hoard never has (GET answers as AWS for a bucket without one) */
     HD_ENOBUCKETPOLICY, /* 404 NoSuchBucketPolicy */
     HD_ENOLIFECYCLE,    /* 404 NoSuchLifecycleConfiguration */

@@ -220,11 +220,9 @@ int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, 
     return 0;
 }
 
-int hd_keys_public(int pub, int anonymous_read, int anonymous_list)
+int hd_keys_public(int pub, int objects, int list)
 {
-    return pub == HD_PUB_READ   ? anonymous_read != 0
-           : pub == HD_PUB_LIST ? anonymous_read || anonymous_list
-                                : 0;
+    return pub == HD_PUB_READ ? objects != 0 : pub == HD_PUB_LIST ? list != 0 : 0;
 }
 
 int hd_keys_native_object_pub(const struct hd_req *r)
@@ -237,7 +235,8 @@ int hd_keys_native_object_pub(const struct hd_req *r)
 }
 
 int hd_keys_authorize(const struct hd_keys *ks, const struct hd_req *r,
-                      const struct hd_sigv4_auth *a, const char *bucket)
+                      const struct hd_sigv4_auth *a, const char *bucket, hd_public_fn open,
+                      void *arg)
 {
     /* a read: GET, HEAD, or what a route classified as one (a batch GET may be a POST) */
     int write = !r->pub && strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
@@ -250,6 +249,8 @@ int hd_keys_authorize(const struct hd_keys *ks, const struct hd_req *r,
     if (!bucket)
         return 0;
     if (hd_key_allows(k, bucket, write) < 0) {
+        if (r->pub && open && open(arg, bucket, r->pub))
+            return 0; /* what everyone may do */
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EACCESS;
     }

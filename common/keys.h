@@ -59,18 +59,24 @@ typedef int (*hd_token_revoked_fn)(void *arg, const char *id);
 int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, struct hd_req *r,
                    struct hd_sigv4_auth *a);
 /* 1 when a request its route classified as pub (enum hd_pub, common/http.h) may be let
- * through unsigned by a bucket with these properties: anonymous_read opens its objects and
- * listings, anonymous_list its listings. Settings (ACL, tags, CORS, policy, props, summaries)
- * are never HD_PUB_*: AWS's READ grant covers no more. */
-int hd_keys_public(int pub, int anonymous_read, int anonymous_list);
+ * through unsigned by a bucket whose objects and listings are public as said (common/bprops.h
+ * hd_bprops_public: anonymous_read, anonymous_list, a bucket policy). Settings (ACL, tags,
+ * CORS, policy, props, summaries) are never HD_PUB_*: AWS's READ grant covers no more. */
+int hd_keys_public(int pub, int objects, int list);
 /* What a native /v1/objects/B/O request is to an unsigned caller: HD_PUB_READ for a GET or
  * HEAD of the object, HD_PUB_NONE for the rest (writes, and the multipart calls that ?uploadId
  * and ?partNumber name). Proxies authorise by it; targets also route by it. */
 int hd_keys_native_object_pub(const struct hd_req *r);
+/* Whether bucket lets anyone do what r->pub names (the role's hd_keys_public over its own
+ * view of the bucket's properties). */
+typedef int (*hd_public_fn)(void *arg, const char *bucket, int pub);
 /* Whether the verified caller a may do r's method to bucket (NULL: the service, e.g.
  * ListBuckets: any known key), and read a CopyObject's source: 0, HD_ENOACCESSKEY or
- * HD_EACCESS (counted as a failed authentication). */
+ * HD_EACCESS (counted as a failed authentication). A key without access to bucket may still
+ * do what the bucket lets everyone do (open, when not NULL, says), as an unsigned caller
+ * could: a bucket policy's "everyone" includes every key. */
 int hd_keys_authorize(const struct hd_keys *ks, const struct hd_req *r,
-                      const struct hd_sigv4_auth *a, const char *bucket);
+                      const struct hd_sigv4_auth *a, const char *bucket, hd_public_fn open,
+                      void *arg);
 
 #endif

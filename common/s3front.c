@@ -10,6 +10,7 @@
 #include "common/cksum.h"
 #include "common/cors.h"
 #include "common/lifecycle.h"
+#include "common/policy.h"
 #include "common/errors.h"
 #include "common/httputil.h"
 #include "common/json.h"
@@ -122,6 +123,8 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_PUT_BUCKET_CORS] = "PutBucketCors",
     [HD_S3_PUT_BUCKET_TAGGING] = "PutBucketTagging",
     [HD_S3_PUT_BUCKET_LIFECYCLE] = "PutBucketLifecycleConfiguration",
+    [HD_S3_PUT_BUCKET_POLICY] = "PutBucketPolicy",
+    [HD_S3_GET_POLICY_STATUS] = "GetBucketPolicyStatus",
     [HD_S3_GET_VERSIONING] = "GetBucketVersioning",
     [HD_S3_PUT_VERSIONING] = "PutBucketVersioning",
     [HD_S3_GET_BUCKET_CONFIG] = "GetBucketConfiguration",
@@ -161,13 +164,19 @@ static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const
 
     *sub = NULL;
 
+    if (level == BUCKET && strcmp(r->method, "GET") == 0 &&
+        hd_query_find(&r->query, "policyStatus")) {
+        *op = HD_S3_GET_POLICY_STATUS;
+        return 0;
+    }
     if (level == BUCKET && (cfg = bucket_config_of(r))) {
         if (strcmp(r->method, "PUT") == 0 &&
             (strcmp(cfg->sub, "cors") == 0 || strcmp(cfg->sub, "tagging") == 0 ||
-             strcmp(cfg->sub, "lifecycle") == 0)) {
+             strcmp(cfg->sub, "lifecycle") == 0 || strcmp(cfg->sub, "policy") == 0)) {
             *op = cfg->sub[0] == 'c'   ? HD_S3_PUT_BUCKET_CORS
                   : cfg->sub[0] == 't' ? HD_S3_PUT_BUCKET_TAGGING
-                                       : HD_S3_PUT_BUCKET_LIFECYCLE;
+                  : cfg->sub[0] == 'l' ? HD_S3_PUT_BUCKET_LIFECYCLE
+                                       : HD_S3_PUT_BUCKET_POLICY;
             return 0;
         }
         if (strcmp(r->method, "GET") == 0) {
@@ -259,6 +268,11 @@ static int metric_op(enum hd_s3_op op)
     case HD_S3_PUT_VERSIONING:
     case HD_S3_GET_BUCKET_CONFIG:
     case HD_S3_DELETE_BUCKET_CONFIG:
+    case HD_S3_PUT_BUCKET_CORS:
+    case HD_S3_PUT_BUCKET_TAGGING:
+    case HD_S3_PUT_BUCKET_LIFECYCLE:
+    case HD_S3_PUT_BUCKET_POLICY:
+    case HD_S3_GET_POLICY_STATUS:
         return HD_OP_BUCKET;
     default:
         return HD_OP_OTHER;
@@ -1541,6 +1555,80 @@ static void put_lifecycle(struct hd_req *r, const struct hd_s3_front *f, void *c
     put_setting(r, f, ctx, c, HD_XML_MAX_BODY, xml_setting_end, &lc_setting);
 }
 
+/* ---- bucket policies (the bucket property "policy": the document, common/policy.h) ---- */
+
+static void policy_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
+{
+    const struct bucket_call *bc = arg;
+    char msg[512], *value;
+    json_t *doc;
+    int grants, rc = hd_policy_check(bc->bucket, body, len, &grants, msg, sizeof(msg));
+
+    if (rc < 0) {
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
+    doc = json_stringn(body, len); /* as sent: GetBucketPolicy gives it back */
+    value = doc ? json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    json_decref(doc);
+    if (!value)
+        hd_resp_err(r, -ENOMEM);
+    else
+        setting_answer(r, bc, "policy", value, 204);
+    free(value);
+}
+
+static void put_policy(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                       const struct hd_s3_call *c)
+{
+    put_setting(r, f, ctx, c, HD_POLICY_MAX, policy_put_end, NULL);
+}
+
+/* GetBucketPolicy (the document as it was sent), DeleteBucketPolicy, GetBucketPolicyStatus
+ * (IsPublic: the policy grants everyone something). */
+static void policy_config(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                          const struct hd_s3_call *c)
+{
+    char msg[256] = "";
+    struct hd_buf b;
+    int rc;
+    json_t *v = setting(f, ctx, c->bucket, "policy", &rc);
+    const char *doc = json_string_value(v);
+
+    if (rc >= 0 && c->op == HD_S3_DELETE_BUCKET_CONFIG) {
+        rc = v ? f->props_patch(ctx, c->bucket, "{\"policy\":null}", msg, sizeof(msg)) : 0;
+        if (rc >= 0)
+            hd_resp_empty(r, 204);
+    }
+    if (rc < 0) {
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+    } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
+        ; /* answered */
+    } else if (!doc) {
+        hd_resp_err(r, HD_ENOBUCKETPOLICY);
+    } else if (c->op == HD_S3_GET_POLICY_STATUS) {
+        hd_buf_init(&b);
+        hd_xml_decl(&b);
+        hd_buf_printf(&b, "<PolicyStatus xmlns=\"" S3NS "\"><IsPublic>%s</IsPublic></PolicyStatus>",
+                      hd_policy_grants(c->bucket, doc) ? "true" : "false");
+        hd_resp_xml(r, 200, &b);
+    } else {
+        hd_resp_copy(r, 200, "application/json", doc, json_string_length(v));
+    }
+    json_decref(v);
+}
+
+static void policy_status(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                          const struct hd_s3_call *c)
+{
+    int rc = f->bucket_exists(ctx, c->bucket);
+
+    if (rc < 0)
+        hd_resp_err(r, rc);
+    else
+        policy_config(r, f, ctx, c);
+}
+
 /* ---- bucket tags (the bucket property "tags": {key: value}) ---- */
 
 static void tags_put_end(struct hd_req *r, void *arg, const char *body, size_t len)
@@ -1621,6 +1709,8 @@ static void bucket_config(struct hd_req *r, const struct hd_s3_front *f, void *c
         setting_config(r, f, ctx, c, "tags", HD_ENOTAGSET, tags_xml);
     } else if (strcmp(cfg->sub, "lifecycle") == 0) {
         setting_config(r, f, ctx, c, "lifecycle", HD_ENOLIFECYCLE, hd_lc_xml);
+    } else if (strcmp(cfg->sub, "policy") == 0) {
+        policy_config(r, f, ctx, c);
     } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
         hd_resp_empty(r, 204);
     } else if (cfg->err) {
@@ -1648,7 +1738,8 @@ static const builtin_fn builtin[HD_S3_OP_COUNT] = {
     [HD_S3_GET_VERSIONING] = get_versioning,      [HD_S3_PUT_VERSIONING] = put_versioning,
     [HD_S3_GET_BUCKET_CONFIG] = bucket_config,    [HD_S3_DELETE_BUCKET_CONFIG] = bucket_config,
     [HD_S3_PUT_BUCKET_CORS] = put_cors,           [HD_S3_PUT_BUCKET_TAGGING] = put_tagging,
-    [HD_S3_PUT_BUCKET_LIFECYCLE] = put_lifecycle,
+    [HD_S3_PUT_BUCKET_LIFECYCLE] = put_lifecycle, [HD_S3_PUT_BUCKET_POLICY] = put_policy,
+    [HD_S3_GET_POLICY_STATUS] = policy_status,
 };
 
 /* ---- dispatch ---- */

@@ -15,6 +15,7 @@
 #include <openssl/crypto.h>
 #include <sqlite3.h>
 
+#include "common/bprops.h"
 #include "common/buf.h"
 #include "common/cksum.h"
 #include "common/errors.h"
@@ -554,10 +555,11 @@ int hd_bmd_put(struct hd_bmd *b, const char *name, const char *provider, int64_t
     e.created = created;
     if (props && !(e.props = strdup(props)))
         return -ENOMEM;
-    if (props && strstr(props, "\"anonymous_")) { /* most buckets are private */
+    /* most buckets are private: props are canonical JSON (hd_bprops_dump, keys as written),
+     * so a bucket without these keys is not parsed; a miss could only refuse access */
+    if (props && (strstr(props, "\"anonymous_") || strstr(props, "\"policy\""))) {
         json_t *j = json_loads(props, 0, NULL);
-        e.anonymous_read = json_is_true(json_object_get(j, "anonymous_read"));
-        e.anonymous_list = json_is_true(json_object_get(j, "anonymous_list"));
+        hd_bprops_public(e.name, j, &e.public_objects, &e.public_list);
         json_decref(j);
     }
     for (i = 0; i < b->n; i++) {

@@ -109,8 +109,8 @@ struct hd_bmd_bucket {
     char provider[8];
     int64_t created; /* unix seconds */
     char *props;     /* compact JSON object, NULL = {} */
-    /* of props, parsed once by hd_bmd_put: what unsigned callers may do (common/keys.h) */
-    int anonymous_read, anonymous_list;
+    /* of props, parsed once by hd_bmd_put: what unsigned callers may do (hd_bprops_public) */
+    int public_objects, public_list;
 };
 
 /* A revoked bearer token (DELETE /v1/tokens): its id (common/token.h hd_token_id) until it

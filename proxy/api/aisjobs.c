@@ -142,7 +142,7 @@ static int may_write(struct hd_req *r, struct hd_proxy *p, const struct hd_sigv4
         return 0; /* auth off, or another proxy of the cluster (which authorised it) */
     if (a->anonymous)
         return HD_EMISSINGAUTH;
-    return hd_keys_authorize(&p->keys, r, a, bucket);
+    return hd_keys_authorize(&p->keys, r, a, bucket, NULL, NULL);
 }
 
 /* Starts a copy of bucket into dst (provider prov) with sel (names, template or prefix:

@@ -421,7 +421,7 @@ static int any_anonymous(struct hd_proxy *p)
     int yes = 0;
 
     for (i = 0; b && i < b->n && !yes; i++)
-        yes = b->b[i].anonymous_read;
+        yes = b->b[i].public_objects;
     hd_bmd_unref(b);
     return yes;
 }

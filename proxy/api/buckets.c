@@ -81,7 +81,7 @@ static void bucket_get_end(struct hd_req *r, void *ctx, json_t *j)
     else if (strcmp(act, "list") == 0)
         hd_proxy_ais_list_objects(r, c->p, c->bucket, json_object_get(j, "value"));
     else if (c->a.anonymous && c->p->keys.n)
-        hd_resp_err(r, HD_EMISSINGAUTH); /* an anonymous_read bucket's data, not its summaries */
+        hd_resp_err(r, HD_EMISSINGAUTH); /* a public bucket's listing, not its jobs (bucket_pub) */
     else
         hd_proxy_ais_bucket_job(r, c->p, c->bucket, &c->a, j);
 }

@@ -216,6 +216,25 @@ out:
     return rc;
 }
 
+/* The query a target's ListMultipartUploads takes: "uploads" and the parameters
+ * hd_mpul_opts_parse reads, re-encoded; anything else the client sent (?summary, ?props)
+ * would name another call on the target. */
+static void uploads_query(struct hd_buf *b, const struct hd_req *r)
+{
+    static const char *const keep[] = {
+        "prefix",      "delimiter",     "key-marker", "upload-id-marker",
+        "max-uploads", "encoding-type", NULL};
+    const struct hd_query_param *qp;
+    size_t i;
+
+    hd_buf_puts(b, "?uploads");
+    for (i = 0; keep[i]; i++)
+        if ((qp = hd_query_find(&r->query, keep[i]))) {
+            hd_buf_printf(b, "&%s=", keep[i]);
+            hd_uri_encode(b, qp->value, qp->value_len, 0);
+        }
+}
+
 /* ListMultipartUploads: every target's first max + 1 entries after the markers (uploads
  * live on the owner of their key), merged, and cut at max-uploads. */
 static void list_uploads(struct hd_req *r, void *ctx, const struct hd_s3_call *call)
@@ -251,7 +270,7 @@ static void list_uploads(struct hd_req *r, void *ctx, const struct hd_s3_call *c
         }
     hd_buf_puts(&path, "/v1/buckets/");
     hd_uri_encode(&path, bucket, strlen(bucket), 0);
-    hd_buf_printf(&path, "?%s", r->raw_query); /* carries "uploads" and the parameters */
+    uploads_query(&path, r); /* "uploads" and the listing's parameters, nothing else */
     if (path.oom ||
         (rc = hd_proxy_fan_out(p, s, "GET", path.data, NULL, 1, HD_PROXY_FANOUT_MS, &f)) < 0) {
         rc = -ENOMEM;

@@ -17,10 +17,15 @@ int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub)
 {
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
     const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
-    int yes = e && hd_keys_public(pub, e->anonymous_read, e->anonymous_list);
+    int yes = e && hd_keys_public(pub, e->public_objects, e->public_list);
 
     hd_bmd_unref(b);
     return yes;
+}
+
+static int bucket_open(void *arg, const char *bucket, int pub)
+{
+    return hd_proxy_public(arg, bucket, pub);
 }
 
 static int known_node(void *arg, const char *id)
@@ -111,7 +116,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     if (p->keys.n == 0)
         return 0; /* auth off: credentials, if any, are ignored (as on targets) */
     if ((rc = hd_keys_bearer(p->secret, token_revoked, p, r, a)) != HD_DECLINED)
-        return rc < 0 ? rc : hd_keys_authorize(&p->keys, r, a, bucket);
+        return rc < 0 ? rc : hd_keys_authorize(&p->keys, r, a, bucket, bucket_open, p);
     rc = hd_keys_verify(&p->keys, r, a);
     if (rc == HD_DECLINED) { /* no credentials */
         if (bucket && hd_proxy_public(p, bucket, r->pub))
@@ -123,7 +128,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
         return rc;
     snprintf(r->principal, sizeof(r->principal), "key %s", a->access_key);
     /* the targets trust our signature (and skip this, CopyObject's source included) */
-    return hd_keys_authorize(&p->keys, r, a, bucket);
+    return hd_keys_authorize(&p->keys, r, a, bucket, bucket_open, p);
 }
 
 int hd_proxy_auth_view_or_admin(struct hd_req *r, struct hd_proxy *p)

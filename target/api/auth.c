@@ -38,23 +38,29 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
     return rc == HD_DECLINED ? 0 : rc;
 }
 
+static int bucket_open(void *arg, const char *bucket, int pub)
+{
+    struct hd_target *t = arg;
+    struct hd_bucket_info bi;
+
+    return hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
+           hd_keys_public(pub, bi.public_objects, bi.public_list);
+}
+
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
                         const char *bucket)
 {
-    struct hd_bucket_info bi;
-
     if (r->trusted)
         return 0; /* a proxy authenticated and authorised it */
     if (a->anonymous) {
         if (t->keys.n == 0)
             return 0; /* auth disabled */
-        if (bucket && r->pub && hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
-            hd_keys_public(r->pub, bi.anonymous_read, bi.anonymous_list))
+        if (bucket && r->pub && bucket_open(t, bucket, r->pub))
             return 0;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;
     }
-    return hd_keys_authorize(&t->keys, r, a, bucket);
+    return hd_keys_authorize(&t->keys, r, a, bucket, bucket_open, t);
 }
 
 int hd_target_auth_admin(struct hd_req *r, struct hd_target *t)

@@ -47,15 +47,6 @@ struct hd_tcluster {
 
 /* ---- BMD -> store ---- */
 
-static int props_anon(const char *props)
-{
-    json_t *j = props ? json_loads(props, 0, NULL) : NULL;
-    int yes = j && json_is_true(json_object_get(j, "anonymous_read"));
-
-    json_decref(j);
-    return yes;
-}
-
 /* Whether the store already holds the BMD entry's props (upstream, validate_warm_get...). */
 static int props_same(struct hd_store *st, const struct hd_bmd_bucket *e)
 {
@@ -87,7 +78,8 @@ static void apply_to_store(struct hd_tcluster *c, struct hd_bmd *prev, struct hd
             continue;
         }
         if (hd_store_bucket_get(st, e->name, &bi) == 0 &&
-            (bi.anonymous_read != props_anon(e->props) || !props_same(st, e)))
+            (bi.public_objects != e->public_objects || bi.public_list != e->public_list ||
+             !props_same(st, e)))
             hd_store_bucket_set_props(st, e->name, e->props ? e->props : "{}");
     }
     for (i = 0; prev && i < prev->n; i++) {

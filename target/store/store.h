@@ -35,6 +35,8 @@ struct hd_bucket_info {
     int64_t created;    /* unix seconds */
     int anonymous_read; /* prop: unsigned GET/HEAD/list allowed */
     int anonymous_list; /* prop: unsigned listings allowed */
+    int public_objects; /* unsigned GET/HEAD allowed (hd_bprops_public: these, or a policy) */
+    int public_list;    /* unsigned listings allowed (the same) */
     int has_lifecycle;  /* prop: lifecycle rules (target/api/lifecycle.c applies them) */
 };
 int hd_store_bucket_create(struct hd_store *st, const char *name, const char *provider);

@@ -397,6 +397,8 @@ _PUBLIC_CALLS = [("GET", "/{b}/pub/obj"), ("HEAD", "/{b}/pub/obj"),
                  ("GET", "/{b}/pub/obj?x-id=GetObject"), ("GET", "/{b}/pub/obj?partNumber=1"),
                  ("GET", "/{b}?list-type=2&prefix=pub/"), ("GET", "/{b}"), ("HEAD", "/{b}"),
                  ("GET", "/{b}?versions"), ("GET", "/{b}?uploads"),
+                 # extra names ride along without naming another call on the targets
+                 ("GET", "/{b}?uploads&summary"), ("GET", "/{b}?uploads&props&prefix=pub%2F"),
                  ("GET", "/v1/objects/{b}/pub/obj"), ("HEAD", "/v1/objects/{b}/pub/obj"),
                  ("GET", "/v1/buckets/{b}"), ("HEAD", "/v1/buckets/{b}")]
 # and nothing else: every setting, every call hoard does not have, every native summary
@@ -425,6 +427,8 @@ def test_public_bucket_allows_only_reads(endpoint, raw, s3, bucket):
         for method, path in _PUBLIC_CALLS:
             r = raw.request(method, path.format(b=bucket), sign=False)
             assert r.status in (200, 206, 307), (method, path, r.status, r.body[:300])
+            if "uploads" in path:
+                assert b"<ListMultipartUploadsResult" in r.body, (path, r.body[:300])
         for method, path in private:
             r = raw.request(method, path.format(b=bucket), sign=False)
             assert r.status == 403, (method, path, r.status, r.body[:300])

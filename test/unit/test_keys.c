@@ -25,10 +25,10 @@ static int native_pub(const char *method, const char *query)
 
 HD_SUITE(keys_public)
 {
-    /* anonymous_read opens reads and listings, anonymous_list listings only, nothing opens
-     * what a route did not name */
+    /* public objects open reads, public listings the listings; nothing opens what a route
+     * did not name */
     CHECK_EQ_INT(hd_keys_public(HD_PUB_READ, 1, 0), 1);
-    CHECK_EQ_INT(hd_keys_public(HD_PUB_LIST, 1, 0), 1);
+    CHECK_EQ_INT(hd_keys_public(HD_PUB_LIST, 1, 0), 0);
     CHECK_EQ_INT(hd_keys_public(HD_PUB_READ, 0, 1), 0);
     CHECK_EQ_INT(hd_keys_public(HD_PUB_LIST, 0, 1), 1);
     CHECK_EQ_INT(hd_keys_public(HD_PUB_NONE, 1, 1), 0);

@@ -167,20 +167,32 @@ HD_SUITE(smap_bmd)
     CHECK(hd_bmd_props_equal(NULL, "{}"));
     CHECK(!hd_bmd_props_equal(NULL, "{\"anonymous_read\":true}"));
     /* what unsigned callers may do, parsed once: through JSON and clones too */
-    CHECK(hd_bmd_find(back, "alpha")->anonymous_read &&
-          !hd_bmd_find(back, "alpha")->anonymous_list);
-    CHECK(!hd_bmd_find(back, "zeta")->anonymous_read && !hd_bmd_find(back, "zeta")->anonymous_list);
+#define PUB(b, n) (hd_bmd_find(b, n)->public_objects * 2 + hd_bmd_find(b, n)->public_list)
+    CHECK_EQ_INT(PUB(back, "alpha"), 3); /* anonymous_read: objects and listings */
+    CHECK_EQ_INT(PUB(back, "zeta"), 0);
     CHECK_EQ_INT(hd_bmd_put(back, "zeta", "ais", 100, "{\"anonymous_list\":true,\"tags\":{}}"), 0);
-    CHECK(hd_bmd_find(back, "zeta")->anonymous_list && !hd_bmd_find(back, "zeta")->anonymous_read);
+    CHECK_EQ_INT(PUB(back, "zeta"), 1);
     CHECK_EQ_INT(hd_bmd_put(back, "beta", "ais", 1, "{\"anonymous_read\":false}"), 0);
-    CHECK(!hd_bmd_find(back, "beta")->anonymous_read);
+    CHECK_EQ_INT(PUB(back, "beta"), 0);
     CHECK_EQ_INT(hd_bmd_put(back, "beta", "ais", 1, "not json \"anonymous_read\":true"), 0);
-    CHECK(!hd_bmd_find(back, "beta")->anonymous_read);
+    CHECK_EQ_INT(PUB(back, "beta"), 0);
+    /* a bucket policy: what it grants this bucket, nothing for a policy naming another */
+    CHECK_EQ_INT(hd_bmd_put(back, "beta", "ais", 1,
+                            "{\"policy\":\"{\\\"Statement\\\":{\\\"Effect\\\":\\\"Allow\\\","
+                            "\\\"Principal\\\":\\\"*\\\",\\\"Action\\\":\\\"s3:GetObject\\\","
+                            "\\\"Resource\\\":\\\"arn:aws:s3:::beta/*\\\"}}\"}"),
+                 0);
+    CHECK_EQ_INT(PUB(back, "beta"), 2);
+    CHECK_EQ_INT(hd_bmd_put(back, "gamma", "ais", 1, hd_bmd_find(back, "beta")->props), 0);
+    CHECK_EQ_INT(PUB(back, "gamma"), 0);
+    CHECK_EQ_INT(hd_bmd_remove(back, "gamma"), 0);
     CHECK_EQ_INT(hd_bmd_remove(back, "beta"), 0);
     CHECK_EQ_INT(hd_bmd_clone(back, &c), 0);
-    CHECK(hd_bmd_find(c, "alpha")->anonymous_read && hd_bmd_find(c, "zeta")->anonymous_list);
+    CHECK_EQ_INT(PUB(c, "alpha"), 3);
+    CHECK_EQ_INT(PUB(c, "zeta"), 1);
     CHECK_EQ_INT(hd_bmd_put(back, "zeta", "ais", 100, NULL), 0);
-    CHECK(!hd_bmd_find(back, "zeta")->anonymous_list);
+    CHECK_EQ_INT(PUB(back, "zeta"), 0);
+#undef PUB
     CHECK_EQ_INT(hd_bmd_remove(c, "alpha"), 0);
     CHECK_EQ_INT(hd_bmd_remove(c, "alpha"), -ENOENT);
     CHECK(hd_bmd_find(back, "alpha") != NULL); /* the clone is separate */

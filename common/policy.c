@@ -1,0 +1,255 @@
+/* policy: the bucket policies hoard enforces (common/policy.h), read with jansson. */
+#include "common/policy.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "common/errors.h"
+
+#define ARN "arn:aws:s3:::"
+
+/* What a statement's resource names. */
+enum {
+    RES_BUCKET = 1,  /* arn:aws:s3:::B */
+    RES_OBJECTS = 2, /* arn:aws:s3:::B/ * (every object) */
+};
+
+/* What an action is about. */
+enum { ACT_OBJECT, ACT_BUCKET };
+
+static int malformed(char *msg, size_t msglen, const char *why)
+{
+    return hd_err_fmt(msg, msglen, HD_EMALFORMEDPOLICY, "%s", why);
+}
+
+/* v is a string or a non-empty array of strings: the i-th, or NULL past the end (*bad: not
+ * that shape). */
+static const char *item(const json_t *v, size_t i, int *bad)
+{
+    const char *s;
+
+    *bad = 0;
+    if (json_is_string(v))
+        return i == 0 ? json_string_value(v) : NULL;
+    if (!json_is_array(v) || json_array_size(v) == 0) {
+        *bad = 1;
+        return NULL;
+    }
+    if (i >= json_array_size(v))
+        return NULL;
+    if (!(s = json_string_value(json_array_get(v, i))))
+        *bad = 1;
+    return s;
+}
+
+static int resource_of(const char *bucket, const char *r, int *kind, char *msg, size_t msglen)
+{
+    const char *rest, *slash;
+    size_t bl;
+
+    if (strcmp(r, "*") == 0) {
+        *kind = RES_BUCKET | RES_OBJECTS;
+        return 0;
+    }
+    if (strncmp(r, ARN, strlen(ARN)) != 0)
+        return malformed(msg, msglen, "Policy has invalid resource");
+    rest = r + strlen(ARN);
+    slash = strchr(rest, '/');
+    bl = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (bl == 0 || (bucket && (bl != strlen(bucket) || strncmp(rest, bucket, bl) != 0)) ||
+        memchr(rest, '*', bl) || memchr(rest, '?', bl))
+        return malformed(msg, msglen, "Policy has invalid resource");
+    if (!slash) {
+        *kind = RES_BUCKET;
+        return 0;
+    }
+    if (strcmp(slash, "/*") == 0) {
+        *kind = RES_OBJECTS;
+        return 0;
+    }
+    return hd_err_fmt(msg, msglen, HD_ENOTIMPL,
+                      "Resource %.300s: hoard grants a bucket's objects as a whole (%sBUCKET/*), "
+                      "not a prefix or a key.",
+                      r, ARN);
+}
+
+static int action_of(const char *a, int *act, char *msg, size_t msglen)
+{
+    static const char *const objects[] = {"s3:GetObject", "s3:GetObjectVersion", NULL};
+    static const char *const buckets[] = {"s3:ListBucket", "s3:ListBucketVersions",
+                                          "s3:ListBucketMultipartUploads", NULL};
+    size_t i;
+
+    for (i = 0; objects[i]; i++)
+        if (strcasecmp(a, objects[i]) == 0) {
+            *act = ACT_OBJECT;
+            return 0;
+        }
+    for (i = 0; buckets[i]; i++)
+        if (strcasecmp(a, buckets[i]) == 0) {
+            *act = ACT_BUCKET;
+            return 0;
+        }
+    if (strcmp(a, "*") != 0 && strncasecmp(a, "s3:", 3) != 0)
+        return malformed(msg, msglen, "Policy has invalid action");
+    return hd_err_fmt(msg, msglen, HD_ENOTIMPL,
+                      "Action %.200s: a bucket policy can grant s3:GetObject and s3:ListBucket "
+                      "only (hoard keeps no ACLs: access is set by keys, auth.keys).",
+                      a);
+}
+
+/* "*", {"AWS": "*"} or {"AWS": ["*", ...]}: everyone. */
+static int principal_check(const json_t *p, char *msg, size_t msglen)
+{
+    const json_t *aws = json_object_get(p, "AWS");
+    const char *s;
+    size_t i;
+    int bad;
+
+    if (json_is_string(p) && strcmp(json_string_value(p), "*") == 0)
+        return 0;
+    if (json_is_object(p) && json_object_size(p) == 1 && aws) {
+        for (i = 0; (s = item(aws, i, &bad)); i++)
+            if (strcmp(s, "*") != 0)
+                break;
+        if (!bad && !s)
+            return 0;
+    }
+    if (!json_is_string(p) && !json_is_object(p))
+        return malformed(msg, msglen, "Invalid principal in policy");
+    return hd_err_fmt(msg, msglen, HD_ENOTIMPL, "%s",
+                      "A bucket policy can grant everyone (\"Principal\": \"*\") only: hoard has "
+                      "keys (auth.keys), not accounts or roles.");
+}
+
+static int statement(const char *bucket, json_t *st, int *grants, char *msg, size_t msglen)
+{
+    const json_t *eff = json_object_get(st, "Effect"), *acts = json_object_get(st, "Action");
+    const json_t *res = json_object_get(st, "Resource"), *pr = json_object_get(st, "Principal");
+    int kinds[64], nres = 0, act = ACT_OBJECT, used, rc, bad;
+    const char *k, *s;
+    json_t *v;
+    size_t i, j;
+
+    if (!json_is_object(st))
+        return malformed(msg, msglen, "Statement must be an object");
+    json_object_foreach(st, k, v)
+    {
+        if (strcmp(k, "Condition") == 0 || strcmp(k, "NotAction") == 0 ||
+            strcmp(k, "NotPrincipal") == 0 || strcmp(k, "NotResource") == 0)
+            return hd_err_fmt(msg, msglen, HD_ENOTIMPL,
+                              "%s: a bucket policy can only grant everyone s3:GetObject and "
+                              "s3:ListBucket, without conditions.",
+                              k);
+        if (strcmp(k, "Sid") != 0 && strcmp(k, "Effect") != 0 && strcmp(k, "Principal") != 0 &&
+            strcmp(k, "Action") != 0 && strcmp(k, "Resource") != 0)
+            return hd_err_fmt(msg, msglen, HD_EMALFORMEDPOLICY, "Unknown field %.100s", k);
+    }
+    if (json_object_get(st, "Sid") && !json_is_string(json_object_get(st, "Sid")))
+        return malformed(msg, msglen, "Statement IDs (SID) must be strings");
+    if (!eff)
+        return malformed(msg, msglen, "Missing required field Effect");
+    if (!json_is_string(eff) ||
+        (strcmp(json_string_value(eff), "Allow") != 0 && strcmp(json_string_value(eff), "Deny")))
+        return malformed(msg, msglen, "Invalid effect");
+    if (strcmp(json_string_value(eff), "Deny") == 0)
+        return hd_err_fmt(msg, msglen, HD_ENOTIMPL, "%s",
+                          "Effect Deny: a bucket policy can only grant (Allow); access is "
+                          "otherwise set by keys (auth.keys).");
+    if (!pr)
+        return malformed(msg, msglen, "Missing required field Principal");
+    if ((rc = principal_check(pr, msg, msglen)) < 0)
+        return rc;
+    if (!acts)
+        return malformed(msg, msglen, "Missing required field Action");
+    if (!res)
+        return malformed(msg, msglen, "Missing required field Resource");
+    for (i = 0; (s = item(res, i, &bad)); i++) {
+        if (nres == (int)(sizeof(kinds) / sizeof(kinds[0])))
+            return malformed(msg, msglen, "Too many resources in one statement");
+        if ((rc = resource_of(bucket, s, &kinds[nres++], msg, msglen)) < 0)
+            return rc;
+    }
+    if (bad)
+        return malformed(msg, msglen, "Resource must be a string or a list of strings");
+    for (i = 0; (s = item(acts, i, &bad)); i++) {
+        if ((rc = action_of(s, &act, msg, msglen)) < 0)
+            return rc;
+        for (j = 0, used = 0; j < (size_t)nres; j++) {
+            if (act == ACT_OBJECT && (kinds[j] & RES_OBJECTS))
+                used = HD_POLICY_OBJECTS;
+            else if (act == ACT_BUCKET && (kinds[j] & RES_BUCKET))
+                used = HD_POLICY_LIST;
+            *grants |= used;
+        }
+        if (!used)
+            return malformed(msg, msglen, "Action does not apply to any resource(s) in statement");
+    }
+    if (bad)
+        return malformed(msg, msglen, "Action must be a string or a list of strings");
+    return 0;
+}
+
+int hd_policy_check(const char *bucket, const char *doc, size_t len, int *grants, char *msg,
+                    size_t msglen)
+{
+    json_t *j, *sts, *v;
+    const char *k, *ver;
+    size_t i, n;
+    int rc = 0;
+
+    *grants = 0;
+    if (msg && msglen)
+        msg[0] = '\0';
+    if (len > HD_POLICY_MAX)
+        return hd_err_fmt(msg, msglen, HD_EMALFORMEDPOLICY,
+                          "Policy exceeds the maximum allowed document size (%d bytes)",
+                          HD_POLICY_MAX);
+    j = json_loadb(doc, len, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return malformed(msg, msglen, "Policies must be valid JSON and the first byte must be '{'");
+    }
+    json_object_foreach(j, k, v)
+    {
+        if (strcmp(k, "Version") != 0 && strcmp(k, "Id") != 0 && strcmp(k, "Statement") != 0) {
+            rc = hd_err_fmt(msg, msglen, HD_EMALFORMEDPOLICY, "Unknown field %.100s", k);
+            goto out;
+        }
+    }
+    v = json_object_get(j, "Version");
+    ver = json_string_value(v);
+    if (v && (!ver || (strcmp(ver, "2012-10-17") != 0 && strcmp(ver, "2008-10-17") != 0))) {
+        rc = malformed(msg, msglen, "The policy must contain a valid version string");
+        goto out;
+    }
+    if ((v = json_object_get(j, "Id")) && !json_is_string(v)) {
+        rc = malformed(msg, msglen, "Id must be a string");
+        goto out;
+    }
+    sts = json_object_get(j, "Statement");
+    n = json_is_array(sts) ? json_array_size(sts) : 1;
+    if (!sts || (json_is_array(sts) && n == 0)) {
+        rc = malformed(msg, msglen, "Missing required field Statement");
+        goto out;
+    }
+    for (i = 0; i < n && rc == 0; i++)
+        rc = statement(bucket, json_is_array(sts) ? json_array_get(sts, i) : sts, grants, msg,
+                       msglen);
+out:
+    json_decref(j);
+    if (rc < 0)
+        *grants = 0;
+    return rc;
+}
+
+int hd_policy_grants(const char *bucket, const char *doc)
+{
+    int grants = 0;
+
+    if (!doc || hd_policy_check(bucket, doc, strlen(doc), &grants, NULL, 0) < 0)
+        return 0;
+    return grants;
+}

@@ -1,0 +1,69 @@
+/* libFuzzer driver for bucket policies (common/policy): the PutBucketPolicy body. Whatever is
+ * accepted grants only the two things hoard enforces, the same when checked again, the same
+ * through hd_policy_grants; and it passes the property check as
+ * the JSON string the S3 front end stores. The first input byte picks the bucket name. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/bprops.h"
+#include "common/errors.h"
+#include "common/policy.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const char *const buckets[] = {"data", "b", "my.bucket-1", "datas"};
+    const char *bucket, *doc;
+    char msg[512], err[512], *nul, *props;
+    struct hd_bprops bp;
+    json_t *j;
+    int g = -1, g2 = -1, rc;
+
+    if (size < 1)
+        return 0;
+    bucket = buckets[data[0] % 4];
+    doc = (const char *)data + 1;
+    size--;
+    rc = hd_policy_check(bucket, doc, size, &g, msg, sizeof(msg));
+    if (rc < 0) {
+        if (rc != HD_EMALFORMEDPOLICY && rc != HD_ENOTIMPL)
+            __builtin_trap();
+        if (g != 0 || !msg[0])
+            __builtin_trap(); /* refused: grants nothing, says why */
+        return 0;
+    }
+    if (g & ~(HD_POLICY_OBJECTS | HD_POLICY_LIST))
+        __builtin_trap();
+    if (hd_policy_check(bucket, doc, size, &g2, msg, sizeof(msg)) != 0 || g2 != g)
+        __builtin_trap();
+    if (hd_policy_check(NULL, doc, size, &g2, msg, sizeof(msg)) != 0)
+        __builtin_trap(); /* any bucket's form holds whatever this bucket's does */
+    /* stored as a JSON string, read back as the property */
+    if (!(j = json_pack("{s:s%}", "policy", doc, size)))
+        return 0; /* not UTF-8 as a string (the check took it as JSON text) */
+    props = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!props)
+        return 0;
+    if (hd_bprops_parse(props, &bp, err, sizeof(err)) != 0 || !bp.has_policy)
+        __builtin_trap();
+    free(props);
+    /* a NUL inside the text makes it a shorter document for the C-string reader */
+    if ((nul = memchr(doc, '\0', size)))
+        return 0;
+    {
+        char *copy = malloc(size + 1);
+        if (!copy)
+            return 0;
+        memcpy(copy, doc, size);
+        copy[size] = '\0';
+        if (hd_policy_grants(bucket, copy) != g)
+            __builtin_trap();
+        free(copy);
+    }
+    return 0;
+}

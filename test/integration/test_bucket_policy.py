@@ -1,0 +1,206 @@
+"""Bucket policies (PutBucketPolicy, GetBucketPolicy, DeleteBucketPolicy,
+GetBucketPolicyStatus): the subset that publishes a bucket (everyone may s3:GetObject its
+objects and/or s3:ListBucket it), enforced for unsigned callers and for keys without access to
+the bucket; everything else refused, never stored. Against a standalone target and through a
+cluster proxy, with boto3, aws CLI v2 and raw HTTP."""
+import json
+
+import botocore.exceptions
+import pytest
+
+import helpers
+from conftest import CLUSTER_KEYS, PERM_TAG, _empty_bucket
+from helpers import client_error
+
+ENDPOINTS = ("target", "proxy")
+
+
+def _doc(bucket, action="s3:GetObject", resource=None, **extra):
+    st = {"Sid": "public", "Effect": "Allow", "Principal": "*", "Action": action,
+          "Resource": resource or "arn:aws:s3:::%s/*" % bucket}
+    st.update(extra)
+    return json.dumps({"Version": "2012-10-17", "Statement": [st]})
+
+
+def _refused(call, status, code):
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        call()
+    got = client_error(ei)
+    assert got[:2] == (status, code), got
+    return got
+
+
+def _anon(raw, method, path):
+    return raw.request(method, path, sign=False).status
+
+
+def test_public_read_policy(endpoint, raw, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="pub/a.jpg", Body=b"sample bytes")
+    assert _anon(raw, "GET", "/%s/pub/a.jpg" % bucket) == 403
+    _refused(lambda: s3.get_bucket_policy(Bucket=bucket), 404, "NoSuchBucketPolicy")
+    _refused(lambda: s3.get_bucket_policy_status(Bucket=bucket), 404, "NoSuchBucketPolicy")
+
+    # AWS's guide's policy, as the console writes it (pretty-printed)
+    doc = json.dumps(json.loads(_doc(bucket)), indent=4)
+    r = s3.put_bucket_policy(Bucket=bucket, Policy=doc)
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+    assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == doc  # as sent
+    assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True
+    try:
+        r = raw.request("GET", "/%s/pub/a.jpg" % bucket, sign=False)
+        assert r.status == 200 and r.body == b"sample bytes", r
+        assert _anon(raw, "HEAD", "/%s/pub/a.jpg" % bucket) == 200
+        assert _anon(raw, "GET", "/%s/missing" % bucket) == 404
+        # the objects, not the listing, not writes, not the settings
+        for method, path in (("GET", "/%s?list-type=2" % bucket), ("HEAD", "/%s" % bucket),
+                             ("GET", "/v1/buckets/%s" % bucket), ("PUT", "/%s/pub/b" % bucket),
+                             ("DELETE", "/%s/pub/a.jpg" % bucket), ("GET", "/%s?policy" % bucket),
+                             ("PUT", "/%s?policy" % bucket), ("DELETE", "/%s?policy" % bucket),
+                             ("GET", "/%s?policyStatus" % bucket), ("GET", "/%s?acl" % bucket)):
+            assert _anon(raw, method, path) == 403, (method, path)
+        # the native API reads the same objects
+        r = raw.request("GET", "/v1/objects/%s/pub/a.jpg" % bucket, sign=False)
+        assert r.status in (200, 307), r
+    finally:
+        s3.delete_bucket_policy(Bucket=bucket)
+    assert _anon(raw, "GET", "/%s/pub/a.jpg" % bucket) == 403
+    _refused(lambda: s3.get_bucket_policy(Bucket=bucket), 404, "NoSuchBucketPolicy")
+    s3.delete_bucket_policy(Bucket=bucket)  # none: still 204
+    assert s3.get_object(Bucket=bucket, Key="pub/a.jpg")["Body"].read() == b"sample bytes"
+
+
+def test_list_policy(endpoint, raw, s3, bucket):
+    """ceph s3-tests' test_bucket_policy: s3:ListBucket on the bucket and its objects."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    s3.put_bucket_policy(Bucket=bucket, Policy=_doc(
+        bucket, action="s3:ListBucket", resource=["arn:aws:s3:::" + bucket,
+                                                  "arn:aws:s3:::%s/*" % bucket]))
+    try:
+        r = raw.request("GET", "/%s?list-type=2" % bucket, sign=False)
+        assert r.status == 200 and b"<Key>k</Key>" in r.body, r
+        assert _anon(raw, "HEAD", "/%s" % bucket) == 200
+        assert _anon(raw, "GET", "/%s/k" % bucket) == 403  # listing only
+        assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True
+        # a new policy replaces it: objects now, no listing
+        s3.put_bucket_policy(Bucket=bucket, Policy=_doc(bucket))
+        assert _anon(raw, "GET", "/%s?list-type=2" % bucket) == 403
+        assert _anon(raw, "GET", "/%s/k" % bucket) == 200
+    finally:
+        s3.delete_bucket_policy(Bucket=bucket)
+    assert _anon(raw, "GET", "/%s?list-type=2" % bucket) == 403
+
+
+@pytest.mark.parametrize("doc,status,code", [
+    ("not json", 400, "MalformedPolicy"),
+    ("[]", 400, "MalformedPolicy"),
+    ('{"Version": "2012-10-17"}', 400, "MalformedPolicy"),
+    ('{"Version": "2012-10-17", "Statement": []}', 400, "MalformedPolicy"),
+    ("OTHER", 400, "MalformedPolicy"),  # a resource of another bucket
+    ("PREFIX", 501, "NotImplemented"),
+    ("DENY", 501, "NotImplemented"),
+    ("CONDITION", 501, "NotImplemented"),
+    ("PUT", 501, "NotImplemented"),
+    ("ACCOUNT", 501, "NotImplemented"),
+])
+def test_policy_refused(endpoint, raw, s3, bucket, doc, status, code):
+    good = _doc(bucket)
+    s3.put_bucket_policy(Bucket=bucket, Policy=good)
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    doc = {"OTHER": _doc(bucket, resource="arn:aws:s3:::not-%s/*" % bucket),
+           "PREFIX": _doc(bucket, resource="arn:aws:s3:::%s/public/*" % bucket),
+           "DENY": _doc(bucket).replace('"Allow"', '"Deny"'),
+           "CONDITION": _doc(bucket, Condition={"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}),
+           "PUT": _doc(bucket, action=["s3:GetObject", "s3:PutObject"]),
+           "ACCOUNT": _doc(bucket).replace('"*"', '{"AWS": "arn:aws:iam::123456789012:root"}'),
+           }.get(doc, doc)
+    r = raw.request("PUT", "/%s?policy" % bucket, body=doc.encode())
+    helpers.check_s3_error(r, status, code)
+    # nothing changed: the earlier policy stands, exactly
+    assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == good
+    assert _anon(raw, "GET", "/%s/k" % bucket) == 200
+    s3.delete_bucket_policy(Bucket=bucket)
+
+
+def test_policy_too_large(endpoint, raw, s3, bucket):
+    doc = json.loads(_doc(bucket))
+    doc["Id"] = "x" * (20480 - len(_doc(bucket)) - len(', "Id": ""'))
+    text = json.dumps(doc)
+    assert len(text) == 20480
+    r = raw.request("PUT", "/%s?policy" % bucket, body=text.encode())
+    assert r.status == 204, r
+    r = raw.request("PUT", "/%s?policy" % bucket, body=(text + " ").encode())
+    assert r.status == 400, r
+    assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == text
+
+
+def test_policy_aws_cli(endpoint, aws2, raw, bucket, tmp_path):
+    p = tmp_path / "policy.json"
+    p.write_text(_doc(bucket, action=["s3:GetObject", "s3:ListBucket"],
+                      resource=["arn:aws:s3:::" + bucket, "arn:aws:s3:::%s/*" % bucket]))
+    src = tmp_path / "sample.bin"
+    src.write_bytes(b"0123456789" * 100)
+    aws2("s3", "cp", str(src), "s3://%s/data/sample.bin" % bucket)
+    aws2("s3api", "put-bucket-policy", "--bucket", bucket, "--policy", "file://%s" % p)
+    got = json.loads(aws2("s3api", "get-bucket-policy", "--bucket", bucket).stdout)
+    assert json.loads(got["Policy"]) == json.loads(p.read_text())
+    st = json.loads(aws2("s3api", "get-bucket-policy-status", "--bucket", bucket).stdout)
+    assert st["PolicyStatus"]["IsPublic"] is True
+    # what a reader of a public dataset runs
+    out = tmp_path / "out.bin"
+    aws2("s3", "cp", "--no-sign-request", "s3://%s/data/sample.bin" % bucket, str(out))
+    assert out.read_bytes() == src.read_bytes()
+    ls = aws2("s3", "ls", "--no-sign-request", "s3://%s/data/" % bucket).stdout.decode()
+    assert "sample.bin" in ls
+    aws2("s3api", "delete-bucket-policy", "--bucket", bucket)
+    p = aws2("s3", "cp", "--no-sign-request", "s3://%s/data/sample.bin" % bucket, str(out),
+             check=False)
+    assert p.returncode != 0 and b"403" in p.stderr + p.stdout
+
+
+@pytest.fixture
+def perm_server(endpoint, target_factory):
+    """A server with conftest.CLUSTER_KEYS (admin, read-only AKRO, AKMIX with rights on two
+    buckets only): a fresh target, or the session cluster's proxy."""
+    return endpoint if endpoint.kind == "proxy" else target_factory("perms",
+                                                                    auth_keys=CLUSTER_KEYS)
+
+
+def test_policy_opens_to_every_key(perm_server):
+    """"Everyone" includes keys without rights on the bucket: what an unsigned caller may do,
+    a signed one may too; and setting a policy needs write access."""
+    admin = helpers.boto3_client(perm_server)
+    ro = helpers.boto3_client(perm_server, access_key="AKRO", secret_key="secretRO")
+    mix = helpers.boto3_client(perm_server, access_key="AKMIX", secret_key="secretMIX")
+    name = "perm-%s-pol" % PERM_TAG  # AKMIX has no rights on it
+    admin.create_bucket(Bucket=name)
+    try:
+        admin.put_object(Bucket=name, Key="k", Body=b"v")
+        _refused(lambda: mix.get_object(Bucket=name, Key="k"), 403, "AccessDenied")
+        _refused(lambda: ro.put_bucket_policy(Bucket=name, Policy=_doc(name)), 403,
+                 "AccessDenied")
+        _refused(lambda: mix.put_bucket_policy(Bucket=name, Policy=_doc(name)), 403,
+                 "AccessDenied")
+        admin.put_bucket_policy(Bucket=name, Policy=_doc(name))
+        assert mix.get_object(Bucket=name, Key="k")["Body"].read() == b"v"
+        _refused(lambda: mix.list_objects_v2(Bucket=name), 403, "AccessDenied")
+        _refused(lambda: mix.put_object(Bucket=name, Key="k", Body=b"x"), 403, "AccessDenied")
+        _refused(lambda: mix.get_bucket_policy(Bucket=name), 403, "AccessDenied")
+        admin.delete_bucket_policy(Bucket=name)
+        _refused(lambda: mix.get_object(Bucket=name, Key="k"), 403, "AccessDenied")
+    finally:
+        _empty_bucket(admin, name)
+
+
+def test_policy_native_props(endpoint, raw, s3, bucket):
+    """The property behind it: GET ?props shows the document, a PATCH is checked as a PUT is
+    (the bucket named in its resources decides what it grants)."""
+    s3.put_bucket_policy(Bucket=bucket, Policy=_doc(bucket))
+    r = raw.request("GET", "/v1/buckets/%s?props" % bucket)
+    assert r.status == 200, r
+    assert json.loads(r.body)["props"]["policy"] == _doc(bucket)
+    r = raw.request("PATCH", "/v1/buckets/%s" % bucket,
+                    body=json.dumps({"policy": _doc(bucket, action="s3:Delete*")}).encode())
+    assert r.status == 400 and b"s3:Delete*" in r.body, r
+    r = raw.request("PATCH", "/v1/buckets/%s" % bucket, body=b'{"policy": null}')
+    assert r.status == 200, r
+    _refused(lambda: s3.get_bucket_policy(Bucket=bucket), 404, "NoSuchBucketPolicy")

@@ -1,0 +1,184 @@
+/* Unit tests for common/policy.c: the bucket policies hoard enforces, and what they grant. */
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/policy.h"
+#include "test/unit/hd_test.h"
+
+static int check(const char *bucket, const char *doc, int *grants)
+{
+    char msg[512];
+
+    return hd_policy_check(bucket, doc, strlen(doc), grants, msg, sizeof(msg));
+}
+
+#define ST(p, a, r)                                                                                \
+    "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":" p            \
+    ",\"Action\":" a ",\"Resource\":" r "}]}"
+
+HD_SUITE(policy_grants)
+{
+    int g = -1;
+
+    /* AWS's guide's public-read policy */
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/*\""), &g), 0);
+    CHECK_EQ_INT(g, HD_POLICY_OBJECTS);
+    CHECK_EQ_INT(check("data",
+                       ST("{\"AWS\":\"*\"}", "[\"s3:ListBucket\"]",
+                          "[\"arn:aws:s3:::data\",\"arn:aws:s3:::data/*\"]"),
+                       &g),
+                 0); /* ceph s3-tests' test_bucket_policy */
+    CHECK_EQ_INT(g, HD_POLICY_LIST);
+    CHECK_EQ_INT(check("data",
+                       ST("{\"AWS\":[\"*\"]}", "[\"s3:getobject\",\"S3:ListBucket\"]",
+                          "[\"arn:aws:s3:::data\",\"arn:aws:s3:::data/*\"]"),
+                       &g),
+                 0);
+    CHECK_EQ_INT(g, HD_POLICY_OBJECTS | HD_POLICY_LIST);
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:GetObject\"", "\"*\""), &g), 0);
+    CHECK_EQ_INT(g, HD_POLICY_OBJECTS);
+    /* one statement as an object, Sid and Id, the older version */
+    CHECK_EQ_INT(check("data",
+                       "{\"Version\":\"2008-10-17\",\"Id\":\"p\",\"Statement\":{\"Sid\":"
+                       "\"pub\",\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
+                       "\"s3:ListBucketVersions\",\"Resource\":\"arn:aws:s3:::data\"}}",
+                       &g),
+                 0);
+    CHECK_EQ_INT(g, HD_POLICY_LIST);
+    /* bucket NULL (a PATCH of the property): any bucket's resources; what a stored policy
+     * grants depends on the bucket it is read for */
+    CHECK_EQ_INT(check(NULL, ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::other/*\""), &g), 0);
+    CHECK_EQ_INT(
+        hd_policy_grants("data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/*\"")),
+        HD_POLICY_OBJECTS);
+    CHECK_EQ_INT(
+        hd_policy_grants("datax", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/*\"")), 0);
+    CHECK_EQ_INT(hd_policy_grants("data", NULL), 0);
+    CHECK_EQ_INT(hd_policy_grants("data", "not json"), 0);
+}
+
+HD_SUITE(policy_refused)
+{
+    int g = -1;
+
+    /* 400 MalformedPolicy: what S3 refuses */
+    CHECK_EQ_INT(check("data", "", &g), HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(g, 0);
+    CHECK_EQ_INT(check("data", "[]", &g), HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", "{\"Version\":\"2012-10-17\"}", &g), HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", "{\"Statement\":[]}", &g), HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", "{\"Version\":\"2020-01-01\",\"Statement\":{}}", &g),
+                 HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", "{\"Bogus\":1,\"Statement\":{}}", &g), HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", "{\"Statement\":[1]}", &g), HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\","
+                       "\"Action\":\"s3:GetObject\",\"Resource\":\"x\",\"Extra\":1}}",
+                       &g),
+                 HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":{\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+                       "\"Resource\":\"arn:aws:s3:::data/*\"}}",
+                       &g),
+                 HD_EMALFORMEDPOLICY); /* no Effect */
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":{\"Effect\":\"Maybe\",\"Principal\":\"*\",\"Action\":"
+                       "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::data/*\"}}",
+                       &g),
+                 HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":{\"Effect\":\"Allow\",\"Action\":\"s3:GetObject\","
+                       "\"Resource\":\"arn:aws:s3:::data/*\"}}",
+                       &g),
+                 HD_EMALFORMEDPOLICY); /* no Principal */
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::other/*\""), &g),
+                 HD_EMALFORMEDPOLICY); /* another bucket */
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::dat*\""), &g),
+                 HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:GetObject\"", "\"data/*\""), &g),
+                 HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"GetObject\"", "\"arn:aws:s3:::data/*\""), &g),
+                 HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data\""), &g),
+                 HD_EMALFORMEDPOLICY); /* the action applies to no resource given */
+    CHECK_EQ_INT(check("data", ST("\"*\"", "[]", "\"arn:aws:s3:::data/*\""), &g),
+                 HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", ST("\"*\"", "[\"s3:GetObject\",3]", "\"arn:aws:s3:::data/*\""), &g),
+                 HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", ST("7", "\"s3:GetObject\"", "\"arn:aws:s3:::data/*\""), &g),
+                 HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(check("data", "{\"Statement\":{\"Effect\":\"Allow\",\"Effect\":\"Allow\"}}", &g),
+                 HD_EMALFORMEDPOLICY); /* a repeated key */
+
+    /* 501 NotImplemented: what S3 has and hoard does not */
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":"
+                       "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::data/*\"}}",
+                       &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
+                       "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::data/*\","
+                       "\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}}}",
+                       &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(check("data",
+                       ST("{\"AWS\":\"arn:aws:iam::123456789012:root\"}", "\"s3:GetObject\"",
+                          "\"arn:aws:s3:::data/*\""),
+                       &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(check("data",
+                       ST("{\"AWS\":[\"*\",\"arn:aws:iam::1:root\"]}", "\"s3:GetObject\"",
+                          "\"arn:aws:s3:::data/*\""),
+                       &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(
+        check("data", ST("{\"Service\":\"*\"}", "\"s3:GetObject\"", "\"arn:aws:s3:::data/*\""), &g),
+        HD_ENOTIMPL);
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:PutObject\"", "\"arn:aws:s3:::data/*\""), &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:*\"", "\"arn:aws:s3:::data/*\""), &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:Get*\"", "\"arn:aws:s3:::data/*\""), &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(
+        check("data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/public/*\""), &g),
+        HD_ENOTIMPL); /* a prefix */
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\","
+                       "\"NotAction\":\"s3:PutObject\",\"Resource\":\"arn:aws:s3:::data/*\"}}",
+                       &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(g, 0);
+    /* a refused statement refuses the whole document, even after a good one */
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
+                       "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::data/*\"},{\"Effect\":"
+                       "\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+                       "\"Resource\":\"arn:aws:s3:::data/*\"}]}",
+                       &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(g, 0);
+}
+
+HD_SUITE(policy_size)
+{
+    static char doc[HD_POLICY_MAX + 64];
+    const char *head = "{\"Id\":\"", *tail = "\",\"Statement\":{\"Effect\":\"Allow\",\"Principal\":"
+                                             "\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+                                             "\"arn:aws:s3:::data/*\"}}";
+    size_t n;
+    int g;
+
+    /* exactly the limit passes, one byte more does not */
+    n = HD_POLICY_MAX - strlen(head) - strlen(tail);
+    strcpy(doc, head);
+    memset(doc + strlen(head), 'a', n);
+    strcpy(doc + strlen(head) + n, tail);
+    CHECK_EQ_INT((int)strlen(doc), HD_POLICY_MAX);
+    CHECK_EQ_INT(check("data", doc, &g), 0);
+    CHECK_EQ_INT(g, HD_POLICY_OBJECTS);
+    memmove(doc + 1, doc, strlen(doc) + 1);
+    doc[0] = ' ';
+    CHECK_EQ_INT(check("data", doc, &g), HD_EMALFORMEDPOLICY);
+}
