@@ -77,21 +77,17 @@ static int resource_of(const char *bucket, const char *r, int *kind, char *msg, 
 
 static int action_of(const char *a, int *act, char *msg, size_t msglen)
 {
-    static const char *const objects[] = {"s3:GetObject", "s3:GetObjectVersion", NULL};
-    static const char *const buckets[] = {"s3:ListBucket", "s3:ListBucketVersions",
-                                          "s3:ListBucketMultipartUploads", NULL};
-    size_t i;
-
-    for (i = 0; objects[i]; i++)
-        if (strcasecmp(a, objects[i]) == 0) {
-            *act = ACT_OBJECT;
-            return 0;
-        }
-    for (i = 0; buckets[i]; i++)
-        if (strcasecmp(a, buckets[i]) == 0) {
-            *act = ACT_BUCKET;
-            return 0;
-        }
+    /* exactly these: hoard's reads and listings are wider than AWS's finer actions
+     * (s3:GetObjectVersion, s3:ListBucketVersions, s3:ListBucketMultipartUploads), so a grant
+     * of one of those alone would open more than it says: 501 */
+    if (strcasecmp(a, "s3:GetObject") == 0) {
+        *act = ACT_OBJECT;
+        return 0;
+    }
+    if (strcasecmp(a, "s3:ListBucket") == 0) {
+        *act = ACT_BUCKET;
+        return 0;
+    }
     if (strcmp(a, "*") != 0 && strncasecmp(a, "s3:", 3) != 0)
         return malformed(msg, msglen, "Policy has invalid action");
     return hd_err_fmt(msg, msglen, HD_ENOTIMPL,
@@ -235,9 +231,18 @@ int hd_policy_check(const char *bucket, const char *doc, size_t len, int *grants
         rc = malformed(msg, msglen, "Missing required field Statement");
         goto out;
     }
-    for (i = 0; i < n && rc == 0; i++)
-        rc = statement(bucket, json_is_array(sts) ? json_array_get(sts, i) : sts, grants, msg,
-                       msglen);
+    for (i = 0; i < n && rc == 0; i++) {
+        json_t *st = json_is_array(sts) ? json_array_get(sts, i) : sts;
+        const char *sid = json_string_value(json_object_get(st, "Sid")), *other;
+        size_t k2;
+        rc = statement(bucket, st, grants, msg, msglen);
+        for (k2 = 0; rc == 0 && sid && *sid && k2 < i; k2++) {
+            other = json_string_value(json_object_get(json_array_get(sts, k2), "Sid"));
+            if (other && strcmp(other, sid) == 0)
+                rc =
+                    malformed(msg, msglen, "Statement IDs (SID) in a single policy must be unique");
+        }
+    }
 out:
     json_decref(j);
     if (rc < 0)

@@ -10,9 +10,11 @@
  *    "Statement": [{"Sid": "...", "Effect": "Allow", "Principal": "*" | {"AWS": "*"},
  *                   "Action": "s3:GetObject" | [...], "Resource": "arn:aws:s3:::B" | [...]}]}
  *
- * Any other statement is refused, never stored and silently not enforced: 501 NotImplemented
+ * Any other statement is refused, so no stored policy is partly unenforced: 501 NotImplemented
  * for what S3 has and hoard does not (Deny, Condition, NotAction/NotPrincipal/NotResource, a
- * principal other than everyone, another action, a grant on a prefix), 400 MalformedPolicy for
+ * principal other than everyone, another action (AWS's finer s3:GetObjectVersion,
+ * s3:ListBucketVersions, s3:ListBucketMultipartUploads too: hoard's reads and listings are wider),
+ * a grant on a prefix), 400 MalformedPolicy for
  * what S3 refuses too. Pure functions; any thread. */
 #ifndef HD_POLICY_H
 #define HD_POLICY_H

@@ -1581,7 +1581,8 @@ static void policy_put_end(struct hd_req *r, void *arg, const char *body, size_t
 static void put_policy(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                        const struct hd_s3_call *c)
 {
-    put_setting(r, f, ctx, c, HD_POLICY_MAX, policy_put_end, NULL);
+    /* read past the bound, so that a document over it is MalformedPolicy, as AWS says */
+    put_setting(r, f, ctx, c, (size_t)HD_POLICY_MAX * 2, policy_put_end, NULL);
 }
 
 /* GetBucketPolicy (the document as it was sent), DeleteBucketPolicy, GetBucketPolicyStatus

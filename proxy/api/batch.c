@@ -269,8 +269,8 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b)
         const char *bk = b->e[i].bucket;
         if (i && strcmp(bk, b->e[i - 1].bucket) == 0)
             continue;
-        if (k ? hd_key_allows(k, bk, 0) < 0 : !hd_proxy_public(p, bk, HD_PUB_READ))
-            return k ? HD_EACCESS : HD_EMISSINGAUTH;
+        if ((!k || hd_key_allows(k, bk, 0) < 0) && !hd_proxy_public(p, bk, HD_PUB_READ))
+            return k ? HD_EACCESS : HD_EMISSINGAUTH; /* (a key: as everyone may, too) */
     }
     return 0;
 }

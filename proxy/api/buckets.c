@@ -70,6 +70,17 @@ static void list_buckets_end(struct hd_req *r, void *ctx, json_t *j)
         list_buckets(r, ctx);
 }
 
+/* Whether a is allowed to read bucket by its own rights, not only by what the bucket lets
+ * everyone do (auth off, another node, or a key with read access). */
+static int own_rights(struct hd_proxy *p, const struct hd_sigv4_auth *a, const char *bucket)
+{
+    const struct hd_key *k;
+
+    if (p->keys.n == 0 || !a->access_key[0])
+        return 1;
+    return (k = hd_keys_find(&p->keys, a->access_key)) && hd_key_allows(k, bucket, 0) == 0;
+}
+
 /* GET /v1/buckets/B with an action message: AIStore's list objects. */
 static void bucket_get_end(struct hd_req *r, void *ctx, json_t *j)
 {
@@ -82,6 +93,8 @@ static void bucket_get_end(struct hd_req *r, void *ctx, json_t *j)
         hd_proxy_ais_list_objects(r, c->p, c->bucket, json_object_get(j, "value"));
     else if (c->a.anonymous && c->p->keys.n)
         hd_resp_err(r, HD_EMISSINGAUTH); /* a public bucket's listing, not its jobs (bucket_pub) */
+    else if (!own_rights(c->p, &c->a, c->bucket))
+        hd_resp_err(r, HD_EACCESS); /* a key let in by a public listing (hd_keys_authorize) */
     else
         hd_proxy_ais_bucket_job(r, c->p, c->bucket, &c->a, j);
 }

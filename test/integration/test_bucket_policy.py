@@ -7,10 +7,11 @@ import json
 
 import botocore.exceptions
 import pytest
+import requests
 
 import helpers
 from conftest import CLUSTER_KEYS, PERM_TAG, _empty_bucket
-from helpers import client_error
+from helpers import SigV4Requests, client_error
 
 ENDPOINTS = ("target", "proxy")
 
@@ -129,7 +130,7 @@ def test_policy_too_large(endpoint, raw, s3, bucket):
     r = raw.request("PUT", "/%s?policy" % bucket, body=text.encode())
     assert r.status == 204, r
     r = raw.request("PUT", "/%s?policy" % bucket, body=(text + " ").encode())
-    assert r.status == 400, r
+    helpers.check_s3_error(r, 400, "MalformedPolicy")
     assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == text
 
 
@@ -183,6 +184,25 @@ def test_policy_opens_to_every_key(perm_server):
         admin.put_bucket_policy(Bucket=name, Policy=_doc(name))
         assert mix.get_object(Bucket=name, Key="k")["Body"].read() == b"v"
         _refused(lambda: mix.list_objects_v2(Bucket=name), 403, "AccessDenied")
+        # a batch GET of the public objects, as an unsigned caller may
+        r = requests.post("%s/v1/batch" % perm_server.url, timeout=10, allow_redirects=False,
+                          auth=SigV4Requests("AKMIX", "secretMIX"),
+                          json={"bucket": name, "entries": [{"name": "k"}]})
+        assert r.status_code in (200, 307), (r.status_code, r.text[:300])
+        # a public listing opens the listing, not the bucket's jobs and summaries
+        admin.put_bucket_policy(Bucket=name, Policy=_doc(
+            name, action=["s3:GetObject", "s3:ListBucket"],
+            resource=["arn:aws:s3:::" + name, "arn:aws:s3:::%s/*" % name]))
+        assert mix.list_objects_v2(Bucket=name)["KeyCount"] == 1
+        if perm_server.kind == "proxy":
+            url = "%s/v1/buckets/%s" % (perm_server.url, name)
+            for act in ("summary-bck", "evict-remote-bck"):
+                r = requests.get(url, timeout=10, auth=SigV4Requests("AKMIX", "secretMIX"),
+                                 json={"action": act, "value": {}})
+                assert r.status_code == 403, (act, r.status_code, r.text[:300])
+            r = requests.get(url, timeout=10, auth=SigV4Requests("AKMIX", "secretMIX"),
+                             json={"action": "list", "value": {}})
+            assert r.status_code == 200, r.text[:300]
         _refused(lambda: mix.put_object(Bucket=name, Key="k", Body=b"x"), 403, "AccessDenied")
         _refused(lambda: mix.get_bucket_policy(Bucket=name), 403, "AccessDenied")
         admin.delete_bucket_policy(Bucket=name)

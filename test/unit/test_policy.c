@@ -41,7 +41,7 @@ HD_SUITE(policy_grants)
     CHECK_EQ_INT(check("data",
                        "{\"Version\":\"2008-10-17\",\"Id\":\"p\",\"Statement\":{\"Sid\":"
                        "\"pub\",\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
-                       "\"s3:ListBucketVersions\",\"Resource\":\"arn:aws:s3:::data\"}}",
+                       "\"s3:ListBucket\",\"Resource\":\"arn:aws:s3:::data\"}}",
                        &g),
                  0);
     CHECK_EQ_INT(g, HD_POLICY_LIST);
@@ -109,6 +109,22 @@ HD_SUITE(policy_refused)
                  HD_EMALFORMEDPOLICY);
     CHECK_EQ_INT(check("data", "{\"Statement\":{\"Effect\":\"Allow\",\"Effect\":\"Allow\"}}", &g),
                  HD_EMALFORMEDPOLICY); /* a repeated key */
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":[{\"Sid\":\"a\",\"Effect\":\"Allow\",\"Principal\":\"*\","
+                       "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::data/*\"},"
+                       "{\"Sid\":\"a\",\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
+                       "\"s3:ListBucket\",\"Resource\":\"arn:aws:s3:::data\"}]}",
+                       &g),
+                 HD_EMALFORMEDPOLICY); /* Sids are unique */
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":[{\"Sid\":\"a\",\"Effect\":\"Allow\",\"Principal\":\"*\","
+                       "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::data/*\"},"
+                       "{\"Sid\":\"b\",\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
+                       "\"s3:ListBucket\",\"Resource\":\"arn:aws:s3:::data\"}]}",
+                       &g),
+                 0);
+    CHECK_EQ_INT(g, HD_POLICY_OBJECTS | HD_POLICY_LIST);
+    g = -1;
 
     /* 501 NotImplemented: what S3 has and hoard does not */
     CHECK_EQ_INT(check("data",
@@ -150,6 +166,14 @@ HD_SUITE(policy_refused)
                        &g),
                  HD_ENOTIMPL);
     CHECK_EQ_INT(g, 0);
+    /* AWS's finer actions: hoard's reads and listings are wider */
+    CHECK_EQ_INT(
+        check("data", ST("\"*\"", "\"s3:GetObjectVersion\"", "\"arn:aws:s3:::data/*\""), &g),
+        HD_ENOTIMPL);
+    CHECK_EQ_INT(check("data",
+                       ST("\"*\"", "\"s3:ListBucketMultipartUploads\"", "\"arn:aws:s3:::data\""),
+                       &g),
+                 HD_ENOTIMPL);
     /* a refused statement refuses the whole document, even after a good one */
     CHECK_EQ_INT(check("data",
                        "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
