@@ -124,7 +124,7 @@ static int statement(const char *bucket, json_t *st, int *grants, char *msg, siz
 {
     const json_t *eff = json_object_get(st, "Effect"), *acts = json_object_get(st, "Action");
     const json_t *res = json_object_get(st, "Resource"), *pr = json_object_get(st, "Principal");
-    int kinds[64], nres = 0, act = ACT_OBJECT, used, rc, bad;
+    int kinds[64] = {0}, nres = 0, act = ACT_OBJECT, used, rc, bad;
     const char *k, *s;
     json_t *v;
     size_t i, j;
@@ -147,8 +147,8 @@ static int statement(const char *bucket, json_t *st, int *grants, char *msg, siz
         return malformed(msg, msglen, "Statement IDs (SID) must be strings");
     if (!eff)
         return malformed(msg, msglen, "Missing required field Effect");
-    if (!json_is_string(eff) ||
-        (strcmp(json_string_value(eff), "Allow") != 0 && strcmp(json_string_value(eff), "Deny")))
+    if (!json_is_string(eff) || (strcmp(json_string_value(eff), "Allow") != 0 &&
+                                 strcmp(json_string_value(eff), "Deny") != 0))
         return malformed(msg, msglen, "Invalid effect");
     if (strcmp(json_string_value(eff), "Deny") == 0)
         return hd_err_fmt(msg, msglen, HD_ENOTIMPL, "%s",
