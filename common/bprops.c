@@ -207,6 +207,10 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
                 break;
             }
             out->has_policy = 1;
+        } else if (strcmp(k, "public_access_block") == 0) {
+            if ((rc = hd_pab_check(v, err, errlen)) < 0)
+                break;
+            out->has_pab = 1;
         } else if (strcmp(k, "lifecycle") == 0) {
             if ((rc = hd_lc_check(v, err, errlen)) < 0) {
                 rc = HD_EBADARG;
@@ -227,12 +231,13 @@ int hd_bprops_parse(const char *json, struct hd_bprops *out, char *err, size_t e
     return rc;
 }
 
-/* p's canonical JSON with the values of src's "cors", "tags", "lifecycle" and "policy" (src
- * may be NULL). */
+/* p's canonical JSON with the values of src's "cors", "tags", "lifecycle", "policy" and
+ * "public_access_block" (src may be NULL). */
 static char *dump_with(const struct hd_bprops *p, json_t *src)
 {
     json_t *cors = json_object_get(src, "cors"), *tags = json_object_get(src, "tags");
     json_t *lc = json_object_get(src, "lifecycle"), *pol = json_object_get(src, "policy");
+    json_t *pab = json_object_get(src, "public_access_block");
     json_t *j = json_object(), *u;
     char *s;
 
@@ -265,6 +270,8 @@ static char *dump_with(const struct hd_bprops *p, json_t *src)
         json_object_set(j, "lifecycle", lc);
     if (p->has_policy && pol)
         json_object_set(j, "policy", pol);
+    if (p->has_pab && pab)
+        json_object_set(j, "public_access_block", pab);
     s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(j);
     return s;
@@ -277,9 +284,10 @@ char *hd_bprops_dump(const struct hd_bprops *p)
 
 char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src)
 {
-    json_t *j = (p->has_cors || p->has_tags || p->has_lifecycle || p->has_policy) && src
-                    ? json_loads(src, 0, NULL)
-                    : NULL;
+    json_t *j =
+        (p->has_cors || p->has_tags || p->has_lifecycle || p->has_policy || p->has_pab) && src
+            ? json_loads(src, 0, NULL)
+            : NULL;
     char *s = dump_with(p, j);
 
     json_decref(j);
@@ -329,12 +337,16 @@ int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, s
 
 void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int *list)
 {
-    int read = json_is_true(json_object_get(props, "anonymous_read"));
-    int grants = hd_policy_grants(bucket, json_string_value(json_object_get(props, "policy")));
+    const json_t *pab = json_object_get(props, "public_access_block");
+    int acls = !hd_pab_on(pab, "ignore_public_acls"), read, grants;
 
+    read = acls && json_is_true(json_object_get(props, "anonymous_read"));
+    grants = hd_pab_on(pab, "restrict_public_buckets")
+                 ? 0
+                 : hd_policy_grants(bucket, json_string_value(json_object_get(props, "policy")));
     *objects = read || (grants & HD_POLICY_OBJECTS);
-    *list =
-        read || json_is_true(json_object_get(props, "anonymous_list")) || (grants & HD_POLICY_LIST);
+    *list = read || (acls && json_is_true(json_object_get(props, "anonymous_list"))) ||
+            (grants & HD_POLICY_LIST);
 }
 
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name)

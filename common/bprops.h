@@ -17,8 +17,9 @@
  *    "tags": {"key": "value", ...},        S3 PutBucketTagging (common/tagging.h)
  *    "lifecycle": [RULE, ...],             S3 PutBucketLifecycleConfiguration (common/
  *                                          lifecycle.h); hoard's own buckets only
- *    "policy": "{...}"}                    S3 PutBucketPolicy: the document as sent
+ *    "policy": "{...}",                    S3 PutBucketPolicy: the document as sent
  *                                          (common/policy.h)
+ *    "public_access_block": {...}}         S3 PutPublicAccessBlock (common/policy.h)
  *
  * "write_policy" "back" is for S3-backed buckets only: the proxy checks it with the provider.
  * "upstream" names where an S3-backed (provider "aws") bucket's objects come from. It never
@@ -54,6 +55,7 @@ struct hd_bprops {
     int has_tags;      /* "tags" (the same) */
     int has_lifecycle; /* "lifecycle" (the same) */
     int has_policy;    /* "policy" (the same) */
+    int has_pab;       /* "public_access_block" (the same) */
 };
 
 /* Parses and validates props JSON (NULL or "" = {}). Unknown keys, wrong types, a bad
@@ -70,7 +72,9 @@ char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src);
 int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, size_t errlen);
 /* What unsigned callers may do to bucket with these properties (a parsed props object, NULL =
  * {}): read its objects (anonymous_read, or a policy granting s3:GetObject) and list it
- * (anonymous_read, anonymous_list, or a policy granting s3:ListBucket). */
+ * (anonymous_read, anonymous_list, or a policy granting s3:ListBucket); the block public
+ * access settings ignore_public_acls and restrict_public_buckets take the first two and the
+ * policy out. */
 void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int *list);
 /* The upstream bucket name for hoard bucket `name`. */
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name);

@@ -1,12 +1,14 @@
 /* policy: the bucket policies hoard enforces (common/policy.h), read with jansson. */
 #include "common/policy.h"
 
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 
 #include <jansson.h>
 
 #include "common/errors.h"
+#include "common/xml.h"
 
 #define ARN "arn:aws:s3:::"
 
@@ -257,4 +259,92 @@ int hd_policy_grants(const char *bucket, const char *doc)
     if (!doc || hd_policy_check(bucket, doc, strlen(doc), &grants, NULL, 0) < 0)
         return 0;
     return grants;
+}
+
+/* ---- Block Public Access ---- */
+
+static const struct {
+    const char *xml, *json;
+} pab_names[] = {
+    {"BlockPublicAcls", "block_public_acls"},
+    {"IgnorePublicAcls", "ignore_public_acls"},
+    {"BlockPublicPolicy", "block_public_policy"},
+    {"RestrictPublicBuckets", "restrict_public_buckets"},
+};
+#define PAB_N (sizeof(pab_names) / sizeof(pab_names[0]))
+
+int hd_pab_parse_xml(const char *body, size_t len, char **out, char *msg, size_t msglen)
+{
+    struct hd_xnode *root = NULL, *n;
+    int on[PAB_N] = {0}, seen[PAB_N] = {0}, rc;
+    json_t *j;
+    size_t i;
+
+    *out = NULL;
+    if (msg && msglen)
+        msg[0] = '\0';
+    if ((rc = hd_xml_parse(body, len, &root)) < 0)
+        return rc;
+    if (strcmp(root->name, "PublicAccessBlockConfiguration") != 0) {
+        hd_xnode_free(root);
+        return hd_err_fmt(msg, msglen, HD_EMALFORMEDXML, "%s",
+                          "Expected a PublicAccessBlockConfiguration document.");
+    }
+    for (n = root->child; n; n = n->next) {
+        for (i = 0; i < PAB_N && strcmp(n->name, pab_names[i].xml) != 0; i++)
+            ;
+        if (i == PAB_N || seen[i] || n->child ||
+            (strcmp(n->text, "true") != 0 && strcmp(n->text, "false") != 0)) {
+            rc = hd_err_fmt(msg, msglen, HD_EMALFORMEDXML,
+                            "%.64s: expected each of BlockPublicAcls, IgnorePublicAcls, "
+                            "BlockPublicPolicy and RestrictPublicBuckets at most once, true or "
+                            "false.",
+                            n->name);
+            hd_xnode_free(root);
+            return rc;
+        }
+        seen[i] = 1;
+        on[i] = strcmp(n->text, "true") == 0;
+    }
+    hd_xnode_free(root);
+    if (!(j = json_object()))
+        return -ENOMEM;
+    for (i = 0; i < PAB_N; i++)
+        json_object_set_new(j, pab_names[i].json, json_boolean(on[i]));
+    *out = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(j);
+    return *out ? 0 : -ENOMEM;
+}
+
+int hd_pab_check(const json_t *v, char *err, size_t errlen)
+{
+    size_t i;
+
+    if (!json_is_object(v) || json_object_size(v) != PAB_N)
+        goto bad;
+    for (i = 0; i < PAB_N; i++)
+        if (!json_is_boolean(json_object_get(v, pab_names[i].json)))
+            goto bad;
+    return 0;
+bad:
+    return hd_err_fmt(err, errlen, HD_EBADARG, "%s",
+                      "public_access_block must be {\"block_public_acls\": bool, "
+                      "\"ignore_public_acls\": bool, \"block_public_policy\": bool, "
+                      "\"restrict_public_buckets\": bool}");
+}
+
+void hd_pab_xml(struct hd_buf *b, const json_t *v)
+{
+    size_t i;
+
+    hd_xml_decl(b);
+    hd_xml_open_ns(b, "PublicAccessBlockConfiguration", HD_XML_S3_NS);
+    for (i = 0; i < PAB_N; i++)
+        hd_xml_elem(b, pab_names[i].xml, hd_pab_on(v, pab_names[i].json) ? "true" : "false");
+    hd_xml_close(b, "PublicAccessBlockConfiguration");
+}
+
+int hd_pab_on(const json_t *v, const char *name)
+{
+    return json_is_true(json_object_get(v, name));
 }

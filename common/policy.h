@@ -21,6 +21,10 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
+#include "common/buf.h"
+
 #define HD_POLICY_MAX 20480 /* bytes of a document (AWS's limit) */
 
 /* What a policy grants everyone (a bit set). */
@@ -34,5 +38,24 @@ int hd_policy_check(const char *bucket, const char *doc, size_t len, int *grants
                     size_t msglen);
 /* What a stored policy grants everyone on bucket (0 for one that does not check). */
 int hd_policy_grants(const char *bucket, const char *doc);
+
+/* ---- Block Public Access (S3 PutPublicAccessBlock), the bucket property
+ * "public_access_block": {"block_public_acls": b, "ignore_public_acls": b,
+ * "block_public_policy": b, "restrict_public_buckets": b} (all four, canonical).
+ * block_public_acls refuses calls that ask for a public-read ACL (403); ignore_public_acls
+ * makes the public-read state (anonymous_list, anonymous_read) open nothing;
+ * block_public_policy refuses a bucket policy that grants anything (403);
+ * restrict_public_buckets makes the policy's grants open nothing (common/bprops.c
+ * hd_bprops_public). */
+#define HD_PAB_MAX 4096 /* bytes of the XML body */
+/* The PublicAccessBlockConfiguration body into *out (canonical JSON, malloc'd). 0, or
+ * HD_EMALFORMEDXML with the reason in msg. */
+int hd_pab_parse_xml(const char *body, size_t len, char **out, char *msg, size_t msglen);
+/* Whether v is the canonical property: 0 or HD_EBADARG with the reason. */
+int hd_pab_check(const json_t *v, char *err, size_t errlen);
+/* The GetPublicAccessBlock answer for the property v. */
+void hd_pab_xml(struct hd_buf *b, const json_t *v);
+/* Whether the property v (NULL: none) has setting name on. */
+int hd_pab_on(const json_t *v, const char *name);
 
 #endif

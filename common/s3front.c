@@ -125,6 +125,7 @@ static const char *const op_names[HD_S3_OP_COUNT] = {
     [HD_S3_PUT_BUCKET_LIFECYCLE] = "PutBucketLifecycleConfiguration",
     [HD_S3_PUT_BUCKET_POLICY] = "PutBucketPolicy",
     [HD_S3_GET_POLICY_STATUS] = "GetBucketPolicyStatus",
+    [HD_S3_PUT_PUBLIC_ACCESS_BLOCK] = "PutPublicAccessBlock",
     [HD_S3_GET_VERSIONING] = "GetBucketVersioning",
     [HD_S3_PUT_VERSIONING] = "PutBucketVersioning",
     [HD_S3_GET_BUCKET_CONFIG] = "GetBucketConfiguration",
@@ -172,11 +173,13 @@ static int classify(struct hd_req *r, enum level level, enum hd_s3_op *op, const
     if (level == BUCKET && (cfg = bucket_config_of(r))) {
         if (strcmp(r->method, "PUT") == 0 &&
             (strcmp(cfg->sub, "cors") == 0 || strcmp(cfg->sub, "tagging") == 0 ||
-             strcmp(cfg->sub, "lifecycle") == 0 || strcmp(cfg->sub, "policy") == 0)) {
-            *op = cfg->sub[0] == 'c'   ? HD_S3_PUT_BUCKET_CORS
-                  : cfg->sub[0] == 't' ? HD_S3_PUT_BUCKET_TAGGING
-                  : cfg->sub[0] == 'l' ? HD_S3_PUT_BUCKET_LIFECYCLE
-                                       : HD_S3_PUT_BUCKET_POLICY;
+             strcmp(cfg->sub, "lifecycle") == 0 || strcmp(cfg->sub, "policy") == 0 ||
+             strcmp(cfg->sub, "publicAccessBlock") == 0)) {
+            *op = cfg->sub[0] == 'c'                ? HD_S3_PUT_BUCKET_CORS
+                  : cfg->sub[0] == 't'              ? HD_S3_PUT_BUCKET_TAGGING
+                  : cfg->sub[0] == 'l'              ? HD_S3_PUT_BUCKET_LIFECYCLE
+                  : strcmp(cfg->sub, "policy") == 0 ? HD_S3_PUT_BUCKET_POLICY
+                                                    : HD_S3_PUT_PUBLIC_ACCESS_BLOCK;
             return 0;
         }
         if (strcmp(r->method, "GET") == 0) {
@@ -273,6 +276,7 @@ static int metric_op(enum hd_s3_op op)
     case HD_S3_PUT_BUCKET_LIFECYCLE:
     case HD_S3_PUT_BUCKET_POLICY:
     case HD_S3_GET_POLICY_STATUS:
+    case HD_S3_PUT_PUBLIC_ACCESS_BLOCK:
         return HD_OP_BUCKET;
     default:
         return HD_OP_OTHER;
@@ -877,6 +881,17 @@ static json_t *setting(const struct hd_s3_front *f, void *ctx, const char *bucke
     return v;
 }
 
+/* Whether the bucket's block public access setting name is on (hd_pab_on). */
+static int pab_on(const struct hd_s3_front *f, void *ctx, const char *bucket, const char *name)
+{
+    int rc;
+    json_t *v = setting(f, ctx, bucket, "public_access_block", &rc);
+    int on = hd_pab_on(v, name);
+
+    json_decref(v);
+    return on;
+}
+
 /* How public the bucket is: 2 when its objects are (anonymous_read, set by the native API),
  * 1 when only its listing is (anonymous_list: S3's public-read bucket ACL), 0 when neither;
  * or a negative code. */
@@ -902,6 +917,8 @@ static int bucket_acl_set(const struct hd_s3_front *f, void *ctx, const char *bu
 
     if (!f->props_patch)
         return pub ? HD_ENOGRANTS : 0;
+    if (pub && pab_on(f, ctx, bucket, "block_public_acls"))
+        return HD_EACCESS; /* as AWS: the BlockPublicAcls setting */
     return f->props_patch(ctx, bucket,
                           pub ? "{\"anonymous_list\":true}"
                               : "{\"anonymous_list\":false,\"anonymous_read\":false}",
@@ -1108,6 +1125,8 @@ static int acl_headers(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
     }
     if (op == HD_S3_CREATE_BUCKET || op == HD_S3_PUT_BUCKET_ACL)
         rc = want && !f->props_patch ? HD_ENOGRANTS : 0; /* the call sets it */
+    else if (want && pab_on(f, ctx, bucket, "block_public_acls"))
+        rc = HD_EACCESS; /* an object's public-read, as AWS: the BlockPublicAcls setting */
     else
         rc = object_acl_ok(bucket_public(f, ctx, bucket), want,
                            strcmp(canned, "bucket-owner-full-control") == 0, &msg);
@@ -1539,12 +1558,20 @@ static void xml_setting_end(struct hd_req *r, void *arg, const char *body, size_
 }
 
 static const struct xml_setting cors_setting = {"cors", hd_cors_parse_xml};
+static const struct xml_setting pab_setting = {"public_access_block", hd_pab_parse_xml};
 static const struct xml_setting lc_setting = {"lifecycle", hd_lc_parse_xml};
 
 static void put_cors(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
                      const struct hd_s3_call *c)
 {
     put_setting(r, f, ctx, c, (size_t)HD_CORS_JSON_MAX * 2, xml_setting_end, &cors_setting);
+}
+
+/* PutPublicAccessBlock (the bucket property "public_access_block", common/policy.h) */
+static void put_pab(struct hd_req *r, const struct hd_s3_front *f, void *ctx,
+                    const struct hd_s3_call *c)
+{
+    put_setting(r, f, ctx, c, HD_PAB_MAX, xml_setting_end, &pab_setting);
 }
 
 /* ---- lifecycle rules (the bucket property "lifecycle", common/lifecycle.h) ---- */
@@ -1566,6 +1593,12 @@ static void policy_put_end(struct hd_req *r, void *arg, const char *body, size_t
 
     if (rc < 0) {
         hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
+        return;
+    }
+    if (grants && pab_on(bc->f, bc->ctx, bc->bucket, "block_public_policy")) {
+        hd_resp_err_msg(r, HD_EACCESS,
+                        "Access Denied: public policies are blocked by the BlockPublicPolicy "
+                        "block public access setting.");
         return;
     }
     doc = json_stringn(body, len); /* as sent: GetBucketPolicy gives it back */
@@ -1712,6 +1745,8 @@ static void bucket_config(struct hd_req *r, const struct hd_s3_front *f, void *c
         setting_config(r, f, ctx, c, "lifecycle", HD_ENOLIFECYCLE, hd_lc_xml);
     } else if (strcmp(cfg->sub, "policy") == 0) {
         policy_config(r, f, ctx, c);
+    } else if (strcmp(cfg->sub, "publicAccessBlock") == 0) {
+        setting_config(r, f, ctx, c, "public_access_block", HD_ENOPUBLICBLOCK, hd_pab_xml);
     } else if (c->op == HD_S3_DELETE_BUCKET_CONFIG) {
         hd_resp_empty(r, 204);
     } else if (cfg->err) {
@@ -1740,7 +1775,7 @@ static const builtin_fn builtin[HD_S3_OP_COUNT] = {
     [HD_S3_GET_BUCKET_CONFIG] = bucket_config,    [HD_S3_DELETE_BUCKET_CONFIG] = bucket_config,
     [HD_S3_PUT_BUCKET_CORS] = put_cors,           [HD_S3_PUT_BUCKET_TAGGING] = put_tagging,
     [HD_S3_PUT_BUCKET_LIFECYCLE] = put_lifecycle, [HD_S3_PUT_BUCKET_POLICY] = put_policy,
-    [HD_S3_GET_POLICY_STATUS] = policy_status,
+    [HD_S3_GET_POLICY_STATUS] = policy_status,    [HD_S3_PUT_PUBLIC_ACCESS_BLOCK] = put_pab,
 };
 
 /* ---- dispatch ---- */

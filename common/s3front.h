@@ -37,6 +37,7 @@ enum hd_s3_op {
     HD_S3_PUT_BUCKET_LIFECYCLE,
     HD_S3_PUT_BUCKET_POLICY,
     HD_S3_GET_POLICY_STATUS,
+    HD_S3_PUT_PUBLIC_ACCESS_BLOCK,
     HD_S3_GET_VERSIONING,
     HD_S3_PUT_VERSIONING,
     HD_S3_GET_BUCKET_CONFIG,    /* a configuration hoard never has (policy, lifecycle, ...) */

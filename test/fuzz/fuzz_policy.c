@@ -1,7 +1,9 @@
 /* libFuzzer driver for bucket policies (common/policy): the PutBucketPolicy body. Whatever is
  * accepted grants only the two things hoard enforces, the same when checked again, the same
  * through hd_policy_grants; and it passes the property check as
- * the JSON string the S3 front end stores. The first input byte picks the bucket name. */
+ * the JSON string the S3 front end stores. The first input byte picks the bucket name (with
+ * its high bit set: the input is a PutPublicAccessBlock body instead). */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +11,39 @@
 #include <jansson.h>
 
 #include "common/bprops.h"
+#include "common/buf.h"
 #include "common/errors.h"
 #include "common/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Accepted: the canonical property, which passes its check and comes back the same through
+ * the GET answer. */
+static int pab(const char *body, size_t len)
+{
+    char *out = NULL, *again = NULL, msg[256];
+    struct hd_buf b;
+    json_t *v;
+    int rc = hd_pab_parse_xml(body, len, &out, msg, sizeof(msg));
+
+    if (rc < 0) {
+        if ((rc != HD_EMALFORMEDXML && rc != -ENOMEM) || out)
+            __builtin_trap();
+        return 0;
+    }
+    if (!(v = json_loads(out, 0, NULL)) || hd_pab_check(v, msg, sizeof(msg)) != 0)
+        __builtin_trap();
+    hd_buf_init(&b);
+    hd_pab_xml(&b, v);
+    if (!b.oom &&
+        (hd_pab_parse_xml(b.data, b.len, &again, msg, sizeof(msg)) != 0 || strcmp(again, out) != 0))
+        __builtin_trap();
+    hd_buf_cleanup(&b);
+    json_decref(v);
+    free(out);
+    free(again);
+    return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -25,6 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 1)
         return 0;
+    if (data[0] & 0x80) /* a PutPublicAccessBlock body */
+        return pab((const char *)data + 1, size - 1);
     bucket = buckets[data[0] % 4];
     doc = (const char *)data + 1;
     size--;

@@ -224,3 +224,80 @@ def test_policy_native_props(endpoint, raw, s3, bucket):
     r = raw.request("PATCH", "/v1/buckets/%s" % bucket, body=b'{"policy": null}')
     assert r.status == 200, r
     _refused(lambda: s3.get_bucket_policy(Bucket=bucket), 404, "NoSuchBucketPolicy")
+
+
+def _pab(s3, bucket, **on):
+    cfg = {k: on.get(k, False) for k in ("BlockPublicAcls", "IgnorePublicAcls",
+                                          "BlockPublicPolicy", "RestrictPublicBuckets")}
+    s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=cfg)
+    return cfg
+
+
+def test_public_access_block(endpoint, raw, s3, bucket):
+    """AWS's guides turn Block Public Access off before they set a public policy; each of the
+    four settings does what AWS's does to hoard's two ways of being public."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    _refused(lambda: s3.get_public_access_block(Bucket=bucket), 404,
+             "NoSuchPublicAccessBlockConfiguration")
+    cfg = _pab(s3, bucket)  # all off, as the guides do first
+    assert s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"] == cfg
+    s3.put_bucket_policy(Bucket=bucket, Policy=_doc(bucket))
+    assert _anon(raw, "GET", "/%s/k" % bucket) == 200
+    try:
+        # RestrictPublicBuckets: the policy stays, and opens nothing
+        cfg = _pab(s3, bucket, RestrictPublicBuckets=True)
+        assert s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"] == cfg
+        assert _anon(raw, "GET", "/%s/k" % bucket) == 403
+        assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == _doc(bucket)
+        # BlockPublicPolicy: a public policy cannot be set (the one there stays)
+        _pab(s3, bucket, BlockPublicPolicy=True)
+        assert _anon(raw, "GET", "/%s/k" % bucket) == 200
+        _refused(lambda: s3.put_bucket_policy(Bucket=bucket, Policy=_doc(
+            bucket, action="s3:ListBucket", resource="arn:aws:s3:::" + bucket)), 403,
+            "AccessDenied")
+        assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == _doc(bucket)
+        s3.delete_bucket_policy(Bucket=bucket)
+        # BlockPublicAcls: a public-read ACL cannot be set; IgnorePublicAcls: one set opens
+        # nothing
+        _pab(s3, bucket, BlockPublicAcls=True)
+        _refused(lambda: s3.put_bucket_acl(Bucket=bucket, ACL="public-read"), 403,
+                 "AccessDenied")
+        assert _anon(raw, "GET", "/%s?list-type=2" % bucket) == 403
+        _pab(s3, bucket)
+        s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
+        assert _anon(raw, "GET", "/%s?list-type=2" % bucket) == 200
+        _pab(s3, bucket, IgnorePublicAcls=True)
+        assert _anon(raw, "GET", "/%s?list-type=2" % bucket) == 403
+        s3.delete_public_access_block(Bucket=bucket)
+        assert _anon(raw, "GET", "/%s?list-type=2" % bucket) == 200
+        _refused(lambda: s3.get_public_access_block(Bucket=bucket), 404,
+                 "NoSuchPublicAccessBlockConfiguration")
+    finally:
+        s3.put_bucket_acl(Bucket=bucket, ACL="private")
+        s3.delete_public_access_block(Bucket=bucket)
+    # refused documents change nothing
+    for body in (b"<PublicAccessBlockConfiguration><BlockPublicAcls>yes</BlockPublicAcls>"
+                 b"</PublicAccessBlockConfiguration>",
+                 b"<PublicAccessBlockConfiguration><Bogus>true</Bogus>"
+                 b"</PublicAccessBlockConfiguration>",
+                 b"<Other/>", b"not xml"):
+        helpers.check_s3_error(raw.request("PUT", "/%s?publicAccessBlock" % bucket, body=body),
+                               400, "MalformedXML")
+    _refused(lambda: s3.get_public_access_block(Bucket=bucket), 404,
+             "NoSuchPublicAccessBlockConfiguration")
+    assert _anon(raw, "PUT", "/%s?publicAccessBlock" % bucket) == 403
+
+
+def test_public_access_block_aws_cli(endpoint, aws2, raw, bucket, tmp_path):
+    """The AWS guide's commands, in order."""
+    aws2("s3api", "put-public-access-block", "--bucket", bucket,
+         "--public-access-block-configuration",
+         "BlockPublicAcls=false,IgnorePublicAcls=false,BlockPublicPolicy=false,"
+         "RestrictPublicBuckets=false")
+    p = tmp_path / "policy.json"
+    p.write_text(_doc(bucket))
+    aws2("s3api", "put-bucket-policy", "--bucket", bucket, "--policy", "file://%s" % p)
+    got = json.loads(aws2("s3api", "get-public-access-block", "--bucket", bucket).stdout)
+    assert got["PublicAccessBlockConfiguration"]["BlockPublicPolicy"] is False
+    aws2("s3api", "delete-bucket-policy", "--bucket", bucket)
+    aws2("s3api", "delete-public-access-block", "--bucket", bucket)

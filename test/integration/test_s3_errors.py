@@ -608,7 +608,7 @@ def test_metadata_too_large(endpoint, raw, bucket):
     ("PUT", "/{b}/obj?attributes"),
     ("PUT", "/{b}/obj?policy"), ("PUT", "/{b}?replication"), ("PUT", "/{b}/obj?cors"),
     ("PUT", "/{b}?website"), ("PUT", "/{b}?encryption"), ("PUT", "/{b}?object-lock"),
-    ("PUT", "/{b}?publicAccessBlock"), ("PUT", "/{b}?logging"), ("PUT", "/{b}?notification"),
+    ("PUT", "/{b}?ownershipControls"), ("PUT", "/{b}?logging"), ("PUT", "/{b}?notification"),
     ("PUT", "/{b}/obj?retention"), ("POST", "/{b}/obj?select"),
 ])
 def test_unsupported_calls(endpoint, raw, bucket, method, path):
@@ -717,8 +717,8 @@ def test_unsupported_via_boto3(s3, bucket):
         lambda: s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": {
             "Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
             "Resource": "arn:aws:s3:::%s/*" % bucket}})),
-        lambda: s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration={
-            "BlockPublicAcls": True}),
+        lambda: s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={
+            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}),
     ]
     for call in calls:
         with pytest.raises(botocore.exceptions.ClientError) as ei:

@@ -1,6 +1,10 @@
 /* Unit tests for common/policy.c: the bucket policies hoard enforces, and what they grant. */
+#include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "common/buf.h"
 #include "common/errors.h"
 #include "common/policy.h"
 #include "test/unit/hd_test.h"
@@ -205,4 +209,70 @@ HD_SUITE(policy_size)
     memmove(doc + 1, doc, strlen(doc) + 1);
     doc[0] = ' ';
     CHECK_EQ_INT(check("data", doc, &g), HD_EMALFORMEDPOLICY);
+}
+
+HD_SUITE(policy_public_access_block)
+{
+    static const char *const all_on =
+        "<PublicAccessBlockConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        "<BlockPublicAcls>true</BlockPublicAcls><IgnorePublicAcls>true</IgnorePublicAcls>"
+        "<BlockPublicPolicy>true</BlockPublicPolicy><RestrictPublicBuckets>true"
+        "</RestrictPublicBuckets></PublicAccessBlockConfiguration>";
+    const char *bad[] = {
+        "<PublicAccessBlockConfiguration><BlockPublicAcls>yes</BlockPublicAcls>"
+        "</PublicAccessBlockConfiguration>",
+        "<PublicAccessBlockConfiguration><BlockPublicAcls>true</BlockPublicAcls><BlockPublicAcls>"
+        "true</BlockPublicAcls></PublicAccessBlockConfiguration>",
+        "<PublicAccessBlockConfiguration><Other>true</Other></PublicAccessBlockConfiguration>",
+        "<PublicAccessBlockConfiguration><BlockPublicAcls><x/></BlockPublicAcls>"
+        "</PublicAccessBlockConfiguration>",
+        "<Other/>",
+        "",
+        NULL};
+    char *out = NULL, msg[256], err[256];
+    struct hd_buf b;
+    json_t *v;
+    size_t i;
+
+    CHECK_EQ_INT(hd_pab_parse_xml(all_on, strlen(all_on), &out, msg, sizeof(msg)), 0);
+    CHECK_EQ_STR(out, "{\"block_public_acls\":true,\"block_public_policy\":true,"
+                      "\"ignore_public_acls\":true,\"restrict_public_buckets\":true}");
+    v = json_loads(out, 0, NULL);
+    CHECK_EQ_INT(hd_pab_check(v, err, sizeof(err)), 0);
+    CHECK(hd_pab_on(v, "restrict_public_buckets") && !hd_pab_on(NULL, "restrict_public_buckets"));
+    /* the GET answer reads back as the same setting */
+    hd_buf_init(&b);
+    hd_pab_xml(&b, v);
+    free(out);
+    out = NULL;
+    CHECK_EQ_INT(hd_pab_parse_xml(b.data, b.len, &out, msg, sizeof(msg)), 0);
+    {
+        json_t *back = out ? json_loads(out, 0, NULL) : NULL;
+        CHECK(back && json_equal(back, v) == 1);
+        json_decref(back);
+    }
+    hd_buf_cleanup(&b);
+    free(out);
+    json_decref(v);
+    /* what is not given is off; an empty configuration is all off */
+    CHECK_EQ_INT(hd_pab_parse_xml("<PublicAccessBlockConfiguration/>", 33, &out, msg, sizeof(msg)),
+                 0);
+    CHECK_EQ_STR(out, "{\"block_public_acls\":false,\"block_public_policy\":false,"
+                      "\"ignore_public_acls\":false,\"restrict_public_buckets\":false}");
+    free(out);
+    for (i = 0; bad[i]; i++) {
+        out = NULL;
+        CHECK_EQ_INT(hd_pab_parse_xml(bad[i], strlen(bad[i]), &out, msg, sizeof(msg)),
+                     HD_EMALFORMEDXML);
+        CHECK(out == NULL);
+    }
+    /* the property's form */
+    v = json_loads("{\"block_public_acls\":true}", 0, NULL);
+    CHECK_EQ_INT(hd_pab_check(v, err, sizeof(err)), HD_EBADARG);
+    json_decref(v);
+    v = json_loads("{\"block_public_acls\":1,\"block_public_policy\":true,\"ignore_public_acls\":"
+                   "true,\"restrict_public_buckets\":true}",
+                   0, NULL);
+    CHECK_EQ_INT(hd_pab_check(v, err, sizeof(err)), HD_EBADARG);
+    json_decref(v);
 }
