@@ -109,7 +109,6 @@ static int load_buckets(struct hd_store *st)
         if (sqlite3_column_text(s, 3)) {
             json_t *j = json_loads((const char *)sqlite3_column_text(s, 3), 0, NULL);
             n->anonymous_read = j && json_is_true(json_object_get(j, "anonymous_read"));
-            n->anonymous_list = j && json_is_true(json_object_get(j, "anonymous_list"));
             hd_bprops_public(n->name, j, &n->public_objects, &n->public_list);
             n->has_lifecycle = j && json_object_get(j, "lifecycle") != NULL;
             st->lc[st->nbuckets - 1] = json_incref(json_object_get(j, "lifecycle"));

@@ -33,8 +33,7 @@ struct hd_bucket_info {
     char name[64];
     char provider[8];
     int64_t created;    /* unix seconds */
-    int anonymous_read; /* prop: unsigned GET/HEAD/list allowed */
-    int anonymous_list; /* prop: unsigned listings allowed */
+    int anonymous_read; /* prop: the native API's "objects public" (as set; access: below) */
     int public_objects; /* unsigned GET/HEAD allowed (hd_bprops_public: these, or a policy) */
     int public_list;    /* unsigned listings allowed (the same) */
     int has_lifecycle;  /* prop: lifecycle rules (target/api/lifecycle.c applies them) */
