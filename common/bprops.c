@@ -294,6 +294,31 @@ char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src)
     return s;
 }
 
+/* Block Public Access in the merged props c: a patch p may not turn on what it blocks (what was
+ * on before stays, as AWS keeps an ACL or a policy set before the block). Every path that
+ * changes props merges here (S3 calls, the native PATCH, on the primary proxy against the
+ * current BMD), so none gets around it. 0 or HD_EACCESS. */
+static int pab_refuses(const json_t *c, const json_t *p, char *err, size_t errlen)
+{
+    const json_t *pab = json_object_get(c, "public_access_block"), *pol;
+    int g = 0;
+
+    if (hd_pab_on(pab, "block_public_acls") &&
+        (json_is_true(json_object_get(p, "anonymous_read")) ||
+         json_is_true(json_object_get(p, "anonymous_list"))))
+        return hd_err_fmt(err, errlen, HD_EACCESS, "%s",
+                          "Access Denied: public ACLs are blocked by the BlockPublicAcls block "
+                          "public access setting.");
+    pol = json_object_get(p, "policy");
+    if (hd_pab_on(pab, "block_public_policy") && json_is_string(pol) &&
+        hd_policy_check(NULL, json_string_value(pol), json_string_length(pol), &g, NULL, 0) == 0 &&
+        g)
+        return hd_err_fmt(err, errlen, HD_EACCESS, "%s",
+                          "Access Denied: public policies are blocked by the BlockPublicPolicy "
+                          "block public access setting.");
+    return 0;
+}
+
 int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, size_t errlen)
 {
     json_t *c = cur && *cur ? json_loads(cur, 0, NULL) : json_object();
@@ -320,6 +345,11 @@ int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, s
             json_object_del(c, k);
         else
             json_object_set(c, k, v);
+    }
+    if ((rc = pab_refuses(c, p, err, errlen)) < 0) {
+        json_decref(c);
+        json_decref(p);
+        return rc;
     }
     text = json_dumps(c, JSON_COMPACT);
     json_decref(p);

@@ -1284,6 +1284,8 @@ static void acl_put_end(struct hd_req *r, void *ctx, const char *body, size_t le
         want = canned_public(canned) == 1; /* acl_headers refused the others */
     else
         rc = HD_EMALFORMEDXML; /* neither a canned ACL nor a policy */
+    if (rc == 0 && a->object && want && pab_on(a->f, a->ctx, a->bucket, "block_public_acls"))
+        rc = HD_EACCESS; /* as AWS: the BlockPublicAcls setting */
     if (rc == 0)
         rc = a->object
                  ? object_acl_ok(a->pub, want,

@@ -108,7 +108,7 @@ static void props_end(struct hd_req *r, void *ctx, const char *body, size_t len)
         hd_resp_err_msg(r, rc,
                         msg[0] ? msg : "Expected a JSON object like {\"anonymous_read\": true}.");
     else if (rc < 0)
-        hd_resp_err(r, rc);
+        hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     else
         hd_resp_empty(r, 200);
 }

@@ -275,6 +275,26 @@ def test_public_access_block(endpoint, raw, s3, bucket):
     finally:
         s3.put_bucket_acl(Bucket=bucket, ACL="private")
         s3.delete_public_access_block(Bucket=bucket)
+    # the native PATCH is held to the same settings (every change of props merges through one
+    # check, on the primary proxy against the current BMD)
+    _pab(s3, bucket, BlockPublicAcls=True, BlockPublicPolicy=True)
+    try:
+        for patch in ({"anonymous_read": True}, {"anonymous_list": True}, {"policy": _doc(bucket)}):
+            r = raw.request("PATCH", "/v1/buckets/%s" % bucket, body=json.dumps(patch).encode())
+            assert r.status == 403 and b"block public access" in r.body, (patch, r)
+        assert _anon(raw, "GET", "/%s/k" % bucket) == 403
+        # what blocks nothing still changes, and a setting made before the block stays
+        r = raw.request("PATCH", "/v1/buckets/%s" % bucket, body=b'{"tags": {"team": "ml"}}')
+        assert r.status == 200, r
+        _pab(s3, bucket)
+        s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
+        _pab(s3, bucket, BlockPublicAcls=True)
+        r = raw.request("PATCH", "/v1/buckets/%s" % bucket, body=b'{"tags": {"team": "cv"}}')
+        assert r.status == 200, r
+        assert _anon(raw, "GET", "/%s?list-type=2" % bucket) == 200
+    finally:
+        s3.delete_public_access_block(Bucket=bucket)
+        s3.put_bucket_acl(Bucket=bucket, ACL="private")
     # refused documents change nothing
     for body in (b"<PublicAccessBlockConfiguration><BlockPublicAcls>yes</BlockPublicAcls>"
                  b"</PublicAccessBlockConfiguration>",
