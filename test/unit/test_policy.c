@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+#include "common/bprops.h"
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/policy.h"
@@ -275,4 +276,44 @@ HD_SUITE(policy_public_access_block)
                    0, NULL);
     CHECK_EQ_INT(hd_pab_check(v, err, sizeof(err)), HD_EBADARG);
     json_decref(v);
+}
+
+/* Block Public Access where props are merged: a change may not turn on what is blocked; what
+ * was on stays, and other changes go through. */
+HD_SUITE(policy_pab_merge)
+{
+    static const char *const blocked =
+        "{\"public_access_block\":{\"block_public_acls\":true,\"block_public_policy\":true,"
+        "\"ignore_public_acls\":false,\"restrict_public_buckets\":false}}";
+    static const char *const pub_policy =
+        "{\"policy\":\"{\\\"Statement\\\":{\\\"Effect\\\":\\\"Allow\\\",\\\"Principal\\\":\\\"*"
+        "\\\","
+        "\\\"Action\\\":\\\"s3:GetObject\\\",\\\"Resource\\\":\\\"arn:aws:s3:::any/*\\\"}}\"}";
+    char *out = NULL, *cur, err[256];
+
+    CHECK_EQ_INT(hd_bprops_merge(blocked, "{\"anonymous_read\":true}", &out, err, sizeof(err)),
+                 HD_EACCESS);
+    CHECK(out == NULL && strstr(err, "BlockPublicAcls"));
+    CHECK_EQ_INT(hd_bprops_merge(blocked, "{\"anonymous_list\":true}", &out, err, sizeof(err)),
+                 HD_EACCESS);
+    CHECK_EQ_INT(hd_bprops_merge(blocked, pub_policy, &out, err, sizeof(err)), HD_EACCESS);
+    CHECK(strstr(err, "BlockPublicPolicy") != NULL);
+    /* turning public things off, and other settings, go through */
+    CHECK_EQ_INT(hd_bprops_merge(blocked, "{\"anonymous_read\":false,\"tags\":{\"a\":\"b\"}}", &out,
+                                 err, sizeof(err)),
+                 0);
+    free(out);
+    /* the block and the public setting in one patch: the block holds */
+    CHECK_EQ_INT(hd_bprops_merge(NULL,
+                                 "{\"anonymous_read\":true,\"public_access_block\":{"
+                                 "\"block_public_acls\":true,\"block_public_policy\":false,"
+                                 "\"ignore_public_acls\":false,\"restrict_public_buckets\":false}}",
+                                 &out, err, sizeof(err)),
+                 HD_EACCESS);
+    /* set before the block: stays, and later changes of other keys are taken */
+    CHECK_EQ_INT(hd_bprops_merge("{\"anonymous_read\":true}", blocked, &cur, err, sizeof(err)), 0);
+    CHECK_EQ_INT(hd_bprops_merge(cur, "{\"tags\":{\"a\":\"b\"}}", &out, err, sizeof(err)), 0);
+    CHECK(strstr(out, "\"anonymous_read\":true") != NULL);
+    free(out);
+    free(cur);
 }
