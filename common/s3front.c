@@ -568,6 +568,8 @@ static int body_check(struct hd_req *r, const struct body_call *bc, const char *
 {
     const char *md5 = hd_req_header(r, "Content-MD5");
     unsigned char h[32];
+    size_t i;
+    int rc;
 
     if (bc->signed_req && bc->auth.payload == HD_PL_HEX) {
         hd_sha256(body, len, h);
@@ -588,6 +590,23 @@ static int body_check(struct hd_req *r, const struct body_call *bc, const char *
         hd_b64_encode(d, sizeof(d), b64, sizeof(b64));
         if (strcmp(b64, md5) != 0)
             return HD_EBADDIGEST;
+    }
+    /* the flexible checksums newer SDKs send instead of Content-MD5 (x-amz-checksum-crc32 ...) */
+    for (i = 0; i < r->nhdrs; i++) {
+        enum hd_ck_type t = hd_cksum_type_from_header(r->hdrs[i].k);
+        struct hd_cksum ck;
+        char got[HD_CK_B64_MAX];
+        if (t == HD_CK_NONE)
+            continue;
+        if (hd_cksum_init(&ck, t) < 0)
+            return -ENOMEM;
+        hd_cksum_update(&ck, body, len);
+        rc = hd_cksum_final_b64(&ck, got);
+        hd_cksum_cleanup(&ck);
+        if (rc < 0)
+            return rc;
+        if (strcmp(got, r->hdrs[i].v) != 0)
+            return HD_EBADCHECKSUM;
     }
     return 0;
 }

@@ -3,7 +3,9 @@ GetBucketPolicyStatus): the subset that publishes a bucket (everyone may s3:GetO
 objects and/or s3:ListBucket it), enforced for unsigned callers and for keys without access to
 the bucket; everything else refused, never stored. Against a standalone target and through a
 cluster proxy, with boto3, aws CLI v2 and raw HTTP."""
+import base64
 import json
+import zlib
 
 import botocore.exceptions
 import pytest
@@ -321,3 +323,35 @@ def test_public_access_block_aws_cli(endpoint, aws2, raw, bucket, tmp_path):
     assert got["PublicAccessBlockConfiguration"]["BlockPublicPolicy"] is False
     aws2("s3api", "delete-bucket-policy", "--bucket", bucket)
     aws2("s3api", "delete-public-access-block", "--bucket", bucket)
+
+
+def test_bucket_settings_checksums(endpoint, raw, s3, bucket, pyenv_python):
+    """Newer SDKs (botocore >= 1.36) send x-amz-checksum-crc32 instead of Content-MD5 on the
+    bucket calls with a body: a right one is taken, a wrong one is 400 BadDigest and changes
+    nothing."""
+    import test_s3_behaviours as sb
+    out = sb.pyenv(pyenv_python, endpoint, bucket, r'''
+pol = json.dumps({"Statement": {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                                "Resource": "arn:aws:s3:::%s/*" % b}})
+s3.put_bucket_policy(Bucket=b, Policy=pol)
+out["policy"] = s3.get_bucket_policy(Bucket=b)["Policy"] == pol
+s3.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration={"BlockPublicAcls": True})
+out["pab"] = s3.get_public_access_block(Bucket=b)["PublicAccessBlockConfiguration"]
+s3.put_object(Bucket=b, Key="x", Body=b"x")
+out["deleted"] = len(s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "x"}]})["Deleted"])
+s3.delete_public_access_block(Bucket=b)
+s3.delete_bucket_policy(Bucket=b)
+''')
+    assert out["policy"] is True and out["pab"]["BlockPublicAcls"] is True, out
+    assert out["deleted"] == 1, out
+    body = _doc(bucket).encode()
+    good = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+    bad = base64.b64encode((zlib.crc32(body) ^ 1).to_bytes(4, "big")).decode()
+    r = raw.request("PUT", "/%s?policy" % bucket, body=body,
+                    headers={"x-amz-checksum-crc32": bad})
+    helpers.check_s3_error(r, 400, "BadDigest")
+    _refused(lambda: s3.get_bucket_policy(Bucket=bucket), 404, "NoSuchBucketPolicy")
+    r = raw.request("PUT", "/%s?policy" % bucket, body=body,
+                    headers={"x-amz-checksum-crc32": good})
+    assert r.status == 204, r
+    s3.delete_bucket_policy(Bucket=bucket)
