@@ -237,7 +237,7 @@ static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket,
         }
         pc->t = t;
         snprintf(pc->bucket, sizeof(pc->bucket), "%s", bucket);
-        hd_req_read_body(r, 64u * 1024, props_end, pc, free);
+        hd_req_read_body(r, (size_t)64 * 1024, props_end, pc, free);
         break;
     case BC_WRITEBACK: /* this target's write-back queue for the bucket (proxy sums) */
         if ((rc = hd_store_bucket_exists(t->st, bucket)) < 0 ||
