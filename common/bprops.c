@@ -312,7 +312,7 @@ static int pab_refuses(const json_t *c, const json_t *p, char *err, size_t errle
     pol = json_object_get(p, "policy");
     if (hd_pab_on(pab, "block_public_policy") && json_is_string(pol) &&
         hd_policy_check(NULL, json_string_value(pol), json_string_length(pol), &g, NULL, 0) == 0 &&
-        g)
+        (g & HD_POLICY_PUBLIC))
         return hd_err_fmt(err, errlen, HD_EACCESS, "%s",
                           "Access Denied: public policies are blocked by the BlockPublicPolicy "
                           "block public access setting.");
@@ -363,6 +363,13 @@ int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, s
         rc = -ENOMEM;
     json_decref(c);
     return rc;
+}
+
+int hd_bprops_tls_only(const char *bucket, const json_t *props)
+{
+    const char *doc = json_string_value(json_object_get(props, "policy"));
+
+    return doc && (hd_policy_grants(bucket, doc) & HD_POLICY_TLS_ONLY) != 0;
 }
 
 void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int *list)

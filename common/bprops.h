@@ -76,6 +76,9 @@ int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, s
  * access settings ignore_public_acls and restrict_public_buckets take the first two and the
  * policy out. */
 void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int *list);
+/* Whether the bucket's policy refuses requests without TLS (AWS's "TLS only" Deny; Block
+ * Public Access does not touch it). */
+int hd_bprops_tls_only(const char *bucket, const json_t *props);
 /* The upstream bucket name for hoard bucket `name`. */
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name);
 

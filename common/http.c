@@ -201,6 +201,11 @@ static enum MHD_Result collect_hdr(void *cls, enum MHD_ValueKind kind, const cha
     return MHD_YES;
 }
 
+int hd_req_secure(const struct hd_req *r)
+{
+    return r->srv && r->srv->tls;
+}
+
 const char *hd_req_header(const struct hd_req *r, const char *name)
 {
     size_t i;

@@ -74,6 +74,9 @@ struct hd_req {
                                     * "" (anonymous or not checked); for logs */
     int pub;                       /* what r is to an unsigned caller (enum hd_pub), set by its
                                     * route before it authenticates */
+    int policy_call;               /* r reads or changes the bucket's policy (its route says so
+                                    * before authentication): a TLS-only policy does not refuse
+                                    * it, so that it can be undone */
     int trusted;                   /* carries a valid proxy authorisation (cluster): 0, or
                                     * HD_TRUST_REDIRECT (a client sent by a proxy's 307) or
                                     * HD_TRUST_NODE (a proxy's relay or another node's call) */
@@ -158,6 +161,8 @@ int hd_http_loop_at_stop(void (*fn)(void *arg), void *arg);
 
 /* Case-insensitive header lookup; first value or NULL. */
 const char *hd_req_header(const struct hd_req *r, const char *name);
+/* 1 when r came over TLS (the server serves https). */
+int hd_req_secure(const struct hd_req *r);
 /* How many times header name appears. */
 size_t hd_req_header_count(const struct hd_req *r, const char *name);
 const char *hd_req_param(const struct hd_req *r, const char *key);

@@ -225,6 +225,27 @@ int hd_keys_public(int pub, int objects, int list)
     return pub == HD_PUB_READ ? objects != 0 : pub == HD_PUB_LIST ? list != 0 : 0;
 }
 
+int hd_keys_tls_check(const struct hd_req *r, const char *bucket, hd_tls_only_fn tls_only,
+                      void *arg)
+{
+    const char *src;
+    char *sb = NULL, *sk = NULL;
+    int refused = 0;
+
+    if (r->policy_call || hd_req_secure(r))
+        return 0;
+    if (bucket && tls_only(arg, bucket))
+        refused = 1;
+    else if (bucket && (src = hd_req_header(r, "x-amz-copy-source")) &&
+             hd_copy_source_parse(src, &sb, &sk) == 0)
+        refused = tls_only(arg, sb);
+    free(sb);
+    free(sk);
+    if (refused)
+        hd_stats_inc(HD_ST_AUTH_FAILED);
+    return refused ? HD_EACCESS : 0;
+}
+
 int hd_keys_native_object_pub(const struct hd_req *r)
 {
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)

@@ -67,6 +67,13 @@ int hd_keys_public(int pub, int objects, int list);
  * HEAD of the object, HD_PUB_NONE for the rest (writes, and the multipart calls that ?uploadId
  * and ?partNumber name). Proxies authorise by it; targets also route by it. */
 int hd_keys_native_object_pub(const struct hd_req *r);
+/* Whether bucket's policy refuses requests without TLS (the role's view of it). */
+typedef int (*hd_tls_only_fn)(void *arg, const char *bucket);
+/* A request that did not come over TLS, to bucket or copying from a bucket whose policy is
+ * TLS only, is refused (counted as a failed authentication): HD_EACCESS, else 0. The calls
+ * on the policy itself (r->policy_call) are not, so that it can be undone. */
+int hd_keys_tls_check(const struct hd_req *r, const char *bucket, hd_tls_only_fn tls_only,
+                      void *arg);
 /* Whether bucket lets anyone do what r->pub names (the role's hd_keys_public over its own
  * view of the bucket's properties). */
 typedef int (*hd_public_fn)(void *arg, const char *bucket, int pub);

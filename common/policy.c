@@ -122,6 +122,50 @@ static int principal_check(const json_t *p, char *msg, size_t msglen)
                       "keys (auth.keys), not accounts or roles.");
 }
 
+/* The one Deny hoard enforces, AWS's "TLS only" statement (the AWS Config rule
+ * s3-bucket-ssl-requests-only): everyone, every action ("s3:*" or "*"), this bucket's
+ * resources, {"Bool": {"aws:SecureTransport": "false"}}. Taken for the whole bucket. */
+static int deny_insecure(const char *bucket, const json_t *st, int *grants, char *msg,
+                         size_t msglen)
+{
+    const json_t *cond = json_object_get(st, "Condition"), *b = json_object_get(cond, "Bool");
+    const json_t *v = json_object_get(b, "aws:SecureTransport");
+    const char *s;
+    size_t i;
+    int kind, bad, rc;
+
+    if (!v) /* the key's case varies in the wild */
+        v = json_object_get(b, "aws:securetransport");
+    if (json_is_array(v) && json_array_size(v) == 1)
+        v = json_array_get(v, 0);
+    if (!json_is_object(cond) || json_object_size(cond) != 1 || !json_is_object(b) ||
+        json_object_size(b) != 1 ||
+        !(json_is_false(v) || (json_is_string(v) && strcmp(json_string_value(v), "false") == 0)))
+        return hd_err_fmt(msg, msglen, HD_ENOTIMPL, "%s",
+                          "Effect Deny: the one Deny taken is of every request without TLS "
+                          "(\"Condition\": {\"Bool\": {\"aws:SecureTransport\": \"false\"}}, "
+                          "\"Action\": \"s3:*\"); access is otherwise set by keys (auth.keys).");
+    if (!json_object_get(st, "Action"))
+        return malformed(msg, msglen, "Missing required field Action");
+    for (i = 0; (s = item(json_object_get(st, "Action"), i, &bad)); i++)
+        if (strcmp(s, "s3:*") != 0 && strcmp(s, "*") != 0)
+            return hd_err_fmt(msg, msglen, HD_ENOTIMPL,
+                              "Action %.100s: a Deny of requests without TLS covers every "
+                              "action (\"s3:*\").",
+                              s);
+    if (bad)
+        return malformed(msg, msglen, "Action must be a string or a list of strings");
+    if (!json_object_get(st, "Resource"))
+        return malformed(msg, msglen, "Missing required field Resource");
+    for (i = 0; (s = item(json_object_get(st, "Resource"), i, &bad)); i++)
+        if ((rc = resource_of(bucket, s, &kind, msg, msglen)) < 0)
+            return rc;
+    if (bad)
+        return malformed(msg, msglen, "Resource must be a string or a list of strings");
+    *grants |= HD_POLICY_TLS_ONLY;
+    return 0;
+}
+
 static int statement(const char *bucket, json_t *st, int *grants, char *msg, size_t msglen)
 {
     const json_t *eff = json_object_get(st, "Effect"), *acts = json_object_get(st, "Action");
@@ -135,14 +179,14 @@ static int statement(const char *bucket, json_t *st, int *grants, char *msg, siz
         return malformed(msg, msglen, "Statement must be an object");
     json_object_foreach(st, k, v)
     {
-        if (strcmp(k, "Condition") == 0 || strcmp(k, "NotAction") == 0 ||
-            strcmp(k, "NotPrincipal") == 0 || strcmp(k, "NotResource") == 0)
+        if (strcmp(k, "NotAction") == 0 || strcmp(k, "NotPrincipal") == 0 ||
+            strcmp(k, "NotResource") == 0)
             return hd_err_fmt(msg, msglen, HD_ENOTIMPL,
                               "%s: a bucket policy can only grant everyone s3:GetObject and "
-                              "s3:ListBucket, without conditions.",
+                              "s3:ListBucket, or deny requests without TLS.",
                               k);
         if (strcmp(k, "Sid") != 0 && strcmp(k, "Effect") != 0 && strcmp(k, "Principal") != 0 &&
-            strcmp(k, "Action") != 0 && strcmp(k, "Resource") != 0)
+            strcmp(k, "Action") != 0 && strcmp(k, "Resource") != 0 && strcmp(k, "Condition") != 0)
             return hd_err_fmt(msg, msglen, HD_EMALFORMEDPOLICY, "Unknown field %.100s", k);
     }
     if (json_object_get(st, "Sid") && !json_is_string(json_object_get(st, "Sid")))
@@ -152,14 +196,16 @@ static int statement(const char *bucket, json_t *st, int *grants, char *msg, siz
     if (!json_is_string(eff) || (strcmp(json_string_value(eff), "Allow") != 0 &&
                                  strcmp(json_string_value(eff), "Deny") != 0))
         return malformed(msg, msglen, "Invalid effect");
-    if (strcmp(json_string_value(eff), "Deny") == 0)
-        return hd_err_fmt(msg, msglen, HD_ENOTIMPL, "%s",
-                          "Effect Deny: a bucket policy can only grant (Allow); access is "
-                          "otherwise set by keys (auth.keys).");
     if (!pr)
         return malformed(msg, msglen, "Missing required field Principal");
     if ((rc = principal_check(pr, msg, msglen)) < 0)
         return rc;
+    if (strcmp(json_string_value(eff), "Deny") == 0)
+        return deny_insecure(bucket, st, grants, msg, msglen);
+    if (json_object_get(st, "Condition"))
+        return hd_err_fmt(msg, msglen, HD_ENOTIMPL, "%s",
+                          "Condition: a bucket policy can only grant everyone s3:GetObject and "
+                          "s3:ListBucket without conditions, or deny requests without TLS.");
     if (!acts)
         return malformed(msg, msglen, "Missing required field Action");
     if (!res)

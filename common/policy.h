@@ -10,12 +10,14 @@
  *    "Statement": [{"Sid": "...", "Effect": "Allow", "Principal": "*" | {"AWS": "*"},
  *                   "Action": "s3:GetObject" | [...], "Resource": "arn:aws:s3:::B" | [...]}]}
  *
- * Any other statement is refused, so no stored policy is partly unenforced: 501 NotImplemented
- * for what S3 has and hoard does not (Deny, Condition, NotAction/NotPrincipal/NotResource, a
- * principal other than everyone, another action (AWS's finer s3:GetObjectVersion,
- * s3:ListBucketVersions, s3:ListBucketMultipartUploads too: hoard's reads and listings are wider),
- * a grant on a prefix), 400 MalformedPolicy for
- * what S3 refuses too. Pure functions; any thread. */
+ * One Deny is taken too: AWS's "TLS only" statement (Deny everyone "s3:*" on the bucket when
+ * {"Bool": {"aws:SecureTransport": "false"}}), which AWS's security guides put beside the public
+ * ones. Any other statement is refused, so no stored policy is partly unenforced: 501
+ * NotImplemented for what S3 has and hoard does not (another Deny, another Condition,
+ * NotAction/NotPrincipal/NotResource, a principal other than everyone, another action (AWS's finer
+ * s3:GetObjectVersion, s3:ListBucketVersions, s3:ListBucketMultipartUploads too: hoard's reads and
+ * listings are wider), a grant on a prefix), 400 MalformedPolicy for what S3 refuses too. Pure
+ * functions; any thread. */
 #ifndef HD_POLICY_H
 #define HD_POLICY_H
 
@@ -30,6 +32,10 @@
 /* What a policy grants everyone (a bit set). */
 #define HD_POLICY_OBJECTS 1 /* s3:GetObject (GetObject, HeadObject) */
 #define HD_POLICY_LIST 2    /* s3:ListBucket (the listings and HeadBucket) */
+#define HD_POLICY_PUBLIC (HD_POLICY_OBJECTS | HD_POLICY_LIST)
+/* not a grant: AWS's "TLS only" Deny (every action, when aws:SecureTransport is false), which
+ * refuses every request to the bucket that did not come over TLS */
+#define HD_POLICY_TLS_ONLY 4
 
 /* Checks doc (len bytes) as the policy of bucket (NULL: any bucket's; the resources are then
  * only checked for their form). 0 with *grants (HD_POLICY_*), or HD_EMALFORMEDPOLICY or

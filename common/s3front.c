@@ -1616,7 +1616,7 @@ static void policy_put_end(struct hd_req *r, void *arg, const char *body, size_t
         hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
         return;
     }
-    if (grants && pab_on(bc->f, bc->ctx, bc->bucket, "block_public_policy")) {
+    if ((grants & HD_POLICY_PUBLIC) && pab_on(bc->f, bc->ctx, bc->bucket, "block_public_policy")) {
         hd_resp_err_msg(r, HD_EACCESS,
                         "Access Denied: public policies are blocked by the BlockPublicPolicy "
                         "block public access setting.");
@@ -1665,7 +1665,7 @@ static void policy_config(struct hd_req *r, const struct hd_s3_front *f, void *c
         hd_buf_init(&b);
         hd_xml_decl(&b);
         hd_buf_printf(&b, "<PolicyStatus xmlns=\"" S3NS "\"><IsPublic>%s</IsPublic></PolicyStatus>",
-                      hd_policy_grants(c->bucket, doc) ? "true" : "false");
+                      (hd_policy_grants(c->bucket, doc) & HD_POLICY_PUBLIC) ? "true" : "false");
         hd_resp_xml(r, 200, &b);
     } else {
         hd_resp_copy(r, 200, "application/json", doc, json_string_length(v));
@@ -1950,6 +1950,10 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
     level = !bucket ? SERVICE : !key ? BUCKET : OBJECT;
     crc = classify(r, level, &c.op, &sub);
     r->pub = crc == 0 ? public_op(c.op) : HD_PUB_NONE;
+    r->policy_call =
+        crc == 0 && (c.op == HD_S3_PUT_BUCKET_POLICY || c.op == HD_S3_GET_POLICY_STATUS ||
+                     ((c.op == HD_S3_GET_BUCKET_CONFIG || c.op == HD_S3_DELETE_BUCKET_CONFIG) &&
+                      strcmp(bucket_config_of(r)->sub, "policy") == 0));
     rc = f->authenticate(r, ctx, bucket, key, &c.auth);
     if (rc == HD_AGAIN)
         goto out; /* parked: this runs again */

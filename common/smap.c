@@ -560,6 +560,7 @@ int hd_bmd_put(struct hd_bmd *b, const char *name, const char *provider, int64_t
     if (props && (strstr(props, "\"anonymous_") || strstr(props, "\"policy\""))) {
         json_t *j = json_loads(props, 0, NULL);
         hd_bprops_public(e.name, j, &e.public_objects, &e.public_list);
+        e.tls_only = hd_bprops_tls_only(e.name, j);
         json_decref(j);
     }
     for (i = 0; i < b->n; i++) {

@@ -254,12 +254,18 @@ out:
     return rc;
 }
 
-/* May the caller read every bucket b names? (Its signature was verified already.) */
-static int authorize(const struct pbatch *pb, const struct hd_batch *b)
+/* May the caller read every bucket b names (secure: r came over TLS)? (Its signature was
+ * verified already.) */
+static int authorize(const struct pbatch *pb, const struct hd_batch *b, int secure)
 {
     struct hd_proxy *p = pb->p;
     const struct hd_key *k = NULL;
     size_t i;
+
+    if (!secure && !(pb->rc == 0 && !pb->a.anonymous && !pb->a.access_key[0])) /* not a node */
+        for (i = 0; i < b->n; i++)
+            if (hd_proxy_tls_only(p, b->e[i].bucket))
+                return HD_EACCESS; /* the bucket's policy: TLS only */
 
     if (pb->rc == 0 && pb->a.access_key[0] && !(k = hd_keys_find(&p->keys, pb->a.access_key)))
         return HD_ENOACCESSKEY;
@@ -387,7 +393,8 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
         hd_resp_err_msg(r, rc, msg);
         return;
     }
-    if ((rc = authorize(pb, b)) < 0 || (rc = hd_batch_check_payload(&pb->a, body, len)) < 0) {
+    if ((rc = authorize(pb, b, hd_req_secure(r))) < 0 ||
+        (rc = hd_batch_check_payload(&pb->a, body, len)) < 0) {
         json_decref(in);
         hd_batch_free(b);
         hd_resp_err(r, rc);

@@ -13,6 +13,16 @@
 #include "common/nodeauth.h"
 #include "common/sigv2.h"
 
+int hd_proxy_tls_only(struct hd_proxy *p, const char *bucket)
+{
+    struct hd_bmd *b = hd_smap_state_bmd(p->cs);
+    const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
+    int yes = e && e->tls_only;
+
+    hd_bmd_unref(b);
+    return yes;
+}
+
 int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub)
 {
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
@@ -21,6 +31,11 @@ int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub)
 
     hd_bmd_unref(b);
     return yes;
+}
+
+static int tls_only(void *arg, const char *bucket)
+{
+    return hd_proxy_tls_only(arg, bucket);
 }
 
 static int bucket_open(void *arg, const char *bucket, int pub)
@@ -112,6 +127,8 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     memset(a, 0, sizeof(*a));
     if ((rc = cluster_trusted(r, p)) != 0)
         return rc == 1 ? 0 : rc;
+    if ((rc = hd_keys_tls_check(r, bucket, tls_only, p)) < 0)
+        return rc; /* the bucket's policy: TLS only */
     a->anonymous = 1;
     if (p->keys.n == 0)
         return 0; /* auth off: credentials, if any, are ignored (as on targets) */

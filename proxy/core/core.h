@@ -130,6 +130,8 @@ int hd_proxy_node_verify(struct hd_req *r, struct hd_proxy *p, int flags,
 /* 1 when bucket lets a request of kind pub (enum hd_pub) through unsigned: its
  * anonymous_read and anonymous_list properties, as the BMD keeps them parsed. */
 int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub);
+/* 1 when bucket's policy refuses requests without TLS (the BMD entry's tls_only). */
+int hd_proxy_tls_only(struct hd_proxy *p, const char *bucket);
 
 /* ---- role.c: primary or follower, terms, the primary's books ---- */
 

@@ -38,6 +38,14 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
     return rc == HD_DECLINED ? 0 : rc;
 }
 
+static int tls_only(void *arg, const char *bucket)
+{
+    struct hd_target *t = arg;
+    struct hd_bucket_info bi;
+
+    return hd_store_bucket_get(t->st, bucket, &bi) == 0 && bi.tls_only;
+}
+
 static int bucket_open(void *arg, const char *bucket, int pub)
 {
     struct hd_target *t = arg;
@@ -50,8 +58,12 @@ static int bucket_open(void *arg, const char *bucket, int pub)
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
                         const char *bucket)
 {
+    int rc;
+
     if (r->trusted)
         return 0; /* a proxy authenticated and authorised it */
+    if ((rc = hd_keys_tls_check(r, bucket, tls_only, t)) < 0)
+        return rc; /* the bucket's policy: TLS only */
     if (a->anonymous) {
         if (t->keys.n == 0)
             return 0; /* auth disabled */

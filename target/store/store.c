@@ -110,6 +110,7 @@ static int load_buckets(struct hd_store *st)
             json_t *j = json_loads((const char *)sqlite3_column_text(s, 3), 0, NULL);
             n->anonymous_read = j && json_is_true(json_object_get(j, "anonymous_read"));
             hd_bprops_public(n->name, j, &n->public_objects, &n->public_list);
+            n->tls_only = hd_bprops_tls_only(n->name, j);
             n->has_lifecycle = j && json_object_get(j, "lifecycle") != NULL;
             st->lc[st->nbuckets - 1] = json_incref(json_object_get(j, "lifecycle"));
             json_decref(j);

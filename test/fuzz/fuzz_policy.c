@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             __builtin_trap(); /* refused: grants nothing, says why */
         return 0;
     }
-    if (g & ~(HD_POLICY_OBJECTS | HD_POLICY_LIST))
+    if (g & ~(HD_POLICY_PUBLIC | HD_POLICY_TLS_ONLY))
         __builtin_trap();
     if (hd_policy_check(bucket, doc, size, &g2, msg, sizeof(msg)) != 0 || g2 != g)
         __builtin_trap();

@@ -355,3 +355,51 @@ s3.delete_bucket_policy(Bucket=b)
                     headers={"x-amz-checksum-crc32": good})
     assert r.status == 204, r
     s3.delete_bucket_policy(Bucket=bucket)
+
+
+def _tls_only(bucket):
+    return {"Sid": "AllowSSLRequestsOnly", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
+            "Resource": ["arn:aws:s3:::" + bucket, "arn:aws:s3:::%s/*" % bucket],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+
+
+def test_tls_only_policy_on_plain_http(endpoint, raw, s3, bucket):
+    """AWS's "TLS only" Deny, beside a public-read statement as the guides write them: over
+    plain HTTP every request to the bucket is refused, signed or not; the policy calls stay
+    open so that it can be read and undone. (test_tls.py: the same policy over TLS.)"""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    doc = json.loads(_doc(bucket))
+    doc["Statement"].append(_tls_only(bucket))
+    text = json.dumps(doc)
+    s3.put_bucket_policy(Bucket=bucket, Policy=text)
+    try:
+        _refused(lambda: s3.get_object(Bucket=bucket, Key="k"), 403, "AccessDenied")
+        _refused(lambda: s3.put_object(Bucket=bucket, Key="n", Body=b"x"), 403, "AccessDenied")
+        _refused(lambda: s3.list_objects_v2(Bucket=bucket), 403, "AccessDenied")
+        assert _anon(raw, "GET", "/%s/k" % bucket) == 403
+        assert raw.request("GET", "/v1/objects/%s/k" % bucket).status == 403
+        assert raw.request("GET", "/v1/buckets/%s" % bucket).status == 403
+        r = raw.request("POST", "/v1/batch",
+                        body=json.dumps({"bucket": bucket, "entries": [{"name": "k"}]}).encode(),
+                        headers={"Content-Type": "application/json"})
+        assert r.status == 403, r
+        # nor read as a copy's source into another bucket
+        other = "it-cp-" + bucket[3:]
+        s3.create_bucket(Bucket=other)
+        try:
+            _refused(lambda: s3.copy_object(Bucket=other, Key="c",
+                                            CopySource={"Bucket": bucket, "Key": "k"}),
+                     403, "AccessDenied")
+        finally:
+            s3.delete_bucket(Bucket=other)
+        # the policy itself stays readable and changeable by its owner
+        assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == text
+        assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True
+        assert raw.request("GET", "/v1/buckets/%s?props" % bucket).status == 200
+    finally:
+        s3.delete_bucket_policy(Bucket=bucket)
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
+    # TLS only, alone, is not public
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [_tls_only(bucket)]}))
+    assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is False
+    s3.delete_bucket_policy(Bucket=bucket)

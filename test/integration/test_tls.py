@@ -9,6 +9,7 @@ harms nothing; SIGHUP serves a new certificate to new connections while an open 
 connection goes on with the old one."""
 
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -179,6 +180,30 @@ def test_boto3_through_the_relay(cl):
     r = api("GET", url)
     assert r.status_code == 200 and r.content == data and r.url.startswith("https://")
     s3.delete_object(Bucket=BUCKET, Key=key)
+
+
+def test_tls_only_bucket_policy(cl):
+    """AWS's "TLS only" bucket policy (Deny s3:* when aws:SecureTransport is false) changes
+    nothing for a cluster that serves https: reads and writes through the relay and through the
+    307 to a target's https URL work (test_bucket_policy.py: refused over plain HTTP)."""
+    s3 = s3client(cl["p1"].url, cl["ca"])
+    bucket = "tlsonly-" + os.urandom(4).hex()
+    s3.create_bucket(Bucket=bucket)
+    policy = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Sid": "AllowSSLRequestsOnly", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
+        "Resource": ["arn:aws:s3:::" + bucket, "arn:aws:s3:::%s/*" % bucket],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]})
+    s3.put_bucket_policy(Bucket=bucket, Policy=policy)
+    try:
+        s3.put_object(Bucket=bucket, Key="k", Body=b"over tls")
+        assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"over tls"
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["k"]
+        r = api("GET", "%s/%s/k" % (cl["p2"].url, bucket))  # the 307 to the target, followed
+        assert r.status_code == 200 and r.content == b"over tls" and r.url.startswith("https://")
+    finally:
+        s3.delete_bucket_policy(Bucket=bucket)
+        s3.delete_object(Bucket=bucket, Key="k")
+        s3.delete_bucket(Bucket=bucket)
 
 
 def test_redirect_points_to_the_target_https_url(cl):

@@ -317,3 +317,81 @@ HD_SUITE(policy_pab_merge)
     free(out);
     free(cur);
 }
+
+/* AWS's "TLS only" statement, the one Deny taken. */
+#define TLS_ONLY(cond, act, res)                                                                   \
+    "{\"Sid\":\"AllowSSLRequestsOnly\",\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":" act    \
+    ",\"Resource\":" res ",\"Condition\":" cond "}"
+#define SECURE_FALSE "{\"Bool\":{\"aws:SecureTransport\":\"false\"}}"
+#define BOTH "[\"arn:aws:s3:::data\",\"arn:aws:s3:::data/*\"]"
+
+HD_SUITE(policy_tls_only)
+{
+    int g = -1;
+
+    CHECK_EQ_INT(check("data",
+                       "{\"Version\":\"2012-10-17\",\"Statement\":[" TLS_ONLY(
+                           SECURE_FALSE, "\"s3:*\"", BOTH) "]}",
+                       &g),
+                 0);
+    CHECK_EQ_INT(g, HD_POLICY_TLS_ONLY);
+    /* beside the public-read statement, as AWS's guides write them together */
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
+                       "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::data/*\"}," TLS_ONLY(
+                           SECURE_FALSE, "\"s3:*\"", BOTH) "]}",
+                       &g),
+                 0);
+    CHECK_EQ_INT(g, HD_POLICY_OBJECTS | HD_POLICY_TLS_ONLY);
+    CHECK_EQ_INT(
+        hd_policy_grants("data", "{\"Statement\":[" TLS_ONLY(SECURE_FALSE, "\"*\"", "\"*\"") "]}"),
+        HD_POLICY_TLS_ONLY);
+    /* the forms the value and the key take in the wild */
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":" TLS_ONLY("{\"Bool\":{\"aws:SecureTransport\":false}}",
+                                                  "[\"s3:*\"]", BOTH) "}",
+                       &g),
+                 0);
+    CHECK_EQ_INT(
+        check("data",
+              "{\"Statement\":" TLS_ONLY("{\"Bool\":{\"aws:securetransport\":[\"false\"]}}",
+                                         "\"s3:*\"", "\"arn:aws:s3:::data/*\"") "}",
+              &g),
+        0);
+    CHECK_EQ_INT(g, HD_POLICY_TLS_ONLY);
+    /* any other Deny or Condition: 501; another bucket: 400 */
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":" TLS_ONLY("{\"Bool\":{\"aws:SecureTransport\":"
+                                                  "\"true\"}}",
+                                                  "\"s3:*\"", BOTH) "}",
+                       &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(
+        check("data", "{\"Statement\":" TLS_ONLY(SECURE_FALSE, "\"s3:GetObject\"", BOTH) "}", &g),
+        HD_ENOTIMPL);
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":" TLS_ONLY(
+                           "{\"Bool\":{\"aws:SecureTransport\":\"false\"},\"IpAddress\":{"
+                           "\"aws:SourceIp\":\"10.0.0.0/8\"}}",
+                           "\"s3:*\"", BOTH) "}",
+                       &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(
+        check("data",
+              "{\"Statement\":" TLS_ONLY("{\"NumericLessThan\":{\"s3:TlsVersion\":\"1.2\"}}",
+                                         "\"s3:*\"", BOTH) "}",
+              &g),
+        HD_ENOTIMPL);
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
+                       "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::data/*\",\"Condition\":"
+                       "" SECURE_FALSE "}}",
+                       &g),
+                 HD_ENOTIMPL);
+    CHECK_EQ_INT(
+        check("data",
+              "{\"Statement\":" TLS_ONLY(SECURE_FALSE, "\"s3:*\"", "\"arn:aws:s3:::other/*\"") "}",
+              &g),
+        HD_EMALFORMEDPOLICY);
+    CHECK_EQ_INT(g, 0);
+}
