@@ -509,6 +509,10 @@ void hd_proxy_post_object(struct hd_req *r, struct hd_proxy *p, const char *buck
         hd_resp_err(r, rc);
         return;
     }
+    if (!hd_req_secure(r) && hd_proxy_tls_only(p, bucket)) {
+        hd_resp_err(r, HD_EACCESS); /* the bucket's policy: TLS only */
+        return;
+    }
     if (!(st = calloc(1, sizeof(*st))) || !(st->bucket = strdup(bucket))) {
         free(st);
         hd_resp_err(r, -ENOMEM);

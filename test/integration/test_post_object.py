@@ -483,3 +483,21 @@ def test_odd_field_values(ep, s3, bucket):
     r = requests.post("%s/%s" % (ep.url, bucket), data=b"", timeout=30,
                       headers={"Content-Type": "multipart/form-data; boundary=" + bnd})
     check_s3_error(from_requests(r), 400, "InvalidArgument")
+
+
+def test_tls_only_bucket_refuses_forms_over_http(ep, s3, bucket):
+    """A bucket whose policy is AWS's "TLS only" Deny takes no form upload over plain HTTP
+    (test_bucket_policy.py: the other calls)."""
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [{
+        "Effect": "Deny", "Principal": "*", "Action": "s3:*",
+        "Resource": ["arn:aws:s3:::" + bucket, "arn:aws:s3:::%s/*" % bucket],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]}))
+    try:
+        p = s3.generate_presigned_post(bucket, "form.txt", ExpiresIn=600)
+        files = dict(((k, (None, v)) for k, v in p["fields"].items()),
+                     file=("form.txt", b"over http"))
+        r = requests.post(p["url"], files=files, timeout=30)
+        check_s3_error(from_requests(r), 403, "AccessDenied")
+    finally:
+        s3.delete_bucket_policy(Bucket=bucket)
+    assert absent(s3, bucket, "form.txt")
