@@ -246,6 +246,20 @@ int hd_keys_tls_check(const struct hd_req *r, const char *bucket, hd_tls_only_fn
     return refused ? HD_EACCESS : 0;
 }
 
+int hd_keys_tls_check_job(const struct hd_req *r, const char *bucket, const json_t *args,
+                          hd_tls_only_fn tls_only, void *arg)
+{
+    const char *names[] = {bucket, json_string_value(json_object_get(args, "to")),
+                           json_string_value(json_object_get(args, "output_bucket"))};
+    size_t i;
+    int rc;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (names[i] && *names[i] && (rc = hd_keys_tls_check(r, names[i], tls_only, arg)) < 0)
+            return rc;
+    return 0;
+}
+
 int hd_keys_native_object_pub(const struct hd_req *r)
 {
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 enum hd_perm { HD_PERM_NONE, HD_PERM_RO, HD_PERM_RW };
 
 struct hd_key_rule {
@@ -74,6 +76,10 @@ typedef int (*hd_tls_only_fn)(void *arg, const char *bucket);
  * on the policy itself (r->policy_call) are not, so that it can be undone. */
 int hd_keys_tls_check(const struct hd_req *r, const char *bucket, hd_tls_only_fn tls_only,
                       void *arg);
+/* The same for a job request (POST /v1/jobs): its bucket and the buckets its args name
+ * ("to" of a copy, "output_bucket" of a shard job). */
+int hd_keys_tls_check_job(const struct hd_req *r, const char *bucket, const json_t *args,
+                          hd_tls_only_fn tls_only, void *arg);
 /* Whether bucket lets anyone do what r->pub names (the role's hd_keys_public over its own
  * view of the bucket's properties). */
 typedef int (*hd_public_fn)(void *arg, const char *bucket, int pub);

@@ -138,6 +138,10 @@ static void cache_job(struct hd_req *r, struct hd_proxy *p, const char *bucket, 
 static int may_write(struct hd_req *r, struct hd_proxy *p, const struct hd_sigv4_auth *a,
                      const char *bucket)
 {
+    int rc;
+
+    if (!(!a->anonymous && !a->access_key[0]) && (rc = hd_proxy_tls_check(r, p, bucket)) < 0)
+        return rc; /* the destination's policy: TLS only */
     if (p->keys.n == 0 || (!a->anonymous && !a->access_key[0]))
         return 0; /* auth off, or another proxy of the cluster (which authorised it) */
     if (a->anonymous)

@@ -491,7 +491,7 @@ void hd_proxy_buckets_handle(struct hd_req *r, struct hd_proxy *p)
     }
     c = bucket_call_of(r);
     r->pub = bucket_pub(c);
-    r->policy_call = c == BC_PROPS || c == BC_PATCH;
+    r->policy_call = c == BC_PROPS; /* a read of the settings (a PATCH is not) */
     if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0)
         hd_resp_err(r, rc);
     else if ((strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) ||

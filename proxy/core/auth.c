@@ -23,6 +23,22 @@ int hd_proxy_tls_only(struct hd_proxy *p, const char *bucket)
     return yes;
 }
 
+static int tls_only_fn(void *arg, const char *bucket)
+{
+    return hd_proxy_tls_only(arg, bucket);
+}
+
+int hd_proxy_tls_check(struct hd_req *r, struct hd_proxy *p, const char *bucket)
+{
+    return r->trusted ? 0 : hd_keys_tls_check(r, bucket, tls_only_fn, p);
+}
+
+int hd_proxy_tls_check_job(struct hd_req *r, struct hd_proxy *p, const char *bucket,
+                           const json_t *args)
+{
+    return r->trusted ? 0 : hd_keys_tls_check_job(r, bucket, args, tls_only_fn, p);
+}
+
 int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub)
 {
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
@@ -31,11 +47,6 @@ int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub)
 
     hd_bmd_unref(b);
     return yes;
-}
-
-static int tls_only(void *arg, const char *bucket)
-{
-    return hd_proxy_tls_only(arg, bucket);
 }
 
 static int bucket_open(void *arg, const char *bucket, int pub)
@@ -127,7 +138,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     memset(a, 0, sizeof(*a));
     if ((rc = cluster_trusted(r, p)) != 0)
         return rc == 1 ? 0 : rc;
-    if ((rc = hd_keys_tls_check(r, bucket, tls_only, p)) < 0)
+    if ((rc = hd_keys_tls_check(r, bucket, tls_only_fn, p)) < 0)
         return rc; /* the bucket's policy: TLS only */
     a->anonymous = 1;
     if (p->keys.n == 0)

@@ -215,6 +215,10 @@ static void start_end(struct hd_req *r, void *ctx, json_t *in)
     } else {
         hd_proxy_jobs_new_id(kind, id, sizeof(id));
     }
+    if ((rc = hd_proxy_tls_check_job(r, p, bucket, args)) < 0) {
+        hd_resp_err(r, rc); /* a bucket's policy: TLS only */
+        goto out;
+    }
     if (strcmp(kind, "copy") == 0 && copy_args_bad(r, p, bucket, args))
         goto out;
     if (strcmp(kind, "shard") == 0) { /* plans, writes the manifest, then starts it */

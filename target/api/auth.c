@@ -46,6 +46,13 @@ static int tls_only(void *arg, const char *bucket)
     return hd_store_bucket_get(t->st, bucket, &bi) == 0 && bi.tls_only;
 }
 
+int hd_target_jobs_admit(void *arg, struct hd_req *r, const char *bucket, const json_t *args)
+{
+    if (r->trusted)
+        return 0; /* a proxy's: it checked its client */
+    return hd_keys_tls_check_job(r, bucket, args, tls_only, arg);
+}
+
 static int bucket_open(void *arg, const char *bucket, int pub)
 {
     struct hd_target *t = arg;

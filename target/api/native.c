@@ -371,7 +371,7 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
         }
         c = bucket_call_of(r);
         r->pub = bucket_pub(c);
-        r->policy_call = c == BC_PROPS || c == BC_PATCH;
+        r->policy_call = c == BC_PROPS; /* a read of the settings (a PATCH is not) */
         if ((rc = native_auth(r, t, bucket, &a, &sig)) < 0) {
             hd_resp_err(r, rc);
             goto out;

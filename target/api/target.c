@@ -130,6 +130,7 @@ int hd_target_new(const struct hd_config *cfg, struct hd_target **out)
         goto fail;
     if ((rc = hd_tcluster_new(cfg, t->st, t->pool, &t->cl)) < 0) /* standalone too: the node id */
         goto fail;
+    hd_jobs_set_admit(t->jobs, hd_target_jobs_admit, t);
     if ((rc = hd_rb_new(t->cl, t->jobs, &t->rb)) < 0 ||
         (rc = hd_shard_register(t->jobs, t->cl)) < 0 || (rc = hd_copy_register(t->jobs, t->cl)) < 0)
         goto fail;

@@ -33,7 +33,9 @@ struct hd_jobs {
     pthread_mutex_t mu;       /* the list, refs, db */
     pthread_mutex_t start_mu; /* one hd_jobs_start at a time: check-then-insert is atomic */
     struct hd_job *head;      /* newest first */
-    atomic_int closing;       /* jobs stopped by shutdown stay "running" in jobs.db */
+    hd_jobs_admit_fn admit;   /* NULL, or what a client's POST must pass (set before serving) */
+    void *admit_arg;
+    atomic_int closing; /* jobs stopped by shutdown stay "running" in jobs.db */
 };
 
 static const struct kind *kind_find(const struct hd_jobs *js, const char *name)
@@ -611,6 +613,11 @@ static void start_end(struct hd_req *r, void *ctx, json_t *in)
                         "Expected {\"id\": ID, \"kind\": KIND, \"bucket\": B, \"args\": {...}}.");
         return;
     }
+    if (js->admit &&
+        (rc = js->admit(js->admit_arg, r, bucket ? bucket : "", json_object_get(in, "args"))) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
     rc = hd_jobs_start(js, id, kind, bucket ? bucket : "", json_object_get(in, "args"));
     if (rc == HD_EBADARG) {
         hd_resp_err_msg(r, rc, "Unknown job kind or malformed id/bucket.");
@@ -638,6 +645,12 @@ static struct hd_job *get_ref(struct hd_jobs *js, const char *id)
         j->refs++;
     pthread_mutex_unlock(&js->mu);
     return j;
+}
+
+void hd_jobs_set_admit(struct hd_jobs *js, hd_jobs_admit_fn fn, void *arg)
+{
+    js->admit = fn;
+    js->admit_arg = arg;
 }
 
 void hd_jobs_handle(struct hd_req *r, struct hd_jobs *js)

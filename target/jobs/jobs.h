@@ -94,6 +94,11 @@ void hd_job_unref(struct hd_job *j);
 json_t *hd_job_to_json(struct hd_job *j);
 
 /* /v1/jobs[/ID] (after auth). */
+/* A check of a client's POST /v1/jobs before the job starts (bucket "" when none): 0, or the
+ * code to answer with. */
+typedef int (*hd_jobs_admit_fn)(void *arg, struct hd_req *r, const char *bucket,
+                                const json_t *args);
+void hd_jobs_set_admit(struct hd_jobs *js, hd_jobs_admit_fn fn, void *arg);
 void hd_jobs_handle(struct hd_req *r, struct hd_jobs *js);
 
 #endif

@@ -371,6 +371,8 @@ def test_tls_only_policy_on_plain_http(endpoint, raw, s3, bucket):
     doc = json.loads(_doc(bucket))
     doc["Statement"].append(_tls_only(bucket))
     text = json.dumps(doc)
+    other = "it-cp-" + bucket[3:]
+    s3.create_bucket(Bucket=other)
     s3.put_bucket_policy(Bucket=bucket, Policy=text)
     try:
         _refused(lambda: s3.get_object(Bucket=bucket, Key="k"), 403, "AccessDenied")
@@ -384,20 +386,35 @@ def test_tls_only_policy_on_plain_http(endpoint, raw, s3, bucket):
                         headers={"Content-Type": "application/json"})
         assert r.status == 403, r
         # nor read as a copy's source into another bucket
-        other = "it-cp-" + bucket[3:]
-        s3.create_bucket(Bucket=other)
+        _refused(lambda: s3.copy_object(Bucket=other, Key="c",
+                                        CopySource={"Bucket": bucket, "Key": "k"}),
+                 403, "AccessDenied")
+        # nor copied out or in by a job, nor changed by a native PATCH (the S3 policy calls
+        # are the way to undo it)
+        r = raw.request("POST", "/v1/jobs", body=json.dumps(
+            {"kind": "copy", "id": "tls-out", "bucket": bucket, "args": {"to": other}}).encode())
+        assert r.status == 403, r
+        plain = "it-pl-" + bucket[3:]
+        s3.create_bucket(Bucket=plain)
         try:
-            _refused(lambda: s3.copy_object(Bucket=other, Key="c",
-                                            CopySource={"Bucket": bucket, "Key": "k"}),
-                     403, "AccessDenied")
+            r = raw.request("POST", "/v1/jobs", body=json.dumps(
+                {"kind": "copy", "id": "tls-in", "bucket": plain, "args": {"to": bucket}}).encode())
+            assert r.status == 403, r
+            if endpoint.kind == "proxy":  # AIStore's copy-bck into it
+                r = raw.request("POST", "/v1/buckets/%s?bck_to=ais/@%%23/%s/" % (plain, bucket),
+                                body=json.dumps({"action": "copy-bck", "value": {}}).encode())
+                assert r.status == 403, r
         finally:
-            s3.delete_bucket(Bucket=other)
+            s3.delete_bucket(Bucket=plain)
+        r = raw.request("PATCH", "/v1/buckets/%s" % bucket, body=b'{"tags": {"a": "b"}}')
+        assert r.status == 403, r
         # the policy itself stays readable and changeable by its owner
         assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == text
         assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True
         assert raw.request("GET", "/v1/buckets/%s?props" % bucket).status == 200
     finally:
         s3.delete_bucket_policy(Bucket=bucket)
+        s3.delete_bucket(Bucket=other)
     assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
     # TLS only, alone, is not public
     s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [_tls_only(bucket)]}))
