@@ -42,6 +42,12 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         hd_proxy_ais_copy_object(r, p, bucket, key); /* authorises both buckets (ais.c) */
         goto out;
     }
+    if (hd_query_find(&r->query, "object_from")) { /* the copy source only ais.c names */
+        hd_resp_err_msg(r, HD_EACCESS,
+                        "object_from: only the proxy names a copy source; copy with "
+                        "Object.copy() (object_to).");
+        goto out;
+    }
     /* the target trusts our signature, so authorise here */
     r->pub = hd_keys_native_object_pub(r);
     if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0) {

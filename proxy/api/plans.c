@@ -140,6 +140,10 @@ static void add_body(struct hd_req *r, void *ctx, json_t *in)
         hd_resp_err_msg(r, HD_ENOSUCHBUCKET, "No such bucket.");
         return;
     }
+    if ((rc = hd_proxy_tls_check(r, p, bucket)) < 0) {
+        hd_resp_err(r, rc); /* the bucket's policy: TLS only */
+        return;
+    }
     if (!hd_proxy_bucket_cloud(p, bucket)) {
         hd_resp_err_msg(r, HD_EBADARG,
                         "Epoch plans are for S3-backed (provider aws) buckets: a native bucket is "

@@ -30,13 +30,13 @@ static int tls_only_fn(void *arg, const char *bucket)
 
 int hd_proxy_tls_check(struct hd_req *r, struct hd_proxy *p, const char *bucket)
 {
-    return r->trusted ? 0 : hd_keys_tls_check(r, bucket, tls_only_fn, p);
+    return hd_keys_tls_check(r, bucket, tls_only_fn, p);
 }
 
 int hd_proxy_tls_check_job(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                            const json_t *args)
 {
-    return r->trusted ? 0 : hd_keys_tls_check_job(r, bucket, args, tls_only_fn, p);
+    return hd_keys_tls_check_job(r, bucket, args, tls_only_fn, p);
 }
 
 int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub)

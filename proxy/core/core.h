@@ -132,8 +132,7 @@ int hd_proxy_node_verify(struct hd_req *r, struct hd_proxy *p, int flags,
 int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub);
 /* 1 when bucket's policy refuses requests without TLS (the BMD entry's tls_only). */
 int hd_proxy_tls_only(struct hd_proxy *p, const char *bucket);
-/* hd_keys_tls_check and hd_keys_tls_check_job for r, unless another node sent it (r->trusted):
- * 0 or HD_EACCESS. */
+/* hd_keys_tls_check and hd_keys_tls_check_job for a client's r: 0 or HD_EACCESS. */
 int hd_proxy_tls_check(struct hd_req *r, struct hd_proxy *p, const char *bucket);
 int hd_proxy_tls_check_job(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                            const json_t *args);

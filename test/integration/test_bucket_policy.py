@@ -408,6 +408,12 @@ def test_tls_only_policy_on_plain_http(endpoint, raw, s3, bucket):
             s3.delete_bucket(Bucket=plain)
         r = raw.request("PATCH", "/v1/buckets/%s" % bucket, body=b'{"tags": {"a": "b"}}')
         assert r.status == 403, r
+        # nor copied out by a native PUT naming a copy source (relayed: a chunked body)
+        r = requests.put("%s/v1/objects/%s/stolen?object_from=%%2F%s%%2Fk" % (
+            endpoint.url, other, bucket), data=iter([b""]), timeout=10, allow_redirects=False,
+            auth=SigV4Requests(endpoint.access_key, endpoint.secret_key))
+        assert r.status_code == 403, (r.status_code, r.text[:300])
+        _refused(lambda: s3.head_object(Bucket=other, Key="stolen"), 404, "404")
         # the policy itself stays readable and changeable by its owner
         assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == text
         assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True

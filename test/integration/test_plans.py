@@ -7,6 +7,7 @@ with 2 workers; a two-target cluster for the split by owner. Orders come from th
 generator (docs/examples/hoard_plan.py), which the tests thereby check against hoardd's.
 """
 import contextlib
+import json
 import math
 import os
 import sys
@@ -590,3 +591,24 @@ def test_plan_split_again_when_targets_join_and_leave(s3rver, profiles, tmp_path
                 assert tv["epoch"] == 0 and tv["cursor"] == 19, (t, tv)
         assert sum(tv["owned"] for tv in v["targets"].values()) == 40, v
         assert c.api("DELETE", "/v1/plans/" + pid).status_code == 200
+
+
+def test_tls_only_bucket_takes_no_plan_over_http(s3rver, one):  # noqa: F811
+    """A bucket whose policy is AWS's "TLS only" Deny takes no epoch plan over plain HTTP
+    (a plan lists the bucket and fills the cache from it); with the policy gone it does."""
+    b, keys = dataset(s3rver, one, 4)
+    policy = json.dumps({"Statement": [{
+        "Effect": "Deny", "Principal": "*", "Action": "s3:*",
+        "Resource": ["arn:aws:s3:::" + b, "arn:aws:s3:::%s/*" % b],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]})
+    r = one.api("PATCH", "/v1/buckets/" + b, body={"policy": policy})
+    assert r.status_code == 200, r.text
+    try:
+        register(one, {"bucket": b, "keys": keys, "epochs": 1, "order": [[0, 1, 2, 3]]},
+                 status=403)
+    finally:  # DeleteBucketPolicy: the S3 policy calls stay open over plain HTTP
+        r = one.api("DELETE", "/%s?policy" % b)
+    assert r.status_code == 204, r.text
+    time.sleep(1.0)  # time for a prefetch that should not happen (workers poll every 0.2 s)
+    assert cached(one, b) == set()
+    register(one, {"bucket": b, "keys": keys, "epochs": 1, "order": [[0, 1, 2, 3]]})
