@@ -343,7 +343,9 @@ static void trim(struct hd_jobs *js)
     while ((j = *pp)) {
         int finished;
         pthread_mutex_lock(&j->mu);
-        finished = j->state != HD_JOB_RUNNING;
+        /* and its thread done with it: it touches j until it sets exited, after dropping its
+         * reference, so dropping the registry's before that could free j under it */
+        finished = j->state != HD_JOB_RUNNING && j->exited;
         pthread_mutex_unlock(&j->mu);
         if (finished && ++kept > KEEP_FINISHED) {
             sqlite3_stmt *q = NULL;
@@ -392,6 +394,17 @@ static void stop_wait(struct hd_job *j)
     while (!j->exited)
         pthread_cond_wait(&j->cv, &j->mu);
     pthread_mutex_unlock(&j->mu);
+}
+
+/* Drops the registry's reference to a finished job that a new one of its id replaced. Its
+ * thread may still be finishing (it touches the job until it sets exited, after dropping its own
+ * reference): wait for that first, outside mu, or the job could be freed under it. */
+static void release_replaced(struct hd_job *old)
+{
+    if (!old)
+        return;
+    stop_wait(old);
+    hd_job_unref(old);
 }
 
 static int start_serial(struct hd_jobs *js, const char *id, const char *kind, const char *bucket,
@@ -457,11 +470,8 @@ static int start_serial(struct hd_jobs *js, const char *id, const char *kind, co
         return -ENOMEM;
     }
     pthread_mutex_lock(&js->mu);
-    if ((old = find_locked(js, id))) { /* a finished job of that id: replaced */
+    if ((old = find_locked(js, id))) /* a finished job of that id: replaced (released below) */
         unlink_locked(js, old);
-        if (--old->refs == 0)
-            job_free(old);
-    }
     j->next = js->head;
     js->head = j;
     db_save(js, j);
@@ -470,11 +480,13 @@ static int start_serial(struct hd_jobs *js, const char *id, const char *kind, co
         pthread_mutex_unlock(&js->mu);
         j->refs = 1;
         hd_job_unref(j);
+        release_replaced(old);
         return -EAGAIN;
     }
     pthread_detach(j->thr);
     trim(js);
     pthread_mutex_unlock(&js->mu);
+    release_replaced(old);
     return 0;
 }
 
