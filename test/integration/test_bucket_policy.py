@@ -426,3 +426,25 @@ def test_tls_only_policy_on_plain_http(endpoint, raw, s3, bucket):
     s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [_tls_only(bucket)]}))
     assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is False
     s3.delete_bucket_policy(Bucket=bucket)
+
+
+def test_policy_calls_unsigned_or_replayed(endpoint, raw, s3, bucket):
+    """The new bucket calls authenticate before they read a body: unsigned is 403, and a signed
+    PutBucketPolicy replayed with another body (a public grant swapped in) is refused and
+    changes nothing."""
+    import hashlib
+    for method, q in (("PUT", "policy"), ("DELETE", "policy"), ("GET", "policyStatus"),
+                      ("PUT", "publicAccessBlock"), ("DELETE", "publicAccessBlock")):
+        r = raw.request(method, "/%s?%s" % (bucket, q), body=b"{}" if method == "PUT" else b"",
+                        sign=False)
+        assert r.status == 403, (method, q, r)
+    tls = json.dumps({"Statement": [_tls_only(bucket)]}).encode()
+    url = "%s/%s?policy" % (endpoint.url, bucket)
+    h = helpers.sign_headers("PUT", url, endpoint.access_key, endpoint.secret_key,
+                             payload=hashlib.sha256(tls).hexdigest())
+    r = requests.put(url, data=tls, headers=h, timeout=10)
+    assert r.status_code == 204, r.text
+    r = requests.put(url, data=_doc(bucket).encode(), headers=h, timeout=10)  # replayed
+    assert r.status_code in (400, 403), r.text
+    assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == tls.decode()
+    s3.delete_bucket_policy(Bucket=bucket)

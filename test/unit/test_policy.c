@@ -1,4 +1,5 @@
 /* Unit tests for common/policy.c: the bucket policies hoard enforces, and what they grant. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,9 +202,9 @@ HD_SUITE(policy_size)
 
     /* exactly the limit passes, one byte more does not */
     n = HD_POLICY_MAX - strlen(head) - strlen(tail);
-    strcpy(doc, head);
+    memcpy(doc, head, strlen(head));
     memset(doc + strlen(head), 'a', n);
-    strcpy(doc + strlen(head) + n, tail);
+    snprintf(doc + strlen(head) + n, sizeof(doc) - strlen(head) - n, "%s", tail);
     CHECK_EQ_INT((int)strlen(doc), HD_POLICY_MAX);
     CHECK_EQ_INT(check("data", doc, &g), 0);
     CHECK_EQ_INT(g, HD_POLICY_OBJECTS);
