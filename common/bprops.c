@@ -382,8 +382,10 @@ void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int
                  ? 0
                  : hd_policy_grants(bucket, json_string_value(json_object_get(props, "policy")));
     *objects = read || (grants & HD_POLICY_OBJECTS);
-    *list = read || (acls && json_is_true(json_object_get(props, "anonymous_list"))) ||
-            (grants & HD_POLICY_LIST);
+    *list = read || (acls && json_is_true(json_object_get(props, "anonymous_list")))
+                ? HD_PUBLIC_LIST | HD_PUBLIC_LIST_MORE
+            : grants & HD_POLICY_LIST ? HD_PUBLIC_LIST
+                                      : 0;
 }
 
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name)

@@ -76,6 +76,11 @@ int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, s
  * access settings ignore_public_acls and restrict_public_buckets take the first two and the
  * policy out. */
 void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int *list);
+/* *list of hd_bprops_public: ListObjects and HeadBucket (every way of being listable), and the
+ * version and upload listings (anonymous_read and anonymous_list, i.e. AWS's READ grant, not a
+ * policy's s3:ListBucket, which on AWS opens neither). */
+#define HD_PUBLIC_LIST 1
+#define HD_PUBLIC_LIST_MORE 2
 /* Whether the bucket's policy refuses requests without TLS (AWS's "TLS only" Deny; Block
  * Public Access does not touch it). */
 int hd_bprops_tls_only(const char *bucket, const json_t *props);

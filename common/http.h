@@ -41,7 +41,9 @@ enum hd_api { HD_API_NATIVE, HD_API_S3 };
 enum hd_pub {
     HD_PUB_NONE = 0,
     HD_PUB_READ, /* an object's bytes or metadata (GetObject, HeadObject, a batch GET) */
-    HD_PUB_LIST, /* a bucket's listings or existence (ListObjects, ListMultipartUploads, HEAD) */
+    HD_PUB_LIST, /* a bucket's listing or existence (ListObjects, HeadBucket, the native list) */
+    HD_PUB_LIST_MORE, /* the listings AWS's s3:ListBucket does not cover (ListObjectVersions,
+                       * ListMultipartUploads): a public-read ACL opens them, a policy not */
 };
 
 struct hd_req {
@@ -77,6 +79,10 @@ struct hd_req {
     int policy_call;               /* r reads or changes the bucket's policy (its route says so
                                     * before authentication): a TLS-only policy does not refuse
                                     * it, so that it can be undone */
+    int public_grant;              /* r was let in only by what everyone may do (its bucket is
+                                    * public), not by its credentials: a proxy's 307 capability
+                                    * says so (ppub), and the target checks again that the
+                                    * bucket is still public when the client arrives */
     int trusted;                   /* carries a valid proxy authorisation (cluster): 0, or
                                     * HD_TRUST_REDIRECT (a client sent by a proxy's 307) or
                                     * HD_TRUST_NODE (a proxy's relay or another node's call) */

@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/bprops.h"
 #include "common/errors.h"
 #include "common/http.h"
 #include "common/httputil.h"
@@ -222,7 +223,16 @@ int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, 
 
 int hd_keys_public(int pub, int objects, int list)
 {
-    return pub == HD_PUB_READ ? objects != 0 : pub == HD_PUB_LIST ? list != 0 : 0;
+    switch (pub) {
+    case HD_PUB_READ:
+        return objects != 0;
+    case HD_PUB_LIST:
+        return list != 0;
+    case HD_PUB_LIST_MORE:
+        return (list & HD_PUBLIC_LIST_MORE) != 0;
+    default:
+        return 0;
+    }
 }
 
 int hd_keys_tls_check(const struct hd_req *r, const char *bucket, hd_tls_only_fn tls_only,
@@ -269,7 +279,7 @@ int hd_keys_native_object_pub(const struct hd_req *r)
                : HD_PUB_READ;
 }
 
-int hd_keys_authorize(const struct hd_keys *ks, const struct hd_req *r,
+int hd_keys_authorize(const struct hd_keys *ks, struct hd_req *r,
                       const struct hd_sigv4_auth *a, const char *bucket, hd_public_fn open,
                       void *arg)
 {
@@ -284,8 +294,10 @@ int hd_keys_authorize(const struct hd_keys *ks, const struct hd_req *r,
     if (!bucket)
         return 0;
     if (hd_key_allows(k, bucket, write) < 0) {
-        if (r->pub && open && open(arg, bucket, r->pub))
+        if (r->pub && open && open(arg, bucket, r->pub)) {
+            r->public_grant = 1;
             return 0; /* what everyone may do */
+        }
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EACCESS;
     }

@@ -62,7 +62,8 @@ int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, 
                    struct hd_sigv4_auth *a);
 /* 1 when a request its route classified as pub (enum hd_pub, common/http.h) may be let
  * through unsigned by a bucket whose objects and listings are public as said (common/bprops.h
- * hd_bprops_public: anonymous_read, anonymous_list, a bucket policy). Settings (ACL, tags,
+ * hd_bprops_public: anonymous_read, anonymous_list, a bucket policy; list is its
+ * HD_PUBLIC_LIST* bits, and HD_PUB_LIST_MORE needs HD_PUBLIC_LIST_MORE). Settings (ACL, tags,
  * CORS, policy, props, summaries) are never HD_PUB_*: AWS's READ grant covers no more. */
 int hd_keys_public(int pub, int objects, int list);
 /* What a native /v1/objects/B/O request is to an unsigned caller: HD_PUB_READ for a GET or
@@ -87,8 +88,8 @@ typedef int (*hd_public_fn)(void *arg, const char *bucket, int pub);
  * ListBuckets: any known key), and read a CopyObject's source: 0, HD_ENOACCESSKEY or
  * HD_EACCESS (counted as a failed authentication). A key without access to bucket may still
  * do what the bucket lets everyone do (open, when not NULL, says), as an unsigned caller
- * could: a bucket policy's "everyone" includes every key. */
-int hd_keys_authorize(const struct hd_keys *ks, const struct hd_req *r,
+ * could: a bucket policy's "everyone" includes every key (r->public_grant is then set). */
+int hd_keys_authorize(const struct hd_keys *ks, struct hd_req *r,
                       const struct hd_sigv4_auth *a, const char *bucket, hd_public_fn open,
                       void *arg);
 

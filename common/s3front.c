@@ -229,10 +229,11 @@ static int public_op(enum hd_s3_op op)
     case HD_S3_HEAD_OBJECT:
         return HD_PUB_READ;
     case HD_S3_LIST_OBJECTS:
-    case HD_S3_LIST_VERSIONS:
-    case HD_S3_LIST_UPLOADS:
     case HD_S3_HEAD_BUCKET:
         return HD_PUB_LIST;
+    case HD_S3_LIST_VERSIONS: /* s3:ListBucketVersions */
+    case HD_S3_LIST_UPLOADS:  /* s3:ListBucketMultipartUploads */
+        return HD_PUB_LIST_MORE;
     default:
         return HD_PUB_NONE;
     }

@@ -255,13 +255,17 @@ out:
 }
 
 /* May the caller read every bucket b names (secure: r came over TLS)? (Its signature was
- * verified already.) */
-static int authorize(const struct pbatch *pb, const struct hd_batch *b, int secure)
+ * verified already.) *grants says how: BATCH_BY_PUBLIC for buckets only everyone's rights
+ * open to the caller, BATCH_BY_KEY for buckets its key opens. */
+#define BATCH_BY_PUBLIC 1
+#define BATCH_BY_KEY 2
+static int authorize(const struct pbatch *pb, const struct hd_batch *b, int secure, int *grants)
 {
     struct hd_proxy *p = pb->p;
     const struct hd_key *k = NULL;
     size_t i;
 
+    *grants = 0;
     if (!secure && !(pb->rc == 0 && !pb->a.anonymous && !pb->a.access_key[0])) /* not a node */
         for (i = 0; i < b->n; i++)
             if (hd_proxy_tls_only(p, b->e[i].bucket))
@@ -275,8 +279,12 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b, int secu
         const char *bk = b->e[i].bucket;
         if (i && strcmp(bk, b->e[i - 1].bucket) == 0)
             continue;
-        if ((!k || hd_key_allows(k, bk, 0) < 0) && !hd_proxy_public(p, bk, HD_PUB_READ))
-            return k ? HD_EACCESS : HD_EMISSINGAUTH; /* (a key: as everyone may, too) */
+        if (k && hd_key_allows(k, bk, 0) == 0)
+            *grants |= BATCH_BY_KEY;
+        else if (hd_proxy_public(p, bk, HD_PUB_READ))
+            *grants |= BATCH_BY_PUBLIC; /* (a key: as everyone may, too) */
+        else
+            return k ? HD_EACCESS : HD_EMISSINGAUTH;
     }
     return 0;
 }
@@ -379,7 +387,7 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
     struct pctx *c = NULL;
     json_t *in = NULL;
     char msg[256], *mb = NULL;
-    int rc;
+    int rc, grants;
 
     if (pb->moss && (rc = moss_body(pb, body, len, &mb, &in, msg, sizeof(msg))) < 0) {
         hd_resp_err_msg(r, rc, msg);
@@ -393,14 +401,18 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
         hd_resp_err_msg(r, rc, msg);
         return;
     }
-    if ((rc = authorize(pb, b, hd_req_secure(r))) < 0 ||
+    if ((rc = authorize(pb, b, hd_req_secure(r), &grants)) < 0 ||
         (rc = hd_batch_check_payload(&pb->a, body, len)) < 0) {
         json_decref(in);
         hd_batch_free(b);
         hd_resp_err(r, rc);
         return;
     }
+    /* a 307 capability given only by public buckets says so (the target checks that they
+     * still are); one that mixes them with the key's own is not given: streamed here */
+    r->public_grant = grants == BATCH_BY_PUBLIC;
     if (!in && !pb->moss && pb->p->native_redirect &&
+        grants != (BATCH_BY_PUBLIC | BATCH_BY_KEY) &&
         batch_redirect(r, pb->p, b, body, len) == HD_DONE) {
         hd_batch_free(b);
         return;

@@ -147,8 +147,10 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
         return rc < 0 ? rc : hd_keys_authorize(&p->keys, r, a, bucket, bucket_open, p);
     rc = hd_keys_verify(&p->keys, r, a);
     if (rc == HD_DECLINED) { /* no credentials */
-        if (bucket && hd_proxy_public(p, bucket, r->pub))
+        if (bucket && hd_proxy_public(p, bucket, r->pub)) {
+            r->public_grant = 1;
             return 0;
+        }
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;
     }

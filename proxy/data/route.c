@@ -33,13 +33,27 @@ static int owner_base(struct hd_req *r, struct hd_proxy *p, const char *bucket, 
     hd_resp_err_msg(r, rc, msg[0] ? msg : NULL);
     return HD_DONE;
 }
+/* The 307 to owner. A capability given because the bucket is public (r->public_grant, not
+ * the caller's rights) carries ppub=1 in its signed query: the target lets the client in only
+ * while the bucket still is (target/api/auth.c), so that closing a bucket also closes the
+ * redirects given before. */
 static void redirect_signed(struct hd_req *r, struct hd_proxy *p, const char *base,
                             const char *owner, const char *smapv, const char *path,
                             const char *query, const char *copy_src)
 {
-    struct hd_buf loc;
+    struct hd_buf loc, q;
 
     hd_buf_init(&loc);
+    hd_buf_init(&q);
+    if (r->public_grant) {
+        hd_buf_printf(&q, "%s%sppub=1", query, *query ? "&" : "");
+        if (q.oom) {
+            hd_buf_cleanup(&q);
+            hd_resp_err(r, -ENOMEM);
+            return;
+        }
+        query = q.data;
+    }
     hd_buf_printf(&loc, "%s%s?%s%spid=%s", base, path, query, *query ? "&" : "", p->self.id);
     if (smapv && *smapv) /* a target behind this map waits for it (target/cluster) */
         hd_buf_printf(&loc, "&psv=%s", smapv);
@@ -54,6 +68,7 @@ static void redirect_signed(struct hd_req *r, struct hd_proxy *p, const char *ba
     else
         hd_resp_empty(r, 307);
     hd_buf_cleanup(&loc);
+    hd_buf_cleanup(&q);
 }
 
 void hd_proxy_redirect_to(struct hd_req *r, struct hd_proxy *p, const char *base, const char *owner,

@@ -203,10 +203,13 @@ static enum bucket_call bucket_call_of(const struct hd_req *r)
                                                              : BC_BAD;
 }
 
-/* as S3's READ grant: ListObjects, ListMultipartUploads, HeadBucket */
+/* as S3's READ grant: ListObjects, HeadBucket; ListMultipartUploads (not a policy's
+ * s3:ListBucket) */
 static int bucket_pub(enum bucket_call c)
 {
-    return c == BC_LIST || c == BC_UPLOADS || c == BC_HEAD ? HD_PUB_LIST : HD_PUB_NONE;
+    return c == BC_LIST || c == BC_HEAD ? HD_PUB_LIST
+           : c == BC_UPLOADS            ? HD_PUB_LIST_MORE
+                                        : HD_PUB_NONE;
 }
 
 static void bucket_op(struct hd_req *r, struct hd_target *t, const char *bucket, enum bucket_call c)

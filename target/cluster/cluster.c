@@ -416,8 +416,8 @@ static void cluster_call(struct hd_tcluster *c, struct hd_req *r)
     hd_req_read_json(r, BODY_MAX, metasync_end, c, NULL);
 }
 
-/* Removes pid, ptime, psig and psv from the raw query (in place: it lives in r->raw_uri) and
- * parses the rest again, so SigV4 sees the query the client signed. */
+/* Removes pid, ptime, psig, psv and ppub from the raw query (in place: it lives in
+ * r->raw_uri) and parses the rest again, so SigV4 sees the query the client signed. */
 static int strip_sig(struct hd_req *r)
 {
     char *q = (char *)r->raw_query, *rd = q, *w = q;
@@ -429,7 +429,8 @@ static int strip_sig(struct hd_req *r)
         size_t n = strcspn(rd, "&"), k = strcspn(rd, "=&");
         int drop =
             (k == 3 && strncmp(rd, "pid", 3) == 0) || (k == 5 && strncmp(rd, "ptime", 5) == 0) ||
-            (k == 4 && strncmp(rd, "psig", 4) == 0) || (k == 3 && strncmp(rd, "psv", 3) == 0);
+            (k == 4 && strncmp(rd, "psig", 4) == 0) || (k == 3 && strncmp(rd, "psv", 3) == 0) ||
+            (k == 4 && strncmp(rd, "ppub", 4) == 0);
         if (drop) {
             found = 1;
         } else if (n) {
@@ -536,6 +537,9 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
             return HD_DONE;
         }
         r->trusted = HD_TRUST_REDIRECT;
+        /* given because the bucket is public (signed with the rest of the query): the
+         * bucket must still be (hd_target_authorize) */
+        r->public_grant = hd_query_find(&r->query, "ppub") != NULL;
     } else if (*c->secret) {
         r->api = strncmp(p, "/v1/", 4) == 0 ? HD_API_NATIVE : HD_API_S3;
         hd_stats_inc(HD_ST_AUTH_FAILED);

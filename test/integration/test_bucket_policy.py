@@ -83,6 +83,16 @@ def test_list_policy(endpoint, raw, s3, bucket):
         assert r.status == 200 and b"<Key>k</Key>" in r.body, r
         assert _anon(raw, "HEAD", "/%s" % bucket) == 200
         assert _anon(raw, "GET", "/%s/k" % bucket) == 403  # listing only
+        # s3:ListBucket is ListObjects: on AWS the version and upload listings are other
+        # actions (s3:ListBucketVersions, s3:ListBucketMultipartUploads), which a public-read
+        # ACL opens and this policy does not
+        assert _anon(raw, "GET", "/%s?versions" % bucket) == 403
+        assert _anon(raw, "GET", "/%s?uploads" % bucket) == 403
+        s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
+        assert _anon(raw, "GET", "/%s?versions" % bucket) == 200
+        assert _anon(raw, "GET", "/%s?uploads" % bucket) == 200
+        s3.put_bucket_acl(Bucket=bucket, ACL="private")
+        assert _anon(raw, "GET", "/%s?uploads" % bucket) == 403
         assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True
         # a new policy replaces it: objects now, no listing
         s3.put_bucket_policy(Bucket=bucket, Policy=_doc(bucket))
@@ -448,3 +458,58 @@ def test_policy_calls_unsigned_or_replayed(endpoint, raw, s3, bucket):
     assert r.status_code in (400, 403), r.text
     assert s3.get_bucket_policy(Bucket=bucket)["Policy"] == tls.decode()
     s3.delete_bucket_policy(Bucket=bucket)
+
+
+def test_redirect_given_by_a_public_bucket_ends_with_it(endpoint, raw, s3, bucket):
+    """A 307 the proxy gives because the bucket is public says so in its signed capability
+    (ppub): once the bucket is private again the target refuses it, instead of honouring it
+    until it expires. A 307 given to a key with rights on the bucket still works; any 307 is
+    refused over plain HTTP once the bucket is TLS only."""
+    if endpoint.kind != "proxy":
+        pytest.skip("307 capabilities are a cluster's")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    url = "%s/v1/objects/%s/k" % (endpoint.url, bucket)
+
+    def location(signed, method="GET", body=None):
+        h = helpers.sign_headers(method, url if body is None else endpoint.url + "/v1/batch",
+                                 endpoint.access_key, endpoint.secret_key,
+                                 payload=helpers.sha256_hex(body or b"")) if signed else {}
+        if body is None:
+            r = requests.request(method, url, headers=h, allow_redirects=False, timeout=10)
+        else:
+            r = requests.post(endpoint.url + "/v1/batch", data=body, headers=h,
+                              allow_redirects=False, timeout=10)
+        assert r.status_code == 307, (r.status_code, r.text[:300])
+        return r.headers["Location"]
+
+    def follow(loc, body=None):
+        if body is None:
+            return requests.get(loc, allow_redirects=False, timeout=10).status_code
+        return requests.post(loc, data=body, allow_redirects=False, timeout=10).status_code
+
+    batch = json.dumps({"bucket": bucket, "entries": [{"name": "k"}]}).encode()
+    assert requests.get(url, allow_redirects=False, timeout=10).status_code == 403
+    s3.put_bucket_policy(Bucket=bucket, Policy=_doc(bucket))
+    try:
+        anon, anon_batch = location(False), location(False, body=batch)
+        own = location(True)
+        assert "ppub=1" in anon and "ppub=1" in anon_batch and "ppub" not in own, (anon, own)
+        r = requests.get(anon, allow_redirects=False, timeout=10)
+        assert r.status_code == 200 and r.content == b"v", r.status_code
+        assert follow(anon_batch, batch) == 200
+        # ppub is signed with the rest: a client cannot drop it
+        assert follow(anon.replace("?ppub=1&", "?")) == 403
+    finally:
+        s3.delete_bucket_policy(Bucket=bucket)
+    # the targets hear of the change by the proxy's metasync
+    helpers.wait_until(lambda: follow(anon) == 403, what="the old 307 refused")
+    assert follow(anon_batch, batch) == 403
+    assert follow(own) == 200  # the key's rights, not the bucket's state, let it in
+
+    # a 307 given before the bucket turned TLS only is refused over plain HTTP
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [_tls_only(bucket)]}))
+    try:
+        helpers.wait_until(lambda: follow(own) == 403, what="a 307 refused over plain HTTP")
+    finally:
+        s3.delete_bucket_policy(Bucket=bucket)
+    helpers.wait_until(lambda: follow(own) == 200, what="the 307 valid again")

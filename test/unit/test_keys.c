@@ -2,6 +2,7 @@
  * classification (enum hd_pub) lets through a public bucket. */
 #include <string.h>
 
+#include "common/bprops.h"
 #include "common/http.h"
 #include "common/httputil.h"
 #include "common/keys.h"
@@ -35,6 +36,12 @@ HD_SUITE(keys_public)
     CHECK_EQ_INT(hd_keys_public(HD_PUB_READ, 0, 0), 0);
     CHECK_EQ_INT(hd_keys_public(HD_PUB_LIST, 0, 0), 0);
     CHECK_EQ_INT(hd_keys_public(42, 1, 1), 0);
+    /* the version and upload listings: a public-read ACL's, not a policy's s3:ListBucket */
+    CHECK_EQ_INT(hd_keys_public(HD_PUB_LIST, 0, HD_PUBLIC_LIST), 1);
+    CHECK_EQ_INT(hd_keys_public(HD_PUB_LIST_MORE, 0, HD_PUBLIC_LIST), 0);
+    CHECK_EQ_INT(hd_keys_public(HD_PUB_LIST_MORE, 1, 0), 0);
+    CHECK_EQ_INT(hd_keys_public(HD_PUB_LIST_MORE, 0, HD_PUBLIC_LIST | HD_PUBLIC_LIST_MORE), 1);
+    CHECK_EQ_INT(hd_keys_public(HD_PUB_LIST, 0, HD_PUBLIC_LIST | HD_PUBLIC_LIST_MORE), 1);
 
     /* the native object route: GET and HEAD of the object, whatever else the query says;
      * not the multipart calls, not writes */

@@ -167,11 +167,12 @@ HD_SUITE(smap_bmd)
     CHECK(hd_bmd_props_equal(NULL, "{}"));
     CHECK(!hd_bmd_props_equal(NULL, "{\"anonymous_read\":true}"));
     /* what unsigned callers may do, parsed once: through JSON and clones too */
-#define PUB(b, n) (hd_bmd_find(b, n)->public_objects * 2 + hd_bmd_find(b, n)->public_list)
-    CHECK_EQ_INT(PUB(back, "alpha"), 3); /* anonymous_read: objects and listings */
+    /* (objects: 4; listings: HD_PUBLIC_LIST 1, HD_PUBLIC_LIST_MORE 2) */
+#define PUB(b, n) (hd_bmd_find(b, n)->public_objects * 4 + hd_bmd_find(b, n)->public_list)
+    CHECK_EQ_INT(PUB(back, "alpha"), 7); /* anonymous_read: objects and every listing */
     CHECK_EQ_INT(PUB(back, "zeta"), 0);
     CHECK_EQ_INT(hd_bmd_put(back, "zeta", "ais", 100, "{\"anonymous_list\":true,\"tags\":{}}"), 0);
-    CHECK_EQ_INT(PUB(back, "zeta"), 1);
+    CHECK_EQ_INT(PUB(back, "zeta"), 3);
     CHECK_EQ_INT(hd_bmd_put(back, "beta", "ais", 1, "{\"anonymous_read\":false}"), 0);
     CHECK_EQ_INT(PUB(back, "beta"), 0);
     CHECK_EQ_INT(hd_bmd_put(back, "beta", "ais", 1, "not json \"anonymous_read\":true"), 0);
@@ -182,14 +183,23 @@ HD_SUITE(smap_bmd)
                             "\\\"Principal\\\":\\\"*\\\",\\\"Action\\\":\\\"s3:GetObject\\\","
                             "\\\"Resource\\\":\\\"arn:aws:s3:::beta/*\\\"}}\"}"),
                  0);
-    CHECK_EQ_INT(PUB(back, "beta"), 2);
+    CHECK_EQ_INT(PUB(back, "beta"), 4);
     CHECK_EQ_INT(hd_bmd_put(back, "gamma", "ais", 1, hd_bmd_find(back, "beta")->props), 0);
+    CHECK_EQ_INT(PUB(back, "gamma"), 0);
+    /* a policy's s3:ListBucket: ListObjects, not the version and upload listings */
+    CHECK_EQ_INT(hd_bmd_put(back, "gamma", "ais", 1,
+                            "{\"policy\":\"{\\\"Statement\\\":{\\\"Effect\\\":\\\"Allow\\\","
+                            "\\\"Principal\\\":\\\"*\\\",\\\"Action\\\":\\\"s3:ListBucket\\\","
+                            "\\\"Resource\\\":\\\"arn:aws:s3:::gamma\\\"}}\"}"),
+                 0);
+    CHECK_EQ_INT(PUB(back, "gamma"), 1);
+    CHECK_EQ_INT(hd_bmd_put(back, "gamma", "ais", 1, NULL), 0);
     CHECK_EQ_INT(PUB(back, "gamma"), 0);
     CHECK_EQ_INT(hd_bmd_remove(back, "gamma"), 0);
     CHECK_EQ_INT(hd_bmd_remove(back, "beta"), 0);
     CHECK_EQ_INT(hd_bmd_clone(back, &c), 0);
-    CHECK_EQ_INT(PUB(c, "alpha"), 3);
-    CHECK_EQ_INT(PUB(c, "zeta"), 1);
+    CHECK_EQ_INT(PUB(c, "alpha"), 7);
+    CHECK_EQ_INT(PUB(c, "zeta"), 3);
     CHECK_EQ_INT(hd_bmd_put(back, "zeta", "ais", 100, NULL), 0);
     CHECK_EQ_INT(PUB(back, "zeta"), 0);
 #undef PUB
