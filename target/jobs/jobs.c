@@ -294,6 +294,16 @@ int hd_jobs_new(const char *data_dir, struct hd_jobs **out)
     return 0;
 }
 
+static struct hd_job *find_locked(struct hd_jobs *js, const char *id)
+{
+    struct hd_job *j;
+
+    for (j = js->head; j; j = j->next)
+        if (strcmp(j->id, id) == 0)
+            return j;
+    return NULL;
+}
+
 static void *job_main(void *arg)
 {
     struct hd_job *j = arg;
@@ -318,7 +328,11 @@ static void *job_main(void *arg)
            state_name(j->state), (unsigned long long)j->objs, (unsigned long long)j->bytes,
            (unsigned long long)j->nerr);
     pthread_mutex_lock(&js->mu);
-    if (!(atomic_load(&js->closing) && (k->flags & HD_JOB_RESUMABLE)))
+    /* not when a new job of its id replaced it already (it saw the finished state set above
+     * and took the row): saving this one now would overwrite the new job's row, and a restart
+     * would then neither show nor resume it */
+    if (!(atomic_load(&js->closing) && (k->flags & HD_JOB_RESUMABLE)) &&
+        find_locked(js, j->id) == j)
         db_save(js, j);
     last = --j->refs == 0; /* the thread's reference */
     pthread_mutex_unlock(&js->mu);
@@ -362,16 +376,6 @@ static void trim(struct hd_jobs *js)
         }
         pp = &j->next;
     }
-}
-
-static struct hd_job *find_locked(struct hd_jobs *js, const char *id)
-{
-    struct hd_job *j;
-
-    for (j = js->head; j; j = j->next)
-        if (strcmp(j->id, id) == 0)
-            return j;
-    return NULL;
 }
 
 static void unlink_locked(struct hd_jobs *js, struct hd_job *j)
