@@ -256,6 +256,21 @@ int hd_keys_tls_check(const struct hd_req *r, const char *bucket, hd_tls_only_fn
     return refused ? HD_EACCESS : 0;
 }
 
+int hd_keys_tls_policy_call(const struct hd_keys *ks, const struct hd_req *r,
+                            const struct hd_sigv4_auth *a, const char *bucket,
+                            hd_tls_only_fn tls_only, void *arg)
+{
+    const struct hd_key *k;
+
+    if (!r->policy_call || !bucket || hd_req_secure(r) || !tls_only(arg, bucket))
+        return 0;
+    k = a->anonymous ? NULL : hd_keys_find(ks, a->access_key);
+    if (k && k->all == HD_PERM_RW)
+        return 0;
+    hd_stats_inc(HD_ST_AUTH_FAILED);
+    return HD_EACCESS;
+}
+
 int hd_keys_tls_check_job(const struct hd_req *r, const char *bucket, const json_t *args,
                           hd_tls_only_fn tls_only, void *arg)
 {

@@ -74,9 +74,16 @@ int hd_keys_native_object_pub(const struct hd_req *r);
 typedef int (*hd_tls_only_fn)(void *arg, const char *bucket);
 /* A request that did not come over TLS, to bucket or copying from a bucket whose policy is
  * TLS only, is refused (counted as a failed authentication): HD_EACCESS, else 0. The calls
- * on the policy itself (r->policy_call) are not, so that it can be undone. */
+ * on the policy itself (r->policy_call) are left to hd_keys_tls_policy_call. */
 int hd_keys_tls_check(const struct hd_req *r, const char *bucket, hd_tls_only_fn tls_only,
                       void *arg);
+/* A call on the policy itself (r->policy_call) without TLS to a TLS-only bucket, by the
+ * verified caller a: let through for an admin key (rights on every bucket), so that a cluster
+ * without TLS can undo the policy, as AWS lets the root user past its Deny; HD_EACCESS for
+ * any other caller. 0 for every other request. */
+int hd_keys_tls_policy_call(const struct hd_keys *ks, const struct hd_req *r,
+                            const struct hd_sigv4_auth *a, const char *bucket,
+                            hd_tls_only_fn tls_only, void *arg);
 /* The same for a job request (POST /v1/jobs): its bucket and the buckets its args name
  * ("to" of a copy, "output_bucket" of a shard job). */
 int hd_keys_tls_check_job(const struct hd_req *r, const char *bucket, const json_t *args,

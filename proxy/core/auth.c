@@ -143,8 +143,11 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     a->anonymous = 1;
     if (p->keys.n == 0)
         return 0; /* auth off: credentials, if any, are ignored (as on targets) */
-    if ((rc = hd_keys_bearer(p->secret, token_revoked, p, r, a)) != HD_DECLINED)
+    if ((rc = hd_keys_bearer(p->secret, token_revoked, p, r, a)) != HD_DECLINED) {
+        if (rc == 0)
+            rc = hd_keys_tls_policy_call(&p->keys, r, a, bucket, tls_only_fn, p);
         return rc < 0 ? rc : hd_keys_authorize(&p->keys, r, a, bucket, bucket_open, p);
+    }
     rc = hd_keys_verify(&p->keys, r, a);
     if (rc == HD_DECLINED) { /* no credentials */
         if (bucket && hd_proxy_public(p, bucket, r->pub)) {
@@ -157,6 +160,8 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     if (rc < 0)
         return rc;
     snprintf(r->principal, sizeof(r->principal), "key %s", a->access_key);
+    if ((rc = hd_keys_tls_policy_call(&p->keys, r, a, bucket, tls_only_fn, p)) < 0)
+        return rc; /* undoing TLS only without TLS: an admin key's */
     /* the targets trust our signature (and skip this, CopyObject's source included) */
     return hd_keys_authorize(&p->keys, r, a, bucket, bucket_open, p);
 }

@@ -86,6 +86,8 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_s
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;
     }
+    if ((rc = hd_keys_tls_policy_call(&t->keys, r, a, bucket, tls_only, t)) < 0)
+        return rc; /* undoing TLS only without TLS: an admin key's */
     return hd_keys_authorize(&t->keys, r, a, bucket, bucket_open, t);
 }
 

@@ -438,6 +438,36 @@ def test_tls_only_policy_on_plain_http(endpoint, raw, s3, bucket):
     s3.delete_bucket_policy(Bucket=bucket)
 
 
+def test_tls_only_undone_by_admin_only(perm_server):
+    """Over plain HTTP a TLS-only policy is the admin key's to read or undo (AWS lets only the
+    root user past its Deny): a key with write rights on the bucket, which could set it, is
+    refused like every other plain-HTTP call, and the policy stays."""
+    from conftest import PERM_BUCKETS
+    admin = helpers.boto3_client(perm_server)
+    mix = helpers.boto3_client(perm_server, access_key="AKMIX", secret_key="secretMIX")
+    name = PERM_BUCKETS["rw"]  # AKMIX may write it
+    admin.create_bucket(Bucket=name)
+    try:
+        doc = json.dumps({"Statement": [_tls_only(name)]})
+        mix.put_bucket_policy(Bucket=name, Policy=doc)
+        for call in (lambda: mix.delete_bucket_policy(Bucket=name),
+                     lambda: mix.get_bucket_policy(Bucket=name),
+                     lambda: mix.put_bucket_policy(Bucket=name, Policy=_doc(name)),
+                     lambda: mix.put_object(Bucket=name, Key="k", Body=b"v")):
+            _refused(call, 403, "AccessDenied")
+        assert admin.get_bucket_policy(Bucket=name)["Policy"] == doc
+        admin.delete_bucket_policy(Bucket=name)
+        mix.put_object(Bucket=name, Key="k", Body=b"v")
+        # without the policy the key manages its bucket's policy as before
+        mix.put_bucket_policy(Bucket=name, Policy=_doc(name))
+        mix.delete_bucket_policy(Bucket=name)
+    finally:
+        try:
+            admin.delete_bucket_policy(Bucket=name)
+        finally:
+            _empty_bucket(admin, name)
+
+
 def test_policy_calls_unsigned_or_replayed(endpoint, raw, s3, bucket):
     """The new bucket calls authenticate before they read a body: unsigned is 403, and a signed
     PutBucketPolicy replayed with another body (a public grant swapped in) is refused and
