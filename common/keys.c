@@ -246,7 +246,9 @@ int hd_keys_tls_check(const struct hd_req *r, const char *bucket, hd_tls_only_fn
         return 0;
     if (bucket && tls_only(arg, bucket))
         refused = 1;
-    else if (bucket && (src = hd_req_header(r, "x-amz-copy-source")) &&
+    else if (bucket &&
+             ((src = hd_req_header(r, "x-amz-copy-source")) ||
+              (src = hd_req_param(r, "object_from"))) && /* a native copy's (a proxy's 307) */
              hd_copy_source_parse(src, &sb, &sk) == 0)
         refused = tls_only(arg, sb);
     free(sb);

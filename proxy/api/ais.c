@@ -686,6 +686,13 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
                         "pagesize an integer, flags a decimal string.");
         return;
     }
+    if ((flags & LS_ARCH_DIR) && r->public_grant && !hd_proxy_public(p, bucket, HD_PUB_READ)) {
+        /* a caller let in by a public listing, which opens names, not the archives' content */
+        hd_resp_err_msg(r, HD_EACCESS,
+                        "list message: flags 8 (the members of archives) reads the archives: "
+                        "it needs read access to the bucket's objects.");
+        return;
+    }
     if (json_is_integer(ps) && json_integer_value(ps) > 0)
         page = json_integer_value(ps) > PAGE_MAX ? PAGE_MAX : json_integer_value(ps);
     if ((flags & LS_ARCH_DIR) && page > PAGE_ARCH_MAX) /* one call to a target per shard */

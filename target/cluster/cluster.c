@@ -493,6 +493,7 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
 {
     const char *p = r->raw_path;
     struct hd_nodeauth_who who;
+    const char *pp;
     int rc;
 
     if (!c || c->magic != TCL_MAGIC)
@@ -539,7 +540,8 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
         r->trusted = HD_TRUST_REDIRECT;
         /* given because the bucket is public (signed with the rest of the query): the
          * bucket must still be (hd_target_authorize) */
-        r->public_grant = hd_query_find(&r->query, "ppub") != NULL;
+        pp = hd_req_param(r, "ppub");
+        r->public_grant = pp && strcmp(pp, "1") == 0;
     } else if (*c->secret) {
         r->api = strncmp(p, "/v1/", 4) == 0 ? HD_API_NATIVE : HD_API_S3;
         hd_stats_inc(HD_ST_AUTH_FAILED);

@@ -535,11 +535,69 @@ def test_redirect_given_by_a_public_bucket_ends_with_it(endpoint, raw, s3, bucke
     helpers.wait_until(lambda: follow(anon) == 403, what="the old 307 refused")
     assert follow(anon_batch, batch) == 403
     assert follow(own) == 200  # the key's rights, not the bucket's state, let it in
+    # only the proxy's ppub=1 counts: a parameter of that name the client sends does not
+    # make its own keyed redirect a public one
+    for q in ("ppub=0", "ppub", "x=1&ppub=no"):
+        u = url + "?" + q
+        r = requests.get(u, allow_redirects=False, timeout=10, headers=helpers.sign_headers(
+            "GET", u, endpoint.access_key, endpoint.secret_key))
+        assert r.status_code == 307, (q, r.status_code)
+        assert follow(r.headers["Location"]) == 200, q
 
-    # a 307 given before the bucket turned TLS only is refused over plain HTTP
+    # a 307 given before the bucket turned TLS only is refused over plain HTTP, and so is
+    # an AIStore copy's 307 that reads it (its source is in ?object_from)
+    dst = "it-cd-" + bucket[3:]
+    s3.create_bucket(Bucket=dst)
+    cu = "%s/v1/objects/%s/k?provider=ais&object_to=ais/@%%23/%s/dk" % (endpoint.url, bucket, dst)
+    r = requests.put(cu, allow_redirects=False, timeout=10, headers=helpers.sign_headers(
+        "PUT", cu, endpoint.access_key, endpoint.secret_key))
+    assert r.status_code == 307, (r.status_code, r.text[:300])
+    copy = r.headers["Location"]
     s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [_tls_only(bucket)]}))
     try:
         helpers.wait_until(lambda: follow(own) == 403, what="a 307 refused over plain HTTP")
+        assert requests.put(copy, allow_redirects=False, timeout=10).status_code == 403
+        _refused(lambda: s3.head_object(Bucket=dst, Key="dk"), 404, "404")
     finally:
         s3.delete_bucket_policy(Bucket=bucket)
+        s3.delete_bucket(Bucket=dst)
     helpers.wait_until(lambda: follow(own) == 200, what="the 307 valid again")
+
+
+def test_public_listing_does_not_open_archives(endpoint, s3, bucket):
+    """AIStore's list action with flags 8 lists the members of every archive: it reads the
+    archives, so a public listing alone does not open it (the names of the objects, not
+    what is inside them); public objects do."""
+    import io
+    import tarfile
+    if endpoint.kind != "proxy":
+        pytest.skip("AIStore's list action is the proxy's")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        info = tarfile.TarInfo("secret-member.txt")
+        info.size = 6
+        tf.addfile(info, io.BytesIO(b"secret"))
+    s3.put_object(Bucket=bucket, Key="shard.tar", Body=buf.getvalue())
+    url = "%s/v1/buckets/%s" % (endpoint.url, bucket)
+    msg = {"action": "list", "value": {"flags": "8"}}
+
+    def unsigned(m):
+        return requests.get(url, json=m, timeout=10)
+
+    r = requests.get(url, json=msg, timeout=10,
+                     auth=SigV4Requests(endpoint.access_key, endpoint.secret_key))
+    assert r.status_code == 200 and b"secret-member.txt" in r.content, r.text[:300]
+    s3.put_bucket_policy(Bucket=bucket, Policy=_doc(
+        bucket, action="s3:ListBucket", resource="arn:aws:s3:::" + bucket))
+    try:
+        r = unsigned({"action": "list", "value": {}})
+        assert r.status_code == 200 and b"shard.tar" in r.content, r.text[:300]
+        r = unsigned(msg)
+        assert r.status_code == 403 and b"secret-member" not in r.content, r.text[:300]
+        s3.put_bucket_policy(Bucket=bucket, Policy=_doc(
+            bucket, action=["s3:GetObject", "s3:ListBucket"],
+            resource=["arn:aws:s3:::" + bucket, "arn:aws:s3:::%s/*" % bucket]))
+        r = unsigned(msg)
+        assert r.status_code == 200 and b"secret-member.txt" in r.content, r.text[:300]
+    finally:
+        s3.delete_bucket_policy(Bucket=bucket)
