@@ -73,7 +73,7 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_s
         return rc; /* the bucket's policy: TLS only (a 307 given before it was set included) */
     if (r->trusted == HD_TRUST_REDIRECT) {
         /* a proxy authorised it; given because the bucket was public, it must still be */
-        if (!r->public_grant || !bucket || (r->pub && bucket_open(t, bucket, r->pub)))
+        if (!r->public_grant || (bucket && r->pub && bucket_open(t, bucket, r->pub)))
             return 0;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EACCESS;
