@@ -381,11 +381,23 @@ void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int
     grants = hd_pab_on(pab, "restrict_public_buckets")
                  ? 0
                  : hd_policy_grants(bucket, json_string_value(json_object_get(props, "policy")));
-    *objects = read || (grants & HD_POLICY_OBJECTS);
+    *objects = read || (grants & HD_POLICY_OBJECTS) ? HD_PUBLIC_OBJECTS
+               : grants & HD_POLICY_SOME_OBJECTS    ? HD_PUBLIC_OBJECTS_SOME
+                                                    : 0;
     *list = read || (acls && json_is_true(json_object_get(props, "anonymous_list")))
                 ? HD_PUBLIC_LIST | HD_PUBLIC_LIST_MORE
             : grants & HD_POLICY_LIST ? HD_PUBLIC_LIST
                                       : 0;
+}
+
+int hd_bprops_object_public(const char *bucket, const json_t *props, const char *key)
+{
+    const json_t *pab = json_object_get(props, "public_access_block");
+
+    if (!key || hd_pab_on(pab, "restrict_public_buckets"))
+        return 0;
+    return hd_policy_object_public(bucket, json_string_value(json_object_get(props, "policy")),
+                                   key);
 }
 
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name)

@@ -76,6 +76,9 @@ struct hd_req {
                                     * "" (anonymous or not checked); for logs */
     int pub;                       /* what r is to an unsigned caller (enum hd_pub), set by its
                                     * route before it authenticates */
+    const char *pub_key;           /* the object key an HD_PUB_READ names (borrowed, set with
+                                    * pub for its authorisation only; NULL: none), for a policy
+                                    * that makes some objects public */
     int policy_call;               /* r reads or changes the bucket's policy (its route says so
                                     * before authentication): a TLS-only policy does not refuse
                                     * it, so that it can be undone */

@@ -225,7 +225,7 @@ int hd_keys_public(int pub, int objects, int list)
 {
     switch (pub) {
     case HD_PUB_READ:
-        return objects != 0;
+        return (objects & HD_PUBLIC_OBJECTS) != 0; /* (some objects: the role asks per key) */
     case HD_PUB_LIST:
         return list != 0;
     case HD_PUB_LIST_MORE:
@@ -311,7 +311,7 @@ int hd_keys_authorize(const struct hd_keys *ks, struct hd_req *r,
     if (!bucket)
         return 0;
     if (hd_key_allows(k, bucket, write) < 0) {
-        if (r->pub && open && open(arg, bucket, r->pub)) {
+        if (r->pub && open && open(arg, bucket, r->pub_key, r->pub)) {
             r->public_grant = 1;
             return 0; /* what everyone may do */
         }

@@ -89,8 +89,8 @@ int hd_keys_tls_policy_call(const struct hd_keys *ks, const struct hd_req *r,
 int hd_keys_tls_check_job(const struct hd_req *r, const char *bucket, const json_t *args,
                           hd_tls_only_fn tls_only, void *arg);
 /* Whether bucket lets anyone do what r->pub names (the role's hd_keys_public over its own
- * view of the bucket's properties). */
-typedef int (*hd_public_fn)(void *arg, const char *bucket, int pub);
+ * view of the bucket's properties), to object key (r->pub_key; NULL: any object) for a read. */
+typedef int (*hd_public_fn)(void *arg, const char *bucket, const char *key, int pub);
 /* Whether the verified caller a may do r's method to bucket (NULL: the service, e.g.
  * ListBuckets: any known key), and read a CopyObject's source: 0, HD_ENOACCESSKEY or
  * HD_EACCESS (counted as a failed authentication). A key without access to bucket may still

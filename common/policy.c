@@ -16,6 +16,7 @@
 enum {
     RES_BUCKET = 1,  /* arn:aws:s3:::B */
     RES_OBJECTS = 2, /* arn:aws:s3:::B/ * (every object) */
+    RES_SOME = 4,    /* arn:aws:s3:::B/PATTERN: a key, or keys by * and ? (a prefix: "dir/ *") */
 };
 
 /* What an action is about. */
@@ -46,11 +47,41 @@ static const char *item(const json_t *v, size_t i, int *bad)
     return s;
 }
 
-static int resource_of(const char *bucket, const char *r, int *kind, char *msg, size_t msglen)
+/* Whether key matches an IAM resource pattern: * any run of characters ('/' included), ? any
+ * one, everything else itself (no brackets, no escapes). Iterative, with one backtrack point:
+ * linear in practice, bounded by both lengths. */
+static int pattern_match(const char *pat, const char *key)
+{
+    const char *star = NULL, *resume = NULL;
+
+    while (*key) {
+        if (*pat == '*') {
+            star = pat++;
+            resume = key;
+        } else if (*pat == '?' || *pat == *key) {
+            pat++;
+            key++;
+        } else if (star) {
+            pat = star + 1;
+            key = ++resume;
+        } else {
+            return 0;
+        }
+    }
+    while (*pat == '*')
+        pat++;
+    return *pat == '\0';
+}
+
+/* What resource r of bucket names (*kind), and for RES_SOME the pattern after "B/" (*pat,
+ * within r). */
+static int resource_of(const char *bucket, const char *r, int *kind, const char **pat, char *msg,
+                       size_t msglen)
 {
     const char *rest, *slash;
     size_t bl;
 
+    *pat = NULL;
     if (strcmp(r, "*") == 0) {
         *kind = RES_BUCKET | RES_OBJECTS;
         return 0;
@@ -67,14 +98,18 @@ static int resource_of(const char *bucket, const char *r, int *kind, char *msg, 
         *kind = RES_BUCKET;
         return 0;
     }
-    if (strcmp(slash, "/*") == 0) {
+    if (strspn(slash + 1, "*") == strlen(slash + 1) && slash[1]) {
         *kind = RES_OBJECTS;
         return 0;
     }
-    return hd_err_fmt(msg, msglen, HD_ENOTIMPL,
-                      "Resource %.300s: hoard grants a bucket's objects as a whole (%sBUCKET/*), "
-                      "not a prefix or a key.",
-                      r, ARN);
+    if (strstr(slash, "${")) /* a policy variable (${aws:username}, ...): IAM's, not here */
+        return hd_err_fmt(msg, msglen, HD_ENOTIMPL,
+                          "Resource %.300s: policy variables are not supported.", r);
+    if (!slash[1])
+        return malformed(msg, msglen, "Policy has invalid resource");
+    *kind = RES_SOME;
+    *pat = slash + 1;
+    return 0;
 }
 
 static int action_of(const char *a, int *act, char *msg, size_t msglen)
@@ -130,7 +165,7 @@ static int deny_insecure(const char *bucket, const json_t *st, int *grants, char
 {
     const json_t *cond = json_object_get(st, "Condition"), *b = json_object_get(cond, "Bool");
     const json_t *v = json_object_get(b, "aws:SecureTransport");
-    const char *s;
+    const char *s, *pat;
     size_t i;
     int kind, bad, rc;
 
@@ -157,21 +192,30 @@ static int deny_insecure(const char *bucket, const json_t *st, int *grants, char
         return malformed(msg, msglen, "Action must be a string or a list of strings");
     if (!json_object_get(st, "Resource"))
         return malformed(msg, msglen, "Missing required field Resource");
-    for (i = 0; (s = item(json_object_get(st, "Resource"), i, &bad)); i++)
-        if ((rc = resource_of(bucket, s, &kind, msg, msglen)) < 0)
+    for (i = 0; (s = item(json_object_get(st, "Resource"), i, &bad)); i++) {
+        if ((rc = resource_of(bucket, s, &kind, &pat, msg, msglen)) < 0)
             return rc;
+        if (kind == RES_SOME) /* taken for the whole bucket: it would refuse more than it says */
+            return hd_err_fmt(msg, msglen, HD_ENOTIMPL,
+                              "Resource %.300s: a Deny of requests without TLS covers the whole "
+                              "bucket (%sBUCKET and %sBUCKET/*).",
+                              s, ARN, ARN);
+    }
     if (bad)
         return malformed(msg, msglen, "Resource must be a string or a list of strings");
     *grants |= HD_POLICY_TLS_ONLY;
     return 0;
 }
 
-static int statement(const char *bucket, json_t *st, int *grants, char *msg, size_t msglen)
+/* Checks statement st of bucket's policy, adding what it grants to *grants; with key (not
+ * NULL), also sets *match when it lets everyone s3:GetObject that key. */
+static int statement(const char *bucket, json_t *st, int *grants, char *msg, size_t msglen,
+                     const char *key, int *match)
 {
     const json_t *eff = json_object_get(st, "Effect"), *acts = json_object_get(st, "Action");
     const json_t *res = json_object_get(st, "Resource"), *pr = json_object_get(st, "Principal");
     int kinds[64] = {0}, nres = 0, act = ACT_OBJECT, used, rc, bad;
-    const char *k, *s;
+    const char *k, *s, *pats[64];
     json_t *v;
     size_t i, j;
 
@@ -213,8 +257,9 @@ static int statement(const char *bucket, json_t *st, int *grants, char *msg, siz
     for (i = 0; (s = item(res, i, &bad)); i++) {
         if (nres == (int)(sizeof(kinds) / sizeof(kinds[0])))
             return malformed(msg, msglen, "Too many resources in one statement");
-        if ((rc = resource_of(bucket, s, &kinds[nres++], msg, msglen)) < 0)
+        if ((rc = resource_of(bucket, s, &kinds[nres], &pats[nres], msg, msglen)) < 0)
             return rc;
+        nres++;
     }
     if (bad)
         return malformed(msg, msglen, "Resource must be a string or a list of strings");
@@ -222,11 +267,18 @@ static int statement(const char *bucket, json_t *st, int *grants, char *msg, siz
         if ((rc = action_of(s, &act, msg, msglen)) < 0)
             return rc;
         for (j = 0, used = 0; j < (size_t)nres; j++) {
+            int u = 0;
             if (act == ACT_OBJECT && (kinds[j] & RES_OBJECTS))
-                used = HD_POLICY_OBJECTS;
+                u = HD_POLICY_OBJECTS;
+            else if (act == ACT_OBJECT && kinds[j] == RES_SOME)
+                u = HD_POLICY_SOME_OBJECTS;
             else if (act == ACT_BUCKET && (kinds[j] & RES_BUCKET))
-                used = HD_POLICY_LIST;
-            *grants |= used;
+                u = HD_POLICY_LIST;
+            if (key && act == ACT_OBJECT &&
+                (u == HD_POLICY_OBJECTS || (u && pattern_match(pats[j], key))))
+                *match = 1;
+            *grants |= u;
+            used |= u;
         }
         if (!used)
             return malformed(msg, msglen, "Action does not apply to any resource(s) in statement");
@@ -236,8 +288,8 @@ static int statement(const char *bucket, json_t *st, int *grants, char *msg, siz
     return 0;
 }
 
-int hd_policy_check(const char *bucket, const char *doc, size_t len, int *grants, char *msg,
-                    size_t msglen)
+static int check(const char *bucket, const char *doc, size_t len, int *grants, char *msg,
+                 size_t msglen, const char *key, int *match)
 {
     json_t *j, *sts, *v;
     const char *k, *ver;
@@ -283,7 +335,7 @@ int hd_policy_check(const char *bucket, const char *doc, size_t len, int *grants
         json_t *st = json_is_array(sts) ? json_array_get(sts, i) : sts;
         const char *sid = json_string_value(json_object_get(st, "Sid")), *other;
         size_t k2;
-        rc = statement(bucket, st, grants, msg, msglen);
+        rc = statement(bucket, st, grants, msg, msglen, key, match);
         for (k2 = 0; rc == 0 && sid && *sid && k2 < i; k2++) {
             other = json_string_value(json_object_get(json_array_get(sts, k2), "Sid"));
             if (other && strcmp(other, sid) == 0)
@@ -296,6 +348,21 @@ out:
     if (rc < 0)
         *grants = 0;
     return rc;
+}
+
+int hd_policy_check(const char *bucket, const char *doc, size_t len, int *grants, char *msg,
+                    size_t msglen)
+{
+    return check(bucket, doc, len, grants, msg, msglen, NULL, NULL);
+}
+
+int hd_policy_object_public(const char *bucket, const char *doc, const char *key)
+{
+    int grants = 0, match = 0;
+
+    if (!doc || !key || check(bucket, doc, strlen(doc), &grants, NULL, 0, key, &match) < 0)
+        return 0;
+    return match;
 }
 
 int hd_policy_grants(const char *bucket, const char *doc)

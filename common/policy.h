@@ -1,6 +1,7 @@
 /* policy: a bucket policy (S3 PutBucketPolicy), the subset that publishes a bucket. hoard has
  * keys, not IAM accounts, so a policy can say one thing: everyone ("Principal": "*") may read
- * the bucket's objects (s3:GetObject on the resource arn:aws:s3:::B/ and a star: every key) and/or
+ * the bucket's objects (s3:GetObject on the resource arn:aws:s3:::B/ and a star: every key, or on
+ * some keys) and/or
  * list it (s3:ListBucket on arn:aws:s3:::B). That is what AWS's guides use to publish a dataset now
  * that ACLs are off by default. The document is kept as sent, as the bucket property "policy" (a
  * JSON string, common/bprops.h), and what it grants is read from it where access is decided (the
@@ -16,8 +17,9 @@
  * NotImplemented for what S3 has and hoard does not (another Deny, another Condition,
  * NotAction/NotPrincipal/NotResource, a principal other than everyone, another action (AWS's finer
  * s3:GetObjectVersion, s3:ListBucketVersions, s3:ListBucketMultipartUploads too: hoard's reads and
- * listings are wider), a grant on a prefix), 400 MalformedPolicy for what S3 refuses too. Pure
- * functions; any thread. */
+ * listings are wider), a policy variable), 400 MalformedPolicy for what S3 refuses too. Pure
+ * functions; any thread. s3:GetObject may name some objects only (a key, a prefix "dir/ *", a
+ * pattern with * and ?, as IAM matches them). */
 #ifndef HD_POLICY_H
 #define HD_POLICY_H
 
@@ -30,9 +32,12 @@
 #define HD_POLICY_MAX 20480 /* bytes of a document (AWS's limit) */
 
 /* What a policy grants everyone (a bit set). */
-#define HD_POLICY_OBJECTS 1 /* s3:GetObject (GetObject, HeadObject) */
-#define HD_POLICY_LIST 2    /* s3:ListBucket (the listings and HeadBucket) */
-#define HD_POLICY_PUBLIC (HD_POLICY_OBJECTS | HD_POLICY_LIST)
+#define HD_POLICY_OBJECTS 1 /* s3:GetObject (GetObject, HeadObject) on every object */
+#define HD_POLICY_LIST 2    /* s3:ListBucket (ListObjects and HeadBucket) */
+/* s3:GetObject on some objects only: keys or patterns (arn:aws:s3:::B/public/ *, B/ *.jpg,
+ * B/readme.txt; * and ? as IAM has them); hd_policy_object_public says which */
+#define HD_POLICY_SOME_OBJECTS 8
+#define HD_POLICY_PUBLIC (HD_POLICY_OBJECTS | HD_POLICY_LIST | HD_POLICY_SOME_OBJECTS)
 /* not a grant: AWS's "TLS only" Deny (every action, when aws:SecureTransport is false), which
  * refuses every request to the bucket that did not come over TLS */
 #define HD_POLICY_TLS_ONLY 4
@@ -44,6 +49,9 @@ int hd_policy_check(const char *bucket, const char *doc, size_t len, int *grants
                     size_t msglen);
 /* What a stored policy grants everyone on bucket (0 for one that does not check). */
 int hd_policy_grants(const char *bucket, const char *doc);
+/* Whether a stored policy lets everyone s3:GetObject key of bucket (by a grant of every
+ * object, or one whose pattern matches key). 0 for one that does not check. */
+int hd_policy_object_public(const char *bucket, const char *doc, const char *key);
 
 /* ---- Block Public Access (S3 PutPublicAccessBlock), the bucket property
  * "public_access_block": {"block_public_acls": b, "ignore_public_acls": b,

@@ -1955,7 +1955,9 @@ void hd_s3_dispatch(struct hd_req *r, const char *path, const struct hd_s3_front
         crc == 0 && (c.op == HD_S3_PUT_BUCKET_POLICY || c.op == HD_S3_GET_POLICY_STATUS ||
                      ((c.op == HD_S3_GET_BUCKET_CONFIG || c.op == HD_S3_DELETE_BUCKET_CONFIG) &&
                       strcmp(bucket_config_of(r)->sub, "policy") == 0));
+    r->pub_key = r->pub == HD_PUB_READ ? key : NULL;
     rc = f->authenticate(r, ctx, bucket, key, &c.auth);
+    r->pub_key = NULL;
     if (rc == HD_AGAIN)
         goto out; /* parked: this runs again */
     cors_actual(r, f, ctx, bucket);

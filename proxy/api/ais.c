@@ -686,7 +686,7 @@ void hd_proxy_ais_list_objects(struct hd_req *r, struct hd_proxy *p, const char 
                         "pagesize an integer, flags a decimal string.");
         return;
     }
-    if ((flags & LS_ARCH_DIR) && r->public_grant && !hd_proxy_public(p, bucket, HD_PUB_READ)) {
+    if ((flags & LS_ARCH_DIR) && r->public_grant && !hd_proxy_public(p, bucket, NULL, HD_PUB_READ)) {
         /* a caller let in by a public listing, which opens names, not the archives' content */
         hd_resp_err_msg(r, HD_EACCESS,
                         "list message: flags 8 (the members of archives) reads the archives: "

@@ -275,13 +275,11 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b, int secu
         return HD_ENOACCESSKEY;
     if (pb->rc == 0 && !k && (p->keys.n == 0 || !pb->a.anonymous))
         return 0; /* auth off, or another proxy of the cluster */
-    for (i = 0; i < b->n; i++) {
+    for (i = 0; i < b->n; i++) { /* per entry: a policy may make some objects public */
         const char *bk = b->e[i].bucket;
-        if (i && strcmp(bk, b->e[i - 1].bucket) == 0)
-            continue;
         if (k && hd_key_allows(k, bk, 0) == 0)
             *grants |= BATCH_BY_KEY;
-        else if (hd_proxy_public(p, bk, HD_PUB_READ))
+        else if (hd_proxy_public(p, bk, b->e[i].name, HD_PUB_READ))
             *grants |= BATCH_BY_PUBLIC; /* (a key: as everyone may, too) */
         else
             return k ? HD_EACCESS : HD_EMISSINGAUTH;

@@ -50,7 +50,10 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
     }
     /* the target trusts our signature, so authorise here */
     r->pub = hd_keys_native_object_pub(r);
-    if ((rc = hd_proxy_auth(r, p, bucket, &a)) < 0) {
+    r->pub_key = key;
+    rc = hd_proxy_auth(r, p, bucket, &a);
+    r->pub_key = NULL;
+    if (rc < 0) {
         hd_resp_err(r, rc);
         goto out;
     }

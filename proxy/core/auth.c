@@ -4,9 +4,11 @@
 #include "proxy/core/core.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/bprops.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -39,19 +41,24 @@ int hd_proxy_tls_check_job(struct hd_req *r, struct hd_proxy *p, const char *buc
     return hd_keys_tls_check_job(r, bucket, args, tls_only_fn, p);
 }
 
-int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub)
+int hd_proxy_public(struct hd_proxy *p, const char *bucket, const char *key, int pub)
 {
     struct hd_bmd *b = hd_smap_state_bmd(p->cs);
     const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
     int yes = e && hd_keys_public(pub, e->public_objects, e->public_list);
 
+    if (!yes && e && pub == HD_PUB_READ && key && (e->public_objects & HD_PUBLIC_OBJECTS_SOME)) {
+        json_t *j = json_loads(e->props ? e->props : "{}", 0, NULL);
+        yes = hd_bprops_object_public(bucket, j, key); /* the policy's patterns */
+        json_decref(j);
+    }
     hd_bmd_unref(b);
     return yes;
 }
 
-static int bucket_open(void *arg, const char *bucket, int pub)
+static int bucket_open(void *arg, const char *bucket, const char *key, int pub)
 {
-    return hd_proxy_public(arg, bucket, pub);
+    return hd_proxy_public(arg, bucket, key, pub);
 }
 
 static int known_node(void *arg, const char *id)
@@ -150,7 +157,7 @@ int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket, stru
     }
     rc = hd_keys_verify(&p->keys, r, a);
     if (rc == HD_DECLINED) { /* no credentials */
-        if (bucket && hd_proxy_public(p, bucket, r->pub)) {
+        if (bucket && hd_proxy_public(p, bucket, r->pub_key, r->pub)) {
             r->public_grant = 1;
             return 0;
         }

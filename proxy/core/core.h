@@ -128,8 +128,10 @@ int hd_proxy_auth_view_or_admin(struct hd_req *r, struct hd_proxy *p);
 int hd_proxy_node_verify(struct hd_req *r, struct hd_proxy *p, int flags,
                          struct hd_nodeauth_who *who);
 /* 1 when bucket lets a request of kind pub (enum hd_pub) through unsigned: its
- * anonymous_read and anonymous_list properties, as the BMD keeps them parsed. */
-int hd_proxy_public(struct hd_proxy *p, const char *bucket, int pub);
+ * anonymous_read and anonymous_list properties and its policy, as the BMD keeps them parsed; a
+ * read of key (NULL: of any object) when the policy makes some objects public: the policy
+ * decides that key. */
+int hd_proxy_public(struct hd_proxy *p, const char *bucket, const char *key, int pub);
 /* 1 when bucket's policy refuses requests without TLS (the BMD entry's tls_only). */
 int hd_proxy_tls_only(struct hd_proxy *p, const char *bucket);
 /* hd_keys_tls_check and hd_keys_tls_check_job for a client's r: 0 or HD_EACCESS. */

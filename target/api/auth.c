@@ -3,9 +3,11 @@
 #include "target/api/internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/bprops.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -53,13 +55,26 @@ int hd_target_jobs_admit(void *arg, struct hd_req *r, const char *bucket, const 
     return hd_keys_tls_check_job(r, bucket, args, tls_only, arg);
 }
 
-static int bucket_open(void *arg, const char *bucket, int pub)
+static int bucket_open(void *arg, const char *bucket, const char *key, int pub)
 {
     struct hd_target *t = arg;
     struct hd_bucket_info bi;
+    char *props = NULL;
+    json_t *j;
+    int yes;
 
-    return hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
-           hd_keys_public(pub, bi.public_objects, bi.public_list);
+    if (hd_store_bucket_get(t->st, bucket, &bi) < 0)
+        return 0;
+    if (hd_keys_public(pub, bi.public_objects, bi.public_list))
+        return 1;
+    if (pub != HD_PUB_READ || !key || !(bi.public_objects & HD_PUBLIC_OBJECTS_SOME) ||
+        hd_store_bucket_props(t->st, bucket, &props) < 0)
+        return 0;
+    j = json_loads(props ? props : "{}", 0, NULL); /* the policy's patterns decide key */
+    yes = hd_bprops_object_public(bucket, j, key);
+    json_decref(j);
+    free(props);
+    return yes;
 }
 
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
@@ -73,7 +88,7 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_s
         return rc; /* the bucket's policy: TLS only (a 307 given before it was set included) */
     if (r->trusted == HD_TRUST_REDIRECT) {
         /* a proxy authorised it; given because the bucket was public, it must still be */
-        if (!r->public_grant || (bucket && r->pub && bucket_open(t, bucket, r->pub)))
+        if (!r->public_grant || (bucket && r->pub && bucket_open(t, bucket, r->pub_key, r->pub)))
             return 0;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EACCESS;
@@ -81,7 +96,7 @@ int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_s
     if (a->anonymous) {
         if (t->keys.n == 0)
             return 0; /* auth disabled */
-        if (bucket && r->pub && bucket_open(t, bucket, r->pub))
+        if (bucket && r->pub && bucket_open(t, bucket, r->pub_key, r->pub))
             return 0;
         hd_stats_inc(HD_ST_AUTH_FAILED);
         return HD_EMISSINGAUTH;

@@ -216,10 +216,12 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
         hd_resp_err(r, rc);
         goto fail;
     }
-    r->pub = HD_PUB_READ; /* a batch reads each bucket it names */
-    for (i = 0; i < b->n && rc == 0; i++)
-        if (i == 0 || strcmp(b->e[i].bucket, b->e[i - 1].bucket) != 0)
-            rc = hd_target_authorize(r, tb->t, &tb->a, b->e[i].bucket);
+    r->pub = HD_PUB_READ; /* a batch reads each object it names (a policy may open some) */
+    for (i = 0; i < b->n && rc == 0; i++) {
+        r->pub_key = b->e[i].name;
+        rc = hd_target_authorize(r, tb->t, &tb->a, b->e[i].bucket);
+    }
+    r->pub_key = NULL;
     if (rc < 0) {
         hd_resp_err(r, rc);
         goto fail;

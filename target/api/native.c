@@ -392,7 +392,10 @@ void hd_native_handle(struct hd_req *r, struct hd_target *t)
             goto out;
         }
         r->pub = hd_keys_native_object_pub(r); /* the reads; routes them too */
-        if ((rc = native_auth(r, t, bucket, &a, &sig)) < 0) {
+        r->pub_key = key;
+        rc = native_auth(r, t, bucket, &a, &sig);
+        r->pub_key = NULL;
+        if (rc < 0) {
             hd_resp_err(r, rc);
             goto out;
         }

@@ -1,6 +1,6 @@
 /* libFuzzer driver for bucket policies (common/policy): the PutBucketPolicy body. Whatever is
- * accepted grants only the two things hoard enforces, the same when checked again, the same
- * through hd_policy_grants; and it passes the property check as
+ * accepted grants only what hoard enforces, the same when checked again, the same
+ * through hd_policy_grants, and opens a key only by a grant of it (hd_policy_object_public); and it passes the property check as
  * the JSON string the S3 front end stores. The first input byte picks the bucket name (with
  * its high bit set: the input is a PutPublicAccessBlock body instead). */
 #include <errno.h>
@@ -96,6 +96,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         copy[size] = '\0';
         if (hd_policy_grants(bucket, copy) != g)
             __builtin_trap();
+        /* a key is public only by a grant: of every object (then any key is), or of some */
+        {
+            static const char *const keys[] = {"a", "public/x.jpg", "", "data/*", "??"};
+            size_t i;
+            for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                int pub = hd_policy_object_public(bucket, copy, keys[i]);
+                if ((g & HD_POLICY_OBJECTS) ? !pub : (pub && !(g & HD_POLICY_SOME_OBJECTS)))
+                    __builtin_trap();
+            }
+        }
         free(copy);
     }
     return 0;

@@ -163,9 +163,9 @@ HD_SUITE(policy_refused)
                  HD_ENOTIMPL);
     CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:Get*\"", "\"arn:aws:s3:::data/*\""), &g),
                  HD_ENOTIMPL);
-    CHECK_EQ_INT(
-        check("data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/public/*\""), &g),
-        HD_ENOTIMPL); /* a prefix */
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/${aws:username}/*\""),
+                       &g),
+                 HD_ENOTIMPL); /* a policy variable */
     CHECK_EQ_INT(check("data",
                        "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\","
                        "\"NotAction\":\"s3:PutObject\",\"Resource\":\"arn:aws:s3:::data/*\"}}",
@@ -189,6 +189,87 @@ HD_SUITE(policy_refused)
                        &g),
                  HD_ENOTIMPL);
     CHECK_EQ_INT(g, 0);
+}
+
+/* s3:GetObject on some objects: a key, a prefix, IAM's * and ? patterns */
+HD_SUITE(policy_some_objects)
+{
+    const char *pre = ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/public/*\"");
+    const char *two = ST("\"*\"", "\"s3:GetObject\"",
+                         "[\"arn:aws:s3:::data/readme.txt\",\"arn:aws:s3:::data/img/*.jp?g\"]");
+    const char *all = ST("\"*\"", "\"s3:GetObject\"", "[\"arn:aws:s3:::data/x\",\"*\"]");
+    int g = -1;
+
+    CHECK_EQ_INT(check("data", pre, &g), 0);
+    CHECK_EQ_INT(g, HD_POLICY_SOME_OBJECTS);
+    CHECK_EQ_INT(hd_policy_object_public("data", pre, "public/a.jpg"), 1);
+    CHECK_EQ_INT(hd_policy_object_public("data", pre, "public/deep/er/b"), 1); /* * spans / */
+    CHECK_EQ_INT(hd_policy_object_public("data", pre, "public/"), 1);
+    CHECK_EQ_INT(hd_policy_object_public("data", pre, "public"), 0);
+    CHECK_EQ_INT(hd_policy_object_public("data", pre, "private/a.jpg"), 0);
+    CHECK_EQ_INT(hd_policy_object_public("data", pre, "xpublic/a"), 0);
+    CHECK_EQ_INT(hd_policy_object_public("other", pre, "public/a.jpg"), 0); /* another bucket */
+    CHECK_EQ_INT(hd_policy_object_public("data", pre, NULL), 0);
+    CHECK_EQ_INT(hd_policy_object_public("data", NULL, "public/a"), 0);
+    CHECK_EQ_INT(check("data", two, &g), 0);
+    CHECK_EQ_INT(g, HD_POLICY_SOME_OBJECTS);
+    CHECK_EQ_INT(hd_policy_object_public("data", two, "readme.txt"), 1);
+    CHECK_EQ_INT(hd_policy_object_public("data", two, "readme.txt2"), 0);
+    CHECK_EQ_INT(hd_policy_object_public("data", two, "readme.tx"), 0);
+    CHECK_EQ_INT(hd_policy_object_public("data", two, "img/cat.jpeg"), 1);
+    CHECK_EQ_INT(hd_policy_object_public("data", two, "img/a/b.jpxg"), 1);
+    CHECK_EQ_INT(hd_policy_object_public("data", two, "img/cat.jpg"), 0); /* ? is one char */
+    CHECK_EQ_INT(hd_policy_object_public("data", two, "img/cat.png"), 0);
+    CHECK_EQ_INT(hd_policy_object_public("data", two, "IMG/cat.jpeg"), 0); /* case counts */
+    /* every object beside some: every object */
+    CHECK_EQ_INT(check("data", all, &g), 0);
+    CHECK_EQ_INT(g, HD_POLICY_OBJECTS | HD_POLICY_SOME_OBJECTS);
+    CHECK_EQ_INT(hd_policy_object_public("data", all, "anything"), 1);
+    /* backtracking patterns stay linear enough and exact */
+    CHECK_EQ_INT(hd_policy_object_public(
+                     "data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/*a*a*a*b\""),
+                     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaac"),
+                 0);
+    CHECK_EQ_INT(hd_policy_object_public(
+                     "data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/*a*a*a*b\""),
+                     "xaxxaxxxaxxxxb"),
+                 1);
+    /* ListBucket names the bucket only: on a prefix it applies to nothing (AWS's answer) */
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:ListBucket\"", "\"arn:aws:s3:::data/public/*\""),
+                       &g),
+                 HD_EMALFORMEDPOLICY);
+    /* the TLS-only Deny covers the whole bucket, never a prefix */
+    CHECK_EQ_INT(check("data",
+                       "{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":"
+                       "\"s3:*\",\"Resource\":\"arn:aws:s3:::data/secret/*\",\"Condition\":"
+                       "{\"Bool\":{\"aws:SecureTransport\":\"false\"}}}}",
+                       &g),
+                 HD_ENOTIMPL);
+    /* an empty key is no resource */
+    CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/\""), &g),
+                 HD_EMALFORMEDPOLICY);
+}
+
+/* the props side: restrict_public_buckets closes the patterns too */
+HD_SUITE(policy_some_objects_props)
+{
+    json_t *j = json_pack("{s:s}", "policy",
+                          ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/public/*\""));
+    int objects = -1, list = -1;
+
+    hd_bprops_public("data", j, &objects, &list);
+    CHECK_EQ_INT(objects, HD_PUBLIC_OBJECTS_SOME);
+    CHECK_EQ_INT(list, 0);
+    CHECK_EQ_INT(hd_bprops_object_public("data", j, "public/a"), 1);
+    CHECK_EQ_INT(hd_bprops_object_public("data", j, "a"), 0);
+    json_object_set_new(j, "public_access_block",
+                        json_pack("{s:b,s:b,s:b,s:b}", "block_public_acls", 0,
+                                  "ignore_public_acls", 0, "block_public_policy", 0,
+                                  "restrict_public_buckets", 1));
+    hd_bprops_public("data", j, &objects, &list);
+    CHECK_EQ_INT(objects, 0);
+    CHECK_EQ_INT(hd_bprops_object_public("data", j, "public/a"), 0);
+    json_decref(j);
 }
 
 HD_SUITE(policy_size)
