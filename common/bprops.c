@@ -390,14 +390,14 @@ void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int
                                       : 0;
 }
 
-int hd_bprops_object_public(const char *bucket, const json_t *props, const char *key)
+json_t *hd_bprops_object_patterns(const char *bucket, const json_t *props)
 {
     const json_t *pab = json_object_get(props, "public_access_block");
 
-    if (!key || hd_pab_on(pab, "restrict_public_buckets"))
-        return 0;
-    return hd_policy_object_public(bucket, json_string_value(json_object_get(props, "policy")),
-                                   key);
+    if (hd_pab_on(pab, "restrict_public_buckets"))
+        return NULL;
+    return hd_policy_object_patterns(bucket,
+                                      json_string_value(json_object_get(props, "policy")));
 }
 
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name)

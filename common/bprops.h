@@ -81,13 +81,15 @@ void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int
  * policy's s3:ListBucket, which on AWS opens neither). */
 #define HD_PUBLIC_LIST 1
 #define HD_PUBLIC_LIST_MORE 2
-/* *objects of hd_bprops_public: every object, or only those a policy's s3:GetObject patterns
- * name (hd_bprops_object_public decides each key). */
+/* *objects of hd_bprops_public: every object, or only those a policy's s3:GetObject keys and
+ * prefixes name (hd_bprops_object_patterns, matched per read). */
 #define HD_PUBLIC_OBJECTS 1
 #define HD_PUBLIC_OBJECTS_SOME 2
-/* Whether key of bucket is one everyone may read by its policy's patterns (props parsed; 0
- * when restrict_public_buckets is on, or for a NULL key). */
-int hd_bprops_object_public(const char *bucket, const json_t *props, const char *key);
+/* The patterns of the objects everyone may read by bucket's policy (common/policy.h
+ * hd_policy_object_patterns; a new reference), for HD_PUBLIC_OBJECTS_SOME; NULL when none or
+ * when restrict_public_buckets is on. Parsed once where the props are (BMD entry, a target's
+ * bucket array), matched per read. */
+json_t *hd_bprops_object_patterns(const char *bucket, const json_t *props);
 /* Whether the bucket's policy refuses requests without TLS (AWS's "TLS only" Deny; Block
  * Public Access does not touch it). */
 int hd_bprops_tls_only(const char *bucket, const json_t *props);

@@ -16,7 +16,7 @@
 enum {
     RES_BUCKET = 1,  /* arn:aws:s3:::B */
     RES_OBJECTS = 2, /* arn:aws:s3:::B/ * (every object) */
-    RES_SOME = 4,    /* arn:aws:s3:::B/PATTERN: a key, or keys by * and ? (a prefix: "dir/ *") */
+    RES_SOME = 4,    /* arn:aws:s3:::B/KEY, or B/PREFIX and a star: some objects */
 };
 
 /* What an action is about. */
@@ -47,30 +47,16 @@ static const char *item(const json_t *v, size_t i, int *bad)
     return s;
 }
 
-/* Whether key matches an IAM resource pattern: * any run of characters ('/' included), ? any
- * one, everything else itself (no brackets, no escapes). Iterative, with one backtrack point:
- * linear in practice, bounded by both lengths. */
+/* Whether key is what a RES_SOME pattern names: the key itself, or (a trailing star) any key
+ * that starts with the rest. One comparison, linear in the pattern: an unsigned batch of many
+ * keys costs no more than as many string compares. */
 static int pattern_match(const char *pat, const char *key)
 {
-    const char *star = NULL, *resume = NULL;
+    size_t n = strlen(pat);
 
-    while (*key) {
-        if (*pat == '*') {
-            star = pat++;
-            resume = key;
-        } else if (*pat == '?' || *pat == *key) {
-            pat++;
-            key++;
-        } else if (star) {
-            pat = star + 1;
-            key = ++resume;
-        } else {
-            return 0;
-        }
-    }
-    while (*pat == '*')
-        pat++;
-    return *pat == '\0';
+    if (n && pat[n - 1] == '*')
+        return strncmp(key, pat, n - 1) == 0;
+    return strcmp(key, pat) == 0;
 }
 
 /* What resource r of bucket names (*kind), and for RES_SOME the pattern after "B/" (*pat,
@@ -107,6 +93,11 @@ static int resource_of(const char *bucket, const char *r, int *kind, const char 
                           "Resource %.300s: policy variables are not supported.", r);
     if (!slash[1])
         return malformed(msg, msglen, "Policy has invalid resource");
+    if (strchr(slash + 1, '?') || strcspn(slash + 1, "*") < strlen(slash + 1) - 1)
+        return hd_err_fmt(msg, msglen, HD_ENOTIMPL,
+                          "Resource %.300s: hoard grants a key (%sBUCKET/KEY) or a prefix "
+                          "(%sBUCKET/PREFIX*), not other wildcards.",
+                          r, ARN, ARN);
     *kind = RES_SOME;
     *pat = slash + 1;
     return 0;
@@ -207,10 +198,10 @@ static int deny_insecure(const char *bucket, const json_t *st, int *grants, char
     return 0;
 }
 
-/* Checks statement st of bucket's policy, adding what it grants to *grants; with key (not
- * NULL), also sets *match when it lets everyone s3:GetObject that key. */
+/* Checks statement st of bucket's policy, adding what it grants to *grants, and to pats (not
+ * NULL) the patterns of its s3:GetObject grants on some objects. */
 static int statement(const char *bucket, json_t *st, int *grants, char *msg, size_t msglen,
-                     const char *key, int *match)
+                     json_t *pats_out)
 {
     const json_t *eff = json_object_get(st, "Effect"), *acts = json_object_get(st, "Action");
     const json_t *res = json_object_get(st, "Resource"), *pr = json_object_get(st, "Principal");
@@ -274,9 +265,9 @@ static int statement(const char *bucket, json_t *st, int *grants, char *msg, siz
                 u = HD_POLICY_SOME_OBJECTS;
             else if (act == ACT_BUCKET && (kinds[j] & RES_BUCKET))
                 u = HD_POLICY_LIST;
-            if (key && act == ACT_OBJECT &&
-                (u == HD_POLICY_OBJECTS || (u && pattern_match(pats[j], key))))
-                *match = 1;
+            if (pats_out && u == HD_POLICY_SOME_OBJECTS &&
+                json_array_append_new(pats_out, json_string(pats[j])) < 0)
+                return -ENOMEM;
             *grants |= u;
             used |= u;
         }
@@ -289,7 +280,7 @@ static int statement(const char *bucket, json_t *st, int *grants, char *msg, siz
 }
 
 static int check(const char *bucket, const char *doc, size_t len, int *grants, char *msg,
-                 size_t msglen, const char *key, int *match)
+                 size_t msglen, json_t *pats)
 {
     json_t *j, *sts, *v;
     const char *k, *ver;
@@ -335,7 +326,7 @@ static int check(const char *bucket, const char *doc, size_t len, int *grants, c
         json_t *st = json_is_array(sts) ? json_array_get(sts, i) : sts;
         const char *sid = json_string_value(json_object_get(st, "Sid")), *other;
         size_t k2;
-        rc = statement(bucket, st, grants, msg, msglen, key, match);
+        rc = statement(bucket, st, grants, msg, msglen, pats);
         for (k2 = 0; rc == 0 && sid && *sid && k2 < i; k2++) {
             other = json_string_value(json_object_get(json_array_get(sts, k2), "Sid"));
             if (other && strcmp(other, sid) == 0)
@@ -353,16 +344,45 @@ out:
 int hd_policy_check(const char *bucket, const char *doc, size_t len, int *grants, char *msg,
                     size_t msglen)
 {
-    return check(bucket, doc, len, grants, msg, msglen, NULL, NULL);
+    return check(bucket, doc, len, grants, msg, msglen, NULL);
+}
+
+json_t *hd_policy_object_patterns(const char *bucket, const char *doc)
+{
+    json_t *pats = json_array();
+    int grants = 0;
+
+    if (!pats || !doc || check(bucket, doc, strlen(doc), &grants, NULL, 0, pats) < 0 ||
+        (grants & HD_POLICY_OBJECTS) || json_array_size(pats) == 0) {
+        json_decref(pats);
+        return NULL;
+    }
+    return pats;
+}
+
+int hd_policy_patterns_match(const json_t *pats, const char *key)
+{
+    size_t i;
+
+    for (i = 0; key && i < json_array_size(pats); i++)
+        if (pattern_match(json_string_value(json_array_get(pats, i)), key))
+            return 1;
+    return 0;
 }
 
 int hd_policy_object_public(const char *bucket, const char *doc, const char *key)
 {
-    int grants = 0, match = 0;
+    json_t *pats;
+    int yes;
 
-    if (!doc || !key || check(bucket, doc, strlen(doc), &grants, NULL, 0, key, &match) < 0)
+    if (!key)
         return 0;
-    return match;
+    if (hd_policy_grants(bucket, doc) & HD_POLICY_OBJECTS)
+        return 1;
+    pats = hd_policy_object_patterns(bucket, doc);
+    yes = hd_policy_patterns_match(pats, key);
+    json_decref(pats);
+    return yes;
 }
 
 int hd_policy_grants(const char *bucket, const char *doc)

@@ -18,8 +18,8 @@
  * NotAction/NotPrincipal/NotResource, a principal other than everyone, another action (AWS's finer
  * s3:GetObjectVersion, s3:ListBucketVersions, s3:ListBucketMultipartUploads too: hoard's reads and
  * listings are wider), a policy variable), 400 MalformedPolicy for what S3 refuses too. Pure
- * functions; any thread. s3:GetObject may name some objects only (a key, a prefix "dir/ *", a
- * pattern with * and ?, as IAM matches them). */
+ * functions; any thread. s3:GetObject may name some objects only: a key, or a prefix (a
+ * trailing star); other wildcards are 501. */
 #ifndef HD_POLICY_H
 #define HD_POLICY_H
 
@@ -34,8 +34,8 @@
 /* What a policy grants everyone (a bit set). */
 #define HD_POLICY_OBJECTS 1 /* s3:GetObject (GetObject, HeadObject) on every object */
 #define HD_POLICY_LIST 2    /* s3:ListBucket (ListObjects and HeadBucket) */
-/* s3:GetObject on some objects only: keys or patterns (arn:aws:s3:::B/public/ *, B/ *.jpg,
- * B/readme.txt; * and ? as IAM has them); hd_policy_object_public says which */
+/* s3:GetObject on some objects only: keys (arn:aws:s3:::B/readme.txt) or prefixes
+ * (arn:aws:s3:::B/public/ and a star); hd_policy_object_patterns lists them */
 #define HD_POLICY_SOME_OBJECTS 8
 #define HD_POLICY_PUBLIC (HD_POLICY_OBJECTS | HD_POLICY_LIST | HD_POLICY_SOME_OBJECTS)
 /* not a grant: AWS's "TLS only" Deny (every action, when aws:SecureTransport is false), which
@@ -52,6 +52,12 @@ int hd_policy_grants(const char *bucket, const char *doc);
 /* Whether a stored policy lets everyone s3:GetObject key of bucket (by a grant of every
  * object, or one whose pattern matches key). 0 for one that does not check. */
 int hd_policy_object_public(const char *bucket, const char *doc, const char *key);
+/* The patterns of a stored policy's grants of some objects, as a JSON array of strings (a
+ * key, or a prefix and a trailing star), to keep beside the bucket and match each read
+ * against (hd_policy_patterns_match) without parsing the policy again; NULL when there are
+ * none, when every object is granted, or for a policy that does not check. */
+json_t *hd_policy_object_patterns(const char *bucket, const char *doc);
+int hd_policy_patterns_match(const json_t *pats, const char *key);
 
 /* ---- Block Public Access (S3 PutPublicAccessBlock), the bucket property
  * "public_access_block": {"block_public_acls": b, "ignore_public_acls": b,

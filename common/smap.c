@@ -484,6 +484,12 @@ struct hd_bmd *hd_bmd_ref(struct hd_bmd *b)
     return b;
 }
 
+static void entry_cleanup(struct hd_bmd_bucket *e)
+{
+    free(e->props);
+    json_decref(e->public_keys);
+}
+
 void hd_bmd_unref(struct hd_bmd *b)
 {
     size_t i;
@@ -491,7 +497,7 @@ void hd_bmd_unref(struct hd_bmd *b)
     if (!b || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     for (i = 0; i < b->n; i++)
-        free(b->b[i].props);
+        entry_cleanup(&b->b[i]);
     free(b->b);
     free(b->rv);
     free(b);
@@ -561,12 +567,14 @@ int hd_bmd_put(struct hd_bmd *b, const char *name, const char *provider, int64_t
         json_t *j = json_loads(props, 0, NULL);
         hd_bprops_public(e.name, j, &e.public_objects, &e.public_list);
         e.tls_only = hd_bprops_tls_only(e.name, j);
+        if (e.public_objects & HD_PUBLIC_OBJECTS_SOME)
+            e.public_keys = hd_bprops_object_patterns(e.name, j); /* NULL: opens nothing */
         json_decref(j);
     }
     for (i = 0; i < b->n; i++) {
         int c = strcmp(b->b[i].name, name);
         if (c == 0) {
-            free(b->b[i].props);
+            entry_cleanup(&b->b[i]);
             b->b[i] = e;
             return 0;
         }
@@ -575,7 +583,7 @@ int hd_bmd_put(struct hd_bmd *b, const char *name, const char *provider, int64_t
     }
     nv = realloc(b->b, (b->n + 1) * sizeof(*nv));
     if (!nv) {
-        free(e.props);
+        entry_cleanup(&e);
         return -ENOMEM;
     }
     b->b = nv;
@@ -591,7 +599,7 @@ int hd_bmd_remove(struct hd_bmd *b, const char *name)
 
     for (i = 0; i < b->n; i++)
         if (strcmp(b->b[i].name, name) == 0) {
-            free(b->b[i].props);
+            entry_cleanup(&b->b[i]);
             memmove(&b->b[i], &b->b[i + 1], (b->n - i - 1) * sizeof(b->b[0]));
             b->n--;
             return 0;

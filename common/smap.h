@@ -111,7 +111,8 @@ struct hd_bmd_bucket {
     char *props;     /* compact JSON object, NULL = {} */
     /* of props, parsed once by hd_bmd_put: what unsigned callers may do (hd_bprops_public) */
     int public_objects, public_list;
-    int tls_only; /* its policy refuses requests without TLS (hd_bprops_tls_only) */
+    json_t *public_keys; /* HD_PUBLIC_OBJECTS_SOME: the keys and prefixes (owned; NULL none) */
+    int tls_only;        /* its policy refuses requests without TLS (hd_bprops_tls_only) */
 };
 
 /* A revoked bearer token (DELETE /v1/tokens): its id (common/token.h hd_token_id) until it

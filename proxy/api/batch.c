@@ -264,6 +264,7 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b, int secu
     struct hd_proxy *p = pb->p;
     const struct hd_key *k = NULL;
     size_t i;
+    int whole = 0; /* the previous entry's bucket was decided as a whole (not per key) */
 
     *grants = 0;
     if (!secure && !(pb->rc == 0 && !pb->a.anonymous && !pb->a.access_key[0])) /* not a node */
@@ -275,11 +276,16 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b, int secu
         return HD_ENOACCESSKEY;
     if (pb->rc == 0 && !k && (p->keys.n == 0 || !pb->a.anonymous))
         return 0; /* auth off, or another proxy of the cluster */
-    for (i = 0; i < b->n; i++) { /* per entry: a policy may make some objects public */
+    for (i = 0; i < b->n; i++) {
         const char *bk = b->e[i].bucket;
+        if (i && whole && strcmp(bk, b->e[i - 1].bucket) == 0)
+            continue; /* decided for the whole bucket */
+        whole = 1;
         if (k && hd_key_allows(k, bk, 0) == 0)
             *grants |= BATCH_BY_KEY;
-        else if (hd_proxy_public(p, bk, b->e[i].name, HD_PUB_READ))
+        else if (hd_proxy_public(p, bk, NULL, HD_PUB_READ))
+            *grants |= BATCH_BY_PUBLIC;
+        else if ((whole = 0), hd_proxy_public(p, bk, b->e[i].name, HD_PUB_READ))
             *grants |= BATCH_BY_PUBLIC; /* (a key: as everyone may, too) */
         else
             return k ? HD_EACCESS : HD_EMISSINGAUTH;

@@ -4,7 +4,6 @@
 #include "proxy/core/core.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -13,6 +12,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/nodeauth.h"
+#include "common/policy.h"
 #include "common/sigv2.h"
 
 int hd_proxy_tls_only(struct hd_proxy *p, const char *bucket)
@@ -47,11 +47,8 @@ int hd_proxy_public(struct hd_proxy *p, const char *bucket, const char *key, int
     const struct hd_bmd_bucket *e = hd_bmd_find(b, bucket);
     int yes = e && hd_keys_public(pub, e->public_objects, e->public_list);
 
-    if (!yes && e && pub == HD_PUB_READ && key && (e->public_objects & HD_PUBLIC_OBJECTS_SOME)) {
-        json_t *j = json_loads(e->props ? e->props : "{}", 0, NULL);
-        yes = hd_bprops_object_public(bucket, j, key); /* the policy's patterns */
-        json_decref(j);
-    }
+    if (!yes && e && pub == HD_PUB_READ && key && (e->public_objects & HD_PUBLIC_OBJECTS_SOME))
+        yes = hd_policy_patterns_match(e->public_keys, key); /* the policy's keys, prefixes */
     hd_bmd_unref(b);
     return yes;
 }

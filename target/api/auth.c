@@ -3,7 +3,6 @@
 #include "target/api/internal.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -59,22 +58,21 @@ static int bucket_open(void *arg, const char *bucket, const char *key, int pub)
 {
     struct hd_target *t = arg;
     struct hd_bucket_info bi;
-    char *props = NULL;
-    json_t *j;
-    int yes;
 
     if (hd_store_bucket_get(t->st, bucket, &bi) < 0)
         return 0;
     if (hd_keys_public(pub, bi.public_objects, bi.public_list))
         return 1;
-    if (pub != HD_PUB_READ || !key || !(bi.public_objects & HD_PUBLIC_OBJECTS_SOME) ||
-        hd_store_bucket_props(t->st, bucket, &props) < 0)
-        return 0;
-    j = json_loads(props ? props : "{}", 0, NULL); /* the policy's patterns decide key */
-    yes = hd_bprops_object_public(bucket, j, key);
-    json_decref(j);
-    free(props);
-    return yes;
+    return pub == HD_PUB_READ && key && (bi.public_objects & HD_PUBLIC_OBJECTS_SOME) &&
+           hd_store_bucket_key_public(t->st, bucket, key); /* the policy's keys, prefixes */
+}
+
+int hd_target_some_public(struct hd_target *t, const char *bucket)
+{
+    struct hd_bucket_info bi;
+
+    return hd_store_bucket_get(t->st, bucket, &bi) == 0 &&
+           (bi.public_objects & HD_PUBLIC_OBJECTS_SOME) != 0;
 }
 
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,

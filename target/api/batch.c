@@ -218,6 +218,10 @@ static void ready(struct hd_req *r, void *arg, const char *body, size_t len)
     }
     r->pub = HD_PUB_READ; /* a batch reads each object it names (a policy may open some) */
     for (i = 0; i < b->n && rc == 0; i++) {
+        /* once per bucket, unless its policy opens some objects (then the key decides) */
+        if (i && strcmp(b->e[i].bucket, b->e[i - 1].bucket) == 0 &&
+            !hd_target_some_public(tb->t, b->e[i].bucket))
+            continue;
         r->pub_key = b->e[i].name;
         rc = hd_target_authorize(r, tb->t, &tb->a, b->e[i].bucket);
     }

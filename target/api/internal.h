@@ -42,15 +42,19 @@ struct hd_target {
  * credentials), or the error to answer with (bad credentials). Requests a proxy authorised
  * (r->trusted) count as verified. */
 int hd_target_authenticate(struct hd_req *r, struct hd_target *t, struct hd_sigv4_auth *a);
-/* Whether the caller (as hd_target_authenticate found it) may do r's method to bucket (NULL:
- * the service itself, e.g. ListBuckets). Without credentials, what r->pub names (set by r's
- * route) is let through by a public bucket. 0 or the error to answer with. */
 /* hd_jobs_admit_fn of the target's jobs (and its epoch plans, args NULL): a client's job on a
  * bucket whose policy is TLS only (its bucket, or one its args name) needs TLS. arg: the
  * target. */
 int hd_target_jobs_admit(void *arg, struct hd_req *r, const char *bucket, const json_t *args);
+/* Whether the caller (as hd_target_authenticate found it) may do r's method to bucket (NULL:
+ * the service itself, e.g. ListBuckets). Without credentials, what r->pub names (set by r's
+ * route, with r->pub_key for a read) is let through by a public bucket. 0 or the error to
+ * answer with. */
 int hd_target_authorize(struct hd_req *r, struct hd_target *t, const struct hd_sigv4_auth *a,
                         const char *bucket);
+/* Whether bucket's policy opens some of its objects by key or prefix (so that a read's key,
+ * not the bucket alone, decides). */
+int hd_target_some_public(struct hd_target *t, const char *bucket);
 
 /* Admin calls (/v1/jobs, /v1/plans, /v1/daemon): a proxy's node signature (another target's
  * is refused: targets never send these), or on a standalone target a key with rw on every

@@ -166,7 +166,10 @@ struct hd_store {
     pthread_rwlock_t bmu;
     struct hd_bucket_info *buckets;
     size_t nbuckets;
-    json_t **lc;               /* their parsed lifecycle rules, NULL where none (bmu) */
+    struct bucket_parsed {     /* beside each bucket (bmu), parsed from its props: */
+        json_t *lc;            /* lifecycle rules, NULL where none */
+        json_t *public_keys;   /* the keys and prefixes its policy opens (HD_PUBLIC_OBJECTS_SOME) */
+    } *bx;
     atomic_int nlifecycle;     /* of those, with lifecycle rules (read without bmu) */
     struct hd_mcache *mc;      /* cached catalog rows (store_mcache.c); NULL = off */
     struct hd_pool *hash_pool; /* MD5 of large puts beside their writes (hpipe.c) */

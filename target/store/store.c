@@ -25,6 +25,7 @@
 #include "common/hrw.h"
 #include "common/httputil.h"
 #include "common/log.h"
+#include "common/policy.h"
 #include "target/store/int.h"
 
 /* Temp files are never committed after a restart: whatever is in tmp/ is a PUT that did not
@@ -53,15 +54,17 @@ static void clear_tmp(const char *mp)
         HD_LOG(HD_INFO, NULL, "mountpath %s: removed %d unfinished PUT temp file(s)", mp, n);
 }
 
-/* The parsed lifecycle rules kept beside the bucket array (caller holds bmu for writing). */
-static void free_lifecycles(struct hd_store *st)
+/* What is kept parsed beside the bucket array (caller holds bmu for writing). */
+static void free_parsed(struct hd_store *st)
 {
     size_t i;
 
-    for (i = 0; st->lc && i < st->nbuckets; i++)
-        json_decref(st->lc[i]);
-    free(st->lc);
-    st->lc = NULL;
+    for (i = 0; st->bx && i < st->nbuckets; i++) {
+        json_decref(st->bx[i].lc);
+        json_decref(st->bx[i].public_keys);
+    }
+    free(st->bx);
+    st->bx = NULL;
 }
 
 /* nlifecycle from the bucket array as it is (caller holds bmu for writing). */
@@ -84,23 +87,23 @@ static int load_buckets(struct hd_store *st)
         st->node, "SELECT name, provider, created, props FROM buckets ORDER BY name", -1, &s, NULL);
     if (rc != SQLITE_OK)
         return hd_store_sqlerr(st->node, rc, "load buckets");
-    free_lifecycles(st);
+    free_parsed(st);
     free(st->buckets);
     st->buckets = NULL;
     st->nbuckets = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         struct hd_bucket_info *n = realloc(st->buckets, (st->nbuckets + 1) * sizeof(*n));
-        json_t **lc = n ? realloc(st->lc, (st->nbuckets + 1) * sizeof(json_t *)) : NULL;
+        struct bucket_parsed *bx = n ? realloc(st->bx, (st->nbuckets + 1) * sizeof(*bx)) : NULL;
         if (n)
             st->buckets = n;
-        if (lc)
-            st->lc = lc;
-        if (!n || !lc) {
+        if (bx)
+            st->bx = bx;
+        if (!n || !bx) {
             sqlite3_finalize(s);
             count_lifecycles(st);
             return -ENOMEM;
         }
-        st->lc[st->nbuckets] = NULL;
+        memset(&st->bx[st->nbuckets], 0, sizeof(st->bx[0]));
         n = &st->buckets[st->nbuckets++];
         memset(n, 0, sizeof(*n));
         snprintf(n->name, sizeof(n->name), "%s", (const char *)sqlite3_column_text(s, 0));
@@ -112,7 +115,9 @@ static int load_buckets(struct hd_store *st)
             hd_bprops_public(n->name, j, &n->public_objects, &n->public_list);
             n->tls_only = hd_bprops_tls_only(n->name, j);
             n->has_lifecycle = j && json_object_get(j, "lifecycle") != NULL;
-            st->lc[st->nbuckets - 1] = json_incref(json_object_get(j, "lifecycle"));
+            st->bx[st->nbuckets - 1].lc = json_incref(json_object_get(j, "lifecycle"));
+            if (n->public_objects & HD_PUBLIC_OBJECTS_SOME)
+                st->bx[st->nbuckets - 1].public_keys = hd_bprops_object_patterns(n->name, j);
             json_decref(j);
         }
     }
@@ -246,7 +251,7 @@ void hd_store_close(struct hd_store *st)
     pthread_mutex_destroy(&st->amu);
     pthread_mutex_destroy(&st->fmu);
     pthread_rwlock_destroy(&st->bmu);
-    free_lifecycles(st);
+    free_parsed(st);
     free(st->buckets);
     free(st->data_dir);
     free(st);
@@ -366,10 +371,21 @@ int hd_store_with_lifecycle(struct hd_store *st, const char *name,
     int i, rc = 0;
 
     pthread_rwlock_rdlock(&st->bmu); /* the rules are freed only under the write lock */
-    if ((i = bucket_find(st, name)) >= 0 && st->lc && st->lc[i])
-        rc = fn(st->lc[i], arg);
+    if ((i = bucket_find(st, name)) >= 0 && st->bx && st->bx[i].lc)
+        rc = fn(st->bx[i].lc, arg);
     pthread_rwlock_unlock(&st->bmu);
     return rc;
+}
+
+int hd_store_bucket_key_public(struct hd_store *st, const char *name, const char *key)
+{
+    int i, yes = 0;
+
+    pthread_rwlock_rdlock(&st->bmu); /* the patterns are freed only under the write lock */
+    if ((i = bucket_find(st, name)) >= 0 && st->bx)
+        yes = hd_policy_patterns_match(st->bx[i].public_keys, key);
+    pthread_rwlock_unlock(&st->bmu);
+    return yes;
 }
 
 int hd_store_bucket_exists(struct hd_store *st, const char *name)

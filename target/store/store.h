@@ -47,6 +47,9 @@ int hd_store_bucket_destroy(struct hd_store *st, const char *name);
 int hd_store_bucket_exists(struct hd_store *st, const char *name);
 /* Copies the bucket's info (incl. props) into *out; HD_ENOSUCHBUCKET when absent. */
 int hd_store_bucket_get(struct hd_store *st, const char *name, struct hd_bucket_info *out);
+/* Whether key is among the objects bucket's policy opens by key or prefix (its
+ * HD_PUBLIC_OBJECTS_SOME, common/bprops.h). */
+int hd_store_bucket_key_public(struct hd_store *st, const char *name, const char *key);
 /* Sets props from a JSON object (common/bprops.h: anonymous_read, validate_warm_get,
  * upstream); anything else -> HD_EBADARG. */
 int hd_store_bucket_set_props(struct hd_store *st, const char *name, const char *json);

@@ -74,12 +74,16 @@ def test_public_read_policy(endpoint, raw, s3, bucket):
 
 def test_prefix_policy(endpoint, raw, s3, bucket):
     """AWS's recipe for publishing part of a bucket: s3:GetObject on arn:aws:s3:::B/public/*
-    (and single keys, and IAM's * and ? patterns). Only those objects open; the rest, the
-    listing and writes stay closed, through every read path."""
+    (and single keys). Only those objects open; the rest, the listing and writes stay closed,
+    through every read path. Other wildcards are refused, never taken wider."""
     for k in ("public/a.jpg", "public/deep/b.jpg", "private/c.jpg", "readme.txt", "publicx"):
         s3.put_object(Bucket=bucket, Key=k, Body=k.encode())
     doc = _doc(bucket, resource=["arn:aws:s3:::%s/public/*" % bucket,
                                  "arn:aws:s3:::%s/readme.txt" % bucket])
+    for res in ("%s/*.jpg", "%s/public/?.jpg", "%s/*/a.jpg"):
+        r = raw.request("PUT", "/%s?policy" % bucket, body=_doc(
+            bucket, resource="arn:aws:s3:::" + res % bucket).encode())
+        helpers.check_s3_error(r, 501, "NotImplemented")
     s3.put_bucket_policy(Bucket=bucket, Policy=doc)
     try:
         assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True

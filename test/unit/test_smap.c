@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/errors.h"
+#include "common/policy.h"
 #include "common/smap.h"
 #include "test/unit/hd_test.h"
 
@@ -193,6 +194,21 @@ HD_SUITE(smap_bmd)
                             "\\\"Resource\\\":\\\"arn:aws:s3:::gamma\\\"}}\"}"),
                  0);
     CHECK_EQ_INT(PUB(back, "gamma"), 1);
+    /* s3:GetObject on a prefix: some objects, the prefix kept parsed (and through clones) */
+    CHECK_EQ_INT(hd_bmd_put(back, "gamma", "ais", 1,
+                            "{\"policy\":\"{\\\"Statement\\\":{\\\"Effect\\\":\\\"Allow\\\","
+                            "\\\"Principal\\\":\\\"*\\\",\\\"Action\\\":\\\"s3:GetObject\\\","
+                            "\\\"Resource\\\":\\\"arn:aws:s3:::gamma/pub/*\\\"}}\"}"),
+                 0);
+    CHECK_EQ_INT(PUB(back, "gamma"), 8);
+    CHECK_EQ_INT(hd_policy_patterns_match(hd_bmd_find(back, "gamma")->public_keys, "pub/x"), 1);
+    CHECK_EQ_INT(hd_policy_patterns_match(hd_bmd_find(back, "gamma")->public_keys, "x"), 0);
+    {
+        struct hd_bmd *c2 = NULL;
+        CHECK_EQ_INT(hd_bmd_clone(back, &c2), 0);
+        CHECK_EQ_INT(hd_policy_patterns_match(hd_bmd_find(c2, "gamma")->public_keys, "pub/y"), 1);
+        hd_bmd_unref(c2);
+    }
     CHECK_EQ_INT(hd_bmd_put(back, "gamma", "ais", 1, NULL), 0);
     CHECK_EQ_INT(PUB(back, "gamma"), 0);
     CHECK_EQ_INT(hd_bmd_remove(back, "gamma"), 0);
