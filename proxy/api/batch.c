@@ -280,15 +280,15 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b, int secu
         const char *bk = b->e[i].bucket;
         if (i && whole && strcmp(bk, b->e[i - 1].bucket) == 0)
             continue; /* decided for the whole bucket */
-        whole = 1;
-        if (k && hd_key_allows(k, bk, 0) == 0)
+        if (k && hd_key_allows(k, bk, 0) == 0) {
             *grants |= BATCH_BY_KEY;
-        else if (hd_proxy_public(p, bk, NULL, HD_PUB_READ))
-            *grants |= BATCH_BY_PUBLIC;
-        else if ((whole = 0), hd_proxy_public(p, bk, b->e[i].name, HD_PUB_READ))
+            whole = 1;
+        } else if (hd_proxy_public(p, bk, b->e[i].name, HD_PUB_READ)) {
             *grants |= BATCH_BY_PUBLIC; /* (a key: as everyone may, too) */
-        else
+            whole = hd_proxy_public(p, bk, NULL, HD_PUB_READ); /* every object, not by key */
+        } else {
             return k ? HD_EACCESS : HD_EMISSINGAUTH;
+        }
     }
     return 0;
 }
