@@ -76,21 +76,17 @@ struct hd_req {
                                     * "" (anonymous or not checked); for logs */
     int pub;                       /* what r is to an unsigned caller (enum hd_pub), set by its
                                     * route before it authenticates */
-    const char *pub_key;           /* the object key an HD_PUB_READ names (borrowed, set with
-                                    * pub for its authorisation only; NULL: none), for a policy
-                                    * that makes some objects public */
     int policy_call;               /* r reads or changes the bucket's policy (its route says so
-                                    * before authentication): a TLS-only policy does not refuse
-                                    * it, so that it can be undone */
-    int public_grant;              /* r was let in only by what everyone may do (its bucket is
-                                    * public), not by its credentials: a proxy's 307 capability
-                                    * says so (ppub), and the target checks again that the
-                                    * bucket is still public when the client arrives */
+                                    * before authentication): a TLS-only policy lets an admin key
+                                    * do it without TLS, so that it can be undone */
     int trusted;                   /* carries a valid proxy authorisation (cluster): 0, or
                                     * HD_TRUST_REDIRECT (a client sent by a proxy's 307) or
                                     * HD_TRUST_NODE (a proxy's relay or another node's call) */
     int64_t routed_term;           /* the cluster map version a proxy routed r by (its */
     int64_t routed_version;        /* signed psv or X-Hoard-Smap), 0.0 when none */
+    const char *pub_key;           /* the object key an HD_PUB_READ names (borrowed, set with
+                                    * pub for its authorisation only; NULL: none), for a policy
+                                    * that makes some objects public */
     int dispatched;                /* the role handler has run */
     int early;                     /* inside MHD's first call (headers only, body not read) */
     struct MHD_Response *deferred; /* an early answer held until the body is drained */
@@ -100,6 +96,9 @@ struct hd_req {
     char body_sha256[65];
     void *body_md; /* EVP_MD_CTX */
     int body_checked;
+    int public_grant; /* r was let in only by what everyone may do (its bucket is public), not by
+                       * its credentials: a proxy's 307 capability says so (ppub), and the target
+                       * checks again that the bucket is still public when the client arrives */
     /* signs buffered answers (hd_resp_buf and what builds on it) just before they are sent:
      * set for node calls whose answers drive decisions (hd_nodeauth_sign_answers) */
     int (*resp_sign)(void *arg, struct hd_req *r, int status, const void *body, size_t len);
