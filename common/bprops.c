@@ -365,39 +365,32 @@ int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, s
     return rc;
 }
 
-int hd_bprops_tls_only(const char *bucket, const json_t *props)
-{
-    const char *doc = json_string_value(json_object_get(props, "policy"));
-
-    return doc && (hd_policy_grants(bucket, doc) & HD_POLICY_TLS_ONLY) != 0;
-}
-
-void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int *list)
+void hd_bprops_access(const char *bucket, const json_t *props, struct hd_bprops_access *out)
 {
     const json_t *pab = json_object_get(props, "public_access_block");
     int acls = !hd_pab_on(pab, "ignore_public_acls"), read, grants;
+    json_t *keys = NULL;
 
     read = acls && json_is_true(json_object_get(props, "anonymous_read"));
-    grants = hd_pab_on(pab, "restrict_public_buckets")
-                 ? 0
-                 : hd_policy_grants(bucket, json_string_value(json_object_get(props, "policy")));
-    *objects = read || (grants & HD_POLICY_OBJECTS) ? HD_PUBLIC_OBJECTS
-               : grants & HD_POLICY_SOME_OBJECTS    ? HD_PUBLIC_OBJECTS_SOME
-                                                    : 0;
-    *list = read || (acls && json_is_true(json_object_get(props, "anonymous_list")))
-                ? HD_PUBLIC_LIST | HD_PUBLIC_LIST_MORE
-            : grants & HD_POLICY_LIST ? HD_PUBLIC_LIST
-                                      : 0;
-}
-
-json_t *hd_bprops_object_patterns(const char *bucket, const json_t *props)
-{
-    const json_t *pab = json_object_get(props, "public_access_block");
-
-    if (hd_pab_on(pab, "restrict_public_buckets"))
-        return NULL;
-    return hd_policy_object_patterns(bucket,
-                                      json_string_value(json_object_get(props, "policy")));
+    grants = hd_policy_read(bucket, json_string_value(json_object_get(props, "policy")), &keys);
+    out->tls_only = (grants & HD_POLICY_TLS_ONLY) != 0; /* Block Public Access leaves it */
+    if (hd_pab_on(pab, "restrict_public_buckets")) { /* the policy's grants open nothing */
+        grants = 0;
+        json_decref(keys);
+        keys = NULL;
+    }
+    out->objects = read || (grants & HD_POLICY_OBJECTS) ? HD_PUBLIC_OBJECTS
+                   : grants & HD_POLICY_SOME_OBJECTS    ? HD_PUBLIC_OBJECTS_SOME
+                                                        : 0;
+    out->list = read || (acls && json_is_true(json_object_get(props, "anonymous_list")))
+                    ? HD_PUBLIC_LIST | HD_PUBLIC_LIST_MORE
+                : grants & HD_POLICY_LIST ? HD_PUBLIC_LIST
+                                          : 0;
+    if (out->objects != HD_PUBLIC_OBJECTS_SOME) {
+        json_decref(keys);
+        keys = NULL;
+    }
+    out->keys = keys;
 }
 
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name)

@@ -70,29 +70,28 @@ char *hd_bprops_dump_from(const struct hd_bprops *p, const char *src);
 /* cur (NULL = {}) with the keys of patch replaced (a key set to null is removed); the
  * result is validated. *out is canonical JSON (malloc'd). HD_EBADARG with err filled. */
 int hd_bprops_merge(const char *cur, const char *patch, char **out, char *err, size_t errlen);
-/* What unsigned callers may do to bucket with these properties (a parsed props object, NULL =
- * {}): read its objects (anonymous_read, or a policy granting s3:GetObject) and list it
- * (anonymous_read, anonymous_list, or a policy granting s3:ListBucket); the block public
- * access settings ignore_public_acls and restrict_public_buckets take the first two and the
- * policy out. */
-void hd_bprops_public(const char *bucket, const json_t *props, int *objects, int *list);
-/* *list of hd_bprops_public: ListObjects and HeadBucket (every way of being listable), and the
- * version and upload listings (anonymous_read and anonymous_list, i.e. AWS's READ grant, not a
- * policy's s3:ListBucket, which on AWS opens neither). */
-#define HD_PUBLIC_LIST 1
-#define HD_PUBLIC_LIST_MORE 2
-/* *objects of hd_bprops_public: every object, or only those a policy's s3:GetObject keys and
- * prefixes name (hd_bprops_object_patterns, matched per read). */
+/* What bucket's properties (a parsed props object, NULL = {}) decide about access, read with
+ * one parse of its policy where the props are kept (a proxy's BMD entry, a target's bucket
+ * array):
+ *   objects: unsigned reads: HD_PUBLIC_OBJECTS (anonymous_read, or a policy's s3:GetObject on
+ *            every object), HD_PUBLIC_OBJECTS_SOME (a policy's on some: keys), or 0;
+ *   list:    HD_PUBLIC_LIST (ListObjects, HeadBucket: any of anonymous_read, anonymous_list,
+ *            a policy's s3:ListBucket) and HD_PUBLIC_LIST_MORE (the version and upload
+ *            listings: the first two, AWS's READ grant, not a policy's s3:ListBucket);
+ *   tls_only: the policy refuses requests without TLS (AWS's "TLS only" Deny);
+ *   keys:    for HD_PUBLIC_OBJECTS_SOME, the policy's keys and prefixes (common/policy.h
+ *            hd_policy_patterns_match; a new reference, NULL otherwise).
+ * Block Public Access: ignore_public_acls takes anonymous_read and anonymous_list out,
+ * restrict_public_buckets the policy's grants (not its TLS-only Deny). */
 #define HD_PUBLIC_OBJECTS 1
 #define HD_PUBLIC_OBJECTS_SOME 2
-/* The patterns of the objects everyone may read by bucket's policy (common/policy.h
- * hd_policy_object_patterns; a new reference), for HD_PUBLIC_OBJECTS_SOME; NULL when none or
- * when restrict_public_buckets is on. Parsed once where the props are (BMD entry, a target's
- * bucket array), matched per read. */
-json_t *hd_bprops_object_patterns(const char *bucket, const json_t *props);
-/* Whether the bucket's policy refuses requests without TLS (AWS's "TLS only" Deny; Block
- * Public Access does not touch it). */
-int hd_bprops_tls_only(const char *bucket, const json_t *props);
+#define HD_PUBLIC_LIST 1
+#define HD_PUBLIC_LIST_MORE 2
+struct hd_bprops_access {
+    int objects, list, tls_only;
+    json_t *keys;
+};
+void hd_bprops_access(const char *bucket, const json_t *props, struct hd_bprops_access *out);
 /* The upstream bucket name for hoard bucket `name`. */
 const char *hd_bprops_remote_bucket(const struct hd_bprops *p, const char *name);
 

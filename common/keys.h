@@ -62,7 +62,7 @@ int hd_keys_bearer(const char *secrets, hd_token_revoked_fn revoked, void *arg, 
                    struct hd_sigv4_auth *a);
 /* 1 when a request its route classified as pub (enum hd_pub, common/http.h) may be let
  * through unsigned by a bucket whose objects and listings are public as said (common/bprops.h
- * hd_bprops_public: anonymous_read, anonymous_list, a bucket policy; list is its
+ * hd_bprops_access: anonymous_read, anonymous_list, a bucket policy; list is its
  * HD_PUBLIC_LIST* bits, and HD_PUB_LIST_MORE needs HD_PUBLIC_LIST_MORE). Settings (ACL, tags,
  * CORS, policy, props, summaries) are never HD_PUB_*: AWS's READ grant covers no more. */
 int hd_keys_public(int pub, int objects, int list);

@@ -347,17 +347,22 @@ int hd_policy_check(const char *bucket, const char *doc, size_t len, int *grants
     return check(bucket, doc, len, grants, msg, msglen, NULL);
 }
 
-json_t *hd_policy_object_patterns(const char *bucket, const char *doc)
+int hd_policy_read(const char *bucket, const char *doc, json_t **pats)
 {
-    json_t *pats = json_array();
+    json_t *p = pats ? json_array() : NULL;
     int grants = 0;
 
-    if (!pats || !doc || check(bucket, doc, strlen(doc), &grants, NULL, 0, pats) < 0 ||
-        (grants & HD_POLICY_OBJECTS) || json_array_size(pats) == 0) {
-        json_decref(pats);
-        return NULL;
+    if (pats)
+        *pats = NULL;
+    if (!doc || (pats && !p) || check(bucket, doc, strlen(doc), &grants, NULL, 0, p) < 0) {
+        json_decref(p);
+        return 0;
     }
-    return pats;
+    if (p && (grants & HD_POLICY_SOME_OBJECTS) && !(grants & HD_POLICY_OBJECTS))
+        *pats = p; /* every object granted: nothing to match */
+    else
+        json_decref(p);
+    return grants;
 }
 
 int hd_policy_patterns_match(const json_t *pats, const char *key)
@@ -370,28 +375,9 @@ int hd_policy_patterns_match(const json_t *pats, const char *key)
     return 0;
 }
 
-int hd_policy_object_public(const char *bucket, const char *doc, const char *key)
-{
-    json_t *pats;
-    int yes;
-
-    if (!key)
-        return 0;
-    if (hd_policy_grants(bucket, doc) & HD_POLICY_OBJECTS)
-        return 1;
-    pats = hd_policy_object_patterns(bucket, doc);
-    yes = hd_policy_patterns_match(pats, key);
-    json_decref(pats);
-    return yes;
-}
-
 int hd_policy_grants(const char *bucket, const char *doc)
 {
-    int grants = 0;
-
-    if (!doc || hd_policy_check(bucket, doc, strlen(doc), &grants, NULL, 0) < 0)
-        return 0;
-    return grants;
+    return hd_policy_read(bucket, doc, NULL);
 }
 
 /* ---- Block Public Access ---- */

@@ -47,16 +47,15 @@
  * HD_ENOTIMPL with the reason in msg. */
 int hd_policy_check(const char *bucket, const char *doc, size_t len, int *grants, char *msg,
                     size_t msglen);
-/* What a stored policy grants everyone on bucket (0 for one that does not check). */
+/* What a stored policy grants everyone on bucket (0 for one that does not check), in one
+ * parse; with pats (not NULL), also *pats: the keys and prefixes of its grants of some objects
+ * (HD_POLICY_SOME_OBJECTS), a JSON array of strings (a prefix ends in a star) to keep beside
+ * the bucket and compare each read with (hd_policy_patterns_match); NULL when there are none
+ * or every object is granted. */
+int hd_policy_read(const char *bucket, const char *doc, json_t **pats);
+/* hd_policy_read without the patterns. */
 int hd_policy_grants(const char *bucket, const char *doc);
-/* Whether a stored policy lets everyone s3:GetObject key of bucket (by a grant of every
- * object, or one whose pattern matches key). 0 for one that does not check. */
-int hd_policy_object_public(const char *bucket, const char *doc, const char *key);
-/* The patterns of a stored policy's grants of some objects, as a JSON array of strings (a
- * key, or a prefix and a trailing star), to keep beside the bucket and match each read
- * against (hd_policy_patterns_match) without parsing the policy again; NULL when there are
- * none, when every object is granted, or for a policy that does not check. */
-json_t *hd_policy_object_patterns(const char *bucket, const char *doc);
+/* Whether key is one of pats (hd_policy_read): the key itself, or under a prefix. */
 int hd_policy_patterns_match(const json_t *pats, const char *key);
 
 /* ---- Block Public Access (S3 PutPublicAccessBlock), the bucket property
@@ -66,7 +65,7 @@ int hd_policy_patterns_match(const json_t *pats, const char *key);
  * makes the public-read state (anonymous_list, anonymous_read) open nothing;
  * block_public_policy refuses a bucket policy that grants anything (403);
  * restrict_public_buckets makes the policy's grants open nothing (common/bprops.c
- * hd_bprops_public). */
+ * hd_bprops_access). */
 #define HD_PAB_MAX 4096 /* bytes of the XML body */
 /* The PublicAccessBlockConfiguration body into *out (canonical JSON, malloc'd). 0, or
  * HD_EMALFORMEDXML with the reason in msg. */

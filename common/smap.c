@@ -565,10 +565,12 @@ int hd_bmd_put(struct hd_bmd *b, const char *name, const char *provider, int64_t
      * so a bucket without these keys is not parsed; a miss could only refuse access */
     if (props && (strstr(props, "\"anonymous_") || strstr(props, "\"policy\""))) {
         json_t *j = json_loads(props, 0, NULL);
-        hd_bprops_public(e.name, j, &e.public_objects, &e.public_list);
-        e.tls_only = hd_bprops_tls_only(e.name, j);
-        if (e.public_objects & HD_PUBLIC_OBJECTS_SOME)
-            e.public_keys = hd_bprops_object_patterns(e.name, j); /* NULL: opens nothing */
+        struct hd_bprops_access acc;
+        hd_bprops_access(e.name, j, &acc);
+        e.public_objects = acc.objects;
+        e.public_list = acc.list;
+        e.tls_only = acc.tls_only;
+        e.public_keys = acc.keys;
         json_decref(j);
     }
     for (i = 0; i < b->n; i++) {
@@ -626,11 +628,21 @@ int hd_bmd_clone(const struct hd_bmd *b, struct hd_bmd **out)
         return -ENOMEM;
     c->term = b->term;
     c->version = b->version;
-    for (i = 0; i < b->n; i++)
-        if (hd_bmd_put(c, b->b[i].name, b->b[i].provider, b->b[i].created, b->b[i].props) < 0) {
+    /* the entries as they are, parsed flags included (the same props need no parse again) */
+    if (b->n && !(c->b = calloc(b->n, sizeof(*c->b)))) {
+        hd_bmd_unref(c);
+        return -ENOMEM;
+    }
+    for (i = 0; i < b->n; i++) {
+        c->b[i] = b->b[i];
+        c->b[i].props = b->b[i].props ? strdup(b->b[i].props) : NULL;
+        json_incref(c->b[i].public_keys);
+        c->n = i + 1;
+        if (b->b[i].props && !c->b[i].props) {
             hd_bmd_unref(c);
             return -ENOMEM;
         }
+    }
     if (b->nrv) {
         if (!(c->rv = malloc(b->nrv * sizeof(*c->rv)))) {
             hd_bmd_unref(c);

@@ -109,10 +109,11 @@ struct hd_bmd_bucket {
     char provider[8];
     int64_t created; /* unix seconds */
     char *props;     /* compact JSON object, NULL = {} */
-    /* of props, parsed once by hd_bmd_put: what unsigned callers may do (hd_bprops_public) */
+    /* of props, parsed once by hd_bmd_put (common/bprops.h hd_bprops_access): what unsigned
+     * callers may do, the policy's keys and prefixes (owned; NULL none), TLS only */
     int public_objects, public_list;
-    json_t *public_keys; /* HD_PUBLIC_OBJECTS_SOME: the keys and prefixes (owned; NULL none) */
-    int tls_only;        /* its policy refuses requests without TLS (hd_bprops_tls_only) */
+    json_t *public_keys;
+    int tls_only;
 };
 
 /* A revoked bearer token (DELETE /v1/tokens): its id (common/token.h hd_token_id) until it

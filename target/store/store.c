@@ -112,12 +112,14 @@ static int load_buckets(struct hd_store *st)
         if (sqlite3_column_text(s, 3)) {
             json_t *j = json_loads((const char *)sqlite3_column_text(s, 3), 0, NULL);
             n->anonymous_read = j && json_is_true(json_object_get(j, "anonymous_read"));
-            hd_bprops_public(n->name, j, &n->public_objects, &n->public_list);
-            n->tls_only = hd_bprops_tls_only(n->name, j);
+            struct hd_bprops_access acc;
+            hd_bprops_access(n->name, j, &acc);
+            n->public_objects = acc.objects;
+            n->public_list = acc.list;
+            n->tls_only = acc.tls_only;
             n->has_lifecycle = j && json_object_get(j, "lifecycle") != NULL;
             st->bx[st->nbuckets - 1].lc = json_incref(json_object_get(j, "lifecycle"));
-            if (n->public_objects & HD_PUBLIC_OBJECTS_SOME)
-                st->bx[st->nbuckets - 1].public_keys = hd_bprops_object_patterns(n->name, j);
+            st->bx[st->nbuckets - 1].public_keys = acc.keys;
             json_decref(j);
         }
     }

@@ -34,9 +34,9 @@ struct hd_bucket_info {
     char provider[8];
     int64_t created;    /* unix seconds */
     int anonymous_read; /* prop: the native API's "objects public" (as set; access: below) */
-    int public_objects; /* unsigned GET/HEAD allowed (hd_bprops_public: these, or a policy) */
+    int public_objects; /* unsigned GET/HEAD allowed (hd_bprops_access: these, or a policy) */
     int public_list;    /* unsigned listings allowed (the same) */
-    int tls_only;       /* requests without TLS refused (hd_bprops_tls_only) */
+    int tls_only;       /* requests without TLS refused (hd_bprops_access) */
     int has_lifecycle;  /* prop: lifecycle rules (target/api/lifecycle.c applies them) */
 };
 int hd_store_bucket_create(struct hd_store *st, const char *name, const char *provider);

@@ -1,7 +1,7 @@
 /* libFuzzer driver for bucket policies (common/policy): the PutBucketPolicy body. Whatever is
- * accepted grants only what hoard enforces, the same when checked again, the same
- * through hd_policy_grants, and opens a key only by a grant of it (hd_policy_object_public); and it passes the property check as
- * the JSON string the S3 front end stores. The first input byte picks the bucket name (with
+ * accepted grants only what hoard enforces, the same when checked again, the same through
+ * hd_policy_grants and hd_policy_read, which names keys only for a grant of some objects; and
+ * it passes the property check as the JSON string the S3 front end stores. The first input byte picks the bucket name (with
  * its high bit set: the input is a PutPublicAccessBlock body instead). */
 #include <errno.h>
 #include <stdint.h>
@@ -99,12 +99,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* a key is public only by a grant: of every object (then any key is), or of some */
         {
             static const char *const keys[] = {"a", "public/x.jpg", "", "data/*", "??"};
+            json_t *pats = NULL;
             size_t i;
-            for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-                int pub = hd_policy_object_public(bucket, copy, keys[i]);
-                if ((g & HD_POLICY_OBJECTS) ? !pub : (pub && !(g & HD_POLICY_SOME_OBJECTS)))
+            if (hd_policy_read(bucket, copy, &pats) != g)
+                __builtin_trap(); /* the same grants with the keys read beside them */
+            if (pats && (!(g & HD_POLICY_SOME_OBJECTS) || (g & HD_POLICY_OBJECTS)))
+                __builtin_trap(); /* keys only for a grant of some objects */
+            for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                if (hd_policy_patterns_match(pats, keys[i]) && !(g & HD_POLICY_SOME_OBJECTS))
                     __builtin_trap();
-            }
+            json_decref(pats);
         }
         free(copy);
     }

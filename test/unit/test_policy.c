@@ -191,6 +191,26 @@ HD_SUITE(policy_refused)
     CHECK_EQ_INT(g, 0);
 }
 
+/* Whether a policy opens key: every object, or a key or prefix the patterns hd_policy_read
+ * gives name. */
+static int key_public(const char *bucket, const char *doc, const char *key)
+{
+    json_t *pats = NULL;
+    int g = hd_policy_read(bucket, doc, &pats), yes;
+
+    yes = key && ((g & HD_POLICY_OBJECTS) || hd_policy_patterns_match(pats, key));
+    json_decref(pats);
+    return yes;
+}
+
+static json_t *patterns(const char *bucket, const char *doc)
+{
+    json_t *pats = NULL;
+
+    hd_policy_read(bucket, doc, &pats);
+    return pats;
+}
+
 /* s3:GetObject on some objects: a key, a prefix */
 HD_SUITE(policy_some_objects)
 {
@@ -203,26 +223,26 @@ HD_SUITE(policy_some_objects)
 
     CHECK_EQ_INT(check("data", pre, &g), 0);
     CHECK_EQ_INT(g, HD_POLICY_SOME_OBJECTS);
-    CHECK_EQ_INT(hd_policy_object_public("data", pre, "public/a.jpg"), 1);
-    CHECK_EQ_INT(hd_policy_object_public("data", pre, "public/deep/er/b"), 1); /* * spans / */
-    CHECK_EQ_INT(hd_policy_object_public("data", pre, "public/"), 1);
-    CHECK_EQ_INT(hd_policy_object_public("data", pre, "public"), 0);
-    CHECK_EQ_INT(hd_policy_object_public("data", pre, "private/a.jpg"), 0);
-    CHECK_EQ_INT(hd_policy_object_public("data", pre, "xpublic/a"), 0);
-    CHECK_EQ_INT(hd_policy_object_public("other", pre, "public/a.jpg"), 0); /* another bucket */
-    CHECK_EQ_INT(hd_policy_object_public("data", pre, NULL), 0);
-    CHECK_EQ_INT(hd_policy_object_public("data", NULL, "public/a"), 0);
+    CHECK_EQ_INT(key_public("data", pre, "public/a.jpg"), 1);
+    CHECK_EQ_INT(key_public("data", pre, "public/deep/er/b"), 1); /* * spans / */
+    CHECK_EQ_INT(key_public("data", pre, "public/"), 1);
+    CHECK_EQ_INT(key_public("data", pre, "public"), 0);
+    CHECK_EQ_INT(key_public("data", pre, "private/a.jpg"), 0);
+    CHECK_EQ_INT(key_public("data", pre, "xpublic/a"), 0);
+    CHECK_EQ_INT(key_public("other", pre, "public/a.jpg"), 0); /* another bucket */
+    CHECK_EQ_INT(key_public("data", pre, NULL), 0);
+    CHECK_EQ_INT(key_public("data", NULL, "public/a"), 0);
     CHECK_EQ_INT(check("data", two, &g), 0);
     CHECK_EQ_INT(g, HD_POLICY_SOME_OBJECTS);
-    CHECK_EQ_INT(hd_policy_object_public("data", two, "readme.txt"), 1);
-    CHECK_EQ_INT(hd_policy_object_public("data", two, "readme.txt2"), 0);
-    CHECK_EQ_INT(hd_policy_object_public("data", two, "readme.tx"), 0);
-    CHECK_EQ_INT(hd_policy_object_public("data", two, "img/cat.jpeg"), 1);
-    CHECK_EQ_INT(hd_policy_object_public("data", two, "img/cats/b"), 1);
-    CHECK_EQ_INT(hd_policy_object_public("data", two, "img/ca"), 0);
-    CHECK_EQ_INT(hd_policy_object_public("data", two, "IMG/cat.jpeg"), 0); /* case counts */
+    CHECK_EQ_INT(key_public("data", two, "readme.txt"), 1);
+    CHECK_EQ_INT(key_public("data", two, "readme.txt2"), 0);
+    CHECK_EQ_INT(key_public("data", two, "readme.tx"), 0);
+    CHECK_EQ_INT(key_public("data", two, "img/cat.jpeg"), 1);
+    CHECK_EQ_INT(key_public("data", two, "img/cats/b"), 1);
+    CHECK_EQ_INT(key_public("data", two, "img/ca"), 0);
+    CHECK_EQ_INT(key_public("data", two, "IMG/cat.jpeg"), 0); /* case counts */
     /* the patterns kept beside the bucket, matched per read */
-    pats = hd_policy_object_patterns("data", two);
+    pats = patterns("data", two);
     CHECK(pats != NULL && json_array_size(pats) == 2);
     CHECK_EQ_INT(hd_policy_patterns_match(pats, "img/cat"), 1);
     CHECK_EQ_INT(hd_policy_patterns_match(pats, "readme.txt"), 1);
@@ -230,15 +250,15 @@ HD_SUITE(policy_some_objects)
     CHECK_EQ_INT(hd_policy_patterns_match(pats, NULL), 0);
     CHECK_EQ_INT(hd_policy_patterns_match(NULL, "img/cat"), 0);
     json_decref(pats);
-    CHECK(hd_policy_object_patterns("other", two) == NULL); /* names another bucket */
-    pats = hd_policy_object_patterns("data", pre);
+    CHECK(patterns("other", two) == NULL); /* names another bucket */
+    pats = patterns("data", pre);
     CHECK(pats != NULL && json_array_size(pats) == 1);
     json_decref(pats);
     /* every object beside some: every object (no patterns to keep) */
     CHECK_EQ_INT(check("data", all, &g), 0);
     CHECK_EQ_INT(g, HD_POLICY_OBJECTS | HD_POLICY_SOME_OBJECTS);
-    CHECK_EQ_INT(hd_policy_object_public("data", all, "anything"), 1);
-    CHECK(hd_policy_object_patterns("data", all) == NULL);
+    CHECK_EQ_INT(key_public("data", all, "anything"), 1);
+    CHECK(patterns("data", all) == NULL);
     /* other wildcards: 501, never a wider grant than written */
     CHECK_EQ_INT(check("data", ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/img/*.jpg\""),
                        &g),
@@ -265,28 +285,41 @@ HD_SUITE(policy_some_objects)
                  HD_EMALFORMEDPOLICY);
 }
 
-/* the props side: restrict_public_buckets closes the patterns too */
+/* the props side, in one parse: restrict_public_buckets closes the keys too, not TLS only */
 HD_SUITE(policy_some_objects_props)
 {
     json_t *j = json_pack("{s:s}", "policy",
-                          ST("\"*\"", "\"s3:GetObject\"", "\"arn:aws:s3:::data/public/*\""));
-    json_t *pats;
-    int objects = -1, list = -1;
+                          "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
+                          "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::data/public/*\"},"
+                          "{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+                          "\"Resource\":[\"arn:aws:s3:::data\",\"arn:aws:s3:::data/*\"],"
+                          "\"Condition\":{\"Bool\":{\"aws:SecureTransport\":\"false\"}}}]}");
+    struct hd_bprops_access acc;
 
-    hd_bprops_public("data", j, &objects, &list);
-    CHECK_EQ_INT(objects, HD_PUBLIC_OBJECTS_SOME);
-    CHECK_EQ_INT(list, 0);
-    pats = hd_bprops_object_patterns("data", j);
-    CHECK_EQ_INT(hd_policy_patterns_match(pats, "public/a"), 1);
-    CHECK_EQ_INT(hd_policy_patterns_match(pats, "a"), 0);
-    json_decref(pats);
+    hd_bprops_access("data", j, &acc);
+    CHECK_EQ_INT(acc.objects, HD_PUBLIC_OBJECTS_SOME);
+    CHECK_EQ_INT(acc.list, 0);
+    CHECK_EQ_INT(acc.tls_only, 1);
+    CHECK_EQ_INT(hd_policy_patterns_match(acc.keys, "public/a"), 1);
+    CHECK_EQ_INT(hd_policy_patterns_match(acc.keys, "a"), 0);
+    json_decref(acc.keys);
+    hd_bprops_access("other", j, &acc); /* a policy of another bucket's: nothing */
+    CHECK(acc.objects == 0 && acc.tls_only == 0 && acc.keys == NULL);
     json_object_set_new(j, "public_access_block",
                         json_pack("{s:b,s:b,s:b,s:b}", "block_public_acls", 0,
                                   "ignore_public_acls", 0, "block_public_policy", 0,
                                   "restrict_public_buckets", 1));
-    hd_bprops_public("data", j, &objects, &list);
-    CHECK_EQ_INT(objects, 0);
-    CHECK(hd_bprops_object_patterns("data", j) == NULL);
+    hd_bprops_access("data", j, &acc);
+    CHECK_EQ_INT(acc.objects, 0);
+    CHECK_EQ_INT(acc.tls_only, 1);
+    CHECK(acc.keys == NULL);
+    /* the public-read state beside it: every object, every listing, no keys kept */
+    json_object_set_new(j, "public_access_block", json_null());
+    json_object_set_new(j, "anonymous_read", json_true());
+    hd_bprops_access("data", j, &acc);
+    CHECK_EQ_INT(acc.objects, HD_PUBLIC_OBJECTS);
+    CHECK_EQ_INT(acc.list, HD_PUBLIC_LIST | HD_PUBLIC_LIST_MORE);
+    CHECK(acc.keys == NULL);
     json_decref(j);
 }
 
