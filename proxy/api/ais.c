@@ -375,10 +375,8 @@ void hd_proxy_ais_copy_object(struct hd_req *r, struct hd_proxy *p, const char *
     /* the destination is written, the source read: the caller needs both */
     if ((rc = hd_proxy_auth(r, p, db, &a)) < 0)
         goto fail;
-    if (!hd_req_secure(r) && !(!a.anonymous && !a.access_key[0]) && hd_proxy_tls_only(p, sb)) {
-        rc = HD_EACCESS; /* the source bucket's policy: TLS only */
-        goto fail;
-    }
+    if (!hd_proxy_auth_by_node(&a) && (rc = hd_proxy_tls_check(r, p, sb)) < 0)
+        goto fail; /* the source bucket's policy: TLS only */
     if (!a.anonymous && a.access_key[0] &&
         (!(k = hd_keys_find(&p->keys, a.access_key)) || hd_key_allows(k, sb, 0) < 0)) {
         rc = HD_EACCESS;

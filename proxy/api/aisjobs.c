@@ -140,9 +140,9 @@ static int may_write(struct hd_req *r, struct hd_proxy *p, const struct hd_sigv4
 {
     int rc;
 
-    if (!(!a->anonymous && !a->access_key[0]) && (rc = hd_proxy_tls_check(r, p, bucket)) < 0)
+    if (!hd_proxy_auth_by_node(a) && (rc = hd_proxy_tls_check(r, p, bucket)) < 0)
         return rc; /* the destination's policy: TLS only */
-    if (p->keys.n == 0 || (!a->anonymous && !a->access_key[0]))
+    if (p->keys.n == 0 || hd_proxy_auth_by_node(a))
         return 0; /* auth off, or another proxy of the cluster (which authorised it) */
     if (a->anonymous)
         return HD_EMISSINGAUTH;

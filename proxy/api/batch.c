@@ -267,7 +267,7 @@ static int authorize(const struct pbatch *pb, const struct hd_batch *b, int secu
     int whole = 0; /* the previous entry's bucket was decided as a whole (not per key) */
 
     *grants = 0;
-    if (!secure && !(pb->rc == 0 && !pb->a.anonymous && !pb->a.access_key[0])) /* not a node */
+    if (!secure && !(pb->rc == 0 && hd_proxy_auth_by_node(&pb->a)))
         for (i = 0; i < b->n; i++)
             if (hd_proxy_tls_only(p, b->e[i].bucket))
                 return HD_EACCESS; /* the bucket's policy: TLS only */

@@ -180,7 +180,7 @@ static int may_set_upstream(const struct hd_proxy *p, const struct hd_sigv4_auth
 
     if (p->keys.n == 0)
         return 1; /* auth off */
-    if (!a->anonymous && !a->access_key[0])
+    if (hd_proxy_auth_by_node(a))
         return 1; /* another proxy of the cluster (its node signature) */
     k = !a->anonymous ? hd_keys_find(&p->keys, a->access_key) : NULL;
     return k && k->all == HD_PERM_RW;

@@ -117,6 +117,11 @@ struct hd_proxy {
  * credentials), or the error to answer with. */
 int hd_proxy_auth(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                   struct hd_sigv4_auth *a);
+/* Whether hd_proxy_auth's a is another proxy's node signature (not a client's). */
+static inline int hd_proxy_auth_by_node(const struct hd_sigv4_auth *a)
+{
+    return !a->anonymous && !a->access_key[0];
+}
 /* Admin calls (maintenance, decommission): another proxy's node signature, or a key with rw
  * on all buckets; open when neither cluster.secret nor auth.keys is set. */
 int hd_proxy_auth_admin(struct hd_req *r, struct hd_proxy *p);
