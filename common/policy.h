@@ -35,7 +35,7 @@
 #define HD_POLICY_OBJECTS 1 /* s3:GetObject (GetObject, HeadObject) on every object */
 #define HD_POLICY_LIST 2    /* s3:ListBucket (ListObjects and HeadBucket) */
 /* s3:GetObject on some objects only: keys (arn:aws:s3:::B/readme.txt) or prefixes
- * (arn:aws:s3:::B/public/ and a star); hd_policy_object_patterns lists them */
+ * (arn:aws:s3:::B/public/ and a star); hd_policy_read lists them */
 #define HD_POLICY_SOME_OBJECTS 8
 #define HD_POLICY_PUBLIC (HD_POLICY_OBJECTS | HD_POLICY_LIST | HD_POLICY_SOME_OBJECTS)
 /* not a grant: AWS's "TLS only" Deny (every action, when aws:SecureTransport is false), which
