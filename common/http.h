@@ -99,6 +99,8 @@ struct hd_req {
     int public_grant; /* r was let in only by what everyone may do (its bucket is public), not by
                        * its credentials: a proxy's 307 capability says so (ppub), and the target
                        * checks again that the bucket is still public when the client arrives */
+    int public_source; /* r's CopyObject source was let in only because everyone may read it:
+                        * a proxy relays such a copy instead of a 307 (hd_keys_authorize) */
     /* signs buffered answers (hd_resp_buf and what builds on it) just before they are sent:
      * set for node calls whose answers drive decisions (hd_nodeauth_sign_answers) */
     int (*resp_sign)(void *arg, struct hd_req *r, int status, const void *body, size_t len);

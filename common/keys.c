@@ -138,17 +138,28 @@ int hd_key_allows(const struct hd_key *key, const char *bucket, int write)
     return HD_EACCESS;
 }
 
-int hd_key_allows_copy_source(const struct hd_key *k, const char *src)
+/* Whether k may read a CopyObject's source src (the name the copy will use): by its rights,
+ * or because everyone may read that object (open; r->public_source is then set), as AWS lets
+ * any caller copy out of a public bucket. */
+static int copy_source_allowed(const struct hd_key *k, struct hd_req *r, const char *src,
+                               hd_public_fn open, void *arg)
 {
     char *sb, *sk;
     int rc = hd_copy_source_parse(src, &sb, &sk);
 
     if (rc < 0)
         return rc;
-    rc = hd_key_allows(k, sb, 0);
+    if (hd_key_allows(k, sb, 0) == 0) {
+        rc = 0;
+    } else if (open && open(arg, sb, sk, HD_PUB_READ)) {
+        r->public_source = 1;
+        rc = 0;
+    } else {
+        rc = HD_EACCESS;
+    }
     free(sb);
     free(sk);
-    return rc < 0 ? HD_EACCESS : 0;
+    return rc;
 }
 
 int hd_keys_verify(const struct hd_keys *ks, const struct hd_req *r, struct hd_sigv4_auth *a)
@@ -320,7 +331,7 @@ int hd_keys_authorize(const struct hd_keys *ks, struct hd_req *r,
     }
     /* CopyObject also reads its source: check the name the copy will use */
     src = write ? hd_req_header(r, "x-amz-copy-source") : NULL;
-    if (src && (rc = hd_key_allows_copy_source(k, src)) < 0) {
+    if (src && (rc = copy_source_allowed(k, r, src, open, arg)) < 0) {
         if (rc == HD_EACCESS)
             hd_stats_inc(HD_ST_AUTH_FAILED);
         return rc;

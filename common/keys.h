@@ -38,11 +38,6 @@ int hd_key_allows(const struct hd_key *k, const char *bucket, int write);
 /* hd_sigv4_secret_fn over a struct hd_keys (ctx). */
 int hd_keys_secret_for(void *ctx, const char *access, char *secret, size_t max);
 
-/* CopyObject reads its source too: whether k may read the bucket of x-amz-copy-source
- * (decoded and validated the way the copy itself will read it). 0, HD_EACCESS, or the
- * source's parse error. */
-int hd_key_allows_copy_source(const struct hd_key *k, const char *src);
-
 /* Verifies r's SigV2 or SigV4 signature (header or presigned) against ks: 0 with *a filled
  * (a->anonymous 0), HD_DECLINED when r carries no credentials (*a zeroed, a->anonymous set),
  * or the error to answer with (counted as a failed authentication and logged with r's id). */
@@ -92,10 +87,12 @@ int hd_keys_tls_check_job(const struct hd_req *r, const char *bucket, const json
  * view of the bucket's properties), to object key (r->pub_key; NULL: any object) for a read. */
 typedef int (*hd_public_fn)(void *arg, const char *bucket, const char *key, int pub);
 /* Whether the verified caller a may do r's method to bucket (NULL: the service, e.g.
- * ListBuckets: any known key), and read a CopyObject's source: 0, HD_ENOACCESSKEY or
- * HD_EACCESS (counted as a failed authentication). A key without access to bucket may still
+ * ListBuckets: any known key), and read a CopyObject's source (x-amz-copy-source, decoded
+ * and validated the way the copy will read it): 0, HD_ENOACCESSKEY, HD_EACCESS (counted as a
+ * failed authentication) or the source's parse error. A key without access to bucket may still
  * do what the bucket lets everyone do (open, when not NULL, says), as an unsigned caller
- * could: a bucket policy's "everyone" includes every key (r->public_grant is then set). */
+ * could: a bucket policy's "everyone" includes every key (r->public_grant is then set). The
+ * same holds for the source: a public object may be copied by any key (r->public_source). */
 int hd_keys_authorize(const struct hd_keys *ks, struct hd_req *r,
                       const struct hd_sigv4_auth *a, const char *bucket, hd_public_fn open,
                       void *arg);

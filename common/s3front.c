@@ -599,6 +599,8 @@ static int body_check(struct hd_req *r, const struct body_call *bc, const char *
         char got[HD_CK_B64_MAX];
         if (t == HD_CK_NONE)
             continue;
+        if (!hd_cksum_value_ok(t, r->hdrs[i].v, 0))
+            return HD_ECKVALUE; /* not the algorithm's digest in base64: AWS's InvalidRequest */
         if (hd_cksum_init(&ck, t) < 0)
             return -ENOMEM;
         hd_cksum_update(&ck, body, len);

@@ -64,8 +64,9 @@ void hd_proxy_route_object(struct hd_req *r, struct hd_proxy *p)
         goto out;
     }
     /* a large body sent at once (AIStore's SDK over plain HTTP: requests never waits for
-     * 100 Continue) would meet the 307 as a connection reset: relayed instead */
-    if (p->native_redirect && !hd_req_body_unannounced(r))
+     * 100 Continue) would meet the 307 as a connection reset: relayed instead; so is a copy
+     * whose source only its public state opens (a 307 would outlive the source's state) */
+    if (p->native_redirect && !hd_req_body_unannounced(r) && !r->public_source)
         hd_proxy_redirect(r, p, bucket, key, NULL);
     else /* for clients that cannot reach targets (native.redirect = false) */
         hd_proxy_relay(r, p, bucket, key, NULL);

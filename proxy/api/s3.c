@@ -315,12 +315,14 @@ out:
  * proxy never authorised). A request whose body comes without "Expect: 100-continue" is
  * relayed even with s3.redirect: the body is on its way here already, a 307 would have it
  * sent twice, S3 SDKs do not send it again (the AWS SDK for Go v2 fails with
- * TemporaryRedirect), and a body over HD_HTTP_DRAIN_MAX meets the 307 as a reset. */
+ * TemporaryRedirect), and a body over HD_HTTP_DRAIN_MAX meets the 307 as a reset. A copy
+ * whose source only its public state opens is relayed too: a 307's capability would outlive
+ * the source turning private (it binds the copy source, not whose rights let it in). */
 static void object_call(struct hd_req *r, void *ctx, const struct hd_s3_call *c)
 {
     struct hd_proxy *p = ctx;
 
-    if (p->s3_redirect && !hd_req_body_sent_at_once(r))
+    if (p->s3_redirect && !hd_req_body_sent_at_once(r) && !r->public_source)
         hd_proxy_redirect(r, p, c->bucket, c->key, c->vpath);
     else
         hd_proxy_relay(r, p, c->bucket, c->key, c->vpath ? c->bucket : NULL);

@@ -422,6 +422,11 @@ s3.delete_bucket_policy(Bucket=b)
     r = raw.request("PUT", "/%s?policy" % bucket, body=body,
                     headers={"x-amz-checksum-crc32": bad})
     helpers.check_s3_error(r, 400, "BadDigest")
+    # a value that is no CRC32 in base64 at all is AWS's InvalidRequest, as on object PUTs
+    for malformed in ("not-base64!", base64.b64encode(b"12345").decode()):
+        r = raw.request("PUT", "/%s?policy" % bucket, body=body,
+                        headers={"x-amz-checksum-crc32": malformed})
+        helpers.check_s3_error(r, 400, "InvalidRequest")
     _refused(lambda: s3.get_bucket_policy(Bucket=bucket), 404, "NoSuchBucketPolicy")
     r = raw.request("PUT", "/%s?policy" % bucket, body=body,
                     headers={"x-amz-checksum-crc32": good})

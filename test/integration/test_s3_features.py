@@ -519,6 +519,7 @@ def test_key_permissions(perm_server):
     denied(lambda: mix.copy_object(Bucket=rw, Key="stolen",
                                    CopySource={"Bucket": none, "Key": "seed"}))
     mix.copy_object(Bucket=rw, Key="copied", CopySource={"Bucket": ro_b, "Key": "seed"})
+    _copy_from_public_objects(t, admin, mix, rw, none, denied)
     # the permission is checked on the decoded source name the copy would read: an escaped,
     # NUL-cut or overlong source bucket never reaches a bucket the key cannot read
     raw = helpers.S3Raw(t.host, t.port, "AKMIX", "secretMIX")
@@ -540,9 +541,46 @@ def test_key_permissions(perm_server):
     # nothing the denied calls tried exists
     names = {b: [o["Key"] for o in admin.list_objects_v2(Bucket=b).get("Contents", [])]
              for b in (rw, ro_b, none)}
-    assert names == {rw: ["copied", "mine", "seed"], ro_b: ["seed"],
+    assert names == {rw: ["copied", "from-pub", "mine", "seed"], ro_b: ["seed"],
                      none: ["seed"]}, names
     assert "perm-%s-new" % PERM_TAG not in [b["Name"] for b in admin.list_buckets()["Buckets"]]
+
+
+def _copy_from_public_objects(t, admin, mix, rw, none, denied):
+    """As on AWS, a key may copy an object everyone may read into a bucket it may write, also
+    when its own rights do not reach the source's bucket; only the objects the policy opens,
+    and only while it does. Through a proxy with s3.redirect the copy is relayed (200), not
+    given a 307 whose capability would outlive the policy."""
+    admin.put_object(Bucket=none, Key="pub/x", Body=b"public bytes")
+    pol = {"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                          "Resource": "arn:aws:s3:::%s/pub/*" % none}]}
+    admin.put_bucket_policy(Bucket=none, Policy=json.dumps(pol))
+    try:
+        mix.copy_object(Bucket=rw, Key="from-pub", CopySource={"Bucket": none, "Key": "pub/x"})
+        assert mix.get_object(Bucket=rw, Key="from-pub")["Body"].read() == b"public bytes"
+        uid = mix.create_multipart_upload(Bucket=rw, Key="part-from-pub")["UploadId"]
+        mix.upload_part_copy(Bucket=rw, Key="part-from-pub", UploadId=uid, PartNumber=1,
+                             CopySource={"Bucket": none, "Key": "pub/x"})
+        mix.abort_multipart_upload(Bucket=rw, Key="part-from-pub", UploadId=uid)
+        # the rest of the bucket stays closed, and writing needs the key's own rights
+        denied(lambda: mix.copy_object(Bucket=rw, Key="stolen",
+                                       CopySource={"Bucket": none, "Key": "seed"}))
+        denied(lambda: mix.copy_object(Bucket=none, Key="pub/y",
+                                       CopySource={"Bucket": none, "Key": "pub/x"}))
+        rp = getattr(t, "redirect_proxy", None)
+        if rp is not None:
+            r = helpers.S3Raw(rp.host, rp.port, "AKMIX", "secretMIX").request(
+                "PUT", "/%s/from-pub" % rw, headers={"x-amz-copy-source": "/%s/pub/x" % none})
+            assert r.status == 200 and b"<CopyObjectResult" in r.body, r
+            r = helpers.S3Raw(rp.host, rp.port, "AKMIX", "secretMIX").request(
+                "PUT", "/%s/from-ro" % rw, headers={"x-amz-copy-source": "/%s/seed" % none})
+            assert r.status == 403, r
+        admin.delete_bucket_policy(Bucket=none)
+        denied(lambda: mix.copy_object(Bucket=rw, Key="from-pub2",
+                                       CopySource={"Bucket": none, "Key": "pub/x"}))
+    finally:
+        admin.delete_bucket_policy(Bucket=none)
+        admin.delete_object(Bucket=none, Key="pub/x")
 
 
 # ---------------------------------------------------------------- virtual-host addressing
