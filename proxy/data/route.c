@@ -138,6 +138,8 @@ static int relay_to(struct hd_req *r, struct hd_proxy *p, const char *bucket, co
         extra[n++] = fl->h[i];
     if (vbucket) /* a virtual-host request: the target reads the bucket from here */
         extra[n++] = (struct hd_kv){"X-Hoard-Vhost", vbucket};
+    if (r->public_source) /* the copy's source is public, not the caller's: no tags */
+        extra[n++] = (struct hd_kv){"X-Hoard-Public-Source", "1"};
     if (*smapv) /* signed with the rest: a target behind this map waits for it */
         extra[n++] = (struct hd_kv){"X-Hoard-Smap", smapv};
     /* the client's body streams through unhashed (UNSIGNED-PAYLOAD): the nonce stops a

@@ -873,6 +873,7 @@ struct copy {
     char *hdrs;       /* REPLACE: the request's Cache-Control ... storage class (or NULL) */
     char *sclass;     /* x-amz-storage-class (COPY keeps the rest of the source's headers) */
     int tags_replace; /* x-amz-tagging-directive REPLACE: tags, not the source's */
+    int public_source; /* the caller may read the source only because it is public */
     char *tags;       /* REPLACE: the request's x-amz-tagging (canonical; NULL: none) */
     char *cond_v[4];
     struct hd_cond cond; /* x-amz-copy-source-if-*, pointing into cond_v */
@@ -933,6 +934,10 @@ static int copy_attrs(const struct copy *c, const char *src_meta, const char *sr
         return -ENOMEM;
     if (!c->tags_replace && !c->dcb)
         rc = hd_hdrs_tags(src_hdrs, &stags);
+    /* a public object's tags are not public (GetObjectTagging stays closed): a caller who may
+     * read the source only because everyone may copies it with REPLACE, or not at all */
+    if (rc == 0 && stags && *stags && c->public_source)
+        rc = HD_EACCESS;
     if (rc == 0)
         rc =
             hd_hdrs_with_tags(c->replace ? c->hdrs : base, c->tags_replace ? c->tags : stags, hold);
@@ -1255,6 +1260,7 @@ static int copy_prepare(struct hd_req *r, struct hd_target *t, const char *bucke
         return HD_EBADARG;
     }
     c->tags_replace = tdir && strcmp(tdir, "REPLACE") == 0;
+    c->public_source = r->public_source;
     if (tdir && !c->tags_replace && strcmp(tdir, "COPY") != 0) {
         *msg = "Unknown tagging directive.";
         return HD_EBADARG;

@@ -520,7 +520,9 @@ int hd_tcluster_handle(struct hd_tcluster *c, struct hd_req *r)
     if (rc == HD_DONE)
         return HD_DONE;
     if (rc == 0) {
+        const char *ps = hd_req_header(r, "X-Hoard-Public-Source");
         r->trusted = HD_TRUST_NODE;
+        r->public_source = ps && strcmp(ps, "1") == 0; /* signed: the proxy's authorisation */
         routed_by(r, hd_req_header(r, "X-Hoard-Smap"));
         return HD_OK;
     }

@@ -246,6 +246,7 @@ int hd_peer_get_range_into(struct hd_tcluster *cl, const char *node_url, const c
         goto out;
     }
     curl_easy_setopt(cu, CURLOPT_URL, url.data);
+    curl_easy_setopt(cu, CURLOPT_PATH_AS_IS, 1L); /* a key "a/../b" is that key, signed so */
     hd_tls_curl(cu);
     curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(cu, CURLOPT_HEADERFUNCTION, gfn_header);

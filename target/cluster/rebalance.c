@@ -121,6 +121,7 @@ int hd_rb_send_object(CURL *cu, struct hd_tcluster *cl, const char *owner_url, c
     }
     curl_easy_reset(cu);
     curl_easy_setopt(cu, CURLOPT_URL, url.data);
+    curl_easy_setopt(cu, CURLOPT_PATH_AS_IS, 1L); /* a key "a/../b" is that key, signed so */
     hd_tls_curl(cu);
     curl_easy_setopt(cu, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(cu, CURLOPT_INFILESIZE_LARGE, (curl_off_t)m->size);

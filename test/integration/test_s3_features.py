@@ -562,6 +562,17 @@ def _copy_from_public_objects(t, admin, mix, rw, none, denied):
         mix.upload_part_copy(Bucket=rw, Key="part-from-pub", UploadId=uid, PartNumber=1,
                              CopySource={"Bucket": none, "Key": "pub/x"})
         mix.abort_multipart_upload(Bucket=rw, Key="part-from-pub", UploadId=uid)
+        # its tags are not public (GetObjectTagging stays closed): copying them is refused,
+        # a copy with tags of its own is not
+        admin.put_object_tagging(Bucket=none, Key="pub/x",
+                                 Tagging={"TagSet": [{"Key": "secret", "Value": "hunter2"}]})
+        denied(lambda: mix.get_object_tagging(Bucket=none, Key="pub/x"))
+        denied(lambda: mix.copy_object(Bucket=rw, Key="tag-leak",
+                                       CopySource={"Bucket": none, "Key": "pub/x"}))
+        mix.copy_object(Bucket=rw, Key="from-pub", CopySource={"Bucket": none, "Key": "pub/x"},
+                        TaggingDirective="REPLACE", Tagging="mine=1")
+        assert mix.get_object_tagging(Bucket=rw, Key="from-pub")["TagSet"] == [
+            {"Key": "mine", "Value": "1"}]
         # the rest of the bucket stays closed, and writing needs the key's own rights
         denied(lambda: mix.copy_object(Bucket=rw, Key="stolen",
                                        CopySource={"Bucket": none, "Key": "seed"}))
@@ -570,7 +581,8 @@ def _copy_from_public_objects(t, admin, mix, rw, none, denied):
         rp = getattr(t, "redirect_proxy", None)
         if rp is not None:
             r = helpers.S3Raw(rp.host, rp.port, "AKMIX", "secretMIX").request(
-                "PUT", "/%s/from-pub" % rw, headers={"x-amz-copy-source": "/%s/pub/x" % none})
+                "PUT", "/%s/from-pub" % rw, headers={"x-amz-copy-source": "/%s/pub/x" % none,
+                                                     "x-amz-tagging-directive": "REPLACE"})
             assert r.status == 200 and b"<CopyObjectResult" in r.body, r
             r = helpers.S3Raw(rp.host, rp.port, "AKMIX", "secretMIX").request(
                 "PUT", "/%s/from-ro" % rw, headers={"x-amz-copy-source": "/%s/seed" % none})
