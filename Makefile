@@ -95,7 +95,12 @@ $(BUILD)/bin/unit-tests: $(call obj,$(UNIT_SRC) tools/hoard/cli_fmt.c) $(BUILD)/
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+# `make test` and `make run` compile with one job per CPU (their sub-makes get -j; a plain
+# `make` stays serial unless asked)
+JOBS := -j$(shell nproc 2>/dev/null || echo 2)
+
 test: deps
+	@$(MAKE) --no-print-directory $(JOBS) $(BUILD)/bin/unit-tests all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
 	@bash test/deploy/image_test.sh
@@ -142,7 +147,7 @@ bench: deps
 # exec: make passes a SIGTERM on to its recipe's process, which must be run.sh (it stops the
 # cluster), not a shell that would die and leave the nodes running
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	HOARD_BUILD=$(BUILD) exec bash deploy/local/run.sh
 
 # libFuzzer drivers: make fuzz; make fuzz-run FUZZ_SECONDS=60
