@@ -9,6 +9,7 @@
 #include "common/brace.h"
 #include "common/errors.h"
 #include "common/httputil.h"
+#include "common/tarindex.h"
 #include "common/xml.h"
 
 static int bad(char *msg, size_t msglen, const char *why)
@@ -196,14 +197,14 @@ int hd_ais_archive_format(const char *mime, const char *name)
     static const struct {
         const char *ext;
         int fmt;
-    } exts[] = {{".tar", HD_AIS_TAR}, {".tgz", HD_AIS_TGZ}, {".tar.gz", HD_AIS_TGZ},
-                {".zip", -1},         {".tar.lz4", -1},     {".tar.zst", -1}};
+    } exts[] = {{".tar", HD_ARCH_TAR},     {".tgz", HD_ARCH_TGZ},      {".tar.gz", HD_ARCH_TGZ},
+                {".zip", HD_ARCH_ZIP},     {".tar.lz4", HD_ARCH_TLZ4}, {".tar.zst", HD_ARCH_TZST}};
     size_t i, n, l;
-    int fmt = HD_AIS_TAR;
+    int fmt = HD_ARCH_TAR;
 
     if (mime && *mime) {
         if (strcmp(mime, "application/x-tar") == 0)
-            return HD_AIS_TAR;
+            return HD_ARCH_TAR;
         for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
             if (strcmp(mime, exts[i].ext) == 0 || strcmp(mime, exts[i].ext + 1) == 0)
                 return exts[i].fmt;

@@ -42,11 +42,11 @@ struct hd_complete_req;
 int hd_ais_mpt_complete_parse(const json_t *msg_json, struct hd_complete_req *out, char *msg,
                               size_t msglen);
 
-/* The archive format an AIStore "mime" names (or, when mime is NULL or "", the extension of
- * name: NULL for none): HD_AIS_TAR for ".tar", "tar", "application/x-tar" and no mime or
- * extension at all; HD_AIS_TGZ for ".tgz", ".tar.gz" (with or without the dot); -1 for any
- * other (".zip", ".tar.lz4", ".tar.zst", unknown), which hoard does not write. */
-enum { HD_AIS_TAR = 0, HD_AIS_TGZ = 1 };
+/* The archive format (HD_ARCH_*, common/tarindex.h) an AIStore "mime" names (or, when mime
+ * is NULL or "", the extension of name: NULL for none): HD_ARCH_TAR for ".tar", "tar",
+ * "application/x-tar" and no mime or extension at all; HD_ARCH_TGZ for ".tgz", ".tar.gz";
+ * HD_ARCH_TLZ4 ".tar.lz4", HD_ARCH_TZST ".tar.zst", HD_ARCH_ZIP ".zip" (with or without the
+ * dot); -1 for any other mime. */
 int hd_ais_archive_format(const char *mime, const char *name);
 
 #endif

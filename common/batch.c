@@ -52,7 +52,10 @@ static int str_field(json_t *o, const char *k, const char **out, size_t max)
 
 int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *msg, size_t msglen)
 {
-    static const char *const top_keys[] = {"entries", "bucket", "continue_on_error", "gzip", NULL};
+    static const char *const top_keys[] = {"entries", "bucket", "continue_on_error", "gzip",
+                                           "format", NULL};
+    const json_t *fv;
+    int fmt = HD_ARCH_TAR;
     static const char *const ent_keys[] = {"bucket", "name", "archpath", "as", NULL};
     json_error_t jerr;
     json_t *doc, *ents, *coe, *v;
@@ -92,6 +95,19 @@ int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *ms
         bad(msg, msglen, "\"gzip\" must be true or false", (size_t)-1);
         goto fail;
     }
+    if (json_is_true(json_object_get(doc, "gzip")))
+        fmt = HD_ARCH_TGZ;
+    if ((fv = json_object_get(doc, "format"))) {
+        int f = hd_arch_fmt_parse(json_string_value(fv));
+        if (f < 0 || (json_is_true(json_object_get(doc, "gzip")) && f != HD_ARCH_TGZ)) {
+            bad(msg, msglen,
+                "\"format\" must be one of \"tar\", \"tar.gz\", \"tar.lz4\", \"tar.zst\", "
+                "\"zip\" (and \"tar.gz\" with \"gzip\": true)",
+                (size_t)-1);
+            goto fail;
+        }
+        fmt = f;
+    }
     if (str_field(doc, "bucket", &dflt, 63) < 0) {
         bad(msg, msglen, "\"bucket\" must be a bucket name", (size_t)-1);
         goto fail;
@@ -104,7 +120,7 @@ int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *ms
     }
     b->n = json_array_size(ents);
     b->continue_on_error = json_is_true(coe);
-    b->gzip = json_is_true(json_object_get(doc, "gzip"));
+    b->fmt = fmt;
     json_array_foreach(ents, i, v)
     {
         struct hd_batch_ent *e = &b->e[i];
@@ -490,13 +506,13 @@ static void *run_main(void *arg)
                                                 .fallback = ts_fallback,
                                                 .local = ts_local};
     struct run *u = arg;
-    struct hd_tarstream_cfg cfg = {u->b->n, FETCH_WINDOW, ENTRY_BUF, u->b->gzip};
+    struct hd_tarstream_cfg cfg = {u->b->n, FETCH_WINDOW, ENTRY_BUF, u->b->fmt};
     struct hd_tarstream_ops gz = ops;
     char msg[512];
     int rc;
 
-    gz.local = NULL; /* compressed: every byte goes through the compressor */
-    rc = hd_tarstream_run(&cfg, u->b->gzip ? &gz : &ops, u, msg, sizeof(msg));
+    gz.local = NULL; /* compressed or a zip: every byte goes through libarchive */
+    rc = hd_tarstream_run(&cfg, u->b->fmt != HD_ARCH_TAR ? &gz : &ops, u, msg, sizeof(msg));
     if (rc == HD_ETOOLARGE)
         snprintf(msg, sizeof(msg),
                  "The batch is larger than %u MiB: too large for a non-streaming answer; ask for "
@@ -642,7 +658,7 @@ static int mp_answer(struct hd_req *r, struct run *u)
     hd_buf_printf(&h,
                   "--%s\r\nContent-Type: application/json\r\n\r\n%s\r\n--%s\r\n"
                   "Content-Type: %s\r\n\r\n",
-                  bnd, js, bnd, u->b->gzip ? "application/gzip" : "application/x-tar");
+                  bnd, js, bnd, hd_arch_fmt_ctype(u->b->fmt));
     free(js);
     if (h.oom) {
         hd_buf_cleanup(&h);
@@ -709,7 +725,7 @@ static void batch_end(struct hd_req *r)
         return;
     }
     snprintf(n, sizeof(n), "%zu", u->b->n);
-    hd_resp_header(r, "Content-Type", u->b->gzip ? "application/gzip" : "application/x-tar");
+    hd_resp_header(r, "Content-Type", hd_arch_fmt_ctype(u->b->fmt));
     hd_resp_header(r, "X-Hoard-Batch-Entries", n);
     if (hd_resp_stream(r, 200, UINT64_MAX, stream_read, u, stream_free) < 0) {
         run_unref(u);

@@ -47,7 +47,8 @@ struct hd_batch {
     struct hd_batch_ent *e;
     size_t n;
     int continue_on_error;
-    int gzip;  /* "gzip": true: the tar gzip-compressed (application/gzip) */
+    int fmt;   /* HD_ARCH_* (common/tarindex.h): "format" ("tar", "tar.gz", "tar.lz4",
+                * "tar.zst", "zip"), or "gzip": true for "tar.gz" */
     void *doc; /* the parsed body (json_t), owning the strings */
 };
 

@@ -351,7 +351,68 @@ struct archive *hd_tar_writer_new(hd_tar_write_fn write, void *arg)
     return hd_tar_writer_new2(write, arg, 0);
 }
 
-struct archive *hd_tar_writer_new2(hd_tar_write_fn write, void *arg, int gzip)
+static const struct {
+    const char *name, *ctype;
+} arch_fmts[] = {
+    [HD_ARCH_TAR] = {"tar", "application/x-tar"},
+    [HD_ARCH_TGZ] = {"tar.gz", "application/gzip"},
+    [HD_ARCH_TLZ4] = {"tar.lz4", "application/x-lz4"},
+    [HD_ARCH_TZST] = {"tar.zst", "application/zstd"},
+    [HD_ARCH_ZIP] = {"zip", "application/zip"},
+};
+
+const char *hd_arch_fmt_name(int fmt)
+{
+    return fmt >= 0 && fmt <= HD_ARCH_ZIP ? arch_fmts[fmt].name : "?";
+}
+
+const char *hd_arch_fmt_ctype(int fmt)
+{
+    return fmt >= 0 && fmt <= HD_ARCH_ZIP ? arch_fmts[fmt].ctype : "application/octet-stream";
+}
+
+int hd_arch_fmt_parse(const char *s)
+{
+    int i;
+
+    if (!s)
+        return -1;
+    if (*s == '.')
+        s++;
+    if (strcmp(s, "tgz") == 0)
+        return HD_ARCH_TGZ;
+    if (strcmp(s, "tar.zstd") == 0)
+        return HD_ARCH_TZST;
+    for (i = 0; i <= HD_ARCH_ZIP; i++)
+        if (strcmp(s, arch_fmts[i].name) == 0)
+            return i;
+    return -1;
+}
+
+/* The writer's format and filter for fmt: ARCHIVE_OK or libarchive's failure. */
+static int writer_format(struct archive *a, int fmt)
+{
+    if (fmt == HD_ARCH_ZIP)
+        return archive_write_set_format_zip(a) == ARCHIVE_OK
+                   ? archive_write_set_format_option(a, "zip", "compression", "store")
+                   : ARCHIVE_FATAL;
+    if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK)
+        return ARCHIVE_FATAL;
+    switch (fmt) {
+    case HD_ARCH_TAR:
+        return ARCHIVE_OK;
+    case HD_ARCH_TGZ:
+        return archive_write_add_filter_gzip(a);
+    case HD_ARCH_TLZ4:
+        return archive_write_add_filter_lz4(a);
+    case HD_ARCH_TZST:
+        return archive_write_add_filter_zstd(a);
+    default:
+        return ARCHIVE_FATAL;
+    }
+}
+
+struct archive *hd_tar_writer_new2(hd_tar_write_fn write, void *arg, int fmt)
 {
     struct archive *a = archive_write_new();
     struct wctx *w = calloc(1, sizeof(*w));
@@ -360,9 +421,8 @@ struct archive *hd_tar_writer_new2(hd_tar_write_fn write, void *arg, int gzip)
         goto fail;
     w->write = write;
     w->arg = arg;
-    if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-        (gzip && archive_write_add_filter_gzip(a) != ARCHIVE_OK) ||
-        archive_write_set_bytes_per_block(a, 0) != ARCHIVE_OK)
+    /* ARCHIVE_WARN: an external program would compress; only the library's own will do */
+    if (writer_format(a, fmt) != ARCHIVE_OK || archive_write_set_bytes_per_block(a, 0) != ARCHIVE_OK)
         goto fail;
     if (archive_write_open2(a, w, NULL, w_write, w_close, w_free) != ARCHIVE_OK) {
         w = NULL; /* freed by w_free in archive_write_free */

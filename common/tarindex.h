@@ -71,9 +71,18 @@ void hd_tar_locale_leave(void *prev);
  * then fails the call). NULL on failure. Use under hd_tar_locale_enter. */
 typedef long (*hd_tar_write_fn)(void *arg, const void *buf, size_t n);
 struct archive *hd_tar_writer_new(hd_tar_write_fn write, void *arg);
-/* The same, gzip-compressed when gzip (a .tar.gz: write then gets the compressed stream, in
- * the compressor's pieces). */
-struct archive *hd_tar_writer_new2(hd_tar_write_fn write, void *arg, int gzip);
+/* The output formats of batch GETs and shard jobs: a tar, compressed (write then gets the
+ * compressed stream, in the compressor's pieces), or a zip (members stored, not deflated:
+ * samples are mostly compressed already; a central directory at the end). */
+enum { HD_ARCH_TAR = 0, HD_ARCH_TGZ, HD_ARCH_TLZ4, HD_ARCH_TZST, HD_ARCH_ZIP };
+/* A format's name ("tar", "tar.gz", "tar.lz4", "tar.zst", "zip") and Content-Type. */
+const char *hd_arch_fmt_name(int fmt);
+const char *hd_arch_fmt_ctype(int fmt);
+/* The format a name means: the names above, also with a leading dot, and "tgz", ".tgz",
+ * "tar.zstd"; -1 for anything else. */
+int hd_arch_fmt_parse(const char *s);
+/* The same as hd_tar_writer_new, in format fmt (HD_ARCH_*). */
+struct archive *hd_tar_writer_new2(hd_tar_write_fn write, void *arg, int fmt);
 /* Writes one regular-file header (mode 0644). 0 or HD_EBADARG with the reason in msg. */
 int hd_tar_write_header(struct archive *a, const char *name, uint64_t size, int64_t mtime,
                         char *msg, size_t msglen);

@@ -819,12 +819,12 @@ int hd_tarstream_run(const struct hd_tarstream_cfg *cfg, const struct hd_tarstre
     u.slots = calloc(cfg->window, sizeof(*u.slots));
     u.lbuf = calloc(1, LOCAL_CHUNK);
     u.m = curl_multi_init();
-    if (cfg->gzip && ops->local) {
+    if (cfg->fmt != HD_ARCH_TAR && ops->local) {
         snprintf(msg, msglen, "a compressed archive cannot take data by reference");
         rc = -EINVAL;
         goto out;
     }
-    u.a = hd_tar_writer_new2(out_write, &u, cfg->gzip);
+    u.a = hd_tar_writer_new2(out_write, &u, cfg->fmt);
     if (!u.slots || !u.lbuf || !u.m || !u.a) {
         snprintf(msg, msglen, "out of memory");
         rc = -ENOMEM;

@@ -108,7 +108,8 @@ struct hd_tarstream_cfg {
     size_t n;         /* entries */
     size_t window;    /* remote fetches in flight (>= 1) */
     size_t entry_buf; /* bytes buffered per in-flight entry */
-    int gzip;         /* a .tar.gz (not with ops->local: data by reference is raw) */
+    int fmt;          /* HD_ARCH_* (common/tarindex.h); only a tar with ops->local (data by
+                       * reference is sent raw) */
 };
 
 /* Writes the whole archive (end-of-archive blocks included) to the sink. 0, or a negative

@@ -30,7 +30,7 @@ fi
 PKGS=(build-essential pkg-config gcc make clang
       libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libssl-dev libuv1-dev libsqlite3-dev
       libjansson-dev libexpat1-dev libxxhash-dev libarchive-dev zlib1g-dev libmsgpack-dev
-      curl awscli s3cmd rclone restic s3fs python3-boto3 python3-pytest python3-pytest-xdist python3-requests python3-xxhash python3-torch python3-msgpack
+      curl lz4 zstd awscli s3cmd rclone restic s3fs python3-boto3 python3-pytest python3-pytest-xdist python3-requests python3-xxhash python3-torch python3-msgpack
       ruby-aws-sdk-s3 golang-go golang-github-aws-aws-sdk-go-v2-dev
       nginx-light
       yamllint iproute2 python3-yaml)

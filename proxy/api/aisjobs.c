@@ -33,6 +33,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/tarindex.h"
 
 #define XACT_BODY_MAX 4096
 
@@ -299,16 +300,16 @@ static void copy_listrange(struct hd_req *r, struct hd_proxy *p, const char *buc
 
 #define ARCHIVE_NAMES_MAX 10000 /* the plan travels in the job's args (targets take 4 MiB) */
 
-/* The archive's format (hd_ais_archive_format): 0 tar, 1 gzip-compressed tar; -1 after
- * answering 501 for the others. */
+/* The archive's format (hd_ais_archive_format, HD_ARCH_*); -1 after answering 501 for an
+ * unknown mime. */
 static int archive_format(struct hd_req *r, const char *name, const char *mime)
 {
     int fmt = hd_ais_archive_format(mime, name);
 
     if (fmt < 0)
         hd_resp_err_msg(r, HD_ENOTIMPL,
-                        "archive: hoard writes tar and gzip-compressed tar archives (mime "
-                        "\".tar\", \".tgz\", \".tar.gz\", or a name with one of these extensions)");
+                        "archive: hoard writes .tar, .tgz (.tar.gz), .tar.lz4, .tar.zst and .zip "
+                        "archives (mime, or the archive name's extension)");
     return fmt;
 }
 
@@ -368,7 +369,7 @@ static void archive(struct hd_req *r, struct hd_proxy *p, const char *bucket,
     char msg[256] = "", m[300], id[64];
     json_t *sel = NULL, *args = NULL;
     struct hd_bmd *b;
-    int rc, gzip;
+    int rc, fmt;
 
     if ((rc = hd_ais_selection_args(value, 0, &sel, msg, sizeof(msg))) < 0) {
         snprintf(m, sizeof(m), "archive: %s", msg);
@@ -390,7 +391,7 @@ static void archive(struct hd_req *r, struct hd_proxy *p, const char *bucket,
                         "writes archives into native buckets of its one namespace)");
         goto out;
     }
-    if ((gzip = archive_format(r, name, json_string_value(json_object_get(value, "mime")))) < 0)
+    if ((fmt = archive_format(r, name, json_string_value(json_object_get(value, "mime")))) < 0)
         goto out;
     if (json_is_true(json_object_get(value, "isbn")) ||
         json_is_true(json_object_get(value, "aate"))) {
@@ -416,9 +417,9 @@ static void archive(struct hd_req *r, struct hd_proxy *p, const char *bucket,
         goto out;
     }
     /* one shard (1 TiB at most), every object its own sample, in name order */
-    args = json_pack("{s:s, s:s, s:I, s:s, s:b, s:b}", "output_bucket", dst, "template", name,
+    args = json_pack("{s:s, s:s, s:I, s:s, s:b, s:s}", "output_bucket", dst, "template", name,
                      "shard_size", (json_int_t)1 << 40, "key_rule", "name", "missing_ok",
-                     json_is_true(json_object_get(value, "coer")), "gzip", gzip);
+                     json_is_true(json_object_get(value, "coer")), "format", hd_arch_fmt_name(fmt));
     if (!args) {
         hd_resp_err(r, -ENOMEM);
         goto out;

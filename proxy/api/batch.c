@@ -20,6 +20,7 @@
 #include "common/httputil.h"
 #include "common/metrics.h"
 #include "common/nodeauth.h"
+#include "common/tarindex.h"
 #include "proxy/data/data.h"
 
 static void resolve_alone(struct hd_proxy *p, const struct hd_batch_ent *e, struct hd_tar_src *src)
@@ -177,7 +178,7 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
     json_t *j = json_loadb(body, len, 0, NULL), *in, *e, *ents = NULL, *b = NULL;
     const char *mime;
     size_t i;
-    int rc = HD_EBADARG, gzip;
+    int rc = HD_EBADARG, fmt;
 
     *out = NULL;
     *in_out = NULL;
@@ -187,11 +188,11 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
         goto out;
     }
     mime = json_string_value(json_object_get(j, "mime"));
-    gzip = hd_ais_archive_format(mime, NULL);
-    if (gzip < 0) {
+    fmt = hd_ais_archive_format(mime, NULL);
+    if (fmt < 0) {
         snprintf(msg, msglen,
-                 "GetBatch: the output formats are tar and gzip-compressed tar "
-                 "(.tar, .tgz, .tar.gz).");
+                 "GetBatch: the output formats are .tar, .tgz (.tar.gz), .tar.lz4, .tar.zst and "
+                 ".zip.");
         rc = HD_ENOTIMPL;
         goto out;
     }
@@ -241,8 +242,8 @@ static int moss_body(const struct pbatch *pb, const char *body, size_t len, char
             goto out;
         }
     }
-    b = json_pack("{s:O, s:b, s:b}", "entries", ents, "continue_on_error",
-                  json_is_true(json_object_get(j, "coer")), "gzip", gzip);
+    b = json_pack("{s:O, s:b, s:s}", "entries", ents, "continue_on_error",
+                  json_is_true(json_object_get(j, "coer")), "format", hd_arch_fmt_name(fmt));
     *out = b ? json_dumps(b, JSON_COMPACT) : NULL;
     rc = *out ? 0 : -ENOMEM;
     if (rc == 0 && !json_is_true(json_object_get(j, "strm"))) /* AIStore's default: multipart */

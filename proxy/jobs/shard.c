@@ -31,6 +31,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/shardplan.h"
+#include "common/tarindex.h"
 
 #define PLAN_MAGIC 0x706c616eu
 #define MAX_OBJECTS 1000000 /* its manifest stays well under HD_HTTPC_MAX_BODY */
@@ -296,7 +297,8 @@ static int plan(struct plan_req *pr)
 {
     static const char *const known[] = {"output_bucket", "template",   "shard_size", "prefix",
                                         "list",          "range",      "seed",       "key_rule",
-                                        "manifest",      "missing_ok", "gzip",       NULL};
+                                        "manifest",      "missing_ok", "gzip",       "format",
+                                        NULL};
     json_t *args = pr->args, *v, *shards = NULL, *man = NULL, *targs = NULL;
     const char *out, *tmpl_s, *prefix, *range_s, *rule_s, *mname, *k;
     struct filter f;
@@ -310,7 +312,7 @@ static int plan(struct plan_req *pr)
     struct hd_buf mn;
     char *text = NULL, ts[32];
     size_t i, j;
-    int rc = 0, gzip;
+    int rc = 0, fmt;
 
     memset(&f, 0, sizeof(f));
     memset(&tmpl, 0, sizeof(tmpl));
@@ -333,7 +335,16 @@ static int plan(struct plan_req *pr)
         rc = bad_arg(pr, "\"gzip\" must be true or false");
         goto out;
     }
-    gzip = json_is_true(v);
+    fmt = json_is_true(v) ? HD_ARCH_TGZ : HD_ARCH_TAR;
+    if ((v = json_object_get(args, "format"))) {
+        int named = hd_arch_fmt_parse(json_string_value(v));
+        if (named < 0 || (fmt == HD_ARCH_TGZ && named != HD_ARCH_TGZ)) {
+            rc = bad_arg(pr, "\"format\" must be one of \"tar\", \"tar.gz\", \"tar.lz4\", "
+                             "\"tar.zst\", \"zip\" (and \"tar.gz\" with \"gzip\": true)");
+            goto out;
+        }
+        fmt = named;
+    }
     if (!s) {
         rc = HD_EUNAVAIL;
         snprintf(pr->msg, sizeof(pr->msg), "This proxy has no cluster map yet; retry shortly.");
@@ -524,12 +535,13 @@ static int plan(struct plan_req *pr)
         goto out;
     }
     if (pr->archive) /* the plan travels with the job: nothing is written beside the archive */
-        targs = json_pack("{s:O, s:s, s:b, s:b}", "plan", man, "output_bucket", out, "archive", 1,
-                          "gzip", gzip);
+        targs = json_pack("{s:O, s:s, s:b, s:b, s:s}", "plan", man, "output_bucket", out,
+                          "archive", 1, "gzip", fmt == HD_ARCH_TGZ, "format", hd_arch_fmt_name(fmt));
     else if ((rc = put_manifest(pr, s, out, mname, text)) < 0)
         goto out;
     else
-        targs = json_pack("{s:s, s:s, s:b}", "manifest", mname, "output_bucket", out, "gzip", gzip);
+        targs = json_pack("{s:s, s:s, s:b, s:s}", "manifest", mname, "output_bucket", out, "gzip",
+                          fmt == HD_ARCH_TGZ, "format", hd_arch_fmt_name(fmt));
     if (!targs) {
         rc = -ENOMEM;
         goto out;

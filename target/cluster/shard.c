@@ -33,6 +33,7 @@
 #include "common/errors.h"
 #include "common/httpc.h"
 #include "common/log.h"
+#include "common/tarindex.h"
 #include "common/tarstream.h"
 #include "target/object/archive.h"
 #include "target/cluster/cluster.h"
@@ -61,7 +62,8 @@ struct sjob {
     const char *in, *out;
     struct mshard *sh;
     size_t nsh;
-    int gzip; /* .tar.gz shards (args "gzip"): no member table, read in order */
+    int fmt; /* HD_ARCH_* (args "format", or "gzip"): only a tar gets a member table; the
+              * others are read in order */
     atomic_size_t next;
     atomic_ullong done, skipped, failed, retries, samples, tar_bytes;
 };
@@ -324,7 +326,7 @@ static int build_try(struct sjob *sj, struct mshard *m, char *msg, size_t msglen
                                                 .sink = b_sink,
                                                 .written = b_written,
                                                 .stopped = b_stopped};
-    struct hd_tarstream_cfg cfg = {m->nobjs, FETCH_WINDOW, ENTRY_BUF, sj->gzip};
+    struct hd_tarstream_cfg cfg = {m->nobjs, FETCH_WINDOW, ENTRY_BUF, sj->fmt};
     struct build b = {.sj = sj, .m = m};
     struct hd_put_attrs a;
     json_t *meta = NULL;
@@ -399,7 +401,7 @@ static int build_one(struct sjob *sj, struct mshard *m)
     }
     if (rc == 0) {
         atomic_fetch_add(&sj->done, 1);
-        if (!sj->gzip)
+        if (sj->fmt == HD_ARCH_TAR)
             index_shard(sj, m->name);
     } else if (rc != -ECANCELED && !hd_job_stopped(sj->j)) {
         atomic_fetch_add(&sj->failed, 1);
@@ -448,8 +450,16 @@ static int shard_run(struct hd_job *j, void *ctx)
     sj.st = hd_tcluster_store(sj.cl);
     sj.in = j->bucket;
     sj.out = json_string_value(json_object_get(j->args, "output_bucket"));
-    sj.gzip = json_is_true(json_object_get(j->args, "gzip"));
+    sj.fmt = json_is_true(json_object_get(j->args, "gzip")) ? HD_ARCH_TGZ : HD_ARCH_TAR;
+    if (json_object_get(j->args, "format")) {
+        sj.fmt = hd_arch_fmt_parse(json_string_value(json_object_get(j->args, "format")));
+    }
     hd_buf_init(&text);
+    if (sj.fmt < 0) { /* a newer proxy's format: refused, not written as a tar */
+        snprintf(msg, sizeof(msg), "unknown archive format");
+        rc = HD_EBADARG;
+        goto out;
+    }
     if (json_is_object(json_object_get(j->args, "plan"))) {
         /* AIStore's archive: the plan came with the job (proxy/jobs/shard.c) */
         man = json_incref(json_object_get(j->args, "plan"));

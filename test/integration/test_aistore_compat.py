@@ -503,7 +503,7 @@ def test_get_batch(cluster, sdk, bucket):
     # without coer a missing object fails the batch; zip and byte ranges are refused clearly
     req = {"in": [{"objname": "missing"}], "strm": True}
     assert sdk.request("get", "ml/moss/" + bucket, json=req).status_code == 404
-    for extra in ({"mime": ".zip"}, {"in": [{"objname": "s/1", "start": 1, "length": 2}]}):
+    for extra in ({"mime": ".rar"}, {"in": [{"objname": "s/1", "start": 1, "length": 2}]}):
         req = dict({"in": [{"objname": "s/1"}], "strm": True}, **extra)
         r = sdk.request("get", "ml/moss/" + bucket, json=req)
         assert r.status_code == 501, r.text
@@ -1478,10 +1478,10 @@ def sdk_multipart_parts(r):
     return parts
 
 
-def test_get_batch_gzip(cluster, sdk, bucket):
-    """GetBatch with mime ".tgz" (or ".tar.gz"): the same members, in order, as a gzip stream
-    (streaming) or a gzip part (multipart); a shard member among them; ".zip" stays 501."""
-    import gzip
+def test_get_batch_compressed(cluster, sdk, bucket):
+    """GetBatch with mime ".tgz" (or ".tar.gz"), ".tar.lz4", ".tar.zst" or ".zip": the same
+    members, in order, compressed (streaming) or as the multipart answer's archive part; a
+    shard member among them; an unknown mime (".tar.xz", ".rar") is 501."""
     objs = {"g/%d" % i: helpers.pattern_bytes(20000 + i, i) for i in range(4)}
     for n, d in objs.items():
         put(sdk, bucket, n, d)
@@ -1489,13 +1489,15 @@ def test_get_batch_gzip(cluster, sdk, bucket):
     want = [("g/2", objs["g/2"]), ("g.tar/in/x.txt", b"xx"), ("g/0", objs["g/0"])]
     entries = [{"objname": "g/2"}, {"objname": "g.tar", "archpath": "in/x.txt"},
                {"objname": "g/0"}]
-    for mime in (".tgz", "tar.gz"):
+    ctypes = {"tar.gz": "application/gzip", "tar.lz4": "application/x-lz4",
+              "tar.zst": "application/zstd", "zip": "application/zip"}
+    for mime, fmt in ((".tgz", "tar.gz"), ("tar.gz", "tar.gz"), (".tar.lz4", "tar.lz4"),
+                      ("tar.zst", "tar.zst"), (".zip", "zip")):
         req = {"in": entries, "mime": mime, "onob": True, "strm": True}
         r = sdk.request("get", "ml/moss/" + bucket, params={"provider": "ais"}, json=req)
         assert r.status_code == 200, r.text
-        assert r.headers["Content-Type"] == "application/gzip"
-        assert r.content[:2] == b"\x1f\x8b"
-        assert tar_members(gzip.decompress(r.content)) == want
+        assert r.headers["Content-Type"] == ctypes[fmt], (mime, r.headers)
+        assert archive_members(fmt, r.content) == want, mime
     req = {"in": entries, "mime": ".tgz", "onob": True, "strm": False}
     r = sdk.request("get", "ml/moss/" + bucket, params={"provider": "ais"}, json=req,
                     stream=True)
@@ -1504,8 +1506,16 @@ def test_get_batch_gzip(cluster, sdk, bucket):
     assert b"application/gzip" in parts[1][0]
     with tarfile.open(fileobj=io.BytesIO(parts[1][1]), mode="r|*") as tf:  # the SDK's mode
         assert [(m.name, tf.extractfile(m).read()) for m in tf] == want
-    r = sdk.request("get", "ml/moss/" + bucket, json={"in": entries, "mime": ".zip"})
-    assert r.status_code == 501 and "gzip" in r.json()["message"], r.text
+    req = {"in": entries, "mime": ".zip", "onob": True, "strm": False}
+    r = sdk.request("get", "ml/moss/" + bucket, params={"provider": "ais"}, json=req,
+                    stream=True)
+    assert r.status_code == 200, r.text
+    parts = sdk_multipart_parts(r)
+    assert b"application/zip" in parts[1][0]
+    assert archive_members("zip", parts[1][1]) == want
+    for mime in (".tar.xz", ".rar"):
+        r = sdk.request("get", "ml/moss/" + bucket, json={"in": entries, "mime": mime})
+        assert r.status_code == 501 and ".tar.zst" in r.json()["message"], r.text
 
 
 def test_get_batch_multipart(cluster, sdk, bucket):
@@ -1850,6 +1860,26 @@ def tar_members(data):
         return [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
 
 
+def archive_members(fmt, data):
+    """[(name, bytes)] of an archive in format fmt ("tar.gz", "tar.lz4", "tar.zst", "zip"),
+    read by independent tools: Python's gzip and zipfile, the lz4 and zstd commands."""
+    import gzip
+    import zipfile
+    magic = {"tar.gz": b"\x1f\x8b", "tar.lz4": b"\x04\x22\x4d\x18",
+             "tar.zst": b"\x28\xb5\x2f\xfd", "zip": b"PK\x03\x04"}
+    assert data[:len(magic[fmt])] == magic[fmt], (fmt, data[:8])
+    if fmt == "zip":
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            assert z.testzip() is None
+            return [(i.filename, z.read(i)) for i in z.infolist()]
+    if fmt == "tar.gz":
+        return tar_members(gzip.decompress(data))
+    p = subprocess.run([{"tar.lz4": "lz4", "tar.zst": "zstd"}[fmt], "-d", "-c"], input=data,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return tar_members(p.stdout)
+
+
 def test_object_group_archive(cluster, sdk, bucket):
     """archive(archive_name, to_bck): one tar of the selected objects (names, or a template
     expanded), members in name order with their object names, written by the owner of its
@@ -1893,10 +1923,10 @@ def test_object_group_archive(cluster, sdk, bucket):
     assert keys == ["arch/a.tar"] + sorted(objs), keys  # nothing else was written
 
 
-def test_object_group_archive_gzip(cluster, sdk, bucket):
+def test_object_group_archive_compressed(cluster, sdk, bucket):
     """archive() into a .tgz (by the name) or with mime ".tar.gz" (whatever the name): a
     gzip-compressed tar of the members in name order; its members are readable by archpath
-    and listed, as any compressed archive's."""
+    and listed, as any compressed archive's. The same for .zip, .tar.lz4 and .tar.zst."""
     import gzip
     objs = {"z/%02d.bin" % i: helpers.pattern_bytes(5000 + 11 * i, i) for i in range(6)}
     for k, v in objs.items():
@@ -1914,11 +1944,28 @@ def test_object_group_archive_gzip(cluster, sdk, bucket):
         m = sdk.request("get", "objects/%s/%s" % (bucket, archname),
                         params={"provider": "ais", "archpath": "z/03.bin"})
         assert m.status_code == 200 and m.content == objs["z/03.bin"], m.text[:200]
-    # the shard job's own argument: gzip must be a boolean
-    r = sdk.request("post", "jobs", json={"kind": "shard", "bucket": bucket, "args": {
-        "output_bucket": bucket, "template": "s-{0..}.tgz", "shard_size": 1 << 20,
-        "prefix": "z/", "gzip": "yes"}})
-    assert r.status_code == 400 and "gzip" in r.json()["message"], r.text
+    # the other formats, by the name or the mime
+    for archname, mime, fmt in (("out/d.zip", None, "zip"), ("out/e.bin", ".tar.lz4", "tar.lz4"),
+                                ("out/f.tar.zst", None, "tar.zst")):
+        kw = {"mime": mime} if mime else {}
+        r = archive(sdk, bucket, archive_value({"template": "z/{00..05}.bin"}, archname, bucket,
+                                               **kw))
+        assert r.status_code == 200, (archname, r.text)
+        st = job_wait(sdk, r.text)
+        assert (st["err"], st["aborted"]) == ("", False), st
+        got = sdk.request("get", "objects/%s/%s" % (bucket, archname), params={"provider": "ais"})
+        assert got.status_code == 200, archname
+        assert archive_members(fmt, got.content) == sorted(objs.items()), archname
+        m = sdk.request("get", "objects/%s/%s" % (bucket, archname),
+                        params={"provider": "ais", "archpath": "z/04.bin"})
+        assert m.status_code == 200 and m.content == objs["z/04.bin"], m.text[:200]
+    # the shard job's own arguments: gzip must be a boolean, format a known name that agrees
+    for args, word in (({"gzip": "yes"}, "gzip"), ({"format": "rar"}, "format"),
+                       ({"format": 7}, "format"), ({"gzip": True, "format": "zip"}, "format")):
+        r = sdk.request("post", "jobs", json={"kind": "shard", "bucket": bucket, "args": dict({
+            "output_bucket": bucket, "template": "s-{0..}.tgz", "shard_size": 1 << 20,
+            "prefix": "z/"}, **args)})
+        assert r.status_code == 400 and word in r.json()["message"], (args, r.text)
 
 
 def test_object_group_archive_missing_names(cluster, sdk, bucket):
@@ -1939,10 +1986,8 @@ def test_object_group_archive_missing_names(cluster, sdk, bucket):
 
 
 @pytest.mark.parametrize("change,status", [
-    ({"mime": ".zip"}, 501),
-    ({"archname": "x.zip"}, 501),
-    ({"archname": "x.tar.lz4"}, 501),
-    ({"mime": "tar.zst"}, 501),
+    ({"mime": ".tar.xz"}, 501),
+    ({"mime": "application/zip"}, 501),
     ({"mime": ".rar"}, 501),
     ({"mime": ".tar", "archname": "x.tgz"}, 200),  # the mime decides, as in AIStore
     ({"isbn": True}, 501),

@@ -445,6 +445,22 @@ def test_batch_get(cl, proxy, dataset):
     assert [(n, b) for n, b, _ in sk.read_tar(gzip.decompress(r.content))] == want
     helpers.check_json_error(batch(proxy, {"entries": entries, "gzip": "yes"}), 400,
                              "InvalidArgument")
+    # "format": the same members as a zip (stored), or a tar compressed with lz4 or zstd
+    import zipfile
+    r = batch(proxy, {"entries": entries, "format": "zip"})
+    assert r.status_code == 200 and r.headers["Content-Type"] == "application/zip", r.text
+    with zipfile.ZipFile(io.BytesIO(r.content)) as z:
+        assert z.testzip() is None
+        assert [(i.filename, z.read(i)) for i in z.infolist()] == want
+    for fmt, tool in (("tar.lz4", "lz4"), ("tar.zst", "zstd"), ("tar.gz", "gzip")):
+        r = batch(proxy, {"entries": entries, "format": fmt})
+        assert r.status_code == 200, r.text
+        p = subprocess.run([tool, "-d", "-c"], input=r.content, capture_output=True, timeout=60)
+        assert p.returncode == 0, (fmt, p.stderr)
+        assert [(n, b) for n, b, _ in sk.read_tar(p.stdout)] == want, fmt
+    for bad in ({"format": "rar"}, {"format": 1}, {"format": "zip", "gzip": True}):
+        helpers.check_json_error(batch(proxy, dict({"entries": entries}, **bad)), 400,
+                                 "InvalidArgument")
     # the 307's capability covers its body: the same entries replayed with "gzip" changed
     # are refused
     helpers.check_json_error(requests.post(loc, data=json.dumps({"entries": entries,

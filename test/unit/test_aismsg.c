@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "common/aismsg.h"
+#include "common/tarindex.h"
 #include "common/errors.h"
 #include "common/xml.h"
 #include "test/unit/hd_test.h"
@@ -161,20 +162,45 @@ HD_SUITE(aismsg)
 /* The archive format a "mime" (or, without one, the name's extension) names. */
 HD_SUITE(aismsg_archive_format)
 {
-    CHECK_EQ_INT(hd_ais_archive_format(NULL, NULL), HD_AIS_TAR);
-    CHECK_EQ_INT(hd_ais_archive_format("", "shard-1"), HD_AIS_TAR);
-    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar"), HD_AIS_TAR);
-    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tgz"), HD_AIS_TGZ);
-    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar.gz"), HD_AIS_TGZ);
-    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.zip"), -1);
-    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar.lz4"), -1);
-    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar.zst"), -1);
-    CHECK_EQ_INT(hd_ais_archive_format(".tar", "a.zip"), HD_AIS_TAR); /* mime wins */
-    CHECK_EQ_INT(hd_ais_archive_format("tar", NULL), HD_AIS_TAR);
-    CHECK_EQ_INT(hd_ais_archive_format("application/x-tar", NULL), HD_AIS_TAR);
-    CHECK_EQ_INT(hd_ais_archive_format(".tgz", NULL), HD_AIS_TGZ);
-    CHECK_EQ_INT(hd_ais_archive_format("tar.gz", "a.tar"), HD_AIS_TGZ);
-    CHECK_EQ_INT(hd_ais_archive_format(".zip", NULL), -1);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, NULL), HD_ARCH_TAR);
+    CHECK_EQ_INT(hd_ais_archive_format("", "shard-1"), HD_ARCH_TAR);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar"), HD_ARCH_TAR);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tgz"), HD_ARCH_TGZ);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar.gz"), HD_ARCH_TGZ);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.zip"), HD_ARCH_ZIP);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar.lz4"), HD_ARCH_TLZ4);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.tar.zst"), HD_ARCH_TZST);
+    CHECK_EQ_INT(hd_ais_archive_format(NULL, "a.rar"), HD_ARCH_TAR); /* no known extension */
+    CHECK_EQ_INT(hd_ais_archive_format(".tar", "a.zip"), HD_ARCH_TAR); /* mime wins */
+    CHECK_EQ_INT(hd_ais_archive_format("tar", NULL), HD_ARCH_TAR);
+    CHECK_EQ_INT(hd_ais_archive_format("application/x-tar", NULL), HD_ARCH_TAR);
+    CHECK_EQ_INT(hd_ais_archive_format(".tgz", NULL), HD_ARCH_TGZ);
+    CHECK_EQ_INT(hd_ais_archive_format("tar.gz", "a.tar"), HD_ARCH_TGZ);
+    CHECK_EQ_INT(hd_ais_archive_format(".zip", NULL), HD_ARCH_ZIP);
+    CHECK_EQ_INT(hd_ais_archive_format("tar.lz4", NULL), HD_ARCH_TLZ4);
+    CHECK_EQ_INT(hd_ais_archive_format(".tar.zst", NULL), HD_ARCH_TZST);
     CHECK_EQ_INT(hd_ais_archive_format("application/zip", NULL), -1);
     CHECK_EQ_INT(hd_ais_archive_format("gz", NULL), -1);
+    CHECK_EQ_INT(hd_ais_archive_format(".tar.xz", NULL), -1);
+}
+
+/* Format names of the native batch and shard job arguments, and what each writes. */
+HD_SUITE(arch_fmt_names)
+{
+    static const char *const names[] = {"tar", "tar.gz", "tar.lz4", "tar.zst", "zip"};
+    int i;
+
+    for (i = 0; i < 5; i++) {
+        CHECK_EQ_INT(hd_arch_fmt_parse(names[i]), i);
+        CHECK_EQ_STR(hd_arch_fmt_name(i), names[i]);
+    }
+    CHECK_EQ_INT(hd_arch_fmt_parse(".tgz"), HD_ARCH_TGZ);
+    CHECK_EQ_INT(hd_arch_fmt_parse("tar.zstd"), HD_ARCH_TZST);
+    CHECK_EQ_INT(hd_arch_fmt_parse(".zip"), HD_ARCH_ZIP);
+    CHECK_EQ_INT(hd_arch_fmt_parse("ZIP"), -1);
+    CHECK_EQ_INT(hd_arch_fmt_parse(""), -1);
+    CHECK_EQ_INT(hd_arch_fmt_parse(NULL), -1);
+    CHECK_EQ_INT(hd_arch_fmt_parse("tar.xz"), -1);
+    CHECK_EQ_STR(hd_arch_fmt_ctype(HD_ARCH_ZIP), "application/zip");
+    CHECK_EQ_STR(hd_arch_fmt_ctype(HD_ARCH_TGZ), "application/gzip");
 }
