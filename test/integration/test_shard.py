@@ -865,6 +865,20 @@ def test_cli_shard_members_archpath_batch(proxy, dataset, tmp_path):
     assert [(n, b) for n, b, _ in got] == [
         ("d/00040.jpg", sk.content("d/00040.jpg")), ("c-000.tar/" + first, sk.content(first)),
         ("d/00041.cls", sk.content("d/00041.cls"))]
+    # --format: the same entries as a zip; shards as zstd-compressed tars; a bad name: 400
+    import zipfile
+    cli("batch", "get", lst, tmp_path / "b.zip", "--format", "zip", env_extra=env)
+    with zipfile.ZipFile(tmp_path / "b.zip") as z:
+        assert [(i.filename, z.read(i)) for i in z.infolist()] == [(n, b) for n, b, _ in got]
+    p = cli("shard", "create", SRC + "/d/0005", out, "--template", "zs-{0..}.tar.zst", "--size",
+            "1GiB", "--format", "tar.zst", env_extra=env)
+    dec = subprocess.run(["zstd", "-d", "-c"], input=sk.get_shard(proxy, out, "zs-0.tar.zst"),
+                         capture_output=True, check=True).stdout
+    assert [(n, b) for n, b, _ in sk.read_tar(dec)] == [(n, sk.content(n)) for n in sorted(
+        m for m in NAMES if m.startswith("d/0005"))]
+    p = cli("batch", "get", lst, tmp_path / "b.rar", "--format", "rar", env_extra=env,
+            check=False)
+    assert p.returncode != 0 and b"format" in p.stderr and not (tmp_path / "b.rar").exists()
     lst.write_text("%s/d/00040.jpg\n%s/d/none\n" % (SRC, SRC))
     p = cli("batch", "get", lst, tmp_path / "c.tar", env_extra=env, check=False)
     assert p.returncode != 0 and not (tmp_path / "c.tar").exists()

@@ -67,7 +67,8 @@ enum hd_cli_optid {
     HD_CLI_OPT_EPOCHS,    /* cmd_plan.c */
     HD_CLI_OPT_NO_PREFETCH,
     HD_CLI_OPT_SHARDS,
-    HD_CLI_OPT_GZIP, /* shard create */
+    HD_CLI_OPT_GZIP,   /* shard create */
+    HD_CLI_OPT_FORMAT, /* shard create, batch get */
     HD_CLI_OPT_COUNT
 };
 

@@ -247,6 +247,8 @@ int hd_cli_shard_create(struct hd_cli *cli, int argc, char **argv)
         json_object_set_new(args, "key_rule", json_string(cli->opt[HD_CLI_OPT_KEY_RULE]));
     if (cli->opt[HD_CLI_OPT_GZIP])
         json_object_set_new(args, "gzip", json_true());
+    if (cli->opt[HD_CLI_OPT_FORMAT]) /* checked by the proxy: 400 names the formats */
+        json_object_set_new(args, "format", json_string(cli->opt[HD_CLI_OPT_FORMAT]));
     if (cli->opt[HD_CLI_OPT_RANGE])
         json_object_set_new(args, "range", json_string(cli->opt[HD_CLI_OPT_RANGE]));
     if (cli->opt[HD_CLI_OPT_MANIFEST])
@@ -411,6 +413,8 @@ static int batch_body(struct hd_cli *cli, const char *file, char **text)
     if (rc == 0) {
         body = json_pack("{s:O, s:b}", "entries", ents, "continue_on_error",
                          cli->opt[HD_CLI_OPT_CONTINUE] != NULL);
+        if (body && cli->opt[HD_CLI_OPT_FORMAT])
+            json_object_set_new(body, "format", json_string(cli->opt[HD_CLI_OPT_FORMAT]));
         *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         if (!*text)
             rc = hd_cli_fail(HD_CLI_EXIT_API, "out of memory");

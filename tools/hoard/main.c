@@ -93,6 +93,9 @@ const struct hd_cli_opt hd_cli_opts[HD_CLI_OPT_COUNT] = {
                            "the objects are tar shards read member by member (?archpath=)"},
     [HD_CLI_OPT_GZIP] = {"gzip", 0, 0, NULL,
                          "gzip-compressed shards (.tar.gz: smaller, members read in order)"},
+    [HD_CLI_OPT_FORMAT] = {"format", 1, 0, "F",
+                           "tar (default), tar.gz, tar.lz4, tar.zst or zip (members stored); "
+                           "not tar: members read in order"},
 };
 
 static const enum hd_cli_optid ls_opts[] = {HD_CLI_OPT_DELIMITER, HD_CLI_OPT_LIMIT,
@@ -122,14 +125,15 @@ static const enum hd_cli_optid get_opts[] = {HD_CLI_OPT_ARCHPATH, HD_CLI_OPT_REC
 static const enum hd_cli_optid shard_opts[] = {
     HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,  HD_CLI_OPT_SEED,     HD_CLI_OPT_KEY_RULE,
     HD_CLI_OPT_LIST,     HD_CLI_OPT_RANGE, HD_CLI_OPT_MANIFEST, HD_CLI_OPT_ID,
-    HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_GZIP,  HD_CLI_OPT_COUNT};
+    HD_CLI_OPT_NO_WAIT,  HD_CLI_OPT_GZIP,  HD_CLI_OPT_FORMAT,   HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid shard_req[] = {HD_CLI_OPT_TEMPLATE, HD_CLI_OPT_SIZE,
                                               HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid plan_req[] = {HD_CLI_OPT_EPOCHS, HD_CLI_OPT_SEED, HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid plan_opts[] = {
     HD_CLI_OPT_PREFIX, HD_CLI_OPT_LIST,        HD_CLI_OPT_EPOCHS, HD_CLI_OPT_SEED,
     HD_CLI_OPT_ID,     HD_CLI_OPT_NO_PREFETCH, HD_CLI_OPT_SHARDS, HD_CLI_OPT_COUNT};
-static const enum hd_cli_optid batch_opts[] = {HD_CLI_OPT_CONTINUE, HD_CLI_OPT_COUNT};
+static const enum hd_cli_optid batch_opts[] = {HD_CLI_OPT_CONTINUE, HD_CLI_OPT_FORMAT,
+                                               HD_CLI_OPT_COUNT};
 static const enum hd_cli_optid token_opts[] = {HD_CLI_OPT_TTL, HD_CLI_OPT_COUNT};
 
 /* The command table: one row per <noun> <verb>. Help text is generated from it. */
