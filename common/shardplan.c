@@ -257,7 +257,7 @@ void hd_plan_free(struct hd_plan *p)
     memset(p, 0, sizeof(*p));
 }
 
-static void digest_shard(const struct hd_plan *p, const struct hd_plan_obj *objs,
+static void digest_shard(const struct hd_plan *p, const struct hd_plan_obj *objs, int fmt,
                          struct hd_plan_shard *sh)
 {
     XXH64_state_t *st = XXH64_createState();
@@ -270,6 +270,10 @@ static void digest_shard(const struct hd_plan *p, const struct hd_plan_obj *objs
     }
     XXH64_reset(st, 0);
     XXH64_update(st, sh->name, strlen(sh->name) + 1);
+    if (fmt) { /* a tar's digest stays what it was before formats */
+        snprintf(num, sizeof(num), "fmt=%d", fmt);
+        XXH64_update(st, num, strlen(num) + 1);
+    }
     for (s = sh->first; s < sh->first + sh->n; s++) {
         const struct hd_plan_sample *sm = &p->samples[p->sorder[s]];
         for (k = sm->first; k < sm->first + sm->n; k++) {
@@ -392,7 +396,7 @@ int hd_plan_build(const struct hd_plan_obj *objs, size_t n, const struct hd_plan
         sh->tar_size = acc + 1024; /* two zero blocks end the archive */
     }
     for (i = 0; i < out->nshards; i++)
-        digest_shard(out, objs, &out->shards[i]);
+        digest_shard(out, objs, o->fmt, &out->shards[i]);
     free(sc.klen);
     return 0;
 fail:

@@ -63,6 +63,8 @@ struct hd_plan_opts {
     uint64_t seed;
     enum hd_keyrule rule;
     const struct hd_tmpl *tmpl;
+    int fmt; /* the shards' format (HD_ARCH_*, common/tarindex.h): part of each digest, so
+              * a rerun in another format rewrites the shards (0, a tar, adds nothing) */
 };
 
 struct hd_plan_sample {

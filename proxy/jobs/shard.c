@@ -379,6 +379,7 @@ static int plan(struct plan_req *pr)
     }
     po.shard_size = (uint64_t)json_integer_value(v);
     po.tmpl = &tmpl;
+    po.fmt = fmt;
     v = json_object_get(args, "seed");
     if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {
         rc = bad_arg(pr, "\"seed\" must be a non-negative integer");

@@ -348,7 +348,7 @@ static int build_try(struct sjob *sj, struct mshard *m, char *msg, size_t msglen
         goto out;
     }
     memset(&a, 0, sizeof(a));
-    a.ctype = "application/x-tar";
+    a.ctype = hd_arch_fmt_ctype(sj->fmt);
     a.meta = mtext;
     if ((rc = hd_put_commit(b.put, &a, NULL)) < 0) {
         snprintf(msg, msglen, "committing: %s", hd_strerror(rc));

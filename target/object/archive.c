@@ -505,8 +505,8 @@ static void xread_answer(struct hd_req *r, struct xread *x, int rc, const char *
         snprintf(msg, sizeof(msg), "%s",
                  x->kind == X_LIST ? "The archive has over 100000 members: list it as a tar."
                  : x->kind == X_MEMBER
-                     ? "The member is over 64 MiB: members of compressed archives are read "
-                       "into memory; store the archive as a plain tar to read it by range."
+                     ? "The member is over 64 MiB: members of compressed archives and zips are "
+                       "read into memory; store the archive as a plain tar to read it by range."
                      : "The matching members are over 64 MiB together: read them by "
                        "archpath, or with a batch GET.");
         hd_resp_err_msg(r, rc, msg);
@@ -554,8 +554,8 @@ static void xread_answer(struct hd_req *r, struct xread *x, int rc, const char *
     hd_http_date_format((time_t)(x->mtime_ms / 1000), date);
     hd_resp_header(r, "Last-Modified", date);
     hd_resp_header(r, "Accept-Ranges", "bytes");
-    hd_resp_header(r, "Content-Type", hd_tar_ctype(x->member));
-    if (x->head) {
+    if (x->head) { /* a GET's comes with its body (hd_resp_buf) */
+        hd_resp_header(r, "Content-Type", hd_tar_ctype(x->member));
         hd_resp_head(r, status, len);
         return;
     }

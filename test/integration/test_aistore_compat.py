@@ -1956,9 +1956,21 @@ def test_object_group_archive_compressed(cluster, sdk, bucket):
         got = sdk.request("get", "objects/%s/%s" % (bucket, archname), params={"provider": "ais"})
         assert got.status_code == 200, archname
         assert archive_members(fmt, got.content) == sorted(objs.items()), archname
+        assert got.headers["Content-Type"] == {"zip": "application/zip",
+                                               "tar.lz4": "application/x-lz4",
+                                               "tar.zst": "application/zstd"}[fmt], got.headers
         m = sdk.request("get", "objects/%s/%s" % (bucket, archname),
                         params={"provider": "ais", "archpath": "z/04.bin"})
         assert m.status_code == 200 and m.content == objs["z/04.bin"], m.text[:200]
+        assert "," not in m.headers["Content-Type"], m.headers  # one Content-Type
+    # the same name again in another format is written again, not skipped as done
+    r = archive(sdk, bucket, archive_value({"template": "z/{00..05}.bin"}, "out/d.zip", bucket,
+                                           mime=".tar.lz4"))
+    assert r.status_code == 200, r.text
+    st = job_wait(sdk, r.text)
+    assert (st["err"], st["aborted"]) == ("", False), st
+    got = sdk.request("get", "objects/%s/out/d.zip" % bucket, params={"provider": "ais"})
+    assert archive_members("tar.lz4", got.content) == sorted(objs.items())
     # the shard job's own arguments: gzip must be a boolean, format a known name that agrees
     for args, word in (({"gzip": "yes"}, "gzip"), ({"format": "rar"}, "format"),
                        ({"format": 7}, "format"), ({"gzip": True, "format": "zip"}, "format")):
