@@ -398,13 +398,16 @@ static int writer_format(struct archive *a, int fmt)
                    : ARCHIVE_FATAL;
     if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK)
         return ARCHIVE_FATAL;
-    /* lz4's 64 KiB blocks (libarchive's default, 4 MiB, holds 12 MiB per stream and sends
-     * nothing before 4 MiB of tar); zstd's level 1 (about 2 MiB per stream, the fastest) */
+    /* the fastest levels (gzip's default, 6, costs 1.8x the CPU of level 1 on samples: see
+     * docs/performance.md); lz4's 64 KiB blocks (libarchive's default, 4 MiB, holds 12 MiB
+     * per stream and sends nothing before 4 MiB of tar); zstd level 1: about 2 MiB a stream */
     switch (fmt) {
     case HD_ARCH_TAR:
         return ARCHIVE_OK;
     case HD_ARCH_TGZ:
-        return archive_write_add_filter_gzip(a);
+        return archive_write_add_filter_gzip(a) == ARCHIVE_OK
+                   ? archive_write_set_filter_option(a, "gzip", "compression-level", "1")
+                   : ARCHIVE_FATAL;
     case HD_ARCH_TLZ4:
         return archive_write_add_filter_lz4(a) == ARCHIVE_OK
                    ? archive_write_set_filter_option(a, "lz4", "block-size", "4")
