@@ -217,7 +217,7 @@ def test_stop_with_requests_parked_on_a_stalled_upstream(s3rver, tiny2):  # noqa
     rc = t.stop()
     took = time.monotonic() - t0
     assert rc == 0, t.log_tail(20)
-    assert took < 10, "stop took %.1fs" % took
+    assert took < 30, "stop took %.1fs" % took  # the stalled calls would hold it for good
     for th in ths:
         th.join(30)
     assert len(results) == 3 and 200 not in results, results
