@@ -398,8 +398,8 @@ static int writer_format(struct archive *a, int fmt)
                    : ARCHIVE_FATAL;
     if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK)
         return ARCHIVE_FATAL;
-    /* the fastest levels (gzip's default, 6, costs 1.8x the CPU of level 1 on samples: see
-     * docs/performance.md); lz4's 64 KiB blocks (libarchive's default, 4 MiB, holds 12 MiB
+    /* the fastest levels (what each format costs: docs/performance.md, "Batch GET output
+     * formats"); lz4's 64 KiB blocks (libarchive's default, 4 MiB, holds 12 MiB
      * per stream and sends nothing before 4 MiB of tar); zstd level 1: about 2 MiB a stream */
     switch (fmt) {
     case HD_ARCH_TAR:

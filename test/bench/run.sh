@@ -6,7 +6,9 @@
 #
 # Env: HOARD_BUILD (default build), BENCH_QUICK=1 (~1 minute smoke run),
 #      BENCH_REPEATS / BENCH_SECS (override repeats and seconds per measurement),
-#      BENCH_ONLY=get|put|shard|cache|coldget|cluster|tls|plan|checkpoint|complete|lifecycle (one part; cache =
+#      BENCH_ONLY=get|put|shard|cache|coldget|cluster|tls|plan|checkpoint|complete|lifecycle|formats
+#      (one part; formats = test/bench/batch_formats.py, batch GET output formats, not in the
+#      default run; cache =
 #      test/bench/cache.py, the caching tier; coldget = test/bench/coldget.py, cold and warm
 #      GETs of an S3-backed bucket vs nginx proxy_cache over the same s3rver; cluster = test/bench/cluster.py, GETs direct vs 307
 #      vs S3 relay; tls = test/bench/tls.py, 10 MiB GETs over HTTPS vs nginx with the same
@@ -62,6 +64,9 @@ if [ "${BENCH_ONLY:-all}" = lifecycle ]; then # rules' cost on GETs and per pass
 fi
 if [ "${BENCH_ONLY:-all}" = cluster ]; then # direct vs 307 vs S3 relay (issue 4)
     exec "$PY" "$HERE/cluster.py"
+fi
+if [ "${BENCH_ONLY:-all}" = formats ]; then # batch GET output formats vs tar
+    exec "$PY" "$HERE/batch_formats.py"
 fi
 if [ "${BENCH_ONLY:-all}" = tls ]; then # HTTPS vs nginx (issue 12)
     exec "$PY" "$HERE/tls.py"

@@ -573,6 +573,21 @@ def _copy_from_public_objects(t, admin, mix, rw, none, denied):
                         TaggingDirective="REPLACE", Tagging="mine=1")
         assert mix.get_object_tagging(Bucket=rw, Key="from-pub")["TagSet"] == [
             {"Key": "mine", "Value": "1"}]
+        # X-Hoard-Public-Source is the proxy's word, under its node signature: sent by a
+        # client (signed into its own request, through the relay or to a target directly) it
+        # is dropped or ignored, and a key with its own rights copies the tags
+        for src in [t] + ([t.redirect_proxy] if getattr(t, "redirect_proxy", None) else []):
+            hdrs = {"x-amz-copy-source": "/%s/pub/x" % none, "X-Hoard-Public-Source": "1"}
+            r = helpers.S3Raw(src.host, src.port, ACCESS_KEY, SECRET_KEY).request(
+                "PUT", "/%s/own-copy" % rw, headers=hdrs)
+            if r.status == 307:  # s3.redirect: the key's own rights, so a 307; followed
+                f = requests.put(r.header("Location"), headers=hdrs, timeout=30)
+                assert f.status_code == 200 and b"<CopyObjectResult" in f.content, f.text
+            else:
+                assert r.status == 200 and b"<CopyObjectResult" in r.body, r
+            assert admin.get_object_tagging(Bucket=rw, Key="own-copy")["TagSet"] == [
+                {"Key": "secret", "Value": "hunter2"}]
+            admin.delete_object(Bucket=rw, Key="own-copy")
         # the rest of the bucket stays closed, and writing needs the key's own rights
         denied(lambda: mix.copy_object(Bucket=rw, Key="stolen",
                                        CopySource={"Bucket": none, "Key": "seed"}))
