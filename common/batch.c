@@ -50,12 +50,22 @@ static int str_field(json_t *o, const char *k, const char **out, size_t max)
     return 0;
 }
 
+int hd_arch_fmt_json(const json_t *doc)
+{
+    int gz = json_is_true(json_object_get(doc, "gzip")), fmt;
+    const json_t *v = json_object_get(doc, "format");
+
+    if (!v)
+        return gz ? HD_ARCH_TGZ : HD_ARCH_TAR;
+    fmt = hd_arch_fmt_parse(json_string_value(v));
+    return fmt < 0 || (gz && fmt != HD_ARCH_TGZ) ? -1 : fmt;
+}
+
 int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *msg, size_t msglen)
 {
     static const char *const top_keys[] = {"entries", "bucket", "continue_on_error", "gzip",
                                            "format", NULL};
-    const json_t *fv;
-    int fmt = HD_ARCH_TAR;
+    int fmt;
     static const char *const ent_keys[] = {"bucket", "name", "archpath", "as", NULL};
     json_error_t jerr;
     json_t *doc, *ents, *coe, *v;
@@ -95,18 +105,9 @@ int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *ms
         bad(msg, msglen, "\"gzip\" must be true or false", (size_t)-1);
         goto fail;
     }
-    if (json_is_true(json_object_get(doc, "gzip")))
-        fmt = HD_ARCH_TGZ;
-    if ((fv = json_object_get(doc, "format"))) {
-        int f = hd_arch_fmt_parse(json_string_value(fv));
-        if (f < 0 || (json_is_true(json_object_get(doc, "gzip")) && f != HD_ARCH_TGZ)) {
-            bad(msg, msglen,
-                "\"format\" must be one of \"tar\", \"tar.gz\", \"tar.lz4\", \"tar.zst\", "
-                "\"zip\" (and \"tar.gz\" with \"gzip\": true)",
-                (size_t)-1);
-            goto fail;
-        }
-        fmt = f;
+    if ((fmt = hd_arch_fmt_json(doc)) < 0) {
+        bad(msg, msglen, HD_ARCH_FMT_MSG, (size_t)-1);
+        goto fail;
     }
     if (str_field(doc, "bucket", &dflt, 63) < 0) {
         bad(msg, msglen, "\"bucket\" must be a bucket name", (size_t)-1);

@@ -55,6 +55,14 @@ struct hd_batch {
 /* Parses and validates a request body. 0 with *out (free with hd_batch_free), or HD_EBADARG
  * with the reason in msg. */
 int hd_batch_parse(const char *body, size_t len, struct hd_batch **out, char *msg, size_t msglen);
+/* The archive format (HD_ARCH_*) a batch body or a shard job's args name: "format" (a name,
+ * hd_arch_fmt_parse), or "gzip": true for "tar.gz", a tar without either; -1 for an unknown
+ * format or "gzip": true with another (HD_ARCH_FMT_MSG says so). "gzip" must be a boolean
+ * (the caller checks). */
+#define HD_ARCH_FMT_MSG                                                                            \
+    "\"format\" must be one of \"tar\", \"tar.gz\", \"tar.lz4\", \"tar.zst\", \"zip\" (and "           \
+    "\"tar.gz\" with \"gzip\": true)"
+int hd_arch_fmt_json(const json_t *doc);
 void hd_batch_free(struct hd_batch *b);
 
 /* When the signature covered the payload (hex x-amz-content-sha256), checks it against the

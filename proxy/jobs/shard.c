@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/batch.h"
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/httpc.h"
@@ -335,15 +336,9 @@ static int plan(struct plan_req *pr)
         rc = bad_arg(pr, "\"gzip\" must be true or false");
         goto out;
     }
-    fmt = json_is_true(v) ? HD_ARCH_TGZ : HD_ARCH_TAR;
-    if ((v = json_object_get(args, "format"))) {
-        int named = hd_arch_fmt_parse(json_string_value(v));
-        if (named < 0 || (fmt == HD_ARCH_TGZ && named != HD_ARCH_TGZ)) {
-            rc = bad_arg(pr, "\"format\" must be one of \"tar\", \"tar.gz\", \"tar.lz4\", "
-                             "\"tar.zst\", \"zip\" (and \"tar.gz\" with \"gzip\": true)");
-            goto out;
-        }
-        fmt = named;
+    if ((fmt = hd_arch_fmt_json(args)) < 0) {
+        rc = bad_arg(pr, HD_ARCH_FMT_MSG);
+        goto out;
     }
     if (!s) {
         rc = HD_EUNAVAIL;

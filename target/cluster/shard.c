@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/batch.h"
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/httpc.h"
@@ -450,10 +451,7 @@ static int shard_run(struct hd_job *j, void *ctx)
     sj.st = hd_tcluster_store(sj.cl);
     sj.in = j->bucket;
     sj.out = json_string_value(json_object_get(j->args, "output_bucket"));
-    sj.fmt = json_is_true(json_object_get(j->args, "gzip")) ? HD_ARCH_TGZ : HD_ARCH_TAR;
-    if (json_object_get(j->args, "format")) {
-        sj.fmt = hd_arch_fmt_parse(json_string_value(json_object_get(j->args, "format")));
-    }
+    sj.fmt = hd_arch_fmt_json(j->args);
     hd_buf_init(&text);
     if (sj.fmt < 0) { /* a newer proxy's format: refused, not written as a tar */
         snprintf(msg, sizeof(msg), "unknown archive format");
